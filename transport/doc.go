@@ -1,0 +1,90 @@
+// Package transport is the authenticated, accounted, multiplexed connection
+// between the two parties of a selectformer session.
+//
+// # Connections and identities
+//
+// Each host has an Ed25519 [Identity]: a private key and a self-signed X.509
+// certificate, stored as PEM files. Hosts authenticate each other with TLS 1.3
+// and mutual certificates, and each side pins the peer by its fingerprint: the
+// lower-case hex SHA-256 of the peer certificate's DER-encoded
+// SubjectPublicKeyInfo (x509.Certificate.RawSubjectPublicKeyInfo). No
+// certificate authority is involved; a wrong key fails the handshake with an
+// error naming the expected and the presented fingerprints. [Dial] and
+// [Listener.Accept] return a [*Conn]; [Pipe] returns two connected in-memory
+// Conns with the same API (no TLS) for tests.
+//
+// # Streams, frames and flow control
+//
+// A Conn carries independent logical [Stream]s, named by a uint32 id that both
+// sides choose alike (for example one per concurrent batch). Each stream is an
+// ordered sequence of messages; messages of different streams interleave
+// frame by frame. A message is a byte string or a []uint64 sent little-endian
+// (on little-endian hosts the slice memory is sent as is, without encoding).
+//
+// After a 16-byte preface per side ("SFTR", version, receive window, maximum
+// frame), the wire is a sequence of frames with a 10-byte header:
+//
+//	byte 0     type: 1 = DATA, 2 = CREDIT
+//	byte 1     flags (DATA): 0x01 START, 0x02 END, 0x04 COMPRESSED
+//	bytes 2-5  stream id, little-endian uint32
+//	bytes 6-9  DATA: payload length; CREDIT: window increment (no payload)
+//
+// A message travels as one or more DATA frames: the first has START, the last
+// END. A message that needs several frames carries its total length (uint64
+// LE) in the first 8 payload bytes of its START frame. Frames are at most the
+// peer's maximum frame size and half its stream window.
+//
+// Flow control is credit-based per stream, like HTTP/2 windows: a sender may
+// have at most the receiver's window of unconsumed DATA payload outstanding
+// per stream, and the receiver grants credit back (a CREDIT frame) whenever
+// the application has consumed at least half a window since the last grant.
+// A slow reader of one stream therefore never blocks other streams, the
+// receive buffer of a stream never exceeds its window, and a sender waiting
+// for credit is always released once the reader catches up. The number of
+// streams the peer may open is bounded by Options.MaxStreams; a stream's
+// state lives as long as its Conn, so reuse ids (for example one per batch
+// slot of a pipeline) rather than numbering streams without end.
+//
+// # Accounting
+//
+// Every Conn and every Stream counts [Stats]: bytes sent and received (frame
+// headers plus payloads, i.e. what this package wrote to or read from the
+// socket; the connection preface and TLS record overhead are not counted),
+// messages sent and received, and rounds. The round rule is:
+//
+//   - an Exchange (send mine, receive theirs concurrently) counts 1 round;
+//   - a lone Send (SendWords, SendBytes) counts 1 round for the sender;
+//   - a lone Recv (RecvWords, RecvBytes) counts 1 round for the receiver.
+//
+// Rounds are counted when the operation succeeds; messages when they are
+// complete.
+//
+// Received DATA bytes are counted when the application consumes the message,
+// so a snapshot taken right after a Recv does not depend on what the peer
+// has sent ahead. CREDIT frames are counted on the stream they refer to (and
+// in the total): as sent when the receiving application's consumption
+// triggers them (deterministic), as received when they arrive. They occur
+// only once per half window consumed (8 MiB by default), so protocol tests
+// with smaller messages see none and all their counts are exact. Take a
+// snapshot with Stats() and subtract snapshots with [Stats.Sub] to measure
+// one protocol.
+//
+// # Errors and cancellation
+//
+// Every blocking call takes a context.Context. A malformed or oversized frame,
+// an oversized message, a flow-control violation or too many streams kills the
+// connection with a descriptive error, which every blocked and later stream
+// operation returns promptly; so does the peer closing or the socket failing.
+// A socket write that the context interrupts (a peer that stopped reading)
+// corrupts the framing and also kills the connection; a context that ends
+// while waiting for credit or for the socket leaves the connection usable
+// (but a message cut off after its first frame makes that stream unusable
+// for sending).
+//
+// # Link emulation
+//
+// [Emulate] wraps any net.Conn with a bandwidth cap and a one-way latency on
+// its outgoing direction; [Profile] names the standard links ([ProfileByName]:
+// "lan", "paper-wan", "none"). Options.Link applies a profile to a Conn's
+// sending direction (set it on both sides, or use the bench/cmd/linkem relay).
+package transport

@@ -1,0 +1,104 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+)
+
+// byteConn is a net.Conn whose peer sends a fixed byte string and then EOF.
+type byteConn struct {
+	net.Conn
+	r *bytes.Reader
+}
+
+func (c *byteConn) Read(p []byte) (int, error)        { return c.r.Read(p) }
+func (c *byteConn) Write(p []byte) (int, error)       { return len(p), nil }
+func (c *byteConn) Close() error                      { return nil }
+func (c *byteConn) SetDeadline(time.Time) error       { return nil }
+func (c *byteConn) SetWriteDeadline(time.Time) error  { return nil }
+func (c *byteConn) SetReadDeadline(t time.Time) error { return nil }
+
+func FuzzFrameDecoder(f *testing.F) {
+	f.Add(frameBytes(frameData, flagStart|flagEnd, 1, 8, make([]byte, 8)))
+	f.Add(append(frameBytes(frameData, flagStart, 2, 16, binary.LittleEndian.AppendUint64(nil, 20)[:8:8]), make([]byte, 8)...))
+	f.Add(frameBytes(frameCredit, 0, 1, 100, nil))
+	f.Add([]byte{1, 3, 0, 0, 0, 0, 255, 255, 255, 255})
+	f.Add([]byte{})
+	o, _ := Options{MaxFrame: 256, StreamWindow: 1024, MaxMessage: 4096, MaxStreams: 4}.normalize()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// The bare decoder: never panics, never returns an over-long payload.
+		r := bytes.NewReader(data)
+		hbuf := make([]byte, headerSize)
+		for {
+			h, p, err := readFrame(r, hbuf, o.MaxFrame, nil)
+			if err != nil {
+				break
+			}
+			if len(p) > o.MaxFrame || (h.typ == frameData && len(p) != int(h.length)) {
+				t.Fatalf("payload of %d bytes for header %+v", len(p), h)
+			}
+		}
+		// A whole connection fed with the bytes: it must end with an error
+		// (at the latest at EOF) and never hang or panic on receive.
+		in := append(preface{window: 1024, maxFrame: 256}.encode(), data...)
+		c, err := newConn(context.Background(), &byteConn{r: bytes.NewReader(in)}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		<-c.Done()
+		if c.Err() == nil {
+			t.Fatal("dead connection without an error")
+		}
+		c.mu.Lock()
+		var ids []uint32
+		for id := range c.streams {
+			ids = append(ids, id)
+		}
+		c.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for _, id := range ids {
+			for i := 0; i < 20; i++ {
+				if _, err := c.Stream(id).RecvBytes(ctx); err != nil {
+					break
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("receive hung")
+		}
+	})
+}
+
+func FuzzParseIdentity(f *testing.F) {
+	id, err := GenerateIdentity("fuzz")
+	if err != nil {
+		f.Fatal(err)
+	}
+	cp, kp, _ := id.MarshalPEM()
+	f.Add(cp, kp)
+	f.Add(cp[:len(cp)/2], kp)
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), kp)
+	f.Fuzz(func(t *testing.T, certPEM, keyPEM []byte) {
+		got, err := ParseIdentity(certPEM, keyPEM)
+		if err == nil && got.Fingerprint() == "" {
+			t.Fatal("identity without a fingerprint")
+		}
+	})
+}
+
+func FuzzPreface(f *testing.F) {
+	f.Add(preface{window: 1 << 20, maxFrame: 1 << 16}.encode())
+	f.Add([]byte("SFTR\x02\x00\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodePreface(b)
+		if err == nil && (p.window < minWindow || p.maxFrame < minFrame) {
+			t.Fatalf("accepted %+v", p)
+		}
+	})
+}
