@@ -1,0 +1,5 @@
+//go:build !race
+
+package beaver
+
+const raceEnabled = false

@@ -1,0 +1,283 @@
+package beaver
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Kind names a kind of correlation. It is part of the PRG domain of every
+// item, so two parties asking for different kinds at the same counter get
+// unrelated (useless) material rather than a silent mix.
+type Kind uint8
+
+// The correlation kinds, one per Provider method (WeightMask excepted: it is
+// keyed by weight id, not by stream and counter).
+const (
+	KindTriple Kind = iota + 1
+	KindSquare
+	KindMatTriple
+	KindWeightTriple
+	KindWeightVectorTriple
+	KindAND
+	KindCrossAND
+	KindTrunc
+	KindBitPair
+	kindEnd
+)
+
+var kindNames = [...]string{
+	KindTriple:             "triple",
+	KindSquare:             "square",
+	KindMatTriple:          "mattriple",
+	KindWeightTriple:       "weighttriple",
+	KindWeightVectorTriple: "weightvectortriple",
+	KindAND:                "and",
+	KindCrossAND:           "crossand",
+	KindTrunc:              "trunc",
+	KindBitPair:            "bitpair",
+}
+
+// String returns the kind's name, e.g. "triple".
+func (k Kind) String() string {
+	if k >= 1 && k < kindEnd {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MaxItemWords bounds the number of ring words of any one part of one item
+// (e.g. A of a triple): 2^27 words, 1 GiB. Larger requests are refused.
+const MaxItemWords = 1 << 27
+
+// Request describes one item of correlated randomness: its kind, its address
+// (Stream, Counter) and its parameters. Which size fields are used depends on
+// Kind: N for Triple, Square, AND and CrossAND (words), Trunc and BitPair;
+// Batch, M, K, N for MatTriple; M, K, N and WeightID for WeightTriple; M, N and
+// WeightID for WeightVectorTriple. Unused fields must be zero.
+type Request struct {
+	Kind     Kind
+	Stream   uint32
+	Counter  uint64
+	WeightID uint64
+	Batch    int
+	M, K, N  int
+	FracBits uint
+}
+
+// String describes the request for error messages.
+func (r Request) String() string {
+	switch r.Kind {
+	case KindMatTriple:
+		return fmt.Sprintf("%v %d×(%d×%d·%d×%d) stream %d #%d", r.Kind, r.Batch, r.M, r.K, r.K, r.N, r.Stream, r.Counter)
+	case KindWeightTriple:
+		return fmt.Sprintf("%v w%d %d×%d·%d×%d stream %d #%d", r.Kind, r.WeightID, r.M, r.K, r.K, r.N, r.Stream, r.Counter)
+	case KindWeightVectorTriple:
+		return fmt.Sprintf("%v w%d %d×%d stream %d #%d", r.Kind, r.WeightID, r.M, r.N, r.Stream, r.Counter)
+	case KindTrunc:
+		return fmt.Sprintf("%v n=%d f=%d stream %d #%d", r.Kind, r.N, r.FracBits, r.Stream, r.Counter)
+	default:
+		return fmt.Sprintf("%v n=%d stream %d #%d", r.Kind, r.N, r.Stream, r.Counter)
+	}
+}
+
+// prod returns the product of dims, or an error if any is negative or the
+// product exceeds MaxItemWords.
+func prod(dims ...int) (int, error) {
+	p := 1
+	for _, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("negative size %d", d)
+		}
+		if d > MaxItemWords {
+			return 0, fmt.Errorf("size %d exceeds %d", d, MaxItemWords)
+		}
+		p *= d
+		if p > MaxItemWords {
+			return 0, fmt.Errorf("%v words exceed the limit of %d per item", dims, MaxItemWords)
+		}
+	}
+	return p, nil
+}
+
+// Validate checks the kind and the sizes (non-negative, unused fields zero,
+// every part at most MaxItemWords words, 1 ≤ FracBits ≤ 62 for Trunc).
+func (r Request) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("beaver: bad request %v: %s", r, fmt.Sprintf(format, args...))
+	}
+	zero := func(names string, vals ...int) error {
+		for _, v := range vals {
+			if v != 0 {
+				return bad("%s must be zero for this kind", names)
+			}
+		}
+		return nil
+	}
+	if r.Kind != KindTrunc && r.FracBits != 0 {
+		return bad("fracBits given for a kind other than trunc")
+	}
+	if r.Kind != KindWeightTriple && r.Kind != KindWeightVectorTriple && r.WeightID != 0 {
+		return bad("weight id given for a kind without weights")
+	}
+	var dims [][]int
+	switch r.Kind {
+	case KindTriple, KindSquare, KindAND, KindCrossAND, KindBitPair:
+		if err := zero("batch, m, k", r.Batch, r.M, r.K); err != nil {
+			return err
+		}
+		dims = [][]int{{r.N}}
+	case KindTrunc:
+		if err := zero("batch, m, k", r.Batch, r.M, r.K); err != nil {
+			return err
+		}
+		if r.FracBits < 1 || r.FracBits > 62 {
+			return bad("fracBits %d outside [1, 62]", r.FracBits)
+		}
+		dims = [][]int{{r.N}}
+	case KindMatTriple:
+		dims = [][]int{{r.Batch, r.M, r.K}, {r.Batch, r.K, r.N}, {r.Batch, r.M, r.N}}
+	case KindWeightTriple:
+		if err := zero("batch", r.Batch); err != nil {
+			return err
+		}
+		dims = [][]int{{r.M, r.K}, {r.K, r.N}, {r.M, r.N}}
+	case KindWeightVectorTriple:
+		if err := zero("batch, k", r.Batch, r.K); err != nil {
+			return err
+		}
+		dims = [][]int{{r.M, r.N}}
+	default:
+		return bad("unknown kind")
+	}
+	for _, d := range dims {
+		if _, err := prod(d...); err != nil {
+			return bad("%v", err)
+		}
+	}
+	return nil
+}
+
+// words returns the number of words of each part of party's local expansion
+// and of the dealer's correction to party 1, for a valid request.
+func (r Request) localWords(party int) []int {
+	n := r.N
+	switch r.Kind {
+	case KindTriple, KindAND:
+		if party == 0 {
+			return []int{n, n, n}
+		}
+		return []int{n, n}
+	case KindSquare:
+		if party == 0 {
+			return []int{n, n}
+		}
+		return []int{n}
+	case KindCrossAND:
+		if party == 0 {
+			return []int{n, n} // u, C0
+		}
+		return []int{n} // v
+	case KindMatTriple:
+		a, b, c := r.Batch*r.M*r.K, r.Batch*r.K*r.N, r.Batch*r.M*r.N
+		if party == 0 {
+			return []int{a, b, c}
+		}
+		return []int{a, b}
+	case KindWeightTriple:
+		if party == 0 {
+			return []int{r.M * r.N} // C0
+		}
+		return []int{r.M * r.K} // A
+	case KindWeightVectorTriple:
+		return []int{r.M * r.N} // C0 or A
+	case KindTrunc:
+		if party == 0 {
+			return []int{n, n, n}
+		}
+		return []int{n}
+	case KindBitPair:
+		w := (n + 63) / 64
+		if party == 0 {
+			return []int{w, n, n, n} // Packed, Arith, A, AR
+		}
+		return []int{w, n} // Packed, A
+	}
+	return nil
+}
+
+// CorrectionWords returns the number of ring words the dealer sends party 1
+// for this request (party 0 never receives any).
+func (r Request) CorrectionWords() int {
+	switch r.Kind {
+	case KindTriple, KindSquare, KindAND, KindCrossAND:
+		return r.N
+	case KindMatTriple:
+		return r.Batch * r.M * r.N
+	case KindWeightTriple, KindWeightVectorTriple:
+		return r.M * r.N
+	case KindTrunc, KindBitPair:
+		return 2 * r.N
+	}
+	return 0
+}
+
+// requestSize is the length of an encoded Request.
+const requestSize = 40
+
+// requestVersion is the first byte of every encoded request.
+const requestVersion = 1
+
+// AppendBinary appends the 40-byte wire encoding of r: version, kind,
+// fracBits, a zero byte, then little-endian stream (4), counter (8),
+// weight id (8), batch, m, k, n (4 each).
+func (r Request) AppendBinary(b []byte) ([]byte, error) {
+	for _, v := range []int{r.Batch, r.M, r.K, r.N} {
+		if v < 0 || v > MaxItemWords {
+			return b, fmt.Errorf("beaver: encode request %v: size %d out of range", r, v)
+		}
+	}
+	if r.FracBits > 255 {
+		return b, fmt.Errorf("beaver: encode request %v: fracBits out of range", r)
+	}
+	b = append(b, requestVersion, byte(r.Kind), byte(r.FracBits), 0)
+	b = binary.LittleEndian.AppendUint32(b, r.Stream)
+	b = binary.LittleEndian.AppendUint64(b, r.Counter)
+	b = binary.LittleEndian.AppendUint64(b, r.WeightID)
+	for _, v := range []int{r.Batch, r.M, r.K, r.N} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(v))
+	}
+	return b, nil
+}
+
+// DecodeRequest parses and validates an encoded request (see AppendBinary).
+// It never panics: a wrong length, version, reserved byte or an invalid
+// request is an error.
+func DecodeRequest(b []byte) (Request, error) {
+	var r Request
+	if len(b) != requestSize {
+		return r, fmt.Errorf("beaver: request of %d bytes, want %d", len(b), requestSize)
+	}
+	if b[0] != requestVersion {
+		return r, fmt.Errorf("beaver: request version %d, want %d", b[0], requestVersion)
+	}
+	if b[3] != 0 {
+		return r, fmt.Errorf("beaver: request reserved byte is %d, want 0", b[3])
+	}
+	r.Kind = Kind(b[1])
+	r.FracBits = uint(b[2])
+	r.Stream = binary.LittleEndian.Uint32(b[4:])
+	r.Counter = binary.LittleEndian.Uint64(b[8:])
+	r.WeightID = binary.LittleEndian.Uint64(b[16:])
+	dims := [4]*int{&r.Batch, &r.M, &r.K, &r.N}
+	for i, d := range dims {
+		v := binary.LittleEndian.Uint32(b[24+4*i:])
+		if v > MaxItemWords {
+			return r, fmt.Errorf("beaver: request size %d exceeds %d", v, MaxItemWords)
+		}
+		*d = int(v)
+	}
+	if err := r.Validate(); err != nil {
+		return r, err
+	}
+	return r, nil
+}
