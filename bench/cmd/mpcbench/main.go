@@ -1,0 +1,146 @@
+// Command mpcbench measures selectformer's two-party protocols.
+//
+//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc]
+//
+// The ops subcommand runs every registered op between two in-process parties
+// (transport.Pipe and an in-process dealer) and prints, per op, the online
+// rounds, the bytes each party sends, the dealer's bytes, the online wall time
+// and the offline (material) time; --json prints a JSON array instead of a
+// table. With --link the parties talk over transport's link emulation and the
+// report adds the link model's delay (rounds × latency + busiest direction /
+// bandwidth). By default a first untimed run records each party's requests of
+// correlated randomness and the measured run makes it all ahead with a
+// beaver.Prefetch, so "seconds" is the online phase alone.
+//
+// Ops are registered by Op entries (ops.go); the arithmetic ones live in
+// arith.go and the nonlinear ones in nonlinear.go. More subcommands (e.g.
+// forward) plug into the commands table.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/selectformer/selectformer/transport"
+)
+
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is the subcommand table; other files may add entries from init.
+var commands = map[string]command{
+	"ops": {"measure every protocol op (rounds, bytes, time)", runOps},
+}
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mpcbench:", err)
+		os.Exit(2)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: mpcbench <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	linkName := fs.String("link", "", "emulate a link: "+strings.Join(transport.ProfileNames(), ", "))
+	tiny := fs.Bool("tiny", false, "tiny shapes (for tests)")
+	prefetch := fs.Bool("prefetch", true, "make correlated randomness ahead (offline) so seconds is online time only")
+	only := fs.String("only", "", "comma-separated op names to run (default all)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("ops: unexpected arguments %q", fs.Args())
+	}
+	var link *transport.Profile
+	if *linkName != "" && *linkName != "none" {
+		p, err := transport.ProfileByName(*linkName)
+		if err != nil {
+			return fmt.Errorf("ops: %w", err)
+		}
+		link = &p
+	}
+	sc := Full
+	if *tiny {
+		sc = Tiny
+	}
+	var want []string
+	if *only != "" {
+		want = strings.Split(*only, ",")
+		for _, name := range want {
+			if !slices.ContainsFunc(ops(), func(o Op) bool { return o.Name == name }) {
+				return fmt.Errorf("ops: unknown op %q", name)
+			}
+		}
+	}
+	var results []Result
+	for _, op := range ops() {
+		if want != nil && !slices.Contains(want, op.Name) {
+			continue
+		}
+		t0 := time.Now()
+		r, err := measure(ctx, op, sc, link, *prefetch)
+		if err != nil {
+			return fmt.Errorf("ops: %w", err)
+		}
+		fmt.Fprintf(stderr, "mpcbench: %s done in %v\n", op.Name, time.Since(t0).Round(time.Millisecond))
+		results = append(results, r)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tshape\tn\trounds\tbytes_p0\tbytes_p1\tdealer_bytes\tonline s\toffline s\tlink model s\t")
+	for _, r := range results {
+		model := "-"
+		if r.Link != "" {
+			model = fmt.Sprintf("%.4f", r.LinkModelSeconds)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%s\t\n", r.Op, r.Shape, r.N, r.Rounds, r.BytesP0, r.BytesP1, r.DealerBytes, r.Seconds, r.OfflineSeconds, model)
+	}
+	return tw.Flush()
+}

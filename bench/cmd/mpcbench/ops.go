@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Scale selects the problem sizes: Full for the reported figures, Tiny for
+// tests.
+type Scale int
+
+const (
+	// Full is the reported size: n = 100000 elements, 128×768·768×768 matmuls,
+	// 12×128×128 softmax.
+	Full Scale = iota
+	// Tiny is a small size for tests.
+	Tiny
+)
+
+// Elems returns the element count of elementwise ops: 100000 or 256.
+func (sc Scale) Elems() int { return sc.Pick(100_000, 256) }
+
+// Pick returns full at Full scale and tiny at Tiny scale.
+func (sc Scale) Pick(full, tiny int) int {
+	if sc == Tiny {
+		return tiny
+	}
+	return full
+}
+
+// Op is one benchmarked operation. Register ops from init functions with
+// register; they are reported in the order of opOrder, then by name.
+type Op struct {
+	// Name is the op's name in the report, e.g. "mul".
+	Name string
+	// Shape returns the shape description and the number of elements or
+	// outputs n at a scale.
+	Shape func(sc Scale) (shape string, n int)
+	// Prepare runs on each party's session before timing (input sharing,
+	// weight sharing) and returns the online step to time.
+	Prepare func(ctx context.Context, s *protocol.Session, sc Scale) (func(ctx context.Context) error, error)
+}
+
+var (
+	registryMu sync.Mutex
+	registry   = map[string]Op{}
+)
+
+// opOrder is the report order of the ops the spec names.
+var opOrder = []string{"mul", "matmul", "matmul_weights", "trunc", "ltz", "relu", "b2a", "exp", "reciprocal", "inv_sqrt", "log", "softmax", "entropy"}
+
+// register adds op to the registry; a duplicate or incomplete op panics at
+// init time (a programming error).
+func register(op Op) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if op.Name == "" || op.Shape == nil || op.Prepare == nil {
+		panic(fmt.Sprintf("mpcbench: incomplete op %q", op.Name))
+	}
+	if _, dup := registry[op.Name]; dup {
+		panic("mpcbench: op registered twice: " + op.Name)
+	}
+	registry[op.Name] = op
+}
+
+// ops returns the registered ops in report order.
+func ops() []Op {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	out := make([]Op, 0, len(registry))
+	for _, op := range registry {
+		out = append(out, op)
+	}
+	rank := func(name string) int {
+		if i := slices.Index(opOrder, name); i >= 0 {
+			return i
+		}
+		return len(opOrder)
+	}
+	slices.SortFunc(out, func(a, b Op) int {
+		if ra, rb := rank(a.Name), rank(b.Name); ra != rb {
+			return ra - rb
+		}
+		if a.Name < b.Name {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// randomInput returns this party's share of a tensor of uniform reals in
+// [lo, hi) chosen by party 0 (fixed seed) and shared without communication.
+func randomInput(s *protocol.Session, lo, hi float64, shape ...int) (*share.Tensor, error) {
+	if s.Party() != 0 {
+		return s.ShareInput(0, nil, shape...)
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	rng := rand.New(rand.NewPCG(uint64(n), 17))
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = lo + (hi-lo)*rng.Float64()
+	}
+	x, err := s.FixedPoint().EncodeTensor(xs, shape...)
+	if err != nil {
+		return nil, err
+	}
+	return s.ShareInput(0, x, shape...)
+}
+
+// randomWeights returns party 0's clear k×n fixed-point weights in [−1, 1)
+// (nil for party 1).
+func randomWeights(s *protocol.Session, k, n int) (*share.Tensor, error) {
+	if s.Party() != 0 {
+		return nil, nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(k*n), 23))
+	xs := make([]float64, k*n)
+	for i := range xs {
+		xs[i] = 2*rng.Float64() - 1
+	}
+	return s.FixedPoint().EncodeTensor(xs, k, n)
+}
+
+// Result is one op's measurement (one JSON object of `ops --json`).
+type Result struct {
+	Op             string  `json:"op"`
+	Shape          string  `json:"shape"`
+	N              int     `json:"n"`
+	Rounds         int64   `json:"rounds"`
+	BytesP0        int64   `json:"bytes_p0"`
+	BytesP1        int64   `json:"bytes_p1"`
+	DealerBytes    int64   `json:"dealer_bytes"`
+	Seconds        float64 `json:"seconds"`
+	OfflineSeconds float64 `json:"offline_seconds"`
+	Link           string  `json:"link,omitempty"`
+	// LinkModelSeconds is rounds × latency + busiest direction / bandwidth:
+	// what the link alone costs (reported with --link).
+	LinkModelSeconds float64 `json:"link_model_seconds,omitempty"`
+}
+
+// benchStream is the stream id of the benchmarked session.
+const benchStream = 1
+
+// partyRun is one party's observations of one run.
+type partyRun struct {
+	stats    transport.Stats
+	dealer   beaver.DealerStats
+	offline  time.Duration
+	elapsed  time.Duration
+	schedule []beaver.Request
+}
+
+// runOp runs op once as both parties over a fresh transport.Pipe (with link
+// emulation on both directions when link is set) and a fresh in-process
+// dealer. With a schedule per party, material is made ahead by a
+// beaver.Prefetch (offline phase, timed apart); with record, the requests are
+// recorded instead.
+func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedule *[2][]beaver.Request, record bool) ([2]partyRun, error) {
+	var out [2]partyRun
+	c0, c1 := transport.Pipe(transport.Options{Link: link})
+	defer c0.Close()
+	defer c1.Close()
+	conns := [2]*transport.Conn{c0, c1}
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		return out, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var prepared, start sync.WaitGroup
+	prepared.Add(2)
+	start.Add(1)
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ready := false
+			defer func() {
+				if !ready {
+					prepared.Done()
+				}
+				if errs[p] != nil {
+					cancel()
+				}
+			}()
+			base, err := dealer.Provider(p)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			prov := base
+			var rec *beaver.Recorder
+			switch {
+			case record:
+				rec = beaver.NewRecorder(base)
+				prov = rec
+			case schedule != nil:
+				t0 := time.Now()
+				pf, err := beaver.NewPrefetch(base, max(1, len(schedule[p])), schedule[p])
+				if err != nil {
+					errs[p] = err
+					return
+				}
+				defer pf.Close()
+				if err := pf.Ready(ctx); err != nil {
+					errs[p] = err
+					return
+				}
+				out[p].offline = time.Since(t0)
+				prov = pf
+			}
+			st := conns[p].Stream(benchStream)
+			s, err := protocol.NewSession(ctx, p, st, prov, share.DefaultFixedPoint)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			run, err := op.Prepare(ctx, s, sc)
+			if err != nil {
+				errs[p] = fmt.Errorf("prepare: %w", err)
+				return
+			}
+			before, dBefore := st.Stats(), base.Stats()
+			ready = true
+			prepared.Done()
+			start.Wait()
+			t0 := time.Now()
+			if err := run(ctx); err != nil {
+				errs[p] = err
+				return
+			}
+			out[p].elapsed = time.Since(t0)
+			out[p].stats = st.Stats().Sub(before)
+			d := base.Stats()
+			if schedule != nil {
+				out[p].dealer = d // all material was made ahead
+			} else {
+				out[p].dealer = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, Items: d.Items - dBefore.Items}
+			}
+			if rec != nil {
+				out[p].schedule = rec.Requests()
+			}
+		}()
+	}
+	prepared.Wait()
+	start.Done()
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			return out, fmt.Errorf("%s: party %d: %w", op.Name, p, err)
+		}
+	}
+	return out, nil
+}
+
+// measure runs op and returns its Result. With prefetch, a first untimed run
+// records each party's schedule and the measured run makes all material
+// ahead (offline_seconds) so seconds is the online phase alone.
+func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool) (Result, error) {
+	shape, n := op.Shape(sc)
+	res := Result{Op: op.Name, Shape: shape, N: n}
+	var sched *[2][]beaver.Request
+	if prefetch {
+		rec, err := runOp(ctx, op, sc, nil, nil, true)
+		if err != nil {
+			return res, err
+		}
+		sched = &[2][]beaver.Request{rec[0].schedule, rec[1].schedule}
+	}
+	runs, err := runOp(ctx, op, sc, link, sched, false)
+	if err != nil {
+		return res, err
+	}
+	res.Rounds = max(runs[0].stats.Rounds, runs[1].stats.Rounds)
+	res.BytesP0, res.BytesP1 = runs[0].stats.BytesSent, runs[1].stats.BytesSent
+	res.DealerBytes = runs[0].dealer.BytesRecv + runs[1].dealer.BytesRecv
+	res.Seconds = max(runs[0].elapsed, runs[1].elapsed).Seconds()
+	res.OfflineSeconds = max(runs[0].offline, runs[1].offline).Seconds()
+	if link != nil {
+		res.Link = link.Name
+		busiest := max(res.BytesP0, res.BytesP1)
+		model := time.Duration(res.Rounds) * link.Latency
+		if link.Bandwidth > 0 {
+			model += time.Duration(float64(busiest) / float64(link.Bandwidth) * float64(time.Second))
+		}
+		res.LinkModelSeconds = model.Seconds()
+	}
+	return res, nil
+}

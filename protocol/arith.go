@@ -1,0 +1,275 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/selectformer/selectformer/share"
+)
+
+// Costs below are per call, for a tensor of n elements. "Bytes" is what each
+// party sends: 8 bytes per ring word plus the transport's framing of each
+// message (10 bytes per frame; see package transport), written
+// msg(w) = 8w + 10 for messages up to 1 MiB.
+
+// Add returns this party's share of x + y (local, no communication).
+func (s *Session) Add(x, y *share.Tensor) (*share.Tensor, error) {
+	out, err := share.Add(x, y)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: add: %w", err)
+	}
+	return out, nil
+}
+
+// Sub returns this party's share of x − y (local).
+func (s *Session) Sub(x, y *share.Tensor) (*share.Tensor, error) {
+	out, err := share.Sub(x, y)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: sub: %w", err)
+	}
+	return out, nil
+}
+
+// Neg returns this party's share of −x (local).
+func (s *Session) Neg(x *share.Tensor) *share.Tensor { return share.Neg(x) }
+
+// AddPublic returns this party's share of x + p for a public tensor p of
+// ring words with x's shape (party 0 adds p, party 1 copies its share; local).
+func (s *Session) AddPublic(x, p *share.Tensor) (*share.Tensor, error) {
+	out, err := share.AddPublic(x, p, s.party)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: add public: %w", err)
+	}
+	return out, nil
+}
+
+// AddPublicScalar returns this party's share of x + c for a public ring word c
+// (e.g. a fixed-point constant from FixedPoint.Encode, or 1 for a bit; local).
+func (s *Session) AddPublicScalar(x *share.Tensor, c uint64) *share.Tensor {
+	out := x.Clone()
+	if s.party == 0 {
+		for i := range out.Data {
+			out.Data[i] += c
+		}
+	}
+	return out
+}
+
+// MulPublicInt returns this party's share of c·x for a public integer c
+// (local, exact in the ring; no truncation since c carries no fraction).
+func (s *Session) MulPublicInt(x *share.Tensor, c int64) *share.Tensor {
+	return share.MulScalar(x, uint64(c))
+}
+
+// MulPublic returns this party's share of x·p (fixed point) for a public
+// fixed-point tensor p whose shape is x's shape or a suffix of it (p is then
+// broadcast over the leading dimensions, e.g. a [n] vector over [..., n]):
+// the local ring product followed by Trunc.
+//
+// Cost: 1 round (the truncation), 8n bytes + framing per party:
+// msg(n). Error: ≤ 1 ulp beyond the rounding of p.
+func (s *Session) MulPublic(ctx context.Context, x, p *share.Tensor) (*share.Tensor, error) {
+	if p.Rank() > x.Rank() || !slices.Equal(p.Shape, x.Shape[x.Rank()-p.Rank():]) {
+		return nil, fmt.Errorf("protocol: mul public %v by %v: public operand must match a suffix of the shape", x.Shape, p.Shape)
+	}
+	out := x.Clone()
+	if pl := p.Len(); pl > 0 {
+		for off := 0; off < len(out.Data); off += pl {
+			row := out.Data[off : off+pl]
+			for i, v := range p.Data {
+				row[i] *= v
+			}
+		}
+	}
+	res, err := s.Trunc(ctx, out)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: mul public: %w", err)
+	}
+	return res, nil
+}
+
+// scalarExtraBits returns the extra fractional bits g with which
+// MulPublicScalar encodes its constant: the most that keep the product of a
+// value v (|v| < 2^IntBits, the output range) encoded with f+g+f bits below
+// 2^61, inside Trunc's bound.
+func (s *Session) scalarExtraBits() uint {
+	f, ib := int(s.fp.FracBits), int(s.fp.IntBits)
+	return uint(max(0, 61-ib-2*f))
+}
+
+// MulPublicScalar returns this party's share of c·x (fixed point) for a public
+// real c. The constant is encoded with f+g fractional bits, g =
+// max(0, 61 − IntBits − 2f) (14 for the default encoding), and the product is
+// truncated by f+g, so a constant such as 1/768 loses no relative precision to
+// its encoding. The output c·x must lie in the encoding's range
+// (|c·x| < 2^IntBits); x itself may exceed it (e.g. a sum before a mean).
+//
+// Cost: 1 round, msg(n) bytes per party. Error: ≤ 1 ulp + |x|·2^−(f+g+1).
+func (s *Session) MulPublicScalar(ctx context.Context, x *share.Tensor, c float64) (*share.Tensor, error) {
+	g := s.scalarExtraBits()
+	shift := s.fp.FracBits + g
+	cs := math.Ldexp(c, int(shift))
+	if math.IsNaN(cs) || math.Abs(cs) >= math.Ldexp(1, 62) {
+		return nil, fmt.Errorf("protocol: mul public scalar %g: out of range", c)
+	}
+	cw := uint64(int64(math.RoundToEven(cs)))
+	prod := share.MulScalar(x, cw)
+	res, err := s.TruncBy(ctx, prod, shift)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: mul public scalar %g: %w", c, err)
+	}
+	return res, nil
+}
+
+// Sum returns this party's share of the sum of x along axis, which is
+// removed from the shape (local).
+func (s *Session) Sum(x *share.Tensor, axis int) (*share.Tensor, error) {
+	r := x.Rank()
+	if axis < 0 {
+		axis += r
+	}
+	if axis < 0 || axis >= r {
+		return nil, fmt.Errorf("protocol: sum of %v along axis %d", x.Shape, axis)
+	}
+	outer, inner := 1, 1
+	for _, d := range x.Shape[:axis] {
+		outer *= d
+	}
+	for _, d := range x.Shape[axis+1:] {
+		inner *= d
+	}
+	n := x.Shape[axis]
+	shape := append(slices.Clone(x.Shape[:axis]), x.Shape[axis+1:]...)
+	out, err := share.NewTensor(shape...)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: sum: %w", err)
+	}
+	for o := 0; o < outer; o++ {
+		dst := out.Data[o*inner : (o+1)*inner]
+		for j := 0; j < n; j++ {
+			src := x.Data[(o*n+j)*inner : (o*n+j+1)*inner]
+			for i, v := range src {
+				dst[i] += v
+			}
+		}
+	}
+	return out, nil
+}
+
+// Mean returns this party's share of the mean of x along axis (removed from
+// the shape): Sum, then MulPublicScalar by 1/n.
+//
+// Cost: 1 round, msg(n/len(axis)) bytes per party. Error: ≤ 1 ulp +
+// |sum|·2^−(f+g+1) (g as in MulPublicScalar).
+func (s *Session) Mean(ctx context.Context, x *share.Tensor, axis int) (*share.Tensor, error) {
+	sum, err := s.Sum(x, axis)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: mean: %w", err)
+	}
+	if axis < 0 {
+		axis += x.Rank()
+	}
+	n := x.Shape[axis]
+	if n == 0 {
+		return nil, fmt.Errorf("protocol: mean of %v along empty axis %d", x.Shape, axis)
+	}
+	return s.MulPublicScalar(ctx, sum, 1/float64(n))
+}
+
+// Mul returns this party's share of the elementwise ring product x·y (no
+// truncation: for fixed-point operands the result has 2f fractional bits; use
+// MulFixed). Beaver triples: both parties open e = x − a and f = y − b in one
+// exchange, then z = e·f [party 0] + e·[b] + f·[a] + [c].
+//
+// Cost: 1 round, msg(2n) = 16n + 10 bytes per party. What a party receives is
+// the peer's shares of x − a and y − b, uniform because a and b are.
+func (s *Session) Mul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
+	if !x.SameShape(y) {
+		return nil, fmt.Errorf("protocol: mul of %v and %v: shapes differ", x.Shape, y.Shape)
+	}
+	n := x.Len()
+	t, err := s.prov.Triples(ctx, s.StreamID(), n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
+	}
+	send := make([]uint64, 2*n)
+	for i := 0; i < n; i++ {
+		send[i] = x.Data[i] - t.A[i]
+		send[n+i] = y.Data[i] - t.B[i]
+	}
+	recv := make([]uint64, 2*n)
+	if err := s.Exchange(ctx, send, recv); err != nil {
+		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
+	}
+	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
+	p0 := s.party == 0
+	for i := 0; i < n; i++ {
+		e := send[i] + recv[i]
+		f := send[n+i] + recv[n+i]
+		z := e*t.B[i] + f*t.A[i] + t.C[i]
+		if p0 {
+			z += e * f
+		}
+		out.Data[i] = z
+	}
+	return out, nil
+}
+
+// MulFixed returns this party's share of the fixed-point product x·y: Mul
+// followed by Trunc.
+//
+// Cost: 2 rounds, msg(2n) + msg(n) = 24n + 20 bytes per party.
+// Error: ≤ 1 ulp (when |x·y| stays inside the encoding's range).
+func (s *Session) MulFixed(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
+	z, err := s.Mul(ctx, x, y)
+	if err != nil {
+		return nil, err
+	}
+	return s.Trunc(ctx, z)
+}
+
+// Square returns this party's share of the elementwise ring square x² with a
+// square pair (a, a²): open e = x − a (one exchange), then
+// x² = e² [party 0] + 2e·[a] + [a²].
+//
+// Cost: 1 round, msg(n) = 8n + 10 bytes per party.
+func (s *Session) Square(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
+	n := x.Len()
+	sp, err := s.prov.SquarePairs(ctx, s.StreamID(), n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
+	}
+	send := make([]uint64, n)
+	for i := range send {
+		send[i] = x.Data[i] - sp.A[i]
+	}
+	recv := make([]uint64, n)
+	if err := s.Exchange(ctx, send, recv); err != nil {
+		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
+	}
+	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
+	p0 := s.party == 0
+	for i := 0; i < n; i++ {
+		e := send[i] + recv[i]
+		z := 2*e*sp.A[i] + sp.A2[i]
+		if p0 {
+			z += e * e
+		}
+		out.Data[i] = z
+	}
+	return out, nil
+}
+
+// SquareFixed returns this party's share of the fixed-point square x²:
+// Square followed by Trunc.
+//
+// Cost: 2 rounds, 2·msg(n) = 16n + 20 bytes per party. Error: ≤ 1 ulp.
+func (s *Session) SquareFixed(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
+	z, err := s.Square(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	return s.Trunc(ctx, z)
+}

@@ -1,0 +1,61 @@
+package protocol_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Two parties multiply a secret of the model owner (party 0) by a secret of
+// the data owner (party 1) and open the product.
+func Example() {
+	ctx := context.Background()
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		panic(err)
+	}
+	fp := share.DefaultFixedPoint
+	inputs := [2]float64{1.5, -2.25}
+	var out [2]float64
+	var wg sync.WaitGroup
+	for p, conn := range []*transport.Conn{c0, c1} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prov, _ := dealer.Provider(p)
+			s, err := protocol.NewSession(ctx, p, conn.Stream(1), prov, fp)
+			if err != nil {
+				panic(err)
+			}
+			mine, _ := fp.EncodeTensor([]float64{inputs[p]}, 1)
+			var x, y *share.Tensor
+			if p == 0 {
+				x, _ = s.ShareInput(0, mine)
+				y, _ = s.ShareInput(1, nil, 1)
+			} else {
+				x, _ = s.ShareInput(0, nil, 1)
+				y, _ = s.ShareInput(1, mine)
+			}
+			z, err := s.MulFixed(ctx, x, y) // 2 rounds: Beaver product, truncation
+			if err != nil {
+				panic(err)
+			}
+			open, err := s.Reveal(ctx, z)
+			if err != nil {
+				panic(err)
+			}
+			out[p] = fp.Decode(open.Data[0])
+		}()
+	}
+	wg.Wait()
+	fmt.Printf("%.4f %.4f\n", out[0], out[1])
+	// Output: -3.3750 -3.3750
+}

@@ -1,0 +1,386 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// BitTensor is this party's XOR share of a tensor of bits, packed 64 per
+// word: bit i of Words[j] is element 64j+i (row-major over Shape). The secret
+// bits are the XOR of the two parties' words. Bits past the last element
+// carry no meaning (they may be random) and every operation ignores them.
+type BitTensor struct {
+	// Shape holds the size of each dimension of the bit tensor.
+	Shape []int
+	// Words holds ⌈n/64⌉ words of packed XOR shares, n the product of Shape.
+	Words []uint64
+}
+
+// Len returns the number of bits (the product of Shape).
+func (b *BitTensor) Len() int {
+	n := 1
+	for _, d := range b.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Clone returns a deep copy.
+func (b *BitTensor) Clone() *BitTensor {
+	return &BitTensor{Shape: slices.Clone(b.Shape), Words: slices.Clone(b.Words)}
+}
+
+// check reports an error unless Words has ⌈Len/64⌉ words.
+func (b *BitTensor) check(op string) error {
+	if b == nil {
+		return fmt.Errorf("protocol: %s: nil bit tensor", op)
+	}
+	for _, d := range b.Shape {
+		if d < 0 {
+			return fmt.Errorf("protocol: %s: bit tensor shape %v has a negative dimension", op, b.Shape)
+		}
+	}
+	if want := packedWords(b.Len()); len(b.Words) != want {
+		return fmt.Errorf("protocol: %s: bit tensor %v has %d words, want %d", op, b.Shape, len(b.Words), want)
+	}
+	return nil
+}
+
+// Bit returns this party's share of element i.
+func (b *BitTensor) Bit(i int) uint64 { return b.Words[i>>6] >> (uint(i) & 63) & 1 }
+
+// NotBits returns the complement of a shared bit tensor: party 0 flips its
+// share, party 1 copies it. No communication.
+func (s *Session) NotBits(b *BitTensor) (*BitTensor, error) {
+	if err := b.check("not"); err != nil {
+		return nil, err
+	}
+	out := b.Clone()
+	if s.party == 0 {
+		for i := range out.Words {
+			out.Words[i] = ^out.Words[i]
+		}
+	}
+	return out, nil
+}
+
+// XorBits returns the XOR of two shared bit tensors of the same shape. No
+// communication.
+func XorBits(a, b *BitTensor) (*BitTensor, error) {
+	if err := a.check("xor"); err != nil {
+		return nil, err
+	}
+	if err := b.check("xor"); err != nil {
+		return nil, err
+	}
+	if !slices.Equal(a.Shape, b.Shape) {
+		return nil, fmt.Errorf("protocol: xor bits: shapes %v and %v differ", a.Shape, b.Shape)
+	}
+	out := a.Clone()
+	for i, w := range b.Words {
+		out.Words[i] ^= w
+	}
+	return out, nil
+}
+
+// RevealBits opens a shared bit tensor to both parties: one round, each party
+// sending its ⌈n/64⌉ packed words (8·⌈n/64⌉ bytes + one frame header).
+func (s *Session) RevealBits(ctx context.Context, b *BitTensor) ([]bool, error) {
+	if err := b.check("reveal bits"); err != nil {
+		return nil, err
+	}
+	n := b.Len()
+	if n == 0 {
+		return []bool{}, nil
+	}
+	mine := slices.Clone(b.Words)
+	clearTail(mine, n)
+	theirs := make([]uint64, len(b.Words))
+	if err := s.Exchange(ctx, mine, theirs); err != nil {
+		return nil, fmt.Errorf("protocol: reveal bits %v: %w", b.Shape, err)
+	}
+	out := make([]bool, n)
+	for i := range out {
+		out[i] = (b.Words[i>>6]^theirs[i>>6])>>(uint(i)&63)&1 == 1
+	}
+	return out, nil
+}
+
+// clearTail zeroes the bits past the first n of packed words, so that
+// nothing but the n elements' bits is ever sent.
+func clearTail(words []uint64, n int) {
+	if r := uint(n) & 63; r != 0 && len(words) > 0 {
+		words[len(words)-1] &= 1<<r - 1
+	}
+}
+
+// packedWords returns ⌈n/64⌉, the words that hold n packed bits.
+func packedWords(n int) int { return (n + 63) >> 6 }
+
+// transpose64 transposes a 64×64 bit matrix in place: afterwards bit k of
+// a[i] is what bit i of a[k] was. (Recursive block swaps, 6 steps of 32
+// word operations each.)
+func transpose64(a *[64]uint64) {
+	m := uint64(0x00000000FFFFFFFF)
+	for j := 32; j != 0; j >>= 1 {
+		for k := 0; k < 64; k = (k + j + 1) &^ j {
+			t := (a[k]>>uint(j) ^ a[k+j]) & m
+			a[k] ^= t << uint(j)
+			a[k+j] ^= t
+		}
+		m ^= m << uint(j>>1)
+	}
+}
+
+// bitSlice returns the 64 bit planes of x: plane i (words [i·W, (i+1)·W),
+// W = ⌈len(x)/64⌉) holds bit i of every element, element e at bit e mod 64
+// of word e/64. Elements past len(x) are zero.
+func bitSlice(x []uint64) []uint64 {
+	w := packedWords(len(x))
+	planes := make([]uint64, 64*w)
+	var blk [64]uint64
+	for j := 0; j < w; j++ {
+		lo := 64 * j
+		hi := min(lo+64, len(x))
+		copy(blk[:], x[lo:hi])
+		clear(blk[hi-lo:])
+		transpose64(&blk)
+		for i := 0; i < 64; i++ {
+			planes[i*w+j] = blk[i]
+		}
+	}
+	return planes
+}
+
+// The sign circuit.
+//
+// The secret x = x0 + x1 (mod 2^64) has msb(x) = a63 ⊕ b63 ⊕ c63 where a = x0
+// is party 0's clear share, b = x1 party 1's, and c63 is the carry into bit 63
+// of a + b, i.e. the "generate" of the 63 low positions. With g_i = a_i∧b_i and
+// p_i = a_i⊕b_i, a group [lo..hi] generates G = G_hi ⊕ P_hi∧G_lo and
+// propagates P = P_hi∧P_lo (the terms are exclusive, so XOR is OR).
+//
+// Round 1 (cross ANDs, one bit per party per AND): the 63 positions form 32
+// leaves: leaf 0 = position 0 and leaf j = positions (2j−1, 2j) for
+// j = 1..31. A 2-position leaf (hi, lo) expands into products of a bit known
+// to party 0 with a bit known to party 1:
+//
+//	G = a_hi·b_hi ⊕ (a_hi·a_lo)·b_lo ⊕ a_lo·(b_hi·b_lo)
+//	P = a_hi·a_lo ⊕ b_hi·b_lo ⊕ a_hi·b_lo ⊕ a_lo·b_hi
+//
+// (expand g_hi ⊕ p_hi·g_lo and p_hi·p_lo with p = a⊕b). Leaf 0 needs only
+// G = a_0·b_0 (the lowest group's P is never used). That is 1 + 31·5 = 156
+// cross ANDs, in one exchange, with CrossANDTriples: party 0 sends X⊕u,
+// party 1 sends Y⊕v, and then X·Y = e·X ⊕ d·v ⊕ u·v is shared as
+// (e·X ⊕ c0, d·v ⊕ c1).
+//
+// Rounds 2..6 (ordinary ANDs, two bits per party per AND): a binary tree over
+// the 32 leaves. Combining node pairs (hi = 2i+1, lo = 2i) takes one AND for
+// G (P_hi·G_lo) and one for P (P_hi·P_lo), except for the lowest node whose P
+// is never needed: 31, 15, 7, 3, 1 ANDs at the five levels, 57 in all. Each
+// level is one exchange with AND triples (a Beaver AND: open x⊕a, y⊕b).
+//
+// Cost for n elements, W = ⌈n/64⌉ (64 comparisons per word): 6 rounds and
+// 6 messages per party, of 156W, 62W, 30W, 14W, 6W and 2W words: 270W words,
+// i.e. 270 bits = 33.75 bytes per comparison per party plus the transport's
+// frame headers (see msbCostWords).
+
+// msbLevelWords is the number of words each party sends at each of the 6
+// exchanges of the sign circuit, per word (64 elements) of input.
+var msbLevelWords = [...]int{156, 62, 30, 14, 6, 2}
+
+// msbBits runs the sign circuit on this party's share x and returns its XOR
+// share of msb(x0 + x1), packed (⌈len(x)/64⌉ words).
+func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
+	n := len(x)
+	w := packedWords(n)
+	if n == 0 {
+		return []uint64{}, nil
+	}
+	planes := bitSlice(x)
+	plane := func(i int) []uint64 { return planes[i*w : (i+1)*w] }
+	sid := s.StreamID()
+
+	// Round 1: the 156 cross ANDs of the leaves.
+	const leaves = 32
+	const cross = 1 + 5*(leaves-1)
+	op := make([]uint64, cross*w)
+	local := make([]uint64, (leaves-1)*w) // a_hi·a_lo (party 0) or b_hi·b_lo (party 1)
+	copy(op[:w], plane(0))
+	for j := 1; j < leaves; j++ {
+		hi, lo := plane(2*j), plane(2*j-1)
+		both := local[(j-1)*w : j*w]
+		for k := range both {
+			both[k] = hi[k] & lo[k]
+		}
+		base := (1 + 5*(j-1)) * w
+		dst := func(t int) []uint64 { return op[base+t*w : base+(t+1)*w] }
+		if s.party == 0 {
+			copy(dst(0), hi)
+			copy(dst(1), both)
+			copy(dst(2), lo)
+			copy(dst(3), hi)
+			copy(dst(4), lo)
+		} else {
+			copy(dst(0), hi)
+			copy(dst(1), lo)
+			copy(dst(2), both)
+			copy(dst(3), lo)
+			copy(dst(4), hi)
+		}
+	}
+	z, err := s.crossAND(ctx, sid, op)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: sign circuit, leaves: %w", err)
+	}
+	gs := make([][]uint64, leaves)
+	ps := make([][]uint64, leaves)
+	gs[0] = z[:w]
+	for j := 1; j < leaves; j++ {
+		base := (1 + 5*(j-1)) * w
+		zt := func(t int) []uint64 { return z[base+t*w : base+(t+1)*w] }
+		g, p := zt(0), zt(3)
+		z1, z2, z4 := zt(1), zt(2), zt(4)
+		both := local[(j-1)*w : j*w]
+		for k := range g {
+			g[k] ^= z1[k] ^ z2[k]
+			p[k] ^= z4[k] ^ both[k]
+		}
+		gs[j], ps[j] = g, p
+	}
+
+	// Rounds 2..: the carry tree.
+	for level := 2; len(gs) > 1; level++ {
+		m := len(gs) / 2
+		ands := 0
+		for i := 0; i < m; i++ {
+			ands++
+			if ps[2*i] != nil {
+				ands++
+			}
+		}
+		xs := make([]uint64, ands*w)
+		ys := make([]uint64, ands*w)
+		t := 0
+		for i := 0; i < m; i++ {
+			copy(xs[t*w:], ps[2*i+1])
+			copy(ys[t*w:], gs[2*i])
+			t++
+			if ps[2*i] != nil {
+				copy(xs[t*w:], ps[2*i+1])
+				copy(ys[t*w:], ps[2*i])
+				t++
+			}
+		}
+		zz, err := s.andBits(ctx, sid, xs, ys)
+		if err != nil {
+			return nil, fmt.Errorf("protocol: sign circuit, level %d: %w", level, err)
+		}
+		ngs := make([][]uint64, 0, (len(gs)+1)/2)
+		nps := make([][]uint64, 0, (len(gs)+1)/2)
+		t = 0
+		for i := 0; i < m; i++ {
+			g := zz[t*w : (t+1)*w]
+			t++
+			ghi := gs[2*i+1]
+			for k := range g {
+				g[k] ^= ghi[k]
+			}
+			var p []uint64
+			if ps[2*i] != nil {
+				p = zz[t*w : (t+1)*w]
+				t++
+			}
+			ngs = append(ngs, g)
+			nps = append(nps, p)
+		}
+		if len(gs)%2 == 1 {
+			ngs = append(ngs, gs[len(gs)-1])
+			nps = append(nps, ps[len(ps)-1])
+		}
+		gs, ps = ngs, nps
+	}
+
+	out := make([]uint64, w)
+	top := plane(63)
+	for k := range out {
+		out[k] = top[k] ^ gs[0][k]
+	}
+	return out, nil
+}
+
+// crossAND multiplies, bitwise, the words op held in the clear by party 0
+// with the words op held in the clear by party 1, returning this party's XOR
+// share of the product. One exchange of len(op) words each way. op is
+// overwritten (with the masked words sent).
+func (s *Session) crossAND(ctx context.Context, sid uint32, op []uint64) ([]uint64, error) {
+	k := len(op)
+	tr, err := s.prov.CrossANDTriples(ctx, sid, k)
+	if err != nil {
+		return nil, fmt.Errorf("cross AND triples: %w", err)
+	}
+	mask := tr.A
+	if s.party == 1 {
+		mask = tr.B
+	}
+	if len(mask) != k || len(tr.C) != k {
+		return nil, fmt.Errorf("cross AND triples: provider returned %d/%d words, want %d", len(mask), len(tr.C), k)
+	}
+	send := op
+	for i := range send {
+		send[i] ^= mask[i]
+	}
+	z := make([]uint64, k) // receives the peer's masked words, then the share
+	if err := s.Exchange(ctx, send, z); err != nil {
+		return nil, fmt.Errorf("cross AND exchange: %w", err)
+	}
+	if s.party == 0 {
+		// Party 0 holds X = send⊕u; it received e = Y⊕v: share e·X ⊕ c0.
+		for i, e := range z {
+			z[i] = e&(send[i]^mask[i]) ^ tr.C[i]
+		}
+	} else {
+		// Party 1 holds v; it received d = X⊕u: share d·v ⊕ c1.
+		for i, d := range z {
+			z[i] = d&mask[i] ^ tr.C[i]
+		}
+	}
+	return z, nil
+}
+
+// andBits multiplies two XOR-shared bit vectors (bitwise AND of the secrets)
+// with AND triples: one exchange of 2·len(x) words each way.
+func (s *Session) andBits(ctx context.Context, sid uint32, x, y []uint64) ([]uint64, error) {
+	k := len(x)
+	if len(y) != k {
+		return nil, fmt.Errorf("AND of %d and %d words", k, len(y))
+	}
+	tr, err := s.prov.ANDTriples(ctx, sid, k)
+	if err != nil {
+		return nil, fmt.Errorf("AND triples: %w", err)
+	}
+	if len(tr.A) != k || len(tr.B) != k || len(tr.C) != k {
+		return nil, fmt.Errorf("AND triples: provider returned %d/%d/%d words, want %d", len(tr.A), len(tr.B), len(tr.C), k)
+	}
+	send := make([]uint64, 2*k)
+	for i := 0; i < k; i++ {
+		send[i] = x[i] ^ tr.A[i]
+		send[k+i] = y[i] ^ tr.B[i]
+	}
+	recv := make([]uint64, 2*k)
+	if err := s.Exchange(ctx, send, recv); err != nil {
+		return nil, fmt.Errorf("AND exchange: %w", err)
+	}
+	z := recv[:k:k] // the share overwrites the received words as they are used
+	for i := range z {
+		d := send[i] ^ recv[i]
+		e := send[k+i] ^ recv[k+i]
+		v := tr.C[i] ^ d&tr.B[i] ^ e&tr.A[i]
+		if s.party == 0 {
+			v ^= d & e
+		}
+		z[i] = v
+	}
+	return z, nil
+}

@@ -1,0 +1,301 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/selectformer/selectformer/share"
+)
+
+// MatMul returns this party's share of the ring product x·y of two shared
+// tensors: x is [..., m, k] and y either [k, n] (one matrix for every leading
+// index of x, treated as one (batch·m)×k product) or [..., k, n] with the same
+// leading dimensions as x (a batched product, e.g. all heads and the whole
+// batch of attention at once). No truncation (see MatMulFixed).
+//
+// Matrix triples: both parties open E = X − A and F = Y − B in ONE exchange
+// (all batches together), then each computes X_i·F + E·B_i + C_i (two local
+// GEMMs), which sums to (E+A)·F + E·B + A·B = X·Y.
+//
+// Cost: 1 round, msg(|x| + |y|) bytes per party (8(|x|+|y|) + framing).
+func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
+	batch, m, k, n, shape, err := matmulShape(x, y)
+	if err != nil {
+		return nil, err
+	}
+	tm, tb := m, batch
+	if y.Rank() == 2 {
+		tm, tb = batch*m, 1
+	}
+	t, err := s.prov.MatTriples(ctx, s.StreamID(), tb, tm, k, n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
+	}
+	nx, ny := x.Len(), y.Len()
+	send := make([]uint64, nx+ny)
+	_ = share.SubVec(send[:nx], x.Data, t.A)
+	_ = share.SubVec(send[nx:], y.Data, t.B)
+	recv := make([]uint64, nx+ny)
+	if err := s.Exchange(ctx, send, recv); err != nil {
+		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
+	}
+	e, f := recv[:nx], recv[nx:]
+	_ = share.AddVec(e, e, send[:nx])
+	_ = share.AddVec(f, f, send[nx:])
+	out := &share.Tensor{Shape: shape, Data: make([]uint64, tb*tm*n)}
+	tmp := make([]uint64, len(out.Data))
+	if err := share.BatchMatMulInto(out.Data, x.Data, f, tb, tm, k, n); err != nil {
+		return nil, fmt.Errorf("protocol: matmul: %w", err)
+	}
+	if err := share.BatchMatMulInto(tmp, e, t.B, tb, tm, k, n); err != nil {
+		return nil, fmt.Errorf("protocol: matmul: %w", err)
+	}
+	_ = share.AddVec(out.Data, out.Data, tmp)
+	_ = share.AddVec(out.Data, out.Data, t.C)
+	return out, nil
+}
+
+// MatMulFixed returns this party's share of the fixed-point product x·y:
+// MatMul followed by Trunc.
+//
+// Cost: 2 rounds, msg(|x|+|y|) + msg(|out|) bytes per party. Error: ≤ 1 ulp
+// (when every partial sum stays inside the encoding's range).
+func (s *Session) MatMulFixed(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
+	z, err := s.MatMul(ctx, x, y)
+	if err != nil {
+		return nil, err
+	}
+	return s.Trunc(ctx, z)
+}
+
+// matmulShape checks the operands of MatMul and returns the batch (product of
+// x's leading dims), m, k, n and the output shape.
+func matmulShape(x, y *share.Tensor) (batch, m, k, n int, shape []int, err error) {
+	rx, ry := x.Rank(), y.Rank()
+	if rx < 2 || ry < 2 {
+		return 0, 0, 0, 0, nil, fmt.Errorf("protocol: matmul of %v and %v: need rank ≥ 2", x.Shape, y.Shape)
+	}
+	m, k = x.Shape[rx-2], x.Shape[rx-1]
+	k2 := y.Shape[ry-2]
+	n = y.Shape[ry-1]
+	if k != k2 {
+		return 0, 0, 0, 0, nil, fmt.Errorf("protocol: matmul of %v and %v: inner dimensions %d and %d differ", x.Shape, y.Shape, k, k2)
+	}
+	if ry > 2 && !slices.Equal(x.Shape[:rx-2], y.Shape[:ry-2]) {
+		return 0, 0, 0, 0, nil, fmt.Errorf("protocol: batched matmul of %v and %v: leading dimensions differ", x.Shape, y.Shape)
+	}
+	batch = 1
+	for _, d := range x.Shape[:rx-2] {
+		batch *= d
+	}
+	shape = append(slices.Clone(x.Shape[:rx-1]), n)
+	return batch, m, k, n, shape, nil
+}
+
+// Weight is a matrix (k×n) or a vector (1×n) of the model owner's clear
+// weights prepared for the weight-mask trick by ShareWeight or ShareVector:
+// party 0 keeps W, party 1 keeps F = W − B, where B is party 0's reusable mask
+// of weight id from the dealer. A Weight belongs to one party and may be used
+// by any of that party's sessions (streams), concurrently.
+//
+// Security: each weight id must be shared once, with one W: two different
+// matrices revealed under the same mask would leak their difference.
+type Weight struct {
+	id     uint64
+	party  int
+	k, n   int
+	vector bool
+	w      []uint64 // party 0: the clear weights (fixed-point ring words)
+	f      []uint64 // party 1: W − B
+}
+
+// ID returns the weight's id (the dealer's key of its mask).
+func (w *Weight) ID() uint64 { return w.id }
+
+// Shape returns (k, n): the matrix is k×n, a vector 1×n.
+func (w *Weight) Shape() (k, n int) { return w.k, w.n }
+
+// ShareWeight prepares the model owner's clear k×n matrix w (row-major ring
+// words, fixed-point encoded; party 1 passes nil) under id: party 0 asks the
+// dealer for the mask B of id and sends F = W − B to party 1, once.
+//
+// Cost (once per weight matrix, not per product): 1 round, party 0 sends
+// msg(k·n) bytes, party 1 nothing. Party 1 receives F, uniform because B is.
+func (s *Session) ShareWeight(ctx context.Context, id uint64, w *share.Tensor, k, n int) (*Weight, error) {
+	return s.shareWeight(ctx, id, w, k, n, false)
+}
+
+// ShareVector prepares the model owner's clear vector γ of n fixed-point ring
+// words (party 1 passes nil) for MulPrivateVector, as ShareWeight does with a
+// 1×n matrix. Cost: 1 round, party 0 sends msg(n) bytes, once.
+func (s *Session) ShareVector(ctx context.Context, id uint64, gamma *share.Tensor, n int) (*Weight, error) {
+	return s.shareWeight(ctx, id, gamma, 1, n, true)
+}
+
+func (s *Session) shareWeight(ctx context.Context, id uint64, w *share.Tensor, k, n int, vector bool) (*Weight, error) {
+	if k <= 0 || n <= 0 {
+		return nil, fmt.Errorf("protocol: share weight %d of shape %d×%d", id, k, n)
+	}
+	out := &Weight{id: id, party: s.party, k: k, n: n, vector: vector}
+	if s.party == 0 {
+		if w == nil || w.Len() != k*n {
+			return nil, fmt.Errorf("protocol: share weight %d: model owner must pass a %d×%d tensor, got %v", id, k, n, w)
+		}
+		b, err := s.prov.WeightMask(ctx, id, k, n)
+		if err != nil {
+			return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
+		}
+		f := make([]uint64, k*n)
+		_ = share.SubVec(f, w.Data, b)
+		if err := s.SendWords(ctx, f); err != nil {
+			return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
+		}
+		out.w = slices.Clone(w.Data)
+		return out, nil
+	}
+	if w != nil {
+		return nil, fmt.Errorf("protocol: share weight %d: the data owner must not pass weights", id)
+	}
+	out.f = make([]uint64, k*n)
+	if err := s.RecvWords(ctx, out.f); err != nil {
+		return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// MatMulWeights returns this party's share of the ring product x·W for a
+// shared x of shape [..., k] and the model owner's matrix W (k×n) prepared by
+// ShareWeight; the result is [..., n]. With m = |x|/k rows and a weight
+// triple (party 1: mask A, m×k; both: shares C of A·B):
+// party 1 sends E = X1 − A and computes A·F + C1; party 0 computes
+// (X0 + E)·W + C0. The sum is (X − A)·W + A·(W − B) + A·B = X·W.
+//
+// Cost: 1 round, ONE direction: party 1 sends msg(m·k) bytes, party 0 sends
+// nothing; one GEMM per party. Party 0 receives X1 − A, uniform because A is.
+// No truncation (see MatMulWeightsFixed).
+func (s *Session) MatMulWeights(ctx context.Context, x *share.Tensor, w *Weight) (*share.Tensor, error) {
+	if err := s.checkWeight(w, false); err != nil {
+		return nil, err
+	}
+	k, n := w.k, w.n
+	if x.Rank() < 1 || x.Shape[x.Rank()-1] != k {
+		return nil, fmt.Errorf("protocol: matmul %v by weight %d (%d×%d): last dimension must be %d", x.Shape, w.id, k, n, k)
+	}
+	m := x.Len() / k
+	wt, err := s.prov.WeightTriple(ctx, s.StreamID(), w.id, m, k, n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+	}
+	shape := append(slices.Clone(x.Shape[:x.Rank()-1]), n)
+	out := &share.Tensor{Shape: shape, Data: make([]uint64, m*n)}
+	if s.party == 1 {
+		e := make([]uint64, m*k)
+		_ = share.SubVec(e, x.Data, wt.A)
+		if err := s.SendWords(ctx, e); err != nil {
+			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+		}
+		if err := share.MatMulInto(out.Data, wt.A, w.f, m, k, n); err != nil {
+			return nil, fmt.Errorf("protocol: matmul by weight %d: %w", w.id, err)
+		}
+	} else {
+		e := make([]uint64, m*k)
+		if err := s.RecvWords(ctx, e); err != nil {
+			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+		}
+		_ = share.AddVec(e, e, x.Data)
+		if err := share.MatMulInto(out.Data, e, w.w, m, k, n); err != nil {
+			return nil, fmt.Errorf("protocol: matmul by weight %d: %w", w.id, err)
+		}
+	}
+	_ = share.AddVec(out.Data, out.Data, wt.C)
+	return out, nil
+}
+
+// MatMulWeightsFixed is MatMulWeights followed by Trunc: the fixed-point
+// product x·W.
+//
+// Cost: 2 rounds; party 1 sends msg(m·k) + msg(m·n), party 0 msg(m·n).
+// Error: ≤ 1 ulp (partial sums inside the range).
+func (s *Session) MatMulWeightsFixed(ctx context.Context, x *share.Tensor, w *Weight) (*share.Tensor, error) {
+	z, err := s.MatMulWeights(ctx, x, w)
+	if err != nil {
+		return nil, err
+	}
+	return s.Trunc(ctx, z)
+}
+
+// MulPrivateVector returns this party's share of the ring product x ⊙ γ for a
+// shared x of shape [..., n] and the model owner's vector γ (n, broadcast over
+// the leading dimensions) prepared by ShareVector — LayerNorm's scale.
+// The same trick as MatMulWeights with a dedicated correlation (a mask A of
+// x's shape for party 1, shares of A ⊙ b): party 1 sends E = X1 − A, party 0
+// computes (X0 + E) ⊙ γ + C0, party 1 A ⊙ F + C1.
+//
+// Cost: 1 round, one direction: party 1 sends msg(|x|) bytes, party 0 nothing.
+// No truncation (see MulPrivateVectorFixed).
+func (s *Session) MulPrivateVector(ctx context.Context, x *share.Tensor, gamma *Weight) (*share.Tensor, error) {
+	if err := s.checkWeight(gamma, true); err != nil {
+		return nil, err
+	}
+	n := gamma.n
+	if x.Rank() < 1 || x.Shape[x.Rank()-1] != n {
+		return nil, fmt.Errorf("protocol: multiply %v by private vector %d of length %d: last dimension differs", x.Shape, gamma.id, n)
+	}
+	m := x.Len() / n
+	wt, err := s.prov.WeightVectorTriple(ctx, s.StreamID(), gamma.id, m, n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: multiply %v by private vector %d: %w", x.Shape, gamma.id, err)
+	}
+	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, m*n)}
+	var src, vec []uint64
+	if s.party == 1 {
+		e := make([]uint64, m*n)
+		_ = share.SubVec(e, x.Data, wt.A)
+		if err := s.SendWords(ctx, e); err != nil {
+			return nil, fmt.Errorf("protocol: multiply %v by private vector %d: %w", x.Shape, gamma.id, err)
+		}
+		src, vec = wt.A, gamma.f
+	} else {
+		e := make([]uint64, m*n)
+		if err := s.RecvWords(ctx, e); err != nil {
+			return nil, fmt.Errorf("protocol: multiply %v by private vector %d: %w", x.Shape, gamma.id, err)
+		}
+		_ = share.AddVec(e, e, x.Data)
+		src, vec = e, gamma.w
+	}
+	for r := 0; r < m; r++ {
+		row := out.Data[r*n : (r+1)*n]
+		in := src[r*n : (r+1)*n]
+		c := wt.C[r*n : (r+1)*n]
+		for j, v := range vec {
+			row[j] = in[j]*v + c[j]
+		}
+	}
+	return out, nil
+}
+
+// MulPrivateVectorFixed is MulPrivateVector followed by Trunc.
+//
+// Cost: 2 rounds; party 1 sends 2·msg(|x|), party 0 msg(|x|). Error: ≤ 1 ulp.
+func (s *Session) MulPrivateVectorFixed(ctx context.Context, x *share.Tensor, gamma *Weight) (*share.Tensor, error) {
+	z, err := s.MulPrivateVector(ctx, x, gamma)
+	if err != nil {
+		return nil, err
+	}
+	return s.Trunc(ctx, z)
+}
+
+func (s *Session) checkWeight(w *Weight, vector bool) error {
+	switch {
+	case w == nil:
+		return fmt.Errorf("protocol: nil weight")
+	case w.party != s.party:
+		return fmt.Errorf("protocol: weight %d belongs to party %d, used by party %d", w.id, w.party, s.party)
+	case w.vector != vector && vector:
+		return fmt.Errorf("protocol: weight %d is a matrix, not a vector shared by ShareVector", w.id)
+	case w.vector != vector:
+		return fmt.Errorf("protocol: weight %d is a vector, not a matrix shared by ShareWeight", w.id)
+	}
+	return nil
+}

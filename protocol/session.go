@@ -1,0 +1,193 @@
+// Package protocol holds selectformer's online two-party protocols on
+// additively shared tensors: input sharing and reveal, linear operations,
+// multiplication and matrix products (including products with the model
+// owner's clear weights by the weight-mask trick), truncation, comparison and
+// the nonlinear functions built on them.
+//
+// Every protocol runs on whole tensors: one call is a fixed number of
+// exchanges of ring words on the session's stream, whatever the tensor's size.
+// A Session's tensors hold this party's share; the secret is the sum of the
+// two parties' tensors modulo 2^64.
+package protocol
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Session is one party's end of a two-party computation on one stream.
+// A Session is not safe for concurrent use; run concurrent batches on
+// separate sessions over separate streams.
+type Session struct {
+	party  int
+	stream *transport.Stream
+	prov   beaver.Provider
+	fp     share.FixedPoint
+
+	// recvTap, when set (by tests), sees every word message this party
+	// receives through Exchange and RecvWords.
+	recvTap func(words []uint64)
+
+	// inputPRG[i] expands the shares that party i's inputs give the other
+	// party: both parties hold the seed party i chose at setup.
+	inputPRG [2]*share.PRG
+}
+
+// NewSession sets up party's end on stream: it checks the parameters and
+// exchanges fresh input-sharing seeds with the peer (one round of 32 bytes each
+// way). prov must serve the same party.
+func NewSession(ctx context.Context, party int, stream *transport.Stream, prov beaver.Provider, fp share.FixedPoint) (*Session, error) {
+	if party != 0 && party != 1 {
+		return nil, fmt.Errorf("protocol: party %d, want 0 or 1", party)
+	}
+	if prov == nil || prov.Party() != party {
+		return nil, fmt.Errorf("protocol: provider for party %v given to party %d", providerParty(prov), party)
+	}
+	if err := fp.Validate(); err != nil {
+		return nil, fmt.Errorf("protocol: %w", err)
+	}
+	mine, err := share.NewSeed()
+	if err != nil {
+		return nil, fmt.Errorf("protocol: session setup: %w", err)
+	}
+	if err := stream.SendBytes(ctx, mine[:]); err != nil {
+		return nil, fmt.Errorf("protocol: session setup: send input seed: %w", err)
+	}
+	b, err := stream.RecvBytes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: session setup: receive input seed: %w", err)
+	}
+	if len(b) != share.SeedSize {
+		return nil, fmt.Errorf("protocol: session setup: peer sent a %d-byte seed, want %d", len(b), share.SeedSize)
+	}
+	var theirs share.Seed
+	copy(theirs[:], b)
+	s := &Session{party: party, stream: stream, prov: prov, fp: fp}
+	domain := fmt.Sprintf("input/stream=%d", stream.ID())
+	s.inputPRG[party] = share.NewPRG(mine, domain)
+	s.inputPRG[1-party] = share.NewPRG(theirs, domain)
+	return s, nil
+}
+
+func providerParty(p beaver.Provider) any {
+	if p == nil {
+		return "nil"
+	}
+	return p.Party()
+}
+
+// Party returns 0 (model owner) or 1 (data owner).
+func (s *Session) Party() int { return s.party }
+
+// FixedPoint returns the session's fixed-point encoding.
+func (s *Session) FixedPoint() share.FixedPoint { return s.fp }
+
+// Stream returns the session's transport stream (for cost accounting).
+func (s *Session) Stream() *transport.Stream { return s.stream }
+
+// Provider returns the session's source of correlated randomness.
+func (s *Session) Provider() beaver.Provider { return s.prov }
+
+// ShareInput secret-shares a tensor owned by party owner, at no communication:
+// the owner passes its clear tensor x and receives x − r; the other party
+// passes nil plus the shape and receives r, both r being the next words of the
+// owner's input stream.
+func (s *Session) ShareInput(owner int, x *share.Tensor, shape ...int) (*share.Tensor, error) {
+	if owner != 0 && owner != 1 {
+		return nil, fmt.Errorf("protocol: share input of party %d", owner)
+	}
+	prg := s.inputPRG[owner]
+	if owner == s.party {
+		if x == nil {
+			return nil, fmt.Errorf("protocol: party %d shares its input but passed none", owner)
+		}
+		out := &share.Tensor{Shape: append([]int(nil), x.Shape...), Data: make([]uint64, x.Len())}
+		if err := share.OwnerShare(out.Data, x.Data, prg); err != nil {
+			return nil, fmt.Errorf("protocol: share input: %w", err)
+		}
+		return out, nil
+	}
+	out, err := share.NewTensor(shape...)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: share input of party %d: %w", owner, err)
+	}
+	share.PeerShare(out.Data, prg)
+	return out, nil
+}
+
+// Reveal opens a shared tensor to both parties: one round, each party sending
+// its share (8 bytes per element).
+func (s *Session) Reveal(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
+	theirs := make([]uint64, x.Len())
+	if err := s.Exchange(ctx, x.Data, theirs); err != nil {
+		return nil, fmt.Errorf("protocol: reveal %v: %w", x.Shape, err)
+	}
+	out := &share.Tensor{Shape: append([]int(nil), x.Shape...), Data: theirs}
+	if err := share.AddVec(out.Data, out.Data, x.Data); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RevealTo opens a shared tensor to party to only: one round, the other party
+// sending its share. The receiver gets the secret; the sender gets nil.
+func (s *Session) RevealTo(ctx context.Context, to int, x *share.Tensor) (*share.Tensor, error) {
+	if to != 0 && to != 1 {
+		return nil, fmt.Errorf("protocol: reveal to party %d", to)
+	}
+	if s.party != to {
+		if err := s.SendWords(ctx, x.Data); err != nil {
+			return nil, fmt.Errorf("protocol: reveal %v to party %d: %w", x.Shape, to, err)
+		}
+		return nil, nil
+	}
+	theirs := make([]uint64, x.Len())
+	if err := s.RecvWords(ctx, theirs); err != nil {
+		return nil, fmt.Errorf("protocol: reveal %v to party %d: %w", x.Shape, to, err)
+	}
+	out := &share.Tensor{Shape: append([]int(nil), x.Shape...), Data: theirs}
+	if err := share.AddVec(out.Data, out.Data, x.Data); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StreamID returns the id of the session's stream, which is also the stream
+// under which the session draws correlated randomness from its Provider.
+func (s *Session) StreamID() uint32 { return s.stream.ID() }
+
+// Exchange sends send to the peer and receives the peer's message of
+// len(recv) words into recv, concurrently: one round, 8·len(send) bytes of
+// payload plus the transport's framing. Protocols should talk through
+// Exchange, SendWords and RecvWords rather than the raw stream so that tests
+// can inspect what a party receives.
+func (s *Session) Exchange(ctx context.Context, send, recv []uint64) error {
+	if err := s.stream.Exchange(ctx, send, recv); err != nil {
+		return err
+	}
+	if s.recvTap != nil {
+		s.recvTap(recv)
+	}
+	return nil
+}
+
+// SendWords sends w to the peer alone: one round for this party.
+func (s *Session) SendWords(ctx context.Context, w []uint64) error {
+	return s.stream.SendWords(ctx, w)
+}
+
+// RecvWords receives the peer's message of len(dst) words: one round for
+// this party.
+func (s *Session) RecvWords(ctx context.Context, dst []uint64) error {
+	if err := s.stream.RecvWords(ctx, dst); err != nil {
+		return err
+	}
+	if s.recvTap != nil {
+		s.recvTap(dst)
+	}
+	return nil
+}

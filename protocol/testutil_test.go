@@ -1,0 +1,204 @@
+package protocol
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Test harness shared by every protocol test (arith, matmul, trunc and the
+// nonlinear half): runPair runs one function as both parties over an
+// in-memory transport.Pipe with an in-process dealer and returns both outputs
+// and the costs.
+
+// pairResult holds what runPair observed: each party's output, the Stats
+// delta of each party's stream while f ran (session setup excluded), each
+// party's dealer-traffic delta, and (when pairConfig.Record is set) every
+// word message each party received.
+type pairResult[T any] struct {
+	Out    [2]T
+	Stats  [2]transport.Stats
+	Dealer [2]beaver.DealerStats
+	Recv   [2][][]uint64
+}
+
+// pairConfig tunes runPairWith; the zero value gives the defaults of runPair.
+type pairConfig struct {
+	FP     share.FixedPoint // default share.DefaultFixedPoint
+	Seed   byte             // dealer seeds are derived from it (deterministic)
+	Record bool             // keep a copy of every received word message
+	Stream uint32           // stream id (default 1)
+}
+
+// testSeed returns a fixed seed for tests.
+func testSeed(b byte, label string) share.Seed {
+	var s share.Seed
+	s[0] = b
+	return s.Derive("protocol-test/" + label)
+}
+
+// runPair runs f as party 0 and party 1 concurrently on two sessions over a
+// transport.Pipe with an in-process dealer (fixed seeds), failing t if either
+// returns an error.
+func runPair[T any](t testing.TB, f func(ctx context.Context, s *Session) (T, error)) pairResult[T] {
+	t.Helper()
+	return runPairWith(t, pairConfig{}, f)
+}
+
+// runPairWith is runPair with a configuration.
+func runPairWith[T any](t testing.TB, cfg pairConfig, f func(ctx context.Context, s *Session) (T, error)) pairResult[T] {
+	t.Helper()
+	if cfg.FP == (share.FixedPoint{}) {
+		cfg.FP = share.DefaultFixedPoint
+	}
+	if cfg.Stream == 0 {
+		cfg.Stream = 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	dealer := beaver.NewDealerWithSeeds(testSeed(cfg.Seed, "dealer0"), testSeed(cfg.Seed, "dealer1"))
+	conns := [2]*transport.Conn{c0, c1}
+
+	var res pairResult[T]
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if errs[p] != nil {
+					cancel() // unblock the peer
+				}
+			}()
+			prov, err := dealer.Provider(p)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			st := conns[p].Stream(cfg.Stream)
+			s, err := NewSession(ctx, p, st, prov, cfg.FP)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			if cfg.Record {
+				s.recvTap = func(w []uint64) {
+					res.Recv[p] = append(res.Recv[p], append([]uint64(nil), w...))
+				}
+			}
+			before, dBefore := st.Stats(), prov.Stats()
+			out, err := f(ctx, s)
+			res.Out[p], errs[p] = out, err
+			res.Stats[p] = st.Stats().Sub(before)
+			d := prov.Stats()
+			res.Dealer[p] = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, BytesSent: d.BytesSent - dBefore.BytesSent, Items: d.Items - dBefore.Items}
+		}()
+	}
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+	return res
+}
+
+// splitTensor returns deterministic shares of the public tensor x.
+func splitTensor(x *share.Tensor, seed byte) [2]*share.Tensor {
+	prg := share.NewPRG(testSeed(seed, "split"), "split")
+	a, b := share.Split(x.Data, prg)
+	return [2]*share.Tensor{
+		{Shape: append([]int(nil), x.Shape...), Data: a},
+		{Shape: append([]int(nil), x.Shape...), Data: b},
+	}
+}
+
+// openPair reconstructs the secret from both parties' shares.
+func openPair(t testing.TB, sh [2]*share.Tensor) *share.Tensor {
+	t.Helper()
+	if sh[0] == nil || sh[1] == nil || !sh[0].SameShape(sh[1]) {
+		t.Fatalf("shares %v and %v do not match", sh[0], sh[1])
+	}
+	out := &share.Tensor{Shape: append([]int(nil), sh[0].Shape...), Data: make([]uint64, sh[0].Len())}
+	if err := share.Reconstruct(out.Data, sh[0].Data, sh[1].Data); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// encodeT encodes xs with fp into a tensor of the given shape.
+func encodeT(t testing.TB, fp share.FixedPoint, xs []float64, shape ...int) *share.Tensor {
+	t.Helper()
+	x, err := fp.EncodeTensor(xs, shape...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// wireBytes is what the transport writes for one message of words ring
+// words: the payload plus a 10-byte header per frame of at most
+// transport.DefaultMaxFrame bytes (a multi-frame message also carries its
+// 8-byte total length).
+func wireBytes(words int) int64 {
+	const header, chunk = 10, transport.DefaultMaxFrame
+	b := int64(8 * words)
+	if b <= chunk {
+		return b + header
+	}
+	frames := (b + 8 + chunk - 1) / chunk
+	return b + 8 + header*frames
+}
+
+// wantCost asserts exact per-party stream costs: rounds and bytes sent.
+func wantCost[T any](t testing.TB, r pairResult[T], rounds [2]int64, sent [2]int64) {
+	t.Helper()
+	for p := range 2 {
+		if got := r.Stats[p].Rounds; got != rounds[p] {
+			t.Errorf("party %d: %d rounds, want %d", p, got, rounds[p])
+		}
+		if got := r.Stats[p].BytesSent; got != sent[p] {
+			t.Errorf("party %d: sent %d bytes, want %d", p, got, sent[p])
+		}
+	}
+}
+
+// chiSquareBytes returns the chi-square statistic of the byte histogram of
+// the words against the uniform distribution (255 degrees of freedom: mean
+// 255, standard deviation about 22.6).
+func chiSquareBytes(msgs [][]uint64) float64 {
+	var hist [256]float64
+	total := 0.0
+	for _, m := range msgs {
+		for _, w := range m {
+			for i := 0; i < 8; i++ {
+				hist[byte(w>>(8*i))]++
+				total++
+			}
+		}
+	}
+	if total == 0 {
+		return math.Inf(1)
+	}
+	exp := total / 256
+	chi := 0.0
+	for _, h := range hist {
+		chi += (h - exp) * (h - exp) / exp
+	}
+	return chi
+}
+
+// chiSquareLimit is the acceptance bound for chiSquareBytes: the 99.99th
+// percentile of the chi-square distribution with 255 degrees of freedom is
+// about 346 (seeds are fixed, so a pass is reproducible).
+const chiSquareLimit = 346
