@@ -1,0 +1,424 @@
+package mlp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/selectformer/selectformer/nn"
+)
+
+// DefaultPoints is the paper's size of a synthesised data set (5.12 million rows).
+const DefaultPoints = 5_120_000
+
+// TrainConfig sets up ex vivo training.
+type TrainConfig struct {
+	// Epochs over the data set's N rows (1 when zero).
+	Epochs int
+	// BatchSize is the mini-batch size (256 when zero).
+	BatchSize int
+	// LR is the peak Adam learning rate (3e-3 when zero); it warms up over the
+	// first 2% of steps and decays linearly to 0.
+	LR float64
+	// Test is the number of held-out synthesised rows for the report (4096 when
+	// zero).
+	Test int
+	// Seed initialises the weights.
+	Seed uint64
+	// Logger, if set, receives progress lines (about every 10% of the steps).
+	Logger *slog.Logger
+	// Progress, if set, is called after every block of 1024 rows with the rows
+	// trained so far and the total.
+	Progress func(done, total int)
+}
+
+func (c TrainConfig) withDefaults() TrainConfig {
+	if c.Epochs <= 0 {
+		c.Epochs = 1
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 256
+	}
+	if c.LR <= 0 {
+		c.LR = 3e-3
+	}
+	if c.Test <= 0 {
+		c.Test = 4096
+	}
+	return c
+}
+
+// Ranges are the magnitudes an MLP handles on its evaluation points (held-out
+// synthesised rows and observed real rows), the figures a fixed-point encoding
+// must accommodate.
+type Ranges struct {
+	// InMin and InMax bound the (finite, fill-substituted) inputs: the documented
+	// input domain.
+	InMin, InMax float64
+	// HiddenMaxAbs bounds the hidden pre-activations |W1·x + b1|.
+	HiddenMaxAbs float64
+	// OutMin and OutMax bound the outputs.
+	OutMin, OutMax float64
+	// WeightMaxAbs bounds every weight and bias.
+	WeightMaxAbs float64
+}
+
+// Check reports an error if any magnitude reaches bound (e.g. FixedPointBound).
+func (r Ranges) Check(bound float64) error {
+	for _, c := range []struct {
+		name string
+		v    float64
+	}{{"input", max(-r.InMin, r.InMax)}, {"hidden pre-activation", r.HiddenMaxAbs},
+		{"output", max(-r.OutMin, r.OutMax)}, {"weight", r.WeightMaxAbs}} {
+		if !(c.v < bound) {
+			return fmt.Errorf("mlp ranges: %s magnitude %g reaches the fixed-point bound %g", c.name, c.v, bound)
+		}
+	}
+	return nil
+}
+
+// Report describes one ex vivo training run and the resulting approximation error.
+type Report struct {
+	// Kind, In, Hidden and Out describe the MLP.
+	Kind            Kind
+	In, Hidden, Out int
+	// Points is the number of synthesised training rows (N × epochs rows were
+	// visited); Steps the number of Adam steps; Duration the wall-clock time.
+	Points, Steps int
+	Duration      time.Duration
+	// FinalLoss is the mean squared error (standardised units) of the last 10% of
+	// the steps.
+	FinalLoss float64
+	// SynthMaxAbs and SynthMeanAbs are the largest and mean absolute errors of the
+	// outputs on held-out synthesised rows (SynthRows of them); padded outputs are
+	// excluded.
+	SynthMaxAbs, SynthMeanAbs float64
+	SynthRows                 int
+	// ConstMeanAbs is the mean absolute error on the held-out synthesised rows of
+	// the best constant predictor (each output's mean): the error an MLP that
+	// learnt nothing about its input would make.
+	ConstMeanAbs float64
+	// RealMaxAbs and RealMeanAbs are the same errors on the observed real rows
+	// (RealRows of them; 0 when the data set holds none).
+	RealMaxAbs, RealMeanAbs float64
+	RealRows                int
+	// Ranges are the magnitudes seen on all evaluation rows.
+	Ranges Ranges
+}
+
+// String summarises the report on one line.
+func (r Report) String() string {
+	return fmt.Sprintf("%s %d→%d→%d: %d pts, %d steps in %v, synth err max %.4g mean %.4g (constant predictor %.4g), real err max %.4g mean %.4g (%d rows), |in| ≤ %.3g, |h| ≤ %.3g",
+		r.Kind, r.In, r.Hidden, r.Out, r.Points, r.Steps, r.Duration.Round(time.Millisecond), r.SynthMaxAbs, r.SynthMeanAbs, r.ConstMeanAbs,
+		r.RealMaxAbs, r.RealMeanAbs, r.RealRows, max(-r.Ranges.InMin, r.Ranges.InMax), r.Ranges.HiddenMaxAbs)
+}
+
+// heldOutSeed derives the seed of the held-out stream from the training seed.
+func heldOutSeed(seed uint64) uint64 { return seed ^ 0x5deece66d<<20 ^ 0xa5a5a5a5 }
+
+// Train fits a new MLP of hidden width hidden (parameters named name+".fc1"/".fc2")
+// to the data set ex vivo: inputs and outputs are standardised with the
+// distribution's μ, σ and the outputs' statistics on the held-out rows, the
+// standardised MLP is trained with Adam on mini-batches of the N synthesised rows
+// (mean squared error over unpadded outputs), and the standardisation is then
+// folded into the weights. ctx cancels a long run between mini-batches.
+func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainConfig) (*MLP, Report, error) {
+	var rep Report
+	if err := d.Validate(); err != nil {
+		return nil, rep, err
+	}
+	cfg = cfg.withDefaults()
+	in := d.In()
+	out := d.Kind.OutWidth(in)
+	rng := nn.NewRNG(cfg.Seed)
+	m, err := New(d.Kind, name, in, hidden, d.Eps, rng)
+	if err != nil {
+		return nil, rep, err
+	}
+	start := time.Now()
+	rep = Report{Kind: d.Kind, In: in, Hidden: hidden, Out: out, Points: d.N}
+
+	// Held-out rows: also the source of the output statistics.
+	testX := make([]float64, cfg.Test*in)
+	testY := make([]float64, cfg.Test*out)
+	if err := d.Rows(heldOutSeed(d.Seed), 0, cfg.Test, testX, testY); err != nil {
+		return nil, rep, err
+	}
+	muY, sdY := outputStats(testX, testY, in, out, d.Kind)
+	rep.ConstMeanAbs = constError(testX, testY, in, out, d.Kind, muY)
+	muX, sdX := d.Gauss.Mean, d.Gauss.Std
+
+	// The standardised network: z = (x − μ)/σ (FillZ for padding), ŷ = (y − μy)/σy.
+	fc1, fc2 := m.FC1, m.FC2
+	act := &nn.ReLU{}
+	params := m.Params()
+	blocks := (d.N + blockRows - 1) / blockRows
+	steps := 0
+	for b := 0; b < blocks; b++ {
+		n := min(blockRows, d.N-b*blockRows)
+		steps += (n + cfg.BatchSize - 1) / cfg.BatchSize
+	}
+	steps *= cfg.Epochs
+	opt := &nn.AdamW{LR: cfg.LR, WarmupSteps: steps / 50, TotalSteps: steps + 1, ClipNorm: 10}
+	bx := make([]float64, blockRows*in)
+	by := make([]float64, blockRows*out)
+	lossSum, lossN := 0.0, 0
+	tail := max(steps/10, 1)
+	total := d.N * cfg.Epochs
+	done := 0
+	order := make([]int, blocks)
+	for e := 0; e < cfg.Epochs; e++ {
+		for i := range order {
+			order[i] = i
+		}
+		if e > 0 {
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		}
+		for _, b := range order {
+			if err := ctx.Err(); err != nil {
+				return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
+			}
+			n := min(blockRows, d.N-b*blockRows)
+			if err := d.Rows(d.Seed, b*blockRows, n, bx[:n*in], by[:n*out]); err != nil {
+				return nil, rep, err
+			}
+			for off := 0; off < n; off += cfg.BatchSize {
+				k := min(cfg.BatchSize, n-off)
+				z, tgt, w := standardise(bx[off*in:(off+k)*in], by[off*out:(off+k)*out], in, out, muX, sdX, muY, sdY)
+				nn.ZeroGrad(params)
+				h, err := fc1.Forward(z)
+				if err != nil {
+					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
+				}
+				if h, err = act.Forward(h); err != nil {
+					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
+				}
+				y, err := fc2.Forward(h)
+				if err != nil {
+					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
+				}
+				loss, cnt := 0.0, 0.0
+				for i := range y.Data {
+					cnt += w[i]
+				}
+				for i, v := range y.Data {
+					diff := (v - tgt[i]) * w[i]
+					loss += diff * diff
+					y.Data[i] = 2 * diff / cnt // reuse y as the gradient
+				}
+				loss /= cnt
+				g, err := fc2.Backward(y)
+				if err == nil {
+					if g, err = act.Backward(g); err == nil {
+						_, err = fc1.Backward(g)
+					}
+				}
+				if err != nil {
+					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
+				}
+				if _, err := opt.Step(params); err != nil {
+					return nil, rep, fmt.Errorf("mlp train %s step %d: %w", name, rep.Steps, err)
+				}
+				rep.Steps++
+				if rep.Steps > steps-tail {
+					lossSum += loss
+					lossN++
+				}
+				if cfg.Logger != nil && rep.Steps%max(steps/10, 1) == 0 {
+					el := time.Since(start)
+					eta := time.Duration(float64(el) * float64(steps-rep.Steps) / float64(rep.Steps))
+					cfg.Logger.Info("mlp ex vivo training", "mlp", name, "step", rep.Steps, "of", steps, "loss", loss,
+						"elapsed", el.Round(time.Millisecond), "eta", eta.Round(time.Second))
+				}
+			}
+			done += n
+			if cfg.Progress != nil {
+				cfg.Progress(done, total)
+			}
+		}
+	}
+	if lossN > 0 {
+		rep.FinalLoss = lossSum / float64(lossN)
+	}
+	fold(m, muX, sdX, muY, sdY)
+	rep.Duration = time.Since(start)
+	rep.SynthRows = cfg.Test
+	var rg rangeAcc
+	rg.init()
+	if rep.SynthMaxAbs, rep.SynthMeanAbs, err = evaluate(m, testX, testY, &rg); err != nil {
+		return nil, rep, err
+	}
+	if len(d.Real) > 0 {
+		rep.RealRows = len(d.Real) / in
+		ry := make([]float64, rep.RealRows*out)
+		if err := Exact(d.Kind, d.Real, in, d.Eps, ry); err != nil {
+			return nil, rep, fmt.Errorf("mlp train %s: real rows: %w", name, err)
+		}
+		if rep.RealMaxAbs, rep.RealMeanAbs, err = evaluate(m, d.Real, ry, &rg); err != nil {
+			return nil, rep, err
+		}
+	}
+	rep.Ranges = rg.r
+	for _, p := range params {
+		for _, v := range p.Value.Data {
+			rep.Ranges.WeightMaxAbs = max(rep.Ranges.WeightMaxAbs, math.Abs(v))
+		}
+	}
+	nn.ZeroGrad(params)
+	return m, rep, nil
+}
+
+// outputStats returns per-output means and deviations of y over unpadded entries
+// (deviations floored so that a constant output does not divide by zero).
+func outputStats(x, y []float64, in, out int, k Kind) (mu, sd []float64) {
+	mu, sd = make([]float64, out), make([]float64, out)
+	cnt := make([]float64, out)
+	rows := len(y) / out
+	for r := 0; r < rows; r++ {
+		for j := 0; j < out; j++ {
+			if k == AttnSoftmax && math.IsInf(x[r*in+j], -1) {
+				continue
+			}
+			v := y[r*out+j]
+			cnt[j]++
+			mu[j] += v
+			sd[j] += v * v
+		}
+	}
+	for j := range mu {
+		if cnt[j] == 0 {
+			mu[j], sd[j] = 0, 1
+			continue
+		}
+		mu[j] /= cnt[j]
+		v := sd[j]/cnt[j] - mu[j]*mu[j]
+		sd[j] = math.Sqrt(max(v, 0))
+		sd[j] = max(sd[j], 1e-3*max(math.Abs(mu[j]), 1e-3))
+	}
+	return mu, sd
+}
+
+// constError returns the mean absolute error of predicting muY for every row.
+func constError(x, y []float64, in, out int, k Kind, muY []float64) float64 {
+	s, n := 0.0, 0
+	for i, v := range y {
+		if k == AttnSoftmax && math.IsInf(x[i], -1) {
+			continue
+		}
+		s += math.Abs(v - muY[i%out])
+		n++
+	}
+	return s / float64(max(n, 1))
+}
+
+// standardise maps raw rows to the standardised network's inputs and targets and
+// the per-output loss weights (0 for padded outputs).
+func standardise(x, y []float64, in, out int, muX, sdX, muY, sdY []float64) (z *nn.Tensor, tgt, w []float64) {
+	rows := len(x) / in
+	z = nn.New(rows, in)
+	tgt = make([]float64, len(y))
+	w = make([]float64, len(y))
+	for r := 0; r < rows; r++ {
+		for j := 0; j < in; j++ {
+			v := x[r*in+j]
+			if math.IsInf(v, -1) {
+				z.Data[r*in+j] = FillZ
+			} else {
+				z.Data[r*in+j] = (v - muX[j]) / sdX[j]
+			}
+		}
+		for j := 0; j < out; j++ {
+			i := r*out + j
+			tgt[i] = (y[i] - muY[j]) / sdY[j]
+			w[i] = 1
+			if out == in && math.IsInf(x[r*in+j], -1) {
+				w[i] = 0
+			}
+		}
+	}
+	return z, tgt, w
+}
+
+// fold rewrites the standardised weights as raw-space weights and sets the fill
+// values (see the package comment).
+func fold(m *MLP, muX, sdX, muY, sdY []float64) {
+	in, hid, out := m.In(), m.Hidden(), m.Out()
+	w1, b1 := m.FC1.W.Value.Data, m.FC1.B.Value.Data
+	for i := 0; i < hid; i++ {
+		for j := 0; j < in; j++ {
+			b1[i] -= w1[i*in+j] * muX[j] / sdX[j]
+			w1[i*in+j] /= sdX[j]
+		}
+	}
+	w2, b2 := m.FC2.W.Value.Data, m.FC2.B.Value.Data
+	for o := 0; o < out; o++ {
+		for i := 0; i < hid; i++ {
+			w2[o*hid+i] *= sdY[o]
+		}
+		b2[o] = b2[o]*sdY[o] + muY[o]
+	}
+	if m.Kind == AttnSoftmax {
+		for j := range m.Fill {
+			m.Fill[j] = muX[j] + FillZ*sdX[j]
+		}
+	}
+}
+
+type rangeAcc struct{ r Ranges }
+
+func (a *rangeAcc) init() {
+	a.r = Ranges{InMin: math.Inf(1), InMax: math.Inf(-1), OutMin: math.Inf(1), OutMax: math.Inf(-1)}
+}
+
+// evaluate runs the MLP on rows x, compares with y over unpadded outputs and
+// accumulates the ranges.
+func evaluate(m *MLP, x, y []float64, rg *rangeAcc) (maxAbs, meanAbs float64, err error) {
+	in := m.In()
+	rows := len(x) / in
+	xt, err := nn.FromSlice(x, rows, in)
+	if err != nil {
+		return 0, 0, fmt.Errorf("mlp evaluate: %w", err)
+	}
+	pred, err := m.Forward(xt)
+	if err != nil {
+		return 0, 0, fmt.Errorf("mlp evaluate: %w", err)
+	}
+	for i, v := range x {
+		if math.IsInf(v, -1) {
+			v = m.Fill[i%in]
+		}
+		rg.r.InMin, rg.r.InMax = min(rg.r.InMin, v), max(rg.r.InMax, v)
+	}
+	hid := m.Hidden()
+	w1, b1 := m.FC1.W.Value.Data, m.FC1.B.Value.Data
+	for r := 0; r < rows; r++ {
+		for i := 0; i < hid; i++ {
+			s := b1[i]
+			for j := 0; j < in; j++ {
+				v := x[r*in+j]
+				if math.IsInf(v, -1) {
+					v = m.Fill[j]
+				}
+				s += w1[i*in+j] * v
+			}
+			rg.r.HiddenMaxAbs = max(rg.r.HiddenMaxAbs, math.Abs(s))
+		}
+	}
+	cnt := 0
+	for i, v := range pred.Data {
+		if m.Kind == AttnSoftmax && math.IsInf(x[i], -1) {
+			continue
+		}
+		rg.r.OutMin, rg.r.OutMax = min(rg.r.OutMin, v), max(rg.r.OutMax, v)
+		e := math.Abs(v - y[i])
+		maxAbs = max(maxAbs, e)
+		meanAbs += e
+		cnt++
+	}
+	if cnt > 0 {
+		meanAbs /= float64(cnt)
+	}
+	return maxAbs, meanAbs, nil
+}
