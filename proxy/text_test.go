@@ -1,0 +1,195 @@
+package proxy
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/model"
+)
+
+// tinyText returns a tiny BERT target and a padded bootstrap set of random tokens.
+func tinyText(t *testing.T) (*model.Model, model.Input, []int) {
+	t.Helper()
+	cfg := model.Config{Family: model.BERT, Hidden: 16, Heads: 2, Layers: 2, Intermediate: 32, VocabSize: 50, MaxPositions: 16,
+		TypeVocabSize: 2, LayerNormEps: 1e-12, HiddenAct: "gelu", Labels: model.DefaultLabels(2)}
+	m, err := model.New(cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := nn.NewRNG(6)
+	const n, T = 64, 8
+	in := model.Input{IDs: make([][]int, n), Mask: make([][]int, n)}
+	labels := make([]int, n)
+	for i := range in.IDs {
+		valid := 3 + rng.IntN(T-2)
+		in.IDs[i], in.Mask[i] = make([]int, T), make([]int, T)
+		for j := 0; j < T; j++ {
+			if j < valid {
+				in.IDs[i][j], in.Mask[i][j] = 1+rng.IntN(49), 1
+			}
+		}
+		labels[i] = in.IDs[i][1] % 2
+	}
+	return m, in, labels
+}
+
+// TestPaddingInvariance: with MLP softmaxes, what stands at padded positions
+// cannot change a proxy's entropy (masked keys get probability 0 via the MLP's
+// fill-and-zero rule), for every ablation.
+func TestPaddingInvariance(t *testing.T) {
+	target, boot, labels := tinyText(t)
+	for _, ab := range []struct {
+		name string
+		a    Ablation
+	}{{"full", Ablation{}}, {"NoAttnSM", NoAttnSM}, {"NoAttnLN", NoAttnLN}, {"NoApprox", NoApprox}} {
+		t.Run(ab.name, func(t *testing.T) {
+			cfg := Config{Phases: []Phase{{Layers: 2, Heads: 1, Hidden: 4}}, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
+				InVivo: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3}, Points: 3000, Seed: 1, Logger: quiet()}
+			res, err := Generate(context.Background(), target, boot, labels, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Proxies[0]
+			_, isMLP := p.Model.Blocks[0].Attn.Softmax.(*mlp.MLP)
+			_, lnMLP := p.Model.Blocks[0].LN1.InvSqrt.(*mlp.MLP)
+			if isMLP == ab.a.ExactAttnSoftmax || lnMLP == ab.a.ExactLayerNorm || (p.Entropy == nil) != ab.a.ExactEntropy {
+				t.Fatalf("modules: softmax MLP %v, layernorm MLP %v, entropy MLP %v for %+v", isMLP, lnMLP, p.Entropy != nil, ab.a)
+			}
+			if m := p.AttnMLP[0]; m != nil && (m.In() != 8 || len(m.Fill) != 8) {
+				t.Errorf("softmax MLP width %d", m.In())
+			}
+			a, _ := boot.Select([]int{0, 1, 2, 3})
+			b := model.Input{IDs: make([][]int, 4), Mask: a.Mask}
+			for i, row := range a.IDs {
+				b.IDs[i] = append([]int(nil), row...)
+				for j := range row {
+					if a.Mask[i][j] == 0 {
+						b.IDs[i][j] = 7 + j // different padding content
+					}
+				}
+			}
+			_, ha, err := p.Forward(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hb, err := p.Forward(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ha {
+				if d := ha[i] - hb[i]; d > 1e-12 || d < -1e-12 {
+					t.Errorf("sample %d: entropy %v with pad content A, %v with B", i, ha[i], hb[i])
+				}
+			}
+			// Save/load keeps the ablation.
+			dir := t.TempDir()
+			if err := p.Save(dir, res.Reports); err != nil {
+				t.Fatal(err)
+			}
+			q, err := Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hq, err := q.Forward(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ha {
+				if ha[i] != hq[i] {
+					t.Errorf("loaded: entropy %v, saved %v", hq[i], ha[i])
+				}
+			}
+		})
+	}
+}
+
+func TestBaseline(t *testing.T) {
+	f := getFixture(t)
+	boot, _ := f.boot.Select(dataset.Indices(200))
+	before, err := Baseline(context.Background(), f.target, boot, 0, TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-12}, 1, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Baseline(context.Background(), f.target, boot, 0, TrainConfig{Epochs: 3, BatchSize: 16, LR: 2e-3}, 1, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Model.Blocks[0].Attn.Softmax.(*TwoQuad); !ok || p.Model.Blocks[0].FFN == nil {
+		t.Fatalf("baseline softmax %T, ffn %v", p.Model.Blocks[0].Attn.Softmax, p.Model.Blocks[0].FFN)
+	}
+	if _, ok := p.Model.Blocks[0].FFN.Act.(*QuadGeLU); !ok {
+		t.Fatalf("baseline activation %T", p.Model.Blocks[0].FFN.Act)
+	}
+	// Distillation brings the student's predictions closer to the teacher's.
+	gap := func(q *Proxy) float64 {
+		lq, _, err := q.Forward(boot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lt, err := model.Predict(f.target, boot, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, pt := nn.New(lq.Shape...), nn.New(lt.Shape...)
+		nn.SoftmaxRows(lq.Data, ps.Data, lq.Cols())
+		nn.SoftmaxRows(lt.Data, pt.Data, lt.Cols())
+		s := 0.0
+		for i := range ps.Data {
+			s += (ps.Data[i] - pt.Data[i]) * (ps.Data[i] - pt.Data[i])
+		}
+		return s
+	}
+	g0, g1 := gap(before), gap(p)
+	t.Logf("squared gap to the teacher's probabilities: %.4g before distillation, %.4g after", g0, g1)
+	if !(g1 < g0) {
+		t.Errorf("distillation did not reduce the gap: %g → %g", g0, g1)
+	}
+	dir := t.TempDir()
+	if err := p.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, h1, _ := p.Forward(boot)
+	_, h2, err := q.Forward(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range h1 {
+		if h1[i] != h2[i] {
+			t.Fatalf("loaded baseline entropy %d: %v vs %v", i, h2[i], h1[i])
+		}
+	}
+	// A corrupted manifest is rejected with an error.
+	if err := os.WriteFile(filepath.Join(dir, ManifestFile), []byte(`{"format":"selectformer-proxy/1","kind":"x"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err == nil {
+		t.Error("Load accepted a bad manifest")
+	}
+}
+
+func FuzzDecodeManifest(f *testing.F) {
+	f.Add([]byte(`{"format":"selectformer-proxy/1","kind":"selectformer","config":{"model_type":"vit","hidden_size":8,"num_attention_heads":2,"num_hidden_layers":1,"intermediate_size":8,"image_size":4,"patch_size":2,"num_channels":1},"phase":{"layers":1,"heads":1,"hidden":2},"heads_kept":[[0]],"mlps":[{"name":"a","module":"softmax_entropy","kind":"softmax_entropy","in":2,"hidden":2,"out":1}]}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"format":"selectformer-proxy/1","kind":"mpcformer","two_quad_c":5}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		man, cfg, err := DecodeManifest(b)
+		if err != nil {
+			return
+		}
+		if man.Phase.Layers != cfg.Layers || len(man.HeadsKept) != cfg.Layers {
+			t.Fatalf("accepted inconsistent manifest %+v", man)
+		}
+		if cfg.Layers <= 4 && cfg.Hidden <= 64 && cfg.Intermediate <= 256 && cfg.NumPatches() <= 64 && cfg.VocabSize <= 1000 && cfg.MaxPositions <= 512 {
+			_, _ = fromManifest(man, cfg) // must not panic
+		}
+	})
+}
