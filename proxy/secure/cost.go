@@ -1,0 +1,121 @@
+package secure
+
+import (
+	"fmt"
+
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// msg returns the bytes one message of w ring words costs on the wire: 8w
+// plus a 10-byte frame header per frame of at most transport.DefaultMaxFrame
+// bytes, plus an 8-byte length when the message spans several frames.
+func msg(w int) int64 {
+	const header, chunk = 10, transport.DefaultMaxFrame
+	b := int64(8 * w)
+	if b <= chunk {
+		return b + header
+	}
+	frames := (b + 8 + chunk - 1) / chunk
+	return b + 8 + header*frames
+}
+
+// reluBytes is the bytes a party sends for ReLU of n elements: the six
+// layers of the sign circuit (Σ msg(k·⌈n/64⌉), k ∈ {156, 62, 30, 14, 6, 2})
+// and the multiplexer (msg(n + ⌈n/64⌉)).
+func reluBytes(n int) int64 {
+	w := (n + 63) / 64
+	var b int64
+	for _, k := range []int{156, 62, 30, 14, 6, 2} {
+		b += msg(k * w)
+	}
+	return b + msg(n+w)
+}
+
+// BlockCost is the exact online cost of block layer (0-based) of a
+// SelectFormer proxy (every module an MLP, no FFN) for a batch: the rounds
+// (the same for both parties) and the bytes each party sends. The last block
+// (unless opt.FullLastLayer) runs its queries, attention output and LayerNorm
+// on the class token only. It errs for architectures outside that case
+// (exact modules, FFN).
+//
+// With B the batch, T the sequence, H the width, I = heads·headDim, nh the
+// heads, d the MLP width, Tq = T (Tq = 1 in the last block), S = B·nh·Tq
+// softmax rows and R LayerNorm rows (B·Tq; ViT's pre-LayerNorm: B·T); msg(w) = 8w + 10 (multi-frame
+// messages: see msg); relu(n) = Σ_{k∈{156,62,30,14,6,2}} msg(k⌈n/64⌉) +
+// msg(n + ⌈n/64⌉). "P1" terms are sent by the data owner alone (the
+// weight-mask products), the others by both parties:
+//
+//	step                               rounds  bytes
+//	QKV x·[Wq|Wk|Wv]                   1       P1 msg(B·T·H)
+//	  truncation                       1       msg(3·B·T·I)
+//	zero padded input rows (private    1       msg(2·B·T·H)
+//	  mask, layers ≥ 1 or private
+//	  embeddings)
+//	scores Q·Kᵀ (all heads, batch)     1       msg(B·Tq·I + B·T·I)
+//	  truncation                       1       msg(S·T)
+//	softmax MLP x·W1                   1       P1 msg(S·T)
+//	  truncation, ReLU                 1+7     msg(S·d) + relu(S·d)
+//	  ·W2, truncation                  1+1     P1 msg(S·d); msg(S·T)
+//	P·V                                1       msg(S·T + B·T·I)
+//	  truncation                       1       msg(B·Tq·I)
+//	output projection, truncation      1+1     P1 msg(B·Tq·I); msg(B·Tq·H)
+//	LayerNorm mean                     1       msg(R)
+//	  (x−μ)², Σ, truncation            1+1     msg(R·H) + msg(R)
+//	  LN MLP ·W1/H, truncation         1+1     P1 msg(R); msg(R·d)
+//	  ReLU                             7       relu(R·d)
+//	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); msg(R·H)
+//	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + msg(R·H)
+//
+// That is 35 rounds, 36 for layers ≥ 1 with a private mask (BERT,
+// DistilBERT; ViT has no mask and its LayerNorm comes first at the same
+// cost). Layer 0 needs no masking round because the data owner zeroes its
+// padded embeddings in the clear. Per forward pass (not per block), a private
+// mask costs two more rounds: the masked key/value biases m⊗b of all layers
+// (P1 msg(B·T)) and the padded scores' fill term (1−m)·G of all softmax MLPs
+// (P1 msg(B·T)), see Prepared.Forward.
+func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]int64, err error) {
+	if err := a.Validate(); err != nil {
+		return 0, bytes, err
+	}
+	if a.Intermediate > 0 || a.Ablation != (proxy.Ablation{}) {
+		return 0, bytes, fmt.Errorf("secure: block cost: only for SelectFormer proxies with every module emulated")
+	}
+	B, T, H, I, nh, d := batch, a.Seq, a.Hidden, a.inner(), a.Heads, a.MLPHidden
+	if layer < 0 || layer >= a.Layers {
+		return 0, bytes, fmt.Errorf("secure: block cost: layer %d of %d", layer, a.Layers)
+	}
+	Tq := T
+	if layer == a.Layers-1 && !opt.FullLastLayer {
+		Tq = 1
+	}
+	S, R, Rq := B*nh*Tq, B*Tq, B*Tq
+	if a.Family == model.ViT {
+		R = B * T // pre-LayerNorm: normalises every token (keys and values need them)
+	}
+	type step struct {
+		rounds int64
+		both   int64 // bytes sent by each party
+		p1     int64 // bytes sent by party 1 only
+	}
+	steps := []step{
+		{1, 0, msg(B * T * H)}, {1, msg(3 * B * T * I), 0},
+		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
+		{1, 0, msg(S * T)}, {1, msg(S * d), 0}, {7, reluBytes(S * d), 0}, {1, 0, msg(S * d)}, {1, msg(S * T), 0},
+		{1, msg(S*T + B*T*I), 0}, {1, msg(B * Tq * I), 0},
+		{1, 0, msg(B * Tq * I)}, {1, msg(Rq * H), 0},
+		{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
+		{1, 0, msg(R)}, {1, msg(R * d), 0}, {7, reluBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
+		{1, msg(2 * R * H), 0}, {1, msg(R * H), 0},
+	}
+	if a.Family != model.ViT && !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {
+		steps = append(steps, step{1, msg(2 * B * T * H), 0})
+	}
+	for _, s := range steps {
+		rounds += s.rounds
+		bytes[0] += s.both
+		bytes[1] += s.both + s.p1
+	}
+	return rounds, bytes, nil
+}

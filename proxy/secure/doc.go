@@ -1,0 +1,53 @@
+// Package secure evaluates SelectFormer proxies (and, for baselines, the exact
+// target model, the paper's "Oracle") over two-party additive secret sharing:
+// the model owner (party 0) holds the network in the clear, the data owner
+// (party 1) holds a batch of candidates in the clear, and together they
+// compute a secret-shared prediction entropy per candidate; nothing else is
+// revealed.
+//
+// # Flow
+//
+//   - The data owner embeds its candidates with the public, frozen embeddings
+//     (Embed) and shares the result; for text models it also zeroes the
+//     padded tokens' embeddings in the clear.
+//   - Prepare shares the model owner's weights once per network and session
+//     pair with the weight-mask trick (protocol.ShareWeight); Forward then
+//     evaluates any number of batches, each in one pass whose rounds do not
+//     depend on the batch size.
+//   - Per block: one weight matrix for Q|K|V (1/√headDim folded into Q);
+//     the scores of all heads and the whole batch in one shared×shared
+//     MatMul; the attention-softmax MLP (MatMulWeights → truncation → ReLU →
+//     MatMulWeights, biases added by party 0); P·V; the output projection; the
+//     residual; LayerNorm with the exact mean subtraction, the squared
+//     deviation (Square), the LayerNorm MLP (its first weights carry 1/hidden,
+//     its second weights are W2⊗γ, so γ costs no extra round) and β added by
+//     party 0. Then the class token, ViT's final LayerNorm or BERT's pooler
+//     (ReLU) / DistilBERT's pre-classifier (ReLU), the classifier and the
+//     entropy MLP.
+//   - Padding (BERT, DistilBERT): the attention mask m is the data owner's
+//     private input. Padded keys and values must vanish and padded scores
+//     must enter the softmax MLP as its fill values: the block input's padded
+//     rows are zeroed (a secure multiplication from layer 1 on; free at layer
+//     0), the key/value biases are added as m⊗b (one MatMulWeights of m for all
+//     layers), and the fill values' contribution to the MLP's first layer,
+//     (1−m)·diag(Fill)·W1, is one MatMulWeights of 1−m for all layers. Since
+//     m ∈ {0, 1}, none of these needs a truncation. Options.PublicMask applies
+//     a public mask locally instead.
+//   - Only the class token feeds the head, so the last block computes its
+//     queries, attention output, LayerNorm (and FFN) for that token alone
+//     (Options.FullLastLayer turns this off).
+//   - Modules kept exact by the proxy's ablation, and every module of the
+//     exact model (FromModel), run with the CrypTen-style protocol functions:
+//     protocol.Softmax (padded scores shifted by −32), protocol.InvSqrt (with
+//     Arch.InvSqrtShift to bring variances into its range) and γ by
+//     MulPrivateVector, protocol.Entropy; the exact model's GeLU is x·σ(1.702x)
+//     and BERT's pooler tanh is 2σ(2x)−1, with σ from the sign circuit, Exp on
+//     (−∞, 0] and ReciprocalPositive on [1, 2].
+//
+// BlockCost documents and computes the exact rounds and bytes of a proxy
+// block; the tests assert them. RunLocal runs both parties in one process
+// (the harness of the tests and of `mpcbench forward`, see Bench).
+//
+// Fixed point: the default encoding (16 fractional bits) is enough; the
+// fidelity tests measure max abs errors below 3e-4 nats for proxies.
+package secure

@@ -1,0 +1,622 @@
+package secure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/share"
+)
+
+// Batch is one party's input to Forward. The data owner (party 1) passes the
+// embedded candidates X ([B, seq, hidden] row-major reals, see Embed) and,
+// for text models, the padding Mask (B rows of seq entries, 1 = token,
+// 0 = padding; nil = no padding). With Options.PublicMask the model owner
+// passes the same Mask (and no X); otherwise it passes nil.
+type Batch struct {
+	// X holds the embedded inputs (data owner only).
+	X []float64
+	// Mask is the attention mask.
+	Mask [][]int
+}
+
+// maskState holds the secret (or public) padding mask of one batch.
+type maskState struct {
+	// h is the mask broadcast to [B, T, hidden] as integer (0/1) shares
+	// (private) or clear words (public): it zeroes the padded rows of a block's
+	// input (layers ≥ 1; the data owner zeroes its embeddings itself).
+	h *share.Tensor
+	// kvb holds m⊗[b_K | b_V] of every layer: [B·T, layers·2·inner], the
+	// key and value biases of the unpadded rows only.
+	kvb *share.Tensor
+	// omm is 1−m, [B, T], integer shares (private) or clear words (public).
+	omm *share.Tensor
+	// fill holds (1−m)·G: [B, layers·d] shares of fixed-point values.
+	fill *share.Tensor
+}
+
+// Forward evaluates the secure forward pass of batch candidates and returns
+// this party's shares of their entropies ([batch] fixed-point). Both parties
+// call it with the same batch size; one call costs the same number of rounds
+// whatever the batch size.
+func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, in *Batch) (*share.Tensor, error) {
+	if s.Party() != p.party {
+		return nil, fmt.Errorf("secure: forward: prepared for party %d, session of party %d", p.party, s.Party())
+	}
+	a := p.arch
+	if batch <= 0 {
+		return nil, fmt.Errorf("secure: forward: batch size %d", batch)
+	}
+	B, T, H := batch, a.Seq, a.Hidden
+	W := H // width of the data owner's rows
+	if p.emb != nil {
+		W = a.EmbedRows
+	}
+	var x *share.Tensor
+	var err error
+	if p.party == 1 {
+		if in == nil || len(in.X) != B*T*W {
+			return nil, fmt.Errorf("secure: forward: data owner must pass %d×%d×%d embedded values", B, T, W)
+		}
+		xs := in.X
+		if p.textual() && p.emb == nil {
+			// Zero the padded tokens' embeddings (their keys and values must
+			// vanish; their own outputs are never used).
+			w, err := maskWords(in.Mask, B, T)
+			if err != nil {
+				return nil, err
+			}
+			xs = append([]float64(nil), in.X...)
+			for r, v := range w {
+				if v == 0 {
+					clear(xs[r*H : (r+1)*H])
+				}
+			}
+		}
+		var enc *share.Tensor
+		if p.emb != nil && p.textual() {
+			// One-hot rows are ring integers.
+			words, err := encode(xs, 0)
+			if err == nil {
+				enc, err = share.FromData(words, B, T, W)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("secure: forward: input rows: %w", err)
+			}
+		} else if enc, err = p.fp.EncodeTensor(xs, B, T, W); err != nil {
+			return nil, fmt.Errorf("secure: forward: embeddings: %w", err)
+		}
+		x, err = s.ShareInput(1, enc)
+		if err != nil {
+			return nil, fmt.Errorf("secure: forward: %w", err)
+		}
+	} else {
+		if in != nil && in.X != nil {
+			return nil, fmt.Errorf("secure: forward: the model owner has no inputs")
+		}
+		if x, err = s.ShareInput(1, nil, B, T, W); err != nil {
+			return nil, fmt.Errorf("secure: forward: %w", err)
+		}
+	}
+	if p.emb != nil {
+		if x, err = p.embed(ctx, s, x); err != nil {
+			return nil, fmt.Errorf("secure: forward embeddings: %w", err)
+		}
+	}
+	var mk *maskState
+	if p.textual() {
+		if mk, err = p.mask(ctx, s, B, in); err != nil {
+			return nil, err
+		}
+	}
+	for i := range p.blocks {
+		if x, err = p.block(ctx, s, i, x, mk, i == len(p.blocks)-1 && !p.opt.FullLastLayer); err != nil {
+			return nil, fmt.Errorf("secure: forward layer %d: %w", i, err)
+		}
+	}
+	h, err := p.head(ctx, s, x)
+	if err != nil {
+		return nil, fmt.Errorf("secure: forward head: %w", err)
+	}
+	return h, nil
+}
+
+// maskWords returns the mask as B·T ring words 0/1 (all ones for nil).
+func maskWords(mask [][]int, B, T int) ([]uint64, error) {
+	m := make([]uint64, B*T)
+	for i := range m {
+		m[i] = 1
+	}
+	if mask == nil {
+		return m, nil
+	}
+	if len(mask) != B {
+		return nil, fmt.Errorf("secure: forward: %d mask rows for batch %d", len(mask), B)
+	}
+	for b, row := range mask {
+		if len(row) != T {
+			return nil, fmt.Errorf("secure: forward: mask row %d has %d entries, want %d", b, len(row), T)
+		}
+		for t, v := range row {
+			switch v {
+			case 0:
+				m[b*T+t] = 0
+			case 1:
+			default:
+				return nil, fmt.Errorf("secure: forward: mask[%d][%d] = %d (want 0 or 1)", b, t, v)
+			}
+		}
+	}
+	return m, nil
+}
+
+// mask prepares the padding mask: shared by party 1 (private) or known to both.
+func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Batch) (*maskState, error) {
+	a := p.arch
+	T, I2 := a.Seq, 2*a.inner()
+	var m *share.Tensor
+	var err error
+	public := p.opt.PublicMask
+	switch {
+	case public || p.party == 1:
+		var mask [][]int
+		if in != nil {
+			mask = in.Mask
+		}
+		w, err := maskWords(mask, B, T)
+		if err != nil {
+			return nil, err
+		}
+		m = &share.Tensor{Shape: []int{B, T}, Data: w}
+		if !public {
+			if m, err = s.ShareInput(1, m); err != nil {
+				return nil, fmt.Errorf("secure: forward mask: %w", err)
+			}
+		}
+	default:
+		if in != nil && in.Mask != nil {
+			return nil, fmt.Errorf("secure: forward: the mask is the data owner's private input (set Options.PublicMask to share it)")
+		}
+		if m, err = s.ShareInput(1, nil, B, T); err != nil {
+			return nil, fmt.Errorf("secure: forward mask: %w", err)
+		}
+	}
+	st := &maskState{h: broadcastLast(m, a.Hidden)}
+	L := a.Layers
+	if public {
+		st.kvb = &share.Tensor{Shape: []int{B * T, L * I2}, Data: make([]uint64, B*T*L*I2)}
+		if p.party == 0 {
+			for r, v := range m.Data {
+				if v == 1 {
+					copy(st.kvb.Data[r*L*I2:(r+1)*L*I2], p.kvBiasEnc)
+				}
+			}
+		}
+	} else {
+		mc, err := reshape(m, B*T, 1)
+		if err != nil {
+			return nil, err
+		}
+		// m is an integer, the biases fixed point: no truncation.
+		if st.kvb, err = s.MatMulWeights(ctx, mc, p.kvBias); err != nil {
+			return nil, fmt.Errorf("secure: forward mask biases: %w", err)
+		}
+	}
+	// 1−m: with a public mask both parties hold the clear words.
+	omm := &share.Tensor{Shape: []int{B, T}, Data: make([]uint64, B*T)}
+	for i, v := range m.Data {
+		if public || p.party == 0 {
+			omm.Data[i] = 1 - v
+		} else {
+			omm.Data[i] = -v
+		}
+	}
+	st.omm = omm
+	if !a.Ablation.ExactAttnSoftmax {
+		d, L := a.MLPHidden, a.Layers
+		if public {
+			st.fill = &share.Tensor{Shape: []int{B, L * d}, Data: make([]uint64, B*L*d)}
+			if p.party == 0 {
+				f := make([]float64, B*L*d)
+				for b := 0; b < B; b++ {
+					for j := 0; j < T; j++ {
+						if omm.Data[b*T+j] == 0 {
+							continue
+						}
+						row := p.fillGClear[j*L*d : (j+1)*L*d]
+						for k, g := range row {
+							f[b*L*d+k] += g
+						}
+					}
+				}
+				if st.fill.Data, err = encode(f, p.fp.FracBits); err != nil {
+					return nil, err
+				}
+			}
+		} else if st.fill, err = s.MatMulWeights(ctx, omm, p.fillG); err != nil {
+			// (1−m) is an integer, G fixed point: no truncation.
+			return nil, fmt.Errorf("secure: forward mask fill: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// lin computes x·W (+ b at party 0) with truncation.
+func (p *Prepared) lin(ctx context.Context, s *protocol.Session, x *share.Tensor, l linS) (*share.Tensor, error) {
+	y, err := s.MatMulWeights(ctx, x, l.w)
+	if err != nil {
+		return nil, err
+	}
+	if y, err = s.TruncBy(ctx, y, p.fp.FracBits+l.extra); err != nil {
+		return nil, err
+	}
+	addRowVec(p.party, y, l.b)
+	return y, nil
+}
+
+// mlp evaluates an approximator: lin → (+pre) → ReLU → lin.
+func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor, m *mlpS, pre func(h *share.Tensor)) (*share.Tensor, error) {
+	h, err := p.lin(ctx, s, x, m.l1)
+	if err != nil {
+		return nil, err
+	}
+	if pre != nil {
+		pre(h)
+	}
+	if h, err = s.ReLU(ctx, h); err != nil {
+		return nil, err
+	}
+	return p.lin(ctx, s, h, m.l2)
+}
+
+// block evaluates one encoder block on x [B, T, H]; in the last block only
+// the first (class) token's output is needed, so queries and everything after
+// the attention are computed for it alone (keys and values for all tokens).
+func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, mk *maskState, last bool) (*share.Tensor, error) {
+	a := p.arch
+	b := &p.blocks[i]
+	B, T, I, nh := x.Shape[0], a.Seq, a.inner(), a.Heads
+	pre := a.Family == model.ViT
+	y := x
+	var err error
+	if pre {
+		if y, err = p.layerNorm(ctx, s, x, &b.ln1); err != nil {
+			return nil, fmt.Errorf("layernorm: %w", err)
+		}
+	}
+	if mk != nil && (i > 0 || p.emb != nil) {
+		// Zero the padded rows: their keys and values must vanish.
+		if p.opt.PublicMask {
+			y = y.Clone()
+			for j := range y.Data {
+				y.Data[j] *= mk.h.Data[j]
+			}
+		} else if y, err = s.Mul(ctx, y, mk.h); err != nil {
+			return nil, fmt.Errorf("mask block input: %w", err)
+		}
+	}
+	qkv, err := p.lin(ctx, s, y, b.qkv) // the key and value biases are in mk.kvb
+	if err != nil {
+		return nil, fmt.Errorf("qkv: %w", err)
+	}
+	q, kv := cols(qkv, 0, I), cols(qkv, I, 3*I)
+	if mk != nil {
+		L2 := a.Layers * 2 * I
+		for r := 0; r < B*T; r++ {
+			dst := kv.Data[r*2*I : (r+1)*2*I]
+			src := mk.kvb.Data[r*L2+i*2*I : r*L2+(i+1)*2*I]
+			for j := range dst {
+				dst[j] += src[j]
+			}
+		}
+	}
+	res := x
+	if last {
+		q, res = firstToken(q), firstToken(x)
+	}
+	Tq := q.Shape[1]
+	qh, err := share.SplitHeads(q, nh)
+	if err != nil {
+		return nil, err
+	}
+	kh, err := share.SplitHeads(cols(kv, 0, I), nh)
+	if err != nil {
+		return nil, err
+	}
+	vh, err := share.SplitHeads(cols(kv, I, 2*I), nh)
+	if err != nil {
+		return nil, err
+	}
+	kt, err := share.TransposeLast2(kh)
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.MatMul(ctx, qh, kt) // [B, nh, Tq, T], all heads and the batch in one exchange
+	if err != nil {
+		return nil, fmt.Errorf("scores: %w", err)
+	}
+	if sc, err = s.Trunc(ctx, sc); err != nil {
+		return nil, fmt.Errorf("scores: %w", err)
+	}
+	var pr *share.Tensor
+	if b.attn != nil {
+		var pre func(h *share.Tensor)
+		if mk != nil {
+			d := a.MLPHidden
+			pre = func(h *share.Tensor) {
+				// h is [B, nh, Tq, d]; add layer i's fill term of each batch row.
+				per := nh * Tq * d
+				for bi := 0; bi < B; bi++ {
+					f := mk.fill.Data[bi*a.Layers*d+i*d : bi*a.Layers*d+(i+1)*d]
+					blk := h.Data[bi*per : (bi+1)*per]
+					for r := 0; r < nh*Tq; r++ {
+						row := blk[r*d : (r+1)*d]
+						for k := range row {
+							row[k] += f[k]
+						}
+					}
+				}
+			}
+		}
+		if pr, err = p.mlp(ctx, s, sc, b.attn, pre); err != nil {
+			return nil, fmt.Errorf("softmax mlp: %w", err)
+		}
+	} else {
+		if mk != nil {
+			// Padded scores are 0 (masked keys); shift them by −C.
+			c := uint64(maskShift) << p.fp.FracBits
+			per := nh * Tq
+			for bi := 0; bi < B; bi++ {
+				om := mk.omm.Data[bi*T : (bi+1)*T]
+				blk := sc.Data[bi*per*T : (bi+1)*per*T]
+				for r := 0; r < per; r++ {
+					row := blk[r*T : (r+1)*T]
+					for j := range row {
+						if p.opt.PublicMask && p.party != 0 {
+							continue
+						}
+						row[j] -= c * om[j]
+					}
+				}
+			}
+		}
+		if pr, err = s.Softmax(ctx, sc); err != nil {
+			return nil, fmt.Errorf("softmax: %w", err)
+		}
+	}
+	ctxv, err := s.MatMul(ctx, pr, vh) // [B, nh, Tq, dh]
+	if err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	if ctxv, err = s.Trunc(ctx, ctxv); err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	merged, err := share.MergeHeads(ctxv)
+	if err != nil {
+		return nil, err
+	}
+	att, err := p.lin(ctx, s, merged, b.o)
+	if err != nil {
+		return nil, fmt.Errorf("attention output: %w", err)
+	}
+	addInPlace(att, res) // residual
+	_ = B
+	if pre {
+		if b.ffnIn == nil {
+			return att, nil
+		}
+		z, err := p.layerNorm(ctx, s, att, b.ln2)
+		if err != nil {
+			return nil, fmt.Errorf("layernorm 2: %w", err)
+		}
+		f, err := p.ffn(ctx, s, z, b)
+		if err != nil {
+			return nil, err
+		}
+		addInPlace(f, att)
+		return f, nil
+	}
+	h, err := p.layerNorm(ctx, s, att, &b.ln1)
+	if err != nil {
+		return nil, fmt.Errorf("layernorm: %w", err)
+	}
+	if b.ffnIn == nil {
+		return h, nil
+	}
+	f, err := p.ffn(ctx, s, h, b)
+	if err != nil {
+		return nil, err
+	}
+	addInPlace(f, h)
+	if f, err = p.layerNorm(ctx, s, f, b.ln2); err != nil {
+		return nil, fmt.Errorf("layernorm 2: %w", err)
+	}
+	return f, nil
+}
+
+// ffn evaluates the FFN of the exact model: lin → activation → lin.
+func (p *Prepared) ffn(ctx context.Context, s *protocol.Session, x *share.Tensor, b *blockS) (*share.Tensor, error) {
+	h, err := p.lin(ctx, s, x, *b.ffnIn)
+	if err != nil {
+		return nil, fmt.Errorf("ffn: %w", err)
+	}
+	if p.arch.Act == "relu" {
+		h, err = s.ReLU(ctx, h)
+	} else {
+		h, err = p.gelu(ctx, s, h)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ffn: %w", err)
+	}
+	out, err := p.lin(ctx, s, h, *b.ffnOut)
+	if err != nil {
+		return nil, fmt.Errorf("ffn: %w", err)
+	}
+	return out, nil
+}
+
+// layerNorm normalises x along its last dimension: exact mean subtraction,
+// the squared deviation (Square), then either the MLP for (γ-scaled)
+// 1/√(var+ε) or CrypTen's InvSqrt and γ by MulPrivateVector; β by party 0.
+func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.Tensor, l *lnS) (*share.Tensor, error) {
+	H, _ := lastDim(x)
+	mu, err := s.Mean(ctx, x, -1)
+	if err != nil {
+		return nil, err
+	}
+	c := x.Clone()
+	subInPlace(c, broadcastLast(mu, H))
+	sq, err := s.Square(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	ss, err := s.Sum(sq, -1) // Σ (x−μ)², 2f fractional bits
+	if err != nil {
+		return nil, err
+	}
+	if ss, err = s.Trunc(ctx, ss); err != nil {
+		return nil, err
+	}
+	var y *share.Tensor
+	if l.mlp != nil {
+		v, err := reshape(ss, append(ss.Shape, 1)...)
+		if err != nil {
+			return nil, err
+		}
+		rg, err := p.mlp(ctx, s, v, l.mlp, nil) // r·γ, [..., H]
+		if err != nil {
+			return nil, err
+		}
+		if y, err = s.Mul(ctx, c, rg); err != nil {
+			return nil, err
+		}
+		if y, err = s.Trunc(ctx, y); err != nil {
+			return nil, err
+		}
+	} else {
+		v, err := s.MulPublicScalar(ctx, ss, 1/float64(H))
+		if err != nil {
+			return nil, err
+		}
+		if e, err := p.fp.Encode(p.arch.Eps); err == nil && e != 0 {
+			v = s.AddPublicScalar(v, e)
+		}
+		k := p.arch.InvSqrtShift
+		r, err := s.InvSqrt(ctx, s.MulPublicInt(v, int64(1)<<(2*k)))
+		if err != nil {
+			return nil, err
+		}
+		r = s.MulPublicInt(r, int64(1)<<k)
+		if y, err = s.Mul(ctx, c, broadcastLast(r, H)); err != nil {
+			return nil, err
+		}
+		if y, err = s.Trunc(ctx, y); err != nil {
+			return nil, err
+		}
+		if y, err = s.MulPrivateVectorFixed(ctx, y, l.gamma); err != nil {
+			return nil, err
+		}
+	}
+	addRowVec(p.party, y, l.beta)
+	return y, nil
+}
+
+// sigmoid returns σ(z) = 1/(1+e^{−|z|}) mirrored by the sign of z: the sign
+// circuit, |z|, Exp on (−∞, 0], ReciprocalPositive on [1, 2], one multiplexer.
+func (p *Prepared) sigmoid(ctx context.Context, s *protocol.Session, z *share.Tensor) (*share.Tensor, error) {
+	neg, err := s.MSB(ctx, z)
+	if err != nil {
+		return nil, err
+	}
+	zn, err := s.MulBit(ctx, z, neg)
+	if err != nil {
+		return nil, err
+	}
+	abs := z.Clone() // |z| = z − 2·z·[z<0]
+	for i := range abs.Data {
+		abs.Data[i] -= 2 * zn.Data[i]
+	}
+	e, err := s.Exp(ctx, s.Neg(abs))
+	if err != nil {
+		return nil, err
+	}
+	sp, err := s.ReciprocalPositive(ctx, s.AddPublicScalar(e, p.fp.Scale()))
+	if err != nil {
+		return nil, err
+	}
+	// σ(z) = sp + [z<0]·(1 − 2sp).
+	d := s.AddPublicScalar(s.MulPublicInt(sp, -2), p.fp.Scale())
+	dn, err := s.MulBit(ctx, d, neg)
+	if err != nil {
+		return nil, err
+	}
+	addInPlace(sp, dn)
+	return sp, nil
+}
+
+// gelu returns x·σ(1.702·x), the sigmoid form of GeLU.
+func (p *Prepared) gelu(ctx context.Context, s *protocol.Session, x *share.Tensor) (*share.Tensor, error) {
+	z, err := s.MulPublicScalar(ctx, x, 1.702)
+	if err != nil {
+		return nil, err
+	}
+	sg, err := p.sigmoid(ctx, s, z)
+	if err != nil {
+		return nil, err
+	}
+	y, err := s.Mul(ctx, x, sg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Trunc(ctx, y)
+}
+
+// tanh returns 2σ(2x) − 1.
+func (p *Prepared) tanh(ctx context.Context, s *protocol.Session, x *share.Tensor) (*share.Tensor, error) {
+	sg, err := p.sigmoid(ctx, s, s.MulPublicInt(x, 2))
+	if err != nil {
+		return nil, err
+	}
+	return s.AddPublicScalar(s.MulPublicInt(sg, 2), -p.fp.Scale()), nil
+}
+
+// head maps the encoder output's class token to the entropy.
+func (p *Prepared) head(ctx context.Context, s *protocol.Session, x *share.Tensor) (*share.Tensor, error) {
+	a := p.arch
+	B := x.Shape[0]
+	cls, err := reshape(firstToken(x), B, a.Hidden)
+	if err != nil {
+		return nil, err
+	}
+	var z *share.Tensor
+	if p.final != nil {
+		if z, err = p.layerNorm(ctx, s, cls, p.final); err != nil {
+			return nil, fmt.Errorf("final layernorm: %w", err)
+		}
+	} else {
+		if z, err = p.lin(ctx, s, cls, *p.pool); err != nil {
+			return nil, fmt.Errorf("pooler: %w", err)
+		}
+		if a.TanhPooler {
+			z, err = p.tanh(ctx, s, z)
+		} else {
+			z, err = s.ReLU(ctx, z)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("pooler: %w", err)
+		}
+	}
+	logits, err := p.lin(ctx, s, z, p.cls)
+	if err != nil {
+		return nil, fmt.Errorf("classifier: %w", err)
+	}
+	if p.ent == nil {
+		return s.Entropy(ctx, logits)
+	}
+	h, err := p.mlp(ctx, s, logits, p.ent, nil)
+	if err != nil {
+		return nil, fmt.Errorf("entropy mlp: %w", err)
+	}
+	return reshape(h, B)
+}

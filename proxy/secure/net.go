@@ -1,0 +1,447 @@
+package secure
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
+)
+
+// Arch is the public architecture of a network evaluated by Forward: both
+// parties know it (DESIGN.md reveals the proxy architectures). The data owner
+// builds it without seeing any weight.
+type Arch struct {
+	// Family fixes the block order (ViT: pre-LayerNorm) and the head (BERT:
+	// pooler, DistilBERT: pre-classifier, ViT: final LayerNorm).
+	Family model.Family `json:"family"`
+	// Layers, Heads (kept heads) and HeadDim size the encoder; Hidden is the
+	// model width.
+	Layers  int `json:"layers"`
+	Heads   int `json:"heads"`
+	HeadDim int `json:"head_dim"`
+	Hidden  int `json:"hidden"`
+	// Seq is the padded sequence length T (tokens, or patches + 1 for ViT).
+	Seq int `json:"seq"`
+	// Labels is the number of classes.
+	Labels int `json:"labels"`
+	// MLPHidden is the hidden width d of every approximator MLP (unused by the
+	// modules kept exact).
+	MLPHidden int `json:"mlp_hidden"`
+	// Intermediate is the FFN width; 0 means no FFN (a SelectFormer proxy).
+	Intermediate int `json:"intermediate"`
+	// Act is the FFN activation ("relu" or "gelu"; GeLU runs as x·σ(1.702x)).
+	Act string `json:"act,omitempty"`
+	// Ablation keeps modules exact: they run with the CrypTen-style protocol
+	// functions (protocol.Softmax, protocol.InvSqrt, protocol.Entropy).
+	Ablation proxy.Ablation `json:"ablation"`
+	// Eps is the LayerNorm epsilon (used by exact LayerNorms).
+	Eps float64 `json:"eps"`
+	// InvSqrtShift k rescales the variance of exact LayerNorms into the range
+	// of protocol.InvSqrt ([0.1, 100]): 1/√v = 2^k/√(4^k·v), both factors
+	// local multiplications by public integers. A model whose LayerNorm
+	// variances lie in [4^−k·0.1, 4^−k·100] needs k; the default 0 fits
+	// BERT-base-like variances.
+	InvSqrtShift uint `json:"inv_sqrt_shift,omitempty"`
+	// EmbedRows is the width of the data owner's input rows for private
+	// embeddings (vocabulary + token types, or channels·patch²; 0: the
+	// embeddings are public and the data owner embeds, see
+	// Options.PrivateEmbeddings).
+	EmbedRows int `json:"embed_rows,omitempty"`
+	// TanhPooler makes BERT's pooler activation tanh (the exact target); a
+	// SelectFormer proxy uses ReLU.
+	TanhPooler bool `json:"tanh_pooler"`
+}
+
+// Validate checks that the architecture is usable.
+func (a Arch) Validate() error {
+	switch a.Family {
+	case model.BERT, model.DistilBERT, model.ViT:
+	default:
+		return fmt.Errorf("secure: unknown family %q", a.Family)
+	}
+	if a.Layers <= 0 || a.Heads <= 0 || a.HeadDim <= 0 || a.Hidden <= 0 || a.Seq <= 0 || a.Labels < 2 || a.Intermediate < 0 {
+		return fmt.Errorf("secure: architecture %+v: layers, heads, head dim, hidden, seq must be positive and labels ≥ 2", a)
+	}
+	needMLP := !a.Ablation.ExactAttnSoftmax || !a.Ablation.ExactLayerNorm || !a.Ablation.ExactEntropy
+	if needMLP && a.MLPHidden <= 0 {
+		return fmt.Errorf("secure: architecture has MLPs but MLP hidden width %d", a.MLPHidden)
+	}
+	if a.Intermediate > 0 && a.Act != "relu" && a.Act != "gelu" {
+		return fmt.Errorf("secure: FFN activation %q (want relu or gelu)", a.Act)
+	}
+	if a.InvSqrtShift > 8 {
+		return fmt.Errorf("secure: inverse square root shift %d > 8", a.InvSqrtShift)
+	}
+	if a.Seq > 1<<16 || a.Hidden > 1<<16 || a.Heads*a.HeadDim > 1<<16 {
+		return fmt.Errorf("secure: architecture %+v too large", a)
+	}
+	return nil
+}
+
+// inner returns heads·headDim, the width of the attention projections.
+func (a Arch) inner() int { return a.Heads * a.HeadDim }
+
+// linear is a clear affine map y = x·W + b with W stored [in, out] (the
+// layout of protocol.MatMulWeights).
+type linear struct {
+	in, out int
+	w, b    []float64 // b may be nil
+}
+
+// mlpW is a clear approximator MLP in→d→out with weights [in,d] and [d,out].
+type mlpW struct {
+	in, d, out int
+	w1, b1     []float64
+	w2, b2     []float64
+	fill       []float64 // attention softmax only
+}
+
+// lnW is a clear LayerNorm: γ, β and, unless exact, the inverse square root MLP.
+type lnW struct {
+	gamma, beta []float64
+	inv         *mlpW // nil: exact (protocol.InvSqrt)
+}
+
+// blockW is one encoder block's clear weights.
+type blockW struct {
+	qkv, o  linear
+	attn    *mlpW // nil: exact softmax
+	ln1     lnW
+	ffnIn   *linear
+	ffnOut  *linear
+	ln2     *lnW
+	scaleQK float64
+}
+
+// Net is the model owner's clear network for the secure forward: the blocks,
+// the head and the entropy MLP, extracted from a proxy (FromProxy), a target
+// model (FromModel, the exact "Oracle") or drawn at random (RandomNet).
+type Net struct {
+	// Arch is the public architecture.
+	Arch   Arch
+	blocks []blockW
+	final  *lnW    // ViT's final LayerNorm
+	pool   *linear // BERT pooler / DistilBERT pre-classifier
+	cls    linear
+	ent    *mlpW // nil: exact entropy
+	emb    *embW // private embeddings (nil: public)
+}
+
+// transpose returns the [cols, rows] copy of a row-major [rows, cols] matrix.
+func transpose(w []float64, rows, cols int) []float64 {
+	out := make([]float64, len(w))
+	for r := 0; r < rows; r++ {
+		for c := 0; c < cols; c++ {
+			out[c*rows+r] = w[r*cols+c]
+		}
+	}
+	return out
+}
+
+// fromLinear converts an nn.Linear (W [out, in]) to a linear (W [in, out]).
+func fromLinear(l *nn.Linear) linear {
+	in, out := l.In(), l.Out()
+	li := linear{in: in, out: out, w: transpose(l.W.Value.Data, out, in)}
+	if l.B != nil {
+		li.b = append([]float64(nil), l.B.Value.Data...)
+	}
+	return li
+}
+
+// fromMLP converts an mlp.MLP (nil stays nil).
+func fromMLP(m *mlp.MLP) *mlpW {
+	if m == nil {
+		return nil
+	}
+	w1, b1, w2, b2 := m.Weights()
+	in, d, out := m.In(), m.Hidden(), m.Out()
+	return &mlpW{in: in, d: d, out: out, w1: transpose(w1, d, in), b1: b1, w2: transpose(w2, out, d), b2: b2,
+		fill: append([]float64(nil), m.Fill...)}
+}
+
+func fromLN(ln *nn.LayerNorm, inv *mlp.MLP) *lnW {
+	return &lnW{gamma: append([]float64(nil), ln.Gamma.Value.Data...), beta: append([]float64(nil), ln.Beta.Value.Data...), inv: fromMLP(inv)}
+}
+
+// ArchOfProxy returns the public architecture of a SelectFormer proxy for
+// inputs padded to seq tokens (for ViT, seq must be patches + 1).
+func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
+	if p == nil || p.Model == nil {
+		return Arch{}, fmt.Errorf("secure: nil proxy")
+	}
+	if p.Kind != proxy.SelectFormer {
+		return Arch{}, fmt.Errorf("secure: proxy kind %q (want %q)", p.Kind, proxy.SelectFormer)
+	}
+	c := p.Model.Config
+	if len(p.Model.Blocks) == 0 {
+		return Arch{}, fmt.Errorf("secure: proxy has no layers")
+	}
+	a := Arch{Family: c.Family, Layers: len(p.Model.Blocks), Heads: p.Model.Blocks[0].Attn.Heads, HeadDim: p.Model.Blocks[0].Attn.HeadDim(),
+		Hidden: c.Hidden, Seq: seq, Labels: c.NumLabels(), MLPHidden: p.Phase.Hidden, Ablation: p.Ablation, Eps: c.LayerNormEps,
+		EmbedRows: embedRowsOf(c)}
+	if c.Family == model.ViT && seq != c.NumPatches()+1 {
+		return Arch{}, fmt.Errorf("secure: a ViT of %d patches needs seq %d, got %d", c.NumPatches(), c.NumPatches()+1, seq)
+	}
+	return a, a.Validate()
+}
+
+// FromProxy extracts the model owner's clear network from a SelectFormer proxy
+// for inputs padded to seq tokens. The embeddings are not part of it: they are
+// public, and the data owner applies them (Embed).
+func FromProxy(p *proxy.Proxy, seq int) (*Net, error) {
+	a, err := ArchOfProxy(p, seq)
+	if err != nil {
+		return nil, err
+	}
+	m := p.Model
+	n := &Net{Arch: a}
+	for i, b := range m.Blocks {
+		if b.FFN != nil || b.LN2 != nil {
+			return nil, fmt.Errorf("secure: proxy layer %d has an FFN", i)
+		}
+		if b.Attn.Heads != a.Heads {
+			return nil, fmt.Errorf("secure: proxy layer %d has %d heads, layer 0 %d", i, b.Attn.Heads, a.Heads)
+		}
+		bw, err := blockFrom(b, a)
+		if err != nil {
+			return nil, fmt.Errorf("secure: proxy layer %d: %w", i, err)
+		}
+		if !a.Ablation.ExactAttnSoftmax {
+			if bw.attn = fromMLP(p.AttnMLP[i]); bw.attn == nil || bw.attn.in != seq {
+				return nil, fmt.Errorf("secure: proxy layer %d: softmax MLP missing or not of width %d", i, seq)
+			}
+		}
+		if !a.Ablation.ExactLayerNorm {
+			if bw.ln1.inv = fromMLP(p.LNMLP[i]); bw.ln1.inv == nil {
+				return nil, fmt.Errorf("secure: proxy layer %d: LayerNorm MLP missing", i)
+			}
+		}
+		n.blocks = append(n.blocks, bw)
+	}
+	if err := n.headFrom(m, p.FinalLNMLP); err != nil {
+		return nil, err
+	}
+	if n.emb, err = embFrom(m, seq); err != nil {
+		return nil, err
+	}
+	if !a.Ablation.ExactEntropy {
+		if n.ent = fromMLP(p.Entropy); n.ent == nil {
+			return nil, fmt.Errorf("secure: proxy has no entropy MLP")
+		}
+	}
+	return n, n.check()
+}
+
+// blockFrom copies a block's attention, LayerNorms and FFN (MLPs are set by
+// the caller).
+func blockFrom(b *nn.Block, a Arch) (blockW, error) {
+	att := b.Attn
+	q, k, v := fromLinear(att.Q), fromLinear(att.K), fromLinear(att.V)
+	if q.out != a.inner() || k.out != a.inner() || v.out != a.inner() || q.in != a.Hidden {
+		return blockW{}, fmt.Errorf("attention projections %d/%d/%d wide, want %d", q.out, k.out, v.out, a.inner())
+	}
+	// One matrix [hidden, 3·inner]: columns Q | K | V.
+	w3 := 3 * a.inner()
+	qkv := linear{in: a.Hidden, out: w3, w: make([]float64, a.Hidden*w3), b: make([]float64, w3)}
+	for r := 0; r < a.Hidden; r++ {
+		for j, l := range []linear{q, k, v} {
+			copy(qkv.w[r*w3+j*a.inner():], l.w[r*a.inner():(r+1)*a.inner()])
+		}
+	}
+	for j, l := range []linear{q, k, v} {
+		if l.b != nil {
+			copy(qkv.b[j*a.inner():], l.b)
+		}
+	}
+	bw := blockW{qkv: qkv, o: fromLinear(att.O), ln1: *fromLN(b.LN1, nil), scaleQK: 1 / math.Sqrt(float64(a.HeadDim))}
+	if b.FFN != nil {
+		in, out := fromLinear(b.FFN.In), fromLinear(b.FFN.Out)
+		bw.ffnIn, bw.ffnOut = &in, &out
+		bw.ln2 = fromLN(b.LN2, nil)
+	}
+	return bw, nil
+}
+
+// headFrom copies the head: final LayerNorm (ViT), pooler / pre-classifier,
+// classifier.
+func (n *Net) headFrom(m *model.Model, finalInv *mlp.MLP) error {
+	switch {
+	case m.FinalLN != nil:
+		n.final = fromLN(m.FinalLN, finalInv)
+		if !n.Arch.Ablation.ExactLayerNorm && finalInv == nil {
+			return fmt.Errorf("secure: final LayerNorm MLP missing")
+		}
+	case m.Pooler != nil:
+		l := fromLinear(m.Pooler)
+		n.pool = &l
+	case m.PreClassifier != nil:
+		l := fromLinear(m.PreClassifier)
+		n.pool = &l
+	}
+	n.cls = fromLinear(m.Classifier)
+	return nil
+}
+
+// OracleArch returns the architecture of the exact target model m ("Oracle"):
+// every layer with its FFN, every nonlinear module exact.
+func OracleArch(m *model.Model, seq int) (Arch, error) {
+	if m == nil || len(m.Blocks) == 0 {
+		return Arch{}, fmt.Errorf("secure: oracle of an empty model")
+	}
+	c := m.Config
+	a := Arch{Family: c.Family, Layers: len(m.Blocks), Heads: m.Blocks[0].Attn.Heads, HeadDim: m.Blocks[0].Attn.HeadDim(), Hidden: c.Hidden,
+		Seq: seq, Labels: c.NumLabels(), Intermediate: c.Intermediate, Act: c.HiddenAct, Ablation: proxy.NoApprox, Eps: c.LayerNormEps,
+		TanhPooler: c.Family == model.BERT, EmbedRows: embedRowsOf(c)}
+	if a.Act != "relu" {
+		a.Act = "gelu"
+	}
+	return a, a.Validate()
+}
+
+// FromModel extracts the exact target model m (the paper's "Oracle") for
+// inputs padded to seq tokens: every layer, FFN, exact softmax, LayerNorm and
+// entropy.
+func FromModel(m *model.Model, seq int) (*Net, error) {
+	a, err := OracleArch(m, seq)
+	if err != nil {
+		return nil, err
+	}
+	n := &Net{Arch: a}
+	for i, b := range m.Blocks {
+		if b.FFN == nil {
+			return nil, fmt.Errorf("secure: oracle layer %d has no FFN", i)
+		}
+		bw, err := blockFrom(b, a)
+		if err != nil {
+			return nil, fmt.Errorf("secure: oracle layer %d: %w", i, err)
+		}
+		n.blocks = append(n.blocks, bw)
+	}
+	if err := n.headFrom(m, nil); err != nil {
+		return nil, err
+	}
+	if n.emb, err = embFrom(m, seq); err != nil {
+		return nil, err
+	}
+	return n, n.check()
+}
+
+// RandomNet returns a network of architecture a with random weights (costs do
+// not depend on values): Gaussian weights of standard deviation 0.02 as in
+// BERT's initialisation, γ = 1, β = 0, and MLP weights of the order of a
+// trained approximator's.
+func RandomNet(a Arch, seed uint64) (*Net, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5ec))
+	gauss := func(n int, sd float64) []float64 {
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = rng.NormFloat64() * sd
+		}
+		return v
+	}
+	lin := func(in, out int) linear {
+		return linear{in: in, out: out, w: gauss(in*out, 0.02), b: gauss(out, 0.02)}
+	}
+	mk := func(in, out int) *mlpW {
+		d := a.MLPHidden
+		return &mlpW{in: in, d: d, out: out, w1: gauss(in*d, 0.5/math.Sqrt(float64(in))), b1: gauss(d, 0.1),
+			w2: gauss(d*out, 0.5/math.Sqrt(float64(d))), b2: gauss(out, 0.1), fill: gauss(in, 1)}
+	}
+	ln := func() *lnW {
+		l := &lnW{gamma: make([]float64, a.Hidden), beta: make([]float64, a.Hidden)}
+		for i := range l.gamma {
+			l.gamma[i] = 1
+		}
+		if !a.Ablation.ExactLayerNorm {
+			l.inv = mk(1, 1)
+		}
+		return l
+	}
+	n := &Net{Arch: a}
+	for range a.Layers {
+		b := blockW{qkv: lin(a.Hidden, 3*a.inner()), o: lin(a.inner(), a.Hidden), ln1: *ln(), scaleQK: 1 / math.Sqrt(float64(a.HeadDim))}
+		if !a.Ablation.ExactAttnSoftmax {
+			b.attn = mk(a.Seq, a.Seq)
+		}
+		if a.Intermediate > 0 {
+			in, out := lin(a.Hidden, a.Intermediate), lin(a.Intermediate, a.Hidden)
+			b.ffnIn, b.ffnOut, b.ln2 = &in, &out, ln()
+		}
+		n.blocks = append(n.blocks, b)
+	}
+	if a.Family == model.ViT {
+		n.final = ln()
+	} else {
+		l := lin(a.Hidden, a.Hidden)
+		n.pool = &l
+	}
+	n.cls = lin(a.Hidden, a.Labels)
+	if !a.Ablation.ExactEntropy {
+		n.ent = mk(a.Labels, 1)
+	}
+	if a.EmbedRows > 0 {
+		n.emb = &embW{table: gauss(a.EmbedRows*a.Hidden, 0.02), add: gauss(a.Seq*a.Hidden, 0.02)}
+		if a.Family != model.ViT {
+			n.emb.ln = ln()
+		}
+	}
+	return n, n.check()
+}
+
+// check verifies that the weights fit the architecture.
+func (n *Net) check() error {
+	a := n.Arch
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	if len(n.blocks) != a.Layers {
+		return fmt.Errorf("secure: %d blocks for %d layers", len(n.blocks), a.Layers)
+	}
+	okLin := func(l *linear, in, out int) bool {
+		return l != nil && l.in == in && l.out == out && len(l.w) == in*out && (l.b == nil || len(l.b) == out)
+	}
+	okMLP := func(m *mlpW, in, out int) bool {
+		return m != nil && m.in == in && m.out == out && m.d == a.MLPHidden && len(m.w1) == in*m.d && len(m.b1) == m.d &&
+			len(m.w2) == m.d*out && len(m.b2) == out
+	}
+	okLN := func(l *lnW) bool {
+		return l != nil && len(l.gamma) == a.Hidden && len(l.beta) == a.Hidden && (a.Ablation.ExactLayerNorm || okMLP(l.inv, 1, 1))
+	}
+	for i := range n.blocks {
+		b := &n.blocks[i]
+		if !okLin(&b.qkv, a.Hidden, 3*a.inner()) || !okLin(&b.o, a.inner(), a.Hidden) || !okLN(&b.ln1) {
+			return fmt.Errorf("secure: layer %d: weights do not fit %+v", i, a)
+		}
+		if !a.Ablation.ExactAttnSoftmax && (!okMLP(b.attn, a.Seq, a.Seq) || len(b.attn.fill) != a.Seq) {
+			return fmt.Errorf("secure: layer %d: softmax MLP does not fit seq %d and d %d", i, a.Seq, a.MLPHidden)
+		}
+		if a.Intermediate > 0 && (!okLin(b.ffnIn, a.Hidden, a.Intermediate) || !okLin(b.ffnOut, a.Intermediate, a.Hidden) || !okLN(b.ln2)) {
+			return fmt.Errorf("secure: layer %d: FFN does not fit %+v", i, a)
+		}
+	}
+	if a.Family == model.ViT {
+		if !okLN(n.final) {
+			return fmt.Errorf("secure: final LayerNorm does not fit %+v", a)
+		}
+	} else if !okLin(n.pool, a.Hidden, a.Hidden) {
+		return fmt.Errorf("secure: pooler does not fit %+v", a)
+	}
+	if !okLin(&n.cls, a.Hidden, a.Labels) {
+		return fmt.Errorf("secure: classifier does not fit %+v", a)
+	}
+	if a.EmbedRows > 0 && (n.emb == nil || len(n.emb.table) != a.EmbedRows*a.Hidden || len(n.emb.add) != a.Seq*a.Hidden ||
+		(a.Family != model.ViT && (n.emb.ln == nil || len(n.emb.ln.gamma) != a.Hidden))) {
+		return fmt.Errorf("secure: embeddings do not fit %+v", a)
+	}
+	if !a.Ablation.ExactEntropy && !okMLP(n.ent, a.Labels, 1) {
+		return fmt.Errorf("secure: entropy MLP does not fit %+v", a)
+	}
+	return nil
+}

@@ -1,0 +1,458 @@
+package secure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+)
+
+// Options tune the secure forward.
+type Options struct {
+	// PublicMask treats the attention (padding) mask as public: both parties
+	// pass it to Forward and it is applied locally, without the secure
+	// multiplication (and its cost) of the default private mask.
+	PublicMask bool
+	// WeightBase is the first weight id used by Prepare (ids WeightBase,
+	// WeightBase+1, ... each shared once; two proxies prepared on the same
+	// dealer need disjoint ranges).
+	WeightBase uint64
+	// FullLastLayer evaluates the last block on every token. By default only
+	// the class token's query, attention output, LayerNorm and FFN are
+	// computed there (keys and values still cover every token), which gives
+	// the same entropies for a fraction of the cost.
+	FullLastLayer bool
+	// PrivateEmbeddings keeps the embedding tables the model owner's secret:
+	// the data owner passes raw input rows (EmbedRows) instead of
+	// embeddings, and the embedding runs securely (see embed.go; its cost is
+	// part of Forward's).
+	PrivateEmbeddings bool
+}
+
+// lnExtraBits is the extra precision of the LayerNorm MLP's first weights,
+// which carry the 1/hidden of the variance (see lnS).
+const lnExtraBits = 10
+
+// maskShift is the C subtracted from padded scores before an exact softmax.
+const maskShift = 32
+
+// linS is a shared affine map: the weight-mask-prepared W and, at party 0,
+// the encoded bias (added after truncation by f+extra).
+type linS struct {
+	w     *protocol.Weight
+	b     []uint64
+	extra uint
+}
+
+// mlpS is a shared approximator MLP.
+type mlpS struct{ l1, l2 linS }
+
+// lnS is a shared LayerNorm. With the MLP: l1 maps Σ(x−μ)² to the hidden
+// layer (its weights are W1/hidden, kept with lnExtraBits more fractional
+// bits), l2 maps the hidden layer directly to r·γ (weights W2⊗γ, bias b2·γ),
+// which folds γ into the MLP and saves MulPrivateVector's round. Exact: γ is a
+// private vector for protocol.MulPrivateVector.
+type lnS struct {
+	mlp   *mlpS
+	gamma *protocol.Weight
+	beta  []uint64
+}
+
+type blockS struct {
+	qkv, o        linS
+	attn          *mlpS
+	ln1           lnS
+	ffnIn, ffnOut *linS
+	ln2           *lnS
+}
+
+// Prepared is a network whose weights have been shared once with the peer by
+// the weight-mask trick on one session; Forward then evaluates any number of
+// batches with it (on that session or on other sessions of the same party).
+type Prepared struct {
+	arch   Arch
+	opt    Options
+	party  int
+	fp     share.FixedPoint
+	blocks []blockS
+	final  *lnS
+	pool   *linS
+	cls    linS
+	ent    *mlpS
+	// fillG is G = [diag(Fill_l)·W1_l]_l, [seq, layers·d]: the padded scores'
+	// contribution (1−m)·G to every softmax MLP's first layer, computed for all
+	// layers in one MatMulWeights (private mask) or by party 0 (public mask).
+	fillG      *protocol.Weight
+	fillGClear []float64
+	// kvBias holds [b_K | b_V] of every layer, [1, layers·2·inner], for the
+	// masked biases m⊗b of text models (kvBiasEnc: party 0's encoding).
+	kvBias    *protocol.Weight
+	kvBiasEnc []uint64
+	kvBiasAll []float64
+	emb       *embS
+	nextID    uint64
+}
+
+// Arch returns the architecture.
+func (p *Prepared) Arch() Arch { return p.arch }
+
+// Prepare shares the model owner's clear network with the peer, once per
+// network and session pair: party 0 passes net, party 1 passes nil and the
+// same public architecture. Each weight matrix costs one round in which party
+// 0 sends it masked (protocol.ShareWeight); biases, β and the softmax MLPs'
+// fill values stay with party 0.
+func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt Options) (*Prepared, error) {
+	if err := arch.Validate(); err != nil {
+		return nil, err
+	}
+	party := s.Party()
+	if party == 0 {
+		if net == nil {
+			return nil, fmt.Errorf("secure: prepare: the model owner must pass the network")
+		}
+		if net.Arch != arch {
+			return nil, fmt.Errorf("secure: prepare: network architecture %+v differs from %+v", net.Arch, arch)
+		}
+		if err := net.check(); err != nil {
+			return nil, err
+		}
+	} else if net != nil {
+		return nil, fmt.Errorf("secure: prepare: the data owner must not pass weights")
+	}
+	if opt.PrivateEmbeddings && arch.EmbedRows <= 0 {
+		return nil, fmt.Errorf("secure: prepare: private embeddings need Arch.EmbedRows")
+	}
+	p := &Prepared{arch: arch, opt: opt, party: party, fp: s.FixedPoint(), nextID: opt.WeightBase}
+	if opt.PrivateEmbeddings {
+		var e *embW
+		if net != nil {
+			if e = net.emb; e == nil {
+				return nil, fmt.Errorf("secure: prepare: the network has no embeddings")
+			}
+		}
+		if err := p.prepareEmb(ctx, s, e); err != nil {
+			return nil, fmt.Errorf("secure: prepare embeddings: %w", err)
+		}
+	}
+	a := arch
+	var nb []blockW
+	if net != nil {
+		nb = net.blocks
+	}
+	for i := 0; i < a.Layers; i++ {
+		var bw *blockW
+		if nb != nil {
+			bw = &nb[i]
+		}
+		b, err := p.prepareBlock(ctx, s, bw)
+		if err != nil {
+			return nil, fmt.Errorf("secure: prepare layer %d: %w", i, err)
+		}
+		p.blocks = append(p.blocks, b)
+	}
+	var err error
+	if a.Family == "vit" {
+		var f *lnW
+		if net != nil {
+			f = net.final
+		}
+		if p.final, err = p.prepareLN(ctx, s, f); err != nil {
+			return nil, fmt.Errorf("secure: prepare final layernorm: %w", err)
+		}
+	} else {
+		var l *linear
+		if net != nil {
+			l = net.pool
+		}
+		ls, err := p.shareLin(ctx, s, l, a.Hidden, a.Hidden, 1)
+		if err != nil {
+			return nil, fmt.Errorf("secure: prepare pooler: %w", err)
+		}
+		p.pool = &ls
+	}
+	var cl *linear
+	if net != nil {
+		cl = &net.cls
+	}
+	if p.cls, err = p.shareLin(ctx, s, cl, a.Hidden, a.Labels, 1); err != nil {
+		return nil, fmt.Errorf("secure: prepare classifier: %w", err)
+	}
+	if !a.Ablation.ExactEntropy {
+		var m *mlpW
+		if net != nil {
+			m = net.ent
+		}
+		if p.ent, err = p.shareMLP(ctx, s, m, a.Labels, 1); err != nil {
+			return nil, fmt.Errorf("secure: prepare entropy mlp: %w", err)
+		}
+	}
+	if p.textual() {
+		if !a.Ablation.ExactAttnSoftmax {
+			if err := p.prepareFill(ctx, s, net); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.prepareKVBias(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// textual reports whether inputs carry a padding mask (BERT, DistilBERT).
+func (p *Prepared) textual() bool { return p.arch.Family != "vit" }
+
+func (p *Prepared) id() uint64 { p.nextID++; return p.nextID - 1 }
+
+// shareLin shares l (party 0; nil at party 1) as an in×out weight whose
+// entries are multiplied by scale and kept with extra more fractional bits.
+func (p *Prepared) shareLin(ctx context.Context, s *protocol.Session, l *linear, in, out int, scale float64) (linS, error) {
+	return p.shareLinExtra(ctx, s, l, in, out, scale, 0)
+}
+
+func (p *Prepared) shareLinExtra(ctx context.Context, s *protocol.Session, l *linear, in, out int, scale float64, extra uint) (linS, error) {
+	ls := linS{extra: extra}
+	var wt *share.Tensor
+	if p.party == 0 {
+		ws := l.w
+		if scale != 1 {
+			ws = make([]float64, len(l.w))
+			for i, v := range l.w {
+				ws[i] = v * scale
+			}
+		}
+		enc, err := encode(ws, p.fp.FracBits+extra)
+		if err != nil {
+			return ls, err
+		}
+		if wt, err = share.FromData(enc, in, out); err != nil {
+			return ls, err
+		}
+		if l.b != nil {
+			bs := make([]float64, len(l.b))
+			for i, v := range l.b {
+				bs[i] = v * scale
+			}
+			if ls.b, err = encode(bs, p.fp.FracBits); err != nil {
+				return ls, err
+			}
+		}
+	}
+	w, err := s.ShareWeight(ctx, p.id(), wt, in, out)
+	if err != nil {
+		return ls, err
+	}
+	ls.w = w
+	return ls, nil
+}
+
+// shareMLP shares an approximator in→d→out.
+func (p *Prepared) shareMLP(ctx context.Context, s *protocol.Session, m *mlpW, in, out int) (*mlpS, error) {
+	d := p.arch.MLPHidden
+	var l1, l2 *linear
+	if m != nil {
+		l1 = &linear{in: in, out: d, w: m.w1, b: m.b1}
+		l2 = &linear{in: d, out: out, w: m.w2, b: m.b2}
+	}
+	a, err := p.shareLin(ctx, s, l1, in, d, 1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := p.shareLin(ctx, s, l2, d, out, 1)
+	if err != nil {
+		return nil, err
+	}
+	return &mlpS{l1: a, l2: b}, nil
+}
+
+// prepareLN shares a LayerNorm (see lnS).
+func (p *Prepared) prepareLN(ctx context.Context, s *protocol.Session, l *lnW) (*lnS, error) {
+	h, d := p.arch.Hidden, p.arch.MLPHidden
+	out := &lnS{}
+	if p.party == 0 {
+		var err error
+		if out.beta, err = encode(l.beta, p.fp.FracBits); err != nil {
+			return nil, err
+		}
+	}
+	if p.arch.Ablation.ExactLayerNorm {
+		var g *share.Tensor
+		if p.party == 0 {
+			enc, err := encode(l.gamma, p.fp.FracBits)
+			if err != nil {
+				return nil, err
+			}
+			g = &share.Tensor{Shape: []int{h}, Data: enc}
+		}
+		w, err := s.ShareVector(ctx, p.id(), g, h)
+		if err != nil {
+			return nil, err
+		}
+		out.gamma = w
+		return out, nil
+	}
+	var l1, l2 *linear
+	if p.party == 0 {
+		m := l.inv
+		l1 = &linear{in: 1, out: d, w: m.w1, b: m.b1}
+		// W2⊗γ: [d, h]; b2·γ.
+		w2 := make([]float64, d*h)
+		for j := 0; j < d; j++ {
+			for k := 0; k < h; k++ {
+				w2[j*h+k] = m.w2[j] * l.gamma[k]
+			}
+		}
+		b2 := make([]float64, h)
+		for k := range b2 {
+			b2[k] = m.b2[0] * l.gamma[k]
+		}
+		l2 = &linear{in: d, out: h, w: w2, b: b2}
+	}
+	a, err := p.shareLinExtra(ctx, s, l1, 1, d, 1/float64(h), lnExtraBits)
+	if err != nil {
+		return nil, err
+	}
+	if p.party == 0 {
+		// The bias of the first layer is not scaled by 1/h.
+		if a.b, err = encode(l.inv.b1, p.fp.FracBits); err != nil {
+			return nil, err
+		}
+	}
+	b, err := p.shareLin(ctx, s, l2, d, h, 1)
+	if err != nil {
+		return nil, err
+	}
+	out.mlp = &mlpS{l1: a, l2: b}
+	return out, nil
+}
+
+// prepareBlock shares one block.
+func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockW) (blockS, error) {
+	a := p.arch
+	var b blockS
+	var qkv, o *linear
+	var ln1 *lnW
+	var attn *mlpW
+	if bw != nil {
+		// Fold 1/√headDim into the query columns (weights and bias).
+		q := bw.qkv
+		q.w = append([]float64(nil), q.w...)
+		q.b = append([]float64(nil), q.b...)
+		for r := 0; r < q.in; r++ {
+			for c := 0; c < a.inner(); c++ {
+				q.w[r*q.out+c] *= bw.scaleQK
+			}
+		}
+		for c := 0; c < a.inner(); c++ {
+			q.b[c] *= bw.scaleQK
+		}
+		if p.textual() {
+			// Key and value biases are added as m⊗b (prepareKVBias).
+			p.kvBiasAll = append(p.kvBiasAll, q.b[a.inner():]...)
+			q.b = append(q.b[:a.inner():a.inner()], make([]float64, 2*a.inner())...)
+		}
+		qkv, o, ln1, attn = &q, &bw.o, &bw.ln1, bw.attn
+	}
+	var err error
+	if b.qkv, err = p.shareLin(ctx, s, qkv, a.Hidden, 3*a.inner(), 1); err != nil {
+		return b, err
+	}
+	if b.o, err = p.shareLin(ctx, s, o, a.inner(), a.Hidden, 1); err != nil {
+		return b, err
+	}
+	if !a.Ablation.ExactAttnSoftmax {
+		if b.attn, err = p.shareMLP(ctx, s, attn, a.Seq, a.Seq); err != nil {
+			return b, err
+		}
+	}
+	l1, err := p.prepareLN(ctx, s, ln1)
+	if err != nil {
+		return b, err
+	}
+	b.ln1 = *l1
+	if a.Intermediate > 0 {
+		var fi, fo *linear
+		var l2 *lnW
+		if bw != nil {
+			fi, fo, l2 = bw.ffnIn, bw.ffnOut, bw.ln2
+		}
+		in, err := p.shareLin(ctx, s, fi, a.Hidden, a.Intermediate, 1)
+		if err != nil {
+			return b, err
+		}
+		out, err := p.shareLin(ctx, s, fo, a.Intermediate, a.Hidden, 1)
+		if err != nil {
+			return b, err
+		}
+		b.ffnIn, b.ffnOut = &in, &out
+		if b.ln2, err = p.prepareLN(ctx, s, l2); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// prepareFill builds G = [diag(Fill_l)·W1_l] over the layers ([seq, layers·d])
+// and shares it (private mask) or keeps it at party 0 (public mask).
+func (p *Prepared) prepareFill(ctx context.Context, s *protocol.Session, net *Net) error {
+	a := p.arch
+	t, d, L := a.Seq, a.MLPHidden, a.Layers
+	var g []float64
+	if p.party == 0 {
+		g = make([]float64, t*L*d)
+		for l, b := range net.blocks {
+			for j := 0; j < t; j++ {
+				for k := 0; k < d; k++ {
+					g[j*L*d+l*d+k] = b.attn.fill[j] * b.attn.w1[j*d+k]
+				}
+			}
+		}
+	}
+	if p.opt.PublicMask {
+		p.fillGClear = g
+		return nil
+	}
+	var gt *share.Tensor
+	if p.party == 0 {
+		enc, err := encode(g, p.fp.FracBits)
+		if err != nil {
+			return fmt.Errorf("secure: prepare fill: %w", err)
+		}
+		gt = &share.Tensor{Shape: []int{t, L * d}, Data: enc}
+	}
+	w, err := s.ShareWeight(ctx, p.id(), gt, t, L*d)
+	if err != nil {
+		return fmt.Errorf("secure: prepare fill: %w", err)
+	}
+	p.fillG = w
+	return nil
+}
+
+// prepareKVBias shares the key and value biases of every layer as a
+// [1, layers·2·inner] weight (private mask) or keeps their encoding at party
+// 0 (public mask).
+func (p *Prepared) prepareKVBias(ctx context.Context, s *protocol.Session) error {
+	n := p.arch.Layers * 2 * p.arch.inner()
+	var bt *share.Tensor
+	if p.party == 0 {
+		enc, err := encode(p.kvBiasAll, p.fp.FracBits)
+		if err != nil {
+			return fmt.Errorf("secure: prepare key and value biases: %w", err)
+		}
+		if len(enc) != n {
+			return fmt.Errorf("secure: prepare key and value biases: %d values, want %d", len(enc), n)
+		}
+		p.kvBiasEnc = enc
+		bt = &share.Tensor{Shape: []int{1, n}, Data: enc}
+	}
+	if p.opt.PublicMask {
+		return nil
+	}
+	w, err := s.ShareWeight(ctx, p.id(), bt, 1, n)
+	if err != nil {
+		return fmt.Errorf("secure: prepare key and value biases: %w", err)
+	}
+	p.kvBias = w
+	return nil
+}

@@ -1,0 +1,238 @@
+package secure
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/share"
+)
+
+const textSeq = 12
+
+// textData returns n synthetic padded token sequences (lengths 3..textSeq,
+// the first token a class token) labelled by whether token 5 occurs more than
+// token 6.
+func textData(n int, seed uint64) (model.Input, []int) {
+	rng := rand.New(rand.NewPCG(seed, 9))
+	var in model.Input
+	labels := make([]int, n)
+	for i := 0; i < n; i++ {
+		l := 3 + rng.IntN(textSeq-2)
+		ids, mask := make([]int, textSeq), make([]int, textSeq)
+		ids[0], mask[0] = 1, 1
+		c5, c6 := 0, 0
+		for j := 1; j < l; j++ {
+			ids[j], mask[j] = 2+rng.IntN(8), 1
+			switch ids[j] {
+			case 5:
+				c5++
+			case 6:
+				c6++
+			}
+		}
+		if c5 > c6 {
+			labels[i] = 1
+		}
+		in.IDs, in.Mask = append(in.IDs, ids), append(in.Mask, mask)
+	}
+	return in, labels
+}
+
+// textTarget trains a tiny text target of family f.
+func textTarget(t *testing.T, f model.Family) *model.Model {
+	t.Helper()
+	cfg := model.Config{Family: f, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64, LayerNormEps: 1e-12, HiddenAct: "gelu",
+		VocabSize: 20, MaxPositions: 16, TypeVocabSize: 2, Labels: model.DefaultLabels(2)}
+	if f == model.DistilBERT {
+		cfg.TypeVocabSize = 0
+	}
+	m, err := model.New(cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, y := textData(300, 1)
+	if _, err := model.Train(m, train, y, model.TrainConfig{Epochs: 6, BatchSize: 16, LR: 5e-3, ClipNorm: 1, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// textProxy generates a SelectFormer proxy of a tiny text target of family f.
+func textProxy(t *testing.T, f model.Family, ab proxy.Ablation) (*proxy.Proxy, model.Input) {
+	t.Helper()
+	m := textTarget(t, f)
+	boot, by := textData(200, 2)
+	pc := proxy.Config{Phases: []proxy.Phase{{Layers: 2, Heads: 2, Hidden: 8}},
+		Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 32, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 1, BatchSize: 16, LR: 5e-4},
+		Points: 10_000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet(), Ablation: ab}
+	res, err := proxy.Generate(context.Background(), m, boot, by, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand, _ := textData(256, 3)
+	return res.Proxies[0], cand
+}
+
+func TestForwardTextProxyFidelity(t *testing.T) {
+	for _, c := range []struct {
+		family   model.Family
+		public   bool
+		privEmb  bool
+		ablation proxy.Ablation
+		// The bounds (0.01 nats, 0.999, 98%); looser with CrypTen's
+		// exact modules, whose own errors are ~1e-2 (protocol.Entropy).
+		maxErr, minRho, minOverlap float64
+	}{
+		{model.BERT, false, false, proxy.Ablation{}, 0.01, 0.999, 0.98},
+		{model.BERT, true, false, proxy.Ablation{}, 0.01, 0.999, 0.98},
+		{model.DistilBERT, false, false, proxy.Ablation{}, 0.01, 0.999, 0.98},
+		// Private embeddings: one-hot rows, exact embedding LayerNorm.
+		{model.BERT, false, true, proxy.Ablation{}, 0.05, 0.99, 0.95},
+		// Every module exact: protocol.Softmax with the private mask, InvSqrt
+		// (variances rescaled by 4^2), protocol.Entropy.
+		{model.BERT, false, false, proxy.NoApprox, 0.05, 0.98, 0.95},
+	} {
+		t.Run(fmt.Sprintf("%s/public=%v/private_embeddings=%v/ablation=%+v", c.family, c.public, c.privEmb, c.ablation), func(t *testing.T) {
+			p, cand := textProxy(t, c.family, c.ablation)
+			want, err := p.Entropies(cand, 256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			net, err := FromProxy(p, textSeq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ablation.ExactLayerNorm || c.privEmb {
+				net.Arch.InvSqrtShift = 2
+			}
+			batch, err := Embed(p.Model, cand)
+			if c.privEmb {
+				batch, err = EmbedRows(p.Model.Config, cand, textSeq)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt := Options{PublicMask: c.public, PrivateEmbeddings: c.privEmb}
+			got, cost := secureEntropies(t, net, net.Arch, batch, cand.Len(), opt, share.DefaultFixedPoint)
+			maxErr, rho, overlap := fidelity(t, got, want)
+			t.Logf("rounds %d, bytes p0 %d p1 %d; max abs error %.5f nats, Spearman %.5f, top-20%% overlap %.3f",
+				cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
+			if maxErr > c.maxErr || rho < c.minRho || overlap < c.minOverlap {
+				t.Errorf("fidelity: max abs error %.5f (≤ %g), Spearman %.5f (≥ %g), overlap %.3f (≥ %g)", maxErr, c.maxErr, rho, c.minRho, overlap, c.minOverlap)
+			}
+			if c.public || c.privEmb || c.ablation != (proxy.Ablation{}) {
+				return
+			}
+			// The mask matters: ignoring it (no padding) changes the entropies.
+			unmasked := &Batch{X: batch.X}
+			got2, _ := secureEntropies(t, net, net.Arch, unmasked, cand.Len(), Options{}, share.DefaultFixedPoint)
+			if e, _, _ := fidelity(t, got2, want); e < 0.01 {
+				t.Errorf("entropies without the mask differ by only %.5f", e)
+			}
+		})
+	}
+}
+
+// TestBlockCost runs single blocks of random proxies and asserts their exact
+// rounds and bytes against BlockCost.
+func TestBlockCost(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		family model.Family
+		public bool
+		full   bool // FullLastLayer
+		layer  int
+		batch  int
+	}{
+		{"bert layer 0", model.BERT, false, false, 0, 3},
+		{"bert public mask", model.BERT, true, false, 0, 3},
+		{"bert layer 1 full", model.BERT, false, true, 1, 2},
+		{"bert public mask layer 1 full", model.BERT, true, true, 1, 2},
+		{"bert last block", model.BERT, false, false, 1, 2},
+		{"distilbert last block", model.DistilBERT, false, false, 1, 1},
+		{"vit", model.ViT, false, false, 0, 2},
+		{"vit last block", model.ViT, false, false, 1, 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := Arch{Family: c.family, Layers: 2, Heads: 3, HeadDim: 4, Hidden: 10, Seq: 7, Labels: 3, MLPHidden: 5}
+			net, err := RandomNet(a, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opt := Options{PublicMask: c.public, FullLastLayer: c.full}
+			B := c.batch
+			rng := rand.New(rand.NewPCG(4, 4))
+			xs := make([]float64, B*a.Seq*a.Hidden)
+			for i := range xs {
+				xs[i] = rng.NormFloat64()
+			}
+			mask := make([][]int, B)
+			for i := range mask {
+				mask[i] = make([]int, a.Seq)
+				for j := 0; j < 3+i; j++ {
+					mask[i][j] = 1
+				}
+			}
+			layer := c.layer
+			last := layer == a.Layers-1 && !c.full
+			r, err := RunLocal(context.Background(), LocalConfig{}, func(ctx context.Context, s *protocol.Session) (Cost, error) {
+				var nw *Net
+				in := &Batch{X: xs, Mask: mask}
+				if s.Party() == 0 {
+					nw = net
+					in = &Batch{Mask: mask}
+					if !c.public {
+						in = nil
+					}
+				}
+				p, err := Prepare(ctx, s, a, nw, opt)
+				if err != nil {
+					return Cost{}, err
+				}
+				var x *share.Tensor
+				if s.Party() == 1 {
+					enc, err := s.FixedPoint().EncodeTensor(xs, B, a.Seq, a.Hidden)
+					if err != nil {
+						return Cost{}, err
+					}
+					x, err = s.ShareInput(1, enc)
+					if err != nil {
+						return Cost{}, err
+					}
+				} else if x, err = s.ShareInput(1, nil, B, a.Seq, a.Hidden); err != nil {
+					return Cost{}, err
+				}
+				var mk *maskState
+				if p.textual() {
+					if mk, err = p.mask(ctx, s, B, in); err != nil {
+						return Cost{}, err
+					}
+				}
+				m := NewMeter(s)
+				if _, err := p.block(ctx, s, layer, x, mk, last); err != nil {
+					return Cost{}, err
+				}
+				return m.Since(), nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rounds, bytes, err := BlockCost(a, B, layer, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for p := range 2 {
+				got := r.Out[p].Stream
+				if got.Rounds != rounds || got.BytesSent != bytes[p] {
+					t.Errorf("party %d: %d rounds, %d bytes sent; formula %d rounds, %d bytes", p, got.Rounds, got.BytesSent, rounds, bytes[p])
+				}
+			}
+		})
+	}
+}
