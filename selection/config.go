@@ -1,0 +1,282 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/share"
+)
+
+// ProtocolVersion is the version of the selection protocol, compared in the
+// handshake.
+const ProtocolVersion = 1
+
+// Step is one phase of the schedule.
+type Step struct {
+	// Proxy is the shape ⟨l, w, d⟩ of the phase's proxy.
+	Proxy proxy.Phase `json:"proxy"`
+	// Keep is the fraction of the candidates (the pool without the bootstrap
+	// sample) that survive this phase, e.g. 0.3. The last phase ignores it
+	// and keeps Budget − Bootstrap.
+	Keep float64 `json:"keep"`
+}
+
+// AppraisalMode says what the optional appraisal reveals.
+type AppraisalMode string
+
+const (
+	// AppraiseNone skips the appraisal.
+	AppraiseNone AppraisalMode = ""
+	// AppraiseMean reveals the mean entropy of the final set to both parties.
+	AppraiseMean AppraisalMode = "mean"
+	// AppraiseThreshold reveals one bit: whether the mean entropy of the final
+	// set exceeds the model owner's private threshold.
+	AppraiseThreshold AppraisalMode = "threshold"
+)
+
+// Params are the public parameters of a selection. Both parties pass the same
+// values; the handshake compares them field by field.
+type Params struct {
+	// PoolSize is the number of candidates in the data owner's pool.
+	PoolSize int `json:"pool_size"`
+	// Budget is the number of points bought in total, bootstrap included: the
+	// last phase keeps Budget − Bootstrap candidates.
+	Budget int `json:"budget"`
+	// Bootstrap is the size of the bootstrap sample (sent in the clear and
+	// labelled by the model owner).
+	Bootstrap int `json:"bootstrap"`
+	// Schedule is the list of phases, at least one.
+	Schedule []Step `json:"schedule"`
+	// FixedPoint is the encoding (share.DefaultFixedPoint when zero).
+	FixedPoint share.FixedPoint `json:"fixed_point"`
+	// BatchSize is the number of candidates per secure forward (64 when 0).
+	BatchSize int `json:"batch_size"`
+	// Workers is the number of batches in flight at once, each on its own
+	// stream and session (2 when 0).
+	Workers int `json:"workers"`
+	// Appraisal selects the optional appraisal of the final set.
+	Appraisal AppraisalMode `json:"appraisal"`
+}
+
+func (p Params) withDefaults() Params {
+	if p.FixedPoint == (share.FixedPoint{}) {
+		p.FixedPoint = share.DefaultFixedPoint
+	}
+	if p.BatchSize == 0 {
+		p.BatchSize = 64
+	}
+	if p.Workers == 0 {
+		p.Workers = 2
+	}
+	return p
+}
+
+// MaxWorkers bounds Params.Workers.
+const MaxWorkers = 64
+
+// Validate checks the parameters (after defaults).
+func (p Params) Validate() error {
+	p = p.withDefaults()
+	if err := p.FixedPoint.Validate(); err != nil {
+		return fmt.Errorf("selection: params: %w", err)
+	}
+	switch {
+	case p.PoolSize <= 0:
+		return fmt.Errorf("selection: params: pool size %d", p.PoolSize)
+	case p.Bootstrap < 0 || p.Bootstrap >= p.PoolSize:
+		return fmt.Errorf("selection: params: bootstrap %d for a pool of %d", p.Bootstrap, p.PoolSize)
+	case p.Budget <= p.Bootstrap || p.Budget > p.PoolSize:
+		return fmt.Errorf("selection: params: budget %d must exceed the bootstrap (%d) and not exceed the pool (%d)", p.Budget, p.Bootstrap, p.PoolSize)
+	case len(p.Schedule) == 0:
+		return fmt.Errorf("selection: params: empty schedule")
+	case p.BatchSize < 0:
+		return fmt.Errorf("selection: params: batch size %d", p.BatchSize)
+	case p.Workers < 0 || p.Workers > MaxWorkers:
+		return fmt.Errorf("selection: params: workers %d (1..%d)", p.Workers, MaxWorkers)
+	}
+	switch p.Appraisal {
+	case AppraiseNone, AppraiseMean, AppraiseThreshold:
+	default:
+		return fmt.Errorf("selection: params: appraisal %q", p.Appraisal)
+	}
+	prev := p.PoolSize - p.Bootstrap
+	for i, st := range p.Schedule {
+		keep := p.keep(i)
+		if keep < p.Budget-p.Bootstrap || keep > prev {
+			return fmt.Errorf("selection: params: phase %d keeps %d of %d candidates (fraction %g); the final set has %d", i, keep, prev, st.Keep, p.Budget-p.Bootstrap)
+		}
+		if i < len(p.Schedule)-1 && (st.Keep <= 0 || st.Keep > 1) {
+			return fmt.Errorf("selection: params: phase %d keep fraction %g not in (0, 1]", i, st.Keep)
+		}
+		if st.Proxy.Layers < 0 || st.Proxy.Heads < 0 || st.Proxy.Hidden < 0 {
+			return fmt.Errorf("selection: params: phase %d proxy %+v", i, st.Proxy)
+		}
+		prev = keep
+	}
+	return nil
+}
+
+// keep returns the number of survivors of phase i.
+func (p Params) keep(i int) int {
+	if i == len(p.Schedule)-1 {
+		return p.Budget - p.Bootstrap
+	}
+	return int(float64(p.PoolSize-p.Bootstrap)*p.Schedule[i].Keep + 0.5)
+}
+
+// Phases returns the proxy shapes of the schedule (for proxy.Config.Phases).
+func (p Params) Phases() []proxy.Phase {
+	out := make([]proxy.Phase, len(p.Schedule))
+	for i, s := range p.Schedule {
+		out[i] = s.Proxy
+	}
+	return out
+}
+
+// Forwarder evaluates one phase's proxy on batches of candidates.
+type Forwarder interface {
+	// Forward returns this party's shares of the entropies of the candidates
+	// idx (pool indices; both parties pass the same list) as a tensor of
+	// len(idx) fixed-point values. s is the batch slot's session.
+	Forward(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error)
+}
+
+// Evaluator is one party's side of the secure proxy forward. The default
+// implementations wrap package proxy/secure; tests may substitute their own.
+type Evaluator interface {
+	// Arch returns the public architecture of phase's proxy for inputs of
+	// seq tokens (or patches + 1; the data owner announces seq). Only the model
+	// owner's evaluator is asked; the data owner receives it after the
+	// bootstrap.
+	Arch(phase, seq int) (secure.Arch, error)
+	// Prepare shares (model owner) or receives (data owner) phase's weights on
+	// the control session s, once per phase and run. weightBase is the first
+	// weight id to use (distinct per phase and run so that weight masks are
+	// never shared by two different matrices).
+	Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, weightBase uint64) (Forwarder, error)
+}
+
+// Labeler labels the bootstrap sample for the model owner: idx are the pool
+// indices, in the data owner's order, and in holds their inputs.
+type Labeler func(ctx context.Context, idx []int, in model.Input) ([]int, error)
+
+// Progress is a progress report of a phase's batches.
+type Progress struct {
+	// Phase is the phase (0-based); Done and Total count its batches.
+	Phase, Done, Total int
+	// Rate is batches per second in this run; ETA the estimated time left.
+	Rate float64
+	ETA  time.Duration
+}
+
+// ModelOwner is party 0: it holds the target model and the proxies.
+type ModelOwner struct {
+	// Params are the public parameters.
+	Params Params
+	// Target is the target model; proxies are generated from it after the
+	// bootstrap (unless Proxies or Evaluator is set). Its embedding tables
+	// are hashed into the handshake.
+	Target *model.Model
+	// Proxies, if set, are pre-generated proxies, one per phase, used instead
+	// of generating them.
+	Proxies []*proxy.Proxy
+	// Generate configures proxy generation; its Phases are taken from
+	// Params.Schedule.
+	Generate proxy.Config
+	// Label labels the bootstrap sample (required when proxies are generated).
+	Label Labeler
+	// Threshold is the private threshold of AppraiseThreshold.
+	Threshold float64
+	// Evaluator, if set, replaces the secure forward of the proxies.
+	Evaluator Evaluator
+	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
+	// hashing Target's (or the first proxy's) embedding tables.
+	EmbeddingHash string
+	// StateDir, if set, holds the checkpoint (see the package comment).
+	StateDir string
+	// Logger receives progress (slog.Default() when nil).
+	Logger *slog.Logger
+	// OnProgress, if set, is called after every batch.
+	OnProgress func(Progress)
+}
+
+// DataOwner is party 1: it holds the pool.
+type DataOwner struct {
+	// Params are the public parameters.
+	Params Params
+	// Pool holds the candidates' inputs (PoolSize of them).
+	Pool model.Input
+	// Embedding is the public pretrained model whose embedding module embeds
+	// the pool locally; its tables are hashed into the handshake.
+	Embedding *model.Model
+	// Evaluator, if set, replaces the secure forward.
+	Evaluator Evaluator
+	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
+	// hashing Embedding's tables.
+	EmbeddingHash string
+	// StateDir, if set, holds the checkpoint (see the package comment).
+	StateDir string
+	// Logger receives progress (slog.Default() when nil).
+	Logger *slog.Logger
+	// OnProgress, if set, is called after every batch.
+	OnProgress func(Progress)
+}
+
+// PhaseStats are one phase's figures, as seen by one party.
+type PhaseStats struct {
+	// In and Out count the candidates entering and surviving the phase.
+	In  int `json:"in"`
+	Out int `json:"out"`
+	// Batches is the number of batches; Resumed of them came from the checkpoint.
+	Batches int `json:"batches"`
+	Resumed int `json:"resumed"`
+	// ForwardRounds is the largest number of rounds on any batch slot's
+	// stream plus the weight sharing (the forward's critical path);
+	// SelectRounds those of QuickSelect.
+	ForwardRounds int64 `json:"forward_rounds"`
+	SelectRounds  int64 `json:"select_rounds"`
+	// BytesSent and BytesRecv are this party's online traffic in the phase.
+	BytesSent int64 `json:"bytes_sent"`
+	BytesRecv int64 `json:"bytes_recv"`
+	// DealerBytes is the traffic from the dealer to this party.
+	DealerBytes int64 `json:"dealer_bytes"`
+	// Comparisons and Steps count QuickSelect's work.
+	Comparisons int64 `json:"comparisons"`
+	Steps       int   `json:"steps"`
+	// Seconds is the wall time of the phase in this run.
+	Seconds float64 `json:"seconds"`
+}
+
+// Appraisal is the outcome of the optional appraisal.
+type Appraisal struct {
+	// Mode is the appraisal mode.
+	Mode AppraisalMode `json:"mode"`
+	// Mean is the mean entropy of the final set (AppraiseMean).
+	Mean float64 `json:"mean,omitempty"`
+	// Exceeds reports whether the mean exceeds the model owner's threshold
+	// (AppraiseThreshold).
+	Exceeds bool `json:"exceeds,omitempty"`
+}
+
+// Result is the outcome of a selection; both parties get the same one
+// (statistics apart).
+type Result struct {
+	// Selected holds the pool indices of the final set, ascending.
+	Selected []int `json:"selected"`
+	// Bootstrap holds the pool indices of the bootstrap sample.
+	Bootstrap []int `json:"bootstrap"`
+	// Survivors holds each phase's surviving pool indices, ascending.
+	Survivors [][]int `json:"survivors"`
+	// Phases holds each phase's statistics (this party's view).
+	Phases []PhaseStats `json:"phases"`
+	// Appraisal is set when Params.Appraisal asked for one.
+	Appraisal *Appraisal `json:"appraisal,omitempty"`
+	// Epoch is the run number of this state directory (1 for a fresh run).
+	Epoch uint64 `json:"epoch"`
+}

@@ -1,0 +1,75 @@
+// Package selection is selectformer's public API: a model owner (party 0,
+// ModelOwner) and a data owner (party 1, DataOwner) run a private
+// multi-phase selection over a transport.Conn, each with its beaver.Provider
+// (an in-process dealer's or a networked dealer's), and both obtain the same
+// Result: the selected pool indices, per-phase statistics and, if asked, an
+// appraisal.
+//
+// # Flow
+//
+//  1. Handshake in the clear (stream StreamControl): protocol version,
+//     fixed-point parameters, pool size, budget, bootstrap size, schedule,
+//     batch size, workers, appraisal mode, the SHA-256 of the public embedding
+//     tables (EmbeddingHash) and a hash of each side's whole view. Any
+//     difference ends the run with a *MismatchError naming the field and both
+//     values. The data owner also announces the padded sequence length.
+//  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
+//     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
+//     the bootstrap sample and every QuickSelect pivot (share.NewPRG).
+//  3. Bootstrap: the data owner sends the sampled candidates' inputs in the
+//     clear; the model owner labels them (ModelOwner.Label) and runs
+//     proxy.Generate, unless pre-generated Proxies (or a substitute
+//     Evaluator) are given. It then announces each phase's public
+//     architecture, which the data owner checks against the schedule and
+//     its embedding model.
+//  4. Phases: the surviving candidates (pool indices ascending, the
+//     bootstrap excluded) are split into batches of Params.BatchSize; the
+//     proxy's weights are shared once per phase on the control session
+//     (StreamSession); the batches run on Params.Workers slots, slot w on
+//     stream StreamSlotBase+w with its own protocol session, taking the
+//     pending batches w, w+W, ... (the only batch loop, forwardBatches).
+//     Then TopK keeps the phase's quota by QuickSelect on the shared
+//     entropies, revealing only comparison bits.
+//  5. Appraisal (optional): the mean entropy of the final set is revealed
+//     (AppraiseMean), or only the bit "mean > threshold" for the model
+//     owner's private threshold (AppraiseThreshold, one CompareReveal).
+//
+// # Ties
+//
+// QuickSelect orders candidates by entropy descending, then by pool index
+// ascending: of two candidates with equal (fixed-point) shared entropies the
+// one with the smaller pool index ranks higher. The rule is applied inside
+// the comparisons, so exactly k candidates survive.
+//
+// # Checkpoint and resume
+//
+// With a StateDir, each party writes its State (StateFile) atomically —
+// temporary file, fsync, rename, directory fsync — after the handshake, the
+// coin toss, the bootstrap, every finished batch (its entropy shares) and
+// every QuickSelect. The model owner also saves generated proxies under
+// StateDir/proxies. Restarting both parties with the same state
+// directories (and a new connection) resumes: the parties exchange summaries
+// of their checkpoints in the handshake and keep only what both finished
+// (same coin, same bootstrap, phases finished by both with the same
+// survivors, and of the current phase the batches both finished); the rest
+// is redone.
+//
+// Correlated randomness is never reused: every run is a new epoch (the
+// larger of the two parties' persisted counters plus one, written to disk
+// before anything is sent), and in epoch e every stream's provider counter
+// is first moved to e<<EpochShift, weight ids start at e<<EpochShift too.
+// Material is addressed by (stream, counter), so two epochs never touch the
+// same item even with a deterministic dealer (same seeds), as long as a run
+// takes fewer than 2^40 items per stream. A fresh dealer (beaver.NewDealer)
+// after a restart is also fine. No counter needs to survive a crash.
+//
+// Probabilistic truncation makes recomputed entropies differ from an
+// uninterrupted run's by a few ulps, so a resumed run selects the same set
+// when no two candidates at a selection boundary are within that error;
+// the resume tests use well-separated values.
+//
+// # Progress
+//
+// Every batch is logged with log/slog (done/total, rate, ETA) and reported
+// to the optional OnProgress callback.
+package selection

@@ -1,0 +1,158 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// valueEvaluator is a substitute secure forward: the data owner shares
+// value(phase, idx) as its input (the model owner learns nothing), so the
+// selection logic is tested exactly and fast.
+type valueEvaluator struct {
+	party int
+	value func(phase, idx int) float64
+	fp    share.FixedPoint
+	// failAfter, if positive, makes Forward fail after that many calls.
+	mu        sync.Mutex
+	calls     int
+	failAfter int
+}
+
+func (v *valueEvaluator) Arch(phase, seq int) (secure.Arch, error) { return secure.Arch{}, nil }
+
+func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {
+	return forwardFunc(func(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error) {
+		v.mu.Lock()
+		v.calls++
+		fail := v.failAfter > 0 && v.calls > v.failAfter
+		v.mu.Unlock()
+		if fail {
+			return nil, fmt.Errorf("injected failure")
+		}
+		if s.Party() == 0 {
+			return s.ShareInput(1, nil, len(idx))
+		}
+		xs := make([]float64, len(idx))
+		for j, i := range idx {
+			xs[j] = v.value(phase, i)
+		}
+		enc, err := v.fp.EncodeTensor(xs, len(xs))
+		if err != nil {
+			return nil, err
+		}
+		return s.ShareInput(1, enc)
+	}), nil
+}
+
+type forwardFunc func(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error)
+
+func (f forwardFunc) Forward(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error) {
+	return f(ctx, s, idx)
+}
+
+// pair runs f as both parties over a Pipe with an in-process dealer.
+func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error) [2]error {
+	t.Helper()
+	d := beaver.NewDealerWithSeeds(seeds[0], seeds[1])
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	conns := [2]*transport.Conn{c0, c1}
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prov, err := d.Provider(p)
+			if err != nil {
+				errs[p] = err
+				return
+			}
+			errs[p] = f(context.Background(), p, conns[p], prov)
+			if errs[p] != nil {
+				conns[p].Close()
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// sessionPair runs f on two protocol sessions.
+func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) error) {
+	t.Helper()
+	errs := pair(t, [2]share.Seed{{1}, {2}}, func(ctx context.Context, p int, c *transport.Conn, prov beaver.Provider) error {
+		s, err := protocol.NewSession(ctx, p, c.Stream(5), prov, share.DefaultFixedPoint)
+		if err != nil {
+			return err
+		}
+		return f(ctx, s)
+	})
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+}
+
+// plainTopK is the reference: positions of the k largest values, ties to
+// the smaller key, ascending.
+func plainTopK(vals []float64, keys []int, k int) []int {
+	pos := make([]int, len(vals))
+	for i := range pos {
+		pos[i] = i
+	}
+	sort.Slice(pos, func(a, b int) bool {
+		if vals[pos[a]] != vals[pos[b]] {
+			return vals[pos[a]] > vals[pos[b]]
+		}
+		return keys[pos[a]] < keys[pos[b]]
+	})
+	out := append([]int(nil), pos[:min(k, len(pos))]...)
+	slices.Sort(out)
+	return out
+}
+
+// plainSchedule runs the schedule in the clear on value(phase, idx).
+func plainSchedule(p Params, boot []int, value func(phase, idx int) float64) [][]int {
+	p = p.withDefaults()
+	cand := candidates(p.PoolSize, boot)
+	var out [][]int
+	for i := range p.Schedule {
+		vals := make([]float64, len(cand))
+		for j, c := range cand {
+			vals[j] = quantize(p.FixedPoint, value(i, c))
+		}
+		pos := plainTopK(vals, cand, p.keep(i))
+		next := make([]int, len(pos))
+		for j, q := range pos {
+			next[j] = cand[q]
+		}
+		out = append(out, next)
+		cand = next
+	}
+	return out
+}
+
+func quantize(fp share.FixedPoint, v float64) float64 {
+	w, _ := fp.Encode(v)
+	return fp.Decode(w)
+}
+
+var _ = math.Abs

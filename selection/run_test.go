@@ -1,0 +1,403 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// testValue is a per-phase "entropy" with well separated values (no two
+// within 1e-3), so fixed-point selection equals the plaintext one.
+func testValue(phase, idx int) float64 {
+	return math.Mod(float64(idx*37+phase*11)*0.6180339887, 7)
+}
+
+func testParams() Params {
+	return Params{PoolSize: 240, Budget: 40, Bootstrap: 10, BatchSize: 16, Workers: 3,
+		Schedule: []Step{{Proxy: proxy.Phase{Layers: 1, Heads: 1, Hidden: 2}, Keep: 0.5}, {Proxy: proxy.Phase{Layers: 2, Heads: 1, Hidden: 4}}}}
+}
+
+type runCfg struct {
+	p           [2]Params
+	dirs        [2]string
+	embHash     [2]string
+	failAfter   [2]int
+	threshold   float64
+	seeds       [2]share.Seed
+	cancelAfter int
+	onProgress  func(Progress)
+}
+
+func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
+	t.Helper()
+	var res [2]*Result
+	if c.seeds == ([2]share.Seed{}) {
+		c.seeds = [2]share.Seed{{3}, {4}}
+	}
+	errs := pair(t, c.seeds, func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
+		ev := &valueEvaluator{party: p, value: testValue, fp: share.DefaultFixedPoint, failAfter: c.failAfter[p]}
+		h := c.embHash[p]
+		if h == "" {
+			h = "emb"
+		}
+		var err error
+		if p == 0 {
+			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: quiet(), Threshold: c.threshold}
+			res[0], err = mo.Run(ctx, conn, prov)
+		} else {
+			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: quiet(), OnProgress: c.onProgress}
+			res[1], err = do.Run(ctx, conn, prov)
+		}
+		return err
+	})
+	return res, errs
+}
+
+func TestRunMatchesPlaintext(t *testing.T) {
+	for _, mode := range []AppraisalMode{AppraiseNone, AppraiseMean, AppraiseThreshold} {
+		t.Run(string(mode)+"appraisal", func(t *testing.T) {
+			p := testParams()
+			p.Appraisal = mode
+			res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, threshold: 3})
+			for i, err := range errs {
+				if err != nil {
+					t.Fatalf("party %d: %v", i, err)
+				}
+			}
+			if !slices.Equal(res[0].Selected, res[1].Selected) || !slices.Equal(res[0].Bootstrap, res[1].Bootstrap) {
+				t.Fatal("parties disagree")
+			}
+			want := plainSchedule(p, res[0].Bootstrap, testValue)
+			for i := range want {
+				if !slices.Equal(res[0].Survivors[i], want[i]) {
+					t.Fatalf("phase %d: got %v, want %v", i, res[0].Survivors[i], want[i])
+				}
+			}
+			if len(res[0].Selected) != p.Budget-p.Bootstrap || len(res[0].Bootstrap) != p.Bootstrap {
+				t.Fatalf("selected %d, bootstrap %d", len(res[0].Selected), len(res[0].Bootstrap))
+			}
+			for _, b := range res[0].Bootstrap {
+				if _, ok := slices.BinarySearch(res[0].Selected, b); ok {
+					t.Fatalf("bootstrap point %d selected again", b)
+				}
+			}
+			var sum float64
+			for _, i := range res[0].Selected {
+				sum += quantize(share.DefaultFixedPoint, testValue(1, i))
+			}
+			mean := sum / float64(len(res[0].Selected))
+			switch mode {
+			case AppraiseMean:
+				if math.Abs(res[0].Appraisal.Mean-mean) > 1e-3 || res[0].Appraisal.Mean != res[1].Appraisal.Mean {
+					t.Fatalf("appraisal %v / %v, want %v", res[0].Appraisal.Mean, res[1].Appraisal.Mean, mean)
+				}
+			case AppraiseThreshold:
+				if res[0].Appraisal.Exceeds != (mean > 3) || res[1].Appraisal.Exceeds != res[0].Appraisal.Exceeds {
+					t.Fatalf("exceeds %v, mean %v", res[0].Appraisal.Exceeds, mean)
+				}
+			}
+			for i, ps := range res[0].Phases {
+				t.Logf("phase %d: %+v", i, ps)
+				if ps.Comparisons == 0 || ps.SelectRounds != int64(7*ps.Steps) || ps.BytesSent == 0 {
+					t.Errorf("phase %d stats %+v", i, ps)
+				}
+			}
+		})
+	}
+}
+
+func TestHandshakeMismatch(t *testing.T) {
+	base := testParams()
+	cases := []struct {
+		field  string
+		modify func(p *Params, h *string)
+	}{
+		{"fixed_point.frac_bits", func(p *Params, h *string) { p.FixedPoint = share.FixedPoint{FracBits: 14, IntBits: 15} }},
+		{"fixed_point.int_bits", func(p *Params, h *string) { p.FixedPoint = share.FixedPoint{FracBits: 16, IntBits: 14} }},
+		{"pool_size", func(p *Params, h *string) { p.PoolSize = 241 }},
+		{"budget", func(p *Params, h *string) { p.Budget = 41 }},
+		{"bootstrap", func(p *Params, h *string) { p.Bootstrap = 11 }},
+		{"schedule", func(p *Params, h *string) {
+			p.Schedule = slices.Clone(p.Schedule)
+			p.Schedule[0].Keep = 0.4
+		}},
+		{"batch_size", func(p *Params, h *string) { p.BatchSize = 8 }},
+		{"workers", func(p *Params, h *string) { p.Workers = 1 }},
+		{"appraisal", func(p *Params, h *string) { p.Appraisal = AppraiseMean }},
+		{"embedding_hash", func(p *Params, h *string) { *h = "other" }},
+	}
+	for _, c := range cases {
+		t.Run(c.field, func(t *testing.T) {
+			p1 := base
+			h := "emb"
+			c.modify(&p1, &h)
+			_, errs := runSelection(t, runCfg{p: [2]Params{base, p1}, embHash: [2]string{"emb", h}})
+			for i, err := range errs {
+				var me *MismatchError
+				if !errors.As(err, &me) || me.Field != c.field || me.Local == me.Peer {
+					t.Fatalf("party %d: %v (want a %s mismatch)", i, err, c.field)
+				}
+				if !strings.Contains(err.Error(), c.field) {
+					t.Fatalf("error %q does not name %s", err, c.field)
+				}
+			}
+		})
+	}
+}
+
+func TestParamsValidate(t *testing.T) {
+	ok := testParams()
+	cases := []struct {
+		name string
+		mod  func(p *Params)
+	}{
+		{"pool", func(p *Params) { p.PoolSize = 0 }},
+		{"bootstrap", func(p *Params) { p.Bootstrap = -1 }},
+		{"budget small", func(p *Params) { p.Budget = p.Bootstrap }},
+		{"budget large", func(p *Params) { p.Budget = p.PoolSize + 1 }},
+		{"empty schedule", func(p *Params) { p.Schedule = nil }},
+		{"keep", func(p *Params) { p.Schedule = []Step{{Keep: 0}, {}} }},
+		{"keep too small", func(p *Params) { p.Schedule = []Step{{Keep: 0.01}, {}} }},
+		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
+		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
+		{"fixed point", func(p *Params) { p.FixedPoint = share.FixedPoint{FracBits: 40, IntBits: 40} }},
+	}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		p := ok
+		c.mod(&p)
+		if err := p.Validate(); err == nil {
+			t.Errorf("%s: no error", c.name)
+		}
+	}
+}
+
+func TestResume(t *testing.T) {
+	p := testParams()
+	cases := []struct {
+		name      string
+		failAfter [2]int
+	}{
+		{"data owner fails mid phase 0", [2]int{0, 4}},
+		{"model owner fails mid phase 1", [2]int{20, 0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dirs := [2]string{t.TempDir(), t.TempDir()}
+			_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, failAfter: c.failAfter})
+			if errs[0] == nil || errs[1] == nil {
+				t.Fatalf("interrupted run: %v", errs)
+			}
+			// Restart with the same dealer seeds: the new epoch keeps the
+			// correlated randomness apart.
+			res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs})
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatal(errs)
+			}
+			if res[0].Epoch != 2 || res[1].Epoch != 2 {
+				t.Fatalf("epochs %d %d", res[0].Epoch, res[1].Epoch)
+			}
+			resumed := 0
+			for _, ps := range res[1].Phases {
+				resumed += ps.Resumed
+			}
+			if resumed == 0 {
+				t.Fatal("nothing resumed")
+			}
+			// The coin (hence the bootstrap) comes from the interrupted run;
+			// an uninterrupted run with that coin selects the plaintext
+			// schedule's choice (TestRunMatchesPlaintext).
+			want := plainSchedule(p, res[0].Bootstrap, testValue)
+			if !slices.Equal(res[0].Selected, want[len(want)-1]) || !slices.Equal(res[1].Selected, want[len(want)-1]) {
+				t.Fatalf("resumed %v, uninterrupted %v", res[0].Selected, want[len(want)-1])
+			}
+		})
+	}
+}
+
+func TestRunErrors(t *testing.T) {
+	p := testParams()
+	t.Run("malformed state file", func(t *testing.T) {
+		dirs := [2]string{t.TempDir(), t.TempDir()}
+		if err := os.WriteFile(StateFile(dirs[1], 1), []byte("{garbage"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs})
+		if errs[1] == nil || !strings.Contains(errs[1].Error(), "state") || errs[0] == nil {
+			t.Fatalf("errors %v", errs)
+		}
+	})
+	t.Run("malformed batch file", func(t *testing.T) {
+		dirs := [2]string{t.TempDir(), t.TempDir()}
+		if _, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, failAfter: [2]int{0, 3}}); errs[1] == nil {
+			t.Fatal("no failure")
+		}
+		ents, err := os.ReadDir(phaseDir(dirs[1], 1, 0))
+		if err != nil || len(ents) == 0 {
+			t.Fatalf("no batch files: %v", err)
+		}
+		path := filepath.Join(phaseDir(dirs[1], 1, 0), ents[0].Name())
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)-5] ^= 0xff
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs})
+		if errs[1] == nil || !strings.Contains(errs[1].Error(), "checksum") {
+			t.Fatalf("errors %v", errs)
+		}
+	})
+	t.Run("state of other params", func(t *testing.T) {
+		dirs := [2]string{t.TempDir(), t.TempDir()}
+		if _, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs}); errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		q := p
+		q.Budget = 30
+		_, errs := runSelection(t, runCfg{p: [2]Params{q, q}, dirs: dirs})
+		if errs[0] == nil || !strings.Contains(errs[0].Error(), "other parameters") {
+			t.Fatalf("errors %v", errs)
+		}
+	})
+	t.Run("peer disconnects mid phase", func(t *testing.T) {
+		done := make(chan struct{})
+		errs := pair(t, [2]share.Seed{{1}, {2}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
+			ev := &valueEvaluator{party: party, value: testValue, fp: share.DefaultFixedPoint}
+			if party == 0 {
+				_, err := (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "e", Logger: quiet()}).Run(ctx, conn, prov)
+				return err
+			}
+			var once sync.Once
+			do := &DataOwner{Params: p, Evaluator: ev, EmbeddingHash: "e", Logger: quiet(), OnProgress: func(pr Progress) {
+				if pr.Done >= 2 {
+					once.Do(func() { conn.Close(); close(done) })
+				}
+			}}
+			_, err := do.Run(ctx, conn, prov)
+			return err
+		})
+		<-done
+		if errs[0] == nil || errs[1] == nil {
+			t.Fatalf("errors %v", errs)
+		}
+		t.Logf("model owner: %v", errs[0])
+	})
+	t.Run("wrong provider", func(t *testing.T) {
+		d := beaver.NewDealerWithSeeds(share.Seed{1}, share.Seed{2})
+		c0, c1 := transport.Pipe(transport.Options{})
+		defer c0.Close()
+		defer c1.Close()
+		prov, _ := d.Provider(1)
+		mo := &ModelOwner{Params: p, Evaluator: &valueEvaluator{}, Logger: quiet()}
+		if _, err := mo.Run(context.Background(), c0, prov); err == nil || !strings.Contains(err.Error(), "provider") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("model owner without proxies", func(t *testing.T) {
+		mo := &ModelOwner{Params: p}
+		if _, err := mo.Run(context.Background(), nil, nil); err == nil {
+			t.Fatal("no error")
+		}
+	})
+	t.Run("data owner without embedding", func(t *testing.T) {
+		do := &DataOwner{Params: p}
+		if _, err := do.Run(context.Background(), nil, nil); err == nil {
+			t.Fatal("no error")
+		}
+	})
+}
+
+func TestCompareHelloFields(t *testing.T) {
+	p := testParams().withDefaults()
+	base := newHello(0, p, "emb", 0, 1, summary{})
+	peer := newHello(1, p, "emb", 0, 1, summary{})
+	if err := compareHello(base, peer); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		field string
+		mod   func(h *hello)
+	}{
+		{"version", func(h *hello) { h.Version++ }},
+		{"party", func(h *hello) { h.Party = 0 }},
+		{"view_hash", func(h *hello) { h.ViewHash = "x" }},
+	}
+	for _, c := range cases {
+		h := peer
+		c.mod(&h)
+		var me *MismatchError
+		if err := compareHello(base, h); !errors.As(err, &me) || me.Field != c.field {
+			t.Errorf("%s: %v", c.field, err)
+		}
+	}
+}
+
+func TestCoinToss(t *testing.T) {
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	ctx := context.Background()
+	var seeds [2]share.Seed
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p, c := range []*transport.Conn{c0, c1} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seeds[p], errs[p] = coinToss(ctx, c.Stream(9), p)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil || seeds[0] != seeds[1] || seeds[0] == (share.Seed{}) {
+		t.Fatalf("coin: %v %v %x %x", errs[0], errs[1], seeds[0], seeds[1])
+	}
+	// A model owner that opens something else than it committed to is caught.
+	st := c0.Stream(10)
+	go func() {
+		st.SendBytes(ctx, make([]byte, 32)) // not a commitment of what follows
+		st.RecvBytes(ctx)
+		st.SendBytes(ctx, make([]byte, 32))
+	}()
+	if _, err := coinToss(ctx, c1.Stream(10), 1); err == nil || !strings.Contains(err.Error(), "commitment") {
+		t.Fatalf("cheating opening: %v", err)
+	}
+}
+
+func TestProgressCallback(t *testing.T) {
+	p := testParams()
+	var mu sync.Mutex
+	last := map[int]Progress{}
+	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, onProgress: func(pr Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if prev, ok := last[pr.Phase]; ok && pr.Done <= prev.Done {
+			t.Errorf("progress went from %d to %d", prev.Done, pr.Done)
+		}
+		last[pr.Phase] = pr
+	}})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	// 230 candidates in batches of 16, then 115.
+	for phase, want := range []int{15, 8} {
+		if pr := last[phase]; pr.Done != want || pr.Total != want || pr.ETA != 0 || pr.Rate <= 0 {
+			t.Errorf("phase %d final progress %+v", phase, pr)
+		}
+	}
+}

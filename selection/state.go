@@ -1,0 +1,256 @@
+package selection
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/selectformer/selectformer/share"
+)
+
+// stateVersion is the version of the checkpoint format.
+const stateVersion = 1
+
+// maxStateFile bounds the size of a checkpoint file read back.
+const maxStateFile = 1 << 30
+
+// BatchShares is one finished batch's entropy shares.
+type BatchShares struct {
+	// Batch is the batch number within its phase.
+	Batch int `json:"batch"`
+	// Epoch is the run that computed it.
+	Epoch uint64 `json:"epoch"`
+	// Shares holds this party's shares of the batch's entropies.
+	Shares []uint64 `json:"shares"`
+}
+
+// PhaseState is the checkpointed progress of one phase.
+type PhaseState struct {
+	// Batches holds the finished batches, in any order. They are stored in
+	// their own files (see DecodeBatchFile), not in the state file.
+	Batches []BatchShares `json:"-"`
+	// Done is set once QuickSelect has finished; Survivors then holds the
+	// surviving pool indices (ascending).
+	Done      bool  `json:"done"`
+	Survivors []int `json:"survivors,omitempty"`
+}
+
+// State is one party's checkpoint, written atomically to its state
+// directory after every batch (see the package comment).
+type State struct {
+	// Version is the format version.
+	Version int `json:"version"`
+	// Party is 0 (model owner) or 1 (data owner).
+	Party int `json:"party"`
+	// ViewHash identifies the public parameters the state belongs to.
+	ViewHash string `json:"view_hash"`
+	// Epoch counts the runs on this state directory (incremented and
+	// persisted before each run talks to the peer).
+	Epoch uint64 `json:"epoch"`
+	// Seed is the joint coin (hex), empty until tossed.
+	Seed string `json:"seed,omitempty"`
+	// BootstrapDone is set once the bootstrap sample has been sent and the
+	// proxies are ready; Bootstrap holds its pool indices.
+	BootstrapDone bool  `json:"bootstrap_done"`
+	Bootstrap     []int `json:"bootstrap,omitempty"`
+	// Phases holds the phases started so far.
+	Phases []PhaseState `json:"phases"`
+}
+
+// StateFile returns the checkpoint file of party in dir.
+func StateFile(dir string, party int) string {
+	return filepath.Join(dir, fmt.Sprintf("state-p%d.json", party))
+}
+
+// DecodeState parses and validates a checkpoint.
+func DecodeState(b []byte) (*State, error) {
+	var s State
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("selection: state: %w", err)
+	}
+	if s.Version != stateVersion {
+		return nil, fmt.Errorf("selection: state: version %d (want %d)", s.Version, stateVersion)
+	}
+	if s.Party != 0 && s.Party != 1 {
+		return nil, fmt.Errorf("selection: state: party %d", s.Party)
+	}
+	if s.Seed != "" {
+		if _, err := s.seed(); err != nil {
+			return nil, err
+		}
+	}
+	if s.BootstrapDone && s.Seed == "" {
+		return nil, fmt.Errorf("selection: state: bootstrap done without a coin")
+	}
+	if len(s.Phases) > 0 && !s.BootstrapDone {
+		return nil, fmt.Errorf("selection: state: phases before the bootstrap")
+	}
+	for i, ph := range s.Phases {
+		if ph.Done != (len(ph.Survivors) > 0) {
+			return nil, fmt.Errorf("selection: state: phase %d: done %v with %d survivors", i, ph.Done, len(ph.Survivors))
+		}
+		if i < len(s.Phases)-1 && !ph.Done {
+			return nil, fmt.Errorf("selection: state: phase %d unfinished before phase %d", i, i+1)
+		}
+		if !slices.IsSorted(ph.Survivors) {
+			return nil, fmt.Errorf("selection: state: phase %d: survivors not ascending", i)
+		}
+	}
+	return &s, nil
+}
+
+func (s *State) seed() (share.Seed, error) {
+	var seed share.Seed
+	b, err := hex.DecodeString(s.Seed)
+	if err != nil || len(b) != len(seed) {
+		return seed, fmt.Errorf("selection: state: bad coin seed")
+	}
+	copy(seed[:], b)
+	return seed, nil
+}
+
+// loadState reads party's checkpoint from dir; a missing file gives nil.
+func loadState(dir string, party int) (*State, error) {
+	path := StateFile(dir, party)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("selection: load state: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("selection: load state: %w", err)
+	}
+	if fi.Size() > maxStateFile {
+		return nil, fmt.Errorf("selection: load state %s: %d bytes", path, fi.Size())
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("selection: load state: %w", err)
+	}
+	s, err := DecodeState(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.Party != party {
+		return nil, fmt.Errorf("selection: state %s belongs to party %d", path, s.Party)
+	}
+	if err := s.loadBatches(dir); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// save writes the state file atomically (see writeAtomic); batch shares
+// are written separately by saveBatch.
+func (s *State) save(dir string) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("selection: save state: %w", err)
+	}
+	if err := writeAtomic(StateFile(dir, s.Party), b); err != nil {
+		return fmt.Errorf("selection: save state: %w", err)
+	}
+	return nil
+}
+
+// summary is what a party tells its peer about its checkpoint, so that both
+// resume from the progress they share.
+type summary struct {
+	SeedHash      string         `json:"seed_hash,omitempty"`
+	BootstrapDone bool           `json:"bootstrap_done"`
+	BootHash      string         `json:"boot_hash,omitempty"`
+	Phases        []phaseSummary `json:"phases,omitempty"`
+}
+
+type phaseSummary struct {
+	Done     bool   `json:"done"`
+	SurvHash string `json:"surv_hash,omitempty"`
+	Batches  []int  `json:"batches,omitempty"`
+	// Epochs holds the epoch of each of Batches.
+	Epochs []uint64 `json:"epochs,omitempty"`
+}
+
+func hashInts(v []int) string {
+	b, _ := json.Marshal(v)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// summarize describes s (nil: nothing done).
+func (s *State) summarize() summary {
+	var out summary
+	if s == nil || s.Seed == "" {
+		return out
+	}
+	h := sha256.Sum256([]byte("selection/seed-id/" + s.Seed))
+	out.SeedHash = hex.EncodeToString(h[:])
+	out.BootstrapDone = s.BootstrapDone
+	if !s.BootstrapDone {
+		return out
+	}
+	out.BootHash = hashInts(s.Bootstrap)
+	for _, ph := range s.Phases {
+		ps := phaseSummary{Done: ph.Done}
+		if ph.Done {
+			ps.SurvHash = hashInts(ph.Survivors)
+		}
+		bs := slices.Clone(ph.Batches)
+		slices.SortFunc(bs, func(a, b BatchShares) int { return a.Batch - b.Batch })
+		for _, b := range bs {
+			ps.Batches = append(ps.Batches, b.Batch)
+			ps.Epochs = append(ps.Epochs, b.Epoch)
+		}
+		out.Phases = append(out.Phases, ps)
+	}
+	return out
+}
+
+// reconcile trims s to the progress both parties share, given both
+// summaries (a symmetric rule, so both trim alike): the coin is kept if both
+// hold the same one, the bootstrap if both finished it, whole phases while
+// both finished them with the same survivors, and of the first other phase
+// the batches both finished. Everything else is redone (with fresh
+// correlated randomness, see the package comment).
+func (s *State) reconcile(mine, peer summary) {
+	if mine.SeedHash == "" || mine.SeedHash != peer.SeedHash {
+		s.Seed, s.BootstrapDone, s.Bootstrap, s.Phases = "", false, nil, nil
+		return
+	}
+	if !mine.BootstrapDone || !peer.BootstrapDone || mine.BootHash != peer.BootHash {
+		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		return
+	}
+	for i := range s.Phases {
+		if i >= len(peer.Phases) {
+			s.Phases = s.Phases[:i]
+			return
+		}
+		m, p := mine.Phases[i], peer.Phases[i]
+		if m.Done && p.Done && m.SurvHash == p.SurvHash {
+			continue
+		}
+		ph := &s.Phases[i]
+		ph.Done, ph.Survivors = false, nil
+		keep := ph.Batches[:0]
+		for _, b := range ph.Batches {
+			// Kept only if the peer holds the same batch from the same run.
+			j := slices.Index(p.Batches, b.Batch)
+			if j >= 0 && j < len(p.Epochs) && p.Epochs[j] == b.Epoch {
+				keep = append(keep, b)
+			}
+		}
+		ph.Batches = keep
+		s.Phases = s.Phases[:i+1]
+		return
+	}
+}
