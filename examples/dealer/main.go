@@ -1,0 +1,126 @@
+// Command dealer is the networked dealer of a selectformer session: a third
+// host, trusted by both parties not to collude with either, that hands out
+// correlated randomness (Beaver triples, truncation pairs, ...) and never sees
+// an input.
+//
+// It listens on two addresses, one per party, and accepts on each only that
+// party's pinned key:
+//
+//	dealer -cert d.crt -key d.key \
+//	    -listen-p0 :7100 -p0-fingerprint mo.crt \
+//	    -listen-p1 :7101 -p1-fingerprint do.crt [-seeds dealer.seeds] [-once]
+//
+// Fingerprints are 64 hex digits (as printed by keygen) or the path of the
+// party's certificate. It prints "dealer listening p0=ADDR p1=ADDR" on stdout
+// once both listeners are bound, then serves until interrupted (SIGINT or
+// SIGTERM: exit 0) or, with -once, until the data owner's session ends.
+// Parties may reconnect to resume; with -seeds the dealer itself may be
+// restarted too (the seeds are kept in that file, mode 0600).
+// Exit codes: see examples/README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/transport"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dealer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	err := dealer(ctx, fs, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return peer.ExitOK
+	}
+	return peer.Main("dealer", stderr, fs, err)
+}
+
+func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	cert := fs.String("cert", "", "this dealer's certificate (PEM, from keygen); required")
+	key := fs.String("key", "", "this dealer's private key (PEM, from keygen); required")
+	listen0 := fs.String("listen-p0", "", "address for the model owner (party 0), e.g. :7100; required")
+	listen1 := fs.String("listen-p1", "", "address for the data owner (party 1), e.g. :7101; required")
+	fp0 := fs.String("p0-fingerprint", "", "model owner's fingerprint or certificate file; required")
+	fp1 := fs.String("p1-fingerprint", "", "data owner's fingerprint or certificate file; required")
+	seeds := fs.String("seeds", "", "keep the dealer's seeds in this file (created if missing), so a restarted dealer can serve a resumed session")
+	once := fs.Bool("once", false, "exit when the data owner's first session ends (no resume)")
+	link := fs.String("link", "", "emulate a link on the dealer's sending direction: lan, paper-wan or none")
+	idle := fs.Duration("idle-timeout", 0, "drop a data owner that sends no request for this long (0: never)")
+	level := fs.String("log", "info", "log level: debug, info, warn, error")
+	if err := peer.Parse(fs, args); err != nil {
+		return err
+	}
+	log, err := peer.Logger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	if err := peer.Require("listen-p0", *listen0, "listen-p1", *listen1); err != nil {
+		return err
+	}
+	var pins [2]string
+	if pins[0], err = peer.Fingerprint("p0-fingerprint", *fp0); err != nil {
+		return err
+	}
+	if pins[1], err = peer.Fingerprint("p1-fingerprint", *fp1); err != nil {
+		return err
+	}
+	if pins[0] == pins[1] {
+		return peer.Usage("-p0-fingerprint and -p1-fingerprint are the same key; the parties need distinct identities")
+	}
+	opt, err := peer.Link(*link)
+	if err != nil {
+		return err
+	}
+	if *idle < 0 {
+		return peer.Usage("-idle-timeout must not be negative")
+	}
+	id, err := peer.LoadIdentity(*cert, *key)
+	if err != nil {
+		return err
+	}
+	s0, s1, err := peer.Seeds(*seeds)
+	if err != nil {
+		return err
+	}
+	d := &peer.Dealer{
+		Server:       beaver.NewServerWithSeeds(s0, s1, beaver.ServerOptions{IdleTimeout: *idle}),
+		Fingerprints: pins,
+		Once:         *once,
+		Log:          log,
+	}
+	for p, addr := range []string{*listen0, *listen1} {
+		ln, err := transport.Listen(addr, id, opt)
+		if err != nil {
+			for _, l := range d.Listeners[:p] {
+				_ = l.Close()
+			}
+			return fmt.Errorf("dealer: %w", err)
+		}
+		d.Listeners[p] = ln
+	}
+	fmt.Fprintf(stdout, "dealer listening p0=%s p1=%s\n", d.Listeners[0].Addr(), d.Listeners[1].Addr())
+	start := time.Now()
+	if err := d.Run(ctx); err != nil {
+		return err
+	}
+	st := d.Server.Stats()
+	log.Info("dealer done", "items", st.Items, "bytes", st.BytesRecv, "elapsed", time.Since(start).Round(time.Millisecond))
+	return nil
+}

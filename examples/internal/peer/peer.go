@@ -1,0 +1,254 @@
+// Package peer holds what the example binaries (keygen, dealer, modelowner,
+// dataowner) share: exit codes, identity and fingerprint flags, link profiles
+// and the set-up of an authenticated connection, either by listening or by
+// dialling.
+package peer
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Exit codes of every example binary (documented in examples/README.md).
+const (
+	// ExitOK: the command finished its work.
+	ExitOK = 0
+	// ExitFailure: a runtime failure after the session was established
+	// (connection lost, protocol error, I/O error writing results).
+	ExitFailure = 1
+	// ExitUsage: bad command line (unknown flag, missing or invalid value).
+	ExitUsage = 2
+	// ExitPeer: no authenticated session with a peer: it could not be
+	// reached, its key is not the pinned one (or it rejected ours), or the
+	// selection handshake found a mismatch.
+	ExitPeer = 3
+	// ExitInput: an input file (identity, model, proxies, pool, state) is
+	// missing, unreadable or malformed.
+	ExitInput = 4
+)
+
+// Error is an error that carries the exit code the command should end with.
+type Error struct {
+	Code int
+	Err  error
+}
+
+// Error returns the wrapped error's text.
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Usage returns an error with exit code ExitUsage.
+func Usage(format string, a ...any) error {
+	return &Error{Code: ExitUsage, Err: fmt.Errorf(format, a...)}
+}
+
+// WithCode wraps err (if not nil and not already coded) with code.
+func WithCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Code: code, Err: err}
+}
+
+// Code returns the exit code for err: ExitOK for nil, the code of an *Error
+// in its chain, ExitPeer for a transport.PinError, ExitFailure otherwise.
+func Code(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	var pe *transport.PinError
+	if errors.As(err, &pe) {
+		return ExitPeer
+	}
+	return ExitFailure
+}
+
+// Main runs a command's body and turns its error into a message on stderr and
+// an exit code. Usage errors also print the flag set's defaults.
+func Main(name string, stderr io.Writer, fs *flag.FlagSet, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	code := Code(err)
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	if code == ExitUsage && fs != nil {
+		fmt.Fprintf(stderr, "run '%s -h' for the flags\n", name)
+	}
+	return code
+}
+
+// Parse parses args into fs (whose output goes to stderr); -h gives
+// flag.ErrHelp, any other problem (including positional arguments) a usage
+// error.
+func Parse(fs *flag.FlagSet, args []string) error {
+	fs.Init(fs.Name(), flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &Error{Code: ExitUsage, Err: err}
+	}
+	if fs.NArg() > 0 {
+		return Usage("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// Require returns a usage error naming the first empty flag value.
+func Require(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if strings.TrimSpace(pairs[i+1]) == "" {
+			return Usage("flag -%s is required", pairs[i])
+		}
+	}
+	return nil
+}
+
+// LoadIdentity reads this host's identity (written by keygen); a missing or
+// malformed file is an ExitInput error.
+func LoadIdentity(certPath, keyPath string) (*transport.Identity, error) {
+	if certPath == "" || keyPath == "" {
+		return nil, Usage("flags -cert and -key are required (make them with keygen)")
+	}
+	id, err := transport.LoadIdentity(certPath, keyPath)
+	if err != nil {
+		return nil, &Error{Code: ExitInput, Err: err}
+	}
+	return id, nil
+}
+
+// Fingerprint resolves a peer fingerprint flag: 64 hex digits (colons and
+// spaces allowed), or the path of the peer's certificate PEM file. flagName
+// names the flag in errors.
+func Fingerprint(flagName, v string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", Usage("flag -%s is required: the peer's fingerprint (printed by keygen) or its certificate file", flagName)
+	}
+	if fp, err := transport.ParseFingerprint(v); err == nil {
+		return fp, nil
+	}
+	if _, err := os.Stat(v); err != nil {
+		return "", Usage("flag -%s: %q is neither a fingerprint (64 hex digits) nor a readable certificate file", flagName, v)
+	}
+	fp, err := transport.LoadFingerprint(v)
+	if err != nil {
+		return "", &Error{Code: ExitInput, Err: fmt.Errorf("-%s: %w", flagName, err)}
+	}
+	return fp, nil
+}
+
+// Link returns the transport options for an emulated link profile name
+// ("" or "none": no emulation).
+func Link(name string) (transport.Options, error) {
+	if name == "" || name == "none" {
+		return transport.Options{}, nil
+	}
+	p, err := transport.ProfileByName(name)
+	if err != nil {
+		return transport.Options{}, Usage("flag -link: %v (known: %s)", err, strings.Join(transport.ProfileNames(), ", "))
+	}
+	return transport.Options{Link: &p}, nil
+}
+
+// Endpoint says how to reach a peer: listen on Listen, or dial Connect.
+// Exactly one must be set.
+type Endpoint struct {
+	Listen  string
+	Connect string
+	// Timeout bounds the whole set-up (waiting for the peer included).
+	Timeout time.Duration
+}
+
+// Validate checks that exactly one of Listen and Connect is set. listenFlag
+// and connectFlag name the flags in the error.
+func (e Endpoint) Validate(listenFlag, connectFlag string) error {
+	if (e.Listen == "") == (e.Connect == "") {
+		return Usage("exactly one of -%s and -%s is required", listenFlag, connectFlag)
+	}
+	return nil
+}
+
+// Establish opens the authenticated connection to the peer pinned by
+// fingerprint. Dialling retries while the peer is not yet listening (until
+// the timeout); a handshake failure (wrong key on either side) is not
+// retried. Every failure is an ExitPeer error. onListen, if not nil, is
+// called with the bound address once listening.
+func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerprint string, opt transport.Options, log *slog.Logger, onListen func(net.Addr)) (*transport.Conn, error) {
+	if e.Timeout <= 0 {
+		e.Timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
+	defer cancel()
+	if e.Listen != "" {
+		ln, err := transport.Listen(e.Listen, id, opt)
+		if err != nil {
+			return nil, &Error{Code: ExitPeer, Err: err}
+		}
+		defer ln.Close()
+		if onListen != nil {
+			onListen(ln.Addr())
+		}
+		log.Info("waiting for peer", "listen", ln.Addr().String(), "peer", short(fingerprint))
+		c, err := ln.Accept(ctx, fingerprint)
+		if err != nil {
+			return nil, &Error{Code: ExitPeer, Err: err}
+		}
+		return c, nil
+	}
+	for {
+		c, err := transport.Dial(ctx, e.Connect, id, fingerprint, opt)
+		if err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil {
+			return nil, &Error{Code: ExitPeer, Err: err}
+		}
+		log.Debug("peer not listening yet; retrying", "addr", e.Connect)
+		select {
+		case <-ctx.Done():
+			return nil, &Error{Code: ExitPeer, Err: fmt.Errorf("connecting to %s: %w", e.Connect, err)}
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Logger returns a text logger on w at the given level name (debug, info,
+// warn, error).
+func Logger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, Usage("flag -log: %v", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func short(fp string) string {
+	if len(fp) > 16 {
+		return fp[:16] + "…"
+	}
+	return fp
+}
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))

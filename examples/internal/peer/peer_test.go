@@ -1,0 +1,230 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
+)
+
+func TestParseSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []PhaseSpec
+		err  string
+	}{
+		{"1:4:8@0.3,2:4:16", []PhaseSpec{{1, 4, 8, 0.3}, {2, 4, 16, 1}}, ""},
+		{" 2:2:4 ", []PhaseSpec{{2, 2, 4, 1}}, ""},
+		{"1:4:8@0.5,1:4:8@0.2,2:4:16@1", []PhaseSpec{{1, 4, 8, 0.5}, {1, 4, 8, 0.2}, {2, 4, 16, 1}}, ""},
+		{"", nil, "empty"},
+		{"1:4", nil, "l:w:d"},
+		{"1:4:8,2:4:16", nil, "needs @keep"},
+		{"0:4:8", nil, "positive"},
+		{"1:x:8", nil, "positive"},
+		{"1:4:8@0,2:4:16", nil, "keep fraction"},
+		{"1:4:8@1.5,2:4:16", nil, "keep fraction"},
+	} {
+		got, err := ParseSchedule(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseSchedule(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseSchedule(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func FuzzParseSchedule(f *testing.F) {
+	f.Add("1:4:8@0.3,2:4:16")
+	f.Add("1:1:1@1e-3,")
+	f.Fuzz(func(t *testing.T, s string) {
+		ph, err := ParseSchedule(s)
+		if err != nil {
+			return
+		}
+		for _, p := range ph {
+			if p.Layers < 1 || p.Heads < 1 || p.Hidden < 1 || !(p.Keep > 0 && p.Keep <= 1) {
+				t.Fatalf("%q accepted as %+v", s, ph)
+			}
+		}
+	})
+}
+
+func TestSeedsFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "seeds")
+	a0, a1, err := Seeds(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a0 == a1 {
+		t.Fatal("equal seeds")
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("seed file %v, %v", st, err)
+	}
+	b0, b1, err := Seeds(path)
+	if err != nil || a0 != b0 || a1 != b1 {
+		t.Fatalf("reloaded seeds differ (%v)", err)
+	}
+	c0, _, err := Seeds("")
+	if err != nil || c0 == a0 {
+		t.Fatalf("fresh seeds: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("abc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Seeds(path); Code(err) != ExitInput {
+		t.Fatalf("malformed seed file: %v (code %d)", err, Code(err))
+	}
+}
+
+func FuzzParseSeeds(f *testing.F) {
+	f.Add([]byte(strings.Repeat("ab", 64) + "\n"))
+	f.Add([]byte("zz"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s0, s1, err := ParseSeeds(b)
+		if err == nil && fmt.Sprintf("%x%x", s0[:], s1[:]) != strings.ToLower(strings.TrimSpace(string(b))) {
+			t.Fatalf("%q decoded as %x %x", b, s0, s1)
+		}
+	})
+}
+
+func TestCodes(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{errors.New("x"), ExitFailure},
+		{Usage("bad %d", 1), ExitUsage},
+		{fmt.Errorf("wrapped: %w", &transport.PinError{Expected: "a", Got: "b"}), ExitPeer},
+		{WithCode(ExitInput, errors.New("x")), ExitInput},
+		{WithCode(ExitInput, Usage("u")), ExitUsage},
+		{fmt.Errorf("ctx: %w", &Error{Code: ExitPeer, Err: errors.New("x")}), ExitPeer},
+	} {
+		if got := Code(tc.err); got != tc.want {
+			t.Errorf("Code(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestFingerprintAndLink(t *testing.T) {
+	id, err := transport.GenerateIdentity("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
+	if err := id.Save(cert, key); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		in   string
+		code int
+	}{
+		{id.Fingerprint(), ExitOK},
+		{strings.ToUpper(id.Fingerprint()), ExitOK},
+		{cert, ExitOK},
+		{"", ExitUsage},
+		{"abc", ExitUsage},
+		{key, ExitInput}, // a file, but not a certificate
+	} {
+		fp, err := Fingerprint("peer-fingerprint", tc.in)
+		if Code(err) != tc.code || (err == nil && fp != id.Fingerprint()) {
+			t.Errorf("Fingerprint(%q) = %q, %v; want code %d", tc.in, fp, err, tc.code)
+		}
+	}
+	if _, err := LoadIdentity(cert, key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadIdentity(key, cert); Code(err) != ExitInput {
+		t.Fatalf("swapped identity files: %v", err)
+	}
+	if o, err := Link("paper-wan"); err != nil || o.Link == nil || o.Link.Latency != 50*time.Millisecond {
+		t.Fatalf("Link(paper-wan) = %+v, %v", o, err)
+	}
+	if o, err := Link(""); err != nil || o.Link != nil {
+		t.Fatalf("Link(\"\") = %+v, %v", o, err)
+	}
+	if _, err := Link("moon"); Code(err) != ExitUsage {
+		t.Fatalf("Link(moon): %v", err)
+	}
+}
+
+// TestDealerOverTLS runs the networked dealer loop with both parties over
+// loopback TLS and checks that their material matches, that a wrong key is
+// rejected without stopping the dealer, and that Once ends the dealer.
+func TestDealerOverTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var ids [4]*transport.Identity // dealer, p0, p1, stranger
+	for i := range ids {
+		var err error
+		if ids[i], err = transport.GenerateIdentity(fmt.Sprint("id", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Once: true, Log: discard}
+	for p := range d.Listeners {
+		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	e := Endpoint{Timeout: 5 * time.Second}
+	// A stranger is refused (exit code 3), and the dealer keeps going.
+	if _, _, err := ConnectDealer(ctx, d.Listeners[1].Addr().String(), ids[3], ids[0].Fingerprint(), 1, transport.Options{}, e); Code(err) != ExitPeer {
+		t.Fatalf("stranger: %v", err)
+	}
+	// A party pinning the wrong dealer key fails too.
+	if _, _, err := ConnectDealer(ctx, d.Listeners[0].Addr().String(), ids[1], ids[3].Fingerprint(), 0, transport.Options{}, e); Code(err) != ExitPeer {
+		t.Fatalf("wrong dealer pin: %v", err)
+	}
+	var provs [2]*beaver.Client
+	var conns [2]*transport.Conn
+	for p := range provs {
+		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tr [2]beaver.Triple
+	for p := range provs {
+		if tr[p], err = provs[p].Triples(ctx, 3, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		a, b, c := tr[0].A[i]+tr[1].A[i], tr[0].B[i]+tr[1].B[i], tr[0].C[i]+tr[1].C[i]
+		if a*b != c {
+			t.Fatalf("triple %d: a·b ≠ c", i)
+		}
+	}
+	_ = conns[0].Close()
+	_ = conns[1].Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("dealer with Once did not stop after party 1 left")
+	}
+}

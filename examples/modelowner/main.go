@@ -1,0 +1,162 @@
+// Command modelowner is party 0 of a selectformer session: it holds the target
+// model (and so the proxies generated from it) and, with the data owner
+// (command dataowner) and a dealer (command dealer), privately selects the
+// most valuable points of the data owner's pool.
+//
+// Example (the data owner connects to :7000; the dealer listens on :7100 for
+// party 0):
+//
+//	modelowner -cert mo.crt -key mo.key -listen :7000 -peer-fingerprint do.crt \
+//	    -dealer dealer-host:7100 -dealer-fingerprint dealer.crt \
+//	    -model checkpoint/ -labels labels.txt \
+//	    -pool-size 400 -budget 60 -bootstrap 20 -schedule 1:4:8@0.4,2:4:16 \
+//	    -state state-mo/ -out result.json
+//
+// -model is a model directory (config.json + model.safetensors, as written by
+// model.Save or a Hugging Face ViT/BERT checkpoint). -labels is the labelling
+// of the bootstrap sample: a file with one class number per pool candidate
+// (the demo's oracle; line i is candidate i). Fingerprints are 64 hex digits or
+// a certificate file. With -state, a killed or disconnected run restarted
+// with the same flags resumes where it stopped. Exit codes: 0 ok, 1 runtime
+// failure, 2 usage error, 3 peer or handshake failure, 4 bad input file (see
+// examples/README.md).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/selectformer/selectformer/examples/internal/demo"
+	"github.com/selectformer/selectformer/examples/internal/party"
+	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/selection"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("modelowner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	err := modelOwner(ctx, fs, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return peer.ExitOK
+	}
+	return peer.Main("modelowner", stderr, fs, party.Classify(err))
+}
+
+func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	cert := fs.String("cert", "", "this party's certificate (PEM, from keygen); required")
+	key := fs.String("key", "", "this party's private key (PEM, from keygen); required")
+	var ep peer.Endpoint
+	fs.StringVar(&ep.Listen, "listen", "", "listen for the data owner on this address (or use -connect)")
+	fs.StringVar(&ep.Connect, "connect", "", "connect to the data owner at this address (or use -listen)")
+	fs.DurationVar(&ep.Timeout, "connect-timeout", time.Minute, "how long to wait for the data owner and the dealer")
+	peerFP := fs.String("peer-fingerprint", "", "the data owner's fingerprint or certificate file; required")
+	dealerAddr := fs.String("dealer", "", "the dealer's address for party 0; required")
+	dealerFP := fs.String("dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required")
+	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required")
+	labels := fs.String("labels", "", "labels of the pool candidates, one class per line (the bootstrap's labelling oracle); required")
+	var pf party.ParamFlags
+	pf.Register(fs, true)
+	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
+	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 50000)")
+	seed := fs.Uint64("gen-seed", 1, "seed of proxy generation")
+	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
+	link := fs.String("link", "", "emulate a link on this party's sending direction: lan, paper-wan or none")
+	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
+	level := fs.String("log", "info", "log level: debug, info, warn, error")
+	if err := peer.Parse(fs, args); err != nil {
+		return err
+	}
+	log, err := peer.Logger(stderr, *level)
+	if err != nil {
+		return err
+	}
+	if err := ep.Validate("listen", "connect"); err != nil {
+		return err
+	}
+	if err := peer.Require("dealer", *dealerAddr, "model", *modelDir, "labels", *labels); err != nil {
+		return err
+	}
+	if pf.PoolSize <= 0 {
+		return peer.Usage("flag -pool-size is required (the number of candidates in the data owner's pool)")
+	}
+	params, err := pf.Params()
+	if err != nil {
+		return err
+	}
+	if params.Appraisal != selection.AppraiseThreshold && *threshold != 0 {
+		return peer.Usage("-threshold needs -appraisal threshold")
+	}
+	pin, err := peer.Fingerprint("peer-fingerprint", *peerFP)
+	if err != nil {
+		return err
+	}
+	dpin, err := peer.Fingerprint("dealer-fingerprint", *dealerFP)
+	if err != nil {
+		return err
+	}
+	opt, err := peer.Link(*link)
+	if err != nil {
+		return err
+	}
+	id, err := peer.LoadIdentity(*cert, *key)
+	if err != nil {
+		return err
+	}
+	target, err := model.Load(*modelDir, model.LoadOptions{})
+	if err != nil {
+		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the target model: %w", err))
+	}
+	oracle, err := demo.ReadLabels(*labels, target.Config.NumLabels())
+	if err != nil {
+		return peer.WithCode(peer.ExitInput, err)
+	}
+	if len(oracle) != params.PoolSize {
+		return peer.WithCode(peer.ExitInput, fmt.Errorf("%s has %d labels for a pool of %d", *labels, len(oracle), params.PoolSize))
+	}
+
+	gen := party.GenerateConfig(*points, *seed)
+	gen.Logger = log
+	mo := &selection.ModelOwner{
+		Params:    params,
+		Target:    target,
+		Generate:  gen,
+		Label:     party.OracleLabeler(oracle),
+		Threshold: *threshold,
+		StateDir:  *state,
+		Logger:    log,
+	}
+	prov, dconn, err := peer.ConnectDealer(ctx, *dealerAddr, id, dpin, 0, opt, ep)
+	if err != nil {
+		return err
+	}
+	defer dconn.Close()
+	conn, err := peer.Establish(ctx, ep, id, pin, opt, log, func(a net.Addr) {
+		fmt.Fprintf(stdout, "modelowner listening %s\n", a)
+	})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	res, err := mo.Run(ctx, conn, prov)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, party.Summary(res))
+	return party.WriteResult(*out, stdout, res)
+}

@@ -1,0 +1,626 @@
+package examples_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/examples/internal/demo"
+	"github.com/selectformer/selectformer/examples/internal/party"
+	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/share"
+)
+
+// The fixture: the four binaries built once, a small demo pool with its
+// labels and checkpoint, and three identities made by keygen.
+type fixture struct {
+	bin   string // directory of the binaries
+	dir   string
+	files demo.Files
+	pool  int
+	fp    map[string]string // fingerprints by identity name
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+// Small selection parameters: 120 candidates, batches of 16 (several per
+// phase, so a kill lands mid-phase).
+const (
+	testPool = 120
+	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -workers 2"
+)
+
+func getFixture(t *testing.T) *fixture {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binaries; skipped with -short")
+	}
+	fixOnce.Do(func() { fix, fixErr = makeFixture() })
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fix
+}
+
+func makeFixture() (*fixture, error) {
+	dir, err := os.MkdirTemp("", "selectformer-examples-")
+	if err != nil {
+		return nil, err
+	}
+	f := &fixture{bin: filepath.Join(dir, "bin"), dir: dir, pool: testPool, fp: map[string]string{}}
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	build := exec.Command(gobin, "build", "-o", f.bin+string(filepath.Separator),
+		"./keygen", "./dealer", "./modelowner", "./dataowner")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	d, err := demo.Prepare(demo.Config{Pool: testPool, Epochs: 2, Public: 600, TestPerClass: 10})
+	if err != nil {
+		return nil, err
+	}
+	if f.files, err = d.WriteFiles(filepath.Join(dir, "data")); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"mo", "do", "dealer", "stranger"} {
+		out, err := exec.Command(filepath.Join(f.bin, "keygen"), "-name", name,
+			"-out-cert", filepath.Join(dir, name+".crt"), "-out-key", filepath.Join(dir, name+".key")).Output()
+		if err != nil {
+			return nil, fmt.Errorf("keygen %s: %w", name, err)
+		}
+		f.fp[name] = strings.TrimSpace(string(out))
+	}
+	return f, nil
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fix != nil {
+		_ = os.RemoveAll(fix.dir)
+	}
+	os.Exit(code)
+}
+
+// proc is a running binary.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *syncBuffer
+	done   chan struct{}
+	code   int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: exec.Command(filepath.Join(f.bin, name), args...), lines: make(chan string, 100),
+		stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		_ = p.cmd.Wait()
+		p.code = p.cmd.ProcessState.ExitCode()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// waitLine returns the first stdout line starting with prefix.
+func (p *proc) waitLine(t *testing.T, prefix string) string {
+	t.Helper()
+	timer := time.NewTimer(30 * time.Second)
+	defer timer.Stop()
+	for {
+		select {
+		case l := <-p.lines:
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-p.done:
+			t.Fatalf("%s exited (code %d) before printing %q; stderr:\n%s", p.name, p.code, prefix, p.stderr)
+		case <-timer.C:
+			t.Fatalf("%s printed no %q line in 30 s; stderr:\n%s", p.name, prefix, p.stderr)
+		}
+	}
+}
+
+// wait returns the exit code.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("%s did not exit within %v; stderr:\n%s", p.name, timeout, p.stderr)
+		return -1
+	}
+}
+
+func (p *proc) expect(t *testing.T, code int, stderrHas string) {
+	t.Helper()
+	got := p.wait(t, 60*time.Second)
+	if got != code || !strings.Contains(p.stderr.String(), stderrHas) {
+		t.Fatalf("%s exited %d, want %d with stderr containing %q; stderr:\n%s", p.name, got, code, stderrHas, p.stderr)
+	}
+}
+
+// dealer starts the dealer on free ports and returns it with its addresses.
+func (f *fixture) dealer(t *testing.T, extra ...string) (*proc, string, string) {
+	t.Helper()
+	args := append([]string{"-cert", f.path("dealer.crt"), "-key", f.path("dealer.key"),
+		"-listen-p0", "127.0.0.1:0", "-listen-p1", "127.0.0.1:0",
+		"-p0-fingerprint", f.path("mo.crt"), "-p1-fingerprint", f.fp["do"]}, extra...)
+	p := f.start(t, "dealer", args...)
+	var a0, a1 string
+	l := p.waitLine(t, "dealer listening ")
+	if _, err := fmt.Sscanf(l, "dealer listening p0=%s p1=%s", &a0, &a1); err != nil {
+		t.Fatalf("dealer printed %q: %v", l, err)
+	}
+	return p, a0, a1
+}
+
+func (f *fixture) path(name string) string { return filepath.Join(f.dir, name) }
+
+// modelOwner starts the model owner listening on a free port; it returns the
+// process and, once it listens, its address.
+func (f *fixture) modelOwner(t *testing.T, dealer0 string, extra ...string) (*proc, string) {
+	t.Helper()
+	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
+		"-peer-fingerprint", f.path("do.crt"), "-dealer", dealer0, "-dealer-fingerprint", f.fp["dealer"],
+		"-model", f.files.Checkpoint, "-labels", f.files.Labels, "-pool-size", fmt.Sprint(f.pool),
+		"-mlp-points", "4000", "-connect-timeout", "20s", "-log", "warn"}, strings.Fields(testArgs)...)
+	args = append(args, extra...)
+	p := f.start(t, "modelowner", args...)
+	l := p.waitLine(t, "modelowner listening ")
+	return p, strings.TrimPrefix(l, "modelowner listening ")
+}
+
+func (f *fixture) dataOwner(t *testing.T, moAddr, dealer1 string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", moAddr,
+		"-peer-fingerprint", f.fp["mo"], "-dealer", dealer1, "-dealer-fingerprint", f.path("dealer.crt"),
+		"-pool", f.files.Pool, "-embedding", f.files.Checkpoint, "-connect-timeout", "20s", "-log", "warn"}, strings.Fields(testArgs)...)
+	return f.start(t, "dataowner", append(args, extra...)...)
+}
+
+func readResult(t *testing.T, path string) *selection.Result {
+	t.Helper()
+	r, err := party.ReadResult(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestThreeProcesses runs dealer, model owner and data owner as three OS
+// processes over loopback TLS and checks that they agree.
+func TestThreeProcesses(t *testing.T) {
+	f := getFixture(t)
+	out := t.TempDir()
+	start := time.Now()
+	dl, a0, a1 := f.dealer(t, "-once")
+	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"))
+	do := f.dataOwner(t, addr, a1, "-out", filepath.Join(out, "do.json"))
+	for _, p := range []*proc{mo, do, dl} {
+		if code := p.wait(t, 90*time.Second); code != 0 {
+			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
+		}
+	}
+	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
+	t.Logf("three processes: %v; selected %v", time.Since(start).Round(time.Millisecond), r0.Selected)
+	checkAgree(t, r0, r1)
+}
+
+func checkAgree(t *testing.T, r0, r1 *selection.Result) {
+	t.Helper()
+	if !slices.Equal(r0.Selected, r1.Selected) || !slices.Equal(r0.Bootstrap, r1.Bootstrap) {
+		t.Fatalf("parties disagree: selected %v / %v, bootstrap %v / %v", r0.Selected, r1.Selected, r0.Bootstrap, r1.Bootstrap)
+	}
+	if len(r0.Selected) != 20 || len(r0.Bootstrap) != 20 || len(r0.Phases) != 2 {
+		t.Fatalf("selected %d, bootstrap %d, %d phases; want 20, 20, 2", len(r0.Selected), len(r0.Bootstrap), len(r0.Phases))
+	}
+	for _, i := range r0.Selected {
+		if slices.Contains(r0.Bootstrap, i) || i < 0 || i >= testPool {
+			t.Fatalf("selected index %d is out of range or in the bootstrap sample", i)
+		}
+	}
+}
+
+// TestKillAndResume kills the model owner's process in the middle of a
+// phase, restarts both parties with their state directories and checks that
+// the run resumes (finished batches are not redone) and ends with the result
+// of an uninterrupted run that started from the same joint coin (up to
+// fixed-point near-ties, see below).
+func TestKillAndResume(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	st0, st1 := filepath.Join(dir, "state-mo"), filepath.Join(dir, "state-do")
+	dl, a0, a1 := f.dealer(t) // serves until SIGTERM: parties reconnect
+
+	// The reference: an uninterrupted run.
+	ref0, ref1 := filepath.Join(dir, "ref-mo"), filepath.Join(dir, "ref-do")
+	mo, addr := f.modelOwner(t, a0, "-state", ref0, "-out", filepath.Join(dir, "ref0.json"))
+	do := f.dataOwner(t, addr, a1, "-state", ref1, "-out", filepath.Join(dir, "ref1.json"))
+	mo.expect(t, 0, "")
+	do.expect(t, 0, "")
+	ref := readResult(t, filepath.Join(dir, "ref0.json"))
+	checkAgree(t, ref, readResult(t, filepath.Join(dir, "ref1.json")))
+
+	// Start the interrupted run from the reference's coin: its state files
+	// with the progress removed.
+	for p, pair := range [][2]string{{ref0, st0}, {ref1, st1}} {
+		b, err := os.ReadFile(selection.StateFile(pair[0], p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := selection.DecodeState(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		if b, err = json.Marshal(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(pair[1], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(selection.StateFile(pair[1], p), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A dealer serves one computation (it refuses reused counters), so the
+	// second run gets its own, which must survive the kill.
+	if err := dl.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	dl.expect(t, 0, "")
+	dl, a0, a1 = f.dealer(t)
+	mo, addr = f.modelOwner(t, a0, "-state", st0)
+	do = f.dataOwner(t, addr, a1, "-state", st1)
+	// Kill the model owner once the data owner has checkpointed a batch of
+	// phase 1 (or phase 2) but before the run ends.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		// Both must have checkpointed a batch, else none is resumed.
+		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
+			t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
+			break
+		}
+		select {
+		case <-do.done:
+			t.Fatalf("data owner exited (%d) before any batch was checkpointed; stderr:\n%s", do.code, do.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no batch checkpointed in 60 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := mo.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	mo.wait(t, 10*time.Second)
+	if code := do.wait(t, 30*time.Second); code == 0 {
+		t.Fatal("data owner finished although its peer was killed")
+	} else {
+		t.Logf("data owner exited %d after the kill", code)
+	}
+
+	out := filepath.Join(dir, "out")
+	mo, addr = f.modelOwner(t, a0, "-state", st0, "-out", out+"0.json")
+	do = f.dataOwner(t, addr, a1, "-state", st1, "-out", out+"1.json")
+	mo.expect(t, 0, "")
+	do.expect(t, 0, "")
+	r0, r1 := readResult(t, out+"0.json"), readResult(t, out+"1.json")
+	checkAgree(t, r0, r1)
+	resumed := 0
+	for _, ph := range r1.Phases {
+		resumed += ph.Resumed
+	}
+	if r1.Epoch < 2 || resumed == 0 {
+		t.Fatalf("not resumed: epoch %d, %d batches resumed", r1.Epoch, resumed)
+	}
+	// The bootstrap follows from the coin and must be identical. The
+	// entropies are computed with other correlated randomness than the
+	// reference's (a fresh dealer, and a new counter range per epoch), and
+	// probabilistic truncation makes each product's last bit depend on it:
+	// every candidate's entropy must match the uninterrupted run's within a
+	// few units in the last place, and the survivors of each phase may differ
+	// only by near-ties at the selection boundary.
+	if !slices.Equal(r0.Bootstrap, ref.Bootstrap) {
+		t.Fatalf("bootstrap %v, uninterrupted run %v", r0.Bootstrap, ref.Bootstrap)
+	}
+	compareRuns(t, ref, r0, [2]string{ref0, ref1}, [2]string{st0, st1})
+	if err := dl.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	dl.expect(t, 0, "")
+}
+
+// finishedBatches counts the batches party's checkpoint in dir holds (the
+// selection package keeps each finished batch in its own file,
+// batches-p<party>/phase-<i>/batch-<b>.bin).
+func finishedBatches(dir string, party int) int {
+	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
+	return len(m)
+}
+
+// TestPeerFailures checks the documented exit codes of a wrong peer key, a
+// handshake mismatch and malformed input files.
+func TestPeerFailures(t *testing.T) {
+	f := getFixture(t)
+	t.Run("wrong-peer-key", func(t *testing.T) {
+		dl, a0, a1 := f.dealer(t)
+		defer dl.cmd.Process.Signal(syscall.SIGTERM)
+		mo, addr := f.modelOwner(t, a0)
+		// The data owner pins the stranger's key instead of the model owner's.
+		do := f.dataOwner(t, addr, a1, "-peer-fingerprint", f.fp["stranger"])
+		do.expect(t, peer.ExitPeer, "peer key mismatch")
+		mo.expect(t, peer.ExitPeer, "")
+	})
+	t.Run("handshake-mismatch", func(t *testing.T) {
+		dl, a0, a1 := f.dealer(t)
+		defer dl.cmd.Process.Signal(syscall.SIGTERM)
+		mo, addr := f.modelOwner(t, a0)
+		do := f.dataOwner(t, addr, a1, "-budget", "41")
+		do.expect(t, peer.ExitPeer, "budget mismatch")
+		mo.expect(t, peer.ExitPeer, "budget mismatch")
+	})
+	t.Run("dealer-rejects-stranger", func(t *testing.T) {
+		dl, _, a1 := f.dealer(t)
+		defer dl.cmd.Process.Signal(syscall.SIGTERM)
+		// A data owner with the stranger's identity: the dealer refuses it.
+		p := f.start(t, "dataowner", "-cert", f.path("stranger.crt"), "-key", f.path("stranger.key"), "-connect", "127.0.0.1:1",
+			"-peer-fingerprint", f.fp["mo"], "-dealer", a1, "-dealer-fingerprint", f.fp["dealer"],
+			"-pool", f.files.Pool, "-embedding", f.files.Checkpoint, "-budget", "40", "-bootstrap", "20")
+		p.expect(t, peer.ExitPeer, "dealer")
+	})
+}
+
+// TestInputAndUsageErrors checks malformed files and bad flags; no peer is
+// needed since inputs are checked before connecting.
+func TestInputAndUsageErrors(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage")
+	if err := os.WriteFile(garbage, []byte("this is not a pool"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badModel := filepath.Join(dir, "badmodel")
+	if err := os.MkdirAll(badModel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(f.files.Checkpoint, "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(badModel, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	weights, err := os.ReadFile(filepath.Join(f.files.Checkpoint, "model.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(badModel, "model.safetensors"), weights[:len(weights)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badLabels := filepath.Join(dir, "labels")
+	if err := os.WriteFile(badLabels, []byte("1\n2\nseven\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mo := func(extra ...string) []string {
+		return append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
+			"-peer-fingerprint", f.fp["do"], "-dealer", "127.0.0.1:1", "-dealer-fingerprint", f.fp["dealer"],
+			"-model", f.files.Checkpoint, "-labels", f.files.Labels, "-pool-size", fmt.Sprint(f.pool),
+			"-budget", "40", "-bootstrap", "20"}, extra...)
+	}
+	do := func(extra ...string) []string {
+		return append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", "127.0.0.1:1",
+			"-peer-fingerprint", f.fp["mo"], "-dealer", "127.0.0.1:1", "-dealer-fingerprint", f.fp["dealer"],
+			"-pool", f.files.Pool, "-embedding", f.files.Checkpoint, "-budget", "40", "-bootstrap", "20"}, extra...)
+	}
+	for _, tc := range []struct {
+		name, bin string
+		args      []string
+		code      int
+		stderr    string
+	}{
+		{"pool-garbage", "dataowner", do("-pool", garbage), peer.ExitInput, "reading pool"},
+		{"pool-missing", "dataowner", do("-pool", filepath.Join(dir, "nope")), peer.ExitInput, "reading pool"},
+		{"embedding-truncated", "dataowner", do("-embedding", badModel), peer.ExitInput, "embedding checkpoint"},
+		{"model-truncated", "modelowner", mo("-model", badModel), peer.ExitInput, "target model"},
+		{"model-missing", "modelowner", mo("-model", dir), peer.ExitInput, "target model"},
+		{"labels-malformed", "modelowner", mo("-labels", badLabels), peer.ExitInput, "line 3"},
+		{"labels-short", "modelowner", mo("-pool-size", "121"), peer.ExitInput, "labels for a pool of 121"},
+		{"key-garbage", "modelowner", mo("-key", garbage), peer.ExitInput, "identity"},
+		{"schedule", "modelowner", mo("-schedule", "1:2"), peer.ExitUsage, "-schedule"},
+		{"budget", "dataowner", do("-budget", "0"), peer.ExitUsage, "-budget"},
+		{"both-endpoints", "dataowner", do("-listen", ":0"), peer.ExitUsage, "exactly one of -listen and -connect"},
+		{"fingerprint", "modelowner", mo("-peer-fingerprint", "xyz"), peer.ExitUsage, "-peer-fingerprint"},
+		{"link", "dataowner", do("-link", "moon"), peer.ExitUsage, "-link"},
+		{"unknown-flag", "dealer", []string{"-frobnicate"}, peer.ExitUsage, "frobnicate"},
+		{"dealer-same-keys", "dealer", []string{"-cert", f.path("dealer.crt"), "-key", f.path("dealer.key"), "-listen-p0", ":0", "-listen-p1", ":0",
+			"-p0-fingerprint", f.fp["mo"], "-p1-fingerprint", f.fp["mo"]}, peer.ExitUsage, "same key"},
+		{"keygen-exists", "keygen", []string{"-out-cert", f.path("mo.crt"), "-out-key", filepath.Join(dir, "k")}, peer.ExitUsage, "-force"},
+		{"help", "modelowner", []string{"-h"}, peer.ExitOK, "-peer-fingerprint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.start(t, tc.bin, tc.args...).expect(t, tc.code, tc.stderr)
+		})
+	}
+}
+
+// compareRuns checks a resumed run's entropies and survivors against an
+// uninterrupted run's, phase by phase, from their checkpointed batch files.
+func compareRuns(t *testing.T, ref, got *selection.Result, refDirs, gotDirs [2]string) {
+	t.Helper()
+	const batch = 16 // -batch in testArgs
+	ulp := math.Ldexp(1, -int(share.DefaultFixedPoint.FracBits))
+	tol := 4 * ulp
+	candRef := slices.DeleteFunc(idxs(testPool), func(i int) bool { return slices.Contains(ref.Bootstrap, i) })
+	candGot := slices.Clone(candRef)
+	for phase := range ref.Phases {
+		hRef := candidateEntropies(t, refDirs, phase, candRef, batch)
+		hGot := candidateEntropies(t, gotDirs, phase, candGot, batch)
+		for c, h := range hGot {
+			if w, ok := hRef[c]; ok && math.Abs(h-w) > tol {
+				t.Errorf("phase %d candidate %d: entropy %.6f, uninterrupted run %.6f", phase, c, h, w)
+			}
+		}
+		// The boundary: the smallest entropy the uninterrupted run kept.
+		sRef, sGot := ref.Survivors[phase], got.Survivors[phase]
+		bound := math.Inf(1)
+		for _, c := range sRef {
+			bound = min(bound, hRef[c])
+		}
+		swaps := 0
+		for _, c := range append(slices.Clone(sRef), sGot...) {
+			if slices.Contains(sRef, c) != slices.Contains(sGot, c) {
+				swaps++
+				h, ok := hRef[c]
+				if !ok {
+					h = hGot[c]
+				}
+				if math.Abs(h-bound) > 4*tol {
+					t.Errorf("phase %d: candidate %d (entropy %.6f) kept by one run only, but the boundary is %.6f", phase, c, h, bound)
+				}
+			}
+		}
+		t.Logf("phase %d: %d candidates, %d near-tie swaps at the boundary %.5f", phase, len(hGot), swaps/2, bound)
+		candRef, candGot = sRef, sGot
+	}
+	if !slices.Equal(ref.Selected, ref.Survivors[len(ref.Survivors)-1]) || !slices.Equal(got.Selected, got.Survivors[len(got.Survivors)-1]) {
+		t.Fatal("selected set is not the last phase's survivors")
+	}
+}
+
+// candidateEntropies reconstructs the entropy of every candidate of phase
+// from both parties' batch files (batch b holds cand[b·batch : (b+1)·batch]).
+func candidateEntropies(t *testing.T, dirs [2]string, phase int, cand []int, batch int) map[int]float64 {
+	t.Helper()
+	vals, _, mixed := batchEntropies(t, dirs[0], dirs[1], phase)
+	if len(mixed) > 0 {
+		t.Fatalf("phase %d: batches %v have shares of different epochs", phase, mixed)
+	}
+	if nb := (len(cand) + batch - 1) / batch; len(vals) != nb {
+		t.Fatalf("phase %d: %d batches checkpointed, want %d", phase, len(vals), nb)
+	}
+	out := map[int]float64{}
+	for b, v := range vals {
+		lo := b * batch
+		if lo+len(v) > len(cand) {
+			t.Fatalf("phase %d batch %d: %d entropies past the %d candidates", phase, b, len(v), len(cand))
+		}
+		for i, h := range v {
+			out[cand[lo+i]] = h
+		}
+	}
+	return out
+}
+
+func idxs(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// batchEntropies reconstructs, from both parties' checkpointed batch files
+// (the model owner's in dir0, the data owner's in dir1), the entropies of
+// every batch of phase whose two shares come from the same epoch, keyed by
+// batch; mixed reports batches whose two shares come from different epochs.
+func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]float64, epochs map[int]uint64, mixed []int) {
+	t.Helper()
+	read := func(dir string, party int) map[int]selection.BatchShares {
+		m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), fmt.Sprintf("phase-%d", phase), "batch-*.bin"))
+		out := map[int]selection.BatchShares{}
+		for _, path := range m {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, bs, err := selection.DecodeBatchFile(b)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			out[bs.Batch] = bs
+		}
+		return out
+	}
+	s0, s1 := read(dir0, 0), read(dir1, 1)
+	vals, epochs = map[int][]float64{}, map[int]uint64{}
+	fp := share.DefaultFixedPoint
+	for b, a := range s0 {
+		c, ok := s1[b]
+		if !ok {
+			continue
+		}
+		if a.Epoch != c.Epoch || len(a.Shares) != len(c.Shares) {
+			mixed = append(mixed, b)
+			continue
+		}
+		v := make([]float64, len(a.Shares))
+		for i := range v {
+			v[i] = fp.Decode(a.Shares[i] + c.Shares[i])
+		}
+		vals[b], epochs[b] = v, a.Epoch
+	}
+	return vals, epochs, mixed
+}

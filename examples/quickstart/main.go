@@ -1,0 +1,353 @@
+// Command quickstart runs a private data selection end to end on one machine,
+// with nothing to download: the model owner, the data owner and the dealer run
+// in one process and talk over loopback TLS with fresh pinned identities,
+// exactly as the peer binaries do across hosts.
+//
+//	go run ./examples/quickstart
+//
+// The data is the bundled MNIST subset (package dataset): a tiny ViT is
+// pretrained on a public split (the public checkpoint: the data owner's
+// embeddings and the model owner's target), and the data owner's pool is a
+// long-tailed (class 0 common, class 9 rare) set of other digits. The model
+// owner labels a bootstrap sample drawn by joint coin toss, generates the
+// proxies of the schedule, and the parties run the phases: secure proxy
+// forward on every surviving candidate, then QuickSelect on the shared
+// entropies. It prints the pool size, budget, phases, selected count, rounds,
+// bytes and time per phase and — since the demo knows the labels — the class
+// mix of the selected set against a random set of the same size.
+//
+// With -export DIR it instead writes the demo's files (pool, labels,
+// checkpoint, identities) and the commands that run the same selection with
+// the dealer, modelowner and dataowner binaries.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/examples/internal/demo"
+	"github.com/selectformer/selectformer/examples/internal/party"
+	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/transport"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	err := quickstart(ctx, fs, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return peer.ExitOK
+	}
+	return peer.Main("quickstart", stderr, fs, party.Classify(err))
+}
+
+type options struct {
+	demo   demo.Config
+	params selection.Params
+	link   transport.Options
+	points int
+	log    *slog.Logger
+}
+
+func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs.IntVar(&o.demo.Pool, "pool", 600, "candidates in the data owner's pool")
+	var pf party.ParamFlags
+	pf.Register(fs, false)
+	fs.Lookup("budget").DefValue, pf.Budget = "160", 160
+	fs.Lookup("bootstrap").DefValue, pf.Bootstrap = "100", 100
+	fs.Lookup("appraisal").DefValue, pf.Appraisal = "mean", "mean"
+	fs.Uint64Var(&o.demo.Seed, "seed", 1, "seed of the data splits and the pretraining")
+	fs.IntVar(&o.demo.Epochs, "epochs", 12, "epochs of pretraining of the public checkpoint")
+	fs.Float64Var(&o.demo.RareFrac, "rare", 0.1, "fraction of the rarest class kept in the long-tailed pool (1: balanced)")
+	fs.IntVar(&o.points, "mlp-points", 50_000, "size of each MLP's synthetic training set in proxy generation")
+	link := fs.String("link", "", "emulate a link between the parties: lan, paper-wan or none")
+	export := fs.String("export", "", "write the demo's files and identities to this directory and print the peer-binary commands, instead of running")
+	level := fs.String("log", "warn", "log level: debug, info, warn, error")
+	if err := peer.Parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if o.log, err = peer.Logger(stderr, *level); err != nil {
+		return err
+	}
+	if o.link, err = peer.Link(*link); err != nil {
+		return err
+	}
+	if o.demo.Pool < 2 || o.demo.Pool > 3000 {
+		return peer.Usage("-pool %d outside [2, 3000]", o.demo.Pool)
+	}
+	pf.PoolSize = o.demo.Pool
+	if o.params, err = pf.Params(); err != nil {
+		return err
+	}
+	o.demo.Logger = o.log
+	if *export != "" {
+		return exportFiles(*export, o, pf, stdout)
+	}
+	return runDemo(ctx, o, stdout)
+}
+
+func runDemo(ctx context.Context, o options, stdout io.Writer) error {
+	start := time.Now()
+	fmt.Fprintln(stdout, "selectformer quickstart: private data selection on the bundled MNIST subset")
+	d, err := demo.Prepare(o.demo)
+	if err != nil {
+		return err
+	}
+	poolMix, err := demo.ClassMix(d.Pool.Labels, dataIdx(d.Pool.Len()))
+	if err != nil {
+		return err
+	}
+	p := o.params
+	fmt.Fprintf(stdout, "public checkpoint: tiny ViT (%d layers, hidden 32, 7x7 patches) pretrained on %d public digits in %.1fs, test accuracy %.3f\n",
+		d.Config.Layers, d.Public.Len(), time.Since(start).Seconds(), d.CheckpointAccuracy)
+	fmt.Fprintf(stdout, "pool: %d unlabeled digits, long-tailed, class mix %s\n", d.Pool.Len(), demo.FormatMix(poolMix))
+	fmt.Fprintf(stdout, "budget: %d points = bootstrap %d (random, labelled by the model owner) + %d selected\n",
+		p.Budget, p.Bootstrap, p.Budget-p.Bootstrap)
+	var phases []string
+	for i, s := range p.Schedule {
+		keep := fmt.Sprintf("keep %.0f%%", 100*s.Keep)
+		if i == len(p.Schedule)-1 {
+			keep = fmt.Sprintf("keep %d", p.Budget-p.Bootstrap)
+		}
+		phases = append(phases, fmt.Sprintf("proxy <l=%d, w=%d, d=%d> %s", s.Proxy.Layers, s.Proxy.Heads, s.Proxy.Hidden, keep))
+	}
+	fmt.Fprintf(stdout, "phases: %s\n", strings.Join(phases, " -> "))
+	if o.link.Link != nil {
+		fmt.Fprintf(stdout, "link: %s\n", o.link.Link)
+	}
+
+	res, err := selectOverTLS(ctx, d, o)
+	if err != nil {
+		return err
+	}
+	r0, r1 := res[0], res[1]
+	if !slices.Equal(r0.Selected, r1.Selected) {
+		return fmt.Errorf("the parties disagree on the selection: %v vs %v", r0.Selected, r1.Selected)
+	}
+	fmt.Fprintf(stdout, "\nselected %d of %d candidates (plus the %d bootstrap points, drawn by a fresh joint coin: results vary between runs)\n", len(r0.Selected), d.Pool.Len()-len(r0.Bootstrap), len(r0.Bootstrap))
+	fmt.Fprintf(stdout, "%-6s %11s %7s %7s %10s %10s %10s %10s %6s\n", "phase", "candidates", "rounds", "compars", "P0 sent", "P1 sent", "P0 dealer", "P1 dealer", "time")
+	for i := range r0.Phases {
+		a, b := r0.Phases[i], r1.Phases[i]
+		fmt.Fprintf(stdout, "%-6d %5d->%-5d %7d %7d %10s %10s %10s %10s %5.1fs\n", i+1, a.In, a.Out,
+			max(a.ForwardRounds, b.ForwardRounds)+max(a.SelectRounds, b.SelectRounds), a.Comparisons,
+			party.Bytes(a.BytesSent), party.Bytes(b.BytesSent), party.Bytes(a.DealerBytes), party.Bytes(b.DealerBytes), max(a.Seconds, b.Seconds))
+	}
+	if a := r0.Appraisal; a != nil && a.Mode == selection.AppraiseMean {
+		fmt.Fprintf(stdout, "appraisal: mean proxy entropy of the selected set %.3f nats (revealed to both)\n", a.Mean)
+	}
+
+	// What the demo can show because it knows the labels and the target:
+	// the selected set against a random set of the same size from the same
+	// candidates (the pool without the bootstrap sample).
+	cands := slices.DeleteFunc(dataIdx(d.Pool.Len()), func(i int) bool { return slices.Contains(r0.Bootstrap, i) })
+	pick, err := demo.RandomSubset(len(cands), len(r0.Selected), o.demo.Seed+100)
+	if err != nil {
+		return err
+	}
+	random := make([]int, len(pick))
+	for i, j := range pick {
+		random[i] = cands[j]
+	}
+	selMix, err := demo.ClassMix(d.Pool.Labels, r0.Selected)
+	if err != nil {
+		return err
+	}
+	rndMix, err := demo.ClassMix(d.Pool.Labels, random)
+	if err != nil {
+		return err
+	}
+	met, err := model.Evaluate(d.Checkpoint, d.PoolInput(), d.Pool.Labels, 256)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nclass mix (digit:count)     %s\n", "rare classes are 7, 8, 9")
+	fmt.Fprintf(stdout, "  selected  %s   target entropy %.3f, target errors %d\n", demo.FormatMix(selMix), mean(met.Entropy, r0.Selected), errorsAt(met.Predictions, d.Pool.Labels, r0.Selected))
+	fmt.Fprintf(stdout, "  random    %s   target entropy %.3f, target errors %d\n", demo.FormatMix(rndMix), mean(met.Entropy, random), errorsAt(met.Predictions, d.Pool.Labels, random))
+	fmt.Fprintf(stdout, "  distinct classes: selected %d, random %d; rare (7-9) points: selected %d, random %d\n",
+		nonZero(selMix), nonZero(rndMix), selMix[7]+selMix[8]+selMix[9], rndMix[7]+rndMix[8]+rndMix[9])
+	fmt.Fprintf(stdout, "total time %.1fs\n", time.Since(start).Seconds())
+	return nil
+}
+
+// selectOverTLS runs the dealer and both parties in this process over
+// loopback TLS and returns each party's result.
+func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.Result, error) {
+	var res [2]*selection.Result
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ids [3]*transport.Identity // model owner, data owner, dealer
+	for i, name := range []string{"model-owner", "data-owner", "dealer"} {
+		id, err := transport.GenerateIdentity(name)
+		if err != nil {
+			return res, err
+		}
+		ids[i] = id
+	}
+	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	if err != nil {
+		return res, err
+	}
+	dl := &peer.Dealer{Server: srv, Fingerprints: [2]string{ids[0].Fingerprint(), ids[1].Fingerprint()}, Once: true, Log: o.log}
+	for p := range dl.Listeners {
+		if dl.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[2], o.link); err != nil {
+			return res, err
+		}
+	}
+	dealerDone := make(chan error, 1)
+	go func() { dealerDone <- dl.Run(ctx) }()
+	ln, err := transport.Listen("127.0.0.1:0", ids[0], o.link)
+	if err != nil {
+		return res, err
+	}
+	defer ln.Close()
+
+	gen := party.GenerateConfig(o.points, o.demo.Seed)
+	gen.Logger = o.log
+	mo := &selection.ModelOwner{Params: o.params, Target: d.Checkpoint, Generate: gen,
+		Label: party.OracleLabeler(d.Pool.Labels), Logger: o.log}
+	do := &selection.DataOwner{Params: o.params, Pool: d.PoolInput(), Embedding: d.Checkpoint, Logger: o.log}
+	ep := peer.Endpoint{Timeout: 30 * time.Second}
+
+	var wg sync.WaitGroup
+	var errs [2]error
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prov, dconn, err := peer.ConnectDealer(ctx, dl.Listeners[p].Addr().String(), ids[p], ids[2].Fingerprint(), p, o.link, ep)
+			if err != nil {
+				errs[p] = err
+				cancel()
+				return
+			}
+			defer dconn.Close()
+			var conn *transport.Conn
+			if p == 0 {
+				conn, err = ln.Accept(ctx, ids[1].Fingerprint())
+			} else {
+				conn, err = transport.Dial(ctx, ln.Addr().String(), ids[1], ids[0].Fingerprint(), o.link)
+			}
+			if err != nil {
+				errs[p] = peer.WithCode(peer.ExitPeer, err)
+				cancel()
+				return
+			}
+			defer conn.Close()
+			if p == 0 {
+				res[p], err = mo.Run(ctx, conn, prov)
+			} else {
+				res[p], err = do.Run(ctx, conn, prov)
+			}
+			if err != nil {
+				errs[p] = fmt.Errorf("party %d: %w", p, err)
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return res, err
+	}
+	select {
+	case err := <-dealerDone:
+		if err != nil {
+			return res, err
+		}
+	case <-time.After(10 * time.Second):
+		return res, errors.New("the dealer did not finish")
+	}
+	return res, nil
+}
+
+// exportFiles writes the demo's files and identities for the peer binaries
+// and prints the three commands.
+func exportFiles(dir string, o options, pf party.ParamFlags, stdout io.Writer) error {
+	d, err := demo.Prepare(o.demo)
+	if err != nil {
+		return err
+	}
+	f, err := d.WriteFiles(dir)
+	if err != nil {
+		return peer.WithCode(peer.ExitFailure, err)
+	}
+	for _, name := range []string{"modelowner", "dataowner", "dealer"} {
+		id, err := transport.GenerateIdentity(name)
+		if err != nil {
+			return err
+		}
+		if err := id.Save(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")); err != nil {
+			return err
+		}
+	}
+	common := fmt.Sprintf("-budget %d -bootstrap %d -schedule %s -appraisal %q", pf.Budget, pf.Bootstrap, pf.Schedule, pf.Appraisal)
+	fmt.Fprintf(stdout, "wrote %s, %s, %s and identities under %s; run, in three shells:\n\n", f.Pool, f.Labels, f.Checkpoint, dir)
+	fmt.Fprintf(stdout, "go run ./examples/dealer -cert %[1]s/dealer.crt -key %[1]s/dealer.key -listen-p0 127.0.0.1:7100 -listen-p1 127.0.0.1:7101 -p0-fingerprint %[1]s/modelowner.crt -p1-fingerprint %[1]s/dataowner.crt -once\n", dir)
+	fmt.Fprintf(stdout, "go run ./examples/modelowner -cert %[1]s/modelowner.crt -key %[1]s/modelowner.key -listen 127.0.0.1:7000 -peer-fingerprint %[1]s/dataowner.crt -dealer 127.0.0.1:7100 -dealer-fingerprint %[1]s/dealer.crt -model %[2]s -labels %[3]s -pool-size %[4]d %[5]s -state %[1]s/state-mo\n",
+		dir, f.Checkpoint, f.Labels, d.Pool.Len(), common)
+	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[2]s -embedding %[3]s %[4]s -state %[1]s/state-do\n",
+		dir, f.Pool, f.Checkpoint, common)
+	return nil
+}
+
+func dataIdx(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func mean(v []float64, idx []int) float64 {
+	if len(idx) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, i := range idx {
+		s += v[i]
+	}
+	return s / float64(len(idx))
+}
+
+func errorsAt(pred, labels, idx []int) int {
+	n := 0
+	for _, i := range idx {
+		if pred[i] != labels[i] {
+			n++
+		}
+	}
+	return n
+}
+
+func nonZero(c []int) int {
+	n := 0
+	for _, v := range c {
+		if v > 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/examples/internal/peer"
+)
+
+// TestQuickstartSmall runs the quickstart end to end on a small pool (the
+// full default run takes about 12 s and is what the README shows).
+func TestQuickstartSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a selection; skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"-pool", "120", "-budget", "40", "-bootstrap", "20", "-schedule", "1:2:4@0.5,2:2:8",
+		"-epochs", "2", "-mlp-points", "4000"}, &out, &errb)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errb)
+	}
+	t.Logf("\n%s", &out)
+	for _, want := range []string{"pool: 120 unlabeled digits", "budget: 40 points = bootstrap 20", "phases: proxy <l=1, w=2, d=4> keep 50%",
+		"selected 20 of 100 candidates", "\n1        100->50 ", "\n2         50->20 ", "  selected  0:", "  random    0:", "appraisal: mean"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestQuickstartFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"-pool", "1"}, peer.ExitUsage, "-pool"},
+		{[]string{"-budget", "700"}, peer.ExitUsage, "budget"},
+		{[]string{"-link", "moon"}, peer.ExitUsage, "-link"},
+		{[]string{"extra"}, peer.ExitUsage, "unexpected argument"},
+		{[]string{"-h"}, peer.ExitOK, "-export"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), tc.args, &out, &errb); code != tc.code || !strings.Contains(errb.String(), tc.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, code, &errb, tc.code, tc.msg)
+		}
+	}
+}
+
+func TestQuickstartExport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("pretrains a model; skipped with -short")
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-export", dir, "-epochs", "1", "-pool", "100", "-budget", "30", "-bootstrap", "10"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, &errb)
+	}
+	for _, f := range []string{"pool.sfimg.gz", "labels.txt", "checkpoint/config.json", "checkpoint/model.safetensors", "dealer.crt", "modelowner.key", "dataowner.crt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, want := range []string{"./examples/dealer ", "./examples/modelowner ", "./examples/dataowner ", "-pool-size 100"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("export output lacks %q:\n%s", want, &out)
+		}
+	}
+}
