@@ -13,46 +13,31 @@ import (
 // ReLU, multiplexer, max and the CrypTen-style approximations. Inputs are
 // drawn inside each function's documented range.
 func init() {
-	elementwise := func(sc Scale) (string, int) { n := sc.Elems(); return fmt.Sprint(n), n }
-	// unary registers an elementwise op on n reals uniform in [lo, hi).
-	unary := func(name string, lo, hi float64, f func(s *protocol.Session, ctx context.Context, x *share.Tensor) error) {
-		register(Op{
-			Name:  name,
-			Shape: elementwise,
-			Prepare: func(ctx context.Context, s *protocol.Session, sc Scale) (func(context.Context) error, error) {
-				x, err := randomInput(s, lo, hi, sc.Elems())
-				if err != nil {
-					return nil, err
-				}
-				return func(ctx context.Context) error { return f(s, ctx, x) }, nil
-			},
-		})
-	}
-	unary("ltz", -100, 100, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("ltz", -100, 100, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.LTZ(ctx, x)
 		return err
 	})
-	unary("msb", -100, 100, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("msb", -100, 100, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.MSB(ctx, x)
 		return err
 	})
-	unary("relu", -100, 100, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("relu", -100, 100, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.ReLU(ctx, x)
 		return err
 	})
-	unary("exp", -16, 4, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("exp", -16, 4, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.Exp(ctx, x)
 		return err
 	})
-	unary("reciprocal", 0.1, 100, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("reciprocal", 0.1, 100, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.Reciprocal(ctx, x) // CrypTen's default: sign handled
 		return err
 	})
-	unary("inv_sqrt", 0.1, 100, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("inv_sqrt", 0.1, 100, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.InvSqrt(ctx, x)
 		return err
 	})
-	unary("log", 0.01, 250, func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	registerUnary("log", 0.01, 250, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.Log(ctx, x)
 		return err
 	})
@@ -104,7 +89,7 @@ func init() {
 		},
 	})
 	// Row-wise ops on attention-shaped logits: 12×128×128 (Full).
-	rowwise := func(name string, f func(s *protocol.Session, ctx context.Context, x *share.Tensor) error) {
+	rowwise := func(name string, f func(ctx context.Context, s *protocol.Session, x *share.Tensor) error) {
 		dims := func(sc Scale) []int { return []int{sc.Pick(12, 2), sc.Pick(128, 8), sc.Pick(128, 16)} }
 		register(Op{
 			Name: name,
@@ -117,15 +102,15 @@ func init() {
 				if err != nil {
 					return nil, err
 				}
-				return func(ctx context.Context) error { return f(s, ctx, x) }, nil
+				return func(ctx context.Context) error { return f(ctx, s, x) }, nil
 			},
 		})
 	}
-	rowwise("softmax", func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	rowwise("softmax", func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.Softmax(ctx, x)
 		return err
 	})
-	rowwise("max", func(s *protocol.Session, ctx context.Context, x *share.Tensor) error {
+	rowwise("max", func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.Max(ctx, x)
 		return err
 	})
