@@ -105,7 +105,10 @@ func compareHello(local, peer hello) error {
 // maxControlMessage bounds the clear control messages (hello, archs).
 const maxControlMessage = 16 << 20
 
-// exchangeJSON sends v and receives the peer's message into out.
+// exchangeJSON sends v and receives the peer's message into out. When the
+// peer's message arrived but the send failed (the peer already left), out is
+// filled and the send error returned, so the caller can still report what
+// the peer said.
 func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -114,10 +117,11 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 	errc := make(chan error, 1)
 	go func() { errc <- st.SendBytes(ctx, b) }()
 	rb, rerr := st.RecvBytes(ctx)
-	if err := <-errc; err != nil {
-		return fmt.Errorf("send: %w", err)
-	}
+	serr := <-errc
 	if rerr != nil {
+		if serr != nil {
+			return fmt.Errorf("send: %w", serr)
+		}
 		return fmt.Errorf("receive: %w", rerr)
 	}
 	if len(rb) > maxControlMessage {
@@ -125,6 +129,9 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 	}
 	if err := json.Unmarshal(rb, out); err != nil {
 		return fmt.Errorf("decode peer message: %w", err)
+	}
+	if serr != nil {
+		return fmt.Errorf("send: %w", serr)
 	}
 	return nil
 }

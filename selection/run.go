@@ -156,6 +156,11 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	if e.prov.Party() != e.party {
 		return nil, fmt.Errorf("selection: party %d given a provider of party %d", e.party, e.prov.Party())
 	}
+	// The handshake runs on the caller's context: transport itself ends a
+	// blocked receive when the connection dies, but only after handing over
+	// what the peer sent before it went, so a peer that leaves on a mismatch
+	// is reported as that mismatch rather than as a cancellation.
+	hsCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The connection failing ends every blocked call.
@@ -189,7 +194,12 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	e.ctrl = e.conn.Stream(StreamControl)
 	mine := newHello(e.party, e.p, e.embHash, e.seq, e.st.Epoch, e.st.summarize())
 	var peer hello
-	if err := exchangeJSON(ctx, e.ctrl, mine, &peer); err != nil {
+	if err := exchangeJSON(hsCtx, e.ctrl, mine, &peer); err != nil {
+		if peer.Version != 0 { // the peer's hello arrived: a mismatch explains its leaving
+			if merr := compareHello(mine, peer); merr != nil {
+				return nil, merr
+			}
+		}
 		return nil, fmt.Errorf("selection: handshake: %w", err)
 	}
 	if err := compareHello(mine, peer); err != nil {
