@@ -21,13 +21,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
@@ -35,22 +31,7 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dealer", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	err := dealer(ctx, fs, args, stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return peer.ExitOK
-	}
-	return peer.Main("dealer", stderr, fs, err)
-}
+func main() { peer.Exec("dealer", dealer, nil) }
 
 func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	cert := fs.String("cert", "", "this dealer's certificate (PEM, from keygen); required")

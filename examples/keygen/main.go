@@ -12,7 +12,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -22,21 +22,9 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { peer.Exec("keygen", keygen, nil) }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	err := keygen(fs, args, stdout)
-	if errors.Is(err, flag.ErrHelp) {
-		return peer.ExitOK
-	}
-	return peer.Main("keygen", stderr, fs, err)
-}
-
-func keygen(fs *flag.FlagSet, args []string, stdout io.Writer) error {
+func keygen(_ context.Context, fs *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	name := fs.String("name", "selectformer", "subject common name of the certificate")
 	certPath := fs.String("out-cert", "", "where to write the certificate (PEM, mode 0644); required")
 	keyPath := fs.String("out-key", "", "where to write the private key (PEM, mode 0600); required")

@@ -24,14 +24,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/selectformer/selectformer/examples/internal/demo"
@@ -41,22 +37,7 @@ import (
 	"github.com/selectformer/selectformer/selection"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("modelowner", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	err := modelOwner(ctx, fs, args, stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return peer.ExitOK
-	}
-	return peer.Main("modelowner", stderr, fs, party.Classify(err))
-}
+func main() { peer.Exec("modelowner", modelOwner, party.Classify) }
 
 func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	cert := fs.String("cert", "", "this party's certificate (PEM, from keygen); required")

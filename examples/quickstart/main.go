@@ -28,13 +28,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
@@ -46,21 +43,11 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { peer.Exec("quickstart", quickstart, party.Classify) }
 
+// run is main with its arguments, output and context given (for tests).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	err := quickstart(ctx, fs, args, stdout, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return peer.ExitOK
-	}
-	return peer.Main("quickstart", stderr, fs, party.Classify(err))
+	return peer.Run(ctx, "quickstart", args, stdout, stderr, quickstart, party.Classify)
 }
 
 type options struct {

@@ -1,0 +1,40 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Command is the body of an example binary: it parses args into fs (named
+// after the binary, writing to stderr) and does the work.
+type Command func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error
+
+// Run runs cmd as the binary name and returns its exit code: ExitOK on
+// success or -h, otherwise the code of the error after classify (nil keeps
+// the error as it is), with the error printed to stderr.
+func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writer, cmd Command, classify func(error) error) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	err := cmd(ctx, fs, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if classify != nil {
+		err = classify(err)
+	}
+	return Main(name, stderr, fs, err)
+}
+
+// Exec runs cmd on the process's arguments under a context that SIGINT and
+// SIGTERM cancel, and exits the process with the command's exit code.
+func Exec(name string, cmd Command, classify func(error) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Run(ctx, name, os.Args[1:], os.Stdout, os.Stderr, cmd, classify)
+	stop()
+	os.Exit(code)
+}
