@@ -1,0 +1,46 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestRunExitCodes(t *testing.T) {
+	parseOnly := func(_ context.Context, fs *flag.FlagSet, args []string, _, _ io.Writer) error {
+		fs.Int("n", 0, "a number")
+		return Parse(fs, args)
+	}
+	failing := func(err error) Command {
+		return func(context.Context, *flag.FlagSet, []string, io.Writer, io.Writer) error { return err }
+	}
+	toInput := func(err error) error { return &Error{Code: ExitInput, Err: err} }
+	cases := []struct {
+		name     string
+		cmd      Command
+		classify func(error) error
+		args     []string
+		code     int
+		stderr   string
+	}{
+		{"ok", parseOnly, nil, []string{"-n", "3"}, ExitOK, ""},
+		{"help", parseOnly, nil, []string{"-h"}, ExitOK, "Usage of tool"},
+		{"unknown flag", parseOnly, nil, []string{"-bogus"}, ExitUsage, "run 'tool -h' for the flags"},
+		{"positional", parseOnly, nil, []string{"extra"}, ExitUsage, `unexpected argument "extra"`},
+		{"plain error", failing(errors.New("boom")), nil, nil, ExitFailure, "tool: boom"},
+		{"classified", failing(errors.New("bad file")), toInput, nil, ExitInput, "tool: bad file"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), "tool", c.args, &out, &errb, c.cmd, c.classify)
+			if code != c.code || !strings.Contains(errb.String(), c.stderr) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), c.code, c.stderr)
+			}
+		})
+	}
+}
