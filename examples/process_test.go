@@ -267,6 +267,33 @@ func TestThreeProcesses(t *testing.T) {
 	checkAgree(t, r0, r1)
 }
 
+// TestPreGeneratedProxies runs a selection whose model owner reuses the
+// proxies an earlier run generated (its STATE/proxies) instead of labelling
+// and generating: no -model, no -labels.
+func TestPreGeneratedProxies(t *testing.T) {
+	f := getFixture(t)
+	out := t.TempDir()
+	st := filepath.Join(out, "state-mo")
+	dl, a0, a1 := f.dealer(t, "-once")
+	mo, addr := f.modelOwner(t, a0, "-state", st)
+	do := f.dataOwner(t, addr, a1)
+	for _, p := range []*proc{mo, do, dl} {
+		p.expect(t, 0, "")
+	}
+	dl, a0, a1 = f.dealer(t, "-once")
+	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
+		"-peer-fingerprint", f.path("do.crt"), "-dealer", a0, "-dealer-fingerprint", f.fp["dealer"],
+		"-proxies", filepath.Join(st, "proxies"), "-pool-size", fmt.Sprint(f.pool),
+		"-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json")}, strings.Fields(testArgs)...)
+	mo = f.start(t, "modelowner", args...)
+	addr = strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
+	do = f.dataOwner(t, addr, a1, "-out", filepath.Join(out, "do.json"))
+	for _, p := range []*proc{mo, do, dl} {
+		p.expect(t, 0, "")
+	}
+	checkAgree(t, readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json")))
+}
+
 func checkAgree(t *testing.T, r0, r1 *selection.Result) {
 	t.Helper()
 	if !slices.Equal(r0.Selected, r1.Selected) || !slices.Equal(r0.Bootstrap, r1.Bootstrap) {
@@ -488,6 +515,7 @@ func TestInputAndUsageErrors(t *testing.T) {
 		{"model-missing", "modelowner", mo("-model", dir), peer.ExitInput, "target model"},
 		{"labels-malformed", "modelowner", mo("-labels", badLabels), peer.ExitInput, "line 3"},
 		{"labels-short", "modelowner", mo("-pool-size", "121"), peer.ExitInput, "labels for a pool of 121"},
+		{"proxies-missing", "modelowner", mo("-proxies", dir), peer.ExitInput, "proxy of phase 0"},
 		{"key-garbage", "modelowner", mo("-key", garbage), peer.ExitInput, "identity"},
 		{"schedule", "modelowner", mo("-schedule", "1:2"), peer.ExitUsage, "-schedule"},
 		{"budget", "dataowner", do("-budget", "0"), peer.ExitUsage, "-budget"},

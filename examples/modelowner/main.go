@@ -28,11 +28,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 )
@@ -49,8 +51,9 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	peerFP := fs.String("peer-fingerprint", "", "the data owner's fingerprint or certificate file; required")
 	dealerAddr := fs.String("dealer", "", "the dealer's address for party 0; required")
 	dealerFP := fs.String("dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required")
-	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required")
-	labels := fs.String("labels", "", "labels of the pool candidates, one class per line (the bootstrap's labelling oracle); required")
+	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
+	labels := fs.String("labels", "", "labels of the pool candidates, one class per line (the bootstrap's labelling oracle); required unless -proxies")
+	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<i> for each phase (what STATE/proxies of an earlier run holds): no labelling or generation")
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
@@ -70,8 +73,13 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if err := ep.Validate("listen", "connect"); err != nil {
 		return err
 	}
-	if err := peer.Require("dealer", *dealerAddr, "model", *modelDir, "labels", *labels); err != nil {
+	if err := peer.Require("dealer", *dealerAddr); err != nil {
 		return err
+	}
+	if *proxiesDir == "" {
+		if err := peer.Require("model", *modelDir, "labels", *labels); err != nil {
+			return err
+		}
 	}
 	if pf.PoolSize <= 0 {
 		return peer.Usage("flag -pool-size is required (the number of candidates in the data owner's pool)")
@@ -99,28 +107,35 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if err != nil {
 		return err
 	}
-	target, err := model.Load(*modelDir, model.LoadOptions{})
-	if err != nil {
-		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the target model: %w", err))
-	}
-	oracle, err := demo.ReadLabels(*labels, target.Config.NumLabels())
-	if err != nil {
-		return peer.WithCode(peer.ExitInput, err)
-	}
-	if len(oracle) != params.PoolSize {
-		return peer.WithCode(peer.ExitInput, fmt.Errorf("%s has %d labels for a pool of %d", *labels, len(oracle), params.PoolSize))
-	}
-
-	gen := party.GenerateConfig(*points, *seed)
-	gen.Logger = log
 	mo := &selection.ModelOwner{
 		Params:    params,
-		Target:    target,
-		Generate:  gen,
-		Label:     party.OracleLabeler(oracle),
 		Threshold: *threshold,
 		StateDir:  *state,
 		Logger:    log,
+	}
+	if *proxiesDir != "" {
+		for i := range params.Schedule {
+			p, err := proxy.Load(filepath.Join(*proxiesDir, fmt.Sprintf("phase-%d", i)))
+			if err != nil {
+				return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the proxy of phase %d: %w", i, err))
+			}
+			mo.Proxies = append(mo.Proxies, p)
+		}
+	} else {
+		target, err := model.Load(*modelDir, model.LoadOptions{})
+		if err != nil {
+			return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the target model: %w", err))
+		}
+		oracle, err := demo.ReadLabels(*labels, target.Config.NumLabels())
+		if err != nil {
+			return peer.WithCode(peer.ExitInput, err)
+		}
+		if len(oracle) != params.PoolSize {
+			return peer.WithCode(peer.ExitInput, fmt.Errorf("%s has %d labels for a pool of %d", *labels, len(oracle), params.PoolSize))
+		}
+		gen := party.GenerateConfig(*points, *seed)
+		gen.Logger = log
+		mo.Target, mo.Generate, mo.Label = target, gen, party.OracleLabeler(oracle)
 	}
 	prov, dconn, err := peer.ConnectDealer(ctx, *dealerAddr, id, dpin, 0, opt, ep)
 	if err != nil {
