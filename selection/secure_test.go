@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -31,6 +32,7 @@ type secureFixture struct {
 	target *model.Model
 	p      Params
 	gen    proxy.Config
+	ctrl   [2]transport.Stats // each party's control-stream traffic in the last run
 }
 
 func newSecureFixture(t *testing.T) *secureFixture {
@@ -80,6 +82,7 @@ func (f *secureFixture) run(t *testing.T, mo *ModelOwner, do *DataOwner, stopAft
 	var res [2]*Result
 	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, prov beaver.Provider) error {
 		var err error
+		defer func() { f.ctrl[party] = c.Stream(StreamControl).Stats() }()
 		if party == 0 {
 			res[0], err = mo.Run(ctx, c, prov)
 		} else {
@@ -115,7 +118,19 @@ func TestSecureSelectionMatchesPlaintext(t *testing.T) {
 		t.Fatal("parties disagree")
 	}
 	checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
-	t.Logf("total %v", time.Since(start).Round(time.Millisecond))
+	// The bootstrap inputs travel zstd-compressed on the control stream.
+	boot, err := f.pool.Select(res[0].Bootstrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := json.Marshal(boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent := f.ctrl[1].BytesSent; sent*4 > int64(len(plain)) {
+		t.Errorf("data owner sent %d control bytes for a %d-byte bootstrap message: not compressed", sent, len(plain))
+	}
+	t.Logf("control stream: data owner sent %d bytes (bootstrap JSON %d bytes); total %v", f.ctrl[1].BytesSent, len(plain), time.Since(start).Round(time.Millisecond))
 }
 
 // TestSecureResume drops the link in phase 1, then restarts both parties
