@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/nn"
 	"github.com/selectformer/selectformer/proxy/model"
@@ -98,7 +99,7 @@ func (p *Proxy) Save(dir string, reports map[string]mlp.Report) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save proxy: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("save proxy: %w", err)
 	}
 	if err := safetensors.WriteFile(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "pt", "selectformer": Format}); err != nil {

@@ -1,7 +1,6 @@
 package safetensors
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -11,10 +10,11 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
 // MaxHeaderSize is the largest JSON header Parse accepts (100 MB, as in the
@@ -442,34 +442,11 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 
 // WriteFile writes a safetensors file atomically: it writes a temporary file
 // in the same directory, syncs it, and renames it over path.
-func WriteFile(path string, tensors []Tensor, metadata map[string]string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
+	err := atomicfile.WriteFunc(path, 0o644, func(w io.Writer) error {
+		return Write(w, tensors, metadata)
+	})
 	if err != nil {
-		return fmt.Errorf("safetensors: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := Write(bw, tensors, metadata); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("safetensors: %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("safetensors: %w", err)
 	}
 	return nil

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
 // A finished batch's shares live in their own file, written once, so that a
@@ -91,43 +93,13 @@ func batchPath(dir string, party, phase, batch int) string {
 	return filepath.Join(phaseDir(dir, party, phase), fmt.Sprintf("batch-%d.bin", batch))
 }
 
-// writeAtomic writes b to path: temporary file in the same directory, fsync,
-// rename, directory fsync.
+// writeAtomic writes b to path (mode 0600, creating its directory): a crash
+// leaves either the old file or the new one, never a partial one.
 func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(b); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, b, 0o600)
 }
 
 // saveBatch checkpoints one finished batch.

@@ -14,9 +14,10 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
 // Identity is a host's long-term Ed25519 key and its self-signed
@@ -131,35 +132,13 @@ func (id *Identity) Save(certPEMPath, keyPEMPath string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(keyPEMPath, kp, 0o600); err != nil {
+	if err := atomicfile.Write(keyPEMPath, kp, 0o600); err != nil {
 		return fmt.Errorf("transport: saving private key: %w", err)
 	}
-	if err := writeFileAtomic(certPEMPath, cp, 0o644); err != nil {
+	if err := atomicfile.Write(certPEMPath, cp, 0o644); err != nil {
 		return fmt.Errorf("transport: saving certificate: %w", err)
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-	}
-	return err
 }
 
 // Name is the certificate's subject common name.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
 // Family is a Hugging Face model_type supported by this package.
@@ -312,7 +314,7 @@ func WriteConfig(path string, c *Config) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := atomicfile.Write(path, b, 0o644); err != nil {
 		return fmt.Errorf("write model config: %w", err)
 	}
 	return nil

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 
 	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
 // config holds the command-line settings.
@@ -65,7 +66,7 @@ func run(args []string, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(c.outDir, dataset.MNISTSubsetFile), out); err != nil {
+		if err := atomicfile.Write(filepath.Join(c.outDir, dataset.MNISTSubsetFile), out, 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "mksubsets: %s: %d bytes from %d MNIST images\n", dataset.MNISTSubsetFile, len(out), len(all.Images))
@@ -79,7 +80,7 @@ func run(args []string, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(c.outDir, dataset.SpamAssassinSubsetFile), out); err != nil {
+		if err := atomicfile.Write(filepath.Join(c.outDir, dataset.SpamAssassinSubsetFile), out, 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(log, "mksubsets: %s: %d bytes from %d e-mails\n", dataset.SpamAssassinSubsetFile, len(out), len(all.Texts))
@@ -111,31 +112,4 @@ func spamFile(all *dataset.TextSet, c config) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
-}
-
-// writeAtomic writes b to path through a temporary file and a rename.
-func writeAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

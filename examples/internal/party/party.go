@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
@@ -124,7 +125,7 @@ func WriteResult(path string, w io.Writer, r *selection.Result) error {
 		_, err = w.Write(b)
 		return err
 	}
-	if err := peer.WriteFileAtomic(path, b, 0o644); err != nil {
+	if err := atomicfile.Write(path, b, 0o644); err != nil {
 		return fmt.Errorf("writing result: %w", err)
 	}
 	return nil

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -126,39 +126,11 @@ func Seeds(path string) (share.Seed, share.Seed, error) {
 	}
 	if path != "" {
 		data := hex.EncodeToString(append(s0[:], s1[:]...)) + "\n"
-		if err := WriteFileAtomic(path, []byte(data), 0o600); err != nil {
+		if err := atomicfile.Write(path, []byte(data), 0o600); err != nil {
 			return s0, s1, fmt.Errorf("dealer seed file: %w", err)
 		}
 	}
 	return s0, s1, nil
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers never see a partial file.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }
 
 // ParseSeeds decodes a seed file: 128 hex digits (seed of party 0, then of
