@@ -185,16 +185,11 @@ func (h *head) forward(x *nn.Tensor) (*nn.Tensor, error) {
 	if !h.own {
 		return h.m.Head(x)
 	}
-	if len(x.Shape) != 3 {
-		return nil, fmt.Errorf("proxy head: input %v", x.Shape)
-	}
-	b, t, d := x.Shape[0], x.Shape[1], x.Shape[2]
-	cls := nn.New(b, d)
-	for i := 0; i < b; i++ {
-		copy(cls.Data[i*d:(i+1)*d], x.Data[i*t*d:i*t*d+d])
+	cls, t, err := model.FirstToken(x)
+	if err != nil {
+		return nil, fmt.Errorf("proxy head: %w", err)
 	}
 	h.t = t
-	var err error
 	for _, mod := range h.mods {
 		if cls, err = mod.Forward(cls); err != nil {
 			return nil, fmt.Errorf("proxy head: %w", err)
@@ -214,12 +209,7 @@ func (h *head) backward(dl *nn.Tensor) (*nn.Tensor, error) {
 			return nil, fmt.Errorf("proxy head: %w", err)
 		}
 	}
-	b, d, t := g.Rows(), g.Cols(), h.t
-	dx := nn.New(b, t, d)
-	for i := 0; i < b; i++ {
-		copy(dx.Data[i*t*d:i*t*d+d], g.Data[i*d:(i+1)*d])
-	}
-	return dx, nil
+	return model.FirstTokenBackward(g, h.t), nil
 }
 
 // Logits returns the proxy's logits [B, labels] for a batch.

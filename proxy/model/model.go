@@ -506,16 +506,11 @@ func (m *Model) EmbedBackward(dx *nn.Tensor) error {
 // Head maps the last encoder output [B, T, hidden] to logits [B, labels] from the
 // first token.
 func (m *Model) Head(x *nn.Tensor) (*nn.Tensor, error) {
-	if len(x.Shape) != 3 {
-		return nil, fmt.Errorf("head: input %v, want [batch, seq, hidden]", x.Shape)
-	}
-	b, t, h := x.Shape[0], x.Shape[1], x.Shape[2]
-	cls := nn.New(b, h)
-	for i := 0; i < b; i++ {
-		copy(cls.Data[i*h:(i+1)*h], x.Data[i*t*h:i*t*h+h])
+	cls, t, err := FirstToken(x)
+	if err != nil {
+		return nil, fmt.Errorf("head: %w", err)
 	}
 	m.t = t
-	var err error
 	for _, mod := range m.headModules() {
 		if cls, err = mod.Forward(cls); err != nil {
 			return nil, fmt.Errorf("head: %w", err)
@@ -534,12 +529,32 @@ func (m *Model) HeadBackward(dlogits *nn.Tensor) (*nn.Tensor, error) {
 			return nil, fmt.Errorf("head: %w", err)
 		}
 	}
-	b, h, t := g.Rows(), g.Cols(), m.t
+	return FirstTokenBackward(g, m.t), nil
+}
+
+// FirstToken returns the first token's row of each sequence of x [B, T, H]
+// as a [B, H] tensor (the CLS input of every classification head), and T.
+func FirstToken(x *nn.Tensor) (*nn.Tensor, int, error) {
+	if len(x.Shape) != 3 {
+		return nil, 0, fmt.Errorf("input %v, want [batch, seq, hidden]", x.Shape)
+	}
+	b, t, h := x.Shape[0], x.Shape[1], x.Shape[2]
+	cls := nn.New(b, h)
+	for i := 0; i < b; i++ {
+		copy(cls.Data[i*h:(i+1)*h], x.Data[i*t*h:i*t*h+h])
+	}
+	return cls, t, nil
+}
+
+// FirstTokenBackward is FirstToken's backward pass: the gradient g [B, H] of
+// the first tokens placed into a zero [B, t, H] gradient of the sequence.
+func FirstTokenBackward(g *nn.Tensor, t int) *nn.Tensor {
+	b, h := g.Rows(), g.Cols()
 	dx := nn.New(b, t, h)
 	for i := 0; i < b; i++ {
 		copy(dx.Data[i*t*h:i*t*h+h], g.Data[i*h:(i+1)*h])
 	}
-	return dx, nil
+	return dx
 }
 
 func (m *Model) headModules() []nn.Module {
