@@ -28,7 +28,7 @@ type Session struct {
 	prov   beaver.Provider
 	fp     share.FixedPoint
 
-	// recvTap, when set (by tests), sees every word message this party
+	// recvTap, when set (SetReceiveTap), sees every word message this party
 	// receives through Exchange and RecvWords.
 	recvTap func(words []uint64)
 
@@ -174,6 +174,13 @@ func (s *Session) Exchange(ctx context.Context, send, recv []uint64) error {
 	}
 	return nil
 }
+
+// SetReceiveTap installs f to see every word message this party receives
+// through the session from now on (nil removes it): an audit hook for
+// checking what a party's view consists of, e.g. that it is uniformly random
+// whatever the other party's secret. f runs synchronously on the protocol's
+// goroutine and must neither keep nor modify the slice.
+func (s *Session) SetReceiveTap(f func(words []uint64)) { s.recvTap = f }
 
 // SendWords sends w to the peer alone: one round for this party.
 func (s *Session) SendWords(ctx context.Context, w []uint64) error {
