@@ -43,11 +43,11 @@ func byteChiSquare(msgs [][]uint64) (float64, int) {
 
 // viewOf runs Prepare and Forward of net on the batch xs and returns every
 // word message each party received.
-func viewOf(t *testing.T, a Arch, net *Net, xs []float64, mask [][]int, B int) [2][][]uint64 {
+func viewOf(t *testing.T, a Arch, net *Net, xs []float64, mask [][]int, B int, seeds [2]share.Seed) [2][][]uint64 {
 	t.Helper()
 	var mu sync.Mutex
 	var views [2][][]uint64
-	_, err := RunLocal(context.Background(), LocalConfig{Seeds: [2]share.Seed{{1}, {2}}}, func(ctx context.Context, s *protocol.Session) (struct{}, error) {
+	_, err := RunLocal(context.Background(), LocalConfig{Seeds: seeds}, func(ctx context.Context, s *protocol.Session) (struct{}, error) {
 		p := s.Party()
 		s.SetReceiveTap(func(w []uint64) {
 			mu.Lock()
@@ -127,7 +127,7 @@ func TestViewIndependentOfPeerSecret(t *testing.T) {
 		{"zeroed proxy, gaussian inputs", zeroed, gauss},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			views := viewOf(t, a, c.net, c.xs, mask, B)
+			views := viewOf(t, a, c.net, c.xs, mask, B, [2]share.Seed{{1}, {2}})
 			for p, v := range views {
 				chi, n := byteChiSquare(v)
 				t.Logf("party %d received %d messages, %d bytes: chi-square %.1f", p, len(v), n, chi)
