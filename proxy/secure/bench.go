@@ -118,17 +118,109 @@ func ShapeArch(c BenchConfig) (Arch, error) {
 // Bench measures one Forward of cfg.Batch random candidates through a random
 // network of the configured shape, both parties in this process (RunLocal).
 func Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
-	a, err := ShapeArch(cfg)
+	a, err := benchArch(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Batch <= 0 {
-		return nil, fmt.Errorf("secure: bench batch %d", cfg.Batch)
 	}
 	net, err := RandomNet(a, cfg.Seed+1)
 	if err != nil {
 		return nil, err
 	}
+	xs, mask := benchInputs(a, cfg)
+	r, err := RunLocal(ctx, LocalConfig{Link: cfg.Link, MeasureMemory: true}, func(ctx context.Context, s *protocol.Session) (BenchParty, error) {
+		var nw *Net
+		in := &Batch{X: xs, Mask: mask}
+		if s.Party() == 0 {
+			nw, in = net, nil
+			if cfg.Options.PublicMask {
+				in = &Batch{Mask: mask}
+			}
+		}
+		return benchParty(ctx, s, a, nw, in, cfg)
+	})
+	if err != nil {
+		return nil, err
+	}
+	res, err := NewBenchResult(cfg, r.Out)
+	if err != nil {
+		return nil, err
+	}
+	res.PeakBytes = r.PeakHeap
+	return res, nil
+}
+
+// BenchParty is one party's cost in a Bench run.
+type BenchParty struct {
+	// Prepare is the cost of the weight sharing, Forward of the one Forward.
+	Prepare Cost `json:"prepare"`
+	Forward Cost `json:"forward"`
+	// Seconds is the wall time of Forward.
+	Seconds float64 `json:"seconds"`
+}
+
+// RunBenchParty runs party s.Party()'s side of Bench over an established
+// session (for parties in separate processes): the same architecture, random
+// network and inputs as Bench for cfg (cfg.Link is ignored: emulate it on the
+// session's connection). Only party 0 makes the network; only party 1 keeps
+// the inputs (party 0 keeps the mask with Options.PublicMask).
+func RunBenchParty(ctx context.Context, s *protocol.Session, cfg BenchConfig) (*BenchParty, error) {
+	a, err := benchArch(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var nw *Net
+	if s.Party() == 0 {
+		if nw, err = RandomNet(a, cfg.Seed+1); err != nil {
+			return nil, err
+		}
+	}
+	xs, mask := benchInputs(a, cfg)
+	in := &Batch{X: xs, Mask: mask}
+	if s.Party() == 0 {
+		in = nil
+		if cfg.Options.PublicMask {
+			in = &Batch{Mask: mask}
+		}
+	}
+	o, err := benchParty(ctx, s, a, nw, in, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// NewBenchResult assembles the result of a Bench run of cfg from the costs
+// of party 0 and party 1 (PeakBytes left zero).
+func NewBenchResult(cfg BenchConfig, parties [2]BenchParty) (*BenchResult, error) {
+	a, err := benchArch(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p0, p1 := parties[0], parties[1]
+	res := &BenchResult{Shape: cfg.Shape, Layers: a.Layers, Heads: a.Heads, MLPDim: a.MLPHidden, Seq: a.Seq, Batch: cfg.Batch, Exact: cfg.Exact,
+		Rounds: p0.Forward.Stream.Rounds, BytesP0: p0.Forward.Stream.BytesSent, BytesP1: p1.Forward.Stream.BytesSent,
+		DealerBytes: p0.Forward.Dealer.BytesRecv + p1.Forward.Dealer.BytesRecv, Seconds: max(p0.Seconds, p1.Seconds),
+		PrepareRounds: p0.Prepare.Stream.Rounds, PrepareBytesP0: p0.Prepare.Stream.BytesSent}
+	if cfg.Link != nil {
+		res.Link = cfg.Link.Name
+	}
+	return res, nil
+}
+
+// benchArch checks cfg and returns its architecture.
+func benchArch(cfg BenchConfig) (Arch, error) {
+	a, err := ShapeArch(cfg)
+	if err != nil {
+		return a, err
+	}
+	if cfg.Batch <= 0 {
+		return a, fmt.Errorf("secure: bench batch %d", cfg.Batch)
+	}
+	return a, nil
+}
+
+// benchInputs returns the random inputs of cfg (a function of cfg.Seed).
+func benchInputs(a Arch, cfg BenchConfig) ([]float64, [][]int) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 77))
 	B := cfg.Batch
 	var xs []float64
@@ -162,44 +254,25 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 			}
 		}
 	}
-	type out struct {
-		prep, fwd Cost
-		secs      float64
-	}
-	r, err := RunLocal(ctx, LocalConfig{Link: cfg.Link, MeasureMemory: true}, func(ctx context.Context, s *protocol.Session) (out, error) {
-		var o out
-		var nw *Net
-		in := &Batch{X: xs, Mask: mask}
-		if s.Party() == 0 {
-			nw, in = net, nil
-			if cfg.Options.PublicMask {
-				in = &Batch{Mask: mask}
-			}
-		}
-		m := NewMeter(s)
-		p, err := Prepare(ctx, s, a, nw, cfg.Options)
-		if err != nil {
-			return o, err
-		}
-		o.prep = m.Since()
-		m = NewMeter(s)
-		start := time.Now()
-		if _, err := p.Forward(ctx, s, B, in); err != nil {
-			return o, err
-		}
-		o.secs = time.Since(start).Seconds()
-		o.fwd = m.Since()
-		return o, nil
-	})
+	return xs, mask
+}
+
+// benchParty shares the weights (party 0 holds net) and runs one Forward of
+// in, measuring both.
+func benchParty(ctx context.Context, s *protocol.Session, a Arch, net *Net, in *Batch, cfg BenchConfig) (BenchParty, error) {
+	var o BenchParty
+	m := NewMeter(s)
+	p, err := Prepare(ctx, s, a, net, cfg.Options)
 	if err != nil {
-		return nil, err
+		return o, err
 	}
-	res := &BenchResult{Shape: cfg.Shape, Layers: a.Layers, Heads: a.Heads, MLPDim: a.MLPHidden, Seq: a.Seq, Batch: B, Exact: cfg.Exact,
-		Rounds: r.Out[0].fwd.Stream.Rounds, BytesP0: r.Out[0].fwd.Stream.BytesSent, BytesP1: r.Out[1].fwd.Stream.BytesSent,
-		DealerBytes: r.Out[0].fwd.Dealer.BytesRecv + r.Out[1].fwd.Dealer.BytesRecv, Seconds: max(r.Out[0].secs, r.Out[1].secs),
-		PeakBytes: r.PeakHeap, PrepareRounds: r.Out[0].prep.Stream.Rounds, PrepareBytesP0: r.Out[0].prep.Stream.BytesSent}
-	if cfg.Link != nil {
-		res.Link = cfg.Link.Name
+	o.Prepare = m.Since()
+	m = NewMeter(s)
+	start := time.Now()
+	if _, err := p.Forward(ctx, s, cfg.Batch, in); err != nil {
+		return o, err
 	}
-	return res, nil
+	o.Seconds = time.Since(start).Seconds()
+	o.Forward = m.Since()
+	return o, nil
 }

@@ -5,10 +5,16 @@ package main
 //	mpcbench forward [--json] --shape bert-base|distilbert|vit-small|vit-base
 //	    [--layers L] [--heads W] [--mlp-dim D] [--seq N] [--batch B] [--exact]
 //	    [--public-mask] [--private-embeddings] [--full-last-layer] [--link lan|paper-wan]
+//	    [--per-party [--timeout D]]
 //
 // runs the secure proxy forward (package proxy/secure) with random weights of
 // the shape between two in-process parties and prints the cost of one Forward
 // call for the whole batch (weight sharing excluded, reported apart).
+//
+// With --per-party [--timeout D] the dealer and the two parties run as three
+// child processes of this binary over loopback TLS (forward_party.go), and the
+// report adds each process's peak Go heap (peak_bytes_p0, peak_bytes_p1,
+// peak_bytes_dealer; peak_bytes is then their sum) and peak RSS (rss_bytes_*).
 
 import (
 	"context"
@@ -16,7 +22,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/transport"
@@ -30,33 +38,21 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print a JSON object")
-	shape := fs.String("shape", "bert-base", "target shape: "+strings.Join(secure.Shapes, ", "))
-	layers := fs.Int("layers", 1, "layers L")
-	heads := fs.Int("heads", 0, "heads W per layer (0: all heads of the shape)")
-	mlpDim := fs.Int("mlp-dim", 16, "hidden width d of the approximator MLPs")
-	seq := fs.Int("seq", 128, "padded sequence length (ViT-B/16 at 224 pixels: 197)")
-	batch := fs.Int("batch", 1, "candidates per Forward call")
-	labels := fs.Int("labels", 0, "classes (0: 2 for text shapes, 10 for ViT)")
-	exact := fs.Bool("exact", false, "the exact target model (Oracle): FFN, exact softmax, LayerNorm and entropy")
-	publicMask := fs.Bool("public-mask", false, "treat the padding mask as public")
-	privEmb := fs.Bool("private-embeddings", false, "secret embedding tables: one-hot × table (text) or patches × projection (ViT)")
-	fullLast := fs.Bool("full-last-layer", false, "evaluate the last layer on every token, not the class token only")
-	linkName := fs.String("link", "", "emulate a link: "+strings.Join(transport.ProfileNames(), ", "))
-	seed := fs.Uint64("seed", 1, "seed of the random weights and inputs")
+	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
+	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
+	bf := addBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("forward: unexpected arguments %q", fs.Args())
 	}
-	cfg := secure.BenchConfig{Shape: *shape, Layers: *layers, Heads: *heads, MLPDim: *mlpDim, Seq: *seq, Batch: *batch, Labels: *labels,
-		Exact: *exact, Options: secure.Options{PublicMask: *publicMask, FullLastLayer: *fullLast, PrivateEmbeddings: *privEmb}, Seed: *seed}
-	if *linkName != "" && *linkName != "none" {
-		p, err := transport.ProfileByName(*linkName)
-		if err != nil {
-			return fmt.Errorf("forward: %w", err)
-		}
-		cfg.Link = &p
+	cfg, err := bf.config()
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	if *perParty {
+		return runPerParty(ctx, bf, cfg, *timeout, *asJSON, stdout, stderr)
 	}
 	res, err := secure.Bench(ctx, cfg)
 	if err != nil {
@@ -66,9 +62,74 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		enc := json.NewEncoder(stdout)
 		return enc.Encode(res)
 	}
+	printForward(stdout, res)
+	return nil
+}
+
+// printForward prints res as text.
+func printForward(stdout io.Writer, res *secure.BenchResult) {
 	b := float64(res.Batch)
 	fmt.Fprintf(stdout, "%s L=%d W=%d d=%d seq=%d batch=%d exact=%v: %d rounds, bytes p0 %d p1 %d, dealer %d, %.3f s, peak heap %d B\n",
 		res.Shape, res.Layers, res.Heads, res.MLPDim, res.Seq, res.Batch, res.Exact, res.Rounds, res.BytesP0, res.BytesP1, res.DealerBytes, res.Seconds, res.PeakBytes)
 	fmt.Fprintf(stdout, "per candidate: bytes p0 %.0f p1 %.0f, %.4f s\n", float64(res.BytesP0)/b, float64(res.BytesP1)/b, res.Seconds/b)
-	return nil
+}
+
+// benchFlags are the flags that describe a secure.BenchConfig, shared by
+// forward and its child processes (forward-party).
+type benchFlags struct {
+	shape                                *string
+	layers, heads, mlpDim, seq, batch    *int
+	labels                               *int
+	exact, publicMask, privEmb, fullLast *bool
+	link                                 *string
+	seed                                 *uint64
+}
+
+func addBenchFlags(fs *flag.FlagSet) *benchFlags {
+	return &benchFlags{
+		shape:      fs.String("shape", "bert-base", "target shape: "+strings.Join(secure.Shapes, ", ")),
+		layers:     fs.Int("layers", 1, "layers L"),
+		heads:      fs.Int("heads", 0, "heads W per layer (0: all heads of the shape)"),
+		mlpDim:     fs.Int("mlp-dim", 16, "hidden width d of the approximator MLPs"),
+		seq:        fs.Int("seq", 128, "padded sequence length (ViT-B/16 at 224 pixels: 197)"),
+		batch:      fs.Int("batch", 1, "candidates per Forward call"),
+		labels:     fs.Int("labels", 0, "classes (0: 2 for text shapes, 10 for ViT)"),
+		exact:      fs.Bool("exact", false, "the exact target model (Oracle): FFN, exact softmax, LayerNorm and entropy"),
+		publicMask: fs.Bool("public-mask", false, "treat the padding mask as public"),
+		privEmb:    fs.Bool("private-embeddings", false, "secret embedding tables: one-hot × table (text) or patches × projection (ViT)"),
+		fullLast:   fs.Bool("full-last-layer", false, "evaluate the last layer on every token, not the class token only"),
+		link:       fs.String("link", "", "emulate a link: "+strings.Join(transport.ProfileNames(), ", ")),
+		seed:       fs.Uint64("seed", 1, "seed of the random weights and inputs"),
+	}
+}
+
+// config returns the parsed configuration.
+func (f *benchFlags) config() (secure.BenchConfig, error) {
+	cfg := secure.BenchConfig{Shape: *f.shape, Layers: *f.layers, Heads: *f.heads, MLPDim: *f.mlpDim, Seq: *f.seq, Batch: *f.batch, Labels: *f.labels,
+		Exact: *f.exact, Options: secure.Options{PublicMask: *f.publicMask, FullLastLayer: *f.fullLast, PrivateEmbeddings: *f.privEmb}, Seed: *f.seed}
+	if *f.link != "" && *f.link != "none" {
+		p, err := transport.ProfileByName(*f.link)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Link = &p
+	}
+	if _, err := secure.ShapeArch(cfg); err != nil {
+		return cfg, err
+	}
+	if cfg.Batch <= 0 {
+		return cfg, fmt.Errorf("batch %d, want > 0", cfg.Batch)
+	}
+	return cfg, nil
+}
+
+// args renders the flags back as command-line arguments (for a child).
+func (f *benchFlags) args() []string {
+	return []string{
+		"--shape", *f.shape, "--layers", strconv.Itoa(*f.layers), "--heads", strconv.Itoa(*f.heads),
+		"--mlp-dim", strconv.Itoa(*f.mlpDim), "--seq", strconv.Itoa(*f.seq), "--batch", strconv.Itoa(*f.batch),
+		"--labels", strconv.Itoa(*f.labels), "--exact=" + strconv.FormatBool(*f.exact),
+		"--public-mask=" + strconv.FormatBool(*f.publicMask), "--private-embeddings=" + strconv.FormatBool(*f.privEmb),
+		"--full-last-layer=" + strconv.FormatBool(*f.fullLast), "--link", *f.link, "--seed", strconv.FormatUint(*f.seed, 10),
+	}
 }

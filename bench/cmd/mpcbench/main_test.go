@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -64,6 +66,77 @@ func TestOpsTable(t *testing.T) {
 
 func TestBadArgs(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"ops", "--link", "moon"}, {"ops", "--only", "nope"}, {"ops", "extra"}} {
+		var out, errw bytes.Buffer
+		if err := run(context.Background(), args, &out, &errw); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+// TestMain lets forward --per-party re-execute the test binary as its child
+// processes (forward-party).
+func TestMain(m *testing.M) {
+	if os.Getenv("MPCBENCH_TEST_CHILD") == "1" {
+		main() // exits on failure
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func TestForwardPerParty(t *testing.T) {
+	t.Setenv("MPCBENCH_TEST_CHILD", "1")
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"text", []string{"--shape", "distilbert", "--heads", "1", "--mlp-dim", "4", "--seq", "4", "--batch", "2"}},
+		{"vit exact", []string{"--shape", "vit-small", "--heads", "1", "--seq", "3", "--batch", "1", "--exact"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errw bytes.Buffer
+			args := append([]string{"forward", "--json", "--per-party", "--timeout", "1m"}, tc.args...)
+			if err := run(context.Background(), args, &out, &errw); err != nil {
+				t.Fatalf("%v\n%s", err, errw.String())
+			}
+			var got map[string]any
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatalf("bad JSON: %v\n%s", err, out.String())
+			}
+			fields := []string{"peak_bytes_p0", "peak_bytes_p1", "peak_bytes_dealer", "rounds", "bytes_p0", "bytes_p1", "dealer_bytes", "peak_bytes"}
+			if runtime.GOOS == "linux" {
+				fields = append(fields, "rss_bytes_p0", "rss_bytes_p1", "rss_bytes_dealer")
+			}
+			for _, f := range fields {
+				if v, ok := got[f].(float64); !ok || v <= 0 {
+					t.Errorf("%s = %v, want > 0\n%s", f, got[f], out.String())
+				}
+			}
+			// The same run in one process must cost the same rounds and bytes.
+			var one bytes.Buffer
+			if err := run(context.Background(), append([]string{"forward", "--json"}, tc.args...), &one, &errw); err != nil {
+				t.Fatal(err)
+			}
+			var want map[string]any
+			if err := json.Unmarshal(one.Bytes(), &want); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"rounds", "bytes_p0", "bytes_p1", "prepare_rounds", "heads", "seq"} {
+				if got[f] != want[f] {
+					t.Errorf("%s: per-party %v, in-process %v", f, got[f], want[f])
+				}
+			}
+		})
+	}
+}
+
+func TestForwardPartyBadArgs(t *testing.T) {
+	for _, args := range [][]string{
+		{"forward-party", "--role", "p2"},
+		{"forward-party", "--role", "p0", "--dir", t.TempDir()},
+		{"forward", "--per-party", "--batch", "0"},
+		{"forward", "--shape", "nope"},
+	} {
 		var out, errw bytes.Buffer
 		if err := run(context.Background(), args, &out, &errw); err == nil {
 			t.Errorf("%q: no error", args)
