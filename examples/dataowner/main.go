@@ -27,8 +27,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"time"
 
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
@@ -40,55 +38,28 @@ import (
 func main() { peer.Exec("dataowner", dataOwner, party.Classify) }
 
 func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	cert := fs.String("cert", "", "this party's certificate (PEM, from keygen); required")
-	key := fs.String("key", "", "this party's private key (PEM, from keygen); required")
-	var ep peer.Endpoint
-	fs.StringVar(&ep.Listen, "listen", "", "listen for the model owner on this address (or use -connect)")
-	fs.StringVar(&ep.Connect, "connect", "", "connect to the model owner at this address (or use -listen)")
-	fs.DurationVar(&ep.Timeout, "connect-timeout", time.Minute, "how long to wait for the model owner and the dealer")
-	peerFP := fs.String("peer-fingerprint", "", "the model owner's fingerprint or certificate file; required")
-	dealerAddr := fs.String("dealer", "", "the dealer's address for party 1; required")
-	dealerFP := fs.String("dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required")
+	var pflags peer.PartyFlags
+	pflags.Register(fs, 1, "model owner")
 	poolPath := fs.String("pool", "", "the pool: images in the dataset package's compact format; required")
 	embDir := fs.String("embedding", "", "the public checkpoint (model directory) whose embeddings the pool goes through; required")
 	var pf party.ParamFlags
 	pf.Register(fs, false)
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
-	link := fs.String("link", "", "emulate a link on this party's sending direction: lan, paper-wan or none")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
-	level := fs.String("log", "info", "log level: debug, info, warn, error")
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := peer.Logger(stderr, *level)
+	pt, err := pflags.Resolve(stderr)
 	if err != nil {
 		return err
 	}
-	if err := ep.Validate("listen", "connect"); err != nil {
-		return err
-	}
-	if err := peer.Require("dealer", *dealerAddr, "pool", *poolPath, "embedding", *embDir); err != nil {
+	log := pt.Logger
+	if err := peer.Require("pool", *poolPath, "embedding", *embDir); err != nil {
 		return err
 	}
 	// Check the flags before reading the (possibly large) pool.
 	pf.PoolSize = 1 << 30
 	if _, err := pf.Params(); err != nil {
-		return err
-	}
-	pin, err := peer.Fingerprint("peer-fingerprint", *peerFP)
-	if err != nil {
-		return err
-	}
-	dpin, err := peer.Fingerprint("dealer-fingerprint", *dealerFP)
-	if err != nil {
-		return err
-	}
-	opt, err := peer.Link(*link)
-	if err != nil {
-		return err
-	}
-	id, err := peer.LoadIdentity(*cert, *key)
-	if err != nil {
 		return err
 	}
 	pool, err := demo.ReadPool(*poolPath)
@@ -115,17 +86,11 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		StateDir:  *state,
 		Logger:    log,
 	}
-	prov, dconn, err := peer.ConnectDealer(ctx, *dealerAddr, id, dpin, 1, opt, ep)
+	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
 	if err != nil {
 		return err
 	}
 	defer dconn.Close()
-	conn, err := peer.Establish(ctx, ep, id, pin, opt, log, func(a net.Addr) {
-		fmt.Fprintf(stdout, "dataowner listening %s\n", a)
-	})
-	if err != nil {
-		return err
-	}
 	defer conn.Close()
 	res, err := do.Run(ctx, conn, prov)
 	if err != nil {

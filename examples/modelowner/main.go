@@ -27,9 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"path/filepath"
-	"time"
 
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
@@ -42,15 +40,8 @@ import (
 func main() { peer.Exec("modelowner", modelOwner, party.Classify) }
 
 func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	cert := fs.String("cert", "", "this party's certificate (PEM, from keygen); required")
-	key := fs.String("key", "", "this party's private key (PEM, from keygen); required")
-	var ep peer.Endpoint
-	fs.StringVar(&ep.Listen, "listen", "", "listen for the data owner on this address (or use -connect)")
-	fs.StringVar(&ep.Connect, "connect", "", "connect to the data owner at this address (or use -listen)")
-	fs.DurationVar(&ep.Timeout, "connect-timeout", time.Minute, "how long to wait for the data owner and the dealer")
-	peerFP := fs.String("peer-fingerprint", "", "the data owner's fingerprint or certificate file; required")
-	dealerAddr := fs.String("dealer", "", "the dealer's address for party 0; required")
-	dealerFP := fs.String("dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required")
+	var pflags peer.PartyFlags
+	pflags.Register(fs, 0, "data owner")
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
 	labels := fs.String("labels", "", "labels of the pool candidates, one class per line (the bootstrap's labelling oracle); required unless -proxies")
 	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<i> for each phase (what STATE/proxies of an earlier run holds): no labelling or generation")
@@ -60,22 +51,15 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 50000)")
 	seed := fs.Uint64("gen-seed", 1, "seed of proxy generation")
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
-	link := fs.String("link", "", "emulate a link on this party's sending direction: lan, paper-wan or none")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
-	level := fs.String("log", "info", "log level: debug, info, warn, error")
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := peer.Logger(stderr, *level)
+	pt, err := pflags.Resolve(stderr)
 	if err != nil {
 		return err
 	}
-	if err := ep.Validate("listen", "connect"); err != nil {
-		return err
-	}
-	if err := peer.Require("dealer", *dealerAddr); err != nil {
-		return err
-	}
+	log := pt.Logger
 	if *proxiesDir == "" {
 		if err := peer.Require("model", *modelDir, "labels", *labels); err != nil {
 			return err
@@ -90,22 +74,6 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	}
 	if params.Appraisal != selection.AppraiseThreshold && *threshold != 0 {
 		return peer.Usage("-threshold needs -appraisal threshold")
-	}
-	pin, err := peer.Fingerprint("peer-fingerprint", *peerFP)
-	if err != nil {
-		return err
-	}
-	dpin, err := peer.Fingerprint("dealer-fingerprint", *dealerFP)
-	if err != nil {
-		return err
-	}
-	opt, err := peer.Link(*link)
-	if err != nil {
-		return err
-	}
-	id, err := peer.LoadIdentity(*cert, *key)
-	if err != nil {
-		return err
 	}
 	mo := &selection.ModelOwner{
 		Params:    params,
@@ -137,17 +105,11 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		gen.Logger = log
 		mo.Target, mo.Generate, mo.Label = target, gen, party.OracleLabeler(oracle)
 	}
-	prov, dconn, err := peer.ConnectDealer(ctx, *dealerAddr, id, dpin, 0, opt, ep)
+	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
 	if err != nil {
 		return err
 	}
 	defer dconn.Close()
-	conn, err := peer.Establish(ctx, ep, id, pin, opt, log, func(a net.Addr) {
-		fmt.Fprintf(stdout, "modelowner listening %s\n", a)
-	})
-	if err != nil {
-		return err
-	}
 	defer conn.Close()
 	res, err := mo.Run(ctx, conn, prov)
 	if err != nil {
