@@ -56,7 +56,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // FixedPointBound is the magnitude bound |x| < 2^15 of the project's default

@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 func gaussian(in int, mu, sd float64) Gaussian {

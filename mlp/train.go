@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // DefaultPoints is the paper's size of a synthesised data set (5.12 million rows).

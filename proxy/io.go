@@ -12,9 +12,9 @@ import (
 
 	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/nn"
 	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 // File names of a saved proxy directory.

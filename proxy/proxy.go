@@ -46,8 +46,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/nn"
 	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // Phase is the shape ⟨l, w, d⟩ of one selection phase's proxy.

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/dataset"
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/nn"
 	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // tinyText returns a tiny BERT target and a padded bootstrap set of random tokens.

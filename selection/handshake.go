@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/selectformer/selectformer/nn"
 	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/nn"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/selectformer/selectformer/nn"
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 // File names of a Hugging Face model directory.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selectformer/selectformer/nn"
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 // hfNames lists, independently of the model code, the Hugging Face parameter names

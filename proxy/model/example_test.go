@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 // Build a small BERT classifier, fine-tune it, save it as a Hugging Face

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/dataset"
 )
 
 // TestViTLearnsMNIST trains a 2-layer ViT (7×7 patches, width 32) on 4,000 digits

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // Input is a batch of model inputs. Text models read IDs (and optionally TypeIDs

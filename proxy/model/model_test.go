@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selectformer/selectformer/nn"
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 func tinyConfig(f Family) Config {

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/dataset"
-	"github.com/selectformer/selectformer/wordpiece"
+	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/proxy/wordpiece"
 )
 
 // TestDistilBERTLearnsSpam trains a one-layer DistilBERT-family model, with a

@@ -3,7 +3,7 @@ package model
 import (
 	"fmt"
 
-	"github.com/selectformer/selectformer/wordpiece"
+	"github.com/selectformer/selectformer/proxy/wordpiece"
 )
 
 // EncodeTexts tokenizes texts as [CLS] text [SEP], truncated and padded to maxLen

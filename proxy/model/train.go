@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // TrainConfig sets up fine-tuning.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/dataset"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"

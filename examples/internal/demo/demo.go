@@ -23,9 +23,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/dataset"
 	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 // NumClasses is the number of MNIST classes.

@@ -3,7 +3,7 @@ package dataset_test
 import (
 	"fmt"
 
-	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/dataset"
 )
 
 // Example builds the paper's setting on the bundled MNIST subset: a public

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/selectformer/selectformer/dataset"
+	"github.com/selectformer/selectformer/internal/dataset"
 )
 
 func TestBuildVocabSmall(t *testing.T) {

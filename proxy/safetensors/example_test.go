@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
-	"github.com/selectformer/selectformer/safetensors"
+	"github.com/selectformer/selectformer/proxy/safetensors"
 )
 
 func Example() {

@@ -12,7 +12,7 @@
 //     and truncated to 2 KB each, stored as gzip'd JSON lines.
 //
 // The loaders LoadMNISTPackage and LoadSpamAssassinPackage read the npm
-// packages' own formats; the program dataset/cmd/mksubsets (run by
+// packages' own formats; the program internal/dataset/cmd/mksubsets (run by
 // testdata/rebuild.sh) derives the committed subsets from them
 // deterministically. See testdata/LICENSE.md for the sources' licences.
 //

