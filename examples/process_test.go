@@ -449,6 +449,40 @@ func TestPeerFailures(t *testing.T) {
 		do.expect(t, peer.ExitPeer, "budget mismatch")
 		mo.expect(t, peer.ExitPeer, "budget mismatch")
 	})
+	// A corrupt or truncated checkpoint is a bad input file (exit 4, the file
+	// named); its peer learns why from the abort and exits 3 with the reason.
+	for _, tc := range []struct {
+		name    string
+		party   int
+		content string
+	}{
+		{"state-truncated", 0, `{"version":1,"party":0,"view_hash":"ab`},
+		{"state-garbage", 1, "\x00\x01 not a checkpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := t.TempDir()
+			path := selection.StateFile(st, tc.party)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dl, a0, a1 := f.dealer(t)
+			defer dl.cmd.Process.Signal(syscall.SIGTERM)
+			var moArgs, doArgs []string
+			if tc.party == 0 {
+				moArgs = []string{"-state", st}
+			} else {
+				doArgs = []string{"-state", st}
+			}
+			mo, addr := f.modelOwner(t, a0, moArgs...)
+			do := f.dataOwner(t, addr, a1, doArgs...)
+			procs := [2]*proc{mo, do}
+			procs[tc.party].expect(t, peer.ExitInput, path)
+			procs[1-tc.party].expect(t, peer.ExitPeer, "ended the session")
+			if !strings.Contains(procs[1-tc.party].stderr.String(), path) {
+				t.Fatalf("%s does not name %s:\n%s", procs[1-tc.party].name, path, procs[1-tc.party].stderr)
+			}
+		})
+	}
 	t.Run("dealer-rejects-stranger", func(t *testing.T) {
 		dl, _, a1 := f.dealer(t)
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)

@@ -48,7 +48,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
-	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 50000)")
+	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 500 per bootstrap sample, at least 20000)")
 	seed := fs.Uint64("gen-seed", 1, "seed of proxy generation")
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
