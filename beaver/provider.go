@@ -8,6 +8,13 @@
 // stream consumes the next item of that stream, so concurrent streams never
 // race and both parties, making the same calls in the same order on a stream,
 // always receive the two halves of the same item.
+//
+// Material is also keyed by session (see SessionID and SessionBinder): every
+// stream key is derived from the dealer's seed and a session id both parties
+// contribute to and present, so no item is ever served to two computations.
+// The networked dealer (Server) binds each connection to a role by its
+// listener and pinned key, refuses a hello for the other role, and with a
+// state file refuses after a restart every counter it served before.
 package beaver
 
 import "context"
@@ -106,7 +113,8 @@ type Provider interface {
 
 	// Position returns the counter of the next item on stream, and Seek sets
 	// it: a resumed session seeks every stream past the material it already
-	// used, so correlated randomness is never reused.
+	// used, so correlated randomness is never reused (the dealer refuses a
+	// counter of party 1 it already served in the session).
 	Position(stream uint32) uint64
 	Seek(stream uint32, pos uint64) error
 
