@@ -54,10 +54,16 @@
 // survivors, and of the current phase the batches both finished); the rest
 // is redone.
 //
-// Correlated randomness is never reused: every run is a new epoch (the
-// larger of the two parties' persisted counters plus one, written to disk
-// before anything is sent), and in epoch e every stream's provider counter
-// is first moved to e<<EpochShift, weight ids start at e<<EpochShift too.
+// Correlated randomness is keyed by a dealer session drawn from the joint
+// coin (SHA-256 of the coin seed, so both parties contribute to it): Run
+// binds the provider to it (beaver.BindSession) before drawing any
+// material, so two selections never share a word even with the same dealer
+// seeds, and a resumed selection (same coin) stays in its session. Within
+// a session, correlated randomness is never reused: every run is a new
+// epoch (the larger of the two parties' persisted counters plus one,
+// written to disk before anything is sent), and in epoch e every stream's
+// provider counter is first moved to e<<EpochShift, weight ids start at
+// e<<EpochShift too.
 // Material is addressed by (stream, counter), so two epochs never touch the
 // same item even with a deterministic dealer (same seeds), as long as a run
 // takes fewer than 2^40 items per stream. A fresh dealer (beaver.NewDealer)
