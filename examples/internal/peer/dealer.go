@@ -17,11 +17,14 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Dealer serves the correlated randomness of one two-party computation to
-// the model owner (party 0) and the data owner (party 1), each on its own
-// listener that accepts only that party's pinned key. A party may reconnect
-// (after a crash, to resume); the dealer keeps serving until its context
-// ends or, with Once, party 1's first session is over.
+// Dealer serves correlated randomness to the model owner (party 0) and the
+// data owner (party 1), each on its own listener that accepts only that
+// party's pinned key; the role of a connection is the role of its listener,
+// and a hello claiming the other role is refused (and logged) without a byte
+// of material. Material is keyed by the session id both parties present, so
+// one dealer may serve several selections. A party may reconnect (after a
+// crash, to resume); the dealer keeps serving until its context ends or,
+// with Once, party 1's first session is over.
 type Dealer struct {
 	Server       *beaver.Server
 	Listeners    [2]*transport.Listener
@@ -66,11 +69,17 @@ func (d *Dealer) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					defer c.Close()
-					err := d.Server.Serve(ctx, c)
+					err := d.Server.Serve(ctx, c, party)
 					st := d.Server.Stats()
-					if party == 0 && err == nil {
-						d.Log.Info("party 0 has its seed", "party", party)
-					} else {
+					switch {
+					case errors.Is(err, beaver.ErrRefused):
+						// Logged (Warn) by the server; the party got
+						// nothing, so its session is not over.
+						d.Log.Debug("party refused", "party", party, "addr", c.RemoteAddr().String(), "err", err)
+						return
+					case party == 0 && err == nil:
+						d.Log.Info("party 0 has its session seed", "party", party)
+					default:
 						d.Log.Info("party disconnected", "party", party, "reason", err, "items", st.Items, "bytes", st.BytesRecv)
 					}
 					// Party 0's session ends when it has its seed, party
@@ -95,6 +104,31 @@ func (d *Dealer) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// StateFile returns the dealer's state file for the seed file seeds (the
+// per-session high-water marks, kept beside the seeds: seeds + ".state"),
+// or "" without a seed file (fresh seeds serve no earlier material).
+func StateFile(seeds string) string {
+	if seeds == "" {
+		return ""
+	}
+	return seeds + ".state"
+}
+
+// NewServer returns the networked dealer for seeds (see Seeds) with its
+// state file (see StateFile) and options; a malformed state file, or one of
+// other seeds, is an ExitInput error naming the file.
+func NewServer(s0, s1 share.Seed, seedsPath string, opt beaver.ServerOptions) (*beaver.Server, error) {
+	opt.StateFile = StateFile(seedsPath)
+	srv, err := beaver.NewServerWithSeeds(s0, s1, opt)
+	if errors.Is(err, beaver.ErrBadStateFile) {
+		return nil, &Error{Code: ExitInput, Err: fmt.Errorf("dealer: %w", err)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dealer: %w", err)
+	}
+	return srv, nil
 }
 
 // Seeds returns the dealer's two seeds: read from path if it exists (so a
