@@ -166,9 +166,14 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 			}
 		}
 	}()
+	// The parent drives both parties, so it draws their dealer session id.
+	sid, err := beaver.NewSessionID()
+	if err != nil {
+		return fmt.Errorf("forward: per-party: %w", err)
+	}
 	start := func(role string, extra ...string) (*child, error) {
 		args := append([]string{"forward-party", "--role", role, "--dir", dir, "--timeout", timeout.String(),
-			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"]}, extra...)
+			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"], "--session", sid.String()}, extra...)
 		args = append(args, bf.args()...)
 		c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
 		c.cmd.Stderr = c.stderr
@@ -290,6 +295,7 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	dealerAddr := fs.String("dealer", "", "the dealer's address for this party")
 	peerAddr := fs.String("peer", "", "party 0's address (for p1)")
+	session := fs.String("session", "", "the dealer session id both parties present (64 hex digits, drawn by the parent)")
 	bf := addBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -346,7 +352,11 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	case "dealer":
 		rep.Dealer, err = serveDealer(ctx, id, fp, enc)
 	default:
-		rep.Party, err = runParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, enc)
+		var sid beaver.SessionID
+		if sid, err = beaver.ParseSessionID(*session); err != nil {
+			return fmt.Errorf("forward-party: %w", err)
+		}
+		rep.Party, err = runParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, sid, enc)
 	}
 	close(stop)
 	wg.Wait()
@@ -378,22 +388,30 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 	if err := enc.Encode(childLine{Listen: &listenMsg{Dealer: [2]string{lns[0].Addr().String(), lns[1].Addr().String()}}}); err != nil {
 		return nil, err
 	}
-	for p, r := range []string{"p0", "p1"} {
-		c, err := lns[p].Accept(ctx, fp[r])
-		if err != nil {
-			return nil, fmt.Errorf("accept %s: %w", r, err)
-		}
-		err = srv.Serve(ctx, c)
-		_ = c.Close()
-		if p == 0 && err != nil {
-			return nil, fmt.Errorf("serve p0: %w", err)
-		}
-		// Party 1's session ends when it hangs up (an error from Serve);
-		// a protocol violation also makes party 1 fail, which the
-		// parent reports.
-		if p == 1 && ctx.Err() != nil {
-			return nil, fmt.Errorf("serve p1: %w", err)
-		}
+	// Both parties are served at once: the dealer pairs their session ids.
+	c0, err := lns[0].Accept(ctx, fp["p0"])
+	if err != nil {
+		return nil, fmt.Errorf("accept p0: %w", err)
+	}
+	err0 := make(chan error, 1)
+	go func() {
+		defer c0.Close()
+		err0 <- srv.Serve(ctx, c0, 0)
+	}()
+	c1, err := lns[1].Accept(ctx, fp["p1"])
+	if err != nil {
+		return nil, fmt.Errorf("accept p1: %w", err)
+	}
+	err = srv.Serve(ctx, c1, 1)
+	_ = c1.Close()
+	if err := <-err0; err != nil {
+		return nil, fmt.Errorf("serve p0: %w", err)
+	}
+	// Party 1's session ends when it hangs up (an error from Serve); a
+	// protocol violation also makes party 1 fail, which the parent
+	// reports.
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("serve p1: %w", err)
 	}
 	st := srv.Stats()
 	return &st, nil
@@ -402,7 +420,7 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 // runParty connects to the dealer and the other party and runs the party's
 // side of the benchmark.
 func runParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg secure.BenchConfig,
-	dealerAddr, peerAddr string, enc *json.Encoder) (*secure.BenchParty, error) {
+	dealerAddr, peerAddr string, session beaver.SessionID, enc *json.Encoder) (*secure.BenchParty, error) {
 	party := 0
 	if role == "p1" {
 		party = 1
@@ -426,6 +444,9 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 	defer dc.Close()
 	prov, err := beaver.Connect(ctx, dc, party)
 	if err != nil {
+		return nil, err
+	}
+	if err := prov.BindSession(ctx, session); err != nil {
 		return nil, err
 	}
 	var pc *transport.Conn
