@@ -95,6 +95,7 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 		Once:         *once,
 		Log:          log,
 	}
+	opt.Log = log // the listeners log the connections they reject
 	for p, addr := range []string{*listen0, *listen1} {
 		ln, err := transport.Listen(addr, id, opt)
 		if err != nil {

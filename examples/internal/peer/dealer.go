@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/selectformer/selectformer/beaver"
@@ -37,8 +36,10 @@ type Dealer struct {
 }
 
 // Run serves until ctx ends (nil) or, with Once, the session is over (nil).
-// It returns an error only if a listener fails. Rejected handshakes (a wrong
-// key) are logged and the dealer keeps listening.
+// It returns an error only if a listener fails. Rejected connections (a
+// wrong key, garbage, a silent socket past the handshake timeout) are logged
+// by the listeners (transport.Options.Log) and never hold up the party the
+// listener is pinned to.
 func (d *Dealer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -53,13 +54,12 @@ func (d *Dealer) Run(ctx context.Context) error {
 			for {
 				c, err := d.Listeners[party].Accept(ctx, d.Fingerprints[party])
 				if err != nil {
+					// Accept itself logs and skips the connections it
+					// rejects (a wrong key, not TLS, a handshake timeout),
+					// authenticating several at once: it fails only when
+					// ctx ends or the listener does.
 					if ctx.Err() != nil {
 						return
-					}
-					var pe *transport.PinError
-					if errors.As(err, &pe) || strings.Contains(err.Error(), "transport: accepting") {
-						d.Log.Warn("rejected connection", "party", party, "err", err)
-						continue
 					}
 					cancel(fmt.Errorf("dealer: party %d listener: %w", party, err))
 					return
