@@ -118,6 +118,7 @@ func TestDealerServesPartiesPastStrays(t *testing.T) {
 			t.Fatalf("party %d: %v", p, err)
 		}
 	}
+	bindBoth(t, provs, beaver.SessionID{1})
 	var tr [2]beaver.Triple
 	for p := range provs {
 		if tr[p], err = provs[p].Triples(ctx, 3, 5); err != nil {

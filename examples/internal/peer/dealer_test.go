@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -35,24 +34,6 @@ func bindBoth(t *testing.T, provs [2]*beaver.Client, id beaver.SessionID) {
 			t.Fatalf("party %d: bind: %v", p, err)
 		}
 	}
-}
-
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestDealerRefusesWrongRole is the regression test of the role attack on
