@@ -1,20 +1,3 @@
-// Package beaver supplies the correlated randomness of selectformer's online
-// protocols: arithmetic and matrix Beaver triples, weight-mask correlations for
-// products with the model owner's clear weights, bit-packed AND triples,
-// truncation pairs and random shared bits.
-//
-// A Provider hands one party (0 = model owner, 1 = data owner) its part of each
-// correlation. Material is addressed by (stream, counter): every call on a
-// stream consumes the next item of that stream, so concurrent streams never
-// race and both parties, making the same calls in the same order on a stream,
-// always receive the two halves of the same item.
-//
-// Material is also keyed by session (see SessionID and SessionBinder): every
-// stream key is derived from the dealer's seed and a session id both parties
-// contribute to and present, so no item is ever served to two computations.
-// The networked dealer (Server) binds each connection to a role by its
-// listener and pinned key, refuses a hello for the other role, and with a
-// state file refuses after a restart every counter it served before.
 package beaver
 
 import "context"

@@ -36,7 +36,10 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() { peer.Exec("dealer", dealer, nil) }
+// summary is the first line of -h.
+const summary = "dealer serves the correlated randomness (Beaver triples, truncation pairs, ...) of a selectformer session to both parties; it never sees an input."
+
+func main() { peer.Exec("dealer", summary, dealer, nil) }
 
 func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	cert := fs.String("cert", "", "this dealer's certificate (PEM, from keygen); required")

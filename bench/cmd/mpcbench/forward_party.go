@@ -18,7 +18,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,8 +29,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -67,15 +66,15 @@ type partyReport struct {
 	// RSS is the process's peak resident set size (getrusage).
 	RSS uint64 `json:"rss"`
 	// Party is the party's cost (parties only).
-	Party *secure.BenchParty `json:"party,omitempty"`
+	Party *bench.ForwardParty `json:"party,omitempty"`
 	// Dealer is what the dealer served (dealer only).
 	Dealer *beaver.DealerStats `json:"dealer,omitempty"`
 }
 
-// perPartyResult is the output of forward --per-party: Bench's fields (with
+// perPartyResult is the output of forward --per-party: bench.ForwardResult's fields (with
 // peak_bytes the sum of the three processes' peaks) and each process's.
 type perPartyResult struct {
-	*secure.BenchResult
+	*bench.ForwardResult
 	PeakBytesP0     uint64 `json:"peak_bytes_p0"`
 	PeakBytesP1     uint64 `json:"peak_bytes_p1"`
 	PeakBytesDealer uint64 `json:"peak_bytes_dealer"`
@@ -132,7 +131,7 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 	}
 }
 
-func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
+func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	exe, err := executable()
 	if err != nil {
 		return fmt.Errorf("forward: per-party: %w", err)
@@ -262,7 +261,7 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 		}
 	}
 	children = nil
-	res, err := secure.NewBenchResult(cfg, [2]secure.BenchParty{*reps[0].Party, *reps[1].Party})
+	res, err := bench.NewForwardResult(cfg, [2]bench.ForwardParty{*reps[0].Party, *reps[1].Party})
 	if err != nil {
 		return fmt.Errorf("forward: per-party: %w", err)
 	}
@@ -270,7 +269,7 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 		return fmt.Errorf("forward: per-party: parties disagree on rounds: %d and %d", r0, r1)
 	}
 	res.PeakBytes = reps[0].PeakHeap + reps[1].PeakHeap + reps[2].PeakHeap
-	out := perPartyResult{BenchResult: res,
+	out := perPartyResult{ForwardResult: res,
 		PeakBytesP0: reps[0].PeakHeap, PeakBytesP1: reps[1].PeakHeap, PeakBytesDealer: reps[2].PeakHeap,
 		RSSBytesP0: reps[0].RSS, RSSBytesP1: reps[1].RSS, RSSBytesDealer: reps[2].RSS}
 	if asJSON {
@@ -284,8 +283,7 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 
 // runForwardParty is one child of forward --per-party.
 func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("forward-party", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("forward-party", stderr)
 	role := fs.String("role", "", "dealer, p0 or p1")
 	dir := fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
@@ -419,8 +417,8 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 
 // runParty connects to the dealer and the other party and runs the party's
 // side of the benchmark.
-func runParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg secure.BenchConfig,
-	dealerAddr, peerAddr string, session beaver.SessionID, enc *json.Encoder) (*secure.BenchParty, error) {
+func runParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg bench.ForwardConfig,
+	dealerAddr, peerAddr string, session beaver.SessionID, enc *json.Encoder) (*bench.ForwardParty, error) {
 	party := 0
 	if role == "p1" {
 		party = 1
@@ -463,7 +461,7 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 	if err != nil {
 		return nil, err
 	}
-	res, err := secure.RunBenchParty(ctx, s, cfg)
+	res, err := bench.RunForwardParty(ctx, s, cfg)
 	if err != nil {
 		return nil, err
 	}
