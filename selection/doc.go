@@ -30,7 +30,8 @@
 //     proxy's weights are shared once per phase on the control session
 //     (StreamSession); the batches run on Params.Workers slots, slot w on
 //     stream StreamSlotBase+w with its own protocol session, taking the
-//     pending batches w, w+W, ... (the only batch loop, forwardBatches).
+//     pending batches w, w+W, ... (one batch scheduler assigns batches to
+//     slots and positions the provider's counters).
 //     Then TopK keeps the phase's quota by QuickSelect on the shared
 //     entropies, revealing only comparison bits.
 //  5. Appraisal (optional): the mean entropy of the final set is revealed

@@ -41,8 +41,9 @@ func checkWeights(what string, ps []*nn.Param) error {
 	return nil
 }
 
-// check validates the model owner's inputs; it fills e.embHash.
-func (m *ModelOwner) check(e *engine) error {
+// check validates the model owner's inputs; it fills d.embHash.
+func (d *modelOwnerRun) check() error {
+	m, e := d.m, d
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
@@ -128,9 +129,10 @@ func checkProxy(i int, px *proxy.Proxy, st Step) error {
 	return nil
 }
 
-// check validates the data owner's inputs; it fills e.eval, e.embHash and
-// e.seq.
-func (d *DataOwner) check(e *engine) error {
+// check validates the data owner's inputs; it fills r.eval, r.embHash and
+// r.seq.
+func (r *dataOwnerRun) check() error {
+	d, e := r.d, r
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
@@ -236,17 +238,6 @@ func checkPool(cfg model.Config, pool model.Input) error {
 				}
 			}
 		}
-	}
-	return nil
-}
-
-// checkProvider checks the connection's provider.
-func (e *engine) checkProvider() error {
-	if e.prov == nil {
-		return fmt.Errorf("selection: party %d: nil provider", e.party)
-	}
-	if e.prov.Party() != e.party {
-		return fmt.Errorf("selection: party %d given a provider of party %d", e.party, e.prov.Party())
 	}
 	return nil
 }
