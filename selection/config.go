@@ -197,7 +197,8 @@ type ModelOwner struct {
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
-	// hashing Target's (or the first proxy's) embedding tables.
+	// hashing Target's (or the first proxy's) embedding tables
+	// (model.EmbeddingHash).
 	EmbeddingHash string
 	// StateDir, if set, holds the checkpoint (see the package comment).
 	StateDir string
@@ -222,7 +223,7 @@ type DataOwner struct {
 	// Evaluator, if set, replaces the secure forward.
 	Evaluator Evaluator
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
-	// hashing Embedding's tables.
+	// hashing Embedding's tables (model.EmbeddingHash).
 	EmbeddingHash string
 	// StateDir, if set, holds the checkpoint (see the package comment),
 	// including the record of the bootstrap sample sent. Without it the

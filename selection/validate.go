@@ -62,7 +62,7 @@ func (d *modelOwnerRun) check() error {
 			src = m.Proxies[0].Model
 		}
 		if src != nil {
-			h, err := EmbeddingHash(src)
+			h, err := model.EmbeddingHash(src)
 			if err != nil {
 				return err
 			}
@@ -157,7 +157,7 @@ func (r *dataOwnerRun) check() error {
 		}
 		e.embHash = d.EmbeddingHash
 		if e.embHash == "" {
-			h, err := EmbeddingHash(d.Embedding)
+			h, err := model.EmbeddingHash(d.Embedding)
 			if err != nil {
 				return err
 			}

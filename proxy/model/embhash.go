@@ -1,4 +1,4 @@
-package selection
+package model
 
 import (
 	"crypto/sha256"
@@ -6,17 +6,20 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // EmbeddingHash returns the hex SHA-256 of m's public embedding tables (token,
 // position and type embeddings and the embedding LayerNorm, or ViT's patch
-// projection, class token and position embeddings), compared in the handshake
-// so that both parties embed with the same public checkpoint.
-func EmbeddingHash(m *model.Model) (string, error) {
+// projection, class token and position embeddings), with the family and
+// hidden size. The selection handshake compares it, so that the data owner
+// embeds its pool with exactly the tables the model owner's proxies were
+// built on (the proxies share the target's embedding module): both parties
+// must load the same checkpoint, and a target fine-tuned for the selection
+// must keep its embeddings frozen. The other weights do not enter the hash.
+func EmbeddingHash(m *Model) (string, error) {
 	if m == nil {
-		return "", fmt.Errorf("selection: embedding hash of a nil model")
+		return "", fmt.Errorf("model: embedding hash of a nil model")
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "family=%s hidden=%d\n", m.Config.Family, m.Config.Hidden)
