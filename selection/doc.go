@@ -10,12 +10,15 @@
 //  1. Handshake in the clear (stream StreamControl): protocol version,
 //     fixed-point parameters, pool size, budget, bootstrap size, schedule,
 //     batch size, workers, appraisal mode, the SHA-256 of the public embedding
-//     tables (EmbeddingHash) and a hash of each side's whole view. Any
+//     tables (model.EmbeddingHash) and a hash of each side's whole view. Any
 //     difference ends the run with a *MismatchError naming the field and both
 //     values (Field is one of version, party, fixed_point.frac_bits,
 //     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
-//     batch_size, workers, appraisal, embedding_hash, view_hash). The data
-//     owner also announces the padded sequence length.
+//     batch_size, workers, appraisal, embedding_hash, view_hash). An
+//     embedding_hash mismatch shows both hashes short and says what to do
+//     (EmbeddingHint: the proxies share the target's embedding tables, so
+//     both parties load the same checkpoint, and fine-tuning freezes the
+//     embeddings). The data owner also announces the padded sequence length.
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
 //     the bootstrap sample and every QuickSelect pivot (share.NewPRG).

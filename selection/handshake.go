@@ -17,12 +17,43 @@ import (
 type MismatchError struct {
 	// Field is the parameter's name, e.g. "budget".
 	Field string
-	// Local and Peer are the two values, formatted.
+	// Local and Peer are the two values, formatted (hashes shortened).
 	Local, Peer string
+	// Hint, if set, says how to resolve the mismatch.
+	Hint string `json:",omitempty"`
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("selection: handshake: %s mismatch: local %s, peer %s", e.Field, e.Local, e.Peer)
+	s := fmt.Sprintf("selection: handshake: %s mismatch: local %s, peer %s", e.Field, e.Local, e.Peer)
+	if e.Hint != "" {
+		s += ": " + e.Hint
+	}
+	return s
+}
+
+// EmbeddingHint is the Hint of an embedding_hash mismatch.
+const EmbeddingHint = "the two parties embed with different tables; the proxies share the target's embedding tables, " +
+	"so both parties must load the same checkpoint (the data owner's Embedding is the model owner's target checkpoint " +
+	"or the pretrained one it was fine-tuned from), and fine-tuning the target must freeze its embeddings " +
+	"(model.TrainConfig.FreezeEmbeddings)"
+
+// shortHashes shortens two differing hashes to 12 hex digits for display,
+// keeping as many digits as it takes to tell them apart.
+func shortHashes(a, b string) (string, string) {
+	n := 12
+	for n < max(len(a), len(b)) && len(a) > n && len(b) > n && a[:n] == b[:n] {
+		n += 4
+	}
+	cut := func(s string) string {
+		switch {
+		case s == "":
+			return "(none)"
+		case len(s) > n:
+			return s[:n] + "…"
+		}
+		return s
+	}
+	return cut(a), cut(b)
 }
 
 // hello is what each party announces in the clear before anything secret.
@@ -91,6 +122,10 @@ func compareHello(local, peer hello) error {
 		if c.differs {
 			if c.field == "party" {
 				return &MismatchError{Field: "party", Local: fmt.Sprint(local.Party), Peer: fmt.Sprint(peer.Party) + " (both claim the same role)"}
+			}
+			if c.field == "embedding_hash" {
+				l, p := shortHashes(local.EmbeddingHash, peer.EmbeddingHash)
+				return &MismatchError{Field: c.field, Local: l, Peer: p, Hint: EmbeddingHint}
 			}
 			return &MismatchError{Field: c.field, Local: fmt.Sprint(c.l), Peer: fmt.Sprint(c.p)}
 		}

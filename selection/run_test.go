@@ -401,3 +401,50 @@ func TestProgressCallback(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddingMismatchHint: parties whose embedding tables differ get an
+// error that shows both hashes short and says what to do (load the same
+// checkpoint, freeze the embeddings when fine-tuning), on both sides.
+func TestEmbeddingMismatchHint(t *testing.T) {
+	p := testParams()
+	h0 := strings.Repeat("ab", 32)
+	h1 := strings.Repeat("cd", 32)
+	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, embHash: [2]string{h0, h1}})
+	for i, err := range errs {
+		var me *MismatchError
+		if !errors.As(err, &me) || me.Field != "embedding_hash" {
+			t.Fatalf("party %d: %v (want an embedding_hash mismatch)", i, err)
+		}
+		mine, theirs := h0, h1
+		if i == 1 {
+			mine, theirs = h1, h0
+		}
+		if me.Local != mine[:12]+"…" || me.Peer != theirs[:12]+"…" {
+			t.Errorf("party %d: hashes shown as %q, %q", i, me.Local, me.Peer)
+		}
+		for _, want := range []string{"same checkpoint", "freeze its embeddings", "FreezeEmbeddings"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("party %d: error %q lacks the hint %q", i, err, want)
+			}
+		}
+	}
+}
+
+// TestShortHashes: hashes are shown by 12 hex digits, more when needed to
+// tell them apart; short values stay whole and an empty one is "(none)".
+func TestShortHashes(t *testing.T) {
+	a64, b64 := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	same20 := strings.Repeat("a", 20)
+	cases := []struct{ a, b, wa, wb string }{
+		{"emb", "other", "emb", "other"},
+		{a64, b64, a64[:12] + "…", b64[:12] + "…"},
+		{same20 + "x" + a64[:43], same20 + "y" + a64[:43], same20 + "xaaa…", same20 + "yaaa…"},
+		{"", "abc", "(none)", "abc"},
+	}
+	for _, c := range cases {
+		a, b := shortHashes(c.a, c.b)
+		if a != c.wa || b != c.wb {
+			t.Errorf("shortHashes(%q, %q) = %q, %q; want %q, %q", c.a, c.b, a, b, c.wa, c.wb)
+		}
+	}
+}
