@@ -18,10 +18,12 @@ import (
 // handshake.
 const ProtocolVersion = 1
 
-// Step is one phase of the schedule.
-type Step struct {
+// Phase is one phase of the schedule: the shape of its proxy and the
+// fraction of the candidates it keeps (ParseSchedule reads a list of them
+// from "l:w:d@keep,...").
+type Phase struct {
 	// Proxy is the shape ⟨l, w, d⟩ of the phase's proxy.
-	Proxy proxy.Phase `json:"proxy"`
+	Proxy proxy.Shape `json:"proxy"`
 	// Keep is the fraction of the candidates (the pool without the bootstrap
 	// sample) that survive this phase, e.g. 0.3. The last phase ignores it
 	// and keeps Budget − Bootstrap.
@@ -53,7 +55,7 @@ type Params struct {
 	// labelled by the model owner).
 	Bootstrap int `json:"bootstrap"`
 	// Schedule is the list of phases, at least one.
-	Schedule []Step `json:"schedule"`
+	Schedule []Phase `json:"schedule"`
 	// FixedPoint is the encoding (share.DefaultFixedPoint when zero).
 	FixedPoint share.FixedPoint `json:"fixed_point"`
 	// BatchSize is the number of candidates per secure forward (64 when 0).
@@ -131,9 +133,10 @@ func (p Params) keep(i int) int {
 	return int(float64(p.PoolSize-p.Bootstrap)*p.Schedule[i].Keep + 0.5)
 }
 
-// Phases returns the proxy shapes of the schedule (for proxy.Config.Phases).
-func (p Params) Phases() []proxy.Phase {
-	out := make([]proxy.Phase, len(p.Schedule))
+// Shapes returns the proxy shapes of the schedule's phases (for
+// proxy.Config.Phases).
+func (p Params) Shapes() []proxy.Shape {
+	out := make([]proxy.Shape, len(p.Schedule))
 	for i, s := range p.Schedule {
 		out[i] = s.Proxy
 	}

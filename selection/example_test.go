@@ -38,7 +38,7 @@ func (scores) Forward(ctx context.Context, s *protocol.Session, idx []int) (*sha
 
 func Example() {
 	params := selection.Params{PoolSize: 100, Budget: 12, Bootstrap: 2, BatchSize: 16,
-		Schedule: []selection.Step{{Keep: 0.5}, {}}, Appraisal: selection.AppraiseMean}
+		Schedule: []selection.Phase{{Keep: 0.5}, {}}, Appraisal: selection.AppraiseMean}
 	dealer, _ := beaver.NewDealer()
 	c0, c1 := transport.Pipe(transport.Options{}) // transport.Dial / Listen between hosts
 	defer c0.Close()

@@ -65,7 +65,7 @@ type hello struct {
 	PoolSize      int     `json:"pool_size"`
 	Budget        int     `json:"budget"`
 	Bootstrap     int     `json:"bootstrap"`
-	Schedule      []Step  `json:"schedule"`
+	Schedule      []Phase `json:"schedule"`
 	BatchSize     int     `json:"batch_size"`
 	Workers       int     `json:"workers"`
 	Appraisal     string  `json:"appraisal"`

@@ -25,7 +25,7 @@ func testValue(phase, idx int) float64 {
 
 func testParams() Params {
 	return Params{PoolSize: 240, Budget: 40, Bootstrap: 10, BatchSize: 16, Workers: 3,
-		Schedule: []Step{{Proxy: proxy.Phase{Layers: 1, Heads: 1, Hidden: 2}, Keep: 0.5}, {Proxy: proxy.Phase{Layers: 2, Heads: 1, Hidden: 4}}}}
+		Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 1, Hidden: 2}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 1, Hidden: 4}}}}
 }
 
 type runCfg struct {
@@ -167,8 +167,8 @@ func TestParamsValidate(t *testing.T) {
 		{"budget small", func(p *Params) { p.Budget = p.Bootstrap }},
 		{"budget large", func(p *Params) { p.Budget = p.PoolSize + 1 }},
 		{"empty schedule", func(p *Params) { p.Schedule = nil }},
-		{"keep", func(p *Params) { p.Schedule = []Step{{Keep: 0}, {}} }},
-		{"keep too small", func(p *Params) { p.Schedule = []Step{{Keep: 0.01}, {}} }},
+		{"keep", func(p *Params) { p.Schedule = []Phase{{Keep: 0}, {}} }},
+		{"keep too small", func(p *Params) { p.Schedule = []Phase{{Keep: 0.01}, {}} }},
 		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
 		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
 		{"fixed point", func(p *Params) { p.FixedPoint = share.FixedPoint{FracBits: 40, IntBits: 40} }},

@@ -109,7 +109,7 @@ func (d *modelOwnerRun) check() error {
 // schedule's phases and m's logger.
 func (m *ModelOwner) generateConfig(p Params) proxy.Config {
 	cfg := m.Generate
-	cfg.Phases = p.Phases()
+	cfg.Phases = p.Shapes()
 	if cfg.Logger == nil {
 		cfg.Logger = m.Logger
 	}
@@ -118,11 +118,11 @@ func (m *ModelOwner) generateConfig(p Params) proxy.Config {
 
 // checkProxy checks a proxy's weights and that its shape is the schedule's
 // (zero fields of the schedule's proxy match any value).
-func checkProxy(i int, px *proxy.Proxy, st Step) error {
+func checkProxy(i int, px *proxy.Proxy, st Phase) error {
 	if err := checkWeights(fmt.Sprintf("proxy of phase %d", i), px.Params()); err != nil {
 		return err
 	}
-	sp, a := st.Proxy, px.Phase
+	sp, a := st.Proxy, px.Shape
 	if sp.Layers != 0 && a.Layers != sp.Layers || sp.Heads != 0 && a.Heads != sp.Heads || sp.Hidden != 0 && a.Hidden != sp.Hidden {
 		return fmt.Errorf("selection: model owner: the proxy of phase %d is ⟨%d, %d, %d⟩, the schedule says %+v", i, a.Layers, a.Heads, a.Hidden, sp)
 	}
