@@ -281,9 +281,13 @@ type Appraisal struct {
 // Result is the outcome of a selection; both parties get the same one
 // (statistics apart).
 type Result struct {
-	// Selected holds the pool indices of the final set, ascending.
+	// Selected holds the pool indices the secure selection chose among the
+	// candidates (the pool without the bootstrap sample), ascending:
+	// Budget − Bootstrap of them. What the model owner buys is Selected
+	// plus Bootstrap, Budget points in all.
 	Selected []int `json:"selected"`
-	// Bootstrap holds the pool indices of the bootstrap sample.
+	// Bootstrap holds the pool indices of the bootstrap sample, which the
+	// data owner sent in the clear for the model owner to label (bought too).
 	Bootstrap []int `json:"bootstrap"`
 	// Survivors holds each phase's surviving pool indices, ascending.
 	Survivors [][]int `json:"survivors"`
