@@ -59,6 +59,11 @@
 // Ranges and measured errors of the approximations are in each method's doc
 // comment.
 //
+// The local ring products of MatMul and MatMulWeights run on the session's
+// GEMM backend (Session.SetGEMM, else share.GEMM(): the CPU, or a GPU in a
+// build with the cuda tag). Backends give bit-identical products, so the
+// backend changes neither results nor the costs above.
+//
 // # Writing a protocol
 //
 // Talk to the peer through Session.Exchange, SendWords and RecvWords (not the

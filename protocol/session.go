@@ -25,6 +25,10 @@ type Session struct {
 	// inputPRG[i] expands the shares that party i's inputs give the other
 	// party: both parties hold the seed party i chose at setup.
 	inputPRG [2]*share.PRG
+
+	// gemm, when set (SetGEMM), runs this session's local matrix products
+	// instead of the process-wide share.GEMM().
+	gemm share.GEMMBackend
 }
 
 // NewSession sets up party's end on stream: it checks the parameters and
