@@ -3,8 +3,14 @@ module github.com/selectformer/selectformer
 go 1.26.8
 
 require (
+	github.com/cloudflare/circl v1.6.5
 	github.com/klauspost/compress v1.20.3
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.43.0
 	gonum.org/v1/gonum v0.17.0
+)
+
+require (
+	github.com/bwesterb/go-ristretto v1.2.4 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 )
