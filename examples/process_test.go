@@ -435,11 +435,16 @@ func TestPeerFailures(t *testing.T) {
 	t.Run("wrong-peer-key", func(t *testing.T) {
 		dl, a0, a1 := f.dealer(t)
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
-		mo, addr := f.modelOwner(t, a0)
+		mo, addr := f.modelOwner(t, a0, "-connect-timeout", "5s")
 		// The data owner pins the stranger's key instead of the model owner's.
 		do := f.dataOwner(t, addr, a1, "-peer-fingerprint", f.fp["stranger"])
 		do.expect(t, peer.ExitPeer, "peer key mismatch")
-		mo.expect(t, peer.ExitPeer, "")
+		// The model owner logs the reject and waits on for the right peer
+		// until its timeout, whose error counts the reject.
+		mo.expect(t, peer.ExitPeer, "rejected 1 connection(s)")
+		if !strings.Contains(mo.stderr.String(), `reason="the peer rejected our key"`) {
+			t.Fatalf("the model owner did not log the reject; stderr:\n%s", mo.stderr)
+		}
 	})
 	t.Run("handshake-mismatch", func(t *testing.T) {
 		dl, a0, a1 := f.dealer(t)

@@ -253,6 +253,11 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every word of correlated randomness is keyed by a session id drawn
+	// from the joint coin, so no two selections share material.
+	if err := beaver.BindSession(ctx, e.prov, dealerSession(seed)); err != nil {
+		return nil, fmt.Errorf("selection: dealer session: %w", err)
+	}
 	if err := e.bootstrap(ctx, seed); err != nil {
 		return nil, err
 	}

@@ -37,7 +37,10 @@ import (
 	"github.com/selectformer/selectformer/selection"
 )
 
-func main() { peer.Exec("modelowner", modelOwner, party.Classify) }
+// summary is the first line of -h.
+const summary = "modelowner runs party 0 of a private data selection: it holds the target model and selects the most valuable points of the data owner's pool."
+
+func main() { peer.Exec("modelowner", summary, modelOwner, party.Classify) }
 
 func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var pflags peer.PartyFlags
