@@ -4,55 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
-
-// The result types mirror those of package beaver field for field (so a
-// provider converts them with a plain type conversion, e.g.
-// beaver.Triple(t)); they are declared here so that beaver can import this
-// package without a cycle.
-
-// Triple is one party's share of elementwise triples c = a·b over Z_2^64, or
-// of batched matrix triples C = A·B (MatTriples).
-type Triple struct {
-	A, B, C []uint64
-}
-
-// BitTriple is one party's XOR share of bit-packed AND triples (64 per word,
-// C = A AND B after XOR-reconstruction of each). For CrossANDTriples, party
-// 0 holds A = u in the clear (its B is nil), party 1 holds B = v (its A is
-// nil), and C are XOR shares of u AND v.
-type BitTriple struct {
-	A, B, C []uint64
-}
-
-// SquarePair is one party's share of square pairs (a, a²).
-type SquarePair struct {
-	A, A2 []uint64
-}
-
-// TruncPair is one party's share of truncation material for a uniform ring
-// word r: shares of r, of r>>63 (0 or 1) and of (r mod 2^63)>>f.
-type TruncPair struct {
-	R, MSB, LowShifted []uint64
-}
-
-// BitPair is one party's part of random shared bits r: XOR shares packed 64
-// per word, arithmetic shares (0/1 in sum), and shares of a uniform A and of
-// A·r.
-type BitPair struct {
-	Packed []uint64
-	Arith  []uint64
-	A, AR  []uint64
-}
-
-// WeightTriple is one party's part of a weight-mask correlation for X·W:
-// party 1 holds the mask A (m×k) in the clear, party 0 supplies the mask B
-// (k×n) of its weights, and both get additive shares C of A·B (m×n).
-type WeightTriple struct {
-	A []uint64 // party 1 only
-	C []uint64
-}
 
 // ROT is one party's part of random OTs with 128-bit messages: the sender
 // gets M0 and M1, the receiver its random Choices (bit j of word j/64) and
@@ -73,8 +27,8 @@ type DeltaOT struct {
 	T       []Block // receiver
 }
 
-// MaxWords bounds every part of one request (2^27 words, as beaver.MaxItemWords).
-const MaxWords = 1 << 27
+// MaxWords bounds every part of one request, as for the dealer.
+const MaxWords = beaver.MaxItemWords
 
 // checkSize validates a product of dimensions.
 func checkSize(what string, dims ...int) (int, error) {
@@ -170,35 +124,35 @@ func (g *Gen) crossMat(ctx context.Context, rs matShape, L []uint64, ss matShape
 // a0·b1 and a1·b0 are Gilboa products, 64 OTs each, one per direction.
 // Cost per triple and party: 1,024 bytes of IKNP matrix and 260 bytes of
 // corrections sent, 2 rounds in all (per 6,500 triples or so, one more).
-func (g *Gen) Triples(ctx context.Context, n int) (Triple, error) {
+func (g *Gen) Triples(ctx context.Context, n int) (beaver.Triple, error) {
 	if _, err := checkSize("triples", n); err != nil {
-		return Triple{}, err
+		return beaver.Triple{}, err
 	}
 	if err := g.begin(ctx, "triples"); err != nil {
-		return Triple{}, err
+		return beaver.Triple{}, err
 	}
 	a, b := g.prg.Words(n), g.prg.Words(n)
 	s := matShape{n, 1, 1, 1}
 	ra, sa, err := g.crossMat(ctx, s, b, s, a)
 	if err != nil {
-		return Triple{}, g.end("triples", err)
+		return beaver.Triple{}, g.end("triples", err)
 	}
 	c := make([]uint64, n)
 	for i := range c {
 		c[i] = a[i]*b[i] + ra[i] + sa[i]
 	}
-	return Triple{A: a, B: b, C: c}, g.end("triples", nil)
+	return beaver.Triple{A: a, B: b, C: c}, g.end("triples", nil)
 }
 
 // SquarePairs returns shares of n square pairs (a, a²): a² = a0² + a1² +
 // 2·a0·a1, one Gilboa product (party 1 chooses with a1, party 0's
 // correlation is 2·a0). Party 1 sends 1,024 bytes per pair, party 0 260.
-func (g *Gen) SquarePairs(ctx context.Context, n int) (SquarePair, error) {
+func (g *Gen) SquarePairs(ctx context.Context, n int) (beaver.SquarePair, error) {
 	if _, err := checkSize("square pairs", n); err != nil {
-		return SquarePair{}, err
+		return beaver.SquarePair{}, err
 	}
 	if err := g.begin(ctx, "square pairs"); err != nil {
-		return SquarePair{}, err
+		return beaver.SquarePair{}, err
 	}
 	a := g.prg.Words(n)
 	var rs, ss matShape
@@ -214,7 +168,7 @@ func (g *Gen) SquarePairs(ctx context.Context, n int) (SquarePair, error) {
 	}
 	ro, so, err := g.crossMat(ctx, rs, L, ss, R)
 	if err != nil {
-		return SquarePair{}, g.end("square pairs", err)
+		return beaver.SquarePair{}, g.end("square pairs", err)
 	}
 	a2 := make([]uint64, n)
 	for i := range a2 {
@@ -225,7 +179,7 @@ func (g *Gen) SquarePairs(ctx context.Context, n int) (SquarePair, error) {
 			a2[i] += ro[i]
 		}
 	}
-	return SquarePair{A: a, A2: a2}, g.end("square pairs", nil)
+	return beaver.SquarePair{A: a, A2: a2}, g.end("square pairs", nil)
 }
 
 // transposeBatch returns the batch of m×n matrices in x transposed (n×m).
@@ -247,25 +201,25 @@ func transposeBatch(x []uint64, batch, m, n int) []uint64 {
 // batch×k×n, C = A·B. The cross products A0·B1 and A1·B0 are Gilboa products
 // with the smaller operand's entries as the choices: 64·batch·min(m,n)·k OTs
 // and 260·batch·m·k·n bytes of corrections per direction.
-func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (Triple, error) {
+func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (beaver.Triple, error) {
 	na, err := checkSize("mat triples A", batch, m, k)
 	if err != nil {
-		return Triple{}, err
+		return beaver.Triple{}, err
 	}
 	nb, err := checkSize("mat triples B", batch, k, n)
 	if err != nil {
-		return Triple{}, err
+		return beaver.Triple{}, err
 	}
 	if _, err := checkSize("mat triples C", batch, m, n); err != nil {
-		return Triple{}, err
+		return beaver.Triple{}, err
 	}
 	if err := g.begin(ctx, "mat triples"); err != nil {
-		return Triple{}, err
+		return beaver.Triple{}, err
 	}
 	a, b := g.prg.Words(na), g.prg.Words(nb)
 	c := make([]uint64, batch*m*n)
 	if err := share.BatchMatMulInto(c, a, b, batch, m, k, n); err != nil {
-		return Triple{}, g.end("mat triples", err)
+		return beaver.Triple{}, g.end("mat triples", err)
 	}
 	var ro, so []uint64
 	if m <= n {
@@ -280,12 +234,12 @@ func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (Triple, error
 		}
 	}
 	if err != nil {
-		return Triple{}, g.end("mat triples", err)
+		return beaver.Triple{}, g.end("mat triples", err)
 	}
 	for i := range c {
 		c[i] += ro[i] + so[i]
 	}
-	return Triple{A: a, B: b, C: c}, g.end("mat triples", nil)
+	return beaver.Triple{A: a, B: b, C: c}, g.end("mat triples", nil)
 }
 
 // WeightTriples returns this party's part of a weight-mask correlation for a
@@ -295,25 +249,25 @@ func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (Triple, error
 // is the OT receiver choosing with the bits of A (64·m·k OTs) and party 0
 // the sender whose correlation for entry (i, l) is row l of B; otherwise the
 // roles swap (choices from B, 64·n·k OTs). Corrections: 260·m·k·n bytes.
-func (g *Gen) WeightTriples(ctx context.Context, B []uint64, m, k, n int) (WeightTriple, error) {
+func (g *Gen) WeightTriples(ctx context.Context, B []uint64, m, k, n int) (beaver.WeightTriple, error) {
 	na, err := checkSize("weight triples A", m, k)
 	if err != nil {
-		return WeightTriple{}, err
+		return beaver.WeightTriple{}, err
 	}
 	if _, err := checkSize("weight triples B", k, n); err != nil {
-		return WeightTriple{}, err
+		return beaver.WeightTriple{}, err
 	}
 	if _, err := checkSize("weight triples C", m, n); err != nil {
-		return WeightTriple{}, err
+		return beaver.WeightTriple{}, err
 	}
 	switch {
 	case g.party == 0 && len(B) != k*n:
-		return WeightTriple{}, fmt.Errorf("ot: weight triples: mask B has %d words, want %d×%d", len(B), k, n)
+		return beaver.WeightTriple{}, fmt.Errorf("ot: weight triples: mask B has %d words, want %d×%d", len(B), k, n)
 	case g.party == 1 && B != nil:
-		return WeightTriple{}, fmt.Errorf("ot: weight triples: party 1 passed a weight mask; only party 0 holds one")
+		return beaver.WeightTriple{}, fmt.Errorf("ot: weight triples: party 1 passed a weight mask; only party 0 holds one")
 	}
 	if err := g.begin(ctx, "weight triples"); err != nil {
-		return WeightTriple{}, err
+		return beaver.WeightTriple{}, err
 	}
 	var A []uint64
 	if g.party == 1 {
@@ -340,9 +294,9 @@ func (g *Gen) WeightTriples(ctx context.Context, B []uint64, m, k, n int) (Weigh
 		}
 	}
 	if err != nil {
-		return WeightTriple{}, g.end("weight triples", err)
+		return beaver.WeightTriple{}, g.end("weight triples", err)
 	}
-	return WeightTriple{A: A, C: out}, g.end("weight triples", nil)
+	return beaver.WeightTriple{A: A, C: out}, g.end("weight triples", nil)
 }
 
 // WeightVectorTriples returns this party's part of the correlation for an
@@ -351,19 +305,19 @@ func (g *Gen) WeightTriples(ctx context.Context, B []uint64, m, k, n int) (Weigh
 // (m×n); both get shares C of A ⊙ b. Party 0 chooses with the bits of b (64·n
 // OTs), party 1's correlation for b_j is column j of A; corrections
 // 260·m·n bytes.
-func (g *Gen) WeightVectorTriples(ctx context.Context, b []uint64, m, n int) (WeightTriple, error) {
+func (g *Gen) WeightVectorTriples(ctx context.Context, b []uint64, m, n int) (beaver.WeightTriple, error) {
 	na, err := checkSize("weight vector triples", m, n)
 	if err != nil {
-		return WeightTriple{}, err
+		return beaver.WeightTriple{}, err
 	}
 	switch {
 	case g.party == 0 && len(b) != n:
-		return WeightTriple{}, fmt.Errorf("ot: weight vector triples: mask has %d words, want %d", len(b), n)
+		return beaver.WeightTriple{}, fmt.Errorf("ot: weight vector triples: mask has %d words, want %d", len(b), n)
 	case g.party == 1 && b != nil:
-		return WeightTriple{}, fmt.Errorf("ot: weight vector triples: party 1 passed a weight mask; only party 0 holds one")
+		return beaver.WeightTriple{}, fmt.Errorf("ot: weight vector triples: party 1 passed a weight mask; only party 0 holds one")
 	}
 	if err := g.begin(ctx, "weight vector triples"); err != nil {
-		return WeightTriple{}, err
+		return beaver.WeightTriple{}, err
 	}
 	var A, out []uint64
 	var none matShape
@@ -375,9 +329,9 @@ func (g *Gen) WeightVectorTriples(ctx context.Context, b []uint64, m, n int) (We
 		_, out, err = g.crossMat(ctx, none, nil, s, transposeBatch(A, 1, m, n))
 	}
 	if err != nil {
-		return WeightTriple{}, g.end("weight vector triples", err)
+		return beaver.WeightTriple{}, g.end("weight vector triples", err)
 	}
-	return WeightTriple{A: A, C: transposeBatch(out, 1, n, m)}, g.end("weight vector triples", nil)
+	return beaver.WeightTriple{A: A, C: transposeBatch(out, 1, n, m)}, g.end("weight vector triples", nil)
 }
 
 // maskTail clears the bits of packed beyond the first n.
@@ -436,17 +390,17 @@ func packLSB(h []uint64, n int) []uint64 {
 // where it receives with random choice a it gets v = m_a; then
 // c = a∧b ⊕ u ⊕ v. No corrections: 1,024 bytes per word (16 per triple) from
 // each party, one round.
-func (g *Gen) ANDTriples(ctx context.Context, words int) (BitTriple, error) {
+func (g *Gen) ANDTriples(ctx context.Context, words int) (beaver.BitTriple, error) {
 	n, err := checkSize("AND triples", words, 64)
 	if err != nil {
-		return BitTriple{}, err
+		return beaver.BitTriple{}, err
 	}
 	if err := g.begin(ctx, "AND triples"); err != nil {
-		return BitTriple{}, err
+		return beaver.BitTriple{}, err
 	}
 	m0, m1, a, v, err := g.rotBits(ctx, n, n)
 	if err != nil {
-		return BitTriple{}, g.end("AND triples", err)
+		return beaver.BitTriple{}, g.end("AND triples", err)
 	}
 	b := make([]uint64, words)
 	c := make([]uint64, words)
@@ -454,19 +408,19 @@ func (g *Gen) ANDTriples(ctx context.Context, words int) (BitTriple, error) {
 		b[i] = m0[i] ^ m1[i]
 		c[i] = a[i]&b[i] ^ m0[i] ^ v[i]
 	}
-	return BitTriple{A: a[:words:words], B: b, C: c}, g.end("AND triples", nil)
+	return beaver.BitTriple{A: a[:words:words], B: b, C: c}, g.end("AND triples", nil)
 }
 
 // CrossANDTriples returns AND triples for a bit u of party 0 times a bit v of
-// party 1 (see BitTriple): one OT per triple with party 1 choosing v and a
+// party 1 (see beaver.BitTriple): one OT per triple with party 1 choosing v and a
 // one-bit correction u from party 0. Party 1 sends 16 bytes per triple,
 // party 0 one bit.
-func (g *Gen) CrossANDTriples(ctx context.Context, words int) (BitTriple, error) {
+func (g *Gen) CrossANDTriples(ctx context.Context, words int) (beaver.BitTriple, error) {
 	if _, err := checkSize("cross AND triples", words, 64); err != nil {
-		return BitTriple{}, err
+		return beaver.BitTriple{}, err
 	}
 	if err := g.begin(ctx, "cross AND triples"); err != nil {
-		return BitTriple{}, err
+		return beaver.BitTriple{}, err
 	}
 	mine := g.prg.Words(words)
 	c := make([]uint64, words)
@@ -488,12 +442,12 @@ func (g *Gen) CrossANDTriples(ctx context.Context, words int) (BitTriple, error)
 		}
 	}
 	if err := g.runCOT(ctx, snd, rcv); err != nil {
-		return BitTriple{}, g.end("cross AND triples", err)
+		return beaver.BitTriple{}, g.end("cross AND triples", err)
 	}
 	if g.party == 0 {
-		return BitTriple{A: mine, C: c}, g.end("cross AND triples", nil)
+		return beaver.BitTriple{A: mine, C: c}, g.end("cross AND triples", nil)
 	}
-	return BitTriple{B: mine, C: c}, g.end("cross AND triples", nil)
+	return beaver.BitTriple{B: mine, C: c}, g.end("cross AND triples", nil)
 }
 
 // truncBits returns the correction widths for truncation by 2^f: the
@@ -520,15 +474,15 @@ func truncBits(f uint) (b [64]uint8) {
 // choosing with ρ1_t, party 0's correlation ρ0_t), after which r, r>>63 and
 // (r mod 2^63)>>f are linear in the shares. Party 1 sends 1,024 bytes per
 // pair, party 0 the corrections (354 bytes for f = 16), 2 rounds.
-func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (TruncPair, error) {
+func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (beaver.TruncPair, error) {
 	if _, err := checkSize("trunc pairs", n); err != nil {
-		return TruncPair{}, err
+		return beaver.TruncPair{}, err
 	}
 	if fracBits < 1 || fracBits > 62 {
-		return TruncPair{}, fmt.Errorf("ot: trunc pairs: fracBits %d outside [1, 62]", fracBits)
+		return beaver.TruncPair{}, fmt.Errorf("ot: trunc pairs: fracBits %d outside [1, 62]", fracBits)
 	}
 	if err := g.begin(ctx, "trunc pairs"); err != nil {
-		return TruncPair{}, err
+		return beaver.TruncPair{}, err
 	}
 	f := fracBits
 	rho := g.prg.Words(n)
@@ -567,9 +521,9 @@ func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (TruncPair, 
 		}
 	}
 	if err := g.runCOT(ctx, snd, rcv); err != nil {
-		return TruncPair{}, g.end("trunc pairs", err)
+		return beaver.TruncPair{}, g.end("trunc pairs", err)
 	}
-	return TruncPair{R: R, MSB: msb, LowShifted: low}, g.end("trunc pairs", nil)
+	return beaver.TruncPair{R: R, MSB: msb, LowShifted: low}, g.end("trunc pairs", nil)
 }
 
 // BitPairs returns n random shared bits r = ρ0 ⊕ ρ1 (each party draws its
@@ -579,12 +533,12 @@ func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (TruncPair, 
 // (ρ0, A0(1−2ρ0)), party 0 choosing with ρ0 against A1(1−2ρ1). Per bit each
 // party sends 16 bytes of IKNP matrix; party 0 16 and party 1 8 bytes of
 // corrections; 2 rounds.
-func (g *Gen) BitPairs(ctx context.Context, n int) (BitPair, error) {
+func (g *Gen) BitPairs(ctx context.Context, n int) (beaver.BitPair, error) {
 	if _, err := checkSize("bit pairs", n); err != nil {
-		return BitPair{}, err
+		return beaver.BitPair{}, err
 	}
 	if err := g.begin(ctx, "bit pairs"); err != nil {
-		return BitPair{}, err
+		return beaver.BitPair{}, err
 	}
 	groups := (n + 63) / 64
 	rho := g.prg.Words(groups)
@@ -653,9 +607,9 @@ func (g *Gen) BitPairs(ctx context.Context, n int) (BitPair, error) {
 		}
 	}
 	if err := g.runCOT(ctx, snd, rcv); err != nil {
-		return BitPair{}, g.end("bit pairs", err)
+		return beaver.BitPair{}, g.end("bit pairs", err)
 	}
-	return BitPair{Packed: rho, Arith: arith, A: A, AR: ar}, g.end("bit pairs", nil)
+	return beaver.BitPair{Packed: rho, Arith: arith, A: A, AR: ar}, g.end("bit pairs", nil)
 }
 
 // RandomOTs runs n random OTs with 128-bit messages in which party sender is

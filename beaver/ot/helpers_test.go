@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -51,6 +52,14 @@ func testCtx(t testing.TB) context.Context {
 // returns the sessions and the two connections.
 func setupPair(t testing.TB) (s0, s1 *Session, c0, c1 *transport.Conn) {
 	t.Helper()
+	return setupPairID(t, testSID)
+}
+
+// testSID is the session id of the tests.
+var testSID = beaver.SessionID{1, 2, 3}
+
+func setupPairID(t testing.TB, sid beaver.SessionID) (s0, s1 *Session, c0, c1 *transport.Conn) {
+	t.Helper()
 	c0, c1 = transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx := testCtx(t)
@@ -59,9 +68,9 @@ func setupPair(t testing.TB) (s0, s1 *Session, c0, c1 *transport.Conn) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s1, e1 = Setup(ctx, c1.Stream(1), 1, []byte("test session"))
+		s1, e1 = Setup(ctx, c1.Stream(1), 1, sid)
 	}()
-	s0, e0 = Setup(ctx, c0.Stream(1), 0, []byte("test session"))
+	s0, e0 = Setup(ctx, c0.Stream(1), 0, sid)
 	wg.Wait()
 	if e0 != nil || e1 != nil {
 		t.Fatalf("setup: %v / %v", e0, e1)

@@ -7,14 +7,20 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
 )
 
 // TestSetupSeeds checks that the base OTs gave each extension sender the
-// seed its Δ bit chose and that both parties derived one session id.
+// seed its Δ bit chose, and that both parties derived one hash key.
 func TestSetupSeeds(t *testing.T) {
 	s0, s1, _, _ := setupPair(t)
-	if s0.ID() != s1.ID() {
-		t.Fatalf("session ids differ")
+	if s0.ID() != testSID || s1.ID() != testSID {
+		t.Fatalf("session ids %v, %v", s0.ID(), s1.ID())
+	}
+	if s0.pi.rk != s1.pi.rk {
+		t.Fatalf("hash keys differ")
 	}
 	for _, p := range []struct{ snd, rcv *Session }{{s0, s1}, {s1, s0}} {
 		for i := range baseCount {
@@ -31,8 +37,30 @@ func TestSetupSeeds(t *testing.T) {
 		t.Fatal("both parties have the same Δ")
 	}
 	s2, _, _, _ := setupPair(t)
-	if s2.ID() == s0.ID() {
-		t.Fatal("two setups with one caller id gave one session id")
+	if s2.pi.rk == s0.pi.rk || s2.delta == s0.delta {
+		t.Fatal("two setups with one session id share a hash key or Δ")
+	}
+}
+
+// TestSetupSessionMismatch: parties that set up different session ids fail
+// (both of them) instead of producing unrelated material; the zero id is
+// refused before any traffic.
+func TestSetupSessionMismatch(t *testing.T) {
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx := testCtx(t)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := Setup(ctx, c1.Stream(1), 1, beaver.SessionID{9})
+		errc <- err
+	}()
+	_, err0 := Setup(ctx, c0.Stream(1), 0, beaver.SessionID{8})
+	err1 := <-errc
+	if !errors.Is(err0, ErrSessionMismatch) || !errors.Is(err1, ErrSessionMismatch) {
+		t.Fatalf("got %v / %v, want ErrSessionMismatch", err0, err1)
+	}
+	if _, err := Setup(ctx, c0.Stream(2), 0, beaver.SessionID{}); err == nil {
+		t.Fatal("zero session id accepted")
 	}
 }
 
@@ -84,8 +112,8 @@ func TestTriples(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	for _, n := range []int{0, 1, 63, 64, 65, 1000} {
-		t0, t1 := both(t, func() (Triple, error) { return g0.Triples(ctx, n) },
-			func() (Triple, error) { return g1.Triples(ctx, n) })
+		t0, t1 := both(t, func() (beaver.Triple, error) { return g0.Triples(ctx, n) },
+			func() (beaver.Triple, error) { return g1.Triples(ctx, n) })
 		a, b, c := add(t0.A, t1.A), add(t0.B, t1.B), add(t0.C, t1.C)
 		for i := range n {
 			if c[i] != a[i]*b[i] {
@@ -105,8 +133,8 @@ func TestTriplesCost(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	n := 1000
-	both(t, func() (Triple, error) { return g0.Triples(ctx, n) },
-		func() (Triple, error) { return g1.Triples(ctx, n) })
+	both(t, func() (beaver.Triple, error) { return g0.Triples(ctx, n) },
+		func() (beaver.Triple, error) { return g1.Triples(ctx, n) })
 	for _, g := range []*Gen{g0, g1} {
 		st := g.Stats()
 		want := int64(2*64*n + (n*2080+63)/64)
@@ -126,8 +154,8 @@ func TestMultiChunk(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	n := 9 // 5 chunks of ≤ 2 groups
-	t0, t1 := both(t, func() (Triple, error) { return g0.Triples(ctx, n) },
-		func() (Triple, error) { return g1.Triples(ctx, n) })
+	t0, t1 := both(t, func() (beaver.Triple, error) { return g0.Triples(ctx, n) },
+		func() (beaver.Triple, error) { return g1.Triples(ctx, n) })
 	a, b, c := add(t0.A, t1.A), add(t0.B, t1.B), add(t0.C, t1.C)
 	for i := range n {
 		if c[i] != a[i]*b[i] {
@@ -143,8 +171,8 @@ func TestMultiChunk(t *testing.T) {
 	for i := range w {
 		w[i] = B.Uint64()
 	}
-	w0, w1 := both(t, func() (WeightTriple, error) { return g0.WeightTriples(ctx, w, m, k, nn) },
-		func() (WeightTriple, error) { return g1.WeightTriples(ctx, nil, m, k, nn) })
+	w0, w1 := both(t, func() (beaver.WeightTriple, error) { return g0.WeightTriples(ctx, w, m, k, nn) },
+		func() (beaver.WeightTriple, error) { return g1.WeightTriples(ctx, nil, m, k, nn) })
 	if got, want := add(w0.C, w1.C), matmul(w1.A, w, 1, m, k, nn); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("multi-chunk weight triple wrong")
 	}
@@ -154,8 +182,8 @@ func TestSquarePairs(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	for _, n := range []int{0, 1, 100} {
-		p0, p1 := both(t, func() (SquarePair, error) { return g0.SquarePairs(ctx, n) },
-			func() (SquarePair, error) { return g1.SquarePairs(ctx, n) })
+		p0, p1 := both(t, func() (beaver.SquarePair, error) { return g0.SquarePairs(ctx, n) },
+			func() (beaver.SquarePair, error) { return g1.SquarePairs(ctx, n) })
 		a, a2 := add(p0.A, p1.A), add(p0.A2, p1.A2)
 		for i := range n {
 			if a2[i] != a[i]*a[i] {
@@ -170,8 +198,8 @@ func TestMatTriples(t *testing.T) {
 	ctx := testCtx(t)
 	for _, d := range [][4]int{{1, 1, 1, 1}, {2, 3, 4, 5}, {1, 5, 2, 3}, {3, 4, 1, 4}, {1, 0, 3, 2}, {1, 2, 3, 0}} {
 		batch, m, k, n := d[0], d[1], d[2], d[3]
-		t0, t1 := both(t, func() (Triple, error) { return g0.MatTriples(ctx, batch, m, k, n) },
-			func() (Triple, error) { return g1.MatTriples(ctx, batch, m, k, n) })
+		t0, t1 := both(t, func() (beaver.Triple, error) { return g0.MatTriples(ctx, batch, m, k, n) },
+			func() (beaver.Triple, error) { return g1.MatTriples(ctx, batch, m, k, n) })
 		got := add(t0.C, t1.C)
 		want := matmul(add(t0.A, t1.A), add(t0.B, t1.B), batch, m, k, n)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -190,8 +218,8 @@ func TestWeightTriples(t *testing.T) {
 		for i := range B {
 			B[i] = rng.Uint64()
 		}
-		w0, w1 := both(t, func() (WeightTriple, error) { return g0.WeightTriples(ctx, B, m, k, n) },
-			func() (WeightTriple, error) { return g1.WeightTriples(ctx, nil, m, k, n) })
+		w0, w1 := both(t, func() (beaver.WeightTriple, error) { return g0.WeightTriples(ctx, B, m, k, n) },
+			func() (beaver.WeightTriple, error) { return g1.WeightTriples(ctx, nil, m, k, n) })
 		if w0.A != nil || len(w1.A) != m*k {
 			t.Fatalf("%v: A held by the wrong party", d)
 		}
@@ -202,8 +230,8 @@ func TestWeightTriples(t *testing.T) {
 	// Reusing one B for several calls (the weight-mask pattern).
 	B := []uint64{3, 5, 7, 11}
 	for range 2 {
-		w0, w1 := both(t, func() (WeightTriple, error) { return g0.WeightTriples(ctx, B, 3, 2, 2) },
-			func() (WeightTriple, error) { return g1.WeightTriples(ctx, nil, 3, 2, 2) })
+		w0, w1 := both(t, func() (beaver.WeightTriple, error) { return g0.WeightTriples(ctx, B, 3, 2, 2) },
+			func() (beaver.WeightTriple, error) { return g1.WeightTriples(ctx, nil, 3, 2, 2) })
 		if fmt.Sprint(add(w0.C, w1.C)) != fmt.Sprint(matmul(w1.A, B, 1, 3, 2, 2)) {
 			t.Fatal("reused B: C ≠ A·B")
 		}
@@ -215,8 +243,8 @@ func TestWeightVectorTriples(t *testing.T) {
 	ctx := testCtx(t)
 	m, n := 3, 5
 	b := []uint64{1, 1 << 63, 12345, ^uint64(0), 0}
-	w0, w1 := both(t, func() (WeightTriple, error) { return g0.WeightVectorTriples(ctx, b, m, n) },
-		func() (WeightTriple, error) { return g1.WeightVectorTriples(ctx, nil, m, n) })
+	w0, w1 := both(t, func() (beaver.WeightTriple, error) { return g0.WeightVectorTriples(ctx, b, m, n) },
+		func() (beaver.WeightTriple, error) { return g1.WeightVectorTriples(ctx, nil, m, n) })
 	c := add(w0.C, w1.C)
 	for i := range m {
 		for j := range n {
@@ -231,8 +259,8 @@ func TestANDTriples(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	for _, words := range []int{0, 1, 3, 100} {
-		t0, t1 := both(t, func() (BitTriple, error) { return g0.ANDTriples(ctx, words) },
-			func() (BitTriple, error) { return g1.ANDTriples(ctx, words) })
+		t0, t1 := both(t, func() (beaver.BitTriple, error) { return g0.ANDTriples(ctx, words) },
+			func() (beaver.BitTriple, error) { return g1.ANDTriples(ctx, words) })
 		a, b, c := xor(t0.A, t1.A), xor(t0.B, t1.B), xor(t0.C, t1.C)
 		for i := range words {
 			if c[i] != a[i]&b[i] {
@@ -260,8 +288,8 @@ func TestCrossANDTriples(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	words := 7
-	t0, t1 := both(t, func() (BitTriple, error) { return g0.CrossANDTriples(ctx, words) },
-		func() (BitTriple, error) { return g1.CrossANDTriples(ctx, words) })
+	t0, t1 := both(t, func() (beaver.BitTriple, error) { return g0.CrossANDTriples(ctx, words) },
+		func() (beaver.BitTriple, error) { return g1.CrossANDTriples(ctx, words) })
 	if t0.B != nil || t1.A != nil {
 		t.Fatal("cross AND: wrong party holds u or v")
 	}
@@ -278,8 +306,8 @@ func TestTruncPairs(t *testing.T) {
 	ctx := testCtx(t)
 	for _, f := range []uint{1, 16, 40, 62} {
 		n := 200
-		p0, p1 := both(t, func() (TruncPair, error) { return g0.TruncPairs(ctx, n, f) },
-			func() (TruncPair, error) { return g1.TruncPairs(ctx, n, f) })
+		p0, p1 := both(t, func() (beaver.TruncPair, error) { return g0.TruncPairs(ctx, n, f) },
+			func() (beaver.TruncPair, error) { return g1.TruncPairs(ctx, n, f) })
 		r, msb, low := add(p0.R, p1.R), add(p0.MSB, p1.MSB), add(p0.LowShifted, p1.LowShifted)
 		tops := 0
 		for i := range n {
@@ -301,8 +329,8 @@ func TestBitPairs(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
 	for _, n := range []int{0, 1, 64, 100} {
-		p0, p1 := both(t, func() (BitPair, error) { return g0.BitPairs(ctx, n) },
-			func() (BitPair, error) { return g1.BitPairs(ctx, n) })
+		p0, p1 := both(t, func() (beaver.BitPair, error) { return g0.BitPairs(ctx, n) },
+			func() (beaver.BitPair, error) { return g1.BitPairs(ctx, n) })
 		packed, arith := xor(p0.Packed, p1.Packed), add(p0.Arith, p1.Arith)
 		A, AR := add(p0.A, p1.A), add(p0.AR, p1.AR)
 		if len(packed) != (n+63)/64 {
@@ -343,8 +371,8 @@ func TestSizeErrors(t *testing.T) {
 			t.Errorf("%s: no error", c.name)
 		}
 	}
-	t0, t1 := both(t, func() (Triple, error) { return g0.Triples(ctx, 3) },
-		func() (Triple, error) { return g1.Triples(ctx, 3) })
+	t0, t1 := both(t, func() (beaver.Triple, error) { return g0.Triples(ctx, 3) },
+		func() (beaver.Triple, error) { return g1.Triples(ctx, 3) })
 	if c := add(t0.C, t1.C); c[0] != add(t0.A, t1.A)[0]*add(t0.B, t1.B)[0] {
 		t.Fatal("generator out of step after rejected requests")
 	}

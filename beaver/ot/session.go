@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -35,7 +36,7 @@ type Conn interface {
 // Session is safe for concurrent use.
 type Session struct {
 	party     int
-	sid       [32]byte
+	sid       beaver.SessionID
 	pi        *fixedAES
 	delta     Block
 	sendSeeds [baseCount][seedLen]byte
@@ -48,14 +49,16 @@ type Session struct {
 // Party returns 0 (model owner) or 1 (data owner).
 func (s *Session) Party() int { return s.party }
 
-// ID returns the session id both parties derived in Setup: SHA-256 over the
-// caller's id and a fresh 32-byte nonce of each party, so it differs on every
-// Setup even for an equal caller id.
-func (s *Session) ID() [32]byte { return s.sid }
+// ID returns the session id the session was set up for.
+func (s *Session) ID() beaver.SessionID { return s.sid }
+
+// ErrSessionMismatch is returned by Setup when the peer presents another
+// session id.
+var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
 
 const (
 	setupNonceLen = 32
-	msgAWords     = (setupNonceLen + baseMsgALen) / 8
+	msgAWords     = (len(beaver.SessionID{}) + setupNonceLen + baseMsgALen) / 8
 	msgBWords     = baseMsgBLen / 8
 	msgEWords     = baseMsgELen / 8
 )
@@ -63,15 +66,21 @@ const (
 // Setup runs the base OTs of a session with the peer over c: each party is
 // the base-OT sender for the direction in which it will be the OT-extension
 // receiver, and the base-OT receiver (with its random Δ as the choice bits)
-// for the other. Three exchanges (rounds) of 4,128, 4,096 and 11,264 bytes
-// per party. sid is the caller's session id (e.g. the one both parties
-// contributed to in the handshake); it is mixed into the session's hash key
-// together with fresh nonces of both parties.
-func Setup(ctx context.Context, c Conn, party int, sid []byte) (*Session, error) {
+// for the other. Three exchanges (rounds) of 4,160, 4,096 and 11,264 bytes
+// per party. sid is the session id both parties agreed (selection draws it
+// from a joint coin toss; the zero id is refused, as by a networked dealer);
+// the first message carries it, so parties that disagree fail with
+// ErrSessionMismatch instead of producing garbage. The hash key mixes the id
+// with a fresh nonce of each party, so even a repeated id never repeats a
+// key. The base-OT secrets (Δ, seeds) are fresh on every Setup.
+func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Session, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("ot: setup: party %d, want 0 or 1", party)
 	}
-	s := &Session{party: party, gens: make(map[uint32]bool)}
+	if sid.IsZero() {
+		return nil, fmt.Errorf("ot: setup: the zero session id is reserved")
+	}
+	s := &Session{party: party, sid: sid, gens: make(map[uint32]bool)}
 	var db [16]byte
 	if _, err := rand.Read(db[:]); err != nil {
 		return nil, fmt.Errorf("ot: setup: random Δ: %w", err)
@@ -88,10 +97,15 @@ func Setup(ctx context.Context, c Conn, party int, sid []byte) (*Session, error)
 		return nil, fmt.Errorf("ot: setup: nonce: %w", err)
 	}
 	peer1 := make([]uint64, msgAWords)
-	if err := c.Exchange(ctx, bytesToWords(append(nonce[:], msgA...)), peer1); err != nil {
+	first := append(append(sid[:len(sid):len(sid)], nonce[:]...), msgA...)
+	if err := c.Exchange(ctx, bytesToWords(first), peer1); err != nil {
 		return nil, fmt.Errorf("ot: setup: round 1 (base OT points A): %w", err)
 	}
 	p1 := wordsToBytes(peer1)
+	if beaver.SessionID(p1[:len(sid)]) != sid {
+		return nil, fmt.Errorf("ot: setup: session %s: %w", sid, ErrSessionMismatch)
+	}
+	p1 = p1[len(sid):]
 	peerNonce, peerA := p1[:setupNonceLen], p1[setupNonceLen:]
 
 	// Round 2: B (as base receiver of the peer's OTs, choosing Δ).
@@ -119,9 +133,8 @@ func Setup(ctx context.Context, c Conn, party int, sid []byte) (*Session, error)
 	s.recvSeeds = bs.seeds
 
 	h := sha256.New()
-	h.Write([]byte("selectformer/beaver/ot/v1/session"))
-	h.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(sid))))
-	h.Write(sid)
+	h.Write([]byte("selectformer/beaver/ot/v1/hash-key"))
+	h.Write(sid[:])
 	if party == 0 {
 		h.Write(nonce[:])
 		h.Write(peerNonce)
@@ -129,9 +142,7 @@ func Setup(ctx context.Context, c Conn, party int, sid []byte) (*Session, error)
 		h.Write(peerNonce)
 		h.Write(nonce[:])
 	}
-	copy(s.sid[:], h.Sum(nil))
-	hk := sha256.Sum256(append([]byte("selectformer/beaver/ot/v1/hash-key"), s.sid[:]...))
-	s.pi = newFixedAES([16]byte(hk[:16]))
+	s.pi = newFixedAES([16]byte(h.Sum(nil)[:16]))
 	return s, nil
 }
 
