@@ -40,7 +40,8 @@ type baseSender struct {
 }
 
 // newBaseSender draws the seed pairs and returns the A message.
-func newBaseSender() (*baseSender, []byte, error) {
+func newBaseSender() (_ *baseSender, _ []byte, err error) {
+	defer guard("base OT sender", &err)
 	bs := &baseSender{}
 	msg := make([]byte, 0, baseMsgALen)
 	for i := range bs.s {
@@ -84,7 +85,8 @@ func decodePoints(msg []byte, n int, what string) ([]group.Element, error) {
 
 // respond takes the receiver's B message and returns the E message. A base
 // sender responds once: simot forbids reusing the sender randomness.
-func (bs *baseSender) respond(msgB []byte) ([]byte, error) {
+func (bs *baseSender) respond(msgB []byte) (_ []byte, err error) {
+	defer guard("base OT sender", &err)
 	if bs.used {
 		return nil, fmt.Errorf("base OT sender: already responded")
 	}
@@ -114,7 +116,8 @@ type baseReceiver struct {
 
 // newBaseReceiver answers the sender's A message for the choice bits of
 // choices (bit i of Lo, then Hi) and returns the B message.
-func newBaseReceiver(msgA []byte, choices Block) (*baseReceiver, []byte, error) {
+func newBaseReceiver(msgA []byte, choices Block) (_ *baseReceiver, _ []byte, err error) {
+	defer guard("base OT receiver", &err)
 	As, err := decodePoints(msgA, baseCount, "base OT message A")
 	if err != nil {
 		return nil, nil, err
@@ -137,8 +140,8 @@ func newBaseReceiver(msgA []byte, choices Block) (*baseReceiver, []byte, error) 
 }
 
 // finish opens the chosen ciphertext of every instance.
-func (br *baseReceiver) finish(msgE []byte) ([baseCount][seedLen]byte, error) {
-	var seeds [baseCount][seedLen]byte
+func (br *baseReceiver) finish(msgE []byte) (seeds [baseCount][seedLen]byte, err error) {
+	defer guard("base OT receiver", &err)
 	if br.done {
 		return seeds, fmt.Errorf("base OT receiver: already finished")
 	}
@@ -160,6 +163,15 @@ func (br *baseReceiver) finish(msgE []byte) ([baseCount][seedLen]byte, error) {
 		copy(seeds[i][:], m)
 	}
 	return seeds, nil
+}
+
+// guard turns a panic inside circl (which panics on internal invariants such
+// as a failed marshal or a consumed sender) into an error, so that no peer
+// message can crash the process through it.
+func guard(what string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: circl: %v", what, r)
+	}
 }
 
 // bitOf returns bit i (0–127) of b.
