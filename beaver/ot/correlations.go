@@ -131,7 +131,7 @@ func (g *Gen) Triples(ctx context.Context, n int) (beaver.Triple, error) {
 	if err := g.begin(ctx, "triples"); err != nil {
 		return beaver.Triple{}, err
 	}
-	a, b := g.prg.Words(n), g.prg.Words(n)
+	a, b := g.draw(n), g.draw(n)
 	s := matShape{n, 1, 1, 1}
 	ra, sa, err := g.crossMat(ctx, s, b, s, a)
 	if err != nil {
@@ -154,7 +154,7 @@ func (g *Gen) SquarePairs(ctx context.Context, n int) (beaver.SquarePair, error)
 	if err := g.begin(ctx, "square pairs"); err != nil {
 		return beaver.SquarePair{}, err
 	}
-	a := g.prg.Words(n)
+	a := g.draw(n)
 	var rs, ss matShape
 	var L, R []uint64
 	if g.party == 0 {
@@ -216,7 +216,7 @@ func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (beaver.Triple
 	if err := g.begin(ctx, "mat triples"); err != nil {
 		return beaver.Triple{}, err
 	}
-	a, b := g.prg.Words(na), g.prg.Words(nb)
+	a, b := g.draw(na), g.draw(nb)
 	c := make([]uint64, batch*m*n)
 	if err := share.BatchMatMulInto(c, a, b, batch, m, k, n); err != nil {
 		return beaver.Triple{}, g.end("mat triples", err)
@@ -271,7 +271,7 @@ func (g *Gen) WeightTriples(ctx context.Context, B []uint64, m, k, n int) (beave
 	}
 	var A []uint64
 	if g.party == 1 {
-		A = g.prg.Words(na)
+		A = g.draw(na)
 	}
 	var out []uint64
 	var none matShape
@@ -325,7 +325,7 @@ func (g *Gen) WeightVectorTriples(ctx context.Context, b []uint64, m, n int) (be
 	if g.party == 0 {
 		out, _, err = g.crossMat(ctx, s, b, none, nil)
 	} else {
-		A = g.prg.Words(na)
+		A = g.draw(na)
 		_, out, err = g.crossMat(ctx, none, nil, s, transposeBatch(A, 1, m, n))
 	}
 	if err != nil {
@@ -349,7 +349,7 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 	var t []Block
 	var tj0 uint64
 	if pr > 0 {
-		choices = g.prg.Words(pr / 64)
+		choices = g.draw(pr / 64)
 		u, t, tj0 = g.rcv.extend(choices, pr)
 		g.stats.OTsReceived += int64(pr)
 	}
@@ -422,7 +422,7 @@ func (g *Gen) CrossANDTriples(ctx context.Context, words int) (beaver.BitTriple,
 	if err := g.begin(ctx, "cross AND triples"); err != nil {
 		return beaver.BitTriple{}, err
 	}
-	mine := g.prg.Words(words)
+	mine := g.draw(words)
 	c := make([]uint64, words)
 	dir := cotDir{groups: words, width: 1, bits: &oneBit}
 	var snd cotSend
@@ -485,7 +485,7 @@ func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (beaver.Trun
 		return beaver.TruncPair{}, err
 	}
 	f := fracBits
-	rho := g.prg.Words(n)
+	rho := g.draw(n)
 	R := make([]uint64, n)
 	msb := make([]uint64, n)
 	low := make([]uint64, n)
@@ -541,9 +541,9 @@ func (g *Gen) BitPairs(ctx context.Context, n int) (beaver.BitPair, error) {
 		return beaver.BitPair{}, err
 	}
 	groups := (n + 63) / 64
-	rho := g.prg.Words(groups)
+	rho := g.draw(groups)
 	maskTail(rho, n)
-	A := g.prg.Words(n)
+	A := g.draw(n)
 	arith := make([]uint64, n)
 	ar := make([]uint64, n)
 	bit := func(p int) uint64 { return rho[p/64] >> (p % 64) & 1 }
@@ -666,7 +666,7 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 		done(j0, DeltaOT{Delta: g.snd.delta, Q: q[:n:n]})
 		return g.end(what, nil)
 	}
-	ch := g.prg.Words(p / 64)
+	ch := g.draw(p / 64)
 	var u []uint64
 	var t []Block
 	var j0 uint64

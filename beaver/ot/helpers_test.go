@@ -15,6 +15,7 @@ type recConn struct {
 	Conn
 	mu         sync.Mutex
 	sent, recv []uint64
+	msgs       [][]uint64 // every received message, in order
 }
 
 func (r *recConn) Exchange(ctx context.Context, send, recv []uint64) error {
@@ -22,6 +23,7 @@ func (r *recConn) Exchange(ctx context.Context, send, recv []uint64) error {
 	r.mu.Lock()
 	r.sent = append(r.sent, send...)
 	r.recv = append(r.recv, recv...)
+	r.msgs = append(r.msgs, append([]uint64(nil), recv...))
 	r.mu.Unlock()
 	return err
 }
@@ -34,10 +36,20 @@ func (r *recConn) SendWords(ctx context.Context, w []uint64) error {
 	return err
 }
 
+// takeMsgs returns the messages received since the last call.
+func (r *recConn) takeMsgs() [][]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.msgs
+	r.msgs = nil
+	return m
+}
+
 func (r *recConn) RecvWords(ctx context.Context, dst []uint64) error {
 	err := r.Conn.RecvWords(ctx, dst)
 	r.mu.Lock()
 	r.recv = append(r.recv, dst...)
+	r.msgs = append(r.msgs, append([]uint64(nil), dst...))
 	r.mu.Unlock()
 	return err
 }

@@ -269,8 +269,11 @@ type Gen struct {
 	c     Conn
 	h     *hasher
 	prg   *share.PRG
-	snd   extSender
-	rcv   extReceiver
+	// draw returns this party's secret random words (g.prg.Words; a view
+	// test replaces it to fix a party's secrets).
+	draw func(n int) []uint64
+	snd  extSender
+	rcv  extReceiver
 
 	mu    sync.Mutex
 	err   error
@@ -309,6 +312,7 @@ func (s *Session) NewGen(c Conn, id uint32) (*Gen, error) {
 		return nil, fmt.Errorf("ot: generator %d: %w", id, err)
 	}
 	g := &Gen{party: s.party, id: id, c: c, h: newHasher(s.pi, id), prg: share.NewPRG(seed, "beaver/ot/local")}
+	g.draw = g.prg.Words
 	g.snd.delta = s.delta
 	for i := range baseCount {
 		g.snd.cols[i] = columnKey(s.sendSeeds[i], id)
