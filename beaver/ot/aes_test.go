@@ -111,12 +111,22 @@ func TestColsToRows(t *testing.T) {
 	}
 }
 
+// BenchmarkAESBlocks compares the eight-block AES-NI loop with crypto/aes
+// called once per block (the portable path).
 func BenchmarkAESBlocks(b *testing.B) {
-	f := newFixedAES([16]byte{1})
-	buf := make([]Block, 4096)
-	b.SetBytes(int64(16 * len(buf)))
-	for b.Loop() {
-		f.encrypt(buf, buf)
+	for _, asm := range []bool{true, false} {
+		b.Run(map[bool]string{true: "asm", false: "crypto"}[asm], func(b *testing.B) {
+			if asm && !useAESNI {
+				b.Skip("no AES-NI assembly here")
+			}
+			setAESNI(b, asm)
+			f := newFixedAES([16]byte{1})
+			buf := make([]Block, 4096)
+			b.SetBytes(int64(16 * len(buf)))
+			for b.Loop() {
+				f.encrypt(buf, buf)
+			}
+		})
 	}
 }
 
@@ -128,4 +138,11 @@ func BenchmarkTranspose(b *testing.B) {
 	for b.Loop() {
 		colsToRows(rows, cols, nw)
 	}
+}
+
+// setAESNI switches the assembly path for the duration of a test (it is a
+// variable only where an assembly implementation exists).
+func setAESNI(tb testing.TB, on bool) {
+	tb.Helper()
+	setUseAESNI(tb, on)
 }

@@ -40,8 +40,8 @@ func (s *scriptConn) fill(dst []uint64) error {
 }
 
 func (s *scriptConn) Exchange(ctx context.Context, send, recv []uint64) error { return s.fill(recv) }
-func (s *scriptConn) SendWords(ctx context.Context, w []uint64) error       { return nil }
-func (s *scriptConn) RecvWords(ctx context.Context, dst []uint64) error     { return s.fill(dst) }
+func (s *scriptConn) SendWords(ctx context.Context, w []uint64) error         { return nil }
+func (s *scriptConn) RecvWords(ctx context.Context, dst []uint64) error       { return s.fill(dst) }
 
 // FuzzBaseMessages feeds arbitrary bytes as each base-OT message a peer
 // sends (A to the receiver, B to the sender, E to the receiver): each must

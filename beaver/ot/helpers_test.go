@@ -106,6 +106,20 @@ func genPair(t testing.TB) (g0, g1 *Gen, r0, r1 *recConn) {
 	return g0, g1, r0, r1
 }
 
+// genPairRaw is genPair on the bare streams (no recording), for benchmarks.
+func genPairRaw(t testing.TB) (g0, g1 *Gen) {
+	t.Helper()
+	s0, s1, c0, c1 := setupPair(t)
+	var err error
+	if g0, err = s0.NewGen(c0.Stream(2), 2); err != nil {
+		t.Fatal(err)
+	}
+	if g1, err = s1.NewGen(c1.Stream(2), 2); err != nil {
+		t.Fatal(err)
+	}
+	return g0, g1
+}
+
 // both runs f for party 0 and party 1 concurrently.
 func both[T any](t testing.TB, f0, f1 func() (T, error)) (T, T) {
 	t.Helper()
