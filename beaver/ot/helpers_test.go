@@ -55,7 +55,7 @@ func (r *recConn) RecvWords(ctx context.Context, dst []uint64) error {
 }
 
 func testCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

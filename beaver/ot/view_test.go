@@ -119,10 +119,10 @@ func TestViews(t *testing.T) {
 		{"DeltaOTs0", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.DeltaOTs(ctx, 8192, 0); return err }},
 		{"DeltaOTs1", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.DeltaOTs(ctx, 8192, 1); return err }},
 	}
-	ctx := testCtx(t)
 	for _, c := range cases {
 		for viewer := range 2 {
 			t.Run(fmt.Sprintf("%s/viewer=%d", c.name, viewer), func(t *testing.T) {
+				ctx := testCtx(t)
 				var views [2][][]uint64
 				for i, secret := range []uint64{0, ^uint64(0)} {
 					g0, g1, r0, r1 := genPair(t)
