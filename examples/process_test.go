@@ -267,6 +267,94 @@ func TestThreeProcesses(t *testing.T) {
 	checkAgree(t, r0, r1)
 }
 
+// textFixture is the text case's data: a tiny BERT trained on part of the
+// bundled SpamAssassin subset, saved with its WordPiece vocab.txt, a pool of
+// other mails as an unlabeled text pool file, and their labels by class name.
+type textFixture struct {
+	files demo.Files
+	pool  int
+}
+
+var (
+	textOnce sync.Once
+	textFix  *textFixture
+	textErr  error
+)
+
+const (
+	textPool = 48
+	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -workers 2"
+)
+
+func getTextFixture(t *testing.T) (*fixture, *textFixture) {
+	t.Helper()
+	f := getFixture(t)
+	textOnce.Do(func() {
+		var d *demo.TextDemo
+		d, textErr = demo.PrepareText(demo.TextConfig{Pool: textPool})
+		if textErr == nil {
+			textFix = &textFixture{pool: textPool}
+			textFix.files, textErr = d.WriteFiles(filepath.Join(f.dir, "text"))
+		}
+	})
+	if textErr != nil {
+		t.Fatal(textErr)
+	}
+	return f, textFix
+}
+
+// TestThreeProcessesText runs a BERT-style selection as three processes: the
+// data owner reads a text pool and tokenizes it with the vocab.txt of the
+// checkpoint directory (to -seq tokens), the model owner labels the
+// bootstrap from a label file by class name, and both must output the same
+// selection of budget − bootstrap candidates.
+func TestThreeProcessesText(t *testing.T) {
+	f, tf := getTextFixture(t)
+	out := t.TempDir()
+	start := time.Now()
+	dl, a0, a1 := f.dealer(t, "-once")
+	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
+		"-peer-fingerprint", f.path("do.crt"), "-dealer", a0, "-dealer-fingerprint", f.fp["dealer"],
+		"-model", tf.files.Checkpoint, "-labels", tf.files.Labels, "-pool-size", fmt.Sprint(tf.pool),
+		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json")}, strings.Fields(textArgs)...)
+	mo := f.start(t, "modelowner", args...)
+	addr := strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
+	args = append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", addr,
+		"-peer-fingerprint", f.fp["mo"], "-dealer", a1, "-dealer-fingerprint", f.path("dealer.crt"),
+		"-pool", tf.files.Pool, "-embedding", tf.files.Checkpoint, "-seq", "16",
+		"-connect-timeout", "20s", "-log", "info", "-out", filepath.Join(out, "do.json")}, strings.Fields(textArgs)...)
+	do := f.start(t, "dataowner", args...)
+	for _, p := range []*proc{mo, do, dl} {
+		if code := p.wait(t, 90*time.Second); code != 0 {
+			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
+		}
+	}
+	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
+	t.Logf("three processes, text pool: %v; selected %v", time.Since(start).Round(time.Millisecond), r0.Selected)
+	if !slices.Equal(r0.Selected, r1.Selected) || !slices.Equal(r0.Bootstrap, r1.Bootstrap) {
+		t.Fatalf("parties disagree: selected %v / %v, bootstrap %v / %v", r0.Selected, r1.Selected, r0.Bootstrap, r1.Bootstrap)
+	}
+	if len(r0.Selected) != 8 || len(r0.Bootstrap) != 8 || len(r0.Phases) != 2 || r0.Phases[0].In != textPool-8 {
+		t.Fatalf("selected %d, bootstrap %d, %d phases (%+v); want 8, 8, 2 phases from %d candidates", len(r0.Selected), len(r0.Bootstrap), len(r0.Phases), r0.Phases, textPool-8)
+	}
+	for _, i := range r0.Selected {
+		if slices.Contains(r0.Bootstrap, i) || i < 0 || i >= textPool {
+			t.Fatalf("selected index %d is out of range or in the bootstrap sample", i)
+		}
+	}
+	// Not a terminal: the data owner logs its progress as lines, phases
+	// numbered from 1, and the engine's own 0-based lines are dropped.
+	log := do.stderr.String()
+	for _, want := range []string{"msg=\"pool read\" kind=texts candidates=48 checkpoint=bert", "msg=progress phase=1/2 batches=", "msg=progress phase=2/2 batches="} {
+		if !strings.Contains(log, want) {
+			t.Errorf("data owner's log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "selection: progress") {
+		t.Errorf("data owner's log has the engine's progress lines:\n%s", log)
+	}
+}
+
 // TestPreGeneratedProxies runs a selection whose model owner reuses the
 // proxies an earlier run generated (its STATE/proxies) instead of labelling
 // and generating: no -model, no -labels.
@@ -454,6 +542,40 @@ func TestPeerFailures(t *testing.T) {
 		do.expect(t, peer.ExitPeer, "budget mismatch")
 		mo.expect(t, peer.ExitPeer, "budget mismatch")
 	})
+	// A corrupt or truncated checkpoint is a bad input file (exit 4, the file
+	// named); its peer learns why from the abort and exits 3 with the reason.
+	for _, tc := range []struct {
+		name    string
+		party   int
+		content string
+	}{
+		{"state-truncated", 0, `{"version":1,"party":0,"view_hash":"ab`},
+		{"state-garbage", 1, "\x00\x01 not a checkpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := t.TempDir()
+			path := selection.StateFile(st, tc.party)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dl, a0, a1 := f.dealer(t)
+			defer dl.cmd.Process.Signal(syscall.SIGTERM)
+			var moArgs, doArgs []string
+			if tc.party == 0 {
+				moArgs = []string{"-state", st}
+			} else {
+				doArgs = []string{"-state", st}
+			}
+			mo, addr := f.modelOwner(t, a0, moArgs...)
+			do := f.dataOwner(t, addr, a1, doArgs...)
+			procs := [2]*proc{mo, do}
+			procs[tc.party].expect(t, peer.ExitInput, path)
+			procs[1-tc.party].expect(t, peer.ExitPeer, "ended the session")
+			if !strings.Contains(procs[1-tc.party].stderr.String(), path) {
+				t.Fatalf("%s does not name %s:\n%s", procs[1-tc.party].name, path, procs[1-tc.party].stderr)
+			}
+		})
+	}
 	t.Run("dealer-rejects-stranger", func(t *testing.T) {
 		dl, _, a1 := f.dealer(t)
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
@@ -513,8 +635,9 @@ func TestInputAndUsageErrors(t *testing.T) {
 		code      int
 		stderr    string
 	}{
-		{"pool-garbage", "dataowner", do("-pool", garbage), peer.ExitInput, "reading pool"},
-		{"pool-missing", "dataowner", do("-pool", filepath.Join(dir, "nope")), peer.ExitInput, "reading pool"},
+		{"pool-garbage", "dataowner", do("-pool", garbage), peer.ExitInput, "unknown format"},
+		{"pool-missing", "dataowner", do("-pool", filepath.Join(dir, "nope")), peer.ExitInput, "read pool"},
+		{"pool-seq-on-images", "dataowner", do("-seq", "16"), peer.ExitUsage, "apply to text pools"},
 		{"embedding-truncated", "dataowner", do("-embedding", badModel), peer.ExitInput, "embedding checkpoint"},
 		{"model-truncated", "modelowner", mo("-model", badModel), peer.ExitInput, "target model"},
 		{"model-missing", "modelowner", mo("-model", dir), peer.ExitInput, "target model"},

@@ -63,9 +63,9 @@
 //
 // Talk to the peer through Session.Exchange, SendWords and RecvWords (not the
 // raw stream), so that receive taps (SetReceiveTap, used by the view tests)
-// see every message; draw correlations with
-// s.Provider().X(ctx, s.StreamID(), ...); and make the same provider calls in
-// the same order on both parties.
+// see every message; draw correlations with the typed helpers of
+// beaver.Typed, s.Provider().X(ctx, s.StreamID(), ...); and make the same
+// provider calls in the same order on both parties.
 //
 // # References
 //

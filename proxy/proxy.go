@@ -54,7 +54,7 @@ type TrainConfig struct {
 }
 
 func (c TrainConfig) validate(name string) error {
-	if c.Epochs <= 0 || c.BatchSize <= 0 || !(c.LR > 0) || c.WeightDecay < 0 {
+	if c.Epochs <= 0 || c.BatchSize <= 0 || !(c.LR > 0) || math.IsInf(c.LR, 0) || !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0) {
 		return fmt.Errorf("proxy: %s: epochs %d, batch size %d, learning rate %g, weight decay %g", name, c.Epochs, c.BatchSize, c.LR, c.WeightDecay)
 	}
 	return nil
@@ -70,7 +70,8 @@ type Config struct {
 	Tune, InVivo TrainConfig
 	// MLP trains the MLPs ex vivo (N, batch size, learning rate ...).
 	MLP mlp.TrainConfig
-	// Points is the size of each synthesised data set (mlp.DefaultPoints when 0).
+	// Points is the size of each synthesised data set (DefaultPoints of the
+	// bootstrap size when 0; see WithDefaults for every default).
 	Points int
 	// PooledGaussian fits one ⟨μ, σ⟩ per module instead of one per feature (see
 	// mlp.Observer.Gaussian).
@@ -111,34 +112,26 @@ type Result struct {
 }
 
 // Generate builds the proxies of cfg.Phases from target and the bootstrap set
-// (boot, labels). The target is not modified.
+// (boot, labels). Zero settings of cfg get defaults scaled to the bootstrap
+// (Config.WithDefaults); cfg is checked first (Config.Validate). The target
+// is not modified.
 func Generate(ctx context.Context, target *model.Model, boot model.Input, labels []int, cfg Config) (*Result, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	if len(cfg.Phases) == 0 {
-		return nil, fmt.Errorf("proxy generate: no phases")
+	cfg = cfg.WithDefaults(target, boot.Len())
+	if err := cfg.Validate(target, boot.Len()); err != nil {
+		return nil, fmt.Errorf("proxy generate: %w", err)
 	}
 	L := 0
-	for i, p := range cfg.Phases {
-		if p.Layers <= 0 || p.Layers > target.Config.Layers || p.Heads <= 0 || p.Heads > target.Config.Heads || p.Hidden <= 0 {
-			return nil, fmt.Errorf("proxy generate: phase %d shape %+v does not fit a target of %d layers and %d heads", i, p, target.Config.Layers, target.Config.Heads)
-		}
+	for _, p := range cfg.Phases {
 		L = max(L, p.Layers)
-	}
-	for name, t := range map[string]TrainConfig{"tune": cfg.Tune, "in vivo": cfg.InVivo} {
-		if err := t.validate(name); err != nil {
-			return nil, err
-		}
 	}
 	if boot.Len() == 0 || len(labels) != boot.Len() {
 		return nil, fmt.Errorf("proxy generate: %d bootstrap samples, %d labels", boot.Len(), len(labels))
 	}
 	points := cfg.Points
-	if points <= 0 {
-		points = mlp.DefaultPoints
-	}
 	keep := cfg.Reservoir
 	if keep <= 0 {
 		keep = 2048

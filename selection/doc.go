@@ -37,6 +37,25 @@
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).
 //
+// # Checks before anything is revealed, and failures
+//
+// Run checks what its party can check before it says anything to the peer:
+// the parameters, the model owner's target and proxy weights (finite, shapes
+// as declared), its proxy generation settings (proxy.Config.Validate, after
+// the defaults of proxy.Config.WithDefaults scaled to the bootstrap) and its
+// Label function, the data owner's pool (PoolSize candidates that fit the
+// embedding checkpoint) and embedding weights, and both parties'
+// checkpoints. A NaN checkpoint or a bad setting thus fails before the data
+// owner sends its bootstrap sample.
+//
+// A party whose run fails, at any point, sends its peer an abort with the
+// error text on stream StreamAbort and closes the connection; the peer's Run
+// returns a *PeerAbortError carrying that reason (or the *MismatchError of a
+// handshake mismatch). Every wait on the peer ends with the caller's context
+// or the connection, so neither party waits for a peer that has given up.
+// The reason names settings, files and candidate numbers, never a pool
+// value or a weight.
+//
 // # Ties
 //
 // QuickSelect orders candidates by entropy descending, then by pool index
@@ -66,9 +85,23 @@
 // survivors, and of the current phase the batches both finished); the rest
 // is redone.
 //
+// Nothing revealed across crashes and restarts exceeds what one
+// uninterrupted run reveals. The data owner records the bootstrap sample in
+// its state (State.Revealed) before sending it; from then on it tosses no
+// new coin for the session and sends, on any restart of either party, only
+// the same points (a model owner that crashed before checkpointing the
+// sample receives it again). A model owner restarted with an empty or
+// altered state directory, which no longer holds the session's coin, is
+// refused: the data owner's error wraps ErrBootstrapRevealed and the model
+// owner receives it as the data owner's abort. A data owner that accepts
+// revealing another sample starts a new session with a fresh state
+// directory. Without a StateDir the record lives in the DataOwner value
+// only. A checkpoint file that is unreadable, malformed or of other
+// parameters is a *StateError naming the file.
+//
 // Correlated randomness is keyed by a dealer session drawn from the joint
 // coin (SHA-256 of the coin seed, so both parties contribute to it): Run
-// binds the provider to it (beaver.BindSession) before drawing any
+// binds the provider to it (beaver.Provider.BindSession) before drawing any
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. Within
 // a session, correlated randomness is never reused: every run is a new

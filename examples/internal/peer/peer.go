@@ -30,11 +30,12 @@ const (
 	// ExitUsage: bad command line (unknown flag, missing or invalid value).
 	ExitUsage = 2
 	// ExitPeer: no authenticated session with a peer: it could not be
-	// reached, its key is not the pinned one (or it rejected ours), or the
-	// selection handshake found a mismatch.
+	// reached, its key is not the pinned one (or it rejected ours), the
+	// selection handshake found a mismatch, or the peer ended the session
+	// (its message says why).
 	ExitPeer = 3
-	// ExitInput: an input file (identity, model, proxies, pool, state) is
-	// missing, unreadable or malformed.
+	// ExitInput: an input file (identity, model, proxies, pool, state
+	// checkpoint) is missing, unreadable or malformed; the message names it.
 	ExitInput = 4
 )
 
