@@ -3,6 +3,7 @@ module github.com/selectformer/selectformer
 go 1.26.8
 
 require (
+	github.com/cloudflare/circl v1.6.5
 	github.com/klauspost/compress v1.20.3
 	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.49.0
@@ -18,6 +19,8 @@ require (
 )
 
 require (
+	github.com/bwesterb/go-ristretto v1.2.4 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 )
