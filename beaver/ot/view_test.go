@@ -85,6 +85,9 @@ func constWords(c uint64) func(int) []uint64 {
 // TestViews runs each generator with the peer's secrets fixed and checks the
 // viewer's received stream against the uniform simulator.
 func TestViews(t *testing.T) {
+	if testing.Short() {
+		t.Skip("52 base-OT setups (two minutes under -race on 2 cores): go test without -short runs it")
+	}
 	type op func(ctx context.Context, g *Gen, peerSecret uint64) error
 	weightB := func(g *Gen, c uint64, n int) []uint64 {
 		if g.party == 0 {
