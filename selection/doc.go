@@ -159,7 +159,7 @@
 //
 // Correlated randomness is keyed by a dealer session drawn from the joint
 // coin (SHA-256 of the coin seed, so both parties contribute to it): Run
-// binds the provider to it (beaver.BindSession) before drawing any
+// binds the provider to it (beaver.Provider.BindSession) before drawing any
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. Within
 // a session, correlated randomness is never reused: every run is a new

@@ -104,7 +104,7 @@ func (s *scheduler) start(ctx context.Context, epoch uint64) error {
 
 // bind keys all further correlated randomness by the dealer session id.
 func (s *scheduler) bind(ctx context.Context, id beaver.SessionID) error {
-	if err := beaver.BindSession(ctx, s.prov, id); err != nil {
+	if err := s.prov.BindSession(ctx, id); err != nil {
 		return fmt.Errorf("selection: dealer session: %w", err)
 	}
 	return nil
