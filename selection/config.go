@@ -60,9 +60,28 @@ type Params struct {
 	FixedPoint share.FixedPoint `json:"fixed_point"`
 	// BatchSize is the number of candidates per secure forward (64 when 0).
 	BatchSize int `json:"batch_size"`
-	// Workers is the number of batches in flight at once, each on its own
-	// stream and session (2 when 0).
+	// Workers is the number of batch lanes: at most this many batches are
+	// in flight at once, batch b on lane b mod Workers, each lane its own
+	// stream, protocol session and dealer counter range per batch (8 when
+	// 0). Both parties pass the same value (it fixes which correlated
+	// randomness a batch uses).
 	Workers int `json:"workers"`
+	// Pipeline says whether the batch scheduler pipelines (PipelineOn, the
+	// default when empty: every lane runs at once, so one batch's
+	// computation overlaps the round trips of the others, and the dealer
+	// material of upcoming batches is prefetched within MemoryBudget) or
+	// runs one batch at a time with every dealer request on the critical
+	// path (PipelineOff, the baseline). The batches use the same lanes,
+	// streams and dealer counters either way, so the entropies, hence the
+	// selected indices, are identical; each party chooses alone (it is not
+	// compared in the handshake, and a checkpoint written with one mode
+	// resumes with the other).
+	Pipeline PipelineMode `json:"pipeline,omitempty"`
+	// MemoryBudget bounds the bytes of prefetched dealer material this
+	// party holds at once (DefaultMemoryBudget when 0; negative: no
+	// prefetch). A batch is prefetched only when its whole material fits;
+	// PhaseStats reports the peak held. A local choice, like Pipeline.
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
 	// Appraisal selects the optional appraisal of the final set.
 	Appraisal AppraisalMode `json:"appraisal"`
 }
@@ -75,8 +94,38 @@ func (p Params) withDefaults() Params {
 		p.BatchSize = 64
 	}
 	if p.Workers == 0 {
-		p.Workers = 2
+		p.Workers = DefaultWorkers
 	}
+	if p.Pipeline == "" {
+		p.Pipeline = PipelineOn
+	}
+	if p.MemoryBudget == 0 {
+		p.MemoryBudget = DefaultMemoryBudget
+	}
+	return p
+}
+
+// PipelineMode selects the batch scheduler's mode (Params.Pipeline).
+type PipelineMode string
+
+const (
+	// PipelineOn runs all lanes at once and prefetches dealer material.
+	PipelineOn PipelineMode = "on"
+	// PipelineOff runs one batch at a time, without prefetching.
+	PipelineOff PipelineMode = "off"
+)
+
+// DefaultWorkers is the number of batch lanes when Params.Workers is 0.
+const DefaultWorkers = 8
+
+// DefaultMemoryBudget is the prefetch budget when Params.MemoryBudget is 0.
+const DefaultMemoryBudget = 1 << 30
+
+// protocolView returns p without the settings each party chooses alone
+// (Pipeline, MemoryBudget): what the handshake and the checkpoint's view
+// hash compare.
+func (p Params) protocolView() Params {
+	p.Pipeline, p.MemoryBudget = "", 0
 	return p
 }
 
@@ -102,6 +151,13 @@ func (p Params) Validate() error {
 		return fmt.Errorf("selection: params: batch size %d", p.BatchSize)
 	case p.Workers < 0 || p.Workers > MaxWorkers:
 		return fmt.Errorf("selection: params: workers %d (1..%d)", p.Workers, MaxWorkers)
+	case p.Pipeline != PipelineOn && p.Pipeline != PipelineOff:
+		return fmt.Errorf("selection: params: pipeline %q (on or off)", p.Pipeline)
+	case len(p.Schedule) > maxPhases:
+		return fmt.Errorf("selection: params: %d phases (at most %d)", len(p.Schedule), maxPhases)
+	}
+	if per := ((p.PoolSize-p.Bootstrap+p.BatchSize-1)/p.BatchSize + p.Workers - 1) / p.Workers; per > maxLaneBatches {
+		return fmt.Errorf("selection: params: %d batches per lane (at most %d): raise the batch size or the workers", per, maxLaneBatches)
 	}
 	switch p.Appraisal {
 	case AppraiseNone, AppraiseMean, AppraiseThreshold:
@@ -260,6 +316,16 @@ type PhaseStats struct {
 	BytesRecv int64 `json:"bytes_recv"`
 	// DealerBytes is the traffic from the dealer to this party.
 	DealerBytes int64 `json:"dealer_bytes"`
+	// PeakInFlight is the most batches that ran at once (≤ Workers; 1
+	// with the pipeline off).
+	PeakInFlight int `json:"peak_in_flight,omitempty"`
+	// Prefetched counts the batches whose dealer material was fetched
+	// ahead of use; PeakPrefetchBytes is the most bytes of such material
+	// held at once (≤ Params.MemoryBudget), BatchMaterialBytes a full
+	// batch's material.
+	Prefetched         int   `json:"prefetched,omitempty"`
+	PeakPrefetchBytes  int64 `json:"peak_prefetch_bytes,omitempty"`
+	BatchMaterialBytes int64 `json:"batch_material_bytes,omitempty"`
 	// Comparisons and Steps count QuickSelect's work.
 	Comparisons int64 `json:"comparisons"`
 	Steps       int   `json:"steps"`

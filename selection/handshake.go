@@ -91,7 +91,7 @@ func viewHash(p Params, embHash string) string {
 		V int
 		P Params
 		E string
-	}{ProtocolVersion, p, embHash})
+	}{ProtocolVersion, p.protocolView(), embHash})
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/protocol"
@@ -19,7 +20,7 @@ const (
 	// StreamSession carries the control session (weight sharing, QuickSelect,
 	// appraisal).
 	StreamSession uint32 = 2
-	// StreamSlotBase is the stream of batch slot 0; slot w uses
+	// StreamSlotBase is the stream of batch lane 0; lane w uses
 	// StreamSlotBase + w.
 	StreamSlotBase uint32 = 16
 )
@@ -28,16 +29,44 @@ const (
 // range: in epoch e every stream starts at counter e << EpochShift.
 const EpochShift = 40
 
+// Within an epoch, a lane's stream gives batch b of phase i the counters
+// from epoch<<EpochShift | i<<phaseShift | (b/W)<<batchShift on: each batch
+// its own dealer sub-stream, whatever the order in which batches run or
+// finish, and the same one with the pipeline on or off.
+const (
+	phaseShift     = 32
+	batchShift     = 18
+	maxPhases      = 1 << (EpochShift - phaseShift)
+	maxLaneBatches = 1 << (phaseShift - batchShift)
+	// maxBatchItems is the most dealer items one batch may draw.
+	maxBatchItems = 1 << batchShift
+)
+
 // scheduler is the batch scheduler of one party's run, the one place that
 // decides where the secure computation runs: which streams exist, which
-// protocol session (the control session or a batch slot's) runs what,
-// which batch goes to which slot, where the provider's counters stand in
-// each epoch and which weight ids a phase uses. Both parties build the same
-// schedule from the same public parameters, so their slots meet.
+// protocol session (the control session or a batch lane's) runs what,
+// which batch goes to which lane and when, where the provider's counters
+// stand for each batch, which weight ids a phase uses, and which dealer
+// material is fetched ahead of use. Both parties build the same schedule
+// from the same public parameters, so their lanes meet.
 //
-// Today a batch runs on slot w when it is the w-th, (w+W)-th, ... pending
-// batch of its phase, W = Params.Workers, and every slot's stream starts the
-// epoch at counter epoch<<EpochShift.
+// Batch b of a phase runs on lane b mod W (W = Params.Workers), on the
+// lane's stream StreamSlotBase+w and protocol session, with the dealer
+// counters of its own sub-stream (see batchShift). Batches start in
+// ascending order; with the pipeline on, every lane runs at once (a batch
+// starts as soon as its lane's previous batch is done), so the exchanges of
+// all lanes share each round trip of the link and one batch computes while
+// the others wait on the network; with it off, one batch runs at a time.
+// Because both parties start batches in the same order, the lowest
+// unfinished batch always runs on both sides, whatever each party's mode or
+// budget: the schedule cannot deadlock.
+//
+// With the pipeline on, the dealer material of upcoming batches is
+// prefetched (see prefetcher): the first full batch of a phase records the
+// sequence of requests (the secure forward is data-oblivious: every full
+// batch draws the same sequence), and from then on each lane's next batch
+// is fetched while the lane's current batch runs, as long as the material
+// held fits in Params.MemoryBudget.
 type scheduler struct {
 	party     int
 	conn      *transport.Conn
@@ -45,19 +74,28 @@ type scheduler struct {
 	fp        share.FixedPoint
 	batchSize int
 	workers   int
+	pipeline  bool
+	budget    int64
 
 	epoch uint64
 	ctrl  *protocol.Session
 	slots []*protocol.Session
+	lanes *laneProvider
 }
 
 // newScheduler returns the scheduler of p (after defaults) for party.
 func newScheduler(party int, conn *transport.Conn, prov beaver.Provider, p Params) *scheduler {
-	return &scheduler{party: party, conn: conn, prov: prov, fp: p.FixedPoint, batchSize: p.BatchSize, workers: p.Workers}
+	s := &scheduler{party: party, conn: conn, prov: prov, fp: p.FixedPoint, batchSize: p.BatchSize, workers: p.Workers,
+		pipeline: p.Pipeline != PipelineOff, budget: p.MemoryBudget}
+	if !s.pipeline || s.budget < 0 {
+		s.budget = 0
+	}
+	s.lanes = newLaneProvider(prov, s)
+	return s
 }
 
 // streams returns the streams whose correlated randomness the scheduler
-// positions: the control session's, then each slot's.
+// positions: the control session's, then each lane's.
 func (s *scheduler) streams() []uint32 {
 	out := []uint32{StreamSession}
 	for w := range s.workers {
@@ -66,12 +104,22 @@ func (s *scheduler) streams() []uint32 {
 	return out
 }
 
-// slotStream is the stream of batch slot w.
+// slotStream is the stream of batch lane w.
 func (s *scheduler) slotStream(w int) uint32 { return StreamSlotBase + uint32(w) }
+
+// lane is the lane of batch b.
+func (s *scheduler) lane(b int) int { return b % s.workers }
+
+// batchCounter is the first counter of batch b of phase on its lane's
+// stream in this epoch.
+func (s *scheduler) batchCounter(phase, b int) uint64 {
+	return s.epoch<<EpochShift | uint64(phase)<<phaseShift | uint64(b/s.workers)<<batchShift
+}
 
 // start begins epoch: it moves every stream's provider counter to
 // epoch<<EpochShift, so that no two runs of a session touch the same
-// material, and opens the control session and the slots' sessions.
+// material, and opens the control session and the lanes' sessions (their
+// setup exchanges run concurrently: one round trip for all).
 func (s *scheduler) start(ctx context.Context, epoch uint64) error {
 	s.epoch = epoch
 	for _, id := range s.streams() {
@@ -90,13 +138,13 @@ func (s *scheduler) start(ctx context.Context, epoch uint64) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.slots[w], errs[w] = protocol.NewSession(ctx, s.party, s.conn.Stream(s.slotStream(w)), s.prov, s.fp)
+			s.slots[w], errs[w] = protocol.NewSession(ctx, s.party, s.conn.Stream(s.slotStream(w)), s.lanes, s.fp)
 		}()
 	}
 	wg.Wait()
 	for w, err := range errs {
 		if err != nil {
-			return fmt.Errorf("selection: batch slot %d session: %w", w, err)
+			return fmt.Errorf("selection: batch lane %d session: %w", w, err)
 		}
 	}
 	return nil
@@ -128,48 +176,122 @@ func (s *scheduler) span(b, n int) (lo, hi int) {
 	return b * s.batchSize, min((b+1)*s.batchSize, n)
 }
 
-// runBatches runs do for every batch of pending, on the slots: slot w takes
-// pending[w], pending[w+W], ... (both parties assign alike), each on its
-// own stream and session. The first error cancels the others and is
-// returned (the one that caused the cancellation rather than a
-// cancellation). It returns the largest number of rounds a slot took.
-func (s *scheduler) runBatches(ctx context.Context, pending []int, do func(ctx context.Context, slot *protocol.Session, batch int) error) (int64, error) {
+// runStats are the scheduler's figures of one runBatches.
+type runStats struct {
+	// rounds is the largest number of rounds a lane took.
+	rounds int64
+	// peakInFlight is the most batches that ran at once.
+	peakInFlight int
+	// prefetched counts the batches whose material was fetched ahead.
+	prefetched int
+	// peakHeld is the most bytes of prefetched material held at once, and
+	// batchBytes the material of one full batch (0 before it is known).
+	peakHeld, batchBytes int64
+}
+
+// runBatches runs do for every batch of pending (ascending batch numbers of
+// phase, whose n candidates make batches of span), each on its lane's
+// session: batches start in ascending order, batch b once its lane's
+// previous batch is done and, with the pipeline off, once no other batch
+// runs. Each batch starts at its own dealer counters (batchCounter), drawn
+// from the lane's prefetched material where there is some. The first error
+// cancels the others and is returned (the one that caused the cancellation
+// rather than a cancellation).
+func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int, do func(ctx context.Context, slot *protocol.Session, batch int) error) (runStats, error) {
+	var st runStats
+	for i := 1; i < len(pending); i++ {
+		if pending[i] <= pending[i-1] {
+			return st, fmt.Errorf("selection: phase %d: pending batches not ascending", phase)
+		}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	W := len(s.slots)
-	errs := make([]error, W)
-	rounds := make([]int64, W)
-	var wg sync.WaitGroup
-	for w := range W {
+	r0 := make([]int64, W)
+	for w, slot := range s.slots {
+		r0[w] = slot.Stream().Stats().Rounds
+	}
+	pf := s.lanes.beginPhase(ctx, phase, n, pending)
+	defer s.lanes.endPhase()
+
+	limit := W
+	if !s.pipeline {
+		limit = 1
+	}
+	sem := make(chan struct{}, limit)
+	laneFree := make([]chan struct{}, W) // closed when the lane's last batch is done
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+		inFlight atomic.Int64
+		peak     atomic.Int64
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil || errors.Is(firstErr, context.Canceled) && !errors.Is(err, context.Canceled) {
+			firstErr = err
+		}
+		errMu.Unlock()
+		cancel()
+	}
+dispatch:
+	for _, b := range pending {
+		w := s.lane(b)
+		if ch := laneFree[w]; ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				break dispatch
+			}
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			break dispatch
+		}
+		free := make(chan struct{})
+		laneFree[w] = free
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			slot := s.slots[w]
-			r0 := slot.Stream().Stats().Rounds
-			defer func() { rounds[w] = slot.Stream().Stats().Rounds - r0 }()
-			for j := w; j < len(pending); j += W {
-				if err := do(ctx, slot, pending[j]); err != nil {
-					errs[w] = err
-					cancel()
-					return
+			defer close(free)
+			defer func() { <-sem }()
+			k := inFlight.Add(1)
+			for {
+				p := peak.Load()
+				if k <= p || peak.CompareAndSwap(p, k) {
+					break
 				}
+			}
+			defer inFlight.Add(-1)
+			if err := s.runOne(ctx, pf, phase, b, w, do); err != nil {
+				fail(err)
 			}
 		}()
 	}
 	wg.Wait()
-	var maxR int64
-	for _, r := range rounds {
-		maxR = max(maxR, r)
+	for w, slot := range s.slots {
+		st.rounds = max(st.rounds, slot.Stream().Stats().Rounds-r0[w])
 	}
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return maxR, err
-		}
+	st.peakInFlight = int(peak.Load())
+	st.prefetched, st.peakHeld, st.batchBytes = pf.stats()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = fmt.Errorf("selection: phase %d: %w", phase, ctx.Err())
 	}
-	for _, err := range errs {
-		if err != nil {
-			return maxR, err
-		}
+	return st, firstErr
+}
+
+// runOne runs batch b on lane w: from its prefetched material, or after
+// seeking the lane's stream to the batch's counters.
+func (s *scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int, do func(ctx context.Context, slot *protocol.Session, batch int) error) error {
+	lb, err := pf.begin(ctx, b)
+	if err != nil {
+		return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
 	}
-	return maxR, nil
+	err = do(ctx, s.slots[w], b)
+	if ferr := pf.finish(lb, err == nil); err == nil && ferr != nil {
+		err = fmt.Errorf("selection: phase %d batch %d: %w", phase, b, ferr)
+	}
+	return err
 }

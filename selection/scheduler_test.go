@@ -11,8 +11,8 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// TestSchedulerAssignsBatches: both parties' schedulers run batch pending[j]
-// on slot j mod W (the same stream on both sides), every batch once; a
+// TestSchedulerAssignsBatches: both parties' schedulers run batch b on lane
+// b mod W (the same stream on both sides), every batch once; a
 // failing batch's error is returned rather than the cancellation it causes
 // in the other slots; weight ids are distinct per phase and epoch.
 func TestSchedulerAssignsBatches(t *testing.T) {
@@ -51,7 +51,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[party] = scheds[party].runBatches(ctx, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+			_, errs[party] = scheds[party].runBatches(ctx, 0, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if _, dup := ran[party][b]; dup {
@@ -66,8 +66,8 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
-	for j, b := range pending {
-		want := StreamSlotBase + uint32(j%3)
+	for _, b := range pending {
+		want := StreamSlotBase + uint32(b%3)
 		if ran[0][b] != want || ran[1][b] != want {
 			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
 		}
@@ -77,7 +77,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	}
 
 	boom := errors.New("boom")
-	_, err = scheds[0].runBatches(ctx, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	_, err = scheds[0].runBatches(ctx, 1, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		if b == 3 {
 			return boom
 		}

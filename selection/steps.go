@@ -245,11 +245,12 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			if err != nil {
 				return ps, nil, fmt.Errorf("selection: phase %d: prepare: %w", i, err)
 			}
-			slotRounds, err := r.forwardBatches(ctx, i, fw, cand, pending, vals, ps.Resumed, nb)
+			rs, err := r.forwardBatches(ctx, i, fw, cand, pending, vals, ps.Resumed, nb)
 			if err != nil {
 				return ps, nil, err
 			}
-			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + slotRounds
+			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.rounds
+			ps.PeakInFlight, ps.Prefetched, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.peakInFlight, rs.prefetched, rs.peakHeld, rs.batchBytes
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
@@ -275,18 +276,19 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.Seconds = time.Since(start).Seconds()
 	r.logf().Info("selection: phase done", "party", r.party, "phase", i, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
-		"forward_rounds", ps.ForwardRounds, "select_rounds", ps.SelectRounds, "bytes_sent", ps.BytesSent, "seconds", ps.Seconds)
+		"forward_rounds", ps.ForwardRounds, "select_rounds", ps.SelectRounds, "bytes_sent", ps.BytesSent, "seconds", ps.Seconds,
+		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.budget)
 	t, _ := share.FromData(vals, len(vals))
 	return ps, t, nil
 }
 
 // forwardBatches runs the pending batches of a phase on the scheduler's
-// slots; after every batch its shares are checkpointed and progress is
-// reported. It returns the largest round count of a slot.
-func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (int64, error) {
+// lanes; after every batch its shares are checkpointed (batches may finish
+// in any order: each has its own batch file) and progress is reported.
+func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (runStats, error) {
 	prog := &progress{r: r, phase: phase, already: already, total: total, start: time.Now()}
 	prog.lastLog = prog.start
-	return r.sched.runBatches(ctx, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	return r.sched.runBatches(ctx, phase, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		lo, hi := r.sched.span(b, len(cand))
 		t, err := fw.Forward(ctx, slot, cand[lo:hi])
 		if err == nil && len(t.Data) != hi-lo {

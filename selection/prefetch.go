@@ -1,0 +1,343 @@
+package selection
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/selectformer/selectformer/beaver"
+)
+
+// laneProvider is the provider of the batch lanes' sessions: it serves the
+// lanes' requests from the running phase's prefetched material (or passes
+// them to the party's provider, recording the first full batch's sequence),
+// and everything else straight from the party's provider.
+type laneProvider struct {
+	beaver.Provider
+	s   *scheduler
+	cur atomic.Pointer[phaseFetch]
+}
+
+func newLaneProvider(p beaver.Provider, s *scheduler) *laneProvider {
+	return &laneProvider{Provider: p, s: s}
+}
+
+// Material implements beaver.Provider.
+func (l *laneProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	if r.Kind != beaver.KindWeightMask {
+		if pf := l.cur.Load(); pf != nil {
+			if lf := pf.laneOf(r.Stream); lf != nil {
+				return pf.material(ctx, lf, r)
+			}
+		}
+	}
+	return l.Provider.Material(ctx, r)
+}
+
+// phaseFetch is the prefetching state of one runBatches: per lane, its
+// pending batches in order and a producer that fetches the next batch's
+// material while the current one runs.
+type phaseFetch struct {
+	base   beaver.Provider
+	s      *scheduler
+	phase  int
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	lanes  []*laneFetch
+
+	record    bool             // record the first full batch's requests
+	tmplMu    sync.Mutex       // guards tmpl, batchBytes and tokens until tmplReady
+	tmpl      []beaver.Request // requests of a full batch, Stream zero
+	tmplReady chan struct{}
+	tokens    chan struct{} // one per full batch of material the budget holds
+
+	batchBytes int64
+	held, peak atomic.Int64
+	prefetched atomic.Int64
+}
+
+// laneFetch is one lane's part of a phaseFetch.
+type laneFetch struct {
+	stream  uint32
+	batches []*laneBatch
+	byNum   map[int]*laneBatch
+	cur     atomic.Pointer[laneBatch]
+}
+
+// laneBatch is one batch of a lane. Its material is either prefetched (the
+// producer claimed it first) or drawn directly (the batch started first).
+type laneBatch struct {
+	b    int
+	full bool
+
+	mu         sync.Mutex
+	decided    bool
+	prefetched bool
+	items      chan pfItem // prefetched material, in request order
+	claimed    chan struct{}
+	done       chan struct{}
+
+	// consumer's side (under mu)
+	drawn int
+	rec   []beaver.Request
+	bytes int64
+}
+
+type pfItem struct {
+	m   beaver.Material
+	err error
+}
+
+// beginPhase starts the prefetching of phase's pending batches of n
+// candidates and routes the lanes' requests through it.
+func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []int) *phaseFetch {
+	s := l.s
+	ctx, cancel := context.WithCancel(ctx)
+	pf := &phaseFetch{base: l.Provider, s: s, phase: phase, ctx: ctx, cancel: cancel,
+		record: s.budget > 0, tmplReady: make(chan struct{})}
+	pf.lanes = make([]*laneFetch, s.workers)
+	for w := range pf.lanes {
+		pf.lanes[w] = &laneFetch{stream: s.slotStream(w), byNum: map[int]*laneBatch{}}
+	}
+	for _, b := range pending {
+		lo, hi := s.span(b, n)
+		lb := &laneBatch{b: b, full: hi-lo == s.batchSize, claimed: make(chan struct{}), done: make(chan struct{})}
+		lf := pf.lanes[s.lane(b)]
+		lf.batches = append(lf.batches, lb)
+		lf.byNum[b] = lb
+	}
+	l.cur.Store(pf)
+	if pf.record {
+		for _, lf := range pf.lanes {
+			pf.wg.Add(1)
+			go pf.produce(lf)
+		}
+	}
+	return pf
+}
+
+// endPhase stops the producers and routes the lanes' requests to the
+// party's provider again.
+func (l *laneProvider) endPhase() {
+	if pf := l.cur.Swap(nil); pf != nil {
+		pf.cancel()
+		pf.wg.Wait()
+	}
+}
+
+// laneOf returns the lane of stream, or nil.
+func (pf *phaseFetch) laneOf(stream uint32) *laneFetch {
+	w := int(stream) - int(StreamSlotBase)
+	if w < 0 || w >= len(pf.lanes) {
+		return nil
+	}
+	return pf.lanes[w]
+}
+
+// stats returns the batches prefetched, the peak bytes held and a full
+// batch's material bytes.
+func (pf *phaseFetch) stats() (int, int64, int64) {
+	pf.tmplMu.Lock()
+	defer pf.tmplMu.Unlock()
+	return int(pf.prefetched.Load()), pf.peak.Load(), pf.batchBytes
+}
+
+// begin claims batch b for its lane: it uses the prefetched material if the
+// producer claimed it first; otherwise it seeks the lane's stream to the
+// batch's counters and draws directly.
+func (pf *phaseFetch) begin(ctx context.Context, b int) (*laneBatch, error) {
+	lf := pf.lanes[pf.s.lane(b)]
+	lb := lf.byNum[b]
+	if lb == nil {
+		return nil, fmt.Errorf("batch not pending")
+	}
+	lb.mu.Lock()
+	direct := !lb.decided
+	lb.decided = true
+	lb.mu.Unlock()
+	close(lb.claimed)
+	if direct {
+		if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, b)); err != nil {
+			close(lb.done)
+			return nil, fmt.Errorf("position dealer stream: %w", err)
+		}
+	}
+	lf.cur.Store(lb)
+	return lb, nil
+}
+
+// finish ends batch lb (ok: it succeeded): it checks what the batch drew,
+// keeps the first full batch's requests as the phase's template and frees
+// the batch's share of the budget.
+func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
+	lf := pf.lanes[pf.s.lane(lb.b)]
+	lf.cur.Store(nil)
+	defer close(lb.done)
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.prefetched {
+		pf.held.Add(-pf.batchBytes)
+		pf.tokens <- struct{}{}
+		if ok && lb.drawn != len(pf.tmpl) {
+			return fmt.Errorf("drew %d dealer items where the phase's first full batch drew %d (a Forwarder must draw the same sequence for every full batch)", lb.drawn, len(pf.tmpl))
+		}
+		return nil
+	}
+	if lb.drawn > maxBatchItems {
+		return fmt.Errorf("drew %d dealer items, more than the %d a batch may", lb.drawn, maxBatchItems)
+	}
+	if !ok || !pf.record || !lb.full {
+		return nil
+	}
+	pf.tmplMu.Lock()
+	defer pf.tmplMu.Unlock()
+	select {
+	case <-pf.tmplReady:
+		if len(pf.tmpl) != len(lb.rec) {
+			return fmt.Errorf("drew %d dealer items where the phase's first full batch drew %d (a Forwarder must draw the same sequence for every full batch)", len(lb.rec), len(pf.tmpl))
+		}
+		return nil
+	default:
+	}
+	pf.tmpl, pf.batchBytes = lb.rec, lb.bytes
+	n := 0
+	if pf.batchBytes > 0 {
+		n = int(min(pf.s.budget/pf.batchBytes, int64(pf.s.workers)))
+	}
+	pf.tokens = make(chan struct{}, n)
+	for range n {
+		pf.tokens <- struct{}{}
+	}
+	close(pf.tmplReady)
+	return nil
+}
+
+// material serves lane lf's request r for the lane's running batch.
+func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Request) (beaver.Material, error) {
+	lb := lf.cur.Load()
+	if lb == nil {
+		return pf.base.Material(ctx, r)
+	}
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if !lb.prefetched {
+		m, err := pf.base.Material(ctx, r)
+		if err != nil {
+			return m, err
+		}
+		lb.drawn++
+		if pf.record && lb.full && len(lb.rec) < maxBatchItems {
+			q := r
+			q.Stream = 0
+			lb.rec = append(lb.rec, q)
+			lb.bytes += materialBytes(m)
+		}
+		return m, nil
+	}
+	i := lb.drawn
+	if i >= len(pf.tmpl) {
+		return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more dealer items than the phase's first full batch (%d)", r, len(pf.tmpl))
+	}
+	want := pf.tmpl[i]
+	want.Stream = lf.stream
+	if r != want {
+		return beaver.Material{}, fmt.Errorf("selection: dealer item %d of the batch is %v, the phase's first full batch drew %v (a Forwarder must draw the same sequence for every full batch)", i, r, want)
+	}
+	var it pfItem
+	select {
+	case it = <-lb.items:
+	case <-ctx.Done():
+		return beaver.Material{}, fmt.Errorf("selection: %v: %w", r, ctx.Err())
+	}
+	lb.drawn++
+	return it.m, it.err
+}
+
+// produce fetches the material of lf's batches one batch ahead of the lane:
+// batch i once batch i−1 has started (and, if it draws directly, finished,
+// since it then uses the stream's counters), once the phase's template is
+// known, and once the budget holds one more batch.
+func (pf *phaseFetch) produce(lf *laneFetch) {
+	defer pf.wg.Done()
+	ctx := pf.ctx
+	for i, lb := range lf.batches {
+		if !lb.full {
+			return
+		}
+		if i > 0 {
+			prev := lf.batches[i-1]
+			select {
+			case <-prev.claimed:
+			case <-ctx.Done():
+				return
+			}
+			prev.mu.Lock()
+			direct := !prev.prefetched
+			prev.mu.Unlock()
+			if direct {
+				select {
+				case <-prev.done:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+		select {
+		case <-pf.tmplReady:
+		case <-lb.claimed:
+			continue
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-pf.tokens:
+		case <-lb.claimed:
+			continue
+		case <-ctx.Done():
+			return
+		}
+		lb.mu.Lock()
+		if lb.decided {
+			lb.mu.Unlock()
+			pf.tokens <- struct{}{}
+			continue
+		}
+		lb.decided, lb.prefetched = true, true
+		lb.items = make(chan pfItem, len(pf.tmpl))
+		lb.mu.Unlock()
+		pf.prefetched.Add(1)
+		h := pf.held.Add(pf.batchBytes)
+		for {
+			p := pf.peak.Load()
+			if h <= p || pf.peak.CompareAndSwap(p, h) {
+				break
+			}
+		}
+		if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, lb.b)); err != nil {
+			lb.items <- pfItem{err: fmt.Errorf("selection: prefetch: position dealer stream: %w", err)}
+			return
+		}
+		for _, q := range pf.tmpl {
+			q.Stream = lf.stream
+			m, err := pf.base.Material(ctx, q)
+			if err != nil {
+				err = fmt.Errorf("selection: prefetch %v: %w", q, err)
+			}
+			lb.items <- pfItem{m, err}
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
+// materialBytes is the size of m's words.
+func materialBytes(m beaver.Material) int64 {
+	var n int64
+	for _, p := range m.Parts {
+		n += 8 * int64(len(p))
+	}
+	return n
+}
