@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -268,6 +269,9 @@ type ModelOwner struct {
 
 	// onBootstrap, if set (tests), sees the bootstrap message as received.
 	onBootstrap func(b []byte) error
+	// coinSource, if set (tests), replaces crypto/rand for this party's
+	// part of the coin toss.
+	coinSource io.Reader
 }
 
 // DataOwner is party 1: it holds the pool.
@@ -296,6 +300,9 @@ type DataOwner struct {
 
 	mu       sync.Mutex
 	revealed *Revealed // without StateDir: the bootstrap sent by a Run of this value
+	// coinSource, if set (tests), replaces crypto/rand for this party's
+	// part of the coin toss.
+	coinSource io.Reader
 }
 
 // PhaseStats are one phase's figures, as seen by one party.

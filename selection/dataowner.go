@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/selectformer/selectformer/protocol"
@@ -59,7 +60,9 @@ func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	// 4. Coin, dealer session, bootstrap.
-	seed, err := r.coin(ctx, tossCoinDataOwner)
+	seed, err := r.coin(ctx, func(ctx context.Context, st *transport.Stream) (share.Seed, error) {
+		return tossCoinDataOwnerFrom(ctx, st, r.d.coinSource)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -176,9 +179,18 @@ func receiveThreshold(s *protocol.Session) (*share.Tensor, error) {
 // tossCoinDataOwner is the data owner's side of the coin toss (see
 // coinCommit): it receives the commitment, sends r1, checks the opening.
 func tossCoinDataOwner(ctx context.Context, st *transport.Stream) (share.Seed, error) {
+	return tossCoinDataOwnerFrom(ctx, st, nil)
+}
+
+// tossCoinDataOwnerFrom is tossCoinDataOwner drawing this party's contribution from src
+// (crypto/rand when nil; tests fix it to repeat a selection).
+func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Reader) (share.Seed, error) {
+	if src == nil {
+		src = rand.Reader
+	}
 	var seed share.Seed
 	var mine [32]byte
-	if _, err := rand.Read(mine[:]); err != nil {
+	if _, err := io.ReadFull(src, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: %w", err)
 	}
 	c, err := st.RecvBytes(ctx)

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/twoparty"
@@ -32,6 +33,11 @@ type valueEvaluator struct {
 	mu        sync.Mutex
 	calls     int
 	failAfter int
+	// square, if set, makes Forward return the shared square of the value
+	// (drawing square pairs and truncation pairs from the dealer).
+	square bool
+	// delay, if set, is slept before each batch.
+	delay func(phase int, idx []int) time.Duration
 }
 
 func (v *valueEvaluator) Arch(phase, seq int) (secure.Arch, error) { return secure.Arch{}, nil }
@@ -45,18 +51,32 @@ func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 		if fail {
 			return nil, fmt.Errorf("injected failure")
 		}
+		if v.delay != nil {
+			select {
+			case <-time.After(v.delay(phase, idx)):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		var x *share.Tensor
+		var err error
 		if s.Party() == 0 {
-			return s.ShareInput(1, nil, len(idx))
+			x, err = s.ShareInput(1, nil, len(idx))
+		} else {
+			xs := make([]float64, len(idx))
+			for j, i := range idx {
+				xs[j] = v.value(phase, i)
+			}
+			enc, err := v.fp.EncodeTensor(xs, len(xs))
+			if err != nil {
+				return nil, err
+			}
+			x, err = s.ShareInput(1, enc)
 		}
-		xs := make([]float64, len(idx))
-		for j, i := range idx {
-			xs[j] = v.value(phase, i)
+		if err != nil || !v.square {
+			return x, err
 		}
-		enc, err := v.fp.EncodeTensor(xs, len(xs))
-		if err != nil {
-			return nil, err
-		}
-		return s.ShareInput(1, enc)
+		return s.SquareFixed(ctx, x)
 	}), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/selectformer/selectformer/protocol"
@@ -50,7 +51,9 @@ func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	// 4. Coin, dealer session, bootstrap.
-	seed, err := d.coin(ctx, tossCoinModelOwner)
+	seed, err := d.coin(ctx, func(ctx context.Context, st *transport.Stream) (share.Seed, error) {
+		return tossCoinModelOwnerFrom(ctx, st, d.m.coinSource)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +194,18 @@ func (d *modelOwnerRun) shareThreshold(s *protocol.Session) (*share.Tensor, erro
 // tossCoinModelOwner is the model owner's side of the coin toss (see
 // coinCommit): it commits to r0, receives r1, opens r0.
 func tossCoinModelOwner(ctx context.Context, st *transport.Stream) (share.Seed, error) {
+	return tossCoinModelOwnerFrom(ctx, st, nil)
+}
+
+// tossCoinModelOwnerFrom is tossCoinModelOwner drawing this party's contribution from src
+// (crypto/rand when nil; tests fix it to repeat a selection).
+func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Reader) (share.Seed, error) {
+	if src == nil {
+		src = rand.Reader
+	}
 	var seed share.Seed
 	var mine [32]byte
-	if _, err := rand.Read(mine[:]); err != nil {
+	if _, err := io.ReadFull(src, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: %w", err)
 	}
 	if err := st.SendBytes(ctx, coinCommit(mine[:])); err != nil {

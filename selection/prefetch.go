@@ -46,6 +46,7 @@ type phaseFetch struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	lanes  []*laneFetch
+	byNum  map[int]*laneBatch
 
 	record    bool             // record the first full batch's requests
 	tmplMu    sync.Mutex       // guards tmpl, batchBytes and tokens until tmplReady
@@ -62,24 +63,27 @@ type phaseFetch struct {
 type laneFetch struct {
 	stream  uint32
 	batches []*laneBatch
-	byNum   map[int]*laneBatch
 	cur     atomic.Pointer[laneBatch]
 }
 
 // laneBatch is one batch of a lane. Its material is either prefetched (the
 // producer claimed it first) or drawn directly (the batch started first).
 type laneBatch struct {
-	b    int
-	full bool
+	b, lane int
+	full    bool
 
 	mu         sync.Mutex
 	decided    bool
 	prefetched bool
-	items      chan pfItem // prefetched material, in request order
-	claimed    chan struct{}
-	done       chan struct{}
+	items      chan pfItem   // prefetched material, in request order
+	claimed    chan struct{} // closed when the batch starts
+	fetched    chan struct{} // closed when its prefetched material is all fetched
+	done       chan struct{} // closed when it is finished
 
-	// consumer's side (under mu)
+	// The consumer's side, under cmu (prefetched no longer changes once
+	// the batch has started). Never held while waiting for the producer,
+	// who takes mu.
+	cmu   sync.Mutex
 	drawn int
 	rec   []beaver.Request
 	bytes int64
@@ -99,14 +103,15 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []i
 		record: s.budget > 0, tmplReady: make(chan struct{})}
 	pf.lanes = make([]*laneFetch, s.workers)
 	for w := range pf.lanes {
-		pf.lanes[w] = &laneFetch{stream: s.slotStream(w), byNum: map[int]*laneBatch{}}
+		pf.lanes[w] = &laneFetch{stream: s.slotStream(w)}
 	}
-	for _, b := range pending {
+	pf.byNum = make(map[int]*laneBatch, len(pending))
+	for j, b := range pending {
 		lo, hi := s.span(b, n)
-		lb := &laneBatch{b: b, full: hi-lo == s.batchSize, claimed: make(chan struct{}), done: make(chan struct{})}
-		lf := pf.lanes[s.lane(b)]
+		lb := &laneBatch{b: b, lane: j % s.workers, full: hi-lo == s.batchSize, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
+		pf.byNum[b] = lb
+		lf := pf.lanes[lb.lane]
 		lf.batches = append(lf.batches, lb)
-		lf.byNum[b] = lb
 	}
 	l.cur.Store(pf)
 	if pf.record {
@@ -145,17 +150,25 @@ func (pf *phaseFetch) stats() (int, int64, int64) {
 }
 
 // begin claims batch b for its lane: it uses the prefetched material if the
-// producer claimed it first; otherwise it seeks the lane's stream to the
-// batch's counters and draws directly.
+// producer claimed it first, or claims it for prefetching itself if the
+// phase's template is known and the budget holds one more batch (the
+// producer then fetches its items ahead of the protocol's requests);
+// otherwise it seeks the lane's stream to the batch's counters and draws
+// directly.
 func (pf *phaseFetch) begin(ctx context.Context, b int) (*laneBatch, error) {
-	lf := pf.lanes[pf.s.lane(b)]
-	lb := lf.byNum[b]
+	lb := pf.byNum[b]
 	if lb == nil {
 		return nil, fmt.Errorf("batch not pending")
 	}
+	lf := pf.lanes[lb.lane]
 	lb.mu.Lock()
-	direct := !lb.decided
-	lb.decided = true
+	if !lb.decided {
+		lb.decided = true
+		if lb.full && pf.templateKnown() && pf.tryToken() {
+			pf.claimPrefetch(lb)
+		}
+	}
+	direct := !lb.prefetched
 	lb.mu.Unlock()
 	close(lb.claimed)
 	if direct {
@@ -168,15 +181,49 @@ func (pf *phaseFetch) begin(ctx context.Context, b int) (*laneBatch, error) {
 	return lb, nil
 }
 
+// templateKnown reports whether the phase's template is recorded.
+func (pf *phaseFetch) templateKnown() bool {
+	select {
+	case <-pf.tmplReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// tryToken takes a batch's share of the budget if one is free.
+func (pf *phaseFetch) tryToken() bool {
+	select {
+	case <-pf.tokens:
+		return true
+	default:
+		return false
+	}
+}
+
+// claimPrefetch marks lb (whose mu is held, and for which a token was
+// taken) as served from prefetched material.
+func (pf *phaseFetch) claimPrefetch(lb *laneBatch) {
+	lb.decided, lb.prefetched = true, true
+	lb.items = make(chan pfItem, len(pf.tmpl))
+	pf.prefetched.Add(1)
+	h := pf.held.Add(pf.batchBytes)
+	for {
+		p := pf.peak.Load()
+		if h <= p || pf.peak.CompareAndSwap(p, h) {
+			break
+		}
+	}
+}
+
 // finish ends batch lb (ok: it succeeded): it checks what the batch drew,
 // keeps the first full batch's requests as the phase's template and frees
 // the batch's share of the budget.
 func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
-	lf := pf.lanes[pf.s.lane(lb.b)]
-	lf.cur.Store(nil)
+	pf.lanes[lb.lane].cur.Store(nil)
 	defer close(lb.done)
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
+	lb.cmu.Lock()
+	defer lb.cmu.Unlock()
 	if lb.prefetched {
 		pf.held.Add(-pf.batchBytes)
 		pf.tokens <- struct{}{}
@@ -204,7 +251,9 @@ func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 	pf.tmpl, pf.batchBytes = lb.rec, lb.bytes
 	n := 0
 	if pf.batchBytes > 0 {
-		n = int(min(pf.s.budget/pf.batchBytes, int64(pf.s.workers)))
+		// A lane holds at most two batches' material: the running one and
+		// the next.
+		n = int(min(pf.s.budget/pf.batchBytes, int64(2*pf.s.workers)))
 	}
 	pf.tokens = make(chan struct{}, n)
 	for range n {
@@ -220,8 +269,8 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 	if lb == nil {
 		return pf.base.Material(ctx, r)
 	}
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
+	lb.cmu.Lock()
+	defer lb.cmu.Unlock()
 	if !lb.prefetched {
 		m, err := pf.base.Material(ctx, r)
 		if err != nil {
@@ -255,82 +304,93 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 	return it.m, it.err
 }
 
-// produce fetches the material of lf's batches one batch ahead of the lane:
-// batch i once batch i−1 has started (and, if it draws directly, finished,
-// since it then uses the stream's counters), once the phase's template is
-// known, and once the budget holds one more batch.
+// produce fetches the material of lf's batches, in order, at most one
+// batch ahead of the lane: batch i once batch i−1 has started and its own
+// material is fetched (or, if it draws directly, once it is done, since it
+// then uses the stream's counters), once the phase's template is known,
+// and once the budget holds one more batch. A batch that started without
+// prefetched material is left to draw directly; one the lane claimed for
+// prefetching as it started is fetched at once.
 func (pf *phaseFetch) produce(lf *laneFetch) {
 	defer pf.wg.Done()
 	ctx := pf.ctx
+	wait := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
 	for i, lb := range lf.batches {
 		if !lb.full {
 			return
 		}
 		if i > 0 {
 			prev := lf.batches[i-1]
-			select {
-			case <-prev.claimed:
-			case <-ctx.Done():
+			if !wait(prev.claimed) {
 				return
 			}
 			prev.mu.Lock()
-			direct := !prev.prefetched
+			pre := prev.prefetched
 			prev.mu.Unlock()
-			if direct {
-				select {
-				case <-prev.done:
-				case <-ctx.Done():
-					return
-				}
+			if !pre && !wait(prev.done) || pre && !wait(prev.fetched) {
+				return
 			}
 		}
 		select {
 		case <-pf.tmplReady:
 		case <-lb.claimed:
-			continue
-		case <-ctx.Done():
-			return
-		}
-		select {
-		case <-pf.tokens:
-		case <-lb.claimed:
-			continue
 		case <-ctx.Done():
 			return
 		}
 		lb.mu.Lock()
-		if lb.decided {
-			lb.mu.Unlock()
-			pf.tokens <- struct{}{}
-			continue
-		}
-		lb.decided, lb.prefetched = true, true
-		lb.items = make(chan pfItem, len(pf.tmpl))
+		undecided := !lb.decided
 		lb.mu.Unlock()
-		pf.prefetched.Add(1)
-		h := pf.held.Add(pf.batchBytes)
-		for {
-			p := pf.peak.Load()
-			if h <= p || pf.peak.CompareAndSwap(p, h) {
-				break
-			}
-		}
-		if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, lb.b)); err != nil {
-			lb.items <- pfItem{err: fmt.Errorf("selection: prefetch: position dealer stream: %w", err)}
-			return
-		}
-		for _, q := range pf.tmpl {
-			q.Stream = lf.stream
-			m, err := pf.base.Material(ctx, q)
-			if err != nil {
-				err = fmt.Errorf("selection: prefetch %v: %w", q, err)
-			}
-			lb.items <- pfItem{m, err}
-			if err != nil {
+		if undecided {
+			select {
+			case <-pf.tokens:
+				lb.mu.Lock()
+				if !lb.decided {
+					pf.claimPrefetch(lb)
+				} else {
+					pf.tokens <- struct{}{}
+				}
+				lb.mu.Unlock()
+			case <-lb.claimed:
+			case <-ctx.Done():
 				return
 			}
 		}
+		lb.mu.Lock()
+		pre := lb.prefetched
+		lb.mu.Unlock()
+		if pre && !pf.fetch(ctx, lf, lb) {
+			return
+		}
 	}
+}
+
+// fetch draws lb's material, the phase's template on lf's stream from the
+// batch's counters, into lb.items; it reports whether all went well.
+func (pf *phaseFetch) fetch(ctx context.Context, lf *laneFetch, lb *laneBatch) bool {
+	defer close(lb.fetched)
+	if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, lb.b)); err != nil {
+		lb.items <- pfItem{err: fmt.Errorf("selection: prefetch: position dealer stream: %w", err)}
+		return false
+	}
+	for _, q := range pf.tmpl {
+		q.Stream = lf.stream
+		m, err := pf.base.Material(ctx, q)
+		if err != nil {
+			err = fmt.Errorf("selection: prefetch %v: %w", q, err)
+		}
+		lb.items <- pfItem{m, err}
+		if err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // materialBytes is the size of m's words.

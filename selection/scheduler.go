@@ -50,16 +50,16 @@ const (
 // material is fetched ahead of use. Both parties build the same schedule
 // from the same public parameters, so their lanes meet.
 //
-// Batch b of a phase runs on lane b mod W (W = Params.Workers), on the
-// lane's stream StreamSlotBase+w and protocol session, with the dealer
-// counters of its own sub-stream (see batchShift). Batches start in
-// ascending order; with the pipeline on, every lane runs at once (a batch
-// starts as soon as its lane's previous batch is done), so the exchanges of
-// all lanes share each round trip of the link and one batch computes while
-// the others wait on the network; with it off, one batch runs at a time.
-// Because both parties start batches in the same order, the lowest
-// unfinished batch always runs on both sides, whatever each party's mode or
-// budget: the schedule cannot deadlock.
+// The j-th pending batch of a phase runs on lane j mod W (W =
+// Params.Workers), on the lane's stream StreamSlotBase+w and protocol
+// session, with the dealer counters of its own sub-stream (batchCounter).
+// Each lane runs its batches in order. With the pipeline on, every lane
+// runs at once (a batch starts as soon as its lane's previous batch is
+// done), so the exchanges of all lanes share each round trip of the link
+// and one batch computes while the others wait on the network; with it
+// off, one batch runs at a time, in ascending order. Either way the lowest
+// unfinished batch runs on both sides (its lane's earlier batches are
+// done), whatever each party's mode: the schedule cannot deadlock.
 //
 // With the pipeline on, the dealer material of upcoming batches is
 // prefetched (see prefetcher): the first full batch of a phase records the
@@ -107,11 +107,9 @@ func (s *scheduler) streams() []uint32 {
 // slotStream is the stream of batch lane w.
 func (s *scheduler) slotStream(w int) uint32 { return StreamSlotBase + uint32(w) }
 
-// lane is the lane of batch b.
-func (s *scheduler) lane(b int) int { return b % s.workers }
-
 // batchCounter is the first counter of batch b of phase on its lane's
-// stream in this epoch.
+// stream in this epoch. A lane's batches ascend by at least W (it takes
+// every W-th pending batch), so their counter ranges ascend too.
 func (s *scheduler) batchCounter(phase, b int) uint64 {
 	return s.epoch<<EpochShift | uint64(phase)<<phaseShift | uint64(b/s.workers)<<batchShift
 }
@@ -190,10 +188,9 @@ type runStats struct {
 }
 
 // runBatches runs do for every batch of pending (ascending batch numbers of
-// phase, whose n candidates make batches of span), each on its lane's
-// session: batches start in ascending order, batch b once its lane's
-// previous batch is done and, with the pipeline off, once no other batch
-// runs. Each batch starts at its own dealer counters (batchCounter), drawn
+// phase, whose n candidates make batches of span), pending[j] on lane j mod
+// W, each lane's batches in order: with the pipeline on, all lanes at once;
+// with it off, one batch at a time in ascending order. Each batch starts at its own dealer counters (batchCounter), drawn
 // from the lane's prefetched material where there is some. The first error
 // cancels the others and is returned (the one that caused the cancellation
 // rather than a cancellation).
@@ -214,12 +211,6 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 	pf := s.lanes.beginPhase(ctx, phase, n, pending)
 	defer s.lanes.endPhase()
 
-	limit := W
-	if !s.pipeline {
-		limit = 1
-	}
-	sem := make(chan struct{}, limit)
-	laneFree := make([]chan struct{}, W) // closed when the lane's last batch is done
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
@@ -235,28 +226,10 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 		errMu.Unlock()
 		cancel()
 	}
-dispatch:
-	for _, b := range pending {
-		w := s.lane(b)
-		if ch := laneFree[w]; ch != nil {
-			select {
-			case <-ch:
-			case <-ctx.Done():
-				break dispatch
-			}
-		}
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			break dispatch
-		}
-		free := make(chan struct{})
-		laneFree[w] = free
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer close(free)
-			defer func() { <-sem }()
+	// run runs pending[j] for j = from, from+step, ... in order.
+	run := func(from, step int) {
+		defer wg.Done()
+		for j := from; j < len(pending) && ctx.Err() == nil; j += step {
 			k := inFlight.Add(1)
 			for {
 				p := peak.Load()
@@ -264,11 +237,23 @@ dispatch:
 					break
 				}
 			}
-			defer inFlight.Add(-1)
-			if err := s.runOne(ctx, pf, phase, b, w, do); err != nil {
+			err := s.runOne(ctx, pf, phase, pending[j], j%W, do)
+			inFlight.Add(-1)
+			if err != nil {
 				fail(err)
+				return
 			}
-		}()
+		}
+	}
+	if s.pipeline {
+		// Every lane on its own: a slow batch holds back its lane only.
+		for w := range min(W, len(pending)) {
+			wg.Add(1)
+			go run(w, W)
+		}
+	} else {
+		wg.Add(1)
+		run(0, 1)
 	}
 	wg.Wait()
 	for w, slot := range s.slots {

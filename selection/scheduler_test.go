@@ -11,8 +11,8 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// TestSchedulerAssignsBatches: both parties' schedulers run batch b on lane
-// b mod W (the same stream on both sides), every batch once; a
+// TestSchedulerAssignsBatches: both parties' schedulers run batch pending[j]
+// on lane j mod W (the same stream on both sides), every batch once; a
 // failing batch's error is returned rather than the cancellation it causes
 // in the other slots; weight ids are distinct per phase and epoch.
 func TestSchedulerAssignsBatches(t *testing.T) {
@@ -66,8 +66,8 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
-	for _, b := range pending {
-		want := StreamSlotBase + uint32(b%3)
+	for j, b := range pending {
+		want := StreamSlotBase + uint32(j%3)
 		if ran[0][b] != want || ran[1][b] != want {
 			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
 		}

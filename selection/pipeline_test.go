@@ -1,0 +1,210 @@
+package selection
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// shifted is testValue + 1: its squares are at least 2e-3 apart, so the
+// squared selection equals the plaintext one.
+func shifted(phase, idx int) float64 { return testValue(phase, idx) + 1 }
+
+// squared is the plaintext of what the square evaluator computes.
+func squared(phase, idx int) float64 { v := shifted(phase, idx); return v * v }
+
+// fixedCoins are the two parties' fixed contributions to the coin toss.
+func fixedCoins() [2]*bytes.Reader {
+	return [2]*bytes.Reader{bytes.NewReader(bytes.Repeat([]byte{7}, 32)), bytes.NewReader(bytes.Repeat([]byte{9}, 32))}
+}
+
+type pipeRun struct {
+	p      [2]Params
+	dirs   [2]string
+	square bool
+	delay  func(phase int, idx []int) time.Duration
+	// stopAfter > 0 closes the data owner's connection once that many
+	// batches of phase 0 are done.
+	stopAfter int
+}
+
+// runPipe runs a selection with the substitute evaluator (shifted, or its
+// square when square), the fixed coin and fixed dealer seeds.
+func runPipe(t *testing.T, c pipeRun) ([2]*Result, [2]error) {
+	t.Helper()
+	var res [2]*Result
+	coins := fixedCoins()
+	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
+		ev := &valueEvaluator{party: p, value: shifted, fp: share.DefaultFixedPoint, square: c.square, delay: c.delay}
+		var err error
+		if p == 0 {
+			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: "emb", StateDir: c.dirs[0], Logger: quiet(), coinSource: coins[0]}
+			res[0], err = mo.Run(ctx, conn, prov)
+		} else {
+			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: "emb", StateDir: c.dirs[1], Logger: quiet(), coinSource: coins[1]}
+			if c.stopAfter > 0 {
+				var once sync.Once
+				do.OnProgress = func(pr Progress) {
+					if pr.Phase == 0 && pr.Done >= c.stopAfter {
+						once.Do(func() { conn.Close() })
+					}
+				}
+			}
+			res[1], err = do.Run(ctx, conn, prov)
+		}
+		return err
+	})
+	return res, errs
+}
+
+// TestPipelineModesSelectAlike: with the pipeline on, off, on without room
+// to prefetch, on with a budget of two batches, and with the parties in
+// different modes, a selection over a forward that draws dealer material
+// (squares: square pairs and truncation pairs) gives the same survivors and
+// the bit-identical revealed mean entropy (every batch draws the same
+// correlated randomness whatever the mode); with the pipeline off one batch
+// runs at a time and nothing is prefetched; with it on, batches are
+// prefetched, never more bytes than the budget, and never more than
+// Workers batches run at once.
+func TestPipelineModesSelectAlike(t *testing.T) {
+	base := testParams()
+	base.Appraisal = AppraiseMean
+	with := func(mode PipelineMode, budget int64) Params {
+		p := base
+		p.Pipeline, p.MemoryBudget = mode, budget
+		return p
+	}
+	ref, errs := runPipe(t, pipeRun{p: [2]Params{with(PipelineOff, 0), with(PipelineOff, 0)}, square: true})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	want := plainSchedule(base, ref[0].Bootstrap, squared)
+	for i := range want {
+		if !slices.Equal(ref[0].Survivors[i], want[i]) {
+			t.Fatalf("pipeline off, phase %d: %v, plaintext %v", i, ref[0].Survivors[i], want[i])
+		}
+	}
+	for _, r := range ref {
+		for i, ps := range r.Phases {
+			if ps.PeakInFlight != 1 || ps.Prefetched != 0 || ps.PeakPrefetchBytes != 0 {
+				t.Errorf("pipeline off, phase %d: %+v", i, ps)
+			}
+		}
+	}
+	// The material of one full batch, as the pipelined run measures it.
+	on, errs := runPipe(t, pipeRun{p: [2]Params{with(PipelineOn, 0), with(PipelineOn, 0)}, square: true})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	batchBytes := on[1].Phases[0].BatchMaterialBytes
+	if batchBytes == 0 {
+		t.Fatalf("pipeline on recorded no batch material: %+v", on[1].Phases[0])
+	}
+	cases := []struct {
+		name         string
+		p0, p1       Params
+		wantPrefetch int // 1: some batches prefetched, 0: none, -1: either
+	}{
+		{"on", with(PipelineOn, 0), with(PipelineOn, 0), 1},
+		{"on, budget under one batch", with(PipelineOn, batchBytes-1), with(PipelineOn, batchBytes-1), 0},
+		{"on, no prefetch", with(PipelineOn, -1), with(PipelineOn, -1), 0},
+		{"on, budget of two batches", with(PipelineOn, 2*batchBytes), with(PipelineOn, 2*batchBytes), 1},
+		{"model owner on, data owner off", with(PipelineOn, 0), with(PipelineOff, 0), -1},
+		{"model owner off, data owner on", with(PipelineOff, 0), with(PipelineOn, 0), -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, errs := runPipe(t, pipeRun{p: [2]Params{c.p0, c.p1}, square: true})
+			if errs[0] != nil || errs[1] != nil {
+				t.Fatal(errs)
+			}
+			for party, r := range res {
+				if !slices.Equal(r.Selected, ref[0].Selected) || !slices.Equal(r.Bootstrap, ref[0].Bootstrap) {
+					t.Fatalf("party %d selected %v, pipeline off %v", party, r.Selected, ref[0].Selected)
+				}
+				for i := range r.Survivors {
+					if !slices.Equal(r.Survivors[i], ref[0].Survivors[i]) {
+						t.Fatalf("party %d phase %d survivors differ from pipeline off", party, i)
+					}
+				}
+				if r.Appraisal.Mean != ref[0].Appraisal.Mean {
+					t.Errorf("party %d: mean entropy %v, pipeline off %v: the entropies differ", party, r.Appraisal.Mean, ref[0].Appraisal.Mean)
+				}
+				p := []Params{c.p0, c.p1}[party].withDefaults()
+				prefetched := 0
+				for i, ps := range r.Phases {
+					prefetched += ps.Prefetched
+					limit := p.Workers
+					if p.Pipeline == PipelineOff {
+						limit = 1
+					}
+					if ps.PeakInFlight < 1 || ps.PeakInFlight > limit {
+						t.Errorf("party %d phase %d: %d batches in flight, limit %d", party, i, ps.PeakInFlight, limit)
+					}
+					if ps.PeakPrefetchBytes > max(p.MemoryBudget, 0) {
+						t.Errorf("party %d phase %d: %d prefetched bytes held, budget %d", party, i, ps.PeakPrefetchBytes, p.MemoryBudget)
+					}
+				}
+				if p.Pipeline == PipelineOff && prefetched > 0 || c.wantPrefetch >= 0 && (c.wantPrefetch == 1) != (prefetched > 0) {
+					t.Errorf("party %d: %d batches prefetched (want some: %d)", party, prefetched, c.wantPrefetch)
+				}
+				t.Logf("party %d phase 0: %+v", party, r.Phases[0])
+			}
+		})
+	}
+}
+
+// TestPipelineResumeOutOfOrder: with the pipeline on, the first batch of
+// phase 0 is slow, so later batches finish (and are checkpointed) before
+// it; the link drops after four batches. The checkpoint then holds batches
+// that are not a prefix of the phase, and the resumed run redoes exactly
+// the missing ones (fresh correlated randomness: a new epoch) and selects
+// the plaintext schedule's choice.
+func TestPipelineResumeOutOfOrder(t *testing.T) {
+	p := testParams()
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	slow := func(phase int, idx []int) time.Duration {
+		if phase == 0 && idx[0] < p.BatchSize { // batch 0 (later batches start past the first 16 indices)
+			return 2 * time.Second
+		}
+		return 0
+	}
+	_, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, dirs: dirs, square: true, delay: slow, stopAfter: 4})
+	if errs[0] == nil || errs[1] == nil {
+		t.Fatalf("interrupted run: %v", errs)
+	}
+	for party := range 2 {
+		st, err := (&checkpointStore{dir: dirs[party], party: party}).load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var done []int
+		for _, b := range st.Phases[0].Batches {
+			done = append(done, b.Batch)
+		}
+		slices.Sort(done)
+		if len(done) < 4 || slices.Contains(done, 0) {
+			t.Fatalf("party %d checkpointed batches %v: want at least 4, batch 0 not among them", party, done)
+		}
+	}
+	res, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, dirs: dirs, square: true})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if res[0].Epoch != 2 || res[0].Phases[0].Resumed < 4 || res[0].Phases[0].Resumed == res[0].Phases[0].Batches {
+		t.Fatalf("resumed run: epoch %d, phase 0 %+v", res[0].Epoch, res[0].Phases[0])
+	}
+	want := plainSchedule(p, res[0].Bootstrap, squared)
+	for party, r := range res {
+		if !slices.Equal(r.Selected, want[len(want)-1]) {
+			t.Fatalf("party %d resumed selection %v, plaintext %v", party, r.Selected, want[len(want)-1])
+		}
+	}
+}
