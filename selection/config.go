@@ -313,8 +313,9 @@ type PhaseStats struct {
 	// Batches is the number of batches; Resumed of them came from the checkpoint.
 	Batches int `json:"batches"`
 	Resumed int `json:"resumed"`
-	// ForwardRounds is the largest number of rounds on any batch slot's
-	// stream plus the weight sharing (the forward's critical path);
+	// ForwardRounds is the forward's critical path: the weight sharing plus
+	// the largest number of rounds on any batch lane's stream with the
+	// pipeline on (the lanes' rounds overlap), their sum with it off;
 	// SelectRounds those of QuickSelect.
 	ForwardRounds int64 `json:"forward_rounds"`
 	SelectRounds  int64 `json:"select_rounds"`

@@ -85,10 +85,17 @@
 //  4. Phases: the surviving candidates (pool indices ascending, the
 //     bootstrap excluded) are split into batches of Params.BatchSize; the
 //     proxy's weights are shared once per phase on the control session
-//     (StreamSession); the batches run on Params.Workers slots, slot w on
+//     (StreamSession); the batches run on Params.Workers lanes, lane w on
 //     stream StreamSlotBase+w with its own protocol session, taking the
-//     pending batches w, w+W, ... (one batch scheduler assigns batches to
-//     slots and positions the provider's counters).
+//     pending batches w, w+W, ... in order, each batch from its own range
+//     of the lane's dealer counters (one batch scheduler assigns batches to
+//     lanes and positions the provider's counters). With Params.Pipeline
+//     on (the default) all lanes run at once, so the exchanges of the
+//     batches in flight share each round trip, and the dealer material of
+//     each lane's next batch is fetched while the current one runs, within
+//     Params.MemoryBudget; off, one batch runs at a time. The batches draw
+//     the same material either way: the mode changes the delay, never the
+//     entropies or the selection, and each party picks its own.
 //     Then TopK keeps the phase's quota by QuickSelect on the shared
 //     entropies, revealing only comparison bits.
 //  5. Appraisal (optional): the mean entropy of the final set is revealed

@@ -103,6 +103,10 @@ func TestPipelineModesSelectAlike(t *testing.T) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
+	// The forward's critical path: one lane's batches on, all batches off.
+	if a, b := on[0].Phases[0].ForwardRounds, ref[0].Phases[0].ForwardRounds; a*2 > b {
+		t.Errorf("forward rounds on the critical path: %d pipelined, %d one batch at a time", a, b)
+	}
 	batchBytes := on[1].Phases[0].BatchMaterialBytes
 	if batchBytes == 0 {
 		t.Fatalf("pipeline on recorded no batch material: %+v", on[1].Phases[0])
@@ -206,5 +210,47 @@ func TestPipelineResumeOutOfOrder(t *testing.T) {
 		if !slices.Equal(r.Selected, want[len(want)-1]) {
 			t.Fatalf("party %d resumed selection %v, plaintext %v", party, r.Selected, want[len(want)-1])
 		}
+	}
+}
+
+// TestSecurePipelineOnOff: the real secure forward (proxies generated from
+// the bootstrap) with the same coin and dealer seeds selects the same
+// indices with the pipeline on and off, and reveals the bit-identical mean
+// entropy: the pipeline changes when batches run, not what they compute.
+func TestSecurePipelineOnOff(t *testing.T) {
+	f := newSecureFixture(t)
+	f.p.Appraisal = AppraiseMean
+	var res [2][2]*Result
+	var proxies = []*ModelOwner{}
+	for i, mode := range []PipelineMode{PipelineOff, PipelineOn} {
+		f.p.Pipeline = mode
+		mo, do := f.owners([2]string{})
+		coins := fixedCoins()
+		mo.coinSource, do.coinSource = coins[0], coins[1]
+		if i > 0 {
+			mo.Proxies = proxies[0].Proxies // same coin, same bootstrap: reuse the generated proxies
+		}
+		r, errs := f.run(t, mo, do, 0)
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("pipeline %s: %v", mode, errs)
+		}
+		proxies = append(proxies, mo)
+		res[i] = r
+		t.Logf("pipeline %s: phase 0 %+v", mode, r[0].Phases[0])
+	}
+	off, on := res[0][0], res[1][0]
+	if !slices.Equal(off.Bootstrap, on.Bootstrap) || !slices.Equal(off.Selected, on.Selected) {
+		t.Fatalf("pipeline off selected %v, on %v", off.Selected, on.Selected)
+	}
+	for i := range off.Survivors {
+		if !slices.Equal(off.Survivors[i], on.Survivors[i]) {
+			t.Fatalf("phase %d survivors differ", i)
+		}
+	}
+	if off.Appraisal.Mean != on.Appraisal.Mean || res[1][1].Appraisal.Mean != on.Appraisal.Mean {
+		t.Fatalf("mean entropy off %v, on %v / %v", off.Appraisal.Mean, on.Appraisal.Mean, res[1][1].Appraisal.Mean)
+	}
+	if off.Phases[0].PeakInFlight != 1 || on.Phases[0].PeakInFlight < 1 || on.Phases[0].ForwardRounds >= off.Phases[0].ForwardRounds {
+		t.Fatalf("phase 0 off %+v, on %+v", off.Phases[0], on.Phases[0])
 	}
 }

@@ -176,7 +176,8 @@ func (s *scheduler) span(b, n int) (lo, hi int) {
 
 // runStats are the scheduler's figures of one runBatches.
 type runStats struct {
-	// rounds is the largest number of rounds a lane took.
+	// rounds is the forward's critical path: the largest number of rounds
+	// a lane took with the pipeline on, their sum with it off.
 	rounds int64
 	// peakInFlight is the most batches that ran at once.
 	peakInFlight int
@@ -257,7 +258,12 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 	}
 	wg.Wait()
 	for w, slot := range s.slots {
-		st.rounds = max(st.rounds, slot.Stream().Stats().Rounds-r0[w])
+		r := slot.Stream().Stats().Rounds - r0[w]
+		if s.pipeline {
+			st.rounds = max(st.rounds, r) // the lanes' rounds overlap
+		} else {
+			st.rounds += r // one batch after another
+		}
 	}
 	st.peakInFlight = int(peak.Load())
 	st.prefetched, st.peakHeld, st.batchBytes = pf.stats()

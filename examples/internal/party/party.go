@@ -35,6 +35,10 @@ type ParamFlags struct {
 	Batch     int
 	Workers   int
 	Appraisal string
+	// Pipeline and MemoryBudget are this party's own choices (not
+	// compared with the peer's).
+	Pipeline     string
+	MemoryBudget int64
 }
 
 // Register adds the flags to fs. withPool adds -pool-size (the data owner
@@ -49,6 +53,8 @@ func (p *ParamFlags) Register(fs *flag.FlagSet, withPool bool) {
 	fs.IntVar(&p.Batch, "batch", 0, "candidates per secure forward batch (0: the library default)")
 	fs.IntVar(&p.Workers, "workers", 0, "batches in flight at once (0: the library default)")
 	fs.StringVar(&p.Appraisal, "appraisal", "", "appraise the final set: \"\" (no), mean, threshold")
+	fs.StringVar(&p.Pipeline, "pipeline", "on", "batch pipeline: on (all lanes at once, dealer material prefetched) or off (one batch at a time); this party's choice")
+	fs.Int64Var(&p.MemoryBudget, "memory-budget", 0, "bytes of prefetched dealer material held at once (0: the library default, 1 GiB; negative: no prefetch)")
 }
 
 // Params converts the flags into selection parameters; problems are usage
@@ -68,7 +74,8 @@ func (p *ParamFlags) Params() (selection.Params, error) {
 		return selection.Params{}, peer.Usage("flags -batch and -workers must not be negative")
 	}
 	out := selection.Params{PoolSize: p.PoolSize, Budget: p.Budget, Bootstrap: p.Bootstrap, Schedule: sched,
-		BatchSize: p.Batch, Workers: p.Workers, Appraisal: selection.AppraisalMode(p.Appraisal)}
+		BatchSize: p.Batch, Workers: p.Workers, Appraisal: selection.AppraisalMode(p.Appraisal),
+		Pipeline: selection.PipelineMode(p.Pipeline), MemoryBudget: p.MemoryBudget}
 	if err := out.Validate(); err != nil {
 		return selection.Params{}, peer.Usage("%v", err)
 	}
