@@ -11,7 +11,7 @@ import (
 // SelectStats counts the work of one TopK call.
 type SelectStats struct {
 	// Comparisons is the number of secure comparisons (revealed outcomes);
-	// about 12–16·n for n values above a few hundred (TopK explains why).
+	// about 12–17·n for n values above a few hundred (TopK explains why).
 	Comparisons int64 `json:"comparisons"`
 	// Steps is the number of steps (one CompareReveal each, 7 rounds).
 	Steps int `json:"steps"`
@@ -65,7 +65,7 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 //
 // For 1,000–42,000 values this takes 3 steps (sample, partition, sort), in
 // some runs 4 (a second partition): 21–28 rounds where the single-pivot
-// QuickSelect took 10–19 steps (70–130 rounds), for about 12–16·n
+// QuickSelect took 10–19 steps (70–130 rounds), for about 12–17·n
 // comparisons instead of 3–4·n (see bench/RESULTS.md, "QuickSelect").
 // Inputs of up to 91 values take one sort step.
 //
