@@ -48,7 +48,7 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 // TopK is a sample-based multi-pivot QuickSelect whose steps each run ONE
 // protocol.CompareReveal (7 rounds) on every pair the step compares. With m
 // values still active (those whose membership is not yet known) and a
-// budget of B = 8·n comparisons per step (at least 4,096, at most 2^23):
+// budget of B = 8·n comparisons per step (at least 4,096, at most 2^22):
 //
 //   - sort: if all m(m−1)/2 pairs fit in B, compare every pair of the active
 //     values; their order settles the selection and TopK ends.

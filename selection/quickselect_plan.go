@@ -26,8 +26,9 @@ const (
 	// minStepBudget settles up to 91 values in one step (every pair).
 	minStepBudget = 4096
 	// maxStepBudget bounds the memory of one step (about 40 bytes per
-	// comparison and party); beyond it, partition steps use fewer pivots.
-	maxStepBudget = 1 << 23
+	// comparison and party, 170 MB); beyond 2^19 values, partition steps
+	// use fewer pivots.
+	maxStepBudget = 1 << 22
 	// sampleFactor·√m is the size of a random sample of m active values
 	// (sorting it costs about 4.5·m comparisons).
 	sampleFactor = 3
@@ -113,6 +114,12 @@ func (p *selectPlan) next() (pairs [][2]int, done bool) {
 		return nil, true
 	}
 	m := len(p.active)
+	if len(p.sorted) == m {
+		// The order of every active value is known already.
+		p.chosen = append(p.chosen, p.sorted[:p.need]...)
+		p.done, p.active, p.need, p.sorted = true, nil, 0, nil
+		return nil, true
+	}
 	switch {
 	case m-1 <= 2*p.budget/m: // m(m−1)/2 ≤ budget, without overflow
 		p.kind, p.group = stepSortAll, p.active

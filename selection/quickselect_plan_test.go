@@ -217,3 +217,22 @@ func flipExtremes(pairs [][2]int, rank []int) []bool {
 	}
 	return ahead
 }
+
+// TestSelectPlanKnownOrderNeedsNoStep: when the sorted sample is the whole
+// active set (a bucket made only of sample members), the plan ends without
+// another step instead of proposing a partition with nothing to compare.
+func TestSelectPlanKnownOrderNeedsNoStep(t *testing.T) {
+	p := newSelectPlan(200, 50, share.NewPRG(share.Seed{1}, "plan"))
+	p.sorted = slices.Clone(p.active)
+	slices.Reverse(p.sorted) // the known order: position 199 is best
+	if pairs, done := p.next(); !done {
+		t.Fatalf("a %v step of %d comparisons for a known order", p.kind, len(pairs))
+	}
+	want := make([]int, 50)
+	for i := range want {
+		want[i] = 150 + i
+	}
+	if got := p.result(); !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
