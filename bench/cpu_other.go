@@ -1,0 +1,8 @@
+//go:build !unix
+
+package bench
+
+import "time"
+
+// processCPU returns 0 where getrusage is not available.
+func processCPU() time.Duration { return 0 }
