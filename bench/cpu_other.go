@@ -6,3 +6,6 @@ import "time"
 
 // processCPU returns 0 where getrusage is not available.
 func processCPU() time.Duration { return 0 }
+
+// ProcessCPUSeconds returns 0 where getrusage is not available.
+func ProcessCPUSeconds() float64 { return 0 }

@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// ProcessCPUSeconds returns the CPU time (user + system) this process has
+// used, in seconds (0 where getrusage is unavailable).
+func ProcessCPUSeconds() float64 { return processCPU().Seconds() }
+
 // processCPU returns the CPU time (user + system) this process has used.
 func processCPU() time.Duration {
 	var ru syscall.Rusage

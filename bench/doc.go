@@ -2,8 +2,7 @@
 // rounds, bytes, dealer traffic, wall time and memory of the secure
 // computation, with both parties in one process or each in its own. The
 // commands under bench/cmd use it (mpcbench forward, select and report;
-// linkem);
-// measured figures are recorded in bench/RESULTS.md.
+// linkem); measured figures are recorded in bench/RESULTS.md.
 //
 // The computation itself lives in the library packages (protocol for the
 // online protocols, proxy/secure for the secure proxy forward); this package

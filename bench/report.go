@@ -116,12 +116,16 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 		fmt.Fprintf(bw, ", %.1f s without", r.Compute.Seconds)
 	}
 	fmt.Fprintln(bw, "). Bytes are what each party sent; dealer bytes both parties' traffic with the dealer; peak heap is the one process's (both parties and the dealer).")
-	for _, run := range []*SampleRun{r.Sample, r.Compute} {
-		if run == nil || run.CPUSeconds == 0 {
+	for _, run := range []*SampleRun{r.Sample, r.Compute, r.Processes} {
+		if run == nil || run.CPUSeconds == 0 || run.Cores == 0 || run.Seconds == 0 {
 			continue
 		}
-		fmt.Fprintf(bw, " The run with link %s took %.0f s of wall time and %.0f s of CPU time on %d cores (it got %.0f%% of the machine; load average %s before, %s after).",
-			run.Link, run.Seconds, run.CPUSeconds, run.Cores, 100*run.CPUSeconds/(float64(run.Cores)*run.Seconds), run.LoadBefore, run.LoadAfter)
+		kind := "in-process"
+		if run.Processes {
+			kind = "separate processes'"
+		}
+		fmt.Fprintf(bw, " The %s run with link %s took %.0f s of wall time and %.0f s of CPU time on %d cores (it got %.0f%% of the machine; load average %s before, %s after).",
+			kind, run.Link, run.Seconds, run.CPUSeconds, run.Cores, 100*run.CPUSeconds/(float64(run.Cores)*run.Seconds), run.LoadBefore, run.LoadAfter)
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw)

@@ -281,9 +281,10 @@ type SampleRun struct {
 	Processes bool `json:"processes"`
 	// Seconds is the wall time of the run (the slower party's selection.Run).
 	Seconds float64 `json:"seconds"`
-	// CPUSeconds is the CPU time (user + system) of this process during an
-	// in-process run (both parties and the dealer); with Cores and Seconds
-	// it tells what share of the machine the run got. LoadBefore and
+	// CPUSeconds is the CPU time (user + system) of the run: this process's
+	// during an in-process run (both parties and the dealer), the three
+	// processes' in all with separate processes; with Cores and Seconds it
+	// tells what share of the machine the run got. LoadBefore and
 	// LoadAfter are the load averages (/proc/loadavg) around the run.
 	CPUSeconds float64    `json:"cpu_seconds,omitempty"`
 	Cores      int        `json:"cores"`

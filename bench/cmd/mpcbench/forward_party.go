@@ -65,6 +65,8 @@ type partyReport struct {
 	PeakHeap uint64 `json:"peak_heap"`
 	// RSS is the process's peak resident set size (getrusage).
 	RSS uint64 `json:"rss"`
+	// CPUSeconds is the process's CPU time, user + system (select children).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 	// Party is the party's cost (forward parties only).
 	Party *bench.ForwardParty `json:"party,omitempty"`
 	// Select is the party's record of a sample selection and PhasePeaks

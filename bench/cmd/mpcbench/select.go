@@ -238,6 +238,12 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 			return err
 		}
 		fmt.Fprintf(w, "agree: %v\n", cc.Agree)
+		for _, run := range []*bench.SampleRun{rep.Sample, rep.Processes} {
+			if run != nil && run.CPUSeconds > 0 && run.Seconds > 0 && run.Cores > 0 {
+				fmt.Fprintf(w, "  %s run: %.1f s wall, %.1f s CPU: %.0f%% of %d cores (load %s → %s)\n", map[bool]string{false: "in-process", true: "processes'"}[run.Processes],
+					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(run.Seconds*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter)
+			}
+		}
 	}
 	return nil
 }
@@ -288,6 +294,7 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 		}
 		return l.Listen, nil
 	}
+	load := bench.LoadAverage()
 	dealer, err := start("dealer")
 	if err != nil {
 		return nil, err
@@ -362,6 +369,8 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 		}
 	}
 	run.PeakHeapDealer, run.RSSP0, run.RSSP1, run.RSSDealer = reps[2].PeakHeap, reps[0].RSS, reps[1].RSS, reps[2].RSS
+	run.CPUSeconds = reps[0].CPUSeconds + reps[1].CPUSeconds + reps[2].CPUSeconds
+	run.LoadBefore, run.LoadAfter = load, bench.LoadAverage()
 	return run, nil
 }
 
@@ -419,6 +428,7 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	if rep.RSS, err = peakRSS(); err != nil {
 		return fmt.Errorf("select-party %s: %w", *role, err)
 	}
+	rep.CPUSeconds = bench.ProcessCPUSeconds()
 	return enc.Encode(childLine{Report: rep})
 }
 
