@@ -134,6 +134,7 @@ func WritePlots(dir string, reps []*SelectReport) ([]string, error) {
 	}
 	pb := newLogPlot("Delay vs link bandwidth (bound model; one-way latency as run)", "bandwidth per direction (MB/s)", "delay (hours)")
 	pl := newLogPlot("Delay vs link round-trip time (bound model; bandwidth as run)", "round-trip time (ms)", "delay (hours)")
+	pb.Legend.Left, pl.Legend.Left = false, true
 	for i, r := range reps {
 		b := base(r)
 		var xb, xl plotter.XYs
