@@ -115,7 +115,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	if r.Compute != nil {
 		fmt.Fprintf(bw, ", %.1f s without", r.Compute.Seconds)
 	}
-	fmt.Fprintln(bw, "). Bytes are what each party sent; dealer bytes both parties' traffic with the dealer; peak heap is the one process's (both parties and the dealer).")
+	fmt.Fprint(bw, "). Bytes are what each party sent; dealer bytes both parties' traffic with the dealer; peak heap is the one process's (both parties and the dealer).")
 	for _, run := range []*SampleRun{r.Sample, r.Compute, r.Processes} {
 		if run == nil || run.CPUSeconds == 0 || run.Cores == 0 || run.Seconds == 0 {
 			continue
