@@ -65,8 +65,14 @@ type partyReport struct {
 	PeakHeap uint64 `json:"peak_heap"`
 	// RSS is the process's peak resident set size (getrusage).
 	RSS uint64 `json:"rss"`
-	// Party is the party's cost (parties only).
+	// CPUSeconds is the process's CPU time, user + system (select children).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// Party is the party's cost (forward parties only).
 	Party *bench.ForwardParty `json:"party,omitempty"`
+	// Select is the party's record of a sample selection and PhasePeaks
+	// its peak Go heap per phase (select parties only).
+	Select     *bench.PartyRun `json:"select,omitempty"`
+	PhasePeaks []uint64        `json:"phase_peaks,omitempty"`
 	// Dealer is what the dealer served (dealer only).
 	Dealer *beaver.DealerStats `json:"dealer,omitempty"`
 }
@@ -131,6 +137,59 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 	}
 }
 
+// spawn starts exe with args as the child of role and reads its stdout
+// lines in the background.
+func spawn(exe, role string, args []string) (*child, error) {
+	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
+	c.cmd.Stderr = c.stderr
+	setParentDeath(c.cmd)
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", role, err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	go func() {
+		defer close(c.done)
+		defer close(c.lines)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var l childLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				c.err = fmt.Errorf("bad output line %q: %w", sc.Text(), err)
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+				return
+			}
+			c.lines <- l
+		}
+		if err := sc.Err(); err != nil {
+			c.err = err
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+			return
+		}
+		if err := c.cmd.Wait(); err != nil {
+			c.err = err
+		}
+	}()
+	return c, nil
+}
+
+// killChildren kills children that have not exited and waits (a while) for
+// their readers to reap them.
+func killChildren(children []*child) {
+	for _, c := range children {
+		_ = c.cmd.Process.Kill()
+		select { // the reader reaps the child once its stdout closes
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
 func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	exe, err := executable()
 	if err != nil {
@@ -155,16 +214,8 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, t
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("timed out after %v", timeout))
 	defer cancel()
 	var children []*child
-	defer func() {
-		// Normally the children have exited; on failure, kill them.
-		for _, c := range children {
-			_ = c.cmd.Process.Kill()
-			select { // the reader reaps the child once its stdout closes
-			case <-c.done:
-			case <-time.After(10 * time.Second):
-			}
-		}
-	}()
+	// Normally the children have exited; on failure, kill them.
+	defer func() { killChildren(children) }()
 	// The parent drives both parties, so it draws their dealer session id.
 	sid, err := beaver.NewSessionID()
 	if err != nil {
@@ -173,39 +224,11 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, t
 	start := func(role string, extra ...string) (*child, error) {
 		args := append([]string{"forward-party", "--role", role, "--dir", dir, "--timeout", timeout.String(),
 			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"], "--session", sid.String()}, extra...)
-		args = append(args, bf.args()...)
-		c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
-		c.cmd.Stderr = c.stderr
-		setParentDeath(c.cmd)
-		out, err := c.cmd.StdoutPipe()
+		c, err := spawn(exe, role, append(args, bf.args()...))
 		if err != nil {
-			return nil, fmt.Errorf("forward: per-party: %s: %w", role, err)
-		}
-		if err := c.cmd.Start(); err != nil {
-			return nil, fmt.Errorf("forward: per-party: start %s: %w", role, err)
+			return nil, fmt.Errorf("forward: per-party: %w", err)
 		}
 		children = append(children, c)
-		go func() {
-			defer close(c.done)
-			defer close(c.lines)
-			sc := bufio.NewScanner(out)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				var l childLine
-				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-					c.err = fmt.Errorf("bad output line %q: %w", sc.Text(), err)
-					return
-				}
-				c.lines <- l
-			}
-			if err := sc.Err(); err != nil {
-				c.err = err
-				return
-			}
-			if err := c.cmd.Wait(); err != nil {
-				c.err = err
-			}
-		}()
 		return c, nil
 	}
 	listen := func(c *child) (*listenMsg, error) {

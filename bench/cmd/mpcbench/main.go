@@ -16,8 +16,11 @@
 // directions, base OTs included) and the offline time includes it.
 //
 // Ops are registered by Op entries (ops.go); the arithmetic ones live in
-// arith.go and the nonlinear ones in nonlinear.go. More subcommands (e.g.
-// forward) plug into the commands table.
+// arith.go and the nonlinear ones in nonlinear.go. More subcommands plug
+// into the commands table: forward (forward.go, forward_party.go), select
+// (select.go: a whole selection of a workload projected to its full pool,
+// optionally cross-checked against separate processes) and report
+// (report.go: regenerates bench/RESULTS.md and its plots).
 package main
 
 import (
