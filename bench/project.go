@@ -154,7 +154,14 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	}
 	if link != nil {
 		if bw > 0 {
-			pr.Bounds.BandwidthSeconds = float64(max(pr.BytesP0, pr.BytesP1)) / bw
+			busiest := max(pr.BytesP0, pr.BytesP1)
+			if linkRun.Provider == "ot" {
+				// No dealer: the OT traffic shares the parties' link. It
+				// flows mostly one way (the weight masks' corrections from
+				// P0), so all of it is counted on the busiest direction.
+				busiest += pr.DealerBytes
+			}
+			pr.Bounds.BandwidthSeconds = float64(busiest) / bw
 		}
 		pr.Bounds.LatencySeconds = float64(pr.Rounds) * lat
 	} else {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -42,6 +43,37 @@ type SelectConfig struct {
 	Seed uint64
 	// Logger receives selection's progress (discarded when nil).
 	Logger *slog.Logger
+	// Provider names where the correlated randomness comes from: "dealer"
+	// (the default when empty: an in-process dealer) or "ot" (no dealer:
+	// the parties make it themselves by oblivious transfer over their own
+	// connection, ot.Provider; in-process runs only). With "ot" the phases'
+	// dealer bytes are the OT traffic.
+	Provider string
+}
+
+// ProviderNames are the values of SelectConfig.Provider.
+var ProviderNames = []string{"dealer", "ot"}
+
+// checkProvider checks c.Provider.
+func (c SelectConfig) checkProvider() error {
+	switch c.Provider {
+	case "", "dealer", "ot":
+		return nil
+	}
+	return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, ProviderNames)
+}
+
+// provider returns party p's provider of a run: the run's dealer, or a
+// dealer-free OT provider on the parties' connection.
+func (c SelectConfig) provider(p *twoparty.Party) (beaver.Provider, error) {
+	if c.Provider != "ot" {
+		return p.Provider, nil
+	}
+	prov, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: select: %w", err)
+	}
+	return prov, nil
 }
 
 func (c SelectConfig) samples() int {
@@ -279,6 +311,9 @@ type SampleRun struct {
 	// Processes reports whether the dealer and the parties ran as separate
 	// OS processes over TLS (else in one process over an in-memory pipe).
 	Processes bool `json:"processes"`
+	// Provider is SelectConfig.Provider ("ot": the correlations were made
+	// over the parties' own link, so DealerBytes crossed it too).
+	Provider string `json:"provider,omitempty"`
 	// Seconds is the wall time of the run (the slower party's selection.Run).
 	Seconds float64 `json:"seconds"`
 	// CPUSeconds is the CPU time (user + system) of the run: this process's
@@ -359,7 +394,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 	if p0 == nil || p1 == nil || len(p0.Phases) != len(w.Phases) || len(p1.Phases) != len(w.Phases) {
 		return nil, fmt.Errorf("bench: select: incomplete party records")
 	}
-	r := &SampleRun{Workload: w.Name, Link: "none", Samples: cfg.samples(), Seconds: max(p0.Seconds, p1.Seconds), Cores: runtime.NumCPU()}
+	r := &SampleRun{Workload: w.Name, Link: "none", Samples: cfg.samples(), Provider: cfg.Provider, Seconds: max(p0.Seconds, p1.Seconds), Cores: runtime.NumCPU()}
 	if cfg.Link != nil {
 		r.Link = cfg.Link.Name
 	}
@@ -399,6 +434,9 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	if err := cfg.Workload.Validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.checkProvider(); err != nil {
+		return nil, err
+	}
 	dir := cfg.StateDir
 	if dir == "" {
 		var err error
@@ -413,7 +451,11 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	sampler := StartHeapSampler(0)
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}},
 		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
-			return RunSelectParty(ctx, p.ID, p.Conn, p.Provider, pc, sampler.SetPhase)
+			prov, err := pc.provider(p)
+			if err != nil {
+				return nil, err
+			}
+			return RunSelectParty(ctx, p.ID, p.Conn, prov, pc, sampler.SetPhase)
 		})
 	peaks := sampler.Stop()
 	if err != nil {

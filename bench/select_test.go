@@ -65,13 +65,13 @@ func TestWorkloadInvalid(t *testing.T) {
 		edit func(w *Workload)
 	}{
 		{"no phases", func(w *Workload) { w.Phases = nil }},
-		{"growing phase", func(w *Workload) { w.Phases = []PhaseSpec{{1, 1, 2, 0.3}, {1, 1, 2, 0.5}, {1, 1, 2, 0.2}} }},
-		{"last phase not the budget", func(w *Workload) { w.Phases = []PhaseSpec{{1, 1, 2, 0.5}, {1, 1, 2, 0.3}} }},
+		{"growing phase", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.3}, {1, 1, 2, 0.5}, {1, 1, 2, 0.2}} }},
+		{"last phase not the budget", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.5}, {1, 1, 2, 0.3}} }},
 		{"exact with two phases", func(w *Workload) { w.Exact = true }},
 		{"zero batch", func(w *Workload) { w.BatchSize = 0 }},
 		{"budget below bootstrap", func(w *Workload) { w.Budget = 0.04 }},
 		{"unknown shape", func(w *Workload) { w.Shape = "gpt" }},
-		{"too many heads", func(w *Workload) { w.Phases = []PhaseSpec{{1, 9, 2, 0.5}, {1, 4, 4, 0.2}} }},
+		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5}, {1, 4, 4, 0.2}} }},
 		{"no samples", func(w *Workload) { w.Samples = 0 }},
 	}
 	for _, tc := range tests {
@@ -455,4 +455,62 @@ func FuzzDecodeSelectReport(f *testing.F) {
 			t.Fatalf("accepted an inconsistent report: %+v", r)
 		}
 	})
+}
+
+// TestSelectTinyDealerFree runs the tiny workload with no dealer (the
+// parties make their correlations by OT) and with the in-process dealer on
+// the same seed: the online forward costs the same rounds and bytes, the
+// phases' online bytes leave out the OT streams, and the OT traffic shows
+// as the phases' dealer bytes.
+func TestSelectTinyDealerFree(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	runs := map[string]*SampleRun{}
+	for _, prov := range ProviderNames {
+		run, err := RunSelect(ctx, SelectConfig{Workload: TinyWorkload, Samples: 16, Seed: 3, Provider: prov})
+		if err != nil {
+			t.Fatalf("%s: %v", prov, err)
+		}
+		runs[prov] = run
+	}
+	d, o := runs["dealer"], runs["ot"]
+	if len(d.Phases) != len(o.Phases) {
+		t.Fatalf("%d phases with the dealer, %d without", len(d.Phases), len(o.Phases))
+	}
+	for i := range d.Phases {
+		dp, op := d.Phases[i], o.Phases[i]
+		if dp.Forward.BytesP0 != op.Forward.BytesP0 || dp.Forward.BytesP1 != op.Forward.BytesP1 || dp.Forward.Rounds != op.Forward.Rounds || dp.Prepare != withSeconds(op.Prepare, dp.Prepare.Seconds) {
+			t.Errorf("phase %d: forward %+v prepare %+v with the dealer, %+v %+v without", i, dp.Forward, dp.Prepare, op.Forward, op.Prepare)
+		}
+		if op.BytesP0 > 2*dp.BytesP0 || op.BytesP1 > 2*dp.BytesP1 {
+			t.Errorf("phase %d: online bytes %d/%d without a dealer, %d/%d with: OT traffic counted as online", i, op.BytesP0, op.BytesP1, dp.BytesP0, dp.BytesP1)
+		}
+		if op.DealerBytes <= 10*dp.DealerBytes {
+			t.Errorf("phase %d: %d B of OT traffic, %d B from the dealer", i, op.DealerBytes, dp.DealerBytes)
+		}
+	}
+	// Without a dealer the OT traffic crosses the parties' link: the
+	// bandwidth bound counts it.
+	link := transport.Profile{Name: "test", Bandwidth: 1 << 20, Latency: time.Millisecond}
+	noTopK := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k}, nil }
+	pd, err := Project(TinyWorkload, 0, &link, d, d, noTopK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	po, err := Project(TinyWorkload, 0, &link, o, o, noTopK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float64(max(po.BytesP0, po.BytesP1)+po.DealerBytes) / float64(link.Bandwidth); po.Bounds.BandwidthSeconds != want || pd.Bounds.BandwidthSeconds >= want/10 {
+		t.Errorf("bandwidth bound %.1f s without a dealer (want %.1f), %.1f s with", po.Bounds.BandwidthSeconds, want, pd.Bounds.BandwidthSeconds)
+	}
+	if _, err := RunSelect(ctx, SelectConfig{Workload: TinyWorkload, Samples: 16, Provider: "tee"}); err == nil || !strings.Contains(err.Error(), "tee") {
+		t.Errorf("provider tee: %v", err)
+	}
+}
+
+// withSeconds returns p with its Seconds set to s (to compare the rest).
+func withSeconds(p Part, s float64) Part {
+	p.Seconds = s
+	return p
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/selectformer/selectformer/selection"
 )
 
-// PhaseSpec is one phase of a workload's schedule.
-type PhaseSpec struct {
+// Phase is one phase of a workload's schedule (as selection.Phase is one of
+// a selection's): its proxy shape and the fraction that survives it.
+type Phase struct {
 	// Layers, Heads (0: all of the shape) and MLPDim are the proxy's shape
 	// ⟨l, w, d⟩ (ignored by an exact workload).
 	Layers int `json:"layers"`
@@ -24,7 +25,7 @@ type PhaseSpec struct {
 }
 
 // String renders the phase as ⟨l L, w H, d d⟩.
-func (p PhaseSpec) String() string {
+func (p Phase) String() string {
 	return fmt.Sprintf("⟨%dL,%dH,d%d⟩", p.Layers, p.Heads, p.MLPDim)
 }
 
@@ -61,7 +62,7 @@ type Workload struct {
 	Budget    float64 `json:"budget"`
 	Bootstrap float64 `json:"bootstrap"`
 	// Phases is the schedule.
-	Phases []PhaseSpec `json:"phases"`
+	Phases []Phase `json:"phases"`
 	// Samples is the default number of synthetic candidates of a sample run.
 	Samples int `json:"samples"`
 	// BatchSize and Workers configure the batch loop (selection.Params).
@@ -92,18 +93,18 @@ var (
 var Workloads = []Workload{
 	{Name: "sst2-distilbert", Target: "DistilBERT (6 layers, 12 heads, hidden 768)", Shape: "distilbert", Seq: 128, Pool: 42000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
-		Phases: []PhaseSpec{{1, 12, 2, 0.50}, {1, 12, 8, 0.30}, {1, 12, 16, 0.20}},
+		Phases: []Phase{{1, 12, 2, 0.50}, {1, 12, 8, 0.30}, {1, 12, 16, 0.20}},
 		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
 	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
-		Phases: []PhaseSpec{{1, 1, 2, 0.30}, {3, 12, 16, 0.20}},
+		Phases: []Phase{{1, 1, 2, 0.30}, {3, 12, 16, 0.20}},
 		Paper:  paperBERT},
 	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
-		Phases: []PhaseSpec{{1, 6, 16, 0.20}}},
+		Phases: []Phase{{1, 6, 16, 0.20}}},
 	{Name: "oracle-sst2-distilbert", Target: "the exact 6-layer DistilBERT (the paper's Oracle)", Shape: "distilbert", Seq: 128, Exact: true, Pool: 42000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 12, BatchSize: 3, Workers: 2,
-		Phases: []PhaseSpec{{6, 12, 0, 0.20}},
+		Phases: []Phase{{6, 12, 0, 0.20}},
 		Paper:  []PaperDelay{paperOracleSST2}},
 }
 
@@ -111,7 +112,7 @@ var Workloads = []Workload{
 // one-layer proxies of the "tiny" shape on 8-token inputs.
 var TinyWorkload = Workload{Name: "tiny", Target: "tiny DistilBERT-like model, 8 tokens (tests)", Shape: "tiny", Seq: 8, Pool: 1000,
 	Budget: 0.20, Bootstrap: 0.05, Samples: 40, BatchSize: 4, Workers: 2,
-	Phases: []PhaseSpec{{1, 2, 2, 0.50}, {1, 4, 4, 0.20}}}
+	Phases: []Phase{{1, 2, 2, 0.50}, {1, 4, 4, 0.20}}}
 
 // WorkloadByName returns the named workload of Workloads (or "tiny").
 func WorkloadByName(name string) (Workload, error) {

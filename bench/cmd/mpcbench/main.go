@@ -19,7 +19,8 @@
 // arith.go and the nonlinear ones in nonlinear.go. More subcommands plug
 // into the commands table: forward (forward.go, forward_party.go), select
 // (select.go: a whole selection of a workload projected to its full pool,
-// optionally cross-checked against separate processes) and report
+// optionally cross-checked against separate processes; --provider ot runs it
+// with no dealer, in process) and report
 // (report.go: regenerates bench/RESULTS.md and its plots).
 package main
 

@@ -48,6 +48,7 @@ type selectFlags struct {
 	link, bandwidth *string
 	rtt             *time.Duration
 	timeout         *time.Duration
+	provider        *string
 	bandwidthGiven  bool
 	linkGiven       bool
 	rttGiven        bool
@@ -70,6 +71,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		bandwidth: fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
 		rtt:       fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
 		timeout:   fs.Duration("timeout", 2*time.Hour, "give up after this long"),
+		provider:  fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties by OT, no dealer (ot; in-process only)"),
 	}
 }
 
@@ -98,7 +100,10 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 	if *f.batch < 0 || *f.workers < 0 || *f.samples < 0 {
 		return bench.SelectConfig{}, fmt.Errorf("negative --batch, --workers or --samples")
 	}
-	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed}
+	if *f.provider != "dealer" && *f.provider != "ot" {
+		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer or ot", *f.provider)
+	}
+	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider}
 	link, err := f.profile()
 	if err != nil {
 		return cfg, err
@@ -170,6 +175,9 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg, err := sf.config()
 	if err != nil {
 		return fmt.Errorf("select: %w", err)
+	}
+	if *processes && cfg.Provider == "ot" {
+		return errors.New("select: --processes runs the dealer as a process: it cannot be combined with --provider ot")
 	}
 	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()

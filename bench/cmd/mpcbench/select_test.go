@@ -92,6 +92,8 @@ func TestSelectBadArgs(t *testing.T) {
 		{"select", "--workload", "tiny", "--samples", "-3"},
 		{"select", "--workload", "tiny", "--samples", "2"},
 		{"select", "extra"},
+		{"select", "--workload", "tiny", "--provider", "tee"},
+		{"select", "--workload", "tiny", "--provider", "ot", "--processes"},
 		{"select-party", "--role", "p2", "--workload", "tiny"},
 		{"report", "--samples", "tiny=x"},
 		{"report", "--workloads", "nope"},
