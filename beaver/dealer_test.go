@@ -17,6 +17,29 @@ func testSeeds(b byte) (share.Seed, share.Seed) {
 	return s.Derive("beaver-test/0"), s.Derive("beaver-test/1")
 }
 
+// boundPair returns d's providers of both parties bound to session id.
+func boundPair(t *testing.T, d *Dealer, id SessionID) (Provider, Provider) {
+	t.Helper()
+	var provs [2]Provider
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p := range 2 {
+		provs[p], _ = d.Provider(p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = BindSession(context.Background(), provs[p], id)
+		}()
+	}
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+	return provs[0], provs[1]
+}
+
 // getBoth fetches r from both parties' providers.
 func getBoth(ctx context.Context, p [2]Provider, r Request) ([2]material, error) {
 	var out [2]material

@@ -3,6 +3,7 @@ package beaver
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -17,26 +18,109 @@ type corrector interface {
 }
 
 // seededProvider is a Provider for one party whose material is expanded from
-// the seed the dealer shared with it; party 1's corrections come from src.
+// the party's session seed, which the dealer derives from its own seed and
+// the session id; party 1's corrections come from the session's corrector.
 type seededProvider struct {
 	party int
-	keys  *keyCache
-	src   corrector // nil for party 0
+	// bind presents a session id to the dealer and returns this party's
+	// session seed and (party 1) corrector.
+	bind func(ctx context.Context, id SessionID) (share.Seed, corrector, error)
+	// auto, if set, supplies the default session of a provider used
+	// without BindSession (the in-process dealer's); nil: binding is
+	// required.
+	auto func() (SessionID, share.Seed, corrector)
 
-	mu  sync.Mutex
-	pos map[uint32]uint64
+	bindMu sync.Mutex // serializes BindSession
+	mu     sync.Mutex
+	sess   *providerSession // nil until bound
+	pos    map[uint32]uint64
 
 	bytesRecv, bytesSent, items atomic.Int64
 }
 
-var _ Provider = (*seededProvider)(nil)
+// providerSession is the session a provider is bound to.
+type providerSession struct {
+	id   SessionID
+	keys *keyCache
+	src  corrector // nil for party 0
+}
 
-func newSeededProvider(party int, seed share.Seed, src corrector) *seededProvider {
-	return &seededProvider{party: party, keys: newKeyCache(seed, party), src: src, pos: make(map[uint32]uint64)}
+var (
+	_ Provider      = (*seededProvider)(nil)
+	_ SessionBinder = (*seededProvider)(nil)
+)
+
+func newSeededProvider(party int, bind func(context.Context, SessionID) (share.Seed, corrector, error), auto func() (SessionID, share.Seed, corrector)) *seededProvider {
+	return &seededProvider{party: party, bind: bind, auto: auto, pos: make(map[uint32]uint64)}
 }
 
 // Party implements Provider.
 func (p *seededProvider) Party() int { return p.party }
+
+// BindSession implements SessionBinder.
+func (p *seededProvider) BindSession(ctx context.Context, id SessionID) error {
+	p.bindMu.Lock()
+	defer p.bindMu.Unlock()
+	if err := p.boundTo(id); err != nil || p.isBound() {
+		return err
+	}
+	if id.IsZero() {
+		return fmt.Errorf("beaver: bind session: the zero session id is reserved")
+	}
+	seed, src, err := p.bind(ctx, id)
+	if err != nil {
+		return fmt.Errorf("beaver: party %d: bind session %s…: %w", p.party, id.short(), err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != nil { // material of the default session was drawn meanwhile
+		return fmt.Errorf("beaver: party %d: bind session %s…: the provider already handed out material of session %s…", p.party, id.short(), p.sess.id.short())
+	}
+	p.sess = &providerSession{id: id, keys: newKeyCache(seed, p.party), src: src}
+	return nil
+}
+
+// boundTo returns an error if p is bound to a session other than id.
+func (p *seededProvider) boundTo(id SessionID) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != nil && p.sess.id != id {
+		return fmt.Errorf("beaver: party %d: bind session %s…: the provider already serves session %s…", p.party, id.short(), p.sess.id.short())
+	}
+	return nil
+}
+
+func (p *seededProvider) isBound() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sess != nil
+}
+
+// Session implements SessionBinder.
+func (p *seededProvider) Session() (SessionID, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess == nil {
+		return SessionID{}, false
+	}
+	return p.sess.id, true
+}
+
+// session returns the bound session, binding the default one if the
+// provider has one.
+func (p *seededProvider) session() (*providerSession, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sess != nil {
+		return p.sess, nil
+	}
+	if p.auto == nil {
+		return nil, fmt.Errorf("no session bound: call BindSession with the id both parties agreed on before drawing material")
+	}
+	id, seed, src := p.auto()
+	p.sess = &providerSession{id: id, keys: newKeyCache(seed, p.party), src: src}
+	return p.sess, nil
+}
 
 // next validates r, assigns it the stream's next counter and returns this
 // party's material.
@@ -47,14 +131,22 @@ func (p *seededProvider) next(ctx context.Context, r Request) (material, error) 
 	if err := ctx.Err(); err != nil {
 		return material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
 	}
+	s, err := p.session()
+	if err != nil {
+		return material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
+	}
 	p.mu.Lock()
 	r.Counter = p.pos[r.Stream]
+	if r.Counter == math.MaxUint64 {
+		p.mu.Unlock()
+		return material{}, fmt.Errorf("beaver: %v: counter space of stream %d exhausted", r.Kind, r.Stream)
+	}
 	p.pos[r.Stream] = r.Counter + 1
 	p.mu.Unlock()
-	local := expandLocal(p.keys, r)
+	local := expandLocal(s.keys, r)
 	var corr []uint64
 	if p.party == 1 {
-		c, sent, recv, err := p.src.correct(ctx, r)
+		c, sent, recv, err := s.src.correct(ctx, r)
 		p.bytesSent.Add(sent)
 		p.bytesRecv.Add(recv)
 		if err != nil {
@@ -107,7 +199,11 @@ func (p *seededProvider) WeightMask(ctx context.Context, weightID uint64, k, n i
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("beaver: weight mask %d: %w", weightID, err)
 	}
-	return weightMask(p.keys.seed, weightID, k, n), nil
+	s, err := p.session()
+	if err != nil {
+		return nil, fmt.Errorf("beaver: weight mask %d: %w", weightID, err)
+	}
+	return weightMask(s.keys.seed, weightID, k, n), nil
 }
 
 // WeightTriple implements Provider.

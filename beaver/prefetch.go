@@ -357,3 +357,29 @@ func (r *Recorder) BitPairs(ctx context.Context, stream uint32, n int) (BitPair,
 	r.add(Request{Kind: KindBitPair, Stream: stream, N: n})
 	return r.Provider.BitPairs(ctx, stream, n)
 }
+
+// BindSession binds the wrapped provider (see SessionBinder).
+func (r *Recorder) BindSession(ctx context.Context, id SessionID) error {
+	return BindSession(ctx, r.Provider, id)
+}
+
+// Session returns the wrapped provider's session.
+func (r *Recorder) Session() (SessionID, bool) { return sessionOf(r.Provider) }
+
+// BindSession binds the wrapped provider (see SessionBinder). Its
+// producers start at NewPrefetch, so bind the provider before wrapping it;
+// binding the Prefetch then only checks the id.
+func (pf *Prefetch) BindSession(ctx context.Context, id SessionID) error {
+	return BindSession(ctx, pf.p, id)
+}
+
+// Session returns the wrapped provider's session.
+func (pf *Prefetch) Session() (SessionID, bool) { return sessionOf(pf.p) }
+
+// sessionOf returns p's session, if p has one.
+func sessionOf(p Provider) (SessionID, bool) {
+	if b, ok := p.(SessionBinder); ok {
+		return b.Session()
+	}
+	return SessionID{}, false
+}

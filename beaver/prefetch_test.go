@@ -87,3 +87,41 @@ func TestPrefetchMismatch(t *testing.T) {
 		t.Fatal("bad schedule accepted")
 	}
 }
+
+// TestWrappersBindSessions: Recorder and Prefetch pass the session binding
+// through to the provider they wrap.
+func TestWrappersBindSessions(t *testing.T) {
+	ctx := context.Background()
+	d, err := NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := d.Provider(0)
+	p1, _ := d.Provider(1)
+	rec := NewRecorder(p1)
+	errc := make(chan error, 1)
+	go func() { errc <- BindSession(ctx, p0, SessionID{4}) }()
+	if err := BindSession(ctx, rec, SessionID{4}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if id, ok := rec.Session(); !ok || id != (SessionID{4}) {
+		t.Fatalf("recorder session %v %v", id, ok)
+	}
+	pf, err := NewPrefetch(p0, 1, []Request{{Kind: KindTriple, Stream: 1, N: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	if err := BindSession(ctx, pf, SessionID{4}); err != nil {
+		t.Fatalf("same session: %v", err)
+	}
+	if err := BindSession(ctx, pf, SessionID{5}); err == nil {
+		t.Fatal("prefetch moved to another session")
+	}
+	if id, ok := pf.Session(); !ok || id != (SessionID{4}) {
+		t.Fatalf("prefetch session %v %v", id, ok)
+	}
+}

@@ -1,13 +1,3 @@
-// Package beaver supplies the correlated randomness of selectformer's online
-// protocols: arithmetic and matrix Beaver triples, weight-mask correlations for
-// products with the model owner's clear weights, bit-packed AND triples,
-// truncation pairs and random shared bits.
-//
-// A Provider hands one party (0 = model owner, 1 = data owner) its part of each
-// correlation. Material is addressed by (stream, counter): every call on a
-// stream consumes the next item of that stream, so concurrent streams never
-// race and both parties, making the same calls in the same order on a stream,
-// always receive the two halves of the same item.
 package beaver
 
 import "context"
@@ -106,7 +96,8 @@ type Provider interface {
 
 	// Position returns the counter of the next item on stream, and Seek sets
 	// it: a resumed session seeks every stream past the material it already
-	// used, so correlated randomness is never reused.
+	// used, so correlated randomness is never reused (the dealer refuses a
+	// counter of party 1 it already served in the session).
 	Position(stream uint32) uint64
 	Seek(stream uint32, pos uint64) error
 

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,13 +14,24 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Networked dealer. A Server holds the seeds of one two-party computation and
-// serves each party over its own transport.Conn (TLS-authenticated when made
-// with transport.Dial/Listen):
+// Networked dealer. A Server holds the seeds of the dealer and serves each
+// party over its own transport.Conn (TLS-authenticated when made with
+// transport.Dial/Listen); the caller says which role the connection is bound
+// to (the listener it came in on, which pins that role's key):
 //
 //   - On the control stream (id 0) the party sends a 6-byte hello ("SFDL",
-//     version 1, party) and receives its 32-byte seed. Party 0 is then done:
-//     it expands all its material locally and never talks to the dealer again.
+//     version 2, party). A hello claiming another role than the
+//     connection's, or a connection whose key is not the role's pinned key
+//     (ServerOptions.Fingerprints), is refused: the party receives an error
+//     status (one byte 1 followed by an error text naming both roles), the
+//     refusal is logged, and the connection ends without a byte of
+//     material. Otherwise it receives the status byte 0.
+//   - When the party knows the session id (see SessionID) it sends a
+//     36-byte session message ("SFSN", id). The dealer waits until the other
+//     role has presented an id too, refuses both if the ids differ, and
+//     otherwise replies with the status byte 0 and the party's 32-byte
+//     session seed (never the dealer's own seed). Party 0 is then done: it
+//     expands all its material locally.
 //   - Party 1 announces each of its provider streams on the control stream
 //     with an 8-byte open message (provider stream, transport stream ≥ 1,
 //     little-endian uint32s) and then, on that transport stream, sends one
@@ -26,26 +39,46 @@ import (
 //     status message (one byte 0, or 1 followed by an error text) and, on
 //     success, the item's correction words (Request.CorrectionWords).
 //
-// The server checks every request (sizes, no counter reused on a stream, one
-// shape per weight id, the request's stream matches the transport stream's),
-// serves any number of streams concurrently, and answers a bad request with
-// an error status rather than dying.
+// The server checks every request (sizes, no counter reused on a stream of
+// the session, one shape per weight id, the request's stream matches the
+// transport stream's), serves any number of streams concurrently, and
+// answers a bad request with an error status rather than dying. With a
+// StateFile, the high-water marks of every session's streams survive a
+// restart, so a restarted dealer refuses counters it served before.
 
 const (
-	helloMagic   = "SFDL"
-	helloVersion = 1
-	controlID    = 0
-	statusOK     = 0
-	statusError  = 1
+	helloMagic     = "SFDL"
+	helloVersion   = 2
+	sessionMagic   = "SFSN"
+	controlID      = 0
+	statusOK       = 0
+	statusError    = 1
+	maxStatusText  = 4096
+	sessionMsgSize = len(sessionMagic) + len(SessionID{})
 )
 
 // ServerOptions configure a Server. The zero value selects the defaults.
 type ServerOptions struct {
 	// HandshakeTimeout bounds the wait for a party's hello (default 30 s).
 	HandshakeTimeout time.Duration
+	// SessionTimeout bounds the wait for a party's session id and for the
+	// other party to present the same id (default DefaultSessionTimeout).
+	SessionTimeout time.Duration
 	// IdleTimeout, if positive, ends a party's connection after that long
 	// without any request; by default only the Serve context ends it.
 	IdleTimeout time.Duration
+	// Fingerprints, where not empty, are the pinned key fingerprints of
+	// the model owner (0) and the data owner (1): Serve refuses a
+	// connection for a role whose peer key is not that role's.
+	Fingerprints [2]string
+	// StateFile, if set, is where the dealer keeps each session's keys and
+	// high-water marks (mode 0600, replaced atomically; see the beaver
+	// package's state file format). It is read at start, so a restarted
+	// dealer refuses every counter it served before. Keep it beside the
+	// seeds: it belongs to them.
+	StateFile string
+	// Logger receives refusals and session events (default slog.Default()).
+	Logger *slog.Logger
 }
 
 // Server is the networked dealer. It is safe for concurrent use: Serve may
@@ -53,6 +86,7 @@ type ServerOptions struct {
 type Server struct {
 	core *dealerCore
 	opt  ServerOptions
+	log  *slog.Logger
 }
 
 // NewServer returns a dealer with fresh random seeds.
@@ -65,16 +99,31 @@ func NewServer(opt ServerOptions) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("beaver: new server: %w", err)
 	}
-	return NewServerWithSeeds(s0, s1, opt), nil
+	return NewServerWithSeeds(s0, s1, opt)
 }
 
-// NewServerWithSeeds returns a dealer with the given seeds: it serves exactly
-// the material of NewDealerWithSeeds(seed0, seed1).
-func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) *Server {
+// NewServerWithSeeds returns a dealer with the given seeds: for a session id
+// it serves exactly the material of NewDealerWithSeeds(seed0, seed1) for
+// that id. With opt.StateFile it loads (or creates) the state file; a
+// malformed one, or one written for other seeds, is an error wrapping
+// ErrBadStateFile.
+func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) (*Server, error) {
 	if opt.HandshakeTimeout <= 0 {
 		opt.HandshakeTimeout = 30 * time.Second
 	}
-	return &Server{core: newDealerCore(seed0, seed1), opt: opt}
+	if opt.SessionTimeout <= 0 {
+		opt.SessionTimeout = DefaultSessionTimeout
+	}
+	s := &Server{core: newDealerCore(seed0, seed1), opt: opt, log: opt.Logger}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if opt.StateFile != "" {
+		if err := s.core.persistTo(opt.StateFile); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Stats returns the items served and the bytes of correction words sent.
@@ -82,29 +131,76 @@ func (s *Server) Stats() DealerStats {
 	return DealerStats{BytesRecv: 8 * s.core.words.Load(), Items: s.core.items.Load()}
 }
 
-// Serve serves one party on conn until ctx ends, the connection fails, or
-// (party 0) the seed is delivered. It returns nil after a party-0 handshake
-// and the reason it stopped otherwise; a protocol violation is an error (the
-// caller should then close conn).
-func (s *Server) Serve(ctx context.Context, conn *transport.Conn) error {
+// Serve serves the party of role (0 or 1: the role bound to the listener
+// conn came in on) until ctx ends, the connection fails, or (party 0) the
+// session seed is delivered. It returns nil after a party-0 handshake and
+// the reason it stopped otherwise; a protocol violation is an error (the
+// caller should then close conn). Errors after which the party received no
+// material wrap ErrRefused; a hello for another role is a *RoleError.
+func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) error {
+	if role != 0 && role != 1 {
+		return fmt.Errorf("beaver: server: serve role %d, want 0 or 1", role)
+	}
+	key := conn.PeerFingerprint()
+	log := s.log.With("role", roleName(role), "addr", conn.RemoteAddr().String(), "key", key)
 	ctl := conn.Stream(controlID)
+	refuse := func(err error) error {
+		if !errors.Is(err, ErrRefused) {
+			err = refused(err)
+		}
+		log.Warn("dealer: refused", "err", err)
+		msg := append([]byte{statusError}, err.Error()...)
+		hctx, cancel := context.WithTimeout(ctx, s.opt.HandshakeTimeout)
+		_ = ctl.SendBytes(hctx, msg[:min(len(msg), 1+maxStatusText)])
+		cancel()
+		return err
+	}
+	if want := s.opt.Fingerprints[role]; want != "" && key != want {
+		return refuse(fmt.Errorf("beaver: dealer: key %s is not the %s's pinned key %s", key, roleName(role), want))
+	}
 	hctx, cancel := context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	hello, err := ctl.RecvBytes(hctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("beaver: server: hello: %w", err)
+		return refused(fmt.Errorf("beaver: server: hello: %w", err))
 	}
 	party, err := decodeHello(hello)
 	if err != nil {
-		return fmt.Errorf("beaver: server: %w", err)
+		return refuse(fmt.Errorf("beaver: server: %w", err))
+	}
+	if party != role {
+		return refuse(&RoleError{Claimed: party, Bound: role, Key: key})
 	}
 	hctx, cancel = context.WithTimeout(ctx, s.opt.HandshakeTimeout)
-	err = ctl.SendBytes(hctx, s.core.seeds[party][:])
+	err = ctl.SendBytes(hctx, []byte{statusOK})
 	cancel()
 	if err != nil {
-		return fmt.Errorf("beaver: server: send seed to party %d: %w", party, err)
+		return refused(fmt.Errorf("beaver: server: hello reply to the %s: %w", roleName(role), err))
 	}
-	if party == 0 {
+
+	sctx, cancel := context.WithTimeout(ctx, s.opt.SessionTimeout)
+	msg, err := ctl.RecvBytes(sctx)
+	cancel()
+	if err != nil {
+		return refused(fmt.Errorf("beaver: server: session id of the %s: %w", roleName(role), err))
+	}
+	id, err := decodeSession(msg)
+	if err != nil {
+		return refuse(fmt.Errorf("beaver: server: %w", err))
+	}
+	sess, err := s.core.join(ctx, conn.Done(), id, role, key, s.opt.SessionTimeout)
+	if err != nil {
+		return refuse(err)
+	}
+	seed := sess.seeds[role]
+	hctx, cancel = context.WithTimeout(ctx, s.opt.HandshakeTimeout)
+	err = ctl.SendBytes(hctx, append([]byte{statusOK}, seed[:]...))
+	cancel()
+	if err != nil {
+		return fmt.Errorf("beaver: server: send session seed to the %s: %w", roleName(role), err)
+	}
+	log.Info("dealer: session opened", "session", id.short())
+	if role == 0 {
 		return nil
 	}
 
@@ -158,19 +254,22 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn) error {
 		if opened[tid] {
 			return fmt.Errorf("beaver: server: transport stream %d opened twice", tid)
 		}
+		if len(opened) > maxStreamsPerSession {
+			return fmt.Errorf("beaver: server: more than %d streams opened", maxStreamsPerSession)
+		}
 		opened[tid] = true
 		st := conn.Stream(tid)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveStream(ctx, st, pstream, touch)
+			s.serveStream(ctx, sess, st, pstream, touch)
 		}()
 	}
 }
 
 // serveStream answers the requests of one provider stream until ctx ends or
 // the stream fails.
-func (s *Server) serveStream(ctx context.Context, st *transport.Stream, pstream uint32, touch func()) {
+func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, touch func()) {
 	for {
 		b, err := st.RecvBytes(ctx)
 		if err != nil {
@@ -183,7 +282,7 @@ func (s *Server) serveStream(ctx context.Context, st *transport.Stream, pstream 
 			err = fmt.Errorf("beaver: request for stream %d on the transport stream of provider stream %d", r.Stream, pstream)
 		}
 		if err == nil {
-			corr, err = s.core.serve(r)
+			corr, err = s.core.serve(sess, r)
 		}
 		if err != nil {
 			msg := append([]byte{statusError}, err.Error()...)
@@ -215,6 +314,37 @@ func decodeHello(b []byte) (int, error) {
 	return int(b[5]), nil
 }
 
+func encodeSession(id SessionID) []byte {
+	return append([]byte(sessionMagic), id[:]...)
+}
+
+func decodeSession(b []byte) (SessionID, error) {
+	var id SessionID
+	if len(b) != sessionMsgSize || string(b[:len(sessionMagic)]) != sessionMagic {
+		return id, fmt.Errorf("malformed session message (%d bytes)", len(b))
+	}
+	copy(id[:], b[len(sessionMagic):])
+	return id, nil
+}
+
+// decodeStatus parses a dealer reply: status 0 followed by exactly payload
+// bytes (returned), or status 1 followed by an error text (returned as an
+// error).
+func decodeStatus(b []byte, payload int) ([]byte, error) {
+	switch {
+	case len(b) == 0:
+		return nil, errors.New("empty dealer reply")
+	case b[0] == statusError:
+		text := b[1:min(len(b), 1+maxStatusText)]
+		return nil, fmt.Errorf("dealer refused: %s", strings.ToValidUTF8(string(text), "?"))
+	case b[0] != statusOK:
+		return nil, fmt.Errorf("malformed dealer reply (status %d)", b[0])
+	case len(b) != 1+payload:
+		return nil, fmt.Errorf("malformed dealer reply (%d bytes, want %d)", len(b), 1+payload)
+	}
+	return b[1:], nil
+}
+
 func decodeOpen(b []byte) (pstream, tid uint32, err error) {
 	if len(b) != 8 {
 		return 0, 0, fmt.Errorf("malformed open message (%d bytes, want 8)", len(b))
@@ -228,17 +358,21 @@ func decodeOpen(b []byte) (pstream, tid uint32, err error) {
 }
 
 // Client is a party's Provider backed by a networked dealer (Server): it
-// implements every Provider method. Party 0's client expands everything
-// locally after the handshake; party 1's fetches correction words over the
+// implements every Provider method and SessionBinder. It hands out no
+// material before BindSession. Party 0's client expands everything locally
+// after the session handshake; party 1's fetches correction words over the
 // connection, one transport stream per provider stream.
 type Client struct {
 	*seededProvider
-	net *netCorrector
+	conn *transport.Conn
+	ctl  *transport.Stream
 }
 
-// Connect performs the handshake with a Server over conn as party (0 or 1)
-// and returns the party's Provider. The connection stays owned by the caller
-// (close it when done).
+// Connect performs the role handshake with a Server over conn as party (0
+// or 1) and returns the party's Provider, to be bound to the computation's
+// session with BindSession before use. A dealer that refuses the role (the
+// connection is bound to the other role) is an error naming both. The
+// connection stays owned by the caller (close it when done).
 func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("beaver: connect as party %d, want 0 or 1", party)
@@ -249,21 +383,35 @@ func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, err
 	}
 	b, err := ctl.RecvBytes(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("beaver: connect to dealer: receive seed: %w", err)
+		return nil, fmt.Errorf("beaver: connect to dealer: receive reply: %w", err)
 	}
-	if len(b) != share.SeedSize {
-		return nil, fmt.Errorf("beaver: connect to dealer: seed of %d bytes, want %d", len(b), share.SeedSize)
+	if _, err := decodeStatus(b, 0); err != nil {
+		return nil, fmt.Errorf("beaver: connect to dealer as the %s: %w", roleName(party), err)
 	}
-	var seed share.Seed
-	copy(seed[:], b)
-	c := &Client{}
-	if party == 1 {
-		c.net = &netCorrector{conn: conn, ctl: ctl, streams: make(map[uint32]*clientStream), next: 1}
-		c.seededProvider = newSeededProvider(1, seed, c.net)
-	} else {
-		c.seededProvider = newSeededProvider(0, seed, nil)
-	}
+	c := &Client{conn: conn, ctl: ctl}
+	c.seededProvider = newSeededProvider(party, c.bindSession, nil)
 	return c, nil
+}
+
+// bindSession presents id to the dealer and returns the session seed.
+func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
+	var seed share.Seed
+	if err := c.ctl.SendBytes(ctx, encodeSession(id)); err != nil {
+		return seed, nil, fmt.Errorf("send session id: %w", err)
+	}
+	b, err := c.ctl.RecvBytes(ctx)
+	if err != nil {
+		return seed, nil, fmt.Errorf("receive session seed: %w", err)
+	}
+	p, err := decodeStatus(b, share.SeedSize)
+	if err != nil {
+		return seed, nil, err
+	}
+	copy(seed[:], p)
+	if c.party == 0 {
+		return seed, nil, nil
+	}
+	return seed, &netCorrector{conn: c.conn, ctl: c.ctl, streams: make(map[uint32]*clientStream), next: 1}, nil
 }
 
 type netCorrector struct {

@@ -3,6 +3,7 @@ package beaver
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -10,14 +11,40 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
 
 var _ Provider = (*Client)(nil)
 
 // startServer serves both parties of srv over pipes and returns their
-// clients; everything stops at the end of the test.
+// clients, bound to a fresh session; everything stops at the end of the
+// test.
 func startServer(t *testing.T, srv *Server) (p0, p1 *Client, conns [2]*transport.Conn) {
+	t.Helper()
+	id, err := NewSessionID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startSession(t, srv, id)
+}
+
+// startSession is startServer for session id.
+func startSession(t *testing.T, srv *Server, id SessionID) (p0, p1 *Client, conns [2]*transport.Conn) {
+	t.Helper()
+	clients, conns, errs := connectBoth(t, srv, [2]SessionID{id, id})
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+	return clients[0], clients[1], conns
+}
+
+// connectBoth serves both parties of srv over pipes; party p connects and
+// binds session ids[p] (concurrently: the dealer pairs the two). The
+// servers and pipes stop at the end of the test.
+func connectBoth(t *testing.T, srv *Server, ids [2]SessionID) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -28,7 +55,7 @@ func startServer(t *testing.T, srv *Server) (p0, p1 *Client, conns [2]*transport
 		}
 		wg.Wait()
 	})
-	var clients [2]*Client
+	var cwg sync.WaitGroup
 	for party := range 2 {
 		cs, cc := transport.Pipe(transport.Options{})
 		conns[party] = cc
@@ -36,15 +63,30 @@ func startServer(t *testing.T, srv *Server) (p0, p1 *Client, conns [2]*transport
 		go func() {
 			defer wg.Done()
 			defer cs.Close()
-			_ = srv.Serve(ctx, cs)
+			_ = srv.Serve(ctx, cs, party)
 		}()
-		c, err := Connect(ctx, cc, party)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients[party] = c
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			c, err := Connect(ctx, cc, party)
+			if err == nil {
+				err = c.BindSession(ctx, ids[party])
+			}
+			clients[party], errs[party] = c, err
+		}()
 	}
-	return clients[0], clients[1], conns
+	cwg.Wait()
+	return clients, conns, errs
+}
+
+// newServer is NewServerWithSeeds that fails the test on error.
+func newServer(t *testing.T, s0, s1 share.Seed, opt ServerOptions) *Server {
+	t.Helper()
+	srv, err := NewServerWithSeeds(s0, s1, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
 
 // TestNetworkedMatchesInProcess: identical seeds give identical material
@@ -52,10 +94,9 @@ func startServer(t *testing.T, srv *Server) (p0, p1 *Client, conns [2]*transport
 func TestNetworkedMatchesInProcess(t *testing.T) {
 	ctx := context.Background()
 	s0, s1 := testSeeds(5)
-	d := NewDealerWithSeeds(s0, s1)
-	ip0, _ := d.Provider(0)
-	ip1, _ := d.Provider(1)
-	np0, np1, _ := startServer(t, NewServerWithSeeds(s0, s1, ServerOptions{}))
+	id := SessionID{5, 5}
+	ip0, ip1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
+	np0, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), id)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 200 {
 		r := randomRequest(rng, uint32(i%3))
@@ -94,7 +135,7 @@ func TestNetworkedMatchesInProcess(t *testing.T) {
 func TestServerConcurrentStreams(t *testing.T) {
 	ctx := context.Background()
 	s0, s1 := testSeeds(6)
-	p0, p1, _ := startServer(t, NewServerWithSeeds(s0, s1, ServerOptions{}))
+	p0, p1, _ := startServer(t, newServer(t, s0, s1, ServerOptions{}))
 	const streams, per = 16, 100
 	var wg sync.WaitGroup
 	errs := make(chan error, streams)
@@ -132,7 +173,7 @@ func TestServerBadRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s0, s1 := testSeeds(7)
-	_, p1, conns := startServer(t, NewServerWithSeeds(s0, s1, ServerOptions{}))
+	_, p1, conns := startServer(t, newServer(t, s0, s1, ServerOptions{}))
 	if _, err := p1.Triples(ctx, 4, 10); err != nil { // opens transport stream 1 for provider stream 4
 		t.Fatal(err)
 	}
@@ -188,7 +229,7 @@ func TestServerHandshake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s0, s1 := testSeeds(8)
-	srv := NewServerWithSeeds(s0, s1, ServerOptions{})
+	srv := newServer(t, s0, s1, ServerOptions{})
 	tests := []struct {
 		name  string
 		hello []byte
@@ -205,36 +246,51 @@ func TestServerHandshake(t *testing.T) {
 			if err := cc.Stream(0).SendBytes(ctx, tc.hello); err != nil {
 				t.Fatal(err)
 			}
-			if err := srv.Serve(ctx, cs); err == nil {
-				t.Fatal("bad hello accepted")
+			if err := srv.Serve(ctx, cs, 1); err == nil || !errors.Is(err, ErrRefused) {
+				t.Fatalf("bad hello: %v", err)
 			}
 		})
 	}
 	t.Run("silent client", func(t *testing.T) {
 		s0, s1 := testSeeds(9)
-		s := NewServerWithSeeds(s0, s1, ServerOptions{})
+		s := newServer(t, s0, s1, ServerOptions{})
 		s.opt.HandshakeTimeout = 50 * time.Millisecond
 		cs, cc := transport.Pipe(transport.Options{})
 		defer cs.Close()
 		defer cc.Close()
-		if err := s.Serve(ctx, cs); err == nil {
+		if err := s.Serve(ctx, cs, 0); err == nil {
 			t.Fatal("no error for a silent client")
 		}
 	})
 	t.Run("idle party 1", func(t *testing.T) {
 		s0, s1 := testSeeds(9)
-		s := NewServerWithSeeds(s0, s1, ServerOptions{})
-		s.opt.IdleTimeout = 100 * time.Millisecond
-		cs, cc := transport.Pipe(transport.Options{})
-		defer cs.Close()
-		defer cc.Close()
-		done := make(chan error, 1)
-		go func() { done <- s.Serve(ctx, cs) }()
-		if _, err := Connect(ctx, cc, 1); err != nil {
-			t.Fatal(err)
+		s := newServer(t, s0, s1, ServerOptions{IdleTimeout: 100 * time.Millisecond})
+		var done [2]chan error
+		var clients [2]chan error
+		for p := range 2 {
+			cs, cc := transport.Pipe(transport.Options{})
+			defer cs.Close()
+			defer cc.Close()
+			done[p], clients[p] = make(chan error, 1), make(chan error, 1)
+			go func() { done[p] <- s.Serve(ctx, cs, p) }()
+			go func() {
+				c, err := Connect(ctx, cc, p)
+				if err == nil {
+					err = c.BindSession(ctx, SessionID{9})
+				}
+				clients[p] <- err
+			}()
+		}
+		for p := range 2 {
+			if err := <-clients[p]; err != nil {
+				t.Fatalf("party %d: %v", p, err)
+			}
+		}
+		if err := <-done[0]; err != nil {
+			t.Fatalf("party 0: %v", err)
 		}
 		select {
-		case err := <-done:
+		case err := <-done[1]:
 			if err == nil || !strings.Contains(err.Error(), "idle") {
 				t.Fatalf("idle: %v", err)
 			}

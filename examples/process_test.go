@@ -435,11 +435,16 @@ func TestPeerFailures(t *testing.T) {
 	t.Run("wrong-peer-key", func(t *testing.T) {
 		dl, a0, a1 := f.dealer(t)
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
-		mo, addr := f.modelOwner(t, a0)
+		mo, addr := f.modelOwner(t, a0, "-connect-timeout", "5s")
 		// The data owner pins the stranger's key instead of the model owner's.
 		do := f.dataOwner(t, addr, a1, "-peer-fingerprint", f.fp["stranger"])
 		do.expect(t, peer.ExitPeer, "peer key mismatch")
-		mo.expect(t, peer.ExitPeer, "")
+		// The model owner logs the reject and waits on for the right peer
+		// until its timeout, whose error counts the reject.
+		mo.expect(t, peer.ExitPeer, "rejected 1 connection(s)")
+		if !strings.Contains(mo.stderr.String(), `reason="the peer rejected our key"`) {
+			t.Fatalf("the model owner did not log the reject; stderr:\n%s", mo.stderr)
+		}
 	})
 	t.Run("handshake-mismatch", func(t *testing.T) {
 		dl, a0, a1 := f.dealer(t)
@@ -449,6 +454,40 @@ func TestPeerFailures(t *testing.T) {
 		do.expect(t, peer.ExitPeer, "budget mismatch")
 		mo.expect(t, peer.ExitPeer, "budget mismatch")
 	})
+	// A corrupt or truncated checkpoint is a bad input file (exit 4, the file
+	// named); its peer learns why from the abort and exits 3 with the reason.
+	for _, tc := range []struct {
+		name    string
+		party   int
+		content string
+	}{
+		{"state-truncated", 0, `{"version":1,"party":0,"view_hash":"ab`},
+		{"state-garbage", 1, "\x00\x01 not a checkpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := t.TempDir()
+			path := selection.StateFile(st, tc.party)
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			dl, a0, a1 := f.dealer(t)
+			defer dl.cmd.Process.Signal(syscall.SIGTERM)
+			var moArgs, doArgs []string
+			if tc.party == 0 {
+				moArgs = []string{"-state", st}
+			} else {
+				doArgs = []string{"-state", st}
+			}
+			mo, addr := f.modelOwner(t, a0, moArgs...)
+			do := f.dataOwner(t, addr, a1, doArgs...)
+			procs := [2]*proc{mo, do}
+			procs[tc.party].expect(t, peer.ExitInput, path)
+			procs[1-tc.party].expect(t, peer.ExitPeer, "ended the session")
+			if !strings.Contains(procs[1-tc.party].stderr.String(), path) {
+				t.Fatalf("%s does not name %s:\n%s", procs[1-tc.party].name, path, procs[1-tc.party].stderr)
+			}
+		})
+	}
 	t.Run("dealer-rejects-stranger", func(t *testing.T) {
 		dl, _, a1 := f.dealer(t)
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)

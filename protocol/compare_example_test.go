@@ -3,45 +3,29 @@ package protocol_test
 import (
 	"context"
 	"fmt"
-	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
-	"github.com/selectformer/selectformer/transport"
 )
 
 // bothParties runs f as party 0 and party 1 on two sessions over an
-// in-memory connection with an in-process dealer, and returns party 0's
-// result.
+// in-memory connection with an in-process dealer (internal/twoparty; between
+// hosts, each party opens its session on a transport.Dial connection with a
+// beaver.Connect provider), and returns party 0's result.
 func bothParties[T any](f func(ctx context.Context, s *protocol.Session) T) T {
-	ctx := context.Background()
-	c0, c1 := transport.Pipe(transport.Options{})
-	defer c0.Close()
-	defer c1.Close()
-	dealer, err := beaver.NewDealer()
+	r, err := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (T, error) {
+		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), p.Provider, share.DefaultFixedPoint)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return f(ctx, s), nil
+	})
 	if err != nil {
 		panic(err)
 	}
-	var out [2]T
-	var wg sync.WaitGroup
-	for p, conn := range []*transport.Conn{c0, c1} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prov, err := dealer.Provider(p)
-			if err != nil {
-				panic(err)
-			}
-			s, err := protocol.NewSession(ctx, p, conn.Stream(1), prov, share.DefaultFixedPoint)
-			if err != nil {
-				panic(err)
-			}
-			out[p] = f(ctx, s)
-		}()
-	}
-	wg.Wait()
-	return out[0]
+	return r.Out[0]
 }
 
 // The data owner's values go through a ReLU; only the result is opened.

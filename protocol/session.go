@@ -1,13 +1,3 @@
-// Package protocol holds selectformer's online two-party protocols on
-// additively shared tensors: input sharing and reveal, linear operations,
-// multiplication and matrix products (including products with the model
-// owner's clear weights by the weight-mask trick), truncation, comparison and
-// the nonlinear functions built on them.
-//
-// Every protocol runs on whole tensors: one call is a fixed number of
-// exchanges of ring words on the session's stream, whatever the tensor's size.
-// A Session's tensors hold this party's share; the secret is the sum of the
-// two parties' tensors modulo 2^64.
 package protocol
 
 import (

@@ -3,11 +3,11 @@ package protocol
 import (
 	"context"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -62,53 +62,32 @@ func runPairWith[T any](t testing.TB, cfg pairConfig, f func(ctx context.Context
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c0, c1 := transport.Pipe(transport.Options{})
-	defer c0.Close()
-	defer c1.Close()
-	dealer := beaver.NewDealerWithSeeds(testSeed(cfg.Seed, "dealer0"), testSeed(cfg.Seed, "dealer1"))
-	conns := [2]*transport.Conn{c0, c1}
-
-	var res pairResult[T]
-	var errs [2]error
-	var wg sync.WaitGroup
-	for p := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if errs[p] != nil {
-					cancel() // unblock the peer
-				}
-			}()
-			prov, err := dealer.Provider(p)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			st := conns[p].Stream(cfg.Stream)
-			s, err := NewSession(ctx, p, st, prov, cfg.FP)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			if cfg.Record {
-				s.recvTap = func(w []uint64) {
-					res.Recv[p] = append(res.Recv[p], append([]uint64(nil), w...))
-				}
-			}
-			before, dBefore := st.Stats(), prov.Stats()
-			out, err := f(ctx, s)
-			res.Out[p], errs[p] = out, err
-			res.Stats[p] = st.Stats().Sub(before)
-			d := prov.Stats()
-			res.Dealer[p] = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, BytesSent: d.BytesSent - dBefore.BytesSent, Items: d.Items - dBefore.Items}
-		}()
+	type out struct {
+		v    T
+		cost twoparty.Cost
+		recv [][]uint64
 	}
-	wg.Wait()
-	for p, err := range errs {
+	seeds := [2]share.Seed{testSeed(cfg.Seed, "dealer0"), testSeed(cfg.Seed, "dealer1")}
+	r, err := twoparty.Run(ctx, twoparty.Config{Seeds: seeds}, func(ctx context.Context, p *twoparty.Party) (out, error) {
+		var o out
+		s, err := NewSession(ctx, p.ID, p.Conn.Stream(cfg.Stream), p.Provider, cfg.FP)
 		if err != nil {
-			t.Fatalf("party %d: %v", p, err)
+			return o, err
 		}
+		if cfg.Record {
+			s.recvTap = func(w []uint64) { o.recv = append(o.recv, append([]uint64(nil), w...)) }
+		}
+		m := twoparty.NewMeter(s)
+		o.v, err = f(ctx, s)
+		o.cost = m.Since()
+		return o, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res pairResult[T]
+	for p, o := range r.Out {
+		res.Out[p], res.Stats[p], res.Dealer[p], res.Recv[p] = o.v, o.cost.Stream, o.cost.Dealer, o.recv
 	}
 	return res
 }

@@ -96,10 +96,11 @@ func (p *Proxy) Save(dir string, reports map[string]mlp.Report) error {
 		}
 		ts = append(ts, t)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The proxy is the model owner's secret: owner-only directory and files.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("save proxy: %w", err)
 	}
-	if err := atomicfile.Write(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, ManifestFile), append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save proxy: %w", err)
 	}
 	if err := safetensors.WriteFile(filepath.Join(dir, WeightsFile), ts, map[string]string{"format": "pt", "selectformer": Format}); err != nil {

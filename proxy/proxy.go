@@ -1,39 +1,3 @@
-// Package proxy generates the proxy models of SelectFormer (§4.2 of the paper) from
-// a target transformer (package proxy/model) and the labelled bootstrap set S_boot,
-// evaluates them in plaintext (per-sample entropy) and saves/loads them.
-//
-// Generate follows the paper:
-//
-//  1. M_g = the bottom L = max(l_i) layers of the target, weights copied; M_g is
-//     fine-tuned on S_boot while Observers (package mlp) record the inputs of its
-//     nonlinear modules during the last epoch: every layer's attention softmax and
-//     attention LayerNorm reciprocal square root, ViT's final LayerNorm and the
-//     logits (input of the top softmax+entropy). The same backward passes score the
-//     heads (see HeadScores).
-//  2. One synthesised data set per module of M_g; the MLPs of every hidden width
-//     d_i are trained ex vivo on it (mlp.Train), once per (module, d).
-//  3. Per phase ⟨l_i, w_i, d_i⟩: the bottom l_i layers of M_g, the w_i best heads
-//     of each layer, no FFN (nor the LayerNorm that belongs to it), ReLU instead of
-//     GeLU/tanh, MLPs instead of the nonlinear modules, fine-tuned in vivo end to
-//     end on S_boot.
-//  4. Save/Load: model.safetensors + proxy.json.
-//
-// Token/patch embeddings (and BERT's embedding LayerNorm) are frozen throughout and
-// stay those of the target: the data owner evaluates them locally in the clear, so
-// they are not part of the secure forward.
-//
-// Head choice: heads are ranked per layer by the first-order Taylor estimate of the
-// loss change when a head is removed (Michel et al., 2019, "Are Sixteen Heads Really
-// Better than One?"): with a gate ξ_h multiplying head h's context, ∂L/∂ξ_h =
-// Σ_{rows, columns of h} W_O ⊙ ∂L/∂W_O, so the score Σ_batches |∂L/∂ξ_h| (normalised
-// per layer) comes for free from the last epoch of M_g's fine-tuning. It measures
-// what the task loss on S_boot, the data the proxies serve, loses without the head,
-// unlike norm-based scores that ignore the downstream use.
-//
-// Padding: a proxy's attention sets masked scores to −Inf; its softmax MLP
-// substitutes the MLP's fill value for them and zeroes their outputs (see package
-// mlp), so padded keys get probability 0 and padded tokens cannot influence the
-// other tokens, exactly as with the exact masked softmax.
 package proxy
 
 import (
@@ -90,7 +54,7 @@ type TrainConfig struct {
 }
 
 func (c TrainConfig) validate(name string) error {
-	if c.Epochs <= 0 || c.BatchSize <= 0 || !(c.LR > 0) || c.WeightDecay < 0 {
+	if c.Epochs <= 0 || c.BatchSize <= 0 || !(c.LR > 0) || math.IsInf(c.LR, 0) || !(c.WeightDecay >= 0) || math.IsInf(c.WeightDecay, 0) {
 		return fmt.Errorf("proxy: %s: epochs %d, batch size %d, learning rate %g, weight decay %g", name, c.Epochs, c.BatchSize, c.LR, c.WeightDecay)
 	}
 	return nil
@@ -106,7 +70,8 @@ type Config struct {
 	Tune, InVivo TrainConfig
 	// MLP trains the MLPs ex vivo (N, batch size, learning rate ...).
 	MLP mlp.TrainConfig
-	// Points is the size of each synthesised data set (mlp.DefaultPoints when 0).
+	// Points is the size of each synthesised data set (DefaultPoints of the
+	// bootstrap size when 0; see WithDefaults for every default).
 	Points int
 	// PooledGaussian fits one ⟨μ, σ⟩ per module instead of one per feature (see
 	// mlp.Observer.Gaussian).
@@ -150,26 +115,21 @@ type Result struct {
 }
 
 // Generate builds the proxies of cfg.Phases from target and the bootstrap set
-// (boot, labels). The target is not modified.
+// (boot, labels). Zero settings of cfg get defaults scaled to the bootstrap
+// (Config.WithDefaults); cfg is checked first (Config.Validate). The target
+// is not modified.
 func Generate(ctx context.Context, target *model.Model, boot model.Input, labels []int, cfg Config) (*Result, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	if len(cfg.Phases) == 0 {
-		return nil, fmt.Errorf("proxy generate: no phases")
+	cfg = cfg.WithDefaults(target, boot.Len())
+	if err := cfg.Validate(target, boot.Len()); err != nil {
+		return nil, fmt.Errorf("proxy generate: %w", err)
 	}
 	L := 0
-	for i, p := range cfg.Phases {
-		if p.Layers <= 0 || p.Layers > target.Config.Layers || p.Heads <= 0 || p.Heads > target.Config.Heads || p.Hidden <= 0 {
-			return nil, fmt.Errorf("proxy generate: phase %d shape %+v does not fit a target of %d layers and %d heads", i, p, target.Config.Layers, target.Config.Heads)
-		}
+	for _, p := range cfg.Phases {
 		L = max(L, p.Layers)
-	}
-	for name, t := range map[string]TrainConfig{"tune": cfg.Tune, "in vivo": cfg.InVivo} {
-		if err := t.validate(name); err != nil {
-			return nil, err
-		}
 	}
 	if boot.Len() == 0 || len(labels) != boot.Len() {
 		return nil, fmt.Errorf("proxy generate: %d bootstrap samples, %d labels", boot.Len(), len(labels))
@@ -178,9 +138,6 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 		return nil, err
 	}
 	points := cfg.Points
-	if points <= 0 {
-		points = mlp.DefaultPoints
-	}
 	keep := cfg.Reservoir
 	if keep <= 0 {
 		keep = 2048

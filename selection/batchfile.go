@@ -119,7 +119,7 @@ func (s *State) loadBatches(dir string) error {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("selection: load state: %w", err)
+			return &StateError{Path: pd, Err: err}
 		}
 		for _, e := range ents {
 			name := e.Name()
@@ -133,14 +133,14 @@ func (s *State) loadBatches(dir string) error {
 			path := filepath.Join(pd, name)
 			b, err := os.ReadFile(path)
 			if err != nil {
-				return fmt.Errorf("selection: load state: %w", err)
+				return &StateError{Path: path, Err: err}
 			}
 			party, phase, bs, err := DecodeBatchFile(b)
 			if err != nil {
-				return fmt.Errorf("%s: %w", path, err)
+				return &StateError{Path: path, Err: err}
 			}
 			if party != s.Party || phase != i || bs.Batch != nb {
-				return fmt.Errorf("selection: load state: %s holds party %d phase %d batch %d", path, party, phase, bs.Batch)
+				return &StateError{Path: path, Err: fmt.Errorf("holds party %d phase %d batch %d", party, phase, bs.Batch)}
 			}
 			s.Phases[i].Batches = append(s.Phases[i].Batches, bs)
 		}

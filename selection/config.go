@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/selectformer/selectformer/protocol"
@@ -204,6 +205,9 @@ type ModelOwner struct {
 	Logger *slog.Logger
 	// OnProgress, if set, is called after every batch.
 	OnProgress func(Progress)
+
+	// onBootstrap, if set (tests), sees the bootstrap message as received.
+	onBootstrap func(b []byte) error
 }
 
 // DataOwner is party 1: it holds the pool.
@@ -220,12 +224,18 @@ type DataOwner struct {
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
 	// hashing Embedding's tables.
 	EmbeddingHash string
-	// StateDir, if set, holds the checkpoint (see the package comment).
+	// StateDir, if set, holds the checkpoint (see the package comment),
+	// including the record of the bootstrap sample sent. Without it the
+	// record lives in this DataOwner value only: a restarted process cannot
+	// recognise a session whose sample it already sent.
 	StateDir string
 	// Logger receives progress (slog.Default() when nil).
 	Logger *slog.Logger
 	// OnProgress, if set, is called after every batch.
 	OnProgress func(Progress)
+
+	mu       sync.Mutex
+	revealed *Revealed // without StateDir: the bootstrap sent by a Run of this value
 }
 
 // PhaseStats are one phase's figures, as seen by one party.

@@ -12,7 +12,10 @@
 //     batch size, workers, appraisal mode, the SHA-256 of the public embedding
 //     tables (EmbeddingHash) and a hash of each side's whole view. Any
 //     difference ends the run with a *MismatchError naming the field and both
-//     values. The data owner also announces the padded sequence length.
+//     values (Field is one of version, party, fixed_point.frac_bits,
+//     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
+//     batch_size, workers, appraisal, embedding_hash, view_hash). The data
+//     owner also announces the padded sequence length.
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
 //     the bootstrap sample and every QuickSelect pivot (share.NewPRG).
@@ -34,6 +37,25 @@
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).
 //
+// # Checks before anything is revealed, and failures
+//
+// Run checks what its party can check before it says anything to the peer:
+// the parameters, the model owner's target and proxy weights (finite, shapes
+// as declared), its proxy generation settings (proxy.Config.Validate, after
+// the defaults of proxy.Config.WithDefaults scaled to the bootstrap) and its
+// Label function, the data owner's pool (PoolSize candidates that fit the
+// embedding checkpoint) and embedding weights, and both parties'
+// checkpoints. A NaN checkpoint or a bad setting thus fails before the data
+// owner sends its bootstrap sample.
+//
+// A party whose run fails, at any point, sends its peer an abort with the
+// error text on stream StreamAbort and closes the connection; the peer's Run
+// returns a *PeerAbortError carrying that reason (or the *MismatchError of a
+// handshake mismatch). Every wait on the peer ends with the caller's context
+// or the connection, so neither party waits for a peer that has given up.
+// The reason names settings, files and candidate numbers, never a pool
+// value or a weight.
+//
 // # Ties
 //
 // QuickSelect orders candidates by entropy descending, then by pool index
@@ -47,17 +69,46 @@
 // temporary file, fsync, rename, directory fsync — after the handshake, the
 // coin toss, the bootstrap, every finished batch (its entropy shares) and
 // every QuickSelect. The model owner also saves generated proxies under
-// StateDir/proxies. Restarting both parties with the same state
+// StateDir/proxies. The layout of a state directory, per party p (both
+// parties may share one directory):
+//
+//	state-p<p>.json                       the State (DecodeState; StateFile names it)
+//	batches-p<p>/phase-<i>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile):
+//	                                      "SFB1" | party u8 | 3 zero bytes | phase u32 | batch u32 |
+//	                                      epoch u64 | n u32 | n × u64 shares | CRC-32C, little-endian
+//	proxies/phase-<i>/                    the model owner's generated proxies (proxy.Load)
+//
+// Restarting both parties with the same state
 // directories (and a new connection) resumes: the parties exchange summaries
 // of their checkpoints in the handshake and keep only what both finished
 // (same coin, same bootstrap, phases finished by both with the same
 // survivors, and of the current phase the batches both finished); the rest
 // is redone.
 //
-// Correlated randomness is never reused: every run is a new epoch (the
-// larger of the two parties' persisted counters plus one, written to disk
-// before anything is sent), and in epoch e every stream's provider counter
-// is first moved to e<<EpochShift, weight ids start at e<<EpochShift too.
+// Nothing revealed across crashes and restarts exceeds what one
+// uninterrupted run reveals. The data owner records the bootstrap sample in
+// its state (State.Revealed) before sending it; from then on it tosses no
+// new coin for the session and sends, on any restart of either party, only
+// the same points (a model owner that crashed before checkpointing the
+// sample receives it again). A model owner restarted with an empty or
+// altered state directory, which no longer holds the session's coin, is
+// refused: the data owner's error wraps ErrBootstrapRevealed and the model
+// owner receives it as the data owner's abort. A data owner that accepts
+// revealing another sample starts a new session with a fresh state
+// directory. Without a StateDir the record lives in the DataOwner value
+// only. A checkpoint file that is unreadable, malformed or of other
+// parameters is a *StateError naming the file.
+//
+// Correlated randomness is keyed by a dealer session drawn from the joint
+// coin (SHA-256 of the coin seed, so both parties contribute to it): Run
+// binds the provider to it (beaver.BindSession) before drawing any
+// material, so two selections never share a word even with the same dealer
+// seeds, and a resumed selection (same coin) stays in its session. Within
+// a session, correlated randomness is never reused: every run is a new
+// epoch (the larger of the two parties' persisted counters plus one,
+// written to disk before anything is sent), and in epoch e every stream's
+// provider counter is first moved to e<<EpochShift, weight ids start at
+// e<<EpochShift too.
 // Material is addressed by (stream, counter), so two epochs never touch the
 // same item even with a deterministic dealer (same seeds), as long as a run
 // takes fewer than 2^40 items per stream. A fresh dealer (beaver.NewDealer)
@@ -72,4 +123,20 @@
 //
 // Every batch is logged with log/slog (done/total, rate, ETA) and reported
 // to the optional OnProgress callback.
+//
+// # References
+//
+//   - The method: X. Ouyang, F. X. Lin, Y. Ji, "SelectFormer: Private and
+//     Practical Data Selection for Transformers", arXiv:2310.02373 (2023),
+//     ICLR 2025: the bootstrap, the multi-phase schedule of proxies and the
+//     selection by prediction entropy (§4.1). DESIGN.md at the module root
+//     states the parties, the threat model and what a run reveals.
+//   - The secure computation underneath: Beaver triples (D. Beaver,
+//     "Efficient Multiparty Protocols Using Circuit Randomization",
+//     CRYPTO '91) from a dealer as in CrypTen's trusted-third-party mode
+//     (B. Knott et al., "CrypTen: Secure Multi-Party Computation Meets Machine
+//     Learning", NeurIPS 2021); QuickSelect's comparisons are package
+//     protocol's bit-sliced sign circuit (CompareReveal, 7 rounds per
+//     comparison step); truncation is exact, unlike SecureML's local one
+//     (P. Mohassel, Y. Zhang, IEEE S&P 2017).
 package selection

@@ -14,6 +14,9 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add([]byte(`{"version":1,"party":0}`))
 	f.Add([]byte(`{"version":1,"party":0,"phases":[{"done":true}]}`))
 	f.Add([]byte(`not json`))
+	good.Revealed = &Revealed{ViewHash: "x", Seed: good.Seed, Bootstrap: []int{3, 5}}
+	b, _ = json.Marshal(good)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeState(b)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/nn"
 	"github.com/selectformer/selectformer/share"
@@ -195,6 +196,20 @@ func coinToss(ctx context.Context, st *transport.Stream, party int) (share.Seed,
 		return seed, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment")
 	}
 	return finish(r0, mine[:]), nil
+}
+
+// dealerSession derives the dealer session id from the joint coin seed =
+// SHA-256(r0‖r1): it depends on both parties' contributions, so neither
+// party alone can make a new selection reuse an earlier one's id (and with
+// it the earlier correlated randomness); a resumed selection keeps its coin
+// and so its session, at counters of a new epoch.
+func dealerSession(seed share.Seed) beaver.SessionID {
+	h := sha256.New()
+	h.Write([]byte("selectformer/selection/dealer-session/v1"))
+	h.Write(seed[:])
+	var id beaver.SessionID
+	copy(id[:], h.Sum(nil))
+	return id
 }
 
 // EmbeddingHash returns the hex SHA-256 of m's public embedding tables (token,

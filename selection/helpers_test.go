@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
@@ -65,49 +66,29 @@ func (f forwardFunc) Forward(ctx context.Context, s *protocol.Session, idx []int
 	return f(ctx, s, idx)
 }
 
-// pair runs f as both parties over a Pipe with an in-process dealer.
+// pair runs f as both parties of a twoparty.Run (a Pipe with an in-process
+// dealer of the given seeds) and returns each party's error; a party that
+// fails cancels the other and closes its connection.
 func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error) [2]error {
 	t.Helper()
-	d := beaver.NewDealerWithSeeds(seeds[0], seeds[1])
-	c0, c1 := transport.Pipe(transport.Options{})
-	defer c0.Close()
-	defer c1.Close()
-	conns := [2]*transport.Conn{c0, c1}
-	var errs [2]error
-	var wg sync.WaitGroup
-	for p := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prov, err := d.Provider(p)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			errs[p] = f(context.Background(), p, conns[p], prov)
-			if errs[p] != nil {
-				conns[p].Close()
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
+	r, _ := twoparty.Run(context.Background(), twoparty.Config{Seeds: seeds}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
+		return struct{}{}, f(ctx, p.ID, p.Conn, p.Provider)
+	})
+	return r.Err
 }
 
 // sessionPair runs f on two protocol sessions.
 func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) error) {
 	t.Helper()
-	errs := pair(t, [2]share.Seed{{1}, {2}}, func(ctx context.Context, p int, c *transport.Conn, prov beaver.Provider) error {
-		s, err := protocol.NewSession(ctx, p, c.Stream(5), prov, share.DefaultFixedPoint)
+	_, err := twoparty.Run(context.Background(), twoparty.Config{Seeds: [2]share.Seed{{1}, {2}}}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
+		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(5), p.Provider, share.DefaultFixedPoint)
 		if err != nil {
-			return err
+			return struct{}{}, err
 		}
-		return f(ctx, s)
+		return struct{}{}, f(ctx, s)
 	})
-	for p, err := range errs {
-		if err != nil {
-			t.Fatalf("party %d: %v", p, err)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

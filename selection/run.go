@@ -65,71 +65,62 @@ type engine struct {
 
 // Run runs the model owner's side of a selection over conn, drawing
 // correlated randomness from prov (party 0's provider).
+//
+// Everything Run can check (parameters, weights, proxies, generation
+// settings, the Label function) is checked before it says anything to the
+// data owner. When Run fails it tells the peer why (an abort on
+// StreamAbort), then closes conn; when the peer fails first, Run returns a
+// *PeerAbortError with the peer's reason.
 func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.Provider) (*Result, error) {
 	if m == nil {
 		return nil, fmt.Errorf("selection: nil model owner")
 	}
 	e := &engine{party: 0, p: m.Params.withDefaults(), conn: conn, prov: prov, log: m.Logger, onProgress: m.OnProgress, stateDir: m.StateDir, eval: m.Evaluator, mo: m}
-	e.embHash = m.EmbeddingHash
-	if e.embHash == "" {
-		src := m.Target
-		if src == nil && len(m.Proxies) > 0 && m.Proxies[0] != nil {
-			src = m.Proxies[0].Model
-		}
-		if src != nil {
-			h, err := EmbeddingHash(src)
-			if err != nil {
-				return nil, err
-			}
-			e.embHash = h
-		}
-	}
-	if m.Evaluator == nil && m.Proxies == nil {
-		if m.Target == nil {
-			return nil, fmt.Errorf("selection: model owner: need a Target, Proxies or an Evaluator")
-		}
-		if m.Label == nil || m.Params.Bootstrap == 0 {
-			return nil, fmt.Errorf("selection: model owner: generating proxies needs a bootstrap sample and a Label function")
-		}
-	}
-	if m.Proxies != nil && len(m.Proxies) != len(m.Params.Schedule) {
-		return nil, fmt.Errorf("selection: model owner: %d proxies for %d phases", len(m.Proxies), len(m.Params.Schedule))
-	}
-	return e.run(ctx)
+	return e.guard(ctx, func() error { return m.check(e) })
 }
 
 // Run runs the data owner's side of a selection over conn, drawing
 // correlated randomness from prov (party 1's provider).
+//
+// Everything Run can check (parameters, pool, embedding weights) is checked
+// before it says anything to the model owner. The bootstrap sample is
+// recorded (in StateDir, or in memory without one) before it is sent, and a
+// data owner never sends a second one for the same session: a restarted
+// model owner that no longer holds the session's coin is refused (an error
+// wrapping ErrBootstrapRevealed). When Run fails it tells the peer why (an
+// abort on StreamAbort), then closes conn; when the peer fails first, Run
+// returns a *PeerAbortError with the peer's reason.
 func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.Provider) (*Result, error) {
 	if d == nil {
 		return nil, fmt.Errorf("selection: nil data owner")
 	}
 	e := &engine{party: 1, p: d.Params.withDefaults(), conn: conn, prov: prov, log: d.Logger, onProgress: d.OnProgress, stateDir: d.StateDir, eval: d.Evaluator, do: d}
-	e.embHash = d.EmbeddingHash
-	if d.Evaluator == nil {
-		if d.Embedding == nil {
-			return nil, fmt.Errorf("selection: data owner: need the public Embedding model (or an Evaluator)")
+	return e.guard(ctx, func() error { return d.check(e) })
+}
+
+// guard runs check and the session, and on failure tells the peer (see
+// abortWatch.fail) and closes the connection.
+func (e *engine) guard(ctx context.Context, check func() error) (*Result, error) {
+	if e.conn == nil {
+		if err := check(); err != nil {
+			return nil, err
 		}
-		if n := d.Pool.Len(); n != d.Params.PoolSize {
-			return nil, fmt.Errorf("selection: data owner: pool holds %d candidates, params say %d", n, d.Params.PoolSize)
-		}
-		e.eval = &dataEvaluator{emb: d.Embedding, pool: d.Pool}
+		return nil, fmt.Errorf("selection: party %d: nil connection", e.party)
 	}
-	if d.Embedding != nil {
-		if e.embHash == "" {
-			h, err := EmbeddingHash(d.Embedding)
-			if err != nil {
-				return nil, err
-			}
-			e.embHash = h
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ab := watchAbort(e.conn, e.party, cancel)
+	res, err := func() (*Result, error) {
+		if err := check(); err != nil {
+			return nil, err
 		}
-		if d.Embedding.Config.Family == model.ViT {
-			e.seq = d.Embedding.Config.NumPatches() + 1
-		} else if len(d.Pool.IDs) > 0 {
-			e.seq = len(d.Pool.IDs[0])
-		}
+		return e.run(ctx)
+	}()
+	if err != nil {
+		return nil, ab.fail(err)
 	}
-	return e.run(ctx)
+	ab.stop()
+	return res, nil
 }
 
 func (e *engine) logf() *slog.Logger {
@@ -139,27 +130,26 @@ func (e *engine) logf() *slog.Logger {
 	return e.log
 }
 
+// checkpoint saves the state; without a state directory, the data owner
+// keeps its record of what it revealed in memory (DataOwner.revealed).
 func (e *engine) checkpoint() error {
 	if e.stateDir == "" {
+		if e.do != nil && e.st.Revealed != nil {
+			e.do.mu.Lock()
+			e.do.revealed = e.st.Revealed.clone()
+			e.do.mu.Unlock()
+		}
 		return nil
 	}
 	return e.st.save(e.stateDir)
 }
 
 func (e *engine) run(ctx context.Context) (*Result, error) {
-	if err := e.p.Validate(); err != nil {
-		return nil, err
-	}
-	if e.conn == nil || e.prov == nil {
-		return nil, fmt.Errorf("selection: party %d: nil connection or provider", e.party)
-	}
-	if e.prov.Party() != e.party {
-		return nil, fmt.Errorf("selection: party %d given a provider of party %d", e.party, e.prov.Party())
-	}
-	// The handshake runs on the caller's context: transport itself ends a
-	// blocked receive when the connection dies, but only after handing over
-	// what the peer sent before it went, so a peer that leaves on a mismatch
-	// is reported as that mismatch rather than as a cancellation.
+	// The handshake runs on the guard's context (the caller's, ended also by
+	// the peer's abort): transport itself ends a blocked receive when the
+	// connection dies, but only after handing over what the peer sent before
+	// it went, so a peer that leaves on a mismatch is reported as that
+	// mismatch rather than as a cancellation.
 	hsCtx := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -179,12 +169,27 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		if st != nil && st.ViewHash != vh {
-			return nil, fmt.Errorf("selection: state %s belongs to a selection with other parameters", StateFile(e.stateDir, e.party))
+			return nil, &StateError{Path: StateFile(e.stateDir, e.party), Err: errOtherParams}
 		}
 		e.st = st
 	}
 	if e.st == nil {
 		e.st = &State{Version: stateVersion, Party: e.party, ViewHash: vh}
+		if e.stateDir == "" && e.do != nil {
+			e.do.mu.Lock()
+			if r := e.do.revealed; r != nil {
+				if r.ViewHash != vh {
+					e.do.mu.Unlock()
+					return nil, fmt.Errorf("%w (%d points, under other parameters); use a new DataOwner for a new session", ErrBootstrapRevealed, len(r.Bootstrap))
+				}
+				e.st.Revealed = r.clone()
+				e.st.Seed = r.Seed
+			}
+			e.do.mu.Unlock()
+		}
+	}
+	if e.party == 1 && e.stateDir == "" {
+		e.logf().Warn("selection: data owner without a StateDir: a restarted process cannot recognise a session whose bootstrap sample it already sent")
 	}
 	e.st.Epoch++
 	if err := e.checkpoint(); err != nil {
@@ -206,6 +211,9 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("selection: handshake: %w", err)
 	}
 	if err := compareHello(mine, peer); err != nil {
+		return nil, err
+	}
+	if err := e.st.checkRevealed(peer.Resume); err != nil {
 		return nil, err
 	}
 	if e.party == 0 {
@@ -239,6 +247,9 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	// 4. Coin and bootstrap.
+	if e.st.Seed == "" && e.st.Revealed != nil {
+		return nil, fmt.Errorf("selection: %w: no new coin is tossed", ErrBootstrapRevealed)
+	}
 	if e.st.Seed == "" {
 		seed, err := coinToss(ctx, e.ctrl, e.party)
 		if err != nil {
@@ -252,6 +263,11 @@ func (e *engine) run(ctx context.Context) (*Result, error) {
 	seed, err := e.st.seed()
 	if err != nil {
 		return nil, err
+	}
+	// Every word of correlated randomness is keyed by a session id drawn
+	// from the joint coin, so no two selections share material.
+	if err := beaver.BindSession(ctx, e.prov, dealerSession(seed)); err != nil {
+		return nil, fmt.Errorf("selection: dealer session: %w", err)
 	}
 	if err := e.bootstrap(ctx, seed); err != nil {
 		return nil, err
@@ -369,6 +385,16 @@ func (e *engine) bootstrap(ctx context.Context, seed share.Seed) error {
 	idx := sampleBootstrap(seed, e.p.PoolSize, e.p.Bootstrap)
 	var boot model.Input
 	if e.party == 1 {
+		// Record what is revealed, durably, before revealing it; a restart
+		// re-sends exactly these points (the same coin gives the same sample).
+		if r := e.st.Revealed; r == nil {
+			e.st.Revealed = &Revealed{ViewHash: e.st.ViewHash, Seed: e.st.Seed, Bootstrap: idx}
+			if err := e.checkpoint(); err != nil {
+				return fmt.Errorf("selection: bootstrap: record before sending: %w", err)
+			}
+		} else if r.Seed != e.st.Seed || !slices.Equal(r.Bootstrap, idx) {
+			return fmt.Errorf("selection: bootstrap: %w: the sample to send differs from the one sent", ErrBootstrapRevealed)
+		}
 		if e.do.Pool.Len() > 0 && len(idx) > 0 {
 			var err error
 			if boot, err = e.do.Pool.Select(idx); err != nil {
@@ -386,6 +412,11 @@ func (e *engine) bootstrap(ctx context.Context, seed share.Seed) error {
 		b, err := e.ctrl.RecvBytes(ctx)
 		if err != nil {
 			return fmt.Errorf("selection: bootstrap: receive: %w", err)
+		}
+		if e.mo.onBootstrap != nil {
+			if err := e.mo.onBootstrap(b); err != nil {
+				return err
+			}
 		}
 		if boot, err = DecodeBootstrap(b, len(idx)); err != nil {
 			return err
@@ -431,12 +462,7 @@ func (e *engine) makeProxies(ctx context.Context, idx []int, boot model.Input, d
 		if len(labels) != len(idx) {
 			return fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx))
 		}
-		cfg := m.Generate
-		cfg.Phases = e.p.Phases()
-		if cfg.Logger == nil {
-			cfg.Logger = m.Logger
-		}
-		r, err := proxy.Generate(ctx, m.Target, boot, labels, cfg)
+		r, err := proxy.Generate(ctx, m.Target, boot, labels, m.generateConfig(e.p))
 		if err != nil {
 			return fmt.Errorf("selection: bootstrap: generate proxies: %w", err)
 		}
@@ -460,9 +486,13 @@ func (e *engine) loadProxies(dir string) error {
 			return fmt.Errorf("selection: resume: no saved proxies")
 		}
 		for i := range e.p.Schedule {
-			p, err := proxy.Load(filepath.Join(dir, fmt.Sprintf("phase-%d", i)))
+			path := filepath.Join(dir, fmt.Sprintf("phase-%d", i))
+			p, err := proxy.Load(path)
 			if err != nil {
-				return fmt.Errorf("selection: resume: load proxy %d: %w", i, err)
+				return &StateError{Path: path, Err: fmt.Errorf("resume: load proxy %d: %w", i, err)}
+			}
+			if err := checkProxy(i, p, e.p.Schedule[i]); err != nil {
+				return &StateError{Path: path, Err: err}
 			}
 			m.Proxies = append(m.Proxies, p)
 		}

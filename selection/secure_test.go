@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -139,7 +140,8 @@ func TestSecureSelectionMatchesPlaintext(t *testing.T) {
 // not redone, and the result is the plaintext pipeline's (near-ties apart).
 func TestSecureResume(t *testing.T) {
 	f := newSecureFixture(t)
-	dirs := [2]string{t.TempDir(), t.TempDir()}
+	// Directories the parties create (owner-only, checked at the end).
+	dirs := [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
 	mo, do := f.owners(dirs)
 	if _, errs := f.run(t, mo, do, 1); errs[0] == nil || errs[1] == nil {
 		t.Fatalf("interrupted run: %v", errs)
@@ -162,6 +164,9 @@ func TestSecureResume(t *testing.T) {
 		t.Fatalf("phase 1 resumed nothing: %+v", res[0].Phases[1])
 	}
 	checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
+	// State, batch shares and the saved proxies are owner-only.
+	checkPrivateModes(t, dirs[0])
+	checkPrivateModes(t, dirs[1])
 }
 
 // checkPlain compares a secure selection with the plaintext pipeline on the

@@ -61,6 +61,87 @@ type State struct {
 	Bootstrap     []int `json:"bootstrap,omitempty"`
 	// Phases holds the phases started so far.
 	Phases []PhaseState `json:"phases"`
+	// Revealed is the data owner's record of the bootstrap sample it sent in
+	// the clear, written before it is sent and never trimmed (nil until
+	// then, and always nil for the model owner).
+	Revealed *Revealed `json:"revealed,omitempty"`
+}
+
+// Revealed records what a data owner has sent in the clear in a session:
+// the pool indices of its bootstrap sample and the joint coin they were
+// drawn with. Once recorded, the data owner tosses no new coin for the
+// session and re-sends only these points, so that no sequence of crashes
+// and restarts reveals more than one uninterrupted run.
+type Revealed struct {
+	// ViewHash identifies the session's public parameters.
+	ViewHash string `json:"view_hash"`
+	// Seed is the joint coin (hex).
+	Seed string `json:"seed"`
+	// Bootstrap holds the pool indices sent, ascending.
+	Bootstrap []int `json:"bootstrap"`
+}
+
+func (r *Revealed) clone() *Revealed {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Bootstrap = slices.Clone(r.Bootstrap)
+	return &c
+}
+
+// ErrBootstrapRevealed is wrapped by the data owner's error when a run
+// would make it reveal a second bootstrap sample in a session whose sample
+// it already sent: typically a model owner restarted with an empty or
+// altered state directory (its checkpoint no longer holds the session's
+// coin). Restore the model owner's state directory to go on; a data owner
+// that accepts revealing another sample starts a new session with a fresh
+// state directory.
+var ErrBootstrapRevealed = errors.New("the data owner already sent the bootstrap sample of this session and sends no other")
+
+// StateError is the error of a checkpoint file (state, batch or saved
+// proxy) that is unreadable, malformed, or belongs to other parameters: a
+// bad input file, named by Path.
+type StateError struct {
+	// Path is the file.
+	Path string
+	// Err is what is wrong with it.
+	Err error
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("selection: checkpoint %s: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *StateError) Unwrap() error { return e.Err }
+
+var errOtherParams = errors.New("belongs to a selection with other parameters (or another embedding checkpoint): use another state directory, or the parameters it was written with")
+
+// seedID is what a party shows its peer of a coin (seed hex).
+func seedID(seed string) string {
+	h := sha256.Sum256([]byte("selection/seed-id/" + seed))
+	return hex.EncodeToString(h[:])
+}
+
+// checkRevealed refuses a session in which this data owner would have to
+// reveal a second bootstrap sample: it has sent one, and the model owner's
+// checkpoint does not hold the coin it was drawn with.
+func (s *State) checkRevealed(peer summary) error {
+	r := s.Revealed
+	if r == nil {
+		return nil
+	}
+	if peer.SeedHash == seedID(r.Seed) {
+		s.Seed = r.Seed
+		return nil
+	}
+	why := "holds no coin (an empty or lost state directory)"
+	if peer.SeedHash != "" {
+		why = "holds another coin (an altered state directory)"
+	}
+	return fmt.Errorf("selection: %w: it sent %d points drawn with coin %.12s…, and the model owner's checkpoint %s; restore the model owner's state directory, or start a new session with a fresh data-owner state directory",
+		ErrBootstrapRevealed, len(r.Bootstrap), seedID(r.Seed), why)
 }
 
 // StateFile returns the checkpoint file of party in dir.
@@ -83,6 +164,28 @@ func DecodeState(b []byte) (*State, error) {
 	if s.Seed != "" {
 		if _, err := s.seed(); err != nil {
 			return nil, err
+		}
+	}
+	if r := s.Revealed; r != nil {
+		if s.Party != 1 {
+			return nil, fmt.Errorf("selection: state: party %d with a data owner's record of revealed points", s.Party)
+		}
+		if _, err := (&State{Seed: r.Seed}).seed(); err != nil {
+			return nil, fmt.Errorf("selection: state: revealed: %w", err)
+		}
+		if s.Seed != "" && s.Seed != r.Seed {
+			return nil, fmt.Errorf("selection: state: coin differs from the one of the revealed sample")
+		}
+		if r.ViewHash != s.ViewHash {
+			return nil, fmt.Errorf("selection: state: revealed sample of other parameters")
+		}
+		for i, b := range r.Bootstrap {
+			if b < 0 || i > 0 && b <= r.Bootstrap[i-1] {
+				return nil, fmt.Errorf("selection: state: revealed indices not ascending and distinct")
+			}
+		}
+		if s.BootstrapDone && !slices.Equal(s.Bootstrap, r.Bootstrap) {
+			return nil, fmt.Errorf("selection: state: bootstrap differs from the revealed sample")
 		}
 	}
 	if s.BootstrapDone && s.Seed == "" {
@@ -116,6 +219,7 @@ func (s *State) seed() (share.Seed, error) {
 }
 
 // loadState reads party's checkpoint from dir; a missing file gives nil.
+// A file that cannot be read or decoded is a *StateError.
 func loadState(dir string, party int) (*State, error) {
 	path := StateFile(dir, party)
 	f, err := os.Open(path)
@@ -123,26 +227,26 @@ func loadState(dir string, party int) (*State, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("selection: load state: %w", err)
+		return nil, &StateError{Path: path, Err: err}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("selection: load state: %w", err)
+		return nil, &StateError{Path: path, Err: err}
 	}
 	if fi.Size() > maxStateFile {
-		return nil, fmt.Errorf("selection: load state %s: %d bytes", path, fi.Size())
+		return nil, &StateError{Path: path, Err: fmt.Errorf("%d bytes", fi.Size())}
 	}
 	b := make([]byte, fi.Size())
 	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
-		return nil, fmt.Errorf("selection: load state: %w", err)
+		return nil, &StateError{Path: path, Err: err}
 	}
 	s, err := DecodeState(b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &StateError{Path: path, Err: err}
 	}
 	if s.Party != party {
-		return nil, fmt.Errorf("selection: state %s belongs to party %d", path, s.Party)
+		return nil, &StateError{Path: path, Err: fmt.Errorf("belongs to party %d", s.Party)}
 	}
 	if err := s.loadBatches(dir); err != nil {
 		return nil, err
@@ -192,8 +296,7 @@ func (s *State) summarize() summary {
 	if s == nil || s.Seed == "" {
 		return out
 	}
-	h := sha256.Sum256([]byte("selection/seed-id/" + s.Seed))
-	out.SeedHash = hex.EncodeToString(h[:])
+	out.SeedHash = seedID(s.Seed)
 	out.BootstrapDone = s.BootstrapDone
 	if !s.BootstrapDone {
 		return out

@@ -21,4 +21,18 @@
 //
 // Nothing in this package talks to a network or knows about parties beyond the
 // index (0 or 1) used to decide which party adds a public constant.
+//
+// # References
+//
+//   - Additive sharing over Z_2^64 with fixed-point reals encoded as ring
+//     words, as in SecureML (P. Mohassel, Y. Zhang, "SecureML: A System for
+//     Scalable Privacy-Preserving Machine Learning", IEEE S&P 2017) and
+//     CrypTen (B. Knott, S. Venkataraman, A. Hannun, S. Sengupta, M. Ibrahim,
+//     L. van der Maaten, "CrypTen: Secure Multi-Party Computation Meets
+//     Machine Learning", NeurIPS 2021); the products of shares use Beaver
+//     triples (D. Beaver, "Efficient Multiparty Protocols Using Circuit
+//     Randomization", CRYPTO '91), see packages beaver and protocol.
+//   - X. Ouyang, F. X. Lin, Y. Ji, "SelectFormer: Private and Practical Data
+//     Selection for Transformers", arXiv:2310.02373 (2023), ICLR 2025; design
+//     notes in DESIGN.md at the module root.
 package share

@@ -544,6 +544,8 @@ func TestOptionsValidation(t *testing.T) {
 		{MaxStreams: -1},
 		{Compression: 9},
 		{Link: &Profile{Bandwidth: -1}},
+		{HandshakeTimeout: -time.Second},
+		{MaxPendingHandshakes: -1},
 	} {
 		if _, err := o.normalize(); err == nil {
 			t.Errorf("options %+v accepted", o)

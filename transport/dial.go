@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -67,8 +69,15 @@ func Dial(ctx context.Context, addr string, id *Identity, peerFingerprint string
 	return c, nil
 }
 
-// handshake runs TLS and the preface on raw; it closes raw on error.
+// ErrHandshakeTimeout is wrapped by the error of a handshake (TLS and
+// connection preface) that did not finish within Options.HandshakeTimeout.
+var ErrHandshakeTimeout = errors.New("transport: handshake timed out")
+
+// handshake runs TLS and the preface on raw, within o.HandshakeTimeout or
+// until ctx ends if that is sooner; it closes raw on error.
 func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config, o Options, server bool) (*Conn, error) {
+	hctx, cancel := context.WithTimeout(ctx, o.HandshakeTimeout)
+	defer cancel()
 	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
@@ -82,11 +91,31 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config, o Options, se
 	} else {
 		tc = tls.Client(nc, cfg)
 	}
-	if err := tc.HandshakeContext(ctx); err != nil {
+	if err := tc.HandshakeContext(hctx); err != nil {
 		_ = nc.Close()
-		return nil, fmt.Errorf("TLS handshake: %w", err)
+		return nil, handshakeTimeout(ctx, hctx, o, fmt.Errorf("TLS handshake: %w", err))
 	}
-	return newConn(ctx, tc, o)
+	c, err := newConn(hctx, tc, o)
+	if err != nil {
+		return nil, handshakeTimeout(ctx, hctx, o, err)
+	}
+	return c, nil
+}
+
+// handshakeTimeout wraps err with ErrHandshakeTimeout when the handshake
+// deadline, not the caller's context, ended the handshake.
+func handshakeTimeout(ctx, hctx context.Context, o Options, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !dl.After(time.Now()) {
+		return err // the caller's deadline, whose timer has not fired yet
+	}
+	hdl, _ := hctx.Deadline()
+	if hctx.Err() == nil && time.Now().Before(hdl) {
+		return err
+	}
+	return fmt.Errorf("%w (limit %v): %w", ErrHandshakeTimeout, o.HandshakeTimeout, err)
 }
 
 // Listener accepts authenticated connections.
@@ -94,7 +123,11 @@ type Listener struct {
 	ln  *net.TCPListener
 	id  *Identity
 	opt Options
-	mu  sync.Mutex
+	mu  sync.Mutex // serializes Accept
+
+	bmu     sync.Mutex
+	backlog []net.Conn // accepted as an Accept returned; authenticated by the next one
+	closed  bool
 }
 
 // Listen listens on a TCP address ("host:port"; port 0 picks one).
@@ -116,42 +149,225 @@ func Listen(addr string, id *Identity, opt Options) (*Listener, error) {
 // Addr is the listening address.
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
-// Close stops listening; established connections are not affected.
-func (l *Listener) Close() error { return l.ln.Close() }
+// Close stops listening; established connections are not affected. A
+// pending Accept returns an error.
+func (l *Listener) Close() error {
+	err := l.ln.Close()
+	l.bmu.Lock()
+	l.closed = true
+	for _, c := range l.backlog {
+		_ = c.Close()
+	}
+	l.backlog = nil
+	l.bmu.Unlock()
+	return err
+}
 
-// Accept waits for a connection and authenticates it, accepting only a peer
-// whose key has fingerprint peerFingerprint. A connection that fails the
-// handshake (a wrong key, say) is closed and its error returned; call Accept
-// again to keep serving. Concurrent Accepts are serialized.
+// stash keeps a connection accepted while an Accept was returning for the
+// next Accept (or closes it if the listener is closed).
+func (l *Listener) stash(c net.Conn) {
+	l.bmu.Lock()
+	defer l.bmu.Unlock()
+	if l.closed {
+		_ = c.Close()
+		return
+	}
+	l.backlog = append(l.backlog, c)
+}
+
+func (l *Listener) takeBacklog() []net.Conn {
+	l.bmu.Lock()
+	defer l.bmu.Unlock()
+	b := l.backlog
+	l.backlog = nil
+	return b
+}
+
+// Accept waits until a peer whose key has fingerprint peerFingerprint has
+// connected and authenticated, and returns that connection; it returns an
+// error only when ctx ends or the listener fails (is closed).
+//
+// Connections are authenticated concurrently, at most
+// Options.MaxPendingHandshakes at a time, each within
+// Options.HandshakeTimeout, so a silent socket, a slow handshake or a
+// stranger never holds up the pinned peer. A connection that fails (a wrong
+// key, bytes that are not TLS or not this protocol, a handshake timeout) is
+// closed, logged at warn level on Options.Log, and Accept keeps waiting; the
+// error returned when ctx ends says how many were rejected and wraps the
+// last reason (a *PinError, for a wrong key). Handshakes still in progress
+// when Accept returns are abandoned and their sockets closed. Concurrent
+// Accepts are serialized.
 func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, error) {
 	fp, err := ParseFingerprint(peerFingerprint)
 	if err != nil {
 		return nil, err
 	}
 	l.mu.Lock()
-	dl, _ := ctx.Deadline()
-	_ = l.ln.SetDeadline(dl)
-	stop := interruptOnCancel(ctx, func() { _ = l.ln.SetDeadline(aLongTimeAgo) })
-	raw, err := l.ln.Accept()
-	stop()
+	defer l.mu.Unlock()
+	actx, cancel := context.WithCancel(ctx)
+	a := &acceptor{l: l, cfg: tlsConfig(l.id, fp, true), fp: fp,
+		won: make(chan *Conn), fatal: make(chan error, 1)}
+	a.wg.Add(1)
+	go a.loop(actx)
+	var c *Conn
+	select {
+	case c = <-a.won:
+	case err = <-a.fatal:
+	case <-ctx.Done():
+	}
+	// Stop the accept loop (cancel first: it checks actx before every
+	// accept) and every handshake in progress.
+	cancel()
+	_ = l.ln.SetDeadline(aLongTimeAgo)
+	a.wg.Wait()
 	_ = l.ln.SetDeadline(time.Time{})
-	l.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("transport: accept: %w", ctx.Err())
-		}
-		if !dl.IsZero() && !time.Now().Before(dl) {
-			// The listener deadline fired just before the context's.
-			return nil, fmt.Errorf("transport: accept: %w", context.DeadlineExceeded)
-		}
 		return nil, fmt.Errorf("transport: accept: %w", err)
 	}
-	c, err := handshake(ctx, raw, tlsConfig(l.id, fp, true), l.opt, true)
-	if err != nil {
-		return nil, fmt.Errorf("transport: accepting %s: %w", raw.RemoteAddr(), err)
+	if n, addr, last := a.rejects(); n > 0 {
+		return nil, fmt.Errorf("transport: accept: %w; rejected %d connection(s), the last from %s: %w", ctx.Err(), n, addr, last)
 	}
-	c.peerFP = fp
-	return c, nil
+	return nil, fmt.Errorf("transport: accept: %w", ctx.Err())
+}
+
+// acceptor is the state of one Listener.Accept.
+type acceptor struct {
+	l     *Listener
+	cfg   *tls.Config
+	fp    string
+	won   chan *Conn // the first authenticated connection
+	fatal chan error // the listener failed
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	rejected int
+	lastAddr string
+	lastErr  error
+}
+
+// loop accepts sockets while a handshake slot is free and authenticates
+// each in its own goroutine, until ctx ends.
+func (a *acceptor) loop(ctx context.Context) {
+	defer a.wg.Done()
+	sem := make(chan struct{}, a.l.opt.MaxPendingHandshakes)
+	acquire := func() bool {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+		if ctx.Err() != nil {
+			<-sem
+			return false
+		}
+		return true
+	}
+	pending := a.l.takeBacklog()
+	for i, raw := range pending {
+		if !acquire() {
+			for _, r := range pending[i:] {
+				a.l.stash(r)
+			}
+			return
+		}
+		a.authenticate(ctx, raw, sem)
+	}
+	var backoff time.Duration
+	for {
+		if !acquire() {
+			return
+		}
+		raw, err := a.l.ln.Accept()
+		if err != nil {
+			<-sem
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, net.ErrClosed) {
+				a.fatal <- err
+				return
+			}
+			// A transient failure (out of file descriptors, say): retry
+			// with a growing pause, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			a.l.opt.Log.Warn("transport: accept failed; retrying", "listen", a.l.Addr().String(), "err", err, "pause", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		backoff = 0
+		if ctx.Err() != nil {
+			// Accept is returning: keep the socket for the next one.
+			<-sem
+			a.l.stash(raw)
+			return
+		}
+		a.authenticate(ctx, raw, sem)
+	}
+}
+
+// authenticate runs the handshake of raw in a goroutine holding one slot of
+// sem, and hands the connection to Accept or logs why it was rejected.
+func (a *acceptor) authenticate(ctx context.Context, raw net.Conn, sem chan struct{}) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer func() { <-sem }()
+		addr := raw.RemoteAddr().String()
+		c, err := handshake(ctx, raw, a.cfg, a.l.opt, true)
+		if err != nil {
+			if ctx.Err() != nil {
+				return // abandoned: Accept is returning
+			}
+			a.mu.Lock()
+			a.rejected++
+			a.lastAddr, a.lastErr = addr, err
+			a.mu.Unlock()
+			a.l.opt.Log.Warn("transport: rejected connection", "listen", a.l.Addr().String(), "from", addr,
+				"reason", rejectReason(err), "err", err)
+			return
+		}
+		c.peerFP = a.fp
+		select {
+		case a.won <- c:
+		case <-ctx.Done():
+			_ = c.Close()
+		}
+	}()
+}
+
+func (a *acceptor) rejects() (int, string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.rejected, a.lastAddr, a.lastErr
+}
+
+// rejectReason names the kind of a failed server handshake for the log.
+func rejectReason(err error) string {
+	var pe *PinError
+	var rh tls.RecordHeaderError
+	switch {
+	case errors.As(err, &pe):
+		return "wrong key"
+	case errors.Is(err, ErrHandshakeTimeout):
+		return "handshake timeout"
+	case errors.As(err, &rh):
+		return "not TLS"
+	case errors.Is(err, ErrProtocol):
+		return "not a selectformer peer"
+	case strings.Contains(err.Error(), "remote error: tls: bad certificate"):
+		return "the peer rejected our key"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		return "closed during the handshake"
+	default:
+		return "handshake failed"
+	}
 }
 
 // Pipe returns two Conns connected in memory (no TLS, no sockets), with the

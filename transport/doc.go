@@ -13,6 +13,14 @@
 // [Listener.Accept] return a [*Conn]; [Pipe] returns two connected in-memory
 // Conns with the same API (no TLS) for tests.
 //
+// Every handshake (TLS and the connection preface) ends within
+// Options.HandshakeTimeout (10 s by default) or the caller's context,
+// whichever is sooner. [Listener.Accept] authenticates up to
+// Options.MaxPendingHandshakes connections at once and returns the first
+// that proves the pinned key: a silent socket, a garbage sender or a
+// stranger is closed, logged at warn level on Options.Log and skipped, so
+// it can neither delay the pinned peer nor end the wait before its context.
+//
 // # Streams, frames and flow control
 //
 // A Conn carries independent logical [Stream]s, named by a uint32 id that both

@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"net"
 	"testing"
@@ -27,6 +28,10 @@ func FuzzFrameDecoder(f *testing.F) {
 	f.Add(append(frameBytes(frameData, flagStart, 2, 16, binary.LittleEndian.AppendUint64(nil, 20)[:8:8]), make([]byte, 8)...))
 	f.Add(frameBytes(frameCredit, 0, 1, 100, nil))
 	f.Add([]byte{1, 3, 0, 0, 0, 0, 255, 255, 255, 255})
+	// Huge length prefixes: a START frame announcing 2^62 bytes, and one
+	// announcing just over MaxMessage.
+	f.Add(frameBytes(frameData, flagStart, 1, 16, append(binary.LittleEndian.AppendUint64(nil, 1<<62), make([]byte, 8)...)))
+	f.Add(frameBytes(frameData, flagStart, 1, 16, append(binary.LittleEndian.AppendUint64(nil, 4097), make([]byte, 8)...)))
 	f.Add([]byte{})
 	o, _ := Options{MaxFrame: 256, StreamWindow: 1024, MaxMessage: 4096, MaxStreams: 4}.normalize()
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -99,6 +104,51 @@ func FuzzPreface(f *testing.F) {
 		p, err := decodePreface(b)
 		if err == nil && (p.window < minWindow || p.maxFrame < minFrame) {
 			t.Fatalf("accepted %+v", p)
+		}
+	})
+}
+
+// FuzzServerHandshake feeds arbitrary bytes as a client's side of the
+// connection to a listener's handshake (TLS, then the preface): it must end
+// with an error (without a key, nobody authenticates) that names a reason,
+// within the handshake timeout, without panicking.
+func FuzzServerHandshake(f *testing.F) {
+	p0, err := GenerateIdentity("p0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	p1, err := GenerateIdentity("p1")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte{0x16, 0x03, 0x01, 0xff, 0xff})
+	f.Add([]byte{0x16, 0x03, 0x01, 0x00, 0x05, 0x01, 0x00, 0x00, 0x01, 0x00})
+	f.Add([]byte{})
+	// A genuine ClientHello of the pinned peer (the rest never comes).
+	a, b := net.Pipe()
+	go func() {
+		_ = tls.Client(b, tlsConfig(p1, p0.Fingerprint(), false)).Handshake()
+		b.Close()
+	}()
+	hello := make([]byte, 4096)
+	n, _ := a.Read(hello)
+	a.Close()
+	f.Add(hello[:n])
+	cfg := tlsConfig(p0, p1.Fingerprint(), true)
+	o, _ := Options{HandshakeTimeout: 2 * time.Second}.normalize()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		start := time.Now()
+		c, err := handshake(context.Background(), &byteConn{r: bytes.NewReader(data)}, cfg, o, true)
+		if err == nil {
+			c.Close()
+			t.Fatal("a handshake without the key succeeded")
+		}
+		if rejectReason(err) == "" {
+			t.Fatal("no reason")
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("handshake took %v", d)
 		}
 	})
 }

@@ -119,7 +119,11 @@ func TestTLSDialAcceptAndPinning(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sc, serr = ln.Accept(ctx, tc.serverPins)
+				// Accept skips a rejected client and waits on for the
+				// pinned one: bound the wait so that it reports the reject.
+				actx, cancel := context.WithTimeout(ctx, time.Second)
+				defer cancel()
+				sc, serr = ln.Accept(actx, tc.serverPins)
 			}()
 			cc, cerr := Dial(ctx, addr, tc.client, tc.clientPins, Options{})
 			wg.Wait()
@@ -161,6 +165,9 @@ func TestTLSDialAcceptAndPinning(t *testing.T) {
 				var pe *PinError
 				if !errors.As(serr, &pe) || pe.Expected != p1.Fingerprint() || pe.Got != mallory.Fingerprint() {
 					t.Fatalf("server error %v, want a PinError", serr)
+				}
+				if !errors.Is(serr, context.DeadlineExceeded) {
+					t.Fatalf("server error %v: Accept returned before its deadline", serr)
 				}
 				if cerr == nil {
 					t.Fatal("client connected although the server rejected it")

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"fmt"
+	"log/slog"
+	"time"
 )
 
 // Defaults and limits of Options.
@@ -10,6 +12,12 @@ const (
 	DefaultStreamWindow = 16 << 20
 	DefaultMaxMessage   = 1 << 30
 	DefaultMaxStreams   = 4096
+	// DefaultHandshakeTimeout bounds the TLS handshake and the connection
+	// preface of Dial and Listener.Accept.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxPendingHandshakes bounds the handshakes a Listener.Accept
+	// runs at once.
+	DefaultMaxPendingHandshakes = 16
 
 	minFrame      = 64
 	maxFrameLimit = 1 << 26
@@ -54,6 +62,21 @@ type Options struct {
 	Link *Profile
 	// Compression is the default compression of new streams.
 	Compression Compression
+	// HandshakeTimeout bounds the TLS handshake and the exchange of the
+	// connection prefaces, on either side, so that a silent or slow peer
+	// cannot hold a connection attempt (or a listener's slot) for longer;
+	// the caller's context, if it ends sooner, ends it sooner. Default
+	// DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// MaxPendingHandshakes bounds the connections a Listener.Accept
+	// authenticates at once; further connections wait in the kernel's
+	// backlog until a handshake ends (at the latest at HandshakeTimeout).
+	// Default DefaultMaxPendingHandshakes.
+	MaxPendingHandshakes int
+	// Log receives a warning for every connection a Listener rejects (a
+	// wrong key, bytes that are not TLS, a handshake timeout); nil means
+	// slog.Default().
+	Log *slog.Logger
 }
 
 // normalize fills defaults and validates.
@@ -70,6 +93,15 @@ func (o Options) normalize() (Options, error) {
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
+	if o.HandshakeTimeout == 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.MaxPendingHandshakes == 0 {
+		o.MaxPendingHandshakes = DefaultMaxPendingHandshakes
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
 	switch {
 	case o.MaxFrame < minFrame || o.MaxFrame > maxFrameLimit:
 		return o, fmt.Errorf("transport: MaxFrame %d outside [%d, %d]", o.MaxFrame, minFrame, maxFrameLimit)
@@ -81,6 +113,10 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("transport: negative MaxStreams %d", o.MaxStreams)
 	case o.Compression > CompressAll:
 		return o, fmt.Errorf("transport: unknown compression mode %d", o.Compression)
+	case o.HandshakeTimeout < 0:
+		return o, fmt.Errorf("transport: negative HandshakeTimeout %v", o.HandshakeTimeout)
+	case o.MaxPendingHandshakes < 0:
+		return o, fmt.Errorf("transport: negative MaxPendingHandshakes %d", o.MaxPendingHandshakes)
 	}
 	if o.Link != nil {
 		if err := o.Link.validate(); err != nil {

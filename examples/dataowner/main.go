@@ -35,7 +35,10 @@ import (
 	"github.com/selectformer/selectformer/selection"
 )
 
-func main() { peer.Exec("dataowner", dataOwner, party.Classify) }
+// summary is the first line of -h.
+const summary = "dataowner runs party 1 of a private data selection: it holds the unlabeled pool and selects its most valuable points for a model it never sees."
+
+func main() { peer.Exec("dataowner", summary, dataOwner, party.Classify) }
 
 func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var pflags peer.PartyFlags

@@ -14,8 +14,13 @@
 // party's certificate. It prints "dealer listening p0=ADDR p1=ADDR" on stdout
 // once both listeners are bound, then serves until interrupted (SIGINT or
 // SIGTERM: exit 0) or, with -once, until the data owner's session ends.
-// Parties may reconnect to resume; with -seeds the dealer itself may be
-// restarted too (the seeds are kept in that file, mode 0600).
+// Each connection's role is its listener's: a hello claiming the other role
+// is refused and logged. Material is keyed by the session id both parties
+// present (drawn jointly by them), so no word is served to two
+// computations. Parties may reconnect to resume; with -seeds the dealer
+// itself may be restarted too (the seeds are kept in that file, and each
+// session's high-water marks in FILE.state, both mode 0600): a restarted
+// dealer refuses every position it served before.
 // Exit codes: see examples/README.md.
 package main
 
@@ -31,7 +36,10 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() { peer.Exec("dealer", dealer, nil) }
+// summary is the first line of -h.
+const summary = "dealer serves the correlated randomness (Beaver triples, truncation pairs, ...) of a selectformer session to both parties; it never sees an input."
+
+func main() { peer.Exec("dealer", summary, dealer, nil) }
 
 func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	cert := fs.String("cert", "", "this dealer's certificate (PEM, from keygen); required")
@@ -40,7 +48,7 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	listen1 := fs.String("listen-p1", "", "address for the data owner (party 1), e.g. :7101; required")
 	fp0 := fs.String("p0-fingerprint", "", "model owner's fingerprint or certificate file; required")
 	fp1 := fs.String("p1-fingerprint", "", "data owner's fingerprint or certificate file; required")
-	seeds := fs.String("seeds", "", "keep the dealer's seeds in this file (created if missing), so a restarted dealer can serve a resumed session")
+	seeds := fs.String("seeds", "", "keep the dealer's seeds in this file (created if missing) and its served positions in FILE.state, so a restarted dealer can serve a resumed session and refuses positions it served")
 	once := fs.Bool("once", false, "exit when the data owner's first session ends (no resume)")
 	link := fs.String("link", "", "emulate a link on the dealer's sending direction: lan, paper-wan or none")
 	idle := fs.Duration("idle-timeout", 0, "drop a data owner that sends no request for this long (0: never)")
@@ -80,12 +88,17 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
+	srv, err := peer.NewServer(s0, s1, *seeds, beaver.ServerOptions{IdleTimeout: *idle, Fingerprints: pins, Logger: log})
+	if err != nil {
+		return err
+	}
 	d := &peer.Dealer{
-		Server:       beaver.NewServerWithSeeds(s0, s1, beaver.ServerOptions{IdleTimeout: *idle}),
+		Server:       srv,
 		Fingerprints: pins,
 		Once:         *once,
 		Log:          log,
 	}
+	opt.Log = log // the listeners log the connections they reject
 	for p, addr := range []string{*listen0, *listen1} {
 		ln, err := transport.Listen(addr, id, opt)
 		if err != nil {

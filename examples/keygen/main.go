@@ -22,7 +22,10 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() { peer.Exec("keygen", keygen, nil) }
+// summary is the first line of -h.
+const summary = "keygen creates a host identity for the selectformer peer binaries (an Ed25519 key and a self-signed certificate, PEM) and prints its fingerprint."
+
+func main() { peer.Exec("keygen", summary, keygen, nil) }
 
 func keygen(_ context.Context, fs *flag.FlagSet, args []string, stdout, _ io.Writer) error {
 	name := fs.String("name", "selectformer", "subject common name of the certificate")

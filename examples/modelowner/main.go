@@ -37,7 +37,10 @@ import (
 	"github.com/selectformer/selectformer/selection"
 )
 
-func main() { peer.Exec("modelowner", modelOwner, party.Classify) }
+// summary is the first line of -h.
+const summary = "modelowner runs party 0 of a private data selection: it holds the target model and selects the most valuable points of the data owner's pool."
+
+func main() { peer.Exec("modelowner", summary, modelOwner, party.Classify) }
 
 func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var pflags peer.PartyFlags
@@ -48,7 +51,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
-	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 50000)")
+	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 500 per bootstrap sample, at least 20000)")
 	seed := fs.Uint64("gen-seed", 1, "seed of proxy generation")
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")

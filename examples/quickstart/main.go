@@ -43,11 +43,14 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-func main() { peer.Exec("quickstart", quickstart, party.Classify) }
+// summary is the first line of -h.
+const summary = "quickstart runs a private data selection end to end on one machine (model owner, data owner and dealer over loopback TLS) on bundled MNIST data."
+
+func main() { peer.Exec("quickstart", summary, quickstart, party.Classify) }
 
 // run is main with its arguments, output and context given (for tests).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return peer.Run(ctx, "quickstart", args, stdout, stderr, quickstart, party.Classify)
+	return peer.Run(ctx, "quickstart", summary, args, stdout, stderr, quickstart, party.Classify)
 }
 
 type options struct {

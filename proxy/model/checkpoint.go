@@ -50,8 +50,10 @@ func Load(dir string, opts LoadOptions) (*Model, error) {
 
 // Save writes dir/config.json and dir/model.safetensors (tensors of dtype dt: F32
 // as Hugging Face stores them, or F64 for a bit-exact copy), creating dir if needed.
+// The directory and files are owner-only (0700, 0600): a model's weights are
+// its owner's secret.
 func (m *Model) Save(dir string, dt safetensors.DType) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("save model: %w", err)
 	}
 	if err := WriteConfig(filepath.Join(dir, ConfigFile), &m.Config); err != nil {

@@ -308,13 +308,13 @@ func (c *Config) MarshalJSON() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// WriteConfig writes c as a config.json file.
+// WriteConfig writes c as a config.json file (owner-only, mode 0600).
 func WriteConfig(path string, c *Config) error {
 	b, err := c.MarshalJSON()
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(path, b, 0o644); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("write model config: %w", err)
 	}
 	return nil

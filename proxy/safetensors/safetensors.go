@@ -441,9 +441,10 @@ func Write(w io.Writer, tensors []Tensor, metadata map[string]string) error {
 }
 
 // WriteFile writes a safetensors file atomically: it writes a temporary file
-// in the same directory, syncs it, and renames it over path.
+// in the same directory, syncs it, and renames it over path. The file is
+// owner-only (mode 0600): weights are their owner's secret.
 func WriteFile(path string, tensors []Tensor, metadata map[string]string) error {
-	err := atomicfile.WriteFunc(path, 0o644, func(w io.Writer) error {
+	err := atomicfile.WriteFunc(path, 0o600, func(w io.Writer) error {
 		return Write(w, tensors, metadata)
 	})
 	if err != nil {

@@ -5,14 +5,23 @@ import (
 
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/transport"
+)
+
+// The transport's framing as BlockCost counts it: a frameHeader-byte header
+// per frame of at most maxFrame payload bytes (transport.DefaultMaxFrame).
+// They are the wire format's constants, kept here so that computing a cost
+// does not link the transport; TestFramingConstants checks them against the
+// transport.
+const (
+	frameHeader = 10
+	maxFrame    = 1 << 20
 )
 
 // msg returns the bytes one message of w ring words costs on the wire: 8w
-// plus a 10-byte frame header per frame of at most transport.DefaultMaxFrame
-// bytes, plus an 8-byte length when the message spans several frames.
+// plus a frameHeader-byte header per frame of at most maxFrame bytes, plus an
+// 8-byte length when the message spans several frames.
 func msg(w int) int64 {
-	const header, chunk = 10, transport.DefaultMaxFrame
+	const header, chunk = frameHeader, maxFrame
 	b := int64(8 * w)
 	if b <= chunk {
 		return b + header

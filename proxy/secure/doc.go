@@ -45,9 +45,27 @@
 //     (−∞, 0] and ReciprocalPositive on [1, 2].
 //
 // BlockCost documents and computes the exact rounds and bytes of a proxy
-// block; the tests assert them. RunLocal runs both parties in one process
-// (the harness of the tests and of `mpcbench forward`, see Bench).
+// block; the tests assert them. The package only computes: it runs on
+// sessions the caller opens (selection's drivers in deployments); package
+// bench runs both parties in one process and measures a forward of random
+// weights (RandomNet) of the paper's target shapes (`mpcbench forward`).
 //
 // Fixed point: the default encoding (16 fractional bits) is enough; the
 // fidelity tests measure max abs errors below 3e-4 nats for proxies.
+//
+// # References
+//
+//   - X. Ouyang, F. X. Lin, Y. Ji, "SelectFormer: Private and Practical Data
+//     Selection for Transformers", arXiv:2310.02373 (2023), ICLR 2025: the
+//     proxies evaluated here (§4) and the "Oracle" baseline; DESIGN.md at the
+//     module root states the threat model and what is revealed.
+//   - Products with the model owner's clear weights use Beaver triples with a
+//     reusable weight mask (D. Beaver, "Efficient Multiparty Protocols Using
+//     Circuit Randomization", CRYPTO '91); truncation is package protocol's
+//     one-round exact truncation, not SecureML's local one (P. Mohassel,
+//     Y. Zhang, IEEE S&P 2017); ReLU is the bit-sliced sign circuit (see
+//     package protocol).
+//   - Exact modules use CrypTen's approximations (B. Knott, S. Venkataraman,
+//     A. Hannun, S. Sengupta, M. Ibrahim, L. van der Maaten, "CrypTen: Secure
+//     Multi-Party Computation Meets Machine Learning", NeurIPS 2021).
 package secure

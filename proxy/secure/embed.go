@@ -215,3 +215,20 @@ func (p *Prepared) embed(ctx context.Context, s *protocol.Session, rows *share.T
 	}
 	return x, nil
 }
+
+// Embed computes the data owner's public part of the forward pass: the
+// frozen embeddings of m (token, position, type and embedding LayerNorm, or
+// ViT's patch projection, class token and positions) of a batch, in
+// evaluation mode, as a Batch for Forward. Text inputs must already be padded
+// to one length; their Mask (nil = no padding) is carried over.
+func Embed(m *model.Model, in model.Input) (*Batch, error) {
+	if m == nil {
+		return nil, fmt.Errorf("secure: embed with a nil model")
+	}
+	m.SetTraining(false)
+	x, _, err := m.Embed(in)
+	if err != nil {
+		return nil, fmt.Errorf("secure: embed: %w", err)
+	}
+	return &Batch{X: x.Data, Mask: in.Mask}, nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -24,7 +25,7 @@ func Example() {
 		x[i] = math.Sin(float64(i))
 	}
 	batch := &secure.Batch{X: x, Mask: [][]int{{1, 1, 1, 0}, {1, 1, 0, 0}}}
-	r, err := secure.RunLocal(context.Background(), secure.LocalConfig{}, func(ctx context.Context, s *protocol.Session) ([]float64, error) {
+	r, err := bench.RunLocal(context.Background(), bench.LocalConfig{}, func(ctx context.Context, s *protocol.Session) ([]float64, error) {
 		var (
 			nw *secure.Net
 			in *secure.Batch

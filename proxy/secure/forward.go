@@ -620,3 +620,13 @@ func (p *Prepared) head(ctx context.Context, s *protocol.Session, x *share.Tenso
 	}
 	return reshape(h, B)
 }
+
+// Reveal opens shared fixed-point values to both parties (for tests and
+// measurements: in selection, entropies are never revealed).
+func Reveal(ctx context.Context, s *protocol.Session, x *share.Tensor) ([]float64, error) {
+	v, err := s.Reveal(ctx, x)
+	if err != nil {
+		return nil, err
+	}
+	return s.FixedPoint().DecodeTensor(v), nil
+}

@@ -9,66 +9,6 @@ import (
 	"github.com/selectformer/selectformer/proxy/model"
 )
 
-func TestBench(t *testing.T) {
-	for _, c := range []BenchConfig{
-		{Shape: "bert-base", Layers: 2, Heads: 1, MLPDim: 2, Seq: 6, Batch: 2},
-		{Shape: "distilbert", Layers: 1, Heads: 2, MLPDim: 2, Seq: 5, Batch: 1, Options: Options{PublicMask: true}},
-		{Shape: "vit-small", Layers: 1, Heads: 1, MLPDim: 2, Seq: 5, Batch: 3},
-		{Shape: "vit-base", Layers: 1, Heads: 1, MLPDim: 2, Seq: 4, Batch: 1, Options: Options{FullLastLayer: true}},
-		{Shape: "bert-base", Layers: 1, Heads: 1, Seq: 4, Batch: 1, Exact: true},
-		{Shape: "vit-small", Layers: 1, Heads: 1, Seq: 4, Batch: 1, Exact: true, Options: Options{PrivateEmbeddings: true}},
-	} {
-		r, err := Bench(context.Background(), c)
-		if err != nil {
-			t.Fatalf("%+v: %v", c, err)
-		}
-		if r.Rounds <= 0 || r.BytesP0 <= 0 || r.BytesP1 <= 0 || r.DealerBytes <= 0 || r.Seconds <= 0 || r.PrepareRounds <= 0 || r.Shape != c.Shape || r.Batch != c.Batch {
-			t.Errorf("%+v: result %+v", c, r)
-		}
-		if c.Exact {
-			continue
-		}
-		// A proxy forward's rounds: its blocks (BlockCost), the mask's two
-		// rounds (private mask, text) and the head (ViT: final LayerNorm MLP
-		// 16 + classifier 2; text: pooler 2 + ReLU 7 + classifier 2; entropy
-		// MLP 11).
-		a, err := ShapeArch(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := int64(2 + 11)
-		if a.Family == model.ViT {
-			want += 16
-		} else {
-			want += 9
-			if !c.Options.PublicMask {
-				want += 2
-			}
-		}
-		for l := range a.Layers {
-			r, _, err := BlockCost(a, c.Batch, l, c.Options)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want += r
-		}
-		if r.Rounds != want {
-			t.Errorf("%s: %d rounds, want %d", c.Shape, r.Rounds, want)
-		}
-	}
-	for _, c := range []BenchConfig{
-		{Shape: "gpt", Layers: 1, MLPDim: 2, Batch: 1},
-		{Shape: "vit-small", Layers: 1, Heads: 7, MLPDim: 2, Batch: 1},
-		{Shape: "bert-base", Layers: 1, MLPDim: 2, Batch: 0},
-		{Shape: "bert-base", Layers: 0, MLPDim: 2, Batch: 1},
-		{Shape: "bert-base", Layers: 1, MLPDim: 0, Batch: 1},
-	} {
-		if _, err := Bench(context.Background(), c); err == nil {
-			t.Errorf("%+v: no error", c)
-		}
-	}
-}
-
 // TestForwardBadInputs checks that bad inputs end both parties with errors,
 // not panics.
 func TestForwardBadInputs(t *testing.T) {
@@ -97,7 +37,7 @@ func TestForwardBadInputs(t *testing.T) {
 		{"zero batch", a, nil, &Batch{X: good}, 0, "batch size"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := RunLocal(context.Background(), LocalConfig{}, func(ctx context.Context, s *protocol.Session) (bool, error) {
+			_, err := runLocal(context.Background(), localConfig{}, func(ctx context.Context, s *protocol.Session) (bool, error) {
 				arch, in := a, c.in1
 				var nw *Net
 				if s.Party() == 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -89,17 +90,17 @@ func getViT(t *testing.T) *vitFixture {
 
 // secureEntropies runs Prepare + one Forward of the whole batch and reveals
 // the entropies; it returns them with both parties' forward costs.
-func secureEntropies(t *testing.T, net *Net, arch Arch, batch *Batch, n int, opt Options, fp share.FixedPoint) ([]float64, [2]Cost) {
+func secureEntropies(t *testing.T, net *Net, arch Arch, batch *Batch, n int, opt Options, fp share.FixedPoint) ([]float64, [2]twoparty.Cost) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	type out struct {
 		h    []float64
-		cost Cost
+		cost twoparty.Cost
 	}
 	var seeds [2]share.Seed
 	seeds[0][0], seeds[1][0] = 1, 2 // deterministic dealer
-	r, err := RunLocal(ctx, LocalConfig{FixedPoint: fp, Seeds: seeds}, func(ctx context.Context, s *protocol.Session) (out, error) {
+	r, err := runLocal(ctx, localConfig{FixedPoint: fp, Seeds: seeds}, func(ctx context.Context, s *protocol.Session) (out, error) {
 		var nw *Net
 		var in *Batch
 		if s.Party() == 0 {
@@ -114,7 +115,7 @@ func secureEntropies(t *testing.T, net *Net, arch Arch, batch *Batch, n int, opt
 		if err != nil {
 			return out{}, err
 		}
-		m := NewMeter(s)
+		m := twoparty.NewMeter(s)
 		h, err := p.Forward(ctx, s, n, in)
 		if err != nil {
 			return out{}, err
@@ -126,10 +127,10 @@ func secureEntropies(t *testing.T, net *Net, arch Arch, batch *Batch, n int, opt
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(r.Out[0].h, r.Out[1].h) {
+	if !slices.Equal(r[0].h, r[1].h) {
 		t.Fatal("parties revealed different entropies")
 	}
-	return r.Out[0].h, [2]Cost{r.Out[0].cost, r.Out[1].cost}
+	return r[0].h, [2]twoparty.Cost{r[0].cost, r[1].cost}
 }
 
 // fidelity compares secure and plaintext entropies: max abs error, Spearman

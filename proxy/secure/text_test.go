@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -181,7 +182,7 @@ func TestBlockCost(t *testing.T) {
 			}
 			layer := c.layer
 			last := layer == a.Layers-1 && !c.full
-			r, err := RunLocal(context.Background(), LocalConfig{}, func(ctx context.Context, s *protocol.Session) (Cost, error) {
+			r, err := runLocal(context.Background(), localConfig{}, func(ctx context.Context, s *protocol.Session) (twoparty.Cost, error) {
 				var nw *Net
 				in := &Batch{X: xs, Mask: mask}
 				if s.Party() == 0 {
@@ -193,30 +194,30 @@ func TestBlockCost(t *testing.T) {
 				}
 				p, err := Prepare(ctx, s, a, nw, opt)
 				if err != nil {
-					return Cost{}, err
+					return twoparty.Cost{}, err
 				}
 				var x *share.Tensor
 				if s.Party() == 1 {
 					enc, err := s.FixedPoint().EncodeTensor(xs, B, a.Seq, a.Hidden)
 					if err != nil {
-						return Cost{}, err
+						return twoparty.Cost{}, err
 					}
 					x, err = s.ShareInput(1, enc)
 					if err != nil {
-						return Cost{}, err
+						return twoparty.Cost{}, err
 					}
 				} else if x, err = s.ShareInput(1, nil, B, a.Seq, a.Hidden); err != nil {
-					return Cost{}, err
+					return twoparty.Cost{}, err
 				}
 				var mk *maskState
 				if p.textual() {
 					if mk, err = p.mask(ctx, s, B, in); err != nil {
-						return Cost{}, err
+						return twoparty.Cost{}, err
 					}
 				}
-				m := NewMeter(s)
+				m := twoparty.NewMeter(s)
 				if _, err := p.block(ctx, s, layer, x, mk, last); err != nil {
-					return Cost{}, err
+					return twoparty.Cost{}, err
 				}
 				return m.Since(), nil
 			})
@@ -228,7 +229,7 @@ func TestBlockCost(t *testing.T) {
 				t.Fatal(err)
 			}
 			for p := range 2 {
-				got := r.Out[p].Stream
+				got := r[p].Stream
 				if got.Rounds != rounds || got.BytesSent != bytes[p] {
 					t.Errorf("party %d: %d rounds, %d bytes sent; formula %d rounds, %d bytes", p, got.Rounds, got.BytesSent, rounds, bytes[p])
 				}

@@ -47,7 +47,7 @@ func viewOf(t *testing.T, a Arch, net *Net, xs []float64, mask [][]int, B int, s
 	t.Helper()
 	var mu sync.Mutex
 	var views [2][][]uint64
-	_, err := RunLocal(context.Background(), LocalConfig{Seeds: seeds}, func(ctx context.Context, s *protocol.Session) (struct{}, error) {
+	_, err := runLocal(context.Background(), localConfig{Seeds: seeds}, func(ctx context.Context, s *protocol.Session) (struct{}, error) {
 		p := s.Party()
 		s.SetReceiveTap(func(w []uint64) {
 			mu.Lock()

@@ -35,8 +35,11 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stderr))
 }
 
+// summary is the first line of -h.
+const summary = "linkem relays TCP connections to a target address, emulating a network link (bandwidth cap, one-way latency) in both directions."
+
 // run parses args, listens and relays until ctx ends. It returns the exit
-// status: 0 on a clean stop, 2 on a usage error, 1 on another error.
+// status: 0 on a clean stop or -h, 2 on a usage error, 1 on another error.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("linkem", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -46,10 +49,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	bandwidth := fs.String("bandwidth", "", "bandwidth cap per direction, e.g. 100MB (bytes/s; units B, KB, MB, GB, KiB, MiB, GiB, or Mbit, Gbit); 0 = unlimited")
 	latency := fs.Duration("latency", 0, "one-way latency, e.g. 50ms")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: linkem -listen ADDR -target ADDR [-profile NAME | -bandwidth RATE -latency DUR]")
+		fmt.Fprintln(stderr, summary)
+		fmt.Fprintln(stderr, "\nusage: linkem -listen ADDR -target ADDR [-profile NAME | -bandwidth RATE -latency DUR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	prof, err := parseProfile(fs, *listen, *target, *profile, *bandwidth, *latency)

@@ -38,6 +38,19 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 }
 
+// TestHelp checks that -h exits 0 and starts with one line saying what
+// linkem does, then the usage and flags.
+func TestHelp(t *testing.T) {
+	for _, h := range []string{"-h", "--help"} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{h}, &stderr)
+		first, rest, _ := strings.Cut(stderr.String(), "\n")
+		if code != 0 || first != summary || !strings.HasPrefix(summary, "linkem ") || !strings.Contains(rest, "usage: linkem") || !strings.Contains(rest, "-profile") {
+			t.Errorf("%s: exit %d, output\n%s", h, code, stderr.String())
+		}
+	}
+}
+
 func TestRunStopsOnCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)

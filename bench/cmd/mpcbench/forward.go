@@ -7,7 +7,7 @@ package main
 //	    [--public-mask] [--private-embeddings] [--full-last-layer] [--link lan|paper-wan]
 //	    [--per-party [--timeout D]]
 //
-// runs the secure proxy forward (package proxy/secure) with random weights of
+// runs the secure proxy forward (package proxy/secure, measured by package bench) with random weights of
 // the shape between two in-process parties and prints the cost of one Forward
 // call for the whole batch (weight sharing excluded, reported apart).
 //
@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -35,8 +36,7 @@ func init() {
 }
 
 func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("forward", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("forward", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON object")
 	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
@@ -54,7 +54,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *perParty {
 		return runPerParty(ctx, bf, cfg, *timeout, *asJSON, stdout, stderr)
 	}
-	res, err := secure.Bench(ctx, cfg)
+	res, err := bench.Forward(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
@@ -67,14 +67,14 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // printForward prints res as text.
-func printForward(stdout io.Writer, res *secure.BenchResult) {
+func printForward(stdout io.Writer, res *bench.ForwardResult) {
 	b := float64(res.Batch)
 	fmt.Fprintf(stdout, "%s L=%d W=%d d=%d seq=%d batch=%d exact=%v: %d rounds, bytes p0 %d p1 %d, dealer %d, %.3f s, peak heap %d B\n",
 		res.Shape, res.Layers, res.Heads, res.MLPDim, res.Seq, res.Batch, res.Exact, res.Rounds, res.BytesP0, res.BytesP1, res.DealerBytes, res.Seconds, res.PeakBytes)
 	fmt.Fprintf(stdout, "per candidate: bytes p0 %.0f p1 %.0f, %.4f s\n", float64(res.BytesP0)/b, float64(res.BytesP1)/b, res.Seconds/b)
 }
 
-// benchFlags are the flags that describe a secure.BenchConfig, shared by
+// benchFlags are the flags that describe a bench.ForwardConfig, shared by
 // forward and its child processes (forward-party).
 type benchFlags struct {
 	shape                                *string
@@ -87,7 +87,7 @@ type benchFlags struct {
 
 func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 	return &benchFlags{
-		shape:      fs.String("shape", "bert-base", "target shape: "+strings.Join(secure.Shapes, ", ")),
+		shape:      fs.String("shape", "bert-base", "target shape: "+strings.Join(bench.Shapes, ", ")),
 		layers:     fs.Int("layers", 1, "layers L"),
 		heads:      fs.Int("heads", 0, "heads W per layer (0: all heads of the shape)"),
 		mlpDim:     fs.Int("mlp-dim", 16, "hidden width d of the approximator MLPs"),
@@ -104,8 +104,8 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 }
 
 // config returns the parsed configuration.
-func (f *benchFlags) config() (secure.BenchConfig, error) {
-	cfg := secure.BenchConfig{Shape: *f.shape, Layers: *f.layers, Heads: *f.heads, MLPDim: *f.mlpDim, Seq: *f.seq, Batch: *f.batch, Labels: *f.labels,
+func (f *benchFlags) config() (bench.ForwardConfig, error) {
+	cfg := bench.ForwardConfig{Shape: *f.shape, Layers: *f.layers, Heads: *f.heads, MLPDim: *f.mlpDim, Seq: *f.seq, Batch: *f.batch, Labels: *f.labels,
 		Exact: *f.exact, Options: secure.Options{PublicMask: *f.publicMask, FullLastLayer: *f.fullLast, PrivateEmbeddings: *f.privEmb}, Seed: *f.seed}
 	if *f.link != "" && *f.link != "none" {
 		p, err := transport.ProfileByName(*f.link)
@@ -114,7 +114,7 @@ func (f *benchFlags) config() (secure.BenchConfig, error) {
 		}
 		cfg.Link = &p
 	}
-	if _, err := secure.ShapeArch(cfg); err != nil {
+	if _, err := bench.ShapeArch(cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.Batch <= 0 {

@@ -18,7 +18,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -30,8 +29,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -67,15 +66,15 @@ type partyReport struct {
 	// RSS is the process's peak resident set size (getrusage).
 	RSS uint64 `json:"rss"`
 	// Party is the party's cost (parties only).
-	Party *secure.BenchParty `json:"party,omitempty"`
+	Party *bench.ForwardParty `json:"party,omitempty"`
 	// Dealer is what the dealer served (dealer only).
 	Dealer *beaver.DealerStats `json:"dealer,omitempty"`
 }
 
-// perPartyResult is the output of forward --per-party: Bench's fields (with
+// perPartyResult is the output of forward --per-party: bench.ForwardResult's fields (with
 // peak_bytes the sum of the three processes' peaks) and each process's.
 type perPartyResult struct {
-	*secure.BenchResult
+	*bench.ForwardResult
 	PeakBytesP0     uint64 `json:"peak_bytes_p0"`
 	PeakBytesP1     uint64 `json:"peak_bytes_p1"`
 	PeakBytesDealer uint64 `json:"peak_bytes_dealer"`
@@ -132,7 +131,7 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 	}
 }
 
-func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
+func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	exe, err := executable()
 	if err != nil {
 		return fmt.Errorf("forward: per-party: %w", err)
@@ -166,9 +165,14 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 			}
 		}
 	}()
+	// The parent drives both parties, so it draws their dealer session id.
+	sid, err := beaver.NewSessionID()
+	if err != nil {
+		return fmt.Errorf("forward: per-party: %w", err)
+	}
 	start := func(role string, extra ...string) (*child, error) {
 		args := append([]string{"forward-party", "--role", role, "--dir", dir, "--timeout", timeout.String(),
-			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"]}, extra...)
+			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"], "--session", sid.String()}, extra...)
 		args = append(args, bf.args()...)
 		c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
 		c.cmd.Stderr = c.stderr
@@ -257,7 +261,7 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 		}
 	}
 	children = nil
-	res, err := secure.NewBenchResult(cfg, [2]secure.BenchParty{*reps[0].Party, *reps[1].Party})
+	res, err := bench.NewForwardResult(cfg, [2]bench.ForwardParty{*reps[0].Party, *reps[1].Party})
 	if err != nil {
 		return fmt.Errorf("forward: per-party: %w", err)
 	}
@@ -265,7 +269,7 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 		return fmt.Errorf("forward: per-party: parties disagree on rounds: %d and %d", r0, r1)
 	}
 	res.PeakBytes = reps[0].PeakHeap + reps[1].PeakHeap + reps[2].PeakHeap
-	out := perPartyResult{BenchResult: res,
+	out := perPartyResult{ForwardResult: res,
 		PeakBytesP0: reps[0].PeakHeap, PeakBytesP1: reps[1].PeakHeap, PeakBytesDealer: reps[2].PeakHeap,
 		RSSBytesP0: reps[0].RSS, RSSBytesP1: reps[1].RSS, RSSBytesDealer: reps[2].RSS}
 	if asJSON {
@@ -279,8 +283,7 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg secure.BenchConfig, ti
 
 // runForwardParty is one child of forward --per-party.
 func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("forward-party", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("forward-party", stderr)
 	role := fs.String("role", "", "dealer, p0 or p1")
 	dir := fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
@@ -290,6 +293,7 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	dealerAddr := fs.String("dealer", "", "the dealer's address for this party")
 	peerAddr := fs.String("peer", "", "party 0's address (for p1)")
+	session := fs.String("session", "", "the dealer session id both parties present (64 hex digits, drawn by the parent)")
 	bf := addBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -346,7 +350,11 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	case "dealer":
 		rep.Dealer, err = serveDealer(ctx, id, fp, enc)
 	default:
-		rep.Party, err = runParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, enc)
+		var sid beaver.SessionID
+		if sid, err = beaver.ParseSessionID(*session); err != nil {
+			return fmt.Errorf("forward-party: %w", err)
+		}
+		rep.Party, err = runParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, sid, enc)
 	}
 	close(stop)
 	wg.Wait()
@@ -378,22 +386,30 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 	if err := enc.Encode(childLine{Listen: &listenMsg{Dealer: [2]string{lns[0].Addr().String(), lns[1].Addr().String()}}}); err != nil {
 		return nil, err
 	}
-	for p, r := range []string{"p0", "p1"} {
-		c, err := lns[p].Accept(ctx, fp[r])
-		if err != nil {
-			return nil, fmt.Errorf("accept %s: %w", r, err)
-		}
-		err = srv.Serve(ctx, c)
-		_ = c.Close()
-		if p == 0 && err != nil {
-			return nil, fmt.Errorf("serve p0: %w", err)
-		}
-		// Party 1's session ends when it hangs up (an error from Serve);
-		// a protocol violation also makes party 1 fail, which the
-		// parent reports.
-		if p == 1 && ctx.Err() != nil {
-			return nil, fmt.Errorf("serve p1: %w", err)
-		}
+	// Both parties are served at once: the dealer pairs their session ids.
+	c0, err := lns[0].Accept(ctx, fp["p0"])
+	if err != nil {
+		return nil, fmt.Errorf("accept p0: %w", err)
+	}
+	err0 := make(chan error, 1)
+	go func() {
+		defer c0.Close()
+		err0 <- srv.Serve(ctx, c0, 0)
+	}()
+	c1, err := lns[1].Accept(ctx, fp["p1"])
+	if err != nil {
+		return nil, fmt.Errorf("accept p1: %w", err)
+	}
+	err = srv.Serve(ctx, c1, 1)
+	_ = c1.Close()
+	if err := <-err0; err != nil {
+		return nil, fmt.Errorf("serve p0: %w", err)
+	}
+	// Party 1's session ends when it hangs up (an error from Serve); a
+	// protocol violation also makes party 1 fail, which the parent
+	// reports.
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("serve p1: %w", err)
 	}
 	st := srv.Stats()
 	return &st, nil
@@ -401,8 +417,8 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 
 // runParty connects to the dealer and the other party and runs the party's
 // side of the benchmark.
-func runParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg secure.BenchConfig,
-	dealerAddr, peerAddr string, enc *json.Encoder) (*secure.BenchParty, error) {
+func runParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg bench.ForwardConfig,
+	dealerAddr, peerAddr string, session beaver.SessionID, enc *json.Encoder) (*bench.ForwardParty, error) {
 	party := 0
 	if role == "p1" {
 		party = 1
@@ -428,6 +444,9 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 	if err != nil {
 		return nil, err
 	}
+	if err := prov.BindSession(ctx, session); err != nil {
+		return nil, err
+	}
 	var pc *transport.Conn
 	if party == 0 {
 		pc, err = ln.Accept(ctx, fp["p1"])
@@ -442,7 +461,7 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 	if err != nil {
 		return nil, err
 	}
-	res, err := secure.RunBenchParty(ctx, s, cfg)
+	res, err := bench.RunForwardParty(ctx, s, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -40,9 +40,12 @@ type command struct {
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-// commands is the subcommand table; other files may add entries from init.
-var commands = map[string]command{
-	"ops": {"measure every protocol op (rounds, bytes, time)", runOps},
+// commands is the subcommand table, filled from init functions (ops here,
+// forward and forward-party in their files).
+var commands = map[string]command{}
+
+func init() {
+	commands["ops"] = command{"measure every protocol op (rounds, bytes, time)", runOps}
 }
 
 func main() {
@@ -52,15 +55,19 @@ func main() {
 	}
 }
 
+// summary is the first line of -h.
+const summary = "mpcbench measures the cost (rounds, bytes, dealer traffic, time, memory) of selectformer's two-party protocols and secure forward."
+
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: mpcbench <command> [flags]\n\ncommands:")
+	fmt.Fprintln(w, summary)
+	fmt.Fprintln(w, "\nusage: mpcbench <command> [flags]   (mpcbench <command> -h for its flags)\n\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
 }
 
@@ -77,12 +84,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usage(stderr)
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	if err := cmd.run(ctx, args[1:], stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return nil // a subcommand's -h
+}
+
+// newFlagSet returns the flag set of subcommand name, writing to stderr;
+// its -h prints the subcommand's summary first, then its flags.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "mpcbench %s: %s\n\nflags:\n", name, commands[name].summary)
+		fs.PrintDefaults()
+	}
+	return fs
 }
 
 func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("ops", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("ops", stderr)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	linkName := fs.String("link", "", "emulate a link: "+strings.Join(transport.ProfileNames(), ", "))
 	tiny := fs.Bool("tiny", false, "tiny shapes (for tests)")

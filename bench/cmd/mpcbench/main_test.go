@@ -64,6 +64,34 @@ func TestOpsTable(t *testing.T) {
 	}
 }
 
+// TestHelp checks that -h, of mpcbench and of each subcommand, succeeds (so
+// main exits 0) and starts with one line saying what it does.
+func TestHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		first string
+		more  string
+	}{
+		{[]string{"-h"}, summary, "commands:"},
+		{[]string{"--help"}, summary, "forward"},
+		{[]string{"help"}, summary, "ops"},
+		{[]string{"ops", "-h"}, "mpcbench ops: measure every protocol op", "-prefetch"},
+		{[]string{"forward", "-h"}, "mpcbench forward: cost of the secure proxy forward", "-per-party"},
+	} {
+		var out, errw bytes.Buffer
+		if err := run(context.Background(), tc.args, &out, &errw); err != nil {
+			t.Errorf("%q: %v", tc.args, err)
+		}
+		first, rest, _ := strings.Cut(errw.String(), "\n")
+		if !strings.HasPrefix(first, tc.first) || !strings.HasPrefix(rest, "\n") || !strings.Contains(rest, tc.more) {
+			t.Errorf("%q: help\n%s", tc.args, errw.String())
+		}
+	}
+	if !strings.HasPrefix(summary, "mpcbench ") || strings.Contains(summary, "\n") {
+		t.Errorf("summary %q", summary)
+	}
+}
+
 func TestBadArgs(t *testing.T) {
 	for _, args := range [][]string{{}, {"nope"}, {"ops", "--link", "moon"}, {"ops", "--only", "nope"}, {"ops", "extra"}} {
 		var out, errw bytes.Buffer

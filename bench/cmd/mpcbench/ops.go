@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -163,109 +164,68 @@ type partyRun struct {
 	schedule []beaver.Request
 }
 
-// runOp runs op once as both parties over a fresh transport.Pipe (with link
-// emulation on both directions when link is set) and a fresh in-process
-// dealer. With a schedule per party, material is made ahead by a
+// runOp runs op once as both parties (twoparty.Run: a fresh transport.Pipe,
+// with link emulation on both directions when link is set, and a fresh
+// in-process dealer). With a schedule per party, material is made ahead by a
 // beaver.Prefetch (offline phase, timed apart); with record, the requests are
-// recorded instead.
+// recorded instead. Both parties start the timed step together.
 func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedule *[2][]beaver.Request, record bool) ([2]partyRun, error) {
-	var out [2]partyRun
-	c0, c1 := transport.Pipe(transport.Options{Link: link})
-	defer c0.Close()
-	defer c1.Close()
-	conns := [2]*transport.Conn{c0, c1}
-	dealer, err := beaver.NewDealer()
-	if err != nil {
-		return out, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var prepared, start sync.WaitGroup
-	prepared.Add(2)
-	start.Add(1)
-	var errs [2]error
-	var wg sync.WaitGroup
-	for p := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ready := false
-			defer func() {
-				if !ready {
-					prepared.Done()
-				}
-				if errs[p] != nil {
-					cancel()
-				}
-			}()
-			base, err := dealer.Provider(p)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			prov := base
-			var rec *beaver.Recorder
-			switch {
-			case record:
-				rec = beaver.NewRecorder(base)
-				prov = rec
-			case schedule != nil:
-				t0 := time.Now()
-				pf, err := beaver.NewPrefetch(base, max(1, len(schedule[p])), schedule[p])
-				if err != nil {
-					errs[p] = err
-					return
-				}
-				defer pf.Close()
-				if err := pf.Ready(ctx); err != nil {
-					errs[p] = err
-					return
-				}
-				out[p].offline = time.Since(t0)
-				prov = pf
-			}
-			st := conns[p].Stream(benchStream)
-			s, err := protocol.NewSession(ctx, p, st, prov, share.DefaultFixedPoint)
-			if err != nil {
-				errs[p] = err
-				return
-			}
-			run, err := op.Prepare(ctx, s, sc)
-			if err != nil {
-				errs[p] = fmt.Errorf("prepare: %w", err)
-				return
-			}
-			before, dBefore := st.Stats(), base.Stats()
-			ready = true
-			prepared.Done()
-			start.Wait()
+	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: link}}, func(ctx context.Context, p *twoparty.Party) (partyRun, error) {
+		var out partyRun
+		base := p.Provider
+		prov := base
+		var rec *beaver.Recorder
+		switch {
+		case record:
+			rec = beaver.NewRecorder(base)
+			prov = rec
+		case schedule != nil:
 			t0 := time.Now()
-			if err := run(ctx); err != nil {
-				errs[p] = err
-				return
+			pf, err := beaver.NewPrefetch(base, max(1, len(schedule[p.ID])), schedule[p.ID])
+			if err != nil {
+				return out, err
 			}
-			out[p].elapsed = time.Since(t0)
-			out[p].stats = st.Stats().Sub(before)
-			d := base.Stats()
-			if schedule != nil {
-				out[p].dealer = d // all material was made ahead
-			} else {
-				out[p].dealer = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, Items: d.Items - dBefore.Items}
+			defer pf.Close()
+			if err := pf.Ready(ctx); err != nil {
+				return out, err
 			}
-			if rec != nil {
-				out[p].schedule = rec.Requests()
-			}
-		}()
-	}
-	prepared.Wait()
-	start.Done()
-	wg.Wait()
-	for p, err := range errs {
-		if err != nil {
-			return out, fmt.Errorf("%s: party %d: %w", op.Name, p, err)
+			out.offline = time.Since(t0)
+			prov = pf
 		}
+		st := p.Conn.Stream(benchStream)
+		s, err := protocol.NewSession(ctx, p.ID, st, prov, share.DefaultFixedPoint)
+		if err != nil {
+			return out, err
+		}
+		run, err := op.Prepare(ctx, s, sc)
+		if err != nil {
+			return out, fmt.Errorf("prepare: %w", err)
+		}
+		before, dBefore := st.Stats(), base.Stats()
+		if err := p.Barrier(ctx); err != nil {
+			return out, err
+		}
+		t0 := time.Now()
+		if err := run(ctx); err != nil {
+			return out, err
+		}
+		out.elapsed = time.Since(t0)
+		out.stats = st.Stats().Sub(before)
+		d := base.Stats()
+		if schedule != nil {
+			out.dealer = d // all material was made ahead
+		} else {
+			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, Items: d.Items - dBefore.Items}
+		}
+		if rec != nil {
+			out.schedule = rec.Requests()
+		}
+		return out, nil
+	})
+	if err != nil {
+		return r.Out, fmt.Errorf("%s: %w", op.Name, err)
 	}
-	return out, nil
+	return r.Out, nil
 }
 
 // measure runs op and returns its Result. With prefetch, a first untimed run

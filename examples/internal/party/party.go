@@ -16,7 +16,6 @@ import (
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/internal/atomicfile"
-	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
@@ -80,32 +79,33 @@ func (p *ParamFlags) Params() (selection.Params, error) {
 	return out, nil
 }
 
-// GenerateConfig is the proxy generation used by the examples for the tiny
-// demo ViT (a few seconds on 2 cores); points sets the size of each MLP
-// training set (0: 50,000).
+// GenerateConfig is the proxy generation used by the examples: the
+// library's defaults (proxy.Config.WithDefaults, scaled to the bootstrap: a
+// few seconds on 2 cores for the demo ViT); points, if positive, sets the
+// size of each MLP training set.
 func GenerateConfig(points int, seed uint64) proxy.Config {
-	if points <= 0 {
-		points = 50_000
-	}
-	return proxy.Config{
-		Tune:   proxy.TrainConfig{Epochs: 4, BatchSize: 16, LR: 1e-3},
-		InVivo: proxy.TrainConfig{Epochs: 8, BatchSize: 16, LR: 5e-4},
-		Points: points,
-		MLP:    mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2},
-		Seed:   seed,
-	}
+	return proxy.Config{Points: max(points, 0), Seed: seed}
 }
 
 // Classify maps an error of a selection run to an exit code: a handshake
-// mismatch is peer.ExitPeer; coded errors keep their code; the rest is
-// peer.ExitFailure.
+// mismatch, the peer's abort and a refused second bootstrap are
+// peer.ExitPeer; a corrupt, truncated or foreign checkpoint file
+// (*selection.StateError, which names the file) is peer.ExitInput; coded
+// errors keep their code; the rest is peer.ExitFailure.
 func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	var mm *selection.MismatchError
-	if errors.As(err, &mm) {
+	var (
+		mm *selection.MismatchError
+		pa *selection.PeerAbortError
+		se *selection.StateError
+	)
+	switch {
+	case errors.As(err, &mm), errors.As(err, &pa), errors.Is(err, selection.ErrBootstrapRevealed):
 		return peer.WithCode(peer.ExitPeer, err)
+	case errors.As(err, &se):
+		return peer.WithCode(peer.ExitInput, err)
 	}
 	return peer.WithCode(peer.Code(err), err)
 }
@@ -125,7 +125,8 @@ func WriteResult(path string, w io.Writer, r *selection.Result) error {
 		_, err = w.Write(b)
 		return err
 	}
-	if err := atomicfile.Write(path, b, 0o644); err != nil {
+	// The selected indices are the two parties' business: owner-only.
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("writing result: %w", err)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -63,6 +64,11 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("run: %w", mm), peer.ExitPeer},
 		{errors.New("boom"), peer.ExitFailure},
 		{peer.WithCode(peer.ExitInput, errors.New("bad file")), peer.ExitInput},
+		// A corrupt checkpoint is a bad input file; the peer's abort and a
+		// refused second bootstrap are peer failures.
+		{fmt.Errorf("run: %w", &selection.StateError{Path: "s/state-p0.json", Err: errors.New("unexpected end of JSON input")}), peer.ExitInput},
+		{&selection.PeerAbortError{Party: 1, Reason: "pool holds 95 candidates"}, peer.ExitPeer},
+		{fmt.Errorf("selection: %w: no", selection.ErrBootstrapRevealed), peer.ExitPeer},
 	} {
 		if got := peer.Code(Classify(tc.err)); got != tc.want {
 			t.Errorf("Classify(%v) code %d, want %d", tc.err, got, tc.want)
@@ -81,6 +87,10 @@ func TestResultRoundTrip(t *testing.T) {
 	got, err := ReadResult(path)
 	if err != nil || !slices.Equal(got.Selected, r.Selected) || got.Phases[0].BytesSent != 5<<20 || got.Appraisal.Mean != 1.5 {
 		t.Fatalf("ReadResult = %+v, %v", got, err)
+	}
+	// The selected indices are the two parties' business: owner-only.
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("result file mode: %v, %v", fi.Mode(), err)
 	}
 	var buf bytes.Buffer
 	if err := WriteResult("-", &buf, r); err != nil || !strings.Contains(buf.String(), `"selected"`) {

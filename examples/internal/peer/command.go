@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -16,10 +17,16 @@ type Command func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, 
 
 // Run runs cmd as the binary name and returns its exit code: ExitOK on
 // success or -h, otherwise the code of the error after classify (nil keeps
-// the error as it is), with the error printed to stderr.
-func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writer, cmd Command, classify func(error) error) int {
+// the error as it is), with the error printed to stderr. summary is the one
+// line, starting with the name, that says what the binary does: -h prints it
+// first, then the flags.
+func Run(ctx context.Context, name, summary string, args []string, stdout, stderr io.Writer, cmd Command, classify func(error) error) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nUsage of %s:\n", summary, name)
+		fs.PrintDefaults()
+	}
 	err := cmd(ctx, fs, args, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return ExitOK
@@ -31,10 +38,11 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 }
 
 // Exec runs cmd on the process's arguments under a context that SIGINT and
-// SIGTERM cancel, and exits the process with the command's exit code.
-func Exec(name string, cmd Command, classify func(error) error) {
+// SIGTERM cancel, and exits the process with the command's exit code (see
+// Run for summary).
+func Exec(name, summary string, cmd Command, classify func(error) error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Run(ctx, name, os.Args[1:], os.Stdout, os.Stderr, cmd, classify)
+	code := Run(ctx, name, summary, os.Args[1:], os.Stdout, os.Stderr, cmd, classify)
 	stop()
 	os.Exit(code)
 }

@@ -28,7 +28,7 @@ func TestRunExitCodes(t *testing.T) {
 		stderr   string
 	}{
 		{"ok", parseOnly, nil, []string{"-n", "3"}, ExitOK, ""},
-		{"help", parseOnly, nil, []string{"-h"}, ExitOK, "Usage of tool"},
+		{"help", parseOnly, nil, []string{"-h"}, ExitOK, "tool does things.\n\nUsage of tool:\n  -n int"},
 		{"unknown flag", parseOnly, nil, []string{"-bogus"}, ExitUsage, "run 'tool -h' for the flags"},
 		{"positional", parseOnly, nil, []string{"extra"}, ExitUsage, `unexpected argument "extra"`},
 		{"plain error", failing(errors.New("boom")), nil, nil, ExitFailure, "tool: boom"},
@@ -37,8 +37,8 @@ func TestRunExitCodes(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := Run(context.Background(), "tool", c.args, &out, &errb, c.cmd, c.classify)
-			if code != c.code || !strings.Contains(errb.String(), c.stderr) {
+			code := Run(context.Background(), "tool", "tool does things.", c.args, &out, &errb, c.cmd, c.classify)
+			if code != c.code || !strings.Contains(errb.String(), c.stderr) || (c.name == "help" && !strings.HasPrefix(errb.String(), c.stderr)) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), c.code, c.stderr)
 			}
 		})

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 
 	"github.com/selectformer/selectformer/beaver"
@@ -17,11 +16,14 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Dealer serves the correlated randomness of one two-party computation to
-// the model owner (party 0) and the data owner (party 1), each on its own
-// listener that accepts only that party's pinned key. A party may reconnect
-// (after a crash, to resume); the dealer keeps serving until its context
-// ends or, with Once, party 1's first session is over.
+// Dealer serves correlated randomness to the model owner (party 0) and the
+// data owner (party 1), each on its own listener that accepts only that
+// party's pinned key; the role of a connection is the role of its listener,
+// and a hello claiming the other role is refused (and logged) without a byte
+// of material. Material is keyed by the session id both parties present, so
+// one dealer may serve several selections. A party may reconnect (after a
+// crash, to resume); the dealer keeps serving until its context ends or,
+// with Once, party 1's first session is over.
 type Dealer struct {
 	Server       *beaver.Server
 	Listeners    [2]*transport.Listener
@@ -34,8 +36,10 @@ type Dealer struct {
 }
 
 // Run serves until ctx ends (nil) or, with Once, the session is over (nil).
-// It returns an error only if a listener fails. Rejected handshakes (a wrong
-// key) are logged and the dealer keeps listening.
+// It returns an error only if a listener fails. Rejected connections (a
+// wrong key, garbage, a silent socket past the handshake timeout) are logged
+// by the listeners (transport.Options.Log) and never hold up the party the
+// listener is pinned to.
 func (d *Dealer) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -50,13 +54,12 @@ func (d *Dealer) Run(ctx context.Context) error {
 			for {
 				c, err := d.Listeners[party].Accept(ctx, d.Fingerprints[party])
 				if err != nil {
+					// Accept itself logs and skips the connections it
+					// rejects (a wrong key, not TLS, a handshake timeout),
+					// authenticating several at once: it fails only when
+					// ctx ends or the listener does.
 					if ctx.Err() != nil {
 						return
-					}
-					var pe *transport.PinError
-					if errors.As(err, &pe) || strings.Contains(err.Error(), "transport: accepting") {
-						d.Log.Warn("rejected connection", "party", party, "err", err)
-						continue
 					}
 					cancel(fmt.Errorf("dealer: party %d listener: %w", party, err))
 					return
@@ -66,11 +69,17 @@ func (d *Dealer) Run(ctx context.Context) error {
 				go func() {
 					defer wg.Done()
 					defer c.Close()
-					err := d.Server.Serve(ctx, c)
+					err := d.Server.Serve(ctx, c, party)
 					st := d.Server.Stats()
-					if party == 0 && err == nil {
-						d.Log.Info("party 0 has its seed", "party", party)
-					} else {
+					switch {
+					case errors.Is(err, beaver.ErrRefused):
+						// Logged (Warn) by the server; the party got
+						// nothing, so its session is not over.
+						d.Log.Debug("party refused", "party", party, "addr", c.RemoteAddr().String(), "err", err)
+						return
+					case party == 0 && err == nil:
+						d.Log.Info("party 0 has its session seed", "party", party)
+					default:
 						d.Log.Info("party disconnected", "party", party, "reason", err, "items", st.Items, "bytes", st.BytesRecv)
 					}
 					// Party 0's session ends when it has its seed, party
@@ -95,6 +104,31 @@ func (d *Dealer) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// StateFile returns the dealer's state file for the seed file seeds (the
+// per-session high-water marks, kept beside the seeds: seeds + ".state"),
+// or "" without a seed file (fresh seeds serve no earlier material).
+func StateFile(seeds string) string {
+	if seeds == "" {
+		return ""
+	}
+	return seeds + ".state"
+}
+
+// NewServer returns the networked dealer for seeds (see Seeds) with its
+// state file (see StateFile) and options; a malformed state file, or one of
+// other seeds, is an ExitInput error naming the file.
+func NewServer(s0, s1 share.Seed, seedsPath string, opt beaver.ServerOptions) (*beaver.Server, error) {
+	opt.StateFile = StateFile(seedsPath)
+	srv, err := beaver.NewServerWithSeeds(s0, s1, opt)
+	if errors.Is(err, beaver.ErrBadStateFile) {
+		return nil, &Error{Code: ExitInput, Err: fmt.Errorf("dealer: %w", err)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dealer: %w", err)
+	}
+	return srv, nil
 }
 
 // Seeds returns the dealer's two seeds: read from path if it exists (so a

@@ -30,11 +30,12 @@ const (
 	// ExitUsage: bad command line (unknown flag, missing or invalid value).
 	ExitUsage = 2
 	// ExitPeer: no authenticated session with a peer: it could not be
-	// reached, its key is not the pinned one (or it rejected ours), or the
-	// selection handshake found a mismatch.
+	// reached, its key is not the pinned one (or it rejected ours), the
+	// selection handshake found a mismatch, or the peer ended the session
+	// (its message says why).
 	ExitPeer = 3
-	// ExitInput: an input file (identity, model, proxies, pool, state) is
-	// missing, unreadable or malformed.
+	// ExitInput: an input file (identity, model, proxies, pool, state
+	// checkpoint) is missing, unreadable or malformed; the message names it.
 	ExitInput = 4
 )
 
@@ -191,9 +192,12 @@ func (e Endpoint) Validate(listenFlag, connectFlag string) error {
 }
 
 // Establish opens the authenticated connection to the peer pinned by
-// fingerprint. Dialling retries while the peer is not yet listening (until
-// the timeout); a handshake failure (wrong key on either side) is not
-// retried. Every failure is an ExitPeer error. onListen, if not nil, is
+// fingerprint. Dialling retries while the peer is not yet listening or does
+// not answer the handshake in time (until the timeout); a handshake failure
+// (wrong key on either side) is not retried. Listening, it waits for the pinned peer until the timeout: a
+// stranger, garbage or a silent socket is logged at warn level on log and
+// skipped, and the timeout's error names the last one. Every failure is an
+// ExitPeer error. onListen, if not nil, is
 // called with the bound address once listening.
 func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerprint string, opt transport.Options, log *slog.Logger, onListen func(net.Addr)) (*transport.Conn, error) {
 	if e.Timeout <= 0 {
@@ -202,6 +206,9 @@ func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerpr
 	ctx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
 	if e.Listen != "" {
+		if opt.Log == nil {
+			opt.Log = log // the listener logs the connections it rejects
+		}
 		ln, err := transport.Listen(e.Listen, id, opt)
 		if err != nil {
 			return nil, &Error{Code: ExitPeer, Err: err}
@@ -213,7 +220,7 @@ func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerpr
 		log.Info("waiting for peer", "listen", ln.Addr().String(), "peer", short(fingerprint))
 		c, err := ln.Accept(ctx, fingerprint)
 		if err != nil {
-			return nil, &Error{Code: ExitPeer, Err: err}
+			return nil, &Error{Code: ExitPeer, Err: fmt.Errorf("waiting for the peer on %s: %w", ln.Addr(), err)}
 		}
 		return c, nil
 	}
@@ -222,10 +229,17 @@ func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerpr
 		if err == nil {
 			return c, nil
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) || ctx.Err() != nil {
+		refused, busy := errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, transport.ErrHandshakeTimeout)
+		if !(refused || busy) || ctx.Err() != nil {
 			return nil, &Error{Code: ExitPeer, Err: err}
 		}
-		log.Debug("peer not listening yet; retrying", "addr", e.Connect)
+		if busy {
+			// The peer's listener may be busy with strays: all its
+			// handshake slots held until their deadline. Try again.
+			log.Warn("no handshake answer from the peer; retrying", "addr", e.Connect, "err", err)
+		} else {
+			log.Debug("peer not listening yet; retrying", "addr", e.Connect)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, &Error{Code: ExitPeer, Err: fmt.Errorf("connecting to %s: %w", e.Connect, err)}

@@ -205,6 +205,7 @@ func TestDealerOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	bindBoth(t, provs, beaver.SessionID{1})
 	var tr [2]beaver.Triple
 	for p := range provs {
 		if tr[p], err = provs[p].Triples(ctx, 3, 5); err != nil {

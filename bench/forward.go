@@ -1,4 +1,4 @@
-package secure
+package bench
 
 import (
 	"context"
@@ -9,15 +9,16 @@ import (
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Shapes names the target shapes of BenchConfig.Shape.
+// Shapes names the target shapes of ForwardConfig.Shape.
 var Shapes = []string{"bert-base", "distilbert", "vit-small", "vit-base"}
 
-// BenchConfig describes a cost measurement of the secure forward with random
+// ForwardConfig describes a cost measurement of the secure forward with random
 // weights (costs do not depend on values).
-type BenchConfig struct {
+type ForwardConfig struct {
 	// Shape is one of Shapes.
 	Shape string
 	// Layers, Heads (0: all of the shape) and MLPDim size the proxy.
@@ -31,17 +32,17 @@ type BenchConfig struct {
 	// Exact runs the exact target ("Oracle"): FFN with GeLU, exact softmax,
 	// LayerNorm and entropy, every head.
 	Exact bool
-	// Options are passed to Prepare.
-	Options Options
+	// Options are passed to secure.Prepare.
+	Options secure.Options
 	// Link, if set, emulates the link.
 	Link *transport.Profile
 	// Seed fixes the random weights and inputs.
 	Seed uint64
 }
 
-// BenchResult is the cost of one Forward of a whole batch (Prepare's weight
+// ForwardResult is the cost of one Forward of a whole batch (secure.Prepare's weight
 // sharing excluded and reported apart).
-type BenchResult struct {
+type ForwardResult struct {
 	Shape   string `json:"shape"`
 	Layers  int    `json:"layers"`
 	Heads   int    `json:"heads"`
@@ -68,19 +69,19 @@ type BenchResult struct {
 }
 
 // ShapeArch returns the architecture of a named shape.
-func ShapeArch(c BenchConfig) (Arch, error) {
-	var a Arch
+func ShapeArch(c ForwardConfig) (secure.Arch, error) {
+	var a secure.Arch
 	switch c.Shape {
 	case "bert-base":
-		a = Arch{Family: model.BERT, Hidden: 768, Heads: 12, Intermediate: 3072}
+		a = secure.Arch{Family: model.BERT, Hidden: 768, Heads: 12, Intermediate: 3072}
 	case "distilbert":
-		a = Arch{Family: model.DistilBERT, Hidden: 768, Heads: 12, Intermediate: 3072}
+		a = secure.Arch{Family: model.DistilBERT, Hidden: 768, Heads: 12, Intermediate: 3072}
 	case "vit-small":
-		a = Arch{Family: model.ViT, Hidden: 384, Heads: 6, Intermediate: 1536}
+		a = secure.Arch{Family: model.ViT, Hidden: 384, Heads: 6, Intermediate: 1536}
 	case "vit-base":
-		a = Arch{Family: model.ViT, Hidden: 768, Heads: 12, Intermediate: 3072}
+		a = secure.Arch{Family: model.ViT, Hidden: 768, Heads: 12, Intermediate: 3072}
 	default:
-		return a, fmt.Errorf("secure: unknown shape %q (known: %v)", c.Shape, Shapes)
+		return a, fmt.Errorf("bench: unknown shape %q (known: %v)", c.Shape, Shapes)
 	}
 	a.HeadDim = a.Hidden / a.Heads
 	switch a.Family {
@@ -93,7 +94,7 @@ func ShapeArch(c BenchConfig) (Arch, error) {
 	}
 	if c.Heads > 0 {
 		if c.Heads > a.Heads {
-			return a, fmt.Errorf("secure: %s has %d heads, asked for %d", c.Shape, a.Heads, c.Heads)
+			return a, fmt.Errorf("bench: %s has %d heads, asked for %d", c.Shape, a.Heads, c.Heads)
 		}
 		a.Heads = c.Heads
 	}
@@ -115,33 +116,24 @@ func ShapeArch(c BenchConfig) (Arch, error) {
 	return a, a.Validate()
 }
 
-// Bench measures one Forward of cfg.Batch random candidates through a random
-// network of the configured shape, both parties in this process (RunLocal).
-func Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
-	a, err := benchArch(cfg)
-	if err != nil {
+// Forward measures one secure.Prepared.Forward of cfg.Batch random
+// candidates through a random network of the configured shape, both parties
+// in this process (RunLocal, each running RunForwardParty).
+func Forward(ctx context.Context, cfg ForwardConfig) (*ForwardResult, error) {
+	if _, err := forwardArch(cfg); err != nil {
 		return nil, err
 	}
-	net, err := RandomNet(a, cfg.Seed+1)
-	if err != nil {
-		return nil, err
-	}
-	xs, mask := benchInputs(a, cfg)
-	r, err := RunLocal(ctx, LocalConfig{Link: cfg.Link, MeasureMemory: true}, func(ctx context.Context, s *protocol.Session) (BenchParty, error) {
-		var nw *Net
-		in := &Batch{X: xs, Mask: mask}
-		if s.Party() == 0 {
-			nw, in = net, nil
-			if cfg.Options.PublicMask {
-				in = &Batch{Mask: mask}
-			}
+	r, err := RunLocal(ctx, LocalConfig{Link: cfg.Link, MeasureMemory: true}, func(ctx context.Context, s *protocol.Session) (ForwardParty, error) {
+		o, err := RunForwardParty(ctx, s, cfg)
+		if err != nil {
+			return ForwardParty{}, err
 		}
-		return benchParty(ctx, s, a, nw, in, cfg)
+		return *o, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	res, err := NewBenchResult(cfg, r.Out)
+	res, err := NewForwardResult(cfg, r.Out)
 	if err != nil {
 		return nil, err
 	}
@@ -149,8 +141,8 @@ func Bench(ctx context.Context, cfg BenchConfig) (*BenchResult, error) {
 	return res, nil
 }
 
-// BenchParty is one party's cost in a Bench run.
-type BenchParty struct {
+// ForwardParty is one party's cost in a Forward measurement.
+type ForwardParty struct {
 	// Prepare is the cost of the weight sharing, Forward of the one Forward.
 	Prepare Cost `json:"prepare"`
 	Forward Cost `json:"forward"`
@@ -158,46 +150,46 @@ type BenchParty struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// RunBenchParty runs party s.Party()'s side of Bench over an established
+// RunForwardParty runs party s.Party()'s side of Forward over an established
 // session (for parties in separate processes): the same architecture, random
-// network and inputs as Bench for cfg (cfg.Link is ignored: emulate it on the
+// network and inputs as Forward for cfg (cfg.Link is ignored: emulate it on the
 // session's connection). Only party 0 makes the network; only party 1 keeps
 // the inputs (party 0 keeps the mask with Options.PublicMask).
-func RunBenchParty(ctx context.Context, s *protocol.Session, cfg BenchConfig) (*BenchParty, error) {
-	a, err := benchArch(cfg)
+func RunForwardParty(ctx context.Context, s *protocol.Session, cfg ForwardConfig) (*ForwardParty, error) {
+	a, err := forwardArch(cfg)
 	if err != nil {
 		return nil, err
 	}
-	var nw *Net
+	var nw *secure.Net
 	if s.Party() == 0 {
-		if nw, err = RandomNet(a, cfg.Seed+1); err != nil {
+		if nw, err = secure.RandomNet(a, cfg.Seed+1); err != nil {
 			return nil, err
 		}
 	}
-	xs, mask := benchInputs(a, cfg)
-	in := &Batch{X: xs, Mask: mask}
+	xs, mask := forwardInputs(a, cfg)
+	in := &secure.Batch{X: xs, Mask: mask}
 	if s.Party() == 0 {
 		in = nil
 		if cfg.Options.PublicMask {
-			in = &Batch{Mask: mask}
+			in = &secure.Batch{Mask: mask}
 		}
 	}
-	o, err := benchParty(ctx, s, a, nw, in, cfg)
+	o, err := forwardParty(ctx, s, a, nw, in, cfg)
 	if err != nil {
 		return nil, err
 	}
 	return &o, nil
 }
 
-// NewBenchResult assembles the result of a Bench run of cfg from the costs
+// NewForwardResult assembles the result of a Forward measurement of cfg from the costs
 // of party 0 and party 1 (PeakBytes left zero).
-func NewBenchResult(cfg BenchConfig, parties [2]BenchParty) (*BenchResult, error) {
-	a, err := benchArch(cfg)
+func NewForwardResult(cfg ForwardConfig, parties [2]ForwardParty) (*ForwardResult, error) {
+	a, err := forwardArch(cfg)
 	if err != nil {
 		return nil, err
 	}
 	p0, p1 := parties[0], parties[1]
-	res := &BenchResult{Shape: cfg.Shape, Layers: a.Layers, Heads: a.Heads, MLPDim: a.MLPHidden, Seq: a.Seq, Batch: cfg.Batch, Exact: cfg.Exact,
+	res := &ForwardResult{Shape: cfg.Shape, Layers: a.Layers, Heads: a.Heads, MLPDim: a.MLPHidden, Seq: a.Seq, Batch: cfg.Batch, Exact: cfg.Exact,
 		Rounds: p0.Forward.Stream.Rounds, BytesP0: p0.Forward.Stream.BytesSent, BytesP1: p1.Forward.Stream.BytesSent,
 		DealerBytes: p0.Forward.Dealer.BytesRecv + p1.Forward.Dealer.BytesRecv, Seconds: max(p0.Seconds, p1.Seconds),
 		PrepareRounds: p0.Prepare.Stream.Rounds, PrepareBytesP0: p0.Prepare.Stream.BytesSent}
@@ -207,20 +199,20 @@ func NewBenchResult(cfg BenchConfig, parties [2]BenchParty) (*BenchResult, error
 	return res, nil
 }
 
-// benchArch checks cfg and returns its architecture.
-func benchArch(cfg BenchConfig) (Arch, error) {
+// forwardArch checks cfg and returns its architecture.
+func forwardArch(cfg ForwardConfig) (secure.Arch, error) {
 	a, err := ShapeArch(cfg)
 	if err != nil {
 		return a, err
 	}
 	if cfg.Batch <= 0 {
-		return a, fmt.Errorf("secure: bench batch %d", cfg.Batch)
+		return a, fmt.Errorf("bench: bench batch %d", cfg.Batch)
 	}
 	return a, nil
 }
 
-// benchInputs returns the random inputs of cfg (a function of cfg.Seed).
-func benchInputs(a Arch, cfg BenchConfig) ([]float64, [][]int) {
+// forwardInputs returns the random inputs of cfg (a function of cfg.Seed).
+func forwardInputs(a secure.Arch, cfg ForwardConfig) ([]float64, [][]int) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 77))
 	B := cfg.Batch
 	var xs []float64
@@ -257,12 +249,12 @@ func benchInputs(a Arch, cfg BenchConfig) ([]float64, [][]int) {
 	return xs, mask
 }
 
-// benchParty shares the weights (party 0 holds net) and runs one Forward of
+// forwardParty shares the weights (party 0 holds net) and runs one Forward of
 // in, measuring both.
-func benchParty(ctx context.Context, s *protocol.Session, a Arch, net *Net, in *Batch, cfg BenchConfig) (BenchParty, error) {
-	var o BenchParty
+func forwardParty(ctx context.Context, s *protocol.Session, a secure.Arch, net *secure.Net, in *secure.Batch, cfg ForwardConfig) (ForwardParty, error) {
+	var o ForwardParty
 	m := NewMeter(s)
-	p, err := Prepare(ctx, s, a, net, cfg.Options)
+	p, err := secure.Prepare(ctx, s, a, net, cfg.Options)
 	if err != nil {
 		return o, err
 	}

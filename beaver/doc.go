@@ -1,0 +1,47 @@
+// Package beaver supplies the correlated randomness of selectformer's online
+// protocols: arithmetic and matrix Beaver triples, weight-mask correlations for
+// products with the model owner's clear weights, bit-packed AND triples,
+// truncation pairs and random shared bits.
+//
+// A Provider hands one party (0 = model owner, 1 = data owner) its part of each
+// correlation. Material is addressed by (stream, counter): every call on a
+// stream consumes the next item of that stream, so concurrent streams never
+// race and both parties, making the same calls in the same order on a stream,
+// always receive the two halves of the same item.
+//
+// Material is also keyed by session (see SessionID and SessionBinder): every
+// stream key is derived from the dealer's seed and a session id both parties
+// contribute to and present, so no item is ever served to two computations.
+// The networked dealer (Server) binds each connection to a role by its
+// listener and pinned key, refuses a hello for the other role, and with a
+// state file refuses after a restart every counter it served before.
+//
+// Providers: Dealer is the in-process dealer (tests, the quickstart,
+// benchmarks); Server is the networked dealer, a third host that parties
+// reach with Connect; Prefetch makes a recorded schedule of material ahead
+// of the online phase (Recorder records one). Each party expands its masks
+// from a seed it shares with the dealer; only party 1 receives correction
+// words from the dealer (DealerStats counts that traffic, apart from the
+// parties' online traffic).
+//
+// # Trust
+//
+// The dealer is semi-honest and colludes with neither party; it never sees
+// an input. This is the "trusted third party" mode of CrypTen, the one the
+// SelectFormer paper measured; DESIGN.md at the module root states the
+// threat model.
+//
+// # References
+//
+//   - Multiplication triples: D. Beaver, "Efficient Multiparty Protocols
+//     Using Circuit Randomization", CRYPTO '91, LNCS 576, pp. 420–432,
+//     Springer, 1992.
+//   - The dealer ("trusted third party") mode of CrypTen: B. Knott, S. Venkataraman, A. Hannun, S. Sengupta, M. Ibrahim,
+//     L. van der Maaten, "CrypTen: Secure Multi-Party Computation Meets
+//     Machine Learning", NeurIPS 2021.
+//   - Truncation pairs replace the local truncation of SecureML (P. Mohassel,
+//     Y. Zhang, "SecureML: A System for Scalable Privacy-Preserving Machine
+//     Learning", IEEE S&P 2017); see package protocol.
+//   - X. Ouyang, F. X. Lin, Y. Ji, "SelectFormer: Private and Practical Data
+//     Selection for Transformers", arXiv:2310.02373 (2023), ICLR 2025.
+package beaver

@@ -1,0 +1,218 @@
+package beaver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/share"
+)
+
+// The dealer's state file (ServerOptions.StateFile) keeps, per session, the
+// keys of the two parties it was served to and, per stream, a high-water
+// mark: every counter served on that stream lies below it. A dealer
+// restarted from its seeds and this file refuses every counter below the
+// mark. Marks are reserved ahead in chunks of reserveChunk counters
+// (rounded up to a multiple of it, so a mark never crosses a boundary that
+// a resumed run jumps to, such as selection's epochs), so the file is
+// rewritten once per new session, new stream and reserveChunk items, not
+// once per item; a crash burns at most the rest of a chunk.
+//
+// Format (JSON, mode 0600, replaced atomically):
+//
+//	{"version": 1, "seeds": "<hex SHA-256 tag of the dealer's seeds>",
+//	 "sessions": [{"id": "<64 hex>", "keys": ["<p0 fingerprint>", "<p1>"],
+//	               "marks": {"<stream>": <mark>, ...}}, ...]}
+
+const (
+	stateVersion = 1
+	// reserveChunk is the granularity of persisted high-water marks.
+	reserveChunk = 1 << 16
+	// maxStateFile bounds the state file read back.
+	maxStateFile = 256 << 20
+	// maxStreamsPerSession bounds the streams of one session.
+	maxStreamsPerSession = 1 << 16
+	// maxKeyLen bounds a stored key fingerprint.
+	maxKeyLen = 128
+)
+
+// ErrBadStateFile marks a dealer state file that cannot be used: malformed,
+// truncated, too large or written for other seeds.
+var ErrBadStateFile = errors.New("bad dealer state file")
+
+// dealerState is the decoded state file.
+type dealerState struct {
+	seeds    [32]byte
+	sessions map[SessionID]*persisted
+}
+
+// persisted is what the state file keeps of one session.
+type persisted struct {
+	keys  [2]string
+	marks map[uint32]uint64
+}
+
+type stateJSON struct {
+	Version  int           `json:"version"`
+	Seeds    string        `json:"seeds"`
+	Sessions []sessionJSON `json:"sessions"`
+}
+
+type sessionJSON struct {
+	ID    string            `json:"id"`
+	Keys  [2]string         `json:"keys"`
+	Marks map[uint32]uint64 `json:"marks"`
+}
+
+// seedsTag identifies a pair of dealer seeds without revealing them.
+func seedsTag(s0, s1 share.Seed) [32]byte {
+	h := sha256.New()
+	h.Write([]byte("selectformer/beaver/dealer-state/seeds/v1"))
+	h.Write(s0[:])
+	h.Write(s1[:])
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out
+}
+
+// validKey reports whether k may be stored as a key fingerprint: empty (a
+// connection without a key, as a Pipe) or up to maxKeyLen lower-case hex
+// digits.
+func validKey(k string) bool {
+	if len(k) > maxKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeDealerState parses and validates a state file. It never panics;
+// every error wraps ErrBadStateFile.
+func decodeDealerState(b []byte) (*dealerState, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadStateFile, fmt.Sprintf(format, args...))
+	}
+	if len(b) > maxStateFile {
+		return nil, bad("%d bytes, at most %d", len(b), maxStateFile)
+	}
+	var j stateJSON
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return nil, bad("%v", err)
+	}
+	if dec.More() {
+		return nil, bad("trailing data")
+	}
+	if j.Version != stateVersion {
+		return nil, bad("version %d, want %d", j.Version, stateVersion)
+	}
+	st := &dealerState{sessions: make(map[SessionID]*persisted, len(j.Sessions))}
+	sb, err := hex.DecodeString(j.Seeds)
+	if err != nil || len(sb) != len(st.seeds) {
+		return nil, bad("seeds tag %q", j.Seeds)
+	}
+	copy(st.seeds[:], sb)
+	for i, s := range j.Sessions {
+		id, err := ParseSessionID(s.ID)
+		if err != nil || id.IsZero() {
+			return nil, bad("session %d: id %q", i, s.ID)
+		}
+		if _, dup := st.sessions[id]; dup {
+			return nil, bad("session %s listed twice", id.short())
+		}
+		for r, k := range s.Keys {
+			if !validKey(k) {
+				return nil, bad("session %s: key of party %d %q", id.short(), r, k)
+			}
+		}
+		if len(s.Marks) > maxStreamsPerSession {
+			return nil, bad("session %s: %d streams, at most %d", id.short(), len(s.Marks), maxStreamsPerSession)
+		}
+		marks := s.Marks
+		if marks == nil {
+			marks = map[uint32]uint64{}
+		}
+		st.sessions[id] = &persisted{keys: s.Keys, marks: marks}
+	}
+	return st, nil
+}
+
+// encode returns the state file's bytes (sessions in id order).
+func (st *dealerState) encode() ([]byte, error) {
+	j := stateJSON{Version: stateVersion, Seeds: hex.EncodeToString(st.seeds[:]), Sessions: make([]sessionJSON, 0, len(st.sessions))}
+	ids := make([]SessionID, 0, len(st.sessions))
+	for id := range st.sessions {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b SessionID) int { return bytes.Compare(a[:], b[:]) })
+	for _, id := range ids {
+		p := st.sessions[id]
+		marks := p.marks
+		if marks == nil {
+			marks = map[uint32]uint64{}
+		}
+		j.Sessions = append(j.Sessions, sessionJSON{ID: id.String(), Keys: p.keys, Marks: marks})
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return nil, fmt.Errorf("beaver: encode dealer state: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// loadDealerState reads the state file at path for the seeds tagged tag; a
+// missing file gives an empty state.
+func loadDealerState(path string, tag [32]byte) (*dealerState, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &dealerState{seeds: tag, sessions: map[SessionID]*persisted{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
+	}
+	if fi.Size() > maxStateFile {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w: %d bytes", path, ErrBadStateFile, fi.Size())
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
+	}
+	st, err := decodeDealerState(b)
+	if err != nil {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
+	}
+	if st.seeds != tag {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w: written for other seeds", path, ErrBadStateFile)
+	}
+	return st, nil
+}
+
+// save writes st to path atomically, mode 0600.
+func (st *dealerState) save(path string) error {
+	b, err := st.encode()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
+		return fmt.Errorf("beaver: save dealer state: %w", err)
+	}
+	return nil
+}

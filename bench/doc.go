@@ -1,0 +1,28 @@
+// Package bench is selectformer's benchmark harness library: it measures the
+// rounds, bytes, dealer traffic, wall time and memory of the secure
+// computation, with both parties in one process or each in its own. The
+// commands under bench/cmd use it (mpcbench forward, mpcbench forward-party);
+// measured figures are recorded in bench/RESULTS.md.
+//
+// The computation itself lives in the library packages (protocol for the
+// online protocols, proxy/secure for the secure proxy forward); this package
+// only drives and measures it:
+//
+//   - RunLocal runs a function as party 0 and party 1 concurrently in this
+//     process: a transport.Pipe (optionally link-emulated), an in-process
+//     dealer, two protocol sessions, the cost of each party and optionally
+//     the peak Go heap. A failing party cancels the other and its error is
+//     reported first.
+//   - Meter measures one party's cost (stream rounds and bytes, dealer
+//     traffic) over a span of a session.
+//   - Forward measures one secure.Prepared.Forward of a batch of random
+//     candidates through a network of random weights (secure.RandomNet; costs
+//     do not depend on values) of a named target shape (Shapes, ShapeArch):
+//     BERT-base, DistilBERT, ViT-small or ViT-base, as a SelectFormer proxy or
+//     the exact "Oracle" model. RunForwardParty runs one party's side over an
+//     established session, for parties in separate processes, and
+//     NewForwardResult assembles their reports.
+//
+// Real deployments do not use this package: each party runs selection's
+// driver in its own process over transport.Dial and a networked dealer.
+package bench

@@ -1,0 +1,261 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// lockedBuffer is a log sink safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func identities(t *testing.T, n int) []*transport.Identity {
+	t.Helper()
+	ids := make([]*transport.Identity, n)
+	for i := range ids {
+		var err error
+		if ids[i], err = transport.GenerateIdentity(fmt.Sprint("id", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// stray is a connection that is not the pinned peer.
+type stray struct {
+	name string
+	open func(t *testing.T, addr string)
+}
+
+// strays returns a silent socket, a garbage sender and (with stranger) a
+// peer with the wrong key, each connecting to addr and leaving its socket
+// for t's cleanup.
+func strays(stranger *transport.Identity, serverFP string) []stray {
+	dial := func(t *testing.T, addr string) net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	return []stray{
+		{"silent", func(t *testing.T, addr string) { dial(t, addr) }},
+		{"garbage", func(t *testing.T, addr string) {
+			if _, err := dial(t, addr).Write(bytes.Repeat([]byte("garbage!"), 64)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"wrong-key", func(t *testing.T, addr string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if c, err := transport.Dial(ctx, addr, stranger, serverFP, transport.Options{}); err == nil {
+				c.Close()
+				t.Error("the stranger was accepted")
+			}
+		}},
+	}
+}
+
+// TestDealerServesPartiesPastStrays: a silent socket, a garbage sender and
+// a stranger on a dealer's listeners do not hold up the real parties, which
+// connect well within their 3-second timeout (the handshake timeout is 10 s),
+// and the dealer logs the rejects.
+func TestDealerServesPartiesPastStrays(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ids := identities(t, 4) // dealer, p0, p1, stranger
+	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Once: true, Log: log}
+	for p := range d.Listeners {
+		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{Log: log}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	for _, ln := range d.Listeners {
+		for _, s := range strays(ids[3], ids[0].Fingerprint()) {
+			s.open(t, ln.Addr().String())
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // the strays come first
+	e := Endpoint{Timeout: 3 * time.Second}
+	var provs [2]*beaver.Client
+	var conns [2]*transport.Conn
+	for p := range provs {
+		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+	bindBoth(t, provs, beaver.SessionID{1})
+	var tr [2]beaver.Triple
+	for p := range provs {
+		if tr[p], err = provs[p].Triples(ctx, 3, 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		if (tr[0].A[i]+tr[1].A[i])*(tr[0].B[i]+tr[1].B[i]) != tr[0].C[i]+tr[1].C[i] {
+			t.Fatalf("triple %d: a·b ≠ c", i)
+		}
+	}
+	for _, reason := range []string{"not TLS", "wrong key"} {
+		if n := strings.Count(logs.String(), `reason="`+reason+`"`); n != 2 {
+			t.Errorf("%d warnings with reason %q, want one per listener; log:\n%s", n, reason, logs)
+		}
+	}
+	_ = conns[0].Close()
+	_ = conns[1].Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("dealer with Once did not stop after party 1 left")
+	}
+}
+
+// TestEstablishListenWaitsForPinnedPeer: a listening party (the model
+// owner) skips and logs strays and connects to the pinned peer that comes
+// after them; with only strays it fails at its timeout with an ExitPeer
+// error naming the last reject.
+func TestEstablishListenWaitsForPinnedPeer(t *testing.T) {
+	ids := identities(t, 3) // listener, pinned peer, stranger
+	for _, tc := range []struct {
+		name     string
+		peer     bool // the pinned peer comes after the strays
+		timeout  time.Duration
+		wantWarn []string
+	}{
+		{"peer-after-strays", true, 10 * time.Second, []string{"not TLS", "wrong key"}},
+		{"only-strays", false, time.Second, []string{"not TLS", "wrong key"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			logs := &lockedBuffer{}
+			log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			addrc := make(chan string, 1)
+			type result struct {
+				c   *transport.Conn
+				err error
+			}
+			res := make(chan result, 1)
+			go func() {
+				c, err := Establish(ctx, Endpoint{Listen: "127.0.0.1:0", Timeout: tc.timeout}, ids[0], ids[1].Fingerprint(),
+					transport.Options{}, log, func(a net.Addr) { addrc <- a.String() })
+				res <- result{c, err}
+			}()
+			addr := <-addrc
+			for _, s := range strays(ids[2], ids[0].Fingerprint()) {
+				s.open(t, addr)
+			}
+			time.Sleep(50 * time.Millisecond)
+			if tc.peer {
+				cc, err := transport.Dial(ctx, addr, ids[1], ids[0].Fingerprint(), transport.Options{})
+				if err != nil {
+					t.Fatalf("the pinned peer could not connect: %v", err)
+				}
+				defer cc.Close()
+			}
+			r := <-res
+			if tc.peer {
+				if r.err != nil {
+					t.Fatalf("Establish: %v", r.err)
+				}
+				defer r.c.Close()
+				if r.c.PeerFingerprint() != ids[1].Fingerprint() {
+					t.Fatal("connected to the wrong peer")
+				}
+			} else {
+				switch {
+				case r.err == nil:
+					r.c.Close()
+					t.Fatal("connected to a stray")
+				case Code(r.err) != ExitPeer || !errors.Is(r.err, context.DeadlineExceeded):
+					t.Fatalf("error %v (code %d), want an ExitPeer timeout", r.err, Code(r.err))
+				case !strings.Contains(r.err.Error(), "rejected 2 connection(s)"):
+					t.Fatalf("error %v does not report the two rejects (the silent socket is still in its handshake)", r.err)
+				}
+			}
+			for _, reason := range tc.wantWarn {
+				if !strings.Contains(logs.String(), `reason="`+reason+`"`) {
+					t.Errorf("no warning with reason %q; log:\n%s", reason, logs)
+				}
+			}
+		})
+	}
+}
+
+// TestEstablishDialRetriesBusyListener: a listener whose only handshake
+// slot a silent socket holds (for 2 s) does not answer the dialling party's
+// first handshakes (500 ms limit); the party retries until the slot frees
+// and connects within its own timeout.
+func TestEstablishDialRetriesBusyListener(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ids := identities(t, 2)
+	ln, err := transport.Listen("127.0.0.1:0", ids[0], transport.Options{HandshakeTimeout: 2 * time.Second, MaxPendingHandshakes: 1, Log: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type result struct {
+		c   *transport.Conn
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		c, err := ln.Accept(ctx, ids[1].Fingerprint())
+		res <- result{c, err}
+	}()
+	strays(nil, "")[0].open(t, ln.Addr().String()) // the silent socket
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	c, err := Establish(ctx, Endpoint{Connect: ln.Addr().String(), Timeout: 10 * time.Second}, ids[1], ids[0].Fingerprint(),
+		transport.Options{HandshakeTimeout: 500 * time.Millisecond}, discard, nil)
+	if err != nil {
+		t.Fatalf("Establish: %v", err)
+	}
+	defer c.Close()
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("connected after %v, before the silent socket's slot was free", d)
+	}
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	r.c.Close()
+}

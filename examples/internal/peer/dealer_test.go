@@ -1,0 +1,164 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// bindBoth binds both parties' clients to session id (concurrently: the
+// dealer pairs them).
+func bindBoth(t *testing.T, provs [2]*beaver.Client, id beaver.SessionID) {
+	t.Helper()
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p := range provs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = provs[p].BindSession(context.Background(), id)
+		}()
+	}
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("party %d: bind: %v", p, err)
+		}
+	}
+}
+
+// TestDealerRefusesWrongRole is the regression test of the role attack on
+// the dealer binary's loop, over loopback TLS: the data owner connects to
+// the data owner's port with its own key and says "party 0" (it used to
+// receive the model owner's seed, expand every weight mask B and recover W
+// from F = W − B). It gets an error naming both roles (exit code 3), the
+// refusal is logged, it receives no byte of material, and the dealer goes
+// on serving the real parties (with Once, the refused hello does not count
+// as the model owner's session).
+func TestDealerRefusesWrongRole(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids [3]*transport.Identity // dealer, p0, p1
+	for i := range ids {
+		var err error
+		if ids[i], err = transport.GenerateIdentity("id" + string(rune('0'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "dealer.seeds")
+	s0, s1, err := Seeds(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(s0, s1, seeds, beaver.ServerOptions{Fingerprints: fps, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dealer{Server: srv, Fingerprints: fps, Once: true, Log: log}
+	for p := range d.Listeners {
+		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	e := Endpoint{Timeout: 5 * time.Second}
+
+	// The attack: data owner key, data owner port, hello "party 0".
+	_, _, err = ConnectDealer(ctx, d.Listeners[1].Addr().String(), ids[2], ids[0].Fingerprint(), 0, transport.Options{}, e)
+	if Code(err) != ExitPeer || !strings.Contains(err.Error(), "hello claims the model owner (party 0)") ||
+		!strings.Contains(err.Error(), "bound to the data owner (party 1)") {
+		t.Fatalf("wrong-role hello: %v", err)
+	}
+	// And the mirror: the model owner says "party 1" on its own port.
+	_, _, err = ConnectDealer(ctx, d.Listeners[0].Addr().String(), ids[1], ids[0].Fingerprint(), 1, transport.Options{}, e)
+	if Code(err) != ExitPeer || !strings.Contains(err.Error(), "hello claims the data owner (party 1)") {
+		t.Fatalf("wrong-role hello: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for strings.Count(logs.String(), "dealer: refused") < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := strings.Count(logs.String(), "dealer: refused"); n < 2 {
+		t.Fatalf("%d refusals logged: %s", n, logs.String())
+	}
+	if got := srv.Stats(); got.Items != 0 || got.BytesRecv != 0 {
+		t.Fatalf("dealer served %+v to refused peers", got)
+	}
+
+	// The real parties are served, and the state file sits beside the
+	// seeds, mode 0600.
+	var provs [2]*beaver.Client
+	var conns [2]*transport.Conn
+	for p := range provs {
+		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bindBoth(t, provs, beaver.SessionID{2})
+	m, err := provs[0].WeightMask(ctx, 1, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt0, err := provs[0].WeightTriple(ctx, 3, 1, 1, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt1, err := provs[1].WeightTriple(ctx, 3, 1, 1, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 2 { // C0 + C1 = A·B
+		if got, want := wt0.C[j]+wt1.C[j], wt1.A[0]*m[j]+wt1.A[1]*m[2+j]; got != want {
+			t.Fatalf("weight triple %d: C ≠ A·B", j)
+		}
+	}
+	fi, err := os.Stat(StateFile(seeds))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("state file: %v, %v", fi, err)
+	}
+	_ = conns[0].Close()
+	_ = conns[1].Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("dealer with Once did not stop after party 1 left")
+	}
+}
+
+// TestDealerStateFile: a corrupted state file is an ExitInput error naming
+// it.
+func TestDealerStateFile(t *testing.T) {
+	dir := t.TempDir()
+	seeds := filepath.Join(dir, "dealer.seeds")
+	s0, s1, err := Seeds(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if StateFile("") != "" || StateFile(seeds) != seeds+".state" {
+		t.Fatalf("StateFile(%q) = %q", seeds, StateFile(seeds))
+	}
+	if err := os.WriteFile(StateFile(seeds), []byte(`{"version":1,"se`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewServer(s0, s1, seeds, beaver.ServerOptions{})
+	if Code(err) != ExitInput || !errors.Is(err, beaver.ErrBadStateFile) || !strings.Contains(err.Error(), StateFile(seeds)) {
+		t.Fatalf("corrupted state file: %v (code %d)", err, Code(err))
+	}
+}

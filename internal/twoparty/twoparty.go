@@ -1,0 +1,241 @@
+// Package twoparty runs both parties of a two-party computation in one
+// process: two ends of an in-memory transport.Pipe (optionally with link
+// emulation), an in-process beaver.Dealer, and one goroutine per party. When
+// one party fails, the run cancels the other: the failing party's connection
+// closes at once, as that of a peer process that exits would (the other
+// party still reads what was sent before, then sees the connection end), and
+// the other party's context is cancelled shortly after (Config.CancelGrace).
+// A failure therefore never leaves the other party blocked, and the failing
+// party's error is reported first.
+//
+// It is the one in-process runner of the module: the tests of protocol,
+// proxy/secure and selection and the bench harness (bench.RunLocal) use it.
+// It imports transport, beaver and share only, so protocol's own tests can
+// use it; callers open their protocol.Session on Party.Conn and
+// Party.Provider. Real deployments run each party in its own process over
+// transport.Dial and a networked dealer (beaver.Connect).
+package twoparty
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Config configures Run; the zero value runs over an unemulated pipe with a
+// dealer of fresh random seeds.
+type Config struct {
+	// Seeds, if not both zero, make the dealer deterministic
+	// (beaver.NewDealerWithSeeds); otherwise the dealer draws fresh seeds.
+	Seeds [2]share.Seed
+	// Transport configures both ends of the pipe; Transport.Link emulates
+	// a link in both directions.
+	Transport transport.Options
+	// CancelGrace is how long after a party fails (and its connection
+	// closes) the other party's context is cancelled: time for it to fail
+	// on the closed connection with its own error, e.g. after reading the
+	// failing party's last message. 0 means DefaultCancelGrace; negative,
+	// at once.
+	CancelGrace time.Duration
+}
+
+// DefaultCancelGrace is the default Config.CancelGrace.
+const DefaultCancelGrace = time.Second
+
+// Party is one party's end of a Run: its identity, its connection to the
+// other party and its dealer provider.
+type Party struct {
+	// ID is 0 (model owner) or 1 (data owner).
+	ID int
+	// Conn is this party's end of the pipe; open streams on it
+	// (Conn.Stream) for sessions.
+	Conn *transport.Conn
+	// Provider serves this party's correlated randomness from the run's
+	// in-process dealer.
+	Provider beaver.Provider
+
+	sync *rendezvous
+}
+
+// Barrier blocks until both parties have called it (once each), the other
+// party has failed, or ctx ends.
+// Benchmarks call it after their untimed setup so that both parties start
+// the timed part together.
+func (p *Party) Barrier(ctx context.Context) error {
+	return p.sync.wait(ctx)
+}
+
+// rendezvous is a one-shot two-party barrier.
+type rendezvous struct {
+	mu      sync.Mutex
+	arrived int
+	both    chan struct{}
+	failed  chan struct{} // closed when a party fails
+}
+
+func (r *rendezvous) wait(ctx context.Context) error {
+	r.mu.Lock()
+	r.arrived++
+	switch {
+	case r.arrived == 2:
+		close(r.both)
+	case r.arrived > 2:
+		r.mu.Unlock()
+		return errors.New("twoparty: barrier used more than once per party")
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.both:
+		return nil
+	case <-r.failed:
+		return errors.New("twoparty: barrier: the other party failed")
+	case <-ctx.Done():
+		return fmt.Errorf("twoparty: barrier: %w", ctx.Err())
+	}
+}
+
+// Result is what Run observed.
+type Result[T any] struct {
+	// Out holds what each party's f returned (also where it failed).
+	Out [2]T
+	// Err holds each party's own error (nil where it succeeded).
+	Err [2]error
+	// Seconds is the wall time of the run (both parties concurrently,
+	// dealer and pipe setup excluded).
+	Seconds float64
+}
+
+// Run runs f as party 0 and party 1 concurrently and waits for both. The
+// returned Result is never nil. The error is nil when both succeeded;
+// otherwise it names the party that failed first with its error, followed
+// (errors.Join) by the other party's error if it failed too, which is then
+// usually the consequence: its context was cancelled or its peer's
+// connection closed.
+//
+// f must return once its connection has ended or ctx is done (every
+// protocol read does): ctx is cancelled Config.CancelGrace after the other
+// party fails, and when the parent ctx ends.
+func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *Party) (T, error)) (*Result[T], error) {
+	res := &Result[T]{}
+	var dealer *beaver.Dealer
+	if cfg.Seeds != ([2]share.Seed{}) {
+		dealer = beaver.NewDealerWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
+	} else {
+		var err error
+		if dealer, err = beaver.NewDealer(); err != nil {
+			err = fmt.Errorf("twoparty: dealer: %w", err)
+			res.Err = [2]error{err, err}
+			return res, err
+		}
+	}
+	c0, c1 := transport.Pipe(cfg.Transport)
+	defer c0.Close()
+	defer c1.Close()
+	conns := [2]*transport.Conn{c0, c1}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	grace := cfg.CancelGrace
+	if grace == 0 {
+		grace = DefaultCancelGrace
+	}
+	meet := &rendezvous{both: make(chan struct{}), failed: make(chan struct{})}
+	var (
+		mu     sync.Mutex
+		failed []int // parties in the order they failed
+		wg     sync.WaitGroup
+		timer  *time.Timer
+	)
+	start := time.Now()
+	for id := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			defer func() {
+				if err == nil {
+					return
+				}
+				res.Err[id] = err
+				// Record the failure before the other party can see it,
+				// so that the order of failed is the causal one.
+				mu.Lock()
+				failed = append(failed, id)
+				if len(failed) == 1 {
+					close(meet.failed)
+					if grace < 0 {
+						cancel()
+					} else {
+						timer = time.AfterFunc(grace, cancel)
+					}
+				}
+				mu.Unlock()
+				// Unblock the other party: end the connection, as a
+				// failing peer process would (its context is cancelled
+				// after the grace).
+				conns[id].Close()
+			}()
+			prov, perr := dealer.Provider(id)
+			if perr != nil {
+				err = fmt.Errorf("twoparty: provider: %w", perr)
+				return
+			}
+			p := &Party{ID: id, Conn: conns[id], Provider: prov, sync: meet}
+			res.Out[id], err = f(ctx, p)
+		}()
+	}
+	wg.Wait()
+	res.Seconds = time.Since(start).Seconds()
+	if timer != nil {
+		timer.Stop()
+	}
+	if len(failed) == 0 {
+		return res, nil
+	}
+	errs := make([]error, len(failed))
+	for i, id := range failed {
+		errs[i] = fmt.Errorf("party %d: %w", id, res.Err[id])
+	}
+	return res, errors.Join(errs...)
+}
+
+// Cost is what one party observed over a span of a run: its stream's
+// transport statistics and its dealer traffic.
+type Cost struct {
+	// Stream holds the bytes sent and received and the rounds on the stream.
+	Stream transport.Stats
+	// Dealer holds the traffic of the party's provider with the dealer.
+	Dealer beaver.DealerStats
+}
+
+// Metered is what a Meter reads; *protocol.Session satisfies it.
+type Metered interface {
+	Stream() *transport.Stream
+	Provider() beaver.Provider
+}
+
+// Meter snapshots a session's costs; Since returns the cost since the
+// snapshot.
+type Meter struct {
+	s      Metered
+	stream transport.Stats
+	dealer beaver.DealerStats
+}
+
+// NewMeter starts measuring s.
+func NewMeter(s Metered) *Meter {
+	return &Meter{s: s, stream: s.Stream().Stats(), dealer: s.Provider().Stats()}
+}
+
+// Since returns the cost since NewMeter.
+func (m *Meter) Since() Cost {
+	d := m.s.Provider().Stats()
+	return Cost{Stream: m.s.Stream().Stats().Sub(m.stream),
+		Dealer: beaver.DealerStats{BytesRecv: d.BytesRecv - m.dealer.BytesRecv, BytesSent: d.BytesSent - m.dealer.BytesSent, Items: d.Items - m.dealer.Items}}
+}

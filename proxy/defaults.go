@@ -1,0 +1,126 @@
+package proxy
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/proxy/model"
+)
+
+// Defaults of Config.WithDefaults. The fine-tuning schedules are the ones the
+// examples use on the demo ViT (a few seconds on 2 cores for a bootstrap of
+// 100); targets of width WideHidden or more (BERT-base, ViT-base) get
+// learning rates 20× smaller, as pretrained transformers are fine-tuned.
+const (
+	// DefaultPointsPerSample is the size of each MLP's synthesised data set
+	// per bootstrap sample: 500 × 100 samples = 50,000 points.
+	DefaultPointsPerSample = 500
+	// MinDefaultPoints is the smallest default data set.
+	MinDefaultPoints = 20_000
+	// WideHidden is the target width from which the small learning rates
+	// apply.
+	WideHidden = 256
+	// MaxPoints bounds Config.Points.
+	MaxPoints = 1 << 28
+)
+
+// DefaultPoints returns the default size of each MLP's synthesised data set
+// for a bootstrap of n samples: 500·n, at least 20,000 and at most the
+// paper's 5.12 million (mlp.DefaultPoints, reached at n = 10,240).
+func DefaultPoints(n int) int {
+	if n > mlp.DefaultPoints/DefaultPointsPerSample {
+		return mlp.DefaultPoints
+	}
+	return min(max(DefaultPointsPerSample*n, MinDefaultPoints), mlp.DefaultPoints)
+}
+
+// WithDefaults returns c with every zero setting replaced by a default scaled
+// to the target and to a bootstrap of n samples, so that Config{Seed: s}
+// works:
+//   - Tune: 4 epochs, batches of min(16, n), learning rate 1e-3 (5e-5 for a
+//     target of hidden width ≥ WideHidden); InVivo: 8 epochs, the same
+//     batches, half the learning rate. Each zero field is filled on its own.
+//   - Points: DefaultPoints(n) (50,000 for the quickstart's bootstrap of
+//     100, instead of the paper's 5.12 million that take 40 s per MLP).
+//   - MLP: 2 epochs, batches of 128, learning rate 1e-2, each when zero.
+//
+// Negative or non-finite settings are left as they are for Validate to
+// reject. target may be nil (small-target learning rates).
+func (c Config) WithDefaults(target *model.Model, n int) Config {
+	lr := 1e-3
+	if target != nil && target.Config.Hidden >= WideHidden {
+		lr = 5e-5
+	}
+	batch := 16
+	if n > 0 {
+		batch = min(batch, n)
+	}
+	fill := func(t *TrainConfig, epochs int, lr float64) {
+		if t.Epochs == 0 {
+			t.Epochs = epochs
+		}
+		if t.BatchSize == 0 {
+			t.BatchSize = batch
+		}
+		if t.LR == 0 {
+			t.LR = lr
+		}
+	}
+	fill(&c.Tune, 4, lr)
+	fill(&c.InVivo, 8, lr/2)
+	if c.Points == 0 {
+		c.Points = DefaultPoints(n)
+	}
+	if c.MLP.Epochs == 0 {
+		c.MLP.Epochs = 2
+	}
+	if c.MLP.BatchSize == 0 {
+		c.MLP.BatchSize = 128
+	}
+	if c.MLP.LR == 0 {
+		c.MLP.LR = 1e-2
+	}
+	return c
+}
+
+// Validate checks c for a generation from target with a bootstrap of n
+// samples, after WithDefaults: the phases fit the target, every schedule is
+// positive and finite. Generate runs it first; a caller that must not start
+// anything costly or revealing on settings that would fail (as selection
+// does before the bootstrap is sent) runs it beforehand.
+func (c Config) Validate(target *model.Model, n int) error {
+	if target == nil {
+		return fmt.Errorf("proxy: nil target model")
+	}
+	c = c.WithDefaults(target, n)
+	if len(c.Phases) == 0 {
+		return fmt.Errorf("proxy: no phases")
+	}
+	for i, p := range c.Phases {
+		if p.Layers <= 0 || p.Layers > target.Config.Layers || p.Heads <= 0 || p.Heads > target.Config.Heads || p.Hidden <= 0 {
+			return fmt.Errorf("proxy: phase %d shape %+v does not fit a target of %d layers and %d heads", i, p, target.Config.Layers, target.Config.Heads)
+		}
+	}
+	if err := c.Tune.validate("tune"); err != nil {
+		return err
+	}
+	if err := c.InVivo.validate("in vivo"); err != nil {
+		return err
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case c.Points < 2 || c.Points > MaxPoints:
+		return fmt.Errorf("proxy: points %d per MLP data set (2 to %d)", c.Points, MaxPoints)
+	case c.MLP.Epochs < 0 || c.MLP.BatchSize < 0 || !(c.MLP.LR > 0) || !finite(c.MLP.LR) || c.MLP.Test < 0:
+		return fmt.Errorf("proxy: mlp: epochs %d, batch size %d, learning rate %g, test rows %d", c.MLP.Epochs, c.MLP.BatchSize, c.MLP.LR, c.MLP.Test)
+	case c.Reservoir < 0:
+		return fmt.Errorf("proxy: reservoir %d", c.Reservoir)
+	case c.EntropyWeight < 0 || !finite(c.EntropyWeight):
+		return fmt.Errorf("proxy: entropy weight %g", c.EntropyWeight)
+	}
+	if n <= 0 {
+		return fmt.Errorf("proxy: a bootstrap of %d samples", n)
+	}
+	return nil
+}

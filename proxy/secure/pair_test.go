@@ -1,0 +1,61 @@
+package secure
+
+import (
+	"context"
+	"testing"
+
+	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// localConfig configures runLocal: the encoding (default
+// share.DefaultFixedPoint) and the dealer seeds (zero: random).
+type localConfig struct {
+	FixedPoint share.FixedPoint
+	Seeds      [2]share.Seed
+}
+
+// runLocal runs f as both parties on two sessions (stream 1) of a
+// twoparty.Run and returns both outputs; the error names the party that
+// failed first.
+func runLocal[T any](ctx context.Context, cfg localConfig, f func(ctx context.Context, s *protocol.Session) (T, error)) ([2]T, error) {
+	if cfg.FixedPoint == (share.FixedPoint{}) {
+		cfg.FixedPoint = share.DefaultFixedPoint
+	}
+	r, err := twoparty.Run(ctx, twoparty.Config{Seeds: cfg.Seeds}, func(ctx context.Context, p *twoparty.Party) (T, error) {
+		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), p.Provider, cfg.FixedPoint)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return f(ctx, s)
+	})
+	return r.Out, err
+}
+
+// TestFramingConstants checks the framing that BlockCost counts
+// (frameHeader, maxFrame) against the transport: the bytes of a one-frame
+// and of a multi-frame message sent over a pipe.
+func TestFramingConstants(t *testing.T) {
+	if maxFrame != transport.DefaultMaxFrame {
+		t.Fatalf("maxFrame %d, transport.DefaultMaxFrame %d", maxFrame, transport.DefaultMaxFrame)
+	}
+	for _, words := range []int{1, 1000, maxFrame/8 + 1, 3 * maxFrame / 8} {
+		got, err := runLocal(context.Background(), localConfig{}, func(ctx context.Context, s *protocol.Session) (int64, error) {
+			before := s.Stream().Stats()
+			w := make([]uint64, words)
+			if err := s.Exchange(ctx, w, w); err != nil {
+				return 0, err
+			}
+			return s.Stream().Stats().Sub(before).BytesSent, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != msg(words) || got[1] != msg(words) {
+			t.Errorf("%d words: sent %v bytes, msg() counts %d", words, got, msg(words))
+		}
+	}
+}

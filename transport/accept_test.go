@@ -1,0 +1,442 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// logBuffer collects a Listener's log lines; safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// count is the number of log lines containing every one of subs.
+func (l *logBuffer) count(subs ...string) int {
+	n := 0
+	for _, line := range strings.Split(l.String(), "\n") {
+		ok := line != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(line, s)
+		}
+		if ok {
+			n++
+		}
+	}
+	return n
+}
+
+// acceptFixture is a listener of p0 pinned to p1, logging into log.
+type acceptFixture struct {
+	p0, p1, mallory *Identity
+	ln              *Listener
+	log             *logBuffer
+}
+
+func newAcceptFixture(t *testing.T, o Options) *acceptFixture {
+	t.Helper()
+	f := &acceptFixture{log: &logBuffer{}}
+	for _, p := range []**Identity{&f.p0, &f.p1, &f.mallory} {
+		var err error
+		if *p, err = GenerateIdentity("test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Log = slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var err error
+	if f.ln, err = Listen("127.0.0.1:0", f.p0, o); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.ln.Close() })
+	return f
+}
+
+func (f *acceptFixture) addr() string { return f.ln.Addr().String() }
+
+// accept runs Accept in a goroutine; the result arrives on the channel.
+func (f *acceptFixture) accept(ctx context.Context) <-chan acceptResult {
+	ch := make(chan acceptResult, 1)
+	go func() {
+		c, err := f.ln.Accept(ctx, f.p1.Fingerprint())
+		ch <- acceptResult{c, err, time.Now()}
+	}()
+	return ch
+}
+
+type acceptResult struct {
+	c   *Conn
+	err error
+	at  time.Time
+}
+
+// silent opens a TCP connection to addr that never sends a byte.
+func silent(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// checkServed checks that the accepted connection and the dialled one are
+// the pinned pair and carry a message.
+func checkServed(t *testing.T, ctx context.Context, f *acceptFixture, r acceptResult, cc *Conn) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("accept: %v", r.err)
+	}
+	defer r.c.Close()
+	if r.c.PeerFingerprint() != f.p1.Fingerprint() {
+		t.Fatal("accepted a connection from the wrong peer")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- cc.Stream(3).SendWords(ctx, []uint64{42}) }()
+	got := make([]uint64, 1)
+	if err := r.c.Stream(3).RecvWords(ctx, got); err != nil || got[0] != 42 {
+		t.Fatalf("receive on the accepted connection: %v %v", got, err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedByPeer reports whether c's peer closes it within d (a read ends
+// with EOF or a reset rather than the read deadline).
+func closedByPeer(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestAcceptSilentSocketDoesNotBlockPeer: sockets that connect first and
+// send nothing do not hold up the pinned peer, which is served at once,
+// long before the handshake timeout (10 s by default) frees their slots.
+func TestAcceptSilentSocketDoesNotBlockPeer(t *testing.T) {
+	f := newAcceptFixture(t, Options{})
+	for range 3 {
+		silent(t, f.addr())
+	}
+	time.Sleep(50 * time.Millisecond) // the silent sockets are first in the backlog
+	ctx := testCtx(t, 5*time.Second)
+	res := f.accept(ctx)
+	start := time.Now()
+	cc, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+	if err != nil {
+		t.Fatalf("the real peer could not connect: %v", err)
+	}
+	defer cc.Close()
+	r := <-res
+	checkServed(t, ctx, f, r, cc)
+	if d := r.at.Sub(start); d > 3*time.Second {
+		t.Fatalf("the real peer was served after %v", d)
+	}
+}
+
+// TestAcceptSkipsGarbage: a sender of bytes that are not a TLS ClientHello
+// (or, after TLS, not this protocol's preface) is dropped with a logged
+// reason and the listener goes on to accept the pinned peer.
+func TestAcceptSkipsGarbage(t *testing.T) {
+	junk := make([]byte, 600)
+	for i := range junk {
+		junk[i] = byte(i*7 + 3)
+	}
+	for _, tc := range []struct {
+		name   string
+		send   func(t *testing.T, f *acceptFixture) net.Conn
+		reason string
+	}{
+		{"random-bytes", rawSender(junk), "not TLS"},
+		{"http-request", rawSender([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")), "not TLS"},
+		{"huge-tls-record", rawSender([]byte{0x16, 0x03, 0x01, 0xff, 0xff, 1, 2, 3}), "not TLS"},
+		{"half-client-hello", func(t *testing.T, f *acceptFixture) net.Conn {
+			// A genuine ClientHello cut short: the listener waits for the
+			// rest until the handshake timeout.
+			c := silent(t, f.addr())
+			hello := clientHello(t, f)
+			if _, err := c.Write(hello[:len(hello)/2]); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, "handshake timeout"},
+		{"bad-preface", func(t *testing.T, f *acceptFixture) net.Conn {
+			// The pinned key, but then bytes that are not a preface.
+			c := silent(t, f.addr())
+			tc := tls.Client(c, tlsConfig(f.p1, f.p0.Fingerprint(), false))
+			if err := tc.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tc.Write([]byte("HELLO, I AM GARBAGE")); err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}, "not a selectformer peer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAcceptFixture(t, Options{HandshakeTimeout: 500 * time.Millisecond})
+			ctx := testCtx(t, 10*time.Second)
+			res := f.accept(ctx)
+			bad := tc.send(t, f)
+			if !closedByPeer(bad, 3*time.Second) {
+				t.Fatal("the listener kept the garbage sender's socket open")
+			}
+			cc, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+			if err != nil {
+				t.Fatalf("the real peer could not connect: %v", err)
+			}
+			defer cc.Close()
+			checkServed(t, ctx, f, <-res, cc)
+			if f.log.count("level=WARN", "rejected connection", "reason=\""+tc.reason+"\"", bad.LocalAddr().String()) != 1 {
+				t.Fatalf("want one warning with reason %q from %s; log:\n%s", tc.reason, bad.LocalAddr(), f.log)
+			}
+		})
+	}
+}
+
+func rawSender(b []byte) func(t *testing.T, f *acceptFixture) net.Conn {
+	return func(t *testing.T, f *acceptFixture) net.Conn {
+		c := silent(t, f.addr())
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+}
+
+// clientHello captures the first flight of a TLS client of f's pinned peer.
+func clientHello(t *testing.T, f *acceptFixture) []byte {
+	a, b := net.Pipe()
+	defer a.Close()
+	go func() {
+		_ = tls.Client(b, tlsConfig(f.p1, f.p0.Fingerprint(), false)).Handshake()
+		b.Close()
+	}()
+	buf := make([]byte, 4096)
+	n, err := a.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf[:n]
+}
+
+// TestAcceptWrongKeyThenRightKey: a peer with the wrong key is rejected and
+// logged, and the listener still accepts the right one after it.
+func TestAcceptWrongKeyThenRightKey(t *testing.T) {
+	f := newAcceptFixture(t, Options{})
+	ctx := testCtx(t, 10*time.Second)
+	res := f.accept(ctx)
+	if _, err := Dial(ctx, f.addr(), f.mallory, f.p0.Fingerprint(), Options{}); err == nil {
+		t.Fatal("a stranger connected")
+	}
+	cc, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+	if err != nil {
+		t.Fatalf("the real peer could not connect: %v", err)
+	}
+	defer cc.Close()
+	checkServed(t, ctx, f, <-res, cc)
+	if f.log.count("level=WARN", "reason=\"wrong key\"", f.mallory.Fingerprint()) != 1 {
+		t.Fatalf("want a warning naming the stranger's key; log:\n%s", f.log)
+	}
+}
+
+// TestAcceptTimeoutNamesRejects: when nobody right comes, Accept ends with
+// its context, and the error counts the rejects and wraps the last reason.
+func TestAcceptTimeoutNamesRejects(t *testing.T) {
+	f := newAcceptFixture(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res := f.accept(ctx)
+	if _, err := Dial(ctx, f.addr(), f.mallory, f.p0.Fingerprint(), Options{}); err == nil {
+		t.Fatal("a stranger connected")
+	}
+	r := <-res
+	var pe *PinError
+	switch {
+	case r.err == nil:
+		r.c.Close()
+		t.Fatal("accepted a stranger")
+	case !errors.Is(r.err, context.DeadlineExceeded):
+		t.Fatalf("error %v does not wrap the deadline", r.err)
+	case !errors.As(r.err, &pe) || pe.Got != f.mallory.Fingerprint():
+		t.Fatalf("error %v does not wrap the stranger's PinError", r.err)
+	case !strings.Contains(r.err.Error(), "rejected 1 connection"):
+		t.Fatalf("error %v does not count the rejects", r.err)
+	}
+}
+
+// TestAcceptMoreSilentSocketsThanSlots: with more silent sockets than
+// handshake slots, the real peer waits for a slot (at least one handshake
+// timeout: the bound holds) and gets through once the handshake deadline
+// frees one.
+func TestAcceptMoreSilentSocketsThanSlots(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	f := newAcceptFixture(t, Options{HandshakeTimeout: timeout, MaxPendingHandshakes: 2})
+	ctx := testCtx(t, 10*time.Second)
+	res := f.accept(ctx)
+	var socks []net.Conn
+	for range 5 {
+		socks = append(socks, silent(t, f.addr()))
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	cc, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+	if err != nil {
+		t.Fatalf("the real peer could not connect: %v", err)
+	}
+	defer cc.Close()
+	r := <-res
+	checkServed(t, ctx, f, r, cc)
+	waited := r.at.Sub(start)
+	if waited < timeout-50*time.Millisecond || waited > 5*time.Second {
+		t.Fatalf("the real peer was served after %v; want between one handshake timeout (%v) and 5 s", waited, timeout)
+	}
+	if n := f.log.count("reason=\"handshake timeout\""); n < 2 {
+		t.Fatalf("%d handshake timeouts logged, want at least 2; log:\n%s", n, f.log)
+	}
+	if !closedByPeer(socks[0], time.Second) {
+		t.Fatal("the first silent socket is still open after its handshake deadline")
+	}
+}
+
+// TestHandshakeDeadline: Dial gives up on a silent server after the
+// handshake timeout, or sooner if the caller's context ends sooner.
+func TestHandshakeDeadline(t *testing.T) {
+	p0, _ := GenerateIdentity("p0")
+	p1, _ := GenerateIdentity("p1")
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() { // accepts and never answers
+		for {
+			c, err := raw.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for _, tc := range []struct {
+		name        string
+		handshake   time.Duration
+		ctx         time.Duration
+		wantTimeout bool // ErrHandshakeTimeout rather than the context's deadline
+	}{
+		{"handshake-timeout", 200 * time.Millisecond, 10 * time.Second, true},
+		{"context-sooner", 10 * time.Second, 200 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.ctx)
+			defer cancel()
+			start := time.Now()
+			c, err := Dial(ctx, raw.Addr().String(), p1, p0.Fingerprint(), Options{HandshakeTimeout: tc.handshake})
+			if err == nil {
+				c.Close()
+				t.Fatal("connected to a silent server")
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("Dial took %v", d)
+			}
+			if errors.Is(err, ErrHandshakeTimeout) != tc.wantTimeout || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("error %v", err)
+			}
+		})
+	}
+}
+
+// TestHugeLengthPrefixAfterHandshake: a peer that passes the handshake and
+// then announces a huge frame or message is dropped with a protocol error,
+// and the receiver never allocates what it announced.
+func TestHugeLengthPrefixAfterHandshake(t *testing.T) {
+	start := func(total uint64) []byte {
+		return append(binary.LittleEndian.AppendUint64(nil, total), make([]byte, 8)...)
+	}
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		want  string
+	}{
+		{"frame-4GiB", frameBytes(frameData, flagStart|flagEnd, 1, 0xffffffff, nil), "exceeds the maximum frame size"},
+		{"frame-just-over", frameBytes(frameData, flagStart|flagEnd, 1, DefaultMaxFrame+1, nil), "exceeds the maximum frame size"},
+		{"message-2^62", frameBytes(frameData, flagStart, 1, 16, start(1<<62)), "oversized message"},
+		{"message-just-over", frameBytes(frameData, flagStart, 1, 16, start(DefaultMaxMessage+1)), "oversized message"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAcceptFixture(t, Options{})
+			ctx := testCtx(t, 10*time.Second)
+			res := f.accept(ctx)
+			raw := silent(t, f.addr())
+			cl := tls.Client(raw, tlsConfig(f.p1, f.p0.Fingerprint(), false))
+			if err := cl.Handshake(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Write(preface{window: DefaultStreamWindow, maxFrame: DefaultMaxFrame}.encode()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(cl, make([]byte, prefaceSize)); err != nil {
+				t.Fatal(err)
+			}
+			r := <-res
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			defer r.c.Close()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			if _, err := cl.Write(tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			_, err := r.c.Stream(1).RecvBytes(ctx)
+			runtime.ReadMemStats(&after)
+			if err == nil || !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want a protocol error containing %q", err, tc.want)
+			}
+			if r.c.Err() == nil {
+				t.Fatal("the connection survived")
+			}
+			if !closedByPeer(raw, 2*time.Second) {
+				t.Fatal("the receiver kept the socket open")
+			}
+			if d := after.TotalAlloc - before.TotalAlloc; d > 8<<20 {
+				t.Fatalf("the receiver allocated %d bytes on a huge length prefix", d)
+			}
+		})
+	}
+}
