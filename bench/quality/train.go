@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 )
 
@@ -49,16 +50,10 @@ func (d *Data) FineTune(idx []int, seed uint64) (float64, error) {
 	}
 	if d.Setting.Replay {
 		// The model owner trains on its public data and the purchase.
-		var pub Data = *d
-		_ = pub
-		if in.Pixels != nil {
-			in.Pixels = append(append([][]float64{}, d.Public.Pixels...), in.Pixels...)
-		} else {
-			in.IDs = append(append([][]int{}, d.Public.IDs...), in.IDs...)
-			in.TypeIDs = append(append([][]int{}, d.Public.TypeIDs...), in.TypeIDs...)
-			in.Mask = append(append([][]int{}, d.Public.Mask...), in.Mask...)
+		if in, err = proxy.ConcatInputs(d.Public, in); err != nil {
+			return 0, fmt.Errorf("fine-tune: %w", err)
 		}
-		y = append(append([]int{}, d.PublicY...), y...)
+		y = append(slices.Clone(d.PublicY), y...)
 	}
 	tc := d.Setting.FineTune
 	tc.Seed = seed
