@@ -3,8 +3,24 @@ module github.com/selectformer/selectformer
 go 1.26.8
 
 require (
+	github.com/cloudflare/circl v1.6.5
 	github.com/klauspost/compress v1.20.3
+	github.com/schollz/progressbar/v3 v3.19.1
 	golang.org/x/sys v0.49.0
+	golang.org/x/term v0.47.0
 	golang.org/x/text v0.43.0
 	gonum.org/v1/gonum v0.17.0
+	gorgonia.org/cu v0.9.6
+)
+
+require (
+	github.com/google/uuid v1.1.1 // indirect
+	github.com/pkg/errors v0.9.1 // indirect
+)
+
+require (
+	github.com/bwesterb/go-ristretto v1.2.4 // indirect
+	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
+	github.com/rivo/uniseg v0.4.7 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
 )

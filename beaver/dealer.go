@@ -227,6 +227,9 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	if r.Kind == KindWeightMask {
+		return nil, errWeightMaskRequest(r)
+	}
 	if r.Counter == math.MaxUint64 {
 		return nil, fmt.Errorf("beaver: dealer: %v: counter space of stream %d exhausted", r, r.Stream)
 	}
@@ -346,7 +349,6 @@ func (d *Dealer) Insecure() bool { return d.insecure }
 
 // Provider returns a new Provider for party (0 or 1). Each call returns a
 // fresh provider whose streams start at counter 0; a party should use one.
-// The provider also implements SessionBinder.
 func (d *Dealer) Provider(party int) (Provider, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("beaver: provider for party %d, want 0 or 1", party)

@@ -28,7 +28,7 @@ func boundPair(t *testing.T, d *Dealer, id SessionID) (Provider, Provider) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[p] = BindSession(context.Background(), provs[p], id)
+			errs[p] = provs[p].BindSession(context.Background(), id)
 		}()
 	}
 	wg.Wait()
@@ -40,12 +40,16 @@ func boundPair(t *testing.T, d *Dealer, id SessionID) (Provider, Provider) {
 	return provs[0], provs[1]
 }
 
-// getBoth fetches r from both parties' providers.
-func getBoth(ctx context.Context, p [2]Provider, r Request) ([2]material, error) {
-	var out [2]material
+// getBoth fetches r from both parties' providers and checks that each
+// party's material has the layout Request.PartWords documents.
+func getBoth(ctx context.Context, p [2]Provider, r Request) ([2]Material, error) {
+	var out [2]Material
 	for i := range 2 {
-		m, err := fetch(ctx, p[i], r)
+		m, err := p[i].Material(ctx, r)
 		if err != nil {
+			return out, fmt.Errorf("party %d: %w", i, err)
+		}
+		if err := m.check(r, i); err != nil {
 			return out, fmt.Errorf("party %d: %w", i, err)
 		}
 		out[i] = m
@@ -55,7 +59,7 @@ func getBoth(ctx context.Context, p [2]Provider, r Request) ([2]material, error)
 
 // checkRelation verifies that the two parties' material of r reconstructs to
 // a valid correlation. w0 returns party 0's weight mask for an id and shape.
-func checkRelation(r Request, m [2]material, mask func(id uint64, k, n int) []uint64) error {
+func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []uint64) error {
 	add := func(a, b []uint64) []uint64 {
 		out := make([]uint64, len(a))
 		_ = share.AddVec(out, a, b)
@@ -68,7 +72,7 @@ func checkRelation(r Request, m [2]material, mask func(id uint64, k, n int) []ui
 		}
 		return out
 	}
-	p0, p1 := m[0].parts, m[1].parts
+	p0, p1 := m[0].Parts, m[1].Parts
 	switch r.Kind {
 	case KindTriple:
 		a, b, c := add(p0[0], p1[0]), add(p0[1], p1[1]), add(p0[2], p1[2])
@@ -158,9 +162,10 @@ func checkRelation(r Request, m [2]material, mask func(id uint64, k, n int) []ui
 	return nil
 }
 
-// randomRequest returns a small random request on stream.
+// randomRequest returns a small random request of a stream kind (every kind
+// but KindWeightMask) on stream.
 func randomRequest(rng *rand.Rand, stream uint32) Request {
-	r := Request{Kind: Kind(1 + rng.IntN(int(kindEnd)-1)), Stream: stream}
+	r := Request{Kind: Kind(1 + rng.IntN(int(KindBitPair))), Stream: stream}
 	switch r.Kind {
 	case KindMatTriple:
 		r.Batch, r.M, r.K, r.N = 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(3), 1+rng.IntN(3)
@@ -186,7 +191,7 @@ func TestDealerAllKinds(t *testing.T) {
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
 	mask := func(id uint64, k, n int) []uint64 {
-		m, err := p0.WeightMask(ctx, id, k, n)
+		m, err := Typed{p0}.WeightMask(ctx, id, k, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +223,7 @@ func TestDealerAllKinds(t *testing.T) {
 			}
 		})
 	}
-	if _, err := p1.WeightMask(ctx, 7, 5, 4); err == nil {
+	if _, err := (Typed{p1}).WeightMask(ctx, 7, 5, 4); err == nil {
 		t.Error("party 1 got a weight mask")
 	}
 	st := p1.Stats()
@@ -248,24 +253,24 @@ func TestBadRequests(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"negative n", func() error { _, err := p1.Triples(ctx, 0, -1); return err }},
-		{"huge n", func() error { _, err := p1.Triples(ctx, 0, MaxItemWords+1); return err }},
-		{"huge matrix", func() error { _, err := p1.MatTriples(ctx, 0, 1<<10, 1<<10, 1<<10, 1); return err }},
-		{"trunc f=0", func() error { _, err := p1.TruncPairs(ctx, 0, 3, 0); return err }},
-		{"trunc f=63", func() error { _, err := p1.TruncPairs(ctx, 0, 3, 63); return err }},
-		{"weight mask party 1", func() error { _, err := p1.WeightMask(ctx, 1, 2, 2); return err }},
-		{"weight mask negative", func() error { _, err := p0.WeightMask(ctx, 1, -2, 2); return err }},
+		{"negative n", func() error { _, err := Typed{p1}.Triples(ctx, 0, -1); return err }},
+		{"huge n", func() error { _, err := Typed{p1}.Triples(ctx, 0, MaxItemWords+1); return err }},
+		{"huge matrix", func() error { _, err := Typed{p1}.MatTriples(ctx, 0, 1<<10, 1<<10, 1<<10, 1); return err }},
+		{"trunc f=0", func() error { _, err := Typed{p1}.TruncPairs(ctx, 0, 3, 0); return err }},
+		{"trunc f=63", func() error { _, err := Typed{p1}.TruncPairs(ctx, 0, 3, 63); return err }},
+		{"weight mask party 1", func() error { _, err := Typed{p1}.WeightMask(ctx, 1, 2, 2); return err }},
+		{"weight mask negative", func() error { _, err := Typed{p0}.WeightMask(ctx, 1, -2, 2); return err }},
 		{"weight reshaped", func() error {
-			if _, err := p1.WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
+			if _, err := (Typed{p1}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
 				return nil // first use must succeed: report no error to fail the test
 			}
-			_, err := p1.WeightTriple(ctx, 0, 5, 1, 3, 3)
+			_, err := Typed{p1}.WeightTriple(ctx, 0, 5, 1, 3, 3)
 			return err
 		}},
 		{"canceled", func() error {
 			c, cancel := context.WithCancel(ctx)
 			cancel()
-			_, err := p1.Triples(c, 0, 1)
+			_, err := Typed{p1}.Triples(c, 0, 1)
 			return err
 		}},
 		{"seek back", func() error {
@@ -291,7 +296,7 @@ func TestSeekPosition(t *testing.T) {
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
 	for range 5 {
-		if _, err := p0.Triples(ctx, 3, 4); err != nil {
+		if _, err := (Typed{p0}).Triples(ctx, 3, 4); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -307,16 +312,16 @@ func TestSeekPosition(t *testing.T) {
 	if err := p1.Seek(3, 5); err != nil {
 		t.Fatal(err)
 	}
-	t0, err := p0.Triples(ctx, 3, 4)
+	t0, err := Typed{p0}.Triples(ctx, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t1, err := p1.Triples(ctx, 3, 4)
+	t1, err := Typed{p1}.Triples(ctx, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := Request{Kind: KindTriple, N: 4}
-	m := [2]material{{KindTriple, [][]uint64{t0.A, t0.B, t0.C}}, {KindTriple, [][]uint64{t1.A, t1.B, t1.C}}}
+	m := [2]Material{{KindTriple, [][]uint64{t0.A, t0.B, t0.C}}, {KindTriple, [][]uint64{t1.A, t1.B, t1.C}}}
 	if err := checkRelation(r, m, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -324,13 +329,13 @@ func TestSeekPosition(t *testing.T) {
 	if err := q0.Seek(3, 5); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := q0.Triples(ctx, 3, 4)
+	again, _ := Typed{q0}.Triples(ctx, 3, 4)
 	if !slices.Equal(again.A, t0.A) {
 		t.Fatal("seek: different material at the same position")
 	}
 	// A stale party 1 (position behind the dealer's) is refused reuse.
 	q1, _ := d.Provider(1)
-	if _, err := q1.Triples(ctx, 3, 4); err == nil {
+	if _, err := (Typed{q1}).Triples(ctx, 3, 4); err == nil {
 		t.Fatal("dealer served a used counter again")
 	}
 }
@@ -349,7 +354,7 @@ func TestManyConcurrentRequests(t *testing.T) {
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
 	maskOf := func(id uint64, k, n int) []uint64 {
-		m, _ := p0.WeightMask(ctx, id, k, n)
+		m, _ := Typed{p0}.WeightMask(ctx, id, k, n)
 		return m
 	}
 	var wg sync.WaitGroup

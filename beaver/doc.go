@@ -4,25 +4,35 @@
 // truncation pairs and random shared bits.
 //
 // A Provider hands one party (0 = model owner, 1 = data owner) its part of each
-// correlation. Material is addressed by (stream, counter): every call on a
+// correlation. Material is addressed by (stream, counter): every request on a
 // stream consumes the next item of that stream, so concurrent streams never
-// race and both parties, making the same calls in the same order on a stream,
-// always receive the two halves of the same item.
+// race and both parties, making the same requests in the same order on a
+// stream, always receive the two halves of the same item.
 //
-// Material is also keyed by session (see SessionID and SessionBinder): every
-// stream key is derived from the dealer's seed and a session id both parties
-// contribute to and present, so no item is ever served to two computations.
-// The networked dealer (Server) binds each connection to a role by its
-// listener and pinned key, refuses a hello for the other role, and with a
-// state file refuses after a restart every counter it served before.
+// The Provider interface is a small core: Material answers one Request (a
+// kind, a stream and the sizes) with the party's Material, next to the
+// party, the session binding, the stream positions (Position, Seek) and the
+// dealer traffic (Stats). Protocols draw through Typed, whose helpers
+// (Triples, MatTriples, WeightMask, TruncPairs, ...) build the request and
+// check the shape of the answer. A new provider implements the core; a
+// wrapper embeds the Provider it wraps and overrides Material (see
+// Recorder).
+//
+// Material is also keyed by session (see SessionID and
+// Provider.BindSession): every stream key is derived from the dealer's seed
+// and a session id both parties contribute to and present, so no item is
+// ever served to two computations. The networked dealer (Server) binds each
+// connection to a role by its listener and pinned key, refuses a hello for
+// the other role, and with a state file refuses after a restart every
+// counter it served before.
 //
 // Providers: Dealer is the in-process dealer (tests, the quickstart,
 // benchmarks); Server is the networked dealer, a third host that parties
-// reach with Connect; Prefetch makes a recorded schedule of material ahead
-// of the online phase (Recorder records one). Each party expands its masks
-// from a seed it shares with the dealer; only party 1 receives correction
-// words from the dealer (DealerStats counts that traffic, apart from the
-// parties' online traffic).
+// reach with Connect (a Client); Prefetch makes a recorded schedule of
+// material ahead of the online phase (Recorder records one). Each party
+// expands its masks from a seed it shares with the dealer; only party 1
+// receives correction words from the dealer (DealerStats counts that
+// traffic, apart from the parties' online traffic).
 //
 // # Trust
 //

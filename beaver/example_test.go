@@ -8,15 +8,17 @@ import (
 )
 
 // An in-process dealer hands each party its half of every correlation; the
-// halves of a triple reconstruct to c = a·b.
+// halves of a triple reconstruct to c = a·b. Typed draws typed material from
+// a Provider.
 func Example() {
 	ctx := context.Background()
 	d, err := beaver.NewDealer()
 	if err != nil {
 		panic(err)
 	}
-	p0, _ := d.Provider(0)
-	p1, _ := d.Provider(1)
+	prov0, _ := d.Provider(0)
+	prov1, _ := d.Provider(1)
+	p0, p1 := beaver.Typed{Provider: prov0}, beaver.Typed{Provider: prov1}
 	t0, _ := p0.Triples(ctx, 7, 3) // stream 7, 3 triples
 	t1, _ := p1.Triples(ctx, 7, 3)
 	ok := true
@@ -31,4 +33,35 @@ func Example() {
 	// c = a·b: true
 	// next item on stream 7: 1
 	// party 0 dealer bytes: 0 party 1: 24
+}
+
+// A provider wrapper embeds the Provider it wraps and overrides Material,
+// the one request method: this one counts the items drawn per kind. Typed
+// helpers work on it unchanged.
+func ExampleProvider_wrapper() {
+	ctx := context.Background()
+	d, err := beaver.NewDealer()
+	if err != nil {
+		panic(err)
+	}
+	prov0, _ := d.Provider(0)
+	c := &counting{Provider: prov0, n: map[beaver.Kind]int{}}
+	p := beaver.Typed{Provider: c}
+	_, _ = p.Triples(ctx, 1, 4)
+	_, _ = p.Triples(ctx, 1, 4)
+	_, _ = p.TruncPairs(ctx, 2, 4, 16)
+	fmt.Println(c.n[beaver.KindTriple], "triple items,", c.n[beaver.KindTrunc], "trunc item")
+	// Output:
+	// 2 triple items, 1 trunc item
+}
+
+// counting counts the requests per kind (not safe for concurrent use).
+type counting struct {
+	beaver.Provider
+	n map[beaver.Kind]int
+}
+
+func (c *counting) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	c.n[r.Kind]++
+	return c.Provider.Material(ctx, r)
 }

@@ -199,68 +199,46 @@ func correction(r Request, p0, p1 [][]uint64, mask []uint64) ([]uint64, error) {
 
 // assemble builds party's material from its local parts and, for party 1,
 // the dealer's correction words.
-func assemble(party int, r Request, local [][]uint64, corr []uint64) material {
-	m := material{kind: r.Kind}
+func assemble(party int, r Request, local [][]uint64, corr []uint64) Material {
+	m := Material{Kind: r.Kind}
 	n := r.N
 	switch r.Kind {
 	case KindTriple, KindMatTriple, KindAND:
 		if party == 0 {
-			m.parts = local
+			m.Parts = local
 		} else {
-			m.parts = [][]uint64{local[0], local[1], corr}
+			m.Parts = [][]uint64{local[0], local[1], corr}
 		}
 	case KindSquare:
 		if party == 0 {
-			m.parts = local
+			m.Parts = local
 		} else {
-			m.parts = [][]uint64{local[0], corr}
+			m.Parts = [][]uint64{local[0], corr}
 		}
 	case KindWeightTriple, KindWeightVectorTriple:
 		if party == 0 {
-			m.parts = [][]uint64{nil, local[0]}
+			m.Parts = [][]uint64{nil, local[0]}
 		} else {
-			m.parts = [][]uint64{local[0], corr}
+			m.Parts = [][]uint64{local[0], corr}
 		}
 	case KindCrossAND:
 		if party == 0 {
-			m.parts = [][]uint64{local[0], nil, local[1]}
+			m.Parts = [][]uint64{local[0], nil, local[1]}
 		} else {
-			m.parts = [][]uint64{nil, local[0], corr}
+			m.Parts = [][]uint64{nil, local[0], corr}
 		}
 	case KindTrunc:
 		if party == 0 {
-			m.parts = local
+			m.Parts = local
 		} else {
-			m.parts = [][]uint64{local[0], corr[:n:n], corr[n:]}
+			m.Parts = [][]uint64{local[0], corr[:n:n], corr[n:]}
 		}
 	case KindBitPair:
 		if party == 0 {
-			m.parts = local
+			m.Parts = local
 		} else {
-			m.parts = [][]uint64{local[0], corr[:n:n], local[1], corr[n:]}
+			m.Parts = [][]uint64{local[0], corr[:n:n], local[1], corr[n:]}
 		}
 	}
 	return m
-}
-
-// material is one party's part of one item, as the parts of the matching
-// result type in field order.
-type material struct {
-	kind  Kind
-	parts [][]uint64
-}
-
-func (m material) triple() Triple { return Triple{A: m.parts[0], B: m.parts[1], C: m.parts[2]} }
-func (m material) bitTriple() BitTriple {
-	return BitTriple{A: m.parts[0], B: m.parts[1], C: m.parts[2]}
-}
-func (m material) square() SquarePair { return SquarePair{A: m.parts[0], A2: m.parts[1]} }
-func (m material) weightTriple() WeightTriple {
-	return WeightTriple{A: m.parts[0], C: m.parts[1]}
-}
-func (m material) truncPair() TruncPair {
-	return TruncPair{R: m.parts[0], MSB: m.parts[1], LowShifted: m.parts[2]}
-}
-func (m material) bitPair() BitPair {
-	return BitPair{Packed: m.parts[0], Arith: m.parts[1], A: m.parts[2], AR: m.parts[3]}
 }

@@ -45,10 +45,7 @@ type providerSession struct {
 	src  corrector // nil for party 0
 }
 
-var (
-	_ Provider      = (*seededProvider)(nil)
-	_ SessionBinder = (*seededProvider)(nil)
-)
+var _ Provider = (*seededProvider)(nil)
 
 func newSeededProvider(party int, bind func(context.Context, SessionID) (share.Seed, corrector, error), auto func() (SessionID, share.Seed, corrector)) *seededProvider {
 	return &seededProvider{party: party, bind: bind, auto: auto, pos: make(map[uint32]uint64)}
@@ -57,7 +54,7 @@ func newSeededProvider(party int, bind func(context.Context, SessionID) (share.S
 // Party implements Provider.
 func (p *seededProvider) Party() int { return p.party }
 
-// BindSession implements SessionBinder.
+// BindSession implements Provider.
 func (p *seededProvider) BindSession(ctx context.Context, id SessionID) error {
 	p.bindMu.Lock()
 	defer p.bindMu.Unlock()
@@ -96,7 +93,7 @@ func (p *seededProvider) isBound() bool {
 	return p.sess != nil
 }
 
-// Session implements SessionBinder.
+// Session implements Provider.
 func (p *seededProvider) Session() (SessionID, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -122,24 +119,31 @@ func (p *seededProvider) session() (*providerSession, error) {
 	return p.sess, nil
 }
 
-// next validates r, assigns it the stream's next counter and returns this
-// party's material.
-func (p *seededProvider) next(ctx context.Context, r Request) (material, error) {
+// Material implements Provider: it validates r, assigns it the stream's
+// next counter and returns this party's material (a weight mask is expanded
+// from the session seed without touching any counter).
+func (p *seededProvider) Material(ctx context.Context, r Request) (Material, error) {
 	if err := r.Validate(); err != nil {
-		return material{}, err
+		return Material{}, err
+	}
+	if r.Counter != 0 {
+		return Material{}, fmt.Errorf("beaver: %v: the provider assigns counters (Position, Seek); the request's must be zero", r)
+	}
+	if r.Kind == KindWeightMask {
+		return p.weightMask(ctx, r)
 	}
 	if err := ctx.Err(); err != nil {
-		return material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
+		return Material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
 	}
 	s, err := p.session()
 	if err != nil {
-		return material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
+		return Material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
 	}
 	p.mu.Lock()
 	r.Counter = p.pos[r.Stream]
 	if r.Counter == math.MaxUint64 {
 		p.mu.Unlock()
-		return material{}, fmt.Errorf("beaver: %v: counter space of stream %d exhausted", r.Kind, r.Stream)
+		return Material{}, fmt.Errorf("beaver: %v: counter space of stream %d exhausted", r.Kind, r.Stream)
 	}
 	p.pos[r.Stream] = r.Counter + 1
 	p.mu.Unlock()
@@ -150,10 +154,10 @@ func (p *seededProvider) next(ctx context.Context, r Request) (material, error) 
 		p.bytesSent.Add(sent)
 		p.bytesRecv.Add(recv)
 		if err != nil {
-			return material{}, fmt.Errorf("beaver: %v: %w", r, err)
+			return Material{}, fmt.Errorf("beaver: %v: %w", r, err)
 		}
 		if len(c) != r.CorrectionWords() {
-			return material{}, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), r.CorrectionWords())
+			return Material{}, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), r.CorrectionWords())
 		}
 		corr = c
 	}
@@ -161,103 +165,19 @@ func (p *seededProvider) next(ctx context.Context, r Request) (material, error) 
 	return assemble(p.party, r, local, corr), nil
 }
 
-// Triples implements Provider.
-func (p *seededProvider) Triples(ctx context.Context, stream uint32, n int) (Triple, error) {
-	m, err := p.next(ctx, Request{Kind: KindTriple, Stream: stream, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return m.triple(), nil
-}
-
-// SquarePairs implements Provider.
-func (p *seededProvider) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
-	m, err := p.next(ctx, Request{Kind: KindSquare, Stream: stream, N: n})
-	if err != nil {
-		return SquarePair{}, err
-	}
-	return m.square(), nil
-}
-
-// MatTriples implements Provider.
-func (p *seededProvider) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (Triple, error) {
-	mat, err := p.next(ctx, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return mat.triple(), nil
-}
-
-// WeightMask implements Provider.
-func (p *seededProvider) WeightMask(ctx context.Context, weightID uint64, k, n int) ([]uint64, error) {
+// weightMask returns party 0's mask of the weight matrix r.WeightID.
+func (p *seededProvider) weightMask(ctx context.Context, r Request) (Material, error) {
 	if p.party != 0 {
-		return nil, fmt.Errorf("beaver: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", weightID, p.party)
-	}
-	if _, err := prod(k, n); err != nil {
-		return nil, fmt.Errorf("beaver: weight mask %d (%d×%d): %w", weightID, k, n, err)
+		return Material{}, fmt.Errorf("beaver: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", r.WeightID, p.party)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("beaver: weight mask %d: %w", weightID, err)
+		return Material{}, fmt.Errorf("beaver: weight mask %d: %w", r.WeightID, err)
 	}
 	s, err := p.session()
 	if err != nil {
-		return nil, fmt.Errorf("beaver: weight mask %d: %w", weightID, err)
+		return Material{}, fmt.Errorf("beaver: weight mask %d: %w", r.WeightID, err)
 	}
-	return weightMask(s.keys.seed, weightID, k, n), nil
-}
-
-// WeightTriple implements Provider.
-func (p *seededProvider) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
-	mat, err := p.next(ctx, Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
-}
-
-// WeightVectorTriple implements Provider.
-func (p *seededProvider) WeightVectorTriple(ctx context.Context, stream uint32, weightID uint64, m, n int) (WeightTriple, error) {
-	mat, err := p.next(ctx, Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
-}
-
-// ANDTriples implements Provider.
-func (p *seededProvider) ANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := p.next(ctx, Request{Kind: KindAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
-}
-
-// CrossANDTriples implements Provider.
-func (p *seededProvider) CrossANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := p.next(ctx, Request{Kind: KindCrossAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
-}
-
-// TruncPairs implements Provider.
-func (p *seededProvider) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
-	m, err := p.next(ctx, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits})
-	if err != nil {
-		return TruncPair{}, err
-	}
-	return m.truncPair(), nil
-}
-
-// BitPairs implements Provider.
-func (p *seededProvider) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
-	m, err := p.next(ctx, Request{Kind: KindBitPair, Stream: stream, N: n})
-	if err != nil {
-		return BitPair{}, err
-	}
-	return m.bitPair(), nil
+	return Material{Kind: KindWeightMask, Parts: [][]uint64{weightMask(s.keys.seed, r.WeightID, r.K, r.N)}}, nil
 }
 
 // Position implements Provider.
@@ -267,8 +187,8 @@ func (p *seededProvider) Position(stream uint32) uint64 {
 	return p.pos[stream]
 }
 
-// Seek moves stream's counter to pos. Moving backwards would hand out
-// material already used, so it is an error.
+// Seek implements Provider: it moves stream's counter to pos. Moving
+// backwards would hand out material already used, so it is an error.
 func (p *seededProvider) Seek(stream uint32, pos uint64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -282,39 +202,4 @@ func (p *seededProvider) Seek(stream uint32, pos uint64) error {
 // Stats implements Provider.
 func (p *seededProvider) Stats() DealerStats {
 	return DealerStats{BytesRecv: p.bytesRecv.Load(), BytesSent: p.bytesSent.Load(), Items: p.items.Load()}
-}
-
-// fetch asks any Provider for the material of r (r.Counter is ignored: the
-// provider assigns the stream's next counter).
-func fetch(ctx context.Context, p Provider, r Request) (material, error) {
-	switch r.Kind {
-	case KindTriple:
-		t, err := p.Triples(ctx, r.Stream, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.B, t.C}}, err
-	case KindSquare:
-		t, err := p.SquarePairs(ctx, r.Stream, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.A2}}, err
-	case KindMatTriple:
-		t, err := p.MatTriples(ctx, r.Stream, r.Batch, r.M, r.K, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.B, t.C}}, err
-	case KindWeightTriple:
-		t, err := p.WeightTriple(ctx, r.Stream, r.WeightID, r.M, r.K, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.C}}, err
-	case KindWeightVectorTriple:
-		t, err := p.WeightVectorTriple(ctx, r.Stream, r.WeightID, r.M, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.C}}, err
-	case KindAND:
-		t, err := p.ANDTriples(ctx, r.Stream, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.B, t.C}}, err
-	case KindCrossAND:
-		t, err := p.CrossANDTriples(ctx, r.Stream, r.N)
-		return material{r.Kind, [][]uint64{t.A, t.B, t.C}}, err
-	case KindTrunc:
-		t, err := p.TruncPairs(ctx, r.Stream, r.N, r.FracBits)
-		return material{r.Kind, [][]uint64{t.R, t.MSB, t.LowShifted}}, err
-	case KindBitPair:
-		t, err := p.BitPairs(ctx, r.Stream, r.N)
-		return material{r.Kind, [][]uint64{t.Packed, t.Arith, t.A, t.AR}}, err
-	}
-	return material{}, fmt.Errorf("beaver: fetch of unknown kind %v", r.Kind)
 }

@@ -14,10 +14,16 @@ import (
 // stream), and serves the online calls from the buffer. Calls on a stream
 // must follow its schedule (kind and sizes; a mismatch is an error, not a
 // silent desynchronisation); once a stream's schedule is used up, or on
-// streams without one, calls go straight to the underlying provider.
+// streams without one, calls go straight to the underlying provider, and so
+// do weight masks (never scheduled: they are keyed by weight id, not by
+// stream).
 //
-// Prefetch is itself a Provider. Offline reports the time spent producing
-// material, Waited the time online calls spent waiting for it.
+// Prefetch is itself a Provider: it implements Material, Position and Seek
+// over its buffers and hands the rest to the underlying provider. Bind the
+// underlying provider to its session before wrapping it (the producers start
+// at NewPrefetch); binding the Prefetch then only checks the id. Offline
+// reports the time spent producing material, Waited the time online calls
+// spent waiting for it.
 type Prefetch struct {
 	p      Provider
 	queues map[uint32]*pfQueue
@@ -39,7 +45,7 @@ type pfQueue struct {
 }
 
 type pfItem struct {
-	m   material
+	m   Material
 	err error
 }
 
@@ -47,15 +53,20 @@ var _ Provider = (*Prefetch)(nil)
 
 // NewPrefetch starts producing the scheduled material of p (requests in
 // order per stream; their Counter fields are ignored) with at most capacity
-// items buffered per stream. Close stops it.
+// items buffered per stream. Close stops it. A weight mask in the schedule
+// is an error.
 func NewPrefetch(p Provider, capacity int, schedule []Request) (*Prefetch, error) {
 	if capacity < 1 {
 		return nil, fmt.Errorf("beaver: prefetch capacity %d, want ≥ 1", capacity)
 	}
 	byStream := map[uint32][]Request{}
 	for i, r := range schedule {
+		r.Counter = 0
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("beaver: prefetch schedule item %d: %w", i, err)
+		}
+		if r.Kind == KindWeightMask {
+			return nil, fmt.Errorf("beaver: prefetch schedule item %d: %v: weight masks are not prefetched", i, r)
 		}
 		byStream[r.Stream] = append(byStream[r.Stream], r)
 	}
@@ -75,7 +86,7 @@ func (pf *Prefetch) produce(ctx context.Context, q *pfQueue) {
 	defer close(q.done)
 	for _, r := range q.sched {
 		t0 := time.Now()
-		m, err := fetch(ctx, pf.p, r)
+		m, err := pf.p.Material(ctx, r)
 		pf.offline.Add(int64(time.Since(t0)))
 		select {
 		case q.ch <- pfItem{m, err}:
@@ -131,124 +142,43 @@ func (pf *Prefetch) Close() error {
 	return nil
 }
 
-// next serves r from the stream's buffer while its schedule lasts.
-func (pf *Prefetch) next(ctx context.Context, r Request) (material, error) {
+// Material implements Provider: it serves r from the stream's buffer while
+// the stream's schedule lasts, and from the underlying provider after it.
+func (pf *Prefetch) Material(ctx context.Context, r Request) (Material, error) {
+	if r.Counter != 0 {
+		return Material{}, fmt.Errorf("beaver: prefetch %v: the provider assigns counters (Position, Seek); the request's must be zero", r)
+	}
 	q := pf.queues[r.Stream]
+	if r.Kind == KindWeightMask {
+		q = nil
+	}
 	if q != nil {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 	}
 	if q == nil || q.consumed >= len(q.sched) {
-		return fetch(ctx, pf.p, r)
+		return pf.p.Material(ctx, r)
 	}
-	want := q.sched[q.consumed]
-	want.Counter, r.Counter = 0, 0
-	if want != r {
-		return material{}, fmt.Errorf("beaver: prefetch: stream %d call %d is %v, the schedule says %v", r.Stream, q.consumed, r, want)
+	if want := q.sched[q.consumed]; want != r {
+		return Material{}, fmt.Errorf("beaver: prefetch: stream %d call %d is %v, the schedule says %v", r.Stream, q.consumed, r, want)
 	}
 	t0 := time.Now()
 	var it pfItem
 	select {
 	case it = <-q.ch:
 	case <-ctx.Done():
-		return material{}, fmt.Errorf("beaver: prefetch %v: %w", r, ctx.Err())
+		return Material{}, fmt.Errorf("beaver: prefetch %v: %w", r, ctx.Err())
 	}
 	pf.waited.Add(int64(time.Since(t0)))
 	q.consumed++
 	if it.err != nil {
-		return material{}, it.err
+		return Material{}, it.err
 	}
 	return it.m, nil
 }
 
 // Party returns the underlying provider's party.
 func (pf *Prefetch) Party() int { return pf.p.Party() }
-
-// Triples implements Provider.
-func (pf *Prefetch) Triples(ctx context.Context, stream uint32, n int) (Triple, error) {
-	m, err := pf.next(ctx, Request{Kind: KindTriple, Stream: stream, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return m.triple(), nil
-}
-
-// SquarePairs implements Provider.
-func (pf *Prefetch) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
-	m, err := pf.next(ctx, Request{Kind: KindSquare, Stream: stream, N: n})
-	if err != nil {
-		return SquarePair{}, err
-	}
-	return m.square(), nil
-}
-
-// MatTriples implements Provider.
-func (pf *Prefetch) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (Triple, error) {
-	mat, err := pf.next(ctx, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return mat.triple(), nil
-}
-
-// WeightMask implements Provider (never buffered).
-func (pf *Prefetch) WeightMask(ctx context.Context, weightID uint64, k, n int) ([]uint64, error) {
-	return pf.p.WeightMask(ctx, weightID, k, n)
-}
-
-// WeightTriple implements Provider.
-func (pf *Prefetch) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
-	mat, err := pf.next(ctx, Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
-}
-
-// WeightVectorTriple implements Provider.
-func (pf *Prefetch) WeightVectorTriple(ctx context.Context, stream uint32, weightID uint64, m, n int) (WeightTriple, error) {
-	mat, err := pf.next(ctx, Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
-}
-
-// ANDTriples implements Provider.
-func (pf *Prefetch) ANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := pf.next(ctx, Request{Kind: KindAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
-}
-
-// CrossANDTriples implements Provider.
-func (pf *Prefetch) CrossANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := pf.next(ctx, Request{Kind: KindCrossAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
-}
-
-// TruncPairs implements Provider.
-func (pf *Prefetch) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
-	m, err := pf.next(ctx, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits})
-	if err != nil {
-		return TruncPair{}, err
-	}
-	return m.truncPair(), nil
-}
-
-// BitPairs implements Provider.
-func (pf *Prefetch) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
-	m, err := pf.next(ctx, Request{Kind: KindBitPair, Stream: stream, N: n})
-	if err != nil {
-		return BitPair{}, err
-	}
-	return m.bitPair(), nil
-}
 
 // Position returns the counter of the next item the caller will get on
 // stream (not the producer's, which runs ahead).
@@ -279,9 +209,21 @@ func (pf *Prefetch) Seek(stream uint32, pos uint64) error {
 // Stats returns the underlying provider's dealer traffic.
 func (pf *Prefetch) Stats() DealerStats { return pf.p.Stats() }
 
+// BindSession binds the underlying provider (see Provider.BindSession). Its
+// producers start at NewPrefetch, so bind the provider before wrapping it;
+// binding the Prefetch then only checks the id.
+func (pf *Prefetch) BindSession(ctx context.Context, id SessionID) error {
+	return pf.p.BindSession(ctx, id)
+}
+
+// Session returns the underlying provider's session.
+func (pf *Prefetch) Session() (SessionID, bool) { return pf.p.Session() }
+
 // Recorder is a Provider wrapper that records the requests made through it,
 // in order: run a computation once with it to obtain the schedule a Prefetch
-// needs for the next run of the same computation.
+// needs for the next run of the same computation. It records every request
+// of a stream kind (weight masks, never prefetched, are passed through
+// unrecorded) and overrides nothing but Material.
 type Recorder struct {
 	Provider
 	mu   sync.Mutex
@@ -298,88 +240,12 @@ func (r *Recorder) Requests() []Request {
 	return append([]Request(nil), r.reqs...)
 }
 
-func (r *Recorder) add(q Request) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, q)
-	r.mu.Unlock()
-}
-
-// Triples records and forwards.
-func (r *Recorder) Triples(ctx context.Context, stream uint32, n int) (Triple, error) {
-	r.add(Request{Kind: KindTriple, Stream: stream, N: n})
-	return r.Provider.Triples(ctx, stream, n)
-}
-
-// SquarePairs records and forwards.
-func (r *Recorder) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
-	r.add(Request{Kind: KindSquare, Stream: stream, N: n})
-	return r.Provider.SquarePairs(ctx, stream, n)
-}
-
-// MatTriples records and forwards.
-func (r *Recorder) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (Triple, error) {
-	r.add(Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n})
-	return r.Provider.MatTriples(ctx, stream, batch, m, k, n)
-}
-
-// WeightTriple records and forwards.
-func (r *Recorder) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
-	r.add(Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n})
-	return r.Provider.WeightTriple(ctx, stream, weightID, m, k, n)
-}
-
-// WeightVectorTriple records and forwards.
-func (r *Recorder) WeightVectorTriple(ctx context.Context, stream uint32, weightID uint64, m, n int) (WeightTriple, error) {
-	r.add(Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n})
-	return r.Provider.WeightVectorTriple(ctx, stream, weightID, m, n)
-}
-
-// ANDTriples records and forwards.
-func (r *Recorder) ANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	r.add(Request{Kind: KindAND, Stream: stream, N: words})
-	return r.Provider.ANDTriples(ctx, stream, words)
-}
-
-// CrossANDTriples records and forwards.
-func (r *Recorder) CrossANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	r.add(Request{Kind: KindCrossAND, Stream: stream, N: words})
-	return r.Provider.CrossANDTriples(ctx, stream, words)
-}
-
-// TruncPairs records and forwards.
-func (r *Recorder) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
-	r.add(Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits})
-	return r.Provider.TruncPairs(ctx, stream, n, fracBits)
-}
-
-// BitPairs records and forwards.
-func (r *Recorder) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
-	r.add(Request{Kind: KindBitPair, Stream: stream, N: n})
-	return r.Provider.BitPairs(ctx, stream, n)
-}
-
-// BindSession binds the wrapped provider (see SessionBinder).
-func (r *Recorder) BindSession(ctx context.Context, id SessionID) error {
-	return BindSession(ctx, r.Provider, id)
-}
-
-// Session returns the wrapped provider's session.
-func (r *Recorder) Session() (SessionID, bool) { return sessionOf(r.Provider) }
-
-// BindSession binds the wrapped provider (see SessionBinder). Its
-// producers start at NewPrefetch, so bind the provider before wrapping it;
-// binding the Prefetch then only checks the id.
-func (pf *Prefetch) BindSession(ctx context.Context, id SessionID) error {
-	return BindSession(ctx, pf.p, id)
-}
-
-// Session returns the wrapped provider's session.
-func (pf *Prefetch) Session() (SessionID, bool) { return sessionOf(pf.p) }
-
-// sessionOf returns p's session, if p has one.
-func sessionOf(p Provider) (SessionID, bool) {
-	if b, ok := p.(SessionBinder); ok {
-		return b.Session()
+// Material records q and forwards it.
+func (r *Recorder) Material(ctx context.Context, q Request) (Material, error) {
+	if q.Kind != KindWeightMask {
+		r.mu.Lock()
+		r.reqs = append(r.reqs, q)
+		r.mu.Unlock()
 	}
-	return SessionID{}, false
+	return r.Provider.Material(ctx, q)
 }

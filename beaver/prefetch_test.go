@@ -34,16 +34,16 @@ func TestPrefetch(t *testing.T) {
 		if got := pf.Position(r.Stream); got != uint64(i/2) {
 			t.Fatalf("position %d before call %d", got, i)
 		}
-		m1, err := fetch(ctx, pf, r)
+		m1, err := pf.Material(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m0, err := fetch(ctx, p0, r)
+		m0, err := p0.Material(ctx, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := checkRelation(r, [2]material{m0, m1}, func(id uint64, k, n int) []uint64 {
-			w, _ := p0.WeightMask(ctx, id, k, n)
+		if err := checkRelation(r, [2]Material{m0, m1}, func(id uint64, k, n int) []uint64 {
+			w, _ := Typed{p0}.WeightMask(ctx, id, k, n)
 			return w
 		}); err != nil {
 			t.Fatalf("item %d %v: %v", i, r, err)
@@ -57,7 +57,7 @@ func TestPrefetch(t *testing.T) {
 	}
 	t.Logf("offline %v, online waited %v", pf.Offline(), pf.Waited())
 	// Past the schedule, calls go straight through.
-	if _, err := pf.Triples(ctx, 0, 3); err != nil {
+	if _, err := (Typed{pf}).Triples(ctx, 0, 3); err != nil {
 		t.Fatal(err)
 	}
 	if err := pf.Seek(0, pf.Position(0)+1); err != nil {
@@ -74,7 +74,7 @@ func TestPrefetchMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	if _, err := pf.Triples(ctx, 1, 5); err == nil || !strings.Contains(err.Error(), "schedule") {
+	if _, err := (Typed{pf}).Triples(ctx, 1, 5); err == nil || !strings.Contains(err.Error(), "schedule") {
 		t.Fatalf("mismatch: %v", err)
 	}
 	if err := pf.Seek(1, 10); err == nil {
@@ -100,8 +100,8 @@ func TestWrappersBindSessions(t *testing.T) {
 	p1, _ := d.Provider(1)
 	rec := NewRecorder(p1)
 	errc := make(chan error, 1)
-	go func() { errc <- BindSession(ctx, p0, SessionID{4}) }()
-	if err := BindSession(ctx, rec, SessionID{4}); err != nil {
+	go func() { errc <- p0.BindSession(ctx, SessionID{4}) }()
+	if err := rec.BindSession(ctx, SessionID{4}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
@@ -115,10 +115,10 @@ func TestWrappersBindSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	if err := BindSession(ctx, pf, SessionID{4}); err != nil {
+	if err := pf.BindSession(ctx, SessionID{4}); err != nil {
 		t.Fatalf("same session: %v", err)
 	}
-	if err := BindSession(ctx, pf, SessionID{5}); err == nil {
+	if err := pf.BindSession(ctx, SessionID{5}); err == nil {
 		t.Fatal("prefetch moved to another session")
 	}
 	if id, ok := pf.Session(); !ok || id != (SessionID{4}) {

@@ -10,8 +10,10 @@ import (
 // unrelated (useless) material rather than a silent mix.
 type Kind uint8
 
-// The correlation kinds, one per Provider method (WeightMask excepted: it is
-// keyed by weight id, not by stream and counter).
+// The correlation kinds, one per typed helper of Typed. KindWeightMask is
+// the model owner's reusable mask of a weight matrix: keyed by weight id, not
+// by stream and counter, expanded by party 0 itself and never requested from
+// the dealer (DecodeRequest refuses it).
 const (
 	KindTriple Kind = iota + 1
 	KindSquare
@@ -22,6 +24,7 @@ const (
 	KindCrossAND
 	KindTrunc
 	KindBitPair
+	KindWeightMask
 	kindEnd
 )
 
@@ -35,6 +38,7 @@ var kindNames = [...]string{
 	KindCrossAND:           "crossand",
 	KindTrunc:              "trunc",
 	KindBitPair:            "bitpair",
+	KindWeightMask:         "weightmask",
 }
 
 // String returns the kind's name, e.g. "triple".
@@ -50,10 +54,14 @@ func (k Kind) String() string {
 const MaxItemWords = 1 << 27
 
 // Request describes one item of correlated randomness: its kind, its address
-// (Stream, Counter) and its parameters. Which size fields are used depends on
-// Kind: N for Triple, Square, AND and CrossAND (words), Trunc and BitPair;
-// Batch, M, K, N for MatTriple; M, K, N and WeightID for WeightTriple; M, N and
-// WeightID for WeightVectorTriple. Unused fields must be zero.
+// (Stream, Counter) and its parameters. It is both what a caller asks a
+// Provider for (Provider.Material, with Counter zero: the provider assigns
+// it) and what party 1 sends the networked dealer (AppendBinary, with the
+// counter). Which size fields are used depends on Kind: N for Triple, Square,
+// AND and CrossAND (words), Trunc and BitPair; Batch, M, K, N for MatTriple;
+// M, K, N and WeightID for WeightTriple; M, N and WeightID for
+// WeightVectorTriple; K, N and WeightID for WeightMask (whose Stream and
+// Counter are zero). Unused fields must be zero.
 type Request struct {
 	Kind     Kind
 	Stream   uint32
@@ -75,6 +83,8 @@ func (r Request) String() string {
 		return fmt.Sprintf("%v w%d %d×%d stream %d #%d", r.Kind, r.WeightID, r.M, r.N, r.Stream, r.Counter)
 	case KindTrunc:
 		return fmt.Sprintf("%v n=%d f=%d stream %d #%d", r.Kind, r.N, r.FracBits, r.Stream, r.Counter)
+	case KindWeightMask:
+		return fmt.Sprintf("%v w%d %d×%d", r.Kind, r.WeightID, r.K, r.N)
 	default:
 		return fmt.Sprintf("%v n=%d stream %d #%d", r.Kind, r.N, r.Stream, r.Counter)
 	}
@@ -100,7 +110,8 @@ func prod(dims ...int) (int, error) {
 }
 
 // Validate checks the kind and the sizes (non-negative, unused fields zero,
-// every part at most MaxItemWords words, 1 ≤ FracBits ≤ 62 for Trunc).
+// every part at most MaxItemWords words, 1 ≤ FracBits ≤ 62 for Trunc, Stream
+// and Counter zero for WeightMask).
 func (r Request) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("beaver: bad request %v: %s", r, fmt.Sprintf(format, args...))
@@ -116,7 +127,7 @@ func (r Request) Validate() error {
 	if r.Kind != KindTrunc && r.FracBits != 0 {
 		return bad("fracBits given for a kind other than trunc")
 	}
-	if r.Kind != KindWeightTriple && r.Kind != KindWeightVectorTriple && r.WeightID != 0 {
+	if r.Kind != KindWeightTriple && r.Kind != KindWeightVectorTriple && r.Kind != KindWeightMask && r.WeightID != 0 {
 		return bad("weight id given for a kind without weights")
 	}
 	var dims [][]int
@@ -146,6 +157,14 @@ func (r Request) Validate() error {
 			return err
 		}
 		dims = [][]int{{r.M, r.N}}
+	case KindWeightMask:
+		if err := zero("batch, m", r.Batch, r.M); err != nil {
+			return err
+		}
+		if r.Stream != 0 || r.Counter != 0 {
+			return bad("a weight mask is keyed by its weight id alone: stream and counter must be zero")
+		}
+		dims = [][]int{{r.K, r.N}}
 	default:
 		return bad("unknown kind")
 	}
@@ -190,6 +209,11 @@ func (r Request) localWords(party int) []int {
 		return []int{r.M * r.K} // A
 	case KindWeightVectorTriple:
 		return []int{r.M * r.N} // C0 or A
+	case KindWeightMask:
+		if party == 0 {
+			return []int{r.K * r.N}
+		}
+		return nil
 	case KindTrunc:
 		if party == 0 {
 			return []int{n, n, n}
@@ -201,6 +225,43 @@ func (r Request) localWords(party int) []int {
 			return []int{w, n, n, n} // Packed, Arith, A, AR
 		}
 		return []int{w, n} // Packed, A
+	}
+	return nil
+}
+
+// PartWords returns the length of each part of party's Material for a
+// valid request (see Material): a part the party does not get has length 0
+// (and is nil). Party 1 gets no part of a WeightMask.
+func (r Request) PartWords(party int) []int {
+	n := r.N
+	switch r.Kind {
+	case KindTriple, KindAND, KindTrunc:
+		return []int{n, n, n}
+	case KindSquare:
+		return []int{n, n}
+	case KindMatTriple:
+		return []int{r.Batch * r.M * r.K, r.Batch * r.K * r.N, r.Batch * r.M * r.N}
+	case KindWeightTriple, KindWeightVectorTriple:
+		a := r.M * r.K
+		if r.Kind == KindWeightVectorTriple {
+			a = r.M * r.N
+		}
+		if party == 0 {
+			a = 0
+		}
+		return []int{a, r.M * r.N}
+	case KindCrossAND:
+		if party == 0 {
+			return []int{n, 0, n}
+		}
+		return []int{0, n, n}
+	case KindBitPair:
+		return []int{(n + 63) / 64, n, n, n}
+	case KindWeightMask:
+		if party == 0 {
+			return []int{r.K * r.N}
+		}
+		return nil
 	}
 	return nil
 }
@@ -250,8 +311,8 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // DecodeRequest parses and validates an encoded request (see AppendBinary).
-// It never panics: a wrong length, version, reserved byte or an invalid
-// request is an error.
+// It never panics: a wrong length, version, reserved byte, an invalid request
+// or a request for a weight mask (which the dealer never serves) is an error.
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) != requestSize {
@@ -279,5 +340,14 @@ func DecodeRequest(b []byte) (Request, error) {
 	if err := r.Validate(); err != nil {
 		return r, err
 	}
+	if r.Kind == KindWeightMask {
+		return r, errWeightMaskRequest(r)
+	}
 	return r, nil
+}
+
+// errWeightMaskRequest refuses a weight mask request to the dealer: the
+// model owner expands its masks locally from its session seed.
+func errWeightMaskRequest(r Request) error {
+	return fmt.Errorf("beaver: bad request %v: the dealer serves no weight masks (the model owner expands them from its session seed)", r)
 }

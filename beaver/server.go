@@ -357,9 +357,9 @@ func decodeOpen(b []byte) (pstream, tid uint32, err error) {
 	return pstream, tid, nil
 }
 
-// Client is a party's Provider backed by a networked dealer (Server): it
-// implements every Provider method and SessionBinder. It hands out no
-// material before BindSession. Party 0's client expands everything locally
+// Client is a party's Provider backed by a networked dealer (Server); draw
+// typed material through Typed{client}. It hands out no material before
+// BindSession. Party 0's client expands everything locally
 // after the session handshake; party 1's fetches correction words over the
 // connection, one transport stream per provider stream.
 type Client struct {

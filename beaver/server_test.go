@@ -109,14 +109,14 @@ func TestNetworkedMatchesInProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		for p := range 2 {
-			for j := range a[p].parts {
-				if !slices.Equal(a[p].parts[j], b[p].parts[j]) {
+			for j := range a[p].Parts {
+				if !slices.Equal(a[p].Parts[j], b[p].Parts[j]) {
 					t.Fatalf("%v: party %d part %d differs", r, p, j)
 				}
 			}
 		}
 		if err := checkRelation(r, b, func(id uint64, k, n int) []uint64 {
-			m, _ := np0.WeightMask(ctx, id, k, n)
+			m, _ := Typed{np0}.WeightMask(ctx, id, k, n)
 			return m
 		}); err != nil {
 			t.Fatal(err)
@@ -149,7 +149,7 @@ func TestServerConcurrentStreams(t *testing.T) {
 				m, err := getBoth(ctx, [2]Provider{p0, p1}, r)
 				if err == nil {
 					err = checkRelation(r, m, func(id uint64, k, n int) []uint64 {
-						w, _ := p0.WeightMask(ctx, id, k, n)
+						w, _ := Typed{p0}.WeightMask(ctx, id, k, n)
 						return w
 					})
 				}
@@ -174,7 +174,7 @@ func TestServerBadRequests(t *testing.T) {
 	defer cancel()
 	s0, s1 := testSeeds(7)
 	_, p1, conns := startServer(t, newServer(t, s0, s1, ServerOptions{}))
-	if _, err := p1.Triples(ctx, 4, 10); err != nil { // opens transport stream 1 for provider stream 4
+	if _, err := (Typed{p1}).Triples(ctx, 4, 10); err != nil { // opens transport stream 1 for provider stream 4
 		t.Fatal(err)
 	}
 	st := conns[1].Stream(1)
@@ -220,7 +220,7 @@ func TestServerBadRequests(t *testing.T) {
 	}
 	// The provider's own next request on stream 4 has counter 1 < 6: refused
 	// as reuse (the raw request above moved the dealer's counter past it).
-	if _, err := p1.Triples(ctx, 4, 1); err == nil || !strings.Contains(err.Error(), "reuses") {
+	if _, err := (Typed{p1}).Triples(ctx, 4, 1); err == nil || !strings.Contains(err.Error(), "reuses") {
 		t.Fatalf("reused counter: %v", err)
 	}
 }
@@ -306,6 +306,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{Kind: KindMatTriple, Stream: 2, Counter: 9, Batch: 2, M: 3, K: 4, N: 5},
 		{Kind: KindWeightTriple, WeightID: 1 << 40, M: 1, K: 2, N: 3},
 		{Kind: KindTrunc, N: 10, FracBits: 16},
+		{Kind: KindWeightMask, WeightID: 3, K: 2, N: 2}, // refused: the dealer serves no weight masks
 	} {
 		b, err := r.AppendBinary(nil)
 		if err != nil {

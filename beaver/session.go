@@ -1,7 +1,6 @@
 package beaver
 
 import (
-	"context"
 	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
@@ -67,31 +66,6 @@ func ParseSessionID(s string) (SessionID, error) {
 	}
 	copy(id[:], b)
 	return id, nil
-}
-
-// SessionBinder is implemented by providers whose material is keyed by a
-// session id (every Provider of this package).
-type SessionBinder interface {
-	// BindSession binds the provider to session id before it hands out any
-	// material: it presents the id to the dealer, which serves the session
-	// once the other party has presented the same id, and keys every stream
-	// of this provider by it. Binding again to the same id is a no-op;
-	// binding to another id, or after material of another session was
-	// handed out, is an error.
-	BindSession(ctx context.Context, id SessionID) error
-	// Session returns the bound session id, and false while none is bound.
-	Session() (SessionID, bool)
-}
-
-// BindSession binds p to session id (see SessionBinder). A provider that
-// cannot key its material by session is refused: its material could repeat
-// across computations.
-func BindSession(ctx context.Context, p Provider, id SessionID) error {
-	b, ok := p.(SessionBinder)
-	if !ok {
-		return fmt.Errorf("beaver: provider %T cannot bind a session, so its correlated randomness could be reused across computations", p)
-	}
-	return b.BindSession(ctx, id)
 }
 
 // sessionSeed derives party's seed of session id from the dealer's seed of

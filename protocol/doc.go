@@ -59,13 +59,18 @@
 // Ranges and measured errors of the approximations are in each method's doc
 // comment.
 //
+// The local ring products of MatMul and MatMulWeights run on the session's
+// GEMM backend (Session.SetGEMM, else share.GEMM(): the CPU, or a GPU in a
+// build with the cuda tag). Backends give bit-identical products, so the
+// backend changes neither results nor the costs above.
+//
 // # Writing a protocol
 //
 // Talk to the peer through Session.Exchange, SendWords and RecvWords (not the
 // raw stream), so that receive taps (SetReceiveTap, used by the view tests)
-// see every message; draw correlations with
-// s.Provider().X(ctx, s.StreamID(), ...); and make the same provider calls in
-// the same order on both parties.
+// see every message; draw correlations with the typed helpers of
+// beaver.Typed, s.Provider().X(ctx, s.StreamID(), ...); and make the same
+// provider calls in the same order on both parties.
 //
 // # References
 //

@@ -28,6 +28,10 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 	if y.Rank() == 2 {
 		tm, tb = batch*m, 1
 	}
+	g, err := s.GEMM()
+	if err != nil {
+		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
+	}
 	t, err := s.prov.MatTriples(ctx, s.StreamID(), tb, tm, k, n)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
@@ -45,11 +49,11 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 	_ = share.AddVec(f, f, send[nx:])
 	out := &share.Tensor{Shape: shape, Data: make([]uint64, tb*tm*n)}
 	tmp := make([]uint64, len(out.Data))
-	if err := share.BatchMatMulInto(out.Data, x.Data, f, tb, tm, k, n); err != nil {
-		return nil, fmt.Errorf("protocol: matmul: %w", err)
+	if err := g.BatchMatMul(out.Data, x.Data, f, tb, tm, k, n); err != nil {
+		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
 	}
-	if err := share.BatchMatMulInto(tmp, e, t.B, tb, tm, k, n); err != nil {
-		return nil, fmt.Errorf("protocol: matmul: %w", err)
+	if err := g.BatchMatMul(tmp, e, t.B, tb, tm, k, n); err != nil {
+		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
 	}
 	_ = share.AddVec(out.Data, out.Data, tmp)
 	_ = share.AddVec(out.Data, out.Data, t.C)
@@ -67,6 +71,22 @@ func (s *Session) MatMulFixed(ctx context.Context, x, y *share.Tensor) (*share.T
 		return nil, err
 	}
 	return s.Trunc(ctx, z)
+}
+
+// SetGEMM makes b run this session's local matrix products (MatMul,
+// MatMulWeights and the protocols built on them); nil restores the
+// process-wide backend of share.GEMM(). Backends compute the same exact ring
+// products, so the choice changes neither results nor rounds and bytes.
+func (s *Session) SetGEMM(b share.GEMMBackend) { s.gemm = b }
+
+// GEMM returns the backend that runs this session's local matrix products:
+// the one SetGEMM installed, else share.GEMM() (which reports a backend
+// forced by SELECTFORMER_GEMM that cannot open).
+func (s *Session) GEMM() (share.GEMMBackend, error) {
+	if s.gemm != nil {
+		return s.gemm, nil
+	}
+	return share.GEMM()
 }
 
 // matmulShape checks the operands of MatMul and returns the batch (product of
@@ -106,8 +126,13 @@ type Weight struct {
 	party  int
 	k, n   int
 	vector bool
-	w      []uint64 // party 0: the clear weights (fixed-point ring words)
-	f      []uint64 // party 1: W − B
+	// A vector's words: party 0 the clear γ, party 1 γ − b.
+	w []uint64 // party 0: the clear weights (fixed-point ring words)
+	f []uint64 // party 1: W − B
+	// A matrix's words (party 0 W, party 1 F = W − B) as the right operand
+	// of the GEMM backend, which may keep them prepared (on a GPU) for as
+	// long as the Weight lives.
+	mat *share.WeightMatrix
 }
 
 // ID returns the weight's id (the dealer's key of its mask).
@@ -151,16 +176,31 @@ func (s *Session) shareWeight(ctx context.Context, id uint64, w *share.Tensor, k
 		if err := s.SendWords(ctx, f); err != nil {
 			return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
 		}
-		out.w = slices.Clone(w.Data)
+		if vector {
+			out.w = slices.Clone(w.Data)
+			return out, nil
+		}
+		if out.mat, err = share.NewWeightMatrix(w.Data, k, n); err != nil {
+			return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
+		}
 		return out, nil
 	}
 	if w != nil {
 		return nil, fmt.Errorf("protocol: share weight %d: the data owner must not pass weights", id)
 	}
-	out.f = make([]uint64, k*n)
-	if err := s.RecvWords(ctx, out.f); err != nil {
+	f := make([]uint64, k*n)
+	if err := s.RecvWords(ctx, f); err != nil {
 		return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
 	}
+	if vector {
+		out.f = f
+		return out, nil
+	}
+	mat, err := share.NewWeightMatrix(f, k, n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: share weight %d: %w", id, err)
+	}
+	out.mat = mat
 	return out, nil
 }
 
@@ -183,6 +223,16 @@ func (s *Session) MatMulWeights(ctx context.Context, x *share.Tensor, w *Weight)
 		return nil, fmt.Errorf("protocol: matmul %v by weight %d (%d×%d): last dimension must be %d", x.Shape, w.id, k, n, k)
 	}
 	m := x.Len() / k
+	g, err := s.GEMM()
+	if err != nil {
+		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+	}
+	// The product is one m×k·k×n GEMM; the backend sees it as a batch of
+	// rows×k blocks (candidates × tokens) that all share W.
+	batch, rows := 1, m
+	if r := x.Rank(); r >= 2 && x.Shape[r-2] > 0 {
+		batch, rows = m/x.Shape[r-2], x.Shape[r-2]
+	}
 	wt, err := s.prov.WeightTriple(ctx, s.StreamID(), w.id, m, k, n)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
@@ -195,8 +245,8 @@ func (s *Session) MatMulWeights(ctx context.Context, x *share.Tensor, w *Weight)
 		if err := s.SendWords(ctx, e); err != nil {
 			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
 		}
-		if err := share.MatMulInto(out.Data, wt.A, w.f, m, k, n); err != nil {
-			return nil, fmt.Errorf("protocol: matmul by weight %d: %w", w.id, err)
+		if err := g.MulWeights(out.Data, wt.A, batch, rows, w.mat); err != nil {
+			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
 		}
 	} else {
 		e := make([]uint64, m*k)
@@ -204,8 +254,8 @@ func (s *Session) MatMulWeights(ctx context.Context, x *share.Tensor, w *Weight)
 			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
 		}
 		_ = share.AddVec(e, e, x.Data)
-		if err := share.MatMulInto(out.Data, e, w.w, m, k, n); err != nil {
-			return nil, fmt.Errorf("protocol: matmul by weight %d: %w", w.id, err)
+		if err := g.MulWeights(out.Data, e, batch, rows, w.mat); err != nil {
+			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
 		}
 	}
 	_ = share.AddVec(out.Data, out.Data, wt.C)

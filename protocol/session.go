@@ -15,7 +15,7 @@ import (
 type Session struct {
 	party  int
 	stream *transport.Stream
-	prov   beaver.Provider
+	prov   beaver.Typed
 	fp     share.FixedPoint
 
 	// recvTap, when set (SetReceiveTap), sees every word message this party
@@ -25,6 +25,10 @@ type Session struct {
 	// inputPRG[i] expands the shares that party i's inputs give the other
 	// party: both parties hold the seed party i chose at setup.
 	inputPRG [2]*share.PRG
+
+	// gemm, when set (SetGEMM), runs this session's local matrix products
+	// instead of the process-wide share.GEMM().
+	gemm share.GEMMBackend
 }
 
 // NewSession sets up party's end on stream: it checks the parameters and
@@ -56,7 +60,7 @@ func NewSession(ctx context.Context, party int, stream *transport.Stream, prov b
 	}
 	var theirs share.Seed
 	copy(theirs[:], b)
-	s := &Session{party: party, stream: stream, prov: prov, fp: fp}
+	s := &Session{party: party, stream: stream, prov: beaver.Typed{Provider: prov}, fp: fp}
 	domain := fmt.Sprintf("input/stream=%d", stream.ID())
 	s.inputPRG[party] = share.NewPRG(mine, domain)
 	s.inputPRG[1-party] = share.NewPRG(theirs, domain)
@@ -79,8 +83,9 @@ func (s *Session) FixedPoint() share.FixedPoint { return s.fp }
 // Stream returns the session's transport stream (for cost accounting).
 func (s *Session) Stream() *transport.Stream { return s.stream }
 
-// Provider returns the session's source of correlated randomness.
-func (s *Session) Provider() beaver.Provider { return s.prov }
+// Provider returns the session's source of correlated randomness, with the
+// typed helpers (s.Provider().Triples(ctx, s.StreamID(), n), ...).
+func (s *Session) Provider() beaver.Typed { return s.prov }
 
 // ShareInput secret-shares a tensor owned by party owner, at no communication:
 // the owner passes its clear tensor x and receives x − r; the other party

@@ -142,7 +142,7 @@ func Baseline(ctx context.Context, backbone *model.Model, boot model.Input, c fl
 	if err != nil {
 		return nil, fmt.Errorf("proxy baseline: %w", err)
 	}
-	p := &Proxy{Kind: MPCFormer, Phase: Phase{Layers: len(m.Blocks), Heads: m.Config.Heads}, Ablation: NoApprox, Model: m, TwoQuadC: c}
+	p := &Proxy{Kind: MPCFormer, Shape: Shape{Layers: len(m.Blocks), Heads: m.Config.Heads}, Ablation: NoApprox, Model: m, TwoQuadC: c}
 	all := make([]int, m.Config.Heads)
 	for i := range all {
 		all[i] = i

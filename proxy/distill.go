@@ -298,7 +298,7 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 		}
 		return loss, nil
 	}
-	return trainLoop(ctx, ts.in, rows, cfg.InVivo, cfg.Seed+uint64(p.Phase.Layers)*31+uint64(p.Phase.Hidden), params, p.Model, step, stage, cfg.Progress, log)
+	return trainLoop(ctx, ts.in, rows, cfg.InVivo, cfg.Seed+uint64(p.Shape.Layers)*31+uint64(p.Shape.Hidden), params, p.Model, step, stage, cfg.Progress, log)
 }
 
 // calibrateEntropy trains the proxy's entropy MLP alone for d.Calibrate
@@ -337,7 +337,7 @@ func (p *Proxy) calibrateEntropy(ctx context.Context, ts *teacherSet, cfg Config
 	batch := max(16, cfg.InVivo.BatchSize)
 	steps := d.Calibrate * ((n + batch - 1) / batch)
 	opt := &nn.AdamW{LR: cfg.InVivo.LR, ClipNorm: 1, WarmupSteps: steps / 20, TotalSteps: steps + 1}
-	rng := nn.NewRNG(cfg.Seed ^ 0x3c6ef372 ^ uint64(p.Phase.Hidden))
+	rng := nn.NewRNG(cfg.Seed ^ 0x3c6ef372 ^ uint64(p.Shape.Hidden))
 	for e := 0; e < d.Calibrate; e++ {
 		perm := rng.Perm(n)
 		sum := 0.0

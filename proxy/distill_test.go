@@ -81,7 +81,7 @@ func TestDistillValidateAndWeights(t *testing.T) {
 // after in-vivo tuning alone.
 func TestDistillCalibration(t *testing.T) {
 	f := getFixture(t)
-	cfg := testConfig(Phase{Layers: 2, Heads: 4, Hidden: 8})
+	cfg := testConfig(Shape{Layers: 2, Heads: 4, Hidden: 8})
 	cfg.Points = 20_000
 	cfg.Distill = &Distill{Weight: 0.8, BalanceClasses: true}
 	res, err := Generate(context.Background(), f.target, f.boot, f.bootLabels, cfg)

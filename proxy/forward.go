@@ -29,8 +29,8 @@ const (
 type Proxy struct {
 	// Kind says how the proxy was made.
 	Kind Kind
-	// Phase is its shape ⟨l, w, d⟩.
-	Phase Phase
+	// Shape is its shape ⟨l, w, d⟩.
+	Shape Shape
 	// Ablation lists the modules kept exact.
 	Ablation Ablation
 	// Model holds the layers; its blocks have no FFN (SelectFormer) and their
@@ -54,12 +54,12 @@ type Proxy struct {
 type needFunc func(module string, d int) (*mlp.MLP, error)
 
 // buildProxy prunes M_g to the phase's shape and substitutes the MLPs.
-func buildProxy(mg *model.Model, ph Phase, ab Ablation, scores [][]float64, need needFunc) (*Proxy, error) {
+func buildProxy(mg *model.Model, ph Shape, ab Ablation, scores [][]float64, need needFunc) (*Proxy, error) {
 	m, err := copyBottom(mg, ph.Layers, 1)
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Kind: SelectFormer, Phase: ph, Ablation: ab, Model: m}
+	p := &Proxy{Kind: SelectFormer, Shape: ph, Ablation: ab, Model: m}
 	for i := range m.Blocks {
 		p.HeadsKept = append(p.HeadsKept, topHeads(scores[i], ph.Heads))
 	}
@@ -337,5 +337,5 @@ func (p *Proxy) tuneInVivo(ctx context.Context, boot model.Input, labels []int, 
 		}
 		return loss, nil
 	}
-	return trainLoop(ctx, boot, labels, cfg.InVivo, cfg.Seed+uint64(p.Phase.Layers)*31+uint64(p.Phase.Hidden), params, p.Model, step, stage, cfg.Progress, log)
+	return trainLoop(ctx, boot, labels, cfg.InVivo, cfg.Seed+uint64(p.Shape.Layers)*31+uint64(p.Shape.Hidden), params, p.Model, step, stage, cfg.Progress, log)
 }

@@ -36,8 +36,8 @@ type Manifest struct {
 	Kind Kind `json:"kind"`
 	// Config is the Hugging Face config.json of the backbone (num layers = l).
 	Config json.RawMessage `json:"config"`
-	// Phase and Ablation describe the proxy.
-	Phase    Phase    `json:"phase"`
+	// Shape (stored as "phase") and Ablation describe the proxy.
+	Shape    Shape    `json:"phase"`
 	Ablation Ablation `json:"ablation"`
 	// HeadsKept lists, per layer, the target's heads that were kept.
 	HeadsKept [][]int `json:"heads_kept"`
@@ -114,7 +114,7 @@ func (p *Proxy) manifest(reports map[string]mlp.Report) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	man := &Manifest{Format: Format, Kind: p.Kind, Config: cfg, Phase: p.Phase, Ablation: p.Ablation,
+	man := &Manifest{Format: Format, Kind: p.Kind, Config: cfg, Shape: p.Shape, Ablation: p.Ablation,
 		HeadsKept: p.HeadsKept, FixedPoint: FixedPointSpec{FracBits: 16, IntBits: 15}, TwoQuadC: p.TwoQuadC}
 	add := func(m *mlp.MLP, module string) {
 		if m == nil {
@@ -166,12 +166,12 @@ func DecodeManifest(b []byte) (*Manifest, *model.Config, error) {
 		return nil, nil, fmt.Errorf("proxy manifest: %w", err)
 	}
 	var errs []error
-	if cfg.Layers != man.Phase.Layers || cfg.Layers <= 0 || cfg.Layers > 1024 || len(man.HeadsKept) != cfg.Layers {
-		errs = append(errs, fmt.Errorf("config has %d layers, phase %d, head lists %d", cfg.Layers, man.Phase.Layers, len(man.HeadsKept)))
+	if cfg.Layers != man.Shape.Layers || cfg.Layers <= 0 || cfg.Layers > 1024 || len(man.HeadsKept) != cfg.Layers {
+		errs = append(errs, fmt.Errorf("config has %d layers, phase %d, head lists %d", cfg.Layers, man.Shape.Layers, len(man.HeadsKept)))
 	}
 	for i, hk := range man.HeadsKept {
-		if len(hk) != man.Phase.Heads || len(hk) == 0 {
-			errs = append(errs, fmt.Errorf("layer %d keeps %d heads, phase says %d", i, len(hk), man.Phase.Heads))
+		if len(hk) != man.Shape.Heads || len(hk) == 0 {
+			errs = append(errs, fmt.Errorf("layer %d keeps %d heads, phase says %d", i, len(hk), man.Shape.Heads))
 		}
 		for _, h := range hk {
 			if h < 0 || h >= cfg.Heads {
@@ -229,7 +229,7 @@ func fromManifest(man *Manifest, cfg *model.Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Kind: man.Kind, Phase: man.Phase, Ablation: man.Ablation, Model: m, HeadsKept: man.HeadsKept, TwoQuadC: man.TwoQuadC}
+	p := &Proxy{Kind: man.Kind, Shape: man.Shape, Ablation: man.Ablation, Model: m, HeadsKept: man.HeadsKept, TwoQuadC: man.TwoQuadC}
 	if err := p.shape(); err != nil {
 		return nil, err
 	}

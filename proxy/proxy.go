@@ -14,8 +14,9 @@ import (
 	"github.com/selectformer/selectformer/proxy/nn"
 )
 
-// Phase is the shape ⟨l, w, d⟩ of one selection phase's proxy.
-type Phase struct {
+// Shape is the shape ⟨l, w, d⟩ of a proxy: the proxy of one phase of the
+// selection schedule (selection.Phase, which adds the fraction it keeps).
+type Shape struct {
 	// Layers is l, the number of bottom layers kept.
 	Layers int `json:"layers"`
 	// Heads is w, the attention heads kept per layer.
@@ -62,8 +63,9 @@ func (c TrainConfig) validate(name string) error {
 
 // Config configures Generate.
 type Config struct {
-	// Phases are the proxies' shapes ⟨l_i, w_i, d_i⟩.
-	Phases []Phase
+	// Phases are the proxies' shapes ⟨l_i, w_i, d_i⟩, one per phase of the
+	// schedule.
+	Phases []Shape
 	// Ablation keeps modules exact (zero value: every module emulated).
 	Ablation Ablation
 	// Tune fine-tunes M_g; InVivo fine-tunes each proxy.

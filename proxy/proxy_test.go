@@ -77,7 +77,7 @@ func getFixture(t *testing.T) *fixture {
 	return fix
 }
 
-func testConfig(phases ...Phase) Config {
+func testConfig(phases ...Shape) Config {
 	return Config{Phases: phases, Tune: TrainConfig{Epochs: 2, BatchSize: 32, LR: 1e-3},
 		InVivo: TrainConfig{Epochs: 4, BatchSize: 16, LR: 5e-4}, Points: 50_000,
 		MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet()}
@@ -87,7 +87,7 @@ func TestGenerateViTMNIST(t *testing.T) {
 	f := getFixture(t)
 	start := time.Now()
 	var progressed int
-	cfg := testConfig(Phase{Layers: 1, Heads: 4, Hidden: 8}, Phase{Layers: 2, Heads: 4, Hidden: 16})
+	cfg := testConfig(Shape{Layers: 1, Heads: 4, Hidden: 8}, Shape{Layers: 2, Heads: 4, Hidden: 16})
 	cfg.Progress = func(Progress) { progressed++ }
 	res, err := Generate(context.Background(), f.target, f.boot, f.bootLabels, cfg)
 	if err != nil {
@@ -109,7 +109,7 @@ func TestGenerateViTMNIST(t *testing.T) {
 	for i, p := range res.Proxies {
 		// Structure: pruned, FFN-free, every nonlinear module an MLP.
 		for li, b := range p.Model.Blocks {
-			if b.FFN != nil || b.Attn.Heads != p.Phase.Heads || len(p.HeadsKept[li]) != p.Phase.Heads {
+			if b.FFN != nil || b.Attn.Heads != p.Shape.Heads || len(p.HeadsKept[li]) != p.Shape.Heads {
 				t.Errorf("proxy %d layer %d: ffn %v, %d heads", i, li, b.FFN != nil, b.Attn.Heads)
 			}
 			if _, ok := b.Attn.Softmax.(*mlp.MLP); !ok {
@@ -119,7 +119,7 @@ func TestGenerateViTMNIST(t *testing.T) {
 				t.Errorf("proxy %d layer %d: invsqrt is %T", i, li, b.LN1.InvSqrt)
 			}
 		}
-		if p.Entropy == nil || p.Entropy.Hidden() != p.Phase.Hidden {
+		if p.Entropy == nil || p.Entropy.Hidden() != p.Shape.Hidden {
 			t.Errorf("proxy %d: entropy MLP %v", i, p.Entropy)
 		}
 		h, err := p.Entropies(f.held, 200)
@@ -136,7 +136,7 @@ func TestGenerateViTMNIST(t *testing.T) {
 		}
 		rhoExact, _ := Spearman(nn.Entropy(lg), f.targetH)
 		t.Logf("proxy %d: Spearman of the exact entropy of its logits %.3f", i, rhoExact)
-		t.Logf("proxy %d %+v: Spearman with the target's entropies on %d held-out digits = %.3f", i, p.Phase, len(h), rho)
+		t.Logf("proxy %d %+v: Spearman with the target's entropies on %d held-out digits = %.3f", i, p.Shape, len(h), rho)
 		if rho < 0.5 {
 			t.Errorf("proxy %d: Spearman %.3f < 0.5", i, rho)
 		}

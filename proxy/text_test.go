@@ -48,7 +48,7 @@ func TestPaddingInvariance(t *testing.T) {
 		a    Ablation
 	}{{"full", Ablation{}}, {"NoAttnSM", NoAttnSM}, {"NoAttnLN", NoAttnLN}, {"NoApprox", NoApprox}} {
 		t.Run(ab.name, func(t *testing.T) {
-			cfg := Config{Phases: []Phase{{Layers: 2, Heads: 1, Hidden: 4}}, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
+			cfg := Config{Phases: []Shape{{Layers: 2, Heads: 1, Hidden: 4}}, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
 				InVivo: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3}, Points: 3000, Seed: 1, Logger: quiet()}
 			res, err := Generate(context.Background(), target, boot, labels, cfg)
 			if err != nil {
@@ -185,7 +185,7 @@ func FuzzDecodeManifest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if man.Phase.Layers != cfg.Layers || len(man.HeadsKept) != cfg.Layers {
+		if man.Shape.Layers != cfg.Layers || len(man.HeadsKept) != cfg.Layers {
 			t.Fatalf("accepted inconsistent manifest %+v", man)
 		}
 		if cfg.Layers <= 4 && cfg.Hidden <= 64 && cfg.Intermediate <= 256 && cfg.NumPatches() <= 64 && cfg.VocabSize <= 1000 && cfg.MaxPositions <= 512 {

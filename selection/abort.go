@@ -81,7 +81,7 @@ func DecodeAbort(b []byte) (party int, reason string, mismatch *MismatchError, e
 	if len(m.Reason) > maxAbortReason || !utf8.ValidString(m.Reason) {
 		return 0, "", nil, fmt.Errorf("selection: abort message: reason of %d bytes", len(m.Reason))
 	}
-	if m.Mismatch != nil && (m.Mismatch.Field == "" || len(m.Mismatch.Field)+len(m.Mismatch.Local)+len(m.Mismatch.Peer) > maxAbortReason) {
+	if m.Mismatch != nil && (m.Mismatch.Field == "" || len(m.Mismatch.Field)+len(m.Mismatch.Local)+len(m.Mismatch.Peer)+len(m.Mismatch.Hint) > maxAbortReason) {
 		return 0, "", nil, fmt.Errorf("selection: abort message: bad mismatch")
 	}
 	return m.Party, m.Reason, m.Mismatch, nil
@@ -143,7 +143,7 @@ func watchAbort(conn *transport.Conn, party int, cancel context.CancelFunc) *abo
 		a.mu.Lock()
 		a.peer = &PeerAbortError{Party: 1 - party, Reason: reason}
 		if mm != nil {
-			a.mm = &MismatchError{Field: mm.Field, Local: mm.Peer, Peer: mm.Local}
+			a.mm = &MismatchError{Field: mm.Field, Local: mm.Peer, Peer: mm.Local, Hint: mm.Hint}
 		}
 		a.mu.Unlock()
 		cancel()

@@ -2,16 +2,8 @@ package selection
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
-
-	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
 // A finished batch's shares live in their own file, written once, so that a
@@ -83,107 +75,4 @@ func DecodeBatchFile(b []byte) (party, phase int, bs BatchShares, err error) {
 		bs.Shares[i] = binary.LittleEndian.Uint64(b[head+8*i:])
 	}
 	return party, int(ph), bs, nil
-}
-
-func phaseDir(dir string, party, phase int) string {
-	return filepath.Join(dir, fmt.Sprintf("batches-p%d", party), fmt.Sprintf("phase-%d", phase))
-}
-
-func batchPath(dir string, party, phase, batch int) string {
-	return filepath.Join(phaseDir(dir, party, phase), fmt.Sprintf("batch-%d.bin", batch))
-}
-
-// writeAtomic writes b to path (mode 0600, creating its directory): a crash
-// leaves either the old file or the new one, never a partial one.
-func writeAtomic(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, b, 0o600)
-}
-
-// saveBatch checkpoints one finished batch.
-func saveBatch(dir string, party, phase int, bs BatchShares) error {
-	if err := writeAtomic(batchPath(dir, party, phase, bs.Batch), encodeBatch(batchFile{Party: party, Phase: phase, BatchShares: bs})); err != nil {
-		return fmt.Errorf("selection: checkpoint batch %d of phase %d: %w", bs.Batch, phase, err)
-	}
-	return nil
-}
-
-// loadBatches reads the batch files of s's phases.
-func (s *State) loadBatches(dir string) error {
-	for i := range s.Phases {
-		pd := phaseDir(dir, s.Party, i)
-		ents, err := os.ReadDir(pd)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return &StateError{Path: pd, Err: err}
-		}
-		for _, e := range ents {
-			name := e.Name()
-			if !strings.HasPrefix(name, "batch-") || !strings.HasSuffix(name, ".bin") {
-				continue // temporary files of an interrupted write
-			}
-			nb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "batch-"), ".bin"))
-			if err != nil {
-				continue
-			}
-			path := filepath.Join(pd, name)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return &StateError{Path: path, Err: err}
-			}
-			party, phase, bs, err := DecodeBatchFile(b)
-			if err != nil {
-				return &StateError{Path: path, Err: err}
-			}
-			if party != s.Party || phase != i || bs.Batch != nb {
-				return &StateError{Path: path, Err: fmt.Errorf("holds party %d phase %d batch %d", party, phase, bs.Batch)}
-			}
-			s.Phases[i].Batches = append(s.Phases[i].Batches, bs)
-		}
-	}
-	return nil
-}
-
-// pruneBatches removes the batch files that s no longer holds (after
-// reconcile), so that stale shares can never be mixed with recomputed ones.
-func (s *State) pruneBatches(dir string) error {
-	root := filepath.Join(dir, fmt.Sprintf("batches-p%d", s.Party))
-	ents, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("selection: prune state: %w", err)
-	}
-	for _, e := range ents {
-		ph, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "phase-"))
-		if err != nil || ph >= len(s.Phases) {
-			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
-				return fmt.Errorf("selection: prune state: %w", err)
-			}
-			continue
-		}
-		keep := map[int]bool{}
-		for _, b := range s.Phases[ph].Batches {
-			keep[b.Batch] = true
-		}
-		pd := filepath.Join(root, e.Name())
-		files, err := os.ReadDir(pd)
-		if err != nil {
-			return fmt.Errorf("selection: prune state: %w", err)
-		}
-		for _, f := range files {
-			nb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f.Name(), "batch-"), ".bin"))
-			if err != nil || !keep[nb] {
-				if err := os.Remove(filepath.Join(pd, f.Name())); err != nil {
-					return fmt.Errorf("selection: prune state: %w", err)
-				}
-			}
-		}
-	}
-	return nil
 }

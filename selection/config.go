@@ -18,10 +18,12 @@ import (
 // handshake.
 const ProtocolVersion = 1
 
-// Step is one phase of the schedule.
-type Step struct {
+// Phase is one phase of the schedule: the shape of its proxy and the
+// fraction of the candidates it keeps (ParseSchedule reads a list of them
+// from "l:w:d@keep,...").
+type Phase struct {
 	// Proxy is the shape ⟨l, w, d⟩ of the phase's proxy.
-	Proxy proxy.Phase `json:"proxy"`
+	Proxy proxy.Shape `json:"proxy"`
 	// Keep is the fraction of the candidates (the pool without the bootstrap
 	// sample) that survive this phase, e.g. 0.3. The last phase ignores it
 	// and keeps Budget − Bootstrap.
@@ -53,7 +55,7 @@ type Params struct {
 	// labelled by the model owner).
 	Bootstrap int `json:"bootstrap"`
 	// Schedule is the list of phases, at least one.
-	Schedule []Step `json:"schedule"`
+	Schedule []Phase `json:"schedule"`
 	// FixedPoint is the encoding (share.DefaultFixedPoint when zero).
 	FixedPoint share.FixedPoint `json:"fixed_point"`
 	// BatchSize is the number of candidates per secure forward (64 when 0).
@@ -131,9 +133,10 @@ func (p Params) keep(i int) int {
 	return int(float64(p.PoolSize-p.Bootstrap)*p.Schedule[i].Keep + 0.5)
 }
 
-// Phases returns the proxy shapes of the schedule (for proxy.Config.Phases).
-func (p Params) Phases() []proxy.Phase {
-	out := make([]proxy.Phase, len(p.Schedule))
+// Shapes returns the proxy shapes of the schedule's phases (for
+// proxy.Config.Phases).
+func (p Params) Shapes() []proxy.Shape {
+	out := make([]proxy.Shape, len(p.Schedule))
 	for i, s := range p.Schedule {
 		out[i] = s.Proxy
 	}
@@ -197,7 +200,8 @@ type ModelOwner struct {
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
-	// hashing Target's (or the first proxy's) embedding tables.
+	// hashing Target's (or the first proxy's) embedding tables
+	// (model.EmbeddingHash).
 	EmbeddingHash string
 	// StateDir, if set, holds the checkpoint (see the package comment).
 	StateDir string
@@ -222,7 +226,7 @@ type DataOwner struct {
 	// Evaluator, if set, replaces the secure forward.
 	Evaluator Evaluator
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
-	// hashing Embedding's tables.
+	// hashing Embedding's tables (model.EmbeddingHash).
 	EmbeddingHash string
 	// StateDir, if set, holds the checkpoint (see the package comment),
 	// including the record of the bootstrap sample sent. Without it the
@@ -277,9 +281,13 @@ type Appraisal struct {
 // Result is the outcome of a selection; both parties get the same one
 // (statistics apart).
 type Result struct {
-	// Selected holds the pool indices of the final set, ascending.
+	// Selected holds the pool indices the secure selection chose among the
+	// candidates (the pool without the bootstrap sample), ascending:
+	// Budget − Bootstrap of them. What the model owner buys is Selected
+	// plus Bootstrap, Budget points in all.
 	Selected []int `json:"selected"`
-	// Bootstrap holds the pool indices of the bootstrap sample.
+	// Bootstrap holds the pool indices of the bootstrap sample, which the
+	// data owner sent in the clear for the model owner to label (bought too).
 	Bootstrap []int `json:"bootstrap"`
 	// Survivors holds each phase's surviving pool indices, ascending.
 	Survivors [][]int `json:"survivors"`

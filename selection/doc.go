@@ -5,17 +5,74 @@
 // Result: the selected pool indices, per-phase statistics and, if asked, an
 // appraisal.
 //
+// # Example
+//
+// A whole selection in one process (Example, run by go test; its helpers
+// tinyViT, randomImages and labelBootstrap are in example_test.go): the
+// model owner with its target model, the data owner with its pool and the
+// public checkpoint's embedding tables, an in-process dealer and a pipe.
+// Between hosts each party runs its half alone, over transport.Listen /
+// transport.Dial and a networked dealer (beaver.Connect): see
+// ExampleModelOwner_Run and ExampleDataOwner_Run.
+//
+//	ctx := context.Background()
+//	target, pool := tinyViT(), randomImages(64) // the model owner's model, the data owner's pool
+//	schedule, _ := selection.ParseSchedule("1:2:8@0.5,2:2:8")
+//	params := selection.Params{PoolSize: 64, Budget: 20, Bootstrap: 16, Schedule: schedule} // public, equal on both sides
+//	quiet := slog.New(slog.DiscardHandler)
+//
+//	dealer, _ := beaver.NewDealer()               // beaver.Connect(ctx, dealerConn, party) between hosts
+//	c0, c1 := transport.Pipe(transport.Options{}) // transport.Listen / transport.Dial between hosts
+//	defer c0.Close()
+//	defer c1.Close()
+//	var res [2]*selection.Result
+//	var errs [2]error
+//	var wg sync.WaitGroup
+//	wg.Add(2)
+//	go func() { // model owner (party 0)
+//		defer wg.Done()
+//		prov, _ := dealer.Provider(0)
+//		mo := &selection.ModelOwner{Params: params, Target: target, Generate: proxy.Config{Seed: 1},
+//			Label: labelBootstrap, Logger: quiet}
+//		res[0], errs[0] = mo.Run(ctx, c0, prov)
+//	}()
+//	go func() { // data owner (party 1)
+//		defer wg.Done()
+//		prov, _ := dealer.Provider(1)
+//		do := &selection.DataOwner{Params: params, Pool: pool, Embedding: target, Logger: quiet}
+//		res[1], errs[1] = do.Run(ctx, c1, prov)
+//	}()
+//	wg.Wait()
+//	if errs[0] != nil || errs[1] != nil {
+//		fmt.Println(errs[0], errs[1])
+//		return
+//	}
+//	r := res[0]
+//	fmt.Println("both parties agree:", fmt.Sprint(r.Selected) == fmt.Sprint(res[1].Selected))
+//	fmt.Printf("buy %d points: the bootstrap (%d, already sent) and the selected (%d)\n",
+//		len(r.Bootstrap)+len(r.Selected), len(r.Bootstrap), len(r.Selected))
+//	for i, ph := range r.Phases {
+//		fmt.Printf("phase %d kept %d of %d candidates\n", i+1, ph.Out, ph.In)
+//	}
+//
+// What you buy is Result.Bootstrap (the sample the data owner sent in the
+// clear for the model owner to label) plus Result.Selected (the points the
+// secure selection chose among the rest): Params.Budget points in all.
+//
 // # Flow
 //
 //  1. Handshake in the clear (stream StreamControl): protocol version,
 //     fixed-point parameters, pool size, budget, bootstrap size, schedule,
 //     batch size, workers, appraisal mode, the SHA-256 of the public embedding
-//     tables (EmbeddingHash) and a hash of each side's whole view. Any
+//     tables (model.EmbeddingHash) and a hash of each side's whole view. Any
 //     difference ends the run with a *MismatchError naming the field and both
 //     values (Field is one of version, party, fixed_point.frac_bits,
 //     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
-//     batch_size, workers, appraisal, embedding_hash, view_hash). The data
-//     owner also announces the padded sequence length.
+//     batch_size, workers, appraisal, embedding_hash, view_hash). An
+//     embedding_hash mismatch shows both hashes short and says what to do
+//     (EmbeddingHint: the proxies share the target's embedding tables, so
+//     both parties load the same checkpoint, and fine-tuning freezes the
+//     embeddings). The data owner also announces the padded sequence length.
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
 //     the bootstrap sample and every QuickSelect pivot (share.NewPRG).
@@ -30,7 +87,8 @@
 //     proxy's weights are shared once per phase on the control session
 //     (StreamSession); the batches run on Params.Workers slots, slot w on
 //     stream StreamSlotBase+w with its own protocol session, taking the
-//     pending batches w, w+W, ... (the only batch loop, forwardBatches).
+//     pending batches w, w+W, ... (one batch scheduler assigns batches to
+//     slots and positions the provider's counters).
 //     Then TopK keeps the phase's quota by QuickSelect on the shared
 //     entropies, revealing only comparison bits.
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
@@ -101,7 +159,7 @@
 //
 // Correlated randomness is keyed by a dealer session drawn from the joint
 // coin (SHA-256 of the coin seed, so both parties contribute to it): Run
-// binds the provider to it (beaver.BindSession) before drawing any
+// binds the provider to it (beaver.Provider.BindSession) before drawing any
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. Within
 // a session, correlated randomness is never reused: every run is a new

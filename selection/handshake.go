@@ -2,17 +2,12 @@ package selection
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -22,12 +17,43 @@ import (
 type MismatchError struct {
 	// Field is the parameter's name, e.g. "budget".
 	Field string
-	// Local and Peer are the two values, formatted.
+	// Local and Peer are the two values, formatted (hashes shortened).
 	Local, Peer string
+	// Hint, if set, says how to resolve the mismatch.
+	Hint string `json:",omitempty"`
 }
 
 func (e *MismatchError) Error() string {
-	return fmt.Sprintf("selection: handshake: %s mismatch: local %s, peer %s", e.Field, e.Local, e.Peer)
+	s := fmt.Sprintf("selection: handshake: %s mismatch: local %s, peer %s", e.Field, e.Local, e.Peer)
+	if e.Hint != "" {
+		s += ": " + e.Hint
+	}
+	return s
+}
+
+// EmbeddingHint is the Hint of an embedding_hash mismatch.
+const EmbeddingHint = "the two parties embed with different tables; the proxies share the target's embedding tables, " +
+	"so both parties must load the same checkpoint (the data owner's Embedding is the model owner's target checkpoint " +
+	"or the pretrained one it was fine-tuned from), and fine-tuning the target must freeze its embeddings " +
+	"(model.TrainConfig.FreezeEmbeddings)"
+
+// shortHashes shortens two differing hashes to 12 hex digits for display,
+// keeping as many digits as it takes to tell them apart.
+func shortHashes(a, b string) (string, string) {
+	n := 12
+	for n < max(len(a), len(b)) && len(a) > n && len(b) > n && a[:n] == b[:n] {
+		n += 4
+	}
+	cut := func(s string) string {
+		switch {
+		case s == "":
+			return "(none)"
+		case len(s) > n:
+			return s[:n] + "…"
+		}
+		return s
+	}
+	return cut(a), cut(b)
 }
 
 // hello is what each party announces in the clear before anything secret.
@@ -39,7 +65,7 @@ type hello struct {
 	PoolSize      int     `json:"pool_size"`
 	Budget        int     `json:"budget"`
 	Bootstrap     int     `json:"bootstrap"`
-	Schedule      []Step  `json:"schedule"`
+	Schedule      []Phase `json:"schedule"`
 	BatchSize     int     `json:"batch_size"`
 	Workers       int     `json:"workers"`
 	Appraisal     string  `json:"appraisal"`
@@ -97,6 +123,10 @@ func compareHello(local, peer hello) error {
 			if c.field == "party" {
 				return &MismatchError{Field: "party", Local: fmt.Sprint(local.Party), Peer: fmt.Sprint(peer.Party) + " (both claim the same role)"}
 			}
+			if c.field == "embedding_hash" {
+				l, p := shortHashes(local.EmbeddingHash, peer.EmbeddingHash)
+				return &MismatchError{Field: c.field, Local: l, Peer: p, Hint: EmbeddingHint}
+			}
 			return &MismatchError{Field: c.field, Local: fmt.Sprint(c.l), Peer: fmt.Sprint(c.p)}
 		}
 	}
@@ -137,65 +167,30 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 	return nil
 }
 
-// coinToss runs the commit–reveal coin toss: party 0 commits to r0 with
-// SHA-256, party 1 sends r1, party 0 opens r0; the seed is SHA-256(r0‖r1).
-// Neither party can bias it: party 0 is bound by its commitment before it
-// sees r1, and party 1 sees only a hiding commitment before choosing r1.
-func coinToss(ctx context.Context, st *transport.Stream, party int) (share.Seed, error) {
-	var seed share.Seed
-	var mine [32]byte
-	if _, err := rand.Read(mine[:]); err != nil {
-		return seed, fmt.Errorf("selection: coin toss: %w", err)
-	}
-	commit := func(r []byte) []byte {
-		h := sha256.New()
-		h.Write([]byte("selectformer/selection/coin-commit/v1"))
-		h.Write(r)
-		return h.Sum(nil)
-	}
-	finish := func(r0, r1 []byte) share.Seed {
-		h := sha256.New()
-		h.Write([]byte("selectformer/selection/coin-seed/v1"))
-		h.Write(r0)
-		h.Write(r1)
-		var s share.Seed
-		copy(s[:], h.Sum(nil))
-		return s
-	}
-	if party == 0 {
-		if err := st.SendBytes(ctx, commit(mine[:])); err != nil {
-			return seed, fmt.Errorf("selection: coin toss: send commitment: %w", err)
-		}
-		r1, err := st.RecvBytes(ctx)
-		if err != nil {
-			return seed, fmt.Errorf("selection: coin toss: receive: %w", err)
-		}
-		if len(r1) != 32 {
-			return seed, fmt.Errorf("selection: coin toss: peer coin of %d bytes", len(r1))
-		}
-		if err := st.SendBytes(ctx, mine[:]); err != nil {
-			return seed, fmt.Errorf("selection: coin toss: open: %w", err)
-		}
-		return finish(mine[:], r1), nil
-	}
-	c, err := st.RecvBytes(ctx)
-	if err != nil {
-		return seed, fmt.Errorf("selection: coin toss: receive commitment: %w", err)
-	}
-	if len(c) != sha256.Size {
-		return seed, fmt.Errorf("selection: coin toss: commitment of %d bytes", len(c))
-	}
-	if err := st.SendBytes(ctx, mine[:]); err != nil {
-		return seed, fmt.Errorf("selection: coin toss: send: %w", err)
-	}
-	r0, err := st.RecvBytes(ctx)
-	if err != nil {
-		return seed, fmt.Errorf("selection: coin toss: receive opening: %w", err)
-	}
-	if len(r0) != 32 || subtle.ConstantTimeCompare(commit(r0), c) != 1 {
-		return seed, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment")
-	}
-	return finish(r0, mine[:]), nil
+// The coin toss is commit–reveal: party 0 commits to r0 with SHA-256
+// (coinCommit), party 1 sends r1, party 0 opens r0; the seed is
+// SHA-256(r0‖r1) (coinSeed). Neither party can bias it: party 0 is bound by
+// its commitment before it sees r1, and party 1 sees only a hiding
+// commitment before choosing r1. The two sides are tossCoinModelOwner and
+// tossCoinDataOwner.
+
+// coinCommit is party 0's commitment to its contribution r.
+func coinCommit(r []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte("selectformer/selection/coin-commit/v1"))
+	h.Write(r)
+	return h.Sum(nil)
+}
+
+// coinSeed is the joint coin of the contributions r0 and r1.
+func coinSeed(r0, r1 []byte) share.Seed {
+	h := sha256.New()
+	h.Write([]byte("selectformer/selection/coin-seed/v1"))
+	h.Write(r0)
+	h.Write(r1)
+	var s share.Seed
+	copy(s[:], h.Sum(nil))
+	return s
 }
 
 // dealerSession derives the dealer session id from the joint coin seed =
@@ -210,50 +205,4 @@ func dealerSession(seed share.Seed) beaver.SessionID {
 	var id beaver.SessionID
 	copy(id[:], h.Sum(nil))
 	return id
-}
-
-// EmbeddingHash returns the hex SHA-256 of m's public embedding tables (token,
-// position and type embeddings and the embedding LayerNorm, or ViT's patch
-// projection, class token and position embeddings), compared in the handshake
-// so that both parties embed with the same public checkpoint.
-func EmbeddingHash(m *model.Model) (string, error) {
-	if m == nil {
-		return "", fmt.Errorf("selection: embedding hash of a nil model")
-	}
-	h := sha256.New()
-	fmt.Fprintf(h, "family=%s hidden=%d\n", m.Config.Family, m.Config.Hidden)
-	add := func(name string, p *nn.Param) {
-		if p == nil || p.Value == nil {
-			return
-		}
-		fmt.Fprintf(h, "%s %v\n", name, p.Value.Shape)
-		var b [8]byte
-		for _, v := range p.Value.Data {
-			u := math.Float64bits(v)
-			for i := range b {
-				b[i] = byte(u >> (8 * i))
-			}
-			h.Write(b[:])
-		}
-	}
-	if m.Word != nil {
-		add("word", m.Word.Table)
-	}
-	if m.Position != nil {
-		add("position", m.Position.Table)
-	}
-	if m.TokenType != nil {
-		add("token_type", m.TokenType.Table)
-	}
-	if m.EmbLN != nil {
-		add("emb_ln.gamma", m.EmbLN.Gamma)
-		add("emb_ln.beta", m.EmbLN.Beta)
-	}
-	if m.Patch != nil {
-		add("patch.w", m.Patch.W)
-		add("patch.b", m.Patch.B)
-	}
-	add("cls", m.CLS)
-	add("pos_emb", m.PosEmb)
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -137,3 +137,16 @@ func quantize(fp share.FixedPoint, v float64) float64 {
 }
 
 var _ = math.Abs
+
+// coinToss runs party's side of the coin toss.
+func coinToss(ctx context.Context, st *transport.Stream, party int) (share.Seed, error) {
+	if party == 0 {
+		return tossCoinModelOwner(ctx, st)
+	}
+	return tossCoinDataOwner(ctx, st)
+}
+
+// phaseDir is the directory of party's batch files of phase in dir.
+func phaseDir(dir string, party, phase int) string {
+	return (&checkpointStore{dir: dir, party: party}).phaseDir(phase)
+}

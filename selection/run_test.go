@@ -25,7 +25,7 @@ func testValue(phase, idx int) float64 {
 
 func testParams() Params {
 	return Params{PoolSize: 240, Budget: 40, Bootstrap: 10, BatchSize: 16, Workers: 3,
-		Schedule: []Step{{Proxy: proxy.Phase{Layers: 1, Heads: 1, Hidden: 2}, Keep: 0.5}, {Proxy: proxy.Phase{Layers: 2, Heads: 1, Hidden: 4}}}}
+		Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 1, Hidden: 2}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 1, Hidden: 4}}}}
 }
 
 type runCfg struct {
@@ -167,8 +167,8 @@ func TestParamsValidate(t *testing.T) {
 		{"budget small", func(p *Params) { p.Budget = p.Bootstrap }},
 		{"budget large", func(p *Params) { p.Budget = p.PoolSize + 1 }},
 		{"empty schedule", func(p *Params) { p.Schedule = nil }},
-		{"keep", func(p *Params) { p.Schedule = []Step{{Keep: 0}, {}} }},
-		{"keep too small", func(p *Params) { p.Schedule = []Step{{Keep: 0.01}, {}} }},
+		{"keep", func(p *Params) { p.Schedule = []Phase{{Keep: 0}, {}} }},
+		{"keep too small", func(p *Params) { p.Schedule = []Phase{{Keep: 0.01}, {}} }},
 		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
 		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
 		{"fixed point", func(p *Params) { p.FixedPoint = share.FixedPoint{FracBits: 40, IntBits: 40} }},
@@ -398,6 +398,53 @@ func TestProgressCallback(t *testing.T) {
 	for phase, want := range []int{15, 8} {
 		if pr := last[phase]; pr.Done != want || pr.Total != want || pr.ETA != 0 || pr.Rate <= 0 {
 			t.Errorf("phase %d final progress %+v", phase, pr)
+		}
+	}
+}
+
+// TestEmbeddingMismatchHint: parties whose embedding tables differ get an
+// error that shows both hashes short and says what to do (load the same
+// checkpoint, freeze the embeddings when fine-tuning), on both sides.
+func TestEmbeddingMismatchHint(t *testing.T) {
+	p := testParams()
+	h0 := strings.Repeat("ab", 32)
+	h1 := strings.Repeat("cd", 32)
+	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, embHash: [2]string{h0, h1}})
+	for i, err := range errs {
+		var me *MismatchError
+		if !errors.As(err, &me) || me.Field != "embedding_hash" {
+			t.Fatalf("party %d: %v (want an embedding_hash mismatch)", i, err)
+		}
+		mine, theirs := h0, h1
+		if i == 1 {
+			mine, theirs = h1, h0
+		}
+		if me.Local != mine[:12]+"…" || me.Peer != theirs[:12]+"…" {
+			t.Errorf("party %d: hashes shown as %q, %q", i, me.Local, me.Peer)
+		}
+		for _, want := range []string{"same checkpoint", "freeze its embeddings", "FreezeEmbeddings"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("party %d: error %q lacks the hint %q", i, err, want)
+			}
+		}
+	}
+}
+
+// TestShortHashes: hashes are shown by 12 hex digits, more when needed to
+// tell them apart; short values stay whole and an empty one is "(none)".
+func TestShortHashes(t *testing.T) {
+	a64, b64 := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	same20 := strings.Repeat("a", 20)
+	cases := []struct{ a, b, wa, wb string }{
+		{"emb", "other", "emb", "other"},
+		{a64, b64, a64[:12] + "…", b64[:12] + "…"},
+		{same20 + "x" + a64[:43], same20 + "y" + a64[:43], same20 + "xaaa…", same20 + "yaaa…"},
+		{"", "abc", "(none)", "abc"},
+	}
+	for _, c := range cases {
+		a, b := shortHashes(c.a, c.b)
+		if a != c.wa || b != c.wb {
+			t.Errorf("shortHashes(%q, %q) = %q, %q; want %q, %q", c.a, c.b, a, b, c.wa, c.wb)
 		}
 	}
 }

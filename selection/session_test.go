@@ -21,84 +21,20 @@ type recorder struct {
 	words []uint64
 }
 
-func (r *recorder) add(parts ...[]uint64) {
+func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
+	m, err := r.Provider.Material(ctx, q)
+	if err != nil {
+		return m, err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, p := range parts {
+	for i, p := range m.Parts {
+		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(p) > 0 {
+			p = p[:len(p)-1] // the tail word has its high bits cleared
+		}
 		r.words = append(r.words, p...)
 	}
-}
-
-func (r *recorder) BindSession(ctx context.Context, id beaver.SessionID) error {
-	return beaver.BindSession(ctx, r.Provider, id)
-}
-
-func (r *recorder) Session() (beaver.SessionID, bool) {
-	return r.Provider.(beaver.SessionBinder).Session()
-}
-
-func (r *recorder) Triples(ctx context.Context, stream uint32, n int) (beaver.Triple, error) {
-	t, err := r.Provider.Triples(ctx, stream, n)
-	r.add(t.A, t.B, t.C)
-	return t, err
-}
-
-func (r *recorder) SquarePairs(ctx context.Context, stream uint32, n int) (beaver.SquarePair, error) {
-	t, err := r.Provider.SquarePairs(ctx, stream, n)
-	r.add(t.A, t.A2)
-	return t, err
-}
-
-func (r *recorder) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (beaver.Triple, error) {
-	t, err := r.Provider.MatTriples(ctx, stream, batch, m, k, n)
-	r.add(t.A, t.B, t.C)
-	return t, err
-}
-
-func (r *recorder) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
-	m, err := r.Provider.WeightMask(ctx, id, k, n)
-	r.add(m)
-	return m, err
-}
-
-func (r *recorder) WeightTriple(ctx context.Context, stream uint32, id uint64, m, k, n int) (beaver.WeightTriple, error) {
-	t, err := r.Provider.WeightTriple(ctx, stream, id, m, k, n)
-	r.add(t.A, t.C)
-	return t, err
-}
-
-func (r *recorder) WeightVectorTriple(ctx context.Context, stream uint32, id uint64, m, n int) (beaver.WeightTriple, error) {
-	t, err := r.Provider.WeightVectorTriple(ctx, stream, id, m, n)
-	r.add(t.A, t.C)
-	return t, err
-}
-
-func (r *recorder) ANDTriples(ctx context.Context, stream uint32, words int) (beaver.BitTriple, error) {
-	t, err := r.Provider.ANDTriples(ctx, stream, words)
-	r.add(t.A, t.B, t.C)
-	return t, err
-}
-
-func (r *recorder) CrossANDTriples(ctx context.Context, stream uint32, words int) (beaver.BitTriple, error) {
-	t, err := r.Provider.CrossANDTriples(ctx, stream, words)
-	r.add(t.A, t.B, t.C)
-	return t, err
-}
-
-func (r *recorder) TruncPairs(ctx context.Context, stream uint32, n int, f uint) (beaver.TruncPair, error) {
-	t, err := r.Provider.TruncPairs(ctx, stream, n, f)
-	r.add(t.R, t.MSB, t.LowShifted)
-	return t, err
-}
-
-func (r *recorder) BitPairs(ctx context.Context, stream uint32, n int) (beaver.BitPair, error) {
-	t, err := r.Provider.BitPairs(ctx, stream, n)
-	packed := t.Packed
-	if n%64 != 0 && len(packed) > 0 {
-		packed = packed[:len(packed)-1] // the tail word has its high bits cleared
-	}
-	r.add(packed, t.Arith, t.A, t.AR)
-	return t, err
+	return m, nil
 }
 
 // netRun runs one selection between the two parties over a Pipe, each with

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -216,55 +214,6 @@ func (s *State) seed() (share.Seed, error) {
 	}
 	copy(seed[:], b)
 	return seed, nil
-}
-
-// loadState reads party's checkpoint from dir; a missing file gives nil.
-// A file that cannot be read or decoded is a *StateError.
-func loadState(dir string, party int) (*State, error) {
-	path := StateFile(dir, party)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, &StateError{Path: path, Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, &StateError{Path: path, Err: err}
-	}
-	if fi.Size() > maxStateFile {
-		return nil, &StateError{Path: path, Err: fmt.Errorf("%d bytes", fi.Size())}
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
-		return nil, &StateError{Path: path, Err: err}
-	}
-	s, err := DecodeState(b)
-	if err != nil {
-		return nil, &StateError{Path: path, Err: err}
-	}
-	if s.Party != party {
-		return nil, &StateError{Path: path, Err: fmt.Errorf("belongs to party %d", s.Party)}
-	}
-	if err := s.loadBatches(dir); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// save writes the state file atomically (see writeAtomic); batch shares
-// are written separately by saveBatch.
-func (s *State) save(dir string) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("selection: save state: %w", err)
-	}
-	if err := writeAtomic(StateFile(dir, s.Party), b); err != nil {
-		return fmt.Errorf("selection: save state: %w", err)
-	}
-	return nil
 }
 
 // summary is what a party tells its peer about its checkpoint, so that both

@@ -41,8 +41,9 @@ func checkWeights(what string, ps []*nn.Param) error {
 	return nil
 }
 
-// check validates the model owner's inputs; it fills e.embHash.
-func (m *ModelOwner) check(e *engine) error {
+// check validates the model owner's inputs; it fills d.embHash.
+func (d *modelOwnerRun) check() error {
+	m, e := d.m, d
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (m *ModelOwner) check(e *engine) error {
 			src = m.Proxies[0].Model
 		}
 		if src != nil {
-			h, err := EmbeddingHash(src)
+			h, err := model.EmbeddingHash(src)
 			if err != nil {
 				return err
 			}
@@ -108,7 +109,7 @@ func (m *ModelOwner) check(e *engine) error {
 // schedule's phases and m's logger.
 func (m *ModelOwner) generateConfig(p Params) proxy.Config {
 	cfg := m.Generate
-	cfg.Phases = p.Phases()
+	cfg.Phases = p.Shapes()
 	if cfg.Logger == nil {
 		cfg.Logger = m.Logger
 	}
@@ -117,20 +118,21 @@ func (m *ModelOwner) generateConfig(p Params) proxy.Config {
 
 // checkProxy checks a proxy's weights and that its shape is the schedule's
 // (zero fields of the schedule's proxy match any value).
-func checkProxy(i int, px *proxy.Proxy, st Step) error {
+func checkProxy(i int, px *proxy.Proxy, st Phase) error {
 	if err := checkWeights(fmt.Sprintf("proxy of phase %d", i), px.Params()); err != nil {
 		return err
 	}
-	sp, a := st.Proxy, px.Phase
+	sp, a := st.Proxy, px.Shape
 	if sp.Layers != 0 && a.Layers != sp.Layers || sp.Heads != 0 && a.Heads != sp.Heads || sp.Hidden != 0 && a.Hidden != sp.Hidden {
 		return fmt.Errorf("selection: model owner: the proxy of phase %d is ⟨%d, %d, %d⟩, the schedule says %+v", i, a.Layers, a.Heads, a.Hidden, sp)
 	}
 	return nil
 }
 
-// check validates the data owner's inputs; it fills e.eval, e.embHash and
-// e.seq.
-func (d *DataOwner) check(e *engine) error {
+// check validates the data owner's inputs; it fills r.eval, r.embHash and
+// r.seq.
+func (r *dataOwnerRun) check() error {
+	d, e := r.d, r
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
@@ -155,7 +157,7 @@ func (d *DataOwner) check(e *engine) error {
 		}
 		e.embHash = d.EmbeddingHash
 		if e.embHash == "" {
-			h, err := EmbeddingHash(d.Embedding)
+			h, err := model.EmbeddingHash(d.Embedding)
 			if err != nil {
 				return err
 			}
@@ -236,17 +238,6 @@ func checkPool(cfg model.Config, pool model.Input) error {
 				}
 			}
 		}
-	}
-	return nil
-}
-
-// checkProvider checks the connection's provider.
-func (e *engine) checkProvider() error {
-	if e.prov == nil {
-		return fmt.Errorf("selection: party %d: nil provider", e.party)
-	}
-	if e.prov.Party() != e.party {
-		return fmt.Errorf("selection: party %d given a provider of party %d", e.party, e.prov.Party())
 	}
 	return nil
 }

@@ -19,6 +19,14 @@
 // bit-identical results. A right-hand operand used many times (weights) can be
 // packed once with PackMatrix and multiplied with MatMulPackedInto.
 //
+// The protocols' whole products go through a GEMM backend (GEMM, GEMMBackend,
+// WeightMatrix), chosen at run time: SetGEMM, else the SELECTFORMER_GEMM
+// environment variable (cpu, cuda, limb-gonum), else cuda when it is compiled
+// in (build tag cuda) and a device opens, else cpu. The non-CPU backends use
+// the exact limb method (limb.go): 16-bit limbs multiplied by float64 GEMMs
+// whose every partial sum is an exact integer, recombined modulo 2^64, so all
+// backends give bit-identical results.
+//
 // Nothing in this package talks to a network or knows about parties beyond the
 // index (0 or 1) used to decide which party adds a public constant.
 //

@@ -418,7 +418,7 @@ func TestStalledPeer(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("send to a stalled peer: %v", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("took %v", d)
 	}
 	// The interrupted write corrupted the framing: the connection is dead.
@@ -470,7 +470,7 @@ func TestCloseUnblocksEverything(t *testing.T) {
 					t.Errorf("got %v, want ErrClosed", err)
 				}
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			if d := time.Since(start); d > 5*time.Second {
 				t.Fatalf("unblocking took %v", d)
 			}
 		})

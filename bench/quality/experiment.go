@@ -41,7 +41,7 @@ var AllMethods = []string{Random, Oracle, OracleCkpt, OursMPC, Ours, OursPaper, 
 // keeps, as a multiple of the final selection (the last phase keeps the
 // final selection).
 type Shape struct {
-	Proxy proxy.Phase
+	Proxy proxy.Shape
 	Times float64
 }
 
@@ -85,7 +85,7 @@ type Fidelity struct {
 	// Variant names the generation; Phase is the schedule position.
 	Variant string
 	Phase   int
-	Shape   proxy.Phase
+	Shape   proxy.Shape
 	// Oracle and Checkpoint are the correlations with the adapted and the
 	// unadapted target's entropies.
 	Oracle, Checkpoint float64
@@ -190,7 +190,7 @@ func params(n, boot, final int, sched []Shape) (selection.Params, error) {
 	cands := float64(n - boot)
 	for _, s := range sched {
 		keep := min(1, s.Times*float64(final)/cands)
-		p.Schedule = append(p.Schedule, selection.Step{Proxy: s.Proxy, Keep: keep})
+		p.Schedule = append(p.Schedule, selection.Phase{Proxy: s.Proxy, Keep: keep})
 	}
 	p.Schedule[len(p.Schedule)-1].Keep = 0
 	if err := p.Validate(); err != nil {
@@ -199,8 +199,8 @@ func params(n, boot, final int, sched []Shape) (selection.Params, error) {
 	return p, nil
 }
 
-func phasesOf(sched []Shape) []proxy.Phase {
-	out := make([]proxy.Phase, len(sched))
+func phasesOf(sched []Shape) []proxy.Shape {
+	out := make([]proxy.Shape, len(sched))
 	for i, s := range sched {
 		out[i] = s.Proxy
 	}
@@ -380,13 +380,13 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 			if err != nil {
 				return err
 			}
-			sr.Fidelity = append(sr.Fidelity, Fidelity{Variant: variant, Phase: i, Shape: p.Phase, Oracle: a, Checkpoint: b, Logits: c})
+			sr.Fidelity = append(sr.Fidelity, Fidelity{Variant: variant, Phase: i, Shape: p.Shape, Oracle: a, Checkpoint: b, Logits: c})
 		}
 		return nil
 	}
 
 	// Proxies.
-	gen := func(c proxy.Config, phases []proxy.Phase) (*proxy.Result, error) {
+	gen := func(c proxy.Config, phases []proxy.Shape) (*proxy.Result, error) {
 		c.Phases = phases
 		c.Logger = cfg.Logger.With("seed", s+1, "stage", "generate")
 		r, err := proxy.Generate(ctx, d.Target, bootIn, bootY, c)
@@ -423,7 +423,7 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 	var backbone *model.Model
 	if cfg.has(Ours1) || cfg.has(Ours3) || cfg.has(MPCFormer) {
 		// One generation holds the 1- and 3-phase proxies (same M_g).
-		var phases []proxy.Phase
+		var phases []proxy.Shape
 		if cfg.has(Ours1) {
 			phases = append(phases, phasesOf(cfg.OnePhase)...)
 		}
@@ -496,7 +496,7 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 		if err != nil {
 			return nil, err
 		}
-		variants = append(variants, variant{MPCFormer, []Shape{{Proxy: bp.Phase}}, ent})
+		variants = append(variants, variant{MPCFormer, []Shape{{Proxy: bp.Shape}}, ent})
 		if err := fid("MPCFormer", []*proxy.Proxy{bp}, ent); err != nil {
 			return nil, err
 		}

@@ -12,14 +12,19 @@
 //	    -budget 60 -bootstrap 20 -schedule 1:4:8@0.4,2:4:16 \
 //	    -state state-do/ -out result.json
 //
-// -pool is an image pool in the dataset package's compact format
-// (dataset.EncodeImages: gzip of "SFIMGS01", count, width, height, labels,
-// uint8 pixels; labels are ignored). -embedding is the public pretrained
-// checkpoint (a model directory) whose frozen patch embeddings the data owner
-// evaluates locally. The pool size is the file's. With -state, a killed or
-// disconnected run restarted with the same flags resumes where it stopped.
-// Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or handshake
-// failure, 4 bad input file (see examples/README.md).
+// -pool is the pool, in either format of package selection/pool (read
+// with pool.ReadFile; plain or gzip'd): grey-scale images ("SFIMGS01", for a
+// ViT checkpoint of their size) or texts (JSON lines under the header
+// {"format":"selectformer-texts/1"}, one {"text": ...} per line, for a BERT
+// or DistilBERT checkpoint); labels in the file are ignored. Texts are
+// WordPiece-tokenized with the checkpoint's vocab.txt (the model directory's,
+// or -vocab FILE) to the checkpoint's max_position_embeddings tokens, or
+// -seq. -embedding is the public pretrained checkpoint (a model directory)
+// whose frozen embeddings the data owner evaluates locally. The pool size is
+// the file's. With -state, a killed or disconnected run restarted with the
+// same flags resumes where it stopped. On a terminal, a progress bar shows
+// each phase. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or
+// handshake failure, 4 bad input file (see examples/README.md).
 package main
 
 import (
@@ -28,7 +33,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/proxy/model"
@@ -43,8 +47,10 @@ func main() { peer.Exec("dataowner", summary, dataOwner, party.Classify) }
 func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 1, "model owner")
-	poolPath := fs.String("pool", "", "the pool: images in the dataset package's compact format; required")
+	poolPath := fs.String("pool", "", "the pool file: images or texts, as package selection/pool describes (plain or gzip'd); required")
 	embDir := fs.String("embedding", "", "the public checkpoint (model directory) whose embeddings the pool goes through; required")
+	vocab := fs.String("vocab", "", "text pools: the checkpoint's WordPiece vocab.txt (default: the one in the -embedding directory)")
+	seq := fs.Int("seq", 0, "text pools: tokens per text, truncated or padded (0: the checkpoint's max_position_embeddings)")
 	var pf party.ParamFlags
 	pf.Register(fs, false)
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
@@ -52,7 +58,9 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
-	pt, err := pflags.Resolve(stderr)
+	prog := party.NewProgress(stderr, party.IsTerminal(stderr))
+	defer prog.Close()
+	pt, err := pflags.Resolve(prog.Writer())
 	if err != nil {
 		return err
 	}
@@ -65,29 +73,27 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if _, err := pf.Params(); err != nil {
 		return err
 	}
-	pool, err := demo.ReadPool(*poolPath)
-	if err != nil {
-		return peer.WithCode(peer.ExitInput, err)
-	}
 	emb, err := model.Load(*embDir, model.LoadOptions{})
 	if err != nil {
 		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the embedding checkpoint: %w", err))
 	}
-	if c := emb.Config; c.Family != model.ViT || c.ImageSize != pool.Width || c.ImageSize != pool.Height || c.NumChannels != 1 {
-		return peer.WithCode(peer.ExitInput, fmt.Errorf("pool of %d×%d grey images does not fit the %s checkpoint (image size %d, %d channels)",
-			pool.Width, pool.Height, c.Family, c.ImageSize, c.NumChannels))
+	in, kind, err := party.PoolInput(*poolPath, *embDir, emb, *vocab, *seq)
+	if err != nil {
+		return err
 	}
-	pf.PoolSize = pool.Len()
+	log.Info("pool read", "kind", kind, "candidates", in.Len(), "checkpoint", emb.Config.Family)
+	pf.PoolSize = in.Len()
 	params, err := pf.Params()
 	if err != nil {
 		return err
 	}
 	do := &selection.DataOwner{
-		Params:    params,
-		Pool:      model.NormalizeImages(pool.Images, 1),
-		Embedding: emb,
-		StateDir:  *state,
-		Logger:    log,
+		Params:     params,
+		Pool:       in,
+		Embedding:  emb,
+		StateDir:   *state,
+		Logger:     party.DropEngineProgress(log),
+		OnProgress: prog.Func(len(params.Schedule), log),
 	}
 	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
 	if err != nil {

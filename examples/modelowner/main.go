@@ -13,13 +13,16 @@
 //	    -state state-mo/ -out result.json
 //
 // -model is a model directory (config.json + model.safetensors, as written by
-// model.Save or a Hugging Face ViT/BERT checkpoint). -labels is the labelling
-// of the bootstrap sample: a file with one class number per pool candidate
-// (the demo's oracle; line i is candidate i). Fingerprints are 64 hex digits or
-// a certificate file. With -state, a killed or disconnected run restarted
-// with the same flags resumes where it stopped. Exit codes: 0 ok, 1 runtime
-// failure, 2 usage error, 3 peer or handshake failure, 4 bad input file (see
-// examples/README.md).
+// model.Save or a Hugging Face ViT/BERT/DistilBERT checkpoint); the data
+// owner's pool holds images for a ViT, texts for a BERT or DistilBERT (the
+// model owner needs no tokenizer: the data owner tokenizes). -labels is the
+// labelling of the bootstrap sample: a file with one class per pool candidate,
+// a number or a class name of the model (pool.ReadLabels; the demo's oracle;
+// line i is candidate i). Fingerprints are 64 hex digits or a certificate
+// file. With -state, a killed or disconnected run restarted with the same
+// flags resumes where it stopped. On a terminal, a progress bar shows each
+// phase. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or
+// handshake failure, 4 bad input file (see examples/README.md).
 package main
 
 import (
@@ -29,12 +32,12 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/pool"
 )
 
 // summary is the first line of -h.
@@ -46,7 +49,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 0, "data owner")
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
-	labels := fs.String("labels", "", "labels of the pool candidates, one class per line (the bootstrap's labelling oracle); required unless -proxies")
+	labels := fs.String("labels", "", "labels of the pool candidates, one class number or name per line (the bootstrap's labelling oracle); required unless -proxies")
 	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<i> for each phase (what STATE/proxies of an earlier run holds): no labelling or generation")
 	var pf party.ParamFlags
 	pf.Register(fs, true)
@@ -58,7 +61,9 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
-	pt, err := pflags.Resolve(stderr)
+	prog := party.NewProgress(stderr, party.IsTerminal(stderr))
+	defer prog.Close()
+	pt, err := pflags.Resolve(prog.Writer())
 	if err != nil {
 		return err
 	}
@@ -79,10 +84,11 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		return peer.Usage("-threshold needs -appraisal threshold")
 	}
 	mo := &selection.ModelOwner{
-		Params:    params,
-		Threshold: *threshold,
-		StateDir:  *state,
-		Logger:    log,
+		Params:     params,
+		Threshold:  *threshold,
+		StateDir:   *state,
+		Logger:     party.DropEngineProgress(log),
+		OnProgress: prog.Func(len(params.Schedule), log),
 	}
 	if *proxiesDir != "" {
 		for i := range params.Schedule {
@@ -97,7 +103,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err != nil {
 			return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the target model: %w", err))
 		}
-		oracle, err := demo.ReadLabels(*labels, target.Config.NumLabels())
+		oracle, err := pool.ReadLabels(*labels, target.Config.Labels)
 		if err != nil {
 			return peer.WithCode(peer.ExitInput, err)
 		}

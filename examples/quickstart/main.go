@@ -18,7 +18,11 @@
 //
 // With -export DIR it instead writes the demo's files (pool, labels,
 // checkpoint, identities) and the commands that run the same selection with
-// the dealer, modelowner and dataowner binaries.
+// the dealer, modelowner and dataowner binaries; with -export DIR -text, the
+// text counterpart: a tiny BERT trained on part of the bundled SpamAssassin
+// mails (its model directory holds its WordPiece vocab.txt), a text pool of
+// other mails and their labels by class name. On a terminal, a progress bar
+// shows each phase.
 package main
 
 import (
@@ -54,11 +58,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type options struct {
-	demo   demo.Config
-	params selection.Params
-	link   transport.Options
-	points int
-	log    *slog.Logger
+	demo     demo.Config
+	params   selection.Params
+	link     transport.Options
+	points   int
+	log      *slog.Logger
+	progress *party.Progress
 }
 
 func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -75,12 +80,15 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	fs.IntVar(&o.points, "mlp-points", 50_000, "size of each MLP's synthetic training set in proxy generation")
 	link := fs.String("link", "", "emulate a link between the parties: lan, paper-wan or none")
 	export := fs.String("export", "", "write the demo's files and identities to this directory and print the peer-binary commands, instead of running")
+	text := fs.Bool("text", false, "with -export: the text demo (tiny BERT, pool of SpamAssassin mails) instead of MNIST")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
+	o.progress = party.NewProgress(stderr, party.IsTerminal(stderr))
+	defer o.progress.Close()
 	var err error
-	if o.log, err = peer.Logger(stderr, *level); err != nil {
+	if o.log, err = peer.Logger(o.progress.Writer(), *level); err != nil {
 		return err
 	}
 	if o.link, err = peer.Link(*link); err != nil {
@@ -89,13 +97,19 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if o.demo.Pool < 2 || o.demo.Pool > 3000 {
 		return peer.Usage("-pool %d outside [2, 3000]", o.demo.Pool)
 	}
+	if *text && *export == "" {
+		return peer.Usage("-text needs -export (the quickstart itself runs the MNIST demo)")
+	}
+	if *text && o.demo.Pool > 1200 {
+		return peer.Usage("-pool %d: the text demo has at most 1200 mails for the pool", o.demo.Pool)
+	}
 	pf.PoolSize = o.demo.Pool
 	if o.params, err = pf.Params(); err != nil {
 		return err
 	}
 	o.demo.Logger = o.log
 	if *export != "" {
-		return exportFiles(*export, o, pf, stdout)
+		return exportFiles(*export, o, pf, *text, stdout)
 	}
 	return runDemo(ctx, o, stdout)
 }
@@ -217,9 +231,10 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 
 	gen := party.GenerateConfig(o.points, o.demo.Seed)
 	gen.Logger = o.log
+	log := party.DropEngineProgress(o.log)
 	mo := &selection.ModelOwner{Params: o.params, Target: d.Checkpoint, Generate: gen,
-		Label: party.OracleLabeler(d.Pool.Labels), Logger: o.log}
-	do := &selection.DataOwner{Params: o.params, Pool: d.PoolInput(), Embedding: d.Checkpoint, Logger: o.log}
+		Label: party.OracleLabeler(d.Pool.Labels), Logger: log, OnProgress: o.progress.Func(len(o.params.Schedule), o.log)}
+	do := &selection.DataOwner{Params: o.params, Pool: d.PoolInput(), Embedding: d.Checkpoint, Logger: log}
 	ep := peer.Endpoint{Timeout: 30 * time.Second}
 
 	var wg sync.WaitGroup
@@ -274,15 +289,32 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 }
 
 // exportFiles writes the demo's files and identities for the peer binaries
-// and prints the three commands.
-func exportFiles(dir string, o options, pf party.ParamFlags, stdout io.Writer) error {
-	d, err := demo.Prepare(o.demo)
-	if err != nil {
-		return err
-	}
-	f, err := d.WriteFiles(dir)
-	if err != nil {
-		return peer.WithCode(peer.ExitFailure, err)
+// (the MNIST demo, or the text demo if text is set) and prints the three
+// commands.
+func exportFiles(dir string, o options, pf party.ParamFlags, text bool, stdout io.Writer) error {
+	var (
+		f        demo.Files
+		poolSize int
+		doExtra  string
+	)
+	if text {
+		d, err := demo.PrepareText(demo.TextConfig{Seed: o.demo.Seed, Pool: o.demo.Pool, Epochs: o.demo.Epochs, Logger: o.log})
+		if err != nil {
+			return err
+		}
+		if f, err = d.WriteFiles(dir); err != nil {
+			return peer.WithCode(peer.ExitFailure, err)
+		}
+		poolSize, doExtra = d.Pool.Len(), fmt.Sprintf(" -seq %d", d.Config.Seq)
+	} else {
+		d, err := demo.Prepare(o.demo)
+		if err != nil {
+			return err
+		}
+		if f, err = d.WriteFiles(dir); err != nil {
+			return peer.WithCode(peer.ExitFailure, err)
+		}
+		poolSize = d.Pool.Len()
 	}
 	for _, name := range []string{"modelowner", "dataowner", "dealer"} {
 		id, err := transport.GenerateIdentity(name)
@@ -297,9 +329,9 @@ func exportFiles(dir string, o options, pf party.ParamFlags, stdout io.Writer) e
 	fmt.Fprintf(stdout, "wrote %s, %s, %s and identities under %s; run, in three shells:\n\n", f.Pool, f.Labels, f.Checkpoint, dir)
 	fmt.Fprintf(stdout, "go run ./examples/dealer -cert %[1]s/dealer.crt -key %[1]s/dealer.key -listen-p0 127.0.0.1:7100 -listen-p1 127.0.0.1:7101 -p0-fingerprint %[1]s/modelowner.crt -p1-fingerprint %[1]s/dataowner.crt -once\n", dir)
 	fmt.Fprintf(stdout, "go run ./examples/modelowner -cert %[1]s/modelowner.crt -key %[1]s/modelowner.key -listen 127.0.0.1:7000 -peer-fingerprint %[1]s/dataowner.crt -dealer 127.0.0.1:7100 -dealer-fingerprint %[1]s/dealer.crt -model %[2]s -labels %[3]s -pool-size %[4]d %[5]s -state %[1]s/state-mo\n",
-		dir, f.Checkpoint, f.Labels, d.Pool.Len(), common)
-	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[2]s -embedding %[3]s %[4]s -state %[1]s/state-do\n",
-		dir, f.Pool, f.Checkpoint, common)
+		dir, f.Checkpoint, f.Labels, poolSize, common)
+	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[2]s -embedding %[3]s%[4]s %[5]s -state %[1]s/state-do\n",
+		dir, f.Pool, f.Checkpoint, doExtra, common)
 	return nil
 }
 

@@ -45,6 +45,8 @@ func TestQuickstartFlags(t *testing.T) {
 		{[]string{"-budget", "700"}, peer.ExitUsage, "budget"},
 		{[]string{"-link", "moon"}, peer.ExitUsage, "-link"},
 		{[]string{"extra"}, peer.ExitUsage, "unexpected argument"},
+		{[]string{"-text"}, peer.ExitUsage, "-text needs -export"},
+		{[]string{"-text", "-export", "x", "-pool", "1300"}, peer.ExitUsage, "at most 1200 mails"},
 		{[]string{"-h"}, peer.ExitOK, "-export"},
 	} {
 		var out, errb bytes.Buffer
@@ -69,6 +71,34 @@ func TestQuickstartExport(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"./examples/dealer ", "./examples/modelowner ", "./examples/dataowner ", "-pool-size 100"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("export output lacks %q:\n%s", want, &out)
+		}
+	}
+}
+
+// TestQuickstartExportText: -export -text writes a text pool, labels by
+// class name and a BERT checkpoint directory with its vocab.txt, and prints
+// commands that pass -seq to the data owner.
+func TestQuickstartExportText(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a model; skipped with -short")
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-export", dir, "-text", "-epochs", "1", "-pool", "60", "-budget", "16", "-bootstrap", "8"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, &errb)
+	}
+	for _, f := range []string{"pool.jsonl.gz", "labels.txt", "checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/vocab.txt", "dealer.crt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	labels, err := os.ReadFile(filepath.Join(dir, "labels.txt"))
+	if err != nil || !strings.HasPrefix(string(labels), "ham\n") && !strings.HasPrefix(string(labels), "spam\n") {
+		t.Errorf("labels.txt starts %.20q (%v), want a class name", labels, err)
+	}
+	for _, want := range []string{"-pool-size 60", "-pool " + dir + "/pool.jsonl.gz", "-seq 16 "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("export output lacks %q:\n%s", want, &out)
 		}

@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/selectformer/selectformer/selection/pool"
 )
 
 func TestMNISTBundled(t *testing.T) {
@@ -142,14 +145,21 @@ func TestEncodeImagesErrors(t *testing.T) {
 // gz compresses raw bytes as the committed files are compressed.
 func gz(t testing.TB, raw []byte) []byte {
 	var b bytes.Buffer
-	if err := writeGzip(&b, raw); err != nil {
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
 }
 
 func imagesHeader(n uint32, w, h uint16) []byte {
-	b := []byte(imagesMagic)
+	b := []byte(pool.ImagesMagic)
 	b = append(b, byte(n), byte(n>>8), byte(n>>16), byte(n>>24))
 	b = append(b, byte(w), byte(w>>8), byte(h), byte(h>>8))
 	return b
@@ -161,7 +171,7 @@ func TestDecodeImagesErrors(t *testing.T) {
 		file []byte
 		want string
 	}{
-		{"not gzip", []byte("SFIMGS01"), "decode images"},
+		{"short plain", []byte("SFIMGS01"), "header"},
 		{"short header", gz(t, []byte("SFIMG")), "header"},
 		{"bad magic", gz(t, append([]byte("XXXXXXXX"), 0, 0, 0, 0, 1, 0, 1, 0)), "bad magic"},
 		{"zero width", gz(t, imagesHeader(1, 0, 1)), "invalid size"},
@@ -173,6 +183,33 @@ func TestDecodeImagesErrors(t *testing.T) {
 		if _, err := DecodeImages(bytes.NewReader(tc.file)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestBundledFormatUnchanged: decoding the committed subsets and encoding
+// them again gives the committed bytes, so the encoders of package
+// selection/pool write exactly the format the subsets were made in.
+func TestBundledFormatUnchanged(t *testing.T) {
+	img, err := MNIST()
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt, err := SpamAssassin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := EncodeImages(&a, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := EncodeTexts(&b, txt); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), mnistSubset) {
+		t.Errorf("MNIST subset re-encoded to %d bytes that differ from the committed %d", a.Len(), len(mnistSubset))
+	}
+	if !bytes.Equal(b.Bytes(), spamSubset) {
+		t.Errorf("SpamAssassin subset re-encoded to %d bytes that differ from the committed %d", b.Len(), len(spamSubset))
 	}
 }
 
@@ -221,8 +258,9 @@ func TestTextsErrors(t *testing.T) {
 	}{
 		{"empty", "", "missing header"},
 		{"bad header", "{\n", "header"},
-		{"format", `{"format":"v9","class_names":["a"]}`, "unknown format"},
-		{"no classes", `{"format":"selectformer-texts/1","class_names":[]}`, "0 class names"},
+		{"format", `{"format":"v9","class_names":["a"]}`, `format "v9"`},
+		{"no classes", `{"format":"selectformer-texts/1","class_names":[]}`, "not a labelled set"},
+		{"unlabeled", `{"format":"selectformer-texts/1"}` + "\n" + `{"text":"a"}`, "not a labelled set"},
 		{"unknown field", hdr + `{"label":0,"text":"a","x":1}`, "line 2"},
 		{"label range", hdr + `{"label":0,"text":"a"}` + "\n" + `{"label":2,"text":"b"}`, "line 3: label 2"},
 		{"bad json", hdr + `{"label":0,`, "line 2"},

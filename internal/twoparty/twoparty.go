@@ -217,7 +217,7 @@ type Cost struct {
 // Metered is what a Meter reads; *protocol.Session satisfies it.
 type Metered interface {
 	Stream() *transport.Stream
-	Provider() beaver.Provider
+	Provider() beaver.Typed
 }
 
 // Meter snapshots a session's costs; Since returns the cost since the

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
@@ -99,7 +100,7 @@ func TestRunBothSucceed(t *testing.T) {
 func TestRunDeterministicDealer(t *testing.T) {
 	draw := func(cfg twoparty.Config) [2]uint64 {
 		r, err := twoparty.Run(context.Background(), cfg, func(ctx context.Context, p *twoparty.Party) (uint64, error) {
-			tr, err := p.Provider.Triples(ctx, 1, 1)
+			tr, err := beaver.Typed{Provider: p.Provider}.Triples(ctx, 1, 1)
 			if err != nil {
 				return 0, err
 			}

@@ -1,10 +1,14 @@
-package model
+package model_test
+
+// An external test package: internal/dataset reads its bundled files with
+// package selection/pool, which imports this package.
 
 import (
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // TestViTLearnsMNIST trains a 2-layer ViT (7×7 patches, width 32) on 4,000 digits
@@ -27,19 +31,19 @@ func TestViTLearnsMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Family: ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64, LayerNormEps: 1e-12, HiddenAct: "gelu", HiddenDropout: 0.1,
+	cfg := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64, LayerNormEps: 1e-12, HiddenAct: "gelu", HiddenDropout: 0.1,
 		ImageSize: 28, PatchSize: 7, NumChannels: 1, Labels: []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}}
-	m, err := New(cfg, 1)
+	m, err := model.New(cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	st, err := Train(m, NormalizeImages(train.Images, 1), train.Labels,
-		TrainConfig{Epochs: 12, BatchSize: 32, LR: 5e-3, WeightDecay: 0.01, WarmupFrac: 0.1, ClipNorm: 1, Seed: 2})
+	st, err := model.Train(m, model.NormalizeImages(train.Images, 1), train.Labels,
+		model.TrainConfig{Epochs: 12, BatchSize: 32, LR: 5e-3, WeightDecay: 0.01, WarmupFrac: 0.1, ClipNorm: 1, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mt, err := Evaluate(m, NormalizeImages(test.Images, 1), test.Labels, 256)
+	mt, err := model.Evaluate(m, model.NormalizeImages(test.Images, 1), test.Labels, 256)
 	if err != nil {
 		t.Fatal(err)
 	}

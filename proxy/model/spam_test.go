@@ -1,10 +1,14 @@
-package model
+package model_test
+
+// An external test package: internal/dataset reads its bundled files with
+// package selection/pool, which imports this package.
 
 import (
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/wordpiece"
 )
 
@@ -33,25 +37,25 @@ func TestDistilBERTLearnsSpam(t *testing.T) {
 	}
 	tok := wordpiece.NewTokenizer(vocab, true)
 	const maxLen = 64
-	trainIn, err := EncodeTexts(tok, train.Texts, maxLen)
+	trainIn, err := model.EncodeTexts(tok, train.Texts, maxLen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testIn, err := EncodeTexts(tok, test.Texts, maxLen)
+	testIn, err := model.EncodeTexts(tok, test.Texts, maxLen)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Family: DistilBERT, Hidden: 32, Heads: 2, Layers: 1, Intermediate: 64, LayerNormEps: 1e-12, HiddenAct: "gelu",
+	cfg := model.Config{Family: model.DistilBERT, Hidden: 32, Heads: 2, Layers: 1, Intermediate: 64, LayerNormEps: 1e-12, HiddenAct: "gelu",
 		VocabSize: vocab.Size(), MaxPositions: maxLen, PadTokenID: vocab.PadID(), HiddenDropout: 0.1, Labels: set.ClassNames}
-	m, err := New(cfg, 4)
+	m, err := model.New(cfg, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Train(m, trainIn, train.Labels, TrainConfig{Epochs: 4, BatchSize: 16, LR: 2e-3, WeightDecay: 0.01, WarmupFrac: 0.1, ClipNorm: 1, Seed: 5})
+	st, err := model.Train(m, trainIn, train.Labels, model.TrainConfig{Epochs: 4, BatchSize: 16, LR: 2e-3, WeightDecay: 0.01, WarmupFrac: 0.1, ClipNorm: 1, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mt, err := Evaluate(m, testIn, test.Labels, 128)
+	mt, err := model.Evaluate(m, testIn, test.Labels, 128)
 	if err != nil {
 		t.Fatal(err)
 	}

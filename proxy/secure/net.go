@@ -181,7 +181,7 @@ func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
 		return Arch{}, fmt.Errorf("secure: proxy has no layers")
 	}
 	a := Arch{Family: c.Family, Layers: len(p.Model.Blocks), Heads: p.Model.Blocks[0].Attn.Heads, HeadDim: p.Model.Blocks[0].Attn.HeadDim(),
-		Hidden: c.Hidden, Seq: seq, Labels: c.NumLabels(), MLPHidden: p.Phase.Hidden, Ablation: p.Ablation, Eps: c.LayerNormEps,
+		Hidden: c.Hidden, Seq: seq, Labels: c.NumLabels(), MLPHidden: p.Shape.Hidden, Ablation: p.Ablation, Eps: c.LayerNormEps,
 		EmbedRows: embedRowsOf(c)}
 	if c.Family == model.ViT && seq != c.NumPatches()+1 {
 		return Arch{}, fmt.Errorf("secure: a ViT of %d patches needs seq %d, got %d", c.NumPatches(), c.NumPatches()+1, seq)

@@ -71,7 +71,7 @@ func getViT(t *testing.T) *vitFixture {
 			vitErr = err
 			return
 		}
-		pc := proxy.Config{Phases: []proxy.Phase{{Layers: 2, Heads: 2, Hidden: 8}},
+		pc := proxy.Config{Phases: []proxy.Shape{{Layers: 2, Heads: 2, Hidden: 8}},
 			Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 32, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 2, BatchSize: 16, LR: 5e-4},
 			Points: 20_000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet()}
 		res, err := proxy.Generate(context.Background(), m, boot, bootY, pc)

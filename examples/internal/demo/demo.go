@@ -1,6 +1,7 @@
 // Package demo prepares the data and models of the selectformer quickstart and
 // of the example binaries' tests from the bundled MNIST subset (5,000 digits),
-// with no download:
+// with no download (PrepareText makes the text counterpart, a tiny BERT and a
+// pool of mails, from the bundled SpamAssassin subset):
 //
 //   - a "public pretraining" split, on which a tiny ViT is trained: the public
 //     checkpoint. Its frozen patch embeddings are what the data owner evaluates
@@ -15,11 +16,11 @@
 package demo
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -193,11 +194,12 @@ func (d *Demo) PoolInput() model.Input { return model.NormalizeImages(d.Pool.Ima
 
 // Files names what WriteFiles writes.
 type Files struct {
-	// Pool is the data owner's pool in dataset.EncodeImages format. Its
-	// labels are all 0: the data owner's pool is unlabeled.
+	// Pool is the data owner's pool file (package selection/pool): images
+	// with labels all 0, or texts without labels: the data owner's pool is
+	// unlabeled.
 	Pool string
 	// Labels is the labelling oracle of the model owner: one line per pool
-	// candidate with its true class (see ReadLabels).
+	// candidate with its true class (see pool.ReadLabels).
 	Labels string
 	// Checkpoint is the public checkpoint's model directory (model.Save).
 	Checkpoint string
@@ -206,7 +208,7 @@ type Files struct {
 // WriteFiles writes the pool, the labelling oracle and the checkpoint under
 // dir, for the peer binaries.
 func (d *Demo) WriteFiles(dir string) (Files, error) {
-	f := Files{Pool: dir + "/pool.sfimg.gz", Labels: dir + "/labels.txt", Checkpoint: dir + "/checkpoint"}
+	f := Files{Pool: filepath.Join(dir, "pool.sfimg.gz"), Labels: filepath.Join(dir, "labels.txt"), Checkpoint: filepath.Join(dir, "checkpoint")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return f, fmt.Errorf("demo: %w", err)
 	}
@@ -228,74 +230,10 @@ func (d *Demo) WriteFiles(dir string) (Files, error) {
 	return f, nil
 }
 
-// WritePool writes an image set in dataset.EncodeImages format.
+// WritePool writes an image set as an image pool file (pool.EncodeImages;
+// its labels are written too, a pool's should be 0s).
 func WritePool(path string, s *dataset.ImageSet) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("demo: writing pool: %w", err)
-	}
-	err = dataset.EncodeImages(out, s)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("demo: writing pool %s: %w", path, err)
-	}
-	return nil
-}
-
-// ReadPool reads a pool written by WritePool (dataset.EncodeImages format).
-func ReadPool(path string) (*dataset.ImageSet, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading pool: %w", err)
-	}
-	defer f.Close()
-	s, err := dataset.DecodeImages(f)
-	if err != nil {
-		return nil, fmt.Errorf("reading pool %s: %w", path, err)
-	}
-	if s.Len() == 0 {
-		return nil, fmt.Errorf("reading pool %s: no images", path)
-	}
-	return s, nil
-}
-
-// ParseLabels parses a label file: one class number in [0, numClasses) per
-// line (blank lines and lines starting with '#' are skipped).
-func ParseLabels(b []byte, numClasses int) ([]int, error) {
-	var out []int
-	for n, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		var v int
-		if _, err := fmt.Sscan(line, &v); err != nil || fmt.Sprint(v) != line {
-			return nil, fmt.Errorf("line %d: %q is not a class number", n+1, line)
-		}
-		if v < 0 || v >= numClasses {
-			return nil, fmt.Errorf("line %d: class %d outside [0, %d)", n+1, v, numClasses)
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no labels")
-	}
-	return out, nil
-}
-
-// ReadLabels reads a label file (see ParseLabels).
-func ReadLabels(path string, numClasses int) ([]int, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading labels: %w", err)
-	}
-	l, err := ParseLabels(b, numClasses)
-	if err != nil {
-		return nil, fmt.Errorf("reading labels %s: %w", path, err)
-	}
-	return l, nil
+	return writeFile(path, func(w io.Writer) error { return dataset.EncodeImages(w, s) })
 }
 
 // ClassMix counts the classes of labels[idx] (NumClasses bins).

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/selection/pool"
 )
 
 func TestSplitsDisjointAndSkewed(t *testing.T) {
@@ -83,14 +85,14 @@ func TestPrepareAndFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, err := ReadPool(f.Pool)
+	p, err := pool.ReadFile(f.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pool.Len() != 60 || slices.ContainsFunc(pool.Labels, func(l int) bool { return l != 0 }) {
-		t.Fatalf("pool file: %d images, labels %v", pool.Len(), pool.Labels)
+	if p.Kind() != pool.KindImages || p.Len() != 60 || slices.ContainsFunc(p.Images.Labels, func(l int) bool { return l != 0 }) {
+		t.Fatalf("pool file: %s, %d items", p.Kind(), p.Len())
 	}
-	labels, err := ReadLabels(f.Labels, NumClasses)
+	labels, err := pool.ReadLabels(f.Labels, model.DefaultLabels(NumClasses))
 	if err != nil || !slices.Equal(labels, d.Pool.Labels) {
 		t.Fatalf("labels %v, %v", labels, err)
 	}
@@ -106,30 +108,63 @@ func TestPrepareAndFiles(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("not a pool"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadPool(bad); err == nil {
+	if _, err := pool.ReadFile(bad); err == nil {
 		t.Fatal("malformed pool accepted")
 	}
 }
 
-func TestParseLabels(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []int
-		ok   bool
-	}{
-		{"1\n2\n\n# c\n9\n", []int{1, 2, 9}, true},
-		{"0", []int{0}, true},
-		{"", nil, false},
-		{"10\n", nil, false},
-		{"-1\n", nil, false},
-		{"3 4\n", nil, false},
-		{"x\n", nil, false},
-	} {
-		got, err := ParseLabels([]byte(tc.in), NumClasses)
-		if (err == nil) != tc.ok || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseLabels(%q) = %v, %v", tc.in, got, err)
-		}
+// TestPrepareText: the text demo's files are a text pool without labels, a
+// label file by class name that the public reader maps back to the pool's
+// classes, and a checkpoint directory with a vocab.txt that reloads to the
+// same model and tokenizes the pool within its vocabulary.
+func TestPrepareText(t *testing.T) {
+	start := time.Now()
+	d, err := PrepareText(TextConfig{})
+	if err != nil {
+		t.Fatal(err)
 	}
+	prepared := time.Since(start)
+	f, err := d.WriteFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pool.ReadFile(f.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Kind() != pool.KindTexts || p.Len() != 60 || p.Texts.Labelled() || !slices.Equal(p.Texts.Texts, d.Pool.Texts) {
+		t.Fatalf("pool file: %s of %d, labelled %v", p.Kind(), p.Len(), p.Texts.Labelled())
+	}
+	m, err := model.Load(f.Checkpoint, model.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels, err := pool.ReadLabels(f.Labels, m.Config.Labels)
+	if err != nil || !slices.Equal(labels, d.Pool.Labels) {
+		t.Fatalf("labels %v, %v; want %v", labels, err, d.Pool.Labels)
+	}
+	vocab, err := wordpiece.LoadVocab(filepath.Join(f.Checkpoint, "vocab.txt"))
+	if err != nil || vocab.Size() != m.Config.VocabSize {
+		t.Fatalf("vocab.txt: %v tokens (%v), checkpoint %d", vocab.Size(), err, m.Config.VocabSize)
+	}
+	in, err := p.Input(m.Config, wordpiece.NewTokenizer(vocab, true), d.Config.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, err := model.Evaluate(m, in, d.Pool.Labels, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := model.Evaluate(d.Checkpoint, in, d.Pool.Labels, 64)
+	if err != nil || !slices.Equal(mt.Entropy, want.Entropy) {
+		t.Fatalf("reloaded checkpoint's entropies differ (%v)", err)
+	}
+	counts := make([]int, 2)
+	for _, l := range d.Pool.Labels {
+		counts[l]++
+	}
+	t.Logf("prepared in %v: vocab %d, pool accuracy %.3f (majority %.3f)", prepared.Round(time.Millisecond), vocab.Size(), mt.Accuracy,
+		float64(max(counts[0], counts[1]))/float64(p.Len()))
 }
 
 func TestRandomSubset(t *testing.T) {
@@ -144,17 +179,6 @@ func TestRandomSubset(t *testing.T) {
 	if _, err := RandomSubset(5, 6, 1); err == nil {
 		t.Fatal("k > n accepted")
 	}
-}
-
-func FuzzParseLabels(f *testing.F) {
-	f.Add([]byte("1\n2\n"))
-	f.Add([]byte("#x\n\n9"))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		l, err := ParseLabels(b, NumClasses)
-		if err == nil && (len(l) == 0 || slices.ContainsFunc(l, func(v int) bool { return v < 0 || v >= NumClasses })) {
-			t.Fatalf("accepted %q as %v", b, l)
-		}
-	})
 }
 
 func ExampleSplits() {

@@ -54,7 +54,7 @@ func (p *ParamFlags) Register(fs *flag.FlagSet, withPool bool) {
 // Params converts the flags into selection parameters; problems are usage
 // errors.
 func (p *ParamFlags) Params() (selection.Params, error) {
-	sched, err := peer.ParseSchedule(p.Schedule)
+	sched, err := selection.ParseSchedule(p.Schedule)
 	if err != nil {
 		return selection.Params{}, peer.Usage("flag -schedule: %v", err)
 	}
@@ -67,12 +67,8 @@ func (p *ParamFlags) Params() (selection.Params, error) {
 	if p.Batch < 0 || p.Workers < 0 {
 		return selection.Params{}, peer.Usage("flags -batch and -workers must not be negative")
 	}
-	out := selection.Params{PoolSize: p.PoolSize, Budget: p.Budget, Bootstrap: p.Bootstrap,
+	out := selection.Params{PoolSize: p.PoolSize, Budget: p.Budget, Bootstrap: p.Bootstrap, Schedule: sched,
 		BatchSize: p.Batch, Workers: p.Workers, Appraisal: selection.AppraisalMode(p.Appraisal)}
-	for _, s := range sched {
-		out.Schedule = append(out.Schedule, selection.Step{
-			Proxy: proxy.Phase{Layers: s.Layers, Heads: s.Heads, Hidden: s.Hidden}, Keep: s.Keep})
-	}
 	if err := out.Validate(); err != nil {
 		return selection.Params{}, peer.Usage("%v", err)
 	}

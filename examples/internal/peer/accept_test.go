@@ -121,7 +121,7 @@ func TestDealerServesPartiesPastStrays(t *testing.T) {
 	bindBoth(t, provs, beaver.SessionID{1})
 	var tr [2]beaver.Triple
 	for p := range provs {
-		if tr[p], err = provs[p].Triples(ctx, 3, 5); err != nil {
+		if tr[p], err = (beaver.Typed{Provider: provs[p]}).Triples(ctx, 3, 5); err != nil {
 			t.Fatal(err)
 		}
 	}

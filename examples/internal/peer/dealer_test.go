@@ -109,15 +109,15 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 		}
 	}
 	bindBoth(t, provs, beaver.SessionID{2})
-	m, err := provs[0].WeightMask(ctx, 1, 2, 2)
+	m, err := beaver.Typed{Provider: provs[0]}.WeightMask(ctx, 1, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt0, err := provs[0].WeightTriple(ctx, 3, 1, 1, 2, 2)
+	wt0, err := beaver.Typed{Provider: provs[0]}.WeightTriple(ctx, 3, 1, 1, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wt1, err := provs[1].WeightTriple(ctx, 3, 1, 1, 2, 2)
+	wt1, err := beaver.Typed{Provider: provs[1]}.WeightTriple(ctx, 3, 1, 1, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

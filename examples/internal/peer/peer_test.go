@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,52 +13,6 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/transport"
 )
-
-func TestParseSchedule(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []PhaseSpec
-		err  string
-	}{
-		{"1:4:8@0.3,2:4:16", []PhaseSpec{{1, 4, 8, 0.3}, {2, 4, 16, 1}}, ""},
-		{" 2:2:4 ", []PhaseSpec{{2, 2, 4, 1}}, ""},
-		{"1:4:8@0.5,1:4:8@0.2,2:4:16@1", []PhaseSpec{{1, 4, 8, 0.5}, {1, 4, 8, 0.2}, {2, 4, 16, 1}}, ""},
-		{"", nil, "empty"},
-		{"1:4", nil, "l:w:d"},
-		{"1:4:8,2:4:16", nil, "needs @keep"},
-		{"0:4:8", nil, "positive"},
-		{"1:x:8", nil, "positive"},
-		{"1:4:8@0,2:4:16", nil, "keep fraction"},
-		{"1:4:8@1.5,2:4:16", nil, "keep fraction"},
-	} {
-		got, err := ParseSchedule(tc.in)
-		if tc.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("ParseSchedule(%q) error %v, want %q", tc.in, err, tc.err)
-			}
-			continue
-		}
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("ParseSchedule(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-func FuzzParseSchedule(f *testing.F) {
-	f.Add("1:4:8@0.3,2:4:16")
-	f.Add("1:1:1@1e-3,")
-	f.Fuzz(func(t *testing.T, s string) {
-		ph, err := ParseSchedule(s)
-		if err != nil {
-			return
-		}
-		for _, p := range ph {
-			if p.Layers < 1 || p.Heads < 1 || p.Hidden < 1 || !(p.Keep > 0 && p.Keep <= 1) {
-				t.Fatalf("%q accepted as %+v", s, ph)
-			}
-		}
-	})
-}
 
 func TestSeedsFile(t *testing.T) {
 	dir := t.TempDir()
@@ -208,7 +161,7 @@ func TestDealerOverTLS(t *testing.T) {
 	bindBoth(t, provs, beaver.SessionID{1})
 	var tr [2]beaver.Triple
 	for p := range provs {
-		if tr[p], err = provs[p].Triples(ctx, 3, 5); err != nil {
+		if tr[p], err = (beaver.Typed{Provider: provs[p]}).Triples(ctx, 3, 5); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,214 @@
+package ot
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
+	"unsafe"
+)
+
+// Block is a 128-bit string: Lo holds bits 0–63, Hi bits 64–127. Its byte
+// form (the AES input) is Lo then Hi, each little-endian, which is also its
+// memory layout on little-endian hosts.
+type Block struct{ Lo, Hi uint64 }
+
+func (b Block) xor(c Block) Block { return Block{b.Lo ^ c.Lo, b.Hi ^ c.Hi} }
+
+// littleEndian reports whether the host stores words little-endian, in which
+// case word and block slices are viewed as bytes without copying.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// blockBytes returns the memory of b as bytes (valid on any host; the byte
+// order is the host's).
+func blockBytes(b []Block) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), len(b)*16)
+}
+
+// wordBytes returns the memory of w as bytes.
+func wordBytes(w []uint64) []byte {
+	if len(w) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), len(w)*8)
+}
+
+// fixedAES is AES-128 under one public key, used as the random permutation π
+// of the correlation-robust hash. encrypt works on whole slices of blocks so
+// that the assembly implementation can keep eight blocks in flight.
+type fixedAES struct {
+	rk  [176]byte    // expanded key, FIPS-197 byte order (11 round keys)
+	blk cipher.Block // portable implementation
+}
+
+func newFixedAES(key [16]byte) *fixedAES {
+	f := &fixedAES{}
+	f.rk = expandKey128(key)
+	b, err := aes.NewCipher(key[:])
+	if err != nil { // a 16-byte key is always valid
+		panic("ot: aes: " + err.Error())
+	}
+	f.blk = b
+	return f
+}
+
+// encrypt sets dst[i] = π(src[i]); dst and src may be the same slice and
+// must have the same length.
+func (f *fixedAES) encrypt(dst, src []Block) {
+	if len(src) == 0 {
+		return
+	}
+	if useAESNI && littleEndian {
+		encryptBlocksAsm(&f.rk, &dst[0], &src[0], len(src))
+		return
+	}
+	f.encryptGeneric(dst, src)
+}
+
+// encryptGeneric is the portable path: one crypto/aes call per block.
+func (f *fixedAES) encryptGeneric(dst, src []Block) {
+	var buf [16]byte
+	for i, s := range src {
+		binary.LittleEndian.PutUint64(buf[:8], s.Lo)
+		binary.LittleEndian.PutUint64(buf[8:], s.Hi)
+		f.blk.Encrypt(buf[:], buf[:])
+		dst[i] = Block{binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])}
+	}
+}
+
+// sbox is the AES S-box, computed from its definition (multiplicative
+// inverse in GF(2^8) followed by the affine map) rather than typed in.
+var sbox = func() (s [256]byte) {
+	mul := func(a, b byte) byte {
+		var p byte
+		for b != 0 {
+			if b&1 != 0 {
+				p ^= a
+			}
+			hi := a & 0x80
+			a <<= 1
+			if hi != 0 {
+				a ^= 0x1b
+			}
+			b >>= 1
+		}
+		return p
+	}
+	rotl := func(x byte, n uint) byte { return x<<n | x>>(8-n) }
+	for x := 0; x < 256; x++ {
+		// inverse = x^254
+		inv, p := byte(1), byte(x)
+		for e := 254; e > 0; e >>= 1 {
+			if e&1 != 0 {
+				inv = mul(inv, p)
+			}
+			p = mul(p, p)
+		}
+		if x == 0 {
+			inv = 0
+		}
+		s[x] = inv ^ rotl(inv, 1) ^ rotl(inv, 2) ^ rotl(inv, 3) ^ rotl(inv, 4) ^ 0x63
+	}
+	return s
+}()
+
+// expandKey128 is the AES-128 key schedule (FIPS-197 §5.2); the result is
+// the 11 round keys in order, as AESENC expects them.
+func expandKey128(key [16]byte) (rk [176]byte) {
+	copy(rk[:16], key[:])
+	rcon := byte(1)
+	for i := 16; i < 176; i += 4 {
+		var t [4]byte
+		copy(t[:], rk[i-4:i])
+		if i%16 == 0 {
+			t = [4]byte{sbox[t[1]] ^ rcon, sbox[t[2]], sbox[t[3]], sbox[t[0]]}
+			rcon = rcon<<1 ^ (rcon>>7)*0x1b
+		}
+		for j := range 4 {
+			rk[i+j] = rk[i-16+j] ^ t[j]
+		}
+	}
+	return rk
+}
+
+// hasher is the tweakable circular correlation-robust hash of Guo, Katz,
+// Wang and Yu (S&P 2020, §7.4), H(τ, x) = π(π(x) ⊕ τ) ⊕ π(x), with π fixed-key
+// AES-128 under the session's public hash key. Outputs longer than one block
+// (a width of w words) are the blocks H_b for b = 0, 1, …, ⌈w/2⌉−1 with the
+// tweaks τ_b = (ot index, generator id ‖ b): every (tweak, Δ) pair is used at
+// most once per session, which is what tweakable correlation robustness
+// needs.
+type hasher struct {
+	pi  *fixedAES
+	gen uint32
+	// scratch
+	y, z []Block
+}
+
+func newHasher(pi *fixedAES, gen uint32) *hasher { return &hasher{pi: pi, gen: gen} }
+
+func (h *hasher) tweak(j uint64, b int) Block {
+	return Block{j, uint64(h.gen)<<32 | uint64(uint32(b))}
+}
+
+func grow(b []Block, n int) []Block {
+	if cap(b) < n {
+		return make([]Block, n)
+	}
+	return b[:n]
+}
+
+// hash sets out[k*w:(k+1)*w] to the first w words of H(·, rows[k] ⊕ off) for
+// the OT index j0+k, k < len(rows). len(out) must be len(rows)*w.
+func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
+	n := len(rows)
+	if n == 0 || w == 0 {
+		return
+	}
+	nb := (w + 1) / 2
+	h.y = grow(h.y, n)
+	y := h.y
+	for k, r := range rows {
+		y[k] = r.xor(off)
+	}
+	h.pi.encrypt(y, y)
+	h.z = grow(h.z, n*nb)
+	z := h.z
+	for k := range n {
+		for b := range nb {
+			z[k*nb+b] = y[k].xor(h.tweak(j0+uint64(k), b))
+		}
+	}
+	h.pi.encrypt(z, z)
+	for k := range n {
+		o := out[k*w : (k+1)*w]
+		for b := range nb {
+			v := z[k*nb+b].xor(y[k])
+			o[2*b] = v.Lo
+			if 2*b+1 < w {
+				o[2*b+1] = v.Hi
+			}
+		}
+	}
+}
+
+// hashBlocks sets out[k] = H((j0+k, gen‖0), rows[k] ⊕ off): the 128-bit
+// hash of each row (width 2).
+func (h *hasher) hashBlocks(out []Block, rows []Block, off Block, j0 uint64) {
+	n := len(rows)
+	h.y = grow(h.y, n)
+	y := h.y
+	for k, r := range rows {
+		y[k] = r.xor(off)
+	}
+	h.pi.encrypt(y, y)
+	for k := range n {
+		out[k] = y[k].xor(h.tweak(j0+uint64(k), 0))
+	}
+	h.pi.encrypt(out, out)
+	for k := range n {
+		out[k] = out[k].xor(y[k])
+	}
+}

@@ -1,0 +1,148 @@
+package ot
+
+import (
+	"crypto/aes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFixedAESMatchesCryptoAES checks the key schedule and the assembly
+// (where present) against crypto/aes on random keys and blocks, for lengths
+// that exercise the eight-block loop and the tail.
+func TestFixedAESMatchesCryptoAES(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 20 {
+		var key [16]byte
+		for i := range key {
+			key[i] = byte(rng.Uint32())
+		}
+		f := newFixedAES(key)
+		ref, _ := aes.NewCipher(key[:])
+		n := []int{0, 1, 7, 8, 9, 16, 31, 100}[trial%8]
+		src := make([]Block, n)
+		for i := range src {
+			src[i] = Block{rng.Uint64(), rng.Uint64()}
+		}
+		got := make([]Block, n)
+		f.encrypt(got, src)
+		want := make([]Block, n)
+		f.encryptGeneric(want, src)
+		for i := range src {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d block %d: fast %x, generic %x", trial, i, got[i], want[i])
+			}
+			var in, out [16]byte
+			b := blockBytes(src[i : i+1])
+			copy(in[:], b)
+			ref.Encrypt(out[:], in[:])
+			g := blockBytes(got[i : i+1])
+			if string(g) != string(out[:]) {
+				t.Fatalf("trial %d block %d: %x, crypto/aes %x", trial, i, g, out)
+			}
+		}
+	}
+}
+
+// TestAESKnownAnswer is the FIPS-197 appendix C.1 vector.
+func TestAESKnownAnswer(t *testing.T) {
+	key := [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+	pt := []byte{0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff}
+	want := "69c4e0d86a7b0430d8cdb78070b4c55a"
+	f := newFixedAES(key)
+	b := make([]Block, 1)
+	copy(blockBytes(b), pt)
+	f.encrypt(b, b)
+	if got := hexString(blockBytes(b)); got != want {
+		t.Fatalf("AES-128(FIPS-197 C.1) = %s, want %s", got, want)
+	}
+}
+
+func hexString(b []byte) string {
+	const d = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, x := range b {
+		out = append(out, d[x>>4], d[x&15])
+	}
+	return string(out)
+}
+
+// TestTranspose64 compares the block-swap transpose with the definition.
+func TestTranspose64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var a, orig [64]uint64
+	for i := range a {
+		a[i] = rng.Uint64()
+	}
+	orig = a
+	transpose64(&a)
+	for r := range 64 {
+		for c := range 64 {
+			if (a[c]>>r)&1 != (orig[r]>>c)&1 {
+				t.Fatalf("bit (%d,%d) wrong", r, c)
+			}
+		}
+	}
+}
+
+// TestColsToRows checks the IKNP column→row transpose against a per-bit
+// reference on a 128×256 matrix.
+func TestColsToRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	nw := 4
+	cols := make([]uint64, 128*nw)
+	for i := range cols {
+		cols[i] = rng.Uint64()
+	}
+	rows := make([]Block, 64*nw)
+	colsToRows(rows, cols, nw)
+	for j := range 64 * nw {
+		for i := range 128 {
+			want := (cols[i*nw+j/64] >> (j % 64)) & 1
+			var got uint64
+			if i < 64 {
+				got = (rows[j].Lo >> i) & 1
+			} else {
+				got = (rows[j].Hi >> (i - 64)) & 1
+			}
+			if got != want {
+				t.Fatalf("row %d bit %d = %d, want %d", j, i, got, want)
+			}
+		}
+	}
+}
+
+// BenchmarkAESBlocks compares the eight-block AES-NI loop with crypto/aes
+// called once per block (the portable path).
+func BenchmarkAESBlocks(b *testing.B) {
+	for _, asm := range []bool{true, false} {
+		b.Run(map[bool]string{true: "asm", false: "crypto"}[asm], func(b *testing.B) {
+			if asm && !useAESNI {
+				b.Skip("no AES-NI assembly here")
+			}
+			setAESNI(b, asm)
+			f := newFixedAES([16]byte{1})
+			buf := make([]Block, 4096)
+			b.SetBytes(int64(16 * len(buf)))
+			for b.Loop() {
+				f.encrypt(buf, buf)
+			}
+		})
+	}
+}
+
+func BenchmarkTranspose(b *testing.B) {
+	nw := 1024
+	cols := make([]uint64, 128*nw)
+	rows := make([]Block, 64*nw)
+	b.SetBytes(int64(8 * len(cols)))
+	for b.Loop() {
+		colsToRows(rows, cols, nw)
+	}
+}
+
+// setAESNI switches the assembly path for the duration of a test (it is a
+// variable only where an assembly implementation exists).
+func setAESNI(tb testing.TB, on bool) {
+	tb.Helper()
+	setUseAESNI(tb, on)
+}

@@ -1,0 +1,49 @@
+// Package ot makes the correlated randomness of package beaver between the
+// two parties themselves, with no dealer: base OTs with circl's ot/simot,
+// IKNP OT extension, and generators of every correlation the online suite
+// consumes, each returned as the beaver struct of the dealer mode.
+//
+// A session (Setup, keyed by the beaver.SessionID both parties agreed) runs
+// 128 base OTs in each direction once: 3 rounds, 19,520 bytes per party.
+// Generators (Session.NewGen, one per stream id) then extend them:
+//
+//   - RandomOTs, DeltaOTs: random / Δ-correlated OTs, 16 bytes per OT from
+//     the receiver, one round.
+//   - ANDTriples: bit-packed AND triples from two random OTs each (ALSZ13),
+//     16 bytes per triple and party, one round; CrossANDTriples for u∧v.
+//   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa
+//     multiplication on correlated OTs (64 OTs per product with short
+//     corrections of 64−t bits): 1,284 bytes per triple and party.
+//   - TruncPairs, BitPairs: bit decomposition of r = ρ0⊕ρ1 made arithmetic
+//     with one correlated OT per bit.
+//   - WeightTriples, WeightVectorTriples: the weight-mask correlation for
+//     [X]·W by vector OLE on correlated OTs whose correlation is the fixed
+//     mask B of party 0: 64·m·k OTs and 260·m·k·n bytes of corrections,
+//     i.e. a product's worth of traffic (see the cost note below).
+//
+// Provider puts the generators behind beaver.Provider: NewProvider(conn,
+// party, opts) on the parties' own transport connection runs Setup at
+// BindSession on a dedicated stream (DefaultStreamBase) and one generator per
+// beaver stream s on stream DefaultStreamBase+1+s, so protocol code, selection
+// and beaver.Prefetch run unchanged with no dealer. The model owner's weight
+// masks are expanded from its secret mask seed and the session id.
+//
+// The correlation-robust hash is the tweakable TMMO construction of Guo,
+// Katz, Wang and Yu, H(τ, x) = π(π(x)⊕τ)⊕π(x), with π fixed-key AES-128
+// under a per-session key. π runs in an eight-block AES-NI loop
+// (aes_amd64.s, checked block for block against crypto/aes); elsewhere, or
+// with the purego tag, it is crypto/aes one block per call, about 18 times
+// slower. The column PRGs are crypto/aes in CTR mode.
+//
+// Security: semi-honest, as the project's threat model (IKNP without the
+// KOS consistency check). A party's view is uniform words of public lengths
+// whatever the peer's secrets (TestViews).
+//
+// Cost note (BenchmarkWeightTriple, one token row through one 768×768
+// projection): party 0 sends 153 MB, party 1 786 KB, 21 rounds. For a
+// sst2-distilbert candidate (128 tokens, 4 projections per layer) that is
+// about 79 GB and several hundred CPU-seconds per layer, against about
+// 9.4 MB per layer from a dealer: vector OLE from IKNP-style correlated OTs
+// costs Θ(m·k·n·ℓ) bits, so a dealer-free weight mask needs a sublinear
+// VOLE (LPN-based silent OT) or RLWE homomorphic encryption instead.
+package ot

@@ -1,0 +1,382 @@
+package ot
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+)
+
+// Conn is the two-party message channel the generators run on: one ordered
+// stream of word messages. *transport.Stream implements it. Every call must
+// return when ctx ends; a receive must fail unless the peer's message has
+// exactly len(dst) (or len(recv)) words.
+type Conn interface {
+	// Exchange sends send and receives the peer's message into recv,
+	// concurrently (one round).
+	Exchange(ctx context.Context, send, recv []uint64) error
+	// SendWords sends one message.
+	SendWords(ctx context.Context, w []uint64) error
+	// RecvWords receives one message of exactly len(dst) words.
+	RecvWords(ctx context.Context, dst []uint64) error
+}
+
+// Session holds the base OTs of one two-party session, in both directions:
+// as extension sender, this party's secret Δ and the 128 seeds k_i^{Δ_i} it
+// chose; as extension receiver, both seeds of each of the peer's 128 base
+// OTs. Generators (one per stream, see NewGen) derive their keys from it. A
+// Session is safe for concurrent use.
+type Session struct {
+	party     int
+	sid       beaver.SessionID
+	pi        *fixedAES
+	delta     Block
+	sendSeeds [baseCount][seedLen]byte
+	recvSeeds [baseCount][2][seedLen]byte
+
+	mu   sync.Mutex
+	gens map[uint32]bool
+}
+
+// Party returns 0 (model owner) or 1 (data owner).
+func (s *Session) Party() int { return s.party }
+
+// ID returns the session id the session was set up for.
+func (s *Session) ID() beaver.SessionID { return s.sid }
+
+// ErrSessionMismatch is returned by Setup when the peer presents another
+// session id.
+var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
+
+const (
+	setupNonceLen = 32
+	msgAWords     = (len(beaver.SessionID{}) + setupNonceLen + baseMsgALen) / 8
+	msgBWords     = baseMsgBLen / 8
+	msgEWords     = baseMsgELen / 8
+)
+
+// Setup runs the base OTs of a session with the peer over c: each party is
+// the base-OT sender for the direction in which it will be the OT-extension
+// receiver, and the base-OT receiver (with its random Δ as the choice bits)
+// for the other. Three exchanges (rounds) of 4,160, 4,096 and 11,264 bytes
+// per party. sid is the session id both parties agreed (selection draws it
+// from a joint coin toss; the zero id is refused, as by a networked dealer);
+// the first message carries it, so parties that disagree fail with
+// ErrSessionMismatch instead of producing garbage. The hash key mixes the id
+// with a fresh nonce of each party, so even a repeated id never repeats a
+// key. The base-OT secrets (Δ, seeds) are fresh on every Setup.
+func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Session, error) {
+	if party != 0 && party != 1 {
+		return nil, fmt.Errorf("ot: setup: party %d, want 0 or 1", party)
+	}
+	if sid.IsZero() {
+		return nil, fmt.Errorf("ot: setup: the zero session id is reserved")
+	}
+	s := &Session{party: party, sid: sid, gens: make(map[uint32]bool)}
+	var db [16]byte
+	if _, err := rand.Read(db[:]); err != nil {
+		return nil, fmt.Errorf("ot: setup: random Δ: %w", err)
+	}
+	s.delta = Block{binary.LittleEndian.Uint64(db[:8]), binary.LittleEndian.Uint64(db[8:])}
+
+	// Round 1: nonce ‖ A (as base sender).
+	bs, msgA, err := newBaseSender()
+	if err != nil {
+		return nil, fmt.Errorf("ot: setup: %w", err)
+	}
+	var nonce [setupNonceLen]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, fmt.Errorf("ot: setup: nonce: %w", err)
+	}
+	peer1 := make([]uint64, msgAWords)
+	first := append(append(sid[:len(sid):len(sid)], nonce[:]...), msgA...)
+	if err := c.Exchange(ctx, bytesToWords(first), peer1); err != nil {
+		return nil, fmt.Errorf("ot: setup: round 1 (base OT points A): %w", err)
+	}
+	p1 := wordsToBytes(peer1)
+	if beaver.SessionID(p1[:len(sid)]) != sid {
+		return nil, fmt.Errorf("ot: setup: session %s: %w", sid, ErrSessionMismatch)
+	}
+	p1 = p1[len(sid):]
+	peerNonce, peerA := p1[:setupNonceLen], p1[setupNonceLen:]
+
+	// Round 2: B (as base receiver of the peer's OTs, choosing Δ).
+	br, msgB, err := newBaseReceiver(peerA, s.delta)
+	if err != nil {
+		return nil, fmt.Errorf("ot: setup: %w", err)
+	}
+	peer2 := make([]uint64, msgBWords)
+	if err := c.Exchange(ctx, bytesToWords(msgB), peer2); err != nil {
+		return nil, fmt.Errorf("ot: setup: round 2 (base OT points B): %w", err)
+	}
+
+	// Round 3: E (as base sender).
+	msgE, err := bs.respond(wordsToBytes(peer2))
+	if err != nil {
+		return nil, fmt.Errorf("ot: setup: %w", err)
+	}
+	peer3 := make([]uint64, msgEWords)
+	if err := c.Exchange(ctx, bytesToWords(msgE), peer3); err != nil {
+		return nil, fmt.Errorf("ot: setup: round 3 (sealed seeds): %w", err)
+	}
+	if s.sendSeeds, err = br.finish(wordsToBytes(peer3)); err != nil {
+		return nil, fmt.Errorf("ot: setup: %w", err)
+	}
+	s.recvSeeds = bs.seeds
+
+	h := sha256.New()
+	h.Write([]byte("selectformer/beaver/ot/v1/hash-key"))
+	h.Write(sid[:])
+	if party == 0 {
+		h.Write(nonce[:])
+		h.Write(peerNonce)
+	} else {
+		h.Write(peerNonce)
+		h.Write(nonce[:])
+	}
+	s.pi = newFixedAES([16]byte(h.Sum(nil)[:16]))
+	return s, nil
+}
+
+// bytesToWords packs b (a multiple of 8 bytes) little-endian into words.
+func bytesToWords(b []byte) []uint64 {
+	w := make([]uint64, len(b)/8)
+	for i := range w {
+		w[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	return w
+}
+
+// wordsToBytes is the inverse of bytesToWords.
+func wordsToBytes(w []uint64) []byte {
+	b := make([]byte, 0, 8*len(w))
+	for _, x := range w {
+		b = binary.LittleEndian.AppendUint64(b, x)
+	}
+	return b
+}
+
+// columnKey derives the AES key of one IKNP column PRG for generator gen from
+// a base-OT seed: AES_seed(gen ‖ label). Distinct generators get independent
+// keys; the peer holding the same seed derives the same key.
+func columnKey(seed [seedLen]byte, gen uint32) cipher.Block {
+	b, err := aes.NewCipher(seed[:])
+	if err != nil { // 16-byte key
+		panic("ot: aes: " + err.Error())
+	}
+	var in, k [16]byte
+	binary.LittleEndian.PutUint32(in[:4], gen)
+	copy(in[4:], "ot/column/key")
+	b.Encrypt(k[:], in[:])
+	c, err := aes.NewCipher(k[:])
+	if err != nil {
+		panic("ot: aes: " + err.Error())
+	}
+	return c
+}
+
+// prgColumn fills dst with the column PRG output for the OTs j0…j0+64·len(dst)
+// (j0 a multiple of 128): AES-CTR from the counter block j0/128.
+func prgColumn(b cipher.Block, j0 uint64, dst []uint64) {
+	var iv [16]byte
+	binary.BigEndian.PutUint64(iv[8:], j0/128)
+	by := wordBytes(dst)
+	clear(by)
+	cipher.NewCTR(b, iv[:]).XORKeyStream(by, by)
+	if !littleEndian {
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint64(by[8*i:])
+		}
+	}
+}
+
+// extSender is this party's side of IKNP as the OT sender: Δ and the column
+// PRGs keyed by k_i^{Δ_i}.
+type extSender struct {
+	delta Block
+	cols  [baseCount]cipher.Block
+	next  uint64 // index of the next OT (the hash tweak), a multiple of 128
+}
+
+// extReceiver is this party's side as the OT receiver: both column PRGs.
+type extReceiver struct {
+	cols [baseCount][2]cipher.Block
+	next uint64
+}
+
+// extend (receiver) takes n choice bits (n a multiple of 128, packed 64 per
+// word) and returns the matrix U to send (128 columns of n bits, column i at
+// u[i*n/64:]), the rows t_j and the index of the first OT.
+func (r *extReceiver) extend(choices []uint64, n int) (u []uint64, t []Block, j0 uint64) {
+	nw := n / 64
+	j0 = r.next
+	r.next += uint64(n)
+	cols := make([]uint64, baseCount*nw)
+	u = make([]uint64, baseCount*nw)
+	for i := range baseCount {
+		g0 := cols[i*nw : (i+1)*nw]
+		g1 := u[i*nw : (i+1)*nw]
+		prgColumn(r.cols[i][0], j0, g0)
+		prgColumn(r.cols[i][1], j0, g1)
+		for w := range g1 {
+			g1[w] ^= g0[w] ^ choices[w]
+		}
+	}
+	t = make([]Block, n)
+	colsToRows(t, cols, nw)
+	return u, t, j0
+}
+
+// extend (sender) takes the receiver's U for n OTs and returns the rows
+// q_j = t_j ⊕ r_j·Δ and the index of the first OT.
+func (s *extSender) extend(u []uint64, n int) (q []Block, j0 uint64) {
+	nw := n / 64
+	j0 = s.next
+	s.next += uint64(n)
+	cols := make([]uint64, baseCount*nw)
+	for i := range baseCount {
+		col := cols[i*nw : (i+1)*nw]
+		prgColumn(s.cols[i], j0, col)
+		if bitOf(s.delta, i) == 1 {
+			ui := u[i*nw : (i+1)*nw]
+			for w := range col {
+				col[w] ^= ui[w]
+			}
+		}
+	}
+	q = make([]Block, n)
+	colsToRows(q, cols, nw)
+	return q, j0
+}
+
+// Gen makes correlated randomness with the peer on one stream. Both parties
+// create the generator with the same id and make the same calls in the same
+// order; each call returns this party's part of fresh correlations. Calls on
+// one Gen are serialized. After a failed call (a peer error, a cancelled
+// context) the two parties' generators are out of step, so every later call
+// fails too; start a new generator (a new id) instead.
+type Gen struct {
+	party int
+	id    uint32
+	c     Conn
+	h     *hasher
+	prg   *share.PRG
+	// draw returns this party's secret random words (g.prg.Words; a view
+	// test replaces it to fix a party's secrets).
+	draw func(n int) []uint64
+	snd  extSender
+	rcv  extReceiver
+
+	mu    sync.Mutex
+	err   error
+	stats Stats
+}
+
+// Stats counts a generator's work: OTs in each role and the words this party
+// sent and received (payload only; the transport adds framing).
+type Stats struct {
+	OTsSent, OTsReceived int64 // OTs as sender, as receiver
+	WordsSent, WordsRecv int64
+	Rounds               int64
+}
+
+// ErrGenUsed is returned by NewGen for an id already used in the session:
+// two generators with one id would reuse OT indices under the same Δ.
+var ErrGenUsed = errors.New("ot: generator id already used in this session")
+
+// ErrGenBroken is returned by every call on a generator after a failed one:
+// the two parties' generators are out of step (the error also wraps the
+// earlier failure).
+var ErrGenBroken = errors.New("generator unusable after an earlier failure")
+
+// NewGen returns the generator with id on c (for example a dedicated
+// transport stream). Each id may be used once per session.
+func (s *Session) NewGen(c Conn, id uint32) (*Gen, error) {
+	s.mu.Lock()
+	if s.gens[id] {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("ot: generator %d: %w", id, ErrGenUsed)
+	}
+	s.gens[id] = true
+	s.mu.Unlock()
+	seed, err := share.NewSeed()
+	if err != nil {
+		return nil, fmt.Errorf("ot: generator %d: %w", id, err)
+	}
+	g := &Gen{party: s.party, id: id, c: c, h: newHasher(s.pi, id), prg: share.NewPRG(seed, "beaver/ot/local")}
+	g.draw = g.prg.Words
+	g.snd.delta = s.delta
+	for i := range baseCount {
+		g.snd.cols[i] = columnKey(s.sendSeeds[i], id)
+		g.rcv.cols[i][0] = columnKey(s.recvSeeds[i][0], id)
+		g.rcv.cols[i][1] = columnKey(s.recvSeeds[i][1], id)
+	}
+	return g, nil
+}
+
+// Party returns 0 or 1.
+func (g *Gen) Party() int { return g.party }
+
+// Stats returns the generator's counters so far.
+func (g *Gen) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stats
+}
+
+// begin locks the generator and refuses to run after an earlier failure.
+func (g *Gen) begin(ctx context.Context, what string) error {
+	g.mu.Lock()
+	if g.err != nil {
+		g.mu.Unlock()
+		return fmt.Errorf("ot: %s: generator %d: %w: %w", what, g.id, ErrGenBroken, g.err)
+	}
+	if err := ctx.Err(); err != nil {
+		g.mu.Unlock()
+		return fmt.Errorf("ot: %s: %w", what, err)
+	}
+	return nil
+}
+
+// end records err (if any) as fatal and unlocks.
+func (g *Gen) end(what string, err error) error {
+	if err != nil {
+		err = fmt.Errorf("ot: %s: %w", what, err)
+		g.err = err
+	}
+	g.mu.Unlock()
+	return err
+}
+
+// exchange sends send and receives recvLen words: an Exchange when both are
+// non-empty, a lone send or receive when one is, nothing when both are
+// empty. Both parties call it with mirrored lengths.
+func (g *Gen) exchange(ctx context.Context, send []uint64, recvLen int) ([]uint64, error) {
+	recv := make([]uint64, recvLen)
+	var err error
+	switch {
+	case len(send) > 0 && recvLen > 0:
+		err = g.c.Exchange(ctx, send, recv)
+	case len(send) > 0:
+		err = g.c.SendWords(ctx, send)
+	case recvLen > 0:
+		err = g.c.RecvWords(ctx, recv)
+	default:
+		return recv, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.stats.WordsSent += int64(len(send))
+	g.stats.WordsRecv += int64(recvLen)
+	g.stats.Rounds++
+	return recv, nil
+}

@@ -1,0 +1,192 @@
+package beaver
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// mangler is a provider wrapper whose Material answers are altered by f: a
+// provider that returns material of the wrong shape.
+type mangler struct {
+	Provider
+	f func(m Material) Material
+}
+
+func (w mangler) Material(ctx context.Context, r Request) (Material, error) {
+	m, err := w.Provider.Material(ctx, r)
+	if err != nil {
+		return m, err
+	}
+	return w.f(m), nil
+}
+
+// TestTypedRefusesMalformedMaterial: a provider that answers with the wrong
+// kind, the wrong number of parts or parts of the wrong length gets an error
+// from the typed helpers, not a panic or a short slice handed to a protocol.
+func TestTypedRefusesMalformedMaterial(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		party int
+		f     func(Material) Material
+		call  func(Typed) error
+	}{
+		{"wrong kind", 0, func(m Material) Material { m.Kind = KindSquare; return m },
+			func(p Typed) error { _, err := p.Triples(ctx, 1, 4); return err }},
+		{"missing part", 0, func(m Material) Material { m.Parts = m.Parts[:2]; return m },
+			func(p Typed) error { _, err := p.Triples(ctx, 1, 4); return err }},
+		{"extra part", 1, func(m Material) Material { m.Parts = append(m.Parts, nil); return m },
+			func(p Typed) error { _, err := p.SquarePairs(ctx, 1, 4); return err }},
+		{"short part", 1, func(m Material) Material { m.Parts[2] = m.Parts[2][:3]; return m },
+			func(p Typed) error { _, err := p.MatTriples(ctx, 1, 1, 2, 2, 2); return err }},
+		{"party 0 given a weight triple's A", 0, func(m Material) Material { m.Parts[0] = make([]uint64, 4); return m },
+			func(p Typed) error { _, err := p.WeightTriple(ctx, 1, 3, 2, 2, 2); return err }},
+		{"short bit pair packing", 1, func(m Material) Material { m.Parts[0] = nil; return m },
+			func(p Typed) error { _, err := p.BitPairs(ctx, 1, 65); return err }},
+		{"no weight mask", 0, func(m Material) Material { m.Parts = nil; return m },
+			func(p Typed) error { _, err := p.WeightMask(ctx, 3, 2, 2); return err }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := NewDealer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _ := d.Provider(tc.party)
+			if err := tc.call(Typed{p}); err != nil {
+				t.Fatalf("well-formed material refused: %v", err)
+			}
+			err = tc.call(Typed{mangler{p, tc.f}})
+			if err == nil || !strings.Contains(err.Error(), "mangler") {
+				t.Fatalf("malformed material: %v", err)
+			}
+		})
+	}
+}
+
+// TestMaterialRequests: the one request method's contract — the caller
+// leaves the counter to the provider, and a weight mask is keyed by id
+// alone, party 0's, positionless, and never asked of the dealer.
+func TestMaterialRequests(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := testSeeds(40)
+	d := NewDealerWithSeeds(s0, s1)
+	p0, _ := d.Provider(0)
+	p1, _ := d.Provider(1)
+	pf, err := NewPrefetch(p1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	mask := Request{Kind: KindWeightMask, WeightID: 5, K: 3, N: 4}
+	refused := []struct {
+		name string
+		p    Provider
+		r    Request
+		want string
+	}{
+		{"counter given", p0, Request{Kind: KindTriple, Stream: 1, Counter: 3, N: 2}, "counter"},
+		{"counter given to a prefetch", pf, Request{Kind: KindTriple, Stream: 1, Counter: 3, N: 2}, "counter"},
+		{"weight mask on a stream", p0, Request{Kind: KindWeightMask, Stream: 2, WeightID: 5, K: 3, N: 4}, "stream and counter must be zero"},
+		{"weight mask with a batch", p0, Request{Kind: KindWeightMask, WeightID: 5, Batch: 1, K: 3, N: 4}, "must be zero"},
+		{"weight mask of party 1", p1, mask, "only the model owner"},
+		{"weight mask of party 1 through a prefetch", pf, mask, "only the model owner"},
+		{"negative weight mask", p0, Request{Kind: KindWeightMask, WeightID: 5, K: -3, N: 4}, "negative"},
+		{"unknown kind", p0, Request{Kind: kindEnd, N: 1}, "unknown kind"},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.p.Material(ctx, tc.r); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+
+	m, err := p0.Material(ctx, mask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.check(mask, 0); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Typed{p0}.WeightMask(ctx, 5, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Parts[0], again) {
+		t.Fatal("two requests for weight 5 gave different masks")
+	}
+	if other, _ := (Typed{p0}).WeightMask(ctx, 6, 3, 4); slices.Equal(other, again) {
+		t.Fatal("weights 5 and 6 share a mask")
+	}
+	if pos, st := p0.Position(0), p0.Stats(); pos != 0 || st.Items != 0 {
+		t.Fatalf("weight masks moved stream 0 to %d or counted %d items", pos, st.Items)
+	}
+
+	// The dealer never serves a weight mask, neither over the wire nor in
+	// process.
+	b, err := mask.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeRequest(b); err == nil || !strings.Contains(err.Error(), "no weight masks") {
+		t.Fatalf("decoded a weight mask request: %v", err)
+	}
+	if _, err := d.core.serve(d.core.defaultSession(), mask); err == nil || !strings.Contains(err.Error(), "no weight masks") {
+		t.Fatalf("dealer served a weight mask: %v", err)
+	}
+}
+
+// TestWrappersAndWeightMasks: Recorder records the stream requests only,
+// a Prefetch schedule cannot hold a weight mask, and a weight mask asked of
+// a Prefetch bypasses the schedule of stream 0 without consuming it.
+func TestWrappersAndWeightMasks(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := testSeeds(41)
+	d := NewDealerWithSeeds(s0, s1)
+	p0, _ := d.Provider(0)
+	rec := NewRecorder(p0)
+	tp := Typed{rec}
+	if _, err := tp.Triples(ctx, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.WeightMask(ctx, 1, 2, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.TruncPairs(ctx, 0, 2, 8); err != nil {
+		t.Fatal(err)
+	}
+	want := []Request{{Kind: KindTriple, N: 2}, {Kind: KindTrunc, N: 2, FracBits: 8}}
+	if got := rec.Requests(); !slices.Equal(got, want) {
+		t.Fatalf("recorded %v, want %v", got, want)
+	}
+	if _, err := NewPrefetch(p0, 1, []Request{{Kind: KindWeightMask, WeightID: 1, K: 2, N: 2}}); err == nil || !strings.Contains(err.Error(), "not prefetched") {
+		t.Fatalf("weight mask in a schedule: %v", err)
+	}
+
+	q0, _ := NewDealerWithSeeds(s0, s1).Provider(0)
+	pf, err := NewPrefetch(q0, 2, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pf.Close()
+	p := Typed{pf}
+	if _, err := p.Triples(ctx, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	w, err := p.WeightMask(ctx, 1, 2, 2)
+	if err != nil {
+		t.Fatalf("weight mask through a prefetch: %v", err)
+	}
+	if direct, _ := (Typed{p0}).WeightMask(ctx, 1, 2, 2); !slices.Equal(w, direct) {
+		t.Fatal("prefetch changed a weight mask")
+	}
+	if got := pf.Position(0); got != 1 {
+		t.Fatalf("position %d after one scheduled item and a weight mask, want 1", got)
+	}
+	if _, err := p.TruncPairs(ctx, 0, 2, 8); err != nil {
+		t.Fatalf("schedule after a weight mask: %v", err)
+	}
+}

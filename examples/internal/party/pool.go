@@ -1,0 +1,104 @@
+package party
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/selection/pool"
+)
+
+// VocabFile and TokenizerConfigFile are the tokenizer files a text model
+// directory may hold beside config.json (as Hugging Face checkpoints do).
+const (
+	VocabFile           = "vocab.txt"
+	TokenizerConfigFile = "tokenizer_config.json"
+)
+
+// maxTokenizerConfig bounds tokenizer_config.json.
+const maxTokenizerConfig = 1 << 20
+
+// Tokenizer loads the WordPiece tokenizer of the text checkpoint in
+// modelDir: the vocabulary vocabPath, or modelDir/vocab.txt if vocabPath is
+// empty; lower-casing as modelDir/tokenizer_config.json's do_lower_case says
+// (true without it, as for the uncased BERT checkpoints).
+func Tokenizer(modelDir, vocabPath string) (*wordpiece.Tokenizer, error) {
+	if vocabPath == "" {
+		vocabPath = filepath.Join(modelDir, VocabFile)
+		if _, err := os.Stat(vocabPath); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("a text pool needs the checkpoint's WordPiece vocabulary: %s has no %s (give it with -vocab)", modelDir, VocabFile)
+		}
+	}
+	v, err := wordpiece.LoadVocab(vocabPath)
+	if err != nil {
+		return nil, err
+	}
+	lower := true
+	f, err := os.Open(filepath.Join(modelDir, TokenizerConfigFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("tokenizer config: %w", err)
+	default:
+		defer f.Close()
+		b, err := io.ReadAll(io.LimitReader(f, maxTokenizerConfig+1))
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer config: %w", err)
+		}
+		if len(b) > maxTokenizerConfig {
+			return nil, fmt.Errorf("tokenizer config %s: larger than %d bytes", f.Name(), maxTokenizerConfig)
+		}
+		var c struct {
+			DoLowerCase *bool `json:"do_lower_case"`
+		}
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("tokenizer config %s: %w", f.Name(), err)
+		}
+		if c.DoLowerCase != nil {
+			lower = *c.DoLowerCase
+		}
+	}
+	return wordpiece.NewTokenizer(v, lower), nil
+}
+
+// PoolInput reads the pool file at poolPath (package selection/pool: images
+// or texts) and returns it as input of the checkpoint emb loaded from
+// embDir. Texts are tokenized with the checkpoint's vocabulary (vocabPath or
+// embDir/vocab.txt) to seq tokens (0: the checkpoint's maximum). Unreadable
+// or mismatched files are ExitInput errors; -vocab or -seq with an image
+// pool are usage errors.
+func PoolInput(poolPath, embDir string, emb *model.Model, vocabPath string, seq int) (model.Input, pool.Kind, error) {
+	if seq < 0 {
+		return model.Input{}, "", peer.Usage("flag -seq must not be negative")
+	}
+	p, err := pool.ReadFile(poolPath)
+	if err != nil {
+		return model.Input{}, "", peer.WithCode(peer.ExitInput, err)
+	}
+	var tok *wordpiece.Tokenizer
+	switch p.Kind() {
+	case pool.KindImages:
+		if vocabPath != "" || seq != 0 {
+			return model.Input{}, "", peer.Usage("flags -vocab and -seq apply to text pools; %s is an image pool", poolPath)
+		}
+	case pool.KindTexts:
+		if f := emb.Config.Family; f != model.BERT && f != model.DistilBERT {
+			break // p.Input explains the mismatch
+		}
+		if tok, err = Tokenizer(embDir, vocabPath); err != nil {
+			return model.Input{}, "", peer.WithCode(peer.ExitInput, err)
+		}
+	}
+	in, err := p.Input(emb.Config, tok, seq)
+	if err != nil {
+		return model.Input{}, "", peer.WithCode(peer.ExitInput, fmt.Errorf("%s with checkpoint %s: %w", poolPath, embDir, err))
+	}
+	return in, p.Kind(), nil
+}

@@ -1,0 +1,26 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// ConnectDealer connects to the networked dealer at addr (pinned by
+// fingerprint) as party and returns the party's provider and the dealer
+// connection (close it when done). Failures are ExitPeer errors.
+func ConnectDealer(ctx context.Context, addr string, id *transport.Identity, fingerprint string, party int, opt transport.Options, e Endpoint) (*beaver.Client, *transport.Conn, error) {
+	e.Connect, e.Listen = addr, ""
+	conn, err := Establish(ctx, e, id, fingerprint, opt, discard, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dealer: %w", err)
+	}
+	cl, err := beaver.Connect(ctx, conn, party)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, &Error{Code: ExitPeer, Err: fmt.Errorf("dealer handshake: %w", err)}
+	}
+	return cl, conn, nil
+}

@@ -1,0 +1,202 @@
+package selection
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// dataOwnerRun is the data owner's driver: one Run of a DataOwner, the
+// protocol from party 1's side, in order.
+type dataOwnerRun struct {
+	*runner
+	d    *DataOwner
+	eval Evaluator // d.Evaluator, or the embedding of the pool (set by check)
+}
+
+func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
+	hsCtx := ctx
+	ctx, cancel := r.watchConn(ctx)
+	defer cancel()
+	// 1. Checkpoint: load, check, bump the epoch before talking to the peer.
+	// Without a state directory, the record of a bootstrap sample sent by an
+	// earlier Run of this DataOwner comes from memory.
+	st, err := r.loadState()
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		st = r.newState()
+		if !r.store.durable() {
+			if err := r.recall(st); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !r.store.durable() {
+		r.logf().Warn("selection: data owner without a StateDir: a restarted process cannot recognise a session whose bootstrap sample it already sent")
+	}
+	if err := r.beginEpoch(st); err != nil {
+		return nil, err
+	}
+	// 2. Handshake.
+	if _, err := r.handshake(hsCtx); err != nil {
+		return nil, err
+	}
+	res := &Result{Epoch: r.st.Epoch}
+	// 3. This epoch's correlated randomness and sessions.
+	if err := r.sched.start(ctx, r.st.Epoch); err != nil {
+		return nil, err
+	}
+	// 4. Coin, dealer session, bootstrap.
+	seed, err := r.coin(ctx, tossCoinDataOwner)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.bootstrap(ctx, seed); err != nil {
+		return nil, err
+	}
+	res.Bootstrap = append([]int(nil), r.st.Bootstrap...)
+	// 5. Architectures.
+	archs, err := r.receiveArchs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// 6. Phases and appraisal.
+	if err := r.selectAll(ctx, seed, r.eval, archs, receiveThreshold, res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// recall fills st with the record of the bootstrap sample a Run of this
+// DataOwner value sent (no state directory).
+func (r *dataOwnerRun) recall(st *State) error {
+	r.d.mu.Lock()
+	defer r.d.mu.Unlock()
+	rv := r.d.revealed
+	if rv == nil {
+		return nil
+	}
+	if rv.ViewHash != st.ViewHash {
+		return fmt.Errorf("%w (%d points, under other parameters); use a new DataOwner for a new session", ErrBootstrapRevealed, len(rv.Bootstrap))
+	}
+	st.Revealed = rv.clone()
+	st.Seed = rv.Seed
+	return nil
+}
+
+// bootstrap sends the sample's inputs in the clear, after recording,
+// durably, what it reveals; a restart re-sends exactly these points (the
+// same coin gives the same sample) and never others.
+func (r *dataOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
+	if r.st.BootstrapDone {
+		return nil
+	}
+	idx := sampleBootstrap(seed, r.p.PoolSize, r.p.Bootstrap)
+	if rv := r.st.Revealed; rv == nil {
+		r.st.Revealed = &Revealed{ViewHash: r.st.ViewHash, Seed: r.st.Seed, Bootstrap: idx}
+		if err := r.checkpoint(); err != nil {
+			return fmt.Errorf("selection: bootstrap: record before sending: %w", err)
+		}
+	} else if rv.Seed != r.st.Seed || !slices.Equal(rv.Bootstrap, idx) {
+		return fmt.Errorf("selection: bootstrap: %w: the sample to send differs from the one sent", ErrBootstrapRevealed)
+	}
+	var boot model.Input
+	if r.d.Pool.Len() > 0 && len(idx) > 0 {
+		var err error
+		if boot, err = r.d.Pool.Select(idx); err != nil {
+			return fmt.Errorf("selection: bootstrap: %w", err)
+		}
+	}
+	b, err := json.Marshal(boot)
+	if err != nil {
+		return fmt.Errorf("selection: bootstrap: %w", err)
+	}
+	if err := r.ctrl.SendBytes(ctx, b); err != nil {
+		return fmt.Errorf("selection: bootstrap: send: %w", err)
+	}
+	return r.bootstrapDone(idx)
+}
+
+// receiveArchs receives the proxies' architectures and checks them against
+// the schedule and the embedding model.
+func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) {
+	n := len(r.p.Schedule)
+	b, err := r.ctrl.RecvBytes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("selection: receive architectures: %w", err)
+	}
+	var out []secure.Arch
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("selection: decode architectures: %w", err)
+	}
+	if len(out) != n {
+		return nil, fmt.Errorf("selection: %d architectures for %d phases", len(out), n)
+	}
+	de, ok := r.eval.(*dataEvaluator)
+	if !ok {
+		return out, nil // a substitute Evaluator checks what it needs
+	}
+	emb := de.emb.Config
+	for i, a := range out {
+		sp := r.p.Schedule[i].Proxy
+		switch {
+		case a.Family != emb.Family || a.Hidden != emb.Hidden:
+			return nil, fmt.Errorf("selection: phase %d proxy is a %s of width %d, the embedding model a %s of width %d", i, a.Family, a.Hidden, emb.Family, emb.Hidden)
+		case a.Seq != r.seq:
+			return nil, fmt.Errorf("selection: phase %d proxy for %d tokens, the pool has %d", i, a.Seq, r.seq)
+		case sp.Layers != 0 && a.Layers != sp.Layers, sp.Heads != 0 && a.Heads != sp.Heads, sp.Hidden != 0 && a.MLPHidden != sp.Hidden:
+			return nil, fmt.Errorf("selection: phase %d proxy ⟨%d, %d, %d⟩ differs from the schedule's %+v", i, a.Layers, a.Heads, a.MLPHidden, sp)
+		}
+	}
+	return out, nil
+}
+
+// receiveThreshold receives the data owner's share of the model owner's
+// private appraisal threshold.
+func receiveThreshold(s *protocol.Session) (*share.Tensor, error) {
+	t, err := s.ShareInput(0, nil, 1)
+	if err != nil {
+		return nil, fmt.Errorf("selection: appraisal: %w", err)
+	}
+	return t, nil
+}
+
+// tossCoinDataOwner is the data owner's side of the coin toss (see
+// coinCommit): it receives the commitment, sends r1, checks the opening.
+func tossCoinDataOwner(ctx context.Context, st *transport.Stream) (share.Seed, error) {
+	var seed share.Seed
+	var mine [32]byte
+	if _, err := rand.Read(mine[:]); err != nil {
+		return seed, fmt.Errorf("selection: coin toss: %w", err)
+	}
+	c, err := st.RecvBytes(ctx)
+	if err != nil {
+		return seed, fmt.Errorf("selection: coin toss: receive commitment: %w", err)
+	}
+	if len(c) != sha256.Size {
+		return seed, fmt.Errorf("selection: coin toss: commitment of %d bytes", len(c))
+	}
+	if err := st.SendBytes(ctx, mine[:]); err != nil {
+		return seed, fmt.Errorf("selection: coin toss: send: %w", err)
+	}
+	r0, err := st.RecvBytes(ctx)
+	if err != nil {
+		return seed, fmt.Errorf("selection: coin toss: receive opening: %w", err)
+	}
+	if len(r0) != 32 || subtle.ConstantTimeCompare(coinCommit(r0), c) != 1 {
+		return seed, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment")
+	}
+	return coinSeed(r0, mine[:]), nil
+}

@@ -1,0 +1,77 @@
+package selection
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/selectformer/selectformer/proxy"
+)
+
+func ph(l, w, d int, keep float64) Phase {
+	return Phase{Proxy: proxy.Shape{Layers: l, Heads: w, Hidden: d}, Keep: keep}
+}
+
+func TestParseSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []Phase
+		err  string
+	}{
+		{"1:4:8@0.3,2:4:16", []Phase{ph(1, 4, 8, 0.3), ph(2, 4, 16, 1)}, ""},
+		{" 2:2:4 ", []Phase{ph(2, 2, 4, 1)}, ""},
+		{"1:4:8@0.5, 1 : 4 : 8 @ 0.2 ,2:4:16@1", []Phase{ph(1, 4, 8, 0.5), ph(1, 4, 8, 0.2), ph(2, 4, 16, 1)}, ""},
+		{"", nil, "empty"},
+		{"1:4", nil, "l:w:d"},
+		{"1:4:8:2", nil, "l:w:d"},
+		{"1:4:8,2:4:16", nil, "needs @keep"},
+		{"0:4:8", nil, "positive"},
+		{"1:x:8", nil, "positive"},
+		{"1:4:65537", nil, "positive"},
+		{"1:4:8@0,2:4:16", nil, "keep fraction"},
+		{"1:4:8@1.5,2:4:16", nil, "keep fraction"},
+		{"1:4:8@NaN,2:4:16", nil, "keep fraction"},
+		{"1:4:8@0.3,", nil, "l:w:d"},
+	} {
+		got, err := ParseSchedule(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ParseSchedule(%q) error %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("ParseSchedule(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if back, err := ParseSchedule(FormatSchedule(got)); err != nil || !slices.Equal(back, got) {
+			t.Errorf("FormatSchedule(%v) = %q parses as %v, %v", got, FormatSchedule(got), back, err)
+		}
+	}
+}
+
+// FuzzParseSchedule: whatever ParseSchedule accepts has shapes in range and
+// keep fractions in (0, 1], and survives FormatSchedule unchanged.
+func FuzzParseSchedule(f *testing.F) {
+	for _, s := range []string{"1:4:8@0.3,2:4:16", "1:1:1@1e-3,", " 2:2:4 ", "1:4:8@0.5,1:4:8@0.2,2:4:16@1", "3:3:3@0x1p-2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		phases, err := ParseSchedule(s)
+		if err != nil {
+			return
+		}
+		if len(phases) == 0 {
+			t.Fatalf("%q accepted as an empty schedule", s)
+		}
+		for _, p := range phases {
+			sh := p.Proxy
+			if sh.Layers < 1 || sh.Heads < 1 || sh.Hidden < 1 || max(sh.Layers, sh.Heads, sh.Hidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) {
+				t.Fatalf("%q accepted as %+v", s, phases)
+			}
+		}
+		back, err := ParseSchedule(FormatSchedule(phases))
+		if err != nil || !slices.Equal(back, phases) {
+			t.Fatalf("%q: %v formats as %q, parses back as %v, %v", s, phases, FormatSchedule(phases), back, err)
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// TestSchedulerAssignsBatches: both parties' schedulers run batch pending[j]
+// on slot j mod W (the same stream on both sides), every batch once; a
+// failing batch's error is returned rather than the cancellation it causes
+// in the other slots; weight ids are distinct per phase and epoch.
+func TestSchedulerAssignsBatches(t *testing.T) {
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	p := Params{Workers: 3, BatchSize: 4}.withDefaults()
+	ctx := context.Background()
+	var scheds [2]*scheduler
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for party, c := range []*transport.Conn{c0, c1} {
+		prov, err := dealer.Provider(party)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheds[party] = newScheduler(party, c, prov, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[party] = scheds[party].start(ctx, 3)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	pending := []int{0, 2, 3, 5, 6, 7, 9}
+	var mu sync.Mutex
+	ran := [2]map[int]uint32{{}, {}}
+	for party := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[party] = scheds[party].runBatches(ctx, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if _, dup := ran[party][b]; dup {
+					t.Errorf("party %d: batch %d ran twice", party, b)
+				}
+				ran[party][b] = slot.StreamID()
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	for j, b := range pending {
+		want := StreamSlotBase + uint32(j%3)
+		if ran[0][b] != want || ran[1][b] != want {
+			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
+		}
+	}
+	if len(ran[0]) != len(pending) {
+		t.Errorf("%d batches ran, want %d", len(ran[0]), len(pending))
+	}
+
+	boom := errors.New("boom")
+	_, err = scheds[0].runBatches(ctx, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+		if b == 3 {
+			return boom
+		}
+		<-ctx.Done() // the others wait for the cancellation
+		return ctx.Err()
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("error %v, want the failing batch's", err)
+	}
+
+	if a, b := scheds[0].weightBase(0), scheds[0].weightBase(1); a == b || a>>EpochShift != 3 {
+		t.Errorf("weight bases %x, %x", a, b)
+	}
+	if n := scheds[0].batches(9); n != 3 {
+		t.Errorf("9 candidates in %d batches of 4", n)
+	}
+	if lo, hi := scheds[0].span(2, 9); lo != 8 || hi != 9 {
+		t.Errorf("span of the last batch [%d, %d)", lo, hi)
+	}
+}

@@ -1,0 +1,382 @@
+package selection
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// runner holds what the two drivers (modelOwnerRun, dataOwnerRun) share:
+// one party's connection, checkpoint store, batch scheduler and state, and
+// the steps of the protocol that both parties run alike. The steps whose
+// two sides differ (the coin toss, the bootstrap, the architectures, the
+// appraisal threshold) live in the drivers, which call these in protocol
+// order.
+type runner struct {
+	party      int
+	p          Params
+	conn       *transport.Conn
+	prov       beaver.Provider
+	log        *slog.Logger
+	onProgress func(Progress)
+	store      *checkpointStore
+	sched      *scheduler
+	embHash    string
+	seq        int
+
+	st   *State
+	stMu sync.Mutex // guards st while batch slots record their shares
+	ctrl *transport.Stream
+}
+
+func newRunner(party int, p Params, conn *transport.Conn, prov beaver.Provider, log *slog.Logger, onProgress func(Progress), store *checkpointStore) *runner {
+	p = p.withDefaults()
+	return &runner{party: party, p: p, conn: conn, prov: prov, log: log, onProgress: onProgress, store: store,
+		sched: newScheduler(party, conn, prov, p)}
+}
+
+// checkProvider checks that the provider is the party's.
+func (r *runner) checkProvider() error {
+	if r.prov == nil {
+		return fmt.Errorf("selection: party %d: nil provider", r.party)
+	}
+	if r.prov.Party() != r.party {
+		return fmt.Errorf("selection: party %d given a provider of party %d", r.party, r.prov.Party())
+	}
+	return nil
+}
+
+// watchConn returns a context that also ends when the connection fails, so
+// that its failure ends every blocked call.
+func (r *runner) watchConn(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-r.conn.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// viewHash is the hash of this party's view of the public parameters.
+func (r *runner) viewHash() string { return viewHash(r.p, r.embHash) }
+
+// loadState reads the checkpoint (nil when there is none) and checks that
+// it belongs to these parameters.
+func (r *runner) loadState() (*State, error) {
+	st, err := r.store.load()
+	if err != nil {
+		return nil, err
+	}
+	if st != nil && st.ViewHash != r.viewHash() {
+		return nil, &StateError{Path: r.store.statePath(), Err: errOtherParams}
+	}
+	return st, nil
+}
+
+// newState is the state of a fresh session.
+func (r *runner) newState() *State {
+	return &State{Version: stateVersion, Party: r.party, ViewHash: r.viewHash()}
+}
+
+// checkpoint saves the state.
+func (r *runner) checkpoint() error { return r.store.save(r.st) }
+
+// beginEpoch adopts st and counts this run as a new epoch, persisted before
+// anything is said to the peer.
+func (r *runner) beginEpoch(st *State) error {
+	r.st = st
+	r.st.Epoch++
+	return r.checkpoint()
+}
+
+// handshake exchanges hellos in the clear on StreamControl and compares
+// them; then both parties keep the progress they share (reconcile), adopt
+// the larger epoch and drop the batch files they no longer hold. It runs on
+// hsCtx, the guard's context (the caller's, ended also by the peer's
+// abort): transport itself ends a blocked receive when the connection dies,
+// but only after handing over what the peer sent before it went, so a peer
+// that leaves on a mismatch is reported as that mismatch rather than as a
+// cancellation. It returns the peer's hello.
+func (r *runner) handshake(hsCtx context.Context) (hello, error) {
+	r.ctrl = r.conn.Stream(StreamControl)
+	// The clear messages (hello, coin, bootstrap inputs, architectures) are
+	// compressible text: zstd shrinks a bootstrap of MNIST images 11×.
+	r.ctrl.SetCompression(transport.CompressBytes)
+	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
+	var peer hello
+	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer); err != nil {
+		if peer.Version != 0 { // the peer's hello arrived: a mismatch explains its leaving
+			if merr := compareHello(mine, peer); merr != nil {
+				return peer, merr
+			}
+		}
+		return peer, fmt.Errorf("selection: handshake: %w", err)
+	}
+	if err := compareHello(mine, peer); err != nil {
+		return peer, err
+	}
+	if err := r.st.checkRevealed(peer.Resume); err != nil {
+		return peer, err
+	}
+	if peer.Epoch > r.st.Epoch {
+		r.st.Epoch = peer.Epoch
+	}
+	r.st.reconcile(mine.Resume, peer.Resume)
+	if err := r.checkpoint(); err != nil {
+		return peer, err
+	}
+	if err := r.store.prune(r.st); err != nil {
+		return peer, err
+	}
+	r.logf().Info("selection: handshake done", "party", r.party, "epoch", r.st.Epoch, "pool", r.p.PoolSize, "budget", r.p.Budget, "phases", len(r.p.Schedule))
+	return peer, nil
+}
+
+// coin returns the session's joint coin: the checkpointed one, or a fresh
+// one from toss (the driver's side of the coin toss), checkpointed. It
+// then binds the provider to the dealer session drawn from the coin, so
+// that no two selections share material.
+func (r *runner) coin(ctx context.Context, toss func(context.Context, *transport.Stream) (share.Seed, error)) (share.Seed, error) {
+	if r.st.Seed == "" && r.st.Revealed != nil {
+		return share.Seed{}, fmt.Errorf("selection: %w: no new coin is tossed", ErrBootstrapRevealed)
+	}
+	if r.st.Seed == "" {
+		seed, err := toss(ctx, r.ctrl)
+		if err != nil {
+			return share.Seed{}, err
+		}
+		r.st.Seed = hex.EncodeToString(seed[:])
+		if err := r.checkpoint(); err != nil {
+			return share.Seed{}, err
+		}
+	}
+	seed, err := r.st.seed()
+	if err != nil {
+		return seed, err
+	}
+	return seed, r.sched.bind(ctx, dealerSession(seed))
+}
+
+// bootstrapDone records the bootstrap sample idx as done.
+func (r *runner) bootstrapDone(idx []int) error {
+	r.st.Bootstrap, r.st.BootstrapDone = idx, true
+	return r.checkpoint()
+}
+
+// selectAll runs the phases of the schedule with eval on the proxies of
+// archs, then the appraisal (threshold shares the model owner's threshold,
+// see appraise), filling res.
+func (r *runner) selectAll(ctx context.Context, seed share.Seed, eval Evaluator, archs []secure.Arch, threshold func(*protocol.Session) (*share.Tensor, error), res *Result) error {
+	cand := candidates(r.p.PoolSize, r.st.Bootstrap)
+	var lastVals *share.Tensor
+	var lastKeys []int
+	for i := range r.p.Schedule {
+		if i == len(r.st.Phases) {
+			r.st.Phases = append(r.st.Phases, PhaseState{})
+			// Record the phase before its batch files appear.
+			if err := r.checkpoint(); err != nil {
+				return err
+			}
+		}
+		ps, vals, err := r.phase(ctx, i, seed, eval, archs[i], cand)
+		if err != nil {
+			return err
+		}
+		res.Phases = append(res.Phases, ps)
+		lastVals, lastKeys = vals, cand
+		cand = r.st.Phases[i].Survivors
+		res.Survivors = append(res.Survivors, append([]int(nil), cand...))
+	}
+	res.Selected = append([]int(nil), cand...)
+	if r.p.Appraisal != AppraiseNone {
+		a, err := r.appraise(ctx, lastVals, lastKeys, cand, threshold)
+		if err != nil {
+			return err
+		}
+		res.Appraisal = a
+	}
+	r.logf().Info("selection: done", "party", r.party, "selected", len(res.Selected))
+	return nil
+}
+
+// phase runs phase i on the candidates cand: the batches not yet finished,
+// then QuickSelect. It returns the statistics and the entropy shares.
+func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluator, arch secure.Arch, cand []int) (PhaseStats, *share.Tensor, error) {
+	start := time.Now()
+	c0, d0 := r.conn.Stats(), r.prov.Stats()
+	keep := r.p.keep(i)
+	nb := r.sched.batches(len(cand))
+	ps := PhaseStats{In: len(cand), Out: keep, Batches: nb}
+	vals := make([]uint64, len(cand))
+	ph := &r.st.Phases[i]
+	done := make([]bool, nb)
+	for _, b := range ph.Batches {
+		lo, hi := r.sched.span(b.Batch, len(cand))
+		if b.Batch >= nb || len(b.Shares) != hi-lo {
+			return ps, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i, b.Batch, len(cand))
+		}
+		copy(vals[lo:hi], b.Shares)
+		done[b.Batch] = true
+		ps.Resumed++
+	}
+	var pending []int
+	for b, d := range done {
+		if !d {
+			pending = append(pending, b)
+		}
+	}
+	ctrl := r.sched.control()
+	if !ph.Done {
+		r0 := ctrl.Stream().Stats().Rounds
+		if len(pending) > 0 {
+			fw, err := eval.Prepare(ctx, ctrl, i, arch, r.sched.weightBase(i))
+			if err != nil {
+				return ps, nil, fmt.Errorf("selection: phase %d: prepare: %w", i, err)
+			}
+			slotRounds, err := r.forwardBatches(ctx, i, fw, cand, pending, vals, ps.Resumed, nb)
+			if err != nil {
+				return ps, nil, err
+			}
+			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + slotRounds
+		}
+		t, _ := share.FromData(vals, len(vals))
+		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
+		pos, sst, err := TopK(ctx, ctrl, t, cand, keep, prg)
+		if err != nil {
+			return ps, nil, fmt.Errorf("selection: phase %d: %w", i, err)
+		}
+		ps.Comparisons, ps.Steps, ps.SelectRounds = sst.Comparisons, sst.Steps, sst.Rounds
+		surv := make([]int, len(pos))
+		for j, p := range pos {
+			surv[j] = cand[p]
+		}
+		r.stMu.Lock()
+		ph.Done, ph.Survivors = true, surv
+		err = r.checkpoint()
+		r.stMu.Unlock()
+		if err != nil {
+			return ps, nil, err
+		}
+	}
+	c1, d1 := r.conn.Stats().Sub(c0), r.prov.Stats()
+	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
+	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
+	ps.Seconds = time.Since(start).Seconds()
+	r.logf().Info("selection: phase done", "party", r.party, "phase", i, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
+		"forward_rounds", ps.ForwardRounds, "select_rounds", ps.SelectRounds, "bytes_sent", ps.BytesSent, "seconds", ps.Seconds)
+	t, _ := share.FromData(vals, len(vals))
+	return ps, t, nil
+}
+
+// forwardBatches runs the pending batches of a phase on the scheduler's
+// slots; after every batch its shares are checkpointed and progress is
+// reported. It returns the largest round count of a slot.
+func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (int64, error) {
+	prog := &progress{r: r, phase: phase, already: already, total: total, start: time.Now()}
+	prog.lastLog = prog.start
+	return r.sched.runBatches(ctx, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+		lo, hi := r.sched.span(b, len(cand))
+		t, err := fw.Forward(ctx, slot, cand[lo:hi])
+		if err == nil && len(t.Data) != hi-lo {
+			err = fmt.Errorf("%d entropies for %d candidates", len(t.Data), hi-lo)
+		}
+		if err != nil {
+			return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
+		}
+		bs := BatchShares{Batch: b, Epoch: r.st.Epoch, Shares: append([]uint64(nil), t.Data...)}
+		err = r.store.record(phase, bs)
+		r.stMu.Lock()
+		copy(vals[lo:hi], bs.Shares)
+		r.st.Phases[phase].Batches = append(r.st.Phases[phase].Batches, bs)
+		r.stMu.Unlock()
+		if err != nil {
+			return err
+		}
+		prog.batchDone(ctx)
+		return nil
+	})
+}
+
+// progress reports a phase's finished batches (log and OnProgress).
+type progress struct {
+	r                     *runner
+	phase, already, total int
+	start                 time.Time
+
+	mu       sync.Mutex
+	finished int
+	lastLog  time.Time
+}
+
+// batchDone reports one more finished batch.
+func (p *progress) batchDone(ctx context.Context) {
+	p.mu.Lock()
+	p.finished++
+	pr := Progress{Phase: p.phase, Done: p.already + p.finished, Total: p.total}
+	el := time.Since(p.start).Seconds()
+	if el > 0 {
+		pr.Rate = float64(p.finished) / el
+		pr.ETA = time.Duration(float64(p.total-pr.Done) / pr.Rate * float64(time.Second))
+	}
+	level := slog.LevelDebug
+	if pr.Done == p.total || time.Since(p.lastLog) >= ProgressLogInterval {
+		level, p.lastLog = slog.LevelInfo, time.Now()
+	}
+	p.mu.Unlock()
+	p.r.logf().Log(ctx, level, "selection: progress", "party", p.r.party, "phase", p.phase, "done", pr.Done, "total", pr.Total,
+		"batches_per_s", pr.Rate, "eta", pr.ETA.Round(time.Second))
+	if p.r.onProgress != nil {
+		p.r.onProgress(pr)
+	}
+}
+
+// appraise reveals the mean entropy of the final set, or only whether it
+// exceeds the model owner's threshold: threshold returns this party's
+// share of it (the model owner inputs it, the data owner receives a share).
+func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []int, threshold func(*protocol.Session) (*share.Tensor, error)) (*Appraisal, error) {
+	s := r.sched.control()
+	pos := make(map[int]int, len(keys))
+	for j, k := range keys {
+		pos[k] = j
+	}
+	var sum uint64
+	for _, k := range sel {
+		sum += vals.Data[pos[k]]
+	}
+	st, _ := share.FromData([]uint64{sum}, 1)
+	mean, err := s.MulPublicScalar(ctx, st, 1/float64(len(sel)))
+	if err != nil {
+		return nil, fmt.Errorf("selection: appraisal: %w", err)
+	}
+	a := &Appraisal{Mode: r.p.Appraisal}
+	if r.p.Appraisal == AppraiseMean {
+		v, err := s.Reveal(ctx, mean)
+		if err != nil {
+			return nil, fmt.Errorf("selection: appraisal: %w", err)
+		}
+		a.Mean = r.p.FixedPoint.Decode(v.Data[0])
+		return a, nil
+	}
+	t, err := threshold(s)
+	if err != nil {
+		return nil, err
+	}
+	bits, err := s.CompareReveal(ctx, t, mean)
+	if err != nil {
+		return nil, fmt.Errorf("selection: appraisal: %w", err)
+	}
+	a.Exceeds = bits[0]
+	return a, nil
+}

@@ -1,0 +1,231 @@
+package selection
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/selectformer/selectformer/internal/atomicfile"
+)
+
+// checkpointStore is one party's checkpoint on disk: the state file
+// (StateFile) and the batch files (DecodeBatchFile) in its state directory.
+// It is the only code that reads or writes them: every write is atomic
+// (temporary file, fsync, rename, directory fsync) with mode 0600 in
+// directories of mode 0700, so a crash leaves either the old file or the
+// new one.
+//
+// Without a directory nothing is written: load finds nothing, record and
+// prune do nothing, and save hands the data owner's record of what it
+// revealed to remember (if set), which keeps it in memory.
+type checkpointStore struct {
+	// dir is the state directory ("" for none).
+	dir string
+	// party is the owner's party (0 or 1).
+	party int
+	// remember, if set, receives a copy of State.Revealed on every save
+	// when there is no directory.
+	remember func(*Revealed)
+}
+
+// durable reports whether the store writes to disk.
+func (c *checkpointStore) durable() bool { return c.dir != "" }
+
+// statePath is the state file.
+func (c *checkpointStore) statePath() string { return StateFile(c.dir, c.party) }
+
+// batchRoot is the directory of the party's batch files.
+func (c *checkpointStore) batchRoot() string {
+	return filepath.Join(c.dir, fmt.Sprintf("batches-p%d", c.party))
+}
+
+// phaseDir is the directory of phase's batch files.
+func (c *checkpointStore) phaseDir(phase int) string {
+	return filepath.Join(c.batchRoot(), fmt.Sprintf("phase-%d", phase))
+}
+
+// batchPath is the file of one batch.
+func (c *checkpointStore) batchPath(phase, batch int) string {
+	return filepath.Join(c.phaseDir(phase), fmt.Sprintf("batch-%d.bin", batch))
+}
+
+// write writes b to path atomically, mode 0600, creating its directory
+// (0700).
+func (c *checkpointStore) write(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, b, 0o600)
+}
+
+// load reads the party's checkpoint with its batch files; nil when there is
+// no directory or no state file yet. A file that cannot be read or decoded,
+// or that belongs to the other party, is a *StateError.
+func (c *checkpointStore) load() (*State, error) {
+	if !c.durable() {
+		return nil, nil
+	}
+	path := c.statePath()
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &StateError{Path: path, Err: err}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, &StateError{Path: path, Err: err}
+	}
+	if fi.Size() > maxStateFile {
+		return nil, &StateError{Path: path, Err: fmt.Errorf("%d bytes", fi.Size())}
+	}
+	b := make([]byte, fi.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
+		return nil, &StateError{Path: path, Err: err}
+	}
+	s, err := DecodeState(b)
+	if err != nil {
+		return nil, &StateError{Path: path, Err: err}
+	}
+	if s.Party != c.party {
+		return nil, &StateError{Path: path, Err: fmt.Errorf("belongs to party %d", s.Party)}
+	}
+	if err := c.loadBatches(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// save writes the state file (batch shares are written by record); without
+// a directory it hands State.Revealed to remember.
+func (c *checkpointStore) save(s *State) error {
+	if !c.durable() {
+		if c.remember != nil && s.Revealed != nil {
+			c.remember(s.Revealed.clone())
+		}
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("selection: save state: %w", err)
+	}
+	if err := c.write(c.statePath(), b); err != nil {
+		return fmt.Errorf("selection: save state: %w", err)
+	}
+	return nil
+}
+
+// record writes one finished batch of phase to its own file, written once,
+// so that a checkpoint after a batch costs O(batch) and not O(pool).
+func (c *checkpointStore) record(phase int, bs BatchShares) error {
+	if !c.durable() {
+		return nil
+	}
+	b := encodeBatch(batchFile{Party: c.party, Phase: phase, BatchShares: bs})
+	if err := c.write(c.batchPath(phase, bs.Batch), b); err != nil {
+		return fmt.Errorf("selection: checkpoint batch %d of phase %d: %w", bs.Batch, phase, err)
+	}
+	return nil
+}
+
+// loadBatches reads the batch files of s's phases into s.
+func (c *checkpointStore) loadBatches(s *State) error {
+	for i := range s.Phases {
+		pd := c.phaseDir(i)
+		ents, err := os.ReadDir(pd)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return &StateError{Path: pd, Err: err}
+		}
+		for _, e := range ents {
+			nb, ok := batchNumber(e.Name())
+			if !ok {
+				continue // temporary files of an interrupted write
+			}
+			path := filepath.Join(pd, e.Name())
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return &StateError{Path: path, Err: err}
+			}
+			party, phase, bs, err := DecodeBatchFile(b)
+			if err != nil {
+				return &StateError{Path: path, Err: err}
+			}
+			if party != s.Party || phase != i || bs.Batch != nb {
+				return &StateError{Path: path, Err: fmt.Errorf("holds party %d phase %d batch %d", party, phase, bs.Batch)}
+			}
+			s.Phases[i].Batches = append(s.Phases[i].Batches, bs)
+		}
+	}
+	return nil
+}
+
+// batchNumber parses "batch-<b>.bin".
+func batchNumber(name string) (int, bool) {
+	if !strings.HasPrefix(name, "batch-") || !strings.HasSuffix(name, ".bin") {
+		return 0, false
+	}
+	nb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, "batch-"), ".bin"))
+	return nb, err == nil
+}
+
+// prune removes the batch files that s no longer holds (after reconcile),
+// so that stale shares can never be mixed with recomputed ones.
+func (c *checkpointStore) prune(s *State) error {
+	if !c.durable() {
+		return nil
+	}
+	root := c.batchRoot()
+	ents, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("selection: prune state: %w", err)
+	}
+	for _, e := range ents {
+		ph, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "phase-"))
+		if err != nil || ph >= len(s.Phases) {
+			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+				return fmt.Errorf("selection: prune state: %w", err)
+			}
+			continue
+		}
+		keep := map[int]bool{}
+		for _, b := range s.Phases[ph].Batches {
+			keep[b.Batch] = true
+		}
+		pd := filepath.Join(root, e.Name())
+		files, err := os.ReadDir(pd)
+		if err != nil {
+			return fmt.Errorf("selection: prune state: %w", err)
+		}
+		for _, f := range files {
+			nb, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f.Name(), "batch-"), ".bin"))
+			if err != nil || !keep[nb] {
+				if err := os.Remove(filepath.Join(pd, f.Name())); err != nil {
+					return fmt.Errorf("selection: prune state: %w", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// proxiesDir is the directory of the model owner's generated proxies
+// (proxy.Save, one subdirectory per phase); "" without a state directory.
+func (c *checkpointStore) proxiesDir() string {
+	if !c.durable() {
+		return ""
+	}
+	return filepath.Join(c.dir, "proxies")
+}
