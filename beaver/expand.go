@@ -67,7 +67,8 @@ func (c *keyCache) block(kind Kind, stream uint32) cipher.Block {
 }
 
 // fillCTR overwrites dst with the AES-CTR stream of block from the counter
-// block hi‖0.
+// block hi‖0, writing it straight into dst (share.KeyStream: no zeroing
+// pass first).
 func fillCTR(dst []uint64, block cipher.Block, hi uint64) {
 	if len(dst) == 0 {
 		return
@@ -75,8 +76,7 @@ func fillCTR(dst []uint64, block cipher.Block, hi uint64) {
 	var iv [16]byte
 	binary.BigEndian.PutUint64(iv[:8], hi)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*8)
-	clear(b)
-	cipher.NewCTR(block, iv[:]).XORKeyStream(b, b)
+	share.KeyStream(b, cipher.NewCTR(block, iv[:]))
 	if !littleEndian {
 		for i := range dst {
 			dst[i] = binary.LittleEndian.Uint64(b[8*i:])
