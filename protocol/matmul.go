@@ -38,10 +38,12 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
 	}
 	nx, ny := x.Len(), y.Len()
-	send := make([]uint64, nx+ny)
+	send := share.GetWords(nx + ny) // scratch: overwritten before use
+	defer share.PutWords(send)
 	_ = share.SubVec(send[:nx], x.Data, t.A)
 	_ = share.SubVec(send[nx:], y.Data, t.B)
-	recv := make([]uint64, nx+ny)
+	recv := share.GetWords(nx + ny) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
 	}
@@ -49,7 +51,8 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 	_ = share.AddVec(e, e, send[:nx])
 	_ = share.AddVec(f, f, send[nx:])
 	out := &share.Tensor{Shape: shape, Data: make([]uint64, tb*tm*n)}
-	tmp := make([]uint64, len(out.Data))
+	tmp := share.GetWords(len(out.Data)) // scratch: overwritten before use
+	defer share.PutWords(tmp)
 	if err := g.BatchMatMul(out.Data, x.Data, f, tb, tm, k, n); err != nil {
 		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
 	}
@@ -277,7 +280,8 @@ func (s *Session) MatMulWeightsMany(ctx context.Context, xs []*share.Tensor, ws 
 	}
 	// e holds the masked operands of every product, in order: party 1's
 	// X1 − A, which party 0 turns into X0 + X1 − A.
-	e := make([]uint64, total)
+	e := share.GetWords(total) // scratch: overwritten before use
+	defer share.PutWords(e)
 	off := 0
 	for i, p := range ps {
 		if s.party == 1 {
