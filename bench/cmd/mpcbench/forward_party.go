@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -307,15 +308,8 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, t
 // runForwardParty is one child of forward --per-party.
 func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("forward-party", stderr)
-	role := fs.String("role", "", "dealer, p0 or p1")
-	dir := fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)")
+	cf := addChildFlags(fs, "party 0's address (for p1)")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
-	var fps [3]*string
-	for i, r := range roles {
-		fps[i] = fs.String("fp-"+r, "", "fingerprint of "+r)
-	}
-	dealerAddr := fs.String("dealer", "", "the dealer's address for this party")
-	peerAddr := fs.String("peer", "", "party 0's address (for p1)")
 	session := fs.String("session", "", "the dealer session id both parties present (64 hex digits, drawn by the parent)")
 	bf := addBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -328,17 +322,11 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("forward-party: %w", err)
 	}
-	if *role != "dealer" && *role != "p0" && *role != "p1" {
-		return fmt.Errorf("forward-party: role %q, want dealer, p0 or p1", *role)
-	}
-	id, err := transport.LoadIdentity(filepath.Join(*dir, *role+".crt"), filepath.Join(*dir, *role+".key"))
+	id, fp, err := cf.identity()
 	if err != nil {
 		return fmt.Errorf("forward-party: %w", err)
 	}
-	fp := map[string]string{}
-	for i, r := range roles {
-		fp[r] = *fps[i]
-	}
+	role, dealerAddr, peerAddr := cf.role, cf.dealer, cf.peer
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
@@ -502,4 +490,45 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 		}
 	}
 	return res, nil
+}
+
+// childFlags are the flags of every child process of mpcbench (the dealer or
+// a party of forward --per-party and select --processes): its role, the
+// directory of the identities, the three pinned fingerprints and the
+// addresses it dials.
+type childFlags struct {
+	role, dir, dealer, peer *string
+	fps                     [3]*string
+}
+
+// addChildFlags defines the child flags on fs; peerHelp describes -peer.
+func addChildFlags(fs *flag.FlagSet, peerHelp string) *childFlags {
+	c := &childFlags{
+		role: fs.String("role", "", "dealer, p0 or p1"),
+		dir:  fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)"),
+	}
+	for i, r := range roles {
+		c.fps[i] = fs.String("fp-"+r, "", "fingerprint of "+r)
+	}
+	c.dealer = fs.String("dealer", "", "the dealer's address for this party")
+	c.peer = fs.String("peer", "", peerHelp)
+	return c
+}
+
+// identity checks the role and returns the child's identity and the pinned
+// fingerprint of each role.
+func (c *childFlags) identity() (*transport.Identity, map[string]string, error) {
+	role := *c.role
+	if role != "dealer" && role != "p0" && role != "p1" {
+		return nil, nil, fmt.Errorf("role %q, want dealer, p0 or p1", role)
+	}
+	id, err := transport.LoadIdentity(filepath.Join(*c.dir, role+".crt"), filepath.Join(*c.dir, role+".key"))
+	if err != nil {
+		return nil, nil, err
+	}
+	fp := map[string]string{}
+	for i, r := range roles {
+		fp[r] = *c.fps[i]
+	}
+	return id, fp, nil
 }

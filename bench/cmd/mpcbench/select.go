@@ -385,14 +385,7 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 // runSelectChild is one child of select --processes.
 func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("select-party", stderr)
-	role := fs.String("role", "", "dealer, p0 or p1")
-	dir := fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)")
-	var fps [3]*string
-	for i, r := range roles {
-		fps[i] = fs.String("fp-"+r, "", "fingerprint of "+r)
-	}
-	dealerAddr := fs.String("dealer", "", "the dealer's address for this party")
-	peerAddr := fs.String("peer", "", "party 0's address (for p1: the relay's)")
+	cf := addChildFlags(fs, "party 0's address (for p1: the relay's)")
 	sf := addSelectFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -404,17 +397,11 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return fmt.Errorf("select-party: %w", err)
 	}
-	if *role != "dealer" && *role != "p0" && *role != "p1" {
-		return fmt.Errorf("select-party: role %q, want dealer, p0 or p1", *role)
-	}
-	id, err := transport.LoadIdentity(filepath.Join(*dir, *role+".crt"), filepath.Join(*dir, *role+".key"))
+	id, fp, err := cf.identity()
 	if err != nil {
 		return fmt.Errorf("select-party: %w", err)
 	}
-	fp := map[string]string{}
-	for i, r := range roles {
-		fp[r] = *fps[i]
-	}
+	role, dealerAddr, peerAddr := cf.role, cf.dealer, cf.peer
 	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()
 	sampler := bench.StartHeapSampler(0)
