@@ -279,15 +279,21 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 	s.next[r.Stream] = r.Counter + 1
 	d.mu.Unlock()
 
-	p0 := expandLocal(s.keys[0], r)
-	p1 := expandLocal(s.keys[1], r)
+	// Both parties' local parts and the weight mask are scratch: only the
+	// correction leaves this function, so their buffers are recycled.
+	buf0, buf1 := share.GetWords(localTotal(r, 0)), share.GetWords(localTotal(r, 1))
+	defer share.PutWords(buf0)
+	defer share.PutWords(buf1)
+	p0 := expandLocalInto(buf0, s.keys[0], r)
+	p1 := expandLocalInto(buf1, s.keys[1], r)
 	var mask []uint64
 	switch r.Kind {
 	case KindWeightTriple:
-		mask = weightMask(s.seeds[0], r.WeightID, r.K, r.N)
+		mask = weightMaskInto(share.GetWords(r.K*r.N), s.seeds[0], r.WeightID, r.K, r.N)
 	case KindWeightVectorTriple:
-		mask = weightMask(s.seeds[0], r.WeightID, 1, r.N)
+		mask = weightMaskInto(share.GetWords(r.N), s.seeds[0], r.WeightID, 1, r.N)
 	}
+	defer share.PutWords(mask)
 	out, err := correction(r, p0, p1, mask)
 	if err != nil {
 		return nil, err

@@ -396,3 +396,39 @@ func TestManyConcurrentRequests(t *testing.T) {
 		t.Fatalf("%d items", got)
 	}
 }
+
+// TestExpandIntoDirtyBuffers checks that the dealer's expansions into
+// recycled (dirty) scratch buffers give the words of a fresh expansion: the
+// local parts of every kind and a weight mask, and hence valid material
+// after scratch buffers of other requests have been reused.
+func TestExpandIntoDirtyBuffers(t *testing.T) {
+	var seed share.Seed
+	seed[0] = 9
+	keys := newKeyCache(seed, 1)
+	for _, r := range []Request{
+		{Kind: KindTriple, Stream: 1, Counter: 3, N: 2000},
+		{Kind: KindMatTriple, Stream: 2, Batch: 2, M: 30, K: 20, N: 40},
+		{Kind: KindBitPair, Stream: 3, N: 3000},
+		{Kind: KindTrunc, Stream: 4, N: 5000, FracBits: 16},
+	} {
+		want := expandLocal(keys, r)
+		dirty := make([]uint64, localTotal(r, 1))
+		for i := range dirty {
+			dirty[i] = ^uint64(i)
+		}
+		got := expandLocalInto(dirty, keys, r)
+		for i := range want {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("%v: part %d expanded into a dirty buffer differs", r, i)
+			}
+		}
+	}
+	want := weightMask(seed, 5, 40, 50)
+	dirty := make([]uint64, 40*50)
+	for i := range dirty {
+		dirty[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	if !slices.Equal(weightMaskInto(dirty, seed, 5, 40, 50), want) {
+		t.Error("weight mask expanded into a dirty buffer differs")
+	}
+}

@@ -67,7 +67,8 @@ func (c *keyCache) block(kind Kind, stream uint32) cipher.Block {
 }
 
 // fillCTR overwrites dst with the AES-CTR stream of block from the counter
-// block hi‖0.
+// block hi‖0, writing it straight into dst (share.KeyStream: no zeroing
+// pass first).
 func fillCTR(dst []uint64, block cipher.Block, hi uint64) {
 	if len(dst) == 0 {
 		return
@@ -75,8 +76,7 @@ func fillCTR(dst []uint64, block cipher.Block, hi uint64) {
 	var iv [16]byte
 	binary.BigEndian.PutUint64(iv[:8], hi)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*8)
-	clear(b)
-	cipher.NewCTR(block, iv[:]).XORKeyStream(b, b)
+	share.KeyStream(b, cipher.NewCTR(block, iv[:]))
 	if !littleEndian {
 		for i := range dst {
 			dst[i] = binary.LittleEndian.Uint64(b[8*i:])
@@ -91,20 +91,35 @@ var littleEndian = func() bool {
 
 // weightMask expands the model owner's mask of weight id (k×n) from seed0.
 func weightMask(seed0 share.Seed, id uint64, k, n int) []uint64 {
+	return weightMaskInto(make([]uint64, k*n), seed0, id, k, n)
+}
+
+// weightMaskInto expands the mask of weight id (k×n) into dst (k·n words,
+// whatever they held) and returns it.
+func weightMaskInto(dst []uint64, seed0 share.Seed, id uint64, k, n int) []uint64 {
 	b := blockFor(seed0, fmt.Sprintf("beaver/party=0/weightmask/id=%d/k=%d/n=%d", id, k, n))
-	out := make([]uint64, k*n)
-	fillCTR(out, b, 0)
-	return out
+	fillCTR(dst, b, 0)
+	return dst
+}
+
+// localTotal returns the number of words of party's local parts of r.
+func localTotal(r Request, party int) int {
+	total := 0
+	for _, s := range r.localWords(party) {
+		total += s
+	}
+	return total
 }
 
 // expandLocal returns party's locally derived parts of a valid request.
 func expandLocal(keys *keyCache, r Request) [][]uint64 {
+	return expandLocalInto(make([]uint64, localTotal(r, keys.party)), keys, r)
+}
+
+// expandLocalInto is expandLocal into all (localTotal words, whatever they
+// held): the parts are consecutive slices of all.
+func expandLocalInto(all []uint64, keys *keyCache, r Request) [][]uint64 {
 	sizes := r.localWords(keys.party)
-	total := 0
-	for _, s := range sizes {
-		total += s
-	}
-	all := make([]uint64, total)
 	fillCTR(all, keys.block(r.Kind, r.Stream), r.Counter)
 	parts := make([][]uint64, len(sizes))
 	off := 0
@@ -142,8 +157,9 @@ func correction(r Request, p0, p1 [][]uint64, mask []uint64) ([]uint64, error) {
 			out[i] = a*a - s0[i]
 		}
 	case KindMatTriple:
-		a := make([]uint64, len(p0[0]))
-		b := make([]uint64, len(p0[1]))
+		a, b := share.GetWords(len(p0[0])), share.GetWords(len(p0[1]))
+		defer share.PutWords(a)
+		defer share.PutWords(b)
 		_ = share.AddVec(a, p0[0], p1[0])
 		_ = share.AddVec(b, p0[1], p1[1])
 		if err := share.BatchMatMulInto(out, a, b, r.Batch, r.M, r.K, r.N); err != nil {

@@ -1,8 +1,8 @@
 // Package bench is selectformer's benchmark harness library: it measures the
 // rounds, bytes, dealer traffic, wall time and memory of the secure
 // computation, with both parties in one process or each in its own. The
-// commands under bench/cmd use it (mpcbench forward, mpcbench forward-party);
-// measured figures are recorded in bench/RESULTS.md.
+// commands under bench/cmd use it (mpcbench forward, select and report;
+// linkem); measured figures are recorded in bench/RESULTS.md.
 //
 // The computation itself lives in the library packages (protocol for the
 // online protocols, proxy/secure for the secure proxy forward); this package
@@ -22,6 +22,22 @@
 //     the exact "Oracle" model. RunForwardParty runs one party's side over an
 //     established session, for parties in separate processes, and
 //     NewForwardResult assembles their reports.
+//   - Select measures a whole selection of a Workload (the paper's settings:
+//     Workloads; a small TinyWorkload for tests): the real pipeline
+//     (selection.ModelOwner and selection.DataOwner with checkpoints, the
+//     dealer, the secure forward of random networks of each phase's shape,
+//     QuickSelect) on a sample of synthetic candidates, without a link and
+//     over an emulated one (RunSelect; RunSelectParty runs one party, for
+//     separate processes, and NewSampleRun assembles their records); it
+//     measures QuickSelect at the full pool's sizes (MeasureTopK, with
+//     ExpectedComparisons and TopKModel for other sizes) and projects the
+//     run to the full pool with its bandwidth, latency and compute bounds
+//     (Project, Bounds). SelectReport.Compare cross-checks a run of
+//     separate processes against the in-process emulation.
+//   - Relay is the link-emulating TCP relay of the linkem command;
+//     HeapSampler samples the Go heap per phase; CurrentMachine, the
+//     markdown writers and WritePlots (gonum/plot PNGs) make the report of
+//     `mpcbench report`.
 //
 // Real deployments do not use this package: each party runs selection's
 // driver in its own process over transport.Dial and a networked dealer.

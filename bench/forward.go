@@ -13,8 +13,10 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Shapes names the target shapes of ForwardConfig.Shape.
-var Shapes = []string{"bert-base", "distilbert", "vit-small", "vit-base"}
+// Shapes names the target shapes of ForwardConfig.Shape: the paper's, and
+// "tiny" (DistilBERT layout, hidden 64, 4 heads, FFN 128, vocabulary 1000)
+// for tests and smoke runs.
+var Shapes = []string{"bert-base", "distilbert", "vit-small", "vit-base", "tiny"}
 
 // ForwardConfig describes a cost measurement of the secure forward with random
 // weights (costs do not depend on values).
@@ -80,6 +82,8 @@ func ShapeArch(c ForwardConfig) (secure.Arch, error) {
 		a = secure.Arch{Family: model.ViT, Hidden: 384, Heads: 6, Intermediate: 1536}
 	case "vit-base":
 		a = secure.Arch{Family: model.ViT, Hidden: 768, Heads: 12, Intermediate: 3072}
+	case "tiny":
+		a = secure.Arch{Family: model.DistilBERT, Hidden: 64, Heads: 4, Intermediate: 128}
 	default:
 		return a, fmt.Errorf("bench: unknown shape %q (known: %v)", c.Shape, Shapes)
 	}
@@ -89,6 +93,9 @@ func ShapeArch(c ForwardConfig) (secure.Arch, error) {
 		a.EmbedRows = 30522 + 2 // bert-base-uncased vocabulary and token types
 	case model.DistilBERT:
 		a.EmbedRows = 30522
+		if c.Shape == "tiny" {
+			a.EmbedRows = 1000
+		}
 	default:
 		a.EmbedRows = 3 * 16 * 16 // RGB patches of 16×16
 	}

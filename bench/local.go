@@ -3,10 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/twoparty"
@@ -74,28 +70,9 @@ func RunLocal[T any](ctx context.Context, cfg LocalConfig, f func(ctx context.Co
 	if cfg.Stream == 0 {
 		cfg.Stream = 1
 	}
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var sampler sync.WaitGroup
+	var sampler *HeapSampler
 	if cfg.MeasureMemory {
-		sampler.Add(1)
-		go func() {
-			defer sampler.Done()
-			var ms runtime.MemStats
-			t := time.NewTicker(20 * time.Millisecond)
-			defer t.Stop()
-			for {
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-				}
-			}
-		}()
+		sampler = StartHeapSampler(0)
 	}
 	type out struct {
 		v    T
@@ -111,12 +88,14 @@ func RunLocal[T any](ctx context.Context, cfg LocalConfig, f func(ctx context.Co
 			v, err := f(ctx, s)
 			return out{v, m.Since()}, err
 		})
-	close(stop)
-	sampler.Wait()
+	var peak uint64
+	if sampler != nil {
+		peak = Peak(sampler.Stop())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: run local: %w", err)
 	}
-	res := &LocalRun[T]{Seconds: r.Seconds, PeakHeap: peak.Load()}
+	res := &LocalRun[T]{Seconds: r.Seconds, PeakHeap: peak}
 	for p := range 2 {
 		res.Out[p], res.Cost[p] = r.Out[p].v, r.Out[p].cost
 	}

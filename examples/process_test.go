@@ -217,15 +217,25 @@ func (f *fixture) dealer(t *testing.T, extra ...string) (*proc, string, string) 
 
 func (f *fixture) path(name string) string { return filepath.Join(f.dir, name) }
 
-// modelOwner starts the model owner listening on a free port; it returns the
-// process and, once it listens, its address.
+// dealerArgs returns the flags naming the dealer at addr, or, for addr "",
+// the flag of the dealer-free mode.
+func dealerArgs(addr, fingerprint string) []string {
+	if addr == "" {
+		return []string{"-provider", "ot"}
+	}
+	return []string{"-dealer", addr, "-dealer-fingerprint", fingerprint}
+}
+
+// modelOwner starts the model owner listening on a free port (with the
+// dealer at dealer0, or dealer-free for ""); it returns the process and, once
+// it listens, its address.
 func (f *fixture) modelOwner(t *testing.T, dealer0 string, extra ...string) (*proc, string) {
 	t.Helper()
 	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
-		"-peer-fingerprint", f.path("do.crt"), "-dealer", dealer0, "-dealer-fingerprint", f.fp["dealer"],
+		"-peer-fingerprint", f.path("do.crt"),
 		"-model", f.files.Checkpoint, "-labels", f.files.Labels, "-pool-size", fmt.Sprint(f.pool),
 		"-mlp-points", "4000", "-connect-timeout", "20s", "-log", "warn"}, strings.Fields(testArgs)...)
-	args = append(args, extra...)
+	args = append(append(args, dealerArgs(dealer0, f.fp["dealer"])...), extra...)
 	p := f.start(t, "modelowner", args...)
 	l := p.waitLine(t, "modelowner listening ")
 	return p, strings.TrimPrefix(l, "modelowner listening ")
@@ -234,9 +244,10 @@ func (f *fixture) modelOwner(t *testing.T, dealer0 string, extra ...string) (*pr
 func (f *fixture) dataOwner(t *testing.T, moAddr, dealer1 string, extra ...string) *proc {
 	t.Helper()
 	args := append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", moAddr,
-		"-peer-fingerprint", f.fp["mo"], "-dealer", dealer1, "-dealer-fingerprint", f.path("dealer.crt"),
+		"-peer-fingerprint", f.fp["mo"],
 		"-pool", f.files.Pool, "-embedding", f.files.Checkpoint, "-connect-timeout", "20s", "-log", "warn"}, strings.Fields(testArgs)...)
-	return f.start(t, "dataowner", append(args, extra...)...)
+	args = append(append(args, dealerArgs(dealer1, f.path("dealer.crt"))...), extra...)
+	return f.start(t, "dataowner", args...)
 }
 
 func readResult(t *testing.T, path string) *selection.Result {
@@ -265,6 +276,74 @@ func TestThreeProcesses(t *testing.T) {
 	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
 	t.Logf("three processes: %v; selected %v", time.Since(start).Round(time.Millisecond), r0.Selected)
 	checkAgree(t, r0, r1)
+}
+
+// TestTwoProcessesDealerFree runs a selection with no dealer: the model owner
+// and the data owner as two OS processes with -provider ot, making their
+// correlated randomness by OT on dedicated streams of their own TLS
+// connection. It starts from the coin of a reference run with the dealer
+// (its state files, progress removed), so the bootstrap is the same; the
+// entropies must match the dealer run's within a few units in the last place
+// (probabilistic truncation makes each product's last bit depend on the
+// correlated randomness), and the survivors may differ only by near-ties at
+// the selection boundary (compareRuns).
+func TestTwoProcessesDealerFree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("minutes of OT generation; skipped with -short")
+	}
+	f := getFixture(t)
+	dir := t.TempDir()
+	dl, a0, a1 := f.dealer(t, "-once")
+	ref0, ref1 := filepath.Join(dir, "ref-mo"), filepath.Join(dir, "ref-do")
+	mo, addr := f.modelOwner(t, a0, "-state", ref0, "-out", filepath.Join(dir, "ref0.json"))
+	do := f.dataOwner(t, addr, a1, "-state", ref1, "-out", filepath.Join(dir, "ref1.json"))
+	for _, p := range []*proc{mo, do, dl} {
+		p.expect(t, 0, "")
+	}
+	ref := readResult(t, filepath.Join(dir, "ref0.json"))
+
+	st0, st1 := filepath.Join(dir, "ot-mo"), filepath.Join(dir, "ot-do")
+	for p, pair := range [][2]string{{ref0, st0}, {ref1, st1}} {
+		b, err := os.ReadFile(selection.StateFile(pair[0], p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := selection.DecodeState(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		if b, err = json.Marshal(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(pair[1], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(selection.StateFile(pair[1], p), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	mo, addr = f.modelOwner(t, "", "-state", st0, "-out", filepath.Join(dir, "ot0.json"))
+	do = f.dataOwner(t, addr, "", "-state", st1, "-out", filepath.Join(dir, "ot1.json"))
+	// The OT generation costs minutes of CPU on a shared machine.
+	for _, p := range []*proc{mo, do} {
+		if code := p.wait(t, 10*time.Minute); code != 0 {
+			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
+		}
+	}
+	r0, r1 := readResult(t, filepath.Join(dir, "ot0.json")), readResult(t, filepath.Join(dir, "ot1.json"))
+	checkAgree(t, r0, r1)
+	t.Logf("dealer-free run: %v; selected %v (dealer run %v)", time.Since(start).Round(time.Millisecond), r0.Selected, ref.Selected)
+	if !slices.Equal(r0.Bootstrap, ref.Bootstrap) {
+		t.Fatalf("bootstrap %v, dealer run %v", r0.Bootstrap, ref.Bootstrap)
+	}
+	for i, ph := range r0.Phases {
+		if ph.DealerBytes == 0 {
+			t.Errorf("phase %d: no OT traffic counted: %+v", i, ph)
+		}
+	}
+	compareRuns(t, ref, r0, [2]string{ref0, ref1}, [2]string{st0, st1})
 }
 
 // textFixture is the text case's data: a tiny BERT trained on part of the
@@ -646,6 +725,8 @@ func TestInputAndUsageErrors(t *testing.T) {
 		{"proxies-missing", "modelowner", mo("-proxies", dir), peer.ExitInput, "proxy of phase 0"},
 		{"key-garbage", "modelowner", mo("-key", garbage), peer.ExitInput, "identity"},
 		{"schedule", "modelowner", mo("-schedule", "1:2"), peer.ExitUsage, "-schedule"},
+		{"provider-unknown", "modelowner", mo("-provider", "tee"), peer.ExitUsage, "-provider"},
+		{"provider-ot-with-dealer", "dataowner", do("-provider", "ot"), peer.ExitUsage, "not used with -provider ot"},
 		{"budget", "dataowner", do("-budget", "0"), peer.ExitUsage, "-budget"},
 		{"both-endpoints", "dataowner", do("-listen", ":0"), peer.ExitUsage, "exactly one of -listen and -connect"},
 		{"fingerprint", "modelowner", mo("-peer-fingerprint", "xyz"), peer.ExitUsage, "-peer-fingerprint"},

@@ -194,12 +194,14 @@ func (s *Session) Mul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, e
 	if err != nil {
 		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
 	}
-	send := make([]uint64, 2*n)
+	send := share.GetWords(2 * n) // scratch: overwritten before use
+	defer share.PutWords(send)
 	for i := 0; i < n; i++ {
 		send[i] = x.Data[i] - t.A[i]
 		send[n+i] = y.Data[i] - t.B[i]
 	}
-	recv := make([]uint64, 2*n)
+	recv := share.GetWords(2 * n) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
 	}
@@ -241,11 +243,13 @@ func (s *Session) Square(ctx context.Context, x *share.Tensor) (*share.Tensor, e
 	if err != nil {
 		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
 	}
-	send := make([]uint64, n)
+	send := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(send)
 	for i := range send {
 		send[i] = x.Data[i] - sp.A[i]
 	}
-	recv := make([]uint64, n)
+	recv := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/selectformer/selectformer/share"
 )
 
 // BitTensor is this party's XOR share of a tensor of bits, packed 64 per
@@ -363,7 +365,8 @@ func (s *Session) andBits(ctx context.Context, sid uint32, x, y []uint64) ([]uin
 	if len(tr.A) != k || len(tr.B) != k || len(tr.C) != k {
 		return nil, fmt.Errorf("AND triples: provider returned %d/%d/%d words, want %d", len(tr.A), len(tr.B), len(tr.C), k)
 	}
-	send := make([]uint64, 2*k)
+	send := share.GetWords(2 * k) // scratch: overwritten before use
+	defer share.PutWords(send)
 	for i := 0; i < k; i++ {
 		send[i] = x[i] ^ tr.A[i]
 		send[k+i] = y[i] ^ tr.B[i]

@@ -82,12 +82,14 @@ func (s *Session) B2A(ctx context.Context, b *BitTensor) (*share.Tensor, error) 
 		return nil, fmt.Errorf("protocol: b2a %v: %w", b.Shape, err)
 	}
 	w := len(b.Words)
-	send := make([]uint64, w)
+	send := share.GetWords(w) // scratch: overwritten before use
+	defer share.PutWords(send)
 	for j := range send {
 		send[j] = b.Words[j] ^ bp.Packed[j]
 	}
 	clearTail(send, n)
-	recv := make([]uint64, w)
+	recv := share.GetWords(w) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: b2a %v: %w", b.Shape, err)
 	}
@@ -214,7 +216,8 @@ func (s *Session) MulBit(ctx context.Context, x *share.Tensor, b *BitTensor) (*s
 		return nil, fmt.Errorf("protocol: mul bit %v: %w", x.Shape, err)
 	}
 	w := len(b.Words)
-	send := make([]uint64, w+n)
+	send := share.GetWords(w + n) // scratch: overwritten before use
+	defer share.PutWords(send)
 	for j := 0; j < w; j++ {
 		send[j] = b.Words[j] ^ bp.Packed[j]
 	}
@@ -222,7 +225,8 @@ func (s *Session) MulBit(ctx context.Context, x *share.Tensor, b *BitTensor) (*s
 	for i, v := range x.Data {
 		send[w+i] = v - bp.A[i]
 	}
-	recv := make([]uint64, w+n)
+	recv := share.GetWords(w + n) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: mul bit %v: %w", x.Shape, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -37,10 +38,12 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
 	}
 	nx, ny := x.Len(), y.Len()
-	send := make([]uint64, nx+ny)
+	send := share.GetWords(nx + ny) // scratch: overwritten before use
+	defer share.PutWords(send)
 	_ = share.SubVec(send[:nx], x.Data, t.A)
 	_ = share.SubVec(send[nx:], y.Data, t.B)
-	recv := make([]uint64, nx+ny)
+	recv := share.GetWords(nx + ny) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
 	}
@@ -48,7 +51,8 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 	_ = share.AddVec(e, e, send[:nx])
 	_ = share.AddVec(f, f, send[nx:])
 	out := &share.Tensor{Shape: shape, Data: make([]uint64, tb*tm*n)}
-	tmp := make([]uint64, len(out.Data))
+	tmp := share.GetWords(len(out.Data)) // scratch: overwritten before use
+	defer share.PutWords(tmp)
 	if err := g.BatchMatMul(out.Data, x.Data, f, tb, tm, k, n); err != nil {
 		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
 	}
@@ -215,51 +219,102 @@ func (s *Session) shareWeight(ctx context.Context, id uint64, w *share.Tensor, k
 // nothing; one GEMM per party. Party 0 receives X1 − A, uniform because A is.
 // No truncation (see MatMulWeightsFixed).
 func (s *Session) MatMulWeights(ctx context.Context, x *share.Tensor, w *Weight) (*share.Tensor, error) {
-	if err := s.checkWeight(w, false); err != nil {
+	out, err := s.MatMulWeightsMany(ctx, []*share.Tensor{x}, []*Weight{w})
+	if err != nil {
 		return nil, err
 	}
-	k, n := w.k, w.n
-	if x.Rank() < 1 || x.Shape[x.Rank()-1] != k {
-		return nil, fmt.Errorf("protocol: matmul %v by weight %d (%d×%d): last dimension must be %d", x.Shape, w.id, k, n, k)
+	return out[0], nil
+}
+
+// MatMulWeightsMany returns this party's shares of the products xs[i]·ws[i]
+// (each as MatMulWeights) in one round: party 1 sends the masked operands of
+// every product as ONE message. Several products of different rows of the
+// same input by different weights cost one round instead of several, e.g.
+// the keys and values of every token together with the query of the class
+// token alone.
+//
+// Cost: 1 round, one direction: party 1 sends msg(Σ m_i·k_i) bytes, party 0
+// nothing; one weight triple per product.
+func (s *Session) MatMulWeightsMany(ctx context.Context, xs []*share.Tensor, ws []*Weight) ([]*share.Tensor, error) {
+	if len(xs) != len(ws) || len(xs) == 0 {
+		return nil, fmt.Errorf("protocol: matmul by weights: %d operands for %d weights", len(xs), len(ws))
 	}
-	m := x.Len() / k
+	type product struct {
+		m, k, n     int
+		batch, rows int
+		wt          beaver.WeightTriple
+	}
+	ps := make([]product, len(xs))
+	total := 0
+	for i, x := range xs {
+		w := ws[i]
+		if err := s.checkWeight(w, false); err != nil {
+			return nil, err
+		}
+		if x == nil {
+			return nil, fmt.Errorf("protocol: matmul nil by weight %d", w.id)
+		}
+		k, n := w.k, w.n
+		if x.Rank() < 1 || x.Shape[x.Rank()-1] != k {
+			return nil, fmt.Errorf("protocol: matmul %v by weight %d (%d×%d): last dimension must be %d", x.Shape, w.id, k, n, k)
+		}
+		m := x.Len() / k
+		// The product is one m×k·k×n GEMM; the backend sees it as a batch of
+		// rows×k blocks (candidates × tokens) that all share W.
+		batch, rows := 1, m
+		if r := x.Rank(); r >= 2 && x.Shape[r-2] > 0 {
+			batch, rows = m/x.Shape[r-2], x.Shape[r-2]
+		}
+		ps[i] = product{m: m, k: k, n: n, batch: batch, rows: rows}
+		total += m * k
+	}
 	g, err := s.GEMM()
 	if err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", xs[0].Shape, ws[0].id, err)
 	}
-	// The product is one m×k·k×n GEMM; the backend sees it as a batch of
-	// rows×k blocks (candidates × tokens) that all share W.
-	batch, rows := 1, m
-	if r := x.Rank(); r >= 2 && x.Shape[r-2] > 0 {
-		batch, rows = m/x.Shape[r-2], x.Shape[r-2]
+	for i := range ps {
+		p := &ps[i]
+		if p.wt, err = s.prov.WeightTriple(ctx, s.StreamID(), ws[i].id, p.m, p.k, p.n); err != nil {
+			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", xs[i].Shape, ws[i].id, err)
+		}
 	}
-	wt, err := s.prov.WeightTriple(ctx, s.StreamID(), w.id, m, k, n)
-	if err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+	// e holds the masked operands of every product, in order: party 1's
+	// X1 − A, which party 0 turns into X0 + X1 − A.
+	e := share.GetWords(total) // scratch: overwritten before use
+	defer share.PutWords(e)
+	off := 0
+	for i, p := range ps {
+		if s.party == 1 {
+			_ = share.SubVec(e[off:off+p.m*p.k], xs[i].Data, p.wt.A)
+		}
+		off += p.m * p.k
 	}
-	shape := append(slices.Clone(x.Shape[:x.Rank()-1]), n)
-	out := &share.Tensor{Shape: shape, Data: make([]uint64, m*n)}
 	if s.party == 1 {
-		e := make([]uint64, m*k)
-		_ = share.SubVec(e, x.Data, wt.A)
 		if err := s.SendWords(ctx, e); err != nil {
-			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
+			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", xs[0].Shape, ws[0].id, err)
 		}
-		if err := g.MulWeights(out.Data, wt.A, batch, rows, w.mat); err != nil {
-			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
-		}
-	} else {
-		e := make([]uint64, m*k)
-		if err := s.RecvWords(ctx, e); err != nil {
-			return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", x.Shape, w.id, err)
-		}
-		_ = share.AddVec(e, e, x.Data)
-		if err := g.MulWeights(out.Data, e, batch, rows, w.mat); err != nil {
-			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
-		}
+	} else if err := s.RecvWords(ctx, e); err != nil {
+		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", xs[0].Shape, ws[0].id, err)
 	}
-	_ = share.AddVec(out.Data, out.Data, wt.C)
-	return out, nil
+	outs := make([]*share.Tensor, len(ps))
+	off = 0
+	for i, p := range ps {
+		x, w := xs[i], ws[i]
+		shape := append(slices.Clone(x.Shape[:x.Rank()-1]), p.n)
+		out := &share.Tensor{Shape: shape, Data: make([]uint64, p.m*p.n)}
+		src := p.wt.A
+		if s.party == 0 {
+			src = e[off : off+p.m*p.k]
+			_ = share.AddVec(src, src, x.Data)
+		}
+		off += p.m * p.k
+		if err := g.MulWeights(out.Data, src, p.batch, p.rows, w.mat); err != nil {
+			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
+		}
+		_ = share.AddVec(out.Data, out.Data, p.wt.C)
+		outs[i] = out
+	}
+	return outs, nil
 }
 
 // MatMulWeightsFixed is MatMulWeights followed by Trunc: the fixed-point

@@ -264,3 +264,66 @@ func TestMatMulWeightsUniform(t *testing.T) {
 		})
 	}
 }
+
+// TestMatMulWeightsMany checks several products by different weights in one
+// call: each opens to x_i·W_i, and together they cost one round in which
+// party 1 sends one message of Σ m_i·k_i words (party 0 nothing), with one
+// weight triple per product; mismatched or malformed operands are errors.
+func TestMatMulWeightsMany(t *testing.T) {
+	const k, n1, n2 = 6, 5, 3
+	w1, w2 := randRing(42, k, n1), randRing(43, k, n2)
+	x1, x2 := randRing(1, 2, 4, k), randRing(2, 2, 1, k) // every token; one token per candidate
+	want1, _ := share.MatMul(mustReshape(t, x1, 8, k), w1)
+	want2, _ := share.MatMul(mustReshape(t, x2, 2, k), w2)
+	x1sh, x2sh := splitTensor(x1, 1), splitTensor(x2, 2)
+	r := runPair(t, func(ctx context.Context, s *Session) ([]*share.Tensor, error) {
+		var a, b *share.Tensor
+		if s.Party() == 0 {
+			a, b = w1, w2
+		}
+		h1, err := s.ShareWeight(ctx, 1, a, k, n1)
+		if err != nil {
+			return nil, err
+		}
+		h2, err := s.ShareWeight(ctx, 2, b, k, n2)
+		if err != nil {
+			return nil, err
+		}
+		for _, bad := range []struct {
+			xs []*share.Tensor
+			ws []*Weight
+		}{
+			{nil, nil},
+			{[]*share.Tensor{pickShare(s, x1sh)}, []*Weight{h1, h2}},
+			{[]*share.Tensor{pickShare(s, x1sh), nil}, []*Weight{h1, h2}},
+			{[]*share.Tensor{pickShare(s, x1sh), randRing(3, 2, k+1)}, []*Weight{h1, h2}},
+		} {
+			if _, err := s.MatMulWeightsMany(ctx, bad.xs, bad.ws); err == nil {
+				t.Errorf("party %d: %d operands for %d weights: no error", s.Party(), len(bad.xs), len(bad.ws))
+			}
+		}
+		before, items := s.Stream().Stats(), s.Provider().Stats().Items
+		ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{pickShare(s, x1sh), pickShare(s, x2sh)}, []*Weight{h1, h2})
+		if err != nil {
+			return nil, err
+		}
+		d := s.Stream().Stats().Sub(before)
+		wantSent := [2]int64{0, wireBytes(8*k + 2*k)}[s.Party()]
+		if d.BytesSent != wantSent || d.Rounds != 1 {
+			t.Errorf("party %d: two products cost %v, want 1 round and %d bytes sent", s.Party(), d, wantSent)
+		}
+		if got := s.Provider().Stats().Items - items; got != 2 {
+			t.Errorf("party %d: %d dealer items, want one weight triple per product", s.Party(), got)
+		}
+		return ys, nil
+	})
+	for j, c := range []struct {
+		want  *share.Tensor
+		shape []int
+	}{{want1, []int{2, 4, n1}}, {want2, []int{2, 1, n2}}} {
+		got := openPair(t, [2]*share.Tensor{r.Out[0][j], r.Out[1][j]})
+		if !slices.Equal(got.Shape, c.shape) || !slices.Equal(got.Data, c.want.Data) {
+			t.Errorf("product %d: got shape %v, want %v (or the values differ)", j, got.Shape, c.shape)
+		}
+	}
+}

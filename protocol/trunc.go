@@ -63,14 +63,16 @@ func (s *Session) TruncBy(ctx context.Context, x *share.Tensor, f uint) (*share.
 	}
 	const half = uint64(1) << 62
 	p0 := s.party == 0
-	send := make([]uint64, n)
+	send := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(send)
 	for i, v := range x.Data {
 		send[i] = v + tp.R[i]
 		if p0 {
 			send[i] += half
 		}
 	}
-	recv := make([]uint64, n)
+	recv := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: truncate %v: %w", x.Shape, err)
 	}

@@ -82,6 +82,9 @@ type Config struct {
 	Reservoir int
 	// EntropyWeight weighs the in-vivo loss of the entropy MLP (1 when 0).
 	EntropyWeight float64
+	// Distill, if set, tunes the proxies toward M_g's predictions (see
+	// Distill); nil tunes them on the bootstrap labels only.
+	Distill *Distill
 	// Seed fixes every random choice.
 	Seed uint64
 	// Logger receives progress lines (slog.Default() when nil).
@@ -132,6 +135,9 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 	}
 	if boot.Len() == 0 || len(labels) != boot.Len() {
 		return nil, fmt.Errorf("proxy generate: %d bootstrap samples, %d labels", boot.Len(), len(labels))
+	}
+	if err := cfg.Distill.validate(target); err != nil {
+		return nil, err
 	}
 	points := cfg.Points
 	keep := cfg.Reservoir
@@ -191,12 +197,26 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 	}
 
 	// 3. Proxies.
+	var ts *teacherSet
+	if cfg.Distill != nil {
+		if ts, err = newTeacherSet(mg, boot, labels, cfg.Distill); err != nil {
+			return nil, fmt.Errorf("proxy generate: %w", err)
+		}
+	}
 	for pi, ph := range cfg.Phases {
 		p, err := buildProxy(mg, ph, cfg.Ablation, scores, need)
 		if err != nil {
 			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi, err)
 		}
-		if err := p.tuneInVivo(ctx, boot, labels, cfg, fmt.Sprintf("in vivo phase %d", pi), log); err != nil {
+		stage := fmt.Sprintf("in vivo phase %d", pi)
+		if ts != nil {
+			if err = p.distillInVivo(ctx, ts, cfg, stage, log); err == nil {
+				err = p.calibrateEntropy(ctx, ts, cfg, fmt.Sprintf("entropy calibration phase %d", pi), log)
+			}
+		} else {
+			err = p.tuneInVivo(ctx, boot, labels, cfg, stage, log)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi, err)
 		}
 		res.Proxies = append(res.Proxies, p)
@@ -356,6 +376,7 @@ func tuneBackbone(ctx context.Context, mg *model.Model, boot model.Input, labels
 		scores[i] = make([]float64, mg.Blocks[i].Attn.Heads)
 	}
 	params := trainableParams(mg.Params())
+	cw := cfg.Distill.classWeights(labels, mg.Config.NumLabels())
 	step := func(batch model.Input, y []int, last bool) (float64, error) {
 		recording = last
 		logits, err := mg.Forward(batch)
@@ -370,7 +391,7 @@ func tuneBackbone(ctx context.Context, mg *model.Model, boot model.Input, labels
 				return 0, fmt.Errorf("logits: %w", err)
 			}
 		}
-		loss, dl, err := nn.CrossEntropy(logits, y)
+		loss, dl, err := weightedCrossEntropy(logits, y, cw)
 		if err != nil {
 			return 0, err
 		}

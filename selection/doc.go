@@ -75,7 +75,7 @@
 //     embeddings). The data owner also announces the padded sequence length.
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
-//     the bootstrap sample and every QuickSelect pivot (share.NewPRG).
+//     the bootstrap sample and every QuickSelect sample (share.NewPRG).
 //  3. Bootstrap: the data owner sends the sampled candidates' inputs in the
 //     clear; the model owner labels them (ModelOwner.Label) and runs
 //     proxy.Generate, unless pre-generated Proxies (or a substitute
@@ -96,8 +96,12 @@
 //     Params.MemoryBudget; off, one batch runs at a time. The batches draw
 //     the same material either way: the mode changes the delay, never the
 //     entropies or the selection, and each party picks its own.
-//     Then TopK keeps the phase's quota by QuickSelect on the shared
-//     entropies, revealing only comparison bits.
+//     Then TopK keeps the phase's quota by a sample-based multi-pivot
+//     QuickSelect on the shared entropies (3–4 steps of one CompareReveal
+//     each), revealing only comparison outcomes: the order of random
+//     samples, each candidate's bucket among a step's pivots and the order
+//     of the last group around the cut, a function of the entropies' ranks
+//     only (TopK details it).
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).

@@ -3,7 +3,6 @@ package selection
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
@@ -11,37 +10,100 @@ import (
 
 // SelectStats counts the work of one TopK call.
 type SelectStats struct {
-	// Comparisons is the number of secure comparisons (elements compared with
-	// a pivot); expected about 2–3.5·n for n values.
+	// Comparisons is the number of secure comparisons (revealed outcomes);
+	// about 12–17·n for n values above a few hundred (TopK explains why).
 	Comparisons int64 `json:"comparisons"`
-	// Steps is the number of partition steps (one CompareReveal each).
+	// Steps is the number of steps (one CompareReveal each, 7 rounds).
 	Steps int `json:"steps"`
 	// Rounds is the number of communication rounds of the comparisons.
 	Rounds int64 `json:"rounds"`
+	// Sorted is the number of values whose order among each other a sample
+	// or sort step revealed completely, summed over those steps.
+	Sorted int64 `json:"sorted,omitempty"`
+	// Pivots is the number of pivots of the partition steps, summed over
+	// them: each partition step reveals every other active value's bucket
+	// among its pivots.
+	Pivots int64 `json:"pivots,omitempty"`
 }
 
 // Add returns the sum of two SelectStats.
 func (a SelectStats) Add(b SelectStats) SelectStats {
-	return SelectStats{Comparisons: a.Comparisons + b.Comparisons, Steps: a.Steps + b.Steps, Rounds: a.Rounds + b.Rounds}
+	return SelectStats{Comparisons: a.Comparisons + b.Comparisons, Steps: a.Steps + b.Steps, Rounds: a.Rounds + b.Rounds,
+		Sorted: a.Sorted + b.Sorted, Pivots: a.Pivots + b.Pivots}
 }
 
 // TopK selects the k largest of the shared values vals (a tensor of n
-// fixed-point or ring values, this party's share) by QuickSelect and returns
-// the positions (0..n−1) of the selected values in ascending order.
+// fixed-point or ring values, this party's share) and returns the positions
+// (0..n−1) of the selected values in ascending order; exactly min(k, n) of
+// them.
 //
 // keys gives each value a distinct public key (pool indices in a selection)
 // that breaks ties: the order is value descending, then key ascending, so of
 // two equal values the one with the smaller key ranks higher. keys must be
-// distinct; nil means keys[i] = i.
+// distinct; nil means keys[i] = i. Under this order the n values are
+// distinct, and each has a rank 1..n.
 //
-// Each partition step picks a pivot uniformly among the remaining candidates
-// with rng (both parties must pass PRGs with the same seed and domain, e.g.
-// from the joint coin toss) and compares every other remaining candidate with
-// it in ONE protocol.CompareReveal call: the only thing revealed is, per
-// compared candidate, whether it ranks above the pivot. Values are never
-// revealed. The recursion continues into the side holding the k-th boundary,
-// so exactly min(k, n) positions are returned.
+// # Algorithm
+//
+// TopK is a sample-based multi-pivot QuickSelect whose steps each run ONE
+// protocol.CompareReveal (7 rounds) on every pair the step compares. With m
+// values still active (those whose membership is not yet known) and a
+// budget of B = 8·n comparisons per step (at least 4,096, at most 2^22):
+//
+//   - sort: if all m(m−1)/2 pairs fit in B, compare every pair of the active
+//     values; their order settles the selection and TopK ends.
+//   - sample: otherwise, if no sorted sample is at hand, draw a uniform
+//     random sample of about 3·√m active values and compare every pair of
+//     it: the sample's order.
+//   - partition: otherwise pick p = min(B/m, sample size) pivots from the
+//     sorted sample (at least one), around the estimated position of the
+//     k-th value (the outermost 3 standard deviations away), compare every
+//     other active value with every pivot, and keep the bucket between two
+//     adjacent pivots that holds the boundary: values in better buckets (and
+//     better pivots) are selected, worse ones dropped. The sample members in
+//     the kept bucket stay sorted and serve the next partition step.
+//
+// For 1,000–42,000 values this takes 3 steps (sample, partition, sort), in
+// some runs 4 (a second partition): 21–28 rounds where the single-pivot
+// QuickSelect took 10–19 steps (70–130 rounds), for about 12–17·n
+// comparisons instead of 3–4·n (see bench/RESULTS.md, "QuickSelect").
+// Inputs of up to 91 values take one sort step.
+//
+// # What is revealed
+//
+// Values are never revealed. Both parties learn the outcome of every
+// comparison the steps make, and nothing else (the sign circuit's openings
+// are masked; CompareReveal). Concretely, beyond the selected set:
+//
+//   - sample steps: the complete order of each random sample;
+//   - partition steps: each active value's bucket among the step's pivots
+//     (how many of them rank above it), so the pivots' order is refined by
+//     which values fall between them;
+//   - the sort step: the complete order of the last active group (at most
+//     about √(16·n) values around the k-th: 820 for n = 42,000).
+//
+// The single-pivot QuickSelect revealed each active value's side of one
+// pivot per step; this reveals more order relations per step (counted in
+// SelectStats.Sorted and SelectStats.Pivots). Which pairs are compared
+// depends only on rng and on the outcomes of earlier steps, and each
+// outcome only on the ranks of the two values compared, so everything
+// revealed is a function of the ranks (the permutation that sorts the
+// values by the order above) and the public coins: two inputs with the same
+// ranks give the same outcomes and identically distributed transcripts
+// (TestTopKViewDependsOnlyOnRanks).
+//
+// rng drives the samples (both parties must pass PRGs with the same seed and
+// domain, e.g. from the joint coin toss).
 func TopK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []int, k int, rng *share.PRG) ([]int, SelectStats, error) {
+	return topK(ctx, s, vals, keys, k, rng, nil)
+}
+
+// stepTrace sees every step of topK: its kind, the pairs compared and the
+// revealed outcomes (ahead[i]: pairs[i][0] ranks ahead of pairs[i][1]).
+type stepTrace func(kind stepKind, pairs [][2]int, ahead []bool)
+
+// topK is TopK; trace, if not nil, sees every step (what the step reveals).
+func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []int, k int, rng *share.PRG, trace stepTrace) ([]int, SelectStats, error) {
 	var st SelectStats
 	if vals == nil {
 		return nil, st, fmt.Errorf("selection: topk: nil values")
@@ -65,76 +127,69 @@ func TopK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 	if rng == nil {
 		return nil, st, fmt.Errorf("selection: topk: nil PRG")
 	}
-	active := make([]int, n)
-	for i := range active {
-		active[i] = i
-	}
-	if k >= n {
-		return active, st, nil
-	}
-	var chosen []int
-	need := k
-	for need > 0 && len(active) > need {
-		pi := rng.Intn(len(active))
-		piv := active[pi]
-		others := make([]int, 0, len(active)-1)
-		others = append(others, active[:pi]...)
-		others = append(others, active[pi+1:]...)
-		m := len(others)
-		x, err := share.NewTensor(m)
+	plan := newSelectPlan(n, k, rng)
+	for {
+		pairs, done := plan.next()
+		if done {
+			break
+		}
+		ahead, err := compareAhead(ctx, s, vals.Data, keys, pairs, &st)
 		if err != nil {
-			return nil, st, fmt.Errorf("selection: topk: %w", err)
+			return nil, st, fmt.Errorf("selection: topk: %s step %d (%d comparisons): %w", plan.kind, st.Steps+1, len(pairs), err)
 		}
-		y, err := share.NewTensor(m)
-		if err != nil {
-			return nil, st, fmt.Errorf("selection: topk: %w", err)
+		if trace != nil {
+			trace(plan.kind, pairs, ahead)
 		}
-		pv := vals.Data[piv]
-		// ahead(i) ⇔ v_i > v_p or (v_i = v_p and key_i < key_p).
-		// For key_i < key_p: ahead ⇔ ¬(v_i < v_p): compare (v_i, v_p), negate.
-		// For key_i > key_p: ahead ⇔ v_p < v_i: compare (v_p, v_i).
-		for j, i := range others {
-			if keys[i] < keys[piv] {
-				x.Data[j], y.Data[j] = vals.Data[i], pv
-			} else {
-				x.Data[j], y.Data[j] = pv, vals.Data[i]
-			}
+		switch plan.kind {
+		case stepSample, stepSortAll:
+			st.Sorted += int64(len(plan.group))
+		case stepPartition:
+			st.Pivots += int64(len(plan.pivots))
 		}
-		r0 := s.Stream().Stats().Rounds
-		bits, err := s.CompareReveal(ctx, x, y)
-		if err != nil {
-			return nil, st, fmt.Errorf("selection: topk: partition step %d: %w", st.Steps+1, err)
-		}
-		st.Rounds += s.Stream().Stats().Rounds - r0
-		st.Steps++
-		st.Comparisons += int64(m)
-		var above, below []int
-		for j, i := range others {
-			ahead := bits[j]
-			if keys[i] < keys[piv] {
-				ahead = !ahead
-			}
-			if ahead {
-				above = append(above, i)
-			} else {
-				below = append(below, i)
-			}
-		}
-		switch {
-		case len(above) >= need:
-			active = above
-		default:
-			chosen = append(chosen, above...)
-			chosen = append(chosen, piv)
-			need -= len(above) + 1
-			active = below
+		if err := plan.apply(ahead); err != nil {
+			return nil, st, fmt.Errorf("selection: topk: step %d: %w", st.Steps, err)
 		}
 	}
-	if need > 0 {
-		chosen = append(chosen, active...)
+	return plan.result(), st, nil
+}
+
+// compareAhead runs one step: it tells for every pair (a, b) whether value a
+// ranks ahead of value b, in ONE CompareReveal, and counts it in st.
+func compareAhead(ctx context.Context, s *protocol.Session, v []uint64, keys []int, pairs [][2]int, st *SelectStats) ([]bool, error) {
+	m := len(pairs)
+	x, err := share.NewTensor(m)
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(chosen)
-	return chosen, st, nil
+	y, err := share.NewTensor(m)
+	if err != nil {
+		return nil, err
+	}
+	// ahead(a, b) ⇔ v_a > v_b or (v_a = v_b and key_a < key_b).
+	// For key_a < key_b: ahead ⇔ ¬(v_a < v_b): compare (v_a, v_b), negate.
+	// For key_a > key_b: ahead ⇔ v_b < v_a: compare (v_b, v_a).
+	for j, pr := range pairs {
+		a, b := pr[0], pr[1]
+		if keys[a] < keys[b] {
+			x.Data[j], y.Data[j] = v[a], v[b]
+		} else {
+			x.Data[j], y.Data[j] = v[b], v[a]
+		}
+	}
+	r0 := s.Stream().Stats().Rounds
+	bits, err := s.CompareReveal(ctx, x, y)
+	if err != nil {
+		return nil, err
+	}
+	st.Rounds += s.Stream().Stats().Rounds - r0
+	st.Steps++
+	st.Comparisons += int64(m)
+	for j, pr := range pairs {
+		if keys[pr[0]] < keys[pr[1]] {
+			bits[j] = !bits[j]
+		}
+	}
+	return bits, nil
 }
 
 // checkKeys reports whether keys are distinct.

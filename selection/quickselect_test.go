@@ -2,6 +2,8 @@ package selection
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -10,84 +12,212 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
+// TestTopKExact runs the secure TopK on random inputs with and without ties,
+// for sizes that take one sort step (n ≤ 91) and the sample–partition–sort
+// path, every edge k (0, 1, n−1, n, beyond n) and three inputs each: both
+// parties return exactly the plaintext top-k (ties to the smaller key), the
+// same statistics, and 7 rounds per step.
 func TestTopKExact(t *testing.T) {
 	cases := []struct {
 		name    string
-		n, k    int
+		n       int
+		ks      []int
 		levels  int // values drawn from this many distinct levels (ties)
 		reverse bool
 	}{
-		{"distinct", 300, 60, 0, false},
-		{"many ties", 300, 90, 5, false},
-		{"all equal", 100, 17, 1, false},
-		{"k=1", 200, 1, 0, false},
-		{"k=n-1", 64, 63, 0, false},
-		{"k=n", 50, 50, 0, false},
-		{"k>n", 10, 20, 0, false},
-		{"k=0", 40, 0, 0, false},
-		{"reverse keys", 257, 100, 7, true},
+		{"distinct", 300, []int{60, 150}, 0, false},
+		{"many ties", 300, []int{90}, 5, false},
+		{"all equal", 100, []int{17, 99}, 1, false},
+		{"one step", 91, []int{1, 45}, 3, false},
+		{"edges, small", 64, []int{0, 1, 63, 64, 65}, 0, false},
+		{"edges, large", 1200, []int{0, 1, 240, 1199, 1200, 5000}, 0, false},
+		{"edges, ties", 700, []int{1, 699}, 4, false},
+		{"reverse keys", 257, []int{100}, 7, true},
+		{"one value", 1, []int{0, 1, 2}, 0, false},
 	}
 	for ci, c := range cases {
+		for _, k := range c.ks {
+			for in := range 3 {
+				t.Run(fmt.Sprintf("%s/k=%d/input%d", c.name, k, in), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(ci), uint64(in)))
+					fp := share.DefaultFixedPoint
+					vals := make([]float64, c.n)
+					keys := make([]int, c.n)
+					for i := range vals {
+						if c.levels > 0 {
+							vals[i] = float64(rng.IntN(c.levels)) * 0.25
+						} else {
+							vals[i] = rng.Float64()*20 - 10
+						}
+						vals[i] = quantize(fp, vals[i])
+						keys[i] = 3 * i
+						if c.reverse {
+							keys[i] = 10000 - 3*i
+						}
+					}
+					want := plainTopK(vals, keys, k)
+					got, stats, _ := secureTopK(t, vals, keys, k, share.Seed{7, byte(ci), byte(in)}, nil)
+					if !slices.Equal(got[0], got[1]) {
+						t.Fatalf("parties disagree: %v vs %v", got[0], got[1])
+					}
+					if !slices.Equal(got[0], want) {
+						t.Fatalf("got %v, want %v", got[0], want)
+					}
+					if stats[0] != stats[1] {
+						t.Fatalf("stats differ: %+v %+v", stats[0], stats[1])
+					}
+					st := stats[0]
+					if k > 0 && k < c.n && st.Steps > 4 {
+						t.Errorf("%d steps", st.Steps)
+					}
+					if budget := max(minStepBudget, stepBudgetFactor*c.n); st.Comparisons > int64(st.Steps*budget) {
+						t.Errorf("%d comparisons in %d steps, budget %d per step", st.Comparisons, st.Steps, budget)
+					}
+				})
+			}
+		}
+	}
+}
+
+// secureTopK shares vals (the data owner's input) and runs topK on both
+// parties; it checks that the run costs exactly 7 rounds per step and that
+// party 0 sent exactly the bytes of the steps' CompareReveals (271 words
+// per 64 comparisons, 7 messages of a 10-byte header each). trace, if not
+// nil, sees party 0's steps. It returns both parties' results and
+// statistics, and the bytes party 0 sent.
+func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]SelectStats, int64) {
+	t.Helper()
+	n := len(vals)
+	enc, err := share.DefaultFixedPoint.EncodeTensor(vals, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [2][]int
+	var stats [2]SelectStats
+	var wantBytes, sent int64
+	sessionPair(t, func(ctx context.Context, s *protocol.Session) error {
+		var x *share.Tensor
+		var err error
+		if s.Party() == 1 {
+			x, err = s.ShareInput(1, enc)
+		} else {
+			x, err = s.ShareInput(1, nil, n)
+		}
+		if err != nil {
+			return err
+		}
+		var tr stepTrace
+		if s.Party() == 0 {
+			tr = func(kind stepKind, pairs [][2]int, ahead []bool) {
+				wantBytes += compareRevealBytes(len(pairs))
+				if trace != nil {
+					trace(kind, pairs, ahead)
+				}
+			}
+		}
+		c0 := s.Stream().Stats()
+		got[s.Party()], stats[s.Party()], err = topK(ctx, s, x, keys, k, share.NewPRG(seed, "pivots"), tr)
+		d := s.Stream().Stats().Sub(c0)
+		if err == nil && (d.Rounds != int64(7*stats[s.Party()].Steps) || d.Rounds != stats[s.Party()].Rounds) {
+			t.Errorf("party %d: %d rounds (%d counted) for %d steps", s.Party(), d.Rounds, stats[s.Party()].Rounds, stats[s.Party()].Steps)
+		}
+		if s.Party() == 0 {
+			sent = d.BytesSent
+			if err == nil && d.BytesSent != wantBytes {
+				t.Errorf("party 0 sent %d bytes, the steps' comparisons cost %d", d.BytesSent, wantBytes)
+			}
+		}
+		return err
+	})
+	return got, stats, sent
+}
+
+// compareRevealBytes is what one party sends for one CompareReveal of m
+// comparisons (m ≤ 2^16, so every message fits a frame): the sign circuit's
+// 270·W words in 6 messages and the opening's W, W = ⌈m/64⌉.
+func compareRevealBytes(m int) int64 {
+	w := int64(m+63) / 64
+	return 8*271*w + 7*10
+}
+
+// TestTopKCostFixedSeed pins the exact cost of TopK for fixed inputs and
+// seeds. For 64 values it is one sort step: 64·63/2 = 2016 comparisons, 7
+// rounds, and the CompareReveal's 271·32 words. For 1,000 values keeping
+// 200 it is sample (95 values: 4465 comparisons), partition (8 pivots: 992·8
+// = 7936) and sort of the last 77 values (2926): 15,327 comparisons, 21
+// rounds (the single-pivot QuickSelect took 7 steps, 49 rounds and 191
+// comparisons for the 64 values, 9 steps, 63 rounds and 1,716 comparisons
+// for the 1,000). Party 0's bytes are pinned as well.
+func TestTopKCostFixedSeed(t *testing.T) {
+	cases := []struct {
+		name  string
+		n, k  int
+		want  SelectStats
+		kinds []stepKind
+		bytes int64
+	}{
+		{"one sort", 64, 20, SelectStats{Comparisons: 2016, Steps: 1, Rounds: 7, Sorted: 64}, []stepKind{stepSortAll}, 8*271*32 + 70},
+		{"sample, partition, sort", 1000, 200, SelectStats{Comparisons: 15327, Steps: 3, Rounds: 21, Sorted: 95 + 77, Pivots: 8},
+			[]stepKind{stepSample, stepPartition, stepSortAll}, 8*271*(70+124+46) + 3*70},
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(ci), 9))
-			fp := share.DefaultFixedPoint
+			rng := rand.New(rand.NewPCG(42, uint64(c.n)))
 			vals := make([]float64, c.n)
-			keys := make([]int, c.n)
 			for i := range vals {
-				if c.levels > 0 {
-					vals[i] = float64(rng.IntN(c.levels)) * 0.25
-				} else {
-					vals[i] = rng.Float64()*20 - 10
-				}
-				vals[i] = quantize(fp, vals[i])
-				keys[i] = 3 * i
-				if c.reverse {
-					keys[i] = 10000 - 3*i
-				}
+				vals[i] = quantize(share.DefaultFixedPoint, rng.NormFloat64())
 			}
-			enc, err := fp.EncodeTensor(vals, c.n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := plainTopK(vals, keys, c.k)
-			var got [2][]int
-			var stats [2]SelectStats
-			sessionPair(t, func(ctx context.Context, s *protocol.Session) error {
-				var x *share.Tensor
-				var err error
-				if s.Party() == 1 {
-					x, err = s.ShareInput(1, enc)
-				} else {
-					x, err = s.ShareInput(1, nil, c.n)
-				}
-				if err != nil {
-					return err
-				}
-				r0 := s.Stream().Stats()
-				got[s.Party()], stats[s.Party()], err = TopK(ctx, s, x, keys, c.k, share.NewPRG(share.Seed{7, byte(ci)}, "pivots"))
-				d := s.Stream().Stats().Sub(r0)
-				// Only CompareReveal runs: 7 rounds per partition step.
-				if err == nil && d.Rounds != int64(7*stats[s.Party()].Steps) {
-					t.Errorf("party %d: %d rounds for %d steps", s.Party(), d.Rounds, stats[s.Party()].Steps)
-				}
-				return err
+			var kinds []stepKind
+			var sizes []int
+			got, stats, bytes := secureTopK(t, vals, nil, c.k, share.Seed{42}, func(kind stepKind, pairs [][2]int, _ []bool) {
+				kinds, sizes = append(kinds, kind), append(sizes, len(pairs))
 			})
-			if !slices.Equal(got[0], got[1]) {
-				t.Fatalf("parties disagree: %v vs %v", got[0], got[1])
+			if !slices.Equal(got[0], plainTopK(vals, seqKeys(c.n), c.k)) {
+				t.Fatal("wrong selection")
 			}
-			if !slices.Equal(got[0], want) {
-				t.Fatalf("got %v, want %v", got[0], want)
+			t.Logf("%+v, steps %v of %v comparisons", stats[0], kinds, sizes)
+			if bytes != c.bytes {
+				t.Errorf("party 0 sent %d bytes, want %d", bytes, c.bytes)
 			}
-			if stats[0] != stats[1] {
-				t.Fatalf("stats differ: %+v %+v", stats[0], stats[1])
+			if stats[0] != c.want || !slices.Equal(kinds, c.kinds) {
+				t.Errorf("got %+v, steps %v; want %+v, steps %v", stats[0], kinds, c.want, c.kinds)
 			}
-			if c.k > 0 && c.k < c.n && stats[0].Comparisons > int64(6*c.n) {
-				t.Errorf("%d comparisons for n = %d", stats[0].Comparisons, c.n)
+			// The comparisons follow from the step sizes: the groups sorted
+			// (Sorted) and the pivots.
+			var byKind int64
+			rest := c.n
+			for i, kind := range kinds {
+				switch kind {
+				case stepSample:
+					s := int64(sampleSizeFor(c.n))
+					byKind += s * (s - 1) / 2
+				case stepPartition:
+					byKind += int64(sizes[i])
+					rest = 0
+				case stepSortAll:
+					m := stats[0].Sorted
+					if rest == 0 {
+						m -= int64(sampleSizeFor(c.n))
+					}
+					byKind += m * (m - 1) / 2
+				}
 			}
-			t.Logf("n=%d k=%d: %d comparisons (%.2f·n), %d steps, %d rounds", c.n, c.k, stats[0].Comparisons,
-				float64(stats[0].Comparisons)/float64(c.n), stats[0].Steps, stats[0].Rounds)
+			if byKind != stats[0].Comparisons {
+				t.Errorf("the steps' sizes add up to %d comparisons, counted %d", byKind, stats[0].Comparisons)
+			}
 		})
 	}
+}
+
+// sampleSizeFor is the documented first sample size, ⌈3·√n⌉.
+func sampleSizeFor(n int) int { return int(math.Ceil(3 * math.Sqrt(float64(n)))) }
+
+func seqKeys(n int) []int {
+	k := make([]int, n)
+	for i := range k {
+		k[i] = i
+	}
+	return k
 }
 
 func TestTopKErrors(t *testing.T) {

@@ -104,6 +104,18 @@ func (s *scheduler) streams() []uint32 {
 	return out
 }
 
+// online returns this party's traffic so far on the selection's own
+// streams (the clear control stream, the control session and the batch
+// lanes): the online traffic, without that of a provider sharing the
+// connection (ot.Provider makes its correlations on streams of its own).
+func (s *scheduler) online() transport.Stats {
+	st := s.conn.Stream(StreamControl).Stats()
+	for _, id := range s.streams() {
+		st = st.Add(s.conn.Stream(id).Stats())
+	}
+	return st
+}
+
 // slotStream is the stream of batch lane w.
 func (s *scheduler) slotStream(w int) uint32 { return StreamSlotBase + uint32(w) }
 

@@ -215,7 +215,7 @@ func (r *runner) selectAll(ctx context.Context, seed share.Seed, eval Evaluator,
 // then QuickSelect. It returns the statistics and the entropy shares.
 func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluator, arch secure.Arch, cand []int) (PhaseStats, *share.Tensor, error) {
 	start := time.Now()
-	c0, d0 := r.conn.Stats(), r.prov.Stats()
+	c0, d0 := r.sched.online(), r.prov.Stats()
 	keep := r.p.keep(i)
 	nb := r.sched.batches(len(cand))
 	ps := PhaseStats{In: len(cand), Out: keep, Batches: nb}
@@ -271,7 +271,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			return ps, nil, err
 		}
 	}
-	c1, d1 := r.conn.Stats().Sub(c0), r.prov.Stats()
+	c1, d1 := r.sched.online().Sub(c0), r.prov.Stats()
 	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
 	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.Seconds = time.Since(start).Seconds()

@@ -119,8 +119,7 @@ func (p *PRG) Uint64() uint64 {
 	if prgBufSize-p.off < 8 {
 		// Keep the few bytes left and make the rest of the buffer anew.
 		r := copy(p.buf[:], p.buf[p.off:])
-		clear(p.buf[r:])
-		p.stream.XORKeyStream(p.buf[r:], p.buf[r:])
+		KeyStream(p.buf[r:], p.stream)
 		p.off = 0
 	}
 	v := binary.LittleEndian.Uint64(p.buf[p.off:])
@@ -133,9 +132,23 @@ func (p *PRG) Uint64() uint64 {
 func (p *PRG) fillBytes(b []byte) {
 	n := copy(b, p.buf[p.off:])
 	p.off += n
-	b = b[n:]
-	clear(b)
-	p.stream.XORKeyStream(b, b)
+	KeyStream(b[n:], p.stream)
+}
+
+// zeroBlock is the read-only source of KeyStream: key stream XORed with
+// zeros is the key stream itself. Small enough to stay in the L1 cache.
+var zeroBlock [8 << 10]byte
+
+// KeyStream overwrites dst with the next len(dst) bytes of the key stream of
+// s, whatever dst held before: it XORs the key stream into dst from a small
+// block of zeros, so dst is written once (no clearing pass before the
+// cipher, no read of dst's old contents).
+func KeyStream(dst []byte, s cipher.Stream) {
+	for len(dst) > 0 {
+		n := min(len(dst), len(zeroBlock))
+		s.XORKeyStream(dst[:n], zeroBlock[:n])
+		dst = dst[n:]
+	}
 }
 
 // Read fills b with the next len(b) bytes of the stream; it never fails.

@@ -267,3 +267,46 @@ func TestPRGIntn(t *testing.T) {
 		}()
 	}
 }
+
+// TestKeyStreamOverwritesDirtyDestination checks that Fill, Read and
+// KeyStream write the key stream itself into buffers that hold garbage (the
+// reused buffers of steady state), for lengths around the internal block of
+// zeros: the result equals the reference CTR stream XORed into zeros, so no
+// byte of the old contents leaks into the output.
+func TestKeyStreamOverwritesDirtyDestination(t *testing.T) {
+	key := make([]byte, 16)
+	iv := make([]byte, 16)
+	block, err := aes.NewCipher(key)
+	must(t, err)
+	for _, n := range []int{0, 1, 15, 4096, len(zeroBlock) - 1, len(zeroBlock), len(zeroBlock) + 1, 3*len(zeroBlock) + 17} {
+		want := make([]byte, n)
+		cipher.NewCTR(block, iv).XORKeyStream(want, want)
+		got := bytes.Repeat([]byte{0xa5}, n)
+		KeyStream(got, cipher.NewCTR(block, iv))
+		if !bytes.Equal(got, want) {
+			t.Errorf("KeyStream of %d bytes into a dirty buffer differs from the key stream", n)
+		}
+		// The PRG: Fill and Read into dirty buffers give the words of a
+		// fresh stream filled into zeros.
+		ref := NewPRG(testSeed(3), "dirty").Words(n/8 + 1)
+		w := make([]uint64, n/8+1)
+		for i := range w {
+			w[i] = ^uint64(i)
+		}
+		NewPRG(testSeed(3), "dirty").Fill(w)
+		for i := range w {
+			if w[i] != ref[i] {
+				t.Fatalf("Fill of %d words into a dirty buffer: word %d = %#x, want %#x", len(w), i, w[i], ref[i])
+			}
+		}
+		b := bytes.Repeat([]byte{0x5a}, 8*len(w))
+		if _, err := NewPRG(testSeed(3), "dirty").Read(b); err != nil {
+			t.Fatal(err)
+		}
+		for i := range ref {
+			if v := binary.LittleEndian.Uint64(b[8*i:]); v != ref[i] {
+				t.Fatalf("Read of %d bytes into a dirty buffer: word %d = %#x, want %#x", len(b), i, v, ref[i])
+			}
+		}
+	}
+}

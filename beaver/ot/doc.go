@@ -21,6 +21,13 @@
 //     mask B of party 0: 64·m·k OTs and 260·m·k·n bytes of corrections,
 //     i.e. a product's worth of traffic (see the cost note below).
 //
+// Provider puts the generators behind beaver.Provider: NewProvider(conn,
+// party, opts) on the parties' own transport connection runs Setup at
+// BindSession on a dedicated stream (DefaultStreamBase) and one generator per
+// beaver stream s on stream DefaultStreamBase+1+s, so protocol code, selection
+// and beaver.Prefetch run unchanged with no dealer. The model owner's weight
+// masks are expanded from its secret mask seed and the session id.
+//
 // The correlation-robust hash is the tweakable TMMO construction of Guo,
 // Katz, Wang and Yu, H(τ, x) = π(π(x)⊕τ)⊕π(x), with π fixed-key AES-128
 // under a per-session key. π runs in an eight-block AES-NI loop

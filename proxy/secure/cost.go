@@ -46,7 +46,9 @@ func reluBytes(n int) int64 {
 // SelectFormer proxy (every module an MLP, no FFN) for a batch: the rounds
 // (the same for both parties) and the bytes each party sends. The last block
 // (unless opt.FullLastLayer) runs its queries, attention output and LayerNorm
-// on the class token only. It errs for architectures outside that case
+// on the class token only: its query product and truncation cover the B
+// class rows instead of all B·T rows (the dealer's weight-triple and
+// truncation material shrink with them). It errs for architectures outside that case
 // (exact modules, FFN).
 //
 // With B the batch, T the sequence, H the width, I = heads·headDim, nh the
@@ -59,6 +61,9 @@ func reluBytes(n int) int64 {
 //	step                               rounds  bytes
 //	QKV x·[Wq|Wk|Wv]                   1       P1 msg(B·T·H)
 //	  truncation                       1       msg(3·B·T·I)
+//	  (last block: x·[Wk|Wv] and the           P1 msg(B·T·H + B·H)
+//	  class rows' x₀·Wq in one message,        msg(2·B·T·I + B·I)
+//	  one truncation)
 //	zero padded input rows (private    1       msg(2·B·T·H)
 //	  mask, layers ≥ 1 or private
 //	  embeddings)
@@ -103,13 +108,21 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	if a.Family == model.ViT {
 		R = B * T // pre-LayerNorm: normalises every token (keys and values need them)
 	}
+	// The QKV products: every row's query, key and value (x·[Wq|Wk|Wv],
+	// truncated); in the last block the keys and values of every row and the
+	// class token's query alone (two products in one message, one
+	// truncation).
+	qkvSent, qkvTrunc := msg(B*T*H), 3*B*T*I
+	if Tq < T {
+		qkvSent, qkvTrunc = msg(B*T*H+B*Tq*H), 2*B*T*I+B*Tq*I
+	}
 	type step struct {
 		rounds int64
 		both   int64 // bytes sent by each party
 		p1     int64 // bytes sent by party 1 only
 	}
 	steps := []step{
-		{1, 0, msg(B * T * H)}, {1, msg(3 * B * T * I), 0},
+		{1, 0, qkvSent}, {1, msg(qkvTrunc), 0},
 		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
 		{1, 0, msg(S * T)}, {1, msg(S * d), 0}, {7, reluBytes(S * d), 0}, {1, 0, msg(S * d)}, {1, msg(S * T), 0},
 		{1, msg(S*T + B*T*I), 0}, {1, msg(B * Tq * I), 0},

@@ -35,7 +35,11 @@
 //     a public mask locally instead.
 //   - Only the class token feeds the head, so the last block computes its
 //     queries, attention output, LayerNorm (and FFN) for that token alone
-//     (Options.FullLastLayer turns this off).
+//     (Options.FullLastLayer turns this off). Its query weights are shared
+//     apart from the key and value weights, so the query product, its
+//     truncation and the dealer's material cover the B class rows only, not
+//     all B·T rows (keys and values of every token, and the class rows'
+//     queries, in one round: protocol.MatMulWeightsMany).
 //   - Modules kept exact by the proxy's ablation, and every module of the
 //     exact model (FromModel), run with the CrypTen-style protocol functions:
 //     protocol.Softmax (padded scores shifted by −32), protocol.InvSqrt (with

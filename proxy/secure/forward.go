@@ -255,6 +255,29 @@ func (p *Prepared) lin(ctx context.Context, s *protocol.Session, x *share.Tensor
 	return y, nil
 }
 
+// classQKV computes, for a last block prepared with split query and
+// key/value weights, the class token's query [B, 1, I] and every token's keys
+// and values [B, T, 2I] from the block input y [B, T, H]: both products in
+// one round (MatMulWeightsMany), both truncations in one.
+func (p *Prepared) classQKV(ctx context.Context, s *protocol.Session, y *share.Tensor, b *blockS) (q, kv *share.Tensor, err error) {
+	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{y, firstToken(y)}, []*protocol.Weight{b.kv.w, b.q.w})
+	if err != nil {
+		return nil, nil, err
+	}
+	kv, q = ys[0], ys[1]
+	nkv := kv.Len()
+	both := &share.Tensor{Shape: []int{nkv + q.Len()}, Data: make([]uint64, nkv+q.Len())}
+	copy(both.Data, kv.Data)
+	copy(both.Data[nkv:], q.Data)
+	if both, err = s.TruncBy(ctx, both, p.fp.FracBits+b.kv.extra); err != nil {
+		return nil, nil, err
+	}
+	kv.Data, q.Data = both.Data[:nkv:nkv], both.Data[nkv:]
+	addRowVec(p.party, kv, b.kv.b)
+	addRowVec(p.party, q, b.q.b)
+	return q, kv, nil
+}
+
 // mlp evaluates an approximator: lin → (+pre) → ReLU → lin.
 func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor, m *mlpS, pre func(h *share.Tensor)) (*share.Tensor, error) {
 	h, err := p.lin(ctx, s, x, m.l1)
@@ -296,11 +319,25 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 			return nil, fmt.Errorf("mask block input: %w", err)
 		}
 	}
-	qkv, err := p.lin(ctx, s, y, b.qkv) // the key and value biases are in mk.kvb
-	if err != nil {
-		return nil, fmt.Errorf("qkv: %w", err)
+	var q, kv, res *share.Tensor
+	if b.q != nil {
+		// The class token alone reaches the head: its query (one row per
+		// candidate) and every token's keys and values, in one round and
+		// one truncation.
+		if q, kv, err = p.classQKV(ctx, s, y, b); err != nil {
+			return nil, fmt.Errorf("qkv: %w", err)
+		}
+		res = firstToken(x)
+	} else {
+		qkv, err := p.lin(ctx, s, y, b.qkv) // the key and value biases are in mk.kvb
+		if err != nil {
+			return nil, fmt.Errorf("qkv: %w", err)
+		}
+		q, kv, res = cols(qkv, 0, I), cols(qkv, I, 3*I), x
+		if last {
+			q, res = firstToken(q), firstToken(x)
+		}
 	}
-	q, kv := cols(qkv, 0, I), cols(qkv, I, 3*I)
 	if mk != nil {
 		L2 := a.Layers * 2 * I
 		for r := 0; r < B*T; r++ {
@@ -310,10 +347,6 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 				dst[j] += src[j]
 			}
 		}
-	}
-	res := x
-	if last {
-		q, res = firstToken(q), firstToken(x)
 	}
 	Tq := q.Shape[1]
 	qh, err := share.SplitHeads(q, nh)

@@ -60,7 +60,12 @@ type lnS struct {
 }
 
 type blockS struct {
-	qkv, o        linS
+	qkv, o linS
+	// q and kv, set instead of qkv in a last block that runs on the class
+	// token alone: the query columns and the key and value columns shared as
+	// two weights, so that the query is computed (and truncated, and the
+	// dealer's material made) for the class token's rows only.
+	q, kv         *linS
 	attn          *mlpS
 	ln1           lnS
 	ffnIn, ffnOut *linS
@@ -145,7 +150,7 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 		if nb != nil {
 			bw = &nb[i]
 		}
-		b, err := p.prepareBlock(ctx, s, bw)
+		b, err := p.prepareBlock(ctx, s, bw, i == a.Layers-1 && !opt.FullLastLayer)
 		if err != nil {
 			return nil, fmt.Errorf("secure: prepare layer %d: %w", i, err)
 		}
@@ -327,8 +332,10 @@ func (p *Prepared) prepareLN(ctx context.Context, s *protocol.Session, l *lnW) (
 	return out, nil
 }
 
-// prepareBlock shares one block.
-func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockW) (blockS, error) {
+// prepareBlock shares one block; classOnly: the last block, which computes
+// the query of the class token alone (its query and key/value weights are
+// shared apart).
+func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockW, classOnly bool) (blockS, error) {
 	a := p.arch
 	var b blockS
 	var qkv, o *linear
@@ -355,7 +362,21 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 		qkv, o, ln1, attn = &q, &bw.o, &bw.ln1, bw.attn
 	}
 	var err error
-	if b.qkv, err = p.shareLin(ctx, s, qkv, a.Hidden, 3*a.inner(), 1); err != nil {
+	if classOnly {
+		var q, kv *linear
+		if qkv != nil {
+			q, kv = splitCols(qkv, a.inner()), splitCols(qkv, -a.inner())
+		}
+		ql, err := p.shareLin(ctx, s, q, a.Hidden, a.inner(), 1)
+		if err != nil {
+			return b, err
+		}
+		kvl, err := p.shareLin(ctx, s, kv, a.Hidden, 2*a.inner(), 1)
+		if err != nil {
+			return b, err
+		}
+		b.q, b.kv = &ql, &kvl
+	} else if b.qkv, err = p.shareLin(ctx, s, qkv, a.Hidden, 3*a.inner(), 1); err != nil {
 		return b, err
 	}
 	if b.o, err = p.shareLin(ctx, s, o, a.inner(), a.Hidden, 1); err != nil {
@@ -391,6 +412,24 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 		}
 	}
 	return b, nil
+}
+
+// splitCols returns the first c output columns of l (c > 0) or the columns
+// after the first −c (c < 0), weights and bias.
+func splitCols(l *linear, c int) *linear {
+	from, to := 0, c
+	if c < 0 {
+		from, to = -c, l.out
+	}
+	n := to - from
+	out := &linear{in: l.in, out: n, w: make([]float64, l.in*n)}
+	for r := 0; r < l.in; r++ {
+		copy(out.w[r*n:(r+1)*n], l.w[r*l.out+from:r*l.out+to])
+	}
+	if l.b != nil {
+		out.b = append([]float64(nil), l.b[from:to]...)
+	}
+	return out
 }
 
 // prepareFill builds G = [diag(Fill_l)·W1_l] over the layers ([seq, layers·d])

@@ -3,6 +3,7 @@ package secure
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -235,5 +236,119 @@ func TestBlockCost(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClassQKVCost pins what the last block saves: with the query and
+// key/value weights shared apart, its QKV step opens every token's row once
+// plus the class rows (P1: msg(B·T·H + B·H)), truncates 2·B·T·I + B·I words
+// instead of 3·B·T·I, and the dealer sends party 1 3 words per output
+// (weight-triple correction 1, truncation 2) for those outputs only; the
+// query rows of every token (prepared with FullLastLayer) cost the rest.
+// The two paths agree on the class rows' query, keys and values.
+func TestClassQKVCost(t *testing.T) {
+	a := Arch{Family: model.DistilBERT, Layers: 1, Heads: 2, HeadDim: 3, Hidden: 8, Seq: 5, Labels: 2, MLPHidden: 4}
+	net, err := RandomNet(a, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const B = 3
+	T, H, I := a.Seq, a.Hidden, a.inner()
+	rng := rand.New(rand.NewPCG(5, 5))
+	xs := make([]float64, B*T*H)
+	for i := range xs {
+		xs[i] = rng.NormFloat64()
+	}
+	type out struct {
+		cost  [2]twoparty.Cost
+		q, kv [2][]float64
+	}
+	r, err := runLocal(context.Background(), localConfig{}, func(ctx context.Context, s *protocol.Session) (out, error) {
+		var o out
+		var nw *Net
+		if s.Party() == 0 {
+			nw = net
+		}
+		var x *share.Tensor
+		if s.Party() == 1 {
+			enc, err := s.FixedPoint().EncodeTensor(xs, B, T, H)
+			if err == nil {
+				x, err = s.ShareInput(1, enc)
+			}
+			if err != nil {
+				return o, err
+			}
+		} else if x, err = s.ShareInput(1, nil, B, T, H); err != nil {
+			return o, err
+		}
+		for k, full := range []bool{false, true} {
+			p, err := Prepare(ctx, s, a, nw, Options{FullLastLayer: full, WeightBase: uint64(100 * k)})
+			if err != nil {
+				return o, err
+			}
+			b := &p.blocks[0]
+			if (b.q != nil) == full || (b.qkv.w != nil) != full {
+				t.Errorf("FullLastLayer %v: split weights %v", full, b.q != nil)
+			}
+			m := twoparty.NewMeter(s)
+			var q, kv *share.Tensor
+			if full {
+				qkv, err := p.lin(ctx, s, x, b.qkv)
+				if err != nil {
+					return o, err
+				}
+				q, kv = firstToken(cols(qkv, 0, I)), cols(qkv, I, 3*I)
+			} else if q, kv, err = p.classQKV(ctx, s, x, b); err != nil {
+				return o, err
+			}
+			o.cost[k] = m.Since()
+			for j, v := range []*share.Tensor{q, kv} {
+				open, err := Reveal(ctx, s, v)
+				if err != nil {
+					return o, err
+				}
+				if j == 0 {
+					o.q[k] = open
+				} else {
+					o.kv[k] = open
+				}
+			}
+		}
+		return o, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := 2*B*T*I + B*I // the class-only step's outputs
+	all := 3 * B * T * I
+	for p := range 2 {
+		c := r[p].cost[0]
+		wantSent := msg(outs)
+		if p == 1 {
+			wantSent += msg(B*T*H + B*H)
+		}
+		if c.Stream.Rounds != 2 || c.Stream.BytesSent != wantSent {
+			t.Errorf("party %d: class-only QKV %d rounds, %d bytes sent; want 2, %d", p, c.Stream.Rounds, c.Stream.BytesSent, wantSent)
+		}
+		wantDealer := [2]int64{0, int64(8 * 3 * outs)}[p]
+		if c.Dealer.BytesRecv != wantDealer {
+			t.Errorf("party %d: class-only QKV received %d dealer bytes, want %d", p, c.Dealer.BytesRecv, wantDealer)
+		}
+		if full := r[p].cost[1]; full.Dealer.BytesRecv != [2]int64{0, int64(8 * 3 * all)}[p] || full.Stream.BytesSent != msg(all)+[2]int64{0, msg(B * T * H)}[p] {
+			t.Errorf("party %d: all-rows QKV cost %+v", p, full)
+		}
+	}
+	if len(r[0].q[0]) != B*I || len(r[0].q[1]) != B*I {
+		t.Fatalf("class queries of %d and %d values, want %d", len(r[0].q[0]), len(r[0].q[1]), B*I)
+	}
+	for i := range r[0].q[0] {
+		if d := math.Abs(r[0].q[0][i] - r[0].q[1][i]); d > 1e-3 {
+			t.Fatalf("class query %d: %v (class only) vs %v (all rows)", i, r[0].q[0][i], r[0].q[1][i])
+		}
+	}
+	for i := range r[0].kv[0] {
+		if d := math.Abs(r[0].kv[0][i] - r[0].kv[1][i]); d > 1e-3 {
+			t.Fatalf("key/value %d: %v (class only) vs %v (all rows)", i, r[0].kv[0][i], r[0].kv[1][i])
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -87,9 +88,9 @@ func TestParseBandwidth(t *testing.T) {
 		{"MB", 0, false},
 		{"1e30", 0, false},
 	} {
-		got, err := parseBandwidth(tc.in)
+		got, err := bench.ParseBandwidth(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
-			t.Errorf("parseBandwidth(%q) = %d, %v", tc.in, got, err)
+			t.Errorf("ParseBandwidth(%q) = %d, %v", tc.in, got, err)
 		}
 	}
 }
@@ -103,7 +104,7 @@ func startRelay(t *testing.T, target string, prof transport.Profile) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, ln, target, prof, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	go func() { done <- bench.Relay(ctx, ln, target, prof, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -18,6 +18,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -65,8 +66,14 @@ type partyReport struct {
 	PeakHeap uint64 `json:"peak_heap"`
 	// RSS is the process's peak resident set size (getrusage).
 	RSS uint64 `json:"rss"`
-	// Party is the party's cost (parties only).
+	// CPUSeconds is the process's CPU time, user + system (select children).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// Party is the party's cost (forward parties only).
 	Party *bench.ForwardParty `json:"party,omitempty"`
+	// Select is the party's record of a sample selection and PhasePeaks
+	// its peak Go heap per phase (select parties only).
+	Select     *bench.PartyRun `json:"select,omitempty"`
+	PhasePeaks []uint64        `json:"phase_peaks,omitempty"`
 	// Dealer is what the dealer served (dealer only).
 	Dealer *beaver.DealerStats `json:"dealer,omitempty"`
 }
@@ -131,6 +138,59 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 	}
 }
 
+// spawn starts exe with args as the child of role and reads its stdout
+// lines in the background.
+func spawn(exe, role string, args []string) (*child, error) {
+	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
+	c.cmd.Stderr = c.stderr
+	setParentDeath(c.cmd)
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", role, err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", role, err)
+	}
+	go func() {
+		defer close(c.done)
+		defer close(c.lines)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		for sc.Scan() {
+			var l childLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				c.err = fmt.Errorf("bad output line %q: %w", sc.Text(), err)
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+				return
+			}
+			c.lines <- l
+		}
+		if err := sc.Err(); err != nil {
+			c.err = err
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+			return
+		}
+		if err := c.cmd.Wait(); err != nil {
+			c.err = err
+		}
+	}()
+	return c, nil
+}
+
+// killChildren kills children that have not exited and waits (a while) for
+// their readers to reap them.
+func killChildren(children []*child) {
+	for _, c := range children {
+		_ = c.cmd.Process.Kill()
+		select { // the reader reaps the child once its stdout closes
+		case <-c.done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
 func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, timeout time.Duration, asJSON bool, stdout, stderr io.Writer) error {
 	exe, err := executable()
 	if err != nil {
@@ -155,16 +215,8 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, t
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("timed out after %v", timeout))
 	defer cancel()
 	var children []*child
-	defer func() {
-		// Normally the children have exited; on failure, kill them.
-		for _, c := range children {
-			_ = c.cmd.Process.Kill()
-			select { // the reader reaps the child once its stdout closes
-			case <-c.done:
-			case <-time.After(10 * time.Second):
-			}
-		}
-	}()
+	// Normally the children have exited; on failure, kill them.
+	defer func() { killChildren(children) }()
 	// The parent drives both parties, so it draws their dealer session id.
 	sid, err := beaver.NewSessionID()
 	if err != nil {
@@ -173,39 +225,11 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, t
 	start := func(role string, extra ...string) (*child, error) {
 		args := append([]string{"forward-party", "--role", role, "--dir", dir, "--timeout", timeout.String(),
 			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"], "--session", sid.String()}, extra...)
-		args = append(args, bf.args()...)
-		c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
-		c.cmd.Stderr = c.stderr
-		setParentDeath(c.cmd)
-		out, err := c.cmd.StdoutPipe()
+		c, err := spawn(exe, role, append(args, bf.args()...))
 		if err != nil {
-			return nil, fmt.Errorf("forward: per-party: %s: %w", role, err)
-		}
-		if err := c.cmd.Start(); err != nil {
-			return nil, fmt.Errorf("forward: per-party: start %s: %w", role, err)
+			return nil, fmt.Errorf("forward: per-party: %w", err)
 		}
 		children = append(children, c)
-		go func() {
-			defer close(c.done)
-			defer close(c.lines)
-			sc := bufio.NewScanner(out)
-			sc.Buffer(make([]byte, 64<<10), 1<<20)
-			for sc.Scan() {
-				var l childLine
-				if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-					c.err = fmt.Errorf("bad output line %q: %w", sc.Text(), err)
-					return
-				}
-				c.lines <- l
-			}
-			if err := sc.Err(); err != nil {
-				c.err = err
-				return
-			}
-			if err := c.cmd.Wait(); err != nil {
-				c.err = err
-			}
-		}()
 		return c, nil
 	}
 	listen := func(c *child) (*listenMsg, error) {
@@ -284,15 +308,8 @@ func runPerParty(ctx context.Context, bf *benchFlags, cfg bench.ForwardConfig, t
 // runForwardParty is one child of forward --per-party.
 func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("forward-party", stderr)
-	role := fs.String("role", "", "dealer, p0 or p1")
-	dir := fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)")
+	cf := addChildFlags(fs, "party 0's address (for p1)")
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
-	var fps [3]*string
-	for i, r := range roles {
-		fps[i] = fs.String("fp-"+r, "", "fingerprint of "+r)
-	}
-	dealerAddr := fs.String("dealer", "", "the dealer's address for this party")
-	peerAddr := fs.String("peer", "", "party 0's address (for p1)")
 	session := fs.String("session", "", "the dealer session id both parties present (64 hex digits, drawn by the parent)")
 	bf := addBenchFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -305,17 +322,11 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("forward-party: %w", err)
 	}
-	if *role != "dealer" && *role != "p0" && *role != "p1" {
-		return fmt.Errorf("forward-party: role %q, want dealer, p0 or p1", *role)
-	}
-	id, err := transport.LoadIdentity(filepath.Join(*dir, *role+".crt"), filepath.Join(*dir, *role+".key"))
+	id, fp, err := cf.identity()
 	if err != nil {
 		return fmt.Errorf("forward-party: %w", err)
 	}
-	fp := map[string]string{}
-	for i, r := range roles {
-		fp[r] = *fps[i]
-	}
+	role, dealerAddr, peerAddr := cf.role, cf.dealer, cf.peer
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
@@ -479,4 +490,45 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 		}
 	}
 	return res, nil
+}
+
+// childFlags are the flags of every child process of mpcbench (the dealer or
+// a party of forward --per-party and select --processes): its role, the
+// directory of the identities, the three pinned fingerprints and the
+// addresses it dials.
+type childFlags struct {
+	role, dir, dealer, peer *string
+	fps                     [3]*string
+}
+
+// addChildFlags defines the child flags on fs; peerHelp describes -peer.
+func addChildFlags(fs *flag.FlagSet, peerHelp string) *childFlags {
+	c := &childFlags{
+		role: fs.String("role", "", "dealer, p0 or p1"),
+		dir:  fs.String("dir", "", "directory of the identities (ROLE.crt, ROLE.key)"),
+	}
+	for i, r := range roles {
+		c.fps[i] = fs.String("fp-"+r, "", "fingerprint of "+r)
+	}
+	c.dealer = fs.String("dealer", "", "the dealer's address for this party")
+	c.peer = fs.String("peer", "", peerHelp)
+	return c
+}
+
+// identity checks the role and returns the child's identity and the pinned
+// fingerprint of each role.
+func (c *childFlags) identity() (*transport.Identity, map[string]string, error) {
+	role := *c.role
+	if role != "dealer" && role != "p0" && role != "p1" {
+		return nil, nil, fmt.Errorf("role %q, want dealer, p0 or p1", role)
+	}
+	id, err := transport.LoadIdentity(filepath.Join(*c.dir, role+".crt"), filepath.Join(*c.dir, role+".key"))
+	if err != nil {
+		return nil, nil, err
+	}
+	fp := map[string]string{}
+	for i, r := range roles {
+		fp[r] = *c.fps[i]
+	}
+	return id, fp, nil
 }

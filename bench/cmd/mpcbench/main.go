@@ -1,6 +1,6 @@
 // Command mpcbench measures selectformer's two-party protocols.
 //
-//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc]
+//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc] [--provider dealer|ot]
 //
 // The ops subcommand runs every registered op between two in-process parties
 // (transport.Pipe and an in-process dealer) and prints, per op, the online
@@ -10,11 +10,18 @@
 // report adds the link model's delay (rounds × latency + busiest direction /
 // bandwidth). By default a first untimed run records each party's requests of
 // correlated randomness and the measured run makes it all ahead with a
-// beaver.Prefetch, so "seconds" is the online phase alone.
+// beaver.Prefetch, so "seconds" is the online phase alone. With --provider ot
+// there is no dealer: the parties make the material by OT (package
+// beaver/ot) over their own pipe, dealer_bytes counts that OT traffic (both
+// directions, base OTs included) and the offline time includes it.
 //
 // Ops are registered by Op entries (ops.go); the arithmetic ones live in
-// arith.go and the nonlinear ones in nonlinear.go. More subcommands (e.g.
-// forward) plug into the commands table.
+// arith.go and the nonlinear ones in nonlinear.go. More subcommands plug
+// into the commands table: forward (forward.go, forward_party.go), select
+// (select.go: a whole selection of a workload projected to its full pool,
+// optionally cross-checked against separate processes; --provider ot runs it
+// with no dealer, in process) and report
+// (report.go: regenerates bench/RESULTS.md and its plots).
 package main
 
 import (
@@ -109,11 +116,15 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tiny := fs.Bool("tiny", false, "tiny shapes (for tests)")
 	prefetch := fs.Bool("prefetch", true, "make correlated randomness ahead (offline) so seconds is online time only")
 	only := fs.String("only", "", "comma-separated op names to run (default all)")
+	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer) or made by the parties by OT (ot)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("ops: unexpected arguments %q", fs.Args())
+	}
+	if *provider != "dealer" && *provider != "ot" {
+		return fmt.Errorf("ops: --provider %q: want dealer or ot", *provider)
 	}
 	var link *transport.Profile
 	if *linkName != "" && *linkName != "none" {
@@ -142,7 +153,7 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			continue
 		}
 		t0 := time.Now()
-		r, err := measure(ctx, op, sc, link, *prefetch)
+		r, err := measure(ctx, op, sc, link, *prefetch, *provider)
 		if err != nil {
 			return fmt.Errorf("ops: %w", err)
 		}

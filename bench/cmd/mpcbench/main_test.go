@@ -18,6 +18,8 @@ func TestOpsTiny(t *testing.T) {
 		{"json prefetch", []string{"ops", "--tiny", "--json"}},
 		{"json online dealer", []string{"ops", "--tiny", "--json", "--prefetch=false", "--only", "mul,matmul_weights"}},
 		{"lan", []string{"ops", "--tiny", "--json", "--link", "lan", "--only", "mul,trunc"}},
+		{"ot prefetch", []string{"ops", "--tiny", "--json", "--provider", "ot", "--only", "mul,matmul_weights,trunc"}},
+		{"ot online", []string{"ops", "--tiny", "--json", "--provider", "ot", "--prefetch=false", "--only", "mul,matmul_weights"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,9 +44,15 @@ func TestOpsTiny(t *testing.T) {
 						t.Errorf("mul: %+v", r)
 					}
 				case "matmul_weights": // one direction
-					if r.BytesP0 != 0 || r.BytesP1 != 8*4*8+10 || r.DealerBytes != 8*4*6 {
+					if r.BytesP0 != 0 || r.BytesP1 != 8*4*8+10 || (r.Provider == "dealer" && r.DealerBytes != 8*4*6) {
 						t.Errorf("matmul_weights: %+v", r)
 					}
+				}
+				// The online part does not depend on the provider; the OT
+				// traffic (base OTs: 19,520 bytes per party) replaces the
+				// dealer's and is made offline with prefetch.
+				if ot := strings.HasPrefix(tc.name, "ot"); ot != (r.Provider == "ot") || ot && (r.DealerBytes < 2*19520 || (strings.Contains(tc.name, "prefetch") && r.OfflineSeconds <= 0)) {
+					t.Errorf("provider: %+v", r)
 				}
 				if strings.Contains(tc.name, "lan") && (r.Link != "lan" || r.LinkModelSeconds <= 0) {
 					t.Errorf("no link model: %+v", r)
@@ -93,7 +101,7 @@ func TestHelp(t *testing.T) {
 }
 
 func TestBadArgs(t *testing.T) {
-	for _, args := range [][]string{{}, {"nope"}, {"ops", "--link", "moon"}, {"ops", "--only", "nope"}, {"ops", "extra"}} {
+	for _, args := range [][]string{{}, {"nope"}, {"ops", "--link", "moon"}, {"ops", "--only", "nope"}, {"ops", "extra"}, {"ops", "--provider", "tee"}} {
 		var out, errw bytes.Buffer
 		if err := run(context.Background(), args, &out, &errw); err == nil {
 			t.Errorf("%q: no error", args)

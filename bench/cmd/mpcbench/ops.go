@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
@@ -147,6 +148,12 @@ type Result struct {
 	Seconds        float64 `json:"seconds"`
 	OfflineSeconds float64 `json:"offline_seconds"`
 	Link           string  `json:"link,omitempty"`
+	// Provider is where the correlated randomness came from: "dealer" (the
+	// in-process dealer; DealerBytes is its traffic) or "ot" (no dealer:
+	// the parties' OT generation, whose traffic in both directions
+	// DealerBytes then counts, base OTs included; OfflineSeconds includes
+	// the generation).
+	Provider string `json:"provider"`
 	// LinkModelSeconds is rounds × latency + busiest direction / bandwidth:
 	// what the link alone costs (reported with --link).
 	LinkModelSeconds float64 `json:"link_model_seconds,omitempty"`
@@ -166,13 +173,30 @@ type partyRun struct {
 
 // runOp runs op once as both parties (twoparty.Run: a fresh transport.Pipe,
 // with link emulation on both directions when link is set, and a fresh
-// in-process dealer). With a schedule per party, material is made ahead by a
-// beaver.Prefetch (offline phase, timed apart); with record, the requests are
-// recorded instead. Both parties start the timed step together.
-func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedule *[2][]beaver.Request, record bool) ([2]partyRun, error) {
+// in-process dealer, or with useOT an ot.Provider on the pipe whose base OTs
+// count as offline time). With a schedule per party, material is made ahead
+// by a beaver.Prefetch (offline phase, timed apart); with record, the
+// requests are recorded instead. Both parties start the timed step together.
+func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedule *[2][]beaver.Request, record, useOT bool) ([2]partyRun, error) {
+	sid, err := beaver.NewSessionID()
+	if err != nil {
+		return [2]partyRun{}, err
+	}
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: link}}, func(ctx context.Context, p *twoparty.Party) (partyRun, error) {
 		var out partyRun
 		base := p.Provider
+		if useOT {
+			t0 := time.Now()
+			otp, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{})
+			if err != nil {
+				return out, err
+			}
+			if err := otp.BindSession(ctx, sid); err != nil {
+				return out, err
+			}
+			out.offline = time.Since(t0)
+			base = otp
+		}
 		prov := base
 		var rec *beaver.Recorder
 		switch {
@@ -189,7 +213,7 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedu
 			if err := pf.Ready(ctx); err != nil {
 				return out, err
 			}
-			out.offline = time.Since(t0)
+			out.offline += time.Since(t0)
 			prov = pf
 		}
 		st := p.Conn.Stream(benchStream)
@@ -212,9 +236,14 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedu
 		out.elapsed = time.Since(t0)
 		out.stats = st.Stats().Sub(before)
 		d := base.Stats()
-		if schedule != nil {
+		switch {
+		case useOT && schedule != nil:
+			out.dealer = d // base OTs and all material were made ahead
+		case useOT:
+			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv, Items: d.Items - dBefore.Items} // base OTs included
+		case schedule != nil:
 			out.dealer = d // all material was made ahead
-		} else {
+		default:
 			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, Items: d.Items - dBefore.Items}
 		}
 		if rec != nil {
@@ -230,19 +259,22 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedu
 
 // measure runs op and returns its Result. With prefetch, a first untimed run
 // records each party's schedule and the measured run makes all material
-// ahead (offline_seconds) so seconds is the online phase alone.
-func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool) (Result, error) {
+// ahead (offline_seconds) so seconds is the online phase alone. provider is
+// "dealer" or "ot" (the schedule is recorded with the dealer either way: the
+// requests do not depend on the provider).
+func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, provider string) (Result, error) {
 	shape, n := op.Shape(sc)
-	res := Result{Op: op.Name, Shape: shape, N: n}
+	res := Result{Op: op.Name, Shape: shape, N: n, Provider: provider}
+	useOT := provider == "ot"
 	var sched *[2][]beaver.Request
 	if prefetch {
-		rec, err := runOp(ctx, op, sc, nil, nil, true)
+		rec, err := runOp(ctx, op, sc, nil, nil, true, false)
 		if err != nil {
 			return res, err
 		}
 		sched = &[2][]beaver.Request{rec[0].schedule, rec[1].schedule}
 	}
-	runs, err := runOp(ctx, op, sc, link, sched, false)
+	runs, err := runOp(ctx, op, sc, link, sched, false, useOT)
 	if err != nil {
 		return res, err
 	}

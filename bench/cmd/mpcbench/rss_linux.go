@@ -3,18 +3,39 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
-// peakRSS returns the process's peak resident set size in bytes.
+// peakRSS returns the process's peak resident set size in bytes: VmHWM of
+// /proc/self/status, the high-water mark of this program's own address
+// space. (getrusage's ru_maxrss would not do for a child: Linux carries the
+// parent's maximum across fork and exec.)
 func peakRSS() (uint64, error) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, fmt.Errorf("getrusage: %w", err)
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("peak RSS: %w", err)
 	}
-	return uint64(ru.Maxrss) * 1024, nil // KiB on Linux
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("peak RSS: VmHWM %q: %w", v, err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("peak RSS: %w", err)
+	}
+	return 0, fmt.Errorf("peak RSS: no VmHWM in /proc/self/status")
 }
 
 // setParentDeath makes the child die with the parent.

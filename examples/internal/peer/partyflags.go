@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/transport"
 )
 
 // PartyFlags are the flags modelowner and dataowner share: this host's
-// identity, the peer and the dealer with their pinned keys, how to reach the
-// peer, link emulation and the log level.
+// identity, the peer and the dealer with their pinned keys (or -provider
+// ot: no dealer), how to reach the peer, link emulation and the log level.
 type PartyFlags struct {
 	Cert, Key         string
 	PeerFingerprint   string
+	Provider          string
 	Dealer            string
 	DealerFingerprint string
 	Endpoint          Endpoint
@@ -35,8 +37,9 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 	fs.StringVar(&f.Endpoint.Connect, "connect", "", "connect to the "+peerName+" at this address (or use -listen)")
 	fs.DurationVar(&f.Endpoint.Timeout, "connect-timeout", time.Minute, "how long to wait for the "+peerName+" and the dealer")
 	fs.StringVar(&f.PeerFingerprint, "peer-fingerprint", "", "the "+peerName+"'s fingerprint or certificate file; required")
-	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required", party))
-	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required")
+	fs.StringVar(&f.Provider, "provider", ProviderDealer, "where the correlated randomness comes from: "+ProviderDealer+" (a networked dealer, -dealer) or "+ProviderOT+" (no dealer: both parties make it by oblivious transfer over their own connection)")
+	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required with -provider dealer", party))
+	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required with -provider dealer")
 	fs.StringVar(&f.Link, "link", "", "emulate a link on this party's sending direction: lan, paper-wan or none")
 	fs.StringVar(&f.Log, "log", "info", "log level: debug, info, warn, error")
 }
@@ -61,14 +64,23 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 	if err := f.Endpoint.Validate("listen", "connect"); err != nil {
 		return nil, err
 	}
-	if err := Require("dealer", f.Dealer); err != nil {
-		return nil, err
-	}
 	p := &Party{flags: *f, Logger: log}
-	if p.PeerPin, err = Fingerprint("peer-fingerprint", f.PeerFingerprint); err != nil {
-		return nil, err
+	switch f.Provider {
+	case ProviderDealer:
+		if err := Require("dealer", f.Dealer); err != nil {
+			return nil, err
+		}
+		if p.DealerPin, err = Fingerprint("dealer-fingerprint", f.DealerFingerprint); err != nil {
+			return nil, err
+		}
+	case ProviderOT:
+		if f.Dealer != "" || f.DealerFingerprint != "" {
+			return nil, Usage("-dealer and -dealer-fingerprint are not used with -provider %s", ProviderOT)
+		}
+	default:
+		return nil, Usage("-provider %q: want %s or %s", f.Provider, ProviderDealer, ProviderOT)
 	}
-	if p.DealerPin, err = Fingerprint("dealer-fingerprint", f.DealerFingerprint); err != nil {
+	if p.PeerPin, err = Fingerprint("peer-fingerprint", f.PeerFingerprint); err != nil {
 		return nil, err
 	}
 	if p.Options, err = Link(f.Link); err != nil {
@@ -80,10 +92,33 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 	return p, nil
 }
 
-// Connect connects to the dealer as party and then to the peer (listening or
-// dialling per the flags; name is printed with the listening address). The
-// caller closes both connections.
-func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.Writer) (*beaver.Client, *transport.Conn, *transport.Conn, error) {
+// The values of -provider.
+const (
+	ProviderDealer = "dealer"
+	ProviderOT     = "ot"
+)
+
+// Connect connects to the dealer as party (with -provider dealer) and then
+// to the peer (listening or dialling per the flags; name is printed with the
+// listening address). With -provider ot there is no dealer: the provider is
+// an ot.Provider on the peer connection (its OT traffic on dedicated streams
+// of that TLS connection) and the returned closer does nothing. The caller
+// closes both.
+func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.Writer) (beaver.Provider, io.Closer, *transport.Conn, error) {
+	if p.flags.Provider == ProviderOT {
+		conn, err := Establish(ctx, p.flags.Endpoint, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
+			fmt.Fprintf(stdout, "%s listening %s\n", name, a)
+		})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{})
+		if err != nil {
+			conn.Close()
+			return nil, nil, nil, err
+		}
+		return prov, nopCloser{}, conn, nil
+	}
 	prov, dconn, err := ConnectDealer(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, p.flags.Endpoint)
 	if err != nil {
 		return nil, nil, nil, err
@@ -97,3 +132,7 @@ func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.W
 	}
 	return prov, dconn, conn, nil
 }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }

@@ -1,0 +1,481 @@
+package main
+
+// The select subcommand:
+//
+//	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
+//	    [--processes] [--json] [--batch B] [--workers K] [--seed S] [--timeout D]
+//
+// runs a sample selection of the workload (package bench: Select) and
+// projects it to the workload's full pool. With --processes the dealer and
+// the two parties also run as three child processes (select-party) over TLS,
+// the parties' connection through a linkem relay (bench.Relay) with the
+// link, and the report cross-checks that run against the in-process
+// emulation: the command fails if they differ by more than --tolerance.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/transport"
+)
+
+func init() {
+	commands["select"] = command{"end-to-end selection delay of a workload: a sample run, projected to the full pool", runSelect}
+	commands["select-party"] = command{"(internal) one process of select --processes", runSelectChild}
+}
+
+// selectFlags are the flags describing a sample run, shared with the
+// children.
+type selectFlags struct {
+	workload        *string
+	samples         *int
+	batch, workers  *int
+	seed            *uint64
+	link, bandwidth *string
+	rtt             *time.Duration
+	timeout         *time.Duration
+	provider        *string
+	bandwidthGiven  bool
+	linkGiven       bool
+	rttGiven        bool
+	fs              *flag.FlagSet
+}
+
+func addSelectFlags(fs *flag.FlagSet) *selectFlags {
+	names := []string{}
+	for _, w := range bench.Workloads {
+		names = append(names, w.Name)
+	}
+	return &selectFlags{
+		fs:        fs,
+		workload:  fs.String("workload", "sst2-distilbert", "workload: "+strings.Join(names, ", ")+" (or tiny)"),
+		samples:   fs.Int("samples", 0, "candidates of the sample run (0: the workload's default)"),
+		batch:     fs.Int("batch", 0, "candidates per batch (0: the workload's)"),
+		workers:   fs.Int("workers", 0, "batches in flight (0: the workload's)"),
+		seed:      fs.Uint64("seed", 1, "seed of the random weights and inputs"),
+		link:      fs.String("link", "paper-wan", "emulated link: "+strings.Join(transport.ProfileNames(), ", ")),
+		bandwidth: fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
+		rtt:       fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
+		timeout:   fs.Duration("timeout", 2*time.Hour, "give up after this long"),
+		provider:  fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties by OT, no dealer (ot; in-process only)"),
+	}
+}
+
+// config returns the parsed configuration.
+func (f *selectFlags) config() (bench.SelectConfig, error) {
+	f.fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "link":
+			f.linkGiven = true
+		case "bandwidth":
+			f.bandwidthGiven = true
+		case "rtt":
+			f.rttGiven = true
+		}
+	})
+	w, err := bench.WorkloadByName(*f.workload)
+	if err != nil {
+		return bench.SelectConfig{}, err
+	}
+	if *f.batch > 0 {
+		w.BatchSize = *f.batch
+	}
+	if *f.workers > 0 {
+		w.Workers = *f.workers
+	}
+	if *f.batch < 0 || *f.workers < 0 || *f.samples < 0 {
+		return bench.SelectConfig{}, fmt.Errorf("negative --batch, --workers or --samples")
+	}
+	if *f.provider != "dealer" && *f.provider != "ot" {
+		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer or ot", *f.provider)
+	}
+	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider}
+	link, err := f.profile()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Link = link
+	if err := w.Validate(); err != nil {
+		return cfg, err
+	}
+	n := *f.samples
+	if n == 0 {
+		n = w.Samples
+	}
+	if _, err := w.Params(n); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// profile returns the link of the flags (nil for none).
+func (f *selectFlags) profile() (*transport.Profile, error) {
+	custom := f.bandwidthGiven || f.rttGiven
+	if custom {
+		if f.linkGiven {
+			return nil, errors.New("--link cannot be combined with --bandwidth/--rtt")
+		}
+		if *f.rtt < 0 {
+			return nil, fmt.Errorf("negative --rtt %v", *f.rtt)
+		}
+		p := transport.Profile{Name: "custom", Latency: *f.rtt / 2}
+		if *f.bandwidth != "" {
+			bw, err := bench.ParseBandwidth(*f.bandwidth)
+			if err != nil {
+				return nil, err
+			}
+			p.Bandwidth = bw
+		}
+		return &p, nil
+	}
+	if *f.link == "" || *f.link == "none" {
+		return nil, nil
+	}
+	p, err := transport.ProfileByName(*f.link)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// selectChildArgs renders a run's configuration as a child's flags (the
+// link is the relay's).
+func selectChildArgs(cfg bench.SelectConfig, timeout time.Duration) []string {
+	w := cfg.Workload
+	return []string{"--workload", w.Name, "--samples", strconv.Itoa(cfg.Samples), "--batch", strconv.Itoa(w.BatchSize),
+		"--workers", strconv.Itoa(w.Workers), "--seed", strconv.FormatUint(cfg.Seed, 10), "--link", "none", "--timeout", timeout.String()}
+}
+
+func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("select", stderr)
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	processes := fs.Bool("processes", false, "also run the dealer and both parties as OS processes over TLS through a linkem relay and cross-check")
+	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
+	sf := addSelectFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("select: unexpected arguments %q", fs.Args())
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return fmt.Errorf("select: %w", err)
+	}
+	if *processes && cfg.Provider == "ot" {
+		return errors.New("select: --processes runs the dealer as a process: it cannot be combined with --provider ot")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+	defer cancel()
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+	rep, err := bench.Select(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("select: %w", err)
+	}
+	if *processes {
+		proc, err := runSelectProcesses(ctx, selectChildArgs(cfg, *sf.timeout), cfg, stderr)
+		if err != nil {
+			return fmt.Errorf("select: processes: %w", err)
+		}
+		if _, err := rep.Compare(proc, *tol); err != nil {
+			return fmt.Errorf("select: %w", err)
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else if err := printSelect(stdout, rep); err != nil {
+		return err
+	}
+	if rep.CrossCheck != nil && !rep.CrossCheck.Agree {
+		return fmt.Errorf("select: the processes' run and the in-process emulation differ by more than %.0f%%", 100*rep.CrossCheck.Tolerance)
+	}
+	return nil
+}
+
+// printSelect prints a report as text.
+func printSelect(w io.Writer, rep *bench.SelectReport) error {
+	p := rep.Projection
+	fmt.Fprintf(w, "workload %s (%s), pool %d, link %s\n", rep.Workload.Name, rep.Workload.Target, rep.Workload.Pool, rep.LinkString())
+	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link\n\n", rep.Sample.Samples, rep.MeasuredSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tproxy\tcandidates\tkept\trounds\tP0→P1 B\tP1→P0 B\tdealer B\tseconds\tpeak heap\t")
+	for _, ph := range rep.Sample.Phases {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds, ph.BytesP0, ph.BytesP1, ph.DealerBytes, ph.Seconds, bench.FormatBytes(float64(ph.PeakHeapAll)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h over %s (limiting bound: %s)\n", p.Pool, p.Hours, p.Link, p.Limiting)
+	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2])
+	for _, ph := range p.Phases {
+		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h, QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
+			ph.Phase, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
+	}
+	for _, d := range rep.Workload.Paper {
+		fmt.Fprintf(w, "paper: %s (%d candidates): %.0f h\n", d.Label, d.Pool, d.Hours)
+	}
+	if cc := rep.CrossCheck; cc != nil {
+		fmt.Fprintf(w, "\ncross-check, separate processes over TLS through a linkem relay vs in-process (tolerance %.0f%%):\n", 100*cc.Tolerance)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, c := range cc.Checks {
+			ok := "ok"
+			if !c.OK {
+				ok = "DIFFERS"
+			}
+			fmt.Fprintf(tw, "  %s\t%.4g\t%.4g\t%+.1f%%\t%s\n", c.Name, c.InProcess, c.Processes, 100*c.RelDiff, ok)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "agree: %v\n", cc.Agree)
+		for _, run := range []*bench.SampleRun{rep.Sample, rep.Processes} {
+			if run != nil && run.CPUSeconds > 0 && run.Seconds > 0 && run.Cores > 0 {
+				fmt.Fprintf(w, "  %s run: %.1f s wall, %.1f s CPU: %.0f%% of %d cores (load %s → %s)\n", map[bool]string{false: "in-process", true: "processes'"}[run.Processes],
+					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(run.Seconds*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter)
+			}
+		}
+	}
+	return nil
+}
+
+// runSelectProcesses runs the sample run of cfg over its link as three
+// child processes: the dealer, party 0 listening, and party 1 dialling party
+// 0 through a relay (bench.Relay, linkem's) that applies the link.
+func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.SelectConfig, stderr io.Writer) (*bench.SampleRun, error) {
+	exe, err := executable()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "mpcbench-select-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	fps := map[string]string{}
+	for _, r := range roles {
+		id, err := transport.GenerateIdentity("mpcbench-" + r)
+		if err != nil {
+			return nil, err
+		}
+		if err := id.Save(filepath.Join(dir, r+".crt"), filepath.Join(dir, r+".key")); err != nil {
+			return nil, err
+		}
+		fps[r] = id.Fingerprint()
+	}
+	var children []*child
+	defer func() { killChildren(children) }()
+	start := func(role string, extra ...string) (*child, error) {
+		args := append([]string{"select-party", "--role", role, "--dir", dir,
+			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"]}, extra...)
+		c, err := spawn(exe, role, append(args, childArgs...))
+		if err != nil {
+			return nil, err
+		}
+		children = append(children, c)
+		return c, nil
+	}
+	listen := func(c *child) (*listenMsg, error) {
+		l, err := c.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if l.Listen == nil {
+			return nil, fmt.Errorf("%s: no listen line", c.role)
+		}
+		return l.Listen, nil
+	}
+	load := bench.LoadAverage()
+	dealer, err := start("dealer")
+	if err != nil {
+		return nil, err
+	}
+	dl, err := listen(dealer)
+	if err != nil {
+		return nil, err
+	}
+	p0, err := start("p0", "--dealer", dl.Dealer[0])
+	if err != nil {
+		return nil, err
+	}
+	pl, err := listen(p0)
+	if err != nil {
+		return nil, err
+	}
+	// The relay between the parties: linkem's, in this process.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	prof := transport.NoLink
+	if cfg.Link != nil {
+		prof = *cfg.Link
+	}
+	rctx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan error, 1)
+	go func() {
+		relayDone <- bench.Relay(rctx, ln, pl.P0, prof, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	}()
+	defer func() {
+		stopRelay()
+		<-relayDone
+	}()
+	p1, err := start("p1", "--dealer", dl.Dealer[1], "--peer", ln.Addr().String())
+	if err != nil {
+		return nil, err
+	}
+	var reps [3]*partyReport
+	for i, c := range []*child{p0, p1, dealer} {
+		l, err := c.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if l.Report == nil || l.Report.Role != c.role || (c.role != "dealer" && l.Report.Select == nil) {
+			return nil, fmt.Errorf("%s: bad report", c.role)
+		}
+		reps[i] = l.Report
+	}
+	for _, c := range children {
+		select {
+		case <-c.done:
+			if c.err != nil {
+				return nil, fmt.Errorf("%s: %w; stderr:\n%s", c.role, c.err, c.stderr.String())
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for %s to exit: %w", c.role, ctx.Err())
+		}
+	}
+	children = nil
+	run, err := bench.NewSampleRun(cfg, [2]*bench.PartyRun{reps[0].Select, reps[1].Select})
+	if err != nil {
+		return nil, err
+	}
+	run.Processes = true
+	for i := range run.Phases {
+		if i < len(reps[0].PhasePeaks) {
+			run.Phases[i].PeakHeapP0 = reps[0].PhasePeaks[i]
+		}
+		if i < len(reps[1].PhasePeaks) {
+			run.Phases[i].PeakHeapP1 = reps[1].PhasePeaks[i]
+		}
+	}
+	run.PeakHeapDealer, run.RSSP0, run.RSSP1, run.RSSDealer = reps[2].PeakHeap, reps[0].RSS, reps[1].RSS, reps[2].RSS
+	run.CPUSeconds = reps[0].CPUSeconds + reps[1].CPUSeconds + reps[2].CPUSeconds
+	run.LoadBefore, run.LoadAfter = load, bench.LoadAverage()
+	return run, nil
+}
+
+// runSelectChild is one child of select --processes.
+func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("select-party", stderr)
+	cf := addChildFlags(fs, "party 0's address (for p1: the relay's)")
+	sf := addSelectFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("select-party: unexpected arguments %q", fs.Args())
+	}
+	cfg, err := sf.config()
+	if err != nil {
+		return fmt.Errorf("select-party: %w", err)
+	}
+	id, fp, err := cf.identity()
+	if err != nil {
+		return fmt.Errorf("select-party: %w", err)
+	}
+	role, dealerAddr, peerAddr := cf.role, cf.dealer, cf.peer
+	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+	defer cancel()
+	sampler := bench.StartHeapSampler(0)
+	enc := json.NewEncoder(stdout)
+	rep := &partyReport{Role: *role}
+	if *role == "dealer" {
+		rep.Dealer, err = serveDealer(ctx, id, fp, enc)
+	} else {
+		rep.Select, err = selectParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, enc, sampler.SetPhase)
+	}
+	peaks := sampler.Stop()
+	if err != nil {
+		return fmt.Errorf("select-party %s: %w", *role, err)
+	}
+	rep.PeakHeap = bench.Peak(peaks)
+	if *role != "dealer" {
+		rep.PhasePeaks = peaks
+	}
+	if rep.RSS, err = peakRSS(); err != nil {
+		return fmt.Errorf("select-party %s: %w", *role, err)
+	}
+	rep.CPUSeconds = bench.ProcessCPUSeconds()
+	return enc.Encode(childLine{Report: rep})
+}
+
+// selectParty connects to the dealer and the other party and runs the
+// party's side of the sample run.
+func selectParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg bench.SelectConfig,
+	dealerAddr, peerAddr string, enc *json.Encoder, onPhase func(int)) (*bench.PartyRun, error) {
+	party := 0
+	if role == "p1" {
+		party = 1
+	}
+	var ln *transport.Listener
+	if party == 0 {
+		var err error
+		if ln, err = transport.Listen("127.0.0.1:0", id, transport.Options{}); err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		if err := enc.Encode(childLine{Listen: &listenMsg{P0: ln.Addr().String()}}); err != nil {
+			return nil, err
+		}
+	}
+	dc, err := transport.Dial(ctx, dealerAddr, id, fp["dealer"], transport.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("dial dealer: %w", err)
+	}
+	defer dc.Close()
+	prov, err := beaver.Connect(ctx, dc, party)
+	if err != nil {
+		return nil, err
+	}
+	var pc *transport.Conn
+	if party == 0 {
+		pc, err = ln.Accept(ctx, fp["p1"])
+	} else {
+		pc, err = transport.Dial(ctx, peerAddr, id, fp["p0"], transport.Options{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to the other party: %w", err)
+	}
+	defer pc.Close()
+	res, err := bench.RunSelectParty(ctx, party, pc, prov, cfg, onPhase)
+	if err != nil {
+		return nil, err
+	}
+	if party == 0 { // let party 1 read the last message and hang up first
+		select {
+		case <-pc.Done():
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for party 1 to hang up: %w", ctx.Err())
+		case <-time.After(30 * time.Second):
+		}
+	}
+	return res, nil
+}

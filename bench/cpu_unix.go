@@ -1,0 +1,21 @@
+//go:build unix
+
+package bench
+
+import (
+	"syscall"
+	"time"
+)
+
+// ProcessCPUSeconds returns the CPU time (user + system) this process has
+// used, in seconds (0 where getrusage is unavailable).
+func ProcessCPUSeconds() float64 { return processCPU().Seconds() }
+
+// processCPU returns the CPU time (user + system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

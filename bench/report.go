@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Machine describes the machine a report ran on.
+type Machine struct {
+	// CPU is /proc/cpuinfo's first "model name" (runtime.GOARCH elsewhere).
+	CPU        string `json:"cpu"`
+	Cores      int    `json:"cores"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"go_version"`
+	OS         string `json:"os"`
+	Arch       string `json:"arch"`
+	// Load is the 1-, 5- and 15-minute load average (/proc/loadavg) when the
+	// machine was described ("" where unknown).
+	Load string `json:"load"`
+	Date string `json:"date"`
+}
+
+// CurrentMachine describes this machine now.
+func CurrentMachine() Machine {
+	m := Machine{CPU: runtime.GOARCH, Cores: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		OS: runtime.GOOS, Arch: runtime.GOARCH, Load: LoadAverage(), Date: time.Now().UTC().Format("2006-01-02 15:04 MST")}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+// LoadAverage returns the first three fields of /proc/loadavg ("" where
+// there is none).
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// hours renders hours with sensible precision.
+func hours(h float64) string {
+	switch {
+	case h >= 100:
+		return fmt.Sprintf("%.0f h", h)
+	case h >= 1:
+		return fmt.Sprintf("%.1f h", h)
+	default:
+		return fmt.Sprintf("%.2f h", h)
+	}
+}
+
+// schedule renders a workload's schedule.
+func schedule(w Workload) string {
+	var ps, sv []string
+	for _, p := range w.Phases {
+		if w.Exact {
+			ps = append(ps, fmt.Sprintf("exact %d-layer %s", p.Layers, w.Shape))
+		} else {
+			ps = append(ps, p.String())
+		}
+		sv = append(sv, fmt.Sprintf("%.0f%%", 100*p.Survive))
+	}
+	return strings.Join(ps, " → ") + " (pool surviving, bootstrap included: 100% → " + strings.Join(sv, " → ") + ")"
+}
+
+// WriteSelectSummary writes the summary table of the reports: per workload
+// the sample, the projection, the three bounds, the limiting one and the
+// paper's delay for the same setting (Workload.Paper[0]) with our ratio.
+func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "| workload | pool | sample (candidates, measured s) | projected | bandwidth bound | latency bound | compute bound | limiting | paper, same setting | ours ÷ paper |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range reps {
+		p := r.Projection
+		paper, ratio := "—", "—"
+		if len(r.Workload.Paper) > 0 {
+			d := r.Workload.Paper[0]
+			paper = fmt.Sprintf("%s: %s", d.Label, hours(d.Hours))
+			ratio = fmt.Sprintf("%.3g", p.Hours/d.Hours)
+		}
+		fmt.Fprintf(bw, "| `%s` | %d | %d, %.0f s | **%s** | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, r.Sample.Samples, r.MeasuredSeconds,
+			hours(p.Hours), hours(p.BoundsHours[0]), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), p.Limiting, paper, ratio)
+	}
+	return bw.Flush()
+}
+
+// WriteSelectDetails writes one workload's sample run, cross-check and
+// projection as markdown.
+func WriteSelectDetails(w io.Writer, r *SelectReport) error {
+	bw := bufio.NewWriter(w)
+	wl, p := r.Workload, r.Projection
+	fmt.Fprintf(bw, "### `%s`: %s, pool %d\n\n", wl.Name, wl.Target, wl.Pool)
+	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; batches of %d on %d slots. ", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchSize, wl.Workers)
+	fmt.Fprintf(bw, "Link: %s.\n\n", r.LinkString())
+	fmt.Fprintf(bw, "Sample run (%d synthetic candidates, random weights; the whole pipeline with checkpoints; %.1f s over the link", r.Sample.Samples, r.MeasuredSeconds)
+	if r.Compute != nil {
+		fmt.Fprintf(bw, ", %.1f s without", r.Compute.Seconds)
+	}
+	fmt.Fprint(bw, "). Bytes are what each party sent; dealer bytes both parties' traffic with the dealer; peak heap is the one process's (both parties and the dealer).")
+	for _, run := range []*SampleRun{r.Sample, r.Compute, r.Processes} {
+		if run == nil || run.CPUSeconds == 0 || run.Cores == 0 || run.Seconds == 0 {
+			continue
+		}
+		kind := "in-process"
+		if run.Processes {
+			kind = "separate processes'"
+		}
+		fmt.Fprintf(bw, " The %s run with link %s took %.0f s of wall time and %.0f s of CPU time on %d cores (it got %.0f%% of the machine; load average %s before, %s after).",
+			kind, run.Link, run.Seconds, run.CPUSeconds, run.Cores, 100*run.CPUSeconds/(float64(run.Cores)*run.Seconds), run.LoadBefore, run.LoadAfter)
+	}
+	fmt.Fprintln(bw)
+	fmt.Fprintln(bw)
+	fmt.Fprintln(bw, "| phase | network | candidates → kept | rounds | P0→P1 | P1→P0 | dealer | s over link | s no link | peak heap |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|")
+	comp := r.ComputeRun()
+	for i, ph := range r.Sample.Phases {
+		fmt.Fprintf(bw, "| %d | %s | %d → %d | %d | %s | %s | %s | %.1f | %.1f | %s |\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds,
+			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)), ph.Seconds, comp.Phases[i].Seconds, FormatBytes(float64(ph.PeakHeapAll)))
+	}
+	fmt.Fprintln(bw)
+	if pr := r.Processes; pr != nil {
+		fmt.Fprintf(bw, "Separate processes (`--processes`: dealer, P0 and P1 as OS processes over TLS, P0↔P1 through a linkem relay with the link): %.1f s; peak Go heap per party and phase:", pr.Seconds)
+		for _, ph := range pr.Phases {
+			fmt.Fprintf(bw, " phase %d P0 %s, P1 %s;", ph.Phase, FormatBytes(float64(ph.PeakHeapP0)), FormatBytes(float64(ph.PeakHeapP1)))
+		}
+		fmt.Fprintf(bw, " dealer %s. Peak RSS: P0 %s, P1 %s, dealer %s.\n\n", FormatBytes(float64(pr.PeakHeapDealer)),
+			FormatBytes(float64(pr.RSSP0)), FormatBytes(float64(pr.RSSP1)), FormatBytes(float64(pr.RSSDealer)))
+		if cc := r.CrossCheck; cc != nil {
+			fmt.Fprintf(bw, "Cross-check against the in-process emulation (tolerance %.0f%%; agree: **%v**):\n\n", 100*cc.Tolerance, cc.Agree)
+			fmt.Fprintln(bw, "| figure | in-process | processes | difference |")
+			fmt.Fprintln(bw, "|---|---|---|---|")
+			for _, c := range cc.Checks {
+				fmt.Fprintf(bw, "| %s | %.4g | %.4g | %+.1f%% |\n", c.Name, c.InProcess, c.Processes, 100*c.RelDiff)
+			}
+			fmt.Fprintln(bw)
+		}
+	}
+	fmt.Fprintf(bw, "Projected to the pool of %d (forward: the sample's per-candidate cost × candidates, rounds per batch × ⌈batches ÷ slots⌉; QuickSelect measured at the phase's size):\n\n", p.Pool)
+	fmt.Fprintln(bw, "| phase | candidates → kept | batches | rounds | P0→P1 | P1→P0 | dealer | QuickSelect comparisons (expected) | QuickSelect s | hours | hours no link |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, ph := range p.Phases {
+		fmt.Fprintf(bw, "| %d | %d → %d | %d | %d | %s | %s | %s | %d (%.0f) | %.1f | %.2f | %.2f |\n", ph.Phase, ph.Candidates, ph.Kept, ph.Batches, ph.Rounds,
+			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)),
+			ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds, ph.Seconds/3600, ph.ComputeSeconds/3600)
+	}
+	fmt.Fprintln(bw)
+	fmt.Fprintf(bw, "**Projected delay %s** over %s; bounds: bandwidth %s (busiest direction %s), latency %s (%d rounds), compute %s: **%s-bound**.",
+		hours(p.Hours), p.Link, hours(p.BoundsHours[0]), FormatBytes(float64(max(p.BytesP0, p.BytesP1))), hours(p.BoundsHours[1]), p.Rounds, hours(p.BoundsHours[2]), p.Limiting)
+	if c := r.ComputeRun(); c.CPUSeconds > 0 && c.Seconds > 0 && c.Cores > 0 {
+		share := c.CPUSeconds / (float64(c.Cores) * c.Seconds)
+		fmt.Fprintf(bw, " The run without a link got %.0f%% of the %d cores; at the whole machine the compute bound would be about %s (the bound × that share).",
+			100*share, c.Cores, hours(p.BoundsHours[2]*share))
+	}
+	if len(wl.Paper) > 0 {
+		d := wl.Paper[0]
+		fmt.Fprintf(bw, " The paper: %s, %s (ours ÷ paper = %.3g).", d.Label, hours(d.Hours), p.Hours/d.Hours)
+	}
+	fmt.Fprintln(bw)
+	fmt.Fprintln(bw)
+	return bw.Flush()
+}

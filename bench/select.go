@@ -1,0 +1,477 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// SelectConfig configures a sample run of a workload: the real selection
+// pipeline (selection.ModelOwner and selection.DataOwner with checkpoints
+// on, the dealer, the secure forward of each phase's network, QuickSelect)
+// on Samples synthetic candidates. The networks have random weights of the
+// workload's shapes and the candidates random embeddings: costs do not
+// depend on values.
+type SelectConfig struct {
+	// Workload is the workload.
+	Workload Workload
+	// Samples is the pool size of the run (Workload.Samples when 0).
+	Samples int
+	// Link, if set, emulates the link between the parties (in-process runs;
+	// processes use a relay).
+	Link *transport.Profile
+	// StateDir holds the checkpoints; "" makes a temporary directory that
+	// is removed afterwards. It must hold no checkpoint of these parties: a
+	// sample run starts fresh (Select uses the subdirectories compute and
+	// link).
+	StateDir string
+	// Seed fixes the random weights and inputs.
+	Seed uint64
+	// Logger receives selection's progress (discarded when nil).
+	Logger *slog.Logger
+	// Provider names where the correlated randomness comes from: "dealer"
+	// (the default when empty: an in-process dealer) or "ot" (no dealer:
+	// the parties make it themselves by oblivious transfer over their own
+	// connection, ot.Provider; in-process runs only). With "ot" the phases'
+	// dealer bytes are the OT traffic.
+	Provider string
+}
+
+// ProviderNames are the values of SelectConfig.Provider.
+var ProviderNames = []string{"dealer", "ot"}
+
+// checkProvider checks c.Provider.
+func (c SelectConfig) checkProvider() error {
+	switch c.Provider {
+	case "", "dealer", "ot":
+		return nil
+	}
+	return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, ProviderNames)
+}
+
+// provider returns party p's provider of a run: the run's dealer, or a
+// dealer-free OT provider on the parties' connection.
+func (c SelectConfig) provider(p *twoparty.Party) (beaver.Provider, error) {
+	if c.Provider != "ot" {
+		return p.Provider, nil
+	}
+	prov, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: select: %w", err)
+	}
+	return prov, nil
+}
+
+func (c SelectConfig) samples() int {
+	if c.Samples > 0 {
+		return c.Samples
+	}
+	return c.Workload.Samples
+}
+
+// Span is the cost of one part of a phase as one party saw it.
+type Span struct {
+	// Stream holds the party's online traffic and rounds of the part (for
+	// the forward: summed over the batches; Rounds is the critical path,
+	// the largest sum over one batch slot).
+	Stream transport.Stats `json:"stream"`
+	// Dealer is the party's dealer traffic during the part.
+	Dealer beaver.DealerStats `json:"dealer"`
+	// Seconds is the part's wall time.
+	Seconds float64 `json:"seconds"`
+}
+
+// PartyPhase is one party's record of one phase of a sample run.
+type PartyPhase struct {
+	// Stats are selection's statistics of the phase.
+	Stats selection.PhaseStats `json:"stats"`
+	// Prepare is the weight sharing; Forward the batches (Seconds from the
+	// first batch's start to the last one's end); Batches and Candidates
+	// count them; RoundsPerBatch is the largest round count of one batch.
+	Prepare        Span  `json:"prepare"`
+	Forward        Span  `json:"forward"`
+	Batches        int   `json:"batches"`
+	Candidates     int   `json:"candidates"`
+	RoundsPerBatch int64 `json:"rounds_per_batch"`
+}
+
+// PartyRun is one party's record of a sample run.
+type PartyRun struct {
+	Party  int          `json:"party"`
+	Phases []PartyPhase `json:"phases"`
+	// Seconds is the wall time of the party's selection.Run.
+	Seconds float64 `json:"seconds"`
+}
+
+// RunSelectParty runs party's side of a sample run of cfg over conn with
+// prov (for parties in separate processes; RunSelect runs both in one).
+// onPhase, if set, is called when a phase starts (its weights are shared).
+func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider, cfg SelectConfig, onPhase func(phase int)) (*PartyRun, error) {
+	w := cfg.Workload
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	params, err := w.Params(cfg.samples())
+	if err != nil {
+		return nil, err
+	}
+	dir := cfg.StateDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "mpcbench-select-"); err != nil {
+			return nil, fmt.Errorf("bench: select: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	} else if _, err := os.Stat(selection.StateFile(dir, party)); err == nil {
+		return nil, fmt.Errorf("bench: select: %s holds a checkpoint; a sample run starts fresh", dir)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase}
+	hash := "bench/" + w.Name
+	start := time.Now()
+	var res *selection.Result
+	switch party {
+	case 0:
+		mo := &selection.ModelOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log}
+		res, err = mo.Run(ctx, conn, prov)
+	case 1:
+		do := &selection.DataOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log}
+		res, err = do.Run(ctx, conn, prov)
+	default:
+		return nil, fmt.Errorf("bench: select: party %d", party)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bench: select %s party %d: %w", w.Name, party, err)
+	}
+	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds()}
+	if len(res.Phases) != len(w.Phases) {
+		return nil, fmt.Errorf("bench: select: %d phase results for %d phases", len(res.Phases), len(w.Phases))
+	}
+	for i, ps := range res.Phases {
+		pp := PartyPhase{Stats: ps}
+		if m := ev.meter(i); m != nil {
+			pp.Prepare, pp.Forward = m.prepare, m.forward
+			pp.Forward.Seconds = m.last.Sub(m.first).Seconds()
+			pp.Forward.Dealer = subDealer(m.dealerEnd, m.dealerStart)
+			pp.Forward.Stream.Rounds = 0 // the critical path: the busiest slot
+			for _, r := range m.slotRounds {
+				pp.Forward.Stream.Rounds = max(pp.Forward.Stream.Rounds, r)
+			}
+			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
+		}
+		out.Phases = append(out.Phases, pp)
+	}
+	return out, nil
+}
+
+func subDealer(a, b beaver.DealerStats) beaver.DealerStats {
+	return beaver.DealerStats{BytesRecv: a.BytesRecv - b.BytesRecv, BytesSent: a.BytesSent - b.BytesSent, Items: a.Items - b.Items}
+}
+
+func addDealer(a, b beaver.DealerStats) beaver.DealerStats {
+	return beaver.DealerStats{BytesRecv: a.BytesRecv + b.BytesRecv, BytesSent: a.BytesSent + b.BytesSent, Items: a.Items + b.Items}
+}
+
+// synthEvaluator is a selection.Evaluator of random networks of a
+// workload's shapes (model owner) and random candidates (data owner) that
+// meters the weight sharing and every batch.
+type synthEvaluator struct {
+	w       Workload
+	party   int
+	seed    uint64
+	prov    beaver.Provider
+	onPhase func(int)
+
+	mu     sync.Mutex
+	meters map[int]*phaseMeter
+}
+
+// phaseMeter accumulates one phase's costs.
+type phaseMeter struct {
+	mu                     sync.Mutex
+	prepare, forward       Span
+	first, last            time.Time
+	dealerStart, dealerEnd beaver.DealerStats
+	slotRounds             map[*protocol.Session]int64
+	batches, candidates    int
+	maxBatchRounds         int64
+}
+
+func (e *synthEvaluator) meter(phase int) *phaseMeter {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.meters[phase]
+}
+
+// Arch implements selection.Evaluator: the workload's architecture (the
+// sequence length is the workload's; the data owner announces none).
+func (e *synthEvaluator) Arch(phase, _ int) (secure.Arch, error) {
+	return e.w.Arch(phase)
+}
+
+// Prepare implements selection.Evaluator: party 0 shares a random network
+// of the phase's shape.
+func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, weightBase uint64) (selection.Forwarder, error) {
+	if e.onPhase != nil {
+		e.onPhase(phase)
+	}
+	want, err := e.w.Arch(phase)
+	if err != nil {
+		return nil, err
+	}
+	if arch != want {
+		return nil, fmt.Errorf("bench: phase %d architecture %+v, workload's %+v", phase, arch, want)
+	}
+	var net *secure.Net
+	if e.party == 0 {
+		if net, err = secure.RandomNet(arch, e.seed+uint64(phase)+1); err != nil {
+			return nil, err
+		}
+	}
+	m := &phaseMeter{slotRounds: map[*protocol.Session]int64{}}
+	start, meter := time.Now(), NewMeter(s)
+	p, err := secure.Prepare(ctx, s, arch, net, secure.Options{WeightBase: weightBase})
+	if err != nil {
+		return nil, err
+	}
+	c := meter.Since()
+	m.prepare = Span{Stream: c.Stream, Dealer: c.Dealer, Seconds: time.Since(start).Seconds()}
+	e.mu.Lock()
+	if e.meters == nil {
+		e.meters = map[int]*phaseMeter{}
+	}
+	e.meters[phase] = m
+	e.mu.Unlock()
+	return &synthForwarder{e: e, p: p, m: m, phase: phase}, nil
+}
+
+// synthForwarder runs and meters the batches of one phase.
+type synthForwarder struct {
+	e     *synthEvaluator
+	p     *secure.Prepared
+	m     *phaseMeter
+	phase int
+}
+
+// Forward implements selection.Forwarder: party 1 draws random embeddings
+// (and padding) for the candidates idx.
+func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error) {
+	var in *secure.Batch
+	if f.e.party == 1 && len(idx) > 0 {
+		cfg := f.e.w.Forward(f.phase, len(idx))
+		cfg.Seed = f.e.seed ^ uint64(idx[0])<<20 ^ uint64(f.phase)
+		xs, mask := forwardInputs(f.p.Arch(), cfg)
+		in = &secure.Batch{X: xs, Mask: mask}
+	}
+	m := f.m
+	m.mu.Lock()
+	if m.first.IsZero() {
+		m.first, m.dealerStart = time.Now(), f.e.prov.Stats()
+	}
+	m.mu.Unlock()
+	s0 := s.Stream().Stats()
+	t, err := f.p.Forward(ctx, s, len(idx), in)
+	if err != nil {
+		return nil, err
+	}
+	c := s.Stream().Stats().Sub(s0)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last, m.dealerEnd = time.Now(), f.e.prov.Stats()
+	m.forward.Stream = m.forward.Stream.Add(c)
+	m.slotRounds[s] += c.Rounds
+	m.batches++
+	m.candidates += len(idx)
+	m.maxBatchRounds = max(m.maxBatchRounds, c.Rounds)
+	return t, nil
+}
+
+// SampleRun is the outcome of a sample run (both parties).
+type SampleRun struct {
+	Workload string `json:"workload"`
+	// Link names the emulated link ("none" without one).
+	Link    string `json:"link"`
+	Samples int    `json:"samples"`
+	// Processes reports whether the dealer and the parties ran as separate
+	// OS processes over TLS (else in one process over an in-memory pipe).
+	Processes bool `json:"processes"`
+	// Provider is SelectConfig.Provider ("ot": the correlations were made
+	// over the parties' own link, so DealerBytes crossed it too).
+	Provider string `json:"provider,omitempty"`
+	// Seconds is the wall time of the run (the slower party's selection.Run).
+	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the CPU time (user + system) of the run: this process's
+	// during an in-process run (both parties and the dealer), the three
+	// processes' in all with separate processes; with Cores and Seconds it
+	// tells what share of the machine the run got. LoadBefore and
+	// LoadAfter are the load averages (/proc/loadavg) around the run.
+	CPUSeconds float64    `json:"cpu_seconds,omitempty"`
+	Cores      int        `json:"cores"`
+	LoadBefore string     `json:"load_before,omitempty"`
+	LoadAfter  string     `json:"load_after,omitempty"`
+	Phases     []PhaseRun `json:"phases"`
+	// PeakHeapAll is the peak Go heap of the whole in-process run (both
+	// parties and the dealer); per phase in PhaseRun.
+	PeakHeapAll uint64 `json:"peak_heap_all,omitempty"`
+	// PeakHeapDealer is the dealer process's peak Go heap and RSS* the
+	// processes' peak resident set sizes (processes only).
+	PeakHeapDealer uint64 `json:"peak_heap_dealer,omitempty"`
+	RSSP0          uint64 `json:"rss_p0,omitempty"`
+	RSSP1          uint64 `json:"rss_p1,omitempty"`
+	RSSDealer      uint64 `json:"rss_dealer,omitempty"`
+}
+
+// Part is the cost of one part of a phase (both parties).
+type Part struct {
+	// Rounds on the critical path.
+	Rounds int64 `json:"rounds"`
+	// BytesP0 and BytesP1 are the bytes each party sent (P0→P1, P1→P0).
+	BytesP0 int64 `json:"bytes_p0"`
+	BytesP1 int64 `json:"bytes_p1"`
+	// DealerBytes is the dealer traffic of both parties.
+	DealerBytes int64   `json:"dealer_bytes"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// PhaseRun is one phase of a sample run.
+type PhaseRun struct {
+	Phase int    `json:"phase"`
+	Proxy string `json:"proxy"`
+	// Candidates entered the phase, Kept survived it, in Batches batches.
+	Candidates int `json:"candidates"`
+	Kept       int `json:"kept"`
+	Batches    int `json:"batches"`
+	// Rounds is the phase's critical path: weight sharing, the batch slot
+	// with the most rounds, QuickSelect.
+	Rounds int64 `json:"rounds"`
+	// BytesP0 and BytesP1 are the bytes each party sent in the phase
+	// (P0→P1 and P1→P0: each direction).
+	BytesP0 int64 `json:"bytes_p0"`
+	BytesP1 int64 `json:"bytes_p1"`
+	// DealerBytes is the dealer traffic of both parties.
+	DealerBytes int64 `json:"dealer_bytes"`
+	// Seconds is the phase's wall time (the slower party's).
+	Seconds float64 `json:"seconds"`
+	// PeakHeapAll is the peak Go heap during the phase of the whole
+	// in-process run (both parties and the dealer in one process).
+	PeakHeapAll uint64 `json:"peak_heap_all,omitempty"`
+	// PeakHeapP0 and PeakHeapP1 are each party's process's peak Go heap
+	// during the phase (processes only).
+	PeakHeapP0 uint64 `json:"peak_heap_p0,omitempty"`
+	PeakHeapP1 uint64 `json:"peak_heap_p1,omitempty"`
+	// Comparisons and Steps count QuickSelect's work.
+	Comparisons int64 `json:"comparisons"`
+	Steps       int   `json:"steps"`
+	// RoundsPerBatch is the rounds of one batch's forward.
+	RoundsPerBatch int64 `json:"rounds_per_batch"`
+	// Prepare (weight sharing), Forward (the batches) and Select
+	// (QuickSelect: the phase's remainder) split the phase.
+	Prepare Part `json:"prepare"`
+	Forward Part `json:"forward"`
+	Select  Part `json:"select"`
+}
+
+// NewSampleRun assembles a sample run from both parties' records.
+func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
+	w := cfg.Workload
+	p0, p1 := parties[0], parties[1]
+	if p0 == nil || p1 == nil || len(p0.Phases) != len(w.Phases) || len(p1.Phases) != len(w.Phases) {
+		return nil, fmt.Errorf("bench: select: incomplete party records")
+	}
+	r := &SampleRun{Workload: w.Name, Link: "none", Samples: cfg.samples(), Provider: cfg.Provider, Seconds: max(p0.Seconds, p1.Seconds), Cores: runtime.NumCPU()}
+	if cfg.Link != nil {
+		r.Link = cfg.Link.Name
+	}
+	for i := range w.Phases {
+		a, b := p0.Phases[i], p1.Phases[i]
+		if a.Stats.In != b.Stats.In || a.Stats.Out != b.Stats.Out || a.Stats.Comparisons != b.Stats.Comparisons {
+			return nil, fmt.Errorf("bench: select: phase %d: parties disagree (%+v vs %+v)", i, a.Stats, b.Stats)
+		}
+		ph := PhaseRun{Phase: i, Proxy: w.Phases[i].String(), Candidates: a.Stats.In, Kept: a.Stats.Out, Batches: a.Stats.Batches,
+			Rounds:  a.Stats.ForwardRounds + a.Stats.SelectRounds,
+			BytesP0: a.Stats.BytesSent, BytesP1: b.Stats.BytesSent, DealerBytes: a.Stats.DealerBytes + b.Stats.DealerBytes,
+			Seconds: max(a.Stats.Seconds, b.Stats.Seconds), Comparisons: a.Stats.Comparisons, Steps: a.Stats.Steps,
+			RoundsPerBatch: max(a.RoundsPerBatch, b.RoundsPerBatch)}
+		if w.Exact {
+			ph.Proxy = fmt.Sprintf("exact %d-layer %s", w.Phases[i].Layers, w.Shape)
+		}
+		part := func(x, y Span) Part {
+			return Part{Rounds: max(x.Stream.Rounds, y.Stream.Rounds), BytesP0: x.Stream.BytesSent, BytesP1: y.Stream.BytesSent,
+				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds)}
+		}
+		ph.Prepare, ph.Forward = part(a.Prepare, b.Prepare), part(a.Forward, b.Forward)
+		rest := func(p PartyPhase) float64 { return p.Stats.Seconds - p.Prepare.Seconds - p.Forward.Seconds }
+		ph.Select = Part{Rounds: a.Stats.SelectRounds,
+			BytesP0:     max(0, ph.BytesP0-ph.Prepare.BytesP0-ph.Forward.BytesP0),
+			BytesP1:     max(0, ph.BytesP1-ph.Prepare.BytesP1-ph.Forward.BytesP1),
+			DealerBytes: max(0, ph.DealerBytes-ph.Prepare.DealerBytes-ph.Forward.DealerBytes),
+			Seconds:     max(0, rest(a), rest(b))}
+		r.Phases = append(r.Phases, ph)
+	}
+	return r, nil
+}
+
+// RunSelect runs a sample run with both parties in this process
+// (transport.Pipe, optionally link-emulated, and an in-process dealer),
+// sampling the Go heap per phase.
+func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
+	if err := cfg.Workload.Validate(); err != nil {
+		return nil, err
+	}
+	if err := cfg.checkProvider(); err != nil {
+		return nil, err
+	}
+	dir := cfg.StateDir
+	if dir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "mpcbench-select-"); err != nil {
+			return nil, fmt.Errorf("bench: select: %w", err)
+		}
+		defer os.RemoveAll(dir)
+	}
+	pc := cfg
+	pc.StateDir = dir // both parties' files are per party (state-p<p>.json)
+	load, cpu0 := LoadAverage(), processCPU()
+	sampler := StartHeapSampler(0)
+	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}},
+		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
+			prov, err := pc.provider(p)
+			if err != nil {
+				return nil, err
+			}
+			return RunSelectParty(ctx, p.ID, p.Conn, prov, pc, sampler.SetPhase)
+		})
+	peaks := sampler.Stop()
+	if err != nil {
+		return nil, fmt.Errorf("bench: select: %w", err)
+	}
+	run, err := NewSampleRun(cfg, r.Out)
+	if err != nil {
+		return nil, err
+	}
+	for i := range run.Phases {
+		if i < len(peaks) {
+			run.Phases[i].PeakHeapAll = peaks[i]
+		}
+	}
+	run.PeakHeapAll = Peak(peaks)
+	run.CPUSeconds = (processCPU() - cpu0).Seconds()
+	run.LoadBefore, run.LoadAfter = load, LoadAverage()
+	return run, nil
+}

@@ -1,0 +1,516 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// TestWorkloadSizes checks each standard workload's schedule at its full
+// pool against the paper's selectivities (Table 4: 100% → 50% → 30% → 20%
+// of the pool, bootstrap 5% included) and that its default sample is a
+// valid selection.
+func TestWorkloadSizes(t *testing.T) {
+	tests := []struct {
+		name       string
+		cand, kept []int
+	}{
+		{"sst2-distilbert", []int{39900, 18900, 10500}, []int{18900, 10500, 6300}},
+		{"qqp-bert", []int{141550, 37250}, []int{37250, 22350}},
+		{"cifar10-vitsmall", []int{47500}, []int{7500}},
+		{"oracle-sst2-distilbert", []int{39900}, []int{6300}},
+		{"tiny", []int{950, 450}, []int{450, 150}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := WorkloadByName(tc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			cand, kept, err := w.PhaseSizes(w.Pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(cand, tc.cand) || !slices.Equal(kept, tc.kept) {
+				t.Errorf("pool %d: candidates %v kept %v, want %v %v", w.Pool, cand, kept, tc.cand, tc.kept)
+			}
+			if _, err := w.Params(w.Samples); err != nil {
+				t.Errorf("default sample: %v", err)
+			}
+		})
+	}
+	if _, err := WorkloadByName("gpt-4"); err == nil {
+		t.Error("unknown workload accepted")
+	}
+}
+
+func TestWorkloadInvalid(t *testing.T) {
+	base := TinyWorkload
+	tests := []struct {
+		name string
+		edit func(w *Workload)
+	}{
+		{"no phases", func(w *Workload) { w.Phases = nil }},
+		{"growing phase", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.3}, {1, 1, 2, 0.5}, {1, 1, 2, 0.2}} }},
+		{"last phase not the budget", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.5}, {1, 1, 2, 0.3}} }},
+		{"exact with two phases", func(w *Workload) { w.Exact = true }},
+		{"zero batch", func(w *Workload) { w.BatchSize = 0 }},
+		{"budget below bootstrap", func(w *Workload) { w.Budget = 0.04 }},
+		{"unknown shape", func(w *Workload) { w.Shape = "gpt" }},
+		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5}, {1, 4, 4, 0.2}} }},
+		{"no samples", func(w *Workload) { w.Samples = 0 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := base
+			w.Phases = slices.Clone(base.Phases)
+			tc.edit(&w)
+			if err := w.Validate(); err == nil {
+				t.Errorf("%+v validated", w)
+			}
+		})
+	}
+}
+
+// TestExpectedComparisons checks Knuth's formula against its closed forms
+// and bounds, and against the mean of a plain simulation of TopK's
+// partitioning (random pivots, every remaining value compared once).
+func TestExpectedComparisons(t *testing.T) {
+	for _, tc := range []struct{ n, k int }{{3, 2}, {100, 2}, {1000, 500}, {1000, 999}, {39900, 18900}, {141550, 37250}} {
+		c := ExpectedComparisons(tc.n, tc.k)
+		if sym := ExpectedComparisons(tc.n, tc.n+1-tc.k); math.Abs(sym-c) > 1e-6*c {
+			t.Errorf("C(%d,%d) = %g, C(n, n+1−k) = %g", tc.n, tc.k, c, sym)
+		}
+		if lo, hi := 2*float64(tc.n)-2*harmonic(tc.n)-1e-6, 3.3863*float64(tc.n); c < lo || c > hi {
+			t.Errorf("C(%d,%d) = %g not in [%g, %g]", tc.n, tc.k, c, lo, hi)
+		}
+	}
+	if got, want := ExpectedComparisons(100, 1), 2*(100-harmonic(100)); math.Abs(got-want) > 1e-9 {
+		t.Errorf("C(100,1) = %g, want 2(n − H_n) = %g", got, want)
+	}
+	if got := ExpectedSteps(50, 1); math.Abs(got-harmonic(50)) > 1e-9 {
+		t.Errorf("steps(50,1) = %g, want H_50", got)
+	}
+	// Simulation of the same partitioning in the clear.
+	const n, k, trials = 600, 200, 400
+	var sum float64
+	seed := uint64(7)
+	next := func(m int) int {
+		seed = seed*6364136223846793005 + 1442695040888963407
+		return int((seed >> 33) % uint64(m))
+	}
+	for range trials {
+		active := make([]int, n) // value = rank
+		for i := range active {
+			active[i] = i
+		}
+		need := k
+		for need > 0 && len(active) > need {
+			piv := active[next(len(active))]
+			sum += float64(len(active) - 1)
+			var above, below []int
+			for _, v := range active {
+				switch {
+				case v > piv:
+					above = append(above, v)
+				case v < piv:
+					below = append(below, v)
+				}
+			}
+			if len(above) >= need {
+				active = above
+			} else {
+				need -= len(above) + 1
+				active = below
+			}
+		}
+	}
+	if mean, want := sum/trials, ExpectedComparisons(n, k); math.Abs(mean-want) > 0.06*want {
+		t.Errorf("simulated mean %g comparisons, formula %g", mean, want)
+	}
+}
+
+// TestMeasureTopK runs QuickSelect on shared values: 7 rounds per step
+// (CompareReveal), at least n−1 comparisons, both parties sending alike;
+// bad sizes are refused.
+func TestMeasureTopK(t *testing.T) {
+	for _, tc := range []struct{ n, k int }{{10, 3}, {500, 100}, {2000, 1500}} {
+		c, err := MeasureTopK(context.Background(), tc.n, tc.k, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.N != tc.n || c.K != tc.k || c.Comparisons < int64(tc.n-1) || c.Steps < 1 || c.Rounds != 7*int64(c.Steps) ||
+			c.BytesP0 <= 0 || c.BytesP0 != c.BytesP1 || c.DealerBytes <= 0 || !c.Measured {
+			t.Errorf("%+v", c)
+		}
+	}
+	for _, tc := range []struct{ n, k int }{{0, 0}, {5, 6}, {5, -1}} {
+		if _, err := MeasureTopK(context.Background(), tc.n, tc.k, 1); err == nil {
+			t.Errorf("keep %d of %d accepted", tc.k, tc.n)
+		}
+	}
+	m, err := NewTopKModel([]TopKCost{{N: 100, K: 10, Comparisons: 300, Steps: 10, Rounds: 70, BytesP0: 3000, BytesP1: 3000, DealerBytes: 600, Seconds: 0.3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := m.Predict(1000, 100)
+	if want := ExpectedComparisons(1000, 100); p.Comparisons != int64(want) || p.BytesP0 != int64(want*10) || math.Abs(p.Seconds-want*0.001) > 1e-9 || p.Measured {
+		t.Errorf("predicted %+v for %g comparisons", p, want)
+	}
+	if _, err := NewTopKModel(nil); err == nil {
+		t.Error("empty model accepted")
+	}
+}
+
+// fakeRun is a sample run of w in which every phase's forward costs, per
+// candidate, 1000 B from P0, 3000 B from P1, 500 dealer bytes and sec s;
+// 10 rounds per batch; weight sharing 2 rounds, 100 B and 1 s.
+func fakeRun(w Workload, sec float64) *SampleRun {
+	cand, kept, _ := w.PhaseSizes(w.Samples)
+	r := &SampleRun{Workload: w.Name, Samples: w.Samples}
+	for i := range w.Phases {
+		c := float64(cand[i])
+		r.Phases = append(r.Phases, PhaseRun{Phase: i, Candidates: cand[i], Kept: kept[i], RoundsPerBatch: 10,
+			Prepare: Part{Rounds: 2, BytesP0: 100, Seconds: 1},
+			Forward: Part{BytesP0: int64(1000 * c), BytesP1: int64(3000 * c), DealerBytes: int64(500 * c), Seconds: sec * c}})
+	}
+	return r
+}
+
+func TestProject(t *testing.T) {
+	w := TinyWorkload // pool 1000: phases 950 → 450 → 150, batches of 4 on 2 slots
+	topk := func(n, k int) (TopKCost, error) {
+		return TopKCost{N: n, K: k, Comparisons: int64(3 * n), Steps: 10, Rounds: 70, BytesP0: int64(40 * n), BytesP1: int64(40 * n), Seconds: 0.5}, nil
+	}
+	waves := []int64{(238 + 1) / 2, (113 + 1) / 2}
+	rounds := int64(0)
+	for _, wv := range waves {
+		rounds += 2 + 10*wv + 70
+	}
+	bytesP1 := int64(3000*(950+450) + 40*(950+450))
+	tests := []struct {
+		name     string
+		link     *transport.Profile
+		sec      float64
+		limiting string
+		hours    float64
+	}{
+		{"no link", nil, 0.1, BoundCompute, (2 + 0.1*1400 + 1) / 3600},
+		{"latency", &transport.Profile{Name: "slow", Bandwidth: 1e9, Latency: time.Second}, 0.2, BoundLatency, (2 + 0.2*1400 + 1 + 140 + float64(40*950+40*450)/1e9) / 3600},
+		{"bandwidth", &transport.Profile{Name: "thin", Bandwidth: 10_000, Latency: time.Millisecond}, 0.2, BoundBandwidth, (2 + 0.2*1400 + 1 + 0.14 + float64(40*950+40*450)/1e4) / 3600},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			comp := fakeRun(w, 0.1)
+			lr := fakeRun(w, tc.sec)
+			p, err := Project(w, 0, tc.link, lr, comp, topk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Pool != 1000 || p.Rounds != rounds || p.BytesP1 != bytesP1 || p.BytesP0 != 200+1000*1400+40*1400 || p.DealerBytes != 500*1400 {
+				t.Errorf("pool %d rounds %d (want %d) bytes %d/%d (want P1 %d) dealer %d", p.Pool, p.Rounds, rounds, p.BytesP0, p.BytesP1, bytesP1, p.DealerBytes)
+			}
+			if math.Abs(p.Hours-tc.hours) > 1e-9 || p.Limiting != tc.limiting {
+				t.Errorf("hours %g (want %g), limiting %s (want %s), bounds %+v", p.Hours, tc.hours, p.Limiting, tc.limiting, p.Bounds)
+			}
+			if math.Abs(p.Bounds.ComputeSeconds-(2+0.1*1400+1)) > 1e-9 {
+				t.Errorf("compute bound %g", p.Bounds.ComputeSeconds)
+			}
+			if tc.link != nil {
+				if want := float64(rounds) * tc.link.Latency.Seconds(); math.Abs(p.Bounds.LatencySeconds-want) > 1e-9 {
+					t.Errorf("latency bound %g, want %g", p.Bounds.LatencySeconds, want)
+				}
+				if want := float64(bytesP1) / float64(tc.link.Bandwidth); math.Abs(p.Bounds.BandwidthSeconds-want) > 1e-9 {
+					t.Errorf("bandwidth bound %g, want %g", p.Bounds.BandwidthSeconds, want)
+				}
+				if m := BoundModelSeconds(p, *tc.link); m < p.Bounds.LatencySeconds-1e-9 && m < p.Bounds.BandwidthSeconds-1e-9 {
+					t.Errorf("bound model %g below both bounds %+v", m, p.Bounds)
+				}
+			}
+		})
+	}
+	bad := fakeRun(w, 0.1)
+	bad.Phases = bad.Phases[:1]
+	if _, err := Project(w, 0, nil, bad, bad, topk); err == nil {
+		t.Error("a run with a missing phase was projected")
+	}
+}
+
+func TestBoundsLimiting(t *testing.T) {
+	for _, tc := range []struct {
+		b    Bounds
+		want string
+	}{
+		{Bounds{1, 2, 3}, BoundCompute},
+		{Bounds{3, 2, 1}, BoundBandwidth},
+		{Bounds{1, 3, 2}, BoundLatency},
+		{Bounds{0, 0, 0}, BoundCompute},
+	} {
+		if got := tc.b.Limiting(); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestHeapSampler(t *testing.T) {
+	h := StartHeapSampler(time.Millisecond)
+	h.SetPhase(2)
+	h.SetPhase(1) // ignored: phases only move forward
+	buf := make([]byte, 8<<20)
+	time.Sleep(5 * time.Millisecond)
+	peaks := h.Stop()
+	if len(peaks) != 3 || peaks[2] == 0 || Peak(peaks) != peaks[2] || len(buf) == 0 {
+		t.Errorf("peaks %v", peaks)
+	}
+}
+
+var (
+	tinyOnce sync.Once
+	tinyRep  *SelectReport
+	tinyErr  error
+	tinyDir  string
+)
+
+// tinyReport runs the tiny workload end to end once for the tests below.
+func tinyReport(t *testing.T) *SelectReport {
+	t.Helper()
+	tinyOnce.Do(func() {
+		var err error
+		if tinyDir, err = os.MkdirTemp("", "bench-select-test-"); err != nil {
+			tinyErr = err
+			return
+		}
+		link := transport.Profile{Name: "test", Bandwidth: 100_000_000, Latency: 2 * time.Millisecond}
+		tinyRep, tinyErr = Select(context.Background(), SelectConfig{Workload: TinyWorkload, Link: &link, Seed: 1, StateDir: tinyDir})
+	})
+	if tinyErr != nil {
+		t.Fatal(tinyErr)
+	}
+	return tinyRep
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tinyDir != "" {
+		os.RemoveAll(tinyDir)
+	}
+	os.Exit(code)
+}
+
+// TestSelectTiny runs the tiny workload end to end (sample runs with and
+// without the link, QuickSelect at the pool's sizes, projection): the
+// phases have the schedule's sizes, a batch costs what a lone Forward of the
+// same network costs in rounds, the checkpoints were written, and the
+// projection is consistent.
+func TestSelectTiny(t *testing.T) {
+	start := time.Now()
+	rep := tinyReport(t)
+	w := TinyWorkload
+	cand, kept, err := w.PhaseSizes(w.Samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []*SampleRun{rep.Sample, rep.Compute} {
+		if run == nil || len(run.Phases) != len(w.Phases) || run.Seconds <= 0 || run.PeakHeapAll == 0 {
+			t.Fatalf("run %+v", run)
+		}
+		for i, ph := range run.Phases {
+			fw, err := Forward(context.Background(), w.Forward(i, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ph.Candidates != cand[i] || ph.Kept != kept[i] || ph.Batches != (cand[i]+w.BatchSize-1)/w.BatchSize {
+				t.Errorf("phase %d: %d → %d in %d batches, want %d → %d", i, ph.Candidates, ph.Kept, ph.Batches, cand[i], kept[i])
+			}
+			if ph.RoundsPerBatch != fw.Rounds || ph.Prepare.Rounds != fw.PrepareRounds || ph.Prepare.BytesP0 != fw.PrepareBytesP0 {
+				t.Errorf("phase %d: %d rounds per batch, prepare %+v; a lone Forward: %d, prepare %d rounds %d B", i, ph.RoundsPerBatch, ph.Prepare, fw.Rounds, fw.PrepareRounds, fw.PrepareBytesP0)
+			}
+			if ph.Forward.BytesP0 <= 0 || ph.Forward.BytesP1 <= 0 || ph.Forward.DealerBytes <= 0 || ph.Select.BytesP0 <= 0 ||
+				ph.Rounds < ph.Forward.Rounds+ph.Select.Rounds || ph.Comparisons < int64(cand[i]-1) || ph.Select.Rounds != 7*int64(ph.Steps) {
+				t.Errorf("phase %d: %+v", i, ph)
+			}
+		}
+	}
+	for p := range 2 {
+		if _, err := os.Stat(selection.StateFile(filepath.Join(tinyDir, "link"), p)); err != nil {
+			t.Errorf("no checkpoint of party %d: %v", p, err)
+		}
+	}
+	pr := rep.Projection
+	if pr.Pool != w.Pool || pr.Hours <= 0 || pr.Bounds.ComputeSeconds <= 0 || pr.Bounds.LatencySeconds <= 0 || pr.Bounds.BandwidthSeconds <= 0 || len(pr.Phases) != len(w.Phases) {
+		t.Errorf("projection %+v", pr)
+	}
+	for i, ph := range pr.Phases {
+		if !ph.TopK.Measured || ph.TopK.N != ph.Candidates || ph.TopK.K != ph.Kept || ph.Seconds < ph.TopKSeconds {
+			t.Errorf("projected phase %d: %+v", i, ph)
+		}
+	}
+	// The JSON round trip decodes and a truncated one is refused.
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := DecodeSelectReport(b); err != nil || back.Projection.Hours != pr.Hours {
+		t.Errorf("round trip: %v", err)
+	}
+	if _, err := DecodeSelectReport(b[:len(b)/2]); err == nil {
+		t.Error("truncated report decoded")
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Logf("tiny workload took %v (over the 20 s goal; machine load %s)", el, LoadAverage())
+	}
+}
+
+// TestCompare checks the cross-check: a run agrees with itself and a run
+// whose forward is 20% slower disagrees on exactly the time figures.
+func TestCompare(t *testing.T) {
+	rep := *tinyReport(t)
+	cc, err := rep.Compare(rep.Sample, 0.10)
+	if err != nil || !cc.Agree {
+		t.Fatalf("self-comparison: %v %+v", err, cc)
+	}
+	slow := *rep.Sample
+	slow.Phases = slices.Clone(rep.Sample.Phases)
+	for i := range slow.Phases {
+		slow.Phases[i].Forward.Seconds *= 1.2
+	}
+	cc, err = rep.Compare(&slow, 0.10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.Agree {
+		t.Error("a 20% slower forward agreed")
+	}
+	for _, c := range cc.Checks {
+		wantOK := !strings.Contains(c.Name, "seconds") && !strings.Contains(c.Name, "projected")
+		if c.OK != wantOK {
+			t.Errorf("%+v", c)
+		}
+	}
+	short := slow
+	short.Phases = short.Phases[:1]
+	if _, err := rep.Compare(&short, 0.1); err == nil {
+		t.Error("a run with a missing phase was compared")
+	}
+}
+
+func TestWritePlotsAndMarkdown(t *testing.T) {
+	rep := tinyReport(t)
+	dir := t.TempDir()
+	files, err := WritePlots(dir, []*SelectReport{rep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 3 {
+		t.Fatalf("files %v", files)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s: not a PNG (%v)", f, err)
+		}
+	}
+	var md bytes.Buffer
+	if err := WriteSelectSummary(&md, []*SelectReport{rep}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteSelectDetails(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 0 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if _, err := WritePlots(dir, nil); err == nil {
+		t.Error("plots of nothing")
+	}
+}
+
+func FuzzDecodeSelectReport(f *testing.F) {
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"workload":{"name":"x","phases":[{"layers":1}]},"sample":{"phases":[{}]},"projection":{"phases":[{}]},"topk":[{}]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeSelectReport(b)
+		if err != nil {
+			return
+		}
+		n := len(r.Workload.Phases)
+		if n == 0 || len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || r.Workload.Validate() != nil {
+			t.Fatalf("accepted an inconsistent report: %+v", r)
+		}
+	})
+}
+
+// TestSelectTinyDealerFree runs the tiny workload with no dealer (the
+// parties make their correlations by OT) and with the in-process dealer on
+// the same seed: the online forward costs the same rounds and bytes, the
+// phases' online bytes leave out the OT streams, and the OT traffic shows
+// as the phases' dealer bytes.
+func TestSelectTinyDealerFree(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	runs := map[string]*SampleRun{}
+	for _, prov := range ProviderNames {
+		run, err := RunSelect(ctx, SelectConfig{Workload: TinyWorkload, Samples: 16, Seed: 3, Provider: prov})
+		if err != nil {
+			t.Fatalf("%s: %v", prov, err)
+		}
+		runs[prov] = run
+	}
+	d, o := runs["dealer"], runs["ot"]
+	if len(d.Phases) != len(o.Phases) {
+		t.Fatalf("%d phases with the dealer, %d without", len(d.Phases), len(o.Phases))
+	}
+	for i := range d.Phases {
+		dp, op := d.Phases[i], o.Phases[i]
+		if dp.Forward.BytesP0 != op.Forward.BytesP0 || dp.Forward.BytesP1 != op.Forward.BytesP1 || dp.Forward.Rounds != op.Forward.Rounds || dp.Prepare != withSeconds(op.Prepare, dp.Prepare.Seconds) {
+			t.Errorf("phase %d: forward %+v prepare %+v with the dealer, %+v %+v without", i, dp.Forward, dp.Prepare, op.Forward, op.Prepare)
+		}
+		if op.BytesP0 > 2*dp.BytesP0 || op.BytesP1 > 2*dp.BytesP1 {
+			t.Errorf("phase %d: online bytes %d/%d without a dealer, %d/%d with: OT traffic counted as online", i, op.BytesP0, op.BytesP1, dp.BytesP0, dp.BytesP1)
+		}
+		if op.DealerBytes <= 10*dp.DealerBytes {
+			t.Errorf("phase %d: %d B of OT traffic, %d B from the dealer", i, op.DealerBytes, dp.DealerBytes)
+		}
+	}
+	// Without a dealer the OT traffic crosses the parties' link: the
+	// bandwidth bound counts it.
+	link := transport.Profile{Name: "test", Bandwidth: 1 << 20, Latency: time.Millisecond}
+	noTopK := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k}, nil }
+	pd, err := Project(TinyWorkload, 0, &link, d, d, noTopK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	po, err := Project(TinyWorkload, 0, &link, o, o, noTopK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := float64(max(po.BytesP0, po.BytesP1)+po.DealerBytes) / float64(link.Bandwidth); po.Bounds.BandwidthSeconds != want || pd.Bounds.BandwidthSeconds >= want/10 {
+		t.Errorf("bandwidth bound %.1f s without a dealer (want %.1f), %.1f s with", po.Bounds.BandwidthSeconds, want, pd.Bounds.BandwidthSeconds)
+	}
+	if _, err := RunSelect(ctx, SelectConfig{Workload: TinyWorkload, Samples: 16, Provider: "tee"}); err == nil || !strings.Contains(err.Error(), "tee") {
+		t.Errorf("provider tee: %v", err)
+	}
+}
+
+// withSeconds returns p with its Seconds set to s (to compare the rest).
+func withSeconds(p Part, s float64) Part {
+	p.Seconds = s
+	return p
+}

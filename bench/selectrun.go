@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/selectformer/selectformer/transport"
+)
+
+// SelectReport is the outcome of `mpcbench select`: the sample runs, the
+// QuickSelect measurements at the full pool's sizes and the projection.
+type SelectReport struct {
+	Workload Workload `json:"workload"`
+	// Link is the emulated link's profile (name "none" without one);
+	// LatencySeconds is its one-way latency.
+	Link             string  `json:"link"`
+	BandwidthBytesPS int64   `json:"bandwidth_bytes_per_s"`
+	LatencySeconds   float64 `json:"latency_seconds"`
+	// Sample is the sample run over the link; Compute the same run without
+	// a link (nil when there is no link: Sample is then that run).
+	Sample  *SampleRun `json:"sample"`
+	Compute *SampleRun `json:"compute,omitempty"`
+	// TopK holds QuickSelect measured at each phase's full-pool size.
+	TopK []TopKCost `json:"topk"`
+	// MeasuredSeconds is the sample run's wall time over the link.
+	MeasuredSeconds float64 `json:"measured_seconds"`
+	// Projection is the full-pool projection.
+	Projection *Projection `json:"projection"`
+	// Processes and CrossCheck are set by a --processes run.
+	Processes  *SampleRun  `json:"processes,omitempty"`
+	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
+}
+
+// ComputeRun returns the run without a link.
+func (r *SelectReport) ComputeRun() *SampleRun {
+	if r.Compute != nil {
+		return r.Compute
+	}
+	return r.Sample
+}
+
+// LinkString describes the link: its name, bandwidth and latency.
+func (r *SelectReport) LinkString() string {
+	if p := r.linkProfile(); p != nil {
+		return p.String()
+	}
+	return "none (no link emulation)"
+}
+
+// linkProfile returns the report's link (nil for none).
+func (r *SelectReport) linkProfile() *transport.Profile {
+	if r.Link == "none" || r.Link == "" {
+		return nil
+	}
+	return &transport.Profile{Name: r.Link, Bandwidth: r.BandwidthBytesPS, Latency: secondsDuration(r.LatencySeconds)}
+}
+
+// Select runs `mpcbench select` in this process: the sample run without a
+// link (the compute bound), the sample run over cfg.Link (when set),
+// QuickSelect at each phase's full-pool size, and the projection.
+func Select(ctx context.Context, cfg SelectConfig) (*SelectReport, error) {
+	w := cfg.Workload
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &SelectReport{Workload: w, Link: "none"}
+	if cfg.Link != nil {
+		rep.Link, rep.BandwidthBytesPS, rep.LatencySeconds = cfg.Link.Name, cfg.Link.Bandwidth, cfg.Link.Latency.Seconds()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	nolink := cfg
+	nolink.Link = nil
+	nolink.Logger = nil
+	if cfg.StateDir != "" {
+		nolink.StateDir = filepath.Join(cfg.StateDir, "compute")
+		cfg.StateDir = filepath.Join(cfg.StateDir, "link")
+	}
+	log.Info("mpcbench select: sample run without a link", "workload", w.Name, "samples", cfg.samples())
+	comp, err := RunSelect(ctx, nolink)
+	if err != nil {
+		return nil, err
+	}
+	rep.Sample = comp
+	if cfg.Link != nil {
+		log.Info("mpcbench select: sample run over the link", "workload", w.Name, "link", cfg.Link.String())
+		lr := cfg
+		lr.Logger = nil
+		if rep.Sample, err = RunSelect(ctx, lr); err != nil {
+			return nil, err
+		}
+		rep.Compute = comp
+	}
+	rep.MeasuredSeconds = rep.Sample.Seconds
+	cand, kept, err := w.PhaseSizes(w.Pool)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cand {
+		log.Info("mpcbench select: QuickSelect at the pool's size", "phase", i, "n", cand[i], "k", kept[i])
+		c, err := MeasureTopK(ctx, cand[i], kept[i], cfg.Seed+uint64(i))
+		if err != nil {
+			return nil, err
+		}
+		rep.TopK = append(rep.TopK, *c)
+	}
+	if rep.Projection, err = rep.Project(w.Pool); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Project projects the report's runs to a pool of n (QuickSelect measured
+// where TopK holds the size, modelled from the measurements elsewhere).
+func (r *SelectReport) Project(n int) (*Projection, error) {
+	return r.projectFrom(r.Sample, n)
+}
+
+func (r *SelectReport) projectFrom(sample *SampleRun, n int) (*Projection, error) {
+	model, err := NewTopKModel(r.TopK)
+	if err != nil {
+		return nil, err
+	}
+	topk := func(n, k int) (TopKCost, error) {
+		for _, t := range r.TopK {
+			if t.N == n && t.K == k {
+				return t, nil
+			}
+		}
+		return model.Predict(n, k), nil
+	}
+	return Project(r.Workload, n, r.linkProfile(), sample, r.ComputeRun(), topk)
+}
+
+// Check is one compared figure of a CrossCheck.
+type Check struct {
+	Name      string  `json:"name"`
+	InProcess float64 `json:"in_process"`
+	Processes float64 `json:"processes"`
+	// RelDiff is |processes − in-process| / in-process.
+	RelDiff float64 `json:"rel_diff"`
+	OK      bool    `json:"ok"`
+}
+
+// CrossCheck compares a sample run of separate processes over TLS and a
+// relay with the in-process emulation of the same link.
+type CrossCheck struct {
+	Tolerance float64 `json:"tolerance"`
+	Checks    []Check `json:"checks"`
+	// Agree reports whether every check is within Tolerance.
+	Agree bool `json:"agree"`
+	// ProcessesProjection is the projection from the processes' run.
+	ProcessesProjection *Projection `json:"processes_projection"`
+}
+
+// Compare checks the processes' run against the report's in-process run
+// over the same link: per phase the forward's bytes each direction per
+// candidate, rounds per batch and seconds per candidate, and the projected
+// delay. Each must agree within tol (relative). It sets r.Processes and
+// r.CrossCheck.
+func (r *SelectReport) Compare(proc *SampleRun, tol float64) (*CrossCheck, error) {
+	if proc == nil || len(proc.Phases) != len(r.Sample.Phases) {
+		return nil, fmt.Errorf("bench: cross-check: processes' run does not match")
+	}
+	cc := &CrossCheck{Tolerance: tol, Agree: true}
+	add := func(name string, a, b float64) {
+		d := math.Abs(b - a)
+		if a != 0 {
+			d /= math.Abs(a)
+		} else if b == 0 {
+			d = 0
+		} else {
+			d = math.Inf(1)
+		}
+		ok := d <= tol
+		cc.Agree = cc.Agree && ok
+		cc.Checks = append(cc.Checks, Check{Name: name, InProcess: a, Processes: b, RelDiff: d, OK: ok})
+	}
+	for i, a := range r.Sample.Phases {
+		b := proc.Phases[i]
+		pa, pb := float64(a.Forward.BytesP0)/float64(a.Candidates), float64(b.Forward.BytesP0)/float64(b.Candidates)
+		add(fmt.Sprintf("phase %d forward bytes P0→P1 per candidate", i), pa, pb)
+		pa, pb = float64(a.Forward.BytesP1)/float64(a.Candidates), float64(b.Forward.BytesP1)/float64(b.Candidates)
+		add(fmt.Sprintf("phase %d forward bytes P1→P0 per candidate", i), pa, pb)
+		add(fmt.Sprintf("phase %d forward rounds per batch", i), float64(a.RoundsPerBatch), float64(b.RoundsPerBatch))
+		add(fmt.Sprintf("phase %d forward seconds per candidate", i), a.Forward.Seconds/float64(a.Candidates), b.Forward.Seconds/float64(b.Candidates))
+	}
+	pp, err := r.projectFrom(proc, r.Workload.Pool)
+	if err != nil {
+		return nil, err
+	}
+	add("projected hours", r.Projection.Hours, pp.Hours)
+	cc.ProcessesProjection = pp
+	r.Processes, r.CrossCheck = proc, cc
+	return cc, nil
+}
+
+// PoolCurve returns the projected delay (hours, over the report's link) at
+// each pool size of sizes, sorted, with QuickSelect modelled from the
+// measurements.
+func (r *SelectReport) PoolCurve(sizes []int) ([][2]float64, error) {
+	sort.Ints(sizes)
+	var out [][2]float64
+	for _, n := range sizes {
+		p, err := r.Project(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, [2]float64{float64(n), p.Hours})
+	}
+	return out, nil
+}
+
+// secondsDuration converts seconds to a time.Duration.
+func secondsDuration(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// DecodeSelectReport parses a SelectReport (`mpcbench select --json`
+// output) and checks that it is complete and consistent: a known-looking
+// workload, a sample run and projection with one entry per phase.
+func DecodeSelectReport(b []byte) (*SelectReport, error) {
+	var r SelectReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("bench: select report: %w", err)
+	}
+	n := len(r.Workload.Phases)
+	switch {
+	case r.Workload.Name == "" || n == 0:
+		return nil, fmt.Errorf("bench: select report: no workload")
+	case r.Sample == nil || r.Projection == nil:
+		return nil, fmt.Errorf("bench: select report of %s: no sample run or projection", r.Workload.Name)
+	case len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || len(r.TopK) != n:
+		return nil, fmt.Errorf("bench: select report of %s: %d phases, sample %d, projection %d, topk %d", r.Workload.Name, n, len(r.Sample.Phases), len(r.Projection.Phases), len(r.TopK))
+	case r.Compute != nil && len(r.Compute.Phases) != n:
+		return nil, fmt.Errorf("bench: select report of %s: compute run of %d phases", r.Workload.Name, len(r.Compute.Phases))
+	case r.Processes != nil && len(r.Processes.Phases) != n:
+		return nil, fmt.Errorf("bench: select report of %s: processes' run of %d phases", r.Workload.Name, len(r.Processes.Phases))
+	}
+	if err := r.Workload.Validate(); err != nil {
+		return nil, fmt.Errorf("bench: select report: %w", err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection"
+)
+
+// Phase is one phase of a workload's schedule (as selection.Phase is one of
+// a selection's): its proxy shape and the fraction that survives it.
+type Phase struct {
+	// Layers, Heads (0: all of the shape) and MLPDim are the proxy's shape
+	// ⟨l, w, d⟩ (ignored by an exact workload).
+	Layers int `json:"layers"`
+	Heads  int `json:"heads"`
+	MLPDim int `json:"mlp_dim"`
+	// Survive is the fraction of the pool, bootstrap included, that
+	// survives the phase, as the paper's Table 4 states schedules
+	// (100% → 50% → 30% → 20%). The last phase's is the budget.
+	Survive float64 `json:"survive"`
+}
+
+// String renders the phase as ⟨l L, w H, d d⟩.
+func (p Phase) String() string {
+	return fmt.Sprintf("⟨%dL,%dH,d%d⟩", p.Layers, p.Heads, p.MLPDim)
+}
+
+// PaperDelay is a selection delay the SelectFormer paper reports.
+type PaperDelay struct {
+	// Label names the setting, e.g. "SelectFormer, BERT on QQP".
+	Label string `json:"label"`
+	// Pool is the number of candidates selected from.
+	Pool int `json:"pool"`
+	// Hours is the reported delay.
+	Hours float64 `json:"hours"`
+}
+
+// Workload is a selection benchmark modelled on one of the paper's settings:
+// a target shape, the pool size, the schedule and the defaults of a sample
+// run (Samples candidates in batches of BatchSize on Workers slots).
+type Workload struct {
+	// Name identifies the workload (Workloads).
+	Name string `json:"name"`
+	// Target describes the target model in words.
+	Target string `json:"target"`
+	// Shape is the bench shape (Shapes) of the proxies.
+	Shape string `json:"shape"`
+	// Seq is the padded sequence length (128 text; 197 tokens for ViT-B/16
+	// style inputs at 224 pixels).
+	Seq int `json:"seq"`
+	// Exact runs the exact target model of Layers layers (the Oracle)
+	// instead of proxies: one phase.
+	Exact bool `json:"exact"`
+	// Pool is the full pool size the run projects to.
+	Pool int `json:"pool"`
+	// Budget and Bootstrap are fractions of the pool (0.20 and 0.05 in the
+	// paper's default setting).
+	Budget    float64 `json:"budget"`
+	Bootstrap float64 `json:"bootstrap"`
+	// Phases is the schedule.
+	Phases []Phase `json:"phases"`
+	// Samples is the default number of synthetic candidates of a sample run.
+	Samples int `json:"samples"`
+	// BatchSize and Workers configure the batch loop (selection.Params).
+	BatchSize int `json:"batch_size"`
+	Workers   int `json:"workers"`
+	// Paper holds the paper's reported delays to compare with; Paper[0], if
+	// any, is the one of the same setting.
+	Paper []PaperDelay `json:"paper,omitempty"`
+}
+
+// The paper's reported delays (hours; §5.2, Table 2): SelectFormer on
+// DistilBERT/SST2 ≈ 20 h, the Oracle 3740 h; BERT on SST2/QNLI/QQP 37/51/131 h;
+// MPCFormer's proxies 279/388/998 h.
+var (
+	paperSST2DistilBERT = PaperDelay{"SelectFormer, DistilBERT on SST2", 42000, 20}
+	paperOracleSST2     = PaperDelay{"Oracle, DistilBERT on SST2", 42000, 3740}
+	paperBERT           = []PaperDelay{
+		{"SelectFormer, BERT on QQP", 149000, 131}, {"MPCFormer, BERT on QQP", 149000, 998},
+		{"SelectFormer, BERT on SST2", 42000, 37}, {"SelectFormer, BERT on QNLI", 58000, 51},
+		{"MPCFormer, BERT on SST2", 42000, 279}, {"MPCFormer, BERT on QNLI", 58000, 388},
+	}
+)
+
+// Workloads are the standard workloads of `mpcbench select` (the paper's
+// settings; seq 128 text, 197 tokens ViT; budget 20%, bootstrap 5%). Their
+// default sample sizes keep a run (with and without the link) within about
+// ten minutes on an idle 2-core machine.
+var Workloads = []Workload{
+	{Name: "sst2-distilbert", Target: "DistilBERT (6 layers, 12 heads, hidden 768)", Shape: "distilbert", Seq: 128, Pool: 42000,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
+		Phases: []Phase{{1, 12, 2, 0.50}, {1, 12, 8, 0.30}, {1, 12, 16, 0.20}},
+		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
+	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
+		Phases: []Phase{{1, 1, 2, 0.30}, {3, 12, 16, 0.20}},
+		Paper:  paperBERT},
+	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
+		Phases: []Phase{{1, 6, 16, 0.20}}},
+	{Name: "oracle-sst2-distilbert", Target: "the exact 6-layer DistilBERT (the paper's Oracle)", Shape: "distilbert", Seq: 128, Exact: true, Pool: 42000,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 12, BatchSize: 3, Workers: 2,
+		Phases: []Phase{{6, 12, 0, 0.20}},
+		Paper:  []PaperDelay{paperOracleSST2}},
+}
+
+// TinyWorkload is a small workload for tests and smoke runs: two phases of
+// one-layer proxies of the "tiny" shape on 8-token inputs.
+var TinyWorkload = Workload{Name: "tiny", Target: "tiny DistilBERT-like model, 8 tokens (tests)", Shape: "tiny", Seq: 8, Pool: 1000,
+	Budget: 0.20, Bootstrap: 0.05, Samples: 40, BatchSize: 4, Workers: 2,
+	Phases: []Phase{{1, 2, 2, 0.50}, {1, 4, 4, 0.20}}}
+
+// WorkloadByName returns the named workload of Workloads (or "tiny").
+func WorkloadByName(name string) (Workload, error) {
+	for _, w := range append(Workloads, TinyWorkload) {
+		if w.Name == name {
+			return w, nil
+		}
+	}
+	names := make([]string, 0, len(Workloads)+1)
+	for _, w := range Workloads {
+		names = append(names, w.Name)
+	}
+	return Workload{}, fmt.Errorf("bench: unknown workload %q (known: %s, tiny)", name, strings.Join(names, ", "))
+}
+
+// Validate checks the workload.
+func (w Workload) Validate() error {
+	switch {
+	case w.Pool <= 0 || w.Samples <= 0:
+		return fmt.Errorf("bench: workload %s: pool %d, samples %d", w.Name, w.Pool, w.Samples)
+	case w.Bootstrap < 0 || w.Budget <= w.Bootstrap || w.Budget > 1:
+		return fmt.Errorf("bench: workload %s: budget %g, bootstrap %g", w.Name, w.Budget, w.Bootstrap)
+	case len(w.Phases) == 0:
+		return fmt.Errorf("bench: workload %s: no phases", w.Name)
+	case w.Exact && len(w.Phases) != 1:
+		return fmt.Errorf("bench: workload %s: an exact workload has one phase", w.Name)
+	case w.BatchSize <= 0 || w.Workers <= 0:
+		return fmt.Errorf("bench: workload %s: batch %d, workers %d", w.Name, w.BatchSize, w.Workers)
+	}
+	prev := 1.0
+	for i, p := range w.Phases {
+		if p.Survive > prev || p.Survive < w.Budget {
+			return fmt.Errorf("bench: workload %s: phase %d keeps %g of the pool after %g", w.Name, i, p.Survive, prev)
+		}
+		prev = p.Survive
+	}
+	if math.Abs(prev-w.Budget) > 1e-9 {
+		return fmt.Errorf("bench: workload %s: last phase keeps %g, budget %g", w.Name, prev, w.Budget)
+	}
+	for i := range w.Phases {
+		if _, err := w.Arch(i); err != nil {
+			return fmt.Errorf("bench: workload %s phase %d: %w", w.Name, i, err)
+		}
+	}
+	return nil
+}
+
+// Params returns the selection parameters of a run of w on a pool of n
+// candidates: bootstrap and budget rounded from the fractions (at least one
+// bootstrap point and one point bought beyond it), each phase's Keep the
+// fraction of the candidates (pool without bootstrap) that survive it.
+func (w Workload) Params(n int) (selection.Params, error) {
+	boot := max(1, int(math.Round(w.Bootstrap*float64(n))))
+	budget := max(boot+1, int(math.Round(w.Budget*float64(n))))
+	p := selection.Params{PoolSize: n, Budget: budget, Bootstrap: boot, BatchSize: w.BatchSize, Workers: w.Workers}
+	cand := float64(n - boot)
+	for _, ph := range w.Phases {
+		keep := (ph.Survive*float64(n) - float64(boot)) / cand
+		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, Hidden: ph.MLPDim}, Keep: keep})
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("bench: workload %s on %d candidates: %w", w.Name, n, err)
+	}
+	return p, nil
+}
+
+// PhaseSizes returns, for a pool of n, each phase's candidates (entering)
+// and kept counts, as selection computes them from Params(n).
+func (w Workload) PhaseSizes(n int) (cand, kept []int, err error) {
+	p, err := w.Params(n)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := n - p.Bootstrap
+	for i, st := range p.Schedule {
+		k := int(float64(n-p.Bootstrap)*st.Keep + 0.5)
+		if i == len(p.Schedule)-1 {
+			k = p.Budget - p.Bootstrap
+		}
+		cand, kept = append(cand, in), append(kept, k)
+		in = k
+	}
+	return cand, kept, nil
+}
+
+// Forward returns the ForwardConfig of phase i (batch b).
+func (w Workload) Forward(i, b int) ForwardConfig {
+	p := w.Phases[i]
+	return ForwardConfig{Shape: w.Shape, Layers: p.Layers, Heads: p.Heads, MLPDim: p.MLPDim, Seq: w.Seq, Batch: b, Exact: w.Exact}
+}
+
+// Arch returns the architecture of phase i's network.
+func (w Workload) Arch(i int) (secure.Arch, error) {
+	if i < 0 || i >= len(w.Phases) {
+		return secure.Arch{}, fmt.Errorf("bench: workload %s has no phase %d", w.Name, i)
+	}
+	return ShapeArch(w.Forward(i, 1))
+}
