@@ -157,9 +157,6 @@ func (p Params) Validate() error {
 	case len(p.Schedule) > maxPhases:
 		return fmt.Errorf("selection: params: %d phases (at most %d)", len(p.Schedule), maxPhases)
 	}
-	if per := ((p.PoolSize-p.Bootstrap+p.BatchSize-1)/p.BatchSize + p.Workers - 1) / p.Workers; per > maxLaneBatches {
-		return fmt.Errorf("selection: params: %d batches per lane (at most %d): raise the batch size or the workers", per, maxLaneBatches)
-	}
 	switch p.Appraisal {
 	case AppraiseNone, AppraiseMean, AppraiseThreshold:
 	default:
@@ -178,6 +175,21 @@ func (p Params) Validate() error {
 			return fmt.Errorf("selection: params: phase %d proxy %+v", i, st.Proxy)
 		}
 		prev = keep
+	}
+	return nil
+}
+
+// checkLanes checks that every lane's batches fit the lane's dealer
+// counters (maxLaneBatches). Run checks it with the parameters' real pool
+// size (Validate does not: binaries validate their flags with a
+// placeholder pool size before reading the pool).
+func (p Params) checkLanes() error {
+	p = p.withDefaults()
+	if p.BatchSize <= 0 || p.Workers <= 0 {
+		return nil // Validate reports these
+	}
+	if per := ((p.PoolSize-p.Bootstrap+p.BatchSize-1)/p.BatchSize + p.Workers - 1) / p.Workers; per > maxLaneBatches {
+		return fmt.Errorf("selection: params: %d batches per lane (at most %d): raise the batch size or the workers", per, maxLaneBatches)
 	}
 	return nil
 }

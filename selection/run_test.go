@@ -171,6 +171,8 @@ func TestParamsValidate(t *testing.T) {
 		{"keep too small", func(p *Params) { p.Schedule = []Phase{{Keep: 0.01}, {}} }},
 		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
 		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
+		{"pipeline", func(p *Params) { p.Pipeline = "maybe" }},
+		{"phases", func(p *Params) { p.Schedule = make([]Phase, maxPhases+1) }},
 		{"fixed point", func(p *Params) { p.FixedPoint = share.FixedPoint{FracBits: 40, IntBits: 40} }},
 	}
 	if err := ok.Validate(); err != nil {
@@ -182,6 +184,17 @@ func TestParamsValidate(t *testing.T) {
 		if err := p.Validate(); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
+	}
+	// More batches on a lane than its dealer counters hold: refused by
+	// Run's checks (Validate accepts a placeholder pool size).
+	big := ok
+	big.PoolSize, big.BatchSize, big.Workers = 1<<30, 1, 1
+	big.Budget = ok.Budget
+	if err := big.checkLanes(); err == nil {
+		t.Error("lanes: no error")
+	}
+	if err := ok.checkLanes(); err != nil {
+		t.Error(err)
 	}
 }
 

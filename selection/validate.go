@@ -47,6 +47,9 @@ func (d *modelOwnerRun) check() error {
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
+	if err := e.p.checkLanes(); err != nil {
+		return err
+	}
 	if err := e.checkProvider(); err != nil {
 		return err
 	}
@@ -134,6 +137,9 @@ func checkProxy(i int, px *proxy.Proxy, st Phase) error {
 func (r *dataOwnerRun) check() error {
 	d, e := r.d, r
 	if err := e.p.Validate(); err != nil {
+		return err
+	}
+	if err := e.p.checkLanes(); err != nil {
 		return err
 	}
 	if err := e.checkProvider(); err != nil {
