@@ -303,26 +303,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
 	st0, st1 := filepath.Join(dir, "ot-mo"), filepath.Join(dir, "ot-do")
-	for p, pair := range [][2]string{{ref0, st0}, {ref1, st1}} {
-		b, err := os.ReadFile(selection.StateFile(pair[0], p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := selection.DecodeState(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
-		if b, err = json.Marshal(s); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(pair[1], 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(selection.StateFile(pair[1], p), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})
 	start := time.Now()
 	mo, addr = f.modelOwner(t, "", "-state", st0, "-out", filepath.Join(dir, "ot0.json"))
 	do = f.dataOwner(t, addr, "", "-state", st1, "-out", filepath.Join(dir, "ot1.json"))
@@ -498,26 +479,7 @@ func TestKillAndResume(t *testing.T) {
 
 	// Start the interrupted run from the reference's coin: its state files
 	// with the progress removed.
-	for p, pair := range [][2]string{{ref0, st0}, {ref1, st1}} {
-		b, err := os.ReadFile(selection.StateFile(pair[0], p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := selection.DecodeState(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
-		if b, err = json.Marshal(s); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(pair[1], 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(selection.StateFile(pair[1], p), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})
 	// A dealer serves one computation (it refuses reused counters), so the
 	// second run gets its own, which must survive the kill.
 	if err := dl.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -893,4 +855,31 @@ func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]
 		vals[b], epochs[b] = v, a.Epoch
 	}
 	return vals, epochs, mixed
+}
+
+// startFromCoin writes into the state directories to[p] each party's state
+// of from[p] with its progress removed (no bootstrap, no phases): a fresh
+// run from the same joint coin, and so the same selection.
+func startFromCoin(t *testing.T, from, to [2]string) {
+	t.Helper()
+	for p := range from {
+		b, err := os.ReadFile(selection.StateFile(from[p], p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := selection.DecodeState(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		if b, err = json.Marshal(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(to[p], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(selection.StateFile(to[p], p), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

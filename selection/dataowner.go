@@ -2,7 +2,6 @@ package selection
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -185,13 +184,10 @@ func tossCoinDataOwner(ctx context.Context, st *transport.Stream) (share.Seed, e
 // tossCoinDataOwnerFrom is tossCoinDataOwner drawing this party's contribution from src
 // (crypto/rand when nil; tests fix it to repeat a selection).
 func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Reader) (share.Seed, error) {
-	if src == nil {
-		src = rand.Reader
-	}
 	var seed share.Seed
-	var mine [32]byte
-	if _, err := io.ReadFull(src, mine[:]); err != nil {
-		return seed, fmt.Errorf("selection: coin toss: %w", err)
+	mine, err := coinContribution(src)
+	if err != nil {
+		return seed, err
 	}
 	c, err := st.RecvBytes(ctx)
 	if err != nil {

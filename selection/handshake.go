@@ -2,10 +2,12 @@ package selection
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
@@ -173,6 +175,19 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 // its commitment before it sees r1, and party 1 sees only a hiding
 // commitment before choosing r1. The two sides are tossCoinModelOwner and
 // tossCoinDataOwner.
+
+// coinContribution draws this party's 32-byte contribution to the coin
+// toss from src (crypto/rand when nil; tests fix it to repeat a selection).
+func coinContribution(src io.Reader) ([32]byte, error) {
+	if src == nil {
+		src = rand.Reader
+	}
+	var r [32]byte
+	if _, err := io.ReadFull(src, r[:]); err != nil {
+		return r, fmt.Errorf("selection: coin toss: %w", err)
+	}
+	return r, nil
+}
 
 // coinCommit is party 0's commitment to its contribution r.
 func coinCommit(r []byte) []byte {

@@ -2,7 +2,6 @@ package selection
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -200,13 +199,10 @@ func tossCoinModelOwner(ctx context.Context, st *transport.Stream) (share.Seed, 
 // tossCoinModelOwnerFrom is tossCoinModelOwner drawing this party's contribution from src
 // (crypto/rand when nil; tests fix it to repeat a selection).
 func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Reader) (share.Seed, error) {
-	if src == nil {
-		src = rand.Reader
-	}
 	var seed share.Seed
-	var mine [32]byte
-	if _, err := io.ReadFull(src, mine[:]); err != nil {
-		return seed, fmt.Errorf("selection: coin toss: %w", err)
+	mine, err := coinContribution(src)
+	if err != nil {
+		return seed, err
 	}
 	if err := st.SendBytes(ctx, coinCommit(mine[:])); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: send commitment: %w", err)
