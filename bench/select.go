@@ -56,8 +56,9 @@ type SelectConfig struct {
 	// time, every dealer request on the critical path).
 	Pipeline selection.PipelineMode
 	// MemoryBudget bounds each party's prefetched dealer material
-	// (selection.Params.MemoryBudget: selection.DefaultMemoryBudget when
-	// 0, negative for no prefetch).
+	// (selection.Params.MemoryBudget): the workload's when 0 (and
+	// selection.DefaultMemoryBudget when that is 0 too), negative for no
+	// prefetch.
 	MemoryBudget int64
 
 	// resume (tests) lets a run resume from StateDir's checkpoints.
@@ -75,16 +76,26 @@ func (c SelectConfig) pipeline() selection.PipelineMode {
 	return c.Pipeline
 }
 
+// paramsBudget returns the selection.Params.MemoryBudget of a run: the
+// configuration's, else the workload's (0: selection's default).
+func (c SelectConfig) paramsBudget() int64 {
+	if c.MemoryBudget != 0 {
+		return c.MemoryBudget
+	}
+	return c.Workload.MemoryBudget
+}
+
 // memoryBudget returns the prefetch budget each party runs with (0 with
 // the pipeline off or a negative budget: nothing is prefetched).
 func (c SelectConfig) memoryBudget() int64 {
+	b := c.paramsBudget()
 	switch {
-	case c.pipeline() == selection.PipelineOff || c.MemoryBudget < 0:
+	case c.pipeline() == selection.PipelineOff || b < 0:
 		return 0
-	case c.MemoryBudget == 0:
+	case b == 0:
 		return selection.DefaultMemoryBudget
 	}
-	return c.MemoryBudget
+	return b
 }
 
 // checkPipeline checks c.Pipeline.
@@ -189,7 +200,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if err != nil {
 		return nil, err
 	}
-	params.Pipeline, params.MemoryBudget = cfg.pipeline(), cfg.MemoryBudget
+	params.Pipeline, params.MemoryBudget = cfg.pipeline(), cfg.paramsBudget()
 	dir := cfg.StateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "mpcbench-select-"); err != nil {

@@ -75,6 +75,7 @@ func TestWorkloadInvalid(t *testing.T) {
 		{"unknown shape", func(w *Workload) { w.Shape = "gpt" }},
 		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5}, {1, 4, 4, 0.2}} }},
 		{"no samples", func(w *Workload) { w.Samples = 0 }},
+		{"negative memory budget", func(w *Workload) { w.MemoryBudget = -1 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,6 +297,38 @@ func TestProjectPipelineModes(t *testing.T) {
 	bad.Pipeline = "sometimes"
 	if _, err := Project(w, 0, link, bad, fakeRun(w, 0.1), topk); err == nil {
 		t.Error("a run of an unknown pipeline mode was projected")
+	}
+}
+
+// TestSelectConfigBudget checks which prefetch budget a run uses: the
+// configuration's, else the workload's, else selection's default; none
+// with the pipeline off or a negative budget.
+func TestSelectConfigBudget(t *testing.T) {
+	w := TinyWorkload
+	w.MemoryBudget = 5 << 20
+	tests := []struct {
+		name         string
+		cfg          SelectConfig
+		params, held int64
+	}{
+		{"selection's default", SelectConfig{Workload: TinyWorkload}, 0, selection.DefaultMemoryBudget},
+		{"workload's", SelectConfig{Workload: w}, 5 << 20, 5 << 20},
+		{"configuration's", SelectConfig{Workload: w, MemoryBudget: 7 << 20}, 7 << 20, 7 << 20},
+		{"no prefetch", SelectConfig{Workload: w, MemoryBudget: -1}, -1, 0},
+		{"pipeline off", SelectConfig{Workload: w, Pipeline: selection.PipelineOff}, 5 << 20, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.paramsBudget(); got != tc.params {
+				t.Errorf("params budget %d, want %d", got, tc.params)
+			}
+			if got := tc.cfg.memoryBudget(); got != tc.held {
+				t.Errorf("budget %d, want %d", got, tc.held)
+			}
+		})
+	}
+	if err := (SelectConfig{Workload: w, Pipeline: "sometimes"}).Check(); err == nil {
+		t.Error("pipeline \"sometimes\" accepted")
 	}
 }
 

@@ -80,7 +80,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
 		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties by OT, no dealer (ot; in-process only)"),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
-		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MB (default: selection's, 1 GiB; 0: no prefetch)"),
+		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
 	}
 }
 
