@@ -32,7 +32,11 @@
 //     measures QuickSelect at the full pool's sizes (MeasureTopK, with
 //     ExpectedComparisons and TopKModel for other sizes) and projects the
 //     run to the full pool with its bandwidth, latency and compute bounds
-//     (Project, Bounds). SelectReport.Compare cross-checks a run of
+//     (Project, Bounds). SelectConfig.Pipeline picks selection's batch
+//     scheduler mode (pipelined lanes, or one batch at a time) and the
+//     projection's critical path follows it (LanesInFlight);
+//     SelectReport.RunOff adds the pipeline-off baseline over the link and
+//     Gain compares the two. SelectReport.Compare cross-checks a run of
 //     separate processes against the in-process emulation.
 //   - Relay is the link-emulating TCP relay of the linkem command;
 //     HeapSampler samples the Go heap per phase; CurrentMachine, the

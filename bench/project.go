@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -19,8 +20,8 @@ type PhaseProjection struct {
 	Candidates int `json:"candidates"`
 	Kept       int `json:"kept"`
 	Batches    int `json:"batches"`
-	// Rounds is the critical path: weight sharing, ⌈batches/workers⌉ ×
-	// rounds per batch, QuickSelect.
+	// Rounds is the critical path: weight sharing, rounds per batch ×
+	// ⌈batches ÷ lanes in flight⌉ (Projection.Lanes), QuickSelect.
 	Rounds      int64 `json:"rounds"`
 	BytesP0     int64 `json:"bytes_p0"`
 	BytesP1     int64 `json:"bytes_p1"`
@@ -71,6 +72,11 @@ type Projection struct {
 	Workload string `json:"workload"`
 	Pool     int    `json:"pool"`
 	Link     string `json:"link"`
+	// Pipeline is the mode of the projected run (its over-link sample's:
+	// "on", or "off"), Lanes the batches in flight on the critical path:
+	// the workload's lanes with the pipeline on, 1 with it off.
+	Pipeline string `json:"pipeline,omitempty"`
+	Lanes    int    `json:"lanes,omitempty"`
 	// Seconds (Hours) is the projected delay with the link.
 	Seconds float64 `json:"seconds"`
 	Hours   float64 `json:"hours"`
@@ -92,8 +98,9 @@ type Projection struct {
 //
 // Per phase, the forward's bytes, dealer bytes and seconds are the sample's
 // per candidate times the phase's candidates, its rounds the sample's per
-// batch times ⌈batches/workers⌉ (batches on one slot are sequential), plus
-// the weight sharing once; QuickSelect's cost is topk's.
+// batch times ⌈batches ÷ lanes⌉ (LanesInFlight of the over-link run's
+// mode: all lanes run at once with the pipeline on, one batch at a time
+// with it off), plus the weight sharing once; QuickSelect's cost is topk's.
 func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *SampleRun, topk func(n, k int) (TopKCost, error)) (*Projection, error) {
 	if n == 0 {
 		n = w.Pool
@@ -108,7 +115,16 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	if err != nil {
 		return nil, err
 	}
-	pr := &Projection{Workload: w.Name, Pool: n, Link: "none"}
+	mode := linkRun.Pipeline
+	switch selection.PipelineMode(mode) {
+	case "":
+		mode = string(selection.PipelineOn)
+	case selection.PipelineOn, selection.PipelineOff:
+	default:
+		return nil, fmt.Errorf("bench: project: sample run with pipeline %q", mode)
+	}
+	lanes := LanesInFlight(w, mode)
+	pr := &Projection{Workload: w.Name, Pool: n, Link: "none", Pipeline: mode, Lanes: lanes}
 	var lat, bw float64
 	if link != nil {
 		pr.Link = link.Name
@@ -123,7 +139,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		c := cand[i]
 		per := float64(c) / float64(cr.Candidates)
 		nb := (c + w.BatchSize - 1) / w.BatchSize
-		waves := (nb + w.Workers - 1) / w.Workers
+		waves := (nb + lanes - 1) / lanes
 		tk, err := topk(c, kept[i])
 		if err != nil {
 			return nil, err
@@ -171,6 +187,16 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	pr.BoundsHours = [3]float64{pr.Bounds.BandwidthSeconds / 3600, pr.Bounds.LatencySeconds / 3600, pr.Bounds.ComputeSeconds / 3600}
 	pr.Limiting = pr.Bounds.Limiting()
 	return pr, nil
+}
+
+// LanesInFlight is the number of batches a run of w in mode (a
+// selection.PipelineMode; "" is on) has in flight on its critical path:
+// w.Workers with the pipeline on (every lane at once), 1 with it off.
+func LanesInFlight(w Workload, mode string) int {
+	if selection.PipelineMode(mode) == selection.PipelineOff {
+		return 1
+	}
+	return max(1, w.Workers)
 }
 
 // BoundModelSeconds is the delay the bounds predict for the same work over

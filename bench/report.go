@@ -84,23 +84,69 @@ func schedule(w Workload) string {
 
 // WriteSelectSummary writes the summary table of the reports: per workload
 // the sample, the projection, the three bounds, the limiting one and the
-// paper's delay for the same setting (Workload.Paper[0]) with our ratio.
+// paper's delay for the same setting (Workload.Paper[0]) with our ratio;
+// one row per pipeline mode (the baseline's, with the pipeline off, where
+// the report has one), then the pipeline's gain over its baseline.
 func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "| workload | pool | sample (candidates, measured s) | projected | bandwidth bound | latency bound | compute bound | limiting | paper, same setting | ours ÷ paper |")
-	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|")
-	for _, r := range reps {
-		p := r.Projection
+	fmt.Fprintln(bw, "| workload | pool | pipeline | sample (candidates, measured s) | projected | bandwidth bound | latency bound | compute bound | limiting | paper, same setting | ours ÷ paper |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
+	row := func(r *SelectReport, run *SampleRun, p *Projection) {
 		paper, ratio := "—", "—"
 		if len(r.Workload.Paper) > 0 {
 			d := r.Workload.Paper[0]
 			paper = fmt.Sprintf("%s: %s", d.Label, hours(d.Hours))
 			ratio = fmt.Sprintf("%.3g", p.Hours/d.Hours)
 		}
-		fmt.Fprintf(bw, "| `%s` | %d | %d, %.0f s | **%s** | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, r.Sample.Samples, r.MeasuredSeconds,
+		fmt.Fprintf(bw, "| `%s` | %d | %s | %d, %.0f s | **%s** | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), run.Samples, run.Seconds,
 			hours(p.Hours), hours(p.BoundsHours[0]), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), p.Limiting, paper, ratio)
 	}
+	for _, r := range reps {
+		row(r, r.Sample, r.Projection)
+		if r.Off != nil && r.OffProjection != nil {
+			row(r, r.Off, r.OffProjection)
+		}
+	}
+	var gains []string
+	for _, r := range reps {
+		if g, ok := r.Gain(); ok {
+			gains = append(gains, gainString(r, g))
+		}
+	}
+	if len(gains) > 0 {
+		fmt.Fprintf(bw, "\nPipeline on against off (same machine, same link; the off row's compute bound is the shared run without a link): %s\n", strings.Join(gains, " "))
+	}
 	return bw.Flush()
+}
+
+// modeString describes a run's batch scheduling: the pipeline mode and the
+// batches in flight on the critical path.
+func modeString(run *SampleRun, p *Projection) string {
+	switch {
+	case p.Pipeline == "off":
+		return "off (1 batch at a time)"
+	case run.Pipeline == "":
+		return fmt.Sprintf("before the pipeline (%d slots)", p.Lanes)
+	}
+	return fmt.Sprintf("on (%d lanes)", p.Lanes)
+}
+
+// gainString states a workload's pipeline gain against the goals of the
+// pipelined scheduler (speed-up ≥ 1.5×, projected ≤ 1.2 × max(bandwidth,
+// compute bound)).
+func gainString(r *SelectReport, g PipelineGain) string {
+	meets := func(ok bool) string {
+		if ok {
+			return "meets"
+		}
+		return "misses"
+	}
+	s := fmt.Sprintf("`%s`: projected speed-up %.2f× (off %s ÷ on %s; goal ≥ 1.5×: %s)", r.Workload.Name, g.ProjectedSpeedup,
+		hours(r.OffProjection.Hours), hours(r.Projection.Hours), meets(g.ProjectedSpeedup >= 1.5))
+	if g.MeasuredSpeedup > 0 {
+		s += fmt.Sprintf(", measured speed-up of the sample over the link %.2f× (%.0f s ÷ %.0f s)", g.MeasuredSpeedup, r.Off.Seconds, r.Sample.Seconds)
+	}
+	return s + fmt.Sprintf("; pipelined projected ÷ max(bandwidth, compute bound) = %.2f (goal ≤ 1.2: %s).", g.OverBound, meets(g.OverBound <= 1.2))
 }
 
 // WriteSelectDetails writes one workload's sample run, cross-check and
@@ -109,7 +155,11 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	bw := bufio.NewWriter(w)
 	wl, p := r.Workload, r.Projection
 	fmt.Fprintf(bw, "### `%s`: %s, pool %d\n\n", wl.Name, wl.Target, wl.Pool)
-	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; batches of %d on %d slots. ", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchSize, wl.Workers)
+	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; batches of %d on %d lanes, pipeline %s", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchSize, wl.Workers, modeString(r.Sample, p))
+	if b := r.Sample.MemoryBudget; b > 0 {
+		fmt.Fprintf(bw, ", prefetch budget %s per party", FormatBytes(float64(b)))
+	}
+	fmt.Fprint(bw, ". ")
 	fmt.Fprintf(bw, "Link: %s.\n\n", r.LinkString())
 	fmt.Fprintf(bw, "Sample run (%d synthetic candidates, random weights; the whole pipeline with checkpoints; %.1f s over the link", r.Sample.Samples, r.MeasuredSeconds)
 	if r.Compute != nil {
@@ -129,14 +179,29 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw)
-	fmt.Fprintln(bw, "| phase | network | candidates → kept | rounds | P0→P1 | P1→P0 | dealer | s over link | s no link | peak heap |")
-	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(bw, "| phase | network | candidates → kept | rounds | P0→P1 | P1→P0 | dealer | s over link | s no link | peak heap | batches in flight | prefetch held P0 / P1 |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	comp := r.ComputeRun()
 	for i, ph := range r.Sample.Phases {
-		fmt.Fprintf(bw, "| %d | %s | %d → %d | %d | %s | %s | %s | %.1f | %.1f | %s |\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds,
-			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)), ph.Seconds, comp.Phases[i].Seconds, FormatBytes(float64(ph.PeakHeapAll)))
+		fmt.Fprintf(bw, "| %d | %s | %d → %d | %d | %s | %s | %s | %.1f | %.1f | %s | %d | %s / %s |\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds,
+			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)), ph.Seconds, comp.Phases[i].Seconds, FormatBytes(float64(ph.PeakHeapAll)),
+			ph.PeakInFlight, FormatBytes(float64(ph.PeakPrefetchP0)), FormatBytes(float64(ph.PeakPrefetchP1)))
 	}
 	fmt.Fprintln(bw)
+	if off, op := r.Off, r.OffProjection; off != nil && op != nil {
+		fmt.Fprintf(bw, "Baseline, the same sample over the link with the pipeline off (one batch at a time, no prefetch): %.1f s; projected **%s**, bounds: bandwidth %s, latency %s (%d rounds), compute %s (shared): %s-bound.\n\n",
+			off.Seconds, hours(op.Hours), hours(op.BoundsHours[0]), hours(op.BoundsHours[1]), op.Rounds, hours(op.BoundsHours[2]), op.Limiting)
+		fmt.Fprintln(bw, "| phase | rounds on / off | s over link on / off | peak heap on / off |")
+		fmt.Fprintln(bw, "|---|---|---|---|")
+		for i, ph := range r.Sample.Phases {
+			o := off.Phases[i]
+			fmt.Fprintf(bw, "| %d | %d / %d | %.1f / %.1f | %s / %s |\n", ph.Phase, ph.Rounds, o.Rounds, ph.Seconds, o.Seconds, FormatBytes(float64(ph.PeakHeapAll)), FormatBytes(float64(o.PeakHeapAll)))
+		}
+		fmt.Fprintln(bw)
+		if g, ok := r.Gain(); ok {
+			fmt.Fprintf(bw, "%s\n\n", gainString(r, g))
+		}
+	}
 	if pr := r.Processes; pr != nil {
 		fmt.Fprintf(bw, "Separate processes (`--processes`: dealer, P0 and P1 as OS processes over TLS, P0↔P1 through a linkem relay with the link): %.1f s; peak Go heap per party and phase:", pr.Seconds)
 		for _, ph := range pr.Phases {
@@ -154,7 +219,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 			fmt.Fprintln(bw)
 		}
 	}
-	fmt.Fprintf(bw, "Projected to the pool of %d (forward: the sample's per-candidate cost × candidates, rounds per batch × ⌈batches ÷ slots⌉; QuickSelect measured at the phase's size):\n\n", p.Pool)
+	fmt.Fprintf(bw, "Projected to the pool of %d (forward: the sample's per-candidate cost × candidates, rounds per batch × ⌈batches ÷ %d⌉, the batches in flight with the pipeline %s; QuickSelect measured at the phase's size):\n\n", p.Pool, p.Lanes, p.Pipeline)
 	fmt.Fprintln(bw, "| phase | candidates → kept | batches | rounds | P0→P1 | P1→P0 | dealer | QuickSelect comparisons (expected) | QuickSelect s | hours | hours no link |")
 	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range p.Phases {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,6 +50,72 @@ type SelectConfig struct {
 	// connection, ot.Provider; in-process runs only). With "ot" the phases'
 	// dealer bytes are the OT traffic.
 	Provider string
+	// Pipeline is the batch scheduler's mode of both parties
+	// (selection.Params.Pipeline): "on" (the default when empty: every
+	// lane at once, dealer material prefetched) or "off" (one batch at a
+	// time, every dealer request on the critical path).
+	Pipeline selection.PipelineMode
+	// MemoryBudget bounds each party's prefetched dealer material
+	// (selection.Params.MemoryBudget): the workload's when 0 (and
+	// selection.DefaultMemoryBudget when that is 0 too), negative for no
+	// prefetch.
+	MemoryBudget int64
+
+	// resume (tests) lets a run resume from StateDir's checkpoints.
+	resume bool
+}
+
+// PipelineNames are the values of SelectConfig.Pipeline.
+var PipelineNames = []string{string(selection.PipelineOn), string(selection.PipelineOff)}
+
+// pipeline returns c.Pipeline with the default applied.
+func (c SelectConfig) pipeline() selection.PipelineMode {
+	if c.Pipeline == "" {
+		return selection.PipelineOn
+	}
+	return c.Pipeline
+}
+
+// paramsBudget returns the selection.Params.MemoryBudget of a run: the
+// configuration's, else the workload's (0: selection's default).
+func (c SelectConfig) paramsBudget() int64 {
+	if c.MemoryBudget != 0 {
+		return c.MemoryBudget
+	}
+	return c.Workload.MemoryBudget
+}
+
+// memoryBudget returns the prefetch budget each party runs with (0 with
+// the pipeline off or a negative budget: nothing is prefetched).
+func (c SelectConfig) memoryBudget() int64 {
+	b := c.paramsBudget()
+	switch {
+	case c.pipeline() == selection.PipelineOff || b < 0:
+		return 0
+	case b == 0:
+		return selection.DefaultMemoryBudget
+	}
+	return b
+}
+
+// checkPipeline checks c.Pipeline.
+func (c SelectConfig) checkPipeline() error {
+	switch c.Pipeline {
+	case "", selection.PipelineOn, selection.PipelineOff:
+		return nil
+	}
+	return fmt.Errorf("bench: select: pipeline %q: want one of %v", c.Pipeline, PipelineNames)
+}
+
+// Check checks the configuration's workload, provider and pipeline mode.
+func (c SelectConfig) Check() error {
+	if err := c.Workload.Validate(); err != nil {
+		return err
+	}
+	if err := c.checkProvider(); err != nil {
+		return err
+	}
+	return c.checkPipeline()
 }
 
 // ProviderNames are the values of SelectConfig.Provider.
@@ -86,8 +153,9 @@ func (c SelectConfig) samples() int {
 // Span is the cost of one part of a phase as one party saw it.
 type Span struct {
 	// Stream holds the party's online traffic and rounds of the part (for
-	// the forward: summed over the batches; Rounds is the critical path,
-	// the largest sum over one batch slot).
+	// the forward: summed over the batches; Rounds is the critical path:
+	// the busiest batch lane's rounds with the pipeline on, the sum over
+	// the lanes with it off).
 	Stream transport.Stats `json:"stream"`
 	// Dealer is the party's dealer traffic during the part.
 	Dealer beaver.DealerStats `json:"dealer"`
@@ -115,6 +183,9 @@ type PartyRun struct {
 	Phases []PartyPhase `json:"phases"`
 	// Seconds is the wall time of the party's selection.Run.
 	Seconds float64 `json:"seconds"`
+	// Selected is selection's result: the pool indices chosen beyond the
+	// bootstrap sample, ascending.
+	Selected []int `json:"selected,omitempty"`
 }
 
 // RunSelectParty runs party's side of a sample run of cfg over conn with
@@ -122,20 +193,21 @@ type PartyRun struct {
 // onPhase, if set, is called when a phase starts (its weights are shared).
 func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider, cfg SelectConfig, onPhase func(phase int)) (*PartyRun, error) {
 	w := cfg.Workload
-	if err := w.Validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	params, err := w.Params(cfg.samples())
 	if err != nil {
 		return nil, err
 	}
+	params.Pipeline, params.MemoryBudget = cfg.pipeline(), cfg.paramsBudget()
 	dir := cfg.StateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "mpcbench-select-"); err != nil {
 			return nil, fmt.Errorf("bench: select: %w", err)
 		}
 		defer os.RemoveAll(dir)
-	} else if _, err := os.Stat(selection.StateFile(dir, party)); err == nil {
+	} else if _, err := os.Stat(selection.StateFile(dir, party)); err == nil && !cfg.resume {
 		return nil, fmt.Errorf("bench: select: %s holds a checkpoint; a sample run starts fresh", dir)
 	}
 	log := cfg.Logger
@@ -159,7 +231,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if err != nil {
 		return nil, fmt.Errorf("bench: select %s party %d: %w", w.Name, party, err)
 	}
-	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds()}
+	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds(), Selected: res.Selected}
 	if len(res.Phases) != len(w.Phases) {
 		return nil, fmt.Errorf("bench: select: %d phase results for %d phases", len(res.Phases), len(w.Phases))
 	}
@@ -169,15 +241,27 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 			pp.Prepare, pp.Forward = m.prepare, m.forward
 			pp.Forward.Seconds = m.last.Sub(m.first).Seconds()
 			pp.Forward.Dealer = subDealer(m.dealerEnd, m.dealerStart)
-			pp.Forward.Stream.Rounds = 0 // the critical path: the busiest slot
-			for _, r := range m.slotRounds {
-				pp.Forward.Stream.Rounds = max(pp.Forward.Stream.Rounds, r)
-			}
+			pp.Forward.Stream.Rounds = criticalRounds(m.slotRounds, cfg.pipeline())
 			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
 		}
 		out.Phases = append(out.Phases, pp)
 	}
 	return out, nil
+}
+
+// criticalRounds is the forward's critical path from each lane's rounds:
+// with the pipeline on the lanes run at once, so the busiest lane's; with
+// it off one batch runs at a time, so their sum.
+func criticalRounds(lanes map[*protocol.Session]int64, mode selection.PipelineMode) int64 {
+	var out int64
+	for _, r := range lanes {
+		if mode == selection.PipelineOff {
+			out += r
+		} else {
+			out = max(out, r)
+		}
+	}
+	return out
 }
 
 func subDealer(a, b beaver.DealerStats) beaver.DealerStats {
@@ -314,6 +398,15 @@ type SampleRun struct {
 	// Provider is SelectConfig.Provider ("ot": the correlations were made
 	// over the parties' own link, so DealerBytes crossed it too).
 	Provider string `json:"provider,omitempty"`
+	// Pipeline is the batch scheduler's mode ("on" or "off"; "" in runs
+	// recorded before the pipelined scheduler, whose slots ran at once
+	// like the lanes with it on). Workers (lanes) and BatchSize are the
+	// batch loop's; MemoryBudget is each party's prefetch budget in bytes
+	// (0: nothing prefetched).
+	Pipeline     string `json:"pipeline,omitempty"`
+	Workers      int    `json:"workers,omitempty"`
+	BatchSize    int    `json:"batch_size,omitempty"`
+	MemoryBudget int64  `json:"memory_budget,omitempty"`
 	// Seconds is the wall time of the run (the slower party's selection.Run).
 	Seconds float64 `json:"seconds"`
 	// CPUSeconds is the CPU time (user + system) of the run: this process's
@@ -326,6 +419,9 @@ type SampleRun struct {
 	LoadBefore string     `json:"load_before,omitempty"`
 	LoadAfter  string     `json:"load_after,omitempty"`
 	Phases     []PhaseRun `json:"phases"`
+	// Selected holds the selected pool indices (both parties agree on
+	// them), ascending.
+	Selected []int `json:"selected,omitempty"`
 	// PeakHeapAll is the peak Go heap of the whole in-process run (both
 	// parties and the dealer); per phase in PhaseRun.
 	PeakHeapAll uint64 `json:"peak_heap_all,omitempty"`
@@ -378,6 +474,16 @@ type PhaseRun struct {
 	// Comparisons and Steps count QuickSelect's work.
 	Comparisons int64 `json:"comparisons"`
 	Steps       int   `json:"steps"`
+	// PeakInFlight is the most batches in flight at once (the larger of
+	// the parties'); Prefetched the batches whose dealer material party 0
+	// fetched ahead of use; PeakPrefetchP0 and PeakPrefetchP1 the most
+	// bytes of prefetched material each party held at once (within
+	// SampleRun.MemoryBudget), BatchMaterialBytes one full batch's.
+	PeakInFlight       int   `json:"peak_in_flight,omitempty"`
+	Prefetched         int   `json:"prefetched,omitempty"`
+	PeakPrefetchP0     int64 `json:"peak_prefetch_p0,omitempty"`
+	PeakPrefetchP1     int64 `json:"peak_prefetch_p1,omitempty"`
+	BatchMaterialBytes int64 `json:"batch_material_bytes,omitempty"`
 	// RoundsPerBatch is the rounds of one batch's forward.
 	RoundsPerBatch int64 `json:"rounds_per_batch"`
 	// Prepare (weight sharing), Forward (the batches) and Select
@@ -394,10 +500,15 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 	if p0 == nil || p1 == nil || len(p0.Phases) != len(w.Phases) || len(p1.Phases) != len(w.Phases) {
 		return nil, fmt.Errorf("bench: select: incomplete party records")
 	}
-	r := &SampleRun{Workload: w.Name, Link: "none", Samples: cfg.samples(), Provider: cfg.Provider, Seconds: max(p0.Seconds, p1.Seconds), Cores: runtime.NumCPU()}
+	r := &SampleRun{Workload: w.Name, Link: "none", Samples: cfg.samples(), Provider: cfg.Provider, Seconds: max(p0.Seconds, p1.Seconds), Cores: runtime.NumCPU(),
+		Pipeline: string(cfg.pipeline()), Workers: w.Workers, BatchSize: w.BatchSize, MemoryBudget: cfg.memoryBudget()}
 	if cfg.Link != nil {
 		r.Link = cfg.Link.Name
 	}
+	if !slices.Equal(p0.Selected, p1.Selected) {
+		return nil, fmt.Errorf("bench: select: the parties selected different indices (%d and %d)", len(p0.Selected), len(p1.Selected))
+	}
+	r.Selected = p0.Selected
 	for i := range w.Phases {
 		a, b := p0.Phases[i], p1.Phases[i]
 		if a.Stats.In != b.Stats.In || a.Stats.Out != b.Stats.Out || a.Stats.Comparisons != b.Stats.Comparisons {
@@ -407,7 +518,10 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 			Rounds:  a.Stats.ForwardRounds + a.Stats.SelectRounds,
 			BytesP0: a.Stats.BytesSent, BytesP1: b.Stats.BytesSent, DealerBytes: a.Stats.DealerBytes + b.Stats.DealerBytes,
 			Seconds: max(a.Stats.Seconds, b.Stats.Seconds), Comparisons: a.Stats.Comparisons, Steps: a.Stats.Steps,
-			RoundsPerBatch: max(a.RoundsPerBatch, b.RoundsPerBatch)}
+			RoundsPerBatch: max(a.RoundsPerBatch, b.RoundsPerBatch),
+			PeakInFlight:   max(a.Stats.PeakInFlight, b.Stats.PeakInFlight), Prefetched: a.Stats.Prefetched,
+			PeakPrefetchP0: a.Stats.PeakPrefetchBytes, PeakPrefetchP1: b.Stats.PeakPrefetchBytes,
+			BatchMaterialBytes: max(a.Stats.BatchMaterialBytes, b.Stats.BatchMaterialBytes)}
 		if w.Exact {
 			ph.Proxy = fmt.Sprintf("exact %d-layer %s", w.Phases[i].Layers, w.Shape)
 		}
@@ -431,10 +545,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 // (transport.Pipe, optionally link-emulated, and an in-process dealer),
 // sampling the Go heap per phase.
 func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
-	if err := cfg.Workload.Validate(); err != nil {
-		return nil, err
-	}
-	if err := cfg.checkProvider(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	dir := cfg.StateDir

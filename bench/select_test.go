@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -73,6 +75,7 @@ func TestWorkloadInvalid(t *testing.T) {
 		{"unknown shape", func(w *Workload) { w.Shape = "gpt" }},
 		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5}, {1, 4, 4, 0.2}} }},
 		{"no samples", func(w *Workload) { w.Samples = 0 }},
+		{"negative memory budget", func(w *Workload) { w.MemoryBudget = -1 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -192,15 +195,12 @@ func fakeRun(w Workload, sec float64) *SampleRun {
 }
 
 func TestProject(t *testing.T) {
-	w := TinyWorkload // pool 1000: phases 950 → 450 → 150, batches of 4 on 2 slots
+	w := TinyWorkload // pool 1000: phases 950 → 450 → 150, batches of 4 on 4 lanes
 	topk := func(n, k int) (TopKCost, error) {
 		return TopKCost{N: n, K: k, Comparisons: int64(3 * n), Steps: 10, Rounds: 70, BytesP0: int64(40 * n), BytesP1: int64(40 * n), Seconds: 0.5}, nil
 	}
-	waves := []int64{(238 + 1) / 2, (113 + 1) / 2}
-	rounds := int64(0)
-	for _, wv := range waves {
-		rounds += 2 + 10*wv + 70
-	}
+	// Pipelined: 238 batches on 4 lanes, ⌈238/4⌉ = 60 waves; 113 batches, 29.
+	rounds := int64((2 + 10*60 + 70) + (2 + 10*29 + 70))
 	bytesP1 := int64(3000*(950+450) + 40*(950+450))
 	tests := []struct {
 		name     string
@@ -250,6 +250,88 @@ func TestProject(t *testing.T) {
 	}
 }
 
+// TestProjectPipelineModes checks the projected critical path in each
+// pipeline mode (numbers by hand): the tiny workload at its pool of 1000
+// has 950 and 450 candidates in batches of 4 (238 and 113 batches) on 4
+// lanes; a batch takes 10 rounds, the weight sharing 2, QuickSelect 70.
+// With the pipeline on (or a run from before it, mode "") the 4 lanes run
+// at once: ⌈238/4⌉ = 60 and ⌈113/4⌉ = 29 waves; with it off the batches
+// run one at a time. Over a link of 0.5 s one-way latency the latency
+// bound is rounds × 0.5 s.
+func TestProjectPipelineModes(t *testing.T) {
+	w := TinyWorkload
+	topk := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k, Rounds: 70}, nil }
+	link := &transport.Profile{Name: "slow", Bandwidth: 1e9, Latency: 500 * time.Millisecond}
+	tests := []struct {
+		mode           string
+		lanes          int
+		rounds         int64
+		latencySeconds float64
+	}{
+		{"", 4, (2 + 10*60 + 70) + (2 + 10*29 + 70), 1034 * 0.5},
+		{"on", 4, 672 + 362, 517},
+		{"off", 1, (2 + 10*238 + 70) + (2 + 10*113 + 70), 3654 * 0.5},
+	}
+	for _, tc := range tests {
+		t.Run("mode "+tc.mode, func(t *testing.T) {
+			comp := fakeRun(w, 0.1)
+			lr := fakeRun(w, 0.1)
+			lr.Pipeline = tc.mode
+			p, err := Project(w, 0, link, lr, comp, topk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantMode := tc.mode
+			if wantMode == "" {
+				wantMode = "on"
+			}
+			if p.Lanes != tc.lanes || p.Pipeline != wantMode || p.Rounds != tc.rounds || math.Abs(p.Bounds.LatencySeconds-tc.latencySeconds) > 1e-9 {
+				t.Errorf("lanes %d pipeline %q rounds %d latency bound %g s; want %d %q %d %g", p.Lanes, p.Pipeline, p.Rounds, p.Bounds.LatencySeconds, tc.lanes, wantMode, tc.rounds, tc.latencySeconds)
+			}
+			if got := LanesInFlight(w, tc.mode); got != tc.lanes {
+				t.Errorf("LanesInFlight = %d, want %d", got, tc.lanes)
+			}
+		})
+	}
+	bad := fakeRun(w, 0.1)
+	bad.Pipeline = "sometimes"
+	if _, err := Project(w, 0, link, bad, fakeRun(w, 0.1), topk); err == nil {
+		t.Error("a run of an unknown pipeline mode was projected")
+	}
+}
+
+// TestSelectConfigBudget checks which prefetch budget a run uses: the
+// configuration's, else the workload's, else selection's default; none
+// with the pipeline off or a negative budget.
+func TestSelectConfigBudget(t *testing.T) {
+	w := TinyWorkload
+	w.MemoryBudget = 5 << 20
+	tests := []struct {
+		name         string
+		cfg          SelectConfig
+		params, held int64
+	}{
+		{"selection's default", SelectConfig{Workload: TinyWorkload}, 0, selection.DefaultMemoryBudget},
+		{"workload's", SelectConfig{Workload: w}, 5 << 20, 5 << 20},
+		{"configuration's", SelectConfig{Workload: w, MemoryBudget: 7 << 20}, 7 << 20, 7 << 20},
+		{"no prefetch", SelectConfig{Workload: w, MemoryBudget: -1}, -1, 0},
+		{"pipeline off", SelectConfig{Workload: w, Pipeline: selection.PipelineOff}, 5 << 20, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.paramsBudget(); got != tc.params {
+				t.Errorf("params budget %d, want %d", got, tc.params)
+			}
+			if got := tc.cfg.memoryBudget(); got != tc.held {
+				t.Errorf("budget %d, want %d", got, tc.held)
+			}
+		})
+	}
+	if err := (SelectConfig{Workload: w, Pipeline: "sometimes"}).Check(); err == nil {
+		t.Error("pipeline \"sometimes\" accepted")
+	}
+}
+
 func TestBoundsLimiting(t *testing.T) {
 	for _, tc := range []struct {
 		b    Bounds
@@ -295,7 +377,10 @@ func tinyReport(t *testing.T) *SelectReport {
 			return
 		}
 		link := transport.Profile{Name: "test", Bandwidth: 100_000_000, Latency: 2 * time.Millisecond}
-		tinyRep, tinyErr = Select(context.Background(), SelectConfig{Workload: TinyWorkload, Link: &link, Seed: 1, StateDir: tinyDir})
+		cfg := SelectConfig{Workload: TinyWorkload, Link: &link, Seed: 1, StateDir: tinyDir}
+		if tinyRep, tinyErr = Select(context.Background(), cfg); tinyErr == nil {
+			tinyErr = tinyRep.RunOff(context.Background(), cfg)
+		}
 	})
 	if tinyErr != nil {
 		t.Fatal(tinyErr)
@@ -346,9 +431,41 @@ func TestSelectTiny(t *testing.T) {
 		}
 	}
 	for p := range 2 {
-		if _, err := os.Stat(selection.StateFile(filepath.Join(tinyDir, "link"), p)); err != nil {
-			t.Errorf("no checkpoint of party %d: %v", p, err)
+		for _, sub := range []string{"link", "off"} {
+			if _, err := os.Stat(selection.StateFile(filepath.Join(tinyDir, sub), p)); err != nil {
+				t.Errorf("no checkpoint of party %d in %s: %v", p, sub, err)
+			}
 		}
+	}
+	// The baseline (the pipeline off) runs one batch at a time: more
+	// rounds on the critical path in every phase, nothing prefetched, and
+	// a projection with one batch in flight.
+	on, off := rep.Sample, rep.Off
+	if off == nil || off.Pipeline != "off" || on.Pipeline != "on" || off.MemoryBudget != 0 || on.MemoryBudget != selection.DefaultMemoryBudget || len(off.Phases) != len(on.Phases) {
+		t.Fatalf("pipelined run %+v, baseline %+v", on, off)
+	}
+	for i := range on.Phases {
+		a, b := on.Phases[i], off.Phases[i]
+		if b.Forward.Rounds <= a.Forward.Rounds || b.Rounds <= a.Rounds || b.RoundsPerBatch != a.RoundsPerBatch {
+			t.Errorf("phase %d: forward rounds on %d, off %d; phase rounds on %d, off %d; per batch %d, %d", i, a.Forward.Rounds, b.Forward.Rounds, a.Rounds, b.Rounds, a.RoundsPerBatch, b.RoundsPerBatch)
+		}
+		if b.PeakInFlight != 1 || b.Prefetched != 0 || b.PeakPrefetchP0 != 0 || a.PeakInFlight < 2 || a.PeakInFlight > w.Workers {
+			t.Errorf("phase %d: in flight %d on, %d off; prefetched off %d (%d B)", i, a.PeakInFlight, b.PeakInFlight, b.Prefetched, b.PeakPrefetchP0)
+		}
+		if a.PeakPrefetchP0 > on.MemoryBudget || a.PeakPrefetchP1 > on.MemoryBudget {
+			t.Errorf("phase %d: prefetch held %d/%d B over the budget %d", i, a.PeakPrefetchP0, a.PeakPrefetchP1, on.MemoryBudget)
+		}
+	}
+	if on.Phases[0].Prefetched == 0 || on.Phases[0].PeakPrefetchP0 == 0 || on.Phases[0].PeakPrefetchP1 == 0 {
+		t.Errorf("phase 0 (%d batches on %d lanes) prefetched nothing: %+v", on.Phases[0].Batches, w.Workers, on.Phases[0])
+	}
+	op := rep.OffProjection
+	if op == nil || op.Lanes != 1 || op.Pipeline != "off" || rep.Projection.Lanes != w.Workers || op.Rounds <= rep.Projection.Rounds ||
+		op.Bounds.LatencySeconds <= rep.Projection.Bounds.LatencySeconds || op.Bounds.ComputeSeconds != rep.Projection.Bounds.ComputeSeconds {
+		t.Errorf("projection off %+v, on %+v", op, rep.Projection)
+	}
+	if g, ok := rep.Gain(); !ok || g.ProjectedSpeedup <= 0 || g.MeasuredSpeedup <= 0 || g.OverBound <= 0 {
+		t.Errorf("gain %+v %v", g, ok)
 	}
 	pr := rep.Projection
 	if pr.Pool != w.Pool || pr.Hours <= 0 || pr.Bounds.ComputeSeconds <= 0 || pr.Bounds.LatencySeconds <= 0 || pr.Bounds.BandwidthSeconds <= 0 || len(pr.Phases) != len(w.Phases) {
@@ -364,7 +481,7 @@ func TestSelectTiny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back, err := DecodeSelectReport(b); err != nil || back.Projection.Hours != pr.Hours {
+	if back, err := DecodeSelectReport(b); err != nil || back.Projection.Hours != pr.Hours || back.OffProjection.Hours != op.Hours {
 		t.Errorf("round trip: %v", err)
 	}
 	if _, err := DecodeSelectReport(b[:len(b)/2]); err == nil {
@@ -431,7 +548,8 @@ func TestWritePlotsAndMarkdown(t *testing.T) {
 	if err := WriteSelectDetails(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 0 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000"} {
+	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 0 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000", "| on (4 lanes) |",
+		"| off (1 batch at a time) |", "projected speed-up", "pipelined projected ÷ max(bandwidth, compute bound) =", "⌈batches ÷ 4⌉", "Baseline, the same sample"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -445,13 +563,17 @@ func FuzzDecodeSelectReport(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"workload":{"name":"x","phases":[{"layers":1}]},"sample":{"phases":[{}]},"projection":{"phases":[{}]},"topk":[{}]}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"workload":{"name":"x","phases":[{"layers":1}]},"sample":{"phases":[{}]},"projection":{"phases":[{}]},"topk":[{}],"off_projection":{"phases":[{}]}}`))
+	f.Add([]byte(`{"workload":{"name":"tiny","target":"t","shape":"tiny","seq":8,"pool":1000,"budget":0.2,"bootstrap":0.05,"phases":[{"layers":1,"heads":2,"mlp_dim":2,"survive":0.5},{"layers":1,"heads":4,"mlp_dim":4,"survive":0.2}],"samples":40,"batch_size":4,"workers":4},` +
+		`"sample":{"phases":[{},{}]},"projection":{"phases":[{},{}]},"topk":[{},{}],"off":{"pipeline":"off","phases":[{},{}]},"off_projection":{"phases":[{},{}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeSelectReport(b)
 		if err != nil {
 			return
 		}
 		n := len(r.Workload.Phases)
-		if n == 0 || len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || r.Workload.Validate() != nil {
+		if n == 0 || len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || r.Workload.Validate() != nil || r.Projection.Lanes < 1 ||
+			(r.Off == nil) != (r.OffProjection == nil) || r.Off != nil && (len(r.Off.Phases) != n || r.OffProjection.Lanes < 1) {
 			t.Fatalf("accepted an inconsistent report: %+v", r)
 		}
 	})
@@ -513,4 +635,77 @@ func TestSelectTinyDealerFree(t *testing.T) {
 func withSeconds(p Part, s float64) Part {
 	p.Seconds = s
 	return p
+}
+
+// TestSelectTinyPipelineModesAlike runs the tiny workload with the pipeline
+// on and with it off in the same selection session: a first run stops when
+// the model owner starts phase 0 (the coin and the bootstrap sample are
+// checkpointed by then), and both modes resume from copies of its state
+// directories with the same deterministic dealer, so the bootstrap, the
+// candidates and the correlated randomness of every batch are the same. The
+// selected indices must be identical, and the pipeline off must take more
+// rounds on the critical path in every phase, with one batch in flight and
+// nothing prefetched.
+func TestSelectTinyPipelineModesAlike(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	seeds := [2]share.Seed{{9}, {10}}
+	run := func(ctx context.Context, cfg SelectConfig, onPhase0 func(int)) ([2]*PartyRun, error) {
+		r, err := twoparty.Run(ctx, twoparty.Config{Seeds: seeds}, func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
+			var on func(int)
+			if p.ID == 0 {
+				on = onPhase0
+			}
+			return RunSelectParty(ctx, p.ID, p.Conn, p.Provider, cfg, on)
+		})
+		if err != nil {
+			return [2]*PartyRun{}, err
+		}
+		return r.Out, nil
+	}
+	base := t.TempDir()
+	cfg := SelectConfig{Workload: TinyWorkload, Seed: 5, StateDir: base}
+	stopCtx, stop := context.WithCancel(ctx)
+	if _, err := run(stopCtx, cfg, func(int) { stop() }); err == nil {
+		t.Fatal("the stopped run finished")
+	}
+	stop()
+	if _, err := os.Stat(selection.StateFile(base, 0)); err != nil {
+		t.Fatalf("no checkpoint after the stopped run: %v", err)
+	}
+	runs := map[selection.PipelineMode]*SampleRun{}
+	for _, mode := range []selection.PipelineMode{selection.PipelineOn, selection.PipelineOff} {
+		dir := filepath.Join(t.TempDir(), string(mode))
+		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+			t.Fatal(err)
+		}
+		c := cfg
+		c.StateDir, c.Pipeline, c.resume = dir, mode, true
+		parties, err := run(ctx, c, nil)
+		if err != nil {
+			t.Fatalf("pipeline %s: %v", mode, err)
+		}
+		if runs[mode], err = NewSampleRun(c, parties); err != nil {
+			t.Fatalf("pipeline %s: %v", mode, err)
+		}
+	}
+	on, off := runs[selection.PipelineOn], runs[selection.PipelineOff]
+	if want := TinyWorkload.Samples/5 - 2; len(on.Selected) != want || !slices.Equal(on.Selected, off.Selected) {
+		t.Errorf("selected %v with the pipeline on, %v off (want %d each, alike)", on.Selected, off.Selected, want)
+	}
+	for i := range on.Phases {
+		a, b := on.Phases[i], off.Phases[i]
+		if a.Candidates != b.Candidates || a.Kept != b.Kept || a.Forward.BytesP0 != b.Forward.BytesP0 || a.Forward.BytesP1 != b.Forward.BytesP1 {
+			t.Errorf("phase %d: work differs: on %+v, off %+v", i, a.Forward, b.Forward)
+		}
+		if b.Forward.Rounds <= a.Forward.Rounds || b.PeakInFlight != 1 || a.PeakInFlight < 2 || b.Prefetched != 0 {
+			t.Errorf("phase %d: forward rounds on %d, off %d; in flight on %d, off %d; prefetched off %d", i, a.Forward.Rounds, b.Forward.Rounds, a.PeakInFlight, b.PeakInFlight, b.Prefetched)
+		}
+	}
+	// A sample run refuses a state directory holding a checkpoint unless
+	// it resumes (tests only).
+	c := cfg
+	if _, err := run(ctx, c, nil); err == nil || !strings.Contains(err.Error(), "checkpoint") {
+		t.Errorf("a run over a checkpoint: %v", err)
+	}
 }

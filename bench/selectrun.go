@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -35,6 +36,86 @@ type SelectReport struct {
 	// Processes and CrossCheck are set by a --processes run.
 	Processes  *SampleRun  `json:"processes,omitempty"`
 	CrossCheck *CrossCheck `json:"cross_check,omitempty"`
+	// Off is the baseline of a pipelined report: the same sample run over
+	// the link with the pipeline off (one batch at a time), and
+	// OffProjection its projection (the compute bound is the shared run
+	// without a link). Set by RunOff or SetOff.
+	Off           *SampleRun  `json:"off,omitempty"`
+	OffProjection *Projection `json:"off_projection,omitempty"`
+}
+
+// RunOff runs the report's baseline: cfg's sample run over its link with
+// the pipeline off (cfg.StateDir, if set, gets the subdirectory "off"),
+// and sets Off and OffProjection. The report's own runs must be
+// pipelined and over a link.
+func (r *SelectReport) RunOff(ctx context.Context, cfg SelectConfig) error {
+	if cfg.Link == nil {
+		return fmt.Errorf("bench: select: the pipeline-off baseline needs a link")
+	}
+	cfg.Pipeline = selection.PipelineOff
+	cfg.Logger = nil
+	if cfg.StateDir != "" {
+		cfg.StateDir = filepath.Join(cfg.StateDir, "off")
+	}
+	run, err := RunSelect(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench: select: pipeline off: %w", err)
+	}
+	return r.SetOff(run)
+}
+
+// SetOff sets the report's baseline to run (a sample run of the same
+// workload over the same link with the pipeline off, e.g. the Sample of a
+// `select --pipeline=off` report) and projects it.
+func (r *SelectReport) SetOff(run *SampleRun) error {
+	switch {
+	case run == nil || len(run.Phases) != len(r.Workload.Phases) || run.Workload != r.Workload.Name:
+		return fmt.Errorf("bench: select: baseline run does not match workload %s", r.Workload.Name)
+	case run.Pipeline != string(selection.PipelineOff):
+		return fmt.Errorf("bench: select: baseline run with pipeline %q, want off", run.Pipeline)
+	case r.Sample == nil || r.Sample.Pipeline == string(selection.PipelineOff):
+		return fmt.Errorf("bench: select: a baseline needs a pipelined report")
+	case run.Link != r.Link || r.Link == "none" || r.Link == "":
+		return fmt.Errorf("bench: select: baseline over link %q, report over %q", run.Link, r.Link)
+	}
+	p, err := r.projectFrom(run, r.Workload.Pool)
+	if err != nil {
+		return err
+	}
+	r.Off, r.OffProjection = run, p
+	return nil
+}
+
+// PipelineGain compares a pipelined report with its baseline (the pipeline
+// off), the figures of the scheduler's acceptance: the speed-ups and how
+// close the pipelined projection comes to the larger of the bandwidth and
+// compute bounds.
+type PipelineGain struct {
+	// MeasuredSpeedup is the baseline's over-link sample time ÷ the
+	// pipelined one's (0 when their sample sizes differ).
+	MeasuredSpeedup float64 `json:"measured_speedup"`
+	// ProjectedSpeedup is the baseline's projected delay ÷ the pipelined
+	// one's.
+	ProjectedSpeedup float64 `json:"projected_speedup"`
+	// OverBound is the pipelined projected delay ÷ max(bandwidth bound,
+	// compute bound).
+	OverBound float64 `json:"over_bound"`
+}
+
+// Gain returns the pipelined report's gain over its baseline (false when
+// the report has none).
+func (r *SelectReport) Gain() (PipelineGain, bool) {
+	if r.Off == nil || r.OffProjection == nil || r.Projection == nil || r.Projection.Seconds <= 0 {
+		return PipelineGain{}, false
+	}
+	g := PipelineGain{ProjectedSpeedup: r.OffProjection.Seconds / r.Projection.Seconds}
+	if r.Off.Samples == r.Sample.Samples && r.Sample.Seconds > 0 {
+		g.MeasuredSpeedup = r.Off.Seconds / r.Sample.Seconds
+	}
+	if b := max(r.Projection.Bounds.BandwidthSeconds, r.Projection.Bounds.ComputeSeconds); b > 0 {
+		g.OverBound = r.Projection.Seconds / b
+	}
+	return g, true
 }
 
 // ComputeRun returns the run without a link.
@@ -66,7 +147,7 @@ func (r *SelectReport) linkProfile() *transport.Profile {
 // QuickSelect at each phase's full-pool size, and the projection.
 func Select(ctx context.Context, cfg SelectConfig) (*SelectReport, error) {
 	w := cfg.Workload
-	if err := w.Validate(); err != nil {
+	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
 	rep := &SelectReport{Workload: w, Link: "none"}
@@ -242,9 +323,22 @@ func DecodeSelectReport(b []byte) (*SelectReport, error) {
 		return nil, fmt.Errorf("bench: select report of %s: compute run of %d phases", r.Workload.Name, len(r.Compute.Phases))
 	case r.Processes != nil && len(r.Processes.Phases) != n:
 		return nil, fmt.Errorf("bench: select report of %s: processes' run of %d phases", r.Workload.Name, len(r.Processes.Phases))
+	case (r.Off != nil) != (r.OffProjection != nil) || r.Off != nil && (len(r.Off.Phases) != n || len(r.OffProjection.Phases) != n):
+		return nil, fmt.Errorf("bench: select report of %s: incomplete pipeline-off baseline", r.Workload.Name)
 	}
 	if err := r.Workload.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: select report: %w", err)
+	}
+	for _, pr := range []struct {
+		p   *Projection
+		run *SampleRun
+	}{{r.Projection, r.Sample}, {r.OffProjection, r.Off}} {
+		if pr.p != nil && pr.p.Lanes < 0 {
+			return nil, fmt.Errorf("bench: select report of %s: %d lanes", r.Workload.Name, pr.p.Lanes)
+		}
+		if pr.p != nil && pr.run != nil && pr.p.Lanes == 0 { // a report from before the pipeline: its slots ran at once
+			pr.p.Pipeline, pr.p.Lanes = string(selection.PipelineOn), LanesInFlight(r.Workload, pr.run.Pipeline)
+		}
 	}
 	return &r, nil
 }

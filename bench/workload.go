@@ -41,7 +41,7 @@ type PaperDelay struct {
 
 // Workload is a selection benchmark modelled on one of the paper's settings:
 // a target shape, the pool size, the schedule and the defaults of a sample
-// run (Samples candidates in batches of BatchSize on Workers slots).
+// run (Samples candidates in batches of BatchSize on Workers lanes).
 type Workload struct {
 	// Name identifies the workload (Workloads).
 	Name string `json:"name"`
@@ -65,9 +65,17 @@ type Workload struct {
 	Phases []Phase `json:"phases"`
 	// Samples is the default number of synthetic candidates of a sample run.
 	Samples int `json:"samples"`
-	// BatchSize and Workers configure the batch loop (selection.Params).
+	// BatchSize and Workers configure the batch loop (selection.Params):
+	// Workers is the number of batch lanes, the batches in flight with the
+	// pipeline on. Rounds per batch do not depend on the batch size, so the
+	// forward's critical path is ≈ candidates ÷ (BatchSize × Workers) ×
+	// rounds per batch, and the memory in flight grows with BatchSize ×
+	// Workers.
 	BatchSize int `json:"batch_size"`
 	Workers   int `json:"workers"`
+	// MemoryBudget is each party's budget of prefetched dealer material
+	// in bytes (selection.Params.MemoryBudget; 0: selection's default).
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
 	// Paper holds the paper's reported delays to compare with; Paper[0], if
 	// any, is the one of the same setting.
 	Paper []PaperDelay `json:"paper,omitempty"`
@@ -90,28 +98,44 @@ var (
 // settings; seq 128 text, 197 tokens ViT; budget 20%, bootstrap 5%). Their
 // default sample sizes keep a run (with and without the link) within about
 // ten minutes on an idle 2-core machine.
+//
+// Batches and lanes are chosen for the pipelined scheduler: 8 lanes, and
+// 64 candidates in flight for the one-layer proxies (sst2-distilbert,
+// cifar10-vitsmall), twice the 2 slots × 16 before the pipeline, which
+// halves the latency bound. qqp-bert's ⟨3L,12H,d16⟩ phase holds three
+// times a layer's activations per candidate (6.7 GB of heap at 64 in
+// flight), so it keeps 32 in flight (8 lanes of 4), as does the Oracle (2
+// lanes of 3: its 6-layer batches are compute-bound and the largest).
+// Prefetch is bounded at 256 MiB per party (three of sst2-distilbert's
+// 85 MB batches): with selection's 1 GiB default the parties held 1 GB
+// each, sst2-distilbert's 256-sample run peaked at 5.7 GB of heap (both
+// parties and the in-process dealer; 2.4 GB before the pipeline) and its
+// run without a link took 35 s of CPU against 27 s at 256 MiB (4.1 GB),
+// for the same time over the link within the machine's noise (49 s and
+// 52 s).
 var Workloads = []Workload{
 	{Name: "sst2-distilbert", Target: "DistilBERT (6 layers, 12 heads, hidden 768)", Shape: "distilbert", Seq: 128, Pool: 42000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 8, Workers: 8, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 12, 2, 0.50}, {1, 12, 8, 0.30}, {1, 12, 16, 0.20}},
 		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
 	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 4, Workers: 8, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 1, 2, 0.30}, {3, 12, 16, 0.20}},
 		Paper:  paperBERT},
 	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 16, Workers: 2,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 8, Workers: 8, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 6, 16, 0.20}}},
 	{Name: "oracle-sst2-distilbert", Target: "the exact 6-layer DistilBERT (the paper's Oracle)", Shape: "distilbert", Seq: 128, Exact: true, Pool: 42000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 12, BatchSize: 3, Workers: 2,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 12, BatchSize: 3, Workers: 2, MemoryBudget: 256 << 20,
 		Phases: []Phase{{6, 12, 0, 0.20}},
 		Paper:  []PaperDelay{paperOracleSST2}},
 }
 
 // TinyWorkload is a small workload for tests and smoke runs: two phases of
-// one-layer proxies of the "tiny" shape on 8-token inputs.
+// one-layer proxies of the "tiny" shape on 8-token inputs, batches of 4 on
+// 4 lanes (several batches per lane, so that the pipeline prefetches).
 var TinyWorkload = Workload{Name: "tiny", Target: "tiny DistilBERT-like model, 8 tokens (tests)", Shape: "tiny", Seq: 8, Pool: 1000,
-	Budget: 0.20, Bootstrap: 0.05, Samples: 40, BatchSize: 4, Workers: 2,
+	Budget: 0.20, Bootstrap: 0.05, Samples: 40, BatchSize: 4, Workers: 4,
 	Phases: []Phase{{1, 2, 2, 0.50}, {1, 4, 4, 0.20}}}
 
 // WorkloadByName returns the named workload of Workloads (or "tiny").
@@ -141,6 +165,8 @@ func (w Workload) Validate() error {
 		return fmt.Errorf("bench: workload %s: an exact workload has one phase", w.Name)
 	case w.BatchSize <= 0 || w.Workers <= 0:
 		return fmt.Errorf("bench: workload %s: batch %d, workers %d", w.Name, w.BatchSize, w.Workers)
+	case w.MemoryBudget < 0:
+		return fmt.Errorf("bench: workload %s: memory budget %d", w.Name, w.MemoryBudget)
 	}
 	prev := 1.0
 	for i, p := range w.Phases {

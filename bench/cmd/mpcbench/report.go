@@ -3,13 +3,17 @@ package main
 // The report subcommand:
 //
 //	mpcbench report [--out bench/RESULTS.md] [--plots bench/plots] [--workloads a,b] [--samples W=N,...]
-//	    [--link paper-wan] [--processes W,...] [--from DIR] [--forward-batch 16] [--note TEXT] [--tiny]
+//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--forward-batch 16] [--note TEXT] [--tiny]
 //
 // regenerates the generated part of RESULTS.md (between the markers
 // reportBegin and reportEnd; the rest of the file is kept) from real runs:
 // the machine, the selection workloads (bench.Select, or `select --json`
 // outputs DIR/<workload>.json with --from) with their plots, the op table
-// against CrypTen's published costs and the forward table.
+// against CrypTen's published costs and the forward table. Each workload
+// runs pipelined and, with --off, also its over-link sample with the
+// pipeline off (the baseline row; read from the report's "off" or from
+// DIR/<workload>.off.json, a `select --pipeline=off --json` output, with
+// --from).
 
 import (
 	"bytes"
@@ -55,7 +59,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	samples := fs.String("samples", "", "sample sizes per workload, e.g. sst2-distilbert=128,qqp-bert=64 (default: the workloads')")
 	linkName := fs.String("link", "paper-wan", "link of the selection runs: "+strings.Join(transport.ProfileNames(), ", "))
 	procs := fs.String("processes", "", "comma-separated workloads also run as separate processes and cross-checked")
-	from := fs.String("from", "", "read DIR/<workload>.json (`mpcbench select --json` output) instead of running a workload when present")
+	from := fs.String("from", "", "read DIR/<workload>.json (`mpcbench select --json` output) instead of running a workload when present, and DIR/<workload>.off.json (`select --pipeline=off --json`) for the baseline")
+	off := fs.Bool("off", true, "also the baseline: each workload's sample over the link with the pipeline off (rows for both modes)")
 	fwdBatch := fs.Int("forward-batch", 16, "batch of the forward table")
 	note := fs.String("note", "", "a paragraph added under the machine (e.g. the load during the runs)")
 	tiny := fs.Bool("tiny", false, "tiny sizes (tests): the tiny workload, tiny ops and forward")
@@ -121,6 +126,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		rep, src, err := reportSelect(ctx, cfg, *from, withProcs[w.Name], stderr)
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", w.Name, err)
+		}
+		if *off && link != nil {
+			osrc, err := reportOff(ctx, rep, cfg, *from)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", w.Name, err)
+			}
+			src += "; pipeline off: " + osrc
 		}
 		reps = append(reps, rep)
 		sources = append(sources, src)
@@ -200,6 +212,38 @@ func reportSelect(ctx context.Context, cfg bench.SelectConfig, dir string, proce
 	return rep, fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s%s` (run by the report)", cfg.Workload.Name, rep.Sample.Samples, link, procFlag(processes)), nil
 }
 
+// reportOff gives rep its baseline (the pipeline off): the one rep holds
+// (select --compare-off), DIR/<workload>.off.json with --from, or a run.
+func reportOff(ctx context.Context, rep *bench.SelectReport, cfg bench.SelectConfig, dir string) (string, error) {
+	if rep.Off != nil {
+		return "the same report's", nil
+	}
+	if dir != "" {
+		path := filepath.Join(dir, cfg.Workload.Name+".off.json")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			offRep, err := bench.DecodeSelectReport(b)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			if err := rep.SetOff(offRep.Sample); err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			return fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s --pipeline=off --json`", offRep.Workload.Name, offRep.Sample.Samples, offRep.Link), nil
+		case !errors.Is(err, os.ErrNotExist):
+			return "", err
+		}
+	}
+	if cfg.Samples == 0 {
+		cfg.Samples = rep.Sample.Samples
+	}
+	if err := rep.RunOff(ctx, cfg); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the same sample over %s with the pipeline off (run by the report)", rep.Link), nil
+}
+
 func procFlag(b bool) string {
 	if b {
 		return " --processes"
@@ -259,7 +303,8 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 	p("Each workload ran the real pipeline (selection.ModelOwner and selection.DataOwner with checkpoints on, the in-process dealer, " +
 		"the secure forward of each phase's network with random weights of its shape, the secure entropy, QuickSelect) on a sample of " +
 		"synthetic candidates, once over the emulated link and once without a link, and was projected to the full pool: per phase, the " +
-		"forward's bytes, dealer bytes and seconds per candidate × the phase's candidates, its rounds per batch × ⌈batches ÷ slots⌉, " +
+		"forward's bytes, dealer bytes and seconds per candidate × the phase's candidates, its rounds per batch × ⌈batches ÷ lanes in flight⌉ " +
+		"(the workload's lanes with the pipeline on, every lane running at once; 1 with it off, one batch at a time), " +
 		"plus the weight sharing once, plus QuickSelect **measured at the phase's full size** (selection.TopK on that many shared values; " +
 		"its expected comparison count, Knuth's 2((n+1)H_n − (n+3−k)H_{n+1−k} − (k+2)H_k + n + 3), between 2n and 3.4n, is shown beside the measured one: " +
 		"QuickSelect's cost is linear in n in expectation with a large variance, and below 1%% of every workload's delay). " +

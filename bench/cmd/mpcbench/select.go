@@ -3,7 +3,8 @@ package main
 // The select subcommand:
 //
 //	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
-//	    [--processes] [--json] [--batch B] [--workers K] [--seed S] [--timeout D]
+//	    [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
+//	    [--seed S] [--timeout D]
 //
 // runs a sample selection of the workload (package bench: Select) and
 // projects it to the workload's full pool. With --processes the dealer and
@@ -11,6 +12,9 @@ package main
 // the parties' connection through a linkem relay (bench.Relay) with the
 // link, and the report cross-checks that run against the in-process
 // emulation: the command fails if they differ by more than --tolerance.
+// --pipeline picks the batch scheduler's mode of both parties (the
+// children's too); with --compare-off a pipelined run also runs its sample
+// over the link with the pipeline off and reports the speed-up.
 
 import (
 	"context"
@@ -30,6 +34,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -49,6 +54,8 @@ type selectFlags struct {
 	rtt             *time.Duration
 	timeout         *time.Duration
 	provider        *string
+	pipeline        *string
+	memoryBudget    *string
 	bandwidthGiven  bool
 	linkGiven       bool
 	rttGiven        bool
@@ -61,17 +68,19 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		names = append(names, w.Name)
 	}
 	return &selectFlags{
-		fs:        fs,
-		workload:  fs.String("workload", "sst2-distilbert", "workload: "+strings.Join(names, ", ")+" (or tiny)"),
-		samples:   fs.Int("samples", 0, "candidates of the sample run (0: the workload's default)"),
-		batch:     fs.Int("batch", 0, "candidates per batch (0: the workload's)"),
-		workers:   fs.Int("workers", 0, "batches in flight (0: the workload's)"),
-		seed:      fs.Uint64("seed", 1, "seed of the random weights and inputs"),
-		link:      fs.String("link", "paper-wan", "emulated link: "+strings.Join(transport.ProfileNames(), ", ")),
-		bandwidth: fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
-		rtt:       fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
-		timeout:   fs.Duration("timeout", 2*time.Hour, "give up after this long"),
-		provider:  fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties by OT, no dealer (ot; in-process only)"),
+		fs:           fs,
+		workload:     fs.String("workload", "sst2-distilbert", "workload: "+strings.Join(names, ", ")+" (or tiny)"),
+		samples:      fs.Int("samples", 0, "candidates of the sample run (0: the workload's default)"),
+		batch:        fs.Int("batch", 0, "candidates per batch (0: the workload's)"),
+		workers:      fs.Int("workers", 0, "batches in flight (0: the workload's)"),
+		seed:         fs.Uint64("seed", 1, "seed of the random weights and inputs"),
+		link:         fs.String("link", "paper-wan", "emulated link: "+strings.Join(transport.ProfileNames(), ", ")),
+		bandwidth:    fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
+		rtt:          fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
+		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
+		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties by OT, no dealer (ot; in-process only)"),
+		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
+		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
 	}
 }
 
@@ -103,7 +112,20 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 	if *f.provider != "dealer" && *f.provider != "ot" {
 		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer or ot", *f.provider)
 	}
-	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider}
+	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider, Pipeline: selection.PipelineMode(*f.pipeline)}
+	if *f.pipeline != string(selection.PipelineOn) && *f.pipeline != string(selection.PipelineOff) {
+		return cfg, fmt.Errorf("--pipeline %q: want on or off", *f.pipeline)
+	}
+	if *f.memoryBudget != "" {
+		b, err := parseBytes(*f.memoryBudget)
+		if err != nil {
+			return cfg, fmt.Errorf("--memory-budget: %w", err)
+		}
+		cfg.MemoryBudget = b
+		if b == 0 {
+			cfg.MemoryBudget = -1 // no prefetch
+		}
+	}
 	link, err := f.profile()
 	if err != nil {
 		return cfg, err
@@ -156,8 +178,30 @@ func (f *selectFlags) profile() (*transport.Profile, error) {
 // link is the relay's).
 func selectChildArgs(cfg bench.SelectConfig, timeout time.Duration) []string {
 	w := cfg.Workload
-	return []string{"--workload", w.Name, "--samples", strconv.Itoa(cfg.Samples), "--batch", strconv.Itoa(w.BatchSize),
-		"--workers", strconv.Itoa(w.Workers), "--seed", strconv.FormatUint(cfg.Seed, 10), "--link", "none", "--timeout", timeout.String()}
+	args := []string{"--workload", w.Name, "--samples", strconv.Itoa(cfg.Samples), "--batch", strconv.Itoa(w.BatchSize),
+		"--workers", strconv.Itoa(w.Workers), "--seed", strconv.FormatUint(cfg.Seed, 10), "--link", "none", "--timeout", timeout.String(),
+		"--pipeline", string(pipelineOf(cfg))}
+	switch {
+	case cfg.MemoryBudget < 0:
+		args = append(args, "--memory-budget", "0")
+	case cfg.MemoryBudget > 0:
+		args = append(args, "--memory-budget", strconv.FormatInt(cfg.MemoryBudget, 10))
+	}
+	return args
+}
+
+// pipelineOf returns cfg's pipeline mode, "on" when unset.
+func pipelineOf(cfg bench.SelectConfig) selection.PipelineMode {
+	if cfg.Pipeline == "" {
+		return selection.PipelineOn
+	}
+	return cfg.Pipeline
+}
+
+// parseBytes parses a byte count: a number of bytes, optionally with a
+// unit (bench.ParseBandwidth's: KB, MB, GB, KiB, MiB, GiB).
+func parseBytes(s string) (int64, error) {
+	return bench.ParseBandwidth(s)
 }
 
 func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -165,6 +209,7 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	processes := fs.Bool("processes", false, "also run the dealer and both parties as OS processes over TLS through a linkem relay and cross-check")
 	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
+	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
 	sf := addSelectFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -179,12 +224,21 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *processes && cfg.Provider == "ot" {
 		return errors.New("select: --processes runs the dealer as a process: it cannot be combined with --provider ot")
 	}
+	if *compareOff && (cfg.Pipeline == selection.PipelineOff || cfg.Link == nil) {
+		return errors.New("select: --compare-off needs --pipeline=on and a link")
+	}
 	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, nil))
 	rep, err := bench.Select(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("select: %w", err)
+	}
+	if *compareOff {
+		cfg.Logger.Info("mpcbench select: sample run over the link with the pipeline off", "workload", cfg.Workload.Name)
+		if err := rep.RunOff(ctx, cfg); err != nil {
+			return fmt.Errorf("select: %w", err)
+		}
 	}
 	if *processes {
 		proc, err := runSelectProcesses(ctx, selectChildArgs(cfg, *sf.timeout), cfg, stderr)
@@ -214,20 +268,30 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	p := rep.Projection
 	fmt.Fprintf(w, "workload %s (%s), pool %d, link %s\n", rep.Workload.Name, rep.Workload.Target, rep.Workload.Pool, rep.LinkString())
-	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link\n\n", rep.Sample.Samples, rep.MeasuredSeconds)
+	s := rep.Sample
+	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link; pipeline %s, batches of %d on %d lanes (%d in flight on the critical path), prefetch budget %s per party\n\n",
+		s.Samples, rep.MeasuredSeconds, s.Pipeline, s.BatchSize, s.Workers, p.Lanes, bench.FormatBytes(float64(s.MemoryBudget)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "phase\tproxy\tcandidates\tkept\trounds\tP0→P1 B\tP1→P0 B\tdealer B\tseconds\tpeak heap\t")
-	for _, ph := range rep.Sample.Phases {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds, ph.BytesP0, ph.BytesP1, ph.DealerBytes, ph.Seconds, bench.FormatBytes(float64(ph.PeakHeapAll)))
+	fmt.Fprintln(tw, "phase\tproxy\tcandidates\tkept\trounds\tP0→P1 B\tP1→P0 B\tdealer B\tseconds\tpeak heap\tin flight\tprefetch held P0/P1\t")
+	for _, ph := range s.Phases {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%d\t%s / %s\t\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds, ph.BytesP0, ph.BytesP1, ph.DealerBytes, ph.Seconds,
+			bench.FormatBytes(float64(ph.PeakHeapAll)), ph.PeakInFlight, bench.FormatBytes(float64(ph.PeakPrefetchP0)), bench.FormatBytes(float64(ph.PeakPrefetchP1)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h over %s (limiting bound: %s)\n", p.Pool, p.Hours, p.Link, p.Limiting)
+	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, p.Link, p.Pipeline, p.Limiting)
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2])
 	for _, ph := range p.Phases {
 		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h, QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
 			ph.Phase, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
+	}
+	if op := rep.OffProjection; rep.Off != nil && op != nil {
+		fmt.Fprintf(w, "pipeline off (baseline): sample %.1f s over the link; projected %.2f h (limiting bound: %s); bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n",
+			rep.Off.Seconds, op.Hours, op.Limiting, op.BoundsHours[0], op.BoundsHours[1], op.BoundsHours[2])
+		if g, ok := rep.Gain(); ok {
+			fmt.Fprintf(w, "pipeline gain: projected speed-up %.2f×, measured %.2f×; projected ÷ max(bandwidth, compute bound) = %.2f\n", g.ProjectedSpeedup, g.MeasuredSpeedup, g.OverBound)
+		}
 	}
 	for _, d := range rep.Workload.Paper {
 		fmt.Fprintf(w, "paper: %s (%d candidates): %.0f h\n", d.Label, d.Pool, d.Hours)

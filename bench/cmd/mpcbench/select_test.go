@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/selection"
 )
 
 // TestSelectProcessesTiny runs `select --processes` on the tiny workload over
@@ -72,14 +75,76 @@ func TestSelectProcessesTiny(t *testing.T) {
 }
 
 func TestSelectText(t *testing.T) {
-	var out, errw bytes.Buffer
-	if err := run(context.Background(), []string{"select", "--workload", "tiny", "--samples", "24", "--link", "lan"}, &out, &errw); err != nil {
-		t.Fatalf("%v\n%s", err, errw.String())
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"pipelined with baseline", []string{"--compare-off"}, []string{"pipeline on, batches of 4 on 4 lanes (4 in flight", "pipeline off (baseline)", "pipeline gain: projected speed-up"}},
+		{"off", []string{"--pipeline=off"}, []string{"pipeline off, batches of 4 on 4 lanes (1 in flight", "over lan, pipeline off"}},
 	}
-	for _, want := range []string{"workload tiny", "projected to 1000 candidates", "limiting bound", "bounds: bandwidth"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errw bytes.Buffer
+			if err := run(context.Background(), append([]string{"select", "--workload", "tiny", "--samples", "24", "--link", "lan"}, tc.args...), &out, &errw); err != nil {
+				t.Fatalf("%v\n%s", err, errw.String())
+			}
+			for _, want := range append([]string{"workload tiny", "projected to 1000 candidates", "limiting bound", "bounds: bandwidth", "prefetch held P0/P1"}, tc.want...) {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output lacks %q:\n%s", want, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestSelectChildArgs checks that select --processes hands its children the
+// run's pipeline mode and prefetch budget, and that the children's flags
+// parse back to the same configuration.
+func TestSelectChildArgs(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		pipeline selection.PipelineMode
+		budget   int64
+		want     []string
+	}{
+		{"default", nil, selection.PipelineOn, 0, []string{"--pipeline on"}},
+		{"off", []string{"--pipeline", "off"}, selection.PipelineOff, 0, []string{"--pipeline off"}},
+		{"budget", []string{"--memory-budget", "64MB"}, selection.PipelineOn, 64_000_000, []string{"--pipeline on", "--memory-budget 64000000"}},
+		{"no prefetch", []string{"--memory-budget", "0"}, selection.PipelineOn, -1, []string{"--memory-budget 0"}},
+	}
+	parse := func(args []string) bench.SelectConfig {
+		t.Helper()
+		fs := newFlagSet("select", io.Discard)
+		sf := addSelectFlags(fs)
+		if err := fs.Parse(append([]string{"--workload", "tiny"}, args...)); err != nil {
+			t.Fatal(err)
 		}
+		cfg, err := sf.config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := parse(tc.args)
+			if cfg.Pipeline != tc.pipeline || cfg.MemoryBudget != tc.budget {
+				t.Errorf("parsed pipeline %q budget %d, want %q %d", cfg.Pipeline, cfg.MemoryBudget, tc.pipeline, tc.budget)
+			}
+			child := selectChildArgs(cfg, time.Minute)
+			joined := strings.Join(child, " ")
+			for _, w := range tc.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("child args %q lack %q", joined, w)
+				}
+			}
+			back := parse(child[2:]) // without --workload tiny
+			if back.Pipeline != cfg.Pipeline || back.MemoryBudget != cfg.MemoryBudget || back.Workload.Workers != cfg.Workload.Workers || back.Workload.BatchSize != cfg.Workload.BatchSize {
+				t.Errorf("child parsed %+v, parent %+v", back, cfg)
+			}
+		})
 	}
 }
 
@@ -94,6 +159,13 @@ func TestSelectBadArgs(t *testing.T) {
 		{"select", "extra"},
 		{"select", "--workload", "tiny", "--provider", "tee"},
 		{"select", "--workload", "tiny", "--provider", "ot", "--processes"},
+		{"select", "--workload", "tiny", "--pipeline", "maybe"},
+		{"select", "--workload", "tiny", "--pipeline", ""},
+		{"select", "--workload", "tiny", "--memory-budget", "lots"},
+		{"select", "--workload", "tiny", "--memory-budget", "-1MB"},
+		{"select", "--workload", "tiny", "--pipeline", "off", "--compare-off"},
+		{"select", "--workload", "tiny", "--link", "none", "--compare-off"},
+		{"select-party", "--role", "p0", "--workload", "tiny", "--pipeline", "sideways"},
 		{"select-party", "--role", "p2", "--workload", "tiny"},
 		{"report", "--samples", "tiny=x"},
 		{"report", "--workloads", "nope"},
@@ -127,7 +199,8 @@ func TestReportTiny(t *testing.T) {
 	}
 	s := string(b)
 	for _, want := range []string{"hand-kept intro", "## Kept section", "a test run", "## Selection end to end", "`tiny`", "## Online protocol costs", "| ltz |",
-		"## Secure proxy forward", "plots/delay_vs_pool.png", "-bound"} {
+		"## Secure proxy forward", "plots/delay_vs_pool.png", "-bound", "| on (4 lanes) |", "| off (1 batch at a time) |", "Pipeline on against off", "goal ≥ 1.5×",
+		"pipeline off: the same sample over lan with the pipeline off (run by the report)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -150,6 +223,7 @@ func TestReportTiny(t *testing.T) {
 	if err := json.Unmarshal(sel.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
+	plain := bytes.Clone(sel.Bytes())
 	if err := os.WriteFile(filepath.Join(from, "tiny.json"), sel.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +231,45 @@ func TestReportTiny(t *testing.T) {
 	if err := run(context.Background(), append(args, "--from", from), &stdout, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
-	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "--samples 24") {
-		t.Error("the report did not use the --from run")
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "--samples 24") || strings.Count(string(b), "| off (1 batch at a time) |") != 1 {
+		t.Error("the report did not use the --from run or lacks its baseline row")
+	}
+	// The baseline from DIR/<workload>.off.json (`select --pipeline=off
+	// --json`), and from the report itself (`select --compare-off`).
+	sel.Reset()
+	if err := run(context.Background(), []string{"select", "--workload", "tiny", "--samples", "24", "--link", "lan", "--pipeline=off", "--json"}, &sel, &errw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(from, "tiny.off.json"), sel.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), append(args, "--from", from), &stdout, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "pipeline off: `mpcbench select --workload tiny --samples 24 --link lan --pipeline=off --json`") {
+		t.Error("the report did not use the --from baseline")
+	}
+	sel.Reset()
+	if err := run(context.Background(), []string{"select", "--workload", "tiny", "--samples", "24", "--link", "lan", "--compare-off", "--json"}, &sel, &errw); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(from, "tiny.json"), sel.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), append(args, "--from", from), &stdout, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "pipeline off: the same report's") {
+		t.Error("the report did not use the report's own baseline")
+	}
+	// A baseline that is not one (a pipelined run) is refused.
+	for _, f := range []string{"tiny.json", "tiny.off.json"} {
+		if err := os.WriteFile(filepath.Join(from, f), plain, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run(context.Background(), append(args, "--from", from), &stdout, &errw); err == nil || !strings.Contains(err.Error(), "want off") {
+		t.Errorf("a pipelined run as the baseline: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(from, "tiny.json"), []byte(`{"workload":{}}`), 0o644); err != nil {
 		t.Fatal(err)
