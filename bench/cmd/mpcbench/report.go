@@ -187,7 +187,7 @@ func reportSelect(ctx context.Context, cfg bench.SelectConfig, dir string, proce
 			if rep.Workload.Name != cfg.Workload.Name {
 				return nil, "", fmt.Errorf("%s: a select report of %s, not %s", path, rep.Workload.Name, cfg.Workload.Name)
 			}
-			return rep, fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s --json%s`", rep.Workload.Name, rep.Sample.Samples, rep.Link, procFlag(rep.Processes != nil)), nil
+			return rep, fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s --json%s%s`", rep.Workload.Name, rep.Sample.Samples, rep.Link, offFlag(rep.Off != nil), procFlag(rep.Processes != nil)), nil
 		case !errors.Is(err, os.ErrNotExist):
 			return nil, "", err
 		}
@@ -212,11 +212,19 @@ func reportSelect(ctx context.Context, cfg bench.SelectConfig, dir string, proce
 	return rep, fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s%s` (run by the report)", cfg.Workload.Name, rep.Sample.Samples, link, procFlag(processes)), nil
 }
 
+// offFlag is the select flag that ran a report's baseline with it.
+func offFlag(on bool) string {
+	if on {
+		return " --compare-off"
+	}
+	return ""
+}
+
 // reportOff gives rep its baseline (the pipeline off): the one rep holds
 // (select --compare-off), DIR/<workload>.off.json with --from, or a run.
 func reportOff(ctx context.Context, rep *bench.SelectReport, cfg bench.SelectConfig, dir string) (string, error) {
 	if rep.Off != nil {
-		return "the same report's", nil
+		return "the same command's `--compare-off` run (the same sample over the link, one batch at a time)", nil
 	}
 	if dir != "" {
 		path := filepath.Join(dir, cfg.Workload.Name+".off.json")

@@ -259,7 +259,7 @@ func TestReportTiny(t *testing.T) {
 	if err := run(context.Background(), append(args, "--from", from), &stdout, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
-	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "pipeline off: the same report's") {
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "--compare-off`; pipeline off: the same command's `--compare-off` run") {
 		t.Error("the report did not use the report's own baseline")
 	}
 	// A baseline that is not one (a pipelined run) is refused.
