@@ -156,7 +156,7 @@ func (o *Observer) Gaussian(pooled bool) (Gaussian, error) {
 }
 
 // CentredGaussian fits a diagonal Gaussian to the reservoir's rows after
-// subtracting each row's mean over its unpadded entries (Dataset.Center):
+// subtracting each row's mean over its unpadded entries (Dataset.Centre):
 // attention scores carry a per-query shift that the softmax ignores and that
 // inflates every feature's spread in a fit of the raw rows. Features padded
 // in every sampled row get the pooled statistics.
@@ -257,12 +257,12 @@ type Dataset struct {
 	// skew), which is where the MLP is used. 0 draws every row from Gauss (and
 	// the rows are exactly those of a data set without the field).
 	RealFrac float64
-	// Center (AttnSoftmax only) makes the MLP see each row minus its mean
+	// Centre (AttnSoftmax only) makes the MLP see each row minus its mean
 	// (padding at its fill value): the softmax ignores a common shift of its
 	// row, so the MLP need not learn to; the centring is linear and folded
 	// into W1 (each row of W1 sums to 0), so the MLP's form is unchanged.
 	// Gauss should then describe centred rows (Observer.CentredGaussian).
-	Center bool
+	Centre bool
 }
 
 // blockRows is the number of rows generated from one derived seed; Batch results
@@ -322,7 +322,7 @@ func (d *Dataset) Validate() error {
 	if len(d.Real)%d.In() != 0 {
 		return fmt.Errorf("mlp dataset %s: %d real values for width %d", d.Kind, len(d.Real), d.In())
 	}
-	if d.Center && d.Kind != AttnSoftmax {
+	if d.Centre && d.Kind != AttnSoftmax {
 		return fmt.Errorf("mlp dataset %s: centring applies to attention softmax rows only", d.Kind)
 	}
 	if !(d.RealFrac >= 0 && d.RealFrac <= 1) || (d.RealFrac > 0 && len(d.Real) == 0) {

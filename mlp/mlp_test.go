@@ -285,11 +285,11 @@ func TestRealFrac(t *testing.T) {
 	}
 }
 
-// TestCenter checks that a centred softmax MLP is invariant to a common shift
+// TestCentre checks that a centred softmax MLP is invariant to a common shift
 // of its row (the centring is folded into W1), keeps the MLP's form (Forward
 // equals the exported weights), refuses other kinds, and emulates attention
 // rows with a large per-query shift far better than a fit of the raw rows.
-func TestCenter(t *testing.T) {
+func TestCentre(t *testing.T) {
 	const w = 8
 	rng := nn.NewRNG(5)
 	rows := make([]float64, 4000*w)
@@ -316,7 +316,7 @@ func TestCenter(t *testing.T) {
 			if d.Gauss, err = o.CentredGaussian(); err != nil {
 				t.Fatal(err)
 			}
-			d.Center = true
+			d.Centre = true
 		}
 		m, rep, err := Train(context.Background(), d, 16, "m", TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2, Seed: 8})
 		if err != nil {
@@ -390,7 +390,7 @@ func TestCenter(t *testing.T) {
 			t.Errorf("output %d moves with a common shift of the row: %v vs %v", j, ra.Data[j], rb.Data[j])
 		}
 	}
-	bad := Dataset{Kind: InvSqrt, Gauss: gaussian(1, 1, 0.1), N: 10, Floor: 0.5, Center: true}
+	bad := Dataset{Kind: InvSqrt, Gauss: gaussian(1, 1, 0.1), N: 10, Floor: 0.5, Centre: true}
 	if err := bad.Validate(); err == nil {
 		t.Error("Validate accepted a centred InvSqrt data set")
 	}

@@ -153,7 +153,7 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 	for j := range fill {
 		fill[j] = muX[j] + FillZ*sdX[j]
 	}
-	if d.Center {
+	if d.Centre {
 		// The network sees centred rows C·x' (x' with the fill values): their
 		// statistics on the held-out rows standardise them.
 		muX, sdX = centredStats(centreRows(testX, in, fill), in)
@@ -197,7 +197,7 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 				k := min(cfg.BatchSize, n-off)
 				xb := bx[off*in : (off+k)*in]
 				xz := xb
-				if d.Center {
+				if d.Centre {
 					xz = centreRows(xb, in, fill)
 				}
 				z, tgt, w := standardise(xz, xb, by[off*out:(off+k)*out], in, out, muX, sdX, muY, sdY)
@@ -256,7 +256,7 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 	if lossN > 0 {
 		rep.FinalLoss = lossSum / float64(lossN)
 	}
-	fold(m, muX, sdX, muY, sdY, d.Center)
+	fold(m, muX, sdX, muY, sdY, d.Centre)
 	if m.Kind == AttnSoftmax {
 		copy(m.Fill, fill)
 	}

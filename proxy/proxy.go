@@ -89,7 +89,7 @@ type Config struct {
 	// Distill trains it on real logits.
 	RealMix float64
 	// CentreSoftmax trains each attention softmax MLP on rows minus their
-	// mean, fitted to centred observations (mlp.Dataset.Center): the
+	// mean, fitted to centred observations (mlp.Dataset.Centre): the
 	// softmax ignores a row's common shift, and the centring folds into the
 	// MLP's first layer (same form, same secure evaluation).
 	CentreSoftmax bool
@@ -251,7 +251,7 @@ func newDataset(o *observed, points int, cfg Config, seed uint64) (*mlp.Dataset,
 		if ds.Gauss, err = o.obs.CentredGaussian(); err != nil {
 			return nil, fmt.Errorf("module %s: %w", o.name, err)
 		}
-		ds.Center = true
+		ds.Centre = true
 	}
 	return ds, nil
 }
