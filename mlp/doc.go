@@ -24,6 +24,15 @@
 // a Report with the approximation error on held-out synthesised points and on the
 // observed real inputs.
 //
+// Two options bring the training rows closer to the inputs the MLP will see.
+// Dataset.RealFrac resamples a share of the rows from the observed ones (a
+// diagonal Gaussian reproduces each feature's marginal, not the joint shape of
+// real rows: the clusters of LayerNorm variances, the few large scores of an
+// attention row). Dataset.Centre (attention softmax) trains on rows minus their
+// mean, fitted to centred observations (Observer.CentredGaussian): the softmax
+// ignores a row's common shift, which otherwise inflates every feature's spread;
+// the centring is folded into W1, so the MLP's form does not change.
+//
 // # Padding
 //
 // In data sets and at Forward, an attention-score entry equal to −Inf marks a

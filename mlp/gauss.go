@@ -155,6 +155,57 @@ func (o *Observer) Gaussian(pooled bool) (Gaussian, error) {
 	return g, nil
 }
 
+// CentredGaussian fits a diagonal Gaussian to the reservoir's rows after
+// subtracting each row's mean over its unpadded entries (Dataset.Centre):
+// attention scores carry a per-query shift that the softmax ignores and that
+// inflates every feature's spread in a fit of the raw rows. Features padded
+// in every sampled row get the pooled statistics.
+func (o *Observer) CentredGaussian() (Gaussian, error) {
+	if len(o.sample) < 2 {
+		return Gaussian{}, fmt.Errorf("mlp observer %s: %d rows sampled, need at least 2", o.Kind, len(o.sample))
+	}
+	w := o.Width
+	n, mean, m2 := make([]float64, w), make([]float64, w), make([]float64, w)
+	var pn, pmean, pm2 float64
+	for _, row := range o.sample {
+		mu, k := 0.0, 0
+		for _, v := range row {
+			if !math.IsInf(v, -1) {
+				mu += v
+				k++
+			}
+		}
+		mu /= float64(max(k, 1))
+		for j, v := range row {
+			if math.IsInf(v, -1) {
+				continue
+			}
+			v -= mu
+			n[j]++
+			d := v - mean[j]
+			mean[j] += d / n[j]
+			m2[j] += d * (v - mean[j])
+			pn++
+			d = v - pmean
+			pmean += d / pn
+			pm2 += d * (v - pmean)
+		}
+	}
+	g := Gaussian{Mean: make([]float64, w), Std: make([]float64, w)}
+	for j := range g.Mean {
+		mu, k, s := mean[j], n[j], m2[j]
+		if k < 2 {
+			mu, k, s = pmean, pn, pm2
+		}
+		if k < 2 {
+			return Gaussian{}, fmt.Errorf("mlp observer %s: too few unpadded entries to fit", o.Kind)
+		}
+		g.Mean[j] = mu
+		g.Std[j] = max(math.Sqrt(s/(k-1)), 1e-6*max(1, math.Abs(mu)))
+	}
+	return g, nil
+}
+
 // Gaussian is a diagonal normal distribution over rows: feature j ~ N(Mean[j], Std[j]²).
 type Gaussian struct {
 	// Mean and Std hold μ_j and σ_j (σ_j > 0) per feature.
@@ -199,6 +250,19 @@ type Dataset struct {
 	Pads [][]bool
 	// Real are observed rows (padding as −Inf) on which Train reports errors.
 	Real []float64
+	// RealFrac in [0, 1] is the share of the rows resampled uniformly from Real
+	// (observed inputs, with their padding) instead of drawn from Gauss: a
+	// diagonal Gaussian reproduces each feature's marginal but not the joint
+	// shape of real rows (an attention row's few large scores, a variance's
+	// skew), which is where the MLP is used. 0 draws every row from Gauss (and
+	// the rows are exactly those of a data set without the field).
+	RealFrac float64
+	// Centre (AttnSoftmax only) makes the MLP see each row minus its mean
+	// (padding at its fill value): the softmax ignores a common shift of its
+	// row, so the MLP need not learn to; the centring is linear and folded
+	// into W1 (each row of W1 sums to 0), so the MLP's form is unchanged.
+	// Gauss should then describe centred rows (Observer.CentredGaussian).
+	Centre bool
 }
 
 // blockRows is the number of rows generated from one derived seed; Batch results
@@ -258,6 +322,17 @@ func (d *Dataset) Validate() error {
 	if len(d.Real)%d.In() != 0 {
 		return fmt.Errorf("mlp dataset %s: %d real values for width %d", d.Kind, len(d.Real), d.In())
 	}
+	if d.Centre && d.Kind != AttnSoftmax {
+		return fmt.Errorf("mlp dataset %s: centring applies to attention softmax rows only", d.Kind)
+	}
+	if !(d.RealFrac >= 0 && d.RealFrac <= 1) || (d.RealFrac > 0 && len(d.Real) == 0) {
+		return fmt.Errorf("mlp dataset %s: real fraction %g with %d real rows", d.Kind, d.RealFrac, len(d.Real)/d.In())
+	}
+	if d.RealFrac > 0 {
+		if err := d.checkReal(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -289,8 +364,32 @@ func (d *Dataset) Rows(seed uint64, start, count int, x, y []float64) error {
 	return Exact(d.Kind, x, in, d.Eps, y)
 }
 
-// draw fills row with one synthesised input.
+// checkReal verifies that the real rows are valid module inputs (they become
+// training rows when RealFrac > 0): finite or padding (−Inf, AttnSoftmax
+// only), and for InvSqrt a variance v with v + Eps > 0.
+func (d *Dataset) checkReal() error {
+	for i, v := range d.Real {
+		switch {
+		case math.IsNaN(v) || math.IsInf(v, 1):
+			return fmt.Errorf("mlp dataset %s: real value %v at %d", d.Kind, v, i)
+		case math.IsInf(v, -1) && d.Kind != AttnSoftmax:
+			return fmt.Errorf("mlp dataset %s: padding in a real row at %d", d.Kind, i)
+		case d.Kind == InvSqrt && !(v+d.Eps > 0):
+			return fmt.Errorf("mlp dataset invsqrt: real variance %g", v)
+		}
+	}
+	return nil
+}
+
+// draw fills row with one input: an observed row with probability RealFrac,
+// else a synthesised one.
 func (d *Dataset) draw(rng *rand.Rand, row []float64) {
+	if d.RealFrac > 0 && rng.Float64() < d.RealFrac {
+		in := len(row)
+		r := rng.IntN(len(d.Real) / in)
+		copy(row, d.Real[r*in:(r+1)*in])
+		return
+	}
 	g := d.Gauss
 	for j := range row {
 		v := g.Mean[j] + g.Std[j]*rng.NormFloat64()

@@ -3,6 +3,7 @@ package mlp
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/selectformer/selectformer/proxy/nn"
@@ -190,5 +191,207 @@ func TestObserverAndDataset(t *testing.T) {
 	}
 	if _, err := NewObserver(InvSqrt, 2, 1, 1); err == nil {
 		t.Error("NewObserver accepted an InvSqrt of width 2")
+	}
+}
+
+// bimodalVariances returns LayerNorm variances from two clusters, around 0.01
+// and around 1 (blank and inked image patches): the Gaussian fit N(0.5, 0.5²)
+// rarely draws near 0.01, where 1/√v is steepest.
+func bimodalVariances(n int, seed uint64) []float64 {
+	rng := nn.NewRNG(seed)
+	x := make([]float64, n)
+	for i := range x {
+		c := 0.01
+		if i%2 == 1 {
+			c = 1
+		}
+		x[i] = c * (1 + 0.1*rng.NormFloat64())
+	}
+	return x
+}
+
+// TestRealFrac checks the validation of Dataset.RealFrac, that RealFrac = 1
+// draws every row from the observed ones, and that mixing observed rows in
+// lowers the error on real inputs where the Gaussian fit misrepresents them.
+func TestRealFrac(t *testing.T) {
+	const w = 1
+	o, err := NewObserver(InvSqrt, w, 1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Observe(bimodalVariances(4000, 2)); err != nil {
+		t.Fatal(err)
+	}
+	base, err := NewDataset(o, 30_000, false, 1e-12, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(d *Dataset)
+		ok   bool
+	}{
+		{"zero", func(d *Dataset) {}, true},
+		{"half", func(d *Dataset) { d.RealFrac = 0.5 }, true},
+		{"negative", func(d *Dataset) { d.RealFrac = -0.1 }, false},
+		{"above one", func(d *Dataset) { d.RealFrac = 1.5 }, false},
+		{"NaN", func(d *Dataset) { d.RealFrac = math.NaN() }, false},
+		{"no real rows", func(d *Dataset) { d.RealFrac, d.Real = 0.5, nil }, false},
+		{"NaN in a real row", func(d *Dataset) { d.RealFrac, d.Real = 0.5, []float64{0.3, math.NaN()} }, false},
+		{"padding in an invsqrt row", func(d *Dataset) { d.RealFrac, d.Real = 0.5, []float64{0.3, math.Inf(-1)} }, false},
+		{"negative variance", func(d *Dataset) { d.RealFrac, d.Real = 0.5, []float64{0.3, -0.1} }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := *base
+			c.edit(&d)
+			if err := d.Validate(); (err == nil) != c.ok {
+				t.Errorf("Validate: %v, want ok %v", err, c.ok)
+			}
+		})
+	}
+
+	all := *base
+	all.RealFrac = 1
+	x, y := make([]float64, 500*w), make([]float64, 500*w)
+	if err := all.Rows(all.Seed, 700, 500, x, y); err != nil {
+		t.Fatal(err)
+	}
+	real := map[[w]float64]bool{}
+	for r := 0; r < len(all.Real)/w; r++ {
+		real[[w]float64(all.Real[r*w:(r+1)*w])] = true
+	}
+	for r := 0; r < 500; r++ {
+		if !real[[w]float64(x[r*w:(r+1)*w])] {
+			t.Fatalf("RealFrac 1: row %d %v is not an observed row", r, x[r*w:(r+1)*w])
+		}
+	}
+
+	errOn := func(frac float64) float64 {
+		d := *base
+		d.RealFrac = frac
+		_, rep, err := Train(context.Background(), &d, 16, "m", TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2, Seed: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("real fraction %.1f: %v", frac, rep)
+		if err := rep.Ranges.Check(FixedPointBound); err != nil {
+			t.Error(err)
+		}
+		return rep.RealMeanAbs
+	}
+	gauss, mixed := errOn(0), errOn(0.5)
+	if !(mixed < 0.5*gauss) {
+		t.Errorf("mean error on observed rows: %.4g with half the rows observed, %.4g with none; want under half", mixed, gauss)
+	}
+}
+
+// TestCentre checks that a centred softmax MLP is invariant to a common shift
+// of its row (the centring is folded into W1), keeps the MLP's form (Forward
+// equals the exported weights), refuses other kinds, and emulates attention
+// rows with a large per-query shift far better than a fit of the raw rows.
+func TestCentre(t *testing.T) {
+	const w = 8
+	rng := nn.NewRNG(5)
+	rows := make([]float64, 4000*w)
+	for r := 0; r < 4000; r++ {
+		shift := 5 * rng.NormFloat64() // q·mean(k): the same for every key of the row
+		for j := 0; j < w; j++ {
+			rows[r*w+j] = shift + float64(j%3) + rng.NormFloat64()
+		}
+	}
+	o, err := NewObserver(AttnSoftmax, w, 2048, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Observe(rows); err != nil {
+		t.Fatal(err)
+	}
+	train := func(centre bool) (*MLP, Report) {
+		t.Helper()
+		d, err := NewDataset(o, 30_000, false, 0, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if centre {
+			if d.Gauss, err = o.CentredGaussian(); err != nil {
+				t.Fatal(err)
+			}
+			d.Centre = true
+		}
+		m, rep, err := Train(context.Background(), d, 16, "m", TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2, Seed: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("centre %v: %v", centre, rep)
+		if err := rep.Ranges.Check(FixedPointBound); err != nil {
+			t.Error(err)
+		}
+		return m, rep
+	}
+	_, rawRep := train(false)
+	m, rep := train(true)
+	if !(rep.RealMeanAbs < 0.5*rawRep.RealMeanAbs) {
+		t.Errorf("mean error on observed rows: centred %.4g, raw %.4g; want under half", rep.RealMeanAbs, rawRep.RealMeanAbs)
+	}
+	w1, b1, w2, b2 := m.Weights()
+	for i := 0; i < 16; i++ {
+		s := 0.0
+		for j := 0; j < w; j++ {
+			s += w1[i*w+j]
+		}
+		if math.Abs(s) > 1e-9 {
+			t.Errorf("row %d of W1 sums to %g, want 0 (centring folded in)", i, s)
+		}
+	}
+	// Forward is the exported weights on the row with its fill values (the
+	// padded output 0), and ignores a common shift of an unpadded row.
+	x := []float64{0.3, -1, 2, 0.5, 1, math.Inf(-1), -0.5, 0}
+	xt, _ := nn.FromSlice(slices.Clone(x), 1, w)
+	y, err := m.Forward(xt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for o := 0; o < w; o++ {
+		want := b2[o]
+		for i := 0; i < 16; i++ {
+			h := b1[i]
+			for j, v := range x {
+				if math.IsInf(v, -1) {
+					v = m.Fill[j]
+				}
+				h += w1[i*w+j] * v
+			}
+			want += w2[o*16+i] * max(h, 0)
+		}
+		if math.IsInf(x[o], -1) {
+			want = 0
+		}
+		if math.Abs(y.Data[o]-want) > 1e-9 {
+			t.Errorf("output %d: Forward %v, exported weights %v", o, y.Data[o], want)
+		}
+	}
+	full := []float64{0.3, -1, 2, 0.5, 1, 0.2, -0.5, 0}
+	shifted := slices.Clone(full)
+	for j := range shifted {
+		shifted[j] += 7
+	}
+	fa, _ := nn.FromSlice(full, 1, w)
+	fb, _ := nn.FromSlice(shifted, 1, w)
+	ra, err := m.Forward(fa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := m.Forward(fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range ra.Data {
+		if math.Abs(ra.Data[j]-rb.Data[j]) > 1e-9 {
+			t.Errorf("output %d moves with a common shift of the row: %v vs %v", j, ra.Data[j], rb.Data[j])
+		}
+	}
+	bad := Dataset{Kind: InvSqrt, Gauss: gaussian(1, 1, 0.1), N: 10, Floor: 0.5, Centre: true}
+	if err := bad.Validate(); err == nil {
+		t.Error("Validate accepted a centred InvSqrt data set")
 	}
 }

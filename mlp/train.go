@@ -149,6 +149,15 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 	muY, sdY := outputStats(testX, testY, in, out, d.Kind)
 	rep.ConstMeanAbs = constError(testX, testY, in, out, d.Kind, muY)
 	muX, sdX := d.Gauss.Mean, d.Gauss.Std
+	fill := make([]float64, in)
+	for j := range fill {
+		fill[j] = muX[j] + FillZ*sdX[j]
+	}
+	if d.Centre {
+		// The network sees centred rows C·x' (x' with the fill values): their
+		// statistics on the held-out rows standardise them.
+		muX, sdX = centredStats(centreRows(testX, in, fill), in)
+	}
 
 	// The standardised network: z = (x − μ)/σ (FillZ for padding), ŷ = (y − μy)/σy.
 	fc1, fc2 := m.FC1, m.FC2
@@ -186,7 +195,12 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 			}
 			for off := 0; off < n; off += cfg.BatchSize {
 				k := min(cfg.BatchSize, n-off)
-				z, tgt, w := standardise(bx[off*in:(off+k)*in], by[off*out:(off+k)*out], in, out, muX, sdX, muY, sdY)
+				xb := bx[off*in : (off+k)*in]
+				xz := xb
+				if d.Centre {
+					xz = centreRows(xb, in, fill)
+				}
+				z, tgt, w := standardise(xz, xb, by[off*out:(off+k)*out], in, out, muX, sdX, muY, sdY)
 				nn.ZeroGrad(params)
 				h, err := fc1.Forward(z)
 				if err != nil {
@@ -242,7 +256,10 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 	if lossN > 0 {
 		rep.FinalLoss = lossSum / float64(lossN)
 	}
-	fold(m, muX, sdX, muY, sdY)
+	fold(m, muX, sdX, muY, sdY, d.Centre)
+	if m.Kind == AttnSoftmax {
+		copy(m.Fill, fill)
+	}
 	rep.Duration = time.Since(start)
 	rep.SynthRows = cfg.Test
 	var rg rangeAcc
@@ -313,16 +330,58 @@ func constError(x, y []float64, in, out int, k Kind, muY []float64) float64 {
 	return s / float64(max(n, 1))
 }
 
-// standardise maps raw rows to the standardised network's inputs and targets and
-// the per-output loss weights (0 for padded outputs).
-func standardise(x, y []float64, in, out int, muX, sdX, muY, sdY []float64) (z *nn.Tensor, tgt, w []float64) {
+// centreRows returns the rows of x (width in) with padding (−Inf) replaced by
+// fill and each row's mean subtracted: C·x' with C = I − 11ᵀ/in.
+func centreRows(x []float64, in int, fill []float64) []float64 {
+	c := make([]float64, len(x))
+	for off := 0; off < len(x); off += in {
+		mean := 0.0
+		for j := 0; j < in; j++ {
+			v := x[off+j]
+			if math.IsInf(v, -1) {
+				v = fill[j]
+			}
+			c[off+j] = v
+			mean += v
+		}
+		mean /= float64(in)
+		for j := 0; j < in; j++ {
+			c[off+j] -= mean
+		}
+	}
+	return c
+}
+
+// centredStats returns per-feature means and deviations (floored) of rows.
+func centredStats(x []float64, in int) (mu, sd []float64) {
+	mu, sd = make([]float64, in), make([]float64, in)
+	rows := len(x) / in
+	for r := 0; r < rows; r++ {
+		for j := 0; j < in; j++ {
+			v := x[r*in+j]
+			mu[j] += v
+			sd[j] += v * v
+		}
+	}
+	for j := range mu {
+		mu[j] /= float64(rows)
+		sd[j] = math.Sqrt(max(sd[j]/float64(rows)-mu[j]*mu[j], 0))
+		sd[j] = max(sd[j], 1e-6*max(1, math.Abs(mu[j])))
+	}
+	return mu, sd
+}
+
+// standardise maps rows to the standardised network's inputs and targets and
+// the per-output loss weights (0 for padded outputs): xz are the rows the
+// network sees (the raw rows x, or their centred form), x marks the padding.
+func standardise(xz, x, y []float64, in, out int, muX, sdX, muY, sdY []float64) (z *nn.Tensor, tgt, w []float64) {
 	rows := len(x) / in
 	z = nn.New(rows, in)
 	tgt = make([]float64, len(y))
 	w = make([]float64, len(y))
 	for r := 0; r < rows; r++ {
 		for j := 0; j < in; j++ {
-			v := x[r*in+j]
+			v := xz[r*in+j]
 			if math.IsInf(v, -1) {
 				z.Data[r*in+j] = FillZ
 			} else {
@@ -342,14 +401,23 @@ func standardise(x, y []float64, in, out int, muX, sdX, muY, sdY []float64) (z *
 }
 
 // fold rewrites the standardised weights as raw-space weights and sets the fill
-// values (see the package comment).
-func fold(m *MLP, muX, sdX, muY, sdY []float64) {
+// values (see the package comment); centre folds the row centring C in too
+// (W1 ← W1·C: each row of W1 loses its mean).
+func fold(m *MLP, muX, sdX, muY, sdY []float64, centre bool) {
 	in, hid, out := m.In(), m.Hidden(), m.Out()
 	w1, b1 := m.FC1.W.Value.Data, m.FC1.B.Value.Data
 	for i := 0; i < hid; i++ {
+		mean := 0.0
 		for j := 0; j < in; j++ {
 			b1[i] -= w1[i*in+j] * muX[j] / sdX[j]
 			w1[i*in+j] /= sdX[j]
+			mean += w1[i*in+j]
+		}
+		if centre {
+			mean /= float64(in)
+			for j := 0; j < in; j++ {
+				w1[i*in+j] -= mean
+			}
 		}
 	}
 	w2, b2 := m.FC2.W.Value.Data, m.FC2.B.Value.Data

@@ -116,6 +116,8 @@ func (c Config) Validate(target *model.Model, n int) error {
 		return fmt.Errorf("proxy: mlp: epochs %d, batch size %d, learning rate %g, test rows %d", c.MLP.Epochs, c.MLP.BatchSize, c.MLP.LR, c.MLP.Test)
 	case c.Reservoir < 0:
 		return fmt.Errorf("proxy: reservoir %d", c.Reservoir)
+	case !(c.RealMix >= 0 && c.RealMix <= 1):
+		return fmt.Errorf("proxy: real mix %g outside [0, 1]", c.RealMix)
 	case c.EntropyWeight < 0 || !finite(c.EntropyWeight):
 		return fmt.Errorf("proxy: entropy weight %g", c.EntropyWeight)
 	}

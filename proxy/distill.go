@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/nn"
@@ -52,6 +53,17 @@ type Distill struct {
 	// chases logits that keep moving, and ends up ranking the samples far
 	// worse than the exact entropy of the same logits would.
 	Calibrate int
+	// CalibrateLR is the calibration's peak learning rate (Config.InVivo.LR
+	// when 0).
+	CalibrateLR float64
+	// Mixup, if positive, adds that many synthetic inputs to the
+	// distillation set, each mixing two inputs drawn from the bootstrap and
+	// Extra (see MixInputs); the teacher labels them like Extra. The
+	// bootstrap and the model owner's pretraining data are mostly inputs the
+	// teacher is sure about, while a selection by entropy ranks the pool's
+	// uncertain points: mixed inputs lie between classes, where the teacher
+	// hesitates, and show the proxies how it ranks such points.
+	Mixup int
 }
 
 func (d *Distill) validate(target *model.Model) error {
@@ -60,6 +72,12 @@ func (d *Distill) validate(target *model.Model) error {
 	}
 	if d.Calibrate < 0 {
 		return fmt.Errorf("proxy: distill: %d calibration epochs", d.Calibrate)
+	}
+	if d.Mixup < 0 {
+		return fmt.Errorf("proxy: distill: %d mixed inputs", d.Mixup)
+	}
+	if !(d.CalibrateLR >= 0) || math.IsInf(d.CalibrateLR, 0) {
+		return fmt.Errorf("proxy: distill: calibration learning rate %g", d.CalibrateLR)
 	}
 	if !(d.Weight >= 0 && d.Weight <= 1) || d.Temperature < 0 || math.IsNaN(d.Temperature) || math.IsInf(d.Temperature, 0) {
 		return fmt.Errorf("proxy: distill: weight %g outside [0, 1] or temperature %g", d.Weight, d.Temperature)
@@ -177,6 +195,70 @@ func ConcatInputs(a, b model.Input) (model.Input, error) {
 	return out, nil
 }
 
+// MixInputs returns n synthetic inputs, each mixing two distinct samples a
+// and b of in drawn uniformly (seeded): images are λ·a + (1−λ)·b with λ
+// uniform in [0, 1]; texts are a with a random span of positions [s, e)
+// (1 ≤ s < e ≤ T, the first token kept) taken from b, token ids, type ids
+// and mask alike. in must hold at least two samples.
+func MixInputs(in model.Input, n int, seed uint64) (model.Input, error) {
+	m := in.Len()
+	if m < 2 || n < 0 {
+		return model.Input{}, fmt.Errorf("mix inputs: %d mixes of %d samples", n, m)
+	}
+	if _, err := in.Select(nil); err != nil {
+		return model.Input{}, fmt.Errorf("mix inputs: %w", err)
+	}
+	rng := nn.NewRNG(seed ^ 0x6d1f3a5b)
+	pair := func() (int, int) {
+		a := rng.IntN(m)
+		b := rng.IntN(m - 1)
+		if b >= a {
+			b++
+		}
+		return a, b
+	}
+	var out model.Input
+	if in.Pixels != nil {
+		out.Pixels = make([][]float64, n)
+		for i := range out.Pixels {
+			a, b := pair()
+			lam := rng.Float64()
+			pa, pb := in.Pixels[a], in.Pixels[b]
+			if len(pa) != len(pb) {
+				return model.Input{}, fmt.Errorf("mix inputs: images of %d and %d values", len(pa), len(pb))
+			}
+			px := make([]float64, len(pa))
+			for j := range px {
+				px[j] = lam*pa[j] + (1-lam)*pb[j]
+			}
+			out.Pixels[i] = px
+		}
+		return out, nil
+	}
+	mix := func(rows [][]int, a, b, s, e int) []int {
+		r := slices.Clone(rows[a])
+		copy(r[s:e], rows[b][s:e])
+		return r
+	}
+	for range n {
+		a, b := pair()
+		T := len(in.IDs[a])
+		if T < 2 || len(in.IDs[b]) != T {
+			return model.Input{}, fmt.Errorf("mix inputs: texts of %d and %d tokens", T, len(in.IDs[b]))
+		}
+		s := 1 + rng.IntN(T-1)
+		e := s + 1 + rng.IntN(T-s)
+		out.IDs = append(out.IDs, mix(in.IDs, a, b, s, e))
+		if in.TypeIDs != nil {
+			out.TypeIDs = append(out.TypeIDs, mix(in.TypeIDs, a, b, s, e))
+		}
+		if in.Mask != nil {
+			out.Mask = append(out.Mask, mix(in.Mask, a, b, s, e))
+		}
+	}
+	return out, nil
+}
+
 // teacherSet is the distillation data: bootstrap inputs then Extra, the
 // teacher's logits on them and the labels of the bootstrap rows.
 type teacherSet struct {
@@ -186,10 +268,19 @@ type teacherSet struct {
 	w      []float64
 }
 
-func newTeacherSet(teacher *model.Model, boot model.Input, labels []int, d *Distill) (*teacherSet, error) {
+func newTeacherSet(teacher *model.Model, boot model.Input, labels []int, d *Distill, seed uint64) (*teacherSet, error) {
 	in, err := ConcatInputs(boot, d.Extra)
 	if err != nil {
 		return nil, err
+	}
+	if d.Mixup > 0 {
+		mixed, err := MixInputs(in, d.Mixup, seed)
+		if err != nil {
+			return nil, err
+		}
+		if in, err = ConcatInputs(in, mixed); err != nil {
+			return nil, err
+		}
 	}
 	lg, err := model.Predict(teacher, in, 256)
 	if err != nil {
@@ -304,7 +395,7 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 // calibrateEntropy trains the proxy's entropy MLP alone for d.Calibrate
 // epochs on the proxy's logits over ts.in: toward the teacher's entropy when
 // TeacherEntropy is set, toward the exact entropy of the proxy's logits
-// otherwise (squared error, AdamW at the in-vivo rate).
+// otherwise (squared error, AdamW at CalibrateLR).
 func (p *Proxy) calibrateEntropy(ctx context.Context, ts *teacherSet, cfg Config, stage string, log *slog.Logger) error {
 	d := cfg.Distill
 	if p.Entropy == nil || d == nil || d.Calibrate <= 0 {
@@ -336,7 +427,11 @@ func (p *Proxy) calibrateEntropy(ctx context.Context, ts *teacherSet, cfg Config
 	params := p.Entropy.Params()
 	batch := max(16, cfg.InVivo.BatchSize)
 	steps := d.Calibrate * ((n + batch - 1) / batch)
-	opt := &nn.AdamW{LR: cfg.InVivo.LR, ClipNorm: 1, WarmupSteps: steps / 20, TotalSteps: steps + 1}
+	lr := d.CalibrateLR
+	if lr == 0 {
+		lr = cfg.InVivo.LR
+	}
+	opt := &nn.AdamW{LR: lr, ClipNorm: 1, WarmupSteps: steps / 20, TotalSteps: steps + 1}
 	rng := nn.NewRNG(cfg.Seed ^ 0x3c6ef372 ^ uint64(p.Shape.Hidden))
 	for e := 0; e < d.Calibrate; e++ {
 		perm := rng.Perm(n)

@@ -80,6 +80,19 @@ type Config struct {
 	PooledGaussian bool
 	// Reservoir is the number of observed rows kept per module (2048 when 0).
 	Reservoir int
+	// RealMix in [0, 1] is the share of the ex vivo data set of each attention
+	// softmax and LayerNorm MLP resampled from the module's observed inputs
+	// (the reservoir) rather than synthesised from the Gaussian fit
+	// (mlp.Dataset.RealFrac; 0: the paper's purely synthesised points). The
+	// entropy MLP's data set stays synthesised: M_g's logits are observed on
+	// the bootstrap alone (a few hundred rows), and the calibration of
+	// Distill trains it on real logits.
+	RealMix float64
+	// CentreSoftmax trains each attention softmax MLP on rows minus their
+	// mean, fitted to centred observations (mlp.Dataset.Centre): the
+	// softmax ignores a row's common shift, and the centring folds into the
+	// MLP's first layer (same form, same secure evaluation).
+	CentreSoftmax bool
 	// EntropyWeight weighs the in-vivo loss of the entropy MLP (1 when 0).
 	EntropyWeight float64
 	// Distill, if set, tunes the proxies toward M_g's predictions (see
@@ -166,9 +179,9 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 		if o.obs == nil || o.obs.Rows() < 2 {
 			return nil, fmt.Errorf("proxy generate: module %s was not observed", o.name)
 		}
-		ds, err := mlp.NewDataset(o.obs, points, cfg.PooledGaussian, o.eps, cfg.Seed+uint64(i)*7919+1)
+		ds, err := newDataset(o, points, cfg, cfg.Seed+uint64(i)*7919+1)
 		if err != nil {
-			return nil, fmt.Errorf("proxy generate: module %s: %w", o.name, err)
+			return nil, fmt.Errorf("proxy generate: %w", err)
 		}
 		datasets[o.name] = ds
 	}
@@ -199,7 +212,7 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 	// 3. Proxies.
 	var ts *teacherSet
 	if cfg.Distill != nil {
-		if ts, err = newTeacherSet(mg, boot, labels, cfg.Distill); err != nil {
+		if ts, err = newTeacherSet(mg, boot, labels, cfg.Distill, cfg.Seed); err != nil {
 			return nil, fmt.Errorf("proxy generate: %w", err)
 		}
 	}
@@ -222,6 +235,25 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 		res.Proxies = append(res.Proxies, p)
 	}
 	return res, nil
+}
+
+// newDataset builds the ex vivo data set of an observed module of M_g (see
+// Config.RealMix and Config.CentreSoftmax).
+func newDataset(o *observed, points int, cfg Config, seed uint64) (*mlp.Dataset, error) {
+	ds, err := mlp.NewDataset(o.obs, points, cfg.PooledGaussian, o.eps, seed)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", o.name, err)
+	}
+	if o.obs.Kind != mlp.SoftmaxEntropy {
+		ds.RealFrac = cfg.RealMix
+	}
+	if cfg.CentreSoftmax && o.obs.Kind == mlp.AttnSoftmax {
+		if ds.Gauss, err = o.obs.CentredGaussian(); err != nil {
+			return nil, fmt.Errorf("module %s: %w", o.name, err)
+		}
+		ds.Centre = true
+	}
+	return ds, nil
 }
 
 // copyBottom returns a new model with the bottom L layers of src and every other

@@ -31,7 +31,8 @@ func Defaults(dataset string, npm, small bool) (Config, error) {
 		MLP:    mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2},
 		Seed:   100,
 	}
-	c.Distill = &proxy.Distill{Weight: 0.8, Temperature: 1, BalanceClasses: true, Calibrate: 100}
+	c.Distill = &proxy.Distill{Weight: 0.8, Temperature: 1, BalanceClasses: true, Calibrate: 100, CalibrateLR: 3e-3, Mixup: 2000}
+	c.ExVivo = &ExVivo{RealMix: 0.5, CentreSoftmax: true, Reservoir: 8192, Points: 300_000}
 	switch dataset {
 	case MNIST:
 		c.Setting = Setting{Dataset: MNIST, Seed: 1, Public: 500, TestPerClass: 100, RareFrac: 0.1,
@@ -67,6 +68,8 @@ func Defaults(dataset string, npm, small bool) (Config, error) {
 		c.Seeds, c.SecureSeeds = 2, 1
 		c.Budgets = []float64{0.2}
 		c.Generate.Points = 20000
+		c.ExVivo.Points = 20000
+		c.Distill.Mixup = 200
 		c.Generate.MLP.Epochs = 1
 		c.Generate.Tune.Epochs, c.Generate.InVivo.Epochs = 2, 3
 	}

@@ -60,16 +60,42 @@ type Config struct {
 	Bootstrap float64
 	// Schedule is Ours' schedule; OnePhase and ThreePhase the alternatives.
 	Schedule, OnePhase, ThreePhase []Shape
-	// Generate is the proxy generation of the paper (labels only); Distill,
-	// if set, is Ours' improvement (Ours (label tuning) keeps Generate).
+	// Generate is the proxy generation of the paper (labels only); Distill
+	// and ExVivo, if set, are Ours' improvements (Ours (label tuning) keeps
+	// Generate).
 	Generate proxy.Config
 	Distill  *proxy.Distill
+	ExVivo   *ExVivo
 	// Methods restricts the methods (nil: AllMethods).
 	Methods []string
 	// Jobs is the number of seeds evaluated at once.
 	Jobs int
 	// Logger receives progress.
 	Logger *slog.Logger
+}
+
+// ExVivo is Ours' training of the ex vivo MLPs on M_g's observed module
+// inputs besides the Gaussian-synthesised points (see proxy.Config).
+type ExVivo struct {
+	// RealMix is proxy.Config.RealMix; CentreSoftmax proxy.Config.CentreSoftmax.
+	RealMix       float64
+	CentreSoftmax bool
+	// Reservoir and Points override proxy.Config's when positive.
+	Reservoir, Points int
+}
+
+// apply sets the fields of e in c.
+func (e *ExVivo) apply(c *proxy.Config) {
+	if e == nil {
+		return
+	}
+	c.RealMix, c.CentreSoftmax = e.RealMix, e.CentreSoftmax
+	if e.Reservoir > 0 {
+		c.Reservoir = e.Reservoir
+	}
+	if e.Points > 0 {
+		c.Points = e.Points
+	}
 }
 
 // Run is one seed's outcome at one budget for one method.
@@ -318,6 +344,7 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 	oursGen.Distill = cfg.Distill
 	paperGen := oursGen
 	paperGen.Distill = nil
+	cfg.ExVivo.apply(&oursGen)
 	sel := map[string][]int{} // at the first budget (for the report's overlap of MPC vs plaintext)
 	var oursProxies []*proxy.Proxy
 	if s < cfg.SecureSeeds && cfg.has(OursMPC) {

@@ -197,6 +197,26 @@ func (r *Result) Markdown(command string) string {
 	if c.Distill != nil {
 		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on the bootstrap plus the %d public examples, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v; \"Ours (label tuning)\" is the paper's in-vivo tuning on the bootstrap labels only.",
 			c.Distill.Weight, max(1, c.Distill.Temperature), c.Distill.Extra.Len(), c.Distill.BalanceClasses, c.Distill.TeacherEntropy)
+		if c.Distill.Mixup > 0 {
+			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", c.Distill.Mixup)
+		}
+		if c.Distill.Calibrate > 0 {
+			lr := c.Distill.CalibrateLR
+			if lr == 0 {
+				lr = c.Generate.InVivo.LR
+			}
+			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits.", c.Distill.Calibrate, lr)
+		}
+	}
+	if e := c.ExVivo; e != nil {
+		g := c.Generate
+		e.apply(&g)
+		res := g.Reservoir
+		if res <= 0 {
+			res = 2048
+		}
+		fmt.Fprintf(&b, " Ex vivo, Ours' attention softmax and LayerNorm MLPs train on %d points, %.0f%% of them resampled from M_g's observed inputs (reservoir of %d rows per module), the rest synthesised; softmax MLPs on row-centred scores %v (the centring folded into W1).",
+			g.Points, 100*e.RealMix, res, e.CentreSoftmax)
 	}
 	fmt.Fprintf(&b, "\n- Ours (MPC) runs the selection package's secure pipeline (both parties over loopback TLS, in-process dealer, bootstrap from the joint coin, proxies generated inside the run, secure forward, QuickSelect) at the first budget; Ours (plaintext) evaluates the same proxies in float64.\n")
 	fmt.Fprintf(&b, "- Margin (target) and Balanced entropy (target) are other criteria computed on the adapted target in the clear: 1 − (p₁ − p₂), and H(p) + %g·Σ_c p_c·(−log π_c) with π the bootstrap's class frequencies.\n\n", balancedBeta)

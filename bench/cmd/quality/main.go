@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	distill := fs.Bool("distill", true, "Ours distils the adapted target into the proxies (false: the paper's label tuning)")
 	calibrate := fs.Int("calibrate", -1, "epochs of the entropy MLP's calibration on the tuned proxy's logits (-1: default)")
 	teacherEnt := fs.Bool("teacher-entropy", false, "with --distill, the entropy MLP learns the teacher's entropy (false: the proxy's own)")
+	observed := fs.Bool("observed", true, "Ours trains its softmax and LayerNorm MLPs on M_g's observed inputs too, softmax MLPs on centred rows (false: Gaussian-synthesised points only)")
+	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	var ov overrides
@@ -109,6 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
+	if !*observed {
+		cfg.ExVivo = nil
+	}
 	d, err := quality.Prepare(cfg.Setting, log)
 	if err != nil {
 		return err
@@ -120,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Distill.TeacherEntropy = *teacherEnt
 		if *calibrate >= 0 {
 			cfg.Distill.Calibrate = *calibrate
+		}
+		if *mixup >= 0 {
+			cfg.Distill.Mixup = *mixup
 		}
 	}
 	fmt.Fprintf(stderr, "quality: %s: pool %d, test %d, public %d, checkpoint accuracy %.4f; %d seeds\n", *ds, d.Pool.Len(), d.Test.Len(), d.Public.Len(), d.TargetAcc, cfg.Seeds)
