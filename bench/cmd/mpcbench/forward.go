@@ -41,11 +41,8 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
 	bf := addBenchFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("forward: unexpected arguments %q", fs.Args())
 	}
 	cfg, err := bf.config()
 	if err != nil {

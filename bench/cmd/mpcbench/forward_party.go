@@ -312,11 +312,8 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	timeout := fs.Duration("timeout", time.Hour, "give up after this long")
 	session := fs.String("session", "", "the dealer session id both parties present (64 hex digits, drawn by the parent)")
 	bf := addBenchFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("forward-party: unexpected arguments %q", fs.Args())
 	}
 	cfg, err := bf.config()
 	if err != nil {

@@ -97,6 +97,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil // a subcommand's -h
 }
 
+// parseFlags parses a command's args into fs and refuses positional
+// arguments, naming the command.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected arguments %q", fs.Name(), fs.Args())
+	}
+	return nil
+}
+
 // newFlagSet returns the flag set of subcommand name, writing to stderr;
 // its -h prints the subcommand's summary first, then its flags.
 func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
@@ -117,11 +129,8 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	prefetch := fs.Bool("prefetch", true, "make correlated randomness ahead (offline) so seconds is online time only")
 	only := fs.String("only", "", "comma-separated op names to run (default all)")
 	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer) or made by the parties by OT (ot)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("ops: unexpected arguments %q", fs.Args())
 	}
 	if *provider != "dealer" && *provider != "ot" {
 		return fmt.Errorf("ops: --provider %q: want dealer or ot", *provider)

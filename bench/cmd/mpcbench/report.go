@@ -65,11 +65,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	note := fs.String("note", "", "a paragraph added under the machine (e.g. the load during the runs)")
 	tiny := fs.Bool("tiny", false, "tiny sizes (tests): the tiny workload, tiny ops and forward")
 	timeout := fs.Duration("timeout", 6*time.Hour, "give up after this long")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("report: unexpected arguments %q", fs.Args())
 	}
 	if *fwdBatch <= 0 {
 		return fmt.Errorf("report: --forward-batch %d", *fwdBatch)

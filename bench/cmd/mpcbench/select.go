@@ -211,11 +211,8 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
 	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
 	sf := addSelectFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("select: unexpected arguments %q", fs.Args())
 	}
 	cfg, err := sf.config()
 	if err != nil {
@@ -451,11 +448,8 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlagSet("select-party", stderr)
 	cf := addChildFlags(fs, "party 0's address (for p1: the relay's)")
 	sf := addSelectFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("select-party: unexpected arguments %q", fs.Args())
 	}
 	cfg, err := sf.config()
 	if err != nil {

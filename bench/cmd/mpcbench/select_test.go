@@ -278,3 +278,15 @@ func TestReportTiny(t *testing.T) {
 		t.Error("a broken --from report was accepted")
 	}
 }
+
+// TestPositionalArgsRefused: every subcommand refuses positional
+// arguments with an error naming itself (parseFlags).
+func TestPositionalArgsRefused(t *testing.T) {
+	for _, cmd := range []string{"ops", "forward", "forward-party", "select", "select-party", "report"} {
+		var out, errw bytes.Buffer
+		err := run(context.Background(), []string{cmd, "stray"}, &out, &errw)
+		if err == nil || !strings.Contains(err.Error(), cmd+": unexpected arguments") {
+			t.Errorf("%s stray: %v", cmd, err)
+		}
+	}
+}
