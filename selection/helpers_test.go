@@ -114,6 +114,15 @@ func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) 
 
 // plainTopK is the reference: positions of the k largest values, ties to
 // the smaller key, ascending.
+// shareFromDataOwner secret-shares the data owner's n encoded values enc
+// (party 0 passes its own enc, ignored).
+func shareFromDataOwner(s *protocol.Session, enc *share.Tensor, n int) (*share.Tensor, error) {
+	if s.Party() == 1 {
+		return s.ShareInput(1, enc)
+	}
+	return s.ShareInput(1, nil, n)
+}
+
 func plainTopK(vals []float64, keys []int, k int) []int {
 	pos := make([]int, len(vals))
 	for i := range pos {

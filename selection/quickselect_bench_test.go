@@ -47,12 +47,7 @@ func runTopK(tb testing.TB, n, k int, seed uint64) topKRun {
 		if err != nil {
 			return struct{}{}, err
 		}
-		var x *share.Tensor
-		if p.ID == 1 {
-			x, err = s.ShareInput(1, enc)
-		} else {
-			x, err = s.ShareInput(1, nil, n)
-		}
+		x, err := shareFromDataOwner(s, enc, n)
 		if err != nil {
 			return struct{}{}, err
 		}

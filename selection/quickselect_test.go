@@ -96,13 +96,7 @@ func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed
 	var stats [2]SelectStats
 	var wantBytes, sent int64
 	sessionPair(t, func(ctx context.Context, s *protocol.Session) error {
-		var x *share.Tensor
-		var err error
-		if s.Party() == 1 {
-			x, err = s.ShareInput(1, enc)
-		} else {
-			x, err = s.ShareInput(1, nil, n)
-		}
+		x, err := shareFromDataOwner(s, enc, n)
 		if err != nil {
 			return err
 		}

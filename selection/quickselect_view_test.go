@@ -45,12 +45,7 @@ func viewTopK(t *testing.T, vals []float64, k int, seed share.Seed, leak bool) t
 		if err != nil {
 			return struct{}{}, err
 		}
-		var x *share.Tensor
-		if p.ID == 1 {
-			x, err = s.ShareInput(1, enc)
-		} else {
-			x, err = s.ShareInput(1, nil, n)
-		}
+		x, err := shareFromDataOwner(s, enc, n)
 		if err != nil {
 			return struct{}{}, err
 		}
