@@ -111,14 +111,7 @@ func TestDealerServesPartiesPastStrays(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond) // the strays come first
 	e := Endpoint{Timeout: 3 * time.Second}
-	var provs [2]*beaver.Client
-	var conns [2]*transport.Conn
-	for p := range provs {
-		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
-			t.Fatalf("party %d: %v", p, err)
-		}
-	}
-	bindBoth(t, provs, beaver.SessionID{1})
+	provs, conns := connectParties(ctx, t, d, ids, e, beaver.SessionID{1})
 	var tr [2]beaver.Triple
 	for p := range provs {
 		if tr[p], err = (beaver.Typed{Provider: provs[p]}).Triples(ctx, 3, 5); err != nil {
@@ -135,16 +128,7 @@ func TestDealerServesPartiesPastStrays(t *testing.T) {
 			t.Errorf("%d warnings with reason %q, want one per listener; log:\n%s", n, reason, logs)
 		}
 	}
-	_ = conns[0].Close()
-	_ = conns[1].Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("dealer with Once did not stop after party 1 left")
-	}
+	waitOnceDealer(ctx, t, conns, done)
 }
 
 // TestEstablishListenWaitsForPinnedPeer: a listening party (the model

@@ -15,6 +15,38 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
+// connectParties connects both parties (identities ids[1], ids[2]) to dealer
+// d (identity ids[0]) and binds them to session sid.
+func connectParties(ctx context.Context, t *testing.T, d *Dealer, ids []*transport.Identity, e Endpoint, sid beaver.SessionID) ([2]*beaver.Client, [2]*transport.Conn) {
+	t.Helper()
+	var provs [2]*beaver.Client
+	var conns [2]*transport.Conn
+	for p := range provs {
+		var err error
+		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+	bindBoth(t, provs, sid)
+	return provs, conns
+}
+
+// waitOnceDealer closes both parties' dealer connections and waits for a
+// dealer with Once to end (done is its Run's result) without error.
+func waitOnceDealer(ctx context.Context, t *testing.T, conns [2]*transport.Conn, done <-chan error) {
+	t.Helper()
+	_ = conns[0].Close()
+	_ = conns[1].Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("dealer with Once did not stop after party 1 left")
+	}
+}
+
 // bindBoth binds both parties' clients to session id (concurrently: the
 // dealer pairs them).
 func bindBoth(t *testing.T, provs [2]*beaver.Client, id beaver.SessionID) {
@@ -101,14 +133,7 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 
 	// The real parties are served, and the state file sits beside the
 	// seeds, mode 0600.
-	var provs [2]*beaver.Client
-	var conns [2]*transport.Conn
-	for p := range provs {
-		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bindBoth(t, provs, beaver.SessionID{2})
+	provs, conns := connectParties(ctx, t, d, ids[:], e, beaver.SessionID{2})
 	m, err := beaver.Typed{Provider: provs[0]}.WeightMask(ctx, 1, 2, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -130,16 +155,7 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("state file: %v, %v", fi, err)
 	}
-	_ = conns[0].Close()
-	_ = conns[1].Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("dealer with Once did not stop after party 1 left")
-	}
+	waitOnceDealer(ctx, t, conns, done)
 }
 
 // TestDealerStateFile: a corrupted state file is an ExitInput error naming

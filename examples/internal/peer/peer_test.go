@@ -151,14 +151,7 @@ func TestDealerOverTLS(t *testing.T) {
 	if _, _, err := ConnectDealer(ctx, d.Listeners[0].Addr().String(), ids[1], ids[3].Fingerprint(), 0, transport.Options{}, e); Code(err) != ExitPeer {
 		t.Fatalf("wrong dealer pin: %v", err)
 	}
-	var provs [2]*beaver.Client
-	var conns [2]*transport.Conn
-	for p := range provs {
-		if provs[p], conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bindBoth(t, provs, beaver.SessionID{1})
+	provs, conns := connectParties(ctx, t, d, ids[:], e, beaver.SessionID{1})
 	var tr [2]beaver.Triple
 	for p := range provs {
 		if tr[p], err = (beaver.Typed{Provider: provs[p]}).Triples(ctx, 3, 5); err != nil {
@@ -171,14 +164,5 @@ func TestDealerOverTLS(t *testing.T) {
 			t.Fatalf("triple %d: a·b ≠ c", i)
 		}
 	}
-	_ = conns[0].Close()
-	_ = conns[1].Close()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-ctx.Done():
-		t.Fatal("dealer with Once did not stop after party 1 left")
-	}
+	waitOnceDealer(ctx, t, conns, done)
 }
