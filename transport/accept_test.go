@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -448,5 +449,33 @@ func TestHugeLengthPrefixAfterHandshake(t *testing.T) {
 				t.Fatalf("the receiver allocated %d bytes on a huge length prefix", d)
 			}
 		})
+	}
+}
+
+// TestAbandonedHandshake: a handshake that failed on its own is a reject to
+// log even when Accept has returned meanwhile (the CI flake of
+// TestAcceptSkipsGarbage: the garbage sender's socket closed, the real peer
+// was accepted, and the reject went unlogged); only a handshake cut short
+// by Accept's end is abandoned.
+func TestAbandonedHandshake(t *testing.T) {
+	live := context.Background()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	notTLS := fmt.Errorf("TLS handshake: %w", tls.RecordHeaderError{Msg: "oversized record"})
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"failed, Accept running", live, notTLS, false},
+		{"failed, Accept returned meanwhile", done, notTLS, false},
+		{"cut short by Accept's end", done, fmt.Errorf("TLS handshake: %w", context.Canceled), true},
+		{"cut short, deadline", done, fmt.Errorf("preface: %w", context.DeadlineExceeded), true},
+		{"context error, Accept running", live, context.Canceled, false},
+	} {
+		if got := abandoned(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: abandoned %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -322,8 +322,8 @@ func (a *acceptor) authenticate(ctx context.Context, raw net.Conn, sem chan stru
 		addr := raw.RemoteAddr().String()
 		c, err := handshake(ctx, raw, a.cfg, a.l.opt, true)
 		if err != nil {
-			if ctx.Err() != nil {
-				return // abandoned: Accept is returning
+			if abandoned(ctx, err) {
+				return // Accept is returning and cut this handshake short
 			}
 			a.mu.Lock()
 			a.rejected++
@@ -346,6 +346,15 @@ func (a *acceptor) rejects() (int, string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.rejected, a.lastAddr, a.lastErr
+}
+
+// abandoned reports whether a failed server handshake failed because Accept
+// is returning (its ctx ended and the error is that ending), rather than
+// on its own: a handshake that failed on its own is a reject to log even
+// when Accept returned meanwhile (the rejected socket may close before the
+// log line is written).
+func abandoned(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // rejectReason names the kind of a failed server handshake for the log.
