@@ -16,7 +16,7 @@
 // (Triples, MatTriples, WeightMask, TruncPairs, ...) build the request and
 // check the shape of the answer. A new provider implements the core; a
 // wrapper embeds the Provider it wraps and overrides Material (see
-// Recorder).
+// Prefetch).
 //
 // Material is also keyed by session (see SessionID and
 // Provider.BindSession): every stream key is derived from the dealer's seed

@@ -426,6 +426,9 @@ type netCorrector struct {
 type clientStream struct {
 	mu sync.Mutex
 	st *transport.Stream
+	// broken, once set, fails every later request: a sequence that failed
+	// part-way may have left replies in flight (under mu).
+	broken error
 }
 
 // stream returns the transport stream of provider stream ps, announcing it to
@@ -455,6 +458,9 @@ func (n *netCorrector) correct(ctx context.Context, r Request) ([]uint64, int64,
 	}
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	if cs.broken != nil {
+		return nil, 0, 0, cs.broken
+	}
 	before := cs.st.Stats()
 	cost := func() (int64, int64) {
 		d := cs.st.Stats().Sub(before)
@@ -468,23 +474,84 @@ func (n *netCorrector) correct(ctx context.Context, r Request) ([]uint64, int64,
 		s, rc := cost()
 		return nil, s, rc, fmt.Errorf("send request: %w", err)
 	}
+	corr, err := cs.reply(ctx, r)
+	s, rc := cost()
+	return corr, s, rc, err
+}
+
+// correctSeq implements seqCorrector: it sends every request of rs (one
+// provider stream, counters assigned in order) from a goroutine while it
+// reads the replies in order, so the sequence costs one round trip to the
+// dealer rather than one per request.
+func (n *netCorrector) correctSeq(ctx context.Context, rs []Request, deliver func(i int, corr []uint64) error) (int64, int64, error) {
+	if len(rs) == 0 {
+		return 0, 0, nil
+	}
+	cs, err := n.stream(ctx, rs[0].Stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.broken != nil {
+		return 0, 0, cs.broken
+	}
+	before := cs.st.Stats()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sent := make(chan error, 1)
+	go func() {
+		buf := make([]byte, 0, requestSize)
+		for _, r := range rs {
+			b, err := r.AppendBinary(buf[:0])
+			if err == nil {
+				err = cs.st.SendBytes(ctx, b)
+			}
+			if err != nil {
+				sent <- fmt.Errorf("send request %v: %w", r, err)
+				return
+			}
+		}
+		sent <- nil
+	}()
+	for i, r := range rs {
+		var corr []uint64
+		if corr, err = cs.reply(ctx, r); err == nil {
+			err = deliver(i, corr)
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil {
+		cancel() // stop the sender
+	}
+	if serr := <-sent; err == nil {
+		err = serr
+	}
+	if err != nil {
+		cs.broken = fmt.Errorf("dealer stream of provider stream %d is out of step after a failed sequence: %w", rs[0].Stream, err)
+	}
+	d := cs.st.Stats().Sub(before)
+	return d.BytesSent, d.BytesRecv, err
+}
+
+// reply receives the dealer's reply to r: its status, then its correction
+// words.
+func (cs *clientStream) reply(ctx context.Context, r Request) ([]uint64, error) {
 	status, err := cs.st.RecvBytes(ctx)
 	if err != nil {
-		s, rc := cost()
-		return nil, s, rc, fmt.Errorf("receive status: %w", err)
+		return nil, fmt.Errorf("receive status: %w", err)
 	}
 	if len(status) == 0 || status[0] != statusOK {
-		s, rc := cost()
 		if len(status) > 0 && status[0] == statusError {
-			return nil, s, rc, fmt.Errorf("dealer refused: %s", status[1:])
+			return nil, fmt.Errorf("dealer refused: %s", status[1:])
 		}
-		return nil, s, rc, fmt.Errorf("malformed dealer status (%d bytes)", len(status))
+		return nil, fmt.Errorf("malformed dealer status (%d bytes)", len(status))
 	}
 	corr := make([]uint64, r.CorrectionWords())
-	err = cs.st.RecvWords(ctx, corr)
-	s, rc := cost()
-	if err != nil {
-		return nil, s, rc, fmt.Errorf("receive correction: %w", err)
+	if err := cs.st.RecvWords(ctx, corr); err != nil {
+		return nil, fmt.Errorf("receive correction: %w", err)
 	}
-	return corr, s, rc, nil
+	return corr, nil
 }

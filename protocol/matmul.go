@@ -80,8 +80,13 @@ func (s *Session) MatMulFixed(ctx context.Context, x, y *share.Tensor) (*share.T
 // SetGEMM makes b run this session's local matrix products (MatMul,
 // MatMulWeights and the protocols built on them); nil restores the
 // process-wide backend of share.GEMM(). Backends compute the same exact ring
-// products, so the choice changes neither results nor rounds and bytes.
-func (s *Session) SetGEMM(b share.GEMMBackend) { s.gemm = b }
+// products, so the choice changes neither results nor rounds and bytes. A
+// rehearsal (NewRehearsal) keeps its own backend, which computes nothing.
+func (s *Session) SetGEMM(b share.GEMMBackend) {
+	if !s.dry {
+		s.gemm = b
+	}
+}
 
 // GEMM returns the backend that runs this session's local matrix products:
 // the one SetGEMM installed, else share.GEMM() (which reports a backend

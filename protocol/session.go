@@ -15,8 +15,13 @@ import (
 type Session struct {
 	party  int
 	stream *transport.Stream
-	prov   beaver.Typed
-	fp     share.FixedPoint
+	// dry marks a rehearsal session (NewRehearsal): it has no stream, sends
+	// nothing, receives zeros and multiplies no matrices; sid is its
+	// stream id.
+	dry  bool
+	sid  uint32
+	prov beaver.Typed
+	fp   share.FixedPoint
 
 	// recvTap, when set (SetReceiveTap), sees every word message this party
 	// receives through Exchange and RecvWords.
@@ -67,6 +72,52 @@ func NewSession(ctx context.Context, party int, stream *transport.Stream, prov b
 	return s, nil
 }
 
+// NewRehearsal returns a session that rehearses a computation without a
+// peer: it runs every step of a protocol as party would on the stream with
+// id streamID, drawing the same sequence of items from prov, but its
+// exchanges go nowhere (what it sends is dropped, what it receives is
+// zeros) and its matrix products are skipped (their results are zeros).
+// Its results are meaningless; what it is for is the sequence of requests
+// a computation makes of its provider, which depends only on the public
+// shapes and parameters, never on values: a scheduler records it to fetch
+// the material of batches ahead of their run (see beaver.DrawSequence).
+// Stream returns nil; StreamID returns streamID.
+func NewRehearsal(party int, streamID uint32, prov beaver.Provider, fp share.FixedPoint) (*Session, error) {
+	if party != 0 && party != 1 {
+		return nil, fmt.Errorf("protocol: rehearsal as party %d, want 0 or 1", party)
+	}
+	if prov == nil || prov.Party() != party {
+		return nil, fmt.Errorf("protocol: rehearsal: provider for party %v given to party %d", providerParty(prov), party)
+	}
+	if err := fp.Validate(); err != nil {
+		return nil, fmt.Errorf("protocol: rehearsal: %w", err)
+	}
+	s := &Session{party: party, dry: true, sid: streamID, prov: beaver.Typed{Provider: prov}, fp: fp, gemm: zeroGEMM{}}
+	var zero share.Seed
+	domain := fmt.Sprintf("rehearsal/stream=%d", streamID)
+	s.inputPRG[0] = share.NewPRG(zero, domain)
+	s.inputPRG[1] = share.NewPRG(zero, domain)
+	return s, nil
+}
+
+// Rehearsal reports whether s is a rehearsal session (NewRehearsal).
+func (s *Session) Rehearsal() bool { return s.dry }
+
+// zeroGEMM is a rehearsal's matrix backend: every product is zero.
+type zeroGEMM struct{}
+
+func (zeroGEMM) Name() string { return "rehearsal" }
+
+func (zeroGEMM) MulWeights(c, a []uint64, batch, m int, w *share.WeightMatrix) error {
+	clear(c)
+	return nil
+}
+
+func (zeroGEMM) BatchMatMul(c, a, b []uint64, batch, m, k, n int) error {
+	clear(c)
+	return nil
+}
+
 func providerParty(p beaver.Provider) any {
 	if p == nil {
 		return "nil"
@@ -80,7 +131,8 @@ func (s *Session) Party() int { return s.party }
 // FixedPoint returns the session's fixed-point encoding.
 func (s *Session) FixedPoint() share.FixedPoint { return s.fp }
 
-// Stream returns the session's transport stream (for cost accounting).
+// Stream returns the session's transport stream (for cost accounting); nil
+// for a rehearsal.
 func (s *Session) Stream() *transport.Stream { return s.stream }
 
 // Provider returns the session's source of correlated randomness, with the
@@ -153,7 +205,12 @@ func (s *Session) RevealTo(ctx context.Context, to int, x *share.Tensor) (*share
 
 // StreamID returns the id of the session's stream, which is also the stream
 // under which the session draws correlated randomness from its Provider.
-func (s *Session) StreamID() uint32 { return s.stream.ID() }
+func (s *Session) StreamID() uint32 {
+	if s.dry {
+		return s.sid
+	}
+	return s.stream.ID()
+}
 
 // Exchange sends send to the peer and receives the peer's message of
 // len(recv) words into recv, concurrently: one round, 8·len(send) bytes of
@@ -161,6 +218,9 @@ func (s *Session) StreamID() uint32 { return s.stream.ID() }
 // Exchange, SendWords and RecvWords rather than the raw stream so that tests
 // can inspect what a party receives.
 func (s *Session) Exchange(ctx context.Context, send, recv []uint64) error {
+	if s.dry {
+		return s.rehearse(ctx, recv)
+	}
 	if err := s.stream.Exchange(ctx, send, recv); err != nil {
 		return err
 	}
@@ -179,17 +239,32 @@ func (s *Session) SetReceiveTap(f func(words []uint64)) { s.recvTap = f }
 
 // SendWords sends w to the peer alone: one round for this party.
 func (s *Session) SendWords(ctx context.Context, w []uint64) error {
+	if s.dry {
+		return s.rehearse(ctx, nil)
+	}
 	return s.stream.SendWords(ctx, w)
 }
 
 // RecvWords receives the peer's message of len(dst) words: one round for
 // this party.
 func (s *Session) RecvWords(ctx context.Context, dst []uint64) error {
+	if s.dry {
+		return s.rehearse(ctx, dst)
+	}
 	if err := s.stream.RecvWords(ctx, dst); err != nil {
 		return err
 	}
 	if s.recvTap != nil {
 		s.recvTap(dst)
 	}
+	return nil
+}
+
+// rehearse is a rehearsal's exchange: it receives zeros into recv.
+func (s *Session) rehearse(ctx context.Context, recv []uint64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	clear(recv)
 	return nil
 }

@@ -38,20 +38,33 @@ type valueEvaluator struct {
 	square bool
 	// delay, if set, is slept before each batch.
 	delay func(phase int, idx []int) time.Duration
+	// diverge, if set, makes every real (not rehearsed) batch draw one
+	// more item than its rehearsal.
+	diverge bool
 }
 
 func (v *valueEvaluator) Arch(phase, seq int) (secure.Arch, error) { return secure.Arch{}, nil }
 
 func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {
 	return forwardFunc(func(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error) {
-		v.mu.Lock()
-		v.calls++
-		fail := v.failAfter > 0 && v.calls > v.failAfter
-		v.mu.Unlock()
-		if fail {
-			return nil, fmt.Errorf("injected failure")
+		if v.diverge && !s.Rehearsal() {
+			if _, err := s.Provider().Triples(ctx, s.StreamID(), 1); err != nil {
+				return nil, err
+			}
 		}
-		if v.delay != nil {
+		if s.Rehearsal() {
+			// The scheduler learning the batch's dealer requests: no call
+			// counted, no delay.
+		} else {
+			v.mu.Lock()
+			v.calls++
+			fail := v.failAfter > 0 && v.calls > v.failAfter
+			v.mu.Unlock()
+			if fail {
+				return nil, fmt.Errorf("injected failure")
+			}
+		}
+		if v.delay != nil && !s.Rehearsal() {
 			select {
 			case <-time.After(v.delay(phase, idx)):
 			case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ type pipeRun struct {
 	// stopAfter > 0 closes the data owner's connection once that many
 	// batches of phase 0 are done.
 	stopAfter int
+	// diverge makes every real batch draw one item more than rehearsed.
+	diverge bool
 }
 
 // runPipe runs a selection with the substitute evaluator (shifted, or its
@@ -42,7 +45,7 @@ func runPipe(t *testing.T, c pipeRun) ([2]*Result, [2]error) {
 	var res [2]*Result
 	coins := fixedCoins()
 	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
-		ev := &valueEvaluator{party: p, value: shifted, fp: share.DefaultFixedPoint, square: c.square, delay: c.delay}
+		ev := &valueEvaluator{party: p, value: shifted, fp: share.DefaultFixedPoint, square: c.square, delay: c.delay, diverge: c.diverge}
 		var err error
 		if p == 0 {
 			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: "emb", StateDir: c.dirs[0], Logger: quiet(), coinSource: coins[0]}
@@ -162,6 +165,46 @@ func TestPipelineModesSelectAlike(t *testing.T) {
 				t.Logf("party %d phase 0: %+v", party, r.Phases[0])
 			}
 		})
+	}
+}
+
+// TestPipelinePrefetchesEveryBatch: with the pipeline on and room in the
+// budget, the scheduler rehearses a full batch and the partial last one
+// before the lanes start, so every batch of every phase runs on material
+// fetched ahead, each lane's first batch and the partial one included (with
+// the template learnt from the first finished batch, as before rehearsals,
+// the lanes' first batches drew every item on their critical path).
+func TestPipelinePrefetchesEveryBatch(t *testing.T) {
+	p := testParams()
+	p.Pipeline = PipelineOn
+	res, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, square: true})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	for party, r := range res {
+		for i, ps := range r.Phases {
+			if ps.In%p.BatchSize == 0 {
+				t.Fatalf("phase %d: %d candidates make no partial batch; the test needs one", i, ps.In)
+			}
+			if ps.Prefetched != ps.Batches || ps.BatchMaterialBytes == 0 {
+				t.Errorf("party %d phase %d: %d of %d batches prefetched (%d bytes a batch)", party, i, ps.Prefetched, ps.Batches, ps.BatchMaterialBytes)
+			}
+		}
+	}
+}
+
+// TestPipelineRefusesDivergentForward: a Forwarder whose batches draw other
+// items than its rehearsal (its requests depend on something other than
+// public shapes) fails the run on both sides with an error naming the
+// template, rather than consuming material out of step or hanging.
+func TestPipelineRefusesDivergentForward(t *testing.T) {
+	p := testParams()
+	p.Pipeline = PipelineOn
+	_, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, square: true, diverge: true})
+	for party, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "template") {
+			t.Errorf("party %d: error %v, want one naming the template", party, err)
+		}
 	}
 }
 

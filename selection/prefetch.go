@@ -7,12 +7,14 @@ import (
 	"sync/atomic"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
 )
 
 // laneProvider is the provider of the batch lanes' sessions: it serves the
 // lanes' requests from the running phase's prefetched material (or passes
-// them to the party's provider, recording the first full batch's sequence),
-// and everything else straight from the party's provider.
+// them to the party's provider, recording the first full batch's sequence
+// when no rehearsal gave the phase's template), and everything else
+// straight from the party's provider.
 type laneProvider struct {
 	beaver.Provider
 	s   *scheduler
@@ -48,13 +50,17 @@ type phaseFetch struct {
 	lanes  []*laneFetch
 	byNum  map[int]*laneBatch
 
-	record    bool             // record the first full batch's requests
+	record    bool             // prefetch: learn the template (rehearsal, or the first full batch)
 	tmplMu    sync.Mutex       // guards tmpl, batchBytes and tokens until tmplReady
 	tmpl      []beaver.Request // requests of a full batch, Stream zero
 	tmplReady chan struct{}
 	tokens    chan struct{} // one per full batch of material the budget holds
 
 	batchBytes int64
+	// tail is the template of the phase's last batch when it is partial
+	// (nil if unknown): set by the rehearsal before the producers start,
+	// read-only afterwards.
+	tail       *template
 	held, peak atomic.Int64
 	prefetched atomic.Int64
 }
@@ -80,6 +86,10 @@ type laneBatch struct {
 	fetched    chan struct{} // closed when its prefetched material is all fetched
 	done       chan struct{} // closed when it is finished
 
+	// tmpl is the template lb's prefetched material follows (set when it
+	// is claimed for prefetching, under mu).
+	tmpl template
+
 	// The consumer's side, under cmu (prefetched no longer changes once
 	// the batch has started). Never held while waiting for the producer,
 	// who takes mu.
@@ -94,9 +104,34 @@ type pfItem struct {
 	err error
 }
 
+// template is the sequence of dealer requests of one batch (Stream zero)
+// and the bytes of their material.
+type template struct {
+	reqs  []beaver.Request
+	bytes int64
+}
+
+// templateOf returns the template of lb's size, if known.
+func (pf *phaseFetch) templateOf(lb *laneBatch) (template, bool) {
+	if lb.full {
+		if !pf.templateKnown() {
+			return template{}, false
+		}
+		return template{pf.tmpl, pf.batchBytes}, true
+	}
+	if pf.tail != nil {
+		return *pf.tail, true
+	}
+	return template{}, false
+}
+
 // beginPhase starts the prefetching of phase's pending batches of n
-// candidates and routes the lanes' requests through it.
-func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []int) *phaseFetch {
+// candidates and routes the lanes' requests through it. When rehearse is
+// set and the budget allows prefetching, the phase's template (the dealer
+// requests of a full batch) is recorded first, by rehearsing a full
+// pending batch's run on a session that talks to nobody (see rehearseBatch),
+// so that the lanes' first batches are prefetched too.
+func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
 	s := l.s
 	ctx, cancel := context.WithCancel(ctx)
 	pf := &phaseFetch{base: l.Provider, s: s, phase: phase, ctx: ctx, cancel: cancel,
@@ -113,6 +148,12 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []i
 		lf := pf.lanes[lb.lane]
 		lf.batches = append(lf.batches, lb)
 	}
+	if pf.record && rehearse != nil {
+		if err := pf.rehearse(ctx, n, pending, rehearse); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	l.cur.Store(pf)
 	if pf.record {
 		for _, lf := range pf.lanes {
@@ -120,7 +161,87 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []i
 			go pf.produce(lf)
 		}
 	}
-	return pf
+	return pf, nil
+}
+
+// rehearse records the phase's template from a rehearsal of the first full
+// pending batch (none: nothing to record): its run on a protocol.NewRehearsal
+// session over a provider that records the requests and hands out zeros.
+// The requests of a computation depend on its public shapes alone, and
+// every batch checks its own against the template as it draws.
+func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run func(context.Context, *protocol.Session, int) error) error {
+	s := pf.s
+	full, tail := -1, -1
+	for _, b := range pending {
+		if lo, hi := s.span(b, n); hi-lo == s.batchSize {
+			full = max(full, b)
+		} else {
+			tail = b
+		}
+	}
+	record := func(b int) (template, error) {
+		rec := beaver.NewRehearsal(s.party)
+		sess, err := protocol.NewRehearsal(s.party, s.slotStream(0), rec, s.fp)
+		if err != nil {
+			return template{}, fmt.Errorf("selection: phase %d: rehearsal: %w", pf.phase, err)
+		}
+		if err := run(ctx, sess, b); err != nil {
+			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d: %w", pf.phase, b, err)
+		}
+		reqs := rec.Requests()
+		if len(reqs) > maxBatchItems {
+			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase, b, len(reqs), maxBatchItems)
+		}
+		for i := range reqs {
+			reqs[i].Stream = 0
+		}
+		return template{reqs, rec.Bytes()}, nil
+	}
+	pf.tmplMu.Lock()
+	defer pf.tmplMu.Unlock()
+	if tail >= 0 {
+		t, err := record(tail)
+		if err != nil {
+			return err
+		}
+		pf.tail = &t
+		if full < 0 {
+			// No full batch to take the budget's measure: the tail's.
+			pf.setTokens(t.bytes)
+		}
+	}
+	if full >= 0 {
+		t, err := record(full)
+		if err != nil {
+			return err
+		}
+		pf.setTemplate(t.reqs, t.bytes)
+	}
+	return nil
+}
+
+// setTemplate makes tmpl (requests of a full batch, Stream zero, of bytes
+// of material) the phase's template and hands out the budget's tokens;
+// tmplMu is held.
+func (pf *phaseFetch) setTemplate(tmpl []beaver.Request, bytes int64) {
+	pf.tmpl, pf.batchBytes = tmpl, bytes
+	pf.setTokens(bytes)
+	close(pf.tmplReady)
+}
+
+// setTokens hands out the budget's tokens, one per batch of material of
+// the given bytes (a partial batch takes a whole one); tmplMu is held.
+func (pf *phaseFetch) setTokens(bytes int64) {
+	n := 0
+	if bytes > 0 {
+		// A lane holds at most two batches' material: the running one and
+		// the next.
+		n = int(min(pf.s.budget/bytes, int64(2*pf.s.workers)))
+	}
+	pf.tokens = make(chan struct{}, n)
+	for range n {
+		pf.tokens <- struct{}{}
+	}
 }
 
 // endPhase stops the producers and routes the lanes' requests to the
@@ -164,8 +285,8 @@ func (pf *phaseFetch) begin(ctx context.Context, b int) (*laneBatch, error) {
 	lb.mu.Lock()
 	if !lb.decided {
 		lb.decided = true
-		if lb.full && pf.templateKnown() && pf.tryToken() {
-			pf.claimPrefetch(lb)
+		if t, ok := pf.templateOf(lb); ok && pf.tryToken() {
+			pf.claimPrefetch(lb, t)
 		}
 	}
 	direct := !lb.prefetched
@@ -202,12 +323,12 @@ func (pf *phaseFetch) tryToken() bool {
 }
 
 // claimPrefetch marks lb (whose mu is held, and for which a token was
-// taken) as served from prefetched material.
-func (pf *phaseFetch) claimPrefetch(lb *laneBatch) {
-	lb.decided, lb.prefetched = true, true
-	lb.items = make(chan pfItem, len(pf.tmpl))
+// taken) as served from prefetched material following t.
+func (pf *phaseFetch) claimPrefetch(lb *laneBatch, t template) {
+	lb.decided, lb.prefetched, lb.tmpl = true, true, t
+	lb.items = make(chan pfItem, len(t.reqs))
 	pf.prefetched.Add(1)
-	h := pf.held.Add(pf.batchBytes)
+	h := pf.held.Add(t.bytes)
 	for {
 		p := pf.peak.Load()
 		if h <= p || pf.peak.CompareAndSwap(p, h) {
@@ -217,18 +338,19 @@ func (pf *phaseFetch) claimPrefetch(lb *laneBatch) {
 }
 
 // finish ends batch lb (ok: it succeeded): it checks what the batch drew,
-// keeps the first full batch's requests as the phase's template and frees
-// the batch's share of the budget.
+// keeps the first full batch's requests as the phase's template (unless a
+// rehearsal gave it; otherwise checks them against it) and frees the
+// batch's share of the budget.
 func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 	pf.lanes[lb.lane].cur.Store(nil)
 	defer close(lb.done)
 	lb.cmu.Lock()
 	defer lb.cmu.Unlock()
 	if lb.prefetched {
-		pf.held.Add(-pf.batchBytes)
+		pf.held.Add(-lb.tmpl.bytes)
 		pf.tokens <- struct{}{}
-		if ok && lb.drawn != len(pf.tmpl) {
-			return fmt.Errorf("drew %d dealer items where the phase's first full batch drew %d (a Forwarder must draw the same sequence for every full batch)", lb.drawn, len(pf.tmpl))
+		if ok && lb.drawn != len(lb.tmpl.reqs) {
+			return fmt.Errorf("drew %d dealer items where the phase's template for a batch of its size drew %d (a Forwarder must draw the same sequence for every batch of a size)", lb.drawn, len(lb.tmpl.reqs))
 		}
 		return nil
 	}
@@ -248,18 +370,7 @@ func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 		return nil
 	default:
 	}
-	pf.tmpl, pf.batchBytes = lb.rec, lb.bytes
-	n := 0
-	if pf.batchBytes > 0 {
-		// A lane holds at most two batches' material: the running one and
-		// the next.
-		n = int(min(pf.s.budget/pf.batchBytes, int64(2*pf.s.workers)))
-	}
-	pf.tokens = make(chan struct{}, n)
-	for range n {
-		pf.tokens <- struct{}{}
-	}
-	close(pf.tmplReady)
+	pf.setTemplate(lb.rec, lb.bytes)
 	return nil
 }
 
@@ -286,13 +397,13 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 		return m, nil
 	}
 	i := lb.drawn
-	if i >= len(pf.tmpl) {
-		return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more dealer items than the phase's first full batch (%d)", r, len(pf.tmpl))
+	if i >= len(lb.tmpl.reqs) {
+		return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more dealer items than the phase's template for a batch of its size (%d)", r, len(lb.tmpl.reqs))
 	}
-	want := pf.tmpl[i]
+	want := lb.tmpl.reqs[i]
 	want.Stream = lf.stream
 	if r != want {
-		return beaver.Material{}, fmt.Errorf("selection: dealer item %d of the batch is %v, the phase's first full batch drew %v (a Forwarder must draw the same sequence for every full batch)", i, r, want)
+		return beaver.Material{}, fmt.Errorf("selection: dealer item %d of the batch is %v, the phase's template for a batch of its size drew %v (a Forwarder must draw the same sequence for every batch of a size, whatever the values)", i, r, want)
 	}
 	var it pfItem
 	select {
@@ -323,7 +434,7 @@ func (pf *phaseFetch) produce(lf *laneFetch) {
 		}
 	}
 	for i, lb := range lf.batches {
-		if !lb.full {
+		if !lb.full && pf.tail == nil {
 			return
 		}
 		if i > 0 {
@@ -338,11 +449,13 @@ func (pf *phaseFetch) produce(lf *laneFetch) {
 				return
 			}
 		}
-		select {
-		case <-pf.tmplReady:
-		case <-lb.claimed:
-		case <-ctx.Done():
-			return
+		if lb.full {
+			select {
+			case <-pf.tmplReady:
+			case <-lb.claimed:
+			case <-ctx.Done():
+				return
+			}
 		}
 		lb.mu.Lock()
 		undecided := !lb.decided
@@ -351,8 +464,8 @@ func (pf *phaseFetch) produce(lf *laneFetch) {
 			select {
 			case <-pf.tokens:
 				lb.mu.Lock()
-				if !lb.decided {
-					pf.claimPrefetch(lb)
+				if t, ok := pf.templateOf(lb); ok && !lb.decided {
+					pf.claimPrefetch(lb, t)
 				} else {
 					pf.tokens <- struct{}{}
 				}
@@ -379,16 +492,20 @@ func (pf *phaseFetch) fetch(ctx context.Context, lf *laneFetch, lb *laneBatch) b
 		lb.items <- pfItem{err: fmt.Errorf("selection: prefetch: position dealer stream: %w", err)}
 		return false
 	}
-	for _, q := range pf.tmpl {
+	reqs := make([]beaver.Request, len(lb.tmpl.reqs))
+	for i, q := range lb.tmpl.reqs {
 		q.Stream = lf.stream
-		m, err := pf.base.Material(ctx, q)
-		if err != nil {
-			err = fmt.Errorf("selection: prefetch %v: %w", q, err)
-		}
-		lb.items <- pfItem{m, err}
-		if err != nil {
-			return false
-		}
+		reqs[i] = q
+	}
+	// One sequence: a networked dealer gets every request before it
+	// answers the first, so the batch costs one round trip to it.
+	err := beaver.DrawSequence(ctx, pf.base, reqs, func(_ int, m beaver.Material) error {
+		lb.items <- pfItem{m: m}
+		return nil
+	})
+	if err != nil {
+		lb.items <- pfItem{err: fmt.Errorf("selection: prefetch batch %d: %w", lb.b, err)}
+		return false
 	}
 	return true
 }

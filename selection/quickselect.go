@@ -177,7 +177,12 @@ func compareAhead(ctx context.Context, s *protocol.Session, v []uint64, keys []i
 		}
 	}
 	r0 := s.Stream().Stats().Rounds
-	bits, err := s.CompareReveal(ctx, x, y)
+	// The step's dealer items are drawn ahead, as one sequence.
+	var bits []bool
+	err = s.Ahead(ctx, func(ctx context.Context, s *protocol.Session) error {
+		bits, err = s.CompareReveal(ctx, x, y)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -207,7 +207,12 @@ type runStats struct {
 // from the lane's prefetched material where there is some. The first error
 // cancels the others and is returned (the one that caused the cancellation
 // rather than a cancellation).
-func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int, do func(ctx context.Context, slot *protocol.Session, batch int) error) (runStats, error) {
+//
+// rehearse, if set, runs a batch like do but on a rehearsal session and
+// without keeping anything: the scheduler rehearses one full batch before
+// the lanes start, to learn the dealer requests of a batch and prefetch the
+// material of every lane's batches from the start (see beginPhase).
+func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (runStats, error) {
 	var st runStats
 	for i := 1; i < len(pending); i++ {
 		if pending[i] <= pending[i-1] {
@@ -221,7 +226,13 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 	for w, slot := range s.slots {
 		r0[w] = slot.Stream().Stats().Rounds
 	}
-	pf := s.lanes.beginPhase(ctx, phase, n, pending)
+	if !s.pipeline {
+		rehearse = nil // nothing is prefetched
+	}
+	pf, err := s.lanes.beginPhase(ctx, phase, n, pending, rehearse)
+	if err != nil {
+		return st, err
+	}
 	defer s.lanes.endPhase()
 
 	var (

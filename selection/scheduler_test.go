@@ -59,7 +59,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 				}
 				ran[party][b] = slot.StreamID()
 				return nil
-			})
+			}, nil)
 		}()
 	}
 	wg.Wait()
@@ -83,7 +83,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		}
 		<-ctx.Done() // the others wait for the cancellation
 		return ctx.Err()
-	})
+	}, nil)
 	if !errors.Is(err, boom) {
 		t.Errorf("error %v, want the failing batch's", err)
 	}

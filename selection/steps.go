@@ -308,6 +308,10 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 		}
 		prog.batchDone(ctx)
 		return nil
+	}, func(ctx context.Context, dry *protocol.Session, b int) error {
+		lo, hi := r.sched.span(b, len(cand))
+		_, err := fw.Forward(ctx, dry, cand[lo:hi])
+		return err
 	})
 }
 

@@ -1,0 +1,237 @@
+package beaver
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// sequentialOnly hides a provider's MaterialSeq: DrawSequence then draws
+// one item at a time.
+type sequentialOnly struct{ Provider }
+
+// TestDrawSequenceMatchesMaterial: a sequence drawn at once gives every
+// party the same items, at the same counters, as one Material call per
+// item, from the in-process and from the networked dealer.
+func TestDrawSequenceMatchesMaterial(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := testSeeds(7)
+	id := SessionID{7}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var seq []Request
+	for range 60 {
+		seq = append(seq, randomRequest(rng, 3))
+	}
+	seq = slices.DeleteFunc(seq, func(r Request) bool { return r.Kind == KindWeightMask })
+	// The reference: one Material call per item, at counters 5, 6, ...
+	ref0, ref1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
+	var want [2][]Material
+	for p, ref := range []Provider{ref0, ref1} {
+		if err := ref.Seek(3, 5); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range seq {
+			m, err := ref.Material(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[p] = append(want[p], m)
+		}
+	}
+	ip0, ip1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
+	np0, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), id)
+	for _, tc := range []struct {
+		name  string
+		provs [2]Provider
+	}{
+		{"in-process", [2]Provider{ip0, ip1}},
+		{"networked", [2]Provider{np0, np1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for p, prov := range tc.provs {
+				if _, ok := prov.(Sequencer); !ok {
+					t.Fatalf("party %d: %T is not a Sequencer", p, prov)
+				}
+				if err := prov.Seek(3, 5); err != nil {
+					t.Fatal(err)
+				}
+				got := 0
+				err := DrawSequence(ctx, prov, seq, func(i int, m Material) error {
+					if i != got {
+						t.Fatalf("item %d delivered as %d", got, i)
+					}
+					got++
+					if err := m.check(seq[i], p); err != nil {
+						return err
+					}
+					for j := range want[p][i].Parts {
+						if !slices.Equal(m.Parts[j], want[p][i].Parts[j]) {
+							t.Errorf("party %d item %d %v part %d differs", p, i, seq[i], j)
+						}
+					}
+					return nil
+				})
+				if err != nil || got != len(seq) {
+					t.Fatalf("party %d: %d of %d items, error %v", p, got, len(seq), err)
+				}
+				if pos := prov.Position(3); pos != 5+uint64(len(seq)) {
+					t.Errorf("party %d: position %d after the sequence, want %d", p, pos, 5+len(seq))
+				}
+			}
+		})
+	}
+}
+
+// TestDrawSequencePipelines: the networked client sends every request of
+// a sequence before it waits for a reply. The dealer here answers only
+// once it holds all of them, so a client that waited for each reply in
+// turn would never finish (it does, through sequentialOnly, fail by the
+// deadline: the test can fail).
+func TestDrawSequencePipelines(t *testing.T) {
+	const n = 40
+	seq := make([]Request, n)
+	for i := range seq {
+		seq[i] = Request{Kind: KindTriple, Stream: 2, N: 1 + i%5}
+	}
+	for _, tc := range []struct {
+		name      string
+		pipelined bool
+	}{{"sequence", true}, {"one at a time", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The pipelined draw finishes in milliseconds (generous bound
+			// for loaded machines); the other can never finish, so any
+			// deadline does.
+			limit := 20 * time.Second
+			if !tc.pipelined {
+				limit = time.Second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
+			defer cancel()
+			cs, cc := transport.Pipe(transport.Options{})
+			defer cs.Close()
+			defer cc.Close()
+			go gatedDealer(ctx, cs, n)
+			c, err := Connect(ctx, cc, 1)
+			if err == nil {
+				err = c.BindSession(ctx, SessionID{1})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var prov Provider = c
+			if !tc.pipelined {
+				prov = sequentialOnly{c}
+			}
+			got := 0
+			err = DrawSequence(ctx, prov, seq, func(int, Material) error { got++; return nil })
+			if tc.pipelined && (err != nil || got != n) {
+				t.Fatalf("%d of %d items, error %v", got, n, err)
+			}
+			if !tc.pipelined && !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("one at a time: error %v, want the deadline (the gated dealer never answers a lone request)", err)
+			}
+		})
+	}
+}
+
+// gatedDealer plays a dealer for party 1 on conn that reads n requests on
+// the first data stream before it answers any (with zero corrections).
+func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
+	ctl := conn.Stream(controlID)
+	if _, err := ctl.RecvBytes(ctx); err != nil { // hello
+		return
+	}
+	if ctl.SendBytes(ctx, []byte{statusOK}) != nil {
+		return
+	}
+	if _, err := ctl.RecvBytes(ctx); err != nil { // session id
+		return
+	}
+	var seed share.Seed
+	if ctl.SendBytes(ctx, append([]byte{statusOK}, seed[:]...)) != nil {
+		return
+	}
+	b, err := ctl.RecvBytes(ctx) // the data stream's opening
+	if err != nil {
+		return
+	}
+	_, tid, err := decodeOpen(b)
+	if err != nil {
+		return
+	}
+	st := conn.Stream(tid)
+	var reqs []Request
+	for range n {
+		b, err := st.RecvBytes(ctx)
+		if err != nil {
+			return
+		}
+		r, err := DecodeRequest(b)
+		if err != nil {
+			return
+		}
+		reqs = append(reqs, r)
+	}
+	for _, r := range reqs {
+		if st.SendBytes(ctx, []byte{statusOK}) != nil || st.SendWords(ctx, make([]uint64, r.CorrectionWords())) != nil {
+			return
+		}
+	}
+}
+
+// TestDrawSequenceErrors: malformed sequences are refused before anything
+// is drawn; a failure part-way through a networked sequence leaves its
+// dealer stream refusing further requests rather than out of step.
+func TestDrawSequenceErrors(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := testSeeds(8)
+	p0, p1 := boundPair(t, NewDealerWithSeeds(s0, s1), SessionID{8})
+	tri := Request{Kind: KindTriple, Stream: 1, N: 4}
+	for _, tc := range []struct {
+		name string
+		seq  []Request
+		want string
+	}{
+		{"two streams", []Request{tri, {Kind: KindTriple, Stream: 2, N: 4}}, "stream 2"},
+		{"weight mask", []Request{{Kind: KindWeightMask, WeightID: 1, K: 2, N: 2}}, "weight masks"},
+		{"counter set", []Request{{Kind: KindTriple, Stream: 1, N: 4, Counter: 3}}, "counters"},
+		{"invalid", []Request{{Kind: KindTriple, Stream: 1, N: -1}}, "item 0"},
+	} {
+		for p, prov := range []Provider{p0, p1} {
+			before := prov.Position(1)
+			err := DrawSequence(ctx, prov, tc.seq, func(int, Material) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s, party %d: error %v, want one mentioning %q", tc.name, p, err, tc.want)
+			}
+			if prov.Position(1) != before {
+				t.Errorf("%s, party %d: position moved", tc.name, p)
+			}
+		}
+	}
+
+	_, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), SessionID{9})
+	stop := errors.New("consumer gave up")
+	seq := []Request{tri, tri, tri}
+	err := DrawSequence(ctx, np1, seq, func(i int, _ Material) error {
+		if i == 1 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("error %v, want the consumer's", err)
+	}
+	if _, err := np1.Material(ctx, tri); err == nil || !strings.Contains(err.Error(), "out of step") {
+		t.Errorf("request after a failed sequence: error %v, want one saying the stream is out of step", err)
+	}
+	if _, err := np1.Material(ctx, Request{Kind: KindTriple, Stream: 4, N: 1}); err != nil {
+		t.Errorf("another stream is unaffected: %v", err)
+	}
+}
