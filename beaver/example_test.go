@@ -65,3 +65,28 @@ func (c *counting) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 	c.n[r.Kind]++
 	return c.Provider.Material(ctx, r)
 }
+
+// A rehearsal learns the items a computation will draw without a dealer;
+// DrawSequence then draws them at once (from a networked dealer: one round
+// trip for the whole sequence).
+func ExampleDrawSequence() {
+	ctx := context.Background()
+	rec := beaver.NewRehearsal(1)
+	t := beaver.Typed{Provider: rec}
+	_, _ = t.Triples(ctx, 4, 8)        // what the computation draws: 8 triples,
+	_, _ = t.TruncPairs(ctx, 4, 8, 16) // then 8 truncation pairs, on stream 4
+	d, err := beaver.NewDealer()
+	if err != nil {
+		panic(err)
+	}
+	prov, _ := d.Provider(1)
+	err = beaver.DrawSequence(ctx, prov, rec.Requests(), func(i int, m beaver.Material) error {
+		fmt.Println(i, m.Kind, len(m.Parts[0]), "words")
+		return nil
+	})
+	fmt.Println("error:", err, "next item on stream 4:", prov.Position(4))
+	// Output:
+	// 0 triple 8 words
+	// 1 trunc 8 words
+	// error: <nil> next item on stream 4: 2
+}

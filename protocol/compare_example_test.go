@@ -110,3 +110,37 @@ func ExampleSession_Softmax() {
 	fmt.Println()
 	// Output: 0.1 0.2 0.7 0.3 0.3 0.3
 }
+
+// Ahead draws an operation's dealer items before it needs them: a
+// rehearsal learns them, then they are drawn as one sequence while the
+// operation runs. Results, rounds and bytes are those of the operation run
+// directly.
+func ExampleSession_Ahead() {
+	fp := share.DefaultFixedPoint
+	vals := []float64{-2, 3.5, 0.25}
+	out := bothParties(func(ctx context.Context, s *protocol.Session) []float64 {
+		var x *share.Tensor
+		if s.Party() == 1 {
+			clear, _ := fp.EncodeTensor(vals, len(vals))
+			x, _ = s.ShareInput(1, clear)
+		} else {
+			x, _ = s.ShareInput(1, nil, len(vals))
+		}
+		var y *share.Tensor
+		err := s.Ahead(ctx, func(ctx context.Context, s *protocol.Session) error {
+			var err error
+			y, err = s.ReLU(ctx, x) // runs twice: rehearsed, then for real
+			return err
+		})
+		if err != nil {
+			panic(err)
+		}
+		open, err := s.Reveal(ctx, y)
+		if err != nil {
+			panic(err)
+		}
+		return fp.DecodeTensor(open)
+	})
+	fmt.Println("relu:", out)
+	// Output: relu: [0 3.5 0.25]
+}
