@@ -170,7 +170,12 @@ func (p *selectPlan) next() (pairs [][2]int, done bool) {
 					p.others = append(p.others, a)
 				}
 			}
-			p.pairs = allPairs(p.group)
+			p.pairs = make([][2]int, 0, rankCost(m, s))
+			for i, a := range p.group {
+				for _, b := range p.group[i+1:] {
+					p.pairs = append(p.pairs, [2]int{a, b})
+				}
+			}
 			for _, a := range p.others {
 				for _, v := range p.group {
 					p.pairs = append(p.pairs, [2]int{a, v})
