@@ -97,11 +97,12 @@
 //     the same material either way: the mode changes the delay, never the
 //     entropies or the selection, and each party picks its own.
 //     Then TopK keeps the phase's quota by a sample-based multi-pivot
-//     QuickSelect on the shared entropies (3–4 steps of one CompareReveal
-//     each), revealing only comparison outcomes: the order of random
-//     samples, each candidate's bucket among a step's pivots and the order
-//     of the last group around the cut, a function of the entropies' ranks
-//     only (TopK details it).
+//     QuickSelect on the shared entropies (steps of one CompareReveal
+//     each: 2 for 92 to about 800 candidates, 3–4 for 1,000–42,000),
+//     revealing only comparison outcomes: the order of random samples,
+//     each candidate's rank among a sample or bucket among a step's pivots
+//     and the order of the last group around the cut, a function of the
+//     entropies' ranks only (TopK details it).
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).

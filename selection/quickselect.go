@@ -11,18 +11,22 @@ import (
 // SelectStats counts the work of one TopK call.
 type SelectStats struct {
 	// Comparisons is the number of secure comparisons (revealed outcomes);
-	// about 12–17·n for n values above a few hundred (TopK explains why).
+	// about 12–17·n for n values above 800, and 10–42·n on average from 92
+	// to 800 values, where a rank step replaces the sample and partition
+	// steps (TopK explains why).
 	Comparisons int64 `json:"comparisons"`
 	// Steps is the number of steps (one CompareReveal each, 7 rounds).
 	Steps int `json:"steps"`
 	// Rounds is the number of communication rounds of the comparisons.
 	Rounds int64 `json:"rounds"`
-	// Sorted is the number of values whose order among each other a sample
-	// or sort step revealed completely, summed over those steps.
+	// Sorted is the number of values whose order among each other a
+	// sample, rank or sort step revealed completely, summed over those
+	// steps.
 	Sorted int64 `json:"sorted,omitempty"`
-	// Pivots is the number of pivots of the partition steps, summed over
-	// them: each partition step reveals every other active value's bucket
-	// among its pivots.
+	// Pivots is the number of pivots of the partition and rank steps (a
+	// rank step's pivots are its whole sample), summed over them: each
+	// such step reveals every other active value's bucket among its
+	// pivots.
 	Pivots int64 `json:"pivots,omitempty"`
 }
 
@@ -52,22 +56,45 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 //
 //   - sort: if all m(m−1)/2 pairs fit in B, compare every pair of the active
 //     values; their order settles the selection and TopK ends.
-//   - sample: otherwise, if no sorted sample is at hand, draw a uniform
-//     random sample of about 3·√m active values and compare every pair of
-//     it: the sample's order.
-//   - partition: otherwise pick p = min(B/m, sample size) pivots from the
-//     sorted sample (at least one), around the estimated position of the
-//     k-th value (the outermost 3 standard deviations away), compare every
-//     other active value with every pivot, and keep the bucket between two
-//     adjacent pivots that holds the boundary: values in better buckets (and
-//     better pivots) are selected, worse ones dropped. The sample members in
-//     the kept bucket stay sorted and serve the next partition step.
+//   - rank: otherwise, if no sorted sample is at hand, draw a uniform random
+//     sample S of the active values and compare every pair of S and every
+//     other active value with every member of S: S's order and each value's
+//     rank among S. The values in better buckets than the boundary's (and
+//     the members of S above it) are selected, the worse ones dropped; the
+//     bucket between the two members of S adjacent to the boundary stays
+//     active. |S| is the smallest sample for which that bucket is too large
+//     for a sort step with probability at most 1% (computed exactly from
+//     m, the number still needed and B; never from values), provided the
+//     step makes at most max(B, 2^15) comparisons: a rank step saves the
+//     7 rounds of a separate sample step, 350 ms on the paper WAN, and
+//     2^15 comparisons cost about 20 ms of bytes and computation there
+//     (the cost model is documented at rankStepBudget).
+//   - sample: otherwise (the rank step would exceed its budget), draw a
+//     uniform random sample of about 3·√m active values and compare every
+//     pair of it: the sample's order.
+//   - partition: if a sorted sample is at hand, pick p = min(B/m, sample
+//     size) pivots from it (at least one), around the estimated position of
+//     the k-th value (the outermost 3 standard deviations away), compare
+//     every other active value with every pivot, and keep the bucket
+//     between two adjacent pivots that holds the boundary: values in better
+//     buckets (and better pivots) are selected, worse ones dropped. The
+//     sample members in the kept bucket stay sorted and serve the next
+//     partition step.
 //
-// For 1,000–42,000 values this takes 3 steps (sample, partition, sort), in
-// some runs 4 (a second partition): 21–28 rounds where the single-pivot
-// QuickSelect took 10–19 steps (70–130 rounds), for about 12–17·n
-// comparisons instead of 3–4·n (see bench/RESULTS.md, "QuickSelect").
-// Inputs of up to 91 values take one sort step.
+// Inputs of up to 91 values take one sort step. From 92 to about 800 values
+// (the quickstart's 500 → 200 and 200 → 60) TopK takes a rank step and a
+// sort, 14 rounds, planned for 99% of runs (sometimes the rank step alone,
+// when a member of S sits at the boundary; otherwise a second rank step
+// or a sample step follows); over 5,000 runs on clear ranks, 99.4% took at
+// most 2 steps for 200 values keeping 60 (|S| = 11, about 13·n
+// comparisons) and 98.9% for 500 keeping 200 (|S| = 32, about 32·n), where
+// the sample, partition and sort steps took 2.7 and 2.9 steps on average
+// (22.6·n and 13.5·n comparisons). For 1,000–42,000 values the rank step
+// would exceed its budget and TopK
+// takes 3 steps (sample, partition, sort), in some runs 4 (a second
+// partition): 21–28 rounds where the single-pivot QuickSelect took 10–19
+// steps (70–130 rounds), for about 12–17·n comparisons instead of 3–4·n
+// (see bench/RESULTS.md, "QuickSelect").
 //
 // # What is revealed
 //
@@ -75,12 +102,18 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 // comparison the steps make, and nothing else (the sign circuit's openings
 // are masked; CompareReveal). Concretely, beyond the selected set:
 //
+//   - rank steps: the complete order of the random sample S and each other
+//     active value's rank among S (how many members of S rank above it):
+//     a bucket among |S| + 1, finer than a partition step's among its p
+//     pivots for the same sample, at most log2(|S|+1) bits per value (3.6
+//     bits for 200 values keeping 60, 5 bits for 500 keeping 200);
 //   - sample steps: the complete order of each random sample;
 //   - partition steps: each active value's bucket among the step's pivots
 //     (how many of them rank above it), so the pivots' order is refined by
 //     which values fall between them;
 //   - the sort step: the complete order of the last active group (at most
-//     about √(16·n) values around the k-th: 820 for n = 42,000).
+//     about √(16·n) values around the k-th: 820 for n = 42,000; 91 for
+//     n ≤ 512).
 //
 // The single-pivot QuickSelect revealed each active value's side of one
 // pivot per step; this reveals more order relations per step (counted in
@@ -145,6 +178,9 @@ func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 			st.Sorted += int64(len(plan.group))
 		case stepPartition:
 			st.Pivots += int64(len(plan.pivots))
+		case stepRank:
+			st.Sorted += int64(len(plan.group))
+			st.Pivots += int64(len(plan.group))
 		}
 		if err := plan.apply(ahead); err != nil {
 			return nil, st, fmt.Errorf("selection: topk: step %d: %w", st.Steps, err)

@@ -70,18 +70,21 @@ func runTopK(tb testing.TB, n, k int, seed uint64) topKRun {
 	return out
 }
 
-// BenchmarkTopK measures TopK keeping 20% of n in process and reports, per
-// call: rounds, partition steps, comparisons per value, bytes party 0 sent,
-// the in-process seconds, and the paper-WAN delay as rounds × 100 ms
-// (wan-latency-s) and with the bytes at 100 MB/s added (wan-model-s).
+// BenchmarkTopK measures TopK in process on the quickstart's two phases
+// (500 → 200, 200 → 60) and on n = 1,000, 10,000 and 42,000 keeping 20%,
+// and reports, per call: rounds, steps, comparisons per value, bytes party
+// 0 sent, the in-process seconds, and the paper-WAN delay as rounds ×
+// 100 ms (wan-latency-s) and with the bytes at 100 MB/s added
+// (wan-model-s).
 //
 //	go test -run '^$' -bench TopK -benchtime 3x ./selection/
 func BenchmarkTopK(b *testing.B) {
-	for _, n := range []int{1000, 10000, 42000} {
-		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+	for _, c := range []struct{ n, k int }{{200, 60}, {500, 200}, {1000, 200}, {10000, 2000}, {42000, 8400}} {
+		n := c.n
+		b.Run(fmt.Sprintf("n=%d/k=%d", n, c.k), func(b *testing.B) {
 			var sum topKRun
 			for i := 0; i < b.N; i++ {
-				r := runTopK(b, n, n/5, uint64(i))
+				r := runTopK(b, n, c.k, uint64(i))
 				sum.st = sum.st.Add(r.st)
 				sum.bytes += r.bytes
 				sum.seconds += r.seconds

@@ -24,6 +24,7 @@ const viewChiSquareLimit = 420
 type topKView struct {
 	msgs  [2][][]uint64 // per party, the messages received
 	steps []string      // party 0's steps: kind, pairs and outcomes
+	kinds []stepKind    // party 0's steps' kinds
 	sel   []int
 }
 
@@ -58,6 +59,7 @@ func viewTopK(t *testing.T, vals []float64, k int, seed share.Seed, leak bool) t
 		if p.ID == 0 {
 			tr = func(kind stepKind, pairs [][2]int, ahead []bool) {
 				v.steps = append(v.steps, fmtStep(kind, pairs, ahead))
+				v.kinds = append(v.kinds, kind)
 			}
 		}
 		sel, _, err := topK(ctx, s, x, nil, k, share.NewPRG(seed, "pivots"), tr)
@@ -140,9 +142,10 @@ func sameRanks(vals []float64) []float64 {
 }
 
 // TestTopKViewDependsOnlyOnRanks checks that what TopK reveals is a function
-// of the ranks only. Input A has many ties; input B has the same ranks with
-// entirely different, distinct values; input C has other ranks. With the
-// same public coins:
+// of the ranks only, on each path of the plan: a rank step and a sort (150
+// values), and a sample, a partition and a sort (1,000 values). Input A has
+// many ties; input B has the same ranks with entirely different, distinct
+// values; input C has other ranks. With the same public coins:
 //
 //   - A and B give identical steps: the same pairs compared, the same
 //     outcomes, the same selection (the revealed information is the same),
@@ -150,11 +153,29 @@ func sameRanks(vals []float64) []float64 {
 //   - over runs with fresh dealer and sharing randomness, each party's
 //     received messages have the same lengths in the same order under A and
 //     B, and their bytes the same distribution (a two-sample chi-square
-//     test on every byte received, about 4 MB per input): the transcripts
-//     are identically distributed. The same test flags a run in which the
-//     data owner also sends its clear values (the negative control).
+//     test on every byte received, 1–4 MB per input): the transcripts are
+//     identically distributed. The same test flags a run in which the data
+//     owner also sends its clear values (the negative control).
 func TestTopKViewDependsOnlyOnRanks(t *testing.T) {
-	const n, k = 150, 30 // sample, partition and sort steps
+	cases := []struct {
+		name  string
+		n, k  int
+		kinds []stepKind // the path the test needs
+		runs  int        // transcripts per input (halved with -short)
+	}{
+		{"rank, sort", 150, 30, []stepKind{stepRank, stepSortAll}, 16},
+		{"sample, partition, sort", 1000, 200, []stepKind{stepSample, stepPartition, stepSortAll}, 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			viewDependsOnlyOnRanks(t, c.n, c.k, c.kinds, c.runs)
+		})
+	}
+}
+
+// viewDependsOnlyOnRanks is TestTopKViewDependsOnlyOnRanks for n values
+// keeping k, whose steps must be kinds, over runs transcripts per input.
+func viewDependsOnlyOnRanks(t *testing.T, n, k int, kinds []stepKind, runs int) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	a := make([]float64, n)
 	for i := range a {
@@ -165,9 +186,8 @@ func TestTopKViewDependsOnlyOnRanks(t *testing.T) {
 	rng.Shuffle(n, func(i, j int) { c[i], c[j] = c[j], c[i] })
 	coins := share.Seed{12}
 
-	runs := 16
 	if testing.Short() {
-		runs = 8
+		runs = max(2, runs/2)
 	}
 	var hist [2][2][256]float64  // [input A/B][party]
 	var leakHist [2][256]float64 // the control: party 0's view
@@ -177,8 +197,8 @@ func TestTopKViewDependsOnlyOnRanks(t *testing.T) {
 		vb := viewTopK(t, b, k, coins, false)
 		if r == 0 {
 			stepsA, stepsB = va.steps, vb.steps
-			if len(va.steps) < 3 {
-				t.Fatalf("only %d steps: the test needs the sample, partition and sort steps", len(va.steps))
+			if !slices.Equal(va.kinds, kinds) {
+				t.Fatalf("steps %v: the test needs %v", va.kinds, kinds)
 			}
 			if !slices.Equal(va.sel, plainTopK(a, seqKeys(n), k)) || !slices.Equal(vb.sel, va.sel) {
 				t.Fatalf("selections: A %v, B %v", va.sel, vb.sel)
