@@ -25,7 +25,8 @@ func (s *Session) Trunc(ctx context.Context, x *share.Tensor) (*share.Tensor, er
 
 // TruncBy returns this party's share of floor(x / 2^f) or floor(x / 2^f) + 1
 // (error ≤ 1 unit in the last place, never a wrap-around error) for every
-// signed x with |x| < 2^62 (TruncBound), 1 ≤ f ≤ 62.
+// signed x with |x| < 2^62 (TruncBound), 1 ≤ f ≤ 62. A nil x, or one whose
+// data does not fill its shape, is an error (nothing sent).
 //
 // Cost: 1 round, msg(n) = 8n + 10 bytes per party (n ≤ 2^17; one frame per
 // MiB beyond). The party receives the peer's share of c = x + 2^62 + r with r
