@@ -37,18 +37,21 @@ func TestForward(t *testing.T) {
 			continue
 		}
 		// A proxy forward's rounds: its blocks (BlockCost), the mask's two
-		// rounds (private mask, text) and the head (ViT: final LayerNorm MLP
-		// 16 + classifier 2; text: pooler 2 + ReLU 7 + classifier 2; entropy
-		// MLP 11).
+		// rounds (private mask, text) and the head (ViT: final LayerNorm
+		// 15 (mean 1, squared deviation and its truncation 2, MLP 1 + 7 + 2,
+		// the product with r·γ and its truncation 2) + classifier 2; text:
+		// pooler 1 + ReLU with its truncation 7 + classifier 2; entropy MLP
+		// 1 + 7 + 2: every truncation before a ReLU fused into it,
+		// protocol.TruncReLU).
 		a, err := ShapeArch(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := int64(2 + 11)
+		want := int64(2 + 10)
 		if a.Family == model.ViT {
-			want += 16
+			want += 15
 		} else {
-			want += 9
+			want += 8
 			if !c.Options.PublicMask {
 				want += 2
 			}

@@ -195,6 +195,16 @@ var msbLevelWords = [...]int{156, 62, 30, 14, 6, 2}
 // msbBits runs the sign circuit on this party's share x and returns its XOR
 // share of msb(x0 + x1), packed (⌈len(x)/64⌉ words).
 func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
+	return s.msbBitsWith(ctx, x, nil, nil)
+}
+
+// msbBitsWith is msbBits whose first exchange (the leaves' cross ANDs) also
+// carries another protocol's independent opening: the message sent is
+// riderSend followed by the masked leaf words, and the peer's message is
+// received likewise, its first len(riderRecv) words into riderRecv. The
+// riders must have the same length. On empty x nothing is exchanged (the
+// riders neither; the caller must not need them then).
+func (s *Session) msbBitsWith(ctx context.Context, x, riderSend, riderRecv []uint64) ([]uint64, error) {
 	n := len(x)
 	w := packedWords(n)
 	if n == 0 {
@@ -232,7 +242,7 @@ func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
 			copy(dst(4), hi)
 		}
 	}
-	z, err := s.crossAND(ctx, sid, op)
+	z, err := s.crossAND(ctx, sid, op, riderSend, riderRecv)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: sign circuit, leaves: %w", err)
 	}
@@ -315,9 +325,16 @@ func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
 // crossAND multiplies, bitwise, the words op held in the clear by party 0
 // with the words op held in the clear by party 1, returning this party's XOR
 // share of the product. One exchange of len(op) words each way. op is
-// overwritten (with the masked words sent).
-func (s *Session) crossAND(ctx context.Context, sid uint32, op []uint64) ([]uint64, error) {
+// overwritten (with the masked words sent). The exchange also carries the
+// rider words (nil for none, see msbBitsWith): riderSend goes before the
+// masked words in the message sent, and the peer's rider words land in
+// riderRecv.
+func (s *Session) crossAND(ctx context.Context, sid uint32, op, riderSend, riderRecv []uint64) ([]uint64, error) {
 	k := len(op)
+	e := len(riderSend)
+	if len(riderRecv) != e {
+		return nil, fmt.Errorf("cross AND: rider of %d words sent, %d received", e, len(riderRecv))
+	}
 	tr, err := s.prov.CrossANDTriples(ctx, sid, k)
 	if err != nil {
 		return nil, fmt.Errorf("cross AND triples: %w", err)
@@ -333,9 +350,23 @@ func (s *Session) crossAND(ctx context.Context, sid uint32, op []uint64) ([]uint
 	for i := range send {
 		send[i] ^= mask[i]
 	}
-	z := make([]uint64, k) // receives the peer's masked words, then the share
-	if err := s.Exchange(ctx, send, z); err != nil {
-		return nil, fmt.Errorf("cross AND exchange: %w", err)
+	var z []uint64 // receives the peer's masked words, then the share
+	if e == 0 {
+		z = make([]uint64, k)
+		if err := s.Exchange(ctx, send, z); err != nil {
+			return nil, fmt.Errorf("cross AND exchange: %w", err)
+		}
+	} else {
+		msg := share.GetWords(e + k) // scratch: overwritten before use
+		defer share.PutWords(msg)
+		copy(msg, riderSend)
+		copy(msg[e:], send)
+		in := make([]uint64, e+k)
+		if err := s.Exchange(ctx, msg, in); err != nil {
+			return nil, fmt.Errorf("cross AND exchange: %w", err)
+		}
+		copy(riderRecv, in[:e])
+		z = in[e:]
 	}
 	if s.party == 0 {
 		// Party 0 holds X = send⊕u; it received e = Y⊕v: share e·X ⊕ c0.

@@ -9,8 +9,8 @@ import (
 )
 
 // This file holds the protocols built on the sign circuit (binary.go): sign
-// bits, bit→arithmetic conversion, comparisons, the multiplexer, ReLU and
-// max/argmax. Costs are per party, for n elements and W = ⌈n/64⌉, in ring
+// bits, bit→arithmetic conversion, comparisons, the multiplexer, ReLU (and
+// ReLU fused with the truncation before it) and max/argmax. Costs are per party, for n elements and W = ⌈n/64⌉, in ring
 // words sent; on the wire a message of w words costs msg(w) = 8w + 10 bytes
 // while 8w ≤ 1 MiB (transport.DefaultMaxFrame), and 8w + 8 + 10·⌈(8w+8)/2^20⌉
 // beyond (one 10-byte header per frame, plus the total length in the first).
@@ -24,6 +24,8 @@ import (
 //	CompareReveal     7        271W
 //	MulBit, Select    1        W + n
 //	ReLU              7        271W + n
+//	TruncReLU         7        271W + 2n                 in 7 messages: msg(n + 156W) first
+//	                                                     (TruncBy then ReLU: 8 rounds, 8 messages)
 //	Max (last dim m)  7·⌈log2 m⌉
 
 // cmpCheck returns an error for a nil tensor or one whose data does not fill
@@ -272,6 +274,68 @@ func (s *Session) ReLU(ctx context.Context, x *share.Tensor) (*share.Tensor, err
 	out, err := s.MulBit(ctx, x, pos)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: relu: %w", err)
+	}
+	return out, nil
+}
+
+// TruncReLU returns shares of ReLU(TruncBy(x, f)) elementwise — the
+// truncation after a fixed-point product followed by ReLU, as in every
+// approximator MLP — in 7 rounds instead of TruncBy's 1 plus ReLU's 7. Valid
+// as TruncBy: for |x| < 2^62 (TruncBound) and 1 ≤ f ≤ 62 the result is
+// ReLU(y) with y = floor(x/2^f) or floor(x/2^f) + 1, the value TruncBy
+// returns on the same dealer material.
+//
+// The sign is taken on the untruncated x, so the sign circuit does not wait
+// for the truncation and the truncation's opening travels in the sign
+// circuit's first message (the leaves' cross ANDs). This is exact: for
+// x ≥ 0, y ≥ 0; for x < 0, y ≤ 0 (floor(x/2^f) ≤ −1, plus at most 1), so
+// y·(1 − msb(x)) = max(y, 0) for every x in range (the only case where the
+// signs of x and y differ, x < 0 with y = 0, gives 0 both ways). Then y·(1 − msb(x)) is one MulBit, as in ReLU.
+//
+// Cost: 7 rounds; each party sends 271·W + 2n words (W = ⌈n/64⌉) in 7
+// messages: msg(n + 156W) (the truncation's n words, then the leaves'),
+// msg(62W), msg(30W), msg(14W), msg(6W), msg(2W) and MulBit's msg(n + W) —
+// TruncBy then ReLU's words with one frame header fewer (while the merged
+// first message fits in one frame). An empty x costs
+// nothing (no message, no dealer material).
+//
+// Dealer material, in this fixed order for every call on n elements: n
+// truncation pairs for 2^f (TruncPairs), the leaves' 156W cross-AND words
+// (CrossANDTriples), the carry tree's AND triples of 31W, 15W, 7W, 3W and W
+// words (ANDTriples, one draw per level), and n bit pairs (BitPairs) — the
+// very draws of TruncBy followed by ReLU on the same tensor.
+//
+// What a party receives: the peer's opening c = x + 2^62 + r of the
+// truncation (r uniform from the truncation pair) and the sign circuit's and
+// multiplexer's masked words, each masked by fresh dealer material: uniform
+// whatever x is, exactly as in TruncBy and ReLU.
+func (s *Session) TruncReLU(ctx context.Context, x *share.Tensor, f uint) (*share.Tensor, error) {
+	if err := cmpCheck("trunc relu", x); err != nil {
+		return nil, err
+	}
+	if f < 1 || f > 62 {
+		return nil, fmt.Errorf("protocol: trunc relu by 2^%d: need 1 ≤ f ≤ 62", f)
+	}
+	if len(x.Data) == 0 {
+		return &share.Tensor{Shape: slices.Clone(x.Shape), Data: []uint64{}}, nil
+	}
+	t, err := s.truncPrepare(ctx, "trunc relu", x, f)
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	neg, err := s.msbBitsWith(ctx, x.Data, t.send, t.recv)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: trunc relu %v: %w", x.Shape, err)
+	}
+	y := t.finish()
+	pos, err := s.NotBits(&BitTensor{Shape: slices.Clone(x.Shape), Words: neg})
+	if err != nil {
+		return nil, fmt.Errorf("protocol: trunc relu: %w", err)
+	}
+	out, err := s.MulBit(ctx, y, pos)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: trunc relu: %w", err)
 	}
 	return out, nil
 }

@@ -47,6 +47,7 @@
 //	CompareReveal            7                   MSB + msg(W)         reveals only the bits x < y
 //	MulBit, Select           1                   msg(W + n)           multiplexer
 //	ReLU                     7                   MSB + msg(W + n)
+//	TruncReLU (ReLU∘TruncBy) 7                   as ReLU, the first message n words longer: TruncBy's opening rides with the sign circuit's first exchange (1 round and 1 header fewer)
 //	Max, ArgMax (last dim m) 7 per halving       7·⌈log2 m⌉ rounds
 //	Exp                      16                                       CrypTen's (1 + x/2^8)^(2^8)
 //	ReciprocalPositive       46

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -24,7 +25,8 @@ func (s *Session) Trunc(ctx context.Context, x *share.Tensor) (*share.Tensor, er
 
 // TruncBy returns this party's share of floor(x / 2^f) or floor(x / 2^f) + 1
 // (error ≤ 1 unit in the last place, never a wrap-around error) for every
-// signed x with |x| < 2^62 (TruncBound), 1 ≤ f ≤ 62.
+// signed x with |x| < 2^62 (TruncBound), 1 ≤ f ≤ 62. A nil x, or one whose
+// data does not fill its shape, is an error (nothing sent).
 //
 // Cost: 1 round, msg(n) = 8n + 10 bytes per party (n ≤ 2^17; one frame per
 // MiB beyond). The party receives the peer's share of c = x + 2^62 + r with r
@@ -53,43 +55,90 @@ func (s *Session) Trunc(ctx context.Context, x *share.Tensor) (*share.Tensor, er
 // so step 4, which computes a1 − b1 − 2^(62−f), yields floor(x/2^f) + δ. Every step is an identity between integers that the ring
 // computes modulo 2^64, so the shares reconstruct it exactly.
 func (s *Session) TruncBy(ctx context.Context, x *share.Tensor, f uint) (*share.Tensor, error) {
-	if f < 1 || f > 62 {
-		return nil, fmt.Errorf("protocol: truncate by 2^%d: need 1 ≤ f ≤ 62", f)
+	t, err := s.truncPrepare(ctx, "truncate", x, f)
+	if err != nil {
+		return nil, err
 	}
-	n := x.Len()
+	defer t.release()
+	if err := s.Exchange(ctx, t.send, t.recv); err != nil {
+		return nil, fmt.Errorf("protocol: truncate %v: %w", x.Shape, err)
+	}
+	return t.finish(), nil
+}
+
+// truncation is a TruncBy split around its one exchange, so that its opening
+// can travel in the same message as another protocol's first exchange
+// (TruncReLU): truncPrepare draws the truncation pair and fills send (the
+// words c = x + 2^62 + r to open), the caller exchanges send for recv (the
+// peer's words), and finish computes the shares. release returns the scratch.
+type truncation struct {
+	party      int
+	x          *share.Tensor
+	f          uint
+	tp         beaver.TruncPair
+	send, recv []uint64
+}
+
+// truncPrepare checks x and f, draws len(x.Data) truncation pairs for 2^f
+// from the session's provider and fills the words to send. op names the
+// protocol in errors.
+func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, f uint) (*truncation, error) {
+	if err := cmpCheck(op, x); err != nil {
+		return nil, err
+	}
+	if f < 1 || f > 62 {
+		return nil, fmt.Errorf("protocol: %s by 2^%d: need 1 ≤ f ≤ 62", op, f)
+	}
+	n := len(x.Data)
 	tp, err := s.prov.TruncPairs(ctx, s.StreamID(), n, f)
 	if err != nil {
-		return nil, fmt.Errorf("protocol: truncate %v: %w", x.Shape, err)
+		return nil, fmt.Errorf("protocol: %s %v: %w", op, x.Shape, err)
+	}
+	if len(tp.R) != n || len(tp.MSB) != n || len(tp.LowShifted) != n {
+		return nil, fmt.Errorf("protocol: %s %v: provider returned %d/%d/%d truncation words, want %d", op, x.Shape, len(tp.R), len(tp.MSB), len(tp.LowShifted), n)
 	}
 	const half = uint64(1) << 62
+	t := &truncation{party: s.party, x: x, f: f, tp: tp,
+		send: share.GetWords(n), // scratch: overwritten before use
+		recv: share.GetWords(n), // scratch: overwritten by the exchange
+	}
 	p0 := s.party == 0
-	send := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(send)
 	for i, v := range x.Data {
-		send[i] = v + tp.R[i]
+		t.send[i] = v + tp.R[i]
 		if p0 {
-			send[i] += half
+			t.send[i] += half
 		}
 	}
-	recv := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, send, recv); err != nil {
-		return nil, fmt.Errorf("protocol: truncate %v: %w", x.Shape, err)
-	}
-	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
+	return t, nil
+}
+
+// finish returns this party's shares of the truncation from the words sent
+// and the peer's words received (steps 3 and 4 of TruncBy).
+func (t *truncation) finish() *share.Tensor {
+	const half = uint64(1) << 62
+	f := t.f
+	out := &share.Tensor{Shape: slices.Clone(t.x.Shape), Data: make([]uint64, len(t.x.Data))}
 	hi := uint64(1) << (63 - f)
 	off := half >> f
+	p0 := t.party == 0
 	for i := range out.Data {
-		c := send[i] + recv[i]
+		c := t.send[i] + t.recv[i]
 		mc := c >> 63
 		// [e] = mc [party 0] + (1 − 2mc)·[msb r]
-		e := (1 - 2*mc) * tp.MSB[i]
-		z := -tp.LowShifted[i]
+		e := (1 - 2*mc) * t.tp.MSB[i]
+		z := -t.tp.LowShifted[i]
 		if p0 {
 			e += mc
 			z += (c<<1)>>(1+f) - off
 		}
 		out.Data[i] = z + e*hi
 	}
-	return out, nil
+	return out
+}
+
+// release returns the scratch words; t must not be used afterwards.
+func (t *truncation) release() {
+	share.PutWords(t.send)
+	share.PutWords(t.recv)
+	t.send, t.recv = nil, nil
 }

@@ -30,13 +30,13 @@ func msg(w int) int64 {
 	return b + 8 + header*frames
 }
 
-// reluBytes is the bytes a party sends for ReLU of n elements: the six
-// layers of the sign circuit (Σ msg(k·⌈n/64⌉), k ∈ {156, 62, 30, 14, 6, 2})
-// and the multiplexer (msg(n + ⌈n/64⌉)).
-func reluBytes(n int) int64 {
+// truncReLUBytes is the bytes a party sends for protocol.TruncReLU of n > 0
+// elements: the truncation's n words in the sign circuit's first message
+// (msg(n + 156·⌈n/64⌉)), its five other layers and the multiplexer.
+func truncReLUBytes(n int) int64 {
 	w := (n + 63) / 64
-	var b int64
-	for _, k := range []int{156, 62, 30, 14, 6, 2} {
+	b := msg(n + 156*w)
+	for _, k := range []int{62, 30, 14, 6, 2} {
 		b += msg(k * w)
 	}
 	return b + msg(n+w)
@@ -54,9 +54,11 @@ func reluBytes(n int) int64 {
 // With B the batch, T the sequence, H the width, I = heads·headDim, nh the
 // heads, d the MLP width, Tq = T (Tq = 1 in the last block), S = B·nh·Tq
 // softmax rows and R LayerNorm rows (B·Tq; ViT's pre-LayerNorm: B·T); msg(w) = 8w + 10 (multi-frame
-// messages: see msg); relu(n) = Σ_{k∈{156,62,30,14,6,2}} msg(k⌈n/64⌉) +
-// msg(n + ⌈n/64⌉). "P1" terms are sent by the data owner alone (the
-// weight-mask products), the others by both parties:
+// messages: see msg); truncrelu(n) = msg(n + 156⌈n/64⌉) +
+// Σ_{k∈{62,30,14,6,2}} msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉), the truncation fused
+// into the ReLU (protocol.TruncReLU: its opening rides in the sign circuit's
+// first message, the bias added before it). "P1" terms are sent by the data
+// owner alone (the weight-mask products), the others by both parties:
 //
 //	step                               rounds  bytes
 //	QKV x·[Wq|Wk|Wv]                   1       P1 msg(B·T·H)
@@ -70,19 +72,20 @@ func reluBytes(n int) int64 {
 //	scores Q·Kᵀ (all heads, batch)     1       msg(B·Tq·I + B·T·I)
 //	  truncation                       1       msg(S·T)
 //	softmax MLP x·W1                   1       P1 msg(S·T)
-//	  truncation, ReLU                 1+7     msg(S·d) + relu(S·d)
+//	  truncation and ReLU              7       truncrelu(S·d)
 //	  ·W2, truncation                  1+1     P1 msg(S·d); msg(S·T)
 //	P·V                                1       msg(S·T + B·T·I)
 //	  truncation                       1       msg(B·Tq·I)
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); msg(B·Tq·H)
 //	LayerNorm mean                     1       msg(R)
 //	  (x−μ)², Σ, truncation            1+1     msg(R·H) + msg(R)
-//	  LN MLP ·W1/H, truncation         1+1     P1 msg(R); msg(R·d)
-//	  ReLU                             7       relu(R·d)
+//	  LN MLP ·W1/H                     1       P1 msg(R)
+//	  truncation and ReLU              7       truncrelu(R·d)
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); msg(R·H)
 //	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + msg(R·H)
 //
-// That is 35 rounds, 36 for layers ≥ 1 with a private mask (BERT,
+// That is 33 rounds (35 with the truncations apart from the ReLUs), 34 for
+// layers ≥ 1 with a private mask (BERT,
 // DistilBERT; ViT has no mask and its LayerNorm comes first at the same
 // cost). Layer 0 needs no masking round because the data owner zeroes its
 // padded embeddings in the clear. Per forward pass (not per block), a private
@@ -99,6 +102,9 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	B, T, H, I, nh, d := batch, a.Seq, a.Hidden, a.inner(), a.Heads, a.MLPHidden
 	if layer < 0 || layer >= a.Layers {
 		return 0, bytes, fmt.Errorf("secure: block cost: layer %d of %d", layer, a.Layers)
+	}
+	if batch <= 0 {
+		return 0, bytes, fmt.Errorf("secure: block cost: batch size %d", batch)
 	}
 	Tq := T
 	if layer == a.Layers-1 && !opt.FullLastLayer {
@@ -124,11 +130,11 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	steps := []step{
 		{1, 0, qkvSent}, {1, msg(qkvTrunc), 0},
 		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
-		{1, 0, msg(S * T)}, {1, msg(S * d), 0}, {7, reluBytes(S * d), 0}, {1, 0, msg(S * d)}, {1, msg(S * T), 0},
+		{1, 0, msg(S * T)}, {7, truncReLUBytes(S * d), 0}, {1, 0, msg(S * d)}, {1, msg(S * T), 0},
 		{1, msg(S*T + B*T*I), 0}, {1, msg(B * Tq * I), 0},
 		{1, 0, msg(B * Tq * I)}, {1, msg(Rq * H), 0},
 		{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
-		{1, 0, msg(R)}, {1, msg(R * d), 0}, {7, reluBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
+		{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
 		{1, msg(2 * R * H), 0}, {1, msg(R * H), 0},
 	}
 	if a.Family != model.ViT && !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {

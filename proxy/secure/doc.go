@@ -16,8 +16,9 @@
 //     depend on the batch size.
 //   - Per block: one weight matrix for Q|K|V (1/√headDim folded into Q);
 //     the scores of all heads and the whole batch in one shared×shared
-//     MatMul; the attention-softmax MLP (MatMulWeights → truncation → ReLU →
-//     MatMulWeights, biases added by party 0); P·V; the output projection; the
+//     MatMul; the attention-softmax MLP (MatMulWeights → truncation and ReLU
+//     in one protocol.TruncReLU, the bias added by party 0 before it →
+//     MatMulWeights → truncation, bias); P·V; the output projection; the
 //     residual; LayerNorm with the exact mean subtraction, the squared
 //     deviation (Square), the LayerNorm MLP (its first weights carry 1/hidden,
 //     its second weights are W2⊗γ, so γ costs no extra round) and β added by

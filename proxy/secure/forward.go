@@ -278,16 +278,35 @@ func (p *Prepared) classQKV(ctx context.Context, s *protocol.Session, y *share.T
 	return q, kv, nil
 }
 
-// mlp evaluates an approximator: lin → (+pre) → ReLU → lin.
-func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor, m *mlpS, pre func(h *share.Tensor)) (*share.Tensor, error) {
-	h, err := p.lin(ctx, s, x, m.l1)
+// linReLU computes ReLU(x·W + b (+ pre's terms)), b added by party 0, with
+// the truncation fused into the ReLU (protocol.TruncReLU: 1 + 7 rounds
+// where lin then ReLU takes 1 + 1 + 7). The bias and pre's terms (fixed
+// point, f fractional bits) are added before the truncation by 2^k,
+// k = f + extra, shifted left by k, so that the sign circuit sees the value
+// whose ReLU is taken. This is exact: 2^k·v does not change the low k bits,
+// so TruncBy(y + 2^k·v) = TruncBy(y) + v on the same dealer material, and
+// the result equals lin followed by (+pre and) ReLU word for word, for
+// |y + 2^k·v| < 2^62 (protocol.TruncBound, as for lin's |y|). pre receives
+// the untruncated product and k.
+func (p *Prepared) linReLU(ctx context.Context, s *protocol.Session, x *share.Tensor, l linS, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
+	y, err := s.MatMulWeights(ctx, x, l.w)
 	if err != nil {
 		return nil, err
 	}
+	k := p.fp.FracBits + l.extra
+	addRowVecShifted(p.party, y, l.b, k)
 	if pre != nil {
-		pre(h)
+		pre(y, k)
 	}
-	if h, err = s.ReLU(ctx, h); err != nil {
+	return s.TruncReLU(ctx, y, k)
+}
+
+// mlp evaluates an approximator: lin → (+pre) → ReLU → lin, the first
+// truncation fused into the ReLU (linReLU; pre gets the untruncated hidden
+// layer and the shift to apply to its fixed-point terms).
+func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor, m *mlpS, pre func(h *share.Tensor, k uint)) (*share.Tensor, error) {
+	h, err := p.linReLU(ctx, s, x, m.l1, pre)
+	if err != nil {
 		return nil, err
 	}
 	return p.lin(ctx, s, h, m.l2)
@@ -374,19 +393,20 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 	}
 	var pr *share.Tensor
 	if b.attn != nil {
-		var pre func(h *share.Tensor)
+		var pre func(h *share.Tensor, k uint)
 		if mk != nil {
 			d := a.MLPHidden
-			pre = func(h *share.Tensor) {
-				// h is [B, nh, Tq, d]; add layer i's fill term of each batch row.
+			pre = func(h *share.Tensor, k uint) {
+				// h is [B, nh, Tq, d], untruncated; add layer i's fill term of
+				// each batch row, shifted by k.
 				per := nh * Tq * d
 				for bi := 0; bi < B; bi++ {
 					f := mk.fill.Data[bi*a.Layers*d+i*d : bi*a.Layers*d+(i+1)*d]
 					blk := h.Data[bi*per : (bi+1)*per]
 					for r := 0; r < nh*Tq; r++ {
 						row := blk[r*d : (r+1)*d]
-						for k := range row {
-							row[k] += f[k]
+						for j := range row {
+							row[j] += f[j] << k
 						}
 					}
 				}
@@ -470,13 +490,11 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 
 // ffn evaluates the FFN of the exact model: lin → activation → lin.
 func (p *Prepared) ffn(ctx context.Context, s *protocol.Session, x *share.Tensor, b *blockS) (*share.Tensor, error) {
-	h, err := p.lin(ctx, s, x, *b.ffnIn)
-	if err != nil {
-		return nil, fmt.Errorf("ffn: %w", err)
-	}
+	var h *share.Tensor
+	var err error
 	if p.arch.Act == "relu" {
-		h, err = s.ReLU(ctx, h)
-	} else {
+		h, err = p.linReLU(ctx, s, x, *b.ffnIn, nil)
+	} else if h, err = p.lin(ctx, s, x, *b.ffnIn); err == nil {
 		h, err = p.gelu(ctx, s, h)
 	}
 	if err != nil {
@@ -628,13 +646,12 @@ func (p *Prepared) head(ctx context.Context, s *protocol.Session, x *share.Tenso
 			return nil, fmt.Errorf("final layernorm: %w", err)
 		}
 	} else {
-		if z, err = p.lin(ctx, s, cls, *p.pool); err != nil {
-			return nil, fmt.Errorf("pooler: %w", err)
-		}
 		if a.TanhPooler {
-			z, err = p.tanh(ctx, s, z)
+			if z, err = p.lin(ctx, s, cls, *p.pool); err == nil {
+				z, err = p.tanh(ctx, s, z)
+			}
 		} else {
-			z, err = s.ReLU(ctx, z)
+			z, err = p.linReLU(ctx, s, cls, *p.pool, nil)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pooler: %w", err)

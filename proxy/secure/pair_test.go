@@ -45,8 +45,8 @@ func TestFramingConstants(t *testing.T) {
 	for _, words := range []int{1, 1000, maxFrame/8 + 1, 3 * maxFrame / 8} {
 		got, err := runLocal(context.Background(), localConfig{}, func(ctx context.Context, s *protocol.Session) (int64, error) {
 			before := s.Stream().Stats()
-			w := make([]uint64, words)
-			if err := s.Exchange(ctx, w, w); err != nil {
+			w, in := make([]uint64, words), make([]uint64, words) // apart: the send may still be reading w while the receive fills in
+			if err := s.Exchange(ctx, w, in); err != nil {
 				return 0, err
 			}
 			return s.Stream().Stats().Sub(before).BytesSent, nil

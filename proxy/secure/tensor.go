@@ -66,6 +66,22 @@ func addRowVec(party int, x *share.Tensor, v []uint64) {
 	}
 }
 
+// addRowVecShifted adds, as party 0, v·2^k (v a ring vector of the last
+// dimension's length) to every row of x in place: a bias added before a
+// truncation by 2^k. Party 1 adds nothing; v nil is a no-op.
+func addRowVecShifted(party int, x *share.Tensor, v []uint64, k uint) {
+	if party != 0 || v == nil {
+		return
+	}
+	w, rows := lastDim(x)
+	for r := 0; r < rows; r++ {
+		row := x.Data[r*w : (r+1)*w]
+		for j := range row {
+			row[j] += v[j] << k
+		}
+	}
+}
+
 // broadcastLast repeats each element of v (shape [...]) w times along a new
 // last dimension: [..., w].
 func broadcastLast(v *share.Tensor, w int) *share.Tensor {

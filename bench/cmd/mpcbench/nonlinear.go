@@ -25,6 +25,11 @@ func init() {
 		_, err := s.ReLU(ctx, x)
 		return err
 	})
+	registerUnary("trunc_relu", -100, 100, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
+		// The MLPs' fused truncation and ReLU (here by 2^f of a fixed-point x).
+		_, err := s.TruncReLU(ctx, x, s.FixedPoint().FracBits)
+		return err
+	})
 	registerUnary("exp", -16, 4, func(ctx context.Context, s *protocol.Session, x *share.Tensor) error {
 		_, err := s.Exp(ctx, x)
 		return err

@@ -58,7 +58,7 @@ var (
 )
 
 // opOrder is the report order of the ops the spec names.
-var opOrder = []string{"mul", "matmul", "matmul_weights", "trunc", "ltz", "relu", "b2a", "exp", "reciprocal", "inv_sqrt", "log", "softmax", "entropy"}
+var opOrder = []string{"mul", "matmul", "matmul_weights", "trunc", "ltz", "relu", "trunc_relu", "b2a", "exp", "reciprocal", "inv_sqrt", "log", "softmax", "entropy"}
 
 // register adds op to the registry; a duplicate or incomplete op panics at
 // init time (a programming error).
