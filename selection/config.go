@@ -276,7 +276,8 @@ type ModelOwner struct {
 	StateDir string
 	// Logger receives progress (slog.Default() when nil).
 	Logger *slog.Logger
-	// OnProgress, if set, is called after every batch.
+	// OnProgress, if set, is called after every batch, one call at a time
+	// and in order (Done grows by one each call within a phase).
 	OnProgress func(Progress)
 
 	// onBootstrap, if set (tests), sees the bootstrap message as received.
@@ -307,7 +308,8 @@ type DataOwner struct {
 	StateDir string
 	// Logger receives progress (slog.Default() when nil).
 	Logger *slog.Logger
-	// OnProgress, if set, is called after every batch.
+	// OnProgress, if set, is called after every batch, one call at a time
+	// and in order (Done grows by one each call within a phase).
 	OnProgress func(Progress)
 
 	mu       sync.Mutex

@@ -328,7 +328,10 @@ type progress struct {
 
 // batchDone reports one more finished batch.
 func (p *progress) batchDone(ctx context.Context) {
+	// Held through the report, so that lanes finishing at once report in
+	// order (Done only grows).
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.finished++
 	pr := Progress{Phase: p.phase, Done: p.already + p.finished, Total: p.total}
 	el := time.Since(p.start).Seconds()
@@ -340,7 +343,6 @@ func (p *progress) batchDone(ctx context.Context) {
 	if pr.Done == p.total || time.Since(p.lastLog) >= ProgressLogInterval {
 		level, p.lastLog = slog.LevelInfo, time.Now()
 	}
-	p.mu.Unlock()
 	p.r.logf().Log(ctx, level, "selection: progress", "party", p.r.party, "phase", p.phase, "done", pr.Done, "total", pr.Total,
 		"batches_per_s", pr.Rate, "eta", pr.ETA.Round(time.Second))
 	if p.r.onProgress != nil {
