@@ -92,8 +92,15 @@
 //     lanes and positions the provider's counters). With Params.Pipeline
 //     on (the default) all lanes run at once, so the exchanges of the
 //     batches in flight share each round trip, and the dealer material of
-//     each lane's next batch is fetched while the current one runs, within
-//     Params.MemoryBudget; off, one batch runs at a time. The batches draw
+//     the batches is fetched ahead, within Params.MemoryBudget: before the
+//     lanes start, each party rehearses a full batch and the partial last
+//     one (protocol.NewRehearsal: the forward run against nobody, to learn
+//     the dealer items a batch draws, which depend on shapes alone), so
+//     every lane's batches, the first included, draw their items as one
+//     pipelined sequence (beaver.DrawSequence: one round trip to a
+//     networked dealer per batch, not one per item); each QuickSelect step
+//     draws its items ahead likewise (protocol.Session.Ahead). Off, one
+//     batch runs at a time and every item is drawn when needed. The batches draw
 //     the same material either way: the mode changes the delay, never the
 //     entropies or the selection, and each party picks its own.
 //     Then TopK keeps the phase's quota by a sample-based multi-pivot
