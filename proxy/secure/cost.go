@@ -147,3 +147,57 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	}
 	return rounds, bytes, nil
 }
+
+// HeadCost is the exact online cost of the head of a SelectFormer proxy
+// (every module an MLP) for a batch: from the last block's class-token
+// output to the shared entropies. The classifier is folded into the entropy
+// MLP's first layer (W' = Wc·W1, b' = bc·W1 + b1, see Prepared.entropy), so
+// the logits are never computed. It errs for architectures outside that case.
+//
+// With B the batch, H the width and d the MLP width (msg and truncrelu as for
+// BlockCost; "P1" terms are sent by the data owner alone):
+//
+//	step                               rounds  bytes
+//	ViT: final LayerNorm of the B      15      as a block's LayerNorm, R = B
+//	  class rows
+//	BERT/DistilBERT: pooler x·Wp       1       P1 msg(B·H)
+//	  truncation and ReLU              7       truncrelu(B·H)
+//	classifier and entropy MLP z·W'    1       P1 msg(B·H)
+//	  truncation and ReLU              7       truncrelu(B·d)
+//	  ·W2, truncation                  1+1     P1 msg(B·d); msg(B)
+//
+// That is 25 rounds for ViT and 18 for BERT and DistilBERT (the unfolded
+// classifier, a product and its truncation, took 2 more).
+func HeadCost(a Arch, batch int) (rounds int64, bytes [2]int64, err error) {
+	if err := a.Validate(); err != nil {
+		return 0, bytes, err
+	}
+	if a.Intermediate > 0 || a.Ablation != (proxy.Ablation{}) || a.TanhPooler {
+		return 0, bytes, fmt.Errorf("secure: head cost: only for SelectFormer proxies with every module emulated")
+	}
+	if batch <= 0 {
+		return 0, bytes, fmt.Errorf("secure: head cost: batch size %d", batch)
+	}
+	B, H, d := batch, a.Hidden, a.MLPHidden
+	type step struct {
+		rounds int64
+		both   int64 // bytes sent by each party
+		p1     int64 // bytes sent by party 1 only
+	}
+	var steps []step
+	if a.Family == model.ViT {
+		R := B
+		steps = []step{{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
+			{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
+			{1, msg(2 * R * H), 0}, {1, msg(R * H), 0}}
+	} else {
+		steps = []step{{1, 0, msg(B * H)}, {7, truncReLUBytes(B * H), 0}}
+	}
+	steps = append(steps, step{1, 0, msg(B * H)}, step{7, truncReLUBytes(B * d), 0}, step{1, 0, msg(B * d)}, step{1, msg(B), 0})
+	for _, s := range steps {
+		rounds += s.rounds
+		bytes[0] += s.both
+		bytes[1] += s.both + s.p1
+	}
+	return rounds, bytes, nil
+}

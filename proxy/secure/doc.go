@@ -24,7 +24,12 @@
 //     its second weights are W2⊗γ, so γ costs no extra round) and β added by
 //     party 0. Then the class token, ViT's final LayerNorm or BERT's pooler
 //     (ReLU) / DistilBERT's pre-classifier (ReLU), the classifier and the
-//     entropy MLP.
+//     entropy MLP. Both the classifier and the MLP's first layer are the
+//     model owner's affine maps, so Prepare composes them in the clear
+//     (W' = Wc·W1, b' = bc·W1 + b1) and the head runs one product and one
+//     TruncReLU where it ran two products and a truncation: the logits,
+//     which nothing else needs, are never computed (2 rounds fewer). With
+//     the exact entropy the classifier stays apart.
 //   - Padding (BERT, DistilBERT): the attention mask m is the data owner's
 //     private input. Padded keys and values must vanish and padded scores
 //     must enter the softmax MLP as its fill values: the block input's padded
@@ -49,8 +54,8 @@
 //     and BERT's pooler tanh is 2σ(2x)−1, with σ from the sign circuit, Exp on
 //     (−∞, 0] and ReciprocalPositive on [1, 2].
 //
-// BlockCost documents and computes the exact rounds and bytes of a proxy
-// block; the tests assert them. The package only computes: it runs on
+// BlockCost and HeadCost document and compute the exact rounds and bytes of
+// a proxy block and of a proxy's head; the tests assert them. The package only computes: it runs on
 // sessions the caller opens (selection's drivers in deployments); package
 // bench runs both parties in one process and measures a forward of random
 // weights (RandomNet) of the paper's target shapes (`mpcbench forward`).
