@@ -71,11 +71,11 @@ func truncReLUBytes(n int) int64 {
 //	  embeddings)
 //	scores Q·Kᵀ (all heads, batch)     1       msg(B·Tq·I + B·T·I)
 //	  truncation                       1       msg(S·T)
-//	softmax MLP x·W1                   1       P1 msg(S·T)
-//	  truncation and ReLU              7       truncrelu(S·d)
-//	  ·W2, truncation                  1+1     P1 msg(S·d); msg(S·T)
-//	P·V                                1       msg(S·T + B·T·I)
-//	  truncation                       1       msg(B·Tq·I)
+//	softmax MLP x·W1, with             1       P1 msg(S·T + B·T·I)
+//	  Vᵀ·[W2ᵀ | b2ᵀ] (W2·V, b2·V)
+//	  truncation and ReLU → h          7       truncrelu(S·d)
+//	P·V = h·(W2·V) + b2·V              1       msg(S·d + B·d·I)
+//	  truncation (by 2f)               1       msg(B·Tq·I)
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); msg(B·Tq·H)
 //	LayerNorm mean                     1       msg(R)
 //	  (x−μ)², Σ, truncation            1+1     msg(R·H) + msg(R)
@@ -84,14 +84,17 @@ func truncReLUBytes(n int) int64 {
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); msg(R·H)
 //	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + msg(R·H)
 //
-// That is 33 rounds (35 with the truncations apart from the ReLUs), 34 for
-// layers ≥ 1 with a private mask (BERT,
+// That is 31 rounds (33 with P computed before P·V, 35 with the truncations
+// apart from the ReLUs as well), 32 for layers ≥ 1 with a private mask (BERT,
 // DistilBERT; ViT has no mask and its LayerNorm comes first at the same
 // cost). Layer 0 needs no masking round because the data owner zeroes its
 // padded embeddings in the clear. Per forward pass (not per block), a private
 // mask costs two more rounds: the masked key/value biases m⊗b of all layers
 // (P1 msg(B·T)) and the padded scores' fill term (1−m)·G of all softmax MLPs
-// (P1 msg(B·T)), see Prepared.Forward.
+// (P1 msg(B·T)), see Prepared.Forward. The softmax MLP's second layer is
+// folded into P·V (Prepared.softmaxPV) for encodings of at most
+// pvFoldMaxFracBits (16) fractional bits, the default; BlockCost counts that
+// case.
 func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]int64, err error) {
 	if err := a.Validate(); err != nil {
 		return 0, bytes, err
@@ -130,8 +133,8 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	steps := []step{
 		{1, 0, qkvSent}, {1, msg(qkvTrunc), 0},
 		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
-		{1, 0, msg(S * T)}, {7, truncReLUBytes(S * d), 0}, {1, 0, msg(S * d)}, {1, msg(S * T), 0},
-		{1, msg(S*T + B*T*I), 0}, {1, msg(B * Tq * I), 0},
+		{1, 0, msg(S*T + B*T*I)}, {7, truncReLUBytes(S * d), 0},
+		{1, msg(S*d + B*d*I), 0}, {1, msg(B * Tq * I), 0},
 		{1, 0, msg(B * Tq * I)}, {1, msg(Rq * H), 0},
 		{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
 		{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},

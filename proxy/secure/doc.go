@@ -18,7 +18,11 @@
 //     the scores of all heads and the whole batch in one shared×shared
 //     MatMul; the attention-softmax MLP (MatMulWeights → truncation and ReLU
 //     in one protocol.TruncReLU, the bias added by party 0 before it →
-//     MatMulWeights → truncation, bias); P·V; the output projection; the
+//     MatMulWeights → truncation, bias) and P·V, with the MLP's second layer
+//     folded into P·V: P·V = ReLU(..)·(W2·V) + b2·V, where W2·V and b2·V
+//     (the model owner's weights times the shared V) ride in the MLP's first
+//     round, so P itself is never computed (Prepared.softmaxPV: 2 rounds
+//     fewer; encodings of at most 16 fractional bits); the output projection; the
 //     residual; LayerNorm with the exact mean subtraction, the squared
 //     deviation (Square), the LayerNorm MLP (its first weights carry 1/hidden,
 //     its second weights are W2⊗γ, so γ costs no extra round) and β added by
@@ -61,7 +65,10 @@
 // weights (RandomNet) of the paper's target shapes (`mpcbench forward`).
 //
 // Fixed point: the default encoding (16 fractional bits) is enough; the
-// fidelity tests measure max abs errors below 3e-4 nats for proxies.
+// fidelity tests measure max abs errors below 3e-4 nats for proxies. The
+// folded P·V carries 3f fractional bits before its truncation, so attention
+// contexts must stay below 2^(62−3f) in magnitude (2^14 at f = 16); the
+// folded head's hidden pre-activations below 2^22.
 //
 // # References
 //

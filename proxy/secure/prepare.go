@@ -29,6 +29,25 @@ type Options struct {
 	// embeddings, and the embedding runs securely (see embed.go; its cost is
 	// part of Forward's).
 	PrivateEmbeddings bool
+
+	// unfoldedPV keeps the softmax MLP's second layer and P·V apart, as with
+	// more than pvFoldMaxFracBits fractional bits (for the tests that compare
+	// both paths).
+	unfoldedPV bool
+}
+
+// pvFoldMaxFracBits is the most fractional bits f with which a block folds
+// the softmax MLP's second layer into P·V (Prepared.softmaxPV): its
+// context rows carry 3f fractional bits before their truncation, so they
+// must satisfy |P·V| < 2^(62−3f), 2^14 at f = 16. With more fractional bits
+// the block computes P and then P·V (2 rounds more).
+const pvFoldMaxFracBits = 16
+
+// foldPV reports whether the blocks fold the softmax MLP's second layer into
+// P·V (both parties decide alike: it depends on the public architecture,
+// encoding and options only).
+func (p *Prepared) foldPV() bool {
+	return !p.arch.Ablation.ExactAttnSoftmax && p.fp.FracBits <= pvFoldMaxFracBits && !p.opt.unfoldedPV
 }
 
 // lnExtraBits is the extra precision of the LayerNorm MLP's first weights,
@@ -66,8 +85,13 @@ type blockS struct {
 	// token alone: the query columns and the key and value columns shared as
 	// two weights, so that the query is computed (and truncated, and the
 	// dealer's material made) for the class token's rows only.
-	q, kv         *linS
+	q, kv *linS
+	// attn is the softmax MLP. With attnV set (foldPV), only its first layer
+	// is shared as such: its second layer W2 [d, seq] and bias b2 [seq] are
+	// shared as attnV = [W2ᵀ | b2ᵀ] ([seq, d+1]), for the products W2·V and
+	// b2·V that let P·V skip P (Prepared.softmaxPV).
 	attn          *mlpS
+	attnV         *linS
 	ln1           lnS
 	ffnIn, ffnOut *linS
 	ln2           *lnS
@@ -483,7 +507,30 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	if b.o, err = p.shareLin(ctx, s, o, a.inner(), a.Hidden, 1); err != nil {
 		return b, err
 	}
-	if !a.Ablation.ExactAttnSoftmax {
+	if p.foldPV() {
+		// The first layer as such; the second as [W2ᵀ | b2ᵀ] (see blockS).
+		d, T := a.MLPHidden, a.Seq
+		var l1, wv *linear
+		if attn != nil {
+			l1 = &linear{in: T, out: d, w: attn.w1, b: attn.b1}
+			wv = &linear{in: T, out: d + 1, w: make([]float64, T*(d+1))}
+			for t := 0; t < T; t++ {
+				for j := 0; j < d; j++ {
+					wv.w[t*(d+1)+j] = attn.w2[j*T+t]
+				}
+				wv.w[t*(d+1)+d] = attn.b2[t]
+			}
+		}
+		first, err := p.shareLin(ctx, s, l1, T, d, 1)
+		if err != nil {
+			return b, err
+		}
+		second, err := p.shareLin(ctx, s, wv, T, d+1, 1)
+		if err != nil {
+			return b, err
+		}
+		b.attn, b.attnV = &mlpS{l1: first}, &second
+	} else if !a.Ablation.ExactAttnSoftmax {
 		if b.attn, err = p.shareMLP(ctx, s, attn, a.Seq, a.Seq); err != nil {
 			return b, err
 		}
