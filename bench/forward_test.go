@@ -37,24 +37,29 @@ func TestForward(t *testing.T) {
 			continue
 		}
 		// A proxy forward's rounds: its blocks (BlockCost), the mask's two
-		// rounds (private mask, text) and the head (ViT: final LayerNorm
-		// 15 (mean 1, squared deviation and its truncation 2, MLP 1 + 7 + 2,
-		// the product with r·γ and its truncation 2) + classifier 2; text:
-		// pooler 1 + ReLU with its truncation 7 + classifier 2; entropy MLP
-		// 1 + 7 + 2: every truncation before a ReLU fused into it,
-		// protocol.TruncReLU).
+		// rounds (private mask, text) and the head (HeadCost; ViT: final
+		// LayerNorm 15 (mean 1, squared deviation and its truncation 2, MLP
+		// 1 + 7 + 2, the product with r·γ and its truncation 2); text: pooler
+		// 1 + ReLU with its truncation 7; then the classifier folded into the
+		// entropy MLP, 1 + 7 + 2: every truncation before a ReLU fused into
+		// it, protocol.TruncReLU).
 		a, err := ShapeArch(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := int64(2 + 10)
+		want, _, err := secure.HeadCost(a, c.Batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := int64(18)
 		if a.Family == model.ViT {
-			want += 15
-		} else {
-			want += 8
-			if !c.Options.PublicMask {
-				want += 2
-			}
+			head = 25
+		}
+		if want != head {
+			t.Errorf("%s: head %d rounds, want %d", c.Shape, want, head)
+		}
+		if a.Family != model.ViT && !c.Options.PublicMask {
+			want += 2
 		}
 		for l := range a.Layers {
 			r, _, err := secure.BlockCost(a, c.Batch, l, c.Options)

@@ -71,11 +71,11 @@ func truncReLUBytes(n int) int64 {
 //	  embeddings)
 //	scores Q·Kᵀ (all heads, batch)     1       msg(B·Tq·I + B·T·I)
 //	  truncation                       1       msg(S·T)
-//	softmax MLP x·W1                   1       P1 msg(S·T)
-//	  truncation and ReLU              7       truncrelu(S·d)
-//	  ·W2, truncation                  1+1     P1 msg(S·d); msg(S·T)
-//	P·V                                1       msg(S·T + B·T·I)
-//	  truncation                       1       msg(B·Tq·I)
+//	softmax MLP x·W1, with             1       P1 msg(S·T + B·T·I)
+//	  Vᵀ·[W2ᵀ | b2ᵀ] (W2·V, b2·V)
+//	  truncation and ReLU → h          7       truncrelu(S·d)
+//	P·V = h·(W2·V) + b2·V              1       msg(S·d + B·d·I)
+//	  truncation (by 2f)               1       msg(B·Tq·I)
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); msg(B·Tq·H)
 //	LayerNorm mean                     1       msg(R)
 //	  (x−μ)², Σ, truncation            1+1     msg(R·H) + msg(R)
@@ -84,14 +84,17 @@ func truncReLUBytes(n int) int64 {
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); msg(R·H)
 //	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + msg(R·H)
 //
-// That is 33 rounds (35 with the truncations apart from the ReLUs), 34 for
-// layers ≥ 1 with a private mask (BERT,
+// That is 31 rounds (33 with P computed before P·V, 35 with the truncations
+// apart from the ReLUs as well), 32 for layers ≥ 1 with a private mask (BERT,
 // DistilBERT; ViT has no mask and its LayerNorm comes first at the same
 // cost). Layer 0 needs no masking round because the data owner zeroes its
 // padded embeddings in the clear. Per forward pass (not per block), a private
 // mask costs two more rounds: the masked key/value biases m⊗b of all layers
 // (P1 msg(B·T)) and the padded scores' fill term (1−m)·G of all softmax MLPs
-// (P1 msg(B·T)), see Prepared.Forward.
+// (P1 msg(B·T)), see Prepared.Forward. The softmax MLP's second layer is
+// folded into P·V (Prepared.softmaxPV) for encodings of at most
+// pvFoldMaxFracBits (16) fractional bits, the default; BlockCost counts that
+// case.
 func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]int64, err error) {
 	if err := a.Validate(); err != nil {
 		return 0, bytes, err
@@ -130,8 +133,8 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	steps := []step{
 		{1, 0, qkvSent}, {1, msg(qkvTrunc), 0},
 		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
-		{1, 0, msg(S * T)}, {7, truncReLUBytes(S * d), 0}, {1, 0, msg(S * d)}, {1, msg(S * T), 0},
-		{1, msg(S*T + B*T*I), 0}, {1, msg(B * Tq * I), 0},
+		{1, 0, msg(S*T + B*T*I)}, {7, truncReLUBytes(S * d), 0},
+		{1, msg(S*d + B*d*I), 0}, {1, msg(B * Tq * I), 0},
 		{1, 0, msg(B * Tq * I)}, {1, msg(Rq * H), 0},
 		{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
 		{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
@@ -140,6 +143,60 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	if a.Family != model.ViT && !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {
 		steps = append(steps, step{1, msg(2 * B * T * H), 0})
 	}
+	for _, s := range steps {
+		rounds += s.rounds
+		bytes[0] += s.both
+		bytes[1] += s.both + s.p1
+	}
+	return rounds, bytes, nil
+}
+
+// HeadCost is the exact online cost of the head of a SelectFormer proxy
+// (every module an MLP) for a batch: from the last block's class-token
+// output to the shared entropies. The classifier is folded into the entropy
+// MLP's first layer (W' = Wc·W1, b' = bc·W1 + b1, see Prepared.entropy), so
+// the logits are never computed. It errs for architectures outside that case.
+//
+// With B the batch, H the width and d the MLP width (msg and truncrelu as for
+// BlockCost; "P1" terms are sent by the data owner alone):
+//
+//	step                               rounds  bytes
+//	ViT: final LayerNorm of the B      15      as a block's LayerNorm, R = B
+//	  class rows
+//	BERT/DistilBERT: pooler x·Wp       1       P1 msg(B·H)
+//	  truncation and ReLU              7       truncrelu(B·H)
+//	classifier and entropy MLP z·W'    1       P1 msg(B·H)
+//	  truncation and ReLU              7       truncrelu(B·d)
+//	  ·W2, truncation                  1+1     P1 msg(B·d); msg(B)
+//
+// That is 25 rounds for ViT and 18 for BERT and DistilBERT (the unfolded
+// classifier, a product and its truncation, took 2 more).
+func HeadCost(a Arch, batch int) (rounds int64, bytes [2]int64, err error) {
+	if err := a.Validate(); err != nil {
+		return 0, bytes, err
+	}
+	if a.Intermediate > 0 || a.Ablation != (proxy.Ablation{}) || a.TanhPooler {
+		return 0, bytes, fmt.Errorf("secure: head cost: only for SelectFormer proxies with every module emulated")
+	}
+	if batch <= 0 {
+		return 0, bytes, fmt.Errorf("secure: head cost: batch size %d", batch)
+	}
+	B, H, d := batch, a.Hidden, a.MLPHidden
+	type step struct {
+		rounds int64
+		both   int64 // bytes sent by each party
+		p1     int64 // bytes sent by party 1 only
+	}
+	var steps []step
+	if a.Family == model.ViT {
+		R := B
+		steps = []step{{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
+			{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
+			{1, msg(2 * R * H), 0}, {1, msg(R * H), 0}}
+	} else {
+		steps = []step{{1, 0, msg(B * H)}, {7, truncReLUBytes(B * H), 0}}
+	}
+	steps = append(steps, step{1, 0, msg(B * H)}, step{7, truncReLUBytes(B * d), 0}, step{1, 0, msg(B * d)}, step{1, msg(B), 0})
 	for _, s := range steps {
 		rounds += s.rounds
 		bytes[0] += s.both

@@ -18,13 +18,22 @@
 //     the scores of all heads and the whole batch in one shared×shared
 //     MatMul; the attention-softmax MLP (MatMulWeights → truncation and ReLU
 //     in one protocol.TruncReLU, the bias added by party 0 before it →
-//     MatMulWeights → truncation, bias); P·V; the output projection; the
+//     MatMulWeights → truncation, bias) and P·V, with the MLP's second layer
+//     folded into P·V: P·V = ReLU(..)·(W2·V) + b2·V, where W2·V and b2·V
+//     (the model owner's weights times the shared V) ride in the MLP's first
+//     round, so P itself is never computed (Prepared.softmaxPV: 2 rounds
+//     fewer; encodings of at most 16 fractional bits); the output projection; the
 //     residual; LayerNorm with the exact mean subtraction, the squared
 //     deviation (Square), the LayerNorm MLP (its first weights carry 1/hidden,
 //     its second weights are W2⊗γ, so γ costs no extra round) and β added by
 //     party 0. Then the class token, ViT's final LayerNorm or BERT's pooler
 //     (ReLU) / DistilBERT's pre-classifier (ReLU), the classifier and the
-//     entropy MLP.
+//     entropy MLP. Both the classifier and the MLP's first layer are the
+//     model owner's affine maps, so Prepare composes them in the clear
+//     (W' = Wc·W1, b' = bc·W1 + b1) and the head runs one product and one
+//     TruncReLU where it ran two products and a truncation: the logits,
+//     which nothing else needs, are never computed (2 rounds fewer). With
+//     the exact entropy the classifier stays apart.
 //   - Padding (BERT, DistilBERT): the attention mask m is the data owner's
 //     private input. Padded keys and values must vanish and padded scores
 //     must enter the softmax MLP as its fill values: the block input's padded
@@ -49,14 +58,17 @@
 //     and BERT's pooler tanh is 2σ(2x)−1, with σ from the sign circuit, Exp on
 //     (−∞, 0] and ReciprocalPositive on [1, 2].
 //
-// BlockCost documents and computes the exact rounds and bytes of a proxy
-// block; the tests assert them. The package only computes: it runs on
+// BlockCost and HeadCost document and compute the exact rounds and bytes of
+// a proxy block and of a proxy's head; the tests assert them. The package only computes: it runs on
 // sessions the caller opens (selection's drivers in deployments); package
 // bench runs both parties in one process and measures a forward of random
 // weights (RandomNet) of the paper's target shapes (`mpcbench forward`).
 //
 // Fixed point: the default encoding (16 fractional bits) is enough; the
-// fidelity tests measure max abs errors below 3e-4 nats for proxies.
+// fidelity tests measure max abs errors below 3e-4 nats for proxies. The
+// folded P·V carries 3f fractional bits before its truncation, so attention
+// contexts must stay below 2^(62−3f) in magnitude (2^14 at f = 16); the
+// folded head's hidden pre-activations below 2^22.
 //
 // # References
 //

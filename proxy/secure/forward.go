@@ -293,12 +293,85 @@ func (p *Prepared) linReLU(ctx context.Context, s *protocol.Session, x *share.Te
 	if err != nil {
 		return nil, err
 	}
+	return p.biasTruncReLU(ctx, s, y, l, pre)
+}
+
+// biasTruncReLU is linReLU after its product: y = x·W untruncated, l's bias
+// (and pre's terms) added shifted, then TruncReLU.
+func (p *Prepared) biasTruncReLU(ctx context.Context, s *protocol.Session, y *share.Tensor, l linS, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
 	k := p.fp.FracBits + l.extra
 	addRowVecShifted(p.party, y, l.b, k)
 	if pre != nil {
 		pre(y, k)
 	}
 	return s.TruncReLU(ctx, y, k)
+}
+
+// softmaxPV computes the attention context P·V [B, nh, Tq, dh] of the
+// softmax MLP P = ReLU(sc·W1 + b1 (+ pre's terms))·W2 + b2 without computing
+// P: with h = ReLU(..) [B, nh, Tq, d],
+//
+//	P·V = h·(W2·V) + b2·V,
+//
+// and M = W2·V [B, nh, d, dh] and b2·V [B, nh, dh] are products of the model
+// owner's weights by the shared V, available as soon as V is. They ride in
+// the first layer's round: Vᵀ·[W2ᵀ | b2ᵀ] (b.attnV) and sc·W1 in one
+// MatMulWeightsMany. Then TruncReLU gives h, one MatMul gives h·M, b2·V is
+// added (shifted by f) and one truncation by f + f brings the 3f fractional
+// bits back to f. Critical path: 1 + 7 + 1 + 1 rounds where the MLP then P·V
+// took 1 + 7 + 1 + 1 + 1 + 1; M is not truncated (W2 rounded as before, one
+// truncation instead of two). Range: |P·V| < 2^(62−3f) (pvFoldMaxFracBits).
+// Padded tokens' values are zero, so they vanish from M and b2·V as from
+// P·V.
+func (p *Prepared) softmaxPV(ctx context.Context, s *protocol.Session, sc, vh *share.Tensor, b *blockS, pre func(h *share.Tensor, k uint)) (*share.Tensor, error) {
+	if len(vh.Shape) != 4 || len(sc.Shape) != 4 {
+		return nil, fmt.Errorf("softmax and values: scores %v, values %v", sc.Shape, vh.Shape)
+	}
+	B, nh, dh := vh.Shape[0], vh.Shape[1], vh.Shape[3]
+	d := p.arch.MLPHidden
+	vt, err := share.TransposeLast2(vh) // [B, nh, dh, T]
+	if err != nil {
+		return nil, err
+	}
+	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{sc, vt}, []*protocol.Weight{b.attn.l1.w, b.attnV.w})
+	if err != nil {
+		return nil, fmt.Errorf("softmax mlp and W2·V: %w", err)
+	}
+	mv := ys[1] // [B, nh, dh, d+1]: (W2·V)ᵀ | b2·V, 2f fractional bits
+	h, err := p.biasTruncReLU(ctx, s, ys[0], b.attn.l1, pre)
+	if err != nil {
+		return nil, fmt.Errorf("softmax mlp: %w", err)
+	}
+	m := &share.Tensor{Shape: []int{B, nh, d, dh}, Data: make([]uint64, B*nh*d*dh)}
+	bv := make([]uint64, B*nh*dh)
+	for g := 0; g < B*nh; g++ {
+		src := mv.Data[g*dh*(d+1) : (g+1)*dh*(d+1)]
+		dst := m.Data[g*d*dh : (g+1)*d*dh]
+		for c := 0; c < dh; c++ {
+			for j := 0; j < d; j++ {
+				dst[j*dh+c] = src[c*(d+1)+j]
+			}
+			bv[g*dh+c] = src[c*(d+1)+d]
+		}
+	}
+	out, err := s.MatMul(ctx, h, m) // [B, nh, Tq, dh], 3f fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	f := p.fp.FracBits
+	Tq := out.Shape[2]
+	for g := 0; g < B*nh; g++ {
+		for t := 0; t < Tq; t++ {
+			row := out.Data[(g*Tq+t)*dh : (g*Tq+t+1)*dh]
+			for c := range row {
+				row[c] += bv[g*dh+c] << f
+			}
+		}
+	}
+	if out, err = s.TruncBy(ctx, out, 2*f+b.attnV.extra); err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	return out, nil
 }
 
 // mlp evaluates an approximator: lin → (+pre) → ReLU → lin, the first
@@ -391,7 +464,7 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 	if sc, err = s.Trunc(ctx, sc); err != nil {
 		return nil, fmt.Errorf("scores: %w", err)
 	}
-	var pr *share.Tensor
+	var pr, ctxv *share.Tensor // P, or directly P·V (softmaxPV)
 	if b.attn != nil {
 		var pre func(h *share.Tensor, k uint)
 		if mk != nil {
@@ -412,7 +485,12 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 				}
 			}
 		}
-		if pr, err = p.mlp(ctx, s, sc, b.attn, pre); err != nil {
+		if b.attnV != nil {
+			ctxv, err = p.softmaxPV(ctx, s, sc, vh, b, pre)
+		} else {
+			pr, err = p.mlp(ctx, s, sc, b.attn, pre)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("softmax mlp: %w", err)
 		}
 	} else {
@@ -438,12 +516,13 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 			return nil, fmt.Errorf("softmax: %w", err)
 		}
 	}
-	ctxv, err := s.MatMul(ctx, pr, vh) // [B, nh, Tq, dh]
-	if err != nil {
-		return nil, fmt.Errorf("attention values: %w", err)
-	}
-	if ctxv, err = s.Trunc(ctx, ctxv); err != nil {
-		return nil, fmt.Errorf("attention values: %w", err)
+	if pr != nil {
+		if ctxv, err = s.MatMul(ctx, pr, vh); err != nil { // [B, nh, Tq, dh]
+			return nil, fmt.Errorf("attention values: %w", err)
+		}
+		if ctxv, err = s.Trunc(ctx, ctxv); err != nil {
+			return nil, fmt.Errorf("attention values: %w", err)
+		}
 	}
 	merged, err := share.MergeHeads(ctxv)
 	if err != nil {
@@ -657,16 +736,26 @@ func (p *Prepared) head(ctx context.Context, s *protocol.Session, x *share.Tenso
 			return nil, fmt.Errorf("pooler: %w", err)
 		}
 	}
-	logits, err := p.lin(ctx, s, z, p.cls)
-	if err != nil {
-		return nil, fmt.Errorf("classifier: %w", err)
-	}
+	return p.entropy(ctx, s, z)
+}
+
+// entropy maps the head's features z [B, hidden] to the shared entropies
+// [B]. With the entropy MLP, its first layer is the classifier folded into it
+// (prepareHead): z·W' + b' → TruncReLU → ·W2 + b2, truncation (1 + 7 + 1 + 1
+// rounds); the logits are never computed. With the exact entropy: the
+// classifier (2 rounds), then protocol.Entropy.
+func (p *Prepared) entropy(ctx context.Context, s *protocol.Session, z *share.Tensor) (*share.Tensor, error) {
+	B := z.Shape[0]
 	if p.ent == nil {
+		logits, err := p.lin(ctx, s, z, *p.cls)
+		if err != nil {
+			return nil, fmt.Errorf("classifier: %w", err)
+		}
 		return s.Entropy(ctx, logits)
 	}
-	h, err := p.mlp(ctx, s, logits, p.ent, nil)
+	h, err := p.mlp(ctx, s, z, p.ent, nil)
 	if err != nil {
-		return nil, fmt.Errorf("entropy mlp: %w", err)
+		return nil, fmt.Errorf("classifier and entropy mlp: %w", err)
 	}
 	return reshape(h, B)
 }

@@ -3,6 +3,7 @@ package secure
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
@@ -28,6 +29,25 @@ type Options struct {
 	// embeddings, and the embedding runs securely (see embed.go; its cost is
 	// part of Forward's).
 	PrivateEmbeddings bool
+
+	// unfoldedPV keeps the softmax MLP's second layer and P·V apart, as with
+	// more than pvFoldMaxFracBits fractional bits (for the tests that compare
+	// both paths).
+	unfoldedPV bool
+}
+
+// pvFoldMaxFracBits is the most fractional bits f with which a block folds
+// the softmax MLP's second layer into P·V (Prepared.softmaxPV): its
+// context rows carry 3f fractional bits before their truncation, so they
+// must satisfy |P·V| < 2^(62−3f), 2^14 at f = 16. With more fractional bits
+// the block computes P and then P·V (2 rounds more).
+const pvFoldMaxFracBits = 16
+
+// foldPV reports whether the blocks fold the softmax MLP's second layer into
+// P·V (both parties decide alike: it depends on the public architecture,
+// encoding and options only).
+func (p *Prepared) foldPV() bool {
+	return !p.arch.Ablation.ExactAttnSoftmax && p.fp.FracBits <= pvFoldMaxFracBits && !p.opt.unfoldedPV
 }
 
 // lnExtraBits is the extra precision of the LayerNorm MLP's first weights,
@@ -65,8 +85,13 @@ type blockS struct {
 	// token alone: the query columns and the key and value columns shared as
 	// two weights, so that the query is computed (and truncated, and the
 	// dealer's material made) for the class token's rows only.
-	q, kv         *linS
+	q, kv *linS
+	// attn is the softmax MLP. With attnV set (foldPV), only its first layer
+	// is shared as such: its second layer W2 [d, seq] and bias b2 [seq] are
+	// shared as attnV = [W2ᵀ | b2ᵀ] ([seq, d+1]), for the products W2·V and
+	// b2·V that let P·V skip P (Prepared.softmaxPV).
 	attn          *mlpS
+	attnV         *linS
 	ln1           lnS
 	ffnIn, ffnOut *linS
 	ln2           *lnS
@@ -83,8 +108,12 @@ type Prepared struct {
 	blocks []blockS
 	final  *lnS
 	pool   *linS
-	cls    linS
-	ent    *mlpS
+	// cls is the classifier, shared only with the exact entropy; otherwise
+	// it is folded into ent's first layer (prepareHead).
+	cls *linS
+	// ent is the entropy MLP (nil: exact entropy), its first layer the
+	// classifier composed with the MLP's W1.
+	ent *mlpS
 	// fillG is G = [diag(Fill_l)·W1_l]_l, [seq, layers·d]: the padded scores'
 	// contribution (1−m)·G to every softmax MLP's first layer, computed for all
 	// layers in one MatMulWeights (private mask) or by party 0 (public mask).
@@ -176,21 +205,8 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 		}
 		p.pool = &ls
 	}
-	var cl *linear
-	if net != nil {
-		cl = &net.cls
-	}
-	if p.cls, err = p.shareLin(ctx, s, cl, a.Hidden, a.Labels, 1); err != nil {
-		return nil, fmt.Errorf("secure: prepare classifier: %w", err)
-	}
-	if !a.Ablation.ExactEntropy {
-		var m *mlpW
-		if net != nil {
-			m = net.ent
-		}
-		if p.ent, err = p.shareMLP(ctx, s, m, a.Labels, 1); err != nil {
-			return nil, fmt.Errorf("secure: prepare entropy mlp: %w", err)
-		}
+	if err := p.prepareHead(ctx, s, net); err != nil {
+		return nil, err
 	}
 	if p.textual() {
 		if !a.Ablation.ExactAttnSoftmax {
@@ -203,6 +219,115 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 		}
 	}
 	return p, nil
+}
+
+// prepareHead shares the classifier and the entropy MLP (net: party 0; nil
+// at party 1). With the exact entropy (Arch.Ablation.ExactEntropy) the
+// classifier is shared alone: protocol.Entropy needs the logits. Otherwise
+// the classifier, z·Wc + bc, is followed directly by the entropy MLP's first
+// layer, logits·W1 + b1: both affine maps are the model owner's, so it
+// composes them in the clear, W' = Wc·W1 [hidden, d] and b' = bc·W1 + b1 (in
+// float64, before encoding), and shares W' in place of Wc and W1. The head
+// then runs z·W' + b' → TruncReLU → ·W2 + b2 (Prepared.entropy): the classifier's
+// product and truncation, 2 rounds per forward pass, disappear, and one
+// weight fewer is shared. The data owner learns the shape hidden×d of W'
+// (it knows hidden, labels and d from Arch anyway) and nothing of the
+// logits, which no step needs.
+//
+// W' is encoded with foldExtraBits(f) more fractional bits than the other
+// weights (its truncation by f + extra costs the same round), so that its
+// rounding adds less error than the classifier's product and truncation did.
+func (p *Prepared) prepareHead(ctx context.Context, s *protocol.Session, net *Net) error {
+	a := p.arch
+	if a.Ablation.ExactEntropy {
+		var cl *linear
+		if net != nil {
+			cl = &net.cls
+		}
+		ls, err := p.shareLin(ctx, s, cl, a.Hidden, a.Labels, 1)
+		if err != nil {
+			return fmt.Errorf("secure: prepare classifier: %w", err)
+		}
+		p.cls = &ls
+		return nil
+	}
+	d := a.MLPHidden
+	var l1, l2 *linear
+	if net != nil {
+		var err error
+		if l1, err = foldAffine(&net.cls, &linear{in: a.Labels, out: d, w: net.ent.w1, b: net.ent.b1}); err != nil {
+			return fmt.Errorf("secure: prepare classifier and entropy mlp: %w", err)
+		}
+		l2 = &linear{in: d, out: 1, w: net.ent.w2, b: net.ent.b2}
+	}
+	first, err := p.shareLinExtra(ctx, s, l1, a.Hidden, d, 1, foldExtraBits(p.fp.FracBits))
+	if err != nil {
+		return fmt.Errorf("secure: prepare classifier and entropy mlp: %w", err)
+	}
+	second, err := p.shareLin(ctx, s, l2, d, 1, 1)
+	if err != nil {
+		return fmt.Errorf("secure: prepare entropy mlp: %w", err)
+	}
+	p.ent = &mlpS{l1: first, l2: second}
+	return nil
+}
+
+// foldExtraBits is the number of extra fractional bits of the folded
+// classifier and entropy MLP weights W' for f fractional bits: 8 for f ≤ 16,
+// fewer above, none from f = 20. The hidden pre-activations carry 2f + extra
+// fractional bits before their truncation (bound 2^62), so they must satisfy
+// |z·W' + b'| < 2^(62−2f−extra): 2^22 for f ≤ 20, and above that the bound
+// 2^(62−2f) of the unfolded products.
+func foldExtraBits(f uint) uint {
+	if 2*f+8 <= 40 {
+		return 8
+	}
+	if 2*f >= 40 {
+		return 0
+	}
+	return 40 - 2*f
+}
+
+// foldAffine composes two affine maps, x ↦ (x·A + a)·B + b = x·(A·B) +
+// (a·B + b), in float64 (A [in, k] and B [k, out], row-major; nil biases are
+// zero). It errs on mismatched shapes and on a non-finite result.
+func foldAffine(first, second *linear) (*linear, error) {
+	if first == nil || second == nil {
+		return nil, fmt.Errorf("fold: missing map")
+	}
+	in, k, out := first.in, first.out, second.out
+	if second.in != k || len(first.w) != in*k || len(second.w) != k*out ||
+		(first.b != nil && len(first.b) != k) || (second.b != nil && len(second.b) != out) {
+		return nil, fmt.Errorf("fold: %d×%d then %d×%d maps do not compose", first.in, first.out, second.in, second.out)
+	}
+	f := &linear{in: in, out: out, w: make([]float64, in*out), b: make([]float64, out)}
+	for r := 0; r < in; r++ {
+		row := f.w[r*out : (r+1)*out]
+		for j := 0; j < k; j++ {
+			a := first.w[r*k+j]
+			for c, bv := range second.w[j*out : (j+1)*out] {
+				row[c] += a * bv
+			}
+		}
+	}
+	if second.b != nil {
+		copy(f.b, second.b)
+	}
+	if first.b != nil {
+		for j, a := range first.b {
+			for c, bv := range second.w[j*out : (j+1)*out] {
+				f.b[c] += a * bv
+			}
+		}
+	}
+	for _, vs := range [][]float64{f.w, f.b} {
+		for i, v := range vs {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("fold: composed weight %d is %v", i, v)
+			}
+		}
+	}
+	return f, nil
 }
 
 // textual reports whether inputs carry a padding mask (BERT, DistilBERT).
@@ -382,7 +507,30 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	if b.o, err = p.shareLin(ctx, s, o, a.inner(), a.Hidden, 1); err != nil {
 		return b, err
 	}
-	if !a.Ablation.ExactAttnSoftmax {
+	if p.foldPV() {
+		// The first layer as such; the second as [W2ᵀ | b2ᵀ] (see blockS).
+		d, T := a.MLPHidden, a.Seq
+		var l1, wv *linear
+		if attn != nil {
+			l1 = &linear{in: T, out: d, w: attn.w1, b: attn.b1}
+			wv = &linear{in: T, out: d + 1, w: make([]float64, T*(d+1))}
+			for t := 0; t < T; t++ {
+				for j := 0; j < d; j++ {
+					wv.w[t*(d+1)+j] = attn.w2[j*T+t]
+				}
+				wv.w[t*(d+1)+d] = attn.b2[t]
+			}
+		}
+		first, err := p.shareLin(ctx, s, l1, T, d, 1)
+		if err != nil {
+			return b, err
+		}
+		second, err := p.shareLin(ctx, s, wv, T, d+1, 1)
+		if err != nil {
+			return b, err
+		}
+		b.attn, b.attnV = &mlpS{l1: first}, &second
+	} else if !a.Ablation.ExactAttnSoftmax {
 		if b.attn, err = p.shareMLP(ctx, s, attn, a.Seq, a.Seq); err != nil {
 			return b, err
 		}
