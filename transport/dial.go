@@ -352,9 +352,12 @@ func (a *acceptor) rejects() (int, string, error) {
 // is returning (its ctx ended and the error is that ending), rather than
 // on its own: a handshake that failed on its own is a reject to log even
 // when Accept returned meanwhile (the rejected socket may close before the
-// log line is written).
+// log line is written). A handshake that ran out of its own time limit
+// (ErrHandshakeTimeout, which wraps the limit's DeadlineExceeded) failed
+// on its own.
 func abandoned(ctx context.Context, err error) bool {
-	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+	return ctx.Err() != nil && !errors.Is(err, ErrHandshakeTimeout) &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // rejectReason names the kind of a failed server handshake for the log.
