@@ -147,8 +147,8 @@ func TestExpectedComparisons(t *testing.T) {
 	}
 }
 
-// TestMeasureTopK runs QuickSelect on shared values: 7 rounds per step
-// (CompareReveal), at least n−1 comparisons, both parties sending alike;
+// TestMeasureTopK runs QuickSelect on shared values: 6 rounds per step
+// (CompareRevealBounded), at least n−1 comparisons, both parties sending alike;
 // bad sizes are refused.
 func TestMeasureTopK(t *testing.T) {
 	for _, tc := range []struct{ n, k int }{{10, 3}, {500, 100}, {2000, 1500}} {
@@ -156,7 +156,7 @@ func TestMeasureTopK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.N != tc.n || c.K != tc.k || c.Comparisons < int64(tc.n-1) || c.Steps < 1 || c.Rounds != 7*int64(c.Steps) ||
+		if c.N != tc.n || c.K != tc.k || c.Comparisons < int64(tc.n-1) || c.Steps < 1 || c.Rounds != 6*int64(c.Steps) ||
 			c.BytesP0 <= 0 || c.BytesP0 != c.BytesP1 || c.DealerBytes <= 0 || !c.Measured {
 			t.Errorf("%+v", c)
 		}
@@ -425,7 +425,7 @@ func TestSelectTiny(t *testing.T) {
 				t.Errorf("phase %d: %d rounds per batch, prepare %+v; a lone Forward: %d, prepare %d rounds %d B", i, ph.RoundsPerBatch, ph.Prepare, fw.Rounds, fw.PrepareRounds, fw.PrepareBytesP0)
 			}
 			if ph.Forward.BytesP0 <= 0 || ph.Forward.BytesP1 <= 0 || ph.Forward.DealerBytes <= 0 || ph.Select.BytesP0 <= 0 ||
-				ph.Rounds < ph.Forward.Rounds+ph.Select.Rounds || ph.Comparisons < int64(cand[i]-1) || ph.Select.Rounds != 7*int64(ph.Steps) {
+				ph.Rounds < ph.Forward.Rounds+ph.Select.Rounds || ph.Comparisons < int64(cand[i]-1) || ph.Select.Rounds != 6*int64(ph.Steps) {
 				t.Errorf("phase %d: %+v", i, ph)
 			}
 		}

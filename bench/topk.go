@@ -48,7 +48,10 @@ func MeasureTopK(ctx context.Context, n, k int, seed uint64) (*TopKCost, error) 
 		coin[i] = byte(seed >> (8 * i))
 	}
 	r, err := RunLocal(ctx, LocalConfig{}, func(ctx context.Context, s *protocol.Session) (out, error) {
-		// Shares of distinct random values: party 0 holds v + r, party 1 −r.
+		// Shares of random values: party 0 holds v + r, party 1 −r. The
+		// values lie in [0, 2^30), fixed-point [0, 16384) at the default
+		// 16 fractional bits, inside the bound of the 32-bit comparison
+		// TopK uses (any two differ by less than 2^31 as ring values).
 		rng := rand.New(rand.NewPCG(seed, 99))
 		mask := share.NewPRG(coin, "bench/topk/mask")
 		vals, err := share.NewTensor(n)
@@ -56,7 +59,7 @@ func MeasureTopK(ctx context.Context, n, k int, seed uint64) (*TopKCost, error) 
 			return out{}, err
 		}
 		for i := range vals.Data {
-			v := uint64(rng.Int64N(1 << 40))
+			v := uint64(rng.Int64N(1 << 30))
 			m := mask.Uint64()
 			if s.Party() == 0 {
 				vals.Data[i] = v + m

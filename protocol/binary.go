@@ -186,25 +186,38 @@ func bitSlice(x []uint64) []uint64 {
 // Cost for n elements, W = ⌈n/64⌉ (64 comparisons per word): 6 rounds and
 // 6 messages per party, of 156W, 62W, 30W, 14W, 6W and 2W words: 270W words,
 // i.e. 270 bits = 33.75 bytes per comparison per party plus the transport's
-// frame headers (see msbCostWords).
+// frame headers (see msbLevelWords).
+//
+// The 32-bit circuit. The same circuit on the low 32 bits of the shares
+// (width 32) computes bit 31 of (x0 + x1) mod 2^32 = x mod 2^32: the 31 low
+// positions form 16 leaves (leaf 0 = position 0, leaf j = positions
+// (2j−1, 2j) for j = 1..15), 1 + 15·5 = 76 cross ANDs, then a tree of 4
+// levels with 15, 7, 3 and 1 ANDs: 5 rounds and 128W words (76W, 30W, 14W,
+// 6W, 2W). Bit 31 of x mod 2^32 is msb(x) whenever x, read as an int64,
+// satisfies −2^31 ≤ x < 2^31 (x mod 2^32 read as an int32 is then x itself).
 
 // msbLevelWords is the number of words each party sends at each of the 6
-// exchanges of the sign circuit, per word (64 elements) of input.
+// exchanges of the 64-bit sign circuit, per word (64 elements) of input.
 var msbLevelWords = [...]int{156, 62, 30, 14, 6, 2}
 
 // msbBits runs the sign circuit on this party's share x and returns its XOR
 // share of msb(x0 + x1), packed (⌈len(x)/64⌉ words).
 func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
-	return s.msbBitsWith(ctx, x, nil, nil)
+	return s.msbBitsWith(ctx, x, 64, nil, nil)
 }
 
-// msbBitsWith is msbBits whose first exchange (the leaves' cross ANDs) also
-// carries another protocol's independent opening: the message sent is
-// riderSend followed by the masked leaf words, and the peer's message is
-// received likewise, its first len(riderRecv) words into riderRecv. The
-// riders must have the same length. On empty x nothing is exchanged (the
-// riders neither; the caller must not need them then).
-func (s *Session) msbBitsWith(ctx context.Context, x, riderSend, riderRecv []uint64) ([]uint64, error) {
+// msbBitsWith is msbBits on a width of 64 or 32 bits (32: the share of bit
+// 31 of (x0 + x1) mod 2^32, see "The 32-bit circuit" above) whose first
+// exchange (the leaves' cross ANDs) also carries another protocol's
+// independent opening: the message sent is riderSend followed by the masked
+// leaf words, and the peer's message is received likewise, its first
+// len(riderRecv) words into riderRecv. The riders must have the same length.
+// On empty x nothing is exchanged (the riders neither; the caller must not
+// need them then).
+func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderSend, riderRecv []uint64) ([]uint64, error) {
+	if width != 64 && width != 32 {
+		return nil, fmt.Errorf("protocol: sign circuit on %d bits: need 64 or 32", width)
+	}
 	n := len(x)
 	w := packedWords(n)
 	if n == 0 {
@@ -214,9 +227,9 @@ func (s *Session) msbBitsWith(ctx context.Context, x, riderSend, riderRecv []uin
 	plane := func(i int) []uint64 { return planes[i*w : (i+1)*w] }
 	sid := s.StreamID()
 
-	// Round 1: the 156 cross ANDs of the leaves.
-	const leaves = 32
-	const cross = 1 + 5*(leaves-1)
+	// Round 1: the cross ANDs of the leaves (156 for 64 bits, 76 for 32).
+	leaves := width / 2
+	cross := 1 + 5*(leaves-1)
 	op := make([]uint64, cross*w)
 	local := make([]uint64, (leaves-1)*w) // a_hi·a_lo (party 0) or b_hi·b_lo (party 1)
 	copy(op[:w], plane(0))
@@ -315,7 +328,7 @@ func (s *Session) msbBitsWith(ctx context.Context, x, riderSend, riderRecv []uin
 	}
 
 	out := make([]uint64, w)
-	top := plane(63)
+	top := plane(width - 1)
 	for k := range out {
 		out[k] = top[k] ^ gs[0][k]
 	}

@@ -45,6 +45,7 @@
 //	LTZ, LessThan            7                   MSB + msg(W)         ring 0/1 (× FixedPoint().Scale() for 1.0)
 //	LessThanBits             6                   as MSB
 //	CompareReveal            7                   MSB + msg(W)         reveals only the bits x < y
+//	CompareRevealBounded     6                   Σ msg(k·W), k ∈ {76, 30, 14, 6, 2, 1} (16.125 B per element)  as CompareReveal, exact for |x − y| < 2^31 (32-bit sign circuit)
 //	MulBit, Select           1                   msg(W + n)           multiplexer
 //	ReLU                     7                   MSB + msg(W + n)
 //	TruncReLU (ReLU∘TruncBy) 7                   as ReLU, the first message n words longer: TruncBy's opening rides with the sign circuit's first exchange (1 round and 1 header fewer)

@@ -104,8 +104,10 @@
 //     the same material either way: the mode changes the delay, never the
 //     entropies or the selection, and each party picks its own.
 //     Then TopK keeps the phase's quota by a sample-based multi-pivot
-//     QuickSelect on the shared entropies (steps of one CompareReveal
-//     each: 2 for 92 to about 800 candidates, 3–4 for 1,000–42,000),
+//     QuickSelect on the shared entropies (steps of one
+//     CompareRevealBounded each, 6 rounds, exact while two entropies differ
+//     by less than 2^(31−f): 32768 at f = 16; 2 steps for 92 to about 800
+//     candidates, 3–4 for 1,000–42,000),
 //     revealing only comparison outcomes: the order of random samples,
 //     each candidate's rank among a sample or bucket among a step's pivots
 //     and the order of the last group around the cut, a function of the
@@ -213,7 +215,9 @@
 //     CRYPTO '91) from a dealer as in CrypTen's trusted-third-party mode
 //     (B. Knott et al., "CrypTen: Secure Multi-Party Computation Meets Machine
 //     Learning", NeurIPS 2021); QuickSelect's comparisons are package
-//     protocol's bit-sliced sign circuit (CompareReveal, 7 rounds per
-//     comparison step); truncation is exact, unlike SecureML's local one
+//     protocol's bit-sliced sign circuit on 32-bit words
+//     (CompareRevealBounded, 6 rounds per comparison step; the 64-bit
+//     CompareReveal, 7 rounds, for encodings with more than 17 fractional
+//     bits); truncation is exact, unlike SecureML's local one
 //     (P. Mohassel, Y. Zhang, IEEE S&P 2017).
 package selection

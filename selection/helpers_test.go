@@ -113,8 +113,14 @@ func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party i
 // sessionPair runs f on two protocol sessions.
 func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) error) {
 	t.Helper()
+	sessionPairFP(t, share.DefaultFixedPoint, f)
+}
+
+// sessionPairFP is sessionPair with sessions of encoding fp.
+func sessionPairFP(t *testing.T, fp share.FixedPoint, f func(ctx context.Context, s *protocol.Session) error) {
+	t.Helper()
 	_, err := twoparty.Run(context.Background(), twoparty.Config{Seeds: [2]share.Seed{{1}, {2}}}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
-		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(5), p.Provider, share.DefaultFixedPoint)
+		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(5), p.Provider, fp)
 		if err != nil {
 			return struct{}{}, err
 		}

@@ -15,7 +15,8 @@ type SelectStats struct {
 	// to 800 values, where a rank step replaces the sample and partition
 	// steps (TopK explains why).
 	Comparisons int64 `json:"comparisons"`
-	// Steps is the number of steps (one CompareReveal each, 7 rounds).
+	// Steps is the number of steps (one comparison each: 6 rounds with the
+	// bounded comparison, 7 with the 64-bit one; TopK tells which).
 	Steps int `json:"steps"`
 	// Rounds is the number of communication rounds of the comparisons.
 	Rounds int64 `json:"rounds"`
@@ -37,7 +38,8 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 }
 
 // TopK selects the k largest of the shared values vals (a tensor of n
-// fixed-point or ring values, this party's share) and returns the positions
+// fixed-point values, this party's share, within the range below) and
+// returns the positions
 // (0..n−1) of the selected values in ascending order; exactly min(k, n) of
 // them.
 //
@@ -50,7 +52,9 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 // # Algorithm
 //
 // TopK is a sample-based multi-pivot QuickSelect whose steps each run ONE
-// protocol.CompareReveal (7 rounds) on every pair the step compares. With m
+// secure comparison on every pair the step compares: the bounded
+// protocol.CompareRevealBounded (6 rounds) or, for encodings with more than
+// 17 fractional bits, protocol.CompareReveal (7 rounds); see "Range". With m
 // values still active (those whose membership is not yet known) and a
 // budget of B = 8·n comparisons per step (at least 4,096, at most 2^22):
 //
@@ -66,8 +70,8 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 //     for a sort step with probability at most 1% (computed exactly from
 //     m, the number still needed and B; never from values), provided the
 //     step makes at most max(B, 2^15) comparisons: a rank step saves the
-//     7 rounds of a separate sample step, 350 ms on the paper WAN, and
-//     2^15 comparisons cost about 20 ms of bytes and computation there
+//     6 rounds of a separate sample step, 300 ms on the paper WAN, and
+//     2^15 comparisons cost about 15 ms of bytes and computation there
 //     (the cost model is documented at rankStepBudget).
 //   - sample: otherwise (the rank step would exceed its budget), draw a
 //     uniform random sample of about 3·√m active values and compare every
@@ -83,7 +87,7 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 //
 // Inputs of up to 91 values take one sort step. From 92 to about 800 values
 // (the quickstart's 500 → 200 and 200 → 60) TopK takes a rank step and a
-// sort, 14 rounds, planned for 99% of runs (sometimes the rank step alone,
+// sort, 12 rounds, planned for 99% of runs (sometimes the rank step alone,
 // when a member of S sits at the boundary; otherwise a second rank step
 // or a sample step follows); over 5,000 runs on clear ranks, 99.4% took at
 // most 2 steps for 200 values keeping 60 (|S| = 11, about 13·n
@@ -92,15 +96,30 @@ func (a SelectStats) Add(b SelectStats) SelectStats {
 // (22.6·n and 13.5·n comparisons). For 1,000–42,000 values the rank step
 // would exceed its budget and TopK
 // takes 3 steps (sample, partition, sort), in some runs 4 (a second
-// partition): 21–28 rounds where the single-pivot QuickSelect took 10–19
-// steps (70–130 rounds), for about 12–17·n comparisons instead of 3–4·n
-// (see bench/RESULTS.md, "QuickSelect").
+// partition): 18–24 rounds where the single-pivot QuickSelect took 10–19
+// steps (70–130 rounds at 7 rounds per step), for about 12–17·n
+// comparisons instead of 3–4·n (see bench/RESULTS.md, "QuickSelect").
+//
+// # Range
+//
+// The values are fixed-point encodings (the entropies of a selection) with
+// the session's FixedPoint f fractional bits. With f ≤ 17 (the default is
+// 16) every step uses protocol.CompareRevealBounded, the sign circuit on
+// 32-bit words (5 rounds and 128 bits per comparison and party instead of 6
+// and 270, plus the opening), which is exact while any two values differ by
+// less than 2^(31−f) in value: 32768 at f = 16, at least 2^14 for every
+// f ≤ 17. Entropies lie in [0, ln C] for C classes, far inside it. Values
+// further apart may be compared wrongly, and then the selection is wrong
+// (nothing more is revealed: the outcome is still one masked bit). With
+// f > 17 the bound would fall below 2^14, and TopK uses the 64-bit
+// protocol.CompareReveal (7 rounds), exact for all |values| < 2^62.
 //
 // # What is revealed
 //
 // Values are never revealed. Both parties learn the outcome of every
 // comparison the steps make, and nothing else (the sign circuit's openings
-// are masked; CompareReveal). Concretely, beyond the selected set:
+// are masked; CompareRevealBounded, CompareReveal). Concretely, beyond the
+// selected set:
 //
 //   - rank steps: the complete order of the random sample S and each other
 //     active value's rank among S (how many members of S rank above it):
@@ -189,8 +208,18 @@ func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 	return plan.result(), st, nil
 }
 
+// boundedMaxFracBits is the most fractional bits for which TopK compares
+// with protocol.CompareRevealBounded: its bound 2^(31−f) in value is then
+// at least 2^14.
+const boundedMaxFracBits = 17
+
+// useBounded reports whether TopK compares values of encoding fp with the
+// 32-bit comparison (see TopK, "Range").
+func useBounded(fp share.FixedPoint) bool { return fp.FracBits <= boundedMaxFracBits }
+
 // compareAhead runs one step: it tells for every pair (a, b) whether value a
-// ranks ahead of value b, in ONE CompareReveal, and counts it in st.
+// ranks ahead of value b, in ONE comparison (CompareRevealBounded when the
+// session's encoding allows, else CompareReveal), and counts it in st.
 func compareAhead(ctx context.Context, s *protocol.Session, v []uint64, keys []int, pairs [][2]int, st *SelectStats) ([]bool, error) {
 	m := len(pairs)
 	x, err := share.NewTensor(m)
@@ -216,7 +245,11 @@ func compareAhead(ctx context.Context, s *protocol.Session, v []uint64, keys []i
 	// The step's dealer items are drawn ahead, as one sequence.
 	var bits []bool
 	err = s.Ahead(ctx, func(ctx context.Context, s *protocol.Session) error {
-		bits, err = s.CompareReveal(ctx, x, y)
+		if useBounded(s.FixedPoint()) {
+			bits, err = s.CompareRevealBounded(ctx, x, y)
+		} else {
+			bits, err = s.CompareReveal(ctx, x, y)
+		}
 		return err
 	})
 	if err != nil {

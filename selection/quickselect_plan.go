@@ -19,9 +19,10 @@ import (
 const (
 	// stepBudgetFactor·n is the most comparisons one step may make for n
 	// values (but at least minStepBudget and at most maxStepBudget). A
-	// step's 8n comparisons send about 8·34 bytes per value and party:
-	// 11 MB for n = 42,000, 0.11 s at 100 MB/s, against the 0.7 s that the
-	// 7 rounds of a step cost on the paper WAN.
+	// step's 8n comparisons send about 8·16 bytes per value and party
+	// (CompareRevealBounded; 8·34 with the 64-bit comparison): 5.4 MB for
+	// n = 42,000, 0.05 s at 100 MB/s, against the 0.3 s that the 6 rounds
+	// of a step cost on the paper WAN (about 50 ms each).
 	stepBudgetFactor = 8
 	// minStepBudget settles up to 91 values in one step (every pair).
 	minStepBudget = 4096
@@ -37,13 +38,14 @@ const (
 	windowSigmas = 3
 	// rankStepBudget is the most comparisons of a rank step (but at least
 	// the step budget): a rank step replaces a sample step and a partition
-	// step by one, so it saves one step's 7 rounds at the price of more
+	// step by one, so it saves one step's 6 rounds at the price of more
 	// comparisons. The cost model, on the paper WAN (50 ms one way, 100
-	// MB/s): a step's 7 rounds cost 7·50 ms = 350 ms; a comparison costs
-	// about 34 bytes per party, 0.34 µs at 100 MB/s, plus about 0.25 µs of
-	// computation for both parties on 2 cores (BenchmarkTopK, n = 42,000:
-	// 0.16 s for 663,000 comparisons), 0.6 µs in all. 2^15 comparisons are
-	// then about 20 ms, 1/16 of the step they save, and 1.1 MB per party.
+	// MB/s): a step's 6 rounds cost 6·50 ms = 300 ms; a comparison costs
+	// about 16 bytes per party (CompareRevealBounded), 0.16 µs at 100
+	// MB/s, plus about 0.25 µs of computation for both parties on 2 cores
+	// (BenchmarkTopK, n = 42,000, measured with the 64-bit comparison:
+	// 0.16 s for 663,000 comparisons), 0.4 µs in all. 2^15 comparisons are
+	// then about 15 ms, 1/20 of the step they save, and 0.5 MB per party.
 	// A rank step of m values with a sample S costs about m·|S|
 	// comparisons, |S| being as small as rankMissTarget allows: 2,134 for
 	// the quickstart's 200 values keeping 60 (|S| = 11), 15,472 for its 500

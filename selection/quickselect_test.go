@@ -16,8 +16,8 @@ import (
 // for sizes that take one sort step (n ≤ 91), the rank–sort path (up to
 // about 650 values) and the sample–partition–sort path, every edge k (0, 1,
 // n−1, n, beyond n) and three inputs each: both parties return exactly the
-// plaintext top-k (ties to the smaller key), the same statistics, 7 rounds
-// per step, and no step makes more comparisons than its budget.
+// plaintext top-k (ties to the smaller key), the same statistics, 6 rounds
+// per step (the bounded comparison), and no step makes more comparisons than its budget.
 func TestTopKExact(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -87,22 +87,34 @@ func TestTopKExact(t *testing.T) {
 }
 
 // secureTopK shares vals (the data owner's input) and runs topK on both
-// parties; it checks that the run costs exactly 7 rounds per step and that
-// party 0 sent exactly the bytes of the steps' CompareReveals (271 words
-// per 64 comparisons, 7 messages of a 10-byte header each). trace, if not
-// nil, sees party 0's steps. It returns both parties' results and
-// statistics, and the bytes party 0 sent.
+// parties at the default encoding; it checks that the run costs exactly 6
+// rounds per step and that party 0 sent exactly the bytes of the steps'
+// CompareRevealBoundeds (129 words per 64 comparisons, 6 messages of a
+// 10-byte header each). trace, if not nil, sees party 0's steps. It returns
+// both parties' results and statistics, and the bytes party 0 sent.
 func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]SelectStats, int64) {
 	t.Helper()
+	return secureTopKFP(t, share.DefaultFixedPoint, vals, keys, k, seed, trace)
+}
+
+// secureTopKFP is secureTopK on sessions of encoding fp: with more than 17
+// fractional bits it checks the 64-bit comparison's 7 rounds per step and
+// 271 words per 64 comparisons in 7 messages instead.
+func secureTopKFP(t *testing.T, fp share.FixedPoint, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]SelectStats, int64) {
+	t.Helper()
 	n := len(vals)
-	enc, err := share.DefaultFixedPoint.EncodeTensor(vals, n)
+	rounds, cost := int64(6), compareRevealBoundedBytes
+	if fp.FracBits > 17 {
+		rounds, cost = 7, compareRevealBytes
+	}
+	enc, err := fp.EncodeTensor(vals, n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got [2][]int
 	var stats [2]SelectStats
 	var wantBytes, sent int64
-	sessionPair(t, func(ctx context.Context, s *protocol.Session) error {
+	sessionPairFP(t, fp, func(ctx context.Context, s *protocol.Session) error {
 		x, err := shareFromDataOwner(s, enc, n)
 		if err != nil {
 			return err
@@ -110,7 +122,7 @@ func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed
 		var tr stepTrace
 		if s.Party() == 0 {
 			tr = func(kind stepKind, pairs [][2]int, ahead []bool) {
-				wantBytes += compareRevealBytes(len(pairs))
+				wantBytes += cost(len(pairs))
 				if trace != nil {
 					trace(kind, pairs, ahead)
 				}
@@ -119,7 +131,7 @@ func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed
 		c0 := s.Stream().Stats()
 		got[s.Party()], stats[s.Party()], err = topK(ctx, s, x, keys, k, share.NewPRG(seed, "pivots"), tr)
 		d := s.Stream().Stats().Sub(c0)
-		if err == nil && (d.Rounds != int64(7*stats[s.Party()].Steps) || d.Rounds != stats[s.Party()].Rounds) {
+		if err == nil && (d.Rounds != rounds*int64(stats[s.Party()].Steps) || d.Rounds != stats[s.Party()].Rounds) {
 			t.Errorf("party %d: %d rounds (%d counted) for %d steps", s.Party(), d.Rounds, stats[s.Party()].Rounds, stats[s.Party()].Steps)
 		}
 		if s.Party() == 0 {
@@ -141,18 +153,28 @@ func compareRevealBytes(m int) int64 {
 	return 8*271*w + 7*10
 }
 
+// compareRevealBoundedBytes is what one party sends for one
+// CompareRevealBounded of m comparisons (m ≤ 2^16): the 32-bit sign
+// circuit's 128·W words in 5 messages and the opening's W.
+func compareRevealBoundedBytes(m int) int64 {
+	w := int64(m+63) / 64
+	return 8*129*w + 6*10
+}
+
 // TestTopKCostFixedSeed pins the exact cost of TopK for fixed inputs and
-// seeds. For 64 values it is one sort step: 64·63/2 = 2016 comparisons, 7
-// rounds, and the CompareReveal's 271·32 words. For 1,000 values keeping
+// seeds. For 64 values it is one sort step: 64·63/2 = 2016 comparisons, 6
+// rounds, and the CompareRevealBounded's 129·32 words. For 1,000 values keeping
 // 200 it is sample (95 values: 4465 comparisons), partition (8 pivots: 992·8
-// = 7936) and sort of the last 77 values (2926): 15,327 comparisons, 21
+// = 7936) and sort of the last 77 values (2926): 15,327 comparisons, 18
 // rounds (the single-pivot QuickSelect took 7 steps, 49 rounds and 191
 // comparisons for the 64 values, 9 steps, 63 rounds and 1,716 comparisons
 // for the 1,000). For the quickstart's 500 keeping 200 it is a rank step
 // (a sample S of 32: 32·31/2 + 468·32 = 15,472 comparisons) and the sort of
-// the 31 values of the band (465): 15,937 comparisons, 14 rounds (the
-// sample, partition and sort steps took 21 rounds and 6,220 comparisons on
-// this input and seed). Party 0's bytes are pinned as well.
+// the 31 values of the band (465): 15,937 comparisons, 12 rounds (the
+// sample, partition and sort steps took 3 steps and 6,220 comparisons on
+// this input and seed). Party 0's bytes are pinned as well; with the 64-bit
+// comparison (7 rounds, 271 words per 64 comparisons) they were
+// 8·271·32 + 70, 8·271·240 + 210 and 8·271·250 + 140.
 func TestTopKCostFixedSeed(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -161,11 +183,11 @@ func TestTopKCostFixedSeed(t *testing.T) {
 		kinds []stepKind
 		bytes int64
 	}{
-		{"one sort", 64, 20, SelectStats{Comparisons: 2016, Steps: 1, Rounds: 7, Sorted: 64}, []stepKind{stepSortAll}, 8*271*32 + 70},
-		{"sample, partition, sort", 1000, 200, SelectStats{Comparisons: 15327, Steps: 3, Rounds: 21, Sorted: 95 + 77, Pivots: 8},
-			[]stepKind{stepSample, stepPartition, stepSortAll}, 8*271*(70+124+46) + 3*70},
-		{"rank, sort", 500, 200, SelectStats{Comparisons: 15937, Steps: 2, Rounds: 14, Sorted: 32 + 31, Pivots: 32},
-			[]stepKind{stepRank, stepSortAll}, 8*271*(242+8) + 2*70},
+		{"one sort", 64, 20, SelectStats{Comparisons: 2016, Steps: 1, Rounds: 6, Sorted: 64}, []stepKind{stepSortAll}, 8*129*32 + 60},
+		{"sample, partition, sort", 1000, 200, SelectStats{Comparisons: 15327, Steps: 3, Rounds: 18, Sorted: 95 + 77, Pivots: 8},
+			[]stepKind{stepSample, stepPartition, stepSortAll}, 8*129*(70+124+46) + 3*60},
+		{"rank, sort", 500, 200, SelectStats{Comparisons: 15937, Steps: 2, Rounds: 12, Sorted: 32 + 31, Pivots: 32},
+			[]stepKind{stepRank, stepSortAll}, 8*129*(242+8) + 2*60},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -249,5 +271,52 @@ func TestTopKErrors(t *testing.T) {
 		if _, _, err := TopK(context.Background(), nil, c.vals, c.keys, c.k, c.prg); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
+	}
+}
+
+// TestTopKComparisonWidth checks that TopK picks the comparison from the
+// session's encoding: the bounded 32-bit one (6 rounds per step, 129 words
+// per 64 comparisons) up to 17 fractional bits, where its bound 2^(31−f) is
+// at least 2^14 in value, and the 64-bit one (7 rounds, 271 words) beyond;
+// secureTopKFP asserts the rounds and bytes, and the selection is exact
+// either way, for values spread over ±8000 (inside the bound at f ≤ 17).
+func TestTopKComparisonWidth(t *testing.T) {
+	cases := []struct {
+		f, intBits uint
+		bounded    bool
+	}{
+		{16, 15, true},
+		{17, 14, true},
+		{18, 14, false},
+		{24, 14, false},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("f=%d", c.f), func(t *testing.T) {
+			fp, err := share.NewFixedPoint(c.f, c.intBits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if useBounded(fp) != c.bounded {
+				t.Fatalf("useBounded(%+v) = %v, want %v", fp, !c.bounded, c.bounded)
+			}
+			rng := rand.New(rand.NewPCG(7, uint64(c.f)))
+			const n, k = 150, 40
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = quantize(fp, rng.Float64()*16000-8000)
+			}
+			vals[3], vals[4] = quantize(fp, 8000-1), quantize(fp, -8000) // 16,000 apart
+			got, stats, _ := secureTopKFP(t, fp, vals, nil, k, share.Seed{9}, nil)
+			if want := plainTopK(vals, seqKeys(n), k); !slices.Equal(got[0], want) || !slices.Equal(got[1], want) {
+				t.Fatalf("selected %v / %v, want %v", got[0], got[1], want)
+			}
+			perStep := int64(7)
+			if c.bounded {
+				perStep = 6
+			}
+			if stats[0].Steps == 0 || stats[0].Rounds != perStep*int64(stats[0].Steps) {
+				t.Errorf("%+v: want %d rounds per step", stats[0], perStep)
+			}
+		})
 	}
 }

@@ -109,7 +109,7 @@ func TestRunMatchesPlaintext(t *testing.T) {
 			}
 			for i, ps := range res[0].Phases {
 				t.Logf("phase %d: %+v", i, ps)
-				if ps.Comparisons == 0 || ps.SelectRounds != int64(7*ps.Steps) || ps.BytesSent == 0 {
+				if ps.Comparisons == 0 || ps.SelectRounds != int64(6*ps.Steps) || ps.BytesSent == 0 {
 					t.Errorf("phase %d stats %+v", i, ps)
 				}
 			}
