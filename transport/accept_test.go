@@ -483,3 +483,40 @@ func TestAbandonedHandshake(t *testing.T) {
 		}
 	}
 }
+
+// TestHandshakeTimeoutCause: a handshake that ran out of its own time limit
+// is a timeout (and a reject to log) even when the caller's context ends
+// afterwards, as Accept's does once the real peer is in (the
+// TestAcceptSkipsGarbage/half-client-hello flake); one cut short by the
+// caller's context first is not.
+func TestHandshakeTimeoutCause(t *testing.T) {
+	o := Options{HandshakeTimeout: time.Millisecond}
+	for _, tc := range []struct {
+		name          string
+		callerFirst   bool
+		wantTimeout   bool
+		wantAbandoned bool
+	}{
+		{"timed out, then the caller ended", false, true, false},
+		{"the caller ended first", true, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hctx, hcancel := context.WithTimeoutCause(ctx, o.HandshakeTimeout, ErrHandshakeTimeout)
+			defer hcancel()
+			if tc.callerFirst {
+				cancel()
+			}
+			<-hctx.Done()
+			cancel()
+			err := handshakeTimeout(hctx, o, fmt.Errorf("TLS handshake: %w", hctx.Err()))
+			if got := errors.Is(err, ErrHandshakeTimeout); got != tc.wantTimeout {
+				t.Errorf("timeout %v (%v), want %v", got, err, tc.wantTimeout)
+			}
+			if got := abandoned(ctx, err); got != tc.wantAbandoned {
+				t.Errorf("abandoned %v, want %v", got, tc.wantAbandoned)
+			}
+		})
+	}
+}

@@ -76,7 +76,7 @@ var ErrHandshakeTimeout = errors.New("transport: handshake timed out")
 // handshake runs TLS and the preface on raw, within o.HandshakeTimeout or
 // until ctx ends if that is sooner; it closes raw on error.
 func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config, o Options, server bool) (*Conn, error) {
-	hctx, cancel := context.WithTimeout(ctx, o.HandshakeTimeout)
+	hctx, cancel := context.WithTimeoutCause(ctx, o.HandshakeTimeout, ErrHandshakeTimeout)
 	defer cancel()
 	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
@@ -93,26 +93,22 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config, o Options, se
 	}
 	if err := tc.HandshakeContext(hctx); err != nil {
 		_ = nc.Close()
-		return nil, handshakeTimeout(ctx, hctx, o, fmt.Errorf("TLS handshake: %w", err))
+		return nil, handshakeTimeout(hctx, o, fmt.Errorf("TLS handshake: %w", err))
 	}
 	c, err := newConn(hctx, tc, o)
 	if err != nil {
-		return nil, handshakeTimeout(ctx, hctx, o, err)
+		return nil, handshakeTimeout(hctx, o, err)
 	}
 	return c, nil
 }
 
 // handshakeTimeout wraps err with ErrHandshakeTimeout when the handshake
-// deadline, not the caller's context, ended the handshake.
-func handshakeTimeout(ctx, hctx context.Context, o Options, err error) error {
-	if ctx.Err() != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !dl.After(time.Now()) {
-		return err // the caller's deadline, whose timer has not fired yet
-	}
-	hdl, _ := hctx.Deadline()
-	if hctx.Err() == nil && time.Now().Before(hdl) {
+// deadline, not the caller's context, ended the handshake: hctx's cause
+// records which ended first, so a caller whose context ends after the
+// handshake timed out (Accept returning once the real peer is in) does not
+// turn the timeout into an abandoned handshake.
+func handshakeTimeout(hctx context.Context, o Options, err error) error {
+	if !errors.Is(context.Cause(hctx), ErrHandshakeTimeout) {
 		return err
 	}
 	return fmt.Errorf("%w (limit %v): %w", ErrHandshakeTimeout, o.HandshakeTimeout, err)
