@@ -148,21 +148,30 @@ func (p *seededProvider) Material(ctx context.Context, r Request) (Material, err
 	p.pos[r.Stream] = r.Counter + 1
 	p.mu.Unlock()
 	local := expandLocal(s.keys, r)
-	var corr []uint64
-	if p.party == 1 {
-		c, sent, recv, err := s.src.correct(ctx, r)
-		p.bytesSent.Add(sent)
-		p.bytesRecv.Add(recv)
-		if err != nil {
-			return Material{}, fmt.Errorf("beaver: %v: %w", r, err)
-		}
-		if len(c) != r.CorrectionWords() {
-			return Material{}, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), r.CorrectionWords())
-		}
-		corr = c
+	corr, err := p.correction(ctx, s, r)
+	if err != nil {
+		return Material{}, err
 	}
 	p.items.Add(1)
 	return assemble(p.party, r, local, corr), nil
+}
+
+// correction fetches party 1's correction words of r (counter assigned)
+// from the session's corrector and counts their traffic; party 0 has none.
+func (p *seededProvider) correction(ctx context.Context, s *providerSession, r Request) ([]uint64, error) {
+	if p.party != 1 {
+		return nil, nil
+	}
+	c, sent, recv, err := s.src.correct(ctx, r)
+	p.bytesSent.Add(sent)
+	p.bytesRecv.Add(recv)
+	if err != nil {
+		return nil, fmt.Errorf("beaver: %v: %w", r, err)
+	}
+	if len(c) != r.CorrectionWords() {
+		return nil, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), r.CorrectionWords())
+	}
+	return c, nil
 }
 
 // weightMask returns party 0's mask of the weight matrix r.WeightID.

@@ -121,15 +121,9 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []Request, deliver 
 		return nil
 	}
 	for i, r := range seq {
-		var corr []uint64
-		if p.party == 1 {
-			c, sent, recv, err := s.src.correct(ctx, r)
-			p.bytesSent.Add(sent)
-			p.bytesRecv.Add(recv)
-			if err != nil {
-				return fmt.Errorf("beaver: %v: %w", r, err)
-			}
-			corr = c
+		corr, err := p.correction(ctx, s, r)
+		if err != nil {
+			return err
 		}
 		if err := item(i, corr); err != nil {
 			return err

@@ -159,17 +159,7 @@ func TestCompareRevealBoundedUniform(t *testing.T) {
 					t.Fatalf("party %d received %d messages, want 6", p, len(msgs))
 				}
 				// The last message is the opening of the output bits.
-				msgs = msgs[:len(msgs)-1]
-				if chi := chiSquareBytes(msgs); chi > chiSquareLimit {
-					t.Errorf("party %d: chi-square %.1f > %d", p, chi, chiSquareLimit)
-				}
-				for _, m := range msgs {
-					for _, w := range m {
-						if clear[w] {
-							t.Fatalf("party %d received a clear word %#x of a secret", p, w)
-						}
-					}
-				}
+				checkViewHidesSecret(t, p, msgs[:len(msgs)-1], clear)
 			}
 		})
 	}

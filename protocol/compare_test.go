@@ -340,17 +340,7 @@ func TestCompareUniform(t *testing.T) {
 				if len(msgs) != 15 { // ReLU 7, B2A 1, CompareReveal 7
 					t.Fatalf("party %d received %d messages, want 15", p, len(msgs))
 				}
-				msgs = msgs[:len(msgs)-1]
-				if chi := chiSquareBytes(msgs); chi > chiSquareLimit {
-					t.Errorf("party %d: chi-square %.1f > %d", p, chi, chiSquareLimit)
-				}
-				for _, m := range msgs {
-					for _, w := range m {
-						if clear[w] {
-							t.Fatalf("party %d received a clear word %#x of the secret", p, w)
-						}
-					}
-				}
+				checkViewHidesSecret(t, p, msgs[:len(msgs)-1], clear)
 			}
 		})
 	}

@@ -181,3 +181,20 @@ func chiSquareBytes(msgs [][]uint64) float64 {
 // percentile of the chi-square distribution with 255 degrees of freedom is
 // about 346 (seeds are fixed, so a pass is reproducible).
 const chiSquareLimit = 346
+
+// checkViewHidesSecret asserts what party p received (msgs, protocol
+// messages only) looks uniform (chi-square of the bytes) and holds none of
+// the clear words of the secret.
+func checkViewHidesSecret(t testing.TB, p int, msgs [][]uint64, clear map[uint64]bool) {
+	t.Helper()
+	if chi := chiSquareBytes(msgs); chi > chiSquareLimit {
+		t.Errorf("party %d: chi-square %.1f > %d", p, chi, chiSquareLimit)
+	}
+	for _, m := range msgs {
+		for _, w := range m {
+			if clear[w] {
+				t.Fatalf("party %d received a clear word %#x of the secret", p, w)
+			}
+		}
+	}
+}

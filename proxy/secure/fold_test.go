@@ -328,17 +328,8 @@ func TestHeadCost(t *testing.T) {
 				if err != nil {
 					return twoparty.Cost{}, err
 				}
-				var x *share.Tensor
-				if s.Party() == 1 {
-					enc, err := s.FixedPoint().EncodeTensor(xs, B, a.Seq, a.Hidden)
-					if err != nil {
-						return twoparty.Cost{}, err
-					}
-					x, err = s.ShareInput(1, enc)
-					if err != nil {
-						return twoparty.Cost{}, err
-					}
-				} else if x, err = s.ShareInput(1, nil, B, a.Seq, a.Hidden); err != nil {
+				x, err := dataOwnerInput(s, xs, B, a.Seq, a.Hidden)
+				if err != nil {
 					return twoparty.Cost{}, err
 				}
 				m := twoparty.NewMeter(s)

@@ -59,3 +59,16 @@ func TestFramingConstants(t *testing.T) {
 		}
 	}
 }
+
+// dataOwnerInput secret-shares the data owner's values xs (party 1 encodes
+// and shares them; party 0 receives its share of the same shape).
+func dataOwnerInput(s *protocol.Session, xs []float64, shape ...int) (*share.Tensor, error) {
+	if s.Party() != 1 {
+		return s.ShareInput(1, nil, shape...)
+	}
+	enc, err := s.FixedPoint().EncodeTensor(xs, shape...)
+	if err != nil {
+		return nil, err
+	}
+	return s.ShareInput(1, enc)
+}

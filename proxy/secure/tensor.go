@@ -53,18 +53,7 @@ func reshape(x *share.Tensor, shape ...int) (*share.Tensor, error) {
 
 // addRowVec adds, as party 0, the ring vector v (length = last dimension) to
 // every row of x in place; party 1 adds nothing. v nil is a no-op.
-func addRowVec(party int, x *share.Tensor, v []uint64) {
-	if party != 0 || v == nil {
-		return
-	}
-	w, rows := lastDim(x)
-	for r := 0; r < rows; r++ {
-		row := x.Data[r*w : (r+1)*w]
-		for j := range row {
-			row[j] += v[j]
-		}
-	}
-}
+func addRowVec(party int, x *share.Tensor, v []uint64) { addRowVecShifted(party, x, v, 0) }
 
 // addRowVecShifted adds, as party 0, v·2^k (v a ring vector of the last
 // dimension's length) to every row of x in place: a bias added before a

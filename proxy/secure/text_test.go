@@ -197,17 +197,8 @@ func TestBlockCost(t *testing.T) {
 				if err != nil {
 					return twoparty.Cost{}, err
 				}
-				var x *share.Tensor
-				if s.Party() == 1 {
-					enc, err := s.FixedPoint().EncodeTensor(xs, B, a.Seq, a.Hidden)
-					if err != nil {
-						return twoparty.Cost{}, err
-					}
-					x, err = s.ShareInput(1, enc)
-					if err != nil {
-						return twoparty.Cost{}, err
-					}
-				} else if x, err = s.ShareInput(1, nil, B, a.Seq, a.Hidden); err != nil {
+				x, err := dataOwnerInput(s, xs, B, a.Seq, a.Hidden)
+				if err != nil {
 					return twoparty.Cost{}, err
 				}
 				var mk *maskState
@@ -269,16 +260,8 @@ func TestClassQKVCost(t *testing.T) {
 		if s.Party() == 0 {
 			nw = net
 		}
-		var x *share.Tensor
-		if s.Party() == 1 {
-			enc, err := s.FixedPoint().EncodeTensor(xs, B, T, H)
-			if err == nil {
-				x, err = s.ShareInput(1, enc)
-			}
-			if err != nil {
-				return o, err
-			}
-		} else if x, err = s.ShareInput(1, nil, B, T, H); err != nil {
+		x, err := dataOwnerInput(s, xs, B, T, H)
+		if err != nil {
 			return o, err
 		}
 		for k, full := range []bool{false, true} {
