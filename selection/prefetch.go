@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,8 +13,8 @@ import (
 
 // laneProvider is the provider of the batch lanes' sessions: it serves the
 // lanes' requests from the running phase's prefetched material (or passes
-// them to the party's provider, recording the first full batch's sequence
-// when no rehearsal gave the phase's template), and everything else
+// them to the party's provider, recording what a batch drawn directly draws
+// to check it against the rehearsed template), and everything else
 // straight from the party's provider.
 type laneProvider struct {
 	beaver.Provider
@@ -50,7 +51,7 @@ type phaseFetch struct {
 	lanes  []*laneFetch
 	byNum  map[int]*laneBatch
 
-	record    bool             // prefetch: learn the template (rehearsal, or the first full batch)
+	record    bool             // prefetch: learn the templates by rehearsal
 	tmplMu    sync.Mutex       // guards tmpl, batchBytes and tokens until tmplReady
 	tmpl      []beaver.Request // requests of a full batch, Stream zero
 	tmplReady chan struct{}
@@ -96,7 +97,6 @@ type laneBatch struct {
 	cmu   sync.Mutex
 	drawn int
 	rec   []beaver.Request
-	bytes int64
 }
 
 type pfItem struct {
@@ -337,10 +337,9 @@ func (pf *phaseFetch) claimPrefetch(lb *laneBatch, t template) {
 	}
 }
 
-// finish ends batch lb (ok: it succeeded): it checks what the batch drew,
-// keeps the first full batch's requests as the phase's template (unless a
-// rehearsal gave it; otherwise checks them against it) and frees the
-// batch's share of the budget.
+// finish ends batch lb (ok: it succeeded): it checks what the batch drew
+// against the phase's template for its size and frees the batch's share of
+// the budget.
 func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 	pf.lanes[lb.lane].cur.Store(nil)
 	defer close(lb.done)
@@ -357,20 +356,12 @@ func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 	if lb.drawn > maxBatchItems {
 		return fmt.Errorf("drew %d dealer items, more than the %d a batch may", lb.drawn, maxBatchItems)
 	}
-	if !ok || !pf.record || !lb.full {
+	if !ok || !pf.record || !lb.full || !pf.templateKnown() {
 		return nil
 	}
-	pf.tmplMu.Lock()
-	defer pf.tmplMu.Unlock()
-	select {
-	case <-pf.tmplReady:
-		if len(pf.tmpl) != len(lb.rec) {
-			return fmt.Errorf("drew %d dealer items where the phase's first full batch drew %d (a Forwarder must draw the same sequence for every full batch)", len(lb.rec), len(pf.tmpl))
-		}
-		return nil
-	default:
+	if !slices.Equal(lb.rec, pf.tmpl) {
+		return fmt.Errorf("drew %d dealer items that differ from the phase's template for a full batch (%d items; a Forwarder must draw the same sequence for every batch of a size, whatever the values)", len(lb.rec), len(pf.tmpl))
 	}
-	pf.setTemplate(lb.rec, lb.bytes)
 	return nil
 }
 
@@ -392,7 +383,6 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 			q := r
 			q.Stream = 0
 			lb.rec = append(lb.rec, q)
-			lb.bytes += materialBytes(m)
 		}
 		return m, nil
 	}
@@ -508,13 +498,4 @@ func (pf *phaseFetch) fetch(ctx context.Context, lf *laneFetch, lb *laneBatch) b
 		return false
 	}
 	return true
-}
-
-// materialBytes is the size of m's words.
-func materialBytes(m beaver.Material) int64 {
-	var n int64
-	for _, p := range m.Parts {
-		n += 8 * int64(len(p))
-	}
-	return n
 }
