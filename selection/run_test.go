@@ -37,6 +37,10 @@ type runCfg struct {
 	seeds       [2]share.Seed
 	cancelAfter int
 	onProgress  func(Progress)
+	// squared: the forward returns the shared square of shifted (drawing
+	// dealer material and exchanging, so the parties' batches finish
+	// together) instead of testValue shared as it is.
+	squared bool
 }
 
 func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
@@ -47,6 +51,9 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 	}
 	errs := pair(t, c.seeds, func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
 		ev := &valueEvaluator{party: p, value: testValue, fp: share.DefaultFixedPoint, failAfter: c.failAfter[p]}
+		if c.squared {
+			ev.value, ev.square = shifted, true
+		}
 		h := c.embHash[p]
 		if h == "" {
 			h = "emb"
@@ -210,13 +217,18 @@ func TestResume(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dirs := [2]string{t.TempDir(), t.TempDir()}
-			_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, failAfter: c.failAfter})
+			// Squared: a forward that exchanges, so the model owner has
+			// finished (and checkpointed) the batches the data owner did
+			// before it fails; with a forward that never talks, the data
+			// owner could fail before the model owner finished any batch,
+			// and only the batches both finished are resumed.
+			_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, failAfter: c.failAfter, squared: true})
 			if errs[0] == nil || errs[1] == nil {
 				t.Fatalf("interrupted run: %v", errs)
 			}
 			// Restart with the same dealer seeds: the new epoch keeps the
 			// correlated randomness apart.
-			res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs})
+			res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, squared: true})
 			if errs[0] != nil || errs[1] != nil {
 				t.Fatal(errs)
 			}
@@ -233,7 +245,7 @@ func TestResume(t *testing.T) {
 			// The coin (hence the bootstrap) comes from the interrupted run;
 			// an uninterrupted run with that coin selects the plaintext
 			// schedule's choice (TestRunMatchesPlaintext).
-			want := plainSchedule(p, res[0].Bootstrap, testValue)
+			want := plainSchedule(p, res[0].Bootstrap, squared)
 			if !slices.Equal(res[0].Selected, want[len(want)-1]) || !slices.Equal(res[1].Selected, want[len(want)-1]) {
 				t.Fatalf("resumed %v, uninterrupted %v", res[0].Selected, want[len(want)-1])
 			}
