@@ -116,6 +116,10 @@ func (t realTimer) Stop() bool          { return t.t.Stop() }
 // the receiver sees a large write arrive progressively.
 const pieceSize = 64 << 10
 
+// maxDeliver bounds the bytes the emulator hands to the underlying
+// connection in one write.
+const maxDeliver = 4 << 20
+
 // Emulate wraps c so that data written to it is serialized at p.Bandwidth
 // and becomes readable at the other end p.Latency after its serialization
 // ends. Writes block only for serialization (back-pressure), never for the
@@ -162,6 +166,17 @@ type piece struct {
 	at time.Time
 }
 
+// minQueued is the least the emulator lets a writer have in flight: 50 ms
+// of serialization, about what a kernel socket buffer holds on such a link.
+// A cap of one bandwidth-delay product alone would be a few milliseconds of
+// wire on a short link, and the delivery goroutine shares the process's
+// CPUs with the computation: woken a few milliseconds late, it would leave
+// the emulated wire idle while writers wait for space (the link emulated
+// slower than its bandwidth).
+func minQueued(p Profile) int64 {
+	return p.Bandwidth / 20
+}
+
 func newEmuConn(c net.Conn, p Profile, clk clock) *emuConn {
 	bdp := int64(64 << 20)
 	if p.Bandwidth > 0 {
@@ -171,7 +186,7 @@ func newEmuConn(c net.Conn, p Profile, clk clock) *emuConn {
 		Conn:      c,
 		p:         p,
 		clk:       clk,
-		maxQueued: min(bdp, 256<<20) + 4*pieceSize,
+		maxQueued: min(max(bdp, minQueued(p)), 256<<20) + 4*pieceSize,
 		dlCh:      make(chan struct{}),
 		wake:      make(chan struct{}, 1),
 		space:     make(chan struct{}, 1),
@@ -211,7 +226,7 @@ func (e *emuConn) Write(p []byte) (int, error) {
 }
 
 // waitSpace blocks until k more bytes fit in the in-flight queue (about one
-// bandwidth-delay product), honouring the write deadline.
+// bandwidth-delay product, at least minQueued), honouring the write deadline.
 func (e *emuConn) waitSpace(k int64) error {
 	for {
 		e.mu.Lock()
@@ -254,6 +269,7 @@ func (e *emuConn) waitSpace(k int64) error {
 // deliver writes queued pieces to the underlying connection when due.
 func (e *emuConn) deliver() {
 	defer close(e.done)
+	var buf []byte
 	for {
 		e.mu.Lock()
 		for len(e.q) == 0 {
@@ -280,11 +296,33 @@ func (e *emuConn) deliver() {
 				return
 			}
 		}
-		_, err := e.Conn.Write(pc.b)
+		// Every piece due by now goes in one write: a delivery goroutine
+		// woken late (the process busy) catches up at once instead of
+		// one piece per wake-up.
+		now := e.clk.Now()
 		e.mu.Lock()
-		e.q[0] = piece{}
-		e.q = e.q[1:]
-		e.queued -= int64(len(pc.b))
+		k, size := 0, 0
+		for k < len(e.q) && !e.q[k].at.After(now) && size < maxDeliver {
+			size += len(e.q[k].b)
+			k++
+		}
+		if k == 0 {
+			k, size = 1, len(pc.b)
+		}
+		b := pc.b
+		if k > 1 {
+			buf = buf[:0]
+			for _, q := range e.q[:k] {
+				buf = append(buf, q.b...)
+			}
+			b = buf
+		}
+		e.mu.Unlock()
+		_, err := e.Conn.Write(b)
+		e.mu.Lock()
+		clear(e.q[:k])
+		e.q = e.q[k:]
+		e.queued -= int64(size)
 		if err != nil {
 			e.werr = fmt.Errorf("link emulator: %w", err)
 			e.q, e.queued = nil, 0

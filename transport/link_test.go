@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -418,5 +419,98 @@ func TestLinkCloseWithStalledPeer(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hangs on a stalled peer")
+	}
+}
+
+// jump moves the clock forward by d and fires every timer due by then.
+func (f *fakeClock) jump(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+	kept := f.timers[:0]
+	for _, t := range f.timers {
+		if t.at.After(f.now) {
+			kept = append(kept, t)
+			continue
+		}
+		t.c <- f.now
+	}
+	f.timers = kept
+}
+
+func TestLinkLateDeliveryCatchesUp(t *testing.T) {
+	// A delivery goroutine woken long after its pieces were due (the
+	// process busy computing) hands every due piece over in one write, so
+	// the emulated wire loses no more than that one wake-up; the pieces
+	// not yet due wait for their time.
+	clk := newFakeClock()
+	rec := &recorder{clk: clk}
+	e := newEmuConn(rec, PaperWAN, clk)
+	defer e.Close()
+	const pieces = 10
+	if _, err := e.Write(make([]byte, pieces*pieceSize)); err != nil {
+		t.Fatal(err)
+	}
+	// Due: piece i at 50 ms + (i+1)·655 µs. Wake 5 pieces' worth late.
+	late := PaperWAN.Latency + PaperWAN.serialize(5*pieceSize)
+	for {
+		clk.mu.Lock()
+		n := len(clk.timers)
+		clk.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	clk.jump(late)
+	for rec.total() < 5*pieceSize {
+		time.Sleep(50 * time.Microsecond)
+	}
+	time.Sleep(5 * time.Millisecond) // nothing more may arrive before its time
+	rec.mu.Lock()
+	n, sum := slices.Clone(rec.n), rec.sum
+	rec.mu.Unlock()
+	if len(n) != 1 || sum != 5*pieceSize {
+		t.Fatalf("woken at %v: delivered %v (total %d bytes), want the 5 pieces due in one write", late, n, sum)
+	}
+	done := make(chan struct{})
+	go func() {
+		for rec.total() < pieces*pieceSize {
+			time.Sleep(50 * time.Microsecond)
+		}
+		close(done)
+	}()
+	clk.drive(done, func() bool { return true })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if got, want := rec.at[len(rec.at)-1], PaperWAN.TransferTime(pieces*pieceSize); got != want {
+		t.Errorf("last piece arrives at %v, want %v (its due time)", got, want)
+	}
+}
+
+func TestLinkQueuesSocketBufferOnShortLink(t *testing.T) {
+	// On a link whose bandwidth-delay product is tiny (100 MB/s, 0.5 ms
+	// one-way: 50 kB), a writer may still have 50 ms of serialization in
+	// flight, as a kernel socket buffer would hold, before it blocks.
+	clk := newFakeClock()
+	rec := &recorder{clk: clk}
+	p := Profile{Name: "short", Bandwidth: 100_000_000, Latency: 500 * time.Microsecond}
+	e := newEmuConn(rec, p, clk)
+	defer e.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Write(make([]byte, 4_000_000))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a 4 MB write (40 ms of wire) blocked with the link's clock stopped")
+	}
+	if got, want := e.maxQueued, int64(5_000_000+4*pieceSize); got != want {
+		t.Errorf("in-flight cap %d bytes, want %d", got, want)
 	}
 }
