@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/selectformer/selectformer/internal/prio"
 	"io"
 	"net"
 	"sync"
@@ -35,8 +36,8 @@ type Conn struct {
 	br     *bufio.Reader
 	peerFP string
 
-	wtok chan struct{} // write token
-	wbuf []byte        // guarded by wtok
+	wtok *prio.Gate // write token: the waiting frame of the lowest priority number goes first
+	wbuf []byte     // guarded by wtok
 
 	mu         sync.Mutex
 	streams    map[uint32]*Stream
@@ -112,7 +113,7 @@ func newConn(ctx context.Context, nc net.Conn, o Options) (*Conn, error) {
 		peer:    peer,
 		chunk:   min(int(peer.maxFrame), int(peer.window)/2),
 		br:      bufio.NewReaderSize(nc, 64<<10),
-		wtok:    make(chan struct{}, 1),
+		wtok:    prio.NewGate(1),
 		streams: make(map[uint32]*Stream),
 		ctrlSig: make(chan struct{}, 1),
 		dead:    make(chan struct{}),
@@ -381,7 +382,7 @@ func (c *Conn) ctrlLoop() {
 		for i, h := range q {
 			h.put(buf[i*headerSize:])
 		}
-		if err := c.writeFrame(context.Background(), buf, nil); err != nil {
+		if err := c.writeFrame(context.Background(), -1<<62, buf, nil); err != nil {
 			return
 		}
 	}
@@ -390,15 +391,14 @@ func (c *Conn) ctrlLoop() {
 // writeFrame writes hdr followed by payload atomically with respect to
 // other frames. Any write error, including one caused by ctx interrupting
 // a blocked write, kills the connection (the framing is then corrupt).
-func (c *Conn) writeFrame(ctx context.Context, hdr, payload []byte) error {
-	select {
-	case c.wtok <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-c.dead:
-		return c.deadErr()
+func (c *Conn) writeFrame(ctx context.Context, pr int64, hdr, payload []byte) error {
+	if err := c.wtok.Acquire(ctx, pr, c.dead); err != nil {
+		if err == prio.ErrDone {
+			return c.deadErr()
+		}
+		return err
 	}
-	defer func() { <-c.wtok }()
+	defer c.wtok.Release()
 	select {
 	case <-c.dead:
 		return c.deadErr()

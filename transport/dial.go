@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/selectformer/selectformer/internal/prio"
 	"io"
 	"net"
 	"strings"
@@ -412,7 +413,7 @@ func Pipe(opt Options) (*Conn, *Conn) {
 }
 
 func failedConn(err error) *Conn {
-	c := &Conn{streams: make(map[uint32]*Stream), dead: make(chan struct{}), wtok: make(chan struct{}, 1), nc: nopConn{}, raw: nopConn{}}
+	c := &Conn{streams: make(map[uint32]*Stream), dead: make(chan struct{}), wtok: prio.NewGate(1), nc: nopConn{}, raw: nopConn{}}
 	c.opt, _ = Options{}.normalize()
 	c.fail(fmt.Errorf("transport: pipe: %w", err))
 	return c

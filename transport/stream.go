@@ -17,6 +17,7 @@ type Stream struct {
 	id          uint32
 	stats       counters
 	compression atomic.Uint32
+	prio        atomic.Int64
 
 	// sending side
 	sendTok   chan struct{}
@@ -50,6 +51,11 @@ type inFrame struct {
 
 // ID returns the stream id.
 func (s *Stream) ID() uint32 { return s.id }
+
+// SetPriority sets the priority of this stream's frames on the connection:
+// when several streams have frames waiting, the lowest number goes first
+// (the default is 0).
+func (s *Stream) SetPriority(p int64) { s.prio.Store(p) }
 
 // Stats returns a snapshot of the stream's counters.
 func (s *Stream) Stats() Stats { return s.stats.snapshot() }
@@ -204,7 +210,7 @@ func (s *Stream) sendMsg(ctx context.Context, b []byte, compressed bool) error {
 		if err := s.waitCredit(ctx, int64(n)); err != nil {
 			return s.abandon(first, err)
 		}
-		if err := c.writeFrame(ctx, hdr, part); err != nil {
+		if err := c.writeFrame(ctx, s.prio.Load(), hdr, part); err != nil {
 			return s.abandon(first, err)
 		}
 		s.stats.bytesSent.Add(int64(headerSize + n))
