@@ -34,6 +34,12 @@ type Session struct {
 	// gemm, when set (SetGEMM), runs this session's local matrix products
 	// instead of the process-wide share.GEMM().
 	gemm share.GEMMBackend
+
+	// gate, when set (Enter), is the compute gate of which this session
+	// holds a slot between its exchanges; prio its priority there.
+	gate *ComputeGate
+	prio int64
+	held bool
 }
 
 // NewSession sets up party's end on stream: it checks the parameters and
@@ -221,7 +227,8 @@ func (s *Session) Exchange(ctx context.Context, send, recv []uint64) error {
 	if s.dry {
 		return s.rehearse(ctx, recv)
 	}
-	if err := s.stream.Exchange(ctx, send, recv); err != nil {
+	s.waitStart()
+	if err := s.waitEnd(ctx, s.stream.Exchange(ctx, send, recv)); err != nil {
 		return err
 	}
 	if s.recvTap != nil {
@@ -242,6 +249,8 @@ func (s *Session) SendWords(ctx context.Context, w []uint64) error {
 	if s.dry {
 		return s.rehearse(ctx, nil)
 	}
+	// A send does not wait for the peer (beyond flow control): the
+	// session keeps its compute slot.
 	return s.stream.SendWords(ctx, w)
 }
 
@@ -251,7 +260,8 @@ func (s *Session) RecvWords(ctx context.Context, dst []uint64) error {
 	if s.dry {
 		return s.rehearse(ctx, dst)
 	}
-	if err := s.stream.RecvWords(ctx, dst); err != nil {
+	s.waitStart()
+	if err := s.waitEnd(ctx, s.stream.RecvWords(ctx, dst)); err != nil {
 		return err
 	}
 	if s.recvTap != nil {

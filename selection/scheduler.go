@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -81,6 +82,9 @@ type scheduler struct {
 	ctrl  *protocol.Session
 	slots []*protocol.Session
 	lanes *laneProvider
+	// gate (pipeline on) lets one lane per core compute at once, the
+	// oldest batch first; the lanes' streams carry the same priorities.
+	gate *protocol.ComputeGate
 }
 
 // newScheduler returns the scheduler of p (after defaults) for party.
@@ -91,6 +95,9 @@ func newScheduler(party int, conn *transport.Conn, prov beaver.Provider, p Param
 		s.budget = 0
 	}
 	s.lanes = newLaneProvider(prov, s)
+	if s.pipeline {
+		s.gate = protocol.NewComputeGate(runtime.GOMAXPROCS(0))
+	}
 	return s
 }
 
@@ -303,7 +310,17 @@ func (s *scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int,
 	if err != nil {
 		return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
 	}
-	err = do(ctx, s.slots[w], b)
+	slot := s.slots[w]
+	if s.pipeline {
+		// Served by batch number: the oldest batch in flight computes and
+		// sends first, the others fill the gaps (see protocol.ComputeGate).
+		if err := slot.Enter(ctx, s.gate, int64(b)); err != nil {
+			pf.finish(lb, false)
+			return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
+		}
+	}
+	err = do(ctx, slot, b)
+	slot.Leave()
 	if ferr := pf.finish(lb, err == nil); err == nil && ferr != nil {
 		err = fmt.Errorf("selection: phase %d batch %d: %w", phase, b, ferr)
 	}

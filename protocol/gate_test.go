@@ -1,0 +1,125 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/share"
+)
+
+// TestComputeGateReleasedWhileWaiting runs two sessions of party 0 under a
+// gate of one slot while party 1 answers them in the opposite order: the
+// session holding the slot waits for its peer, who first needs the other
+// session's message, which that session can send only once it has the
+// slot. Unless a wait for the peer gives the slot back, the run deadlocks.
+func TestComputeGateReleasedWhileWaiting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gate := NewComputeGate(1)
+	_, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) ([2]uint64, error) {
+		var ss [2]*Session
+		for i := range ss {
+			s, err := NewSession(ctx, p.ID, p.Conn.Stream(uint32(10+i)), p.Provider, share.DefaultFixedPoint)
+			if err != nil {
+				return [2]uint64{}, err
+			}
+			ss[i] = s
+		}
+		reveal := func(s *Session, v uint64) (uint64, error) {
+			x := &share.Tensor{Shape: []int{1}, Data: []uint64{v}}
+			out, err := s.Reveal(ctx, x)
+			if err != nil {
+				return 0, err
+			}
+			return out.Data[0], nil
+		}
+		var got [2]uint64
+		if p.ID == 1 { // answers session 1, then session 0
+			for _, i := range []int{1, 0} {
+				v, err := reveal(ss[i], uint64(100+i))
+				if err != nil {
+					return got, err
+				}
+				got[i] = v
+			}
+			return got, nil
+		}
+		// Party 0: session 0 takes the only slot first, then session 1
+		// asks for it.
+		if err := ss[0].Enter(ctx, gate, 0); err != nil {
+			return got, err
+		}
+		defer ss[0].Leave()
+		errc := make(chan error, 1)
+		go func() {
+			if err := ss[1].Enter(ctx, gate, 1); err != nil {
+				errc <- err
+				return
+			}
+			defer ss[1].Leave()
+			v, err := reveal(ss[1], 1)
+			got[1] = v
+			errc <- err
+		}()
+		v, err := reveal(ss[0], 0)
+		got[0] = v
+		return got, errors.Join(err, <-errc)
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+func TestComputeGateMisuse(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gate := NewComputeGate(1)
+	if gate.Slots() != 1 || NewComputeGate(0).Slots() != 1 {
+		t.Fatalf("slots %d and %d, want 1", gate.Slots(), NewComputeGate(0).Slots())
+	}
+	_, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
+		s, err := NewSession(ctx, p.ID, p.Conn.Stream(3), p.Provider, share.DefaultFixedPoint)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if p.ID == 1 {
+			return struct{}{}, nil
+		}
+		if err := s.Enter(ctx, gate, 4); err != nil {
+			return struct{}{}, err
+		}
+		if err := s.Enter(ctx, gate, 4); err == nil || !strings.Contains(err.Error(), "twice") {
+			t.Errorf("second Enter: %v", err)
+		}
+		s.Leave()
+		// The slot is free again: a short wait succeeds.
+		short, c2 := context.WithTimeout(ctx, time.Second)
+		defer c2()
+		if err := s.Enter(short, gate, 0); err != nil {
+			t.Errorf("Enter after Leave: %v", err)
+		}
+		s.Leave()
+		// A full gate: Enter gives up with the context.
+		if err := gate.g.Acquire(ctx, 0, nil); err != nil {
+			return struct{}{}, err
+		}
+		short2, c3 := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer c3()
+		if err := s.Enter(short2, gate, 0); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Enter on a full gate: %v", err)
+		}
+		s.Leave() // holds nothing: must not release the other holder's slot
+		if n := gate.g.Waiting(); n != 0 {
+			t.Errorf("%d waiters left", n)
+		}
+		gate.g.Release()
+		return struct{}{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
