@@ -96,8 +96,10 @@ type Projection struct {
 // (computeRun; the same run when link is nil) and QuickSelect's cost at the
 // phases' pool sizes (topk(N, K)).
 //
-// Per phase, the forward's bytes, dealer bytes and seconds are the sample's
-// per candidate times the phase's candidates, its rounds the sample's per
+// Per phase, the forward's bytes and dealer bytes are the sample's per
+// candidate times the phase's candidates, its seconds the sample's plus its
+// steady rate for the remaining candidates (forwardSeconds: the start-up
+// of a phase is paid once, not per candidate), its rounds the sample's per
 // batch times ⌈batches ÷ lanes⌉ (LanesInFlight of the over-link run's
 // mode: all lanes run at once with the pipeline on, one batch at a time
 // with it off), plus the weight sharing once; QuickSelect's cost is topk's.
@@ -149,8 +151,8 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		ph.BytesP0 = cr.Prepare.BytesP0 + int64(float64(cr.Forward.BytesP0)*per) + tk.BytesP0
 		ph.BytesP1 = cr.Prepare.BytesP1 + int64(float64(cr.Forward.BytesP1)*per) + tk.BytesP1
 		ph.DealerBytes = cr.Prepare.DealerBytes + int64(float64(cr.Forward.DealerBytes)*per) + tk.DealerBytes
-		ph.ForwardSeconds = lr.Forward.Seconds / float64(lr.Candidates) * float64(c)
-		ph.ForwardComputeSeconds = cr.Forward.Seconds / float64(cr.Candidates) * float64(c)
+		ph.ForwardSeconds = forwardSeconds(lr.Forward.Seconds, lr.Candidates, lr.Steady, c)
+		ph.ForwardComputeSeconds = forwardSeconds(cr.Forward.Seconds, cr.Candidates, cr.Steady, c)
 		ph.TopKSeconds = tk.Seconds
 		if link != nil {
 			ph.TopKSeconds += float64(tk.Rounds) * lat
@@ -187,6 +189,20 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	pr.BoundsHours = [3]float64{pr.Bounds.BandwidthSeconds / 3600, pr.Bounds.LatencySeconds / 3600, pr.Bounds.ComputeSeconds / 3600}
 	pr.Limiting = pr.Bounds.Limiting()
 	return pr, nil
+}
+
+// forwardSeconds projects a phase's forward to c candidates from a sample
+// whose forward took seconds for n: the sample's time once (its first wave
+// with the phase's start-up included) plus the steady rate for the other
+// c − n candidates, or the sample's rate per candidate times c when the
+// sample measured no steady rate (a single wave, or a run recorded before
+// it was measured) or projects to fewer candidates than it ran.
+func forwardSeconds(seconds float64, n int, st Steady, c int) float64 {
+	per := st.PerCandidate()
+	if per <= 0 || c <= n {
+		return seconds / float64(n) * float64(c)
+	}
+	return seconds + per*float64(c-n)
 }
 
 // LanesInFlight is the number of batches a run of w in mode (a

@@ -175,6 +175,25 @@ type PartyPhase struct {
 	Batches        int   `json:"batches"`
 	Candidates     int   `json:"candidates"`
 	RoundsPerBatch int64 `json:"rounds_per_batch"`
+	// Steady is the forward's rate after the first wave of batches.
+	Steady Steady `json:"steady"`
+}
+
+// Steady is a phase's forward rate in steady state: Candidates were
+// computed in Seconds once the first wave of batches (one per lane) had
+// ended, measured from the end of the first wave's last batch to the end of
+// the phase's last batch. Zero when the sample's phase ran a single wave.
+type Steady struct {
+	Seconds    float64 `json:"seconds"`
+	Candidates int     `json:"candidates"`
+}
+
+// PerCandidate returns the steady seconds per candidate, 0 if unmeasured.
+func (s Steady) PerCandidate() float64 {
+	if s.Candidates <= 0 || s.Seconds <= 0 {
+		return 0
+	}
+	return s.Seconds / float64(s.Candidates)
 }
 
 // PartyRun is one party's record of a sample run.
@@ -243,6 +262,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 			pp.Forward.Dealer = subDealer(m.dealerEnd, m.dealerStart)
 			pp.Forward.Stream.Rounds = criticalRounds(m.slotRounds, cfg.pipeline())
 			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
+			pp.Steady = m.steady(LanesInFlight(w, string(cfg.pipeline())))
 		}
 		out.Phases = append(out.Phases, pp)
 	}
@@ -295,6 +315,34 @@ type phaseMeter struct {
 	slotRounds             map[*protocol.Session]int64
 	batches, candidates    int
 	maxBatchRounds         int64
+	ends                   []batchEnd
+}
+
+// batchEnd is when a batch of n candidates finished.
+type batchEnd struct {
+	at time.Time
+	n  int
+}
+
+// steady measures the forward's rate once the first wave is done: with
+// lanes batches in flight, the batches that ended after the lanes-th end
+// and the time from that end to the last. A phase's first wave pays
+// start-up costs a full run pays once (the heap growing to its working set,
+// the dealer filling the prefetch queue, first use of every weight), so
+// the time per candidate of the whole sample would charge them to every
+// candidate of the projection. Zero when every batch ran in the first
+// wave.
+func (m *phaseMeter) steady(lanes int) Steady {
+	ends := slices.SortedFunc(slices.Values(m.ends), func(a, b batchEnd) int { return a.at.Compare(b.at) })
+	lanes = max(lanes, 1)
+	if len(ends) <= lanes {
+		return Steady{}
+	}
+	st := Steady{Seconds: ends[len(ends)-1].at.Sub(ends[lanes-1].at).Seconds()}
+	for _, e := range ends[lanes:] {
+		st.Candidates += e.n
+	}
+	return st
 }
 
 func (e *synthEvaluator) meter(phase int) *phaseMeter {
@@ -387,6 +435,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 	m.slotRounds[s] += c.Rounds
 	m.batches++
 	m.candidates += len(idx)
+	m.ends = append(m.ends, batchEnd{at: m.last, n: len(idx)})
 	m.maxBatchRounds = max(m.maxBatchRounds, c.Rounds)
 	return t, nil
 }
@@ -491,6 +540,10 @@ type PhaseRun struct {
 	BatchMaterialBytes int64 `json:"batch_material_bytes,omitempty"`
 	// RoundsPerBatch is the rounds of one batch's forward.
 	RoundsPerBatch int64 `json:"rounds_per_batch"`
+	// Steady is the forward's steady-state rate (the party with the
+	// larger seconds per candidate); zero in runs recorded before it was
+	// measured and in phases of a single wave.
+	Steady Steady `json:"steady,omitzero"`
 	// Prepare (weight sharing), Forward (the batches) and Select
 	// (QuickSelect: the phase's remainder) split the phase.
 	Prepare Part `json:"prepare"`
@@ -535,6 +588,10 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds)}
 		}
 		ph.Prepare, ph.Forward = part(a.Prepare, b.Prepare), part(a.Forward, b.Forward)
+		ph.Steady = a.Steady
+		if b.Steady.PerCandidate() > a.Steady.PerCandidate() {
+			ph.Steady = b.Steady
+		}
 		rest := func(p PartyPhase) float64 { return p.Stats.Seconds - p.Prepare.Seconds - p.Forward.Seconds }
 		ph.Select = Part{Rounds: a.Stats.SelectRounds,
 			BytesP0:     max(0, ph.BytesP0-ph.Prepare.BytesP0-ph.Forward.BytesP0),

@@ -504,6 +504,7 @@ func TestCompare(t *testing.T) {
 	slow.Phases = slices.Clone(rep.Sample.Phases)
 	for i := range slow.Phases {
 		slow.Phases[i].Forward.Seconds *= 1.2
+		slow.Phases[i].Steady.Seconds *= 1.2
 	}
 	cc, err = rep.Compare(&slow, 0.10)
 	if err != nil {
@@ -707,5 +708,56 @@ func TestSelectTinyPipelineModesAlike(t *testing.T) {
 	c := cfg
 	if _, err := run(ctx, c, nil); err == nil || !strings.Contains(err.Error(), "checkpoint") {
 		t.Errorf("a run over a checkpoint: %v", err)
+	}
+}
+
+func TestSteadyRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	tests := []struct {
+		name  string
+		ends  []batchEnd
+		lanes int
+		want  Steady
+	}{
+		{"single wave", []batchEnd{{at(5), 8}, {at(5.1), 8}}, 2, Steady{}},
+		{"slow first wave", []batchEnd{{at(7), 8}, {at(7.2), 8}, {at(8.2), 8}, {at(8.4), 8}, {at(9.2), 4}}, 2,
+			Steady{Seconds: 2, Candidates: 20}},
+		{"out of order", []batchEnd{{at(9.2), 4}, {at(7.2), 8}, {at(8.4), 8}, {at(7), 8}, {at(8.2), 8}}, 2,
+			Steady{Seconds: 2, Candidates: 20}},
+		{"one lane", []batchEnd{{at(3), 8}, {at(4), 8}, {at(5), 8}}, 1, Steady{Seconds: 2, Candidates: 16}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &phaseMeter{ends: tc.ends}
+			got := m.steady(tc.lanes)
+			if math.Abs(got.Seconds-tc.want.Seconds) > 1e-9 || got.Candidates != tc.want.Candidates {
+				t.Errorf("steady = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForwardSecondsProjection(t *testing.T) {
+	tests := []struct {
+		name    string
+		seconds float64
+		n       int
+		st      Steady
+		c       int
+		want    float64
+	}{
+		// 100 candidates in 10 s, the first wave slow: the steady 0.05 s
+		// per candidate for the other 900, the start-up once.
+		{"steady rate", 10, 100, Steady{Seconds: 2, Candidates: 40}, 1000, 10 + 0.05*900},
+		{"no steady window", 10, 100, Steady{}, 1000, 100},
+		{"fewer than the sample", 10, 100, Steady{Seconds: 2, Candidates: 40}, 50, 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := forwardSeconds(tc.seconds, tc.n, tc.st, tc.c); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("forwardSeconds = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -308,7 +308,9 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 	p("Each workload ran the real pipeline (selection.ModelOwner and selection.DataOwner with checkpoints on, the in-process dealer, " +
 		"the secure forward of each phase's network with random weights of its shape, the secure entropy, QuickSelect) on a sample of " +
 		"synthetic candidates, once over the emulated link and once without a link, and was projected to the full pool: per phase, the " +
-		"forward's bytes, dealer bytes and seconds per candidate × the phase's candidates, its rounds per batch × ⌈batches ÷ lanes in flight⌉ " +
+		"forward's bytes and dealer bytes per candidate × the phase's candidates, its seconds the sample's plus its steady rate × the other candidates " +
+		"(the rate after the first wave of batches: a phase's start-up, the heap growing to its working set and the prefetch queue filling, is paid once, not per candidate), " +
+		"its rounds per batch × ⌈batches ÷ lanes in flight⌉ " +
 		"(the workload's lanes with the pipeline on, every lane running at once; 1 with it off, one batch at a time), " +
 		"plus the weight sharing once, plus QuickSelect **measured at the phase's full size** (selection.TopK on that many shared values; " +
 		"its expected comparison count, Knuth's 2((n+1)H_n − (n+3−k)H_{n+1−k} − (k+2)H_k + n + 3), between 2n and 3.4n, is shown beside the measured one: " +
