@@ -99,31 +99,34 @@ var (
 // default sample sizes keep a run (with and without the link) within about
 // ten minutes on an idle 2-core machine.
 //
-// Batches and lanes are chosen for the pipelined scheduler: 8 lanes, and
-// 64 candidates in flight for the one-layer proxies (sst2-distilbert,
-// cifar10-vitsmall), twice the 2 slots × 16 before the pipeline, which
-// halves the latency bound. qqp-bert's ⟨3L,12H,d16⟩ phase holds three
-// times a layer's activations per candidate (6.7 GB of heap at 64 in
-// flight), so it keeps 32 in flight (8 lanes of 4), as does the Oracle (2
-// lanes of 3: its 6-layer batches are compute-bound and the largest).
+// Batches and lanes are chosen for the pipelined scheduler. Its lanes are
+// served by priority (protocol.ComputeGate: one lane per core computes at
+// once, the oldest batch first, and the link sends the oldest batch's
+// frames first), so more lanes no longer means more activations alive at
+// once: 16 lanes, 128 candidates in flight for the one-layer proxies
+// (sst2-distilbert, cifar10-vitsmall: 3.2 and 2.5 GB of peak heap, both
+// parties and the dealer), 64 for qqp-bert (16 lanes of 4; its
+// ⟨3L,12H,d16⟩ phase holds three times a layer's activations per
+// candidate); the Oracle keeps 2 lanes of 3 (its 6-layer batches are
+// compute-bound and the largest). With 8 lanes each batch's 51 rounds
+// (2.55 s at 50 ms) were longer than the link needed for the other lanes'
+// bytes, so the link idled; 16 lanes halve the latency bound. Default
+// samples give the lanes at least two waves in the phases that dominate
+// the delay, so that their steady rate is measured (SampleRun's Steady).
 // Prefetch is bounded at 256 MiB per party (three of sst2-distilbert's
 // 85 MB batches): with selection's 1 GiB default the parties held 1 GB
-// each, sst2-distilbert's 256-sample run peaked at 5.7 GB of heap (both
-// parties and the in-process dealer; 2.4 GB before the pipeline) and its
-// run without a link took 35 s of CPU against 27 s at 256 MiB (4.1 GB),
-// for the same time over the link within the machine's noise (49 s and
-// 52 s).
+// each and the heap grew without a gain over the link.
 var Workloads = []Workload{
 	{Name: "sst2-distilbert", Target: "DistilBERT (6 layers, 12 heads, hidden 768)", Shape: "distilbert", Seq: 128, Pool: 42000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 8, Workers: 8, MemoryBudget: 256 << 20,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 512, BatchSize: 8, Workers: 16, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 12, 2, 0.50}, {1, 12, 8, 0.30}, {1, 12, 16, 0.20}},
 		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
 	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 4, Workers: 8, MemoryBudget: 256 << 20,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 512, BatchSize: 4, Workers: 16, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 1, 2, 0.30}, {3, 12, 16, 0.20}},
 		Paper:  paperBERT},
 	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 256, BatchSize: 8, Workers: 8, MemoryBudget: 256 << 20,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 512, BatchSize: 8, Workers: 16, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 6, 16, 0.20}}},
 	{Name: "oracle-sst2-distilbert", Target: "the exact 6-layer DistilBERT (the paper's Oracle)", Shape: "distilbert", Seq: 128, Exact: true, Pool: 42000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 12, BatchSize: 3, Workers: 2, MemoryBudget: 256 << 20,

@@ -99,7 +99,13 @@
 //     every lane's batches, the first included, draw their items as one
 //     pipelined sequence (beaver.DrawSequence: one round trip to a
 //     networked dealer per batch, not one per item); each QuickSelect step
-//     draws its items ahead likewise (protocol.Session.Ahead). Off, one
+//     draws its items ahead likewise (protocol.Session.Ahead). The lanes
+//     are served by priority: one lane per core computes at once (a
+//     protocol.ComputeGate slot, given back while the lane waits for its
+//     peer), and both the slots and the link's frames go to the oldest
+//     batch first, so that the batches in flight do not move in step (all
+//     computing while the link idles, then all sending while the processor
+//     idles); the order depends on public batch numbers alone. Off, one
 //     batch runs at a time and every item is drawn when needed. The batches draw
 //     the same material either way: the mode changes the delay, never the
 //     entropies or the selection, and each party picks its own.
