@@ -53,7 +53,6 @@ func TestComputeGateReleasedWhileWaiting(t *testing.T) {
 		if err := ss[0].Enter(ctx, gate, 0); err != nil {
 			return got, err
 		}
-		defer ss[0].Leave()
 		errc := make(chan error, 1)
 		go func() {
 			if err := ss[1].Enter(ctx, gate, 1); err != nil {
@@ -67,6 +66,9 @@ func TestComputeGateReleasedWhileWaiting(t *testing.T) {
 		}()
 		v, err := reveal(ss[0], 0)
 		got[0] = v
+		// Leave before waiting for the other session: a slot held across
+		// a wait for anything but the peer can starve the other holder.
+		ss[0].Leave()
 		return got, errors.Join(err, <-errc)
 	})
 	if err != nil {
