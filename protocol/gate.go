@@ -20,6 +20,12 @@ import (
 // their maximum. Served by priority, the oldest batch runs as if alone and
 // the younger ones fill the gaps it leaves.
 //
+// A session holds its slot from Enter to Leave except while it waits for
+// its peer: code run between them must not wait for another session of the
+// same gate (or for anything such a session must do first), or the gate
+// can run out of slots with every holder waiting (call Leave before such a
+// wait).
+//
 // A ComputeGate is safe for concurrent use.
 type ComputeGate struct {
 	g     *prio.Gate
