@@ -45,19 +45,19 @@ func (g *ComputeGate) Slots() int { return g.slots }
 // Enter makes the session compute under g at priority p (lower numbers
 // first): it waits for a slot of g, holds it while it computes, gives it
 // back during each exchange with its peer and takes one again after; its
-// stream's frames get priority p on the connection. A nil g sets the
-// stream's priority alone. Leave ends it. A rehearsal ignores both.
+// stream's frames get priority p on the connection. Leave ends it. A
+// rehearsal ignores both.
 func (s *Session) Enter(ctx context.Context, g *ComputeGate, p int64) error {
 	if s.dry {
 		return nil
 	}
-	if s.gate != nil {
+	switch {
+	case g == nil:
+		return fmt.Errorf("protocol: session on stream %d entered a nil compute gate", s.stream.ID())
+	case s.gate != nil:
 		return fmt.Errorf("protocol: session on stream %d entered a compute gate twice", s.stream.ID())
 	}
 	s.stream.SetPriority(p)
-	if g == nil {
-		return nil
-	}
 	if err := g.g.Acquire(ctx, p, nil); err != nil {
 		return fmt.Errorf("protocol: wait for a compute slot: %w", err)
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,9 @@ func TestComputeGateMisuse(t *testing.T) {
 		if p.ID == 1 {
 			return struct{}{}, nil
 		}
+		if err := s.Enter(ctx, nil, 4); err == nil || !strings.Contains(err.Error(), "nil") {
+			t.Errorf("Enter with no gate: %v", err)
+		}
 		if err := s.Enter(ctx, gate, 4); err != nil {
 			return struct{}{}, err
 		}
@@ -124,4 +128,45 @@ func TestComputeGateMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// ExampleComputeGate runs two batches of party 0 under a gate of one slot:
+// while the batch that holds the slot waits for its peer, the other one
+// computes; the oldest batch (priority 0) gets a freed slot first.
+func ExampleComputeGate() {
+	ctx := context.Background()
+	gate := NewComputeGate(1) // one slot: one batch computes at a time
+	r, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) ([2]uint64, error) {
+		var out [2]uint64
+		errc := make(chan error, 2)
+		for b := range 2 {
+			go func() {
+				s, err := NewSession(ctx, p.ID, p.Conn.Stream(uint32(10+b)), p.Provider, share.DefaultFixedPoint)
+				if err != nil {
+					errc <- err
+					return
+				}
+				if p.ID == 0 { // the model owner's batches share its gate
+					if err := s.Enter(ctx, gate, int64(b)); err != nil {
+						errc <- err
+						return
+					}
+					defer s.Leave()
+				}
+				x := &share.Tensor{Shape: []int{1}, Data: []uint64{uint64(p.ID*100 + b)}}
+				v, err := s.Reveal(ctx, x) // the slot is given back during the exchange
+				if err == nil {
+					out[b] = v.Data[0]
+				}
+				errc <- err
+			}()
+		}
+		return out, errors.Join(<-errc, <-errc)
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(r.Out[0], r.Out[1])
+	// Output: [100 102] [100 102]
 }

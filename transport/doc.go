@@ -26,7 +26,10 @@
 // A Conn carries independent logical [Stream]s, named by a uint32 id that both
 // sides choose alike (for example one per concurrent batch). Each stream is an
 // ordered sequence of messages; messages of different streams interleave
-// frame by frame. A message is a byte string or a []uint64 sent little-endian
+// frame by frame. When frames of several streams wait for the connection,
+// the stream of the lowest priority number ([Stream.SetPriority], default
+// 0) goes first, in arrival order among equals; credit frames go before
+// any data. A message is a byte string or a []uint64 sent little-endian
 // (on little-endian hosts the slice memory is sent as is, without encoding).
 //
 // After a 16-byte preface per side ("SFTR", version, receive window, maximum
