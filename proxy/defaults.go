@@ -23,7 +23,18 @@ const (
 	WideHidden = 256
 	// MaxPoints bounds Config.Points.
 	MaxPoints = 1 << 28
+	// maxMLPHidden bounds Config.EntropyHidden (as the proxy file format
+	// bounds every MLP's width).
+	maxMLPHidden = 1 << 16
 )
+
+// ablation returns the ablation of phase i (PhaseAblations[i] when set).
+func (c Config) ablation(i int) Ablation {
+	if len(c.PhaseAblations) > 0 {
+		return c.PhaseAblations[i]
+	}
+	return c.Ablation
+}
 
 // DefaultPoints returns the default size of each MLP's synthesised data set
 // for a bootstrap of n samples: 500·n, at least 20,000 and at most the
@@ -114,6 +125,10 @@ func (c Config) Validate(target *model.Model, n int) error {
 		return fmt.Errorf("proxy: points %d per MLP data set (2 to %d)", c.Points, MaxPoints)
 	case c.MLP.Epochs < 0 || c.MLP.BatchSize < 0 || !(c.MLP.LR > 0) || !finite(c.MLP.LR) || c.MLP.Test < 0:
 		return fmt.Errorf("proxy: mlp: epochs %d, batch size %d, learning rate %g, test rows %d", c.MLP.Epochs, c.MLP.BatchSize, c.MLP.LR, c.MLP.Test)
+	case len(c.PhaseAblations) != 0 && len(c.PhaseAblations) != len(c.Phases):
+		return fmt.Errorf("proxy: %d phase ablations for %d phases", len(c.PhaseAblations), len(c.Phases))
+	case c.EntropyHidden < 0 || c.EntropyHidden > maxMLPHidden:
+		return fmt.Errorf("proxy: entropy MLP hidden width %d (0 to %d)", c.EntropyHidden, maxMLPHidden)
 	case c.Reservoir < 0:
 		return fmt.Errorf("proxy: reservoir %d", c.Reservoir)
 	case !(c.RealMix >= 0 && c.RealMix <= 1):

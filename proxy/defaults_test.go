@@ -87,6 +87,9 @@ func TestConfigValidate(t *testing.T) {
 		{"NaN MLP rate", func(c *Config) { c.MLP.LR = math.NaN() }, 10, "mlp"},
 		{"negative reservoir", func(c *Config) { c.Reservoir = -1 }, 10, "reservoir"},
 		{"NaN entropy weight", func(c *Config) { c.EntropyWeight = math.NaN() }, 10, "entropy weight"},
+		{"one phase ablation for two phases", func(c *Config) { c.PhaseAblations = []Ablation{NoAttnSM} }, 10, "1 phase ablations for 2 phases"},
+		{"negative entropy width", func(c *Config) { c.EntropyHidden = -1 }, 10, "entropy MLP hidden width"},
+		{"entropy width too large", func(c *Config) { c.EntropyHidden = 1<<16 + 1 }, 10, "entropy MLP hidden width"},
 		{"empty bootstrap", func(c *Config) {}, 0, "bootstrap"},
 	}
 	for _, c := range cases {

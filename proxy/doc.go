@@ -18,6 +18,16 @@
 //     end on S_boot.
 //  4. Save/Load: model.safetensors + proxy.json.
 //
+// Two departures from the paper are options of Config. PhaseAblations keeps
+// modules exact in chosen phases only: the attention softmax MLP is where a
+// proxy loses most of its fidelity to the target (bench/QUALITY.md: on the
+// MNIST ViT, Spearman with the target 0.63 with every module emulated, 0.82
+// with the last phase's attention softmax exact), and the last phase, which
+// sees the fewest candidates, can afford protocol.Softmax over MPC (about
+// three times the rounds and twice the bytes of the MLP proxy's forward).
+// EntropyHidden widens the entropy MLPs alone, which run once per candidate
+// on C logits and cost little next to the attention MLPs.
+//
 // Token/patch embeddings (and BERT's embedding LayerNorm) are frozen throughout and
 // stay those of the target: the data owner evaluates them locally in the clear, so
 // they are not part of the secure forward.

@@ -53,8 +53,9 @@ type Proxy struct {
 // needFunc returns the ex vivo MLP of a module for hidden width d.
 type needFunc func(module string, d int) (*mlp.MLP, error)
 
-// buildProxy prunes M_g to the phase's shape and substitutes the MLPs.
-func buildProxy(mg *model.Model, ph Shape, ab Ablation, scores [][]float64, need needFunc) (*Proxy, error) {
+// buildProxy prunes M_g to the phase's shape and substitutes the MLPs (the
+// entropy MLP of width entHidden when positive, d otherwise).
+func buildProxy(mg *model.Model, ph Shape, ab Ablation, entHidden int, scores [][]float64, need needFunc) (*Proxy, error) {
 	m, err := copyBottom(mg, ph.Layers, 1)
 	if err != nil {
 		return nil, err
@@ -93,11 +94,15 @@ func buildProxy(mg *model.Model, ph Shape, ab Ablation, scores [][]float64, need
 		m.FinalLN.InvSqrt = p.FinalLNMLP
 	}
 	if !ab.ExactEntropy {
-		e, err := need(entropyName, ph.Hidden)
+		d := ph.Hidden
+		if entHidden > 0 {
+			d = entHidden
+		}
+		e, err := need(entropyName, d)
 		if err != nil {
 			return nil, err
 		}
-		p.Entropy = e.Clone(fmt.Sprintf("%s.d%d", entropyName, ph.Hidden))
+		p.Entropy = e.Clone(fmt.Sprintf("%s.d%d", entropyName, d))
 	}
 	return p, nil
 }

@@ -68,6 +68,17 @@ type Config struct {
 	Phases []Shape
 	// Ablation keeps modules exact (zero value: every module emulated).
 	Ablation Ablation
+	// PhaseAblations, if set, holds one ablation per phase and replaces
+	// Ablation: e.g. a cheap all-MLP proxy for the first phase, which sees
+	// every candidate, and an exact attention softmax (protocol.Softmax over
+	// MPC) for the last, which sees few. The secure evaluation takes each
+	// proxy's own ablation (secure.Arch.Ablation).
+	PhaseAblations []Ablation
+	// EntropyHidden is the hidden width of every proxy's entropy MLP (0: the
+	// phase's d). The entropy MLP runs once per candidate on C logits, so a
+	// wider one costs little over MPC next to the attention MLPs, which run
+	// per head and token.
+	EntropyHidden int
 	// Tune fine-tunes M_g; InVivo fine-tunes each proxy.
 	Tune, InVivo TrainConfig
 	// MLP trains the MLPs ex vivo (N, batch size, learning rate ...).
@@ -217,7 +228,7 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 		}
 	}
 	for pi, ph := range cfg.Phases {
-		p, err := buildProxy(mg, ph, cfg.Ablation, scores, need)
+		p, err := buildProxy(mg, ph, cfg.ablation(pi), cfg.EntropyHidden, scores, need)
 		if err != nil {
 			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi, err)
 		}

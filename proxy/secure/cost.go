@@ -157,8 +157,9 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 // MLP's first layer (W' = Wc·W1, b' = bc·W1 + b1, see Prepared.entropy), so
 // the logits are never computed. It errs for architectures outside that case.
 //
-// With B the batch, H the width and d the MLP width (msg and truncrelu as for
-// BlockCost; "P1" terms are sent by the data owner alone):
+// With B the batch, H the width, d the MLP width and d' the entropy MLP's
+// (Arch.EntropyHidden, else d; msg and truncrelu as for BlockCost; "P1" terms
+// are sent by the data owner alone):
 //
 //	step                               rounds  bytes
 //	ViT: final LayerNorm of the B      15      as a block's LayerNorm, R = B
@@ -166,8 +167,8 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 //	BERT/DistilBERT: pooler x·Wp       1       P1 msg(B·H)
 //	  truncation and ReLU              7       truncrelu(B·H)
 //	classifier and entropy MLP z·W'    1       P1 msg(B·H)
-//	  truncation and ReLU              7       truncrelu(B·d)
-//	  ·W2, truncation                  1+1     P1 msg(B·d); msg(B)
+//	  truncation and ReLU              7       truncrelu(B·d')
+//	  ·W2, truncation                  1+1     P1 msg(B·d'); msg(B)
 //
 // That is 25 rounds for ViT and 18 for BERT and DistilBERT (the unfolded
 // classifier, a product and its truncation, took 2 more).
@@ -181,7 +182,7 @@ func HeadCost(a Arch, batch int) (rounds int64, bytes [2]int64, err error) {
 	if batch <= 0 {
 		return 0, bytes, fmt.Errorf("secure: head cost: batch size %d", batch)
 	}
-	B, H, d := batch, a.Hidden, a.MLPHidden
+	B, H, d, dEnt := batch, a.Hidden, a.MLPHidden, a.entropyHidden()
 	type step struct {
 		rounds int64
 		both   int64 // bytes sent by each party
@@ -196,7 +197,7 @@ func HeadCost(a Arch, batch int) (rounds int64, bytes [2]int64, err error) {
 	} else {
 		steps = []step{{1, 0, msg(B * H)}, {7, truncReLUBytes(B * H), 0}}
 	}
-	steps = append(steps, step{1, 0, msg(B * H)}, step{7, truncReLUBytes(B * d), 0}, step{1, 0, msg(B * d)}, step{1, msg(B), 0})
+	steps = append(steps, step{1, 0, msg(B * H)}, step{7, truncReLUBytes(B * dEnt), 0}, step{1, 0, msg(B * dEnt)}, step{1, msg(B), 0})
 	for _, s := range steps {
 		rounds += s.rounds
 		bytes[0] += s.both

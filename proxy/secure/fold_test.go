@@ -301,14 +301,17 @@ func TestHeadCost(t *testing.T) {
 		family model.Family
 		batch  int
 		rounds int64
+		entD   int // Arch.EntropyHidden
 	}{
-		{"bert", model.BERT, 3, 18},
-		{"distilbert", model.DistilBERT, 1, 18},
-		{"vit", model.ViT, 4, 25},
-		{"vit batch 70", model.ViT, 70, 25},
+		{"bert", model.BERT, 3, 18, 0},
+		{"distilbert", model.DistilBERT, 1, 18, 0},
+		{"vit", model.ViT, 4, 25, 0},
+		{"vit batch 70", model.ViT, 70, 25, 0},
+		{"bert, entropy MLP 12 wide", model.BERT, 3, 18, 12},
+		{"vit, entropy MLP 12 wide", model.ViT, 4, 25, 12},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			a := Arch{Family: c.family, Layers: 1, Heads: 2, HeadDim: 3, Hidden: 10, Seq: 5, Labels: 3, MLPHidden: 4}
+			a := Arch{Family: c.family, Layers: 1, Heads: 2, HeadDim: 3, Hidden: 10, Seq: 5, Labels: 3, MLPHidden: 4, EntropyHidden: c.entD}
 			net, err := RandomNet(a, 2)
 			if err != nil {
 				t.Fatal(err)

@@ -31,6 +31,9 @@ type Arch struct {
 	// MLPHidden is the hidden width d of every approximator MLP (unused by the
 	// modules kept exact).
 	MLPHidden int `json:"mlp_hidden"`
+	// EntropyHidden is the hidden width of the entropy MLP when it differs
+	// from MLPHidden (0: MLPHidden; see proxy.Config.EntropyHidden).
+	EntropyHidden int `json:"entropy_hidden,omitempty"`
 	// Intermediate is the FFN width; 0 means no FFN (a SelectFormer proxy).
 	Intermediate int `json:"intermediate"`
 	// Act is the FFN activation ("relu" or "gelu"; GeLU runs as x·σ(1.702x)).
@@ -69,6 +72,9 @@ func (a Arch) Validate() error {
 	needMLP := !a.Ablation.ExactAttnSoftmax || !a.Ablation.ExactLayerNorm || !a.Ablation.ExactEntropy
 	if needMLP && a.MLPHidden <= 0 {
 		return fmt.Errorf("secure: architecture has MLPs but MLP hidden width %d", a.MLPHidden)
+	}
+	if a.EntropyHidden < 0 || a.EntropyHidden > 1<<16 {
+		return fmt.Errorf("secure: entropy MLP hidden width %d", a.EntropyHidden)
 	}
 	if a.Intermediate > 0 && a.Act != "relu" && a.Act != "gelu" {
 		return fmt.Errorf("secure: FFN activation %q (want relu or gelu)", a.Act)
@@ -167,6 +173,14 @@ func fromLN(ln *nn.LayerNorm, inv *mlp.MLP) *lnW {
 	return &lnW{gamma: append([]float64(nil), ln.Gamma.Value.Data...), beta: append([]float64(nil), ln.Beta.Value.Data...), inv: fromMLP(inv)}
 }
 
+// entropyHidden returns the entropy MLP's hidden width.
+func (a Arch) entropyHidden() int {
+	if a.EntropyHidden > 0 {
+		return a.EntropyHidden
+	}
+	return a.MLPHidden
+}
+
 // ArchOfProxy returns the public architecture of a SelectFormer proxy for
 // inputs padded to seq tokens (for ViT, seq must be patches + 1).
 func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
@@ -183,6 +197,9 @@ func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
 	a := Arch{Family: c.Family, Layers: len(p.Model.Blocks), Heads: p.Model.Blocks[0].Attn.Heads, HeadDim: p.Model.Blocks[0].Attn.HeadDim(),
 		Hidden: c.Hidden, Seq: seq, Labels: c.NumLabels(), MLPHidden: p.Shape.Hidden, Ablation: p.Ablation, Eps: c.LayerNormEps,
 		EmbedRows: embedRowsOf(c)}
+	if p.Entropy != nil && p.Entropy.Hidden() != p.Shape.Hidden {
+		a.EntropyHidden = p.Entropy.Hidden()
+	}
 	if c.Family == model.ViT && seq != c.NumPatches()+1 {
 		return Arch{}, fmt.Errorf("secure: a ViT of %d patches needs seq %d, got %d", c.NumPatches(), c.NumPatches()+1, seq)
 	}
@@ -349,11 +366,11 @@ func RandomNet(a Arch, seed uint64) (*Net, error) {
 	lin := func(in, out int) linear {
 		return linear{in: in, out: out, w: gauss(in*out, 0.02), b: gauss(out, 0.02)}
 	}
-	mk := func(in, out int) *mlpW {
-		d := a.MLPHidden
+	mkD := func(in, out, d int) *mlpW {
 		return &mlpW{in: in, d: d, out: out, w1: gauss(in*d, 0.5/math.Sqrt(float64(in))), b1: gauss(d, 0.1),
 			w2: gauss(d*out, 0.5/math.Sqrt(float64(d))), b2: gauss(out, 0.1), fill: gauss(in, 1)}
 	}
+	mk := func(in, out int) *mlpW { return mkD(in, out, a.MLPHidden) }
 	ln := func() *lnW {
 		l := &lnW{gamma: make([]float64, a.Hidden), beta: make([]float64, a.Hidden)}
 		for i := range l.gamma {
@@ -384,7 +401,7 @@ func RandomNet(a Arch, seed uint64) (*Net, error) {
 	}
 	n.cls = lin(a.Hidden, a.Labels)
 	if !a.Ablation.ExactEntropy {
-		n.ent = mk(a.Labels, 1)
+		n.ent = mkD(a.Labels, 1, a.entropyHidden())
 	}
 	if a.EmbedRows > 0 {
 		n.emb = &embW{table: gauss(a.EmbedRows*a.Hidden, 0.02), add: gauss(a.Seq*a.Hidden, 0.02)}
@@ -407,10 +424,11 @@ func (n *Net) check() error {
 	okLin := func(l *linear, in, out int) bool {
 		return l != nil && l.in == in && l.out == out && len(l.w) == in*out && (l.b == nil || len(l.b) == out)
 	}
-	okMLP := func(m *mlpW, in, out int) bool {
-		return m != nil && m.in == in && m.out == out && m.d == a.MLPHidden && len(m.w1) == in*m.d && len(m.b1) == m.d &&
+	okMLPD := func(m *mlpW, in, out, d int) bool {
+		return m != nil && m.in == in && m.out == out && m.d == d && len(m.w1) == in*m.d && len(m.b1) == m.d &&
 			len(m.w2) == m.d*out && len(m.b2) == out
 	}
+	okMLP := func(m *mlpW, in, out int) bool { return okMLPD(m, in, out, a.MLPHidden) }
 	okLN := func(l *lnW) bool {
 		return l != nil && len(l.gamma) == a.Hidden && len(l.beta) == a.Hidden && (a.Ablation.ExactLayerNorm || okMLP(l.inv, 1, 1))
 	}
@@ -440,7 +458,7 @@ func (n *Net) check() error {
 		(a.Family != model.ViT && (n.emb.ln == nil || len(n.emb.ln.gamma) != a.Hidden))) {
 		return fmt.Errorf("secure: embeddings do not fit %+v", a)
 	}
-	if !a.Ablation.ExactEntropy && !okMLP(n.ent, a.Labels, 1) {
+	if !a.Ablation.ExactEntropy && !okMLPD(n.ent, a.Labels, 1, a.entropyHidden()) {
 		return fmt.Errorf("secure: entropy MLP does not fit %+v", a)
 	}
 	return nil

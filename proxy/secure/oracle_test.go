@@ -31,12 +31,7 @@ func TestForwardOracleFidelity(t *testing.T) {
 	// This small model's LayerNorm variances lie in [0.003, 0.7]; 4^3 brings
 	// them into InvSqrt's range.
 	net.Arch.InvSqrtShift = 3
-	batch, err := Embed(m, f.cand)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, cost := secureEntropies(t, net, net.Arch, batch, f.cand.Len(), Options{}, share.DefaultFixedPoint)
-	maxErr, rho, overlap := fidelity(t, got, want)
+	maxErr, rho, overlap, cost := embeddedFidelity(t, net, m, f.cand, want)
 	t.Logf("oracle: rounds %d, bytes p0 %d p1 %d; max abs error %.4f nats, Spearman %.5f, top-20%% overlap %.3f",
 		cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
 	if maxErr > oracleMaxErr || rho < 0.995 || overlap < 0.95 {

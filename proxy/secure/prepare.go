@@ -251,7 +251,7 @@ func (p *Prepared) prepareHead(ctx context.Context, s *protocol.Session, net *Ne
 		p.cls = &ls
 		return nil
 	}
-	d := a.MLPHidden
+	d := a.entropyHidden()
 	var l1, l2 *linear
 	if net != nil {
 		var err error

@@ -27,7 +27,10 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 type vitFixture struct {
 	target *model.Model
 	proxy  *proxy.Proxy
-	cand   model.Input
+	// exactSM is a second phase's proxy with the attention softmax exact
+	// (proxy.Config.PhaseAblations).
+	exactSM *proxy.Proxy
+	cand    model.Input
 }
 
 var (
@@ -71,7 +74,11 @@ func getViT(t *testing.T) *vitFixture {
 			vitErr = err
 			return
 		}
-		pc := proxy.Config{Phases: []proxy.Shape{{Layers: 2, Heads: 2, Hidden: 8}},
+		// Both proxies have an entropy MLP wider than their other MLPs
+		// (Arch.EntropyHidden); the second keeps the attention softmax
+		// exact (protocol.Softmax).
+		pc := proxy.Config{Phases: []proxy.Shape{{Layers: 2, Heads: 2, Hidden: 8}, {Layers: 2, Heads: 2, Hidden: 8}},
+			PhaseAblations: []proxy.Ablation{{}, proxy.NoAttnSM}, EntropyHidden: 24,
 			Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 32, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 2, BatchSize: 16, LR: 5e-4},
 			Points: 20_000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet()}
 		res, err := proxy.Generate(context.Background(), m, boot, bootY, pc)
@@ -79,7 +86,7 @@ func getViT(t *testing.T) *vitFixture {
 			vitErr = err
 			return
 		}
-		vitFix = &vitFixture{target: m, proxy: res.Proxies[0], cand: cand}
+		vitFix = &vitFixture{target: m, proxy: res.Proxies[0], exactSM: res.Proxies[1], cand: cand}
 		slog.Debug("fixture", "elapsed", time.Since(start))
 	})
 	if vitErr != nil {
@@ -131,6 +138,20 @@ func secureEntropies(t *testing.T, net *Net, arch Arch, batch *Batch, n int, opt
 		t.Fatal("parties revealed different entropies")
 	}
 	return r[0].h, [2]twoparty.Cost{r[0].cost, r[1].cost}
+}
+
+// embeddedFidelity embeds cand with m's public embeddings, runs net's secure
+// forward on them (public mask, default encoding) and compares the entropies
+// with want (see fidelity).
+func embeddedFidelity(t *testing.T, net *Net, m *model.Model, cand model.Input, want []float64) (maxErr, rho, overlap float64, cost [2]twoparty.Cost) {
+	t.Helper()
+	batch, err := Embed(m, cand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, cost := secureEntropies(t, net, net.Arch, batch, cand.Len(), Options{}, share.DefaultFixedPoint)
+	maxErr, rho, overlap = fidelity(t, got, want)
+	return maxErr, rho, overlap, cost
 }
 
 // fidelity compares secure and plaintext entropies: max abs error, Spearman
@@ -207,5 +228,52 @@ func TestForwardViTProxyFidelity(t *testing.T) {
 		cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
 	if maxErr > 0.01 || rho < 0.999 || overlap < 0.98 {
 		t.Errorf("private embeddings: max abs error %.5f (≤ 0.01), Spearman %.5f (≥ 0.999), overlap %.3f (≥ 0.98)", maxErr, rho, overlap)
+	}
+}
+
+// TestForwardViTExactSoftmaxFidelity evaluates a proxy whose attention
+// softmax is exact (the ablation of a last phase, run by protocol.Softmax)
+// and whose entropy MLP is wider than its other MLPs, and compares it with
+// the plaintext proxy.
+func TestForwardViTExactSoftmaxFidelity(t *testing.T) {
+	f := getViT(t)
+	p := f.exactSM
+	if p.AttnMLP[0] != nil || p.Entropy == nil || p.Entropy.Hidden() != 24 {
+		t.Fatalf("fixture: attention MLP %v, entropy MLP of width %d", p.AttnMLP[0], p.Entropy.Hidden())
+	}
+	if q := f.proxy; q.AttnMLP[0] == nil || q.Ablation != (proxy.Ablation{}) || q.Entropy.Hidden() != 24 {
+		t.Fatalf("fixture: the first phase's proxy has ablation %+v, entropy MLP of width %d", q.Ablation, q.Entropy.Hidden())
+	}
+	want, err := p.Entropies(f.cand, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A saved proxy keeps its ablation and its entropy MLP's width.
+	dir := t.TempDir()
+	if err := p.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	q, err := proxy.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Ablation != p.Ablation || q.Entropy == nil || q.Entropy.Hidden() != 24 {
+		t.Fatalf("loaded proxy: ablation %+v, entropy MLP %v", q.Ablation, q.Entropy)
+	}
+	if again, err := q.Entropies(f.cand, 256); err != nil || !slices.Equal(again, want) {
+		t.Fatalf("loaded proxy's entropies differ (%v)", err)
+	}
+	net, err := FromProxy(q, p.Model.Config.NumPatches()+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !net.Arch.Ablation.ExactAttnSoftmax || net.Arch.EntropyHidden != 24 || net.Arch.MLPHidden != 8 {
+		t.Fatalf("arch %+v: want the exact attention softmax, MLPs of width 8 and an entropy MLP of width 24", net.Arch)
+	}
+	maxErr, rho, overlap, cost := embeddedFidelity(t, net, p.Model, f.cand, want)
+	t.Logf("exact attention softmax: rounds %d, bytes p0 %d p1 %d; max abs error %.5f nats, Spearman %.5f, overlap %.3f",
+		cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
+	if maxErr > 0.02 || rho < 0.998 || overlap < 0.98 {
+		t.Errorf("fidelity: max abs error %.5f (≤ 0.02), Spearman %.5f (≥ 0.998), overlap %.3f (≥ 0.98)", maxErr, rho, overlap)
 	}
 }
