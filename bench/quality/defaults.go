@@ -31,8 +31,9 @@ func Defaults(dataset string, npm, small bool) (Config, error) {
 		MLP:    mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2},
 		Seed:   100,
 	}
-	c.Distill = &proxy.Distill{Weight: 0.8, Temperature: 1, BalanceClasses: true, Calibrate: 100, CalibrateLR: 3e-3, Mixup: 2000}
+	c.Distill = &proxy.Distill{Weight: 0.8, Temperature: 1, BalanceClasses: true, Calibrate: 100, CalibrateLR: 3e-3, Mixup: 8000}
 	c.ExVivo = &ExVivo{RealMix: 0.5, CentreSoftmax: true, Reservoir: 8192, Points: 300_000}
+	c.EntropyHidden, c.FinalExactSoftmax = 128, true
 	switch dataset {
 	case MNIST:
 		c.Setting = Setting{Dataset: MNIST, Seed: 1, Public: 500, TestPerClass: 100, RareFrac: 0.1,

@@ -25,6 +25,7 @@ const (
 	OracleCkpt   = "Oracle (checkpoint)"
 	OursMPC      = "Ours (MPC)"
 	Ours         = "Ours (plaintext)"
+	OursMLP      = "Ours (all MLPs)"
 	OursPaper    = "Ours (label tuning)"
 	Ours1        = "Ours (1 phase)"
 	Ours3        = "Ours (3 phases)"
@@ -35,7 +36,7 @@ const (
 )
 
 // AllMethods lists every method in report order.
-var AllMethods = []string{Random, Oracle, OracleCkpt, OursMPC, Ours, OursPaper, Ours1, Ours3, NoApprox, MPCFormer, MarginOracle, BalancedEnt}
+var AllMethods = []string{Random, Oracle, OracleCkpt, OursMPC, Ours, OursMLP, OursPaper, Ours1, Ours3, NoApprox, MPCFormer, MarginOracle, BalancedEnt}
 
 // Shape is one phase of a schedule: the proxy and how many candidates it
 // keeps, as a multiple of the final selection (the last phase keeps the
@@ -66,6 +67,13 @@ type Config struct {
 	Generate proxy.Config
 	Distill  *proxy.Distill
 	ExVivo   *ExVivo
+	// EntropyHidden is the width of Ours' entropy MLPs
+	// (proxy.Config.EntropyHidden; 0: each phase's d).
+	EntropyHidden int
+	// FinalExactSoftmax keeps the attention softmax exact in the last phase
+	// of each of Ours' schedules (proxy.Config.PhaseAblations; over MPC,
+	// protocol.Softmax); "Ours (all MLPs)" is the main schedule without it.
+	FinalExactSoftmax bool
 	// Methods restricts the methods (nil: AllMethods).
 	Methods []string
 	// Jobs is the number of seeds evaluated at once.
@@ -112,6 +120,8 @@ type Fidelity struct {
 	Variant string
 	Phase   int
 	Shape   proxy.Shape
+	// Ablation is the proxy's (modules kept exact).
+	Ablation proxy.Ablation
 	// Oracle and Checkpoint are the correlations with the adapted and the
 	// unadapted target's entropies.
 	Oracle, Checkpoint float64
@@ -223,6 +233,18 @@ func params(n, boot, final int, sched []Shape) (selection.Params, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// finalAblations returns the per-phase ablations of a schedule of Ours:
+// nil (every module emulated), or, with FinalExactSoftmax, the attention
+// softmax exact in the last phase.
+func (c *Config) finalAblations(sched []Shape) []proxy.Ablation {
+	if !c.FinalExactSoftmax || len(sched) == 0 {
+		return nil
+	}
+	out := make([]proxy.Ablation, len(sched))
+	out[len(out)-1] = proxy.NoAttnSM
+	return out
 }
 
 func phasesOf(sched []Shape) []proxy.Shape {
@@ -345,6 +367,9 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 	paperGen := oursGen
 	paperGen.Distill = nil
 	cfg.ExVivo.apply(&oursGen)
+	oursGen.EntropyHidden = cfg.EntropyHidden
+	allMLPGen := oursGen
+	oursGen.PhaseAblations = cfg.finalAblations(cfg.Schedule)
 	sel := map[string][]int{} // at the first budget (for the report's overlap of MPC vs plaintext)
 	var oursProxies []*proxy.Proxy
 	if s < cfg.SecureSeeds && cfg.has(OursMPC) {
@@ -407,7 +432,7 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 			if err != nil {
 				return err
 			}
-			sr.Fidelity = append(sr.Fidelity, Fidelity{Variant: variant, Phase: i, Shape: p.Shape, Oracle: a, Checkpoint: b, Logits: c})
+			sr.Fidelity = append(sr.Fidelity, Fidelity{Variant: variant, Phase: i, Shape: p.Shape, Ablation: p.Ablation, Oracle: a, Checkpoint: b, Logits: c})
 		}
 		return nil
 	}
@@ -451,16 +476,23 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 	if cfg.has(Ours1) || cfg.has(Ours3) || cfg.has(MPCFormer) {
 		// One generation holds the 1- and 3-phase proxies (same M_g).
 		var phases []proxy.Shape
+		var abl []proxy.Ablation
+		add := func(sched []Shape) {
+			phases = append(phases, phasesOf(sched)...)
+			abl = append(abl, cfg.finalAblations(sched)...)
+		}
 		if cfg.has(Ours1) {
-			phases = append(phases, phasesOf(cfg.OnePhase)...)
+			add(cfg.OnePhase)
 		}
 		if cfg.has(Ours3) {
-			phases = append(phases, phasesOf(cfg.ThreePhase)...)
+			add(cfg.ThreePhase)
 		}
 		if len(phases) == 0 {
-			phases = phasesOf(cfg.OnePhase)
+			add(cfg.OnePhase)
 		}
-		r, err := gen(oursGen, phases)
+		c := oursGen
+		c.PhaseAblations = abl
+		r, err := gen(c, phases)
 		if err != nil {
 			return nil, err
 		}
@@ -484,33 +516,34 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 			}
 		}
 	}
-	if cfg.has(OursPaper) && cfg.Distill != nil {
-		r, err := gen(paperGen, phasesOf(cfg.Schedule))
+	// scheduleVariant generates the main schedule's proxies with c, scores
+	// the pool and records the method and the proxies' fidelity.
+	scheduleVariant := func(method, fidName string, c proxy.Config) error {
+		r, err := gen(c, phasesOf(cfg.Schedule))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		ent, err := poolScores(r.Proxies, d.Pool)
 		if err != nil {
+			return err
+		}
+		variants = append(variants, variant{method, cfg.Schedule, ent})
+		return fid(fidName, r.Proxies, ent)
+	}
+	if cfg.has(OursMLP) && cfg.FinalExactSoftmax {
+		if err := scheduleVariant(OursMLP, "ours, all MLPs", allMLPGen); err != nil {
 			return nil, err
 		}
-		variants = append(variants, variant{OursPaper, cfg.Schedule, ent})
-		if err := fid("label tuning (paper)", r.Proxies, ent); err != nil {
+	}
+	if cfg.has(OursPaper) && cfg.Distill != nil {
+		if err := scheduleVariant(OursPaper, "label tuning (paper)", paperGen); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.has(NoApprox) {
 		c := oursGen
-		c.Ablation = proxy.NoApprox
-		r, err := gen(c, phasesOf(cfg.Schedule))
-		if err != nil {
-			return nil, err
-		}
-		ent, err := poolScores(r.Proxies, d.Pool)
-		if err != nil {
-			return nil, err
-		}
-		variants = append(variants, variant{NoApprox, cfg.Schedule, ent})
-		if err := fid("NoApprox", r.Proxies, ent); err != nil {
+		c.Ablation, c.PhaseAblations = proxy.NoApprox, nil
+		if err := scheduleVariant(NoApprox, "NoApprox", c); err != nil {
 			return nil, err
 		}
 	}

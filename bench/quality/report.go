@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/proxy"
 )
 
 // MeanStd returns the mean and the sample standard deviation of v.
@@ -147,7 +148,7 @@ func (r *Result) FidelityRows() []FidelityRow {
 				i = len(out)
 				idx[key] = i
 				out = append(out, FidelityRow{Variant: f.Variant, Phase: f.Phase,
-					Shape: fmt.Sprintf("⟨%d, %d, %d⟩", f.Shape.Layers, f.Shape.Heads, f.Shape.Hidden)})
+					Shape: fmt.Sprintf("⟨%d, %d, %d⟩", f.Shape.Layers, f.Shape.Heads, f.Shape.Hidden) + exactSuffix(f.Ablation)})
 			}
 			out[i].Oracle = append(out[i].Oracle, f.Oracle)
 			out[i].Ckpt = append(out[i].Ckpt, f.Checkpoint)
@@ -207,6 +208,12 @@ func (r *Result) Markdown(command string) string {
 			}
 			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits.", c.Distill.Calibrate, lr)
 		}
+	}
+	if c.EntropyHidden > 0 {
+		fmt.Fprintf(&b, " Ours' entropy MLPs have %d hidden units (the other MLPs each phase's d).", c.EntropyHidden)
+	}
+	if c.FinalExactSoftmax {
+		fmt.Fprintf(&b, " Ours' last phase keeps the attention softmax exact (protocol.Softmax over MPC: the row maximum, exp, one reciprocal per row), its other modules emulated; \"Ours (all MLPs)\" is the same schedule and generation with every module emulated, evaluated in plaintext.")
 	}
 	if e := c.ExVivo; e != nil {
 		g := c.Generate
@@ -345,6 +352,25 @@ func budgetsString(bs []float64) string {
 		parts[i] = fmt.Sprintf("%.0f%%", 100*v)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// exactSuffix names the modules a proxy keeps exact, short of NoApprox
+// (whose rows say so in their name).
+func exactSuffix(a proxy.Ablation) string {
+	if a == (proxy.Ablation{}) || a == proxy.NoApprox {
+		return ""
+	}
+	var parts []string
+	if a.ExactAttnSoftmax {
+		parts = append(parts, "attention softmax")
+	}
+	if a.ExactLayerNorm {
+		parts = append(parts, "LayerNorm")
+	}
+	if a.ExactEntropy {
+		parts = append(parts, "entropy")
+	}
+	return ", exact " + strings.Join(parts, " and ")
 }
 
 func schedString(s []Shape) string {

@@ -63,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	calibrate := fs.Int("calibrate", -1, "epochs of the entropy MLP's calibration on the tuned proxy's logits (-1: default)")
 	teacherEnt := fs.Bool("teacher-entropy", false, "with --distill, the entropy MLP learns the teacher's entropy (false: the proxy's own)")
 	observed := fs.Bool("observed", true, "Ours trains its softmax and LayerNorm MLPs on M_g's observed inputs too, softmax MLPs on centred rows (false: Gaussian-synthesised points only)")
+	finalSoftmax := fs.String("final-softmax", "exact", "attention softmax of Ours' last phase: exact (protocol.Softmax over MPC) or mlp (the paper's MLP)")
+	entHidden := fs.Int("entropy-hidden", -1, "hidden width of Ours' entropy MLPs (0: each phase's d; -1: default)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
@@ -113,6 +115,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if !*observed {
 		cfg.ExVivo = nil
+	}
+	switch *finalSoftmax {
+	case "exact":
+		cfg.FinalExactSoftmax = true
+	case "mlp":
+		cfg.FinalExactSoftmax = false
+	default:
+		return fmt.Errorf("flag -final-softmax: %q (want exact or mlp)", *finalSoftmax)
+	}
+	if *entHidden >= 0 {
+		cfg.EntropyHidden = *entHidden
 	}
 	d, err := quality.Prepare(cfg.Setting, log)
 	if err != nil {
