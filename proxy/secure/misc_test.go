@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 )
 
@@ -57,5 +58,41 @@ func TestForwardBadInputs(t *testing.T) {
 	}
 	if _, err := Prepare(context.Background(), nil, Arch{}, nil, Options{}); err == nil {
 		t.Error("Prepare of an invalid architecture: no error")
+	}
+}
+
+// TestArchValidateBounds: an architecture decoded from a peer cannot size
+// the other party's allocations beyond a real transformer's.
+func TestArchValidateBounds(t *testing.T) {
+	ok := Arch{Family: model.ViT, Layers: 2, Heads: 4, HeadDim: 8, Hidden: 32, Seq: 17, Labels: 10, MLPHidden: 16}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(*Arch)
+	}{
+		{"layers", func(a *Arch) { a.Layers = MaxLayers + 1 }},
+		{"heads", func(a *Arch) { a.Heads, a.HeadDim = MaxWidth+1, 1 }},
+		{"head dim", func(a *Arch) { a.Heads, a.HeadDim = 1, MaxWidth+1 }},
+		{"heads × head dim", func(a *Arch) { a.Heads, a.HeadDim = 1<<9, 1<<8 }},
+		{"hidden", func(a *Arch) { a.Hidden = MaxWidth + 1 }},
+		{"seq", func(a *Arch) { a.Seq = MaxWidth + 1 }},
+		{"labels", func(a *Arch) { a.Labels = MaxWidth + 1 }},
+		{"mlp hidden", func(a *Arch) { a.MLPHidden = MaxWidth + 1 }},
+		{"negative mlp hidden with exact modules", func(a *Arch) { a.MLPHidden, a.Ablation = -1, proxy.NoApprox }},
+		{"entropy hidden", func(a *Arch) { a.EntropyHidden = MaxWidth + 1 }},
+		{"negative entropy hidden", func(a *Arch) { a.EntropyHidden = -1 }},
+		{"ffn width", func(a *Arch) { a.Intermediate, a.Act = MaxWidth+1, "relu" }},
+		{"embedding rows", func(a *Arch) { a.EmbedRows = 1<<20 + 1 }},
+		{"negative embedding rows", func(a *Arch) { a.EmbedRows = -1 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := ok
+			c.edit(&a)
+			if err := a.Validate(); err == nil {
+				t.Errorf("%+v: no error", a)
+			}
+		})
 	}
 }

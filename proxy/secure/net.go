@@ -59,6 +59,15 @@ type Arch struct {
 	TanhPooler bool `json:"tanh_pooler"`
 }
 
+// Bounds of Arch.Validate.
+const (
+	// MaxWidth bounds every width of an architecture (sequence, hidden,
+	// heads·head dim, labels, MLP and FFN widths).
+	MaxWidth = 1 << 16
+	// MaxLayers bounds the number of encoder layers.
+	MaxLayers = 256
+)
+
 // Validate checks that the architecture is usable.
 func (a Arch) Validate() error {
 	switch a.Family {
@@ -73,7 +82,7 @@ func (a Arch) Validate() error {
 	if needMLP && a.MLPHidden <= 0 {
 		return fmt.Errorf("secure: architecture has MLPs but MLP hidden width %d", a.MLPHidden)
 	}
-	if a.EntropyHidden < 0 || a.EntropyHidden > 1<<16 {
+	if a.EntropyHidden < 0 || a.EntropyHidden > MaxWidth || a.MLPHidden < 0 || a.EmbedRows < 0 {
 		return fmt.Errorf("secure: entropy MLP hidden width %d", a.EntropyHidden)
 	}
 	if a.Intermediate > 0 && a.Act != "relu" && a.Act != "gelu" {
@@ -82,7 +91,11 @@ func (a Arch) Validate() error {
 	if a.InvSqrtShift > 8 {
 		return fmt.Errorf("secure: inverse square root shift %d > 8", a.InvSqrtShift)
 	}
-	if a.Seq > 1<<16 || a.Hidden > 1<<16 || a.Heads*a.HeadDim > 1<<16 {
+	// A peer's architecture sizes what the other party allocates: every
+	// width and count is bounded (MaxWidth, MaxLayers), so a decoded
+	// architecture cannot ask for more memory than a real transformer does.
+	if a.Seq > MaxWidth || a.Hidden > MaxWidth || a.Heads > MaxWidth || a.HeadDim > MaxWidth || a.Heads*a.HeadDim > MaxWidth ||
+		a.Labels > MaxWidth || a.MLPHidden > MaxWidth || a.Intermediate > MaxWidth || a.EmbedRows > 1<<20 || a.Layers > MaxLayers {
 		return fmt.Errorf("secure: architecture %+v too large", a)
 	}
 	return nil
