@@ -150,19 +150,38 @@ func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) 
 	if !ok {
 		return out, nil // a substitute Evaluator checks what it needs
 	}
-	emb := de.emb.Config
-	for i, a := range out {
-		sp := r.p.Schedule[i].Proxy
-		switch {
-		case a.Family != emb.Family || a.Hidden != emb.Hidden:
-			return nil, fmt.Errorf("selection: phase %d proxy is a %s of width %d, the embedding model a %s of width %d", i, a.Family, a.Hidden, emb.Family, emb.Hidden)
-		case a.Seq != r.seq:
-			return nil, fmt.Errorf("selection: phase %d proxy for %d tokens, the pool has %d", i, a.Seq, r.seq)
-		case sp.Layers != 0 && a.Layers != sp.Layers, sp.Heads != 0 && a.Heads != sp.Heads, sp.Hidden != 0 && a.MLPHidden != sp.Hidden:
-			return nil, fmt.Errorf("selection: phase %d proxy ⟨%d, %d, %d⟩ differs from the schedule's %+v", i, a.Layers, a.Heads, a.MLPHidden, sp)
-		}
+	if err := checkArchs(out, de.emb.Config, r.p.Schedule, r.seq); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// checkArchs checks the model owner's proxy architectures against what the
+// data owner knows: the public checkpoint's configuration emb (the target's
+// family and sizes), the schedule and the pool's sequence length. A proxy
+// keeps at most the target's layers and heads, with the target's head
+// width, and an FFN (if any) of the target's width: an architecture beyond
+// them is a lie, and it would size the data owner's allocations.
+func checkArchs(archs []secure.Arch, emb model.Config, sched []Phase, seq int) error {
+	for i, a := range archs {
+		if err := a.Validate(); err != nil {
+			return fmt.Errorf("selection: phase %d proxy: %w", i, err)
+		}
+		sp := sched[i].Proxy
+		switch {
+		case a.Family != emb.Family || a.Hidden != emb.Hidden:
+			return fmt.Errorf("selection: phase %d proxy is a %s of width %d, the embedding model a %s of width %d", i, a.Family, a.Hidden, emb.Family, emb.Hidden)
+		case a.Seq != seq:
+			return fmt.Errorf("selection: phase %d proxy for %d tokens, the pool has %d", i, a.Seq, seq)
+		case sp.Layers != 0 && a.Layers != sp.Layers, sp.Heads != 0 && a.Heads != sp.Heads, sp.Hidden != 0 && a.MLPHidden != sp.Hidden:
+			return fmt.Errorf("selection: phase %d proxy ⟨%d, %d, %d⟩ differs from the schedule's %+v", i, a.Layers, a.Heads, a.MLPHidden, sp)
+		case emb.Layers > 0 && a.Layers > emb.Layers, emb.Heads > 0 && (a.Heads > emb.Heads || a.HeadDim != emb.Hidden/emb.Heads),
+			a.Intermediate != 0 && a.Intermediate != emb.Intermediate:
+			return fmt.Errorf("selection: phase %d proxy of %d layers, %d heads of width %d, FFN %d does not fit the checkpoint's %d layers, %d heads of width %d, FFN %d",
+				i, a.Layers, a.Heads, a.HeadDim, a.Intermediate, emb.Layers, emb.Heads, emb.Hidden/max(emb.Heads, 1), emb.Intermediate)
+		}
+	}
+	return nil
 }
 
 // receiveThreshold receives the data owner's share of the model owner's
