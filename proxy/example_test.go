@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // Spearman compares proxy entropies with the target's (ties get average ranks).
@@ -29,4 +30,28 @@ func ExampleConfig() {
 	}
 	fmt.Println(len(cfg.Phases), cfg.Ablation == proxy.NoAttnSM, proxy.NoApprox.ExactEntropy)
 	// Output: 3 true true
+}
+
+// A two-phase schedule whose first phase emulates every module (it sees
+// every candidate) and whose last keeps the attention softmax exact (it sees
+// few), with entropy MLPs wider than the other MLPs. Validate checks the
+// settings against the target before anything costly runs.
+func ExampleConfig_phaseAblations() {
+	target, err := model.New(model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64,
+		LayerNormEps: 1e-12, HiddenAct: "gelu", ImageSize: 28, PatchSize: 7, NumChannels: 1, Labels: model.DefaultLabels(10)}, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := proxy.Config{
+		Phases:         []proxy.Shape{{Layers: 1, Heads: 4, Hidden: 8}, {Layers: 2, Heads: 4, Hidden: 16}},
+		PhaseAblations: []proxy.Ablation{{}, proxy.NoAttnSM},
+		EntropyHidden:  128,
+	}
+	fmt.Println(cfg.Validate(target, 150))
+	cfg.PhaseAblations = cfg.PhaseAblations[1:]
+	fmt.Println(cfg.Validate(target, 150))
+	// Output:
+	// <nil>
+	// proxy: 1 phase ablations for 2 phases
 }
