@@ -23,8 +23,9 @@ const (
 	WideHidden = 256
 	// MaxPoints bounds Config.Points.
 	MaxPoints = 1 << 28
-	// maxMLPHidden bounds Config.EntropyHidden (as the proxy file format
-	// bounds every MLP's width).
+	// maxMLPHidden bounds Config.EntropyHidden and every MLP width of a
+	// proxy file (the bound of secure.MaxWidth, which this package cannot
+	// import).
 	maxMLPHidden = 1 << 16
 )
 

@@ -184,7 +184,7 @@ func DecodeManifest(b []byte) (*Manifest, *model.Config, error) {
 	}
 	seen := map[string]bool{}
 	for _, s := range man.MLPs {
-		if !s.Kind.Valid() || s.In <= 0 || s.Hidden <= 0 || s.Hidden > 1<<16 || s.In > 1<<16 || s.Out != s.Kind.OutWidth(s.In) || seen[s.Module] || s.Name == "" {
+		if !s.Kind.Valid() || s.In <= 0 || s.Hidden <= 0 || s.Hidden > maxMLPHidden || s.In > maxMLPHidden || s.Out != s.Kind.OutWidth(s.In) || seen[s.Module] || s.Name == "" {
 			errs = append(errs, fmt.Errorf("mlp %q: kind %q, shape %d→%d→%d", s.Name, s.Kind, s.In, s.Hidden, s.Out))
 			continue
 		}

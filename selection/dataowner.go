@@ -139,18 +139,27 @@ func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) 
 	if err != nil {
 		return nil, fmt.Errorf("selection: receive architectures: %w", err)
 	}
+	var emb *model.Config
+	if de, ok := r.eval.(*dataEvaluator); ok {
+		emb = &de.emb.Config
+	} // a substitute Evaluator checks what it needs
+	return decodeArchs(b, emb, r.p.Schedule, n, r.seq)
+}
+
+// decodeArchs decodes the model owner's message of n architectures and, if
+// emb is set, checks them (checkArchs).
+func decodeArchs(b []byte, emb *model.Config, sched []Phase, n, seq int) ([]secure.Arch, error) {
 	var out []secure.Arch
 	if err := json.Unmarshal(b, &out); err != nil {
 		return nil, fmt.Errorf("selection: decode architectures: %w", err)
 	}
-	if len(out) != n {
+	if len(out) != n || len(sched) != n {
 		return nil, fmt.Errorf("selection: %d architectures for %d phases", len(out), n)
 	}
-	de, ok := r.eval.(*dataEvaluator)
-	if !ok {
-		return out, nil // a substitute Evaluator checks what it needs
+	if emb == nil {
+		return out, nil
 	}
-	if err := checkArchs(out, de.emb.Config, r.p.Schedule, r.seq); err != nil {
+	if err := checkArchs(out, *emb, sched, seq); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/proxy/secure"
 )
 
 func FuzzDecodeState(f *testing.F) {
@@ -110,3 +114,34 @@ func TestDecodeStateErrors(t *testing.T) {
 }
 
 const seedHex = "0102030405060708091011121314151617181920212223242526272829303132"
+
+// FuzzDecodeArchs feeds the data owner's decoding of the model owner's
+// architectures arbitrary bytes: no panic, and what it accepts fits the
+// checkpoint and the schedule and passes secure.Arch.Validate.
+func FuzzDecodeArchs(f *testing.F) {
+	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
+	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
+	good := []secure.Arch{
+		{Family: model.ViT, Layers: 1, Heads: 2, HeadDim: 8, Hidden: 32, Seq: 17, Labels: 10, MLPHidden: 8},
+		{Family: model.ViT, Layers: 2, Heads: 4, HeadDim: 8, Hidden: 32, Seq: 17, Labels: 10, MLPHidden: 16, EntropyHidden: 128, Ablation: proxy.NoAttnSM},
+	}
+	b, _ := json.Marshal(good)
+	f.Add(b)
+	f.Add([]byte(`[{"layers":1},{}]`))
+	f.Add([]byte(`[{"family":"vit","layers":2,"heads":4,"head_dim":8,"hidden":32,"seq":17,"labels":10,"mlp_hidden":1e9},{}]`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		archs, err := decodeArchs(b, &emb, sched, len(sched), 17)
+		if err != nil {
+			return
+		}
+		for i, a := range archs {
+			if err := a.Validate(); err != nil {
+				t.Fatalf("accepted architecture %d fails Validate: %v", i, err)
+			}
+			if a.Layers > emb.Layers || a.Heads > emb.Heads || a.Hidden != emb.Hidden || a.Seq != 17 {
+				t.Fatalf("accepted architecture %d does not fit the checkpoint: %+v", i, a)
+			}
+		}
+	})
+}
