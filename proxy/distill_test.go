@@ -60,6 +60,8 @@ func TestDistillValidateAndWeights(t *testing.T) {
 		{"weight above 1", &Distill{Weight: 1.5}, false},
 		{"NaN temperature", &Distill{Weight: 0.5, Temperature: math.NaN()}, false},
 		{"negative calibration", &Distill{Weight: 0.5, Calibrate: -1}, false},
+		{"√H without calibration", &Distill{Weight: 0.5, SqrtEntropy: true}, false},
+		{"√H with calibration", &Distill{Weight: 0.5, SqrtEntropy: true, Calibrate: 10}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if err := c.d.validate(f.target); (err == nil) != c.ok {
@@ -116,6 +118,43 @@ func TestDistillCalibration(t *testing.T) {
 	t.Logf("Spearman of the entropy MLP with the exact entropy of the proxy's logits: %.3f before calibration, %.3f after", before, after)
 	if !(after > before) || after < 0.8 {
 		t.Errorf("calibration: Spearman %.3f → %.3f, want an increase to ≥ 0.8", before, after)
+	}
+	if p.SqrtEntropy {
+		t.Fatal("SqrtEntropy set by a calibration to H")
+	}
+
+	// Calibrated to √H, the MLP's scores follow √H, not H, and the flag
+	// survives Save and Load. On this fixture (400 calibration rows, no
+	// mixed inputs) √H ranks worse than H (0.81 against 0.92); on the MNIST
+	// bench it ranks better (bench/QUALITY.md), hence the low bar here.
+	cfg.Distill.SqrtEntropy = true
+	if err := p.calibrateEntropy(context.Background(), ts, cfg, "calibration", quiet()); err != nil {
+		t.Fatal(err)
+	}
+	sqrtRho := fidelity()
+	lg, h, err := p.Forward(f.held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errSqrt, errH := 0.0, 0.0
+	for i, e := range nn.Entropy(lg) {
+		errSqrt += math.Abs(h[i]-math.Sqrt(e)) / float64(len(h))
+		errH += math.Abs(h[i]-e) / float64(len(h))
+	}
+	t.Logf("√H calibration: Spearman %.3f, mean abs error %.4f against √H, %.4f against H", sqrtRho, errSqrt, errH)
+	if !p.SqrtEntropy || sqrtRho < 0.7 || !(errSqrt < errH/4) {
+		t.Errorf("√H calibration: flag %v, Spearman %.3f (want ≥ 0.7), error %.4f against √H and %.4f against H", p.SqrtEntropy, sqrtRho, errSqrt, errH)
+	}
+	dir := t.TempDir()
+	if err := p.Save(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !q.SqrtEntropy {
+		t.Error("SqrtEntropy lost by Save and Load")
 	}
 }
 

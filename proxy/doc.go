@@ -26,7 +26,9 @@
 // sees the fewest candidates, can afford protocol.Softmax over MPC (about
 // three times the rounds and twice the bytes of the MLP proxy's forward).
 // EntropyHidden widens the entropy MLPs alone, which run once per candidate
-// on C logits and cost little next to the attention MLPs.
+// on C logits and cost little next to the attention MLPs. With distillation,
+// Distill.SqrtEntropy calibrates the entropy MLP to √H, a monotone score that
+// ranks candidates alike and keeps more of the confident end's order.
 //
 // Token/patch embeddings (and BERT's embedding LayerNorm) are frozen throughout and
 // stay those of the target: the data owner evaluates them locally in the clear, so

@@ -44,6 +44,10 @@ type Proxy struct {
 	FinalLNMLP     *mlp.MLP
 	// Entropy emulates softmax + entropy over the logits (nil: exact).
 	Entropy *mlp.MLP
+	// SqrtEntropy says that Entropy was calibrated to √H (Distill.SqrtEntropy):
+	// the proxy's per-sample scores are then square roots of entropies, which
+	// rank samples alike; square them for entropies.
+	SqrtEntropy bool
 	// TwoQuadC is the shift c of the baseline's 2Quad softmax (MPCFormer only).
 	TwoQuadC float64
 

@@ -47,6 +47,8 @@ type Manifest struct {
 	MLPs []MLPSpec `json:"mlps"`
 	// TwoQuadC is the baseline's 2Quad shift (MPCFormer only).
 	TwoQuadC float64 `json:"two_quad_c,omitempty"`
+	// SqrtEntropy is Proxy.SqrtEntropy.
+	SqrtEntropy bool `json:"sqrt_entropy,omitempty"`
 }
 
 // FixedPointSpec records a fixed-point encoding (fractional bits, |x| < 2^int_bits).
@@ -115,7 +117,8 @@ func (p *Proxy) manifest(reports map[string]mlp.Report) (*Manifest, error) {
 		return nil, err
 	}
 	man := &Manifest{Format: Format, Kind: p.Kind, Config: cfg, Shape: p.Shape, Ablation: p.Ablation,
-		HeadsKept: p.HeadsKept, FixedPoint: FixedPointSpec{FracBits: 16, IntBits: 15}, TwoQuadC: p.TwoQuadC}
+		HeadsKept: p.HeadsKept, FixedPoint: FixedPointSpec{FracBits: 16, IntBits: 15}, TwoQuadC: p.TwoQuadC,
+		SqrtEntropy: p.SqrtEntropy}
 	add := func(m *mlp.MLP, module string) {
 		if m == nil {
 			return
@@ -229,7 +232,8 @@ func fromManifest(man *Manifest, cfg *model.Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Kind: man.Kind, Shape: man.Shape, Ablation: man.Ablation, Model: m, HeadsKept: man.HeadsKept, TwoQuadC: man.TwoQuadC}
+	p := &Proxy{Kind: man.Kind, Shape: man.Shape, Ablation: man.Ablation, Model: m, HeadsKept: man.HeadsKept, TwoQuadC: man.TwoQuadC,
+		SqrtEntropy: man.SqrtEntropy}
 	if err := p.shape(); err != nil {
 		return nil, err
 	}
@@ -258,6 +262,9 @@ func fromManifest(man *Manifest, cfg *model.Config) (*Proxy, error) {
 		default:
 			return nil, fmt.Errorf("mlp %q: module %q of kind %s does not fit the model", s.Name, s.Module, s.Kind)
 		}
+	}
+	if p.SqrtEntropy && p.Entropy == nil {
+		return nil, fmt.Errorf("sqrt_entropy set without an entropy MLP")
 	}
 	return p, nil
 }

@@ -121,6 +121,10 @@
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).
+//     When the last phase's entropy MLP outputs √H (secure.Arch.SqrtEntropy,
+//     announced with the architectures), the selected scores are squared
+//     first (one Square and one truncation), so the value is always a mean
+//     entropy.
 //
 // # Checks before anything is revealed, and failures
 //

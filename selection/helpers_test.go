@@ -41,9 +41,14 @@ type valueEvaluator struct {
 	// diverge, if set, makes every real (not rehearsed) batch draw one
 	// more item than its rehearsal.
 	diverge bool
+	// sqrtScores makes the architectures say that the values are √H
+	// (secure.Arch.SqrtEntropy).
+	sqrtScores bool
 }
 
-func (v *valueEvaluator) Arch(phase, seq int) (secure.Arch, error) { return secure.Arch{}, nil }
+func (v *valueEvaluator) Arch(phase, seq int) (secure.Arch, error) {
+	return secure.Arch{SqrtEntropy: v.sqrtScores}, nil
+}
 
 func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {
 	return forwardFunc(func(ctx context.Context, s *protocol.Session, idx []int) (*share.Tensor, error) {

@@ -41,6 +41,9 @@ type runCfg struct {
 	// dealer material and exchanging, so the parties' batches finish
 	// together) instead of testValue shared as it is.
 	squared bool
+	// sqrtScores: the proxies' architectures announce √H scores
+	// (secure.Arch.SqrtEntropy), which the appraisal squares.
+	sqrtScores bool
 }
 
 func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
@@ -50,7 +53,7 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 		c.seeds = [2]share.Seed{{3}, {4}}
 	}
 	errs := pair(t, c.seeds, func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
-		ev := &valueEvaluator{party: p, value: testValue, fp: share.DefaultFixedPoint, failAfter: c.failAfter[p]}
+		ev := &valueEvaluator{party: p, value: testValue, fp: share.DefaultFixedPoint, failAfter: c.failAfter[p], sqrtScores: c.sqrtScores}
 		if c.squared {
 			ev.value, ev.square = shifted, true
 		}
@@ -72,11 +75,24 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 }
 
 func TestRunMatchesPlaintext(t *testing.T) {
-	for _, mode := range []AppraisalMode{AppraiseNone, AppraiseMean, AppraiseThreshold} {
-		t.Run(string(mode)+"appraisal", func(t *testing.T) {
+	for _, c := range []struct {
+		mode AppraisalMode
+		// sqrt: the scores are √H, and the appraisal is of their squares.
+		sqrt bool
+	}{{AppraiseNone, false}, {AppraiseMean, false}, {AppraiseThreshold, false}, {AppraiseMean, true}, {AppraiseThreshold, true}} {
+		mode := c.mode
+		name := string(mode) + "appraisal"
+		if c.sqrt {
+			name += "-sqrt"
+		}
+		t.Run(name, func(t *testing.T) {
 			p := testParams()
 			p.Appraisal = mode
-			res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, threshold: 3})
+			threshold := 3.0
+			if c.sqrt {
+				threshold = 10
+			}
+			res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, threshold: threshold, sqrtScores: c.sqrt})
 			for i, err := range errs {
 				if err != nil {
 					t.Fatalf("party %d: %v", i, err)
@@ -99,18 +115,28 @@ func TestRunMatchesPlaintext(t *testing.T) {
 					t.Fatalf("bootstrap point %d selected again", b)
 				}
 			}
-			var sum float64
+			var sum, scoreSum float64
 			for _, i := range res[0].Selected {
-				sum += quantize(share.DefaultFixedPoint, testValue(1, i))
+				v := quantize(share.DefaultFixedPoint, testValue(1, i))
+				scoreSum += v
+				if c.sqrt {
+					v *= v
+				}
+				sum += v
 			}
-			mean := sum / float64(len(res[0].Selected))
+			mean, meanScore := sum/float64(len(res[0].Selected)), scoreSum/float64(len(res[0].Selected))
+			if c.sqrt && !(meanScore < threshold && threshold < mean) {
+				// The threshold must sit between the mean score and the
+				// mean entropy, so that a missed squaring fails the test.
+				t.Fatalf("threshold %v outside (%v, %v)", threshold, meanScore, mean)
+			}
 			switch mode {
 			case AppraiseMean:
-				if math.Abs(res[0].Appraisal.Mean-mean) > 1e-3 || res[0].Appraisal.Mean != res[1].Appraisal.Mean {
+				if math.Abs(res[0].Appraisal.Mean-mean) > 1e-3*max(1, mean) || res[0].Appraisal.Mean != res[1].Appraisal.Mean {
 					t.Fatalf("appraisal %v / %v, want %v", res[0].Appraisal.Mean, res[1].Appraisal.Mean, mean)
 				}
 			case AppraiseThreshold:
-				if res[0].Appraisal.Exceeds != (mean > 3) || res[1].Appraisal.Exceeds != res[0].Appraisal.Exceeds {
+				if res[0].Appraisal.Exceeds != (mean > threshold) || res[1].Appraisal.Exceeds != res[0].Appraisal.Exceeds {
 					t.Fatalf("exceeds %v, mean %v", res[0].Appraisal.Exceeds, mean)
 				}
 			}

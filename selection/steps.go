@@ -201,7 +201,7 @@ func (r *runner) selectAll(ctx context.Context, seed share.Seed, eval Evaluator,
 	}
 	res.Selected = append([]int(nil), cand...)
 	if r.p.Appraisal != AppraiseNone {
-		a, err := r.appraise(ctx, lastVals, lastKeys, cand, threshold)
+		a, err := r.appraise(ctx, lastVals, lastKeys, cand, archs[len(archs)-1].SqrtEntropy, threshold)
 		if err != nil {
 			return err
 		}
@@ -353,15 +353,33 @@ func (p *progress) batchDone(ctx context.Context) {
 // appraise reveals the mean entropy of the final set, or only whether it
 // exceeds the model owner's threshold: threshold returns this party's
 // share of it (the model owner inputs it, the data owner receives a share).
-func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []int, threshold func(*protocol.Session) (*share.Tensor, error)) (*Appraisal, error) {
+// With sqrt the last phase's scores are √H (secure.Arch.SqrtEntropy) and are
+// squared first.
+func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []int, sqrt bool, threshold func(*protocol.Session) (*share.Tensor, error)) (*Appraisal, error) {
 	s := r.sched.control()
 	pos := make(map[int]int, len(keys))
 	for j, k := range keys {
 		pos[k] = j
 	}
+	picked := make([]uint64, len(sel))
+	for i, k := range sel {
+		picked[i] = vals.Data[pos[k]]
+	}
+	ent, _ := share.FromData(picked, len(picked))
+	if sqrt {
+		// The last phase's scores are √H: square them back (one Beaver
+		// round and a truncation) so that the appraisal is of entropies.
+		sq, err := s.Square(ctx, ent)
+		if err != nil {
+			return nil, fmt.Errorf("selection: appraisal: %w", err)
+		}
+		if ent, err = s.Trunc(ctx, sq); err != nil {
+			return nil, fmt.Errorf("selection: appraisal: %w", err)
+		}
+	}
 	var sum uint64
-	for _, k := range sel {
-		sum += vals.Data[pos[k]]
+	for _, v := range ent.Data {
+		sum += v
 	}
 	st, _ := share.FromData([]uint64{sum}, 1)
 	mean, err := s.MulPublicScalar(ctx, st, 1/float64(len(sel)))

@@ -86,12 +86,45 @@ func TestArchValidateBounds(t *testing.T) {
 		{"ffn width", func(a *Arch) { a.Intermediate, a.Act = MaxWidth+1, "relu" }},
 		{"embedding rows", func(a *Arch) { a.EmbedRows = 1<<20 + 1 }},
 		{"negative embedding rows", func(a *Arch) { a.EmbedRows = -1 }},
+		{"√H scores without an entropy MLP", func(a *Arch) { a.SqrtEntropy, a.Ablation = true, proxy.Ablation{ExactEntropy: true} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := ok
 			c.edit(&a)
 			if err := a.Validate(); err == nil {
 				t.Errorf("%+v: no error", a)
+			}
+		})
+	}
+}
+
+// TestArchOfProxySqrtEntropy checks that a proxy whose entropy MLP outputs
+// √H announces it in its public architecture (the appraisal squares such
+// scores), and that a proxy with an exact entropy never does.
+func TestArchOfProxySqrtEntropy(t *testing.T) {
+	f := getViT(t)
+	seq := f.proxy.Model.Config.NumPatches() + 1
+	for _, c := range []struct {
+		name       string
+		sqrt, want bool
+		exact      bool
+	}{
+		{"entropy MLP", false, false, false},
+		{"√H MLP", true, true, false},
+		{"exact entropy", true, false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := *f.proxy
+			q.SqrtEntropy = c.sqrt
+			if c.exact {
+				q.Entropy, q.Ablation.ExactEntropy = nil, true
+			}
+			a, err := ArchOfProxy(&q, seq)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.SqrtEntropy != c.want {
+				t.Errorf("SqrtEntropy %v, want %v", a.SqrtEntropy, c.want)
 			}
 		})
 	}

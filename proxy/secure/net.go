@@ -34,6 +34,10 @@ type Arch struct {
 	// EntropyHidden is the hidden width of the entropy MLP when it differs
 	// from MLPHidden (0: MLPHidden; see proxy.Config.EntropyHidden).
 	EntropyHidden int `json:"entropy_hidden,omitempty"`
+	// SqrtEntropy says that the entropy MLP outputs √H, not H
+	// (proxy.Proxy.SqrtEntropy): selections rank alike, and an appraisal of
+	// the mean entropy squares the selected scores first.
+	SqrtEntropy bool `json:"sqrt_entropy,omitempty"`
 	// Intermediate is the FFN width; 0 means no FFN (a SelectFormer proxy).
 	Intermediate int `json:"intermediate"`
 	// Act is the FFN activation ("relu" or "gelu"; GeLU runs as x·σ(1.702x)).
@@ -84,6 +88,9 @@ func (a Arch) Validate() error {
 	}
 	if a.EntropyHidden < 0 || a.EntropyHidden > MaxWidth || a.MLPHidden < 0 || a.EmbedRows < 0 {
 		return fmt.Errorf("secure: entropy MLP hidden width %d", a.EntropyHidden)
+	}
+	if a.SqrtEntropy && a.Ablation.ExactEntropy {
+		return fmt.Errorf("secure: √H scores need an entropy MLP, but the entropy is exact")
 	}
 	if a.Intermediate > 0 && a.Act != "relu" && a.Act != "gelu" {
 		return fmt.Errorf("secure: FFN activation %q (want relu or gelu)", a.Act)
@@ -213,6 +220,7 @@ func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
 	if p.Entropy != nil && p.Entropy.Hidden() != p.Shape.Hidden {
 		a.EntropyHidden = p.Entropy.Hidden()
 	}
+	a.SqrtEntropy = p.SqrtEntropy && p.Entropy != nil
 	if c.Family == model.ViT && seq != c.NumPatches()+1 {
 		return Arch{}, fmt.Errorf("secure: a ViT of %d patches needs seq %d, got %d", c.NumPatches(), c.NumPatches()+1, seq)
 	}
