@@ -31,7 +31,7 @@ func Defaults(dataset string, npm, small bool) (Config, error) {
 		MLP:    mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2},
 		Seed:   100,
 	}
-	c.Distill = &proxy.Distill{Weight: 0.8, Temperature: 1, BalanceClasses: true, Calibrate: 100, CalibrateLR: 3e-3, Mixup: 8000}
+	c.Distill = &proxy.Distill{Weight: 0.8, Temperature: 1, BalanceClasses: true, Calibrate: 100, CalibrateLR: 3e-3, Mixup: 8000, SqrtEntropy: true}
 	c.ExVivo = &ExVivo{RealMix: 0.5, CentreSoftmax: true, Reservoir: 8192, Points: 300_000}
 	c.EntropyHidden, c.FinalExactSoftmax = 128, true
 	switch dataset {

@@ -206,7 +206,11 @@ func (r *Result) Markdown(command string) string {
 			if lr == 0 {
 				lr = c.Generate.InVivo.LR
 			}
-			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits.", c.Distill.Calibrate, lr)
+			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits", c.Distill.Calibrate, lr)
+			if c.Distill.SqrtEntropy {
+				b.WriteString(", to √H (a monotone score: selections compare entropies)")
+			}
+			b.WriteString(".")
 		}
 	}
 	if c.EntropyHidden > 0 {

@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	observed := fs.Bool("observed", true, "Ours trains its softmax and LayerNorm MLPs on M_g's observed inputs too, softmax MLPs on centred rows (false: Gaussian-synthesised points only)")
 	finalSoftmax := fs.String("final-softmax", "exact", "attention softmax of Ours' last phase: exact (protocol.Softmax over MPC) or mlp (the paper's MLP)")
 	entHidden := fs.Int("entropy-hidden", -1, "hidden width of Ours' entropy MLPs (0: each phase's d; -1: default)")
+	sqrtEnt := fs.Bool("sqrt-entropy", true, "with --distill, the entropy MLP is calibrated to √H (false: to H)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
@@ -142,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if *mixup >= 0 {
 			cfg.Distill.Mixup = *mixup
 		}
+		cfg.Distill.SqrtEntropy = *sqrtEnt && cfg.Distill.Calibrate > 0
 	}
 	fmt.Fprintf(stderr, "quality: %s: pool %d, test %d, public %d, checkpoint accuracy %.4f; %d seeds\n", *ds, d.Pool.Len(), d.Test.Len(), d.Public.Len(), d.TargetAcc, cfg.Seeds)
 	res, err := quality.Evaluate(ctx, d, cfg)
