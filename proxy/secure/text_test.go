@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 
@@ -151,18 +152,28 @@ func TestBlockCost(t *testing.T) {
 		full   bool // FullLastLayer
 		layer  int
 		batch  int
+		// exactSM keeps the attention softmax exact (a last phase's
+		// ablation): only its rounds are pinned, see below.
+		exactSM bool
 	}{
-		{"bert layer 0", model.BERT, false, false, 0, 3},
-		{"bert public mask", model.BERT, true, false, 0, 3},
-		{"bert layer 1 full", model.BERT, false, true, 1, 2},
-		{"bert public mask layer 1 full", model.BERT, true, true, 1, 2},
-		{"bert last block", model.BERT, false, false, 1, 2},
-		{"distilbert last block", model.DistilBERT, false, false, 1, 1},
-		{"vit", model.ViT, false, false, 0, 2},
-		{"vit last block", model.ViT, false, false, 1, 5},
+		{"bert layer 0", model.BERT, false, false, 0, 3, false},
+		{"bert public mask", model.BERT, true, false, 0, 3, false},
+		{"bert layer 1 full", model.BERT, false, true, 1, 2, false},
+		{"bert public mask layer 1 full", model.BERT, true, true, 1, 2, false},
+		{"bert last block", model.BERT, false, false, 1, 2, false},
+		{"distilbert last block", model.DistilBERT, false, false, 1, 1, false},
+		{"vit", model.ViT, false, false, 0, 2, false},
+		{"vit last block", model.ViT, false, false, 1, 5, false},
+		{"exact softmax, bert layer 0", model.BERT, false, false, 0, 3, true},
+		{"exact softmax, bert last block", model.BERT, false, false, 1, 2, true},
+		{"exact softmax, vit", model.ViT, false, false, 0, 2, true},
+		{"exact softmax, vit last block", model.ViT, false, false, 1, 5, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := Arch{Family: c.family, Layers: 2, Heads: 3, HeadDim: 4, Hidden: 10, Seq: 7, Labels: 3, MLPHidden: 5}
+			if c.exactSM {
+				a.Ablation = proxy.NoAttnSM
+			}
 			net, err := RandomNet(a, 1)
 			if err != nil {
 				t.Fatal(err)
@@ -215,6 +226,26 @@ func TestBlockCost(t *testing.T) {
 			})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if c.exactSM {
+				// The softmax MLP's 10 rounds (x·W1; truncation and ReLU, 7;
+				// P·V folded with W2; its truncation) give way to
+				// protocol.Softmax over rows of T scores (7·⌈log2 T⌉ + 16 +
+				// 46 + 2 rounds) and P·V with its truncation (2).
+				mlpArch := a
+				mlpArch.Ablation = proxy.Ablation{}
+				rounds, _, err := BlockCost(mlpArch, B, layer, opt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				levels := int64(bits.Len(uint(a.Seq - 1)))
+				rounds += -10 + (7*levels + 16 + 46 + 2) + 2
+				for p := range 2 {
+					if got := r[p].Stream.Rounds; got != rounds {
+						t.Errorf("party %d: %d rounds, formula %d", p, got, rounds)
+					}
+				}
+				return
 			}
 			rounds, bytes, err := BlockCost(a, B, layer, opt)
 			if err != nil {
