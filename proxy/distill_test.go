@@ -145,15 +145,7 @@ func TestDistillCalibration(t *testing.T) {
 	if !p.SqrtEntropy || sqrtRho < 0.7 || !(errSqrt < errH/4) {
 		t.Errorf("√H calibration: flag %v, Spearman %.3f (want ≥ 0.7), error %.4f against √H and %.4f against H", p.SqrtEntropy, sqrtRho, errSqrt, errH)
 	}
-	dir := t.TempDir()
-	if err := p.Save(dir, nil); err != nil {
-		t.Fatal(err)
-	}
-	q, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !q.SqrtEntropy {
+	if q := saveLoad(t, p, nil); !q.SqrtEntropy {
 		t.Error("SqrtEntropy lost by Save and Load")
 	}
 }

@@ -143,15 +143,8 @@ func TestGenerateViTMNIST(t *testing.T) {
 	}
 
 	// Save/load round trip: identical entropies.
-	dir := t.TempDir()
 	p := res.Proxies[1]
-	if err := p.Save(dir, res.Reports); err != nil {
-		t.Fatal(err)
-	}
-	q, err := Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := saveLoad(t, p, res.Reports)
 	sample, _ := f.held.Select([]int{0, 1, 2, 3, 4})
 	_, h1, err := p.Forward(sample)
 	if err != nil {
@@ -196,4 +189,18 @@ func TestSpearman(t *testing.T) {
 			t.Errorf("Spearman(%v, %v): no error", bad[0], bad[1])
 		}
 	}
+}
+
+// saveLoad saves p to a temporary directory and loads it back.
+func saveLoad(t *testing.T, p *Proxy, reports map[string]mlp.Report) *Proxy {
+	t.Helper()
+	dir := t.TempDir()
+	if err := p.Save(dir, reports); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

@@ -87,14 +87,7 @@ func TestPaddingInvariance(t *testing.T) {
 				}
 			}
 			// Save/load keeps the ablation.
-			dir := t.TempDir()
-			if err := p.Save(dir, res.Reports); err != nil {
-				t.Fatal(err)
-			}
-			q, err := Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			q := saveLoad(t, p, res.Reports)
 			_, hq, err := q.Forward(a)
 			if err != nil {
 				t.Fatal(err)
