@@ -196,6 +196,9 @@ func DecodeManifest(b []byte) (*Manifest, *model.Config, error) {
 			errs = append(errs, fmt.Errorf("mlp %q: %d fill values for width %d", s.Name, len(s.Fill), s.In))
 		}
 	}
+	if man.SqrtEntropy && !seen["softmax_entropy"] {
+		errs = append(errs, fmt.Errorf("sqrt_entropy set without an entropy MLP"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, fmt.Errorf("proxy manifest: %w", err)
 	}
@@ -264,7 +267,7 @@ func fromManifest(man *Manifest, cfg *model.Config) (*Proxy, error) {
 		}
 	}
 	if p.SqrtEntropy && p.Entropy == nil {
-		return nil, fmt.Errorf("sqrt_entropy set without an entropy MLP")
+		return nil, fmt.Errorf("sqrt_entropy set, but no MLP fits the entropy")
 	}
 	return p, nil
 }

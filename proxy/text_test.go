@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/selectformer/selectformer/internal/dataset"
@@ -173,6 +175,7 @@ func FuzzDecodeManifest(f *testing.F) {
 	f.Add([]byte(`{"format":"selectformer-proxy/1","kind":"selectformer","config":{"model_type":"vit","hidden_size":8,"num_attention_heads":2,"num_hidden_layers":1,"intermediate_size":8,"image_size":4,"patch_size":2,"num_channels":1},"phase":{"layers":1,"heads":1,"hidden":2},"heads_kept":[[0]],"mlps":[{"name":"a","module":"softmax_entropy","kind":"softmax_entropy","in":2,"hidden":2,"out":1}]}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"format":"selectformer-proxy/1","kind":"mpcformer","two_quad_c":5}`))
+	f.Add([]byte(`{"format":"selectformer-proxy/1","kind":"selectformer","config":{"model_type":"vit","hidden_size":8,"num_attention_heads":2,"num_hidden_layers":1,"intermediate_size":8,"image_size":4,"patch_size":2,"num_channels":1},"phase":{"layers":1,"heads":1,"hidden":2},"heads_kept":[[0]],"sqrt_entropy":true,"mlps":[{"name":"a","module":"softmax_entropy","kind":"softmax_entropy","in":2,"hidden":2,"out":1}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		man, cfg, err := DecodeManifest(b)
 		if err != nil {
@@ -181,8 +184,40 @@ func FuzzDecodeManifest(f *testing.F) {
 		if man.Shape.Layers != cfg.Layers || len(man.HeadsKept) != cfg.Layers {
 			t.Fatalf("accepted inconsistent manifest %+v", man)
 		}
+		if man.SqrtEntropy && !slices.ContainsFunc(man.MLPs, func(s MLPSpec) bool { return s.Module == "softmax_entropy" }) {
+			t.Fatalf("accepted √H scores without an entropy MLP: %+v", man)
+		}
 		if cfg.Layers <= 4 && cfg.Hidden <= 64 && cfg.Intermediate <= 256 && cfg.NumPatches() <= 64 && cfg.VocabSize <= 1000 && cfg.MaxPositions <= 512 {
 			_, _ = fromManifest(man, cfg) // must not panic
 		}
 	})
+}
+
+// TestDecodeManifestSqrtEntropy checks that a manifest may only claim √H
+// scores when it has an entropy MLP to produce them.
+func TestDecodeManifestSqrtEntropy(t *testing.T) {
+	const head = `{"format":"selectformer-proxy/1","kind":"selectformer","config":{"model_type":"vit","hidden_size":8,"num_attention_heads":2,"num_hidden_layers":1,"intermediate_size":8,"image_size":4,"patch_size":2,"num_channels":1},"phase":{"layers":1,"heads":1,"hidden":2},"heads_kept":[[0]],`
+	const entropyMLP = `{"name":"a","module":"softmax_entropy","kind":"softmax_entropy","in":2,"hidden":2,"out":1}`
+	const lnMLP = `{"name":"b","module":"final_layernorm","kind":"invsqrt","in":1,"hidden":2,"out":1}`
+	for _, c := range []struct {
+		name string
+		sqrt bool
+		mlps string
+		ok   bool
+	}{
+		{"√H with an entropy MLP", true, entropyMLP, true},
+		{"√H without an entropy MLP", true, lnMLP, false},
+		{"H without an entropy MLP", false, lnMLP, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := fmt.Sprintf(`%s"sqrt_entropy":%v,"mlps":[%s]}`, head, c.sqrt, c.mlps)
+			man, _, err := DecodeManifest([]byte(b))
+			if (err == nil) != c.ok {
+				t.Fatalf("error %v, want ok %v", err, c.ok)
+			}
+			if err == nil && man.SqrtEntropy != c.sqrt {
+				t.Errorf("sqrt_entropy %v, want %v", man.SqrtEntropy, c.sqrt)
+			}
+		})
+	}
 }
