@@ -153,7 +153,8 @@ func TestBlockCost(t *testing.T) {
 		layer  int
 		batch  int
 		// exactSM keeps the attention softmax exact (a last phase's
-		// ablation): only its rounds are pinned, see below.
+		// ablation): its rounds and bytes are pinned against the MLP
+		// block's, see below.
 		exactSM bool
 	}{
 		{"bert layer 0", model.BERT, false, false, 0, 3, false},
@@ -232,17 +233,32 @@ func TestBlockCost(t *testing.T) {
 				// P·V folded with W2; its truncation) give way to
 				// protocol.Softmax over rows of T scores (7·⌈log2 T⌉ + 16 +
 				// 46 + 2 rounds) and P·V with its truncation (2).
+				// Bytes likewise: the MLP's steps (P1 msg(S·T + B·T·I),
+				// truncrelu(S·d), msg(S·d + B·d·I), msg(B·Tq·I)) give way to
+				// softmaxBytes(S, T), P·V's msg(S·T + B·T·I) and its
+				// truncation's msg(B·Tq·I), sent by both parties.
 				mlpArch := a
 				mlpArch.Ablation = proxy.Ablation{}
-				rounds, _, err := BlockCost(mlpArch, B, layer, opt)
+				rounds, bytes, err := BlockCost(mlpArch, B, layer, opt)
 				if err != nil {
 					t.Fatal(err)
 				}
 				levels := int64(bits.Len(uint(a.Seq - 1)))
 				rounds += -10 + (7*levels + 16 + 46 + 2) + 2
+				T, I, d := a.Seq, a.inner(), a.MLPHidden
+				Tq := T
+				if last {
+					Tq = 1
+				}
+				S := B * a.Heads * Tq
+				for p := range bytes {
+					bytes[p] += -truncReLUBytes(S*d) - msg(S*d+B*d*I) - msg(B*Tq*I) +
+						softmaxBytes(S, T) + msg(S*T+B*T*I) + msg(B*Tq*I)
+				}
+				bytes[1] -= msg(S*T + B*T*I)
 				for p := range 2 {
-					if got := r[p].Stream.Rounds; got != rounds {
-						t.Errorf("party %d: %d rounds, formula %d", p, got, rounds)
+					if got := r[p].Stream; got.Rounds != rounds || got.BytesSent != bytes[p] {
+						t.Errorf("party %d: %d rounds, %d bytes sent; formula %d rounds, %d bytes", p, got.Rounds, got.BytesSent, rounds, bytes[p])
 					}
 				}
 				return
@@ -365,4 +381,27 @@ func TestClassQKVCost(t *testing.T) {
 			t.Fatalf("key/value %d: %v (class only) vs %v (all rows)", i, r[0].kv[0][i], r[0].kv[1][i])
 		}
 	}
+}
+
+// softmaxBytes is the bytes a party sends for protocol.Softmax of rows rows
+// of m entries, from the costs protocol's doc comments give: Max's
+// tournament (per level of p pairs a row: the sign circuit, Σ msg(k·W) over
+// k ∈ {156, 62, 30, 14, 6, 2} with W = ⌈rows·p/64⌉, and a multiplexer,
+// msg(W + rows·p)), Exp (16·msg(n)), ReciprocalPositive on the row sums
+// (16·msg(rows) + 10·(2·msg(rows) + msg(2·rows))) and the final MulFixed
+// (msg(2n) + msg(n)), n = rows·m.
+func softmaxBytes(rows, m int) int64 {
+	n := rows * m
+	var b int64
+	for k := m; k > 1; k = (k + 1) / 2 {
+		pairs := rows * (k / 2)
+		w := (pairs + 63) / 64
+		for _, c := range []int{156, 62, 30, 14, 6, 2} {
+			b += msg(c * w)
+		}
+		b += msg(w + pairs)
+	}
+	b += 16 * msg(n)
+	b += 16*msg(rows) + 10*(2*msg(rows)+msg(2*rows))
+	return b + msg(2*n) + msg(n)
 }
