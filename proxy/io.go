@@ -266,9 +266,6 @@ func fromManifest(man *Manifest, cfg *model.Config) (*Proxy, error) {
 			return nil, fmt.Errorf("mlp %q: module %q of kind %s does not fit the model", s.Name, s.Module, s.Kind)
 		}
 	}
-	if p.SqrtEntropy && p.Entropy == nil {
-		return nil, fmt.Errorf("sqrt_entropy set, but no MLP fits the entropy")
-	}
 	return p, nil
 }
 

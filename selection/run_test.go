@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -498,4 +499,66 @@ func TestShortHashes(t *testing.T) {
 			t.Errorf("shortHashes(%q, %q) = %q, %q; want %q, %q", c.a, c.b, a, b, c.wa, c.wb)
 		}
 	}
+}
+
+// TestMeanEntropyCost pins the appraisal's mean: MulPublicScalar on the sum
+// (1 round, one word: 8 + 10 bytes), and with √H scores SquareFixed before
+// it (2 rounds, 2·(8n + 10) bytes); the value is the mean of the squares.
+func TestMeanEntropyCost(t *testing.T) {
+	fp := share.DefaultFixedPoint
+	vals := []float64{0.5, 1.25, 2, 0.75, 1.5}
+	n := len(vals)
+	for _, c := range []struct {
+		name   string
+		sqrt   bool
+		rounds int64
+		bytes  int64
+		want   float64
+	}{
+		{"entropies", false, 1, 8 + 10, 1.2},
+		{"√H scores", true, 3, 8 + 10 + 2*(8*int64(n)+10), (0.25 + 1.5625 + 4 + 0.5625 + 2.25) / 5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sessionPair(t, func(ctx context.Context, s *protocol.Session) error {
+				enc := make([]uint64, n)
+				for i, v := range vals {
+					e, err := fp.Encode(v)
+					if err != nil {
+						return err
+					}
+					enc[i] = e
+				}
+				x, err := share.FromData(enc, n)
+				if err != nil {
+					return err
+				}
+				if x, err = shareFromDataOwner(s, x, n); err != nil {
+					return err
+				}
+				c0 := s.Stream().Stats()
+				m, err := meanEntropy(ctx, s, x, c.sqrt)
+				if err != nil {
+					return err
+				}
+				d := s.Stream().Stats().Sub(c0)
+				if d.Rounds != c.rounds || d.BytesSent != c.bytes {
+					t.Errorf("party %d: %d rounds, %d bytes; want %d, %d", s.Party(), d.Rounds, d.BytesSent, c.rounds, c.bytes)
+				}
+				v, err := s.Reveal(ctx, m)
+				if err != nil {
+					return err
+				}
+				if got := fp.Decode(v.Data[0]); math.Abs(got-c.want) > 1e-3 || len(m.Shape) != 1 {
+					t.Errorf("mean %v (shape %v), want %v", got, m.Shape, c.want)
+				}
+				return nil
+			})
+		})
+	}
+	sessionPair(t, func(ctx context.Context, s *protocol.Session) error {
+		if _, err := meanEntropy(ctx, s, &share.Tensor{Shape: []int{0}}, false); err == nil {
+			t.Error("mean of no scores: no error")
+		}
+		return nil
+	})
 }

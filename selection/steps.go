@@ -365,24 +365,8 @@ func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []i
 	for i, k := range sel {
 		picked[i] = vals.Data[pos[k]]
 	}
-	ent, _ := share.FromData(picked, len(picked))
-	if sqrt {
-		// The last phase's scores are √H: square them back (one Beaver
-		// round and a truncation) so that the appraisal is of entropies.
-		sq, err := s.Square(ctx, ent)
-		if err != nil {
-			return nil, fmt.Errorf("selection: appraisal: %w", err)
-		}
-		if ent, err = s.Trunc(ctx, sq); err != nil {
-			return nil, fmt.Errorf("selection: appraisal: %w", err)
-		}
-	}
-	var sum uint64
-	for _, v := range ent.Data {
-		sum += v
-	}
-	st, _ := share.FromData([]uint64{sum}, 1)
-	mean, err := s.MulPublicScalar(ctx, st, 1/float64(len(sel)))
+	scores, _ := share.FromData(picked, len(picked))
+	mean, err := meanEntropy(ctx, s, scores, sqrt)
 	if err != nil {
 		return nil, fmt.Errorf("selection: appraisal: %w", err)
 	}
@@ -405,4 +389,27 @@ func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []i
 	}
 	a.Exceeds = bits[0]
 	return a, nil
+}
+
+// meanEntropy returns shares (shape [1]) of the mean of the entropy scores,
+// squared first when they are √H (sqrt). Cost: 1 round and msg(1) bytes
+// (MulPublicScalar on the sum), plus SquareFixed's 2 rounds and 2·msg(n)
+// with sqrt.
+func meanEntropy(ctx context.Context, s *protocol.Session, scores *share.Tensor, sqrt bool) (*share.Tensor, error) {
+	if scores.Len() == 0 {
+		return nil, fmt.Errorf("mean of no scores")
+	}
+	ent := scores
+	if sqrt {
+		var err error
+		if ent, err = s.SquareFixed(ctx, scores); err != nil {
+			return nil, err
+		}
+	}
+	var sum uint64
+	for _, v := range ent.Data {
+		sum += v
+	}
+	st, _ := share.FromData([]uint64{sum}, 1) // shape [1], as the threshold's
+	return s.MulPublicScalar(ctx, st, 1/float64(scores.Len()))
 }
