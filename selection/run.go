@@ -55,6 +55,7 @@ func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.P
 	}}
 	r := &dataOwnerRun{d: d, eval: d.Evaluator,
 		runner: newRunner(1, d.Params, conn, prov, d.Logger, d.OnProgress, store)}
+	r.forgeEpoch = d.forgeEpoch
 	return guard(ctx, r.runner, r.check, r.run)
 }
 
