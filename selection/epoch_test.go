@@ -105,20 +105,21 @@ func interruptedRun(t *testing.T, dirs [2]string) []uint64 {
 }
 
 // forgeDataOwner is the attack of issue 24 (hole 1) done to the data
-// owner's checkpoint: its epoch 2^24 ahead, so that e<<EpochShift wraps
-// onto the epoch the model owner ran last, and its batch files removed, so
+// owner's checkpoint: its epoch 2^24 − 1 ahead (16777216 after a run of
+// epoch 1), so that the next run's epoch, one more, wraps (e<<EpochShift)
+// onto the epoch both parties ran last, and its batch files removed, so
 // that the model owner redoes its batches at the counters of that run.
 func forgeDataOwner(t *testing.T, dirs [2]string) {
 	t.Helper()
-	editState(1, func(s *State) { s.Epoch += 1 << 24 })(t, dirs)
+	editState(1, func(s *State) { s.Epoch += 1<<24 - 1 })(t, dirs)
 	if err := os.RemoveAll(filepath.Join(dirs[1], "batches-p1")); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestForgedEpochStateRefused is the attack of issue 24 (hole 1) with
-// unmodified party code: the data owner writes epoch 2^24 + e into its own
-// state file, deletes its batch files and resumes. The model owner used to
+// unmodified party code: after a run of epoch 1, the data owner writes
+// epoch 2^24 into its own state file, deletes its batch files and resumes. The model owner used to
 // adopt the epoch, whose counters wrap onto its previous run's, and draw
 // every item of that run again, byte-identical (from which the data owner
 // recovers the weights). Now the data owner's own checkpoint is refused
@@ -153,7 +154,12 @@ func TestModelOwnerRefusesForgedEpoch(t *testing.T) {
 	first := interruptedRun(t, dirs)
 	forged := uint64(0)
 	_, errs, rec := epochRun(t, dirs, [2]int{}, func(d *DataOwner) {
-		d.forgeEpoch = func(e uint64) uint64 { forged = e + 1<<24; return forged }
+		// Its run's epoch (2) plus 2^24 − 1: wraps onto epoch 1, the
+		// first run's.
+		d.forgeEpoch = func(e uint64) uint64 { forged = e + 1<<24 - 1; return forged }
+		if err := os.RemoveAll(filepath.Join(dirs[1], "batches-p1")); err != nil {
+			t.Fatal(err)
+		}
 	})
 	if n := common(first, rec.words); n > 0 {
 		t.Errorf("the resumed model owner drew %d of its %d words of the first run again (of %d it drew)", n, len(first), len(rec.words))
