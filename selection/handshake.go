@@ -147,6 +147,7 @@ type EpochError struct {
 	Local, Peer uint64
 }
 
+// Error says which bound the peer's epoch breaks.
 func (e *EpochError) Error() string {
 	if e.Peer == 0 || e.Peer >= MaxEpoch {
 		return fmt.Sprintf("selection: handshake: the peer announces epoch %d, outside 1..%d; refused", e.Peer, MaxEpoch-1)
