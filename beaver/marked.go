@@ -45,7 +45,11 @@ import (
 // a multiple, as the dealer does), so the file is rewritten once per new
 // stream and chunk, not once per item; a crash burns at most the rest of a
 // chunk. Every refusal wraps ErrReuse. Marked must be bound (BindSession)
-// to a non-zero session before it hands out material.
+// to a non-zero session before it hands out material. It takes the
+// positions from the wrapped provider's Position, so it should wrap the
+// provider that draws on demand (a Dealer's, a Client, an ot.Provider), not
+// a Prefetch, whose producers draw ahead of the positions its caller sees:
+// wrap Marked in the Prefetch instead.
 //
 // File format (JSON, mode 0600, replaced atomically; path "" keeps the
 // marks in memory only):
