@@ -24,7 +24,11 @@
 // ever served to two computations. The networked dealer (Server) binds each
 // connection to a role by its listener and pinned key, refuses a hello for
 // the other role, and with a state file refuses after a restart every
-// counter it served before.
+// counter it served before. Marked does the same on a party's side, for the
+// material the party expands itself (the dealer never sees party 0's
+// counters): wrapped in it, a provider keeps persistent per-session
+// high-water marks of its stream counters and weight ids and refuses, after
+// any restart, every position it may have drawn (ErrReuse).
 //
 // Providers: Dealer is the in-process dealer (tests, the quickstart,
 // benchmarks); Server is the networked dealer, a third host that parties

@@ -317,6 +317,10 @@ type DataOwner struct {
 	// coinSource, if set (tests), replaces crypto/rand for this party's
 	// part of the coin toss.
 	coinSource io.Reader
+	// forgeEpoch, if set (tests), replaces this party's epoch once it is
+	// counted, before it is persisted and announced: a data owner that
+	// lies about its epoch (TestModelOwnerRefusesForgedEpoch).
+	forgeEpoch func(uint64) uint64
 }
 
 // PhaseStats are one phase's figures, as seen by one party.

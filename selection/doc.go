@@ -166,6 +166,8 @@
 //	                                      "SFB1" | party u8 | 3 zero bytes | phase u32 | batch u32 |
 //	                                      epoch u64 | n u32 | n × u64 shares | CRC-32C, little-endian
 //	proxies/phase-<i>/                    the model owner's generated proxies (proxy.Load)
+//	marks-p<p>.json                       the high-water marks of the correlated randomness the
+//	                                      party drew, per session (beaver.Marked; MarksFile names it)
 //
 // Restarting both parties with the same state
 // directories (and a new connection) resumes: the parties exchange summaries
@@ -194,14 +196,37 @@
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. Within
 // a session, correlated randomness is never reused: every run is a new
-// epoch (the larger of the two parties' persisted counters plus one,
-// written to disk before anything is sent), and in epoch e every stream's
-// provider counter is first moved to e<<EpochShift, weight ids start at
-// e<<EpochShift too.
+// epoch, and in epoch e every stream's provider counter is first moved to
+// e<<EpochShift, weight ids start at e<<EpochShift too. Each party adds one
+// to its persisted epoch before it says anything (so its run's epoch lies
+// above every epoch it ran before), and after the handshake both adopt the
+// larger of the two, persisted before anything is drawn. The handshake
+// refuses a peer's epoch that could make the adopted one collide or wrap
+// (an *EpochError, before anything is drawn): outside 1..MaxEpoch−1
+// (2^24 − 1: e<<EpochShift must not overflow onto another epoch's
+// counters), or more than MaxEpochLead (1024) ahead of this party's. Honest
+// epochs differ only by the runs one party started whose handshake the
+// other never completed, one per failed restart; a forging peer can advance
+// an honest party's epoch by at most MaxEpochLead per run, never back onto
+// an epoch that party used. A checkpoint of an epoch outside that range is
+// a *StateError, and a session whose epochs are used up runs no more.
 // Material is addressed by (stream, counter), so two epochs never touch the
-// same item even with a deterministic dealer (same seeds), as long as a run
-// takes fewer than 2^40 items per stream. A fresh dealer (beaver.NewDealer)
-// after a restart is also fine. No counter needs to survive a crash.
+// same item even with a deterministic dealer (same seeds): a run takes
+// fewer than 2^40 items per stream (phases, a lane's batches and a batch's
+// items are bounded: maxPhases, maxLaneBatches, maxBatchItems, the last
+// checked before each draw). A fresh dealer (beaver.NewDealer) after a
+// restart is also fine.
+//
+// Independently of the epochs, each party keeps persistent high-water
+// marks of the positions it drew (beaver.Marked, in MarksFile: per stream
+// counter and for weight ids, reserved an epoch at a time and written to
+// disk before the material is drawn). Run wraps the party's provider in
+// it, so no restart draws an item at a position the party drew before in
+// the session, nor hands out a weight mask twice, whatever the peer says
+// or its own state file was rolled back to: such a run fails with an
+// error wrapping beaver.ErrReuse before anything is drawn. This matters
+// most to the model owner, who expands its material locally from its
+// session seed: the dealer never sees its counters.
 //
 // Probabilistic truncation makes recomputed entropies differ from an
 // uninterrupted run's by a few ulps, so a resumed run selects the same set

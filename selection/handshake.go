@@ -10,6 +10,7 @@ import (
 	"io"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -130,6 +131,88 @@ func compareHello(local, peer hello) error {
 				return &MismatchError{Field: c.field, Local: l, Peer: p, Hint: EmbeddingHint}
 			}
 			return &MismatchError{Field: c.field, Local: fmt.Sprint(c.l), Peer: fmt.Sprint(c.p)}
+		}
+	}
+	return nil
+}
+
+// EpochError is the handshake's refusal of the peer's epoch: outside
+// 1..MaxEpoch−1 (epoch e places material at e<<EpochShift, which must not
+// wrap onto another epoch's), or more than MaxEpochLead ahead of this
+// party's, which no sequence of honest restarts explains. Nothing was drawn
+// in the run.
+type EpochError struct {
+	// Local is this party's epoch (already counting this run), Peer the
+	// one the peer announced.
+	Local, Peer uint64
+}
+
+// Error says which bound the peer's epoch breaks.
+func (e *EpochError) Error() string {
+	if e.Peer == 0 || e.Peer >= MaxEpoch {
+		return fmt.Sprintf("selection: handshake: the peer announces epoch %d, outside 1..%d; refused", e.Peer, MaxEpoch-1)
+	}
+	return fmt.Sprintf("selection: handshake: the peer announces epoch %d, %d ahead of this party's %d (at most %d: each run adds one); refused. "+
+		"If the peer really started that many runs that never reached this party, raise \"epoch\" in this party's state file to %d",
+		e.Peer, e.Peer-e.Local, e.Local, MaxEpochLead, e.Peer-MaxEpochLead)
+}
+
+// checkEpoch refuses the peer's epoch peer against this party's mine (see
+// EpochError).
+func checkEpoch(mine, peer uint64) error {
+	if peer == 0 || peer >= MaxEpoch || peer > mine && peer-mine > MaxEpochLead {
+		return &EpochError{Local: mine, Peer: peer}
+	}
+	return nil
+}
+
+// checkPeerHello bounds the numbers of the peer's hello that compareHello
+// does not compare with this party's own and that become positions, sizes
+// or loop bounds: the epoch (checkEpoch), the sequence length (the model
+// owner sizes the proxies' inputs by the data owner's) and the resume
+// summary (checkSummary).
+func checkPeerHello(mine, peer hello, p Params) error {
+	if err := checkEpoch(mine.Epoch, peer.Epoch); err != nil {
+		return err
+	}
+	if peer.Seq < 0 || peer.Seq > secure.MaxWidth {
+		return fmt.Errorf("selection: handshake: the peer announces sequences of %d tokens (0..%d); refused", peer.Seq, secure.MaxWidth)
+	}
+	if err := checkSummary(peer.Resume, p); err != nil {
+		return fmt.Errorf("selection: handshake: the peer's resume summary: %w; refused", err)
+	}
+	return nil
+}
+
+// checkSummary refuses a resume summary that no checkpoint of the
+// parameters p (after defaults) describes: more phases than the schedule,
+// phases before the bootstrap, and per phase batch numbers that are not
+// ascending and distinct below the first phase's batch count, or epochs
+// that do not pair up with them or lie outside 1..MaxEpoch−1.
+func checkSummary(s summary, p Params) error {
+	if len(s.Phases) > len(p.Schedule) {
+		return fmt.Errorf("%d phases, the schedule has %d", len(s.Phases), len(p.Schedule))
+	}
+	if len(s.Phases) > 0 && !s.BootstrapDone {
+		return fmt.Errorf("phases before the bootstrap")
+	}
+	if p.BatchSize <= 0 {
+		return fmt.Errorf("batch size %d", p.BatchSize)
+	}
+	nb := (p.PoolSize - p.Bootstrap + p.BatchSize - 1) / p.BatchSize
+	for i, ph := range s.Phases {
+		if len(ph.Batches) > nb || len(ph.Epochs) != len(ph.Batches) {
+			return fmt.Errorf("phase %d: %d batches with %d epochs (at most %d batches)", i, len(ph.Batches), len(ph.Epochs), nb)
+		}
+		for j, b := range ph.Batches {
+			if b < 0 || b >= nb || j > 0 && b <= ph.Batches[j-1] {
+				return fmt.Errorf("phase %d: batch numbers not ascending and distinct in 0..%d", i, nb-1)
+			}
+		}
+		for _, e := range ph.Epochs {
+			if e == 0 || e >= MaxEpoch {
+				return fmt.Errorf("phase %d: batch of epoch %d", i, e)
+			}
 		}
 	}
 	return nil

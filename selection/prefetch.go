@@ -374,6 +374,11 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 	lb.cmu.Lock()
 	defer lb.cmu.Unlock()
 	if !lb.prefetched {
+		// Checked before drawing: the batch's counters stay inside its own
+		// sub-stream (batchCounter), whatever the Forwarder asks.
+		if lb.drawn >= maxBatchItems {
+			return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more than the %d dealer items a batch may", r, maxBatchItems)
+		}
 		m, err := pf.base.Material(ctx, r)
 		if err != nil {
 			return m, err

@@ -17,7 +17,10 @@ import (
 const ProgressLogInterval = 5 * time.Second
 
 // Run runs the model owner's side of a selection over conn, drawing
-// correlated randomness from prov (party 0's provider).
+// correlated randomness from prov (party 0's provider), which it wraps in a
+// beaver.Marked whose high-water marks live in StateDir (MarksFile; in
+// memory without one), so that no run draws at a position of the session
+// drawn before (see the package comment).
 //
 // Everything Run can check (parameters, weights, proxies, generation
 // settings, the Label function) is checked before it says anything to the
@@ -34,7 +37,8 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 }
 
 // Run runs the data owner's side of a selection over conn, drawing
-// correlated randomness from prov (party 1's provider).
+// correlated randomness from prov (party 1's provider), wrapped in a
+// beaver.Marked as ModelOwner.Run does.
 //
 // Everything Run can check (parameters, pool, embedding weights) is checked
 // before it says anything to the model owner. The bootstrap sample is
@@ -55,6 +59,7 @@ func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.P
 	}}
 	r := &dataOwnerRun{d: d, eval: d.Evaluator,
 		runner: newRunner(1, d.Params, conn, prov, d.Logger, d.OnProgress, store)}
+	r.forgeEpoch = d.forgeEpoch
 	return guard(ctx, r.runner, r.check, r.run)
 }
 

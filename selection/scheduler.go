@@ -30,6 +30,22 @@ const (
 // range: in epoch e every stream starts at counter e << EpochShift.
 const EpochShift = 40
 
+// MaxEpoch bounds the epochs of a session: e << EpochShift must not wrap
+// around, so every epoch lies in 1..MaxEpoch−1. A peer announcing an epoch
+// outside that range is refused (EpochError), and a session whose epochs
+// are used up refuses to run another.
+const MaxEpoch = 1 << (64 - EpochShift)
+
+// MaxEpochLead is the most a peer's epoch may lead this party's in the
+// handshake. Each party adds one to its own epoch before every run (before
+// the handshake) and both adopt the larger after it, so honest epochs
+// differ only by the runs one party started whose handshake the other
+// never completed (the other side failed or was refused before its own
+// hello): a few, one per manual restart. A larger lead is refused
+// (EpochError): a forging peer can then advance this party's epoch by at
+// most MaxEpochLead per run, and never onto an epoch it already used.
+const MaxEpochLead = 1024
+
 // Within an epoch, a lane's stream gives batch b of phase i the counters
 // from epoch<<EpochShift | i<<phaseShift | (b/W)<<batchShift on: each batch
 // its own dealer sub-stream, whatever the order in which batches run or
@@ -138,11 +154,12 @@ func (s *scheduler) batchCounter(phase, b int) uint64 {
 // material, and opens the control session and the lanes' sessions (their
 // setup exchanges run concurrently: one round trip for all).
 func (s *scheduler) start(ctx context.Context, epoch uint64) error {
+	if epoch == 0 || epoch >= MaxEpoch {
+		return fmt.Errorf("selection: start epoch %d: outside 1..%d", epoch, MaxEpoch-1)
+	}
 	s.epoch = epoch
-	for _, id := range s.streams() {
-		if err := s.prov.Seek(id, epoch<<EpochShift); err != nil {
-			return fmt.Errorf("selection: start epoch %d: %w", epoch, err)
-		}
+	if err := s.position(); err != nil {
+		return err
 	}
 	var err error
 	if s.ctrl, err = protocol.NewSession(ctx, s.party, s.conn.Stream(StreamSession), s.prov, s.fp); err != nil {
@@ -167,12 +184,27 @@ func (s *scheduler) start(ctx context.Context, epoch uint64) error {
 	return nil
 }
 
-// bind keys all further correlated randomness by the dealer session id.
+// position moves every stream's provider counter to the epoch's first,
+// epoch<<EpochShift.
+func (s *scheduler) position() error {
+	for _, id := range s.streams() {
+		if err := s.prov.Seek(id, s.epoch<<EpochShift); err != nil {
+			return fmt.Errorf("selection: start epoch %d: %w", s.epoch, err)
+		}
+	}
+	return nil
+}
+
+// bind keys all further correlated randomness by the dealer session id,
+// then positions the streams again (where they already are): a provider
+// that keeps persistent high-water marks per session (beaver.Marked, as
+// Run wraps it) checks the epoch's counters against the session's marks
+// before anything is drawn.
 func (s *scheduler) bind(ctx context.Context, id beaver.SessionID) error {
 	if err := s.prov.BindSession(ctx, id); err != nil {
 		return fmt.Errorf("selection: dealer session: %w", err)
 	}
-	return nil
+	return s.position()
 }
 
 // control returns the control session (weight sharing, QuickSelect,

@@ -159,6 +159,9 @@ func DecodeState(b []byte) (*State, error) {
 	if s.Party != 0 && s.Party != 1 {
 		return nil, fmt.Errorf("selection: state: party %d", s.Party)
 	}
+	if s.Epoch >= MaxEpoch {
+		return nil, fmt.Errorf("selection: state: epoch %d (at most %d)", s.Epoch, MaxEpoch-1)
+	}
 	if s.Seed != "" {
 		if _, err := s.seed(); err != nil {
 			return nil, err
@@ -295,9 +298,10 @@ func (s *State) reconcile(mine, peer summary) {
 		ph.Done, ph.Survivors = false, nil
 		keep := ph.Batches[:0]
 		for _, b := range ph.Batches {
-			// Kept only if the peer holds the same batch from the same run.
-			j := slices.Index(p.Batches, b.Batch)
-			if j >= 0 && j < len(p.Epochs) && p.Epochs[j] == b.Epoch {
+			// Kept only if the peer holds the same batch from the same run
+			// (the peer's batches are ascending: checkSummary).
+			j, found := slices.BinarySearch(p.Batches, b.Batch)
+			if found && j < len(p.Epochs) && p.Epochs[j] == b.Epoch {
 				keep = append(keep, b)
 			}
 		}

@@ -32,6 +32,8 @@ type runner struct {
 	sched      *scheduler
 	embHash    string
 	seq        int
+	// forgeEpoch (tests) replaces the epoch counted by beginEpoch.
+	forgeEpoch func(uint64) uint64
 
 	st   *State
 	stMu sync.Mutex // guards st while batch slots record their shares
@@ -94,11 +96,41 @@ func (r *runner) newState() *State {
 func (r *runner) checkpoint() error { return r.store.save(r.st) }
 
 // beginEpoch adopts st and counts this run as a new epoch, persisted before
-// anything is said to the peer.
+// anything is said to the peer; then it wraps the party's provider in the
+// session's persistent high-water marks (markProvider).
 func (r *runner) beginEpoch(st *State) error {
+	if st.Epoch >= MaxEpoch-1 {
+		return fmt.Errorf("selection: the session has used all %d epochs (one per run); start a new session with a fresh state directory", MaxEpoch-1)
+	}
 	r.st = st
 	r.st.Epoch++
-	return r.checkpoint()
+	if r.forgeEpoch != nil {
+		r.st.Epoch = r.forgeEpoch(r.st.Epoch)
+	}
+	if err := r.checkpoint(); err != nil {
+		return err
+	}
+	return r.markProvider()
+}
+
+// markProvider wraps the party's provider in a beaver.Marked whose marks
+// live in the state directory (MarksFile; in memory without one), so that
+// no restart of this party draws correlated randomness at a position it
+// drew before in the session, whatever epoch the handshake settles on: the
+// marks are reserved an epoch at a time (chunks of 2^EpochShift), so the
+// file is written once per stream and run.
+func (r *runner) markProvider() error {
+	path := ""
+	if r.store.durable() {
+		path = MarksFile(r.store.dir, r.party)
+	}
+	m, err := beaver.NewMarked(r.prov, path, beaver.MarkedOptions{ChunkBits: EpochShift})
+	if err != nil {
+		return &StateError{Path: path, Err: err}
+	}
+	r.prov = m
+	r.sched = newScheduler(r.party, r.conn, m, r.p)
+	return nil
 }
 
 // handshake exchanges hellos in the clear on StreamControl and compares
@@ -125,6 +157,9 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 		return peer, fmt.Errorf("selection: handshake: %w", err)
 	}
 	if err := compareHello(mine, peer); err != nil {
+		return peer, err
+	}
+	if err := checkPeerHello(mine, peer, r.p); err != nil {
 		return peer, err
 	}
 	if err := r.st.checkRevealed(peer.Resume); err != nil {

@@ -39,6 +39,12 @@ func (c *checkpointStore) durable() bool { return c.dir != "" }
 // statePath is the state file.
 func (c *checkpointStore) statePath() string { return StateFile(c.dir, c.party) }
 
+// MarksFile returns party's file of high-water marks (beaver.Marked) in dir:
+// the positions of correlated randomness the party has drawn, per session.
+func MarksFile(dir string, party int) string {
+	return filepath.Join(dir, fmt.Sprintf("marks-p%d.json", party))
+}
+
 // batchRoot is the directory of the party's batch files.
 func (c *checkpointStore) batchRoot() string {
 	return filepath.Join(c.dir, fmt.Sprintf("batches-p%d", c.party))

@@ -1,0 +1,308 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// weightEvaluator is a valueEvaluator whose Prepare also shares a vector of
+// the model owner's under the phase's weight base, so that a run draws
+// weight masks (the items whose reuse reveals weights) as well as triples,
+// square and truncation pairs.
+type weightEvaluator struct{ *valueEvaluator }
+
+func (w weightEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {
+	var g *share.Tensor
+	if s.Party() == 0 {
+		g, _ = share.FromData([]uint64{1, 2, 3, 4}, 4)
+	}
+	if _, err := s.ShareVector(ctx, wb, g, 4); err != nil {
+		return nil, err
+	}
+	return w.valueEvaluator.Prepare(ctx, s, phase, arch, wb)
+}
+
+// epochRun runs one selection of testParams with a forward that draws
+// material (squares) and shares weights, both parties on the same dealer
+// seeds (a fresh in-process dealer, as after a restart of everyone), with
+// the model owner's provider wrapped in a recorder, which it returns.
+// setup, if set, configures the data owner.
+func epochRun(t *testing.T, dirs [2]string, failAfter [2]int, setup func(*DataOwner)) ([2]*Result, [2]error, *recorder) {
+	t.Helper()
+	p := testParams()
+	var res [2]*Result
+	rec := &recorder{}
+	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
+		ev := weightEvaluator{&valueEvaluator{party: party, value: shifted, square: true, fp: share.DefaultFixedPoint, failAfter: failAfter[party]}}
+		var err error
+		if party == 0 {
+			rec.Provider = prov
+			res[0], err = (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[0], Logger: quiet()}).Run(ctx, conn, rec)
+			return err
+		}
+		do := &DataOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[1], Logger: quiet()}
+		if setup != nil {
+			setup(do)
+		}
+		res[1], err = do.Run(ctx, conn, prov)
+		return err
+	})
+	return res, errs, rec
+}
+
+// common counts the words of b that occur in a.
+func common(a, b []uint64) int {
+	set := make(map[uint64]bool, len(a))
+	for _, w := range a {
+		set[w] = true
+	}
+	n := 0
+	for _, w := range b {
+		if set[w] {
+			n++
+		}
+	}
+	return n
+}
+
+// stateEpoch reads party's checkpointed epoch in dirs.
+func stateEpoch(t *testing.T, dirs [2]string, party int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(StateFile(dirs[party], party))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DecodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Epoch
+}
+
+// interruptedRun is the first run of the forged-epoch tests: the model
+// owner fails in phase 1, after drawing material (and weight masks) in
+// both phases; it returns the words it drew.
+func interruptedRun(t *testing.T, dirs [2]string) []uint64 {
+	t.Helper()
+	_, errs, rec := epochRun(t, dirs, [2]int{20, 0}, nil)
+	if errs[0] == nil || errs[1] == nil {
+		t.Fatalf("interrupted run: %v", errs)
+	}
+	if len(rec.words) < 100 {
+		t.Fatalf("the model owner drew only %d words", len(rec.words))
+	}
+	return append([]uint64(nil), rec.words...)
+}
+
+// forgeDataOwner is the attack of issue 24 (hole 1) done to the data
+// owner's checkpoint: its epoch 2^24 − 1 ahead (16777216 after a run of
+// epoch 1), so that the next run's epoch, one more, wraps (e<<EpochShift)
+// onto the epoch both parties ran last, and its batch files removed, so
+// that the model owner redoes its batches at the counters of that run.
+func forgeDataOwner(t *testing.T, dirs [2]string) {
+	t.Helper()
+	editState(1, func(s *State) { s.Epoch += 1<<24 - 1 })(t, dirs)
+	if err := os.RemoveAll(filepath.Join(dirs[1], "batches-p1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForgedEpochStateRefused is the attack of issue 24 (hole 1) with
+// unmodified party code: after a run of epoch 1, the data owner writes
+// epoch 2^24 into its own state file, deletes its batch files and resumes. The model owner used to
+// adopt the epoch, whose counters wrap onto its previous run's, and draw
+// every item of that run again, byte-identical (from which the data owner
+// recovers the weights). Now the data owner's own checkpoint is refused
+// (an epoch of 2^24 or more is out of range), the model owner learns it
+// from the abort, and it draws no word it drew before.
+func TestForgedEpochStateRefused(t *testing.T) {
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	first := interruptedRun(t, dirs)
+	forgeDataOwner(t, dirs)
+	_, errs, rec := epochRun(t, dirs, [2]int{}, nil)
+	if n := common(first, rec.words); n > 0 {
+		t.Errorf("the resumed model owner drew %d of its %d words of the first run again (of %d it drew)", n, len(first), len(rec.words))
+	}
+	var se *StateError
+	if !errors.As(errs[1], &se) || !strings.Contains(se.Error(), "epoch") {
+		t.Errorf("data owner with a forged epoch: %v, want a *StateError about the epoch", errs[1])
+	}
+	if errs[0] == nil {
+		t.Error("the model owner accepted the resume")
+	}
+	if e := stateEpoch(t, dirs, 0); e >= 1<<24 {
+		t.Errorf("the model owner's epoch is %d", e)
+	}
+}
+
+// TestModelOwnerRefusesForgedEpoch: the same attack by a data owner that
+// announces the forged epoch whatever its own checks say (forgeEpoch plays
+// the modified code): the model owner refuses the handshake with an
+// *EpochError, keeps its own epoch, and draws no word it drew before.
+func TestModelOwnerRefusesForgedEpoch(t *testing.T) {
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	first := interruptedRun(t, dirs)
+	forged := uint64(0)
+	_, errs, rec := epochRun(t, dirs, [2]int{}, func(d *DataOwner) {
+		// Its run's epoch (2) plus 2^24 − 1: wraps onto epoch 1, the
+		// first run's.
+		d.forgeEpoch = func(e uint64) uint64 { forged = e + 1<<24 - 1; return forged }
+		if err := os.RemoveAll(filepath.Join(dirs[1], "batches-p1")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n := common(first, rec.words); n > 0 {
+		t.Errorf("the resumed model owner drew %d of its %d words of the first run again (of %d it drew)", n, len(first), len(rec.words))
+	}
+	var ee *EpochError
+	if !errors.As(errs[0], &ee) || ee.Peer != forged || ee.Local != 2 {
+		t.Fatalf("model owner: %v, want an *EpochError (peer %d, local 2)", errs[0], forged)
+	}
+	var pe *PeerAbortError
+	if !errors.As(errs[1], &pe) || !strings.Contains(pe.Reason, "epoch") {
+		t.Errorf("data owner: %v, want the model owner's abort about the epoch", errs[1])
+	}
+	if e := stateEpoch(t, dirs, 0); e != 2 {
+		t.Errorf("the model owner's epoch is %d, want 2", e)
+	}
+}
+
+// TestMarksRefuseRolledBackState: the persistent high-water marks hold
+// even when the handshake accepts the epochs. Both parties' state files
+// are rolled back to an earlier copy (epoch 1, as after a restore from a
+// backup) after a second run at epoch 2: the third run agrees on epoch 2
+// again, within every epoch bound, but the marks of the second run
+// (MarksFile) refuse its counters before anything is drawn: no word of the
+// second run is drawn again.
+func TestMarksRefuseRolledBackState(t *testing.T) {
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	interruptedRun(t, dirs)
+	var saved [2][]byte
+	for party := range 2 {
+		b, err := os.ReadFile(StateFile(dirs[party], party))
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[party] = b
+	}
+	res, errs, rec := epochRun(t, dirs, [2]int{}, nil)
+	if errs[0] != nil || errs[1] != nil || res[0].Epoch != 2 {
+		t.Fatalf("second run: %v (epoch %v)", errs, res[0])
+	}
+	second := append([]uint64(nil), rec.words...)
+	for party := range 2 {
+		if err := os.WriteFile(StateFile(dirs[party], party), saved[party], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(dirs[party], []string{"batches-p0", "batches-p1"}[party])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, errs, rec = epochRun(t, dirs, [2]int{}, nil)
+	if n := common(second, rec.words); n > 0 {
+		t.Errorf("the rolled-back model owner drew %d words of the second run again (of %d it drew)", n, len(rec.words))
+	}
+	var pe *PeerAbortError
+	if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && strings.Contains(pe.Reason, beaver.ErrReuse.Error())) {
+		t.Errorf("model owner: %v, want a refusal wrapping beaver.ErrReuse", errs[0])
+	}
+	if errs[1] == nil {
+		t.Error("data owner: the run went through")
+	}
+}
+
+func TestCheckEpoch(t *testing.T) {
+	for _, c := range []struct {
+		mine, peer uint64
+		ok         bool
+	}{
+		{1, 1, true},
+		{1, 2, true},
+		{7, 3, true},
+		{1, 1 + MaxEpochLead, true},
+		{1, 2 + MaxEpochLead, false},
+		{1, 0, false},
+		{1, MaxEpoch, false},
+		{2, 1<<24 + 2, false},
+		{MaxEpoch - 1, MaxEpoch - 1, true},
+		{MaxEpoch - 2, MaxEpoch - 1, true},
+		{5, 1<<64 - 1, false},
+	} {
+		err := checkEpoch(c.mine, c.peer)
+		if (err == nil) != c.ok {
+			t.Errorf("mine %d, peer %d: %v", c.mine, c.peer, err)
+		}
+		var ee *EpochError
+		if err != nil && (!errors.As(err, &ee) || ee.Local != c.mine || ee.Peer != c.peer) {
+			t.Errorf("mine %d, peer %d: %v is not the EpochError", c.mine, c.peer, err)
+		}
+	}
+}
+
+// TestCheckPeerHello: the numbers of a peer's hello that become positions,
+// sizes or loop bounds (epoch, sequence length, the resume summary's
+// phases, batch numbers and epochs) are refused out of range.
+func TestCheckPeerHello(t *testing.T) {
+	p := testParams().withDefaults() // 230 candidates in batches of 16: 15 batches
+	base := func() hello {
+		return hello{Epoch: 3, Seq: 16, Resume: summary{SeedHash: "x", BootstrapDone: true,
+			Phases: []phaseSummary{{Done: true}, {Batches: []int{0, 3, 14}, Epochs: []uint64{1, 2, 2}}}}}
+	}
+	mine := hello{Epoch: 3}
+	if err := checkPeerHello(mine, base(), p); err != nil {
+		t.Fatalf("honest hello refused: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		f    func(h *hello)
+	}{
+		{"epoch wraps", func(h *hello) { h.Epoch = 1<<24 + 3 }},
+		{"epoch leads too far", func(h *hello) { h.Epoch = 3 + MaxEpochLead + 1 }},
+		{"epoch zero", func(h *hello) { h.Epoch = 0 }},
+		{"negative seq", func(h *hello) { h.Seq = -1 }},
+		{"huge seq", func(h *hello) { h.Seq = secure.MaxWidth + 1 }},
+		{"more phases than the schedule", func(h *hello) { h.Resume.Phases = append(h.Resume.Phases, phaseSummary{}) }},
+		{"phases before the bootstrap", func(h *hello) { h.Resume.BootstrapDone = false }},
+		{"batch beyond the pool", func(h *hello) { h.Resume.Phases[1].Batches[2] = 15 }},
+		{"negative batch", func(h *hello) { h.Resume.Phases[1].Batches[0] = -1 }},
+		{"batches out of order", func(h *hello) { h.Resume.Phases[1].Batches[1] = 0 }},
+		{"epochs missing", func(h *hello) { h.Resume.Phases[1].Epochs = h.Resume.Phases[1].Epochs[:2] }},
+		{"batch of epoch zero", func(h *hello) { h.Resume.Phases[1].Epochs[0] = 0 }},
+		{"batch of a wrapping epoch", func(h *hello) { h.Resume.Phases[1].Epochs[0] = MaxEpoch }},
+		{"too many batches", func(h *hello) {
+			h.Resume.Phases[1].Batches = make([]int, 16)
+			h.Resume.Phases[1].Epochs = make([]uint64, 16)
+		}},
+	} {
+		h := base()
+		c.f(&h)
+		if err := checkPeerHello(mine, h, p); err == nil {
+			t.Errorf("%s: accepted", c.name)
+		}
+	}
+}
+
+// TestEpochSpaceExhausted: a checkpoint at the last epoch runs no more
+// (its next epoch would wrap), and one beyond it does not decode.
+func TestEpochSpaceExhausted(t *testing.T) {
+	r := &runner{store: &checkpointStore{}}
+	if err := r.beginEpoch(&State{Version: stateVersion, Epoch: MaxEpoch - 1}); err == nil {
+		t.Error("a run beyond the last epoch began")
+	}
+	if _, err := DecodeState([]byte(`{"version":1,"party":0,"view_hash":"","epoch":16777216,"phases":null}`)); err == nil {
+		t.Error("a state of epoch 2^24 decoded")
+	}
+	if _, err := DecodeState([]byte(`{"version":1,"party":0,"view_hash":"","epoch":16777215,"phases":null}`)); err != nil {
+		t.Errorf("a state of epoch 2^24−1: %v", err)
+	}
+}
