@@ -135,8 +135,21 @@ func compareHello(local, peer hello) error {
 	return nil
 }
 
-// maxControlMessage bounds the clear control messages (hello, archs).
-const maxControlMessage = 16 << 20
+// Largest messages accepted on StreamControl, each checked by the receive
+// on the size the peer announces, before anything is allocated or decoded
+// (see also maxBootstrapMessage).
+const (
+	// maxControlMessage bounds a hello: the public parameters and the resume
+	// summary (a few bytes per batch done).
+	maxControlMessage = 16 << 20
+	// maxCoinMessage bounds a coin-toss message: a SHA-256 commitment, a
+	// contribution or an opening (32 bytes each).
+	maxCoinMessage = 32
+	// maxArchMessage bounds the JSON of one phase's architecture (about
+	// 300 bytes); the architectures message of n phases may have
+	// n × maxArchMessage bytes.
+	maxArchMessage = 4 << 10
+)
 
 // exchangeJSON sends v and receives the peer's message into out. When the
 // peer's message arrived but the send failed (the peer already left), out is
@@ -149,7 +162,7 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- st.SendBytes(ctx, b) }()
-	rb, rerr := st.RecvBytes(ctx)
+	rb, rerr := st.RecvBytes(ctx, maxControlMessage)
 	serr := <-errc
 	if rerr != nil {
 		if serr != nil {

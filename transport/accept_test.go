@@ -434,7 +434,7 @@ func TestHugeLengthPrefixAfterHandshake(t *testing.T) {
 			if _, err := cl.Write(tc.frame); err != nil {
 				t.Fatal(err)
 			}
-			_, err := r.c.Stream(1).RecvBytes(ctx)
+			_, err := r.c.Stream(1).RecvBytes(ctx, DefaultMaxMessage)
 			runtime.ReadMemStats(&after)
 			if err == nil || !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want a protocol error containing %q", err, tc.want)

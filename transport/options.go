@@ -11,7 +11,10 @@ const (
 	DefaultMaxFrame     = 1 << 20 // 1 MiB of payload per frame
 	DefaultStreamWindow = 16 << 20
 	DefaultMaxMessage   = 1 << 30
-	DefaultMaxStreams   = 4096
+	// DefaultMaxStreams bounds the streams the peer may open: with
+	// DefaultStreamWindow, 2 GiB of receive window in all. A selection
+	// uses at most 3 + selection.MaxWorkers streams per connection.
+	DefaultMaxStreams = 128
 	// DefaultHandshakeTimeout bounds the TLS handshake and the connection
 	// preface of Dial and Listener.Accept.
 	DefaultHandshakeTimeout = 10 * time.Second
@@ -25,9 +28,13 @@ const (
 	maxWindow     = 1 << 30
 )
 
-// Compression selects which messages of a stream are zstd-compressed. A
-// message is sent compressed only when that makes it smaller, so enabling
-// compression never costs bytes, only CPU. Receivers need no setting.
+// Compression selects which messages of a stream are zstd-compressed, and
+// which compressed messages the stream accepts: a receiver must enable the
+// same mode (Stream.SetCompression or Options.Compression), or a compressed
+// message kills the connection. A message is sent compressed only when that
+// makes it smaller, so enabling compression never costs bytes, only CPU;
+// but the length of a compressed message depends on its content, so never
+// enable it on a stream that carries private values.
 type Compression uint32
 
 const (
@@ -51,16 +58,21 @@ type Options struct {
 	// [1 KiB, 1 GiB]. Keep it above the bandwidth-delay product.
 	StreamWindow int
 	// MaxMessage is the largest message accepted, before and after
-	// decompression; default DefaultMaxMessage. At least MaxFrame.
+	// decompression, whatever the receiving call allows; default
+	// DefaultMaxMessage. At least MaxFrame. Each receive has its own,
+	// usually much smaller, maximum (RecvBytes' max, RecvWords' length).
 	MaxMessage int
 	// MaxStreams bounds the number of streams the peer may open on this
-	// side; default DefaultMaxStreams. Memory is bounded by MaxStreams ×
-	// StreamWindow.
+	// side; default DefaultMaxStreams. The frames queued on a stream take
+	// at most about 1.25 × StreamWindow of memory (every frame is charged
+	// its payload plus a fixed overhead), so unread data is bounded by
+	// 1.25 × (MaxStreams + the streams this side opened) × StreamWindow.
 	MaxStreams int
 	// Link, when set, emulates this link profile on this side's outgoing
 	// direction (set it on both sides for a symmetric link).
 	Link *Profile
-	// Compression is the default compression of new streams.
+	// Compression is the default compression of new streams, for sending
+	// and for accepting compressed messages (see Stream.SetCompression).
 	Compression Compression
 	// HandshakeTimeout bounds the TLS handshake and the exchange of the
 	// connection prefaces, on either side, so that a silent or slow peer
