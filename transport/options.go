@@ -20,7 +20,13 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultMaxPendingHandshakes bounds the handshakes a Listener.Accept
 	// runs at once.
-	DefaultMaxPendingHandshakes = 16
+	DefaultMaxPendingHandshakes = 64
+	// DefaultMaxPendingPerSource bounds the handshakes a Listener.Accept
+	// runs at once for one source IP address.
+	DefaultMaxPendingPerSource = 16
+	// DefaultFirstByteTimeout is how long a Listener waits for the first
+	// byte (of the TLS ClientHello) of a new socket.
+	DefaultFirstByteTimeout = 2 * time.Second
 
 	minFrame      = 64
 	maxFrameLimit = 1 << 26
@@ -81,10 +87,20 @@ type Options struct {
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// MaxPendingHandshakes bounds the connections a Listener.Accept
-	// authenticates at once; further connections wait in the kernel's
-	// backlog until a handshake ends (at the latest at HandshakeTimeout).
-	// Default DefaultMaxPendingHandshakes.
+	// authenticates at once. Accept keeps taking sockets from the kernel:
+	// one beyond the bound evicts the oldest pending socket that has not
+	// sent a byte yet (or else the oldest pending one). Default
+	// DefaultMaxPendingHandshakes.
 	MaxPendingHandshakes int
+	// MaxPendingPerSource bounds the connections from one IP address that
+	// a Listener.Accept authenticates at once; one beyond it evicts that
+	// address's oldest silent (or else oldest) pending socket, never
+	// another address's. Default DefaultMaxPendingPerSource.
+	MaxPendingPerSource int
+	// FirstByteTimeout bounds how long a Listener.Accept waits for a new
+	// socket's first byte (a real peer sends its TLS ClientHello at once),
+	// before HandshakeTimeout starts. Default DefaultFirstByteTimeout.
+	FirstByteTimeout time.Duration
 	// Log receives a warning for every connection a Listener rejects (a
 	// wrong key, bytes that are not TLS, a handshake timeout); nil means
 	// slog.Default().
@@ -111,6 +127,12 @@ func (o Options) normalize() (Options, error) {
 	if o.MaxPendingHandshakes == 0 {
 		o.MaxPendingHandshakes = DefaultMaxPendingHandshakes
 	}
+	if o.MaxPendingPerSource == 0 {
+		o.MaxPendingPerSource = min(DefaultMaxPendingPerSource, o.MaxPendingHandshakes)
+	}
+	if o.FirstByteTimeout == 0 {
+		o.FirstByteTimeout = DefaultFirstByteTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -129,6 +151,10 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("transport: negative HandshakeTimeout %v", o.HandshakeTimeout)
 	case o.MaxPendingHandshakes < 0:
 		return o, fmt.Errorf("transport: negative MaxPendingHandshakes %d", o.MaxPendingHandshakes)
+	case o.MaxPendingPerSource < 0:
+		return o, fmt.Errorf("transport: negative MaxPendingPerSource %d", o.MaxPendingPerSource)
+	case o.FirstByteTimeout < 0:
+		return o, fmt.Errorf("transport: negative FirstByteTimeout %v", o.FirstByteTimeout)
 	}
 	if o.Link != nil {
 		if err := o.Link.validate(); err != nil {
