@@ -103,14 +103,14 @@ func TestRecvRefusesCompressedBomb(t *testing.T) {
 			var err error
 			start := time.Now()
 			total, heap := allocated(func() { err = tc.recv(ctx, p.c.Stream(1)) })
+			if total > 8<<20 || heap > 8<<20 {
+				t.Fatalf("the receiver allocated %d bytes (heap grew by %d) on a %d-byte message expanding to %d (error %v)", total, heap, len(bomb), tc.plain, err)
+			}
 			if err == nil {
 				t.Fatal("the bomb was received")
 			}
 			if d := time.Since(start); d > 2*time.Second {
 				t.Fatalf("refusing took %v", d)
-			}
-			if total > 8<<20 || heap > 8<<20 {
-				t.Fatalf("the receiver allocated %d bytes (heap grew by %d) on a %d-byte message expanding to %d", total, heap, len(bomb), tc.plain)
 			}
 			t.Logf("%d-byte bomb refused after allocating %d bytes: %v", len(bomb), total, err)
 		})
