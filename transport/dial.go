@@ -362,13 +362,8 @@ func (a *acceptor) oldest(source string) *pendingConn {
 	return first
 }
 
-// drop removes p from the pending set (if it is still there).
-func (a *acceptor) drop(p *pendingConn) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.dropLocked(p)
-}
-
+// dropLocked removes p from the pending set (if it is still there); a.mu
+// must be held.
 func (a *acceptor) dropLocked(p *pendingConn) {
 	for i, q := range a.pending {
 		if q == p {
@@ -403,9 +398,14 @@ func (a *acceptor) authenticate(ctx context.Context, raw net.Conn) {
 		addr := raw.RemoteAddr().String()
 		c, err := a.handshake(ctx, p)
 		a.mu.Lock()
-		evicted := p.evicted
+		evicted := p.evicted // else it can no longer be evicted:
+		a.dropLocked(p)
 		a.mu.Unlock()
-		a.drop(p)
+		if err == nil && evicted {
+			// Evicted as its handshake ended: its socket is closed.
+			_ = c.Close()
+			c, err = nil, errors.New("socket closed")
+		}
 		if err != nil {
 			if evicted {
 				err = fmt.Errorf("%w: %w", errEvicted, err)
