@@ -207,8 +207,8 @@ func TestEstablishListenWaitsForPinnedPeer(t *testing.T) {
 // TestEstablishDialRetriesBusyListener: a listener that does not answer the
 // dialling party's first handshakes (500 ms limit) is retried until it
 // answers, and the party connects within its own timeout. The busy listener
-// is a front that holds every connection silently for its first second and
-// then relays to a real one (a transport.Listener itself is no longer kept
+// is a front that holds every connection of its first second silently (for
+// 2 s) and then relays to a real one (a transport.Listener itself is no longer kept
 // busy by strays: it evicts silent sockets for new ones).
 func TestEstablishDialRetriesBusyListener(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -233,8 +233,8 @@ func TestEstablishDialRetriesBusyListener(t *testing.T) {
 			}
 			go func() {
 				defer c.Close()
-				if wait := time.Until(opens); wait > 0 {
-					time.Sleep(wait) // busy: no answer, then the socket closes
+				if time.Until(opens) > 0 {
+					time.Sleep(2 * time.Second) // busy: no answer within the dialler's limit
 					return
 				}
 				b, err := net.Dial("tcp", ln.Addr().String())
