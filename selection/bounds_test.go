@@ -111,3 +111,29 @@ func TestArchsReceiveBounded(t *testing.T) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
 }
+
+// TestHelloReceiveBounded: the hello bound follows this side's parameters
+// (a resume summary of every batch at most), and a larger hello is refused
+// on its announced size.
+func TestHelloReceiveBounded(t *testing.T) {
+	p := Params{PoolSize: 240, BatchSize: 16, Schedule: []Phase{{}, {}}}
+	if got, want := maxHelloMessage(p), helloBase+2*16*2*maxJSONNumber; got != want {
+		t.Fatalf("maxHelloMessage = %d, want %d", got, want)
+	}
+	if got := maxHelloMessage(Params{PoolSize: 1 << 30, BatchSize: 1, Schedule: []Phase{{}}}); got != maxControlMessage {
+		t.Fatalf("maxHelloMessage of a huge pool = %d, want the cap %d", got, maxControlMessage)
+	}
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		_ = c1.Stream(StreamControl).SendBytes(ctx, make([]byte, maxHelloMessage(p)+1))
+		_, _ = c1.Stream(StreamControl).RecvBytes(ctx, maxControlMessage)
+	}()
+	var peer hello
+	if err := exchangeJSON(ctx, c0.Stream(StreamControl), hello{}, &peer, maxHelloMessage(p)); !errors.Is(err, transport.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+}

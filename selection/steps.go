@@ -117,7 +117,7 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	// content. Its other messages (hello, coin, architectures) are small.
 	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
 	var peer hello
-	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer); err != nil {
+	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer, maxHelloMessage(r.p)); err != nil {
 		if peer.Version != 0 { // the peer's hello arrived: a mismatch explains its leaving
 			if merr := compareHello(mine, peer); merr != nil {
 				return peer, merr
