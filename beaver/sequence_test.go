@@ -145,20 +145,20 @@ func TestDrawSequencePipelines(t *testing.T) {
 // the first data stream before it answers any (with zero corrections).
 func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
 	ctl := conn.Stream(controlID)
-	if _, err := ctl.RecvBytes(ctx); err != nil { // hello
+	if _, err := ctl.RecvBytes(ctx, helloMsgSize); err != nil { // hello
 		return
 	}
 	if ctl.SendBytes(ctx, []byte{statusOK}) != nil {
 		return
 	}
-	if _, err := ctl.RecvBytes(ctx); err != nil { // session id
+	if _, err := ctl.RecvBytes(ctx, sessionMsgSize); err != nil { // session id
 		return
 	}
 	var seed share.Seed
 	if ctl.SendBytes(ctx, append([]byte{statusOK}, seed[:]...)) != nil {
 		return
 	}
-	b, err := ctl.RecvBytes(ctx) // the data stream's opening
+	b, err := ctl.RecvBytes(ctx, openMsgSize) // the data stream's opening
 	if err != nil {
 		return
 	}
@@ -169,7 +169,7 @@ func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
 	st := conn.Stream(tid)
 	var reqs []Request
 	for range n {
-		b, err := st.RecvBytes(ctx)
+		b, err := st.RecvBytes(ctx, requestSize)
 		if err != nil {
 			return
 		}

@@ -57,6 +57,23 @@ const (
 	sessionMsgSize = len(sessionMagic) + len(SessionID{})
 )
 
+// The largest message each side accepts on the dealer connection, checked by
+// the receive on the size the sender announces, before anything is
+// allocated (transport.Stream.RecvBytes).
+const (
+	// helloMsgSize is a party's hello: magic, version, party.
+	helloMsgSize = len(helloMagic) + 2
+	// openMsgSize is a data stream's opening: provider stream, transport
+	// stream.
+	openMsgSize = 8
+	// maxStatusMsg is a status reply without payload: OK, or a refusal and
+	// its text.
+	maxStatusMsg = 1 + maxStatusText
+	// maxSeedReplyMsg is the reply to a session id: OK and the session
+	// seed, or a refusal and its text.
+	maxSeedReplyMsg = 1 + max(share.SeedSize, maxStatusText)
+)
+
 // ServerOptions configure a Server. The zero value selects the defaults.
 type ServerOptions struct {
 	// HandshakeTimeout bounds the wait for a party's hello (default 30 s).
@@ -159,7 +176,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		return refuse(fmt.Errorf("beaver: dealer: key %s is not the %s's pinned key %s", key, roleName(role), want))
 	}
 	hctx, cancel := context.WithTimeout(ctx, s.opt.HandshakeTimeout)
-	hello, err := ctl.RecvBytes(hctx)
+	hello, err := ctl.RecvBytes(hctx, helloMsgSize)
 	cancel()
 	if err != nil {
 		return refused(fmt.Errorf("beaver: server: hello: %w", err))
@@ -179,7 +196,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	}
 
 	sctx, cancel := context.WithTimeout(ctx, s.opt.SessionTimeout)
-	msg, err := ctl.RecvBytes(sctx)
+	msg, err := ctl.RecvBytes(sctx, sessionMsgSize)
 	cancel()
 	if err != nil {
 		return refused(fmt.Errorf("beaver: server: session id of the %s: %w", roleName(role), err))
@@ -239,7 +256,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	}
 	opened := map[uint32]bool{controlID: true}
 	for {
-		msg, err := ctl.RecvBytes(ctx)
+		msg, err := ctl.RecvBytes(ctx, openMsgSize)
 		if err != nil {
 			if c := context.Cause(ctx); c != nil {
 				err = c
@@ -271,7 +288,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 // the stream fails.
 func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, touch func()) {
 	for {
-		b, err := st.RecvBytes(ctx)
+		b, err := st.RecvBytes(ctx, requestSize)
 		if err != nil {
 			return
 		}
@@ -286,7 +303,7 @@ func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transpo
 		}
 		if err != nil {
 			msg := append([]byte{statusError}, err.Error()...)
-			if st.SendBytes(ctx, msg) != nil {
+			if st.SendBytes(ctx, msg[:min(len(msg), maxStatusMsg)]) != nil {
 				return
 			}
 			continue
@@ -346,8 +363,8 @@ func decodeStatus(b []byte, payload int) ([]byte, error) {
 }
 
 func decodeOpen(b []byte) (pstream, tid uint32, err error) {
-	if len(b) != 8 {
-		return 0, 0, fmt.Errorf("malformed open message (%d bytes, want 8)", len(b))
+	if len(b) != openMsgSize {
+		return 0, 0, fmt.Errorf("malformed open message (%d bytes, want %d)", len(b), openMsgSize)
 	}
 	pstream = binary.LittleEndian.Uint32(b)
 	tid = binary.LittleEndian.Uint32(b[4:])
@@ -381,7 +398,7 @@ func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, err
 	if err := ctl.SendBytes(ctx, encodeHello(party)); err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer: %w", err)
 	}
-	b, err := ctl.RecvBytes(ctx)
+	b, err := ctl.RecvBytes(ctx, maxStatusMsg)
 	if err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer: receive reply: %w", err)
 	}
@@ -399,7 +416,7 @@ func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, cor
 	if err := c.ctl.SendBytes(ctx, encodeSession(id)); err != nil {
 		return seed, nil, fmt.Errorf("send session id: %w", err)
 	}
-	b, err := c.ctl.RecvBytes(ctx)
+	b, err := c.ctl.RecvBytes(ctx, maxSeedReplyMsg)
 	if err != nil {
 		return seed, nil, fmt.Errorf("receive session seed: %w", err)
 	}
@@ -539,7 +556,7 @@ func (n *netCorrector) correctSeq(ctx context.Context, rs []Request, deliver fun
 // reply receives the dealer's reply to r: its status, then its correction
 // words.
 func (cs *clientStream) reply(ctx context.Context, r Request) ([]uint64, error) {
-	status, err := cs.st.RecvBytes(ctx)
+	status, err := cs.st.RecvBytes(ctx, maxStatusMsg)
 	if err != nil {
 		return nil, fmt.Errorf("receive status: %w", err)
 	}

@@ -202,7 +202,7 @@ func TestServerBadRequests(t *testing.T) {
 			if err := st.SendBytes(ctx, tc.msg); err != nil {
 				t.Fatal(err)
 			}
-			status, err := st.RecvBytes(ctx)
+			status, err := st.RecvBytes(ctx, maxStatusMsg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -468,7 +468,7 @@ func TestRoleBinding(t *testing.T) {
 			// before the hello is written: the send may then fail, and the
 			// refusal is still received.
 			_ = ctl.SendBytes(ctx, encodeHello(tc.claim))
-			reply, err := ctl.RecvBytes(ctx)
+			reply, err := ctl.RecvBytes(ctx, maxStatusMsg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -490,7 +490,7 @@ func TestRoleBinding(t *testing.T) {
 			// No byte of material: the session message is never read, and
 			// after the one error message the connection ends.
 			if err := ctl.SendBytes(ctx, encodeSession(SessionID{1})); err == nil {
-				if b, err := ctl.RecvBytes(ctx); err == nil {
+				if b, err := ctl.RecvBytes(ctx, maxSeedReplyMsg); err == nil {
 					t.Fatalf("received %d more bytes after the refusal", len(b))
 				}
 			}

@@ -62,7 +62,7 @@ func NewSession(ctx context.Context, party int, stream *transport.Stream, prov b
 	if err := stream.SendBytes(ctx, mine[:]); err != nil {
 		return nil, fmt.Errorf("protocol: session setup: send input seed: %w", err)
 	}
-	b, err := stream.RecvBytes(ctx)
+	b, err := stream.RecvBytes(ctx, share.SeedSize) // the peer's input-sharing seed
 	if err != nil {
 		return nil, fmt.Errorf("protocol: session setup: receive input seed: %w", err)
 	}

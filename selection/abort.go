@@ -22,7 +22,8 @@ const StreamAbort uint32 = 3
 const (
 	// maxAbortReason bounds the reason text sent to the peer (bytes).
 	maxAbortReason = 2048
-	// maxAbortMessage bounds an abort message read from the peer.
+	// maxAbortMessage bounds an abort message read from the peer (the
+	// receive refuses a larger one before allocating it).
 	maxAbortMessage = 8 << 10
 	// abortSendTimeout bounds the sending of an abort to a peer that no
 	// longer reads.
@@ -128,7 +129,7 @@ func watchAbort(conn *transport.Conn, party int, cancel context.CancelFunc) *abo
 		defer close(a.done)
 		// The stream drains what the peer sent before the connection died, so
 		// an abort followed by the peer's close is always read.
-		b, err := conn.Stream(StreamAbort).RecvBytes(rx)
+		b, err := conn.Stream(StreamAbort).RecvBytes(rx, maxAbortMessage)
 		if err != nil {
 			return
 		}

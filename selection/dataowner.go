@@ -135,7 +135,7 @@ func (r *dataOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 // the schedule and the embedding model.
 func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) {
 	n := len(r.p.Schedule)
-	b, err := r.ctrl.RecvBytes(ctx)
+	b, err := r.ctrl.RecvBytes(ctx, 64+n*maxArchMessage)
 	if err != nil {
 		return nil, fmt.Errorf("selection: receive architectures: %w", err)
 	}
@@ -217,7 +217,7 @@ func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Rea
 	if err != nil {
 		return seed, err
 	}
-	c, err := st.RecvBytes(ctx)
+	c, err := st.RecvBytes(ctx, maxCoinMessage)
 	if err != nil {
 		return seed, fmt.Errorf("selection: coin toss: receive commitment: %w", err)
 	}
@@ -227,7 +227,7 @@ func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Rea
 	if err := st.SendBytes(ctx, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: send: %w", err)
 	}
-	r0, err := st.RecvBytes(ctx)
+	r0, err := st.RecvBytes(ctx, maxCoinMessage)
 	if err != nil {
 		return seed, fmt.Errorf("selection: coin toss: receive opening: %w", err)
 	}

@@ -218,21 +218,47 @@ func checkSummary(s summary, p Params) error {
 	return nil
 }
 
-// maxControlMessage bounds the clear control messages (hello, archs).
-const maxControlMessage = 16 << 20
+// Largest messages accepted on StreamControl, each checked by the receive
+// on the size the peer announces, before anything is allocated or decoded
+// (see also maxBootstrapMessage).
+const (
+	// maxControlMessage bounds a hello whatever the parameters (see
+	// maxHelloMessage).
+	maxControlMessage = 16 << 20
+	// helloBase bounds a hello's public parameters and schedule.
+	helloBase = 1 << 20
+	// maxCoinMessage bounds a coin-toss message: a SHA-256 commitment, a
+	// contribution or an opening (32 bytes each).
+	maxCoinMessage = 32
+	// maxArchMessage bounds the JSON of one phase's architecture (about
+	// 300 bytes); the architectures message of n phases may have
+	// n × maxArchMessage bytes.
+	maxArchMessage = 4 << 10
+)
 
-// exchangeJSON sends v and receives the peer's message into out. When the
+// maxHelloMessage bounds the peer's hello under this side's parameters p:
+// the parameters (helloBase) and a resume summary of at most every batch of
+// every phase done, each a batch number and an epoch of at most
+// maxJSONNumber bytes; never more than maxControlMessage.
+func maxHelloMessage(p Params) int {
+	batches := int64(p.PoolSize)/int64(max(p.BatchSize, 1)) + 1
+	n := helloBase + int64(len(p.Schedule))*batches*2*maxJSONNumber
+	return int(min(n, maxControlMessage))
+}
+
+// exchangeJSON sends v and receives the peer's message, of at most max
+// bytes, into out. When the
 // peer's message arrived but the send failed (the peer already left), out is
 // filled and the send error returned, so the caller can still report what
 // the peer said.
-func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
+func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any, max int) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- st.SendBytes(ctx, b) }()
-	rb, rerr := st.RecvBytes(ctx)
+	rb, rerr := st.RecvBytes(ctx, max)
 	serr := <-errc
 	if rerr != nil {
 		if serr != nil {
@@ -240,7 +266,7 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 		}
 		return fmt.Errorf("receive: %w", rerr)
 	}
-	if len(rb) > maxControlMessage {
+	if len(rb) > max {
 		return fmt.Errorf("peer message of %d bytes", len(rb))
 	}
 	if err := json.Unmarshal(rb, out); err != nil {

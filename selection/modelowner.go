@@ -82,7 +82,7 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 		return nil
 	}
 	idx := sampleBootstrap(seed, d.p.PoolSize, d.p.Bootstrap)
-	b, err := d.ctrl.RecvBytes(ctx)
+	b, err := d.ctrl.RecvBytes(ctx, maxBootstrapMessage(len(idx), d.inputConfig()))
 	if err != nil {
 		return fmt.Errorf("selection: bootstrap: receive: %w", err)
 	}
@@ -207,7 +207,7 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 	if err := st.SendBytes(ctx, coinCommit(mine[:])); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: send commitment: %w", err)
 	}
-	r1, err := st.RecvBytes(ctx)
+	r1, err := st.RecvBytes(ctx, maxCoinMessage)
 	if err != nil {
 		return seed, fmt.Errorf("selection: coin toss: receive: %w", err)
 	}
@@ -220,12 +220,60 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 	return coinSeed(mine[:], r1), nil
 }
 
+// Bounds of the bootstrap message (the JSON of a model.Input of the
+// sampled points), from the input shape the model owner's model expects.
+const (
+	// maxJSONNumber is the longest JSON number encoding/json writes for an
+	// int or a float64, with its separator ("-2.2250738585072014e-308,").
+	maxJSONNumber = 25
+	// maxBootstrapFallback bounds the bootstrap message when the model
+	// owner has no model to read the input shape from (an Evaluator).
+	maxBootstrapFallback = 256 << 20
+	// maxBootstrapLimit is the most any bootstrap message may take.
+	maxBootstrapLimit = 1 << 30
+)
+
+// inputConfig is the configuration of the model whose inputs the
+// bootstrap holds: the target's, or the first proxy's; nil if neither is
+// set.
+func (d *modelOwnerRun) inputConfig() *model.Config {
+	if d.m.Target != nil {
+		return &d.m.Target.Config
+	}
+	for _, p := range d.m.Proxies {
+		if p != nil && p.Model != nil {
+			return &p.Model.Config
+		}
+	}
+	return nil
+}
+
+// maxBootstrapMessage bounds the bootstrap message of n samples for a model
+// with configuration cfg: per sample, an image of NumChannels × ImageSize²
+// numbers or MaxPositions token ids, type ids and mask entries, at most
+// maxJSONNumber bytes each, plus the JSON around them. Without a
+// configuration (or one that sizes no input) it is maxBootstrapFallback;
+// it is never more than maxBootstrapLimit.
+func maxBootstrapMessage(n int, cfg *model.Config) int {
+	if cfg == nil {
+		return maxBootstrapFallback
+	}
+	image := int64(max(cfg.NumChannels, 1)) * int64(max(cfg.ImageSize, 0)) * int64(max(cfg.ImageSize, 0))
+	text := 3 * int64(max(cfg.MaxPositions, 0))
+	perSample := max(image, text) * maxJSONNumber
+	if perSample == 0 {
+		return maxBootstrapFallback
+	}
+	total := 1024 + int64(max(n, 0))*(perSample+64)
+	return int(min(total, maxBootstrapLimit))
+}
+
 // DecodeBootstrap parses the data owner's bootstrap message: the inputs of
 // the n sampled candidates (a JSON model.Input, empty when the data owner
 // runs without a pool, as in tests with a substitute Evaluator).
 func DecodeBootstrap(b []byte, n int) (model.Input, error) {
 	var in model.Input
-	if len(b) > maxControlMessage*64 {
+	if len(b) > maxBootstrapLimit {
 		return in, fmt.Errorf("selection: bootstrap: message of %d bytes", len(b))
 	}
 	if err := json.Unmarshal(b, &in); err != nil {

@@ -423,7 +423,7 @@ func TestCoinToss(t *testing.T) {
 	st := c0.Stream(10)
 	go func() {
 		st.SendBytes(ctx, make([]byte, 32)) // not a commitment of what follows
-		st.RecvBytes(ctx)
+		st.RecvBytes(ctx, maxCoinMessage)
 		st.SendBytes(ctx, make([]byte, 32))
 	}()
 	if _, err := coinToss(ctx, c1.Stream(10), 1); err == nil || !strings.Contains(err.Error(), "commitment") {

@@ -119,7 +119,9 @@ func TestSecureSelectionMatchesPlaintext(t *testing.T) {
 		t.Fatal("parties disagree")
 	}
 	checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
-	// The bootstrap inputs travel zstd-compressed on the control stream.
+	// The bootstrap inputs travel uncompressed on the control stream: the
+	// length of a compressed bootstrap would depend on the data owner's
+	// private points.
 	boot, err := f.pool.Select(res[0].Bootstrap)
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +130,8 @@ func TestSecureSelectionMatchesPlaintext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sent := f.ctrl[1].BytesSent; sent*4 > int64(len(plain)) {
-		t.Errorf("data owner sent %d control bytes for a %d-byte bootstrap message: not compressed", sent, len(plain))
+	if sent := f.ctrl[1].BytesSent; sent < int64(len(plain)) {
+		t.Errorf("data owner sent %d control bytes for a %d-byte bootstrap message: compressed", sent, len(plain))
 	}
 	t.Logf("control stream: data owner sent %d bytes (bootstrap JSON %d bytes); total %v", f.ctrl[1].BytesSent, len(plain), time.Since(start).Round(time.Millisecond))
 }

@@ -229,7 +229,7 @@ func TestDealerSessionDependsOnBothContributions(t *testing.T) {
 			if err := theirs.SendBytes(ctx, commit(fixed)); err != nil {
 				t.Fatal(err)
 			}
-			r1, err := theirs.RecvBytes(ctx)
+			r1, err := theirs.RecvBytes(ctx, maxCoinMessage)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -238,14 +238,14 @@ func TestDealerSessionDependsOnBothContributions(t *testing.T) {
 			}
 			advView = coin(fixed, r1)
 		} else {
-			c, err := theirs.RecvBytes(ctx)
+			c, err := theirs.RecvBytes(ctx, maxCoinMessage)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := theirs.SendBytes(ctx, fixed); err != nil {
 				t.Fatal(err)
 			}
-			r0, err := theirs.RecvBytes(ctx)
+			r0, err := theirs.RecvBytes(ctx, maxCoinMessage)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -143,12 +143,13 @@ func (r *runner) markProvider() error {
 // cancellation. It returns the peer's hello.
 func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	r.ctrl = r.conn.Stream(StreamControl)
-	// The clear messages (hello, coin, bootstrap inputs, architectures) are
-	// compressible text: zstd shrinks a bootstrap of MNIST images 11×.
-	r.ctrl.SetCompression(transport.CompressBytes)
+	// StreamControl is not compressed (transport compression is opt-in and
+	// off by default): it carries the bootstrap, the data owner's private
+	// points, and the length of a compressed message would depend on their
+	// content. Its other messages (hello, coin, architectures) are small.
 	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
 	var peer hello
-	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer); err != nil {
+	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer, maxHelloMessage(r.p)); err != nil {
 		if peer.Version != 0 { // the peer's hello arrived: a mismatch explains its leaving
 			if merr := compareHello(mine, peer); merr != nil {
 				return peer, merr

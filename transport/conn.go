@@ -18,6 +18,21 @@ import (
 // ErrClosed is wrapped by the errors of operations on a Conn closed locally.
 var ErrClosed = errors.New("transport: connection closed")
 
+// ErrTooLarge is wrapped by the error of a receive that refused a message
+// larger than the caller's maximum (RecvBytes' max).
+var ErrTooLarge = errors.New("transport: message too large")
+
+// frameOverhead is what every DATA frame costs against the receiver's
+// stream window beyond its payload: it pays for the receiver's bookkeeping
+// of a queued frame (its slot in the queue and the rounding of its buffer),
+// so that empty or tiny frames cannot queue without bound. With it, the
+// memory the queued frames of one stream hold stays within about
+// 1.25 × StreamWindow (TestEmptyFramesAreFlowControlled).
+const frameOverhead = 128
+
+// frameCost is the flow-control cost of a DATA frame with an n-byte payload.
+func frameCost(n int) int64 { return int64(n) + frameOverhead }
+
 // aLongTimeAgo is a deadline in the past, used to interrupt blocked I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -32,7 +47,7 @@ type Conn struct {
 	raw    net.Conn // what to close: below TLS, so that closing never blocks
 	opt    Options
 	peer   preface
-	chunk  int // largest DATA payload we send: min(peer max frame, peer window/2)
+	chunk  int // largest DATA payload we send: min(peer max frame, peer window/2 - frameOverhead)
 	br     *bufio.Reader
 	peerFP string
 
@@ -59,8 +74,10 @@ type Conn struct {
 
 	zOnce sync.Once
 	zEnc  *zstd.Encoder
-	zDec  *zstd.Decoder
 	zErr  error
+
+	zDecMu sync.Mutex // guards zDec: its limit is set per message
+	zDec   *zstd.Decoder
 }
 
 // newConn exchanges the preface on nc and starts the connection's
@@ -111,7 +128,7 @@ func newConn(ctx context.Context, nc net.Conn, o Options) (*Conn, error) {
 		raw:     raw,
 		opt:     o,
 		peer:    peer,
-		chunk:   min(int(peer.maxFrame), int(peer.window)/2),
+		chunk:   min(int(peer.maxFrame), int(peer.window)/2-frameOverhead),
 		br:      bufio.NewReaderSize(nc, 64<<10),
 		wtok:    prio.NewGate(1),
 		streams: make(map[uint32]*Stream),
@@ -280,7 +297,7 @@ func (c *Conn) onData(h header, p []byte) error {
 	c.mu.Unlock()
 
 	f := inFrame{flags: h.flags, data: p, wire: int64(len(p))}
-	if cap(p) == c.opt.MaxFrame && len(p) >= poolMin {
+	if cap(p) == c.opt.MaxFrame && len(p) >= poolMin && len(p) >= c.opt.MaxFrame-c.opt.MaxFrame/8 {
 		f.pooled = p
 	}
 	n := int64(len(p))
@@ -319,13 +336,16 @@ func (c *Conn) onData(h header, p []byte) error {
 		}
 	}
 
+	cost := frameCost(int(n))
 	s.qmu.Lock()
-	if s.buffered+s.unacked+n > int64(c.opt.StreamWindow) {
+	if s.buffered+s.unacked+cost > int64(c.opt.StreamWindow) {
+		queued := len(s.q) - s.qhead
 		s.qmu.Unlock()
-		return fmt.Errorf("%w: stream %d: peer exceeded the flow-control window of %d bytes", ErrProtocol, s.id, c.opt.StreamWindow)
+		return fmt.Errorf("%w: stream %d: peer exceeded the flow-control window of %d bytes (%d frames queued; each frame costs its payload plus %d bytes)",
+			ErrProtocol, s.id, c.opt.StreamWindow, queued, frameOverhead)
 	}
 	s.q = append(s.q, f)
-	s.buffered += n
+	s.buffered += cost
 	s.qmu.Unlock()
 	signal(s.qSig)
 	return nil
@@ -435,20 +455,47 @@ func (c *Conn) writeLocked(hdr, payload []byte) error {
 	return nil
 }
 
-// codecs returns the connection's zstd encoder and decoder.
-func (c *Conn) codecs() (*zstd.Encoder, *zstd.Decoder, error) {
+// encoder returns the connection's zstd encoder.
+func (c *Conn) encoder() (*zstd.Encoder, error) {
 	c.zOnce.Do(func() {
 		c.zEnc, c.zErr = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
 		if c.zErr != nil {
 			c.zErr = fmt.Errorf("transport: zstd encoder: %w", c.zErr)
-			return
-		}
-		c.zDec, c.zErr = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(uint64(c.opt.MaxMessage)))
-		if c.zErr != nil {
-			c.zErr = fmt.Errorf("transport: zstd decoder: %w", c.zErr)
 		}
 	})
-	return c.zEnc, c.zDec, c.zErr
+	return c.zEnc, c.zErr
+}
+
+// decompress appends the decompression of src to dst, refusing (with an
+// error wrapping ErrTooLarge) output beyond limit bytes: the decoder stops
+// within a block of the limit, so a small message that would expand
+// without bound costs at most about limit bytes of memory.
+func (c *Conn) decompress(src, dst []byte, limit int) ([]byte, error) {
+	c.zDecMu.Lock()
+	defer c.zDecMu.Unlock()
+	if c.zDec == nil {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, fmt.Errorf("transport: zstd decoder: %w", err)
+		}
+		c.zDec = d
+	}
+	// The decoder is ours alone under zDecMu, so its limit can be set for
+	// this message: WithDecoderMaxMemory caps DecodeAll's total output
+	// (and the window it accepts).
+	if err := c.zDec.ResetWithOptions(nil, zstd.WithDecoderMaxMemory(uint64(max(limit, 1)))); err != nil {
+		return nil, fmt.Errorf("transport: zstd decoder: %w", err)
+	}
+	n0 := len(dst)
+	out, err := c.zDec.DecodeAll(src, dst)
+	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) ||
+		(err == nil && len(out)-n0 > limit) {
+		return nil, fmt.Errorf("%w: decompresses to more than the maximum of %d bytes", ErrTooLarge, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // poolMin is the smallest frame payload read into a pooled buffer.
@@ -456,9 +503,11 @@ const poolMin = 64 << 10
 
 // allocFrame returns a buffer for an n-byte frame payload: pooled buffers
 // (of capacity MaxFrame) for large frames, which recvMsg recycles after
-// copying them out.
+// copying them out. Only frames of at least 7/8 of MaxFrame get one (a
+// sender's full frames), so that a queued frame never holds much more
+// memory than the payload flow control counts.
 func (c *Conn) allocFrame(n int) []byte {
-	if n < poolMin || n > c.opt.MaxFrame {
+	if n < poolMin || n < c.opt.MaxFrame-c.opt.MaxFrame/8 || n > c.opt.MaxFrame {
 		return make([]byte, n)
 	}
 	if bp, ok := c.bufs.Get().(*[]byte); ok {

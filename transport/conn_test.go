@@ -91,7 +91,7 @@ func TestWordsAndBytesRoundTrip(t *testing.T) {
 			// The same payload as bytes.
 			bs := wordsToWire(w)
 			go func() { errc <- b.Stream(7).SendBytes(ctx, bs) }()
-			gotB, err := a.Stream(7).RecvBytes(ctx)
+			gotB, err := a.Stream(7).RecvBytes(ctx, len(bs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -278,7 +278,7 @@ func TestCompression(t *testing.T) {
 			} else {
 				go func() { errc <- a.Stream(1).SendBytes(ctx, tc.payload) }()
 				var err error
-				if got, err = b.Stream(1).RecvBytes(ctx); err != nil {
+				if got, err = b.Stream(1).RecvBytes(ctx, len(tc.payload)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -384,7 +384,7 @@ func TestBadInputKillsConnection(t *testing.T) {
 			start := time.Now()
 			var err error
 			for i := 0; i < 5 && err == nil; i++ {
-				_, err = p.c.Stream(1).RecvBytes(ctx)
+				_, err = p.c.Stream(1).RecvBytes(ctx, 1<<20)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got error %v, want one containing %q", err, tc.want)

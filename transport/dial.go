@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -184,16 +185,26 @@ func (l *Listener) takeBacklog() []net.Conn {
 // connected and authenticated, and returns that connection; it returns an
 // error only when ctx ends or the listener fails (is closed).
 //
-// Connections are authenticated concurrently, at most
-// Options.MaxPendingHandshakes at a time, each within
-// Options.HandshakeTimeout, so a silent socket, a slow handshake or a
-// stranger never holds up the pinned peer. A connection that fails (a wrong
-// key, bytes that are not TLS or not this protocol, a handshake timeout) is
-// closed, logged at warn level on Options.Log, and Accept keeps waiting; the
-// error returned when ctx ends says how many were rejected and wraps the
-// last reason (a *PinError, for a wrong key). Handshakes still in progress
-// when Accept returns are abandoned and their sockets closed. Concurrent
-// Accepts are serialized.
+// Accept never stops taking sockets from the kernel, and authenticates them
+// concurrently, so that sockets which connect and stay silent (or go slow)
+// cannot keep the pinned peer out:
+//
+//   - a socket must send its first byte (a TLS ClientHello) within
+//     Options.FirstByteTimeout of being accepted, and finish the handshake
+//     within Options.HandshakeTimeout after that;
+//   - at most Options.MaxPendingHandshakes sockets are authenticated at once,
+//     at most Options.MaxPendingPerSource of them from one IP address; a new
+//     socket beyond either bound evicts the oldest pending socket (of its
+//     source, for the per-source bound) that has not sent a byte yet, or the
+//     oldest pending one if all have, so that a flood of silent sockets only
+//     ever evicts its own kind and a peer whose ClientHello arrived is kept.
+//
+// A connection that fails (a wrong key, bytes that are not TLS or not this
+// protocol, a timeout, an eviction) is closed, logged at warn level on
+// Options.Log, and Accept keeps waiting; the error returned when ctx ends
+// says how many were rejected and wraps the last reason (a *PinError, for a
+// wrong key). Handshakes still in progress when Accept returns are
+// abandoned and their sockets closed. Concurrent Accepts are serialized.
 func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, error) {
 	fp, err := ParseFingerprint(peerFingerprint)
 	if err != nil {
@@ -203,7 +214,7 @@ func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, e
 	defer l.mu.Unlock()
 	actx, cancel := context.WithCancel(ctx)
 	a := &acceptor{l: l, cfg: tlsConfig(l.id, fp, true), fp: fp,
-		won: make(chan *Conn), fatal: make(chan error, 1)}
+		won: make(chan *Conn), fatal: make(chan error, 1), perSource: make(map[string]int)}
 	a.wg.Add(1)
 	go a.loop(actx)
 	var c *Conn
@@ -212,7 +223,7 @@ func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, e
 	case err = <-a.fatal:
 	case <-ctx.Done():
 	}
-	// Stop the accept loop (cancel first: it checks actx before every
+	// Stop the accept loop (cancel first: it checks actx after every
 	// accept) and every handshake in progress.
 	cancel()
 	_ = l.ln.SetDeadline(aLongTimeAgo)
@@ -230,6 +241,10 @@ func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, e
 	return nil, fmt.Errorf("transport: accept: %w", ctx.Err())
 }
 
+// errEvicted is the reason of a pending handshake closed to make room for
+// a newer socket.
+var errEvicted = errors.New("transport: evicted: too many pending handshakes")
+
 // acceptor is the state of one Listener.Accept.
 type acceptor struct {
 	l     *Listener
@@ -239,47 +254,43 @@ type acceptor struct {
 	fatal chan error // the listener failed
 	wg    sync.WaitGroup
 
-	mu       sync.Mutex
-	rejected int
-	lastAddr string
-	lastErr  error
+	mu        sync.Mutex
+	rejected  int
+	lastAddr  string
+	lastErr   error
+	pending   []*pendingConn // in arrival order
+	perSource map[string]int // pending sockets per source IP
 }
 
-// loop accepts sockets while a handshake slot is free and authenticates
-// each in its own goroutine, until ctx ends.
+// pendingConn is a socket being authenticated.
+type pendingConn struct {
+	raw     net.Conn
+	source  string      // the remote IP
+	spoke   atomic.Bool // its first byte arrived
+	evicted bool        // under acceptor.mu
+}
+
+// loop takes every socket the kernel has, authenticating each in its own
+// goroutine, until ctx ends.
 func (a *acceptor) loop(ctx context.Context) {
 	defer a.wg.Done()
-	sem := make(chan struct{}, a.l.opt.MaxPendingHandshakes)
-	acquire := func() bool {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return false
-		}
-		if ctx.Err() != nil {
-			<-sem
-			return false
-		}
-		return true
-	}
 	pending := a.l.takeBacklog()
 	for i, raw := range pending {
-		if !acquire() {
+		if ctx.Err() != nil {
 			for _, r := range pending[i:] {
 				a.l.stash(r)
 			}
 			return
 		}
-		a.authenticate(ctx, raw, sem)
+		a.authenticate(ctx, raw)
 	}
 	var backoff time.Duration
 	for {
-		if !acquire() {
+		if ctx.Err() != nil {
 			return
 		}
 		raw, err := a.l.ln.Accept()
 		if err != nil {
-			<-sem
 			if ctx.Err() != nil {
 				return
 			}
@@ -301,25 +312,104 @@ func (a *acceptor) loop(ctx context.Context) {
 		backoff = 0
 		if ctx.Err() != nil {
 			// Accept is returning: keep the socket for the next one.
-			<-sem
 			a.l.stash(raw)
 			return
 		}
-		a.authenticate(ctx, raw, sem)
+		a.authenticate(ctx, raw)
 	}
 }
 
-// authenticate runs the handshake of raw in a goroutine holding one slot of
-// sem, and hands the connection to Accept or logs why it was rejected.
-func (a *acceptor) authenticate(ctx context.Context, raw net.Conn, sem chan struct{}) {
+// admit registers raw as pending, evicting an older pending socket if raw
+// would exceed Options.MaxPendingHandshakes or Options.MaxPendingPerSource.
+func (a *acceptor) admit(raw net.Conn) *pendingConn {
+	p := &pendingConn{raw: raw, source: sourceIP(raw.RemoteAddr())}
+	a.mu.Lock()
+	var victim *pendingConn
+	switch {
+	case a.perSource[p.source] >= a.l.opt.MaxPendingPerSource:
+		victim = a.oldest(p.source)
+	case len(a.pending) >= a.l.opt.MaxPendingHandshakes:
+		victim = a.oldest("")
+	}
+	if victim != nil {
+		victim.evicted = true
+		a.dropLocked(victim)
+	}
+	a.pending = append(a.pending, p)
+	a.perSource[p.source]++
+	a.mu.Unlock()
+	if victim != nil {
+		_ = victim.raw.Close() // its handshake fails and is logged as evicted
+	}
+	return p
+}
+
+// oldest returns the oldest pending socket of source ("" for any) that has
+// not spoken, or else the oldest of source. a.mu must be held.
+func (a *acceptor) oldest(source string) *pendingConn {
+	var first *pendingConn
+	for _, p := range a.pending {
+		if source != "" && p.source != source {
+			continue
+		}
+		if !p.spoke.Load() {
+			return p
+		}
+		if first == nil {
+			first = p
+		}
+	}
+	return first
+}
+
+// dropLocked removes p from the pending set (if it is still there); a.mu
+// must be held.
+func (a *acceptor) dropLocked(p *pendingConn) {
+	for i, q := range a.pending {
+		if q == p {
+			a.pending = append(a.pending[:i], a.pending[i+1:]...)
+			if a.perSource[p.source]--; a.perSource[p.source] <= 0 {
+				delete(a.perSource, p.source)
+			}
+			return
+		}
+	}
+}
+
+// sourceIP is the IP address of addr (addr as a string if it has no port).
+func sourceIP(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	s := addr.String()
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		return h
+	}
+	return s
+}
+
+// authenticate runs the handshake of raw in a goroutine, and hands the
+// connection to Accept or logs why it was rejected.
+func (a *acceptor) authenticate(ctx context.Context, raw net.Conn) {
+	p := a.admit(raw)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		defer func() { <-sem }()
 		addr := raw.RemoteAddr().String()
-		c, err := handshake(ctx, raw, a.cfg, a.l.opt, true)
+		c, err := a.handshake(ctx, p)
+		a.mu.Lock()
+		evicted := p.evicted // else it can no longer be evicted:
+		a.dropLocked(p)
+		a.mu.Unlock()
+		if err == nil && evicted {
+			// Evicted as its handshake ended: its socket is closed.
+			_ = c.Close()
+			c, err = nil, errors.New("socket closed")
+		}
 		if err != nil {
-			if abandoned(ctx, err) {
+			if evicted {
+				err = fmt.Errorf("%w: %w", errEvicted, err)
+			} else if abandoned(ctx, err) {
 				return // Accept is returning and cut this handshake short
 			}
 			a.mu.Lock()
@@ -337,6 +427,50 @@ func (a *acceptor) authenticate(ctx context.Context, raw net.Conn, sem chan stru
 			_ = c.Close()
 		}
 	}()
+}
+
+// handshake waits up to Options.FirstByteTimeout for p's first byte, then
+// runs the server handshake on it.
+func (a *acceptor) handshake(ctx context.Context, p *pendingConn) (*Conn, error) {
+	raw := p.raw
+	o := a.l.opt
+	first := make([]byte, 1)
+	stop := interruptOnCancel(ctx, func() { _ = raw.SetReadDeadline(aLongTimeAgo) })
+	_ = raw.SetReadDeadline(time.Now().Add(o.FirstByteTimeout))
+	_, err := io.ReadFull(raw, first)
+	interrupted := stop()
+	if err != nil {
+		_ = raw.Close()
+		var ne net.Error
+		switch {
+		case interrupted:
+			return nil, fmt.Errorf("waiting for the first byte: %w", ctx.Err())
+		case errors.As(err, &ne) && ne.Timeout():
+			return nil, fmt.Errorf("%w (no first byte within %v, Options.FirstByteTimeout)", ErrHandshakeTimeout, o.FirstByteTimeout)
+		}
+		return nil, fmt.Errorf("waiting for the first byte: %w", err)
+	}
+	p.spoke.Store(true)
+	_ = raw.SetReadDeadline(time.Time{})
+	if tc, ok := raw.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return handshake(ctx, &prefixConn{Conn: raw, prefix: first}, a.cfg, o, true)
+}
+
+// prefixConn is a net.Conn whose first reads return prefix.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (c *prefixConn) Read(b []byte) (int, error) {
+	if len(c.prefix) > 0 {
+		n := copy(b, c.prefix)
+		c.prefix = c.prefix[n:]
+		return n, nil
+	}
+	return c.Conn.Read(b)
 }
 
 func (a *acceptor) rejects() (int, string, error) {
@@ -362,6 +496,8 @@ func rejectReason(err error) string {
 	var pe *PinError
 	var rh tls.RecordHeaderError
 	switch {
+	case errors.Is(err, errEvicted):
+		return "evicted"
 	case errors.As(err, &pe):
 		return "wrong key"
 	case errors.Is(err, ErrHandshakeTimeout):

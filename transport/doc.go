@@ -15,11 +15,20 @@
 //
 // Every handshake (TLS and the connection preface) ends within
 // Options.HandshakeTimeout (10 s by default) or the caller's context,
-// whichever is sooner. [Listener.Accept] authenticates up to
-// Options.MaxPendingHandshakes connections at once and returns the first
-// that proves the pinned key: a silent socket, a garbage sender or a
-// stranger is closed, logged at warn level on Options.Log and skipped, so
-// it can neither delay the pinned peer nor end the wait before its context.
+// whichever is sooner. [Listener.Accept] returns the first connection that
+// proves the pinned key: a silent socket, a garbage sender or a stranger is
+// closed, logged at warn level on Options.Log and skipped, so it can neither
+// delay the pinned peer nor end the wait before its context. Accept never
+// leaves sockets in the kernel's backlog: it takes every one at once, gives
+// it Options.FirstByteTimeout (2 s) to send its first byte, and
+// authenticates at most Options.MaxPendingHandshakes (64) at a time, at most
+// Options.MaxPendingPerSource (16) from one IP address; a socket beyond
+// either bound evicts the oldest pending one that has not sent a byte (of
+// its own address, for the per-address bound), or else the oldest. A flood
+// of silent connections therefore only evicts itself: under 100 silent
+// connects a second the pinned peer gets in within milliseconds
+// (TestAcceptSilentFloodDoesNotKeepPeerOut, TestAcceptMoreSilentSocketsThanSlots,
+// TestAcceptPerSourceEviction, TestAcceptSilentSocketDoesNotBlockPeer).
 //
 // # Streams, frames and flow control
 //
@@ -43,18 +52,46 @@
 // A message travels as one or more DATA frames: the first has START, the last
 // END. A message that needs several frames carries its total length (uint64
 // LE) in the first 8 payload bytes of its START frame. Frames are at most the
-// peer's maximum frame size and half its stream window.
+// peer's maximum frame size and half its stream window (less 128 bytes).
 //
-// Flow control is credit-based per stream, like HTTP/2 windows: a sender may
-// have at most the receiver's window of unconsumed DATA payload outstanding
-// per stream, and the receiver grants credit back (a CREDIT frame) whenever
-// the application has consumed at least half a window since the last grant.
-// A slow reader of one stream therefore never blocks other streams, the
-// receive buffer of a stream never exceeds its window, and a sender waiting
-// for credit is always released once the reader catches up. The number of
-// streams the peer may open is bounded by Options.MaxStreams; a stream's
-// state lives as long as its Conn, so reuse ids (for example one per batch
-// slot of a pipeline) rather than numbering streams without end.
+// Flow control is credit-based per stream, like HTTP/2 windows, and counts
+// frames as well as bytes: every DATA frame costs its payload plus 128 bytes
+// of the window (so an empty message costs 128), a sender may have at most
+// the receiver's window of unconsumed cost outstanding per stream, and the
+// receiver grants credit back (a CREDIT frame) whenever the application has
+// consumed at least half a window since the last grant. A peer that exceeds
+// the window (with empty frames, say) kills the connection with a
+// flow-control error (TestEmptyFramesAreFlowControlled); an honest sender
+// waits for credit instead (TestEmptyMessagesHonestSender). A slow reader of
+// one stream therefore never blocks other streams, a sender waiting for
+// credit is always released once the reader catches up, and the frames
+// queued on a stream hold at most about 1.25 × Options.StreamWindow of
+// memory (16 MiB by default; 0.63 × measured for a window of empty frames).
+// The number of streams the peer may open is bounded by Options.MaxStreams
+// (128 by default), so the data queued on a Conn and not yet read takes at
+// most about 1.25 × (MaxStreams + the streams opened locally) ×
+// StreamWindow: 2.5 GiB with the defaults, in the worst case of a peer that
+// fills every window of streams nobody reads. A stream's state lives as long
+// as its Conn, so reuse ids (for example one per batch slot of a pipeline)
+// rather than numbering streams without end.
+//
+// # Receive limits and compression
+//
+// Every receive has a maximum chosen by the caller, checked on the size the
+// peer announces in the message's first frame, before anything is allocated
+// or decompressed: [Stream.RecvWords] accepts exactly len(dst) words and
+// [Stream.RecvBytes] at most its max bytes; a larger announcement is refused
+// with [ErrTooLarge], the message skipped as it arrives and the stream left
+// usable (TestRecvRefusesOversizedAnnouncement). Compression (zstd) is
+// opt-in per stream on both ends ([Stream.SetCompression],
+// Options.Compression): a compressed message on a stream whose receiver did
+// not enable it kills the connection (TestCompressionIsOptInForReceivers),
+// and an accepted one is decompressed with the receive's maximum as the
+// limit, so a few KiB that would expand to 128 MiB cost the receiver a few
+// MiB at most (TestRecvRefusesCompressedBomb, FuzzCompressedRecv).
+// Options.MaxMessage (1 GiB) bounds every message besides. The length of a
+// compressed message depends on its content: never enable compression on a
+// stream that carries private values.
 //
 // # Accounting
 //
@@ -75,16 +112,18 @@
 // has sent ahead. CREDIT frames are counted on the stream they refer to (and
 // in the total): as sent when the receiving application's consumption
 // triggers them (deterministic), as received when they arrive. They occur
-// only once per half window consumed (8 MiB by default), so protocol tests
-// with smaller messages see none and all their counts are exact. Take a
+// only once per half window consumed (8 MiB by default, counting 128 bytes
+// per frame besides the payloads), so protocol tests with smaller messages
+// see none and all their counts are exact. Take a
 // snapshot with Stats() and subtract snapshots with [Stats.Sub] to measure
 // one protocol.
 //
 // # Errors and cancellation
 //
 // Every blocking call takes a context.Context. A malformed or oversized frame,
-// an oversized message, a flow-control violation or too many streams kills the
-// connection with a descriptive error, which every blocked and later stream
+// a message beyond MaxMessage, a flow-control violation, an unrequested
+// compressed message or too many streams kills the connection with a
+// descriptive error, which every blocked and later stream
 // operation returns promptly; so does the peer closing or the socket failing.
 // A socket write that the context interrupts (a peer that stopped reading)
 // corrupts the framing and also kills the connection; a context that ends

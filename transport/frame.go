@@ -26,7 +26,9 @@ const (
 	prefaceSize = 16
 	lenPrefix   = 8 // total message length in a multi-frame START frame
 	protoMagic  = "SFTR"
-	protoVer    = 1
+	// protoVer 2: every DATA frame costs its payload plus frameOverhead
+	// bytes of flow-control window (version 1 counted payloads only).
+	protoVer = 2
 )
 
 // ErrProtocol is wrapped by every error caused by malformed input from the peer.

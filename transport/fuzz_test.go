@@ -69,7 +69,7 @@ func FuzzFrameDecoder(f *testing.F) {
 		defer cancel()
 		for _, id := range ids {
 			for i := 0; i < 20; i++ {
-				if _, err := c.Stream(id).RecvBytes(ctx); err != nil {
+				if _, err := c.Stream(id).RecvBytes(ctx, o.MaxMessage); err != nil {
 					break
 				}
 			}

@@ -11,13 +11,22 @@ const (
 	DefaultMaxFrame     = 1 << 20 // 1 MiB of payload per frame
 	DefaultStreamWindow = 16 << 20
 	DefaultMaxMessage   = 1 << 30
-	DefaultMaxStreams   = 4096
+	// DefaultMaxStreams bounds the streams the peer may open: with
+	// DefaultStreamWindow, 2 GiB of receive window in all. A selection
+	// uses at most 3 + selection.MaxWorkers streams per connection.
+	DefaultMaxStreams = 128
 	// DefaultHandshakeTimeout bounds the TLS handshake and the connection
 	// preface of Dial and Listener.Accept.
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultMaxPendingHandshakes bounds the handshakes a Listener.Accept
 	// runs at once.
-	DefaultMaxPendingHandshakes = 16
+	DefaultMaxPendingHandshakes = 64
+	// DefaultMaxPendingPerSource bounds the handshakes a Listener.Accept
+	// runs at once for one source IP address.
+	DefaultMaxPendingPerSource = 16
+	// DefaultFirstByteTimeout is how long a Listener waits for the first
+	// byte (of the TLS ClientHello) of a new socket.
+	DefaultFirstByteTimeout = 2 * time.Second
 
 	minFrame      = 64
 	maxFrameLimit = 1 << 26
@@ -25,9 +34,13 @@ const (
 	maxWindow     = 1 << 30
 )
 
-// Compression selects which messages of a stream are zstd-compressed. A
-// message is sent compressed only when that makes it smaller, so enabling
-// compression never costs bytes, only CPU. Receivers need no setting.
+// Compression selects which messages of a stream are zstd-compressed, and
+// which compressed messages the stream accepts: a receiver must enable the
+// same mode (Stream.SetCompression or Options.Compression), or a compressed
+// message kills the connection. A message is sent compressed only when that
+// makes it smaller, so enabling compression never costs bytes, only CPU;
+// but the length of a compressed message depends on its content, so never
+// enable it on a stream that carries private values.
 type Compression uint32
 
 const (
@@ -51,16 +64,21 @@ type Options struct {
 	// [1 KiB, 1 GiB]. Keep it above the bandwidth-delay product.
 	StreamWindow int
 	// MaxMessage is the largest message accepted, before and after
-	// decompression; default DefaultMaxMessage. At least MaxFrame.
+	// decompression, whatever the receiving call allows; default
+	// DefaultMaxMessage. At least MaxFrame. Each receive has its own,
+	// usually much smaller, maximum (RecvBytes' max, RecvWords' length).
 	MaxMessage int
 	// MaxStreams bounds the number of streams the peer may open on this
-	// side; default DefaultMaxStreams. Memory is bounded by MaxStreams ×
-	// StreamWindow.
+	// side; default DefaultMaxStreams. The frames queued on a stream take
+	// at most about 1.25 × StreamWindow of memory (every frame is charged
+	// its payload plus a fixed overhead), so unread data is bounded by
+	// 1.25 × (MaxStreams + the streams this side opened) × StreamWindow.
 	MaxStreams int
 	// Link, when set, emulates this link profile on this side's outgoing
 	// direction (set it on both sides for a symmetric link).
 	Link *Profile
-	// Compression is the default compression of new streams.
+	// Compression is the default compression of new streams, for sending
+	// and for accepting compressed messages (see Stream.SetCompression).
 	Compression Compression
 	// HandshakeTimeout bounds the TLS handshake and the exchange of the
 	// connection prefaces, on either side, so that a silent or slow peer
@@ -69,10 +87,20 @@ type Options struct {
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// MaxPendingHandshakes bounds the connections a Listener.Accept
-	// authenticates at once; further connections wait in the kernel's
-	// backlog until a handshake ends (at the latest at HandshakeTimeout).
-	// Default DefaultMaxPendingHandshakes.
+	// authenticates at once. Accept keeps taking sockets from the kernel:
+	// one beyond the bound evicts the oldest pending socket that has not
+	// sent a byte yet (or else the oldest pending one). Default
+	// DefaultMaxPendingHandshakes.
 	MaxPendingHandshakes int
+	// MaxPendingPerSource bounds the connections from one IP address that
+	// a Listener.Accept authenticates at once; one beyond it evicts that
+	// address's oldest silent (or else oldest) pending socket, never
+	// another address's. Default DefaultMaxPendingPerSource.
+	MaxPendingPerSource int
+	// FirstByteTimeout bounds how long a Listener.Accept waits for a new
+	// socket's first byte (a real peer sends its TLS ClientHello at once),
+	// before HandshakeTimeout starts. Default DefaultFirstByteTimeout.
+	FirstByteTimeout time.Duration
 	// Log receives a warning for every connection a Listener rejects (a
 	// wrong key, bytes that are not TLS, a handshake timeout); nil means
 	// slog.Default().
@@ -99,6 +127,12 @@ func (o Options) normalize() (Options, error) {
 	if o.MaxPendingHandshakes == 0 {
 		o.MaxPendingHandshakes = DefaultMaxPendingHandshakes
 	}
+	if o.MaxPendingPerSource == 0 {
+		o.MaxPendingPerSource = min(DefaultMaxPendingPerSource, o.MaxPendingHandshakes)
+	}
+	if o.FirstByteTimeout == 0 {
+		o.FirstByteTimeout = DefaultFirstByteTimeout
+	}
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -117,6 +151,10 @@ func (o Options) normalize() (Options, error) {
 		return o, fmt.Errorf("transport: negative HandshakeTimeout %v", o.HandshakeTimeout)
 	case o.MaxPendingHandshakes < 0:
 		return o, fmt.Errorf("transport: negative MaxPendingHandshakes %d", o.MaxPendingHandshakes)
+	case o.MaxPendingPerSource < 0:
+		return o, fmt.Errorf("transport: negative MaxPendingPerSource %d", o.MaxPendingPerSource)
+	case o.FirstByteTimeout < 0:
+		return o, fmt.Errorf("transport: negative FirstByteTimeout %v", o.FirstByteTimeout)
 	}
 	if o.Link != nil {
 		if err := o.Link.validate(); err != nil {

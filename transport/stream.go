@@ -60,7 +60,14 @@ func (s *Stream) SetPriority(p int64) { s.prio.Store(p) }
 // Stats returns a snapshot of the stream's counters.
 func (s *Stream) Stats() Stats { return s.stats.snapshot() }
 
-// SetCompression sets which messages this side compresses on this stream.
+// SetCompression sets which messages this side compresses on this stream,
+// and which compressed messages it accepts from the peer: compression is
+// opt-in on both ends. With CompressNone (the default unless
+// Options.Compression says otherwise) a compressed message from the peer
+// kills the connection; CompressBytes accepts compressed byte messages
+// (RecvBytes) and CompressAll compressed word messages too. Set it on both
+// sides before the first message. Never enable it on a stream whose
+// messages are private: their compressed length depends on their content.
 func (s *Stream) SetCompression(m Compression) { s.compression.Store(uint32(m)) }
 
 // SendWords sends w as one message (little-endian words). One round.
@@ -74,7 +81,10 @@ func (s *Stream) SendWords(ctx context.Context, w []uint64) error {
 
 // RecvWords receives one message into dst, which must have exactly the
 // message's length in words; otherwise the message is discarded and an
-// error returned. One round.
+// error returned. The length is checked on the size the peer announces in
+// the message's first frame, before anything is allocated; a compressed
+// message (accepted only with CompressAll, see SetCompression) is
+// decompressed into dst and never beyond len(dst) words. One round.
 func (s *Stream) RecvWords(ctx context.Context, dst []uint64) error {
 	if err := s.recvWords(ctx, dst); err != nil {
 		return err
@@ -92,10 +102,20 @@ func (s *Stream) SendBytes(ctx context.Context, b []byte) error {
 	return nil
 }
 
-// RecvBytes receives one message (an empty message yields an empty,
-// possibly nil, slice). One round.
-func (s *Stream) RecvBytes(ctx context.Context) ([]byte, error) {
-	b, err := s.recvMsg(ctx, nil, false)
+// RecvBytes receives one message of at most max bytes (an empty message
+// yields an empty, possibly nil, slice). A message whose announced size
+// (the length its first frame declares) exceeds max is refused before
+// anything is allocated for it: it is discarded as it arrives and an error
+// wrapping ErrTooLarge returned, leaving the stream usable. A compressed
+// message (accepted only with CompressBytes or CompressAll, see
+// SetCompression) is decompressed with a limit of max bytes, so it never
+// takes more than about max bytes of memory whatever its ratio. The
+// connection's Options.MaxMessage also applies. One round.
+func (s *Stream) RecvBytes(ctx context.Context, max int) ([]byte, error) {
+	if max < 0 {
+		return nil, fmt.Errorf("stream %d: receive: negative maximum size %d", s.id, max)
+	}
+	b, err := s.recvMsg(ctx, nil, false, min(max, s.c.opt.MaxMessage), CompressBytes)
 	if err != nil {
 		return nil, fmt.Errorf("stream %d: receive: %w", s.id, err)
 	}
@@ -132,10 +152,10 @@ func (s *Stream) sendWords(ctx context.Context, w []uint64) error {
 func (s *Stream) recvWords(ctx context.Context, dst []uint64) error {
 	var err error
 	if hostLittleEndian {
-		_, err = s.recvMsg(ctx, wordsView(dst), true)
+		_, err = s.recvMsg(ctx, wordsView(dst), true, 8*len(dst), CompressAll)
 	} else {
 		var b []byte
-		if b, err = s.recvMsg(ctx, nil, false); err == nil {
+		if b, err = s.recvMsg(ctx, nil, false, 8*len(dst), CompressAll); err == nil {
 			if len(b) != 8*len(dst) {
 				err = fmt.Errorf("message has %d bytes, want %d words", len(b), len(dst))
 			} else {
@@ -154,7 +174,7 @@ func (s *Stream) recvWords(ctx context.Context, dst []uint64) error {
 func (s *Stream) sendPayload(ctx context.Context, b []byte, level Compression) error {
 	compressed := false
 	if Compression(s.compression.Load()) >= level && len(b) >= 64 {
-		enc, _, err := s.c.codecs()
+		enc, err := s.c.encoder()
 		if err != nil {
 			return err
 		}
@@ -207,7 +227,7 @@ func (s *Stream) sendMsg(ctx context.Context, b []byte, compressed bool) error {
 			flags |= flagEnd
 		}
 		header{typ: frameData, flags: flags, stream: s.id, length: uint32(n)}.put(hbuf[:])
-		if err := s.waitCredit(ctx, int64(n)); err != nil {
+		if err := s.waitCredit(ctx, frameCost(n)); err != nil {
 			return s.abandon(first, err)
 		}
 		if err := c.writeFrame(ctx, s.prio.Load(), hdr, part); err != nil {
@@ -262,8 +282,8 @@ func (s *Stream) next(ctx context.Context) (inFrame, error) {
 			if s.qhead == len(s.q) {
 				s.q, s.qhead = s.q[:0], 0
 			}
-			s.buffered -= f.wire
-			s.unacked += f.wire
+			s.buffered -= frameCost(int(f.wire))
+			s.unacked += frameCost(int(f.wire))
 			var grant int64
 			if s.unacked >= int64(s.c.opt.StreamWindow/2) {
 				grant, s.unacked = s.unacked, 0
@@ -292,10 +312,12 @@ func (s *Stream) next(ctx context.Context) (inFrame, error) {
 	}
 }
 
-// recvMsg receives one message. For words, the uncompressed message must
-// have exactly len(dst) bytes and is written into dst; otherwise the message
-// is returned in a new slice (dst unused).
-func (s *Stream) recvMsg(ctx context.Context, dst []byte, words bool) ([]byte, error) {
+// recvMsg receives one message of at most max bytes. For words, the
+// uncompressed message must have exactly len(dst) == max bytes and is
+// written into dst; otherwise the message is returned in a new slice (dst
+// unused). level is the compression mode the stream must have for a
+// compressed message to be accepted.
+func (s *Stream) recvMsg(ctx context.Context, dst []byte, words bool, max int, level Compression) ([]byte, error) {
 	c := s.c
 	select {
 	case s.recvTok <- struct{}{}:
@@ -317,10 +339,31 @@ func (s *Stream) recvMsg(ctx context.Context, dst []byte, words bool) ([]byte, e
 	}
 	total := f.total
 	compressed := f.flags&flagCompressed != 0
-	if words && !compressed && total != int64(len(dst)) {
+	if compressed && Compression(s.compression.Load()) < level {
+		c.recycle(&f)
+		err := fmt.Errorf("%w: stream %d: the peer sent a compressed message, but this side did not enable compression on the stream",
+			ErrProtocol, s.id)
+		c.fail(err)
+		return nil, err
+	}
+	// The announced size is checked before anything is allocated for the
+	// message. A compressed message is sent only when it is smaller than
+	// the original, so its announced (compressed) size is bounded too.
+	var refuse error
+	switch {
+	case words && !compressed && total != int64(len(dst)):
+		refuse = fmt.Errorf("message has %d bytes, want %d", total, len(dst))
+	case total > int64(max):
+		what := "a"
+		if compressed {
+			what = "a compressed"
+		}
+		refuse = fmt.Errorf("%w: %s message of %d bytes, maximum %d", ErrTooLarge, what, total, max)
+	}
+	if refuse != nil {
 		s.discarding = f.flags&flagEnd == 0
 		c.recycle(&f)
-		return nil, fmt.Errorf("message has %d bytes, want %d", total, len(dst))
+		return nil, refuse
 	}
 	var out []byte
 	if f.flags&flagEnd != 0 && !words {
@@ -329,6 +372,8 @@ func (s *Stream) recvMsg(ctx context.Context, dst []byte, words bool) ([]byte, e
 		if words && !compressed {
 			out = dst[:0] // exact length checked above: never reallocates
 		} else {
+			// total <= max, checked above; grown as frames arrive, so that
+			// an announcement alone never allocates more than this.
 			out = make([]byte, 0, min(total, int64(2*c.opt.StreamWindow)))
 		}
 		for {
@@ -344,15 +389,11 @@ func (s *Stream) recvMsg(ctx context.Context, dst []byte, words bool) ([]byte, e
 		}
 	}
 	if compressed {
-		_, dec, err := c.codecs()
-		if err != nil {
-			return nil, err
-		}
 		var into []byte
 		if words {
 			into = dst[:0]
 		}
-		plain, err := dec.DecodeAll(out, into)
+		plain, err := c.decompress(out, into, max)
 		if err != nil {
 			return nil, fmt.Errorf("decompressing a %d-byte message: %w", len(out), err)
 		}

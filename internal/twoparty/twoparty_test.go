@@ -137,13 +137,13 @@ func TestRunOneFails(t *testing.T) {
 			return ctx.Err()
 		}},
 		{"peer read", func(ctx context.Context, p *twoparty.Party) error {
-			_, err := p.Conn.Stream(1).RecvBytes(ctx)
+			_, err := p.Conn.Stream(1).RecvBytes(ctx, 1<<10)
 			return err
 		}},
 		// A party that ignores its context is still released: the failing
 		// party's connection closes.
 		{"read without context", func(_ context.Context, p *twoparty.Party) error {
-			_, err := p.Conn.Stream(1).RecvBytes(context.Background())
+			_, err := p.Conn.Stream(1).RecvBytes(context.Background(), 1<<10)
 			return err
 		}},
 		{"barrier", func(ctx context.Context, p *twoparty.Party) error {
@@ -206,11 +206,11 @@ func TestRunDrainsBeforeCancel(t *testing.T) {
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("cancelled within the grace: %w", ctx.Err())
 		}
-		b, err := st.RecvBytes(ctx)
+		b, err := st.RecvBytes(ctx, 1<<10)
 		if err != nil {
 			return "", err
 		}
-		if _, err := st.RecvBytes(ctx); err == nil || errors.Is(err, context.Canceled) {
+		if _, err := st.RecvBytes(ctx, 1<<10); err == nil || errors.Is(err, context.Canceled) {
 			return string(b), fmt.Errorf("second receive: %v, want the connection's end", err)
 		}
 		return string(b), nil
@@ -243,7 +243,7 @@ func TestRunParentCancelled(t *testing.T) {
 	defer cancel()
 	within(t, 10*time.Second, func() {
 		r, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (int, error) {
-			_, err := p.Conn.Stream(1).RecvBytes(ctx) // neither party sends
+			_, err := p.Conn.Stream(1).RecvBytes(ctx, 1<<10) // neither party sends
 			return 0, err
 		})
 		if !errors.Is(err, context.DeadlineExceeded) || r.Err[0] == nil || r.Err[1] == nil {

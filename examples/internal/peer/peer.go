@@ -234,8 +234,8 @@ func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerpr
 			return nil, &Error{Code: ExitPeer, Err: err}
 		}
 		if busy {
-			// The peer's listener may be busy with strays: all its
-			// handshake slots held until their deadline. Try again.
+			// The peer's listener did not answer in time (a slow link,
+			// or a flood that evicted our socket). Try again.
 			log.Warn("no handshake answer from the peer; retrying", "addr", e.Connect, "err", err)
 		} else {
 			log.Debug("peer not listening yet; retrying", "addr", e.Connect)

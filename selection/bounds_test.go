@@ -1,0 +1,139 @@
+package selection
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// TestMaxBootstrapMessage: the bootstrap bound follows the input shape of
+// the model owner's model, with a named fallback without one.
+func TestMaxBootstrapMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		cfg  *model.Config
+		want int
+	}{
+		{"no-model", 100, nil, maxBootstrapFallback},
+		{"no-input-shape", 100, &model.Config{}, maxBootstrapFallback},
+		{"mnist-vit", 100, &model.Config{ImageSize: 28, NumChannels: 1}, 1024 + 100*(784*maxJSONNumber+64)},
+		{"rgb-vit", 10, &model.Config{ImageSize: 224, NumChannels: 3}, 1024 + 10*(3*224*224*maxJSONNumber+64)},
+		{"bert-512", 100, &model.Config{MaxPositions: 512}, 1024 + 100*(3*512*maxJSONNumber+64)},
+		{"capped", 1 << 20, &model.Config{ImageSize: 224, NumChannels: 3}, maxBootstrapLimit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := maxBootstrapMessage(tc.n, tc.cfg); got != tc.want {
+				t.Fatalf("maxBootstrapMessage(%d) = %d, want %d", tc.n, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBootstrapReceiveBounded: the model owner's bootstrap receive refuses
+// a message beyond what the sample's input shape can need on its announced
+// size, before allocating or decoding it, and a compressed bootstrap kills
+// the connection (StreamControl never accepts compression: the length of a
+// compressed bootstrap would depend on the private points).
+func TestBootstrapReceiveBounded(t *testing.T) {
+	p := Params{PoolSize: 64, Budget: 8, Bootstrap: 10}
+	cfg := model.Config{ImageSize: 4, NumChannels: 1}
+	limit := maxBootstrapMessage(p.Bootstrap, &cfg)
+	for _, tc := range []struct {
+		name     string
+		size     int
+		compress bool
+		want     error
+	}{
+		{"oversized-64MiB", 64 << 20, false, transport.ErrTooLarge},
+		{"just-over", limit + 1, false, transport.ErrTooLarge},
+		{"compressed-1MiB-of-zeros", 1 << 20, true, transport.ErrProtocol},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c0, c1 := transport.Pipe(transport.Options{})
+			defer c0.Close()
+			defer c1.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			d := &modelOwnerRun{runner: &runner{p: p, st: &State{}, ctrl: c0.Stream(StreamControl)},
+				m: &ModelOwner{Proxies: []*proxy.Proxy{{Model: &model.Model{Config: cfg}}}}}
+			msg := make([]byte, tc.size)
+			send := c1.Stream(StreamControl)
+			if tc.compress {
+				send.SetCompression(transport.CompressBytes)
+			}
+			go func() { _ = send.SendBytes(ctx, msg) }()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			err := d.bootstrap(ctx, share.Seed{1})
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			if time.Since(start) > 3*time.Second {
+				t.Fatalf("refusing took %v", time.Since(start))
+			}
+			if tc.compress && !strings.Contains(err.Error(), "compress") {
+				t.Fatalf("error %v does not name the compression", err)
+			}
+			if !tc.compress {
+				// The sender's message is allocated before; the receiver
+				// must not allocate its announced size.
+				if d := after.TotalAlloc - before.TotalAlloc; d > 8<<20 {
+					t.Fatalf("the receiver allocated %d bytes", d)
+				}
+			}
+		})
+	}
+}
+
+// TestArchsReceiveBounded: the data owner refuses an architectures message
+// beyond maxArchMessage per phase before decoding it.
+func TestArchsReceiveBounded(t *testing.T) {
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := Params{Schedule: []Phase{{}, {}}}
+	r := &dataOwnerRun{runner: &runner{p: p, ctrl: c1.Stream(StreamControl)}}
+	go func() { _ = c0.Stream(StreamControl).SendBytes(ctx, make([]byte, 64+2*maxArchMessage+1)) }()
+	if _, err := r.receiveArchs(ctx); !errors.Is(err, transport.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+}
+
+// TestHelloReceiveBounded: the hello bound follows this side's parameters
+// (a resume summary of every batch at most), and a larger hello is refused
+// on its announced size.
+func TestHelloReceiveBounded(t *testing.T) {
+	p := Params{PoolSize: 240, BatchSize: 16, Schedule: []Phase{{}, {}}}
+	if got, want := maxHelloMessage(p), helloBase+2*16*2*maxJSONNumber; got != want {
+		t.Fatalf("maxHelloMessage = %d, want %d", got, want)
+	}
+	if got := maxHelloMessage(Params{PoolSize: 1 << 30, BatchSize: 1, Schedule: []Phase{{}}}); got != maxControlMessage {
+		t.Fatalf("maxHelloMessage of a huge pool = %d, want the cap %d", got, maxControlMessage)
+	}
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() {
+		_ = c1.Stream(StreamControl).SendBytes(ctx, make([]byte, maxHelloMessage(p)+1))
+		_, _ = c1.Stream(StreamControl).RecvBytes(ctx, maxControlMessage)
+	}()
+	var peer hello
+	if err := exchangeJSON(ctx, c0.Stream(StreamControl), hello{}, &peer, maxHelloMessage(p)); !errors.Is(err, transport.ErrTooLarge) {
+		t.Fatalf("got %v, want ErrTooLarge", err)
+	}
+}
