@@ -282,6 +282,9 @@ type ModelOwner struct {
 
 	// onBootstrap, if set (tests), sees the bootstrap message as received.
 	onBootstrap func(b []byte) error
+	// onAbort, if set (tests), sees the data owner's abort message as
+	// received.
+	onAbort func(b []byte)
 	// coinSource, if set (tests), replaces crypto/rand for this party's
 	// part of the coin toss.
 	coinSource io.Reader
@@ -314,6 +317,9 @@ type DataOwner struct {
 
 	mu       sync.Mutex
 	revealed *Revealed // without StateDir: the bootstrap sent by a Run of this value
+	// onAbort, if set (tests), sees the model owner's abort message as
+	// received.
+	onAbort func(b []byte)
 	// coinSource, if set (tests), replaces crypto/rand for this party's
 	// part of the coin toss.
 	coinSource io.Reader

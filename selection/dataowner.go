@@ -222,7 +222,7 @@ func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Rea
 		return seed, fmt.Errorf("selection: coin toss: receive commitment: %w", err)
 	}
 	if len(c) != sha256.Size {
-		return seed, fmt.Errorf("selection: coin toss: commitment of %d bytes", len(c))
+		return seed, withCode(AbortProtocol, fmt.Errorf("selection: coin toss: commitment of %d bytes", len(c)))
 	}
 	if err := st.SendBytes(ctx, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: send: %w", err)
@@ -232,7 +232,7 @@ func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Rea
 		return seed, fmt.Errorf("selection: coin toss: receive opening: %w", err)
 	}
 	if len(r0) != 32 || subtle.ConstantTimeCompare(coinCommit(r0), c) != 1 {
-		return seed, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment")
+		return seed, withCode(AbortProtocol, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment"))
 	}
 	return coinSeed(r0, mine[:]), nil
 }

@@ -158,10 +158,10 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any) error {
 		return fmt.Errorf("receive: %w", rerr)
 	}
 	if len(rb) > maxControlMessage {
-		return fmt.Errorf("peer message of %d bytes", len(rb))
+		return withCode(AbortLimit, fmt.Errorf("peer message of %d bytes", len(rb)))
 	}
 	if err := json.Unmarshal(rb, out); err != nil {
-		return fmt.Errorf("decode peer message: %w", err)
+		return withCode(AbortProtocol, fmt.Errorf("decode peer message: %w", err))
 	}
 	if serr != nil {
 		return fmt.Errorf("send: %w", serr)

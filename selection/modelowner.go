@@ -111,20 +111,20 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 	if m.Proxies == nil {
 		labels, err := m.Label(ctx, idx, boot)
 		if err != nil {
-			return fmt.Errorf("selection: bootstrap: label: %w", err)
+			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: label: %w", err))
 		}
 		if len(labels) != len(idx) {
-			return fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx))
+			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx)))
 		}
 		r, err := proxy.Generate(ctx, m.Target, boot, labels, m.generateConfig(d.p))
 		if err != nil {
-			return fmt.Errorf("selection: bootstrap: generate proxies: %w", err)
+			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: generate proxies: %w", err))
 		}
 		m.Proxies = r.Proxies
 		if dir := d.store.proxiesDir(); dir != "" {
 			for i, p := range r.Proxies {
 				if err := p.Save(filepath.Join(dir, fmt.Sprintf("phase-%d", i)), r.Reports); err != nil {
-					return fmt.Errorf("selection: save proxy %d: %w", i, err)
+					return withCode(AbortState, fmt.Errorf("selection: save proxy %d: %w", i, err))
 				}
 			}
 		}
@@ -212,7 +212,7 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 		return seed, fmt.Errorf("selection: coin toss: receive: %w", err)
 	}
 	if len(r1) != 32 {
-		return seed, fmt.Errorf("selection: coin toss: peer coin of %d bytes", len(r1))
+		return seed, withCode(AbortProtocol, fmt.Errorf("selection: coin toss: peer coin of %d bytes", len(r1)))
 	}
 	if err := st.SendBytes(ctx, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: open: %w", err)
