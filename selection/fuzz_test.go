@@ -116,8 +116,11 @@ func TestDecodeStateErrors(t *testing.T) {
 const seedHex = "0102030405060708091011121314151617181920212223242526272829303132"
 
 // FuzzDecodeArchs feeds the data owner's decoding of the model owner's
-// architectures arbitrary bytes: no panic, and what it accepts fits the
-// checkpoint and the schedule and passes secure.Arch.Validate.
+// architectures arbitrary bytes: no panic, and what it accepts is within
+// archsMessageBound, one architecture per phase, fits the checkpoint and the
+// schedule and passes secure.Arch.Validate; a message of more than
+// archsMessageBound bytes, or of more architectures than phases, is refused
+// whatever else it holds.
 func FuzzDecodeArchs(f *testing.F) {
 	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
 	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
@@ -130,10 +133,17 @@ func FuzzDecodeArchs(f *testing.F) {
 	f.Add([]byte(`[{"layers":1},{}]`))
 	f.Add([]byte(`[{"family":"vit","layers":2,"heads":4,"head_dim":8,"hidden":32,"seq":17,"labels":10,"mlp_hidden":1e9},{}]`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`[{},{},{},{},{},{},{},{},{},{},{},{}]`))
+	f.Add(append(b[:len(b)-1:len(b)-1], `,{}]`...))
+	f.Add([]byte(` [ {"family":"vit"} , {} ] x`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		archs, err := decodeArchs(b, &emb, sched, len(sched), 17)
 		if err != nil {
 			return
+		}
+		var raw []json.RawMessage
+		if len(b) > archsMessageBound(len(sched)) || json.Unmarshal(b, &raw) != nil || len(raw) != len(sched) || len(archs) != len(sched) {
+			t.Fatalf("accepted %d bytes, a list of %d, as %d architectures for %d phases", len(b), len(raw), len(archs), len(sched))
 		}
 		for i, a := range archs {
 			if err := a.Validate(); err != nil {
