@@ -1,11 +1,13 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -91,7 +93,7 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 			return err
 		}
 	}
-	boot, err := DecodeBootstrap(b, len(idx))
+	boot, err := decodeBootstrap(b, len(idx), bootstrapWidth(d.modelConfig()))
 	if err != nil {
 		return err
 	}
@@ -99,6 +101,18 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 		return err
 	}
 	return d.bootstrapDone(idx)
+}
+
+// modelConfig is the configuration of the model owner's target (or of its
+// first proxy; nil with neither).
+func (d *modelOwnerRun) modelConfig() *model.Config {
+	switch m := d.m; {
+	case m.Target != nil:
+		return &m.Target.Config
+	case len(m.Proxies) > 0 && m.Proxies[0] != nil && m.Proxies[0].Model != nil:
+		return &m.Proxies[0].Model.Config
+	}
+	return nil
 }
 
 // makeProxies labels the bootstrap sample and generates the proxies (unless
@@ -222,20 +236,187 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 
 // DecodeBootstrap parses the data owner's bootstrap message: the inputs of
 // the n sampled candidates (a JSON model.Input, empty when the data owner
-// runs without a pool, as in tests with a substitute Evaluator).
+// runs without a pool, as in tests with a substitute Evaluator). It counts
+// before it allocates: at most n rows a field, each row's values counted
+// in the message before the row is decoded (into a list of exactly that
+// capacity), and every row of a field as long as the first; so the heap it
+// takes is at most the decoded inputs plus a copy of the message, however
+// the message declares its sizes.
 func DecodeBootstrap(b []byte, n int) (model.Input, error) {
-	var in model.Input
-	if len(b) > maxControlMessage*64 {
-		return in, fmt.Errorf("selection: bootstrap: message of %d bytes", len(b))
+	return decodeBootstrap(b, n, 0)
+}
+
+// maxBootstrapMessage bounds a bootstrap message when the row width is not
+// known.
+const maxBootstrapMessage = maxControlMessage * 64
+
+// bootstrapMessageBound is the largest bootstrap message of n candidates
+// whose rows hold at most width values each (bytes): four fields (IDs,
+// TypeIDs, Mask, Pixels) of n rows of width numbers, each at most 25
+// characters as encoding/json writes a float64 ("-2.2250738585072014e-308,"),
+// with brackets and keys. Without a width it is maxBootstrapMessage.
+func bootstrapMessageBound(n, width int) int {
+	if width <= 0 || n < 0 {
+		return maxBootstrapMessage
 	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return in, fmt.Errorf("selection: bootstrap: decode: %w", err)
+	per := 4 * (2 + 25*width)
+	if n > (maxBootstrapMessage-64)/per {
+		return maxBootstrapMessage
+	}
+	return 64 + n*per
+}
+
+// bootstrapWidth is the longest row of a bootstrap input for the model
+// owner's model cfg: the pixels of an image (ViT) or the positions of a
+// sequence (0: no model).
+func bootstrapWidth(cfg *model.Config) int {
+	switch {
+	case cfg == nil:
+		return 0
+	case cfg.Family == model.ViT:
+		return cfg.NumChannels * cfg.ImageSize * cfg.ImageSize
+	}
+	return cfg.MaxPositions
+}
+
+// decodeBootstrap is DecodeBootstrap with rows of at most width values
+// (0: rows as long as the message allows), in a message of at most
+// bootstrapMessageBound(n, width) bytes.
+func decodeBootstrap(b []byte, n, width int) (model.Input, error) {
+	var in model.Input
+	if n < 0 {
+		return in, fmt.Errorf("selection: bootstrap: a sample of %d", n)
+	}
+	if lim := bootstrapMessageBound(n, width); len(b) > lim {
+		return in, withCode(AbortLimit, fmt.Errorf("selection: bootstrap: message of %d bytes (at most %d for %d inputs of %d values)", len(b), lim, n, width))
+	}
+	bad := func(err error) (model.Input, error) {
+		return model.Input{}, withCode(AbortProtocol, fmt.Errorf("selection: bootstrap: decode: %w", err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return bad(fmt.Errorf("not an object"))
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		key, _ := tok.(string)
+		// encoding/json matches field names without regard to case.
+		k := strings.ToLower(key)
+		if seen[k] {
+			return bad(fmt.Errorf("field %s twice", k))
+		}
+		seen[k] = true
+		switch k {
+		case "ids":
+			in.IDs, err = decodeRows[int](dec, b, n, width)
+		case "typeids":
+			in.TypeIDs, err = decodeRows[int](dec, b, n, width)
+		case "mask":
+			in.Mask, err = decodeRows[int](dec, b, n, width)
+		case "pixels":
+			in.Pixels, err = decodeRows[float64](dec, b, n, width)
+		default:
+			return bad(fmt.Errorf("unknown field %.40q", key))
+		}
+		if err != nil {
+			return bad(fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return bad(fmt.Errorf("unterminated object"))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad(fmt.Errorf("data after the object"))
 	}
 	if got := in.Len(); got != n && got != 0 {
-		return in, fmt.Errorf("selection: bootstrap: %d inputs for a sample of %d", got, n)
+		return in, withCode(AbortProtocol, fmt.Errorf("selection: bootstrap: %d inputs for a sample of %d", got, n))
 	}
 	if _, err := in.Select(nil); err != nil {
-		return in, fmt.Errorf("selection: bootstrap: %w", err)
+		return in, withCode(AbortProtocol, fmt.Errorf("selection: bootstrap: %w", err))
 	}
 	return in, nil
+}
+
+// decodeRows decodes a field of the bootstrap message (null or a list of at
+// most n rows of numbers, at most width values each if width > 0, all as
+// long as the first) from dec, whose input is b. Each row's values are
+// counted in b before the row is decoded into a list of that capacity.
+func decodeRows[T int | float64](dec *json.Decoder, b []byte, n, width int) ([][]T, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if tok != json.Delim('[') {
+		return nil, fmt.Errorf("not a list")
+	}
+	rows := make([][]T, 0, min(n, len(b)/2+1))
+	for dec.More() {
+		if len(rows) == n {
+			return nil, fmt.Errorf("more than %d rows", n)
+		}
+		cnt, err := countRow(b, dec.InputOffset())
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", len(rows), err)
+		}
+		switch {
+		case width > 0 && cnt > width:
+			return nil, fmt.Errorf("row %d of %d values (at most %d)", len(rows), cnt, width)
+		case len(rows) > 0 && cnt > len(rows[0]):
+			return nil, fmt.Errorf("row %d of %d values, row 0 of %d", len(rows), cnt, len(rows[0]))
+		}
+		row := make([]T, 0, cnt)
+		if err := dec.Decode(&row); err != nil {
+			return nil, fmt.Errorf("row %d: %w", len(rows), err)
+		}
+		if len(rows) > 0 && len(row) != len(rows[0]) {
+			return nil, fmt.Errorf("row %d of %d values, row 0 of %d", len(rows), len(row), len(rows[0]))
+		}
+		rows = append(rows, row)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, fmt.Errorf("unterminated list")
+	}
+	return rows, nil
+}
+
+// countRow counts the values of the row that starts at off in b (after
+// whitespace and a separating comma): an upper bound for a list of numbers
+// (commas + 1), 0 for null or an empty list. A row holding anything but
+// numbers (a list, an object, a string) is refused.
+func countRow(b []byte, off int64) (int, error) {
+	i := int(off)
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == ',') {
+		i++
+	}
+	if i < len(b) && b[i] == 'n' {
+		return 0, nil // null (or garbage, which Decode refuses)
+	}
+	if i >= len(b) || b[i] != '[' {
+		return 0, fmt.Errorf("not a list")
+	}
+	count, empty := 0, true
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case ']':
+			if empty {
+				return 0, nil
+			}
+			return count + 1, nil
+		case ',':
+			count++
+		case '[', '{', '"':
+			return 0, fmt.Errorf("not a list of numbers")
+		case ' ', '\t', '\n', '\r':
+		default:
+			empty = false
+		}
+	}
+	return 0, fmt.Errorf("unterminated")
 }
