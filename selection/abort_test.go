@@ -195,7 +195,9 @@ func checkPrivateModes(t *testing.T, dir string) {
 // receives on StreamAbort (the bytes) and its Run's error carry the public
 // code only, never the failing party's error text (a pool value at full
 // precision and its position, a local path), which stays in the failing
-// party's error and log. On the old code the abort carried the error text.
+// party's error and log (the model owner's private -threshold, refused
+// before the session, likewise). On the old code the abort carried the
+// error text.
 func TestAbortKeepsDetailsLocal(t *testing.T) {
 	f := newSecureFixture(t)
 	coins := [2][]byte{bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)}
@@ -223,6 +225,10 @@ func TestAbortKeepsDetailsLocal(t *testing.T) {
 			px[outside][100] = pixel
 			do.Pool = model.Input{Pixels: px}
 		}, "out of fixed-point range", []string{"fixed-point", "element", "value"}, AbortInternal},
+		{"private threshold out of the fixed-point range", 0, func(mo *ModelOwner, do *DataOwner) {
+			mo.Params.Appraisal, do.Params.Appraisal = AppraiseThreshold, AppraiseThreshold
+			mo.Threshold = 123456.789
+		}, "appraisal threshold", []string{"123456", "fixed-point"}, AbortInput},
 		{"corrupt data-owner state", 1, func(mo *ModelOwner, do *DataOwner) {
 			if err := os.MkdirAll(stateDir, 0o700); err != nil {
 				t.Fatal(err)

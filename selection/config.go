@@ -264,7 +264,8 @@ type ModelOwner struct {
 	Generate proxy.Config
 	// Label labels the bootstrap sample (required when proxies are generated).
 	Label Labeler
-	// Threshold is the private threshold of AppraiseThreshold.
+	// Threshold is the private threshold of AppraiseThreshold; Run refuses
+	// one outside the fixed-point range before the session.
 	Threshold float64
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator

@@ -131,8 +131,9 @@
 // Run checks what its party can check before it says anything to the peer:
 // the parameters, the model owner's target and proxy weights (finite, shapes
 // as declared), its proxy generation settings (proxy.Config.Validate, after
-// the defaults of proxy.Config.WithDefaults scaled to the bootstrap) and its
-// Label function, the data owner's pool (PoolSize candidates that fit the
+// the defaults of proxy.Config.WithDefaults scaled to the bootstrap), its
+// Label function and its appraisal threshold (within the fixed-point range),
+// the data owner's pool (PoolSize candidates that fit the
 // embedding checkpoint) and embedding weights, and both parties'
 // checkpoints. A NaN checkpoint or a bad setting thus fails before the data
 // owner sends its bootstrap sample.

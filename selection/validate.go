@@ -72,8 +72,10 @@ func (d *modelOwnerRun) check() error {
 			e.embHash = h
 		}
 	}
-	if e.p.Appraisal == AppraiseThreshold && (math.IsNaN(m.Threshold) || math.IsInf(m.Threshold, 0)) {
-		return fmt.Errorf("selection: model owner: appraisal threshold %v", m.Threshold)
+	if e.p.Appraisal == AppraiseThreshold {
+		if _, err := e.p.FixedPoint.Encode(m.Threshold); err != nil {
+			return fmt.Errorf("selection: model owner: appraisal threshold: %w", err)
+		}
 	}
 	if m.Evaluator != nil {
 		return nil
