@@ -584,7 +584,8 @@ func TestPeerFailures(t *testing.T) {
 		mo.expect(t, peer.ExitPeer, "budget mismatch")
 	})
 	// A corrupt or truncated checkpoint is a bad input file (exit 4, the file
-	// named); its peer learns why from the abort and exits 3 with the reason.
+	// named); its peer learns the public reason code from the abort (a
+	// checkpoint could not be read) and exits 3, never told the local path.
 	for _, tc := range []struct {
 		name    string
 		party   int
@@ -611,9 +612,9 @@ func TestPeerFailures(t *testing.T) {
 			do := f.dataOwner(t, addr, a1, doArgs...)
 			procs := [2]*proc{mo, do}
 			procs[tc.party].expect(t, peer.ExitInput, path)
-			procs[1-tc.party].expect(t, peer.ExitPeer, "ended the session")
-			if !strings.Contains(procs[1-tc.party].stderr.String(), path) {
-				t.Fatalf("%s does not name %s:\n%s", procs[1-tc.party].name, path, procs[1-tc.party].stderr)
+			procs[1-tc.party].expect(t, peer.ExitPeer, "ended the session: its checkpoint could not be read")
+			if strings.Contains(procs[1-tc.party].stderr.String(), st) {
+				t.Fatalf("%s was told the peer's local path %s:\n%s", procs[1-tc.party].name, st, procs[1-tc.party].stderr)
 			}
 		})
 	}

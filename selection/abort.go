@@ -1,30 +1,31 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/selectformer/selectformer/transport"
 )
 
 // StreamAbort carries at most one message per party: the abort a party sends
-// when its run fails, with the reason, just before it closes the
-// connection. Nothing is sent on it in a run that succeeds, so it costs
-// nothing there.
+// when its run fails, with a public reason code (AbortCode), just before it
+// closes the connection. Nothing is sent on it in a run that succeeds, so it
+// costs nothing there.
 const StreamAbort uint32 = 3
 
 // Bounds of the abort exchange.
 const (
-	// maxAbortReason bounds the reason text sent to the peer (bytes).
-	maxAbortReason = 2048
-	// maxAbortMessage bounds an abort message read from the peer (the
-	// receive refuses a larger one before allocating it).
-	maxAbortMessage = 8 << 10
+	// maxAbortMessage bounds an abort message read from the peer (bytes):
+	// the message is a party, a code and at most a field name from a closed
+	// list, some 60 bytes.
+	maxAbortMessage = 256
 	// abortSendTimeout bounds the sending of an abort to a peer that no
 	// longer reads.
 	abortSendTimeout = 5 * time.Second
@@ -35,13 +36,92 @@ const (
 	abortLinger = 2 * time.Second
 )
 
+// AbortCode is the reason a party gives its peer when its run fails: one of
+// a closed set, each with a fixed public wording (String). The error itself
+// may name files, settings, candidate numbers, pool values or weights; it
+// stays with the failing party (its Run's error and its log), and only the
+// code crosses the wire, so an abort tells the peer no more than which class
+// of failure ended the session.
+type AbortCode uint16
+
+// The abort codes. A code the receiver does not know is reported as
+// "unknown abort code N".
+const (
+	// AbortInternal: a failure of no public class (an evaluation, an I/O or
+	// a dealer error, a value out of the fixed-point range ...).
+	AbortInternal AbortCode = 1
+	// AbortCancelled: the party's context ended (cancelled or past its
+	// deadline).
+	AbortCancelled AbortCode = 2
+	// AbortInput: the party's own inputs or settings were refused by the
+	// checks Run makes before it says anything to the peer (parameters,
+	// weights, pool, proxy generation settings, Label function), or its
+	// labelling or proxy generation failed.
+	AbortInput AbortCode = 3
+	// AbortMismatch: the handshake found a mismatch of public parameters;
+	// the message names the field (one of the MismatchError fields).
+	AbortMismatch AbortCode = 4
+	// AbortState: a checkpoint file (state, batch or saved proxy) is
+	// unreadable, malformed or could not be written (a *StateError, or a
+	// failed write).
+	AbortState AbortCode = 5
+	// AbortStateParams: the party's checkpoint belongs to a selection with
+	// other parameters.
+	AbortStateParams AbortCode = 6
+	// AbortBootstrapRevealed: the data owner already sent the bootstrap
+	// sample of this session and sends no other (ErrBootstrapRevealed).
+	AbortBootstrapRevealed AbortCode = 7
+	// AbortProtocol: a message from the peer broke the protocol (it does not
+	// decode, or fails a check: a coin toss opening, the architectures, the
+	// bootstrap's shape).
+	AbortProtocol AbortCode = 8
+	// AbortLimit: a message from the peer exceeded a size bound.
+	AbortLimit AbortCode = 9
+)
+
+// abortWording is the public wording of each code.
+var abortWording = map[AbortCode]string{
+	AbortInternal:          "its run failed (the details are in its log)",
+	AbortCancelled:         "its run was cancelled or ran out of time",
+	AbortInput:             "it refused its own inputs or settings, or could not label the bootstrap or generate its proxies (the details are in its log)",
+	AbortMismatch:          "handshake mismatch",
+	AbortState:             "its checkpoint could not be read or written (the details are in its log)",
+	AbortStateParams:       "its checkpoint belongs to a selection with other parameters (use another state directory, or the parameters it was written with)",
+	AbortBootstrapRevealed: ErrBootstrapRevealed.Error() + " (restore the model owner's state directory, or start a new session with a fresh data-owner state directory)",
+	AbortProtocol:          "a message it received broke the protocol",
+	AbortLimit:             "a message it received exceeded a size bound",
+}
+
+// String returns the code's public wording ("unknown abort code N" for a
+// code outside the set).
+func (c AbortCode) String() string {
+	if s, ok := abortWording[c]; ok {
+		return s
+	}
+	return fmt.Sprintf("unknown abort code %d", uint16(c))
+}
+
+// MismatchFields are the handshake fields a MismatchError (and an
+// AbortMismatch message) may name: public parameters, announced by both
+// parties in the clear.
+var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "pool_size", "budget",
+	"bootstrap", "schedule", "batch_size", "workers", "appraisal", "embedding_hash", "view_hash"}
+
 // PeerAbortError is a party's error when its peer ended the session and
 // said why: the peer's run failed (bad input, a setting rejected before the
-// session revealed anything, a refused restart, a cancellation ...).
+// session revealed anything, a refused restart, a cancellation ...). The
+// reason is the code's public wording: the peer's own error stays in its
+// log.
 type PeerAbortError struct {
 	// Party is the peer that ended the session (0 model owner, 1 data owner).
 	Party int
-	// Reason is the peer's error text.
+	// Code is the peer's reason code.
+	Code AbortCode
+	// Field, for AbortMismatch, is the mismatched handshake field (one of
+	// MismatchFields), or "".
+	Field string
+	// Reason is the code's public wording (with Field), or what was wrong
+	// with an unreadable abort message.
 	Reason string
 }
 
@@ -56,54 +136,105 @@ func roleName(party int) string {
 	return "data owner"
 }
 
-// abortMsg is the message on StreamAbort (JSON).
+// abortReason is the public wording of code (with field).
+func abortReason(code AbortCode, field string) string {
+	if code == AbortMismatch && field != "" {
+		return fmt.Sprintf("handshake: %s mismatch", field)
+	}
+	return code.String()
+}
+
+// abortMsg is the message on StreamAbort (JSON): nothing but public
+// constants.
 type abortMsg struct {
 	// Party is the sender.
 	Party int `json:"party"`
-	// Reason is the sender's error text.
-	Reason string `json:"reason"`
-	// Mismatch, when the sender's handshake found a mismatch, names the field
-	// and both values as the sender saw them.
-	Mismatch *MismatchError `json:"mismatch,omitempty"`
+	// Code is the sender's reason.
+	Code AbortCode `json:"code"`
+	// Field, with AbortMismatch, names the mismatched handshake field.
+	Field string `json:"field,omitempty"`
 }
 
-// DecodeAbort parses a peer's abort message (StreamAbort).
-func DecodeAbort(b []byte) (party int, reason string, mismatch *MismatchError, err error) {
+// DecodeAbort parses a peer's abort message (StreamAbort): at most 256
+// bytes, a party of 0 or 1, a code (one outside the known set is kept and
+// reported as "unknown abort code N") and, with AbortMismatch only, a field
+// of MismatchFields. It returns the abort as the receiver reports it.
+func DecodeAbort(b []byte) (*PeerAbortError, error) {
 	if len(b) > maxAbortMessage {
-		return 0, "", nil, fmt.Errorf("selection: abort message of %d bytes", len(b))
+		return nil, fmt.Errorf("selection: abort message of %d bytes (at most %d)", len(b), maxAbortMessage)
 	}
 	var m abortMsg
-	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, "", nil, fmt.Errorf("selection: abort message: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("selection: abort message: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("selection: abort message: data after the message")
 	}
 	if m.Party != 0 && m.Party != 1 {
-		return 0, "", nil, fmt.Errorf("selection: abort message from party %d", m.Party)
+		return nil, fmt.Errorf("selection: abort message from party %d", m.Party)
 	}
-	if len(m.Reason) > maxAbortReason || !utf8.ValidString(m.Reason) {
-		return 0, "", nil, fmt.Errorf("selection: abort message: reason of %d bytes", len(m.Reason))
+	if m.Code == 0 {
+		return nil, fmt.Errorf("selection: abort message without a code")
 	}
-	if m.Mismatch != nil && (m.Mismatch.Field == "" || len(m.Mismatch.Field)+len(m.Mismatch.Local)+len(m.Mismatch.Peer)+len(m.Mismatch.Hint) > maxAbortReason) {
-		return 0, "", nil, fmt.Errorf("selection: abort message: bad mismatch")
+	if m.Field != "" && (m.Code != AbortMismatch || !slices.Contains(MismatchFields, m.Field)) {
+		return nil, fmt.Errorf("selection: abort message: code %d with a field that is not a handshake field", uint16(m.Code))
 	}
-	return m.Party, m.Reason, m.Mismatch, nil
+	return &PeerAbortError{Party: m.Party, Code: m.Code, Field: m.Field, Reason: abortReason(m.Code, m.Field)}, nil
 }
 
-// encodeAbort builds this party's abort message for err.
-func encodeAbort(party int, err error) []byte {
-	reason := err.Error()
-	if len(reason) > maxAbortReason {
-		reason = reason[:maxAbortReason-len("…")]
-		for !utf8.ValidString(reason) {
-			reason = reason[:len(reason)-1]
+// codedError gives an error its abort code (see classifyAbort).
+type codedError struct {
+	code AbortCode
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// withCode gives err the abort code code (nil stays nil).
+func withCode(code AbortCode, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &codedError{code: code, err: err}
+}
+
+// classifyAbort returns the abort code of a failed run's error (and the
+// mismatched field of a handshake mismatch). Anything not of a public
+// class is AbortInternal.
+func classifyAbort(err error) (AbortCode, string) {
+	var (
+		me *MismatchError
+		se *StateError
+		ce *codedError
+	)
+	switch {
+	case errors.As(err, &me):
+		if slices.Contains(MismatchFields, me.Field) {
+			return AbortMismatch, me.Field
 		}
-		reason += "…"
+		return AbortMismatch, ""
+	case errors.Is(err, ErrBootstrapRevealed):
+		return AbortBootstrapRevealed, ""
+	case errors.Is(err, errOtherParams):
+		return AbortStateParams, ""
+	case errors.As(err, &se):
+		return AbortState, ""
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return AbortCancelled, ""
+	case errors.As(err, &ce):
+		return ce.code, ""
 	}
-	m := abortMsg{Party: party, Reason: reason}
-	var me *MismatchError
-	if errors.As(err, &me) {
-		m.Mismatch = me
-	}
-	b, _ := json.Marshal(m)
+	return AbortInternal, ""
+}
+
+// encodeAbort builds this party's abort message for err: its code (and a
+// mismatch's field), never its text.
+func encodeAbort(party int, err error) []byte {
+	code, field := classifyAbort(err)
+	b, _ := json.Marshal(abortMsg{Party: party, Code: code, Field: field})
 	return b
 }
 
@@ -112,6 +243,7 @@ func encodeAbort(party int, err error) []byte {
 type abortWatch struct {
 	conn   *transport.Conn
 	party  int
+	log    *slog.Logger
 	cancel context.CancelFunc // the run's context
 	stopRx context.CancelFunc // ends the reader
 	done   chan struct{}      // closed when the reader has returned
@@ -122,9 +254,10 @@ type abortWatch struct {
 }
 
 // watchAbort starts the reader; cancel is called when the peer aborts.
-func watchAbort(conn *transport.Conn, party int, cancel context.CancelFunc) *abortWatch {
+// onMsg, if set (tests), sees the peer's abort message as received.
+func watchAbort(conn *transport.Conn, party int, log *slog.Logger, cancel context.CancelFunc, onMsg func([]byte)) *abortWatch {
 	rx, stop := context.WithCancel(context.Background())
-	a := &abortWatch{conn: conn, party: party, cancel: cancel, stopRx: stop, done: make(chan struct{})}
+	a := &abortWatch{conn: conn, party: party, log: log, cancel: cancel, stopRx: stop, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
 		// The stream drains what the peer sent before the connection died, so
@@ -133,18 +266,29 @@ func watchAbort(conn *transport.Conn, party int, cancel context.CancelFunc) *abo
 		if err != nil {
 			return
 		}
-		p, reason, mm, err := DecodeAbort(b)
-		if err != nil {
-			reason = fmt.Sprintf("unreadable abort message (%v)", err)
-			p, mm = 1-party, nil
+		if onMsg != nil {
+			onMsg(b)
 		}
-		if p == party {
-			reason = fmt.Sprintf("abort message claims to come from party %d: %s", p, reason)
+		pa, err := DecodeAbort(b)
+		if err != nil {
+			// What was wrong is bounded: DecodeAbort's errors name sizes and
+			// codes, and quote at most a few bytes of a JSON syntax error.
+			a.log.Warn("selection: unreadable abort message from the peer", "party", party, "bytes", len(b), "err", err)
+			pa = &PeerAbortError{Party: 1 - party, Reason: "unreadable abort message"}
+		}
+		if pa.Party == party {
+			pa = &PeerAbortError{Party: 1 - party, Code: pa.Code, Field: pa.Field,
+				Reason: fmt.Sprintf("abort message claims to come from party %d: %s", party, pa.Reason)}
 		}
 		a.mu.Lock()
-		a.peer = &PeerAbortError{Party: 1 - party, Reason: reason}
-		if mm != nil {
-			a.mm = &MismatchError{Field: mm.Field, Local: mm.Peer, Peer: mm.Local, Hint: mm.Hint}
+		a.peer = pa
+		if pa.Code == AbortMismatch && pa.Field != "" {
+			// The peer's values are not on the wire (both hellos are, in the
+			// clear: this side reports its own comparison when it has one).
+			a.mm = &MismatchError{Field: pa.Field, Local: "(not compared here)", Peer: "(differs, says the peer's abort)"}
+			if pa.Field == "embedding_hash" {
+				a.mm.Hint = EmbeddingHint
+			}
 		}
 		a.mu.Unlock()
 		cancel()
@@ -174,8 +318,9 @@ func (a *abortWatch) stop() {
 // fail ends a failed run: if the peer aborted, its reason is the error (a
 // local handshake mismatch is kept); if the connection died, the reader is
 // given the chance to read an abort the peer sent before it went;
-// otherwise this party's own failure is sent to the peer. In every case the
-// connection is closed, so that a peer never waits on it.
+// otherwise this party's failure is logged in full and its public reason
+// code sent to the peer. In every case the connection is closed, so that a
+// peer never waits on it.
 func (a *abortWatch) fail(err error) error {
 	defer a.conn.Close()
 	var me *MismatchError
@@ -200,8 +345,12 @@ func (a *abortWatch) fail(err error) error {
 		return err
 	}
 	if a.peerErr() == nil {
+		msg := encodeAbort(a.party, err)
+		code, field := classifyAbort(err)
+		a.log.Warn("selection: run failed; the peer is told the public reason only", "party", a.party,
+			"code", uint16(code), "reason", abortReason(code, field), "err", err)
 		ctx, cancel := context.WithTimeout(context.Background(), abortSendTimeout)
-		serr := a.conn.Stream(StreamAbort).SendBytes(ctx, encodeAbort(a.party, err))
+		serr := a.conn.Stream(StreamAbort).SendBytes(ctx, msg)
 		cancel()
 		if serr == nil {
 			// Let the peer read the abort and hang up first.

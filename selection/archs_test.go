@@ -1,6 +1,8 @@
 package selection
 
 import (
+	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -49,6 +51,48 @@ func TestCheckArchs(t *testing.T) {
 			err := checkArchs(a, emb, sched, 17)
 			if err == nil || !strings.Contains(err.Error(), c.errSub) {
 				t.Errorf("error %v, want one containing %q", err, c.errSub)
+			}
+		})
+	}
+}
+
+// TestDecodeArchsBomb plays a model owner whose architectures message
+// declares a huge list: each `{}` (3 bytes, and a few bytes on the wire once
+// compressed) decoded a 152-byte secure.Arch, so the old decoder, which
+// unmarshalled the whole list before counting it, allocated some 250 times
+// the message (3,356 compressed bytes → 4.2 GiB). The decoder now bounds the
+// message's length (archsMessageBound) and counts the architectures as it
+// decodes them into a list of the schedule's phases: each bomb is refused,
+// and its heap growth stays under 64 KiB (the old code allocated 303 MB on
+// the first, 1 MB on the long string, 358 KB on the nesting).
+func TestDecodeArchsBomb(t *testing.T) {
+	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
+	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
+	list := func(n int) []byte { // [{},{},…] of n elements
+		return append(append([]byte{'['}, bytes.Repeat([]byte("{},"), n)...), "{}]"...)
+	}
+	for _, c := range []struct {
+		name string
+		msg  []byte
+	}{
+		{"a list of 400,000 architectures (1.2 MB)", list(400_000)},
+		{"three architectures for two phases, within the length bound", list(2)},
+		{"a long string in a field", []byte(`[{"act":"` + strings.Repeat("x", 1<<20) + `"},{}]`)},
+		{"deep nesting", []byte(strings.Repeat("[", 1<<16))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			archs, err := decodeArchs(c.msg, &emb, sched, len(sched), 17)
+			runtime.ReadMemStats(&after)
+			grew := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes: %v; allocated %d bytes", len(c.msg), err, grew)
+			if err == nil {
+				t.Fatalf("accepted %d architectures", len(archs))
+			}
+			if grew > 64<<10 {
+				t.Errorf("decoding a %d-byte message allocated %d bytes", len(c.msg), grew)
 			}
 		})
 	}

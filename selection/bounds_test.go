@@ -14,25 +14,28 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// TestMaxBootstrapMessage: the bootstrap bound follows the input shape of
-// the model owner's model, with a named fallback without one.
-func TestMaxBootstrapMessage(t *testing.T) {
+// TestBootstrapMessageBound: the bootstrap bound follows the input shape of
+// the model owner's model (four fields of n rows of at most width numbers),
+// with a named bound without one.
+func TestBootstrapMessageBound(t *testing.T) {
+	per := func(width int) int { return 4 * (2 + maxJSONNumber*width) }
 	for _, tc := range []struct {
 		name string
 		n    int
 		cfg  *model.Config
 		want int
 	}{
-		{"no-model", 100, nil, maxBootstrapFallback},
-		{"no-input-shape", 100, &model.Config{}, maxBootstrapFallback},
-		{"mnist-vit", 100, &model.Config{ImageSize: 28, NumChannels: 1}, 1024 + 100*(784*maxJSONNumber+64)},
-		{"rgb-vit", 10, &model.Config{ImageSize: 224, NumChannels: 3}, 1024 + 10*(3*224*224*maxJSONNumber+64)},
-		{"bert-512", 100, &model.Config{MaxPositions: 512}, 1024 + 100*(3*512*maxJSONNumber+64)},
-		{"capped", 1 << 20, &model.Config{ImageSize: 224, NumChannels: 3}, maxBootstrapLimit},
+		{"no-model", 100, nil, maxBootstrapUnsized},
+		{"no-input-shape", 100, &model.Config{}, maxBootstrapUnsized},
+		{"mnist-vit", 100, &model.Config{Family: model.ViT, ImageSize: 28, NumChannels: 1}, 64 + 100*per(784)},
+		{"rgb-vit", 10, &model.Config{Family: model.ViT, ImageSize: 224, NumChannels: 3}, 64 + 10*per(3*224*224)},
+		{"bert-512", 100, &model.Config{MaxPositions: 512}, 64 + 100*per(512)},
+		{"capped", 1 << 20, &model.Config{Family: model.ViT, ImageSize: 224, NumChannels: 3}, maxBootstrapUnsized},
+		{"negative", -1, &model.Config{MaxPositions: 512}, maxBootstrapUnsized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := maxBootstrapMessage(tc.n, tc.cfg); got != tc.want {
-				t.Fatalf("maxBootstrapMessage(%d) = %d, want %d", tc.n, got, tc.want)
+			if got := bootstrapMessageBound(tc.n, bootstrapWidth(tc.cfg)); got != tc.want {
+				t.Fatalf("bootstrapMessageBound(%d) = %d, want %d", tc.n, got, tc.want)
 			}
 		})
 	}
@@ -45,8 +48,8 @@ func TestMaxBootstrapMessage(t *testing.T) {
 // compressed bootstrap would depend on the private points).
 func TestBootstrapReceiveBounded(t *testing.T) {
 	p := Params{PoolSize: 64, Budget: 8, Bootstrap: 10}
-	cfg := model.Config{ImageSize: 4, NumChannels: 1}
-	limit := maxBootstrapMessage(p.Bootstrap, &cfg)
+	cfg := model.Config{Family: model.ViT, ImageSize: 4, NumChannels: 1}
+	limit := bootstrapMessageBound(p.Bootstrap, bootstrapWidth(&cfg))
 	for _, tc := range []struct {
 		name     string
 		size     int
@@ -97,7 +100,7 @@ func TestBootstrapReceiveBounded(t *testing.T) {
 }
 
 // TestArchsReceiveBounded: the data owner refuses an architectures message
-// beyond maxArchMessage per phase before decoding it.
+// beyond archsMessageBound before decoding it.
 func TestArchsReceiveBounded(t *testing.T) {
 	c0, c1 := transport.Pipe(transport.Options{})
 	defer c0.Close()
@@ -106,7 +109,7 @@ func TestArchsReceiveBounded(t *testing.T) {
 	defer cancel()
 	p := Params{Schedule: []Phase{{}, {}}}
 	r := &dataOwnerRun{runner: &runner{p: p, ctrl: c1.Stream(StreamControl)}}
-	go func() { _ = c0.Stream(StreamControl).SendBytes(ctx, make([]byte, 64+2*maxArchMessage+1)) }()
+	go func() { _ = c0.Stream(StreamControl).SendBytes(ctx, make([]byte, archsMessageBound(2)+1)) }()
 	if _, err := r.receiveArchs(ctx); !errors.Is(err, transport.ErrTooLarge) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}

@@ -264,7 +264,8 @@ type ModelOwner struct {
 	Generate proxy.Config
 	// Label labels the bootstrap sample (required when proxies are generated).
 	Label Labeler
-	// Threshold is the private threshold of AppraiseThreshold.
+	// Threshold is the private threshold of AppraiseThreshold; Run refuses
+	// one outside the fixed-point range before the session.
 	Threshold float64
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator
@@ -282,6 +283,9 @@ type ModelOwner struct {
 
 	// onBootstrap, if set (tests), sees the bootstrap message as received.
 	onBootstrap func(b []byte) error
+	// onAbort, if set (tests), sees the data owner's abort message as
+	// received.
+	onAbort func(b []byte)
 	// coinSource, if set (tests), replaces crypto/rand for this party's
 	// part of the coin toss.
 	coinSource io.Reader
@@ -314,6 +318,9 @@ type DataOwner struct {
 
 	mu       sync.Mutex
 	revealed *Revealed // without StateDir: the bootstrap sent by a Run of this value
+	// onAbort, if set (tests), sees the model owner's abort message as
+	// received.
+	onAbort func(b []byte)
 	// coinSource, if set (tests), replaces crypto/rand for this party's
 	// part of the coin toss.
 	coinSource io.Reader

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -132,10 +133,12 @@ func (r *dataOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 }
 
 // receiveArchs receives the proxies' architectures and checks them against
-// the schedule and the embedding model.
+// the schedule and the embedding model. The message is at most
+// archsMessageBound(n) bytes (decodeArchs refuses a longer one before
+// decoding anything).
 func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) {
 	n := len(r.p.Schedule)
-	b, err := r.ctrl.RecvBytes(ctx, 64+n*maxArchMessage)
+	b, err := r.ctrl.RecvBytes(ctx, archsMessageBound(n))
 	if err != nil {
 		return nil, fmt.Errorf("selection: receive architectures: %w", err)
 	}
@@ -146,21 +149,58 @@ func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) 
 	return decodeArchs(b, emb, r.p.Schedule, n, r.seq)
 }
 
+// maxArchBytes bounds one architecture's JSON in the model owner's message:
+// an honest one (secure.Arch, no lists) takes about 350 bytes.
+const maxArchBytes = 2 << 10
+
+// archsMessageBound is the largest architectures message for n phases
+// (bytes): n architectures of at most maxArchBytes, the brackets and commas.
+func archsMessageBound(n int) int { return 2 + n*(maxArchBytes+1) }
+
 // decodeArchs decodes the model owner's message of n architectures and, if
-// emb is set, checks them (checkArchs).
+// emb is set, checks them (checkArchs). It bounds the message's length
+// (archsMessageBound) and counts the architectures as it decodes them one by
+// one into a list of n, so that no message, however it declares its
+// contents, makes it allocate more than n architectures.
 func decodeArchs(b []byte, emb *model.Config, sched []Phase, n, seq int) ([]secure.Arch, error) {
-	var out []secure.Arch
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("selection: decode architectures: %w", err)
+	if n < 0 || n > maxPhases || len(sched) != n {
+		return nil, fmt.Errorf("selection: %d architectures for %d phases", n, len(sched))
 	}
-	if len(out) != n || len(sched) != n {
-		return nil, fmt.Errorf("selection: %d architectures for %d phases", len(out), n)
+	if lim := archsMessageBound(n); len(b) > lim {
+		return nil, withCode(AbortLimit, fmt.Errorf("selection: architectures message of %d bytes (at most %d for %d phases)", len(b), lim, n))
+	}
+	bad := func(format string, args ...any) error {
+		return withCode(AbortProtocol, fmt.Errorf("selection: decode architectures: "+format, args...))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, bad("not a list")
+	}
+	out := make([]secure.Arch, 0, n)
+	for dec.More() {
+		if len(out) == n {
+			return nil, bad("more than %d architectures for %d phases", n, n)
+		}
+		var a secure.Arch
+		if err := dec.Decode(&a); err != nil {
+			return nil, bad("architecture %d: %w", len(out), err)
+		}
+		out = append(out, a)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, bad("unterminated list")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, bad("data after the list")
+	}
+	if len(out) != n {
+		return nil, bad("%d architectures for %d phases", len(out), n)
 	}
 	if emb == nil {
 		return out, nil
 	}
 	if err := checkArchs(out, *emb, sched, seq); err != nil {
-		return nil, err
+		return nil, withCode(AbortProtocol, err)
 	}
 	return out, nil
 }
@@ -222,7 +262,7 @@ func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Rea
 		return seed, fmt.Errorf("selection: coin toss: receive commitment: %w", err)
 	}
 	if len(c) != sha256.Size {
-		return seed, fmt.Errorf("selection: coin toss: commitment of %d bytes", len(c))
+		return seed, withCode(AbortProtocol, fmt.Errorf("selection: coin toss: commitment of %d bytes", len(c)))
 	}
 	if err := st.SendBytes(ctx, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: send: %w", err)
@@ -232,7 +272,7 @@ func tossCoinDataOwnerFrom(ctx context.Context, st *transport.Stream, src io.Rea
 		return seed, fmt.Errorf("selection: coin toss: receive opening: %w", err)
 	}
 	if len(r0) != 32 || subtle.ConstantTimeCompare(coinCommit(r0), c) != 1 {
-		return seed, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment")
+		return seed, withCode(AbortProtocol, fmt.Errorf("selection: coin toss: the model owner's opening does not match its commitment"))
 	}
 	return coinSeed(r0, mine[:]), nil
 }

@@ -131,19 +131,26 @@
 // Run checks what its party can check before it says anything to the peer:
 // the parameters, the model owner's target and proxy weights (finite, shapes
 // as declared), its proxy generation settings (proxy.Config.Validate, after
-// the defaults of proxy.Config.WithDefaults scaled to the bootstrap) and its
-// Label function, the data owner's pool (PoolSize candidates that fit the
+// the defaults of proxy.Config.WithDefaults scaled to the bootstrap), its
+// Label function and its appraisal threshold (within the fixed-point range),
+// the data owner's pool (PoolSize candidates that fit the
 // embedding checkpoint) and embedding weights, and both parties'
 // checkpoints. A NaN checkpoint or a bad setting thus fails before the data
 // owner sends its bootstrap sample.
 //
-// A party whose run fails, at any point, sends its peer an abort with the
-// error text on stream StreamAbort and closes the connection; the peer's Run
-// returns a *PeerAbortError carrying that reason (or the *MismatchError of a
-// handshake mismatch). Every wait on the peer ends with the caller's context
-// or the connection, so neither party waits for a peer that has given up.
-// The reason names settings, files and candidate numbers, never a pool
-// value or a weight.
+// A party whose run fails, at any point, sends its peer an abort on stream
+// StreamAbort and closes the connection. The abort carries a public reason
+// code only (AbortCode: internal, cancelled, own input refused, handshake
+// mismatch with the field's name, checkpoint, checkpoint of other
+// parameters, bootstrap already sent, protocol violation, size bound), never
+// the error's text, which may name files, settings, candidates, pool values
+// or weights: that stays in the party's Run error and its log (a Warn
+// record). The peer's Run returns a *PeerAbortError with the code's wording
+// (or its own *MismatchError of a handshake mismatch); an unknown code is
+// reported as "unknown abort code N", and a message over 256 bytes or of
+// another form as unreadable. Every wait on the peer ends with the caller's
+// context or the connection, so neither party waits for a peer that has
+// given up.
 //
 // # Ties
 //
@@ -184,7 +191,7 @@
 // sample receives it again). A model owner restarted with an empty or
 // altered state directory, which no longer holds the session's coin, is
 // refused: the data owner's error wraps ErrBootstrapRevealed and the model
-// owner receives it as the data owner's abort. A data owner that accepts
+// owner receives it as the data owner's abort (AbortBootstrapRevealed). A data owner that accepts
 // revealing another sample starts a new session with a fresh state
 // directory. Without a StateDir the record lives in the DataOwner value
 // only. A checkpoint file that is unreadable, malformed or of other

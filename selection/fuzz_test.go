@@ -3,6 +3,8 @@ package selection
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/selectformer/selectformer/proxy"
@@ -82,16 +84,92 @@ func TestDecodeBatchFileErrors(t *testing.T) {
 	}
 }
 
+// FuzzDecodeBootstrap: no panic; what the decoder accepts has n inputs (or
+// none), at most n rows a field, all rows of a field of one length, within
+// the row width it was given, in a message within bootstrapMessageBound.
 func FuzzDecodeBootstrap(f *testing.F) {
-	f.Add([]byte(`{"IDs":[[1,2],[3,4]]}`), 2)
-	f.Add([]byte(`{"Pixels":[[0.5]]}`), 1)
-	f.Add([]byte(`{}`), 3)
-	f.Fuzz(func(t *testing.T, b []byte, n int) {
-		in, err := DecodeBootstrap(b, n)
-		if err == nil && in.Len() != n && in.Len() != 0 {
-			t.Fatalf("accepted %d inputs for %d", in.Len(), n)
+	f.Add([]byte(`{"IDs":[[1,2],[3,4]]}`), 2, 0)
+	f.Add([]byte(`{"Pixels":[[0.5]]}`), 1, 1)
+	f.Add([]byte(`{}`), 3, 0)
+	f.Add([]byte(`{"IDs":[[1,2],[3,4]],"Mask":[[1,1],[1,0]],"TypeIDs":null,"Pixels":null}`), 2, 4)
+	f.Add([]byte(`{"pixels":[[],[],[]]}`), 2, 0)
+	f.Add([]byte(`{"Pixels":[[1,2,3],[1]]}`), 2, 0)
+	f.Fuzz(func(t *testing.T, b []byte, n, width int) {
+		n, width = n%1000, width%1000
+		in, err := decodeBootstrap(b, n, width)
+		if err != nil {
+			return
+		}
+		if in.Len() != n && in.Len() != 0 || len(b) > bootstrapMessageBound(n, width) {
+			t.Fatalf("accepted %d inputs for %d in %d bytes", in.Len(), n, len(b))
+		}
+		for _, rows := range [][]int{rowLens(in.IDs), rowLens(in.TypeIDs), rowLens(in.Mask), rowLens(in.Pixels)} {
+			if len(rows) > n {
+				t.Fatalf("accepted %d rows for %d", len(rows), n)
+			}
+			for _, l := range rows {
+				if l != rows[0] || width > 0 && l > width {
+					t.Fatalf("accepted rows of %v values (width %d)", rows, width)
+				}
+			}
 		}
 	})
+}
+
+func rowLens[T any](rows [][]T) []int {
+	out := make([]int, len(rows))
+	for i, r := range rows {
+		out[i] = len(r)
+	}
+	return out
+}
+
+// TestDecodeBootstrapBomb plays a data owner whose bootstrap message
+// declares more than it holds: a list of a million empty rows (3 bytes each
+// and a few on the wire once compressed, each a 24-byte slice header when
+// decoded), a row far longer than an image, a row of commas, and a message
+// beyond the bound for the sample. The old decoder unmarshalled the whole
+// message before counting (a 128 MiB one took +3.6 GiB; here 153 MB for the
+// 3 MB of empty rows, 13 MB for the long row, and it accepted ragged rows);
+// now each is refused having allocated under 1 MiB beyond the message (the
+// decoded inputs of an honest message, counted before they are allocated,
+// are the only large allocation).
+func TestDecodeBootstrapBomb(t *testing.T) {
+	const n, width = 24, 784 // the secure fixture's sample of MNIST images
+	row := "[" + strings.TrimSuffix(strings.Repeat("0.5,", width), ",") + "]"
+	honest := []byte(`{"IDs":null,"TypeIDs":null,"Mask":null,"Pixels":[` + strings.TrimSuffix(strings.Repeat(row+",", n), ",") + `]}`)
+	if in, err := decodeBootstrap(honest, n, width); err != nil || in.Len() != n {
+		t.Fatalf("honest bootstrap: %d inputs, %v", in.Len(), err)
+	}
+	for _, c := range []struct {
+		name  string
+		msg   []byte
+		width int
+	}{
+		{"a million empty rows", []byte(`{"Pixels":[` + strings.TrimSuffix(strings.Repeat("[],", 1<<20), ",") + `]}`), 0},
+		{"a million empty rows, width known", []byte(`{"Pixels":[` + strings.TrimSuffix(strings.Repeat("[],", 1<<20), ",") + `]}`), width},
+		{"a row of 300,000 values", []byte(`{"Pixels":[[` + strings.TrimSuffix(strings.Repeat("0,", 300_000), ",") + `]]}`), width},
+		{"a row of commas", []byte(`{"Pixels":[[` + strings.Repeat(",", 1<<20) + `]]}`), width},
+		{"rows longer than the first", []byte(`{"Pixels":[[0],` + strings.TrimSuffix(strings.Repeat(row+",", n-1), ",") + `]}`), 0},
+		{"a field twice", []byte(`{"Pixels":` + "[" + row + "]" + `,"pixels":` + "[" + row + "]" + `}`), width},
+		{"deep nesting", []byte(`{"Pixels":` + strings.Repeat("[", 1<<16) + `}`), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			in, err := decodeBootstrap(c.msg, n, c.width)
+			runtime.ReadMemStats(&after)
+			grew := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%d bytes: %v; allocated %d bytes beyond the message", len(c.msg), err, grew)
+			if err == nil {
+				t.Fatalf("accepted %d inputs", in.Len())
+			}
+			if grew > 1<<20+uint64(len(c.msg)) {
+				t.Errorf("decoding a %d-byte message allocated %d bytes", len(c.msg), grew)
+			}
+		})
+	}
 }
 
 func TestDecodeStateErrors(t *testing.T) {
@@ -116,8 +194,11 @@ func TestDecodeStateErrors(t *testing.T) {
 const seedHex = "0102030405060708091011121314151617181920212223242526272829303132"
 
 // FuzzDecodeArchs feeds the data owner's decoding of the model owner's
-// architectures arbitrary bytes: no panic, and what it accepts fits the
-// checkpoint and the schedule and passes secure.Arch.Validate.
+// architectures arbitrary bytes: no panic, and what it accepts is within
+// archsMessageBound, one architecture per phase, fits the checkpoint and the
+// schedule and passes secure.Arch.Validate; a message of more than
+// archsMessageBound bytes, or of more architectures than phases, is refused
+// whatever else it holds.
 func FuzzDecodeArchs(f *testing.F) {
 	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
 	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
@@ -130,10 +211,17 @@ func FuzzDecodeArchs(f *testing.F) {
 	f.Add([]byte(`[{"layers":1},{}]`))
 	f.Add([]byte(`[{"family":"vit","layers":2,"heads":4,"head_dim":8,"hidden":32,"seq":17,"labels":10,"mlp_hidden":1e9},{}]`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`[{},{},{},{},{},{},{},{},{},{},{},{}]`))
+	f.Add(append(b[:len(b)-1:len(b)-1], `,{}]`...))
+	f.Add([]byte(` [ {"family":"vit"} , {} ] x`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		archs, err := decodeArchs(b, &emb, sched, len(sched), 17)
 		if err != nil {
 			return
+		}
+		var raw []json.RawMessage
+		if len(b) > archsMessageBound(len(sched)) || json.Unmarshal(b, &raw) != nil || len(raw) != len(sched) || len(archs) != len(sched) {
+			t.Fatalf("accepted %d bytes, a list of %d, as %d architectures for %d phases", len(b), len(raw), len(archs), len(sched))
 		}
 		for i, a := range archs {
 			if err := a.Validate(); err != nil {

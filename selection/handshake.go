@@ -220,7 +220,7 @@ func checkSummary(s summary, p Params) error {
 
 // Largest messages accepted on StreamControl, each checked by the receive
 // on the size the peer announces, before anything is allocated or decoded
-// (see also maxBootstrapMessage).
+// (see also archsMessageBound and bootstrapMessageBound).
 const (
 	// maxControlMessage bounds a hello whatever the parameters (see
 	// maxHelloMessage).
@@ -230,10 +230,6 @@ const (
 	// maxCoinMessage bounds a coin-toss message: a SHA-256 commitment, a
 	// contribution or an opening (32 bytes each).
 	maxCoinMessage = 32
-	// maxArchMessage bounds the JSON of one phase's architecture (about
-	// 300 bytes); the architectures message of n phases may have
-	// n × maxArchMessage bytes.
-	maxArchMessage = 4 << 10
 )
 
 // maxHelloMessage bounds the peer's hello under this side's parameters p:
@@ -267,10 +263,10 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any, max int
 		return fmt.Errorf("receive: %w", rerr)
 	}
 	if len(rb) > max {
-		return fmt.Errorf("peer message of %d bytes", len(rb))
+		return withCode(AbortLimit, fmt.Errorf("peer message of %d bytes", len(rb)))
 	}
 	if err := json.Unmarshal(rb, out); err != nil {
-		return fmt.Errorf("decode peer message: %w", err)
+		return withCode(AbortProtocol, fmt.Errorf("decode peer message: %w", err))
 	}
 	if serr != nil {
 		return fmt.Errorf("send: %w", serr)

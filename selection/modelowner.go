@@ -1,11 +1,13 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -82,7 +84,8 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 		return nil
 	}
 	idx := sampleBootstrap(seed, d.p.PoolSize, d.p.Bootstrap)
-	b, err := d.ctrl.RecvBytes(ctx, maxBootstrapMessage(len(idx), d.inputConfig()))
+	width := bootstrapWidth(d.modelConfig())
+	b, err := d.ctrl.RecvBytes(ctx, bootstrapMessageBound(len(idx), width))
 	if err != nil {
 		return fmt.Errorf("selection: bootstrap: receive: %w", err)
 	}
@@ -91,7 +94,7 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 			return err
 		}
 	}
-	boot, err := DecodeBootstrap(b, len(idx))
+	boot, err := decodeBootstrap(b, len(idx), width)
 	if err != nil {
 		return err
 	}
@@ -99,6 +102,18 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 		return err
 	}
 	return d.bootstrapDone(idx)
+}
+
+// modelConfig is the configuration of the model owner's target (or of its
+// first proxy; nil with neither).
+func (d *modelOwnerRun) modelConfig() *model.Config {
+	switch m := d.m; {
+	case m.Target != nil:
+		return &m.Target.Config
+	case len(m.Proxies) > 0 && m.Proxies[0] != nil && m.Proxies[0].Model != nil:
+		return &m.Proxies[0].Model.Config
+	}
+	return nil
 }
 
 // makeProxies labels the bootstrap sample and generates the proxies (unless
@@ -111,20 +126,20 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 	if m.Proxies == nil {
 		labels, err := m.Label(ctx, idx, boot)
 		if err != nil {
-			return fmt.Errorf("selection: bootstrap: label: %w", err)
+			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: label: %w", err))
 		}
 		if len(labels) != len(idx) {
-			return fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx))
+			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx)))
 		}
 		r, err := proxy.Generate(ctx, m.Target, boot, labels, m.generateConfig(d.p))
 		if err != nil {
-			return fmt.Errorf("selection: bootstrap: generate proxies: %w", err)
+			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: generate proxies: %w", err))
 		}
 		m.Proxies = r.Proxies
 		if dir := d.store.proxiesDir(); dir != "" {
 			for i, p := range r.Proxies {
 				if err := p.Save(filepath.Join(dir, fmt.Sprintf("phase-%d", i)), r.Reports); err != nil {
-					return fmt.Errorf("selection: save proxy %d: %w", i, err)
+					return withCode(AbortState, fmt.Errorf("selection: save proxy %d: %w", i, err))
 				}
 			}
 		}
@@ -212,7 +227,7 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 		return seed, fmt.Errorf("selection: coin toss: receive: %w", err)
 	}
 	if len(r1) != 32 {
-		return seed, fmt.Errorf("selection: coin toss: peer coin of %d bytes", len(r1))
+		return seed, withCode(AbortProtocol, fmt.Errorf("selection: coin toss: peer coin of %d bytes", len(r1)))
 	}
 	if err := st.SendBytes(ctx, mine[:]); err != nil {
 		return seed, fmt.Errorf("selection: coin toss: open: %w", err)
@@ -220,70 +235,193 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 	return coinSeed(mine[:], r1), nil
 }
 
-// Bounds of the bootstrap message (the JSON of a model.Input of the
-// sampled points), from the input shape the model owner's model expects.
-const (
-	// maxJSONNumber is the longest JSON number encoding/json writes for an
-	// int or a float64, with its separator ("-2.2250738585072014e-308,").
-	maxJSONNumber = 25
-	// maxBootstrapFallback bounds the bootstrap message when the model
-	// owner has no model to read the input shape from (an Evaluator).
-	maxBootstrapFallback = 256 << 20
-	// maxBootstrapLimit is the most any bootstrap message may take.
-	maxBootstrapLimit = 1 << 30
-)
-
-// inputConfig is the configuration of the model whose inputs the
-// bootstrap holds: the target's, or the first proxy's; nil if neither is
-// set.
-func (d *modelOwnerRun) inputConfig() *model.Config {
-	if d.m.Target != nil {
-		return &d.m.Target.Config
-	}
-	for _, p := range d.m.Proxies {
-		if p != nil && p.Model != nil {
-			return &p.Model.Config
-		}
-	}
-	return nil
-}
-
-// maxBootstrapMessage bounds the bootstrap message of n samples for a model
-// with configuration cfg: per sample, an image of NumChannels × ImageSize²
-// numbers or MaxPositions token ids, type ids and mask entries, at most
-// maxJSONNumber bytes each, plus the JSON around them. Without a
-// configuration (or one that sizes no input) it is maxBootstrapFallback;
-// it is never more than maxBootstrapLimit.
-func maxBootstrapMessage(n int, cfg *model.Config) int {
-	if cfg == nil {
-		return maxBootstrapFallback
-	}
-	image := int64(max(cfg.NumChannels, 1)) * int64(max(cfg.ImageSize, 0)) * int64(max(cfg.ImageSize, 0))
-	text := 3 * int64(max(cfg.MaxPositions, 0))
-	perSample := max(image, text) * maxJSONNumber
-	if perSample == 0 {
-		return maxBootstrapFallback
-	}
-	total := 1024 + int64(max(n, 0))*(perSample+64)
-	return int(min(total, maxBootstrapLimit))
-}
+// maxJSONNumber is the longest JSON number encoding/json writes for an int
+// or a float64, with its separator ("-2.2250738585072014e-308,").
+const maxJSONNumber = 25
 
 // DecodeBootstrap parses the data owner's bootstrap message: the inputs of
 // the n sampled candidates (a JSON model.Input, empty when the data owner
-// runs without a pool, as in tests with a substitute Evaluator).
+// runs without a pool, as in tests with a substitute Evaluator). It counts
+// before it allocates: at most n rows a field, each row's values counted
+// in the message before the row is decoded (into a list of exactly that
+// capacity), and every row of a field as long as the first; so the heap it
+// takes is at most the decoded inputs plus a copy of the message, however
+// the message declares its sizes.
 func DecodeBootstrap(b []byte, n int) (model.Input, error) {
-	var in model.Input
-	if len(b) > maxBootstrapLimit {
-		return in, fmt.Errorf("selection: bootstrap: message of %d bytes", len(b))
+	return decodeBootstrap(b, n, 0)
+}
+
+// maxBootstrapUnsized bounds a bootstrap message when the row width is not
+// known (the model owner runs an Evaluator without a model).
+const maxBootstrapUnsized = 1 << 30
+
+// bootstrapMessageBound is the largest bootstrap message of n candidates
+// whose rows hold at most width values each (bytes): four fields (IDs,
+// TypeIDs, Mask, Pixels) of n rows of width numbers, each at most 25
+// characters as encoding/json writes a float64 ("-2.2250738585072014e-308,"),
+// with brackets and keys. Without a width it is maxBootstrapUnsized.
+func bootstrapMessageBound(n, width int) int {
+	if width <= 0 || n < 0 {
+		return maxBootstrapUnsized
 	}
-	if err := json.Unmarshal(b, &in); err != nil {
-		return in, fmt.Errorf("selection: bootstrap: decode: %w", err)
+	per := 4 * (2 + maxJSONNumber*width)
+	if n > (maxBootstrapUnsized-64)/per {
+		return maxBootstrapUnsized
+	}
+	return 64 + n*per
+}
+
+// bootstrapWidth is the longest row of a bootstrap input for the model
+// owner's model cfg: the pixels of an image (ViT) or the positions of a
+// sequence (0: no model).
+func bootstrapWidth(cfg *model.Config) int {
+	switch {
+	case cfg == nil:
+		return 0
+	case cfg.Family == model.ViT:
+		return cfg.NumChannels * cfg.ImageSize * cfg.ImageSize
+	}
+	return cfg.MaxPositions
+}
+
+// decodeBootstrap is DecodeBootstrap with rows of at most width values
+// (0: rows as long as the message allows), in a message of at most
+// bootstrapMessageBound(n, width) bytes.
+func decodeBootstrap(b []byte, n, width int) (model.Input, error) {
+	var in model.Input
+	if n < 0 {
+		return in, fmt.Errorf("selection: bootstrap: a sample of %d", n)
+	}
+	if lim := bootstrapMessageBound(n, width); len(b) > lim {
+		return in, withCode(AbortLimit, fmt.Errorf("selection: bootstrap: message of %d bytes (at most %d for %d inputs of %d values)", len(b), lim, n, width))
+	}
+	bad := func(err error) (model.Input, error) {
+		return model.Input{}, withCode(AbortProtocol, fmt.Errorf("selection: bootstrap: decode: %w", err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return bad(fmt.Errorf("not an object"))
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		key, _ := tok.(string)
+		// encoding/json matches field names without regard to case.
+		k := strings.ToLower(key)
+		if seen[k] {
+			return bad(fmt.Errorf("field %s twice", k))
+		}
+		seen[k] = true
+		switch k {
+		case "ids":
+			in.IDs, err = decodeRows[int](dec, b, n, width)
+		case "typeids":
+			in.TypeIDs, err = decodeRows[int](dec, b, n, width)
+		case "mask":
+			in.Mask, err = decodeRows[int](dec, b, n, width)
+		case "pixels":
+			in.Pixels, err = decodeRows[float64](dec, b, n, width)
+		default:
+			return bad(fmt.Errorf("unknown field %.40q", key))
+		}
+		if err != nil {
+			return bad(fmt.Errorf("%s: %w", k, err))
+		}
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return bad(fmt.Errorf("unterminated object"))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return bad(fmt.Errorf("data after the object"))
 	}
 	if got := in.Len(); got != n && got != 0 {
-		return in, fmt.Errorf("selection: bootstrap: %d inputs for a sample of %d", got, n)
+		return in, withCode(AbortProtocol, fmt.Errorf("selection: bootstrap: %d inputs for a sample of %d", got, n))
 	}
 	if _, err := in.Select(nil); err != nil {
-		return in, fmt.Errorf("selection: bootstrap: %w", err)
+		return in, withCode(AbortProtocol, fmt.Errorf("selection: bootstrap: %w", err))
 	}
 	return in, nil
+}
+
+// decodeRows decodes a field of the bootstrap message (null or a list of at
+// most n rows of numbers, at most width values each if width > 0, all as
+// long as the first) from dec, whose input is b. Each row's values are
+// counted in b before the row is decoded into a list of that capacity.
+func decodeRows[T int | float64](dec *json.Decoder, b []byte, n, width int) ([][]T, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return nil, nil
+	}
+	if tok != json.Delim('[') {
+		return nil, fmt.Errorf("not a list")
+	}
+	rows := make([][]T, 0, min(n, len(b)/2+1))
+	for dec.More() {
+		if len(rows) == n {
+			return nil, fmt.Errorf("more than %d rows", n)
+		}
+		cnt, err := countRow(b, dec.InputOffset())
+		if err != nil {
+			return nil, fmt.Errorf("row %d: %w", len(rows), err)
+		}
+		switch {
+		case width > 0 && cnt > width:
+			return nil, fmt.Errorf("row %d of %d values (at most %d)", len(rows), cnt, width)
+		case len(rows) > 0 && cnt > len(rows[0]):
+			return nil, fmt.Errorf("row %d of %d values, row 0 of %d", len(rows), cnt, len(rows[0]))
+		}
+		row := make([]T, 0, cnt)
+		if err := dec.Decode(&row); err != nil {
+			return nil, fmt.Errorf("row %d: %w", len(rows), err)
+		}
+		if len(rows) > 0 && len(row) != len(rows[0]) {
+			return nil, fmt.Errorf("row %d of %d values, row 0 of %d", len(rows), len(row), len(rows[0]))
+		}
+		rows = append(rows, row)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, fmt.Errorf("unterminated list")
+	}
+	return rows, nil
+}
+
+// countRow counts the values of the row that starts at off in b (after
+// whitespace and a separating comma): an upper bound for a list of numbers
+// (commas + 1), 0 for null or an empty list. A row holding anything but
+// numbers (a list, an object, a string) is refused.
+func countRow(b []byte, off int64) (int, error) {
+	i := int(off)
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == ',') {
+		i++
+	}
+	if i < len(b) && b[i] == 'n' {
+		return 0, nil // null (or garbage, which Decode refuses)
+	}
+	if i >= len(b) || b[i] != '[' {
+		return 0, fmt.Errorf("not a list")
+	}
+	count, empty := 0, true
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case ']':
+			if empty {
+				return 0, nil
+			}
+			return count + 1, nil
+		case ',':
+			count++
+		case '[', '{', '"':
+			return 0, fmt.Errorf("not a list of numbers")
+		case ' ', '\t', '\n', '\r':
+		default:
+			empty = false
+		}
+	}
+	return 0, fmt.Errorf("unterminated")
 }

@@ -244,8 +244,9 @@ func TestRestartRevealsNoSecondBootstrap(t *testing.T) {
 
 // TestFailureTellsPeer: whichever way a party's run fails, before or during
 // the session, both Run calls return within seconds, even though the caller
-// never closes the connections, and both errors name the cause: the failing
-// party's own, and the peer's as a *PeerAbortError carrying its reason.
+// never closes the connections; the failing party's error names the cause,
+// and the peer's is a *PeerAbortError carrying the public reason code of
+// that cause, never its text (which names settings, files, candidates).
 func TestFailureTellsPeer(t *testing.T) {
 	f := newSecureFixture(t)
 	nanTarget := cloneModel(t, f.target)
@@ -254,38 +255,39 @@ func TestFailureTellsPeer(t *testing.T) {
 		name    string
 		failing int // the party whose run fails
 		edit    func(mo *ModelOwner, do *DataOwner)
-		cause   string // in both errors
+		cause   string    // in the failing party's error only
+		code    AbortCode // the peer's reason
 		// revealed: the data owner sent its bootstrap before the failure.
 		revealed bool
 	}{
-		{"bad proxy settings", 0, func(mo *ModelOwner, do *DataOwner) { mo.Generate.Tune.LR = -1 }, "learning rate -1", false},
-		{"missing labeller", 0, func(mo *ModelOwner, do *DataOwner) { mo.Label = nil }, "Label function", false},
-		{"NaN checkpoint", 0, func(mo *ModelOwner, do *DataOwner) { mo.Target = nanTarget }, "non-finite", false},
-		{"proxy phase too deep", 0, func(mo *ModelOwner, do *DataOwner) { mo.Params.Schedule[1].Proxy.Layers = 5; do.Params = mo.Params }, "does not fit a target", false},
+		{"bad proxy settings", 0, func(mo *ModelOwner, do *DataOwner) { mo.Generate.Tune.LR = -1 }, "learning rate -1", AbortInput, false},
+		{"missing labeller", 0, func(mo *ModelOwner, do *DataOwner) { mo.Label = nil }, "Label function", AbortInput, false},
+		{"NaN checkpoint", 0, func(mo *ModelOwner, do *DataOwner) { mo.Target = nanTarget }, "non-finite", AbortInput, false},
+		{"proxy phase too deep", 0, func(mo *ModelOwner, do *DataOwner) { mo.Params.Schedule[1].Proxy.Layers = 5; do.Params = mo.Params }, "does not fit a target", AbortInput, false},
 		{"too few labels", 0, func(mo *ModelOwner, do *DataOwner) {
 			mo.Label = func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
 				return make([]int, len(idx)-1), nil
 			}
-		}, "labels for", true},
+		}, "labels for", AbortInput, true},
 		{"labeller fails", 0, func(mo *ModelOwner, do *DataOwner) {
 			mo.Label = func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
 				return nil, errors.New("annotators on strike")
 			}
-		}, "annotators on strike", true},
+		}, "annotators on strike", AbortInput, true},
 		{"pool smaller than PoolSize", 1, func(mo *ModelOwner, do *DataOwner) {
 			do.Pool = model.Input{Pixels: do.Pool.Pixels[:len(do.Pool.Pixels)-1]}
-		}, "pool holds 95 candidates", false},
+		}, "pool holds 95 candidates", AbortInput, false},
 		{"pool image of another size", 1, func(mo *ModelOwner, do *DataOwner) {
 			px := slices.Clone(do.Pool.Pixels)
 			px[7] = px[7][:10]
 			do.Pool = model.Input{Pixels: px}
-		}, "candidate 7 has 10 pixel values", false},
+		}, "candidate 7 has 10 pixel values", AbortInput, false},
 		{"corrupt data-owner state", 1, func(mo *ModelOwner, do *DataOwner) {
 			do.StateDir = t.TempDir()
 			if err := os.WriteFile(StateFile(do.StateDir, 1), []byte(`{"version":1,"party":1,"seed":"zz"`), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "state-p1.json", false},
+		}, "state-p1.json", AbortState, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -309,14 +311,12 @@ func TestFailureTellsPeer(t *testing.T) {
 			if el > 10*time.Second {
 				t.Errorf("took %v", el)
 			}
-			for p, err := range errs {
-				if err == nil || !strings.Contains(err.Error(), c.cause) {
-					t.Errorf("party %d: %v, want an error naming %q", p, err, c.cause)
-				}
+			if err := errs[c.failing]; err == nil || !strings.Contains(err.Error(), c.cause) {
+				t.Errorf("party %d: %v, want an error naming %q", c.failing, err, c.cause)
 			}
 			var pa *PeerAbortError
-			if !errors.As(errs[1-c.failing], &pa) || pa.Party != c.failing {
-				t.Errorf("party %d: %v, want the peer's abort", 1-c.failing, errs[1-c.failing])
+			if err := errs[1-c.failing]; !errors.As(err, &pa) || pa.Party != c.failing || pa.Code != c.code || strings.Contains(err.Error(), c.cause) {
+				t.Errorf("party %d: %v, want the peer's abort with code %d (%s) and not its cause", 1-c.failing, err, c.code, c.code)
 			}
 			// A failure that can be seen before the session fails before the data
 			// owner sends anything but its hello.

@@ -25,7 +25,8 @@ const ProgressLogInterval = 5 * time.Second
 // Everything Run can check (parameters, weights, proxies, generation
 // settings, the Label function) is checked before it says anything to the
 // data owner. When Run fails it tells the peer why (an abort on
-// StreamAbort), then closes conn; when the peer fails first, Run returns a
+// StreamAbort, a public reason code: the error itself stays in its log),
+// then closes conn; when the peer fails first, Run returns a
 // *PeerAbortError with the peer's reason.
 func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.Provider) (*Result, error) {
 	if m == nil {
@@ -33,6 +34,7 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 	}
 	d := &modelOwnerRun{m: m, eval: m.Evaluator,
 		runner: newRunner(0, m.Params, conn, prov, m.Logger, m.OnProgress, &checkpointStore{dir: m.StateDir, party: 0})}
+	d.onAbort = m.onAbort
 	return guard(ctx, d.runner, d.check, d.run)
 }
 
@@ -46,8 +48,9 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 // data owner never sends a second one for the same session: a restarted
 // model owner that no longer holds the session's coin is refused (an error
 // wrapping ErrBootstrapRevealed). When Run fails it tells the peer why (an
-// abort on StreamAbort), then closes conn; when the peer fails first, Run
-// returns a *PeerAbortError with the peer's reason.
+// abort on StreamAbort, a public reason code: the error itself, which may
+// name a pool value, stays in its log), then closes conn; when the peer
+// fails first, Run returns a *PeerAbortError with the peer's reason.
 func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.Provider) (*Result, error) {
 	if d == nil {
 		return nil, fmt.Errorf("selection: nil data owner")
@@ -60,6 +63,7 @@ func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.P
 	r := &dataOwnerRun{d: d, eval: d.Evaluator,
 		runner: newRunner(1, d.Params, conn, prov, d.Logger, d.OnProgress, store)}
 	r.forgeEpoch = d.forgeEpoch
+	r.onAbort = d.onAbort
 	return guard(ctx, r.runner, r.check, r.run)
 }
 
@@ -74,10 +78,10 @@ func guard(ctx context.Context, r *runner, check func() error, run func(context.
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ab := watchAbort(r.conn, r.party, cancel)
+	ab := watchAbort(r.conn, r.party, r.logf(), cancel, r.onAbort)
 	res, err := func() (*Result, error) {
 		if err := check(); err != nil {
-			return nil, err
+			return nil, withCode(AbortInput, err)
 		}
 		return run(ctx)
 	}()

@@ -179,8 +179,8 @@ func TestHandshakeMismatch(t *testing.T) {
 			_, errs := runSelection(t, runCfg{p: [2]Params{base, p1}, embHash: [2]string{"emb", h}})
 			for i, err := range errs {
 				var me *MismatchError
-				if !errors.As(err, &me) || me.Field != c.field || me.Local == me.Peer {
-					t.Fatalf("party %d: %v (want a %s mismatch)", i, err, c.field)
+				if !errors.As(err, &me) || me.Field != c.field || me.Local == me.Peer || !slices.Contains(MismatchFields, me.Field) {
+					t.Fatalf("party %d: %v (want a %s mismatch, a field of MismatchFields)", i, err, c.field)
 				}
 				if !strings.Contains(err.Error(), c.field) {
 					t.Fatalf("error %q does not name %s", err, c.field)
@@ -394,7 +394,7 @@ func TestCompareHelloFields(t *testing.T) {
 		h := peer
 		c.mod(&h)
 		var me *MismatchError
-		if err := compareHello(base, h); !errors.As(err, &me) || me.Field != c.field {
+		if err := compareHello(base, h); !errors.As(err, &me) || me.Field != c.field || !slices.Contains(MismatchFields, me.Field) {
 			t.Errorf("%s: %v", c.field, err)
 		}
 	}

@@ -38,6 +38,8 @@ type runner struct {
 	st   *State
 	stMu sync.Mutex // guards st while batch slots record their shares
 	ctrl *transport.Stream
+	// onAbort, if set (tests), sees the peer's abort message as received.
+	onAbort func([]byte)
 }
 
 func newRunner(party int, p Params, conn *transport.Conn, prov beaver.Provider, log *slog.Logger, onProgress func(Progress), store *checkpointStore) *runner {

@@ -123,7 +123,7 @@ func (c *checkpointStore) save(s *State) error {
 		return fmt.Errorf("selection: save state: %w", err)
 	}
 	if err := c.write(c.statePath(), b); err != nil {
-		return fmt.Errorf("selection: save state: %w", err)
+		return withCode(AbortState, fmt.Errorf("selection: save state: %w", err))
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (c *checkpointStore) record(phase int, bs BatchShares) error {
 	}
 	b := encodeBatch(batchFile{Party: c.party, Phase: phase, BatchShares: bs})
 	if err := c.write(c.batchPath(phase, bs.Batch), b); err != nil {
-		return fmt.Errorf("selection: checkpoint batch %d of phase %d: %w", bs.Batch, phase, err)
+		return withCode(AbortState, fmt.Errorf("selection: checkpoint batch %d of phase %d: %w", bs.Batch, phase, err))
 	}
 	return nil
 }

@@ -12,8 +12,8 @@ import (
 // The checks below run before a party says anything to its peer, so that a
 // setting or an input that would make the run fail later fails before the
 // data owner has revealed its bootstrap sample. Their messages name
-// settings, parameters and candidate numbers, never a value of the pool or
-// of a weight: they are sent to the peer in the abort.
+// settings, parameters and candidate numbers; they stay with the party (its
+// error and log): the peer's abort carries the code AbortInput only.
 
 // checkWeights checks that every parameter has as many values as its shape
 // says and that all of them are finite.
@@ -72,8 +72,10 @@ func (d *modelOwnerRun) check() error {
 			e.embHash = h
 		}
 	}
-	if e.p.Appraisal == AppraiseThreshold && (math.IsNaN(m.Threshold) || math.IsInf(m.Threshold, 0)) {
-		return fmt.Errorf("selection: model owner: appraisal threshold %v", m.Threshold)
+	if e.p.Appraisal == AppraiseThreshold {
+		if _, err := e.p.FixedPoint.Encode(m.Threshold); err != nil {
+			return fmt.Errorf("selection: model owner: appraisal threshold: %w", err)
+		}
 	}
 	if m.Evaluator != nil {
 		return nil

@@ -67,7 +67,7 @@ func TestClassify(t *testing.T) {
 		// A corrupt checkpoint is a bad input file; the peer's abort and a
 		// refused second bootstrap are peer failures.
 		{fmt.Errorf("run: %w", &selection.StateError{Path: "s/state-p0.json", Err: errors.New("unexpected end of JSON input")}), peer.ExitInput},
-		{&selection.PeerAbortError{Party: 1, Reason: "pool holds 95 candidates"}, peer.ExitPeer},
+		{&selection.PeerAbortError{Party: 1, Code: selection.AbortInput, Reason: selection.AbortInput.String()}, peer.ExitPeer},
 		{fmt.Errorf("selection: %w: no", selection.ErrBootstrapRevealed), peer.ExitPeer},
 	} {
 		if got := peer.Code(Classify(tc.err)); got != tc.want {

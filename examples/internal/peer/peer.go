@@ -32,7 +32,7 @@ const (
 	// ExitPeer: no authenticated session with a peer: it could not be
 	// reached, its key is not the pinned one (or it rejected ours), the
 	// selection handshake found a mismatch, or the peer ended the session
-	// (its message says why).
+	// (its public reason code says why: selection.AbortCode).
 	ExitPeer = 3
 	// ExitInput: an input file (identity, model, proxies, pool, state
 	// checkpoint) is missing, unreadable or malformed; the message names it.
