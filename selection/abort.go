@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -77,6 +78,11 @@ const (
 	AbortProtocol AbortCode = 8
 	// AbortLimit: a message from the peer exceeded a size bound.
 	AbortLimit AbortCode = 9
+	// AbortResume: the party refused to resume at the epoch the peer
+	// announced (an *EpochError), or at positions its persistent
+	// high-water marks say it drew before (beaver.ErrReuse): either would
+	// reuse correlated randomness (a forged or rolled-back checkpoint).
+	AbortResume AbortCode = 10
 )
 
 // abortWording is the public wording of each code.
@@ -90,6 +96,7 @@ var abortWording = map[AbortCode]string{
 	AbortBootstrapRevealed: ErrBootstrapRevealed.Error() + " (restore the model owner's state directory, or start a new session with a fresh data-owner state directory)",
 	AbortProtocol:          "a message it received broke the protocol",
 	AbortLimit:             "a message it received exceeded a size bound",
+	AbortResume:            "it refused to resume: the announced epoch or a restored checkpoint would reuse correlated randomness (restore both parties' latest state, or start a new session)",
 }
 
 // String returns the code's public wording ("unknown abort code N" for a
@@ -209,6 +216,7 @@ func classifyAbort(err error) (AbortCode, string) {
 		me *MismatchError
 		se *StateError
 		ce *codedError
+		ee *EpochError
 	)
 	switch {
 	case errors.As(err, &me):
@@ -220,6 +228,8 @@ func classifyAbort(err error) (AbortCode, string) {
 		return AbortBootstrapRevealed, ""
 	case errors.Is(err, errOtherParams):
 		return AbortStateParams, ""
+	case errors.As(err, &ee), errors.Is(err, beaver.ErrReuse):
+		return AbortResume, ""
 	case errors.As(err, &se):
 		return AbortState, ""
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
