@@ -345,10 +345,11 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		return nil
 	}
 
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
+	// The stream goroutines end with ctx: stop runs before the wait.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var mu sync.Mutex
 	last := time.Now()
 	touch := func() {

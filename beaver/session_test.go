@@ -638,14 +638,15 @@ func FuzzDecodeDealerState(f *testing.F) {
 	s0, s1 := testSeeds(29)
 	st := &dealerState{seeds: seedsTag(s0, s1), sessions: map[SessionID]*persisted{
 		{1}: {keys: [2]string{"ab", ""}, marks: map[uint32]uint64{2: reserveChunk, 16: 1 << 41}},
-		{2}: {marks: map[uint32]uint64{}},
-	}}
+		{2}: {marks: map[uint32]uint64{}, last: 1700000000, budget: 1 << 40, spent: 12345},
+	}, retired: map[retiredTag]struct{}{tagOf(SessionID{3}): {}, tagOf(SessionID{4}): {}}}
 	b, err := st.encode()
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
 	f.Add([]byte(`{"version":1,"seeds":"","sessions":[]}`))
+	f.Add([]byte(`{"version":2,"seeds":"00","sessions":[],"retired":"AAAAAAAAAAE="}`))
 	f.Add([]byte(`{"version":1,"seeds":"00","sessions":null}`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
