@@ -98,7 +98,7 @@ const (
 	// computation announce its work instead (ConnectOptions.Budget).
 	DefaultSessionBudget = 1 << 50
 	// DefaultMaxSessions bounds the sessions a dealer keeps.
-	DefaultMaxSessions = 4096
+	DefaultMaxSessions = 1024
 	// DefaultSessionRetention is how long a dealer keeps a session that
 	// nobody joins (a resume after that is refused).
 	DefaultSessionRetention = 30 * 24 * time.Hour
