@@ -24,7 +24,11 @@
 // ever served to two computations. The networked dealer (Server) binds each
 // connection to a role by its listener and pinned key, refuses a hello for
 // the other role, and with a state file refuses after a restart every
-// counter it served before.
+// counter it served before. It also bounds what a party can make it do
+// (ServerOptions): each request's size, a session's total work (a budget
+// both parties announce, ConnectOptions.Budget, counted in
+// Request.DealerWork units), streams, items in progress, connections per
+// key and the sessions it keeps; retired sessions are refused for good.
 //
 // Providers: Dealer is the in-process dealer (tests, the quickstart,
 // benchmarks); Server is the networked dealer, a third host that parties

@@ -444,3 +444,53 @@ func oneSession(srv *Server, id SessionID, use func([2]Provider)) error {
 	served.Wait()
 	return err
 }
+
+// TestStateWriteFailureServesNothing: with the state file's writes failing,
+// no request beyond the written marks is served — neither the one that
+// raised the mark nor a later one under the mark it raised in memory — and
+// serving resumes once a write succeeds (the group commit keeps the
+// restart safety of the per-request writes it replaces).
+func TestStateWriteFailureServesNothing(t *testing.T) {
+	s0, s1 := testSeeds(47)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "dealer.seeds.state")
+	d := newServer(t, s0, s1, ServerOptions{StateFile: path}).core
+	id := SessionID{47}
+	var sess [2]*coreSession
+	var wg sync.WaitGroup
+	for role := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sess[role], _ = d.join(context.Background(), nil, id, role, "", 0, time.Minute)
+		}()
+	}
+	wg.Wait()
+	if sess[1] == nil {
+		t.Fatal("no session")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for c := range uint64(2) {
+		if _, err := d.serve(sess[1], Request{Kind: KindTriple, Stream: 3, Counter: c, N: 1}); err == nil || !strings.Contains(err.Error(), "save dealer state") {
+			t.Fatalf("counter %d served without a written mark: %v", c, err)
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.serve(sess[1], Request{Kind: KindTriple, Stream: 3, Counter: 2, N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := loadDealerState(path, d.state.seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := st.sessions[id].marks[3]; m <= 2 {
+		t.Fatalf("written mark %d does not cover the counter served", m)
+	}
+}
