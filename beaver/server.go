@@ -50,7 +50,7 @@ import (
 // parts and multiply-adds (MaxRequestWords, MaxRequestMACs, checked before
 // anything is allocated), the session's total work (its budget, counted in
 // Request.DealerWork units), the streams of a connection and of a session
-// (MaxStreams), the items in progress per connection
+// (MaxStreams), the items in progress per role and key
 // (MaxConcurrentRequests), the connections per role and key
 // (MaxConnsPerKey, the hello and session waits included) and the live
 // sessions (MaxSessions, SessionRetention). With a StateFile, the
@@ -84,8 +84,9 @@ const (
 	// DefaultMaxStreams bounds the streams of a connection and of a
 	// session: selection uses 1 + Params.Workers (at most 65).
 	DefaultMaxStreams = 256
-	// DefaultMaxConcurrentRequests bounds the items a connection has in
-	// progress (computed or being sent) at once.
+	// DefaultMaxConcurrentRequests bounds the items a party (a role and
+	// key, over all its connections) has in progress (computed or being
+	// sent) at once.
 	DefaultMaxConcurrentRequests = 8
 	// DefaultMaxConnsPerKey bounds the connections of one role and key
 	// at once: enough for a party's reconnection while its old connection
@@ -140,9 +141,12 @@ type ServerOptions struct {
 	// (more ends the connection) and use in one session (a request on one
 	// more is refused); default DefaultMaxStreams.
 	MaxStreams int
-	// MaxConcurrentRequests bounds the items one connection has in
-	// progress at once (default DefaultMaxConcurrentRequests): with
-	// MaxRequestWords it bounds the memory a connection holds.
+	// MaxConcurrentRequests bounds the items in progress at once (being
+	// computed or sent) over all the connections of one role and key
+	// (default DefaultMaxConcurrentRequests): with MaxRequestWords it
+	// bounds the memory a party makes the dealer hold, about
+	// 6 × MaxRequestWords words per item (12 GiB at the defaults, for
+	// items of the largest size).
 	MaxConcurrentRequests int
 	// MaxConnsPerKey bounds the connections served at once per role and
 	// key, waiting for a hello or a session included (default
@@ -171,7 +175,14 @@ type Server struct {
 	log  *slog.Logger
 
 	connMu sync.Mutex
-	conns  map[connKey]int // connections served per role and key
+	conns  map[connKey]*keyConns // the connections served per role and key
+}
+
+// keyConns is what the connections of one role and key share.
+type keyConns struct {
+	n int // connections being served
+	// sem bounds the items in progress over all of them.
+	sem chan struct{}
 }
 
 // connKey identifies a party at the dealer: its role and key fingerprint.
@@ -229,7 +240,7 @@ func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) (*Server, er
 	if opt.SessionRetention == 0 {
 		opt.SessionRetention = DefaultSessionRetention
 	}
-	s := &Server{core: newDealerCore(seed0, seed1), opt: opt, log: opt.Logger, conns: map[connKey]int{}}
+	s := &Server{core: newDealerCore(seed0, seed1), opt: opt, log: opt.Logger, conns: map[connKey]*keyConns{}}
 	s.core.lim = coreLimits{
 		maxWords:    opt.MaxRequestWords,
 		maxMACs:     opt.MaxRequestMACs,
@@ -283,9 +294,14 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	}
 	ck := connKey{role, key}
 	s.connMu.Lock()
-	n := s.conns[ck]
+	kc := s.conns[ck]
+	if kc == nil {
+		kc = &keyConns{sem: make(chan struct{}, s.opt.MaxConcurrentRequests)}
+		s.conns[ck] = kc
+	}
+	n := kc.n
 	if n < s.opt.MaxConnsPerKey {
-		s.conns[ck] = n + 1
+		kc.n++
 	}
 	s.connMu.Unlock()
 	if n >= s.opt.MaxConnsPerKey {
@@ -293,7 +309,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	}
 	defer func() {
 		s.connMu.Lock()
-		if s.conns[ck]--; s.conns[ck] == 0 {
+		if kc.n--; kc.n == 0 {
 			delete(s.conns, ck)
 		}
 		s.connMu.Unlock()
@@ -380,8 +396,8 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		}()
 	}
 	opened := map[uint32]bool{controlID: true}
-	// sem bounds the items in progress on this connection.
-	sem := make(chan struct{}, s.opt.MaxConcurrentRequests)
+	// sem bounds the items in progress over the key's connections.
+	sem := kc.sem
 	for {
 		msg, err := ctl.RecvBytes(ctx)
 		if err != nil {
