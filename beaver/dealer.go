@@ -241,30 +241,29 @@ func (d *dealerCore) pruneLocked() {
 	}
 }
 
-// makeRoomLocked retires the least recently joined inactive session while
-// the live sessions are at the limit; it refuses when every live session is
-// active or the retired set is full. d.mu must be held.
+// makeRoomLocked retires the least recently joined inactive sessions until
+// one more session is within the limit; it refuses when every live session
+// is active or the retired set is full. d.mu must be held.
 func (d *dealerCore) makeRoomLocked() error {
-	if d.lim.maxSessions <= 0 || len(d.state.sessions) < d.lim.maxSessions {
-		return nil
-	}
-	if len(d.state.retired) >= maxRetired {
-		return refused(fmt.Errorf("beaver: dealer: %d sessions retired, the most one state file keeps: start the dealer with fresh seeds", maxRetired))
-	}
-	var (
-		oldest SessionID
-		found  bool
-		last   int64
-	)
-	for id, rec := range d.state.sessions {
-		if d.inactiveLocked(id) && (!found || rec.last < last) {
-			oldest, last, found = id, rec.last, true
+	for d.lim.maxSessions > 0 && len(d.state.sessions) >= d.lim.maxSessions {
+		if len(d.state.retired) >= maxRetired {
+			return refused(fmt.Errorf("beaver: dealer: %d sessions retired, the most one state file keeps: start the dealer with fresh seeds", maxRetired))
 		}
+		var (
+			oldest SessionID
+			found  bool
+			last   int64
+		)
+		for id, rec := range d.state.sessions {
+			if d.inactiveLocked(id) && (!found || rec.last < last) {
+				oldest, last, found = id, rec.last, true
+			}
+		}
+		if !found {
+			return refused(fmt.Errorf("beaver: dealer: all %d sessions are in use; no new session", len(d.state.sessions)))
+		}
+		d.retireLocked(oldest)
 	}
-	if !found {
-		return refused(fmt.Errorf("beaver: dealer: all %d sessions are in use; no new session", len(d.state.sessions)))
-	}
-	d.retireLocked(oldest)
 	return nil
 }
 

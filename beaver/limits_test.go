@@ -3,6 +3,7 @@ package beaver
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -492,5 +493,35 @@ func TestStateWriteFailureServesNothing(t *testing.T) {
 	}
 	if m := st.sessions[id].marks[3]; m <= 2 {
 		t.Fatalf("written mark %d does not cover the counter served", m)
+	}
+}
+
+// TestStateFileVersion1: a state file of the previous format (no budgets,
+// last-use times or retired ids) is read: its marks still hold, and it is
+// written back in the current format.
+func TestStateFileVersion1(t *testing.T) {
+	s0, s1 := testSeeds(48)
+	path := filepath.Join(t.TempDir(), "dealer.seeds.state")
+	tag := seedsTag(s0, s1)
+	id := SessionID{48}
+	v1 := `{"version":1,"seeds":"` + hex.EncodeToString(tag[:]) + `","sessions":[{"id":"` + id.String() + `","keys":["",""],"marks":{"3":65536}}]}`
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, s0, s1, ServerOptions{StateFile: path})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"version":2`) || !strings.Contains(string(b), `"last":`) {
+		t.Fatalf("state file not rewritten in version 2: %s", b)
+	}
+	err = oneSession(srv, id, func(p [2]Provider) {
+		if _, err := getBoth(context.Background(), p, Request{Kind: KindTriple, Stream: 3, N: 1}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
+			t.Errorf("counter 0 below a version 1 mark: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
