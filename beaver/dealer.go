@@ -8,24 +8,52 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/share"
 )
 
 // dealerCore computes the dealer's correction words from the two seeds and
 // checks every request: valid sizes, counters never reused on a stream of a
 // session (nor, with a state file, across restarts), one shape per weight
-// id. It pairs the two parties of each session (join) and keys each
-// session's material by its id.
+// id, and (networked) the limits of coreLimits: request sizes, streams per
+// session, the session's budget of work, live sessions. It pairs the two
+// parties of each session (join) and keys each session's material by its
+// id.
 type dealerCore struct {
 	seeds     [2]share.Seed
 	statePath string // "" keeps the high-water marks in memory only
+	lim       coreLimits
+	now       func() time.Time
+
+	// wmu serializes the state file's writes (see persist).
+	wmu sync.Mutex
 
 	mu       sync.Mutex
 	state    *dealerState // persisted view: session keys and marks
 	sessions map[SessionID]*coreSession
 	waiting  [2]*joiner // a party that presented a session id and waits for the other
+	// gen counts the changes to state that must be durable before they are
+	// relied on (a new session, a raised mark); savedGen is the gen of the
+	// last write.
+	gen, savedGen uint64
 
 	items, words atomic.Int64
+	// writes counts the state file's writes.
+	writes atomic.Int64
+}
+
+// coreLimits are a networked dealer's bounds (ServerOptions); the zero value,
+// the in-process dealer's, bounds nothing beyond Request.Validate and the
+// fixed maxStreamsPerSession.
+type coreLimits struct {
+	maxWords   int    // words of any part of one request (0: MaxItemWords)
+	maxMACs    uint64 // multiply-adds of one request (0: any)
+	maxStreams int    // streams of one session (0: maxStreamsPerSession)
+	// budget is a session's budget of work when the parties announce none,
+	// and the most they may announce (0: unlimited).
+	budget      uint64
+	maxSessions int           // live sessions kept (0: any)
+	retention   time.Duration // a session not joined for this long is retired (0: never)
 }
 
 // coreSession is the dealer's state of one session.
@@ -33,17 +61,24 @@ type coreSession struct {
 	id    SessionID
 	seeds [2]share.Seed // the parties' session seeds
 	keys  [2]*keyCache
-	rec   *persisted // keys of the pairing and high-water marks (shared with state)
+	rec   *persisted // keys of the pairing, high-water marks, budget (shared with state)
 
 	next    map[uint32]uint64 // next unused counter of each stream (≥ the mark after a restart)
 	weights map[uint64][2]int // k, n of each weight id seen
+	// markGen is the gen at which each stream's mark was last raised:
+	// counters below the mark may be served once savedGen reaches it.
+	markGen map[uint32]uint64
+	// active counts the joins of the session whose connections are still
+	// served (see leave); an active session is never retired.
+	active int
 }
 
 // joiner is a party waiting in join for the other party's id.
 type joiner struct {
-	id   SessionID
-	key  string
-	done chan joinResult
+	id     SessionID
+	key    string
+	budget uint64
+	done   chan joinResult
 }
 
 type joinResult struct {
@@ -54,13 +89,15 @@ type joinResult struct {
 func newDealerCore(seed0, seed1 share.Seed) *dealerCore {
 	return &dealerCore{
 		seeds:    [2]share.Seed{seed0, seed1},
-		state:    &dealerState{seeds: seedsTag(seed0, seed1), sessions: map[SessionID]*persisted{}},
+		now:      time.Now,
+		state:    &dealerState{seeds: seedsTag(seed0, seed1), sessions: map[SessionID]*persisted{}, retired: map[retiredTag]struct{}{}},
 		sessions: make(map[SessionID]*coreSession),
 	}
 }
 
-// persistTo loads the state file at path (if it exists) and keeps every
-// later change there.
+// persistTo loads the state file at path (if it exists), retires the
+// sessions past their retention, writes it back and keeps every later
+// change there.
 func (d *dealerCore) persistTo(path string) error {
 	st, err := loadDealerState(path, d.state.seeds)
 	if err != nil {
@@ -68,15 +105,53 @@ func (d *dealerCore) persistTo(path string) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	now := d.now().Unix()
+	for _, rec := range st.sessions {
+		if rec.last == 0 { // a version 1 file: age from now
+			rec.last = now
+		}
+	}
 	d.state, d.statePath = st, path
-	return d.saveLocked()
+	d.pruneLocked()
+	if err := d.state.save(path); err != nil {
+		return err
+	}
+	d.writes.Add(1)
+	d.savedGen = d.gen
+	return nil
 }
 
-func (d *dealerCore) saveLocked() error {
-	if d.statePath == "" {
+// persist returns once the state file holds every change up to gen g
+// (group commit): the first caller writes the whole state outside d.mu,
+// and the callers that queued behind it find their change written or
+// write all the changes made meanwhile in one go. Without a state file it
+// does nothing, and so does a g of 0 (nothing to wait for): a request whose
+// mark is written never queues behind another's write.
+func (d *dealerCore) persist(g uint64) error {
+	if d.statePath == "" || g == 0 {
 		return nil
 	}
-	return d.state.save(d.statePath)
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	d.mu.Lock()
+	if d.savedGen >= g {
+		d.mu.Unlock()
+		return nil
+	}
+	gen := d.gen
+	b, err := d.state.encode()
+	d.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(d.statePath, b, 0o600); err != nil {
+		return fmt.Errorf("beaver: save dealer state: %w", err)
+	}
+	d.writes.Add(1)
+	d.mu.Lock()
+	d.savedGen = max(d.savedGen, gen)
+	d.mu.Unlock()
+	return nil
 }
 
 // sessionLocked returns the session id, creating it (from the persisted
@@ -90,7 +165,7 @@ func (d *dealerCore) sessionLocked(id SessionID) (s *coreSession, created bool) 
 	if rec == nil {
 		rec, created = &persisted{marks: map[uint32]uint64{}}, true
 	}
-	s = &coreSession{id: id, rec: rec, next: make(map[uint32]uint64, len(rec.marks)), weights: make(map[uint64][2]int)}
+	s = &coreSession{id: id, rec: rec, next: make(map[uint32]uint64, len(rec.marks)), weights: make(map[uint64][2]int), markGen: make(map[uint32]uint64)}
 	for p := range 2 {
 		s.seeds[p] = sessionSeed(d.seeds[p], id, p)
 		s.keys[p] = newKeyCache(s.seeds[p], p)
@@ -129,16 +204,99 @@ func (d *dealerCore) pairingErrorLocked(id SessionID, role int, key string) erro
 		id.short(), roleName(role), show(rec.keys[role]), show(key)))
 }
 
+// retiredErrorLocked refuses a retired session id.
+func (d *dealerCore) retiredErrorLocked(id SessionID) error {
+	if _, ok := d.state.retired[tagOf(id)]; ok {
+		return refused(fmt.Errorf("beaver: dealer: session %s… is retired (unused for longer than the dealer keeps sessions, or evicted by newer ones) and is never served again", id.short()))
+	}
+	return nil
+}
+
+// retireLocked drops session id's record and keeps its tag, so that the id
+// is refused from now on. d.mu must be held; the change is written with
+// the next write.
+func (d *dealerCore) retireLocked(id SessionID) {
+	delete(d.state.sessions, id)
+	delete(d.sessions, id)
+	d.state.retired[tagOf(id)] = struct{}{}
+}
+
+// inactiveLocked reports whether no connection serves session id.
+func (d *dealerCore) inactiveLocked(id SessionID) bool {
+	s := d.sessions[id]
+	return s == nil || s.active == 0
+}
+
+// pruneLocked retires every inactive session not joined for longer than the
+// retention, while the retired set has room. d.mu must be held.
+func (d *dealerCore) pruneLocked() {
+	if d.lim.retention <= 0 {
+		return
+	}
+	cut := d.now().Add(-d.lim.retention).Unix()
+	for id, rec := range d.state.sessions {
+		if rec.last < cut && d.inactiveLocked(id) && len(d.state.retired) < maxRetired {
+			d.retireLocked(id)
+		}
+	}
+}
+
+// makeRoomLocked retires the least recently joined inactive sessions until
+// one more session is within the limit; it refuses when every live session
+// is active or the retired set is full. d.mu must be held.
+func (d *dealerCore) makeRoomLocked() error {
+	for d.lim.maxSessions > 0 && len(d.state.sessions) >= d.lim.maxSessions {
+		if len(d.state.retired) >= maxRetired {
+			return refused(fmt.Errorf("beaver: dealer: %d sessions retired, the most one state file keeps: start the dealer with fresh seeds", maxRetired))
+		}
+		var (
+			oldest SessionID
+			found  bool
+			last   int64
+		)
+		for id, rec := range d.state.sessions {
+			if d.inactiveLocked(id) && (!found || rec.last < last) {
+				oldest, last, found = id, rec.last, true
+			}
+		}
+		if !found {
+			return refused(fmt.Errorf("beaver: dealer: all %d sessions are in use; no new session", len(d.state.sessions)))
+		}
+		d.retireLocked(oldest)
+	}
+	return nil
+}
+
+// sessionBudget returns the budget of a session whose parties announced a
+// (0: none): the smaller announcement, at most the dealer's limit.
+func (d *dealerCore) sessionBudget(a [2]uint64) uint64 {
+	b := d.lim.budget
+	for _, x := range a {
+		if x != 0 && (b == 0 || x < b) {
+			b = x
+		}
+	}
+	return b
+}
+
 // join pairs role's presentation of session id (with the role's key
-// fingerprint) with the other role's: it waits until the other role
-// presents an id (or ctx ends, gone is closed, or timeout passes), and
-// refuses when the two ids differ, when the id is the reserved zero id or
-// when the session was served to other keys. Both parties get the session.
-func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionID, role int, key string, timeout time.Duration) (*coreSession, error) {
+// fingerprint and the session budget it announces, 0 for none) with the
+// other role's: it waits until the other role presents an id (or ctx ends,
+// gone is closed, or timeout passes), and refuses when the two ids differ,
+// when the id is the reserved zero id, when the session was served to other
+// keys or was retired, or when no new session may be kept. Both parties get
+// the session, whose budget is the smaller announcement (see
+// sessionBudget; a later join may lower it, never raise it); each must call
+// leave when its connection ends.
+func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionID, role int, key string, budget uint64, timeout time.Duration) (*coreSession, error) {
 	if id.IsZero() {
 		return nil, refused(fmt.Errorf("beaver: dealer: the %s presented the zero session id", roleName(role)))
 	}
 	d.mu.Lock()
+	if err := d.retiredErrorLocked(id); err != nil {
+		d.mu.Unlock()
+		return nil, err
+	}
 	if err := d.pairingErrorLocked(id, role, key); err != nil {
 		d.mu.Unlock()
 		return nil, err
@@ -154,17 +312,27 @@ func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionI
 			d.mu.Unlock()
 			return nil, err
 		}
-		keys := [2]string{}
+		keys, budgets := [2]string{}, [2]uint64{}
 		keys[role], keys[1-role] = key, other.key
-		s, err := d.openLocked(id, keys)
-		other.done <- joinResult{s, err}
+		budgets[role], budgets[1-role] = budget, other.budget
+		s, gen, err := d.openLocked(id, keys, budgets)
 		d.mu.Unlock()
+		if err == nil {
+			// The session's record is durable before either party gets
+			// its seed (party 0's seed is all its material).
+			if err = d.persist(gen); err != nil {
+				d.leave(s)
+				d.leave(s)
+				s, err = nil, fmt.Errorf("beaver: dealer: open session %s…: %w", id.short(), err)
+			}
+		}
+		other.done <- joinResult{s, err}
 		return s, err
 	}
 	if old := d.waiting[role]; old != nil {
 		old.done <- joinResult{err: refused(fmt.Errorf("beaver: dealer: superseded by a newer connection of the %s", roleName(role)))}
 	}
-	w := &joiner{id: id, key: key, done: make(chan joinResult, 1)}
+	w := &joiner{id: id, key: key, budget: budget, done: make(chan joinResult, 1)}
 	d.waiting[role] = w
 	d.mu.Unlock()
 
@@ -187,30 +355,60 @@ func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionI
 	d.mu.Lock()
 	if d.waiting[role] == w {
 		d.waiting[role] = nil
+		d.mu.Unlock()
+	} else {
+		// The other party paired with w meanwhile: take the result (and
+		// give the session back).
+		d.mu.Unlock()
+		if r := <-w.done; r.s != nil {
+			d.leave(r.s)
+		}
 	}
-	d.mu.Unlock()
 	return nil, fmt.Errorf("beaver: dealer: waiting for the %s to present session %s…: %w", roleName(1-role), id.short(), why)
 }
 
-// openLocked returns session id for the pairing keys, recording (and
-// persisting) a new session's keys. d.mu must be held.
-func (d *dealerCore) openLocked(id SessionID, keys [2]string) (*coreSession, error) {
+// openLocked returns session id for the pairing keys and the budgets both
+// parties announced, recording a new session's keys, and the gen to
+// persist before the session is used. Both joins count as active. d.mu
+// must be held.
+func (d *dealerCore) openLocked(id SessionID, keys [2]string, budgets [2]uint64) (*coreSession, uint64, error) {
 	for r := range 2 {
 		if err := d.pairingErrorLocked(id, r, keys[r]); err != nil {
-			return nil, err
+			return nil, 0, err
+		}
+	}
+	d.pruneLocked()
+	if err := d.retiredErrorLocked(id); err != nil {
+		return nil, 0, err
+	}
+	if d.state.sessions[id] == nil {
+		if err := d.makeRoomLocked(); err != nil {
+			return nil, 0, err
 		}
 	}
 	s, created := d.sessionLocked(id)
 	if created {
 		s.rec.keys = keys
 		d.state.sessions[id] = s.rec
-		if err := d.saveLocked(); err != nil {
-			delete(d.state.sessions, id)
-			delete(d.sessions, id)
-			return nil, fmt.Errorf("beaver: dealer: open session %s…: %w", id.short(), err)
-		}
+		d.gen++
 	}
-	return s, nil
+	if b := d.sessionBudget(budgets); s.rec.budget == 0 || b != 0 && b < s.rec.budget {
+		s.rec.budget = b
+	}
+	s.rec.last = d.now().Unix()
+	s.active += 2
+	return s, d.gen, nil
+}
+
+// leave ends one join of session s (its connection is done) and writes the
+// state, so that the work it charged is kept.
+func (d *dealerCore) leave(s *coreSession) {
+	d.mu.Lock()
+	s.active--
+	d.gen++
+	g := d.gen
+	d.mu.Unlock()
+	_ = d.persist(g) // best effort: the next write keeps it otherwise
 }
 
 // reserve returns the persisted mark that covers counter c: c+1 rounded up
@@ -220,6 +418,18 @@ func reserve(c uint64) uint64 {
 		return math.MaxUint64
 	}
 	return (c + reserveChunk) &^ (reserveChunk - 1)
+}
+
+// checkLimits refuses a request beyond the dealer's size limits, before
+// anything is allocated for it.
+func (d *dealerCore) checkLimits(r Request) error {
+	if d.lim.maxWords > 0 && r.MaxPartWords() > d.lim.maxWords {
+		return fmt.Errorf("beaver: dealer: %v: a part of %d words exceeds the dealer's limit of %d words per part", r, r.MaxPartWords(), d.lim.maxWords)
+	}
+	if d.lim.maxMACs > 0 && r.MACs() > d.lim.maxMACs {
+		return fmt.Errorf("beaver: dealer: %v: %d multiply-adds exceed the dealer's limit of %d per request", r, r.MACs(), d.lim.maxMACs)
+	}
+	return nil
 }
 
 // serve checks r against session s and returns party 1's correction words.
@@ -233,6 +443,14 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 	if r.Counter == math.MaxUint64 {
 		return nil, fmt.Errorf("beaver: dealer: %v: counter space of stream %d exhausted", r, r.Stream)
 	}
+	if err := d.checkLimits(r); err != nil {
+		return nil, err
+	}
+	work := r.DealerWork()
+	maxStreams := maxStreamsPerSession
+	if d.lim.maxStreams > 0 {
+		maxStreams = d.lim.maxStreams
+	}
 	d.mu.Lock()
 	next, seen := s.next[r.Stream]
 	if r.Counter < next {
@@ -242,9 +460,14 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 		}
 		return nil, fmt.Errorf("beaver: dealer: %v reuses a counter (stream %d is at %d)", r, r.Stream, next)
 	}
-	if !seen && len(s.next) >= maxStreamsPerSession {
+	if !seen && len(s.next) >= maxStreams {
 		d.mu.Unlock()
-		return nil, fmt.Errorf("beaver: dealer: %v: more than %d streams in one session", r, maxStreamsPerSession)
+		return nil, fmt.Errorf("beaver: dealer: %v: more than %d streams in one session", r, maxStreams)
+	}
+	if b := s.rec.budget; b != 0 && (s.rec.spent > b || work > b-s.rec.spent) {
+		spent := s.rec.spent
+		d.mu.Unlock()
+		return nil, fmt.Errorf("beaver: dealer: %v: session budget exhausted: %d of %d work units spent, the request needs %d", r, spent, b, work)
 	}
 	if r.Kind == KindWeightTriple || r.Kind == KindWeightVectorTriple {
 		k := r.K
@@ -263,21 +486,26 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 			s.weights[r.WeightID] = shape
 		}
 	}
-	if d.statePath != "" && r.Counter >= s.rec.marks[r.Stream] {
-		old, had := s.rec.marks[r.Stream]
-		s.rec.marks[r.Stream] = reserve(r.Counter)
-		if err := d.saveLocked(); err != nil {
-			if had {
-				s.rec.marks[r.Stream] = old
-			} else {
-				delete(s.rec.marks, r.Stream)
-			}
-			d.mu.Unlock()
-			return nil, fmt.Errorf("beaver: dealer: %v: %w", r, err)
+	// The mark covering r.Counter must be written before r is served; a
+	// request that raises it, and those that fall under it meanwhile, wait
+	// for one write together (persist).
+	var need uint64
+	if d.statePath != "" {
+		if r.Counter >= s.rec.marks[r.Stream] {
+			s.rec.marks[r.Stream] = reserve(r.Counter)
+			d.gen++
+			s.markGen[r.Stream] = d.gen
+		}
+		if g := s.markGen[r.Stream]; g > d.savedGen {
+			need = g
 		}
 	}
 	s.next[r.Stream] = r.Counter + 1
+	s.rec.spent += work
 	d.mu.Unlock()
+	if err := d.persist(need); err != nil {
+		return nil, fmt.Errorf("beaver: dealer: %v: %w", r, err)
+	}
 
 	// Both parties' local parts and the weight mask are scratch: only the
 	// correction leaves this function, so their buffers are recycled.
@@ -367,7 +595,7 @@ func (d *Dealer) Provider(party int) (Provider, error) {
 		return nil
 	}
 	bind := func(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
-		s, err := core.join(ctx, nil, id, party, "", DefaultSessionTimeout)
+		s, err := core.join(ctx, nil, id, party, "", 0, DefaultSessionTimeout)
 		if err != nil {
 			return share.Seed{}, nil, err
 		}

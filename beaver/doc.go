@@ -24,7 +24,12 @@
 // ever served to two computations. The networked dealer (Server) binds each
 // connection to a role by its listener and pinned key, refuses a hello for
 // the other role, and with a state file refuses after a restart every
-// counter it served before. Marked does the same on a party's side, for the
+// counter it served before. It also bounds what a party can make it do
+// (ServerOptions): each request's size, a session's total work (a budget
+// both parties announce, ConnectOptions.Budget, counted in
+// Request.DealerWork units), streams, items in progress, connections per
+// key and the sessions it keeps; retired sessions are refused for good.
+// Marked does the same on a party's side, for the
 // material the party expands itself (the dealer never sees party 0's
 // counters): wrapped in it, a provider keeps persistent per-session
 // high-water marks of its stream counters and weight ids and refuses, after

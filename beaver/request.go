@@ -266,6 +266,74 @@ func (r Request) PartWords(party int) []int {
 	return nil
 }
 
+// MaxPartWords returns the words of the largest part the dealer computes
+// for a valid request r: either party's local parts, the model owner's
+// weight mask and the correction. A networked dealer refuses a request whose
+// MaxPartWords exceeds ServerOptions.MaxRequestWords before allocating any
+// of it.
+func (r Request) MaxPartWords() int {
+	m := r.CorrectionWords()
+	for p := range 2 {
+		for _, w := range r.localWords(p) {
+			m = max(m, w)
+		}
+	}
+	return max(m, r.maskWords())
+}
+
+// maskWords returns the words of the weight mask the dealer expands for a
+// weight kind (0 for the others).
+func (r Request) maskWords() int {
+	switch r.Kind {
+	case KindWeightTriple:
+		return r.K * r.N
+	case KindWeightVectorTriple:
+		return r.N
+	}
+	return 0
+}
+
+// MACs returns the multiply-adds of the matrix product the dealer computes
+// for a valid request r: Batch·M·K·N for a MatTriple, M·K·N for a
+// WeightTriple, 0 for the elementwise kinds.
+func (r Request) MACs() uint64 {
+	switch r.Kind {
+	case KindMatTriple:
+		return uint64(r.Batch) * uint64(r.M) * uint64(r.K) * uint64(r.N)
+	case KindWeightTriple:
+		return uint64(r.M) * uint64(r.K) * uint64(r.N)
+	}
+	return 0
+}
+
+// DealerWork returns the dealer's cost of serving a valid request r, in work
+// units: every word it expands or sends for r (both parties' local parts,
+// the model owner's weight mask, the correction) plus the multiply-adds of
+// its matrix product (MACs). A networked dealer charges each request's
+// DealerWork against its session's budget (ConnectOptions.Budget); the sum
+// over a rehearsal's requests (Rehearsal.Requests) is what a computation
+// needs.
+func (r Request) DealerWork() uint64 {
+	w := uint64(r.CorrectionWords()) + uint64(r.maskWords()) + r.MACs()
+	for p := range 2 {
+		for _, n := range r.localWords(p) {
+			w += uint64(n)
+		}
+	}
+	return w
+}
+
+// Work returns the sum of DealerWork over reqs: the session budget
+// (ConnectOptions.Budget) that drawing exactly reqs from a networked
+// dealer needs.
+func Work(reqs []Request) uint64 {
+	var w uint64
+	for _, r := range reqs {
+		w += r.DealerWork()
+	}
+	return w
+}
+
 // CorrectionWords returns the number of ring words the dealer sends party 1
 // for this request (party 0 never receives any).
 func (r Request) CorrectionWords() int {

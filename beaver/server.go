@@ -20,18 +20,22 @@ import (
 // to (the listener it came in on, which pins that role's key):
 //
 //   - On the control stream (id 0) the party sends a 6-byte hello ("SFDL",
-//     version 2, party). A hello claiming another role than the
+//     version 3, party). A hello claiming another role than the
 //     connection's, or a connection whose key is not the role's pinned key
 //     (ServerOptions.Fingerprints), is refused: the party receives an error
 //     status (one byte 1 followed by an error text naming both roles), the
 //     refusal is logged, and the connection ends without a byte of
 //     material. Otherwise it receives the status byte 0.
 //   - When the party knows the session id (see SessionID) it sends a
-//     36-byte session message ("SFSN", id). The dealer waits until the other
-//     role has presented an id too, refuses both if the ids differ, and
-//     otherwise replies with the status byte 0 and the party's 32-byte
-//     session seed (never the dealer's own seed). Party 0 is then done: it
-//     expands all its material locally.
+//     44-byte session message ("SFSN", id, the session budget it announces
+//     as a little-endian uint64: ConnectOptions.Budget, 0 for none). The
+//     dealer waits until the other role has presented an id too, refuses
+//     both if the ids differ, and otherwise replies with the status byte 0
+//     and the party's 32-byte session seed (never the dealer's own seed).
+//     The session's budget is the smaller of the two announcements (the
+//     dealer's ServerOptions.SessionBudget where neither announces one, and
+//     at most that). Party 0 is then done: it expands all its material
+//     locally.
 //   - Party 1 announces each of its provider streams on the control stream
 //     with an 8-byte open message (provider stream, transport stream ≥ 1,
 //     little-endian uint32s) and then, on that transport stream, sends one
@@ -41,20 +45,27 @@ import (
 //
 // The server checks every request (sizes, no counter reused on a stream of
 // the session, one shape per weight id, the request's stream matches the
-// transport stream's), serves any number of streams concurrently, and
-// answers a bad request with an error status rather than dying. With a
-// StateFile, the high-water marks of every session's streams survive a
-// restart, so a restarted dealer refuses counters it served before.
+// transport stream's) and answers a bad request with an error status
+// rather than dying. It bounds what a party can make it do: each request's
+// parts and multiply-adds (MaxRequestWords, MaxRequestMACs, checked before
+// anything is allocated), the session's total work (its budget, counted in
+// Request.DealerWork units), the streams of a connection and of a session
+// (MaxStreams), the items in progress per role and key
+// (MaxConcurrentRequests), the connections per role and key
+// (MaxConnsPerKey, the hello and session waits included) and the live
+// sessions (MaxSessions, SessionRetention). With a StateFile, the
+// high-water marks of every session's streams survive a restart, so a
+// restarted dealer refuses counters it served before.
 
 const (
 	helloMagic     = "SFDL"
-	helloVersion   = 2
+	helloVersion   = 3
 	sessionMagic   = "SFSN"
 	controlID      = 0
 	statusOK       = 0
 	statusError    = 1
 	maxStatusText  = 4096
-	sessionMsgSize = len(sessionMagic) + len(SessionID{})
+	sessionMsgSize = len(sessionMagic) + len(SessionID{}) + 8
 )
 
 // The largest message each side accepts on the dealer connection, checked by
@@ -74,9 +85,48 @@ const (
 	maxSeedReplyMsg = 1 + max(share.SeedSize, maxStatusText)
 )
 
-// ServerOptions configure a Server. The zero value selects the defaults.
+// The defaults of ServerOptions' limits.
+const (
+	// DefaultHandshakeTimeout bounds the wait for a party's hello.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultMaxRequestWords bounds the words of any part of one request:
+	// 2^25 words (256 MiB), above the largest part of selection's default
+	// batch of 64 at sequence length 128 (a 64·128 × 3072 FFN product,
+	// 2^24.6 words).
+	DefaultMaxRequestWords = 1 << 25
+	// DefaultMaxRequestMACs bounds the multiply-adds of one matrix request:
+	// 2^36 (tens of seconds of one core), above that same FFN product
+	// (8192·768·3072 ≈ 2^34.6).
+	DefaultMaxRequestMACs = 1 << 36
+	// DefaultMaxStreams bounds the streams of a connection and of a
+	// session: selection uses 1 + Params.Workers (at most 65).
+	DefaultMaxStreams = 256
+	// DefaultMaxConcurrentRequests bounds the items a party (a role and
+	// key, over all its connections) has in progress (computed or being
+	// sent) at once.
+	DefaultMaxConcurrentRequests = 8
+	// DefaultMaxConnsPerKey bounds the connections of one role and key
+	// at once: enough for a party's reconnection while its old connection
+	// is being torn down.
+	DefaultMaxConnsPerKey = 4
+	// DefaultSessionBudget is a session's budget of dealer work
+	// (Request.DealerWork units) when neither party announces one: 2^50,
+	// about 10^15 words and multiply-adds, generous enough for the largest
+	// benchmarked selection (qqp-bert). Parties that know their
+	// computation announce its work instead (ConnectOptions.Budget).
+	DefaultSessionBudget = 1 << 50
+	// DefaultMaxSessions bounds the sessions a dealer keeps.
+	DefaultMaxSessions = 1024
+	// DefaultSessionRetention is how long a dealer keeps a session that
+	// nobody joins (a resume after that is refused).
+	DefaultSessionRetention = 30 * 24 * time.Hour
+)
+
+// ServerOptions configure a Server. The zero value selects the defaults; a
+// negative limit is an error.
 type ServerOptions struct {
-	// HandshakeTimeout bounds the wait for a party's hello (default 30 s).
+	// HandshakeTimeout bounds the wait for a party's hello (default
+	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
 	// SessionTimeout bounds the wait for a party's session id and for the
 	// other party to present the same id (default DefaultSessionTimeout).
@@ -96,6 +146,42 @@ type ServerOptions struct {
 	StateFile string
 	// Logger receives refusals and session events (default slog.Default()).
 	Logger *slog.Logger
+
+	// MaxRequestWords bounds the words of every part of one request
+	// (Request.MaxPartWords; default DefaultMaxRequestWords, at most
+	// MaxItemWords) and MaxRequestMACs its multiply-adds (Request.MACs;
+	// default DefaultMaxRequestMACs): a larger request is refused before
+	// anything is allocated for it.
+	MaxRequestWords int
+	MaxRequestMACs  uint64
+	// MaxStreams bounds the streams party 1 may open on one connection
+	// (more ends the connection) and use in one session (a request on one
+	// more is refused); default DefaultMaxStreams.
+	MaxStreams int
+	// MaxConcurrentRequests bounds the items in progress at once (being
+	// computed or sent) over all the connections of one role and key
+	// (default DefaultMaxConcurrentRequests): with MaxRequestWords it
+	// bounds the memory a party makes the dealer hold, about
+	// 6 × MaxRequestWords words per item (12 GiB at the defaults, for
+	// items of the largest size).
+	MaxConcurrentRequests int
+	// MaxConnsPerKey bounds the connections served at once per role and
+	// key, waiting for a hello or a session included (default
+	// DefaultMaxConnsPerKey); one more is refused.
+	MaxConnsPerKey int
+	// SessionBudget is the budget of dealer work (Request.DealerWork
+	// units) of a session whose parties announce none, and the most they
+	// may announce (default DefaultSessionBudget). A request beyond what
+	// is left of its session's budget is refused.
+	SessionBudget uint64
+	// MaxSessions bounds the sessions the dealer keeps (default
+	// DefaultMaxSessions, at most 65536): a new session beyond it retires
+	// the least recently joined session that no connection serves.
+	MaxSessions int
+	// SessionRetention retires a session nobody joined for that long
+	// (default DefaultSessionRetention). A retired session's record is
+	// dropped from the state file but its id is refused for good.
+	SessionRetention time.Duration
 }
 
 // Server is the networked dealer. It is safe for concurrent use: Serve may
@@ -104,6 +190,22 @@ type Server struct {
 	core *dealerCore
 	opt  ServerOptions
 	log  *slog.Logger
+
+	connMu sync.Mutex
+	conns  map[connKey]*keyConns // the connections served per role and key
+}
+
+// keyConns is what the connections of one role and key share.
+type keyConns struct {
+	n int // connections being served
+	// sem bounds the items in progress over all of them.
+	sem chan struct{}
+}
+
+// connKey identifies a party at the dealer: its role and key fingerprint.
+type connKey struct {
+	role int
+	key  string
 }
 
 // NewServer returns a dealer with fresh random seeds.
@@ -125,13 +227,45 @@ func NewServer(opt ServerOptions) (*Server, error) {
 // malformed one, or one written for other seeds, is an error wrapping
 // ErrBadStateFile.
 func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) (*Server, error) {
+	if opt.MaxRequestWords < 0 || opt.MaxRequestWords > MaxItemWords || opt.MaxStreams < 0 || opt.MaxStreams > maxStreamsPerSession ||
+		opt.MaxConcurrentRequests < 0 || opt.MaxConnsPerKey < 0 || opt.MaxSessions < 0 || opt.MaxSessions > maxStateSessions || opt.SessionRetention < 0 {
+		return nil, fmt.Errorf("beaver: new server: a limit out of range (MaxRequestWords ≤ %d, MaxStreams ≤ %d, MaxSessions ≤ %d, none negative)",
+			MaxItemWords, maxStreamsPerSession, maxStateSessions)
+	}
 	if opt.HandshakeTimeout <= 0 {
-		opt.HandshakeTimeout = 30 * time.Second
+		opt.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if opt.SessionTimeout <= 0 {
 		opt.SessionTimeout = DefaultSessionTimeout
 	}
-	s := &Server{core: newDealerCore(seed0, seed1), opt: opt, log: opt.Logger}
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&opt.MaxRequestWords, DefaultMaxRequestWords)
+	def(&opt.MaxStreams, DefaultMaxStreams)
+	def(&opt.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	def(&opt.MaxConnsPerKey, DefaultMaxConnsPerKey)
+	def(&opt.MaxSessions, DefaultMaxSessions)
+	if opt.MaxRequestMACs == 0 {
+		opt.MaxRequestMACs = DefaultMaxRequestMACs
+	}
+	if opt.SessionBudget == 0 {
+		opt.SessionBudget = DefaultSessionBudget
+	}
+	if opt.SessionRetention == 0 {
+		opt.SessionRetention = DefaultSessionRetention
+	}
+	s := &Server{core: newDealerCore(seed0, seed1), opt: opt, log: opt.Logger, conns: map[connKey]*keyConns{}}
+	s.core.lim = coreLimits{
+		maxWords:    opt.MaxRequestWords,
+		maxMACs:     opt.MaxRequestMACs,
+		maxStreams:  opt.MaxStreams,
+		budget:      opt.SessionBudget,
+		maxSessions: opt.MaxSessions,
+		retention:   opt.SessionRetention,
+	}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -175,6 +309,28 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	if want := s.opt.Fingerprints[role]; want != "" && key != want {
 		return refuse(fmt.Errorf("beaver: dealer: key %s is not the %s's pinned key %s", key, roleName(role), want))
 	}
+	ck := connKey{role, key}
+	s.connMu.Lock()
+	kc := s.conns[ck]
+	if kc == nil {
+		kc = &keyConns{sem: make(chan struct{}, s.opt.MaxConcurrentRequests)}
+		s.conns[ck] = kc
+	}
+	n := kc.n
+	if n < s.opt.MaxConnsPerKey {
+		kc.n++
+	}
+	s.connMu.Unlock()
+	if n >= s.opt.MaxConnsPerKey {
+		return refuse(fmt.Errorf("beaver: dealer: the %s already has %d connections, the most it may hold", roleName(role), n))
+	}
+	defer func() {
+		s.connMu.Lock()
+		if kc.n--; kc.n == 0 {
+			delete(s.conns, ck)
+		}
+		s.connMu.Unlock()
+	}()
 	hctx, cancel := context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	hello, err := ctl.RecvBytes(hctx, helloMsgSize)
 	cancel()
@@ -201,14 +357,15 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	if err != nil {
 		return refused(fmt.Errorf("beaver: server: session id of the %s: %w", roleName(role), err))
 	}
-	id, err := decodeSession(msg)
+	id, budget, err := decodeSession(msg)
 	if err != nil {
 		return refuse(fmt.Errorf("beaver: server: %w", err))
 	}
-	sess, err := s.core.join(ctx, conn.Done(), id, role, key, s.opt.SessionTimeout)
+	sess, err := s.core.join(ctx, conn.Done(), id, role, key, budget, s.opt.SessionTimeout)
 	if err != nil {
 		return refuse(err)
 	}
+	defer s.core.leave(sess)
 	seed := sess.seeds[role]
 	hctx, cancel = context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	err = ctl.SendBytes(hctx, append([]byte{statusOK}, seed[:]...))
@@ -221,10 +378,11 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		return nil
 	}
 
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
+	// The stream goroutines end with ctx: stop runs before the wait.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var mu sync.Mutex
 	last := time.Now()
 	touch := func() {
@@ -255,6 +413,8 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		}()
 	}
 	opened := map[uint32]bool{controlID: true}
+	// sem bounds the items in progress over the key's connections.
+	sem := kc.sem
 	for {
 		msg, err := ctl.RecvBytes(ctx, openMsgSize)
 		if err != nil {
@@ -271,47 +431,57 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		if opened[tid] {
 			return fmt.Errorf("beaver: server: transport stream %d opened twice", tid)
 		}
-		if len(opened) > maxStreamsPerSession {
-			return fmt.Errorf("beaver: server: more than %d streams opened", maxStreamsPerSession)
+		if len(opened) > s.opt.MaxStreams {
+			return fmt.Errorf("beaver: server: more than %d streams opened on one connection", s.opt.MaxStreams)
 		}
 		opened[tid] = true
 		st := conn.Stream(tid)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveStream(ctx, sess, st, pstream, touch)
+			s.serveStream(ctx, sess, st, pstream, sem, touch)
 		}()
 	}
 }
 
 // serveStream answers the requests of one provider stream until ctx ends or
-// the stream fails.
-func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, touch func()) {
+// the stream fails; each item holds a slot of sem from its decoding to the
+// end of its reply.
+func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, sem chan struct{}, touch func()) {
 	for {
 		b, err := st.RecvBytes(ctx, requestSize)
 		if err != nil {
 			return
 		}
 		touch()
-		var corr []uint64
-		r, err := DecodeRequest(b)
-		if err == nil && r.Stream != pstream {
-			err = fmt.Errorf("beaver: request for stream %d on the transport stream of provider stream %d", r.Stream, pstream)
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
 		}
-		if err == nil {
-			corr, err = s.core.serve(sess, r)
-		}
-		if err != nil {
-			msg := append([]byte{statusError}, err.Error()...)
-			if st.SendBytes(ctx, msg[:min(len(msg), maxStatusMsg)]) != nil {
-				return
-			}
-			continue
-		}
-		if st.SendBytes(ctx, []byte{statusOK}) != nil || st.SendWords(ctx, corr) != nil {
+		ok := s.serveOne(ctx, sess, st, pstream, b)
+		<-sem
+		if !ok {
 			return
 		}
 	}
+}
+
+// serveOne answers one request b; false means the stream failed.
+func (s *Server) serveOne(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, b []byte) bool {
+	var corr []uint64
+	r, err := DecodeRequest(b)
+	if err == nil && r.Stream != pstream {
+		err = fmt.Errorf("beaver: request for stream %d on the transport stream of provider stream %d", r.Stream, pstream)
+	}
+	if err == nil {
+		corr, err = s.core.serve(sess, r)
+	}
+	if err != nil {
+		msg := append([]byte{statusError}, err.Error()...)
+		return st.SendBytes(ctx, msg[:min(len(msg), maxStatusMsg)]) == nil
+	}
+	return st.SendBytes(ctx, []byte{statusOK}) == nil && st.SendWords(ctx, corr) == nil
 }
 
 func encodeHello(party int) []byte {
@@ -331,17 +501,18 @@ func decodeHello(b []byte) (int, error) {
 	return int(b[5]), nil
 }
 
-func encodeSession(id SessionID) []byte {
-	return append([]byte(sessionMagic), id[:]...)
+func encodeSession(id SessionID, budget uint64) []byte {
+	b := append([]byte(sessionMagic), id[:]...)
+	return binary.LittleEndian.AppendUint64(b, budget)
 }
 
-func decodeSession(b []byte) (SessionID, error) {
+func decodeSession(b []byte) (SessionID, uint64, error) {
 	var id SessionID
 	if len(b) != sessionMsgSize || string(b[:len(sessionMagic)]) != sessionMagic {
-		return id, fmt.Errorf("malformed session message (%d bytes)", len(b))
+		return id, 0, fmt.Errorf("malformed session message (%d bytes)", len(b))
 	}
-	copy(id[:], b[len(sessionMagic):])
-	return id, nil
+	n := copy(id[:], b[len(sessionMagic):])
+	return id, binary.LittleEndian.Uint64(b[len(sessionMagic)+n:]), nil
 }
 
 // decodeStatus parses a dealer reply: status 0 followed by exactly payload
@@ -381,16 +552,37 @@ func decodeOpen(b []byte) (pstream, tid uint32, err error) {
 // connection, one transport stream per provider stream.
 type Client struct {
 	*seededProvider
-	conn *transport.Conn
-	ctl  *transport.Stream
+	conn   *transport.Conn
+	ctl    *transport.Stream
+	budget uint64
 }
 
-// Connect performs the role handshake with a Server over conn as party (0
-// or 1) and returns the party's Provider, to be bound to the computation's
-// session with BindSession before use. A dealer that refuses the role (the
-// connection is bound to the other role) is an error naming both. The
-// connection stays owned by the caller (close it when done).
+// ConnectOptions configure a Client (ConnectWith). The zero value selects
+// the defaults.
+type ConnectOptions struct {
+	// Budget is the session budget this party announces to the dealer at
+	// BindSession: the most dealer work (Request.DealerWork units) the
+	// session may draw, over all its connections. The dealer serves the
+	// smaller of the two parties' announcements (at most its own
+	// ServerOptions.SessionBudget, which it also uses when neither
+	// announces one: 0). Both parties of an honest computation know its
+	// shapes, so each can announce what it needs (Work of a rehearsal's
+	// requests, with room for resumes): then a data owner cannot make the
+	// dealer work more than the model owner allows.
+	Budget uint64
+}
+
+// Connect is ConnectWith with the default options (no announced budget).
 func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, error) {
+	return ConnectWith(ctx, conn, party, ConnectOptions{})
+}
+
+// ConnectWith performs the role handshake with a Server over conn as party
+// (0 or 1) and returns the party's Provider, to be bound to the
+// computation's session with BindSession before use. A dealer that refuses
+// the role (the connection is bound to the other role) is an error naming
+// both. The connection stays owned by the caller (close it when done).
+func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt ConnectOptions) (*Client, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("beaver: connect as party %d, want 0 or 1", party)
 	}
@@ -405,7 +597,7 @@ func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, err
 	if _, err := decodeStatus(b, 0); err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer as the %s: %w", roleName(party), err)
 	}
-	c := &Client{conn: conn, ctl: ctl}
+	c := &Client{conn: conn, ctl: ctl, budget: opt.Budget}
 	c.seededProvider = newSeededProvider(party, c.bindSession, nil)
 	return c, nil
 }
@@ -413,7 +605,7 @@ func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, err
 // bindSession presents id to the dealer and returns the session seed.
 func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
 	var seed share.Seed
-	if err := c.ctl.SendBytes(ctx, encodeSession(id)); err != nil {
+	if err := c.ctl.SendBytes(ctx, encodeSession(id, c.budget)); err != nil {
 		return seed, nil, fmt.Errorf("send session id: %w", err)
 	}
 	b, err := c.ctl.RecvBytes(ctx, maxSeedReplyMsg)

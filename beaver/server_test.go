@@ -46,6 +46,12 @@ func startSession(t *testing.T, srv *Server, id SessionID) (p0, p1 *Client, conn
 // servers and pipes stop at the end of the test.
 func connectBoth(t *testing.T, srv *Server, ids [2]SessionID) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
 	t.Helper()
+	return connectBothWith(t, srv, ids, [2]ConnectOptions{})
+}
+
+// connectBothWith is connectBoth with party p connecting with opts[p].
+func connectBothWith(t *testing.T, srv *Server, ids [2]SessionID, opts [2]ConnectOptions) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
@@ -68,7 +74,7 @@ func connectBoth(t *testing.T, srv *Server, ids [2]SessionID) (clients [2]*Clien
 		cwg.Add(1)
 		go func() {
 			defer cwg.Done()
-			c, err := Connect(ctx, cc, party)
+			c, err := ConnectWith(ctx, cc, party, opts[party])
 			if err == nil {
 				err = c.BindSession(ctx, ids[party])
 			}

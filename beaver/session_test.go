@@ -489,7 +489,7 @@ func TestRoleBinding(t *testing.T) {
 			}
 			// No byte of material: the session message is never read, and
 			// after the one error message the connection ends.
-			if err := ctl.SendBytes(ctx, encodeSession(SessionID{1})); err == nil {
+			if err := ctl.SendBytes(ctx, encodeSession(SessionID{1}, 0)); err == nil {
 				if b, err := ctl.RecvBytes(ctx, maxSeedReplyMsg); err == nil {
 					t.Fatalf("received %d more bytes after the refusal", len(b))
 				}
@@ -614,7 +614,8 @@ func TestRoleBindingOverTLS(t *testing.T) {
 func FuzzDecodeHandshake(f *testing.F) {
 	f.Add(encodeHello(0))
 	f.Add(encodeHello(1))
-	f.Add(encodeSession(SessionID{1, 2, 3}))
+	f.Add(encodeSession(SessionID{1, 2, 3}, 0))
+	f.Add(encodeSession(SessionID{4}, 1<<40))
 	f.Add(append([]byte{statusOK}, make([]byte, share.SeedSize)...))
 	f.Add(append([]byte{statusError}, "no"...))
 	f.Add([]byte{})
@@ -622,7 +623,7 @@ func FuzzDecodeHandshake(f *testing.F) {
 		if p, err := decodeHello(b); err == nil && !bytes.Equal(encodeHello(p), b) {
 			t.Fatalf("hello round trip: %x", b)
 		}
-		if id, err := decodeSession(b); err == nil && !bytes.Equal(encodeSession(id), b) {
+		if id, budget, err := decodeSession(b); err == nil && !bytes.Equal(encodeSession(id, budget), b) {
 			t.Fatalf("session round trip: %x", b)
 		}
 		for _, n := range []int{0, share.SeedSize} {
@@ -637,14 +638,15 @@ func FuzzDecodeDealerState(f *testing.F) {
 	s0, s1 := testSeeds(29)
 	st := &dealerState{seeds: seedsTag(s0, s1), sessions: map[SessionID]*persisted{
 		{1}: {keys: [2]string{"ab", ""}, marks: map[uint32]uint64{2: reserveChunk, 16: 1 << 41}},
-		{2}: {marks: map[uint32]uint64{}},
-	}}
+		{2}: {marks: map[uint32]uint64{}, last: 1700000000, budget: 1 << 40, spent: 12345},
+	}, retired: map[retiredTag]struct{}{tagOf(SessionID{3}): {}, tagOf(SessionID{4}): {}}}
 	b, err := st.encode()
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
 	f.Add([]byte(`{"version":1,"seeds":"","sessions":[]}`))
+	f.Add([]byte(`{"version":2,"seeds":"00","sessions":[],"retired":"AAAAAAAAAAE="}`))
 	f.Add([]byte(`{"version":1,"seeds":"00","sessions":null}`))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -3,6 +3,7 @@ package beaver
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,23 +17,43 @@ import (
 )
 
 // The dealer's state file (ServerOptions.StateFile) keeps, per session, the
-// keys of the two parties it was served to and, per stream, a high-water
-// mark: every counter served on that stream lies below it. A dealer
-// restarted from its seeds and this file refuses every counter below the
-// mark. Marks are reserved ahead in chunks of reserveChunk counters
+// keys of the two parties it was served to, per stream a high-water mark
+// (every counter served on that stream lies below it), the session's budget
+// and the work charged against it, and when the session was last joined. A
+// dealer restarted from its seeds and this file refuses every counter below
+// the mark. Marks are reserved ahead in chunks of reserveChunk counters
 // (rounded up to a multiple of it, so a mark never crosses a boundary that
 // a resumed run jumps to, such as selection's epochs), so the file is
 // rewritten once per new session, new stream and reserveChunk items, not
-// once per item; a crash burns at most the rest of a chunk.
+// once per item; a crash burns at most the rest of a chunk. Concurrent
+// requests that need a new mark share one write (group commit: a request
+// waits, outside the dealer's lock, for the first write that includes its
+// mark), and the work charged (spent) and the last-joined times travel with
+// whatever write comes next (a crash forgets at most the work charged since
+// the last write).
 //
-// Format (JSON, mode 0600, replaced atomically):
+// Sessions are retired (ServerOptions.SessionRetention, MaxSessions): a
+// retired session's record is replaced by an 8-byte tag of its id
+// (retiredTag) in the set "retired", so the file stays bounded while the
+// dealer still refuses the id for good — a retired id that came back would
+// otherwise be served again from its counters 0. The tags are bounded by
+// maxRetired: a dealer whose set is full refuses new sessions until it is
+// given fresh seeds (and a fresh state file).
 //
-//	{"version": 1, "seeds": "<hex SHA-256 tag of the dealer's seeds>",
+// Format (JSON, mode 0600, replaced atomically; version 1 files, without
+// last, budget, spent and retired, are read too):
+//
+//	{"version": 2, "seeds": "<hex SHA-256 tag of the dealer's seeds>",
 //	 "sessions": [{"id": "<64 hex>", "keys": ["<p0 fingerprint>", "<p1>"],
-//	               "marks": {"<stream>": <mark>, ...}}, ...]}
+//	               "marks": {"<stream>": <mark>, ...}, "last": <unix s>,
+//	               "budget": <work>, "spent": <work>}, ...],
+//	 "retired": "<base64 of the sorted 8-byte tags of retired ids>"}
 
 const (
-	stateVersion = 1
+	stateVersion = 2
+	// oldStateVersion is the version without budgets and retired ids,
+	// still read.
+	oldStateVersion = 1
 	// reserveChunk is the granularity of persisted high-water marks.
 	reserveChunk = 1 << 16
 	// maxStateFile bounds the state file read back.
@@ -41,6 +62,11 @@ const (
 	maxStreamsPerSession = 1 << 16
 	// maxKeyLen bounds a stored key fingerprint.
 	maxKeyLen = 128
+	// maxStateSessions bounds the live sessions of a state file read back
+	// (ServerOptions.MaxSessions is at most this).
+	maxStateSessions = 1 << 16
+	// maxRetired bounds the retired session tags a dealer keeps: 8 MiB.
+	maxRetired = 1 << 20
 )
 
 // ErrBadStateFile marks a dealer state file that cannot be used: malformed,
@@ -51,24 +77,49 @@ var ErrBadStateFile = errors.New("bad dealer state file")
 type dealerState struct {
 	seeds    [32]byte
 	sessions map[SessionID]*persisted
+	retired  map[retiredTag]struct{}
 }
 
 // persisted is what the state file keeps of one session.
 type persisted struct {
 	keys  [2]string
 	marks map[uint32]uint64
+	// last is when the session was last joined (Unix seconds; 0 in a
+	// version 1 file: the time it was loaded).
+	last int64
+	// budget is the session's budget of dealer work (0 until the first
+	// join sets it) and spent the work charged against it.
+	budget, spent uint64
+}
+
+// retiredTag is what the state file keeps of a retired session: the first
+// 8 bytes of a SHA-256 of its id. The same id always gives the same tag, so
+// a retired id is always refused; a fresh random id is refused by a tag
+// collision with probability (retired ids) / 2^64.
+type retiredTag [8]byte
+
+// tagOf returns the retired tag of id.
+func tagOf(id SessionID) retiredTag {
+	h := sha256.Sum256(append([]byte("selectformer/beaver/retired/v1"), id[:]...))
+	var t retiredTag
+	copy(t[:], h[:])
+	return t
 }
 
 type stateJSON struct {
 	Version  int           `json:"version"`
 	Seeds    string        `json:"seeds"`
 	Sessions []sessionJSON `json:"sessions"`
+	Retired  string        `json:"retired,omitempty"`
 }
 
 type sessionJSON struct {
-	ID    string            `json:"id"`
-	Keys  [2]string         `json:"keys"`
-	Marks map[uint32]uint64 `json:"marks"`
+	ID     string            `json:"id"`
+	Keys   [2]string         `json:"keys"`
+	Marks  map[uint32]uint64 `json:"marks"`
+	Last   int64             `json:"last,omitempty"`
+	Budget uint64            `json:"budget,omitempty"`
+	Spent  uint64            `json:"spent,omitempty"`
 }
 
 // seedsTag identifies a pair of dealer seeds without revealing them.
@@ -116,10 +167,13 @@ func decodeDealerState(b []byte) (*dealerState, error) {
 	if dec.More() {
 		return nil, bad("trailing data")
 	}
-	if j.Version != stateVersion {
+	if j.Version != stateVersion && j.Version != oldStateVersion {
 		return nil, bad("version %d, want %d", j.Version, stateVersion)
 	}
-	st := &dealerState{sessions: make(map[SessionID]*persisted, len(j.Sessions))}
+	if len(j.Sessions) > maxStateSessions {
+		return nil, bad("%d sessions, at most %d", len(j.Sessions), maxStateSessions)
+	}
+	st := &dealerState{sessions: make(map[SessionID]*persisted, len(j.Sessions)), retired: map[retiredTag]struct{}{}}
 	sb, err := hex.DecodeString(j.Seeds)
 	if err != nil || len(sb) != len(st.seeds) {
 		return nil, bad("seeds tag %q", j.Seeds)
@@ -145,7 +199,31 @@ func decodeDealerState(b []byte) (*dealerState, error) {
 		if marks == nil {
 			marks = map[uint32]uint64{}
 		}
-		st.sessions[id] = &persisted{keys: s.Keys, marks: marks}
+		if s.Last < 0 {
+			return nil, bad("session %s: last joined at %d", id.short(), s.Last)
+		}
+		st.sessions[id] = &persisted{keys: s.Keys, marks: marks, last: s.Last, budget: s.Budget, spent: s.Spent}
+	}
+	if j.Version == oldStateVersion && j.Retired != "" {
+		return nil, bad("retired ids in a version %d file", j.Version)
+	}
+	if len(j.Retired) > base64.StdEncoding.EncodedLen(8*maxRetired) {
+		return nil, bad("more than %d retired ids", maxRetired)
+	}
+	tags, err := base64.StdEncoding.DecodeString(j.Retired)
+	if err != nil || len(tags)%8 != 0 {
+		return nil, bad("retired ids: not base64 of 8-byte tags")
+	}
+	for i := 0; i < len(tags); i += 8 {
+		if i > 0 && bytes.Compare(tags[i-8:i], tags[i:i+8]) >= 0 {
+			return nil, bad("retired ids not in ascending order")
+		}
+		st.retired[retiredTag(tags[i:i+8])] = struct{}{}
+	}
+	for id := range st.sessions {
+		if _, ok := st.retired[tagOf(id)]; ok {
+			return nil, bad("session %s is both live and retired", id.short())
+		}
 	}
 	return st, nil
 }
@@ -164,7 +242,19 @@ func (st *dealerState) encode() ([]byte, error) {
 		if marks == nil {
 			marks = map[uint32]uint64{}
 		}
-		j.Sessions = append(j.Sessions, sessionJSON{ID: id.String(), Keys: p.keys, Marks: marks})
+		j.Sessions = append(j.Sessions, sessionJSON{ID: id.String(), Keys: p.keys, Marks: marks, Last: p.last, Budget: p.budget, Spent: p.spent})
+	}
+	if len(st.retired) > 0 {
+		tags := make([]retiredTag, 0, len(st.retired))
+		for t := range st.retired {
+			tags = append(tags, t)
+		}
+		slices.SortFunc(tags, func(a, b retiredTag) int { return bytes.Compare(a[:], b[:]) })
+		raw := make([]byte, 0, 8*len(tags))
+		for _, t := range tags {
+			raw = append(raw, t[:]...)
+		}
+		j.Retired = base64.StdEncoding.EncodeToString(raw)
 	}
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -178,7 +268,7 @@ func (st *dealerState) encode() ([]byte, error) {
 func loadDealerState(path string, tag [32]byte) (*dealerState, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &dealerState{seeds: tag, sessions: map[SessionID]*persisted{}}, nil
+		return &dealerState{seeds: tag, sessions: map[SessionID]*persisted{}, retired: map[retiredTag]struct{}{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)

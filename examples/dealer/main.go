@@ -21,6 +21,18 @@
 // itself may be restarted too (the seeds are kept in that file, and each
 // session's high-water marks in FILE.state, both mode 0600): a restarted
 // dealer refuses every position it served before.
+//
+// It bounds what a party can make it do (beaver.ServerOptions; 0 keeps the
+// default): -max-request-words (words of any part of one item, default
+// 2^25) and -max-request-macs (multiply-adds of one matrix item, 2^36),
+// both checked before anything is allocated; -session-budget (the work, in
+// beaver.Request.DealerWork units, a session may draw when the parties
+// announce less or nothing, default 2^50); -max-streams (streams per
+// connection and per session, 256); -max-conns (connections per party
+// key, 4); -max-sessions (sessions kept, 1024) and -session-retention (a
+// session nobody joined for that long is retired, 720h): a retired
+// session's id is refused for good, and the state file keeps only an
+// 8-byte tag of it.
 // Exit codes: see examples/README.md.
 package main
 
@@ -52,6 +64,13 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	once := fs.Bool("once", false, "exit when the data owner's first session ends (no resume)")
 	link := fs.String("link", "", "emulate a link on the dealer's sending direction: lan, paper-wan or none")
 	idle := fs.Duration("idle-timeout", 0, "drop a data owner that sends no request for this long (0: never)")
+	maxWords := fs.Int("max-request-words", 0, "refuse an item with a part of more words than this (0: 2^25)")
+	maxMACs := fs.Uint64("max-request-macs", 0, "refuse a matrix item of more multiply-adds than this (0: 2^36)")
+	budget := fs.Uint64("session-budget", 0, "most dealer work (beaver.Request.DealerWork units) a session may draw (0: 2^50); the parties may announce less")
+	maxStreams := fs.Int("max-streams", 0, "most streams per connection and per session (0: 256)")
+	maxConns := fs.Int("max-conns", 0, "most connections per party key at once (0: 4)")
+	maxSessions := fs.Int("max-sessions", 0, "most sessions kept; more retire the least recently used (0: 1024)")
+	retention := fs.Duration("session-retention", 0, "retire a session nobody joined for this long (0: 720h)")
 	level := fs.String("log", "info", "log level: debug, info, warn, error")
 	if err := peer.Parse(fs, args); err != nil {
 		return err
@@ -80,6 +99,9 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	if *idle < 0 {
 		return peer.Usage("-idle-timeout must not be negative")
 	}
+	if *maxWords < 0 || *maxWords > beaver.MaxItemWords || *maxStreams < 0 || *maxStreams > 1<<16 || *maxConns < 0 || *maxSessions < 0 || *maxSessions > 1<<16 || *retention < 0 {
+		return peer.Usage("-max-request-words (at most %d), -max-streams and -max-sessions (at most 65536), -max-conns and -session-retention must not be negative", beaver.MaxItemWords)
+	}
 	id, err := peer.LoadIdentity(*cert, *key)
 	if err != nil {
 		return err
@@ -88,7 +110,11 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	srv, err := peer.NewServer(s0, s1, *seeds, beaver.ServerOptions{IdleTimeout: *idle, Fingerprints: pins, Logger: log})
+	srv, err := peer.NewServer(s0, s1, *seeds, beaver.ServerOptions{
+		IdleTimeout: *idle, Fingerprints: pins, Logger: log,
+		MaxRequestWords: *maxWords, MaxRequestMACs: *maxMACs, SessionBudget: *budget, MaxStreams: *maxStreams,
+		MaxConnsPerKey: *maxConns, MaxSessions: *maxSessions, SessionRetention: *retention,
+	})
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ type PartyFlags struct {
 	Provider          string
 	Dealer            string
 	DealerFingerprint string
+	DealerBudget      uint64
 	Endpoint          Endpoint
 	Link              string
 	Log               string
@@ -40,6 +41,7 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 	fs.StringVar(&f.Provider, "provider", ProviderDealer, "where the correlated randomness comes from: "+ProviderDealer+" (a networked dealer, -dealer) or "+ProviderOT+" (no dealer: both parties make it by oblivious transfer over their own connection)")
 	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required with -provider dealer", party))
 	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required with -provider dealer")
+	fs.Uint64Var(&f.DealerBudget, "dealer-budget", 0, "the most dealer work (beaver.Request.DealerWork units) this party lets the session draw; the dealer serves the smaller of the two parties' announcements (0: the dealer's -session-budget)")
 	fs.StringVar(&f.Link, "link", "", "emulate a link on this party's sending direction: lan, paper-wan or none")
 	fs.StringVar(&f.Log, "log", "info", "log level: debug, info, warn, error")
 }
@@ -74,8 +76,8 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 			return nil, err
 		}
 	case ProviderOT:
-		if f.Dealer != "" || f.DealerFingerprint != "" {
-			return nil, Usage("-dealer and -dealer-fingerprint are not used with -provider %s", ProviderOT)
+		if f.Dealer != "" || f.DealerFingerprint != "" || f.DealerBudget != 0 {
+			return nil, Usage("-dealer, -dealer-fingerprint and -dealer-budget are not used with -provider %s", ProviderOT)
 		}
 	default:
 		return nil, Usage("-provider %q: want %s or %s", f.Provider, ProviderDealer, ProviderOT)
@@ -119,7 +121,7 @@ func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.W
 		}
 		return prov, nopCloser{}, conn, nil
 	}
-	prov, dconn, err := ConnectDealer(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, p.flags.Endpoint)
+	prov, dconn, err := ConnectDealerWith(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, p.flags.Endpoint, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
 	if err != nil {
 		return nil, nil, nil, err
 	}
