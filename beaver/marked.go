@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"slices"
 	"sync"
 
@@ -501,23 +500,14 @@ func (f *markFile) encode() ([]byte, error) {
 
 // loadMarkFile reads the mark file at path; nil when it does not exist.
 func loadMarkFile(path string) (*markFile, error) {
-	fh, err := os.Open(path)
+	b, err := atomicfile.ReadLimited(path, maxMarkFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
+	if errors.Is(err, atomicfile.ErrTooLarge) {
+		return nil, fmt.Errorf("beaver: marks %s: %w: %w", path, ErrBadMarkFile, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("beaver: marks %s: %w", path, err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("beaver: marks %s: %w", path, err)
-	}
-	if fi.Size() > maxMarkFile {
-		return nil, fmt.Errorf("beaver: marks %s: %w: %d bytes", path, ErrBadMarkFile, fi.Size())
-	}
-	b := make([]byte, fi.Size())
-	if _, err := fh.ReadAt(b, 0); err != nil && fi.Size() > 0 {
 		return nil, fmt.Errorf("beaver: marks %s: %w", path, err)
 	}
 	f, err := decodeMarkFile(b)

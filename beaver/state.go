@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 
 	"github.com/selectformer/selectformer/internal/atomicfile"
@@ -266,23 +265,14 @@ func (st *dealerState) encode() ([]byte, error) {
 // loadDealerState reads the state file at path for the seeds tagged tag; a
 // missing file gives an empty state.
 func loadDealerState(path string, tag [32]byte) (*dealerState, error) {
-	f, err := os.Open(path)
+	b, err := atomicfile.ReadLimited(path, maxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &dealerState{seeds: tag, sessions: map[SessionID]*persisted{}, retired: map[retiredTag]struct{}{}}, nil
 	}
+	if errors.Is(err, atomicfile.ErrTooLarge) {
+		return nil, fmt.Errorf("beaver: dealer state %s: %w: %w", path, ErrBadStateFile, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
-	}
-	if fi.Size() > maxStateFile {
-		return nil, fmt.Errorf("beaver: dealer state %s: %w: %d bytes", path, ErrBadStateFile, fi.Size())
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
 		return nil, fmt.Errorf("beaver: dealer state %s: %w", path, err)
 	}
 	st, err := decodeDealerState(b)

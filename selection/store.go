@@ -77,23 +77,11 @@ func (c *checkpointStore) load() (*State, error) {
 		return nil, nil
 	}
 	path := c.statePath()
-	f, err := os.Open(path)
+	b, err := atomicfile.ReadLimited(path, maxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &StateError{Path: path, Err: err}
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, &StateError{Path: path, Err: err}
-	}
-	if fi.Size() > maxStateFile {
-		return nil, &StateError{Path: path, Err: fmt.Errorf("%d bytes", fi.Size())}
-	}
-	b := make([]byte, fi.Size())
-	if _, err := f.ReadAt(b, 0); err != nil && fi.Size() > 0 {
 		return nil, &StateError{Path: path, Err: err}
 	}
 	s, err := DecodeState(b)

@@ -6,6 +6,7 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -61,4 +62,32 @@ func WriteFunc(path string, mode os.FileMode, write func(w io.Writer) error) (er
 		d.Close()
 	}
 	return nil
+}
+
+// ErrTooLarge is ReadLimited's error for a file larger than its limit.
+var ErrTooLarge = errors.New("file larger than its limit")
+
+// ReadLimited reads the whole file at path if it holds at most max bytes,
+// checked on its size before anything is allocated; a larger file is an
+// error wrapping ErrTooLarge (state files are read whole, so a file grown
+// by accident or by a hostile hand must not size an allocation). A missing
+// file is an error wrapping fs.ErrNotExist.
+func ReadLimited(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, fi.Size(), max)
+	}
+	b := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -86,4 +87,35 @@ func ExampleWrite() {
 	b, _ := os.ReadFile(path)
 	os.Stdout.Write(append(b, '\n'))
 	// Output: {"phase":1}
+}
+
+// TestReadLimited: a file within the limit is read whole; a larger one is
+// refused on its size (ErrTooLarge), a missing one wraps fs.ErrNotExist.
+func TestReadLimited(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state")
+	if err := Write(path, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		path string
+		max  int64
+		want error
+	}{
+		{"within", path, 64, nil},
+		{"exact", path, 10, nil},
+		{"one-over", path, 9, ErrTooLarge},
+		{"missing", filepath.Join(dir, "none"), 64, fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := ReadLimited(tc.path, tc.max)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if tc.want == nil && string(b) != "0123456789" {
+				t.Fatalf("read %q", b)
+			}
+		})
+	}
 }
