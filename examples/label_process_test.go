@@ -275,3 +275,37 @@ func sameTree(t *testing.T, a, b string) {
 		}
 	}
 }
+
+// TestLabelUsageErrors checks the model owner's labelling flags before any
+// connection: one way of labelling, no more; a hand-off directory it can
+// make.
+func TestLabelUsageErrors(t *testing.T) {
+	f := getFixture(t)
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mo := func(extra ...string) []string {
+		return append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
+			"-peer-fingerprint", f.fp["do"], "-dealer", "127.0.0.1:1", "-dealer-fingerprint", f.fp["dealer"],
+			"-model", f.files.Checkpoint, "-pool-size", fmt.Sprint(f.pool), "-budget", "40", "-bootstrap", "20"}, extra...)
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"none", mo(), peer.ExitUsage, "-label-cmd COMMAND, -label-dir DIR, or -labels FILE"},
+		{"two", mo("-labels", f.files.Labels, "-label-cmd", "true"), peer.ExitUsage, "-labels and -label-cmd are mutually exclusive"},
+		{"with-proxies", mo("-proxies", t.TempDir(), "-label-dir", t.TempDir()), peer.ExitUsage, "-label-dir is not used with -proxies"},
+		{"timeout-without-hook", mo("-labels", f.files.Labels, "-label-timeout", "1m"), peer.ExitUsage, "-label-timeout applies to"},
+		{"timeout-zero", mo("-label-cmd", "true", "-label-timeout", "0s"), peer.ExitUsage, "-label-timeout must be positive"},
+		{"vocab-with-vit", mo("-label-cmd", "true", "-vocab", file), peer.ExitUsage, "-vocab applies to text models"},
+		{"dir-is-a-file", mo("-label-dir", filepath.Join(file, "sub")), peer.ExitInput, "-label-dir"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.start(t, "modelowner", tc.args...).expect(t, tc.code, tc.stderr)
+		})
+	}
+}

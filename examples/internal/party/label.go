@@ -146,8 +146,8 @@ func (f *LabelFlags) Check(fs *flag.FlagSet, proxies bool) error {
 // Labeler returns the labelling function of the flags for target (poolSize
 // candidates; modelDir holds its vocab.txt for a text model), with the
 // command's input stdin and output out (its stdout and stderr). Errors are
-// coded: an unreadable -labels or vocabulary is ExitInput, a model without
-// classes ExitInput.
+// coded: an unreadable -labels or vocabulary, a model without classes, a
+// -label-dir that cannot be made are ExitInput errors.
 func (f *LabelFlags) Labeler(target *model.Model, modelDir string, poolSize int, stdin io.Reader, out io.Writer, log *slog.Logger) (selection.Labeler, error) {
 	classes := target.Config.Labels
 	if f.Labels != "" {
@@ -167,6 +167,11 @@ func (f *LabelFlags) Labeler(target *model.Model, modelDir string, poolSize int,
 	if f.Cmd != "" {
 		c := &CommandLabeler{Command: f.Cmd, Exporter: ex, Timeout: f.Timeout, Stdin: stdin, Output: out, Logger: log}
 		return c.Label, nil
+	}
+	// The hand-off directory is made now, so that a bad path stops the run
+	// before any connection.
+	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return nil, peer.WithCode(peer.ExitInput, fmt.Errorf("-label-dir: %w", err))
 	}
 	d := &DirLabeler{Dir: f.Dir, Exporter: ex, Timeout: f.Timeout, Logger: log}
 	return d.Label, nil
