@@ -15,6 +15,7 @@ import (
 
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
+	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 
@@ -24,6 +25,9 @@ const (
 	helperEnv       = "SELECTFORMER_TEST_LABELLER"
 	helperOracleEnv = "SELECTFORMER_TEST_ORACLE"
 	helperPoolEnv   = "SELECTFORMER_TEST_POOL"
+	// For a text pool: the checkpoint and the data owner's -seq.
+	helperModelEnv = "SELECTFORMER_TEST_MODEL"
+	helperSeqEnv   = "SELECTFORMER_TEST_SEQ"
 )
 
 // TestHelperLabeller is the labeller TestLabelHooks gives the model owner as
@@ -47,12 +51,36 @@ func TestHelperLabeller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if points.Images == nil || points.Len() != len(idx) || os.Getenv("SELECTFORMER_KIND") != string(pool.KindImages) {
-		t.Fatalf("points: %s of %d for %d indices (SELECTFORMER_KIND=%s)", points.Kind(), points.Len(), len(idx), os.Getenv("SELECTFORMER_KIND"))
+	if points.Kind() != whole.Kind() || points.Len() != len(idx) || os.Getenv("SELECTFORMER_KIND") != string(whole.Kind()) {
+		t.Fatalf("points: %s of %d for %d indices of a pool of %s (SELECTFORMER_KIND=%s)", points.Kind(), points.Len(), len(idx), whole.Kind(), os.Getenv("SELECTFORMER_KIND"))
 	}
-	for k, i := range idx {
-		if !slices.Equal(points.Images.Pixels[k], whole.Images.Pixels[i]) {
-			t.Fatalf("point %d is not pool candidate %d", k, i)
+	if whole.Images != nil {
+		for k, i := range idx {
+			if !slices.Equal(points.Images.Pixels[k], whole.Images.Pixels[i]) {
+				t.Fatalf("point %d is not pool candidate %d", k, i)
+			}
+		}
+	} else {
+		// The texts are what the model sees: the candidates' tokens.
+		dir := os.Getenv(helperModelEnv)
+		m, err := model.Load(dir, model.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := party.Tokenizer(dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, _ := strconv.Atoi(os.Getenv(helperSeqEnv))
+		in, err := whole.Input(m.Config, tok, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, i := range idx {
+			want := party.Detokenize(tok.Vocab(), in.IDs[i], in.Mask[i])
+			if got := points.Texts.Texts[k]; got != want || got == "" {
+				t.Fatalf("point %d is %q; pool candidate %d is %q as the model sees it (%q in the pool)", k, got, i, want, whole.Texts.Texts[i])
+			}
 		}
 	}
 	out := oracleLines(t, os.Getenv(helperOracleEnv), idx)
@@ -273,6 +301,45 @@ func sameTree(t *testing.T, a, b string) {
 		if !bytes.Equal(x, mb[name]) {
 			t.Errorf("%s differs between %s and %s", name, a, b)
 		}
+	}
+}
+
+// TestLabelCommandText runs a BERT-style selection whose model owner labels
+// the bootstrap with -label-cmd: the labeller (TestHelperLabeller) receives
+// the sampled mails as selectformer-texts/1, written back from their token
+// ids with the checkpoint's vocab.txt, and labels them by class name.
+func TestLabelCommandText(t *testing.T) {
+	f, tf := getTextFixture(t)
+	out := t.TempDir()
+	t.Setenv(helperEnv, "1")
+	t.Setenv(helperOracleEnv, tf.files.Labels)
+	t.Setenv(helperPoolEnv, tf.files.Pool)
+	t.Setenv(helperModelEnv, tf.files.Checkpoint)
+	t.Setenv(helperSeqEnv, "16")
+	dl, a0, a1 := f.dealer(t, "-once")
+	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
+		"-peer-fingerprint", f.path("do.crt"), "-dealer", a0, "-dealer-fingerprint", f.fp["dealer"],
+		"-model", tf.files.Checkpoint, "-pool-size", fmt.Sprint(tf.pool),
+		"-label-cmd", shellQuote(os.Args[0]) + " -test.run='^TestHelperLabeller$' -test.count=1",
+		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "info", "-out", filepath.Join(out, "mo.json")}, strings.Fields(textArgs)...)
+	mo := f.start(t, "modelowner", args...)
+	addr := strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
+	args = append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", addr,
+		"-peer-fingerprint", f.fp["mo"], "-dealer", a1, "-dealer-fingerprint", f.path("dealer.crt"),
+		"-pool", tf.files.Pool, "-embedding", tf.files.Checkpoint, "-seq", "16",
+		"-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "do.json")}, strings.Fields(textArgs)...)
+	do := f.start(t, "dataowner", args...)
+	for _, p := range []*proc{mo, do, dl} {
+		if code := p.wait(t, 90*time.Second); code != 0 {
+			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
+		}
+	}
+	if log := mo.stderr.String(); !strings.Contains(log, "kind=texts") || !strings.Contains(log, "bootstrap labelled") {
+		t.Errorf("the model owner's log does not show the texts labelled:\n%s", log)
+	}
+	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
+	if !slices.Equal(r0.Selected, r1.Selected) || len(r0.Selected) != 8 || len(r0.Bootstrap) != 8 {
+		t.Fatalf("selected %v / %v, bootstrap %v", r0.Selected, r1.Selected, r0.Bootstrap)
 	}
 }
 

@@ -111,7 +111,10 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err != nil {
 			return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the target model: %w", err))
 		}
-		label, err := lf.Labeler(target, *modelDir, params.PoolSize, os.Stdin, prog.Writer(), log)
+		// The label command gets this process's stdin and stderr as they
+		// are (a terminal stays one for an interactive labeller): no
+		// progress bar is drawn before the phases.
+		label, err := lf.Labeler(target, *modelDir, params.PoolSize, os.Stdin, stderr, log)
 		if err != nil {
 			return err
 		}
