@@ -8,21 +8,25 @@
 //
 //	modelowner -cert mo.crt -key mo.key -listen :7000 -peer-fingerprint do.crt \
 //	    -dealer dealer-host:7100 -dealer-fingerprint dealer.crt \
-//	    -model checkpoint/ -labels labels.txt \
+//	    -model checkpoint/ -label-cmd 'python3 label.py' \
 //	    -pool-size 400 -budget 60 -bootstrap 20 -schedule 1:4:8@0.4,2:4:16 \
 //	    -state state-mo/ -out result.json
 //
 // -model is a model directory (config.json + model.safetensors, as written by
 // model.Save or a Hugging Face ViT/BERT/DistilBERT checkpoint); the data
 // owner's pool holds images for a ViT, texts for a BERT or DistilBERT (the
-// model owner needs no tokenizer: the data owner tokenizes). -labels is the
-// labelling of the bootstrap sample: a file with one class per pool candidate,
-// a number or a class name of the model (pool.ReadLabels; the demo's oracle;
-// line i is candidate i). Fingerprints are 64 hex digits or a certificate
-// file. With -state, a killed or disconnected run restarted with the same
-// flags resumes where it stopped. On a terminal, a progress bar shows each
-// phase. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or
-// handshake failure, 4 bad input file (see examples/README.md).
+// model owner needs no tokenizer: the data owner tokenizes). The bootstrap
+// sample is labelled when it arrives, one of three ways: -label-cmd runs a
+// command on its points, exported in the pool's own format, which writes
+// their labels; -label-dir writes the points into a directory and waits
+// for a labels file there; -labels (for demos) reads a file with one class
+// per pool candidate. -label-timeout bounds the first two (see
+// examples/README.md, "Labelling the bootstrap"). Fingerprints are 64 hex
+// digits or a certificate file. With -state, a killed or disconnected run
+// restarted with the same flags resumes where it stopped. On a terminal, a
+// progress bar shows each phase. Exit codes: 0 ok, 1 runtime failure, 2
+// usage error, 3 peer or handshake failure, 4 bad input file, 5 the
+// bootstrap was not labelled (see examples/README.md).
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/selectformer/selectformer/examples/internal/party"
@@ -37,7 +42,6 @@ import (
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
-	"github.com/selectformer/selectformer/selection/pool"
 )
 
 // summary is the first line of -h.
@@ -49,7 +53,8 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 0, "data owner")
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
-	labels := fs.String("labels", "", "labels of the pool candidates, one class number or name per line (the bootstrap's labelling oracle); required unless -proxies")
+	var lf party.LabelFlags
+	lf.Register(fs)
 	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<i> for each phase (what STATE/proxies of an earlier run holds): no labelling or generation")
 	var pf party.ParamFlags
 	pf.Register(fs, true)
@@ -69,9 +74,12 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	}
 	log := pt.Logger
 	if *proxiesDir == "" {
-		if err := peer.Require("model", *modelDir, "labels", *labels); err != nil {
+		if err := peer.Require("model", *modelDir); err != nil {
 			return err
 		}
+	}
+	if err := lf.Check(fs, *proxiesDir != ""); err != nil {
+		return err
 	}
 	if pf.PoolSize <= 0 {
 		return peer.Usage("flag -pool-size is required (the number of candidates in the data owner's pool)")
@@ -103,16 +111,16 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err != nil {
 			return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the target model: %w", err))
 		}
-		oracle, err := pool.ReadLabels(*labels, target.Config.Labels)
+		// The label command gets this process's stdin and stderr as they
+		// are (a terminal stays one for an interactive labeller): no
+		// progress bar is drawn before the phases.
+		label, err := lf.Labeler(target, *modelDir, params.PoolSize, os.Stdin, stderr, log)
 		if err != nil {
-			return peer.WithCode(peer.ExitInput, err)
-		}
-		if len(oracle) != params.PoolSize {
-			return peer.WithCode(peer.ExitInput, fmt.Errorf("%s has %d labels for a pool of %d", *labels, len(oracle), params.PoolSize))
+			return err
 		}
 		gen := party.GenerateConfig(*points, *seed)
 		gen.Logger = log
-		mo.Target, mo.Generate, mo.Label = target, gen, party.OracleLabeler(oracle)
+		mo.Target, mo.Generate, mo.Label = target, gen, label
 	}
 	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
 	if err != nil {

@@ -37,6 +37,12 @@ const (
 	// ExitInput: an input file (identity, model, proxies, pool, state
 	// checkpoint) is missing, unreadable or malformed; the message names it.
 	ExitInput = 4
+	// ExitLabel: the bootstrap sample was not labelled: the model owner's
+	// label command failed or outlived -label-timeout, or no labels file
+	// arrived in its -label-dir within it. Nothing is lost: restarted with
+	// the same -state, both parties meet on the same coin and the model owner
+	// labels the same points again.
+	ExitLabel = 5
 )
 
 // Error is an error that carries the exit code the command should end with.
