@@ -22,7 +22,7 @@ func ExampleRead() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	vocab, err := wordpiece.ReadVocab(strings.NewReader("[PAD]\n[UNK]\n[CLS]\n[SEP]\ncheap\nmeds\nbuy\nnow\nmeeting\n,\n!\n"))
+	vocab, err := wordpiece.ReadVocab(strings.NewReader("[PAD]\n[UNK]\n[CLS]\n[SEP]\ncheap\nmeds\nbuy\nnow\nmeeting\n,\n!\n[MASK]\n"))
 	if err != nil {
 		log.Fatal(err)
 	}

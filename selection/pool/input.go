@@ -15,7 +15,8 @@ import (
 //     size; pixels are normalised to [-1, 1] and a grey image is repeated
 //     over the checkpoint's channels, as the Hugging Face ViT processor does;
 //   - a text pool needs a BERT or DistilBERT checkpoint and its WordPiece
-//     tokenizer tok (at most cfg.VocabSize tokens); each text becomes
+//     tokenizer tok, whose vocabulary must match the checkpoint (see
+//     model.Config.CheckVocab); each text becomes
 //     [CLS] text [SEP], truncated and padded to seq tokens (0: the
 //     checkpoint's MaxPositions).
 func (p *Pool) Input(cfg model.Config, tok *wordpiece.Tokenizer, seq int) (model.Input, error) {
@@ -39,8 +40,8 @@ func (p *Pool) Input(cfg model.Config, tok *wordpiece.Tokenizer, seq int) (model
 		if tok == nil {
 			return model.Input{}, errors.New("pool input: a text pool needs the checkpoint's WordPiece tokenizer (vocab.txt)")
 		}
-		if n := tok.Vocab().Size(); n > cfg.VocabSize {
-			return model.Input{}, fmt.Errorf("pool input: the vocabulary has %d tokens, the checkpoint's embeddings only %d: not this checkpoint's vocab.txt", n, cfg.VocabSize)
+		if err := cfg.CheckVocab(tok.Vocab()); err != nil {
+			return model.Input{}, fmt.Errorf("pool input: %w", err)
 		}
 		if seq == 0 {
 			seq = cfg.MaxPositions

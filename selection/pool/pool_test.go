@@ -440,11 +440,20 @@ func TestInput(t *testing.T) {
 	vit3 := vit
 	vit3.NumChannels = 3
 	bert := model.Config{Family: model.BERT, VocabSize: 10, MaxPositions: 6}
-	vocab, err := wordpiece.NewVocab([]string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world"})
+	vocab, err := wordpiece.NewVocab([]string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "[MASK]"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := wordpiece.NewTokenizer(vocab, true)
+	noMask, err := wordpiece.NewVocab(vocab.Tokens()[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A made-up vocabulary for a BERT-base-sized embedding table: accepted
+	// before issue 30, giving a meaningless selection.
+	bertBase := model.Config{Family: model.BERT, VocabSize: 30522, MaxPositions: 6}
+	padAt1 := bert
+	padAt1.PadTokenID = 1
 	big, err := wordpiece.NewVocab(append(vocab.Tokens(), "a", "b", "c", "d", "e"))
 	if err != nil {
 		t.Fatal(err)
@@ -473,7 +482,10 @@ func TestInput(t *testing.T) {
 		{"texts seq too long", texts, bert, tok, 7, model.Input{}, "outside [2, 6]"},
 		{"texts seq too short", texts, bert, tok, 1, model.Input{}, "outside [2, 6]"},
 		{"texts no tokenizer", texts, bert, nil, 0, model.Input{}, "tokenizer"},
-		{"texts foreign vocab", texts, bert, wordpiece.NewTokenizer(big, true), 0, model.Input{}, "11 tokens"},
+		{"texts foreign vocab", texts, bert, wordpiece.NewTokenizer(big, true), 0, model.Input{}, "12 tokens, more than the 10 rows"},
+		{"texts made-up vocab", texts, bertBase, tok, 0, model.Input{}, "the vocabulary has 7 tokens, the checkpoint's word embeddings 30522 rows"},
+		{"texts vocab without mask", texts, bert, wordpiece.NewTokenizer(noMask, true), 0, model.Input{}, "no [MASK] token"},
+		{"texts pad id", texts, padAt1, tok, 0, model.Input{}, "pad_token_id is 1, which is [UNK] in the vocabulary, not [PAD] (id 0)"},
 		{"texts on vit", texts, vit, tok, 0, model.Input{}, "needs a bert or distilbert checkpoint, not a vit"},
 		{"empty", &Pool{}, vit, nil, 0, model.Input{}, "empty pool"},
 	} {
@@ -487,6 +499,29 @@ func TestInput(t *testing.T) {
 			}
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("Input = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTextsHeaderHint: a JSON-lines file without the header (issue 30: it
+// failed with `json: unknown field "text"`) or with a wrong one is refused
+// with the header line it needs and the builder to use.
+func TestTextsHeaderHint(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"no header", `{"text":"hello"}` + "\n" + `{"text":"world"}` + "\n", "the first line is a text, not the header"},
+		{"labelled, no header", `{"label":1,"text":"hello"}` + "\n", "the first line is a text, not the header"},
+		{"other object", `{"name":"x"}` + "\n", `unknown field "name"`},
+		{"wrong format", `{"format":"texts/2"}` + "\n", `format "texts/2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), `add it as line 1`) || !strings.Contains(err.Error(), `{"format":"selectformer-texts/1"}`) ||
+				!strings.Contains(err.Error(), "mkpool texts") {
+				t.Fatalf("error %v: want %q, the header line and the builder", err, tc.want)
 			}
 		})
 	}
