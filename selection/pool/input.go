@@ -14,6 +14,7 @@ import (
 //   - an image pool needs a ViT whose image size is the images' (square)
 //     size; pixels are normalised to [-1, 1] and a grey image is repeated
 //     over the checkpoint's channels, as the Hugging Face ViT processor does;
+//     images of several channels need as many in the checkpoint;
 //   - a text pool needs a BERT or DistilBERT checkpoint and its WordPiece
 //     tokenizer tok, whose vocabulary must match the checkpoint (see
 //     model.Config.CheckVocab); each text becomes
@@ -32,7 +33,14 @@ func (p *Pool) Input(cfg model.Config, tok *wordpiece.Tokenizer, seq int) (model
 		if cfg.NumChannels < 1 {
 			return model.Input{}, fmt.Errorf("pool input: the checkpoint has %d channels", cfg.NumChannels)
 		}
-		return model.NormalizeImages(s.Pixels, cfg.NumChannels), nil
+		switch c := s.NumChannels(); {
+		case c == 1:
+			return model.NormalizeImages(s.Pixels, cfg.NumChannels), nil
+		case c == cfg.NumChannels:
+			return model.NormalizeImages(s.Pixels, 1), nil
+		default:
+			return model.Input{}, fmt.Errorf("pool input: the images have %d channels, the checkpoint takes %d (num_channels): build the pool with %d channels (mkpool images -channels %d)", c, cfg.NumChannels, cfg.NumChannels, cfg.NumChannels)
+		}
 	case p.Texts != nil:
 		if cfg.Family != model.BERT && cfg.Family != model.DistilBERT {
 			return model.Input{}, fmt.Errorf("pool input: a text pool needs a %s or %s checkpoint, not %s", model.BERT, model.DistilBERT, familyName(cfg.Family))
