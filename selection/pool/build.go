@@ -349,7 +349,11 @@ type TextOptions struct {
 // record has no pool index: the Sources say which record each index is).
 // Texts must be UTF-8; at most MaxTextBytes are read, MaxItems texts kept.
 func ReadTextsCSV(r io.Reader, name string, opt TextOptions) (*Texts, []Source, error) {
-	cr := csv.NewReader(skipBOM(&capReader{r: r, left: MaxTextBytes}))
+	br, err := skipBOM(&capReader{r: r, left: MaxTextBytes})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	cr := csv.NewReader(br)
 	cr.Comma = opt.Comma
 	if cr.Comma == 0 {
 		cr.Comma = ','
@@ -482,7 +486,10 @@ func checkText(text string, have int) error {
 // most MaxTextBytes are read, MaxItems texts kept, and a line may hold
 // MaxLineBytes/2 bytes.
 func ReadTextLines(r io.Reader, name string) (*Texts, []Source, error) {
-	br := skipBOM(&capReader{r: r, left: MaxTextBytes})
+	br, err := skipBOM(&capReader{r: r, left: MaxTextBytes})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
 	s, src := &Texts{Texts: []string{}}, []Source{}
 	var buf []byte
 	line := 0
@@ -520,12 +527,19 @@ func ReadTextLines(r io.Reader, name string) (*Texts, []Source, error) {
 	return s, src, nil
 }
 
+// errUTF16 explains a file in UTF-16, as spreadsheets save "Unicode text".
+var errUTF16 = errors.New("the file is UTF-16 (a spreadsheet's \"Unicode text\"): save it as \"CSV UTF-8\", or convert it (iconv -f utf-16 -t utf-8)")
+
 // skipBOM returns a buffered reader of r past a leading UTF-8 byte order
-// mark.
-func skipBOM(r io.Reader) *bufio.Reader {
+// mark, or errUTF16 if r starts with a UTF-16 one.
+func skipBOM(r io.Reader) (*bufio.Reader, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
-	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, []byte(utf8BOM)) {
+	b, _ := br.Peek(len(utf8BOM))
+	switch {
+	case bytes.HasPrefix(b, []byte(utf8BOM)):
 		_, _ = br.Discard(len(utf8BOM))
+	case bytes.HasPrefix(b, []byte{0xff, 0xfe}) || bytes.HasPrefix(b, []byte{0xfe, 0xff}):
+		return nil, errUTF16
 	}
-	return br
+	return br, nil
 }

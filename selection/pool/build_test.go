@@ -342,6 +342,7 @@ func TestReadTextsCSVErrors(t *testing.T) {
 		{"no header several", "x,y\n", TextOptions{NoHeader: true}, "line 1 has 2 fields: name the column"},
 		{"latin-1", "text\ncaf\xe9\n", TextOptions{}, "line 2 (record 1): not valid UTF-8"},
 		{"only empty", "text\n\"\"\n", TextOptions{}, "no texts"},
+		{"utf-16", "\xff\xfet\x00e\x00x\x00t\x00", TextOptions{}, "the file is UTF-16"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := ReadTextsCSV(strings.NewReader(tc.file), "f", tc.opt)
@@ -366,6 +367,7 @@ func TestReadTextLines(t *testing.T) {
 		{"empty", "", "no texts"},
 		{"blank", "\n \n", "no texts"},
 		{"latin-1", "ok\ncaf\xe9\n", "line 2: not valid UTF-8"},
+		{"utf-16", "\xfe\xff\x00o\x00k", "the file is UTF-16"},
 		{"long line", "ok\n" + strings.Repeat("x", MaxLineBytes/2+1) + "\n", "line 2: a text of"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
