@@ -58,7 +58,8 @@ type hfNormalizer struct {
 //   - normalizer must be a BertNormalizer (its lowercase flag, default true,
 //     selects the uncased behaviour; clean_text and handle_chinese_chars
 //     must not be false and strip_accents must be null or equal lowercase,
-//     as BasicTokenize implements them) or null (cased, nothing stripped);
+//     as BasicTokenize implements them) or null (cased; BasicTokenize's text
+//     cleaning and spacing of CJK characters still apply);
 //   - pre_tokenizer must be a BertPreTokenizer (or null).
 //
 // The vocabulary needs [PAD], [CLS] and [SEP] and the unknown token (see

@@ -4,7 +4,9 @@
 // whitespace splitting), greedy longest-match-first WordPiece with "##"
 // continuations, and the [CLS]/[SEP]/[PAD] framing with attention mask and
 // token type ids that BERT-style models take. Vocabularies are read from a
-// Hugging Face vocab.txt or built from a corpus with BuildVocab.
+// Hugging Face vocab.txt (LoadVocab) or a whole tokenizer from its
+// tokenizer.json (LoadTokenizerJSON), or built from a corpus with
+// BuildVocab.
 package wordpiece
 
 import (

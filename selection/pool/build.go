@@ -106,7 +106,8 @@ func isImageFile(name string) bool {
 // the pool that BuildImages makes of them (so "a.png" comes before
 // "a/b.png", and "10.png" before "2.png": name files 002.png, 010.png to
 // keep a numeric order). Files and directories whose names start with "."
-// are left out; skipped lists the other files left out (not PNG or JPEG).
+// are left out, and symbolic links to directories are not followed;
+// skipped lists the other files left out (not PNG or JPEG).
 func ImageFiles(dir string) (files, skipped []string, err error) {
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
