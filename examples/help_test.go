@@ -22,6 +22,7 @@ func TestHelp(t *testing.T) {
 		{"modelowner", "-peer-fingerprint"},
 		{"dataowner", "-embedding"},
 		{"quickstart", "-export"},
+		{"mkpool", "images -dir DIR"},
 	}
 	dir := t.TempDir()
 	args := []string{"build", "-o", dir + string(filepath.Separator)}

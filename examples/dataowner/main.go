@@ -13,13 +13,15 @@
 //	    -state state-do/ -out result.json
 //
 // -pool is the pool, in either format of package selection/pool (read
-// with pool.ReadFile; plain or gzip'd): grey-scale images ("SFIMGS01", for a
-// ViT checkpoint of their size) or texts (JSON lines under the header
-// {"format":"selectformer-texts/1"}, one {"text": ...} per line, for a BERT
-// or DistilBERT checkpoint); labels in the file are ignored. Texts are
-// WordPiece-tokenized with the checkpoint's vocab.txt (the model directory's,
-// or -vocab FILE) to the checkpoint's max_position_embeddings tokens, or
-// -seq. -embedding is the public pretrained checkpoint (a model directory)
+// with pool.ReadFile; plain or gzip'd; command mkpool builds one from a
+// directory of PNG/JPEG files or a CSV/TSV/plain-text file): images
+// ("SFIMGS01" grey or "SFIMGS02" RGB, for a ViT checkpoint of their size)
+// or texts (JSON lines under the header {"format":"selectformer-texts/1"},
+// one {"text": ...} per line, for a BERT or DistilBERT checkpoint); labels
+// in the file are ignored. Texts are WordPiece-tokenized with the
+// checkpoint's vocab.txt or Hugging Face tokenizer.json (the model
+// directory's, or -vocab FILE), which must match the checkpoint, to the
+// checkpoint's max_position_embeddings tokens, or -seq. -embedding is the public pretrained checkpoint (a model directory)
 // whose frozen embeddings the data owner evaluates locally. The pool size is
 // the file's. With -state, a killed or disconnected run restarted with the
 // same flags resumes where it stopped. On a terminal, a progress bar shows
@@ -47,9 +49,9 @@ func main() { peer.Exec("dataowner", summary, dataOwner, party.Classify) }
 func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 1, "model owner")
-	poolPath := fs.String("pool", "", "the pool file: images or texts, as package selection/pool describes (plain or gzip'd); required")
+	poolPath := fs.String("pool", "", "the pool file: images or texts, as package selection/pool describes (plain or gzip'd; mkpool builds one from a directory of PNG/JPEG files or a CSV/TSV/text file); required")
 	embDir := fs.String("embedding", "", "the public checkpoint (model directory) whose embeddings the pool goes through; required")
-	vocab := fs.String("vocab", "", "text pools: the checkpoint's WordPiece vocab.txt (default: the one in the -embedding directory)")
+	vocab := fs.String("vocab", "", "text pools: the checkpoint's WordPiece vocab.txt or Hugging Face tokenizer.json (default: the -embedding directory's vocab.txt, else its tokenizer.json); refused if it does not match the checkpoint")
 	seq := fs.Int("seq", 0, "text pools: tokens per text, truncated or padded (0: the checkpoint's max_position_embeddings)")
 	var pf party.ParamFlags
 	pf.Register(fs, false)

@@ -25,11 +25,15 @@ func EncodeImages(w io.Writer, s *ImageSet) error {
 	return pool.EncodeImages(w, &pool.Images{Width: s.Width, Height: s.Height, Pixels: s.Images, Labels: s.Labels})
 }
 
-// DecodeImages reads the format written by EncodeImages (pool.DecodeImages).
+// DecodeImages reads the format written by EncodeImages (pool.DecodeImages);
+// the images must be grey-scale.
 func DecodeImages(r io.Reader) (*ImageSet, error) {
 	s, err := pool.DecodeImages(r)
 	if err != nil {
 		return nil, err
+	}
+	if c := s.NumChannels(); c != 1 {
+		return nil, fmt.Errorf("decode images: images of %d channels, not grey-scale", c)
 	}
 	return &ImageSet{Width: s.Width, Height: s.Height, Images: s.Pixels, Labels: s.Labels}, nil
 }

@@ -2,6 +2,7 @@ package wordpiece_test
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/selectformer/selectformer/proxy/wordpiece"
 )
@@ -36,4 +37,27 @@ func ExampleBuildVocab() {
 	// Output:
 	// [[PAD] [UNK] [CLS] [SEP] [MASK]]
 	// [the cat n ##a ##p ##p ##e ##d [UNK] a r ##at s ##at]
+}
+
+// A Hugging Face tokenizer.json of a BERT checkpoint (cut down to a few
+// tokens): its WordPiece vocabulary and its normalizer's lower-casing.
+func ExampleReadTokenizerJSON() {
+	file := `{
+  "version": "1.0",
+  "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": null, "lowercase": true},
+  "pre_tokenizer": {"type": "BertPreTokenizer"},
+  "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100,
+    "vocab": {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4, "un": 5, "##aff": 6, "##able": 7, "!": 8}}
+}`
+	tok, err := wordpiece.ReadTokenizerJSON(strings.NewReader(file))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tok.Vocab().Size(), tok.LowerCase())
+	fmt.Println(tok.Tokenize("Unaffable!"))
+	fmt.Println(tok.Encode("Unaffable!", 8).IDs)
+	// Output:
+	// 9 true
+	// [un ##aff ##able !]
+	// [2 5 6 7 8 3 0 0]
 }

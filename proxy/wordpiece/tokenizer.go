@@ -11,6 +11,7 @@ const MaxInputCharsPerWord = 100
 type Tokenizer struct {
 	vocab     *Vocab
 	lowerCase bool
+	maxChars  int // longest word split; longer ones are unknown
 }
 
 // Encoding is the model input for one text (or text pair): token ids,
@@ -23,16 +24,22 @@ type Encoding struct {
 // NewTokenizer returns a tokenizer over v; lowerCase selects the uncased
 // behaviour (lower-casing and accent stripping) of uncased BERT models.
 func NewTokenizer(v *Vocab, lowerCase bool) *Tokenizer {
-	return &Tokenizer{vocab: v, lowerCase: lowerCase}
+	return &Tokenizer{vocab: v, lowerCase: lowerCase, maxChars: MaxInputCharsPerWord}
 }
 
 // Vocab returns the tokenizer's vocabulary.
 func (t *Tokenizer) Vocab() *Vocab { return t.vocab }
 
+// LowerCase reports whether the tokenizer lower-cases and strips accents
+// (uncased models).
+func (t *Tokenizer) LowerCase() bool { return t.lowerCase }
+
 // Tokenize splits text into word pieces: BasicTokenize, then greedy
 // longest-match-first WordPiece on every word, continuation pieces carrying
-// the "##" prefix. A word longer than MaxInputCharsPerWord characters, or one
-// that cannot be covered by vocabulary pieces, becomes a single [UNK].
+// the "##" prefix (the vocabulary's ContinuationPrefix). A word longer than
+// MaxInputCharsPerWord characters (or a tokenizer.json's
+// max_input_chars_per_word), or one that cannot be covered by vocabulary
+// pieces, becomes a single [UNK] (the vocabulary's unknown token).
 func (t *Tokenizer) Tokenize(text string) []string {
 	var out []string
 	for _, w := range BasicTokenize(text, t.lowerCase) {
@@ -43,8 +50,8 @@ func (t *Tokenizer) Tokenize(text string) []string {
 
 // appendWordPieces appends the word pieces of one word.
 func (t *Tokenizer) appendWordPieces(out []string, word string) []string {
-	if utf8.RuneCountInString(word) > MaxInputCharsPerWord {
-		return append(out, UnkToken)
+	if utf8.RuneCountInString(word) > t.maxChars {
+		return append(out, t.vocab.tokens[t.vocab.unk])
 	}
 	n := len(out)
 	for start := 0; start < len(word); {
@@ -66,7 +73,7 @@ func (t *Tokenizer) appendWordPieces(out []string, word string) []string {
 			end -= size
 		}
 		if found < 0 {
-			return append(out[:n], UnkToken)
+			return append(out[:n], t.vocab.tokens[t.vocab.unk])
 		}
 		out = append(out, t.vocab.tokens[found])
 		start = end

@@ -4,7 +4,9 @@
 // whitespace splitting), greedy longest-match-first WordPiece with "##"
 // continuations, and the [CLS]/[SEP]/[PAD] framing with attention mask and
 // token type ids that BERT-style models take. Vocabularies are read from a
-// Hugging Face vocab.txt or built from a corpus with BuildVocab.
+// Hugging Face vocab.txt (LoadVocab) or a whole tokenizer from its
+// tokenizer.json (LoadTokenizerJSON), or built from a corpus with
+// BuildVocab.
 package wordpiece
 
 import (
@@ -35,15 +37,36 @@ const maxVocabTokenBytes = 1 << 16
 type Vocab struct {
 	tokens                   []string
 	ids                      map[string]int
-	cont                     map[string]int // "##x" tokens keyed by x
+	cont                     map[string]int // continuation tokens ("##x") keyed by x
+	prefix                   string         // the continuation prefix
 	pad, unk, cls, sep, mask int
+}
+
+// VocabOptions are the WordPiece model settings a Hugging Face
+// tokenizer.json may change; the zero value is BERT's.
+type VocabOptions struct {
+	// ContinuationPrefix marks continuation pieces ("" means "##").
+	ContinuationPrefix string
+	// UnkToken is the unknown token ("" means "[UNK]").
+	UnkToken string
 }
 
 // NewVocab builds a vocabulary in which tokens[i] has id i. Tokens must be
 // non-empty and distinct, and [PAD], [UNK], [CLS] and [SEP] must be present
 // ([MASK] is optional).
-func NewVocab(tokens []string) (*Vocab, error) {
-	v := &Vocab{tokens: append([]string(nil), tokens...), ids: make(map[string]int, len(tokens)), cont: map[string]int{}}
+func NewVocab(tokens []string) (*Vocab, error) { return NewVocabWith(tokens, VocabOptions{}) }
+
+// NewVocabWith is NewVocab with the continuation prefix and the unknown
+// token of opt.
+func NewVocabWith(tokens []string, opt VocabOptions) (*Vocab, error) {
+	prefix, unk := opt.ContinuationPrefix, opt.UnkToken
+	if prefix == "" {
+		prefix = ContinuationPrefix
+	}
+	if unk == "" {
+		unk = UnkToken
+	}
+	v := &Vocab{tokens: append([]string(nil), tokens...), ids: make(map[string]int, len(tokens)), cont: map[string]int{}, prefix: prefix}
 	for i, t := range tokens {
 		if t == "" {
 			return nil, fmt.Errorf("vocab: token %d is empty", i)
@@ -52,14 +75,14 @@ func NewVocab(tokens []string) (*Vocab, error) {
 			return nil, fmt.Errorf("vocab: token %q at ids %d and %d", t, j, i)
 		}
 		v.ids[t] = i
-		if rest, ok := strings.CutPrefix(t, ContinuationPrefix); ok && rest != "" {
+		if rest, ok := strings.CutPrefix(t, prefix); ok && rest != "" {
 			v.cont[rest] = i
 		}
 	}
 	for _, s := range []struct {
 		tok string
 		id  *int
-	}{{PadToken, &v.pad}, {UnkToken, &v.unk}, {ClsToken, &v.cls}, {SepToken, &v.sep}} {
+	}{{PadToken, &v.pad}, {unk, &v.unk}, {ClsToken, &v.cls}, {SepToken, &v.sep}} {
 		id, ok := v.ids[s.tok]
 		if !ok {
 			return nil, fmt.Errorf("vocab: special token %s missing", s.tok)
@@ -138,6 +161,10 @@ func (v *Vocab) SaveVocab(path string) error {
 	return nil
 }
 
+// ContinuationPrefix returns the prefix of continuation pieces ("##" for
+// BERT).
+func (v *Vocab) ContinuationPrefix() string { return v.prefix }
+
 // Size returns the number of tokens.
 func (v *Vocab) Size() int { return len(v.tokens) }
 
@@ -161,7 +188,7 @@ func (v *Vocab) Tokens() []string { return append([]string(nil), v.tokens...) }
 // PadID returns the id of [PAD].
 func (v *Vocab) PadID() int { return v.pad }
 
-// UnkID returns the id of [UNK].
+// UnkID returns the id of the unknown token ([UNK]).
 func (v *Vocab) UnkID() int { return v.unk }
 
 // ClsID returns the id of [CLS].

@@ -1,9 +1,17 @@
 // Package pool reads and writes the data owner's pool files: the unlabeled
-// candidates a selection runs over, either grey-scale images or texts. Read
-// detects the format; Pool.Input turns the candidates into the model input
-// of a checkpoint (pixels normalised as the Hugging Face ViT processor does,
-// or texts WordPiece-tokenized with the checkpoint's vocab.txt), in file
-// order: candidate i of the selection is the file's item i.
+// candidates a selection runs over, either images (grey-scale or colour) or
+// texts. Read detects the format; Pool.Input turns the candidates into the
+// model input of a checkpoint (pixels normalised as the Hugging Face ViT
+// processor does, or texts WordPiece-tokenized with the checkpoint's
+// vocab.txt or tokenizer.json), in file order: candidate i of the selection
+// is the file's item i.
+//
+// The builders make a pool from a data owner's own files, with a Source per
+// candidate that says where it came from (WriteIndex keeps them beside the
+// pool, since a selection's result is pool indices): BuildImages from a
+// directory of PNG and JPEG files, ReadTextsCSV from a column of a CSV or
+// TSV file, ReadTextLines from a file of one text per line. The command
+// examples/mkpool runs them.
 //
 //	p, err := pool.ReadFile("pool.jsonl.gz")
 //	vocab, err := wordpiece.LoadVocab("checkpoint/vocab.txt")
@@ -20,9 +28,10 @@
 // Encode functions always write gzip with best compression and a header with
 // no name and no time stamp, so equal sets give equal files.
 //
-// # Images ("SFIMGS01")
+// # Images ("SFIMGS01", "SFIMGS02")
 //
-// All integers little-endian. After decompression, byte by byte:
+// All integers little-endian. After decompression, byte by byte, grey-scale
+// images:
 //
 //	offset  size        field
 //	0       8           magic, the ASCII bytes "SFIMGS01"
@@ -35,7 +44,22 @@
 //	                    first, left to right), one byte per pixel, value
 //	                    byte/255 in [0, 1] (0 black, 255 white)
 //
-// Nothing may follow the last pixel. N·(1+W·H) may not exceed MaxImageBytes.
+// Images of C channels (C = 3 for RGB) start "SFIMGS02" and add C after H:
+//
+//	offset  size        field
+//	0       8           magic, the ASCII bytes "SFIMGS02"
+//	8       4           N (uint32)
+//	12      2           W (uint16, 1..4096)
+//	14      2           H (uint16, 1..4096)
+//	16      2           C, the channels (uint16, 1..4)
+//	18      N           one label byte per image, as above
+//	18+N    N·C·W·H     the pixels: image after image, each channel after
+//	                    channel (red, green, blue), each channel row-major
+//
+// Nothing may follow the last pixel. N·(1+C·W·H) may not exceed
+// MaxImageBytes. A grey image goes into a checkpoint of any number of
+// channels (repeated over them); an image of C > 1 channels only into one of
+// C channels.
 //
 // # Texts ("selectformer-texts/1")
 //

@@ -12,8 +12,8 @@ func checkImages(t *testing.T, s *Images) {
 		t.Fatalf("%d images, %d labels", len(s.Pixels), len(s.Labels))
 	}
 	for _, img := range s.Pixels {
-		if len(img) != s.Width*s.Height {
-			t.Fatalf("image of %d pixels for %d×%d", len(img), s.Width, s.Height)
+		if len(img) != s.NumChannels()*s.Width*s.Height {
+			t.Fatalf("image of %d pixels for %d×%d×%d", len(img), s.NumChannels(), s.Width, s.Height)
 		}
 	}
 	if err := EncodeImages(&bytes.Buffer{}, s); err != nil {
@@ -50,6 +50,10 @@ func seedImages(f *testing.F) {
 	_ = EncodeImages(&buf, &Images{Width: 2, Height: 2, Pixels: [][]float64{{0, 1, 0.5, 0}}, Labels: []int{3}})
 	f.Add(buf.Bytes())
 	f.Add(gz(f, imagesHeader(1000, 28, 28)))
+	buf.Reset()
+	_ = EncodeImages(&buf, &Images{Width: 1, Height: 2, Channels: 3, Pixels: [][]float64{{0, 1, 0.5, 0, 0.2, 0.3}}})
+	f.Add(buf.Bytes())
+	f.Add(append([]byte(ImagesMagicChannels), 1, 0, 0, 0, 1, 0, 1, 0, 2, 0, 0, 9, 9))
 	f.Add(append(imagesHeader(1, 1, 2), 0, 7, 9))
 	f.Add([]byte{})
 }

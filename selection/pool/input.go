@@ -14,8 +14,10 @@ import (
 //   - an image pool needs a ViT whose image size is the images' (square)
 //     size; pixels are normalised to [-1, 1] and a grey image is repeated
 //     over the checkpoint's channels, as the Hugging Face ViT processor does;
+//     images of several channels need as many in the checkpoint;
 //   - a text pool needs a BERT or DistilBERT checkpoint and its WordPiece
-//     tokenizer tok (at most cfg.VocabSize tokens); each text becomes
+//     tokenizer tok, whose vocabulary must match the checkpoint (see
+//     model.Config.CheckVocab); each text becomes
 //     [CLS] text [SEP], truncated and padded to seq tokens (0: the
 //     checkpoint's MaxPositions).
 func (p *Pool) Input(cfg model.Config, tok *wordpiece.Tokenizer, seq int) (model.Input, error) {
@@ -31,7 +33,14 @@ func (p *Pool) Input(cfg model.Config, tok *wordpiece.Tokenizer, seq int) (model
 		if cfg.NumChannels < 1 {
 			return model.Input{}, fmt.Errorf("pool input: the checkpoint has %d channels", cfg.NumChannels)
 		}
-		return model.NormalizeImages(s.Pixels, cfg.NumChannels), nil
+		switch c := s.NumChannels(); {
+		case c == 1:
+			return model.NormalizeImages(s.Pixels, cfg.NumChannels), nil
+		case c == cfg.NumChannels:
+			return model.NormalizeImages(s.Pixels, 1), nil
+		default:
+			return model.Input{}, fmt.Errorf("pool input: the images have %d channels, the checkpoint takes %d (num_channels): build the pool with %d channels (mkpool images -channels %d)", c, cfg.NumChannels, cfg.NumChannels, cfg.NumChannels)
+		}
 	case p.Texts != nil:
 		if cfg.Family != model.BERT && cfg.Family != model.DistilBERT {
 			return model.Input{}, fmt.Errorf("pool input: a text pool needs a %s or %s checkpoint, not %s", model.BERT, model.DistilBERT, familyName(cfg.Family))
@@ -39,8 +48,8 @@ func (p *Pool) Input(cfg model.Config, tok *wordpiece.Tokenizer, seq int) (model
 		if tok == nil {
 			return model.Input{}, errors.New("pool input: a text pool needs the checkpoint's WordPiece tokenizer (vocab.txt)")
 		}
-		if n := tok.Vocab().Size(); n > cfg.VocabSize {
-			return model.Input{}, fmt.Errorf("pool input: the vocabulary has %d tokens, the checkpoint's embeddings only %d: not this checkpoint's vocab.txt", n, cfg.VocabSize)
+		if err := cfg.CheckVocab(tok.Vocab()); err != nil {
+			return model.Input{}, fmt.Errorf("pool input: %w", err)
 		}
 		if seq == 0 {
 			seq = cfg.MaxPositions

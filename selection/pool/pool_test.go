@@ -40,12 +40,15 @@ func TestImagesRoundTrip(t *testing.T) {
 		name   string
 		labels []int
 		want   []int
+		w, h   int
+		c      int
 	}{
-		{"labelled", []int{0, 7, 255}, []int{0, 7, 255}},
-		{"unlabeled", nil, []int{0, 0, 0}},
+		{"labelled", []int{0, 7, 255}, []int{0, 7, 255}, 3, 2, 0},
+		{"unlabeled", nil, []int{0, 0, 0}, 3, 2, 0},
+		{"rgb", []int{1, 2, 3}, []int{1, 2, 3}, 1, 2, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Images{Width: 3, Height: 2, Labels: tc.labels,
+			s := &Images{Width: tc.w, Height: tc.h, Channels: tc.c, Labels: tc.labels,
 				Pixels: [][]float64{{0, 1, 0.5, 0.25, 1.0 / 255, 0.999}, {1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0}}}
 			var buf bytes.Buffer
 			if err := EncodeImages(&buf, s); err != nil {
@@ -55,7 +58,7 @@ func TestImagesRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Width != 3 || got.Height != 2 || got.Len() != 3 || !reflect.DeepEqual(got.Labels, tc.want) {
+			if got.Width != tc.w || got.Height != tc.h || got.Channels != tc.c || got.Len() != 3 || !reflect.DeepEqual(got.Labels, tc.want) {
 				t.Fatalf("decoded %+v", got)
 			}
 			for i := range s.Pixels {
@@ -103,6 +106,22 @@ func TestImagesLayout(t *testing.T) {
 	if !bytes.Equal(raw, want) {
 		t.Fatalf("layout % x, want % x", raw, want)
 	}
+	// Two RGB images of 1×1: SFIMGS02, the channel count after the size,
+	// each image's channels in order.
+	buf.Reset()
+	rgb := &Images{Width: 1, Height: 1, Channels: 3, Pixels: [][]float64{{1, 0, 0.2}, {0, 1, 0.5}}}
+	if err := EncodeImages(&buf, rgb); err != nil {
+		t.Fatal(err)
+	}
+	zr, err = gzip.NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = io.ReadAll(zr)
+	want = append([]byte(ImagesMagicChannels), 2, 0, 0, 0, 1, 0, 1, 0, 3, 0, 0, 0, 255, 0, 51, 0, 255, 128)
+	if !bytes.Equal(raw, want) {
+		t.Fatalf("RGB layout % x, want % x", raw, want)
+	}
 }
 
 func TestEncodeImagesErrors(t *testing.T) {
@@ -116,6 +135,8 @@ func TestEncodeImagesErrors(t *testing.T) {
 		{"label count", Images{Width: 1, Height: 1, Pixels: [][]float64{{0}}, Labels: []int{}}, "0 labels for 1 images"},
 		{"label range", Images{Width: 1, Height: 1, Pixels: [][]float64{{0}}, Labels: []int{256}}, "outside [0, 255]"},
 		{"pixel count", Images{Width: 2, Height: 1, Pixels: [][]float64{{0}}}, "has 1 pixels, want 2"},
+		{"rgb pixel count", Images{Width: 2, Height: 1, Channels: 3, Pixels: [][]float64{{0, 0}}}, "has 2 pixels, want 6 (3 channels of 2×1)"},
+		{"channels", Images{Width: 1, Height: 1, Channels: 5}, "5 channels outside [1, 4]"},
 		{"pixel range", Images{Width: 1, Height: 1, Pixels: [][]float64{{1.5}}}, "outside [0, 1]"},
 		{"NaN pixel", Images{Width: 1, Height: 1, Pixels: [][]float64{{math.NaN()}}}, "outside [0, 1]"},
 	} {
@@ -143,6 +164,10 @@ func TestDecodeImagesErrors(t *testing.T) {
 		{"truncated", gz(t, append(imagesHeader(2, 2, 2), 1, 1, 0, 0, 0)), "want 10"},
 		{"trailing", gz(t, append(imagesHeader(1, 1, 1), 1, 2, 3)), "want 2"},
 		{"broken gzip", gz(t, imagesHeader(1, 1, 1))[:12], "decode images"},
+		{"rgb no channels", gz(t, append([]byte(ImagesMagicChannels), 1, 0, 0, 0, 1, 0, 1, 0)), "header"},
+		{"rgb zero channels", gz(t, append([]byte(ImagesMagicChannels), 1, 0, 0, 0, 1, 0, 1, 0, 0, 0)), "0 channels outside [1, 4]"},
+		{"rgb 5 channels", gz(t, append([]byte(ImagesMagicChannels), 1, 0, 0, 0, 1, 0, 1, 0, 5, 0)), "5 channels"},
+		{"rgb truncated", gz(t, append([]byte(ImagesMagicChannels), 1, 0, 0, 0, 1, 0, 1, 0, 3, 0, 0, 1, 2)), "want 4 for 1 images of 3×1×1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := DecodeImages(bytes.NewReader(tc.file)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -440,16 +465,26 @@ func TestInput(t *testing.T) {
 	vit3 := vit
 	vit3.NumChannels = 3
 	bert := model.Config{Family: model.BERT, VocabSize: 10, MaxPositions: 6}
-	vocab, err := wordpiece.NewVocab([]string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world"})
+	vocab, err := wordpiece.NewVocab([]string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "hello", "world", "[MASK]"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := wordpiece.NewTokenizer(vocab, true)
+	noMask, err := wordpiece.NewVocab(vocab.Tokens()[:6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A made-up vocabulary for a BERT-base-sized embedding table: accepted
+	// before issue 30, giving a meaningless selection.
+	bertBase := model.Config{Family: model.BERT, VocabSize: 30522, MaxPositions: 6}
+	padAt1 := bert
+	padAt1.PadTokenID = 1
 	big, err := wordpiece.NewVocab(append(vocab.Tokens(), "a", "b", "c", "d", "e"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	images := &Pool{Images: &Images{Width: 2, Height: 2, Pixels: [][]float64{{0, 1, 0.5, 0}}}}
+	rgb := &Pool{Images: &Images{Width: 2, Height: 2, Channels: 3, Pixels: [][]float64{{0, 1, 0.5, 0, 1, 1, 1, 1, 0, 0, 0, 0.5}}}}
 	texts := &Pool{Texts: &Texts{Texts: []string{"Hello world", "world"}}}
 	for _, tc := range []struct {
 		name string
@@ -463,6 +498,8 @@ func TestInput(t *testing.T) {
 		{"images", images, vit, nil, 0, model.Input{Pixels: [][]float64{{-1, 1, 0, -1}}}, ""},
 		{"images 3 channels", images, vit3, nil, 0, model.Input{Pixels: [][]float64{{-1, 1, 0, -1, -1, 1, 0, -1, -1, 1, 0, -1}}}, ""},
 		{"images on bert", images, bert, tok, 0, model.Input{}, "needs a vit checkpoint, not a bert"},
+		{"rgb images 3 channels", rgb, vit3, nil, 0, model.Input{Pixels: [][]float64{{-1, 1, 0, -1, 1, 1, 1, 1, -1, -1, -1, 0}}}, ""},
+		{"rgb images 1 channel", rgb, vit, nil, 0, model.Input{}, "the images have 3 channels, the checkpoint takes 1 (num_channels): build the pool with 1 channels (mkpool images -channels 1)"},
 		{"images wrong size", images, model.Config{Family: model.ViT, ImageSize: 3, NumChannels: 1}, nil, 0, model.Input{}, "do not fit"},
 		{"texts max positions", texts, bert, tok, 0, model.Input{
 			IDs:     [][]int{{2, 4, 5, 3, 0, 0}, {2, 5, 3, 0, 0, 0}},
@@ -473,7 +510,10 @@ func TestInput(t *testing.T) {
 		{"texts seq too long", texts, bert, tok, 7, model.Input{}, "outside [2, 6]"},
 		{"texts seq too short", texts, bert, tok, 1, model.Input{}, "outside [2, 6]"},
 		{"texts no tokenizer", texts, bert, nil, 0, model.Input{}, "tokenizer"},
-		{"texts foreign vocab", texts, bert, wordpiece.NewTokenizer(big, true), 0, model.Input{}, "11 tokens"},
+		{"texts foreign vocab", texts, bert, wordpiece.NewTokenizer(big, true), 0, model.Input{}, "12 tokens, more than the 10 rows"},
+		{"texts made-up vocab", texts, bertBase, tok, 0, model.Input{}, "the vocabulary has 7 tokens, the checkpoint's word embeddings 30522 rows"},
+		{"texts vocab without mask", texts, bert, wordpiece.NewTokenizer(noMask, true), 0, model.Input{}, "no [MASK] token"},
+		{"texts pad id", texts, padAt1, tok, 0, model.Input{}, "pad_token_id is 1, which is [UNK] in the vocabulary, not [PAD] (id 0)"},
 		{"texts on vit", texts, vit, tok, 0, model.Input{}, "needs a bert or distilbert checkpoint, not a vit"},
 		{"empty", &Pool{}, vit, nil, 0, model.Input{}, "empty pool"},
 	} {
@@ -487,6 +527,29 @@ func TestInput(t *testing.T) {
 			}
 			if err != nil || !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("Input = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestTextsHeaderHint: a JSON-lines file without the header (issue 30: it
+// failed with `json: unknown field "text"`) or with a wrong one is refused
+// with the header line it needs and the builder to use.
+func TestTextsHeaderHint(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"no header", `{"text":"hello"}` + "\n" + `{"text":"world"}` + "\n", "the first line is a text, not the header"},
+		{"labelled, no header", `{"label":1,"text":"hello"}` + "\n", "the first line is a text, not the header"},
+		{"other object", `{"name":"x"}` + "\n", `unknown field "name"`},
+		{"wrong format", `{"format":"texts/2"}` + "\n", `format "texts/2"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Read(strings.NewReader(tc.file))
+			if err == nil || !strings.Contains(err.Error(), tc.want) ||
+				!strings.Contains(err.Error(), `add it as line 1`) || !strings.Contains(err.Error(), `{"format":"selectformer-texts/1"}`) ||
+				!strings.Contains(err.Error(), "mkpool texts") {
+				t.Fatalf("error %v: want %q, the header line and the builder", err, tc.want)
 			}
 		})
 	}

@@ -53,7 +53,7 @@ var ErrTooLarge = errors.New("file exceeds the size limit")
 // optional white space) a text pool. A pool must hold at least one
 // candidate.
 func Read(r io.Reader) (*Pool, error) {
-	rd, closeFn, err := decompress(r, max(MaxImageBytes+imagesHeaderLen, MaxTextBytes))
+	rd, closeFn, err := decompress(r, max(MaxImageBytes+imagesHeaderLen+2, MaxTextBytes))
 	if err != nil {
 		return nil, fmt.Errorf("read pool: %w", err)
 	}
@@ -73,7 +73,7 @@ func Read(r io.Reader) (*Pool, error) {
 			return nil, fmt.Errorf("read pool: texts: %w", err)
 		}
 	default:
-		return nil, fmt.Errorf("read pool: unknown format (starts %q): want an image pool (%q) or a text pool (JSON lines, %q), optionally gzip'd", head, ImagesMagic, TextsFormat)
+		return nil, fmt.Errorf("read pool: unknown format (starts %q): want an image pool (%q or %q) or a text pool (JSON lines, %q), optionally gzip'd", head, ImagesMagic, ImagesMagicChannels, TextsFormat)
 	}
 	if p.Len() == 0 {
 		return nil, fmt.Errorf("read pool: no %s", p.Kind())

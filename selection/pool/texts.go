@@ -13,6 +13,10 @@ import (
 // TextsFormat is the header's "format" value of the text format.
 const TextsFormat = "selectformer-texts/1"
 
+// headerHint says what to do about a text file without a valid header.
+const headerHint = `a text pool starts with the header line {"format":"` + TextsFormat + `"}: add it as line 1, ` +
+	`or build the pool from a CSV, TSV or plain-text file with "mkpool texts" (examples/mkpool)`
+
 // utf8BOM may start a text file; it is skipped.
 const utf8BOM = "\xef\xbb\xbf"
 
@@ -141,10 +145,14 @@ func decodeTexts(r io.Reader) (*Texts, error) {
 	}
 	var hdr textsHeader
 	if err := strictUnmarshal(b, &hdr); err != nil {
-		return nil, fmt.Errorf("header (line %d): %w", line, err)
+		var rec textLine
+		if strictUnmarshal(b, &rec) == nil && rec.Text != nil {
+			return nil, fmt.Errorf("header (line %d): the first line is a text, not the header: %s", line, headerHint)
+		}
+		return nil, fmt.Errorf("header (line %d): %w; %s", line, err, headerHint)
 	}
 	if hdr.Format != TextsFormat {
-		return nil, fmt.Errorf("header (line %d): format %q, want %q", line, hdr.Format, TextsFormat)
+		return nil, fmt.Errorf("header (line %d): format %q, want %q; %s", line, hdr.Format, TextsFormat, headerHint)
 	}
 	if len(hdr.ClassNames) > MaxClasses {
 		return nil, fmt.Errorf("header (line %d): %d class names exceed %d", line, len(hdr.ClassNames), MaxClasses)

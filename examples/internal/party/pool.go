@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/proxy/model"
@@ -15,65 +16,95 @@ import (
 	"github.com/selectformer/selectformer/selection/pool"
 )
 
-// VocabFile and TokenizerConfigFile are the tokenizer files a text model
-// directory may hold beside config.json (as Hugging Face checkpoints do).
+// VocabFile, TokenizerFile and TokenizerConfigFile are the tokenizer files
+// a text model directory may hold beside config.json (as Hugging Face
+// checkpoints do): the WordPiece vocabulary as vocab.txt, or the whole
+// tokenizer as tokenizer.json, and tokenizer_config.json's lower-casing.
 const (
 	VocabFile           = "vocab.txt"
+	TokenizerFile       = "tokenizer.json"
 	TokenizerConfigFile = "tokenizer_config.json"
 )
 
 // maxTokenizerConfig bounds tokenizer_config.json.
 const maxTokenizerConfig = 1 << 20
 
-// Tokenizer loads the WordPiece tokenizer of the text checkpoint in
-// modelDir: the vocabulary vocabPath, or modelDir/vocab.txt if vocabPath is
-// empty; lower-casing as modelDir/tokenizer_config.json's do_lower_case says
-// (true without it, as for the uncased BERT checkpoints).
+// Tokenizer loads the WordPiece tokenizer of the text checkpoint in modelDir
+// (see FindTokenizer).
 func Tokenizer(modelDir, vocabPath string) (*wordpiece.Tokenizer, error) {
+	tok, _, err := FindTokenizer(modelDir, vocabPath)
+	return tok, err
+}
+
+// FindTokenizer loads the WordPiece tokenizer of the text checkpoint in
+// modelDir and returns it with the path of the file it came from:
+//
+//   - vocabPath if not empty: a Hugging Face tokenizer.json if its name ends
+//     in ".json" (wordpiece.LoadTokenizerJSON), else a vocab.txt;
+//   - otherwise modelDir/vocab.txt, or, where the directory has none,
+//     modelDir/tokenizer.json.
+//
+// A vocab.txt is lower-cased as modelDir/tokenizer_config.json's
+// do_lower_case says (true without it, as for the uncased BERT
+// checkpoints); a tokenizer.json as its own normalizer says.
+func FindTokenizer(modelDir, vocabPath string) (*wordpiece.Tokenizer, string, error) {
 	if vocabPath == "" {
-		vocabPath = filepath.Join(modelDir, VocabFile)
-		if _, err := os.Stat(vocabPath); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("a text pool needs the checkpoint's WordPiece vocabulary: %s has no %s (give it with -vocab)", modelDir, VocabFile)
+		for _, name := range []string{VocabFile, TokenizerFile} {
+			p := filepath.Join(modelDir, name)
+			if _, err := os.Stat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+				vocabPath = p
+				break
+			}
 		}
+		if vocabPath == "" {
+			return nil, "", fmt.Errorf("a text pool needs the checkpoint's WordPiece vocabulary: %s has neither %s nor %s; "+
+				"copy the one published with the checkpoint (on its Hugging Face model page, under Files) into that directory, or give it with -vocab FILE",
+				modelDir, VocabFile, TokenizerFile)
+		}
+	}
+	if strings.HasSuffix(strings.ToLower(vocabPath), ".json") {
+		tok, err := wordpiece.LoadTokenizerJSON(vocabPath)
+		return tok, vocabPath, err
 	}
 	v, err := wordpiece.LoadVocab(vocabPath)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	lower := true
 	f, err := os.Open(filepath.Join(modelDir, TokenizerConfigFile))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("tokenizer config: %w", err)
+		return nil, "", fmt.Errorf("tokenizer config: %w", err)
 	default:
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, maxTokenizerConfig+1))
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer config: %w", err)
+			return nil, "", fmt.Errorf("tokenizer config: %w", err)
 		}
 		if len(b) > maxTokenizerConfig {
-			return nil, fmt.Errorf("tokenizer config %s: larger than %d bytes", f.Name(), maxTokenizerConfig)
+			return nil, "", fmt.Errorf("tokenizer config %s: larger than %d bytes", f.Name(), maxTokenizerConfig)
 		}
 		var c struct {
 			DoLowerCase *bool `json:"do_lower_case"`
 		}
 		if err := json.Unmarshal(b, &c); err != nil {
-			return nil, fmt.Errorf("tokenizer config %s: %w", f.Name(), err)
+			return nil, "", fmt.Errorf("tokenizer config %s: %w", f.Name(), err)
 		}
 		if c.DoLowerCase != nil {
 			lower = *c.DoLowerCase
 		}
 	}
-	return wordpiece.NewTokenizer(v, lower), nil
+	return wordpiece.NewTokenizer(v, lower), vocabPath, nil
 }
 
 // PoolInput reads the pool file at poolPath (package selection/pool: images
 // or texts) and returns it as input of the checkpoint emb loaded from
-// embDir. Texts are tokenized with the checkpoint's vocabulary (vocabPath or
-// embDir/vocab.txt) to seq tokens (0: the checkpoint's maximum). Unreadable
-// or mismatched files are ExitInput errors; -vocab or -seq with an image
-// pool are usage errors.
+// embDir. Texts are tokenized with the checkpoint's vocabulary (vocabPath,
+// or embDir's vocab.txt or tokenizer.json: see FindTokenizer), which must
+// match the checkpoint (model.Config.CheckVocab), to seq tokens (0: the
+// checkpoint's maximum). Unreadable or mismatched files are ExitInput
+// errors; -vocab or -seq with an image pool are usage errors.
 func PoolInput(poolPath, embDir string, emb *model.Model, vocabPath string, seq int) (model.Input, pool.Kind, error) {
 	if seq < 0 {
 		return model.Input{}, "", peer.Usage("flag -seq must not be negative")
@@ -92,8 +123,12 @@ func PoolInput(poolPath, embDir string, emb *model.Model, vocabPath string, seq 
 		if f := emb.Config.Family; f != model.BERT && f != model.DistilBERT {
 			break // p.Input explains the mismatch
 		}
-		if tok, err = Tokenizer(embDir, vocabPath); err != nil {
+		var from string
+		if tok, from, err = FindTokenizer(embDir, vocabPath); err != nil {
 			return model.Input{}, "", peer.WithCode(peer.ExitInput, err)
+		}
+		if err := emb.Config.CheckVocab(tok.Vocab()); err != nil {
+			return model.Input{}, "", peer.WithCode(peer.ExitInput, fmt.Errorf("%s does not fit checkpoint %s: %w", from, embDir, err))
 		}
 	}
 	in, err := p.Input(emb.Config, tok, seq)

@@ -2,6 +2,7 @@ package party
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +31,9 @@ func checkpoints(t *testing.T) (bert, bare, vit, vocabPath string, models map[st
 	for name, cfg := range map[string]model.Config{
 		"bert": {Family: model.BERT, Hidden: 8, Heads: 2, Layers: 1, Intermediate: 16, VocabSize: len(tokens), MaxPositions: 12,
 			TypeVocabSize: 2, LayerNormEps: 1e-12, HiddenAct: "gelu", Labels: []string{"ham", "spam"}},
+		// A BERT-base-sized embedding table for the tiny vocabulary.
+		"wide": {Family: model.BERT, Hidden: 8, Heads: 2, Layers: 1, Intermediate: 16, VocabSize: 30522, MaxPositions: 12,
+			TypeVocabSize: 2, LayerNormEps: 1e-12, HiddenAct: "gelu", Labels: []string{"ham", "spam"}},
 		"vit": {Family: model.ViT, Hidden: 8, Heads: 2, Layers: 1, Intermediate: 16, LayerNormEps: 1e-12, HiddenAct: "gelu",
 			ImageSize: 4, PatchSize: 2, NumChannels: 1, Labels: model.DefaultLabels(2)},
 	} {
@@ -48,13 +52,42 @@ func checkpoints(t *testing.T) (bert, bare, vit, vocabPath string, models map[st
 	if err := os.CopyFS(bare, os.DirFS(bert)); err != nil {
 		t.Fatal(err)
 	}
+	// hf holds the BERT with a Hugging Face tokenizer.json and no vocab.txt.
+	hf := filepath.Join(dir, "hf")
+	if err := os.CopyFS(hf, os.DirFS(bare)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hf, TokenizerFile), tokenizerJSON(t, tokens, true), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	models["hf"] = models["bert"]
 	vocabPath = filepath.Join(dir, "elsewhere.txt")
-	for _, p := range []string{filepath.Join(bert, VocabFile), vocabPath} {
+	for _, p := range []string{filepath.Join(bert, VocabFile), filepath.Join(dir, "wide", VocabFile), vocabPath} {
 		if err := v.SaveVocab(p); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return bert, bare, vit, vocabPath, models
+}
+
+// tokenizerJSON returns a Hugging Face tokenizer.json of a BERT WordPiece
+// tokenizer over tokens.
+func tokenizerJSON(t *testing.T, tokens []string, lower bool) []byte {
+	t.Helper()
+	vocab := map[string]int{}
+	for i, tok := range tokens {
+		vocab[tok] = i
+	}
+	b, err := json.Marshal(map[string]any{
+		"version":       "1.0",
+		"normalizer":    map[string]any{"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true, "strip_accents": nil, "lowercase": lower},
+		"pre_tokenizer": map[string]any{"type": "BertPreTokenizer"},
+		"model":         map[string]any{"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100, "vocab": vocab},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func writePool(t *testing.T, dir, name string, write func(*bytes.Buffer) error) string {
@@ -72,6 +105,7 @@ func writePool(t *testing.T, dir, name string, write func(*bytes.Buffer) error) 
 
 func TestPoolInput(t *testing.T) {
 	bert, bare, vit, vocabPath, models := checkpoints(t)
+	hf, wide := filepath.Join(filepath.Dir(bert), "hf"), filepath.Join(filepath.Dir(bert), "wide")
 	dir := t.TempDir()
 	texts := writePool(t, dir, "texts.jsonl", func(b *bytes.Buffer) error {
 		_, err := b.WriteString(`{"format":"selectformer-texts/1"}` + "\n" + `{"text":"hello world"}` + "\n" + `{"text":"World, hello!"}` + "\n")
@@ -92,7 +126,11 @@ func TestPoolInput(t *testing.T) {
 		{"texts, vocab.txt in the checkpoint", texts, bert, "", 0, pool.KindTexts, []int{2, 5, 6, 3, 0, 0, 0, 0, 0, 0, 0, 0}, 0, ""},
 		{"texts, -seq", texts, bert, "", 4, pool.KindTexts, []int{2, 5, 6, 3}, 0, ""},
 		{"texts, -vocab", texts, bare, vocabPath, 3, pool.KindTexts, []int{2, 5, 3}, 0, ""},
-		{"texts, no vocabulary", texts, bare, "", 0, "", nil, peer.ExitInput, "give it with -vocab"},
+		{"texts, no vocabulary", texts, bare, "", 0, "", nil, peer.ExitInput, "neither vocab.txt nor tokenizer.json; copy the one published with the checkpoint"},
+		{"texts, tokenizer.json in the checkpoint", texts, hf, "", 4, pool.KindTexts, []int{2, 5, 6, 3}, 0, ""},
+		{"texts, -vocab tokenizer.json", texts, bare, filepath.Join(hf, TokenizerFile), 4, pool.KindTexts, []int{2, 5, 6, 3}, 0, ""},
+		{"texts, made-up vocab.txt for a 30522-row table", texts, wide, "", 0, "", nil, peer.ExitInput, "vocab.txt does not fit checkpoint"},
+		{"texts, made-up -vocab for a 30522-row table", texts, wide, vocabPath, 0, "", nil, peer.ExitInput, "the vocabulary has 8 tokens, the checkpoint's word embeddings 30522 rows"},
 		{"texts, missing -vocab file", texts, bert, vocabPath + ".x", 0, "", nil, peer.ExitInput, "vocab"},
 		{"texts, -seq too long", texts, bert, "", 13, "", nil, peer.ExitInput, "outside [2, 12]"},
 		{"texts, negative -seq", texts, bert, "", -1, "", nil, peer.ExitUsage, "-seq"},
@@ -163,6 +201,41 @@ func TestTokenizerCase(t *testing.T) {
 			}
 			if got := tok.Tokenize("Hello"); !slices.Equal(got, tc.want) {
 				t.Fatalf("Tokenize(Hello) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFindTokenizer: a checkpoint directory's vocab.txt comes first, then
+// its tokenizer.json, whose own normalizer decides lower-casing.
+func TestFindTokenizer(t *testing.T) {
+	bert, _, _, _, _ := checkpoints(t)
+	hf := filepath.Join(filepath.Dir(bert), "hf")
+	tokens := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "Hello"}
+	if err := os.WriteFile(filepath.Join(hf, TokenizerFile), tokenizerJSON(t, tokens, false), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hf, TokenizerConfigFile), []byte(`{"do_lower_case": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, dir, vocab, from string
+		want                   []string
+	}{
+		{"tokenizer.json, cased", hf, "", filepath.Join(hf, TokenizerFile), []string{"Hello"}},
+		{"vocab.txt first", bert, "", filepath.Join(bert, VocabFile), []string{"hello"}},
+		{"-vocab tokenizer.json", bert, filepath.Join(hf, TokenizerFile), filepath.Join(hf, TokenizerFile), []string{"Hello"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.dir == bert {
+				_ = os.WriteFile(filepath.Join(bert, TokenizerFile), tokenizerJSON(t, tokens, false), 0o644)
+			}
+			tok, from, err := FindTokenizer(tc.dir, tc.vocab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tok.Tokenize("Hello"); from != tc.from || !slices.Equal(got, tc.want) {
+				t.Fatalf("from %s: Tokenize(Hello) = %v; want %s, %v", from, got, tc.from, tc.want)
 			}
 		})
 	}
