@@ -16,6 +16,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -291,22 +292,33 @@ func (e *Exporter) Write(dir string, idx []int, in model.Input) (*LabelRequest, 
 }
 
 // images turns a ViT's inputs (channels × size × size values normalised to
-// [-1, 1], as pool.Pool.Input makes them) back into grey images: the mean
-// of the channels, mapped to [0, 1] (values outside are clipped).
+// [-1, 1], as pool.Pool.Input makes them) back into the pool's images,
+// mapped to [0, 1] (values outside are clipped): grey images (one channel,
+// SFIMGS01) when every point's channels are equal, as a grey pool's are,
+// else colour images of the model's channels (SFIMGS02).
 func (e *Exporter) images(in model.Input) (*pool.Images, error) {
 	npix := e.ImageSize * e.ImageSize
-	out := &pool.Images{Width: e.ImageSize, Height: e.ImageSize, Pixels: make([][]float64, len(in.Pixels))}
+	grey := true
 	for k, row := range in.Pixels {
 		if len(row) != e.Channels*npix {
 			return nil, fmt.Errorf("export bootstrap: point %d has %d values, want %d (%d channels of %d×%d)", k, len(row), e.Channels*npix, e.Channels, e.ImageSize, e.ImageSize)
 		}
-		img := make([]float64, npix)
+		for c := 1; c < e.Channels && grey; c++ {
+			grey = slices.Equal(row[:npix], row[c*npix:(c+1)*npix])
+		}
+	}
+	channels := e.Channels
+	if grey {
+		channels = 1
+	}
+	out := &pool.Images{Width: e.ImageSize, Height: e.ImageSize, Pixels: make([][]float64, len(in.Pixels))}
+	if channels > 1 {
+		out.Channels = channels
+	}
+	for k, row := range in.Pixels {
+		img := make([]float64, channels*npix)
 		for j := range img {
-			var s float64
-			for c := range e.Channels {
-				s += row[c*npix+j]
-			}
-			g := (s/float64(e.Channels) + 1) / 2
+			g := (row[j] + 1) / 2
 			if !(g >= 0) { // NaN too
 				g = 0
 			}
@@ -362,8 +374,8 @@ func Detokenize(v *wordpiece.Vocab, ids, mask []int) string {
 	return b.String()
 }
 
-// writePNGs writes image k of imgs as dir/<k>.png (8-bit grey), replacing
-// the directory's earlier PNGs.
+// writePNGs writes image k of imgs as dir/<k>.png (8-bit grey, or RGB
+// for colour images), replacing the directory's earlier PNGs.
 func writePNGs(dir string, imgs *pool.Images) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("export bootstrap: %w", err)
@@ -371,13 +383,27 @@ func writePNGs(dir string, imgs *pool.Images) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("export bootstrap: %w", err)
 	}
+	npix := imgs.Width * imgs.Height
 	for k, px := range imgs.Pixels {
-		g := image.NewGray(image.Rect(0, 0, imgs.Width, imgs.Height))
-		for j, p := range px {
-			g.Pix[j] = byte(math.Round(p * 255))
+		var img image.Image
+		if c := imgs.NumChannels(); c == 1 {
+			g := image.NewGray(image.Rect(0, 0, imgs.Width, imgs.Height))
+			for j, p := range px {
+				g.Pix[j] = byte(math.Round(p * 255))
+			}
+			img = g
+		} else {
+			rgb := image.NewNRGBA(image.Rect(0, 0, imgs.Width, imgs.Height))
+			for j := range npix {
+				for ch := range 3 {
+					rgb.Pix[4*j+ch] = byte(math.Round(px[min(ch, c-1)*npix+j] * 255))
+				}
+				rgb.Pix[4*j+3] = 255
+			}
+			img = rgb
 		}
 		if err := atomicfile.WriteFunc(filepath.Join(dir, strconv.Itoa(k)+".png"), 0o600, func(w io.Writer) error {
-			return png.Encode(w, g)
+			return png.Encode(w, img)
 		}); err != nil {
 			return fmt.Errorf("export bootstrap: image %d: %w", k, err)
 		}

@@ -195,6 +195,65 @@ func TestExportImages(t *testing.T) {
 	}
 }
 
+// TestExportColourImages: the points of an RGB pool come out in colour
+// (SFIMGS02, RGB PNGs), byte for byte the pool's, not as their grey mean.
+func TestExportColourImages(t *testing.T) {
+	cfg := model.Config{Family: model.ViT, ImageSize: 4, NumChannels: 3, Labels: testClasses}
+	imgs := &pool.Images{Width: 4, Height: 4, Channels: 3}
+	for i := range 6 {
+		px := make([]float64, 3*16)
+		for j := range px {
+			px[j] = float64((i*53+j*29)%256) / 255
+		}
+		imgs.Pixels = append(imgs.Pixels, px)
+	}
+	idx := []int{4, 1}
+	in, err := (&pool.Pool{Images: imgs}).Input(cfg, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err = in.Select(idx); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := NewExporter(cfg, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := ex.Write(dir, idx, in); err != nil {
+		t.Fatal(err)
+	}
+	p, err := pool.ReadFile(filepath.Join(dir, ImagePointsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Images == nil || p.Images.NumChannels() != 3 {
+		t.Fatalf("points file: %+v", p.Images)
+	}
+	for k, i := range idx {
+		if !slices.Equal(p.Images.Pixels[k], imgs.Pixels[i]) {
+			t.Errorf("point %d: %v, pool image %d: %v", k, p.Images.Pixels[k], i, imgs.Pixels[i])
+		}
+		f, err := os.Open(filepath.Join(dir, ImagesDir, fmt.Sprintf("%d.png", k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 16 {
+			r, g, b, _ := img.At(j%4, j/4).RGBA()
+			for ch, v := range []uint32{r, g, b} {
+				if got, want := float64(v>>8)/255, imgs.Pixels[i][ch*16+j]; got != want {
+					t.Fatalf("png %d pixel %d channel %d: %v, want %v", k, j, ch, got, want)
+				}
+			}
+		}
+	}
+}
+
 // checkExportFiles checks indices.txt, classes.txt, request.json and the
 // modes of what Write wrote into dir.
 func checkExportFiles(t *testing.T, dir string, req *LabelRequest, idx []int, kind pool.Kind) {
