@@ -15,10 +15,9 @@ import (
 )
 
 // DealerBudgetFactor is the safety factor of DealerBudget: the budget is
-// this many times the dealer work one uninterrupted run of the selection
-// draws (at most; see DealerBudget). The room above one run is for resumes:
-// a resumed run redoes the batches and the QuickSelect step it lost, and
-// material drawn ahead for batches that never ran is not given back.
+// this many times the most dealer work one uninterrupted run of the
+// selection draws. The room above one run is for resumes (see
+// DealerBudget).
 const DealerBudgetFactor = 2
 
 // topKMaxSteps is the number of QuickSelect steps DealerBudget allows a
@@ -48,7 +47,14 @@ const topKMaxSteps = 8
 // (secure.RandomNet: costs do not depend on weights); topK is QuickSelect's
 // bound (topKWork) and appraisal the rehearsed work of p.Appraisal on the
 // final set (the mean of squared scores, and the comparison with the
-// threshold). Sums saturate at math.MaxUint64.
+// threshold). Sums saturate at math.MaxUint64. It costs about one batch
+// of local computation per phase (on zeros, the products skipped), as the
+// batch scheduler's own rehearsal of each phase does.
+//
+// The factor leaves room for about one interrupted run: a resumed run
+// redoes the lost batches, and prepares its phase's proxy again, while the
+// material drawn ahead for them by the interrupted run is not given back
+// (TestDealerBudgetCoversResume).
 func DealerBudget(ctx context.Context, p Params, archs []secure.Arch) (uint64, error) {
 	return dealerBudget(ctx, p, archEvaluator{}, archs)
 }

@@ -20,10 +20,11 @@ import (
 )
 
 // netOwners runs mo and do over a Pipe, each with a client of a networked
-// dealer srv (over its own Pipe) connected with opts[party]. It returns
-// both errors and the data owner's client, still connected (closed at the
-// test's end).
-func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, opts [2]beaver.ConnectOptions) ([2]*Result, [2]error, *beaver.Client) {
+// dealer srv (over its own Pipe) connected with opts[party]; stopAfter > 0
+// closes the data owner's connection after that many batches of phase 1 (a
+// dropped link). It returns both errors and the data owner's client, still
+// connected (closed at the test's end).
+func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, opts [2]beaver.ConnectOptions, stopAfter int) ([2]*Result, [2]error, *beaver.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -47,6 +48,15 @@ func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, 
 		}
 		clients[party] = cl
 	}
+	do.OnProgress = nil
+	if stopAfter > 0 {
+		var once sync.Once
+		do.OnProgress = func(pr Progress) {
+			if pr.Phase == 1 && pr.Done >= stopAfter {
+				once.Do(func() { conns[1].Close() })
+			}
+		}
+	}
 	var res [2]*Result
 	var errs [2]error
 	var run sync.WaitGroup
@@ -59,10 +69,13 @@ func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, 
 			} else {
 				res[1], errs[1] = do.Run(ctx, conns[1], clients[1])
 			}
-			conns[party].Close()
 		}()
 	}
+	// A failing Run closes its connection itself; a finished one leaves it
+	// open until the peer has read its last message.
 	run.Wait()
+	conns[0].Close()
+	conns[1].Close()
 	return res, errs, clients[1]
 }
 
@@ -82,7 +95,7 @@ func TestDealerBudgetHonestSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{})
+	res, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{}, 0)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -114,6 +127,41 @@ func TestDealerBudgetHonestSelection(t *testing.T) {
 	}
 }
 
+// TestDealerBudgetCoversResume: a selection whose link drops in its last
+// phase resumes from the parties' state directories against the same
+// networked dealer, whose session keeps what it spent, and completes within
+// the budget the model owner announced (the room DealerBudgetFactor leaves
+// for resumes); the resumed model owner, which reloads its saved proxies,
+// announces the same budget.
+func TestDealerBudgetCoversResume(t *testing.T) {
+	f := newSecureFixture(t)
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	srv, err := beaver.NewServerWithSeeds(share.Seed{55}, share.Seed{56}, beaver.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mo, do := f.owners(dirs)
+	_, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{}, 1)
+	if errs[0] == nil && errs[1] == nil {
+		t.Fatal("the interrupted run completed")
+	}
+	id, _ := cl.Session()
+	first, announced, _ := srv.SessionWork(id)
+	mo, do = f.owners(dirs)
+	res, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{}, 0)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if again, _ := cl.Session(); again != id || res[0].Epoch != 2 {
+		t.Fatalf("resumed in another session or epoch %d", res[0].Epoch)
+	}
+	spent, budget, _ := srv.SessionWork(id)
+	t.Logf("dealer work: %d before the drop, %d in all, of a budget of %d (%.3f)", first, spent, budget, float64(spent)/float64(budget))
+	if spent > budget || budget >= beaver.DefaultSessionBudget || budget != announced {
+		t.Fatalf("dealer work %d, budget %d (first run's %d)", spent, budget, announced)
+	}
+}
+
 // TestDealerBudgetStopsGreedyDataOwner: a data owner that keeps drawing
 // from the dealer after an honest selection (announcing a huge budget
 // itself) is refused as soon as its draws would pass the budget the model
@@ -130,7 +178,7 @@ func TestDealerBudgetStopsGreedyDataOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{{}, {Budget: 1 << 60}})
+	_, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{{}, {Budget: 1 << 60}}, 0)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
