@@ -232,7 +232,7 @@ func (w *workCounter) Material(ctx context.Context, r beaver.Request) (beaver.Ma
 
 // TestDealerBudgetShapes checks DealerBudget on two shapes (a two-phase ViT
 // schedule without appraisal; a one-phase BERT with the threshold
-// appraisal): the rehearsed work of preparing each phase's proxy and of one
+// appraisal) and on exact modules with an FFN (the target's own blocks): the rehearsed work of preparing each phase's proxy and of one
 // full batch equals what a real two-party run of them draws from a dealer,
 // and the budget is DealerBudgetFactor times the sum of the documented
 // terms.
@@ -242,6 +242,8 @@ func TestDealerBudgetShapes(t *testing.T) {
 	vit1.Layers = 1
 	bert := secure.Arch{Family: model.BERT, Layers: 1, Heads: 2, HeadDim: 4, Hidden: 8, Seq: 12, Labels: 3, MLPHidden: 4, EntropyHidden: 16, SqrtEntropy: true,
 		Ablation: proxy.Ablation{ExactLayerNorm: true}, Eps: 1e-12}
+	exact := secure.Arch{Family: model.DistilBERT, Layers: 2, Heads: 2, HeadDim: 4, Hidden: 8, Seq: 6, Labels: 2, Intermediate: 16, Act: "gelu",
+		Ablation: proxy.NoApprox, Eps: 1e-12}
 	cases := []struct {
 		name  string
 		p     Params
@@ -253,6 +255,9 @@ func TestDealerBudgetShapes(t *testing.T) {
 		{"bert threshold", Params{PoolSize: 1000, Budget: 120, Bootstrap: 20, BatchSize: 8, Appraisal: AppraiseThreshold,
 			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 4}}}},
 			[]secure.Arch{bert}},
+		{"exact modules and FFN, mean", Params{PoolSize: 50, Budget: 20, Bootstrap: 5, BatchSize: 4, Appraisal: AppraiseMean,
+			Schedule: []Phase{{Keep: 0.6}, {}}},
+			[]secure.Arch{exact, exact}},
 	}
 	ctx := context.Background()
 	for _, c := range cases {
