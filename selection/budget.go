@@ -45,7 +45,11 @@ const topKMaxSteps = 8
 // (protocol.NewRehearsal over beaver.NewRehearsal: the requests of a
 // computation depend on its shapes alone) with a random network of archs[i]
 // (secure.RandomNet: costs do not depend on weights); topK is QuickSelect's
-// bound (topKWork) and appraisal the rehearsed work of p.Appraisal on the
+// bound (topKWork: (⌊C/64⌋ + 1 + s) times the rehearsed work of a step of
+// 64 comparisons, with C = n(n−1)/2 and s = 1 when one sort step orders
+// the n values, else s = 8 steps of at most min(max(step budget, 2^15, n),
+// n(n−1)/2) comparisons each, twice the steps the plan's tests allow; none
+// when k ≥ n) and appraisal the rehearsed work of p.Appraisal on the
 // final set (the mean of squared scores, and the comparison with the
 // threshold). Sums saturate at math.MaxUint64. It costs about one batch
 // of local computation per phase (on zeros, the products skipped), as the
