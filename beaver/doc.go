@@ -25,9 +25,11 @@
 // connection to a role by its listener and pinned key, refuses a hello for
 // the other role, and with a state file refuses after a restart every
 // counter it served before. It also bounds what a party can make it do
-// (ServerOptions): each request's size, a session's total work (a budget
-// both parties announce, ConnectOptions.Budget, counted in
-// Request.DealerWork units), streams, items in progress, connections per
+// (ServerOptions): each request's size, a session's total work (the
+// smaller of the budgets both parties announce, counted in
+// Request.DealerWork units: ConnectOptions.Budget, or the smaller of it and
+// the budget a computation derives from its shapes, SessionBudgeter, as
+// selection's model owner does), streams, items in progress, connections per
 // key and the sessions it keeps; retired sessions are refused for good.
 // Marked does the same on a party's side, for the
 // material the party expands itself (the dealer never sees party 0's

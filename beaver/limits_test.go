@@ -525,3 +525,76 @@ func TestStateFileVersion1(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSetSessionBudget: a client announces the smaller of its
+// ConnectOptions.Budget and the budget set by SetSessionBudget (0 meaning
+// none), also through the Marked wrapper selection puts around it, and the
+// dealer serves the smaller of the two parties' announcements; a budget
+// set after the bind changes nothing. Clients used to announce
+// ConnectOptions.Budget alone.
+func TestSetSessionBudget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s0, s1 := testSeeds(47)
+	srv := newServer(t, s0, s1, ServerOptions{})
+	cases := []struct {
+		opt, shapes [2]uint64
+		want        uint64
+	}{
+		{[2]uint64{0, 0}, [2]uint64{1000, 0}, 1000},
+		{[2]uint64{500, 0}, [2]uint64{1000, 0}, 500},
+		{[2]uint64{2000, 1 << 60}, [2]uint64{1000, 0}, 1000},
+		{[2]uint64{0, 0}, [2]uint64{1000, 700}, 700},
+		{[2]uint64{0, 0}, [2]uint64{0, 0}, DefaultSessionBudget},
+	}
+	for i, c := range cases {
+		id := SessionID{47, byte(i)}
+		var wg, served sync.WaitGroup
+		errs := make([]error, 2)
+		var conns []*transport.Conn
+		for party := range 2 {
+			cs, cc := transport.Pipe(transport.Options{})
+			conns = append(conns, cs, cc)
+			served.Add(1)
+			go func() {
+				defer served.Done()
+				_ = srv.Serve(ctx, cs, party)
+			}()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl, err := ConnectWith(ctx, cc, party, ConnectOptions{Budget: c.opt[party]})
+				if err != nil {
+					errs[party] = err
+					return
+				}
+				m, err := NewMarked(cl, "", MarkedOptions{})
+				if err != nil {
+					errs[party] = err
+					return
+				}
+				if !m.AnnouncesBudget() {
+					errs[party] = errors.New("a marked client does not announce budgets")
+					return
+				}
+				m.SetSessionBudget(c.shapes[party])
+				errs[party] = m.BindSession(ctx, id)
+				m.SetSessionBudget(1) // too late: changes nothing
+			}()
+		}
+		wg.Wait()
+		_, got, ok := srv.SessionWork(id)
+		for _, c := range conns {
+			c.Close()
+		}
+		served.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatalf("case %d: %v", i, err)
+			}
+		}
+		if !ok || got != c.want {
+			t.Fatalf("case %d: session budget %d (known %v), want %d", i, got, ok, c.want)
+		}
+	}
+}

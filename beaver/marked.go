@@ -172,6 +172,21 @@ func (m *Marked) Position(stream uint32) uint64 { return m.p.Position(stream) }
 // Stats implements Provider.
 func (m *Marked) Stats() DealerStats { return m.p.Stats() }
 
+// SetSessionBudget implements SessionBudgeter: it passes work on to the
+// wrapped provider when that announces budgets (see Client.SetSessionBudget).
+func (m *Marked) SetSessionBudget(work uint64) {
+	if b, ok := m.p.(SessionBudgeter); ok {
+		b.SetSessionBudget(work)
+	}
+}
+
+// AnnouncesBudget implements SessionBudgeter: whether the wrapped
+// provider announces budgets.
+func (m *Marked) AnnouncesBudget() bool {
+	b, ok := m.p.(SessionBudgeter)
+	return ok && b.AnnouncesBudget()
+}
+
 // BindSession implements Provider: it binds the wrapped provider to id and
 // loads the session's marks. The zero id (an in-process dealer's default
 // session) is refused: its material is not meant to outlive the process.

@@ -209,6 +209,22 @@ func (pf *Prefetch) Seek(stream uint32, pos uint64) error {
 // Stats returns the underlying provider's dealer traffic.
 func (pf *Prefetch) Stats() DealerStats { return pf.p.Stats() }
 
+// SetSessionBudget implements SessionBudgeter: it passes work on to the
+// underlying provider when that announces budgets (see
+// Client.SetSessionBudget: it counts only while that is not bound yet).
+func (pf *Prefetch) SetSessionBudget(work uint64) {
+	if b, ok := pf.p.(SessionBudgeter); ok {
+		b.SetSessionBudget(work)
+	}
+}
+
+// AnnouncesBudget implements SessionBudgeter: whether the wrapped
+// provider announces budgets.
+func (pf *Prefetch) AnnouncesBudget() bool {
+	b, ok := pf.p.(SessionBudgeter)
+	return ok && b.AnnouncesBudget()
+}
+
 // BindSession binds the underlying provider (see Provider.BindSession). Its
 // producers start at NewPrefetch, so bind the provider before wrapping it;
 // binding the Prefetch then only checks the id.

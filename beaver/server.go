@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/selectformer/selectformer/share"
@@ -280,6 +281,23 @@ func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) (*Server, er
 // Stats returns the items served and the bytes of correction words sent.
 func (s *Server) Stats() DealerStats {
 	return DealerStats{BytesRecv: 8 * s.core.words.Load(), Items: s.core.items.Load()}
+}
+
+// SessionWork returns the dealer work (Request.DealerWork units) session
+// id has drawn so far and its budget (0 while no party has joined it);
+// ok is false for a session the dealer does not know.
+func (s *Server) SessionWork(id SessionID) (spent, budget uint64, ok bool) {
+	d := s.core
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rec := d.state.sessions[id]
+	if cs := d.sessions[id]; cs != nil {
+		rec = cs.rec
+	}
+	if rec == nil {
+		return 0, 0, false
+	}
+	return rec.spent, rec.budget, true
 }
 
 // Serve serves the party of role (0 or 1: the role bound to the listener
@@ -555,6 +573,52 @@ type Client struct {
 	conn   *transport.Conn
 	ctl    *transport.Stream
 	budget uint64
+	// shapes is the budget set by SetSessionBudget (0: none).
+	shapes atomic.Uint64
+}
+
+// SessionBudgeter is implemented by the providers that announce a session
+// budget to a dealer when they bind a session (*Client) and by the wrappers
+// that pass it on to the provider they wrap (*Marked, *Prefetch).
+// Selection's model owner calls it before BindSession with the budget the
+// selection's public shapes need (selection.DealerBudget).
+type SessionBudgeter interface {
+	// AnnouncesBudget reports whether SetSessionBudget reaches a dealer
+	// (for a wrapper: whether the provider it wraps announces budgets), so
+	// that a caller computes a budget only when it counts.
+	AnnouncesBudget() bool
+	// SetSessionBudget sets the budget of dealer work (Request.DealerWork
+	// units) computed from the computation's shapes, announced at the next
+	// BindSession.
+	SetSessionBudget(work uint64)
+}
+
+var (
+	_ SessionBudgeter = (*Client)(nil)
+	_ SessionBudgeter = (*Marked)(nil)
+	_ SessionBudgeter = (*Prefetch)(nil)
+)
+
+// SetSessionBudget implements SessionBudgeter: the client announces the
+// smaller of work and ConnectOptions.Budget when it binds its session (0
+// stands for none, either way; the dealer serves the smaller of the two
+// parties' announcements). Called after BindSession it changes nothing
+// for the bound session (a dealer never raises a session's budget).
+func (c *Client) SetSessionBudget(work uint64) { c.shapes.Store(work) }
+
+// AnnouncesBudget implements SessionBudgeter: a client announces its
+// budget when it binds its session.
+func (c *Client) AnnouncesBudget() bool { return true }
+
+// announcedBudget is the budget the client announces at BindSession: the
+// smaller nonzero one of ConnectOptions.Budget and SetSessionBudget's, 0
+// when neither is set.
+func (c *Client) announcedBudget() uint64 {
+	b, w := c.budget, c.shapes.Load()
+	if b == 0 || w != 0 && w < b {
+		return w
+	}
+	return b
 }
 
 // ConnectOptions configure a Client (ConnectWith). The zero value selects
@@ -605,7 +669,7 @@ func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt Conne
 // bindSession presents id to the dealer and returns the session seed.
 func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
 	var seed share.Seed
-	if err := c.ctl.SendBytes(ctx, encodeSession(id, c.budget)); err != nil {
+	if err := c.ctl.SendBytes(ctx, encodeSession(id, c.announcedBudget())); err != nil {
 		return seed, nil, fmt.Errorf("send session id: %w", err)
 	}
 	b, err := c.ctl.RecvBytes(ctx, maxSeedReplyMsg)

@@ -201,7 +201,15 @@
 // coin (SHA-256 of the coin seed, so both parties contribute to it): Run
 // binds the provider to it (beaver.Provider.BindSession) before drawing any
 // material, so two selections never share a word even with the same dealer
-// seeds, and a resumed selection (same coin) stays in its session. Within
+// seeds, and a resumed selection (same coin) stays in its session. When
+// the model owner's provider announces session budgets to a networked
+// dealer (beaver.SessionBudgeter: a beaver.Client, wrapped or not), Run
+// first sets it to DealerBudget of the proxies the phases will run
+// (derived before they exist, from the target and the generation settings,
+// or from the given or saved proxies): the data owner, whose requests the
+// dealer serves, can then draw at most twice what an honest selection of
+// these shapes draws. The model owner draws nothing from the dealer beyond
+// its session seed. Within
 // a session, correlated randomness is never reused: every run is a new
 // epoch, and in epoch e every stream's provider counter is first moved to
 // e<<EpochShift, weight ids start at e<<EpochShift too. Each party adds one

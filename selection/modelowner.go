@@ -51,7 +51,9 @@ func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
 	if err := d.sched.start(ctx, d.st.Epoch); err != nil {
 		return nil, err
 	}
-	// 4. Coin, dealer session, bootstrap.
+	// 4. Coin, dealer session (announcing the budget of the proxies' shapes),
+	// bootstrap.
+	d.dealerBudget = d.budget
 	seed, err := d.coin(ctx, func(ctx context.Context, st *transport.Stream) (share.Seed, error) {
 		return tossCoinModelOwnerFrom(ctx, st, d.m.coinSource)
 	})
@@ -72,6 +74,50 @@ func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// budget is the model owner's dealer session budget: DealerBudget of the
+// proxies the phases will run (plannedArchs), rehearsed with the
+// Evaluator when the model owner runs a substitute one.
+func (d *modelOwnerRun) budget(ctx context.Context) (uint64, error) {
+	eval, archs, err := d.plannedArchs()
+	if err != nil {
+		return 0, fmt.Errorf("selection: dealer budget: %w", err)
+	}
+	return dealerBudget(ctx, d.p, eval, archs)
+}
+
+// plannedArchs returns the architectures of the phases' proxies before
+// they exist, with the Evaluator that rehearses them: the Evaluator's (a
+// substitute one, or the proxies given or saved by an earlier run of the
+// session, which it loads), or those that proxy.Generate will make from
+// the target (generatedArchs), rehearsed on random weights.
+func (d *modelOwnerRun) plannedArchs() (Evaluator, []secure.Arch, error) {
+	if d.eval == nil && d.m.Proxies == nil && d.st.BootstrapDone {
+		if err := d.loadProxies(); err != nil {
+			return nil, nil, err
+		}
+	}
+	eval := d.eval
+	if eval == nil && d.m.Proxies != nil {
+		eval = &modelEvaluator{proxies: d.m.Proxies}
+	}
+	if eval == nil {
+		if d.m.Target == nil {
+			return nil, nil, fmt.Errorf("no target, proxies or evaluator")
+		}
+		archs, err := generatedArchs(d.m.Target.Config, d.m.generateConfig(d.p), d.seq)
+		return archEvaluator{}, archs, err
+	}
+	archs := make([]secure.Arch, len(d.p.Schedule))
+	for i := range archs {
+		a, err := eval.Arch(i, d.seq)
+		if err != nil {
+			return nil, nil, fmt.Errorf("phase %d architecture: %w", i, err)
+		}
+		archs[i] = a
+	}
+	return eval, archs, nil
 }
 
 // bootstrap receives the data owner's sample, labels it and makes the

@@ -34,6 +34,10 @@ type runner struct {
 	seq        int
 	// forgeEpoch (tests) replaces the epoch counted by beginEpoch.
 	forgeEpoch func(uint64) uint64
+	// dealerBudget, if set, returns the session budget the party
+	// announces to a networked dealer when it binds the session (the model
+	// owner's DealerBudget of its proxies; see coin).
+	dealerBudget func(context.Context) (uint64, error)
 
 	st   *State
 	stMu sync.Mutex // guards st while batch slots record their shares
@@ -185,7 +189,10 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 // coin returns the session's joint coin: the checkpointed one, or a fresh
 // one from toss (the driver's side of the coin toss), checkpointed. It
 // then binds the provider to the dealer session drawn from the coin, so
-// that no two selections share material.
+// that no two selections share material; a provider that announces
+// session budgets (beaver.SessionBudgeter: a networked dealer's client)
+// first gets the runner's dealerBudget, so that the dealer serves the
+// session no more than the selection's shapes need.
 func (r *runner) coin(ctx context.Context, toss func(context.Context, *transport.Stream) (share.Seed, error)) (share.Seed, error) {
 	if r.st.Seed == "" && r.st.Revealed != nil {
 		return share.Seed{}, fmt.Errorf("selection: %w: no new coin is tossed", ErrBootstrapRevealed)
@@ -204,7 +211,26 @@ func (r *runner) coin(ctx context.Context, toss func(context.Context, *transport
 	if err != nil {
 		return seed, err
 	}
+	if err := r.announceBudget(ctx); err != nil {
+		return seed, err
+	}
 	return seed, r.sched.bind(ctx, dealerSession(seed))
+}
+
+// announceBudget hands the runner's dealerBudget to a provider that
+// announces session budgets (see coin).
+func (r *runner) announceBudget(ctx context.Context) error {
+	b, ok := r.prov.(beaver.SessionBudgeter)
+	if !ok || !b.AnnouncesBudget() || r.dealerBudget == nil {
+		return nil
+	}
+	w, err := r.dealerBudget(ctx)
+	if err != nil {
+		return err
+	}
+	b.SetSessionBudget(w)
+	r.logf().Info("selection: dealer session budget", "party", r.party, "work", w)
+	return nil
 }
 
 // bootstrapDone records the bootstrap sample idx as done.

@@ -41,7 +41,7 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 	fs.StringVar(&f.Provider, "provider", ProviderDealer, "where the correlated randomness comes from: "+ProviderDealer+" (a networked dealer, -dealer) or "+ProviderOT+" (no dealer: both parties make it by oblivious transfer over their own connection)")
 	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required with -provider dealer", party))
 	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required with -provider dealer")
-	fs.Uint64Var(&f.DealerBudget, "dealer-budget", 0, "the most dealer work (beaver.Request.DealerWork units) this party lets the session draw; the dealer serves the smaller of the two parties' announcements (0: the dealer's -session-budget)")
+	fs.Uint64Var(&f.DealerBudget, "dealer-budget", 0, "the most dealer work (beaver.Request.DealerWork units) this party lets the session draw; the dealer serves the smaller of the two parties' announcements (0: none; the model owner announces the smaller of this and selection.DealerBudget of its proxies' shapes, and the dealer's -session-budget caps both)")
 	fs.StringVar(&f.Link, "link", "", "emulate a link on this party's sending direction: lan, paper-wan or none")
 	fs.StringVar(&f.Log, "log", "info", "log level: debug, info, warn, error")
 }
