@@ -376,6 +376,15 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 			return nil, err
 		}
 	}
+	if s.Rehearsal() {
+		// The model owner learning the phase's dealer work
+		// (selection.DealerBudget): nothing to meter.
+		p, err := secure.Prepare(ctx, s, arch, net, secure.Options{WeightBase: weightBase})
+		if err != nil {
+			return nil, err
+		}
+		return &synthForwarder{e: e, p: p, m: &phaseMeter{slotRounds: map[*protocol.Session]int64{}}, phase: phase}, nil
+	}
 	m := &phaseMeter{slotRounds: map[*protocol.Session]int64{}}
 	start, meter := time.Now(), NewMeter(s)
 	p, err := secure.Prepare(ctx, s, arch, net, secure.Options{WeightBase: weightBase})

@@ -231,7 +231,11 @@ type Evaluator interface {
 	// Prepare shares (model owner) or receives (data owner) phase's weights on
 	// the control session s, once per phase and run. weightBase is the first
 	// weight id to use (distinct per phase and run so that weight masks are
-	// never shared by two different matrices).
+	// never shared by two different matrices). The model owner's Prepare, and
+	// the Forward of what it returns, are also called on rehearsal sessions
+	// (s.Rehearsal(): no stream, material from a beaver.Rehearsal) to learn
+	// the dealer work of a phase (DealerBudget) and of a batch (prefetch):
+	// there they must not read s.Stream().
 	Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, weightBase uint64) (Forwarder, error)
 }
 
