@@ -434,10 +434,13 @@ func TestCoinToss(t *testing.T) {
 func TestProgressCallback(t *testing.T) {
 	p := testParams()
 	var mu sync.Mutex
-	last := map[int]Progress{}
+	last, first := map[int]Progress{}, map[int]Progress{}
 	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, onProgress: func(pr Progress) {
 		mu.Lock()
 		defer mu.Unlock()
+		if _, ok := first[pr.Phase]; !ok {
+			first[pr.Phase] = pr
+		}
 		if prev, ok := last[pr.Phase]; ok && pr.Done <= prev.Done {
 			t.Errorf("progress went from %d to %d", prev.Done, pr.Done)
 		}
@@ -450,6 +453,11 @@ func TestProgressCallback(t *testing.T) {
 	for phase, want := range []int{15, 8} {
 		if pr := last[phase]; pr.Done != want || pr.Total != want || pr.ETA != 0 || pr.Rate <= 0 {
 			t.Errorf("phase %d final progress %+v", phase, pr)
+		}
+		// Each phase is reported as it starts, before its first batch
+		// ends (issue 30: the bar showed only once a phase was done).
+		if pr := first[phase]; pr.Done != 0 || pr.Total != want {
+			t.Errorf("phase %d first progress %+v, want 0 of %d batches", phase, pr, want)
 		}
 	}
 }
