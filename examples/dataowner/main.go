@@ -87,6 +87,11 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err != nil {
 		return err
 	}
+	// The proxies keep layers and heads of this checkpoint's architecture:
+	// a schedule that asks for more is refused before any connection.
+	if err := party.CheckSchedule(params.Schedule, emb.Config, "the embedding checkpoint in "+*embDir); err != nil {
+		return err
+	}
 	do := &selection.DataOwner{
 		Params:     params,
 		Pool:       in,
@@ -95,15 +100,17 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
+	prog.Step("connecting to the dealer and the model owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}
 	defer dconn.Close()
 	defer conn.Close()
+	prog.Step("handshake with the model owner, who then labels the bootstrap sample and generates the proxies")
 	res, err := do.Run(ctx, conn, prov)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
 	return party.WriteResult(*out, stdout, res)

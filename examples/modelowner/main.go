@@ -30,7 +30,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
@@ -50,7 +49,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	pflags.Register(fs, 0, "data owner")
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
 	labels := fs.String("labels", "", "labels of the pool candidates, one class number or name per line (the bootstrap's labelling oracle); required unless -proxies")
-	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<i> for each phase (what STATE/proxies of an earlier run holds): no labelling or generation")
+	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<n> for phase n = 1, 2, ... (what STATE/proxies of an earlier run holds): no labelling or generation")
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
@@ -92,11 +91,14 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	}
 	if *proxiesDir != "" {
 		for i := range params.Schedule {
-			p, err := proxy.Load(filepath.Join(*proxiesDir, fmt.Sprintf("phase-%d", i)))
+			p, err := proxy.Load(selection.ProxyDir(*proxiesDir, i))
 			if err != nil {
-				return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the proxy of phase %d: %w", i, err))
+				return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the proxy of phase %d: %w", i+1, err))
 			}
 			mo.Proxies = append(mo.Proxies, p)
+		}
+		if err := party.CheckProxies(params.Schedule, mo.Proxies, *proxiesDir); err != nil {
+			return err
 		}
 	} else {
 		target, err := model.Load(*modelDir, model.LoadOptions{})
@@ -110,19 +112,30 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if len(oracle) != params.PoolSize {
 			return peer.WithCode(peer.ExitInput, fmt.Errorf("%s has %d labels for a pool of %d", *labels, len(oracle), params.PoolSize))
 		}
+		// Everything checkable about the schedule and the model is
+		// checked before any connection (usage errors, exit 2).
+		if err := party.CheckSchedule(params.Schedule, target.Config, "the target model in "+*modelDir); err != nil {
+			return err
+		}
 		gen := party.GenerateConfig(*points, *seed)
 		gen.Logger = log
-		mo.Target, mo.Generate, mo.Label = target, gen, party.OracleLabeler(oracle)
+		gen.Progress = prog.GenerationProgress()
+		if err := party.CheckGenerate(gen, params, target); err != nil {
+			return err
+		}
+		mo.Target, mo.Generate, mo.Label = target, gen, prog.Labeler(party.OracleLabeler(oracle))
 	}
+	prog.Step("connecting to the dealer and the data owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
 	defer dconn.Close()
 	defer conn.Close()
+	prog.Step("handshake and joint coin with the data owner")
 	res, err := mo.Run(ctx, conn, prov)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
 	return party.WriteResult(*out, stdout, res)
