@@ -22,9 +22,12 @@
 // -seq. -embedding is the public pretrained checkpoint (a model directory)
 // whose frozen embeddings the data owner evaluates locally. The pool size is
 // the file's. With -state, a killed or disconnected run restarted with the
-// same flags resumes where it stopped. On a terminal, a progress bar shows
-// each phase. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or
-// handshake failure, 4 bad input file (see examples/README.md).
+// same flags resumes where it stopped; Ctrl-C (or SIGTERM) stops it with
+// one line saying where it stopped and how to resume. The -schedule is
+// checked against the checkpoint before any connection. On a terminal, a spinner
+// shows each step before the first phase and a progress bar each phase.
+// Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or handshake
+// failure, 4 bad input file, 130 interrupted (see examples/README.md).
 package main
 
 import (

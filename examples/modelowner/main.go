@@ -20,9 +20,12 @@
 // a number or a class name of the model (pool.ReadLabels; the demo's oracle;
 // line i is candidate i). Fingerprints are 64 hex digits or a certificate
 // file. With -state, a killed or disconnected run restarted with the same
-// flags resumes where it stopped. On a terminal, a progress bar shows each
-// phase. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or
-// handshake failure, 4 bad input file (see examples/README.md).
+// flags resumes where it stopped; Ctrl-C (or SIGTERM) stops it with one line
+// saying where it stopped and how to resume. The -schedule is checked
+// against the checkpoint before any connection. On a terminal, a spinner
+// shows each step before the first phase and a progress bar each phase.
+// Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or handshake
+// failure, 4 bad input file, 130 interrupted (see examples/README.md).
 package main
 
 import (
