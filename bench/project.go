@@ -89,6 +89,41 @@ type Projection struct {
 	BoundsHours [3]float64        `json:"bounds_hours"` // bandwidth, latency, compute
 	Limiting    string            `json:"limiting"`
 	Phases      []PhaseProjection `json:"phases"`
+	// TooSmall, when not empty, says why the sample was too small to
+	// project from (SteadySampleBatches): a phase of the over-link sample
+	// ran fewer batches than twice the lanes in flight, so no steady rate
+	// was measured and the projection charges the phase's start-up to
+	// every candidate. The figure is flagged wherever it is printed, and
+	// `mpcbench report --regenerate` refuses it.
+	TooSmall string `json:"too_small,omitempty"`
+}
+
+// SteadySampleBatches is the fewest batches a phase of a sample must run
+// for its steady rate to be measured (see Project): the first wave of lanes
+// batches pays the phase's start-up and the rate is measured over the
+// batches after it, so at least one more full wave, 2 × lanes batches in
+// all. A sample with fewer in some phase is too small to project from.
+func SteadySampleBatches(lanes int) int { return 2 * max(lanes, 1) }
+
+// tooSmall returns why run (of lanes batches in flight) is too small to
+// project from, or "": the first phase whose batches are fewer than
+// SteadySampleBatches, with the sample size that would do (scaled from
+// the worst phase).
+func tooSmall(run *SampleRun, lanes int) string {
+	need := SteadySampleBatches(lanes)
+	worst, at := -1, 0
+	for i, ph := range run.Phases {
+		if ph.Batches < need && (worst < 0 || ph.Batches < worst) {
+			worst, at = ph.Batches, i
+		}
+	}
+	if worst < 0 {
+		return ""
+	}
+	more := run.Samples * need / max(worst, 1)
+	return fmt.Sprintf("the sample is too small to project from: phase %d ran %d batch(es) of the %d needed (2 × %d lanes) to measure a steady rate, "+
+		"so the projection charges the phase's start-up to every candidate and overstates the delay; rerun with --samples %d or more",
+		at+1, worst, need, lanes, max(more, run.Samples+1))
 }
 
 // Project projects a workload to a pool of n candidates (Workload.Pool when
@@ -136,7 +171,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	for i := range w.Phases {
 		lr, cr := linkRun.Phases[i], computeRun.Phases[i]
 		if lr.Forward.Seconds <= 0 || cr.Forward.Seconds <= 0 || cr.Candidates <= 0 || lr.Candidates <= 0 {
-			return nil, fmt.Errorf("bench: project: phase %d of the sample ran no batch", i)
+			return nil, fmt.Errorf("bench: project: phase %d of the sample ran no batch", i+1)
 		}
 		c := cand[i]
 		per := float64(c) / float64(cr.Candidates)
@@ -185,6 +220,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	} else {
 		pr.Seconds = pr.Bounds.ComputeSeconds
 	}
+	pr.TooSmall = tooSmall(linkRun, lanes)
 	pr.Hours = pr.Seconds / 3600
 	pr.BoundsHours = [3]float64{pr.Bounds.BandwidthSeconds / 3600, pr.Bounds.LatencySeconds / 3600, pr.Bounds.ComputeSeconds / 3600}
 	pr.Limiting = pr.Bounds.Limiting()

@@ -91,6 +91,7 @@ func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "| workload | pool | pipeline | sample (candidates, measured s) | projected | bandwidth bound | latency bound | compute bound | limiting | paper, same setting | ours ÷ paper |")
 	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
+	var warnings []string
 	row := func(r *SelectReport, run *SampleRun, p *Projection) {
 		paper, ratio := "—", "—"
 		if len(r.Workload.Paper) > 0 {
@@ -98,14 +99,22 @@ func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 			paper = fmt.Sprintf("%s: %s", d.Label, hours(d.Hours))
 			ratio = fmt.Sprintf("%.3g", p.Hours/d.Hours)
 		}
-		fmt.Fprintf(bw, "| `%s` | %d | %s | %d, %.0f s | **%s** | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), run.Samples, run.Seconds,
-			hours(p.Hours), hours(p.BoundsHours[0]), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), p.Limiting, paper, ratio)
+		proj := "**" + hours(p.Hours) + "**"
+		if p.TooSmall != "" {
+			proj = hours(p.Hours) + " ⚠ sample too small"
+			warnings = append(warnings, fmt.Sprintf("⚠ `%s` (%s): %s.", r.Workload.Name, modeString(run, p), p.TooSmall))
+		}
+		fmt.Fprintf(bw, "| `%s` | %d | %s | %d, %.0f s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), run.Samples, run.Seconds,
+			proj, hours(p.BoundsHours[0]), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), p.Limiting, paper, ratio)
 	}
 	for _, r := range reps {
 		row(r, r.Sample, r.Projection)
 		if r.Off != nil && r.OffProjection != nil {
 			row(r, r.Off, r.OffProjection)
 		}
+	}
+	if len(warnings) > 0 {
+		fmt.Fprintf(bw, "\n%s\n", strings.Join(warnings, "\n"))
 	}
 	var gains []string
 	for _, r := range reps {
@@ -183,7 +192,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	comp := r.ComputeRun()
 	for i, ph := range r.Sample.Phases {
-		fmt.Fprintf(bw, "| %d | %s | %d → %d | %d | %s | %s | %s | %.1f | %.1f | %s | %d | %s / %s |\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds,
+		fmt.Fprintf(bw, "| %d | %s | %d → %d | %d | %s | %s | %s | %.1f | %.1f | %s | %d | %s / %s |\n", ph.Phase+1, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds,
 			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)), ph.Seconds, comp.Phases[i].Seconds, FormatBytes(float64(ph.PeakHeapAll)),
 			ph.PeakInFlight, FormatBytes(float64(ph.PeakPrefetchP0)), FormatBytes(float64(ph.PeakPrefetchP1)))
 	}
@@ -195,7 +204,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 		fmt.Fprintln(bw, "|---|---|---|---|")
 		for i, ph := range r.Sample.Phases {
 			o := off.Phases[i]
-			fmt.Fprintf(bw, "| %d | %d / %d | %.1f / %.1f | %s / %s |\n", ph.Phase, ph.Rounds, o.Rounds, ph.Seconds, o.Seconds, FormatBytes(float64(ph.PeakHeapAll)), FormatBytes(float64(o.PeakHeapAll)))
+			fmt.Fprintf(bw, "| %d | %d / %d | %.1f / %.1f | %s / %s |\n", ph.Phase+1, ph.Rounds, o.Rounds, ph.Seconds, o.Seconds, FormatBytes(float64(ph.PeakHeapAll)), FormatBytes(float64(o.PeakHeapAll)))
 		}
 		fmt.Fprintln(bw)
 		if g, ok := r.Gain(); ok {
@@ -205,7 +214,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	if pr := r.Processes; pr != nil {
 		fmt.Fprintf(bw, "Separate processes (`--processes`: dealer, P0 and P1 as OS processes over TLS, P0↔P1 through a linkem relay with the link): %.1f s; peak Go heap per party and phase:", pr.Seconds)
 		for _, ph := range pr.Phases {
-			fmt.Fprintf(bw, " phase %d P0 %s, P1 %s;", ph.Phase, FormatBytes(float64(ph.PeakHeapP0)), FormatBytes(float64(ph.PeakHeapP1)))
+			fmt.Fprintf(bw, " phase %d P0 %s, P1 %s;", ph.Phase+1, FormatBytes(float64(ph.PeakHeapP0)), FormatBytes(float64(ph.PeakHeapP1)))
 		}
 		fmt.Fprintf(bw, " dealer %s. Peak RSS: P0 %s, P1 %s, dealer %s.\n\n", FormatBytes(float64(pr.PeakHeapDealer)),
 			FormatBytes(float64(pr.RSSP0)), FormatBytes(float64(pr.RSSP1)), FormatBytes(float64(pr.RSSDealer)))
@@ -223,13 +232,16 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	fmt.Fprintln(bw, "| phase | candidates → kept | batches | rounds | P0→P1 | P1→P0 | dealer | QuickSelect comparisons (expected) | QuickSelect s | hours | hours no link |")
 	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range p.Phases {
-		fmt.Fprintf(bw, "| %d | %d → %d | %d | %d | %s | %s | %s | %d (%.0f) | %.1f | %.2f | %.2f |\n", ph.Phase, ph.Candidates, ph.Kept, ph.Batches, ph.Rounds,
+		fmt.Fprintf(bw, "| %d | %d → %d | %d | %d | %s | %s | %s | %d (%.0f) | %.1f | %.2f | %.2f |\n", ph.Phase+1, ph.Candidates, ph.Kept, ph.Batches, ph.Rounds,
 			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)),
 			ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds, ph.Seconds/3600, ph.ComputeSeconds/3600)
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintf(bw, "**Projected delay %s** over %s; bounds: bandwidth %s (busiest direction %s), latency %s (%d rounds), compute %s: **%s-bound**.",
 		hours(p.Hours), p.Link, hours(p.BoundsHours[0]), FormatBytes(float64(max(p.BytesP0, p.BytesP1))), hours(p.BoundsHours[1]), p.Rounds, hours(p.BoundsHours[2]), p.Limiting)
+	if p.TooSmall != "" {
+		fmt.Fprintf(bw, " ⚠ Not a steady-rate projection: %s.", p.TooSmall)
+	}
 	if c := r.ComputeRun(); c.CPUSeconds > 0 && c.Seconds > 0 && c.Cores > 0 {
 		share := c.CPUSeconds / (float64(c.Cores) * c.Seconds)
 		fmt.Fprintf(bw, " The run without a link got %.0f%% of the %d cores; at the whole machine the compute bound would be about %s (the bound × that share).",

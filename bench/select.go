@@ -368,7 +368,7 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 		return nil, err
 	}
 	if arch != want {
-		return nil, fmt.Errorf("bench: phase %d architecture %+v, workload's %+v", phase, arch, want)
+		return nil, fmt.Errorf("bench: phase %d architecture %+v, workload's %+v", phase+1, arch, want)
 	}
 	var net *secure.Net
 	if e.party == 0 {
@@ -579,7 +579,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 	for i := range w.Phases {
 		a, b := p0.Phases[i], p1.Phases[i]
 		if a.Stats.In != b.Stats.In || a.Stats.Out != b.Stats.Out || a.Stats.Comparisons != b.Stats.Comparisons {
-			return nil, fmt.Errorf("bench: select: phase %d: parties disagree (%+v vs %+v)", i, a.Stats, b.Stats)
+			return nil, fmt.Errorf("bench: select: phase %d: parties disagree (%+v vs %+v)", i+1, a.Stats, b.Stats)
 		}
 		ph := PhaseRun{Phase: i, Proxy: w.Phases[i].String(), Candidates: a.Stats.In, Kept: a.Stats.Out, Batches: a.Stats.Batches,
 			Rounds:  a.Stats.ForwardRounds + a.Stats.SelectRounds,

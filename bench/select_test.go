@@ -549,7 +549,7 @@ func TestWritePlotsAndMarkdown(t *testing.T) {
 	if err := WriteSelectDetails(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 0 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000", "| on (4 lanes) |",
+	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 1 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000", "| on (4 lanes) |",
 		"| off (1 batch at a time) |", "projected speed-up", "pipelined projected ÷ max(bandwidth, compute bound) =", "⌈batches ÷ 4⌉", "Baseline, the same sample"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
@@ -757,6 +757,45 @@ func TestForwardSecondsProjection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := forwardSeconds(tc.seconds, tc.n, tc.st, tc.c); math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("forwardSeconds = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestProjectTooSmall: a projection from a sample whose phases ran fewer
+// than 2 × lanes batches (no steady rate measured) says so (issue 30:
+// `select --samples 16` projected 3.60 h against a 1.23 h compute bound
+// without a word).
+func TestProjectTooSmall(t *testing.T) {
+	w := TinyWorkload // 4 lanes, samples 40
+	noTopK := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k}, nil }
+	for _, tc := range []struct {
+		name    string
+		mode    string
+		batches [2]int
+		want    string // "" : not too small
+	}{
+		{"one batch", "on", [2]int{1, 1}, "phase 1 ran 1 batch(es) of the 8 needed (2 × 4 lanes) to measure a steady rate"},
+		{"second phase short", "on", [2]int{8, 5}, "phase 2 ran 5 batch(es) of the 8 needed"},
+		{"enough", "on", [2]int{8, 8}, ""},
+		{"pipeline off", "off", [2]int{2, 2}, ""},
+		{"pipeline off, one batch", "off", [2]int{1, 3}, "phase 1 ran 1 batch(es) of the 2 needed (2 × 1 lanes)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lr := fakeRun(w, 0.1)
+			lr.Pipeline = tc.mode
+			for i := range lr.Phases {
+				lr.Phases[i].Batches = tc.batches[i]
+			}
+			p, err := Project(w, 0, nil, lr, lr, noTopK)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" && p.TooSmall != "" || tc.want != "" && !strings.Contains(p.TooSmall, tc.want) {
+				t.Fatalf("TooSmall = %q, want %q", p.TooSmall, tc.want)
+			}
+			if tc.want != "" && !strings.Contains(p.TooSmall, "rerun with --samples ") {
+				t.Fatalf("TooSmall %q does not say what to do", p.TooSmall)
 			}
 		})
 	}

@@ -186,7 +186,7 @@ func Select(ctx context.Context, cfg SelectConfig) (*SelectReport, error) {
 		return nil, err
 	}
 	for i := range cand {
-		log.Info("mpcbench select: QuickSelect at the pool's size", "phase", i, "n", cand[i], "k", kept[i])
+		log.Info("mpcbench select: QuickSelect at the pool's size", "phase", i+1, "n", cand[i], "k", kept[i])
 		c, err := MeasureTopK(ctx, cand[i], kept[i], cfg.Seed+uint64(i))
 		if err != nil {
 			return nil, err
@@ -268,11 +268,11 @@ func (r *SelectReport) Compare(proc *SampleRun, tol float64) (*CrossCheck, error
 	for i, a := range r.Sample.Phases {
 		b := proc.Phases[i]
 		pa, pb := float64(a.Forward.BytesP0)/float64(a.Candidates), float64(b.Forward.BytesP0)/float64(b.Candidates)
-		add(fmt.Sprintf("phase %d forward bytes P0→P1 per candidate", i), pa, pb)
+		add(fmt.Sprintf("phase %d forward bytes P0→P1 per candidate", i+1), pa, pb)
 		pa, pb = float64(a.Forward.BytesP1)/float64(a.Candidates), float64(b.Forward.BytesP1)/float64(b.Candidates)
-		add(fmt.Sprintf("phase %d forward bytes P1→P0 per candidate", i), pa, pb)
-		add(fmt.Sprintf("phase %d forward rounds per batch", i), float64(a.RoundsPerBatch), float64(b.RoundsPerBatch))
-		add(fmt.Sprintf("phase %d forward seconds per candidate", i), a.Forward.Seconds/float64(a.Candidates), b.Forward.Seconds/float64(b.Candidates))
+		add(fmt.Sprintf("phase %d forward bytes P1→P0 per candidate", i+1), pa, pb)
+		add(fmt.Sprintf("phase %d forward rounds per batch", i+1), float64(a.RoundsPerBatch), float64(b.RoundsPerBatch))
+		add(fmt.Sprintf("phase %d forward seconds per candidate", i+1), a.Forward.Seconds/float64(a.Candidates), b.Forward.Seconds/float64(b.Candidates))
 	}
 	pp, err := r.projectFrom(proc, r.Workload.Pool)
 	if err != nil {

@@ -174,7 +174,7 @@ func (w Workload) Validate() error {
 	prev := 1.0
 	for i, p := range w.Phases {
 		if p.Survive > prev || p.Survive < w.Budget {
-			return fmt.Errorf("bench: workload %s: phase %d keeps %g of the pool after %g", w.Name, i, p.Survive, prev)
+			return fmt.Errorf("bench: workload %s: phase %d keeps %g of the pool after %g", w.Name, i+1, p.Survive, prev)
 		}
 		prev = p.Survive
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -549,6 +550,70 @@ func TestKillAndResume(t *testing.T) {
 	dl.expect(t, 0, "")
 }
 
+// TestInterrupt: SIGINT stops a party with one line that says where it
+// stopped and how to resume (exit 130), not the chain of cancelled calls
+// (issue 30: "selection: phase 0 batch 3: secure: forward layer 0: ...
+// context canceled", exit 1); its peer is told to rerun both; rerunning
+// with the same -state directories resumes.
+func TestInterrupt(t *testing.T) {
+	f := getFixture(t)
+	t.Run("while-connecting", func(t *testing.T) {
+		dl, a0, _ := f.dealer(t)
+		defer dl.cmd.Process.Signal(syscall.SIGTERM)
+		mo, _ := f.modelOwner(t, a0) // no data owner comes
+		if err := mo.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		mo.expect(t, peer.ExitInterrupted, "interrupted: modelowner stopped while connecting to the dealer and the data owner; no -state was given, so a rerun starts over")
+	})
+	t.Run("mid-phase", func(t *testing.T) {
+		dir := t.TempDir()
+		st0, st1 := filepath.Join(dir, "state-mo"), filepath.Join(dir, "state-do")
+		dl, a0, a1 := f.dealer(t) // serves until SIGTERM: the parties reconnect
+		defer dl.cmd.Process.Signal(syscall.SIGTERM)
+		mo, addr := f.modelOwner(t, a0, "-state", st0)
+		do := f.dataOwner(t, addr, a1, "-state", st1)
+		deadline := time.Now().Add(60 * time.Second)
+		for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
+			select {
+			case <-mo.done:
+				t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no batch checkpointed in 60 s")
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		if err := mo.cmd.Process.Signal(os.Interrupt); err != nil {
+			t.Fatal(err)
+		}
+		mo.expect(t, peer.ExitInterrupted, "; rerun with the same flags and -state "+st0+" to resume\n")
+		msg := mo.stderr.String()
+		if !regexp.MustCompile(`(?m)^interrupted: modelowner stopped in phase [12] of 2 after \d+ of \d+ batches; `).MatchString(msg) ||
+			strings.Contains(msg, "context canceled") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+			t.Fatalf("the interrupted model owner printed:\n%s", msg)
+		}
+		do.expect(t, peer.ExitPeer, "rerun both parties with the same flags (here -state "+st1+") to resume")
+		t.Logf("model owner:\n%sdata owner:\n%s", msg, do.stderr)
+		// The rerun resumes.
+		out := filepath.Join(dir, "out")
+		mo, addr = f.modelOwner(t, a0, "-state", st0, "-out", out+"0.json")
+		do = f.dataOwner(t, addr, a1, "-state", st1, "-out", out+"1.json")
+		mo.expect(t, 0, "")
+		do.expect(t, 0, "")
+		r0 := readResult(t, out+"0.json")
+		checkAgree(t, r0, readResult(t, out+"1.json"))
+		resumed := 0
+		for _, ph := range r0.Phases {
+			resumed += ph.Resumed
+		}
+		if resumed == 0 {
+			t.Fatal("the rerun resumed no batch")
+		}
+	})
+}
+
 // finishedBatches counts the batches party's checkpoint in dir holds (the
 // selection package keeps each finished batch in its own file,
 // batches-p<party>/phase-<i>/batch-<b>.bin).
@@ -576,12 +641,21 @@ func TestPeerFailures(t *testing.T) {
 		}
 	})
 	t.Run("handshake-mismatch", func(t *testing.T) {
-		dl, a0, a1 := f.dealer(t)
+		// A -once dealer: its session ends when both parties are gone,
+		// also when they quit on a mismatch before drawing anything, and
+		// it says so (issue 30: it kept running without a word).
+		dl, a0, a1 := f.dealer(t, "-once")
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0)
 		do := f.dataOwner(t, addr, a1, "-budget", "41")
 		do.expect(t, peer.ExitPeer, "budget mismatch")
 		mo.expect(t, peer.ExitPeer, "budget mismatch")
+		dl.expect(t, peer.ExitOK, "session over, both parties gone")
+		for _, role := range []string{`role="model owner"`, `role="data owner"`} {
+			if !strings.Contains(dl.stderr.String(), `msg="dealer: party left before drawing material" `+role) {
+				t.Errorf("the dealer did not log the %s leaving; stderr:\n%s", role, dl.stderr)
+			}
+		}
 	})
 	// A corrupt or truncated checkpoint is a bad input file (exit 4, the file
 	// named); its peer learns the public reason code from the abort (a
@@ -685,7 +759,13 @@ func TestInputAndUsageErrors(t *testing.T) {
 		{"model-missing", "modelowner", mo("-model", dir), peer.ExitInput, "target model"},
 		{"labels-malformed", "modelowner", mo("-labels", badLabels), peer.ExitInput, "line 3"},
 		{"labels-short", "modelowner", mo("-pool-size", "121"), peer.ExitInput, "labels for a pool of 121"},
-		{"proxies-missing", "modelowner", mo("-proxies", dir), peer.ExitInput, "proxy of phase 0"},
+		{"proxies-missing", "modelowner", mo("-proxies", dir), peer.ExitInput, "proxy of phase 1"},
+		// A schedule that does not fit the checkpoint (the demo ViT has 2
+		// layers) is a usage error found before connecting: the dealer
+		// address 127.0.0.1:1 would otherwise be exit 3 (issue 30).
+		{"schedule-too-deep", "modelowner", mo("-schedule", "3:4:16"), peer.ExitUsage, "phase 1 (3:4:16) keeps l=3 layers of w=4 heads, but the target model"},
+		{"schedule-too-deep-second", "modelowner", mo("-schedule", "1:4:8@0.5,3:4:16"), peer.ExitUsage, "phase 2 (3:4:16)"},
+		{"schedule-too-wide", "dataowner", do("-schedule", "1:64:8"), peer.ExitUsage, "phase 1 (1:64:8) keeps l=1 layers of w=64 heads, but the embedding checkpoint"},
 		{"key-garbage", "modelowner", mo("-key", garbage), peer.ExitInput, "identity"},
 		{"schedule", "modelowner", mo("-schedule", "1:2"), peer.ExitUsage, "-schedule"},
 		{"provider-unknown", "modelowner", mo("-provider", "tee"), peer.ExitUsage, "-provider"},

@@ -119,7 +119,8 @@ type Config struct {
 
 // Progress reports how far a long stage is.
 type Progress struct {
-	// Stage names the stage ("tune", "ex vivo <mlp>", "in vivo phase <i>").
+	// Stage names the stage ("tune", "ex vivo <mlp>", "in vivo phase <n>",
+	// phases numbered from 1).
 	Stage string
 	// Done and Total count its steps.
 	Done, Total int
@@ -230,18 +231,18 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 	for pi, ph := range cfg.Phases {
 		p, err := buildProxy(mg, ph, cfg.ablation(pi), cfg.EntropyHidden, scores, need)
 		if err != nil {
-			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi, err)
+			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi+1, err)
 		}
-		stage := fmt.Sprintf("in vivo phase %d", pi)
+		stage := fmt.Sprintf("in vivo phase %d", pi+1)
 		if ts != nil {
 			if err = p.distillInVivo(ctx, ts, cfg, stage, log); err == nil {
-				err = p.calibrateEntropy(ctx, ts, cfg, fmt.Sprintf("entropy calibration phase %d", pi), log)
+				err = p.calibrateEntropy(ctx, ts, cfg, fmt.Sprintf("entropy calibration phase %d", pi+1), log)
 			}
 		} else {
 			err = p.tuneInVivo(ctx, boot, labels, cfg, stage, log)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi, err)
+			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi+1, err)
 		}
 		res.Proxies = append(res.Proxies, p)
 	}

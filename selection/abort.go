@@ -357,8 +357,15 @@ func (a *abortWatch) fail(err error) error {
 	if a.peerErr() == nil {
 		msg := encodeAbort(a.party, err)
 		code, field := classifyAbort(err)
-		a.log.Warn("selection: run failed; the peer is told the public reason only", "party", a.party,
-			"code", uint16(code), "reason", abortReason(code, field), "err", err)
+		if code == AbortCancelled {
+			// Stopped on purpose (an interrupt): no failure to warn of,
+			// the chain of cancelled calls is for debugging only.
+			a.log.Info("selection: run cancelled; telling the peer", "party", a.party, "code", uint16(code))
+			a.log.Debug("selection: run cancelled", "party", a.party, "err", err)
+		} else {
+			a.log.Warn("selection: run failed; the peer is told the public reason only", "party", a.party,
+				"code", uint16(code), "reason", abortReason(code, field), "err", err)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), abortSendTimeout)
 		serr := a.conn.Stream(StreamAbort).SendBytes(ctx, msg)
 		cancel()

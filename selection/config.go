@@ -166,13 +166,13 @@ func (p Params) Validate() error {
 	for i, st := range p.Schedule {
 		keep := p.keep(i)
 		if keep < p.Budget-p.Bootstrap || keep > prev {
-			return fmt.Errorf("selection: params: phase %d keeps %d of %d candidates (fraction %g); the final set has %d", i, keep, prev, st.Keep, p.Budget-p.Bootstrap)
+			return fmt.Errorf("selection: params: phase %d keeps %d of %d candidates (fraction %g); the final set has %d", i+1, keep, prev, st.Keep, p.Budget-p.Bootstrap)
 		}
 		if i < len(p.Schedule)-1 && (st.Keep <= 0 || st.Keep > 1) {
-			return fmt.Errorf("selection: params: phase %d keep fraction %g not in (0, 1]", i, st.Keep)
+			return fmt.Errorf("selection: params: phase %d keep fraction %g not in (0, 1]", i+1, st.Keep)
 		}
 		if st.Proxy.Layers < 0 || st.Proxy.Heads < 0 || st.Proxy.Hidden < 0 {
-			return fmt.Errorf("selection: params: phase %d proxy %+v", i, st.Proxy)
+			return fmt.Errorf("selection: params: phase %d proxy %+v", i+1, st.Proxy)
 		}
 		prev = keep
 	}
@@ -245,7 +245,8 @@ type Labeler func(ctx context.Context, idx []int, in model.Input) ([]int, error)
 
 // Progress is a progress report of a phase's batches.
 type Progress struct {
-	// Phase is the phase (0-based); Done and Total count its batches.
+	// Phase is the phase, 0-based (an index of Params.Schedule; messages
+	// number it from 1); Done and Total count its batches.
 	Phase, Done, Total int
 	// Rate is batches per second in this run; ETA the estimated time left.
 	Rate float64
@@ -281,8 +282,10 @@ type ModelOwner struct {
 	StateDir string
 	// Logger receives progress (slog.Default() when nil).
 	Logger *slog.Logger
-	// OnProgress, if set, is called after every batch, one call at a time
-	// and in order (Done grows by one each call within a phase).
+	// OnProgress, if set, is called as each phase starts (Done: its
+	// batches resumed from a checkpoint, often 0) and after every batch,
+	// one call at a time and in order (Done grows by one each call within
+	// a phase).
 	OnProgress func(Progress)
 
 	// onBootstrap, if set (tests), sees the bootstrap message as received.
@@ -316,8 +319,10 @@ type DataOwner struct {
 	StateDir string
 	// Logger receives progress (slog.Default() when nil).
 	Logger *slog.Logger
-	// OnProgress, if set, is called after every batch, one call at a time
-	// and in order (Done grows by one each call within a phase).
+	// OnProgress, if set, is called as each phase starts (Done: its
+	// batches resumed from a checkpoint, often 0) and after every batch,
+	// one call at a time and in order (Done grows by one each call within
+	// a phase).
 	OnProgress func(Progress)
 
 	mu       sync.Mutex

@@ -214,20 +214,20 @@ func decodeArchs(b []byte, emb *model.Config, sched []Phase, n, seq int) ([]secu
 func checkArchs(archs []secure.Arch, emb model.Config, sched []Phase, seq int) error {
 	for i, a := range archs {
 		if err := a.Validate(); err != nil {
-			return fmt.Errorf("selection: phase %d proxy: %w", i, err)
+			return fmt.Errorf("selection: phase %d proxy: %w", i+1, err)
 		}
 		sp := sched[i].Proxy
 		switch {
 		case a.Family != emb.Family || a.Hidden != emb.Hidden:
-			return fmt.Errorf("selection: phase %d proxy is a %s of width %d, the embedding model a %s of width %d", i, a.Family, a.Hidden, emb.Family, emb.Hidden)
+			return fmt.Errorf("selection: phase %d proxy is a %s of width %d, the embedding model a %s of width %d", i+1, a.Family, a.Hidden, emb.Family, emb.Hidden)
 		case a.Seq != seq:
-			return fmt.Errorf("selection: phase %d proxy for %d tokens, the pool has %d", i, a.Seq, seq)
+			return fmt.Errorf("selection: phase %d proxy for %d tokens, the pool has %d", i+1, a.Seq, seq)
 		case sp.Layers != 0 && a.Layers != sp.Layers, sp.Heads != 0 && a.Heads != sp.Heads, sp.Hidden != 0 && a.MLPHidden != sp.Hidden:
-			return fmt.Errorf("selection: phase %d proxy ⟨%d, %d, %d⟩ differs from the schedule's %+v", i, a.Layers, a.Heads, a.MLPHidden, sp)
+			return fmt.Errorf("selection: phase %d proxy ⟨%d, %d, %d⟩ differs from the schedule's %+v", i+1, a.Layers, a.Heads, a.MLPHidden, sp)
 		case emb.Layers > 0 && a.Layers > emb.Layers, emb.Heads > 0 && (a.Heads > emb.Heads || a.HeadDim != emb.Hidden/emb.Heads),
 			a.Intermediate != 0 && a.Intermediate != emb.Intermediate:
 			return fmt.Errorf("selection: phase %d proxy of %d layers, %d heads of width %d, FFN %d does not fit the checkpoint's %d layers, %d heads of width %d, FFN %d",
-				i, a.Layers, a.Heads, a.HeadDim, a.Intermediate, emb.Layers, emb.Heads, emb.Hidden/max(emb.Heads, 1), emb.Intermediate)
+				i+1, a.Layers, a.Heads, a.HeadDim, a.Intermediate, emb.Layers, emb.Heads, emb.Hidden/max(emb.Heads, 1), emb.Intermediate)
 		}
 	}
 	return nil

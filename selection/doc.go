@@ -169,12 +169,19 @@
 // parties may share one directory):
 //
 //	state-p<p>.json                       the State (DecodeState; StateFile names it)
-//	batches-p<p>/phase-<i>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile):
+//	batches-p<p>/phase-<i>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile;
+//	                                      i and b are 0-based file indices, as in the file's header):
 //	                                      "SFB1" | party u8 | 3 zero bytes | phase u32 | batch u32 |
 //	                                      epoch u64 | n u32 | n × u64 shares | CRC-32C, little-endian
-//	proxies/phase-<i>/                    the model owner's generated proxies (proxy.Load)
+//	proxies/phase-<n>/                    the model owner's generated proxy of phase n, numbered
+//	                                      from 1 (ProxyDir; proxy.Load)
 //	marks-p<p>.json                       the high-water marks of the correlated randomness the
 //	                                      party drew, per session (beaver.Marked; MarksFile names it)
+//
+// Phases are numbered from 1 wherever a person reads them — errors, log
+// attributes ("phase=1"), progress, summaries, the ParseSchedule messages
+// and proxy directories — while the API indexes them from 0 (Params.Schedule,
+// Result.Phases, Progress.Phase) and so do the batch files' internal names.
 //
 // Restarting both parties with the same state
 // directories (and a new connection) resumes: the parties exchange summaries

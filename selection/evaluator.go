@@ -20,7 +20,7 @@ type modelEvaluator struct {
 // Arch implements Evaluator.
 func (m *modelEvaluator) Arch(phase, seq int) (secure.Arch, error) {
 	if phase < 0 || phase >= len(m.proxies) {
-		return secure.Arch{}, fmt.Errorf("no proxy for phase %d", phase)
+		return secure.Arch{}, fmt.Errorf("no proxy for phase %d", phase+1)
 	}
 	return secure.ArchOfProxy(m.proxies[phase], seq)
 }
@@ -28,7 +28,7 @@ func (m *modelEvaluator) Arch(phase, seq int) (secure.Arch, error) {
 // Prepare implements Evaluator.
 func (m *modelEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, weightBase uint64) (Forwarder, error) {
 	if phase < 0 || phase >= len(m.proxies) {
-		return nil, fmt.Errorf("no proxy for phase %d", phase)
+		return nil, fmt.Errorf("no proxy for phase %d", phase+1)
 	}
 	net, err := secure.FromProxy(m.proxies[phase], arch.Seq)
 	if err != nil {

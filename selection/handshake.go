@@ -202,16 +202,16 @@ func checkSummary(s summary, p Params) error {
 	nb := (p.PoolSize - p.Bootstrap + p.BatchSize - 1) / p.BatchSize
 	for i, ph := range s.Phases {
 		if len(ph.Batches) > nb || len(ph.Epochs) != len(ph.Batches) {
-			return fmt.Errorf("phase %d: %d batches with %d epochs (at most %d batches)", i, len(ph.Batches), len(ph.Epochs), nb)
+			return fmt.Errorf("phase %d: %d batches with %d epochs (at most %d batches)", i+1, len(ph.Batches), len(ph.Epochs), nb)
 		}
 		for j, b := range ph.Batches {
 			if b < 0 || b >= nb || j > 0 && b <= ph.Batches[j-1] {
-				return fmt.Errorf("phase %d: batch numbers not ascending and distinct in 0..%d", i, nb-1)
+				return fmt.Errorf("phase %d: batch numbers not ascending and distinct in 0..%d", i+1, nb-1)
 			}
 		}
 		for _, e := range ph.Epochs {
 			if e == 0 || e >= MaxEpoch {
-				return fmt.Errorf("phase %d: batch of epoch %d", i, e)
+				return fmt.Errorf("phase %d: batch of epoch %d", i+1, e)
 			}
 		}
 	}

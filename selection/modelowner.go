@@ -184,8 +184,8 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 		m.Proxies = r.Proxies
 		if dir := d.store.proxiesDir(); dir != "" {
 			for i, p := range r.Proxies {
-				if err := p.Save(filepath.Join(dir, fmt.Sprintf("phase-%d", i)), r.Reports); err != nil {
-					return withCode(AbortState, fmt.Errorf("selection: save proxy %d: %w", i, err))
+				if err := p.Save(filepath.Join(dir, fmt.Sprintf("phase-%d", i+1)), r.Reports); err != nil {
+					return withCode(AbortState, fmt.Errorf("selection: save the proxy of phase %d: %w", i+1, err))
 				}
 			}
 		}
@@ -203,10 +203,10 @@ func (d *modelOwnerRun) loadProxies() error {
 			return fmt.Errorf("selection: resume: no saved proxies")
 		}
 		for i := range d.p.Schedule {
-			path := filepath.Join(dir, fmt.Sprintf("phase-%d", i))
+			path := ProxyDir(dir, i)
 			p, err := proxy.Load(path)
 			if err != nil {
-				return &StateError{Path: path, Err: fmt.Errorf("resume: load proxy %d: %w", i, err)}
+				return &StateError{Path: path, Err: fmt.Errorf("resume: load the proxy of phase %d: %w", i+1, err)}
 			}
 			if err := checkProxy(i, p, d.p.Schedule[i]); err != nil {
 				return &StateError{Path: path, Err: err}
@@ -227,7 +227,7 @@ func (d *modelOwnerRun) announceArchs(ctx context.Context) ([]secure.Arch, error
 	for i := range out {
 		a, err := d.eval.Arch(i, d.seq)
 		if err != nil {
-			return nil, fmt.Errorf("selection: phase %d architecture: %w", i, err)
+			return nil, fmt.Errorf("selection: phase %d architecture: %w", i+1, err)
 		}
 		out[i] = a
 	}

@@ -183,14 +183,14 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 		rec := beaver.NewRehearsal(s.party)
 		sess, err := protocol.NewRehearsal(s.party, s.slotStream(0), rec, s.fp)
 		if err != nil {
-			return template{}, fmt.Errorf("selection: phase %d: rehearsal: %w", pf.phase, err)
+			return template{}, fmt.Errorf("selection: phase %d: rehearsal: %w", pf.phase+1, err)
 		}
 		if err := run(ctx, sess, b); err != nil {
-			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d: %w", pf.phase, b, err)
+			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d: %w", pf.phase+1, b, err)
 		}
 		reqs := rec.Requests()
 		if len(reqs) > maxBatchItems {
-			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase, b, len(reqs), maxBatchItems)
+			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase+1, b, len(reqs), maxBatchItems)
 		}
 		for i := range reqs {
 			reqs[i].Stream = 0

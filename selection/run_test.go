@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,6 +39,8 @@ type runCfg struct {
 	seeds       [2]share.Seed
 	cancelAfter int
 	onProgress  func(Progress)
+	// logger, if set, is both parties' Logger (quiet() otherwise).
+	logger *slog.Logger
 	// squared: the forward returns the shared square of shifted (drawing
 	// dealer material and exchanging, so the parties' batches finish
 	// together) instead of testValue shared as it is.
@@ -63,11 +66,15 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 			h = "emb"
 		}
 		var err error
+		log := c.logger
+		if log == nil {
+			log = quiet()
+		}
 		if p == 0 {
-			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: quiet(), Threshold: c.threshold}
+			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold}
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: quiet(), OnProgress: c.onProgress}
+			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress}
 			res[1], err = do.Run(ctx, conn, prov)
 		}
 		return err
@@ -434,10 +441,13 @@ func TestCoinToss(t *testing.T) {
 func TestProgressCallback(t *testing.T) {
 	p := testParams()
 	var mu sync.Mutex
-	last := map[int]Progress{}
+	last, first := map[int]Progress{}, map[int]Progress{}
 	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, onProgress: func(pr Progress) {
 		mu.Lock()
 		defer mu.Unlock()
+		if _, ok := first[pr.Phase]; !ok {
+			first[pr.Phase] = pr
+		}
 		if prev, ok := last[pr.Phase]; ok && pr.Done <= prev.Done {
 			t.Errorf("progress went from %d to %d", prev.Done, pr.Done)
 		}
@@ -451,7 +461,57 @@ func TestProgressCallback(t *testing.T) {
 		if pr := last[phase]; pr.Done != want || pr.Total != want || pr.ETA != 0 || pr.Rate <= 0 {
 			t.Errorf("phase %d final progress %+v", phase, pr)
 		}
+		// Each phase is reported as it starts, before its first batch
+		// ends (issue 30: the bar showed only once a phase was done).
+		if pr := first[phase]; pr.Done != 0 || pr.Total != want {
+			t.Errorf("phase %d first progress %+v, want 0 of %d batches", phase, pr, want)
+		}
 	}
+}
+
+// TestPhasesNumberedFromOne: the log attributes and errors number phases
+// from 1, as the summary, the progress lines and ParseSchedule do (issue 30:
+// the log said phase=0 for the summary's phase 1).
+func TestPhasesNumberedFromOne(t *testing.T) {
+	p := testParams()
+	var logs lockedLog
+	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	out := logs.String()
+	for _, want := range []string{`msg="selection: phase done" party=0 phase=1 `, `msg="selection: phase done" party=1 phase=2 `,
+		`msg="selection: progress" party=0 phase=1 done=1 `} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in the log:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "phase=0") || strings.Contains(out, "phase=3") {
+		t.Errorf("a phase numbered from 0 in the log:\n%s", out)
+	}
+	// A failure in the first phase names phase 1.
+	_, errs = runSelection(t, runCfg{p: [2]Params{p, p}, failAfter: [2]int{0, 2}})
+	if errs[1] == nil || !strings.Contains(errs[1].Error(), "selection: phase 1 batch") {
+		t.Fatalf("failure in the first phase: %v", errs[1])
+	}
+}
+
+// lockedLog is a log sink safe for concurrent use.
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestEmbeddingMismatchHint: parties whose embedding tables differ get an

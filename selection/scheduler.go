@@ -255,7 +255,7 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 	var st runStats
 	for i := 1; i < len(pending); i++ {
 		if pending[i] <= pending[i-1] {
-			return st, fmt.Errorf("selection: phase %d: pending batches not ascending", phase)
+			return st, fmt.Errorf("selection: phase %d: pending batches not ascending", phase+1)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -330,7 +330,7 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 	st.peakInFlight = int(peak.Load())
 	st.prefetched, st.peakHeld, st.batchBytes = pf.stats()
 	if firstErr == nil && ctx.Err() != nil {
-		firstErr = fmt.Errorf("selection: phase %d: %w", phase, ctx.Err())
+		firstErr = fmt.Errorf("selection: phase %d: %w", phase+1, ctx.Err())
 	}
 	return st, firstErr
 }
@@ -340,7 +340,7 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 func (s *scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int, do func(ctx context.Context, slot *protocol.Session, batch int) error) error {
 	lb, err := pf.begin(ctx, b)
 	if err != nil {
-		return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
+		return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
 	}
 	slot := s.slots[w]
 	if s.pipeline {
@@ -348,13 +348,13 @@ func (s *scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int,
 		// sends first, the others fill the gaps (see protocol.ComputeGate).
 		if err := slot.Enter(ctx, s.gate, int64(b)); err != nil {
 			pf.finish(lb, false)
-			return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
+			return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
 		}
 	}
 	err = do(ctx, slot, b)
 	slot.Leave()
 	if ferr := pf.finish(lb, err == nil); err == nil && ferr != nil {
-		err = fmt.Errorf("selection: phase %d batch %d: %w", phase, b, ferr)
+		err = fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, ferr)
 	}
 	return err
 }

@@ -197,13 +197,13 @@ func DecodeState(b []byte) (*State, error) {
 	}
 	for i, ph := range s.Phases {
 		if ph.Done != (len(ph.Survivors) > 0) {
-			return nil, fmt.Errorf("selection: state: phase %d: done %v with %d survivors", i, ph.Done, len(ph.Survivors))
+			return nil, fmt.Errorf("selection: state: phase %d: done %v with %d survivors", i+1, ph.Done, len(ph.Survivors))
 		}
 		if i < len(s.Phases)-1 && !ph.Done {
-			return nil, fmt.Errorf("selection: state: phase %d unfinished before phase %d", i, i+1)
+			return nil, fmt.Errorf("selection: state: phase %d unfinished before phase %d", i+1, i+2)
 		}
 		if !slices.IsSorted(ph.Survivors) {
-			return nil, fmt.Errorf("selection: state: phase %d: survivors not ascending", i)
+			return nil, fmt.Errorf("selection: state: phase %d: survivors not ascending", i+1)
 		}
 	}
 	return &s, nil

@@ -289,7 +289,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	for _, b := range ph.Batches {
 		lo, hi := r.sched.span(b.Batch, len(cand))
 		if b.Batch >= nb || len(b.Shares) != hi-lo {
-			return ps, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i, b.Batch, len(cand))
+			return ps, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i+1, b.Batch, len(cand))
 		}
 		copy(vals[lo:hi], b.Shares)
 		done[b.Batch] = true
@@ -307,7 +307,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 		if len(pending) > 0 {
 			fw, err := eval.Prepare(ctx, ctrl, i, arch, r.sched.weightBase(i))
 			if err != nil {
-				return ps, nil, fmt.Errorf("selection: phase %d: prepare: %w", i, err)
+				return ps, nil, fmt.Errorf("selection: phase %d: prepare: %w", i+1, err)
 			}
 			rs, err := r.forwardBatches(ctx, i, fw, cand, pending, vals, ps.Resumed, nb)
 			if err != nil {
@@ -320,7 +320,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
 		pos, sst, err := TopK(ctx, ctrl, t, cand, keep, prg)
 		if err != nil {
-			return ps, nil, fmt.Errorf("selection: phase %d: %w", i, err)
+			return ps, nil, fmt.Errorf("selection: phase %d: %w", i+1, err)
 		}
 		ps.Comparisons, ps.Steps, ps.SelectRounds = sst.Comparisons, sst.Steps, sst.Rounds
 		surv := make([]int, len(pos))
@@ -339,7 +339,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
 	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.Seconds = time.Since(start).Seconds()
-	r.logf().Info("selection: phase done", "party", r.party, "phase", i, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
+	r.logf().Info("selection: phase done", "party", r.party, "phase", i+1, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
 		"forward_rounds", ps.ForwardRounds, "select_rounds", ps.SelectRounds, "bytes_sent", ps.BytesSent, "seconds", ps.Seconds,
 		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.budget)
 	t, _ := share.FromData(vals, len(vals))
@@ -352,6 +352,11 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (runStats, error) {
 	prog := &progress{r: r, phase: phase, already: already, total: total, start: time.Now()}
 	prog.lastLog = prog.start
+	if r.onProgress != nil && total > 0 {
+		// The phase's start, so that progress shows before its first
+		// batch ends (with a pipeline, the batches end close together).
+		r.onProgress(Progress{Phase: phase, Done: already, Total: total})
+	}
 	return r.sched.runBatches(ctx, phase, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		lo, hi := r.sched.span(b, len(cand))
 		t, err := fw.Forward(ctx, slot, cand[lo:hi])
@@ -359,7 +364,7 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 			err = fmt.Errorf("%d entropies for %d candidates", len(t.Data), hi-lo)
 		}
 		if err != nil {
-			return fmt.Errorf("selection: phase %d batch %d: %w", phase, b, err)
+			return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
 		}
 		bs := BatchShares{Batch: b, Epoch: r.st.Epoch, Shares: append([]uint64(nil), t.Data...)}
 		err = r.store.record(phase, bs)
@@ -407,7 +412,7 @@ func (p *progress) batchDone(ctx context.Context) {
 	if pr.Done == p.total || time.Since(p.lastLog) >= ProgressLogInterval {
 		level, p.lastLog = slog.LevelInfo, time.Now()
 	}
-	p.r.logf().Log(ctx, level, "selection: progress", "party", p.r.party, "phase", p.phase, "done", pr.Done, "total", pr.Total,
+	p.r.logf().Log(ctx, level, "selection: progress", "party", p.r.party, "phase", p.phase+1, "done", pr.Done, "total", pr.Total,
 		"batches_per_s", pr.Rate, "eta", pr.ETA.Round(time.Second))
 	if p.r.onProgress != nil {
 		p.r.onProgress(pr)

@@ -45,6 +45,19 @@ func MarksFile(dir string, party int) string {
 	return filepath.Join(dir, fmt.Sprintf("marks-p%d.json", party))
 }
 
+// ProxyDir returns the directory of phase's proxy (phase 0-based, as
+// Params.Schedule indexes it) under dir, a run's StateDir/proxies or a copy
+// of it: dir/phase-<n> with n = phase+1, the phase's number as logs, errors,
+// progress and summaries print it. A directory written before phases were
+// numbered from 1 (it has a phase-0) is read with its own numbering.
+func ProxyDir(dir string, phase int) string {
+	n := phase + 1
+	if fi, err := os.Stat(filepath.Join(dir, "phase-0")); err == nil && fi.IsDir() {
+		n = phase
+	}
+	return filepath.Join(dir, fmt.Sprintf("phase-%d", n))
+}
+
 // batchRoot is the directory of the party's batch files.
 func (c *checkpointStore) batchRoot() string {
 	return filepath.Join(c.dir, fmt.Sprintf("batches-p%d", c.party))
@@ -124,7 +137,7 @@ func (c *checkpointStore) record(phase int, bs BatchShares) error {
 	}
 	b := encodeBatch(batchFile{Party: c.party, Phase: phase, BatchShares: bs})
 	if err := c.write(c.batchPath(phase, bs.Batch), b); err != nil {
-		return withCode(AbortState, fmt.Errorf("selection: checkpoint batch %d of phase %d: %w", bs.Batch, phase, err))
+		return withCode(AbortState, fmt.Errorf("selection: checkpoint batch %d of phase %d: %w", bs.Batch, phase+1, err))
 	}
 	return nil
 }
@@ -155,7 +168,7 @@ func (c *checkpointStore) loadBatches(s *State) error {
 				return &StateError{Path: path, Err: err}
 			}
 			if party != s.Party || phase != i || bs.Batch != nb {
-				return &StateError{Path: path, Err: fmt.Errorf("holds party %d phase %d batch %d", party, phase, bs.Batch)}
+				return &StateError{Path: path, Err: fmt.Errorf("holds party %d phase %d batch %d", party, phase+1, bs.Batch)}
 			}
 			s.Phases[i].Batches = append(s.Phases[i].Batches, bs)
 		}

@@ -78,3 +78,32 @@ func TestCheckpointStore(t *testing.T) {
 		t.Errorf("in-memory load: %v, %v", got, err)
 	}
 }
+
+// TestProxyDir: proxies live in phase-<n>, n numbered from 1 as the phases
+// are in every message; a directory of the older 0-based layout (it has a
+// phase-0) is read with its own numbering.
+func TestProxyDir(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		legacy bool
+		phase  int
+		want   string
+	}{
+		{"first", false, 0, "phase-1"},
+		{"second", false, 1, "phase-2"},
+		{"legacy-first", true, 0, "phase-0"},
+		{"legacy-second", true, 1, "phase-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.legacy {
+				if err := os.Mkdir(filepath.Join(dir, "phase-0"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := ProxyDir(dir, tc.phase); got != filepath.Join(dir, tc.want) {
+				t.Fatalf("ProxyDir(phase %d) = %s, want %s", tc.phase, got, tc.want)
+			}
+		})
+	}
+}

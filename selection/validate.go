@@ -86,7 +86,7 @@ func (d *modelOwnerRun) check() error {
 		}
 		for i, px := range m.Proxies {
 			if px == nil || px.Model == nil {
-				return fmt.Errorf("selection: model owner: proxy of phase %d missing", i)
+				return fmt.Errorf("selection: model owner: proxy of phase %d missing", i+1)
 			}
 			if err := checkProxy(i, px, e.p.Schedule[i]); err != nil {
 				return err
@@ -124,12 +124,12 @@ func (m *ModelOwner) generateConfig(p Params) proxy.Config {
 // checkProxy checks a proxy's weights and that its shape is the schedule's
 // (zero fields of the schedule's proxy match any value).
 func checkProxy(i int, px *proxy.Proxy, st Phase) error {
-	if err := checkWeights(fmt.Sprintf("proxy of phase %d", i), px.Params()); err != nil {
+	if err := checkWeights(fmt.Sprintf("proxy of phase %d", i+1), px.Params()); err != nil {
 		return err
 	}
 	sp, a := st.Proxy, px.Shape
 	if sp.Layers != 0 && a.Layers != sp.Layers || sp.Heads != 0 && a.Heads != sp.Heads || sp.Hidden != 0 && a.Hidden != sp.Hidden {
-		return fmt.Errorf("selection: model owner: the proxy of phase %d is ⟨%d, %d, %d⟩, the schedule says %+v", i, a.Layers, a.Heads, a.Hidden, sp)
+		return fmt.Errorf("selection: model owner: the proxy of phase %d is ⟨%d, %d, %d⟩, the schedule says %+v", i+1, a.Layers, a.Heads, a.Hidden, sp)
 	}
 	return nil
 }

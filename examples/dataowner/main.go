@@ -24,9 +24,12 @@
 // checkpoint's max_position_embeddings tokens, or -seq. -embedding is the public pretrained checkpoint (a model directory)
 // whose frozen embeddings the data owner evaluates locally. The pool size is
 // the file's. With -state, a killed or disconnected run restarted with the
-// same flags resumes where it stopped. On a terminal, a progress bar shows
-// each phase. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or
-// handshake failure, 4 bad input file (see examples/README.md).
+// same flags resumes where it stopped; Ctrl-C (or SIGTERM) stops it with
+// one line saying where it stopped and how to resume. The -schedule is
+// checked against the checkpoint before any connection. On a terminal, a spinner
+// shows each step before the first phase and a progress bar each phase.
+// Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or handshake
+// failure, 4 bad input file, 130 interrupted (see examples/README.md).
 package main
 
 import (
@@ -89,6 +92,11 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err != nil {
 		return err
 	}
+	// The proxies keep layers and heads of this checkpoint's architecture:
+	// a schedule that asks for more is refused before any connection.
+	if err := party.CheckSchedule(params.Schedule, emb.Config, "the embedding checkpoint in "+*embDir); err != nil {
+		return err
+	}
 	do := &selection.DataOwner{
 		Params:     params,
 		Pool:       in,
@@ -97,15 +105,17 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
+	prog.Step("connecting to the dealer and the model owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}
 	defer dconn.Close()
 	defer conn.Close()
+	prog.Step("handshake with the model owner, who then labels the bootstrap sample and generates the proxies")
 	res, err := do.Run(ctx, conn, prov)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
 	return party.WriteResult(*out, stdout, res)

@@ -13,7 +13,9 @@
 // Fingerprints are 64 hex digits (as printed by keygen) or the path of the
 // party's certificate. It prints "dealer listening p0=ADDR p1=ADDR" on stdout
 // once both listeners are bound, then serves until interrupted (SIGINT or
-// SIGTERM: exit 0) or, with -once, until the data owner's session ends.
+// SIGTERM: exit 0) or, with -once, until its session ends: both parties
+// have connected and both are gone (after the run, or after both quit on a
+// handshake mismatch). It logs each party connecting and leaving by role.
 // Each connection's role is its listener's: a hello claiming the other role
 // is refused and logged. Material is keyed by the session id both parties
 // present (drawn jointly by them), so no word is served to two
@@ -61,7 +63,7 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	fp0 := fs.String("p0-fingerprint", "", "model owner's fingerprint or certificate file; required")
 	fp1 := fs.String("p1-fingerprint", "", "data owner's fingerprint or certificate file; required")
 	seeds := fs.String("seeds", "", "keep the dealer's seeds in this file (created if missing) and its served positions in FILE.state, so a restarted dealer can serve a resumed session and refuses positions it served")
-	once := fs.Bool("once", false, "exit when the data owner's first session ends (no resume)")
+	once := fs.Bool("once", false, "exit when the session ends: both parties have connected and both are gone (no resume)")
 	link := fs.String("link", "", "emulate a link on the dealer's sending direction: lan, paper-wan or none")
 	idle := fs.Duration("idle-timeout", 0, "drop a data owner that sends no request for this long (0: never)")
 	maxWords := fs.Int("max-request-words", 0, "refuse an item with a part of more words than this (0: 2^25)")

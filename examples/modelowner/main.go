@@ -24,9 +24,12 @@
 // examples/README.md, "Labelling the bootstrap"). Fingerprints are 64 hex
 // digits or a certificate file. With -state, a killed or disconnected run
 // restarted with the same flags resumes where it stopped. On a terminal, a
-// progress bar shows each phase. Exit codes: 0 ok, 1 runtime failure, 2
-// usage error, 3 peer or handshake failure, 4 bad input file, 5 the
-// bootstrap was not labelled (see examples/README.md).
+// spinner shows each step before the first phase and a progress bar each
+// phase; Ctrl-C (or SIGTERM) stops it with one line saying where it stopped
+// and how to resume. The -schedule is checked against the checkpoint before
+// any connection. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer
+// or handshake failure, 4 bad input file, 5 the bootstrap was not labelled,
+// 130 interrupted (see examples/README.md).
 package main
 
 import (
@@ -35,7 +38,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
@@ -55,7 +57,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
 	var lf party.LabelFlags
 	lf.Register(fs)
-	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<i> for each phase (what STATE/proxies of an earlier run holds): no labelling or generation")
+	proxiesDir := fs.String("proxies", "", "pre-generated proxies, DIR/phase-<n> for phase n = 1, 2, ... (what STATE/proxies of an earlier run holds): no labelling or generation")
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
@@ -100,11 +102,14 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	}
 	if *proxiesDir != "" {
 		for i := range params.Schedule {
-			p, err := proxy.Load(filepath.Join(*proxiesDir, fmt.Sprintf("phase-%d", i)))
+			p, err := proxy.Load(selection.ProxyDir(*proxiesDir, i))
 			if err != nil {
-				return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the proxy of phase %d: %w", i, err))
+				return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the proxy of phase %d: %w", i+1, err))
 			}
 			mo.Proxies = append(mo.Proxies, p)
+		}
+		if err := party.CheckProxies(params.Schedule, mo.Proxies, *proxiesDir); err != nil {
+			return err
 		}
 	} else {
 		target, err := model.Load(*modelDir, model.LoadOptions{})
@@ -118,19 +123,35 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err != nil {
 			return err
 		}
+		// Everything checkable about the schedule and the model is
+		// checked before any connection (usage errors, exit 2).
+		if err := party.CheckSchedule(params.Schedule, target.Config, "the target model in "+*modelDir); err != nil {
+			return err
+		}
 		gen := party.GenerateConfig(*points, *seed)
 		gen.Logger = log
+		gen.Progress = prog.GenerationProgress()
+		if err := party.CheckGenerate(gen, params, target); err != nil {
+			return err
+		}
+		if lf.Cmd == "" {
+			// The command hook keeps the terminal for its labeller: no
+			// spinner while it runs.
+			label = prog.Labeler(label)
+		}
 		mo.Target, mo.Generate, mo.Label = target, gen, label
 	}
+	prog.Step("connecting to the dealer and the data owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
 	defer dconn.Close()
 	defer conn.Close()
+	prog.Step("handshake and joint coin with the data owner")
 	res, err := mo.Run(ctx, conn, prov)
 	if err != nil {
-		return err
+		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
 	return party.WriteResult(*out, stdout, res)

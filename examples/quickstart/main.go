@@ -91,9 +91,13 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if o.log, err = peer.Logger(o.progress.Writer(), *level); err != nil {
 		return err
 	}
+	o.progress.SetLog(o.log)
 	if o.link, err = peer.Link(*link); err != nil {
 		return err
 	}
+	// One log, one format: the listeners and the dealer log through it too
+	// (not through slog.Default, a second format on the same stream).
+	o.link.Log = o.log
 	if o.demo.Pool < 2 || o.demo.Pool > 3000 {
 		return peer.Usage("-pool %d outside [2, 3000]", o.demo.Pool)
 	}
@@ -111,12 +115,19 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if *export != "" {
 		return exportFiles(*export, o, pf, *text, stdout)
 	}
-	return runDemo(ctx, o, stdout)
+	err = runDemo(ctx, o, stdout)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: one line saying where; the chain at debug level.
+		o.log.Debug("interrupted", "err", err)
+		return peer.Interrupted("quickstart", o.progress.Where(), "", err)
+	}
+	return err
 }
 
 func runDemo(ctx context.Context, o options, stdout io.Writer) error {
 	start := time.Now()
 	fmt.Fprintln(stdout, "selectformer quickstart: private data selection on the bundled MNIST subset")
+	o.progress.Step(fmt.Sprintf("pretraining the public checkpoint (%d epochs)", o.demo.Epochs))
 	d, err := demo.Prepare(o.demo)
 	if err != nil {
 		return err
@@ -211,7 +222,7 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 		}
 		ids[i] = id
 	}
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := beaver.NewServer(beaver.ServerOptions{Logger: o.log})
 	if err != nil {
 		return res, err
 	}
@@ -231,9 +242,11 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 
 	gen := party.GenerateConfig(o.points, o.demo.Seed)
 	gen.Logger = o.log
+	gen.Progress = o.progress.GenerationProgress()
 	log := party.DropEngineProgress(o.log)
 	mo := &selection.ModelOwner{Params: o.params, Target: d.Checkpoint, Generate: gen,
-		Label: party.OracleLabeler(d.Pool.Labels), Logger: log, OnProgress: o.progress.Func(len(o.params.Schedule), o.log)}
+		Label: o.progress.Labeler(party.OracleLabeler(d.Pool.Labels)), Logger: log, OnProgress: o.progress.Func(len(o.params.Schedule), o.log)}
+	o.progress.Step("connecting the parties and the dealer over loopback TLS")
 	do := &selection.DataOwner{Params: o.params, Pool: d.PoolInput(), Embedding: d.Checkpoint, Logger: log}
 	ep := peer.Endpoint{Timeout: 30 * time.Second}
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,18 +21,51 @@ func TestQuickstartSmall(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Whatever logs through slog.Default writes a second format on the same
+	// stream: catch it.
+	var foreign bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&foreign, nil)))
+	defer slog.SetDefault(prev)
 	var out, errb bytes.Buffer
 	code := run(ctx, []string{"-pool", "120", "-budget", "40", "-bootstrap", "20", "-schedule", "1:2:4@0.5,2:2:8",
-		"-epochs", "2", "-mlp-points", "4000"}, &out, &errb)
+		"-epochs", "2", "-mlp-points", "4000", "-log", "info"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errb)
 	}
 	t.Logf("\n%s", &out)
+	checkOneLogAndEarlyProgress(t, errb.String(), foreign.String())
 	for _, want := range []string{"pool: 120 unlabeled digits", "budget: 40 points = bootstrap 20", "phases: proxy <l=1, w=2, d=4> keep 50%",
 		"selected 20 of 100 candidates", "\n1        100->50 ", "\n2         50->20 ", "  selected  0:", "  random    0:", "appraisal: mean"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q", want)
 		}
+	}
+}
+
+// checkOneLogAndEarlyProgress checks the quickstart's stderr (not a
+// terminal, -log info): one log format — every line a record of its own
+// text handler, nothing through slog.Default (foreign) — and progress from
+// the first second: a step line for the pretraining, then steps up to the
+// first phase, which shows as it starts (issue 30: 13 s of pretraining
+// showed nothing, the bar appeared once a phase was done, and the dealer's
+// log had another format).
+func checkOneLogAndEarlyProgress(t *testing.T, stderr, foreign string) {
+	t.Helper()
+	if foreign != "" {
+		t.Errorf("records logged through slog.Default, in a second format:\n%s", foreign)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(l, "time=") || !strings.Contains(l, " level=") || !strings.Contains(l, " msg=") {
+			t.Errorf("stderr line not of the quickstart's log format: %q", l)
+		}
+	}
+	pretrain := strings.Index(stderr, `msg=step step="pretraining the public checkpoint (2 epochs)"`)
+	generate := strings.Index(stderr, `msg=step step="generating the proxies: `)
+	start := strings.Index(stderr, "msg=progress phase=1/2 batches=0/")
+	first := strings.Index(stderr, "msg=progress phase=1/2")
+	if pretrain < 0 || generate < 0 || start < 0 || !(pretrain < generate && generate < start && start == first) {
+		t.Errorf("want the pretraining step, then proxy generation steps, then phase 1 at 0 batches first; stderr:\n%s", stderr)
 	}
 }
 

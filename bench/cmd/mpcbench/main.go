@@ -21,7 +21,8 @@
 // (select.go: a whole selection of a workload projected to its full pool,
 // optionally cross-checked against separate processes; --provider ot runs it
 // with no dealer, in process) and report
-// (report.go: regenerates bench/RESULTS.md and its plots).
+// (report.go: writes a results report; --regenerate replaces bench/RESULTS.md
+// and its plots).
 package main
 
 import (

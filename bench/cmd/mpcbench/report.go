@@ -2,12 +2,19 @@ package main
 
 // The report subcommand:
 //
-//	mpcbench report [--out bench/RESULTS.md] [--plots bench/plots] [--workloads a,b] [--samples W=N,...]
+//	mpcbench report [--regenerate | --out FILE] [--plots DIR] [--workloads a,b] [--samples W=N,...]
 //	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--forward-batch 16] [--note TEXT] [--tiny]
 //
-// regenerates the generated part of RESULTS.md (between the markers
-// reportBegin and reportEnd; the rest of the file is kept) from real runs:
-// the machine, the selection workloads (bench.Select, or `select --json`
+// writes a results file whose generated part (between the markers
+// reportBegin and reportEnd; the rest of an existing file is kept) comes
+// from real runs. It writes nothing tracked unless asked: by default the
+// file and its plots go to a new temporary directory (printed); --out FILE
+// writes FILE (plots in FILE's directory/plots unless --plots); only
+// --regenerate replaces the repository's bench/RESULTS.md and bench/plots.
+// --regenerate refuses --tiny and a projection from a sample too small to
+// project from (bench.Projection.TooSmall); --tiny with an --out or --plots
+// naming the tracked files is refused too. The generated part holds the
+// machine, the selection workloads (bench.Select, or `select --json`
 // outputs DIR/<workload>.json with --from) with their plots, the op table
 // against CrypTen's published costs and the forward table. Each workload
 // runs pipelined and, with --off, also its over-link sample with the
@@ -34,7 +41,7 @@ import (
 )
 
 func init() {
-	commands["report"] = command{"regenerate bench/RESULTS.md (and its plots) from real runs", runReport}
+	commands["report"] = command{"write a results report (and its plots) from real runs: to a temporary directory, --out FILE, or --regenerate for the tracked bench/RESULTS.md", runReport}
 }
 
 // The markers around the generated part of RESULTS.md.
@@ -53,8 +60,9 @@ var crypTenRef = map[string]string{
 
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", stderr)
-	out := fs.String("out", "bench/RESULTS.md", "the results file (its generated part is replaced)")
-	plots := fs.String("plots", "bench/plots", "directory of the PNG plots")
+	out := fs.String("out", "", "the results file (its generated part is replaced; default: RESULTS.md in a new temporary directory, printed)")
+	plots := fs.String("plots", "", "directory of the PNG plots (default: plots beside the results file)")
+	regenerate := fs.Bool("regenerate", false, "replace the repository's tracked bench/RESULTS.md generated part and bench/plots (not with --tiny or --out)")
 	wls := fs.String("workloads", "", "comma-separated workloads (default: all standard ones)")
 	samples := fs.String("samples", "", "sample sizes per workload, e.g. sst2-distilbert=128,qqp-bert=64 (default: the workloads')")
 	linkName := fs.String("link", "paper-wan", "link of the selection runs: "+strings.Join(transport.ProfileNames(), ", "))
@@ -70,6 +78,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *fwdBatch <= 0 {
 		return fmt.Errorf("report: --forward-batch %d", *fwdBatch)
+	}
+	if err := reportPaths(out, plots, *regenerate, *tiny, stdout); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -137,6 +148,15 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := os.MkdirAll(*plots, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	if *regenerate {
+		for _, r := range reps {
+			for _, p := range []*bench.Projection{r.Projection, r.OffProjection} {
+				if p != nil && p.TooSmall != "" {
+					return fmt.Errorf("report: --regenerate: %s: %s; the tracked results are left as they were", r.Workload.Name, p.TooSmall)
+				}
+			}
+		}
+	}
 	files, err := bench.WritePlots(*plots, reps)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -167,7 +187,94 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := writeReport(&g, machine, *note, time.Since(started), reps, sources, files, filepath.ToSlash(rel), opsRes, fwd); err != nil {
 		return err
 	}
-	return replaceGenerated(*out, g.Bytes())
+	if err := replaceGenerated(*out, g.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "report written to %s (plots in %s)\n", *out, *plots)
+	return nil
+}
+
+// trackedResults and trackedPlots are the repository's committed results,
+// relative to its root.
+const (
+	trackedResults = "bench/RESULTS.md"
+	trackedPlots   = "bench/plots"
+)
+
+// reportPaths settles where the report writes: --regenerate the tracked
+// files (found from the repository root), an explicit --out that file, else
+// a new temporary directory; the plots beside the results file unless
+// --plots. Tiny results never go to the tracked files.
+func reportPaths(out, plots *string, regenerate, tiny bool, stdout io.Writer) error {
+	root, rootErr := repoRoot()
+	switch {
+	case regenerate && tiny:
+		return fmt.Errorf("report: --regenerate with --tiny would replace the tracked results with tiny-workload numbers; drop --tiny (or write elsewhere with --out)")
+	case regenerate && *out != "":
+		return fmt.Errorf("report: --regenerate writes %s; it takes no --out", trackedResults)
+	case regenerate:
+		if rootErr != nil {
+			return fmt.Errorf("report: --regenerate: %w", rootErr)
+		}
+		*out = filepath.Join(root, trackedResults)
+		if *plots == "" {
+			*plots = filepath.Join(root, trackedPlots)
+		}
+	case *out == "":
+		dir, err := os.MkdirTemp("", "mpcbench-report-")
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		*out = filepath.Join(dir, "RESULTS.md")
+		fmt.Fprintf(stdout, "writing the report to %s (to replace the tracked %s, rerun with --regenerate)\n", *out, trackedResults)
+	}
+	if *plots == "" {
+		*plots = filepath.Join(filepath.Dir(*out), "plots")
+	}
+	if tiny && rootErr == nil {
+		for _, p := range []struct{ got, tracked string }{{*out, trackedResults}, {*plots, trackedPlots}} {
+			if samePath(p.got, filepath.Join(root, p.tracked)) {
+				return fmt.Errorf("report: --tiny would write tiny-workload numbers into the tracked %s; write elsewhere", p.tracked)
+			}
+		}
+	}
+	return nil
+}
+
+// repoRoot returns the directory above the working directory that holds
+// the module's go.mod and the tracked results.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, trackedResults)); err == nil {
+				return dir, nil
+			}
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return "", fmt.Errorf("no repository with %s above the working directory", trackedResults)
+		}
+		dir = up
+	}
+}
+
+// samePath reports whether a and b name the same file or directory (after
+// making them absolute and resolving links where they exist).
+func samePath(a, b string) bool {
+	norm := func(p string) string {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		return filepath.Clean(p)
+	}
+	return norm(a) == norm(b)
 }
 
 // reportSelect runs (or reads from dir) one workload's select report.

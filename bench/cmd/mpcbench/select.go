@@ -261,6 +261,15 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// flagTooSmall is the mark printed after a projected figure whose sample
+// was too small to project from (bench.Projection.TooSmall).
+func flagTooSmall(p *bench.Projection) string {
+	if p.TooSmall == "" {
+		return ""
+	}
+	return " (UNRELIABLE: sample too small, see the warning)"
+}
+
 // printSelect prints a report as text.
 func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	p := rep.Projection
@@ -271,21 +280,24 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tproxy\tcandidates\tkept\trounds\tP0→P1 B\tP1→P0 B\tdealer B\tseconds\tpeak heap\tin flight\tprefetch held P0/P1\t")
 	for _, ph := range s.Phases {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%d\t%s / %s\t\n", ph.Phase, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds, ph.BytesP0, ph.BytesP1, ph.DealerBytes, ph.Seconds,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%s\t%d\t%s / %s\t\n", ph.Phase+1, ph.Proxy, ph.Candidates, ph.Kept, ph.Rounds, ph.BytesP0, ph.BytesP1, ph.DealerBytes, ph.Seconds,
 			bench.FormatBytes(float64(ph.PeakHeapAll)), ph.PeakInFlight, bench.FormatBytes(float64(ph.PeakPrefetchP0)), bench.FormatBytes(float64(ph.PeakPrefetchP1)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, p.Link, p.Pipeline, p.Limiting)
+	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, p.Limiting)
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2])
+	if p.TooSmall != "" {
+		fmt.Fprintf(w, "WARNING: %s\n", p.TooSmall)
+	}
 	for _, ph := range p.Phases {
 		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h, QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
-			ph.Phase, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
+			ph.Phase+1, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
 	}
 	if op := rep.OffProjection; rep.Off != nil && op != nil {
-		fmt.Fprintf(w, "pipeline off (baseline): sample %.1f s over the link; projected %.2f h (limiting bound: %s); bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n",
-			rep.Off.Seconds, op.Hours, op.Limiting, op.BoundsHours[0], op.BoundsHours[1], op.BoundsHours[2])
+		fmt.Fprintf(w, "pipeline off (baseline): sample %.1f s over the link; projected %.2f h%s (limiting bound: %s); bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n",
+			rep.Off.Seconds, op.Hours, flagTooSmall(op), op.Limiting, op.BoundsHours[0], op.BoundsHours[1], op.BoundsHours[2])
 		if g, ok := rep.Gain(); ok {
 			fmt.Fprintf(w, "pipeline gain: projected speed-up %.2f×, measured %.2f×; projected ÷ max(bandwidth, compute bound) = %.2f\n", g.ProjectedSpeedup, g.MeasuredSpeedup, g.OverBound)
 		}

@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -82,6 +83,62 @@ func (p *ParamFlags) Params() (selection.Params, error) {
 	return out, nil
 }
 
+// CheckSchedule checks the -schedule flag against a checkpoint (what names
+// it in the message, e.g. "the target model in DIR"): every phase's proxy
+// keeps at most the checkpoint's layers and heads per layer. It runs before
+// any connection; a misfit is a usage error naming the phase (numbered from
+// 1, as everywhere), its entry and the checkpoint's sizes.
+func CheckSchedule(sched []selection.Phase, cfg model.Config, what string) error {
+	for i, ph := range sched {
+		s := ph.Proxy
+		if s.Layers > cfg.Layers || s.Heads > cfg.Heads {
+			return peer.Usage("flag -schedule: phase %d (%d:%d:%d) keeps l=%d layers of w=%d heads, but %s has %d layers of %d heads: use l ≤ %d and w ≤ %d",
+				i+1, s.Layers, s.Heads, s.Hidden, s.Layers, s.Heads, what, cfg.Layers, cfg.Heads, cfg.Layers, cfg.Heads)
+		}
+	}
+	return nil
+}
+
+// CheckProxies checks pre-generated proxies (-proxies DIR) against the
+// schedule before any connection: a proxy whose shape is not its phase's is
+// a usage error naming the phase and both shapes.
+func CheckProxies(sched []selection.Phase, proxies []*proxy.Proxy, dir string) error {
+	for i, ph := range sched {
+		if i >= len(proxies) {
+			break
+		}
+		want, got := ph.Proxy, proxies[i].Shape
+		if want.Layers != 0 && want.Layers != got.Layers || want.Heads != 0 && want.Heads != got.Heads || want.Hidden != 0 && want.Hidden != got.Hidden {
+			return peer.Usage("flag -schedule: phase %d is %d:%d:%d, but the proxy in %s is %d:%d:%d (pass the schedule the proxies were generated for)",
+				i+1, want.Layers, want.Heads, want.Hidden, selection.ProxyDir(dir, i), got.Layers, got.Heads, got.Hidden)
+		}
+	}
+	return nil
+}
+
+// CheckGenerate checks proxy generation settings (GenerateConfig) for the
+// schedule of params and the target model before any connection, as the
+// selection does before it sends anything; a refusal is a usage error.
+func CheckGenerate(gen proxy.Config, params selection.Params, target *model.Model) error {
+	gen.Phases = params.Shapes()
+	if err := gen.Validate(target, params.Bootstrap); err != nil {
+		return peer.Usage("proxy generation for -schedule %s: %v", FormatSchedule(params.Schedule), err)
+	}
+	return nil
+}
+
+// FormatSchedule writes a schedule back as the -schedule flag reads it.
+func FormatSchedule(sched []selection.Phase) string {
+	parts := make([]string, len(sched))
+	for i, ph := range sched {
+		parts[i] = fmt.Sprintf("%d:%d:%d", ph.Proxy.Layers, ph.Proxy.Heads, ph.Proxy.Hidden)
+		if i < len(sched)-1 {
+			parts[i] += fmt.Sprintf("@%g", ph.Keep)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
 // GenerateConfig is the proxy generation used by the examples: the
 // library's defaults (proxy.Config.WithDefaults, scaled to the bootstrap: a
 // few seconds on 2 cores for the demo ViT); points, if positive, sets the
@@ -111,6 +168,37 @@ func Classify(err error) error {
 		return peer.WithCode(peer.ExitInput, err)
 	}
 	return peer.WithCode(peer.Code(err), err)
+}
+
+// StopError turns the error of a run of command into what the binary
+// reports. If ctx ended (SIGINT or SIGTERM) it is a one-line
+// peer.ExitInterrupted error saying where the run stopped (prog.Where) and
+// how to resume (with state, the -state directory: rerun with it; without,
+// a rerun starts over); the error chain goes to log at Debug level. If the
+// peer was interrupted (its abort says it was cancelled), the error says to
+// rerun both parties. Any other error, and nil, is returned as it is.
+func StopError(ctx context.Context, err error, command, state string, prog *Progress, log *slog.Logger) error {
+	if err == nil {
+		return nil
+	}
+	next := "no -state was given, so a rerun starts over (pass -state DIR to be able to resume)"
+	if state != "" {
+		next = fmt.Sprintf("rerun with the same flags and -state %s to resume", state)
+	}
+	if ctx.Err() != nil {
+		if log != nil {
+			log.Debug("interrupted", "err", err)
+		}
+		return peer.Interrupted(command, prog.Where(), next, err)
+	}
+	var pa *selection.PeerAbortError
+	if errors.As(err, &pa) && pa.Code == selection.AbortCancelled {
+		if state != "" {
+			next = fmt.Sprintf("when it is back, rerun both parties with the same flags (here -state %s) to resume", state)
+		}
+		return fmt.Errorf("%w; %s", err, next)
+	}
+	return err
 }
 
 // WriteResult writes the result as indented JSON to path ("" writes nothing;

@@ -13,6 +13,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 )
 
@@ -28,6 +30,12 @@ func IsTerminal(w io.Writer) bool {
 // log lines at Info level: the first and the last batch of every phase and
 // at most one line per Interval in between, phases numbered from 1 as in
 // the summary, rates and times rounded.
+//
+// Before the first phase, Step names what the party is doing (pretraining,
+// connecting, generating the proxies ...): a spinner with the step and its
+// elapsed time on a terminal, a "step" log line otherwise, so that progress
+// shows from the first second. Where says where the run is (for the
+// message of an interrupted run).
 //
 // Use Writer as the log output, so that log lines do not tear the bar, and
 // Func as the OnProgress callback; Close ends an unfinished bar's line.
@@ -45,7 +53,104 @@ type Progress struct {
 	bar      *progressbar.ProgressBar
 	phase    int // phase of the current bar or log lines; -1 before the first
 	done     int // most batches reported done in phase
+	total    int // batches of phase
 	lastLog  time.Time
+	step     string        // the current step before the first phase
+	stopSpin chan struct{} // closed to stop the spinner's ticker
+}
+
+// spinInterval is how often a step's spinner is redrawn.
+const spinInterval = 120 * time.Millisecond
+
+// SetLog sets the logger of the step and progress lines written when not on
+// a terminal (Func sets it too).
+func (p *Progress) SetLog(log *slog.Logger) {
+	p.mu.Lock()
+	p.log = log
+	p.mu.Unlock()
+}
+
+// Step reports what the party does now, before its first phase (steps after
+// the first phase's report, and a repeat of the current step, are ignored): on a terminal a spinner with name
+// and the time elapsed, which the next step or the first phase replaces;
+// otherwise an Info line msg=step step=name.
+func (p *Progress) Step(name string) {
+	p.mu.Lock()
+	if p.phase >= 0 || name == p.step {
+		p.mu.Unlock()
+		return
+	}
+	p.endBar()
+	p.step = name
+	log := p.log
+	if p.terminal {
+		p.bar = progressbar.NewOptions(-1,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(name),
+			progressbar.OptionSpinnerType(14),
+			progressbar.OptionSetSpinnerChangeInterval(0), // ticked below, under p.mu
+			progressbar.OptionSetElapsedTime(true),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.w) }),
+		)
+		_ = p.bar.RenderBlank()
+		stop, bar := make(chan struct{}), p.bar
+		p.stopSpin = stop
+		go func() {
+			t := time.NewTicker(spinInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					p.mu.Lock()
+					if p.bar == bar {
+						_ = bar.Add(0)
+					}
+					p.mu.Unlock()
+				}
+			}
+		}()
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	if log != nil {
+		log.Info("step", "step", name)
+	}
+}
+
+// Labeler wraps the model owner's labelling of the bootstrap sample so that
+// it shows as a step ("labelling the bootstrap sample").
+func (p *Progress) Labeler(l selection.Labeler) selection.Labeler {
+	if l == nil {
+		return nil
+	}
+	return func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
+		p.Step(fmt.Sprintf("labelling the bootstrap sample (%d points)", len(idx)))
+		return l(ctx, idx, in)
+	}
+}
+
+// GenerationProgress returns a proxy.Config.Progress callback that shows
+// proxy generation as steps ("generating the proxies: <stage>").
+func (p *Progress) GenerationProgress() func(proxy.Progress) {
+	return func(pr proxy.Progress) { p.Step("generating the proxies: " + pr.Stage) }
+}
+
+// Where says where the run is, for a message about a stop: "in phase 1 of 2
+// after 3 of 8 batches", or "while <step>" before the first phase, or "" if
+// nothing was reported yet.
+func (p *Progress) Where() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.phase >= 0:
+		return fmt.Sprintf("in phase %d of %d after %d of %d batches", p.phase+1, max(p.phases, p.phase+1), p.done, p.total)
+	case p.step != "":
+		return "while " + p.step
+	}
+	return ""
 }
 
 // NewProgress returns a Progress writing to w, drawing bars if terminal is
@@ -104,7 +209,7 @@ func (p *Progress) advance(pr selection.Progress) (*slog.Logger, []any) {
 		p.endBar()
 		p.phase, p.lastLog = pr.Phase, time.Time{}
 	}
-	p.done = min(pr.Done, pr.Total)
+	p.done, p.total = min(pr.Done, pr.Total), pr.Total
 	name := fmt.Sprintf("phase %d/%d", pr.Phase+1, max(p.phases, pr.Phase+1))
 	if p.terminal {
 		if newPhase {
@@ -147,8 +252,13 @@ func (p *Progress) advance(pr selection.Progress) (*slog.Logger, []any) {
 	return p.log, args
 }
 
-// endBar ends the current bar's line if it is not finished.
+// endBar ends the current bar's (or step spinner's) line if it is not
+// finished.
 func (p *Progress) endBar() {
+	if p.stopSpin != nil {
+		close(p.stopSpin)
+		p.stopSpin = nil
+	}
 	if p.bar != nil && !p.bar.IsFinished() {
 		_ = p.bar.Exit() // runs OnCompletion: the newline
 	}

@@ -2,6 +2,7 @@ package party
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 )
 
@@ -191,4 +194,74 @@ func TestDropEngineProgress(t *testing.T) {
 	if want := "level=INFO msg=\"selection: phase done\" party=1 g.phase=1\n"; buf.String() != want {
 		t.Fatalf("got %q, want %q", buf.String(), want)
 	}
+}
+
+// TestProgressSteps: before the first phase, Step writes a line per step
+// (a repeat is dropped) and Where names the step; the first phase's report
+// ends the steps, later steps are ignored, and Where names the phase and its
+// batches (what an interrupted party prints).
+func TestProgressSteps(t *testing.T) {
+	var buf bytes.Buffer
+	p := NewProgress(io.Discard, false)
+	if w := p.Where(); w != "" {
+		t.Fatalf("Where before anything = %q", w)
+	}
+	f := p.Func(2, testLogger(&buf))
+	p.Step("connecting")
+	p.Step("connecting")
+	if w := p.Where(); w != "while connecting" {
+		t.Fatalf("Where = %q", w)
+	}
+	p.Labeler(func(_ context.Context, idx []int, _ model.Input) ([]int, error) { return idx, nil })(context.Background(), []int{4, 2}, model.Input{})
+	p.GenerationProgress()(proxy.Progress{Stage: "tune", Done: 1, Total: 4})
+	f(selection.Progress{Phase: 0, Done: 0, Total: 8})
+	f(selection.Progress{Phase: 0, Done: 3, Total: 8})
+	p.Step("late")
+	if w := p.Where(); w != "in phase 1 of 2 after 3 of 8 batches" {
+		t.Fatalf("Where = %q", w)
+	}
+	p.Close()
+	want := `level=INFO msg=step step=connecting
+level=INFO msg=step step="labelling the bootstrap sample (2 points)"
+level=INFO msg=step step="generating the proxies: tune"
+level=INFO msg=progress phase=1/2 batches=0/8 percent=0
+`
+	if got := buf.String(); got != want {
+		t.Fatalf("log lines:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestProgressStepSpinner: on a terminal a step draws a spinner with its
+// name, which the first phase's bar replaces on a line of its own.
+func TestProgressStepSpinner(t *testing.T) {
+	var buf syncBuf
+	p := NewProgress(&buf, true)
+	f := p.Func(1, testLogger(&bytes.Buffer{}))
+	p.Step("pretraining")
+	time.Sleep(3 * spinInterval)
+	f(selection.Progress{Phase: 0, Done: 0, Total: 4})
+	f(selection.Progress{Phase: 0, Done: 4, Total: 4})
+	p.Close()
+	out := buf.String()
+	i, j := strings.Index(out, "pretraining"), strings.Index(out, "phase 1/1")
+	if i < 0 || j < i || !strings.Contains(out[i:j], "\n") {
+		t.Fatalf("terminal output %q: want the step's spinner, then the phase's bar on its own line", out)
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

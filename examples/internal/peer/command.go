@@ -17,7 +17,10 @@ type Command func(ctx context.Context, fs *flag.FlagSet, args []string, stdout, 
 
 // Run runs cmd as the binary name and returns its exit code: ExitOK on
 // success or -h, otherwise the code of the error after classify (nil keeps
-// the error as it is), with the error printed to stderr. summary is the one
+// the error as it is), with the error printed to stderr. An error returned
+// after ctx ended (SIGINT or SIGTERM, see Exec) is an ExitInterrupted one,
+// printed as one line (an *InterruptError the command returned, or one that
+// only names the command). summary is the one
 // line, starting with the name, that says what the binary does: -h prints it
 // first, then the flags.
 func Run(ctx context.Context, name, summary string, args []string, stdout, stderr io.Writer, cmd Command, classify func(error) error) int {
@@ -33,6 +36,12 @@ func Run(ctx context.Context, name, summary string, args []string, stdout, stder
 	}
 	if classify != nil {
 		err = classify(err)
+	}
+	var ie *InterruptError
+	if err != nil && ctx.Err() != nil && !errors.As(err, &ie) {
+		// Stopped by a signal where the command did not say where: one
+		// line instead of the chain of cancelled calls.
+		err = Interrupted(name, "", "", err)
 	}
 	return Main(name, stderr, fs, err)
 }

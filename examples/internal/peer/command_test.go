@@ -44,3 +44,30 @@ func TestRunExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestRunInterrupted: an error returned after the context ended (SIGINT or
+// SIGTERM) exits ExitInterrupted with one line, the command's own
+// InterruptError if it gave one, never the chain of cancelled calls.
+func TestRunInterrupted(t *testing.T) {
+	chain := errors.New("selection: phase 1 batch 3: secure: forward layer 0: context canceled")
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"plain", chain, "interrupted: tool stopped\n"},
+		{"described", Interrupted("tool", "in phase 1 of 2 after 3 of 8 batches", "rerun with the same flags and -state s to resume", chain),
+			"interrupted: tool stopped in phase 1 of 2 after 3 of 8 batches; rerun with the same flags and -state s to resume\n"},
+		{"coded", WithCode(ExitPeer, chain), "interrupted: tool stopped\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var out, errb bytes.Buffer
+			cmd := func(context.Context, *flag.FlagSet, []string, io.Writer, io.Writer) error { return c.err }
+			if code := Run(ctx, "tool", "tool does things.", nil, &out, &errb, cmd, nil); code != ExitInterrupted || errb.String() != c.want {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errb.String(), ExitInterrupted, c.want)
+			}
+		})
+	}
+}

@@ -23,16 +23,29 @@ import (
 // of material. Material is keyed by the session id both parties present, so
 // one dealer may serve several selections. A party may reconnect (after a
 // crash, to resume); the dealer keeps serving until its context ends or,
-// with Once, party 1's first session is over.
+// with Once, both parties are gone.
+//
+// It logs (Info) each party connecting and leaving, by role ("model owner",
+// "data owner") and address, never by key, and why a connection ended.
 type Dealer struct {
 	Server       *beaver.Server
 	Listeners    [2]*transport.Listener
 	Fingerprints [2]string
-	// Once ends Run when both parties' first sessions are over: party 0
-	// has its seed and party 1's connection has ended (a run without
-	// resume).
+	// Once ends Run when the session is over: both parties have connected
+	// (each at least once, a hello claiming the other role not counted)
+	// and neither is connected any more — after a finished run, a failed
+	// one, or two parties that quit on a handshake mismatch before drawing
+	// anything (a run without resume).
 	Once bool
 	Log  *slog.Logger
+}
+
+// RoleName names a party by its role: "model owner" (0), "data owner" (1).
+func RoleName(party int) string {
+	if party == 0 {
+		return "model owner"
+	}
+	return "data owner"
 }
 
 // Run serves until ctx ends (nil) or, with Once, the session is over (nil).
@@ -45,8 +58,11 @@ func (d *Dealer) Run(ctx context.Context) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var mu sync.Mutex
-	served := [2]bool{}
+	var (
+		mu   sync.Mutex
+		seen [2]bool // a connection of the party's role has ended
+		open [2]int  // the party's connections now
+	)
 	for party := 0; party < 2; party++ {
 		wg.Add(1)
 		go func() {
@@ -64,7 +80,11 @@ func (d *Dealer) Run(ctx context.Context) error {
 					cancel(fmt.Errorf("dealer: party %d listener: %w", party, err))
 					return
 				}
-				d.Log.Info("party connected", "party", party, "addr", c.RemoteAddr().String())
+				addr := c.RemoteAddr().String()
+				mu.Lock()
+				open[party]++
+				mu.Unlock()
+				d.Log.Info("dealer: party connected", "role", RoleName(party), "party", party, "addr", addr)
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
@@ -72,24 +92,34 @@ func (d *Dealer) Run(ctx context.Context) error {
 					err := d.Server.Serve(ctx, c, party)
 					st := d.Server.Stats()
 					switch {
+					case ctx.Err() != nil:
+						d.Log.Info("dealer: party left", "role", RoleName(party), "party", party, "addr", addr, "reason", "the dealer is stopping")
 					case errors.Is(err, beaver.ErrRefused):
-						// Logged (Warn) by the server; the party got
-						// nothing, so its session is not over.
-						d.Log.Debug("party refused", "party", party, "addr", c.RemoteAddr().String(), "err", err)
-						return
+						// The refusal itself is logged (Warn) by the
+						// server; a party that hangs up before asking for
+						// material (both quit on a handshake mismatch)
+						// lands here too.
+						d.Log.Info("dealer: party left before drawing material", "role", RoleName(party), "party", party, "addr", addr)
+						d.Log.Debug("dealer: party left", "role", RoleName(party), "addr", addr, "err", err)
 					case party == 0 && err == nil:
-						d.Log.Info("party 0 has its session seed", "party", party)
+						d.Log.Info("dealer: party left with its session seed", "role", RoleName(party), "party", party, "addr", addr)
+					case err == nil:
+						d.Log.Info("dealer: party left", "role", RoleName(party), "party", party, "addr", addr, "items", st.Items, "bytes", st.BytesRecv)
 					default:
-						d.Log.Info("party disconnected", "party", party, "reason", err, "items", st.Items, "bytes", st.BytesRecv)
+						d.Log.Info("dealer: party left", "role", RoleName(party), "party", party, "addr", addr, "reason", err, "items", st.Items, "bytes", st.BytesRecv)
 					}
-					// Party 0's session ends when it has its seed, party
-					// 1's when it hangs up; the two may finish in either
-					// order.
+					// A hello claiming the other role is no session of
+					// this party's (the key is pinned, the role is wrong).
+					var re *beaver.RoleError
 					mu.Lock()
-					served[party] = true
-					done := d.Once && served[0] && served[1]
+					open[party]--
+					if !errors.As(err, &re) {
+						seen[party] = true
+					}
+					over := d.Once && seen[0] && seen[1] && open[0] == 0 && open[1] == 0
 					mu.Unlock()
-					if done {
+					if over && ctx.Err() == nil {
+						d.Log.Info("dealer: session over, both parties gone; exiting (-once)")
 						cancel(nil)
 					}
 				}()

@@ -178,3 +178,75 @@ func TestDealerStateFile(t *testing.T) {
 		t.Fatalf("corrupted state file: %v (code %d)", err, Code(err))
 	}
 }
+
+// TestOnceDealerEndsWhenBothLeave: two parties that connect to a dealer with
+// Once and hang up before asking for any material (both quit on a handshake
+// mismatch) end its session: Run returns, and the log names each party
+// connecting and leaving by role, never by key (issue 30: the dealer kept
+// running without a word).
+func TestOnceDealerEndsWhenBothLeave(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ids [3]*transport.Identity // dealer, p0, p1
+	for i := range ids {
+		var err error
+		if ids[i], err = transport.GenerateIdentity("id" + string(rune('0'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	srv, err := beaver.NewServer(beaver.ServerOptions{Fingerprints: fps, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dealer{Server: srv, Fingerprints: fps, Once: true, Log: log}
+	for p := range d.Listeners {
+		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	e := Endpoint{Timeout: 5 * time.Second}
+	var conns [2]*transport.Conn
+	for p := range conns {
+		if _, conns[p], err = ConnectDealer(ctx, d.Listeners[p].Addr().String(), ids[p+1], ids[0].Fingerprint(), p, transport.Options{}, e); err != nil {
+			t.Fatalf("party %d: %v", p, err)
+		}
+	}
+	// The model owner leaves first: the dealer waits for the data owner.
+	_ = conns[0].Close()
+	select {
+	case err := <-done:
+		t.Fatalf("the dealer ended (%v) while the data owner was still connected", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	_ = conns[1].Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("a dealer with Once kept running after both parties left; log:\n%s", logs.String())
+	}
+	out := logs.String()
+	for _, want := range []string{
+		`msg="dealer: party connected" role="model owner"`, `msg="dealer: party connected" role="data owner"`,
+		`role="model owner" party=0`, `msg="dealer: party left before drawing material" role="data owner"`,
+		"dealer: session over, both parties gone",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+	for p, fp := range fps {
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, "dealer: party") && strings.Contains(line, fp) {
+				t.Errorf("party %d's key in the dealer's log line %q", p, line)
+			}
+		}
+	}
+}

@@ -88,6 +88,7 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 	if p.Options, err = Link(f.Link); err != nil {
 		return nil, err
 	}
+	p.Options.Log = log // the transport logs in the party's format, not slog.Default's
 	if p.ID, err = LoadIdentity(f.Cert, f.Key); err != nil {
 		return nil, err
 	}

@@ -43,7 +43,48 @@ const (
 	// the same -state, both parties meet on the same coin and the model owner
 	// labels the same points again.
 	ExitLabel = 5
+	// ExitInterrupted: the command was stopped by SIGINT or SIGTERM (128 +
+	// SIGINT, as shells report an interrupted command). A party prints one
+	// line saying where it stopped and how to resume; the error chain goes
+	// to its debug log.
+	ExitInterrupted = 130
 )
+
+// InterruptError is the error of a command stopped by SIGINT or SIGTERM: its
+// text is the one line the command prints (no error chain).
+type InterruptError struct {
+	// Command is the binary's name (modelowner, dataowner, quickstart).
+	Command string
+	// Where says where it stopped, e.g. "in phase 1 of 2 after 3 of 8
+	// batches" or "while connecting to the peer"; empty if unknown.
+	Where string
+	// Next says what to do, e.g. "rerun with the same flags and -state
+	// DIR to resume"; empty if nothing.
+	Next string
+	// Err is the error the command's work returned when it was stopped.
+	Err error
+}
+
+// Error returns the line printed for the interrupt.
+func (e *InterruptError) Error() string {
+	s := "interrupted: " + e.Command + " stopped"
+	if e.Where != "" {
+		s += " " + e.Where
+	}
+	if e.Next != "" {
+		s += "; " + e.Next
+	}
+	return s
+}
+
+// Unwrap returns the error the work returned.
+func (e *InterruptError) Unwrap() error { return e.Err }
+
+// Interrupted returns err (which may be nil) as an ExitInterrupted error of
+// command, see InterruptError.
+func Interrupted(command, where, next string, err error) error {
+	return &Error{Code: ExitInterrupted, Err: &InterruptError{Command: command, Where: where, Next: next, Err: err}}
+}
 
 // Error is an error that carries the exit code the command should end with.
 type Error struct {
@@ -98,6 +139,12 @@ func Main(name string, stderr io.Writer, fs *flag.FlagSet, err error) int {
 		return ExitOK
 	}
 	code := Code(err)
+	var ie *InterruptError
+	if errors.As(err, &ie) {
+		// One line, no error chain: the command names itself.
+		fmt.Fprintln(stderr, ie.Error())
+		return code
+	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	if code == ExitUsage && fs != nil {
 		fmt.Fprintf(stderr, "run '%s -h' for the flags\n", name)
