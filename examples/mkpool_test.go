@@ -53,15 +53,25 @@ func mkpool(t *testing.T, f *fixture, args ...string) (int, string) {
 }
 
 // runSelection runs dealer, model owner and data owner (with the given pool
-// and embedding checkpoint flags and the model owner's checkpoint and
-// labels) and checks that the parties agree on want selected candidates.
-func runSelection(t *testing.T, f *fixture, moModel, labels string, poolSize, want int, schedule string, doArgs ...string) {
+// and embedding checkpoint flags and the model owner's checkpoint) and
+// checks that the parties agree on want selected candidates. The model
+// owner labels the bootstrap when it arrives, through -label-cmd: the
+// labeller (TestHelperLabeller, this test binary re-executed) checks the
+// exported points against builtPool (as the model in moModel sees them,
+// for texts: seq tokens) and answers with labels' lines.
+func runSelection(t *testing.T, f *fixture, moModel, labels, builtPool string, seq, poolSize, want int, schedule string, doArgs ...string) {
 	t.Helper()
+	t.Setenv(helperEnv, "1")
+	t.Setenv(helperOracleEnv, labels)
+	t.Setenv(helperPoolEnv, builtPool)
+	t.Setenv(helperModelEnv, moModel)
+	t.Setenv(helperSeqEnv, fmt.Sprint(seq))
+	labelCmd := shellQuote(os.Args[0]) + " -test.run='^TestHelperLabeller$' -test.count=1"
 	out := t.TempDir()
 	dl, a0, a1 := f.dealer(t, "-once")
 	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
 		"-peer-fingerprint", f.path("do.crt"), "-dealer", a0, "-dealer-fingerprint", f.fp["dealer"],
-		"-model", moModel, "-labels", labels, "-pool-size", fmt.Sprint(poolSize),
+		"-model", moModel, "-label-cmd", labelCmd, "-pool-size", fmt.Sprint(poolSize),
 		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json")}, strings.Fields(schedule)...)
 	mo := f.start(t, "modelowner", args...)
 	addr := strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
@@ -91,7 +101,8 @@ func runSelection(t *testing.T, f *fixture, moModel, labels string, poolSize, wa
 // TestMkpoolImages (issue 30): the demo pool's images written as a
 // directory of PNG files, built into a pool by mkpool with the checkpoint's
 // size, give the demo pool's pixels exactly, in file order, with an index
-// naming each file; the data owner runs a selection on the built pool.
+// naming each file; the data owner runs a selection on the built pool, the
+// model owner labelling the bootstrap through its -label-cmd hook.
 func TestMkpoolImages(t *testing.T) {
 	f := getFixture(t)
 	orig, err := pool.ReadFile(f.files.Pool)
@@ -151,7 +162,7 @@ func TestMkpoolImages(t *testing.T) {
 	if len(idx) != s.Len()+1 || !slices.Equal(idx[0], []string{"index", "file", "record", "line"}) || !slices.Equal(idx[8], []string{"7", "0007.png", "", ""}) {
 		t.Fatalf("index rows %d, header %q, row 8 %q", len(idx), idx[0], idx[8])
 	}
-	runSelection(t, f, f.files.Checkpoint, f.files.Labels, f.pool, 20, testArgs, "-pool", built, "-embedding", f.files.Checkpoint)
+	runSelection(t, f, f.files.Checkpoint, f.files.Labels, built, 0, f.pool, 20, testArgs, "-pool", built, "-embedding", f.files.Checkpoint)
 }
 
 func readIndex(t *testing.T, path string) [][]string {
@@ -172,7 +183,8 @@ func readIndex(t *testing.T, path string) [][]string {
 // column (mails with newlines, commas and quotes), built by mkpool, gives
 // the same texts; the data owner runs a selection on it with a checkpoint
 // directory that has a Hugging Face tokenizer.json and no vocab.txt (before
-// issue 30 it stopped: no vocab.txt).
+// issue 30 it stopped: no vocab.txt), the model owner labelling the
+// bootstrap through its -label-cmd hook.
 func TestMkpoolTextsTokenizerJSON(t *testing.T) {
 	f, tf := getTextFixture(t)
 	orig, err := pool.ReadFile(tf.files.Pool)
@@ -224,7 +236,7 @@ func TestMkpoolTextsTokenizerJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeTokenizerJSON(t, filepath.Join(hf, "tokenizer.json"), v.Tokens())
-	runSelection(t, f, tf.files.Checkpoint, tf.files.Labels, tf.pool, 8, textArgs, "-pool", built, "-embedding", hf, "-seq", "16")
+	runSelection(t, f, tf.files.Checkpoint, tf.files.Labels, built, 16, tf.pool, 8, textArgs, "-pool", built, "-embedding", hf, "-seq", "16")
 }
 
 // TestMkpoolErrors: mkpool's usage and input errors, with the documented exit
