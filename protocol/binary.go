@@ -160,7 +160,7 @@ func bitSlice(x []uint64) []uint64 {
 // Cost for n elements, W = ⌈n/64⌉ (64 comparisons per word): 6 rounds and
 // 6 messages per party, of 156W, 62W, 30W, 14W, 6W and 2W words: 270W words,
 // i.e. 270 bits = 33.75 bytes per comparison per party plus the transport's
-// frame headers (see msbLevelWords).
+// frame headers (SignCircuitWords and MSBCost, cost.go).
 //
 // The 32-bit circuit. The same circuit on the low 32 bits of the shares
 // (width 32) computes bit 31 of (x0 + x1) mod 2^32 = x mod 2^32: the 31 low
@@ -169,10 +169,6 @@ func bitSlice(x []uint64) []uint64 {
 // levels with 15, 7, 3 and 1 ANDs: 5 rounds and 128W words (76W, 30W, 14W,
 // 6W, 2W). Bit 31 of x mod 2^32 is msb(x) whenever x, read as an int64,
 // satisfies −2^31 ≤ x < 2^31 (x mod 2^32 read as an int32 is then x itself).
-
-// msbLevelWords is the number of words each party sends at each of the 6
-// exchanges of the 64-bit sign circuit, per word (64 elements) of input.
-var msbLevelWords = [...]int{156, 62, 30, 14, 6, 2}
 
 // msbBits runs the sign circuit on this party's share x and returns its XOR
 // share of msb(x0 + x1), packed (⌈len(x)/64⌉ words).
