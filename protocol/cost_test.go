@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -63,5 +64,22 @@ func TestCostFunctions(t *testing.T) {
 			t.Errorf("n=%d: TruncReLUCost %+v, the test's formula %d bytes in 7 rounds", n, c, truncReLUWire(n))
 		}
 		wantCost(t, relu, [2]int64{c.Rounds, c.Rounds}, [2]int64{c.Bytes, c.Bytes})
+	}
+
+	// The 32-bit table, through CompareRevealBounded: its sign circuit, then
+	// the reveal of W words.
+	for _, n := range []int{1, 65, 1000} {
+		xs, ys := boundedPairs(rand.New(rand.NewPCG(31, uint64(n))), n)
+		x := splitTensor(&share.Tensor{Shape: []int{n}, Data: xs}, 1)
+		y := splitTensor(&share.Tensor{Shape: []int{n}, Data: ys}, 2)
+		r := runPair(t, func(ctx context.Context, s *Session) ([]bool, error) {
+			return s.CompareRevealBounded(ctx, x[s.Party()], y[s.Party()])
+		})
+		w := share.PackedWords(n)
+		bytes := MessageBytes(w)
+		for _, k := range SignCircuitWords(32) {
+			bytes += MessageBytes(k * w)
+		}
+		wantCost(t, r, [2]int64{6, 6}, [2]int64{bytes, bytes})
 	}
 }
