@@ -84,9 +84,9 @@ func signCost(n, width, rider int) Cost {
 }
 
 // TruncReLUCost returns the cost of TruncReLU on n elements for each party:
-// 7 rounds, the sign circuit's whose first message carries the truncation's
-// n words (msg(n + 156·W)), then the multiplexer's msg(W + n), W = ⌈n/64⌉;
-// nothing for n ≤ 0.
+// 7 rounds, the sign circuit's 6 (its first message also carrying the
+// truncation's n words: msg(n + 156·W)) and the multiplexer's msg(W + n),
+// W = ⌈n/64⌉; nothing for n ≤ 0.
 func TruncReLUCost(n int) Cost {
 	if n <= 0 {
 		return Cost{}
