@@ -128,16 +128,9 @@ func expandLocalInto(all []uint64, keys *keyCache, r Request) [][]uint64 {
 		off += s
 	}
 	if r.Kind == KindBitPair {
-		maskTail(parts[0], r.N)
+		share.MaskTail(parts[0], r.N)
 	}
 	return parts
-}
-
-// maskTail clears the bits of packed beyond the first n.
-func maskTail(packed []uint64, n int) {
-	if n%64 != 0 && len(packed) > 0 {
-		packed[len(packed)-1] &= (1 << (n % 64)) - 1
-	}
 }
 
 // correction computes the dealer's words for party 1 from both parties' local

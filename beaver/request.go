@@ -3,6 +3,8 @@ package beaver
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/selectformer/selectformer/share"
 )
 
 // Kind names a kind of correlation. It is part of the PRG domain of every
@@ -90,25 +92,6 @@ func (r Request) String() string {
 	}
 }
 
-// prod returns the product of dims, or an error if any is negative or the
-// product exceeds MaxItemWords.
-func prod(dims ...int) (int, error) {
-	p := 1
-	for _, d := range dims {
-		if d < 0 {
-			return 0, fmt.Errorf("negative size %d", d)
-		}
-		if d > MaxItemWords {
-			return 0, fmt.Errorf("size %d exceeds %d", d, MaxItemWords)
-		}
-		p *= d
-		if p > MaxItemWords {
-			return 0, fmt.Errorf("%v words exceed the limit of %d per item", dims, MaxItemWords)
-		}
-	}
-	return p, nil
-}
-
 // Validate checks the kind and the sizes (non-negative, unused fields zero,
 // every part at most MaxItemWords words, 1 ≤ FracBits ≤ 62 for Trunc, Stream
 // and Counter zero for WeightMask).
@@ -169,7 +152,7 @@ func (r Request) Validate() error {
 		return bad("unknown kind")
 	}
 	for _, d := range dims {
-		if _, err := prod(d...); err != nil {
+		if _, err := share.BoundedProduct(MaxItemWords, d...); err != nil {
 			return bad("%v", err)
 		}
 	}
@@ -220,7 +203,7 @@ func (r Request) localWords(party int) []int {
 		}
 		return []int{n}
 	case KindBitPair:
-		w := (n + 63) / 64
+		w := share.PackedWords(n)
 		if party == 0 {
 			return []int{w, n, n, n} // Packed, Arith, A, AR
 		}
@@ -256,7 +239,7 @@ func (r Request) PartWords(party int) []int {
 		}
 		return []int{0, n, n}
 	case KindBitPair:
-		return []int{(n + 63) / 64, n, n, n}
+		return []int{share.PackedWords(n), n, n, n}
 	case KindWeightMask:
 		if party == 0 {
 			return []int{r.K * r.N}

@@ -57,7 +57,7 @@ func TestApproxElementwise(t *testing.T) {
 	w := wireBytes
 	expB := func(n int) int64 { return 16 * w(n) }
 	recPosB := func(n int) int64 { return expB(n) + 10*(w(n)+w(2*n)+w(n)) }
-	recB := func(n int) int64 { return msbWire(n) + 2*w(packedWords(n)+n) + recPosB(n) }
+	recB := func(n int) int64 { return msbWire(n) + 2*w(share.PackedWords(n)+n) + recPosB(n) }
 	isqB := func(n int) int64 { return expB(n) + w(n) + 3*(w(n)+w(2*n)+w(n)+w(2*n)+w(n)) }
 	logB := func(n int) int64 {
 		iter := expB(n) + w(2*n) + w(n) + 2*w(n) + w(4*n) + w(2*n) + w(8*n) + w(4*n) + w(n)

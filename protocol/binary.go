@@ -43,7 +43,7 @@ func (b *BitTensor) check(op string) error {
 			return fmt.Errorf("protocol: %s: bit tensor shape %v has a negative dimension", op, b.Shape)
 		}
 	}
-	if want := packedWords(b.Len()); len(b.Words) != want {
+	if want := share.PackedWords(b.Len()); len(b.Words) != want {
 		return fmt.Errorf("protocol: %s: bit tensor %v has %d words, want %d", op, b.Shape, len(b.Words), want)
 	}
 	return nil
@@ -97,7 +97,7 @@ func (s *Session) RevealBits(ctx context.Context, b *BitTensor) ([]bool, error) 
 		return []bool{}, nil
 	}
 	mine := slices.Clone(b.Words)
-	clearTail(mine, n)
+	share.MaskTail(mine, n)
 	theirs := make([]uint64, len(b.Words))
 	if err := s.Exchange(ctx, mine, theirs); err != nil {
 		return nil, fmt.Errorf("protocol: reveal bits %v: %w", b.Shape, err)
@@ -109,37 +109,11 @@ func (s *Session) RevealBits(ctx context.Context, b *BitTensor) ([]bool, error) 
 	return out, nil
 }
 
-// clearTail zeroes the bits past the first n of packed words, so that
-// nothing but the n elements' bits is ever sent.
-func clearTail(words []uint64, n int) {
-	if r := uint(n) & 63; r != 0 && len(words) > 0 {
-		words[len(words)-1] &= 1<<r - 1
-	}
-}
-
-// packedWords returns ⌈n/64⌉, the words that hold n packed bits.
-func packedWords(n int) int { return (n + 63) >> 6 }
-
-// transpose64 transposes a 64×64 bit matrix in place: afterwards bit k of
-// a[i] is what bit i of a[k] was. (Recursive block swaps, 6 steps of 32
-// word operations each.)
-func transpose64(a *[64]uint64) {
-	m := uint64(0x00000000FFFFFFFF)
-	for j := 32; j != 0; j >>= 1 {
-		for k := 0; k < 64; k = (k + j + 1) &^ j {
-			t := (a[k]>>uint(j) ^ a[k+j]) & m
-			a[k] ^= t << uint(j)
-			a[k+j] ^= t
-		}
-		m ^= m << uint(j>>1)
-	}
-}
-
 // bitSlice returns the 64 bit planes of x: plane i (words [i·W, (i+1)·W),
 // W = ⌈len(x)/64⌉) holds bit i of every element, element e at bit e mod 64
 // of word e/64. Elements past len(x) are zero.
 func bitSlice(x []uint64) []uint64 {
-	w := packedWords(len(x))
+	w := share.PackedWords(len(x))
 	planes := make([]uint64, 64*w)
 	var blk [64]uint64
 	for j := 0; j < w; j++ {
@@ -147,7 +121,7 @@ func bitSlice(x []uint64) []uint64 {
 		hi := min(lo+64, len(x))
 		copy(blk[:], x[lo:hi])
 		clear(blk[hi-lo:])
-		transpose64(&blk)
+		share.Transpose64(&blk)
 		for i := 0; i < 64; i++ {
 			planes[i*w+j] = blk[i]
 		}
@@ -186,7 +160,7 @@ func bitSlice(x []uint64) []uint64 {
 // Cost for n elements, W = ⌈n/64⌉ (64 comparisons per word): 6 rounds and
 // 6 messages per party, of 156W, 62W, 30W, 14W, 6W and 2W words: 270W words,
 // i.e. 270 bits = 33.75 bytes per comparison per party plus the transport's
-// frame headers (see msbLevelWords).
+// frame headers (SignCircuitWords and MSBCost, cost.go).
 //
 // The 32-bit circuit. The same circuit on the low 32 bits of the shares
 // (width 32) computes bit 31 of (x0 + x1) mod 2^32 = x mod 2^32: the 31 low
@@ -195,10 +169,6 @@ func bitSlice(x []uint64) []uint64 {
 // levels with 15, 7, 3 and 1 ANDs: 5 rounds and 128W words (76W, 30W, 14W,
 // 6W, 2W). Bit 31 of x mod 2^32 is msb(x) whenever x, read as an int64,
 // satisfies −2^31 ≤ x < 2^31 (x mod 2^32 read as an int32 is then x itself).
-
-// msbLevelWords is the number of words each party sends at each of the 6
-// exchanges of the 64-bit sign circuit, per word (64 elements) of input.
-var msbLevelWords = [...]int{156, 62, 30, 14, 6, 2}
 
 // msbBits runs the sign circuit on this party's share x and returns its XOR
 // share of msb(x0 + x1), packed (⌈len(x)/64⌉ words).
@@ -219,7 +189,7 @@ func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderS
 		return nil, fmt.Errorf("protocol: sign circuit on %d bits: need 64 or 32", width)
 	}
 	n := len(x)
-	w := packedWords(n)
+	w := share.PackedWords(n)
 	if n == 0 {
 		return []uint64{}, nil
 	}

@@ -8,32 +8,6 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
-func TestTranspose64(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 20 {
-		var a, orig [64]uint64
-		for i := range a {
-			switch trial {
-			case 0: // identity matrix
-				a[i] = 1 << uint(i)
-			case 1: // all ones
-				a[i] = ^uint64(0)
-			default:
-				a[i] = rng.Uint64()
-			}
-		}
-		orig = a
-		transpose64(&a)
-		for i := range 64 {
-			for k := range 64 {
-				if got, want := a[i]>>uint(k)&1, orig[k]>>uint(i)&1; got != want {
-					t.Fatalf("trial %d: bit %d of row %d is %d, want %d", trial, k, i, got, want)
-				}
-			}
-		}
-	}
-}
-
 func TestBitSlice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 5, 63, 64, 65, 130, 1000} {
@@ -42,7 +16,7 @@ func TestBitSlice(t *testing.T) {
 			x[i] = rng.Uint64()
 		}
 		planes := bitSlice(x)
-		w := packedWords(n)
+		w := share.PackedWords(n)
 		if len(planes) != 64*w {
 			t.Fatalf("n=%d: %d words, want %d", n, len(planes), 64*w)
 		}

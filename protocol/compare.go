@@ -90,7 +90,7 @@ func (s *Session) B2A(ctx context.Context, b *BitTensor) (*share.Tensor, error) 
 	for j := range send {
 		send[j] = b.Words[j] ^ bp.Packed[j]
 	}
-	clearTail(send, n)
+	share.MaskTail(send, n)
 	recv := share.GetWords(w) // scratch: overwritten before use
 	defer share.PutWords(recv)
 	if err := s.Exchange(ctx, send, recv); err != nil {
@@ -113,7 +113,7 @@ func (s *Session) bitPairs(ctx context.Context, n int) (bitPairMaterial, error) 
 	if err != nil {
 		return bitPairMaterial{}, fmt.Errorf("bit pairs: %w", err)
 	}
-	if len(bp.Packed) != packedWords(n) || len(bp.Arith) != n || len(bp.A) != n || len(bp.AR) != n {
+	if len(bp.Packed) != share.PackedWords(n) || len(bp.Arith) != n || len(bp.A) != n || len(bp.AR) != n {
 		return bitPairMaterial{}, fmt.Errorf("bit pairs: provider returned %d/%d/%d/%d words for %d bits", len(bp.Packed), len(bp.Arith), len(bp.A), len(bp.AR), n)
 	}
 	return bitPairMaterial{Packed: bp.Packed, Arith: bp.Arith, A: bp.A, AR: bp.AR}, nil
@@ -264,7 +264,7 @@ func (s *Session) MulBit(ctx context.Context, x *share.Tensor, b *BitTensor) (*s
 	for j := 0; j < w; j++ {
 		send[j] = b.Words[j] ^ bp.Packed[j]
 	}
-	clearTail(send[:w], n)
+	share.MaskTail(send[:w], n)
 	for i, v := range x.Data {
 		send[w+i] = v - bp.A[i]
 	}
@@ -454,10 +454,10 @@ func (s *Session) maxTree(ctx context.Context, x *share.Tensor, arg bool) (*shar
 		}
 		cnt := rows*p + rows*covered
 		vals := make([]uint64, cnt)
-		bits := make([]uint64, packedWords(cnt))
+		bits := make([]uint64, share.PackedWords(cnt))
 		copy(vals, d)
 		copy(bits, c)
-		clearTail(bits[:len(c)], rows*p)
+		share.MaskTail(bits[:len(c)], rows*p)
 		if arg {
 			for r := 0; r < rows; r++ {
 				for i := 0; i < p; i++ {

@@ -73,7 +73,7 @@ func TestCompareRevealBounded(t *testing.T) {
 			}
 			var rounds, bytes int64
 			if n > 0 {
-				rounds, bytes = 6, msb32Wire(n)+wireBytes(packedWords(n))
+				rounds, bytes = 6, msb32Wire(n)+wireBytes(share.PackedWords(n))
 			}
 			wantCost(t, r, [2]int64{rounds, rounds}, [2]int64{bytes, bytes})
 			if n == 0 && (r.Dealer[0].Items != 0 || r.Dealer[1].Items != 0) {
@@ -147,7 +147,7 @@ func TestCompareRevealBoundedUniform(t *testing.T) {
 						clear[v] = true
 					}
 				}
-				for _, w := range bitSlice(xs)[:32*packedWords(n)] {
+				for _, w := range bitSlice(xs)[:32*share.PackedWords(n)] {
 					if w != 0 && w != ^uint64(0) {
 						clear[w] = true
 					}

@@ -14,7 +14,7 @@ import (
 // splitBits returns XOR shares of the bits (bit i of the result = bits[i]).
 func splitBits(bits []bool, seed uint64, shape ...int) [2]*BitTensor {
 	rng := rand.New(rand.NewPCG(seed, 99))
-	w := packedWords(len(bits))
+	w := share.PackedWords(len(bits))
 	a, b := make([]uint64, w), make([]uint64, w)
 	for j := range b {
 		b[j] = rng.Uint64()
@@ -65,7 +65,7 @@ func TestB2A(t *testing.T) {
 				t.Fatalf("n=%d element %d: %d, want %d", n, i, got.Data[i], b2u(v))
 			}
 		}
-		w := wireBytes(packedWords(n))
+		w := wireBytes(share.PackedWords(n))
 		wantCost(t, r, [2]int64{1, 1}, [2]int64{w, w})
 	}
 }
@@ -95,7 +95,7 @@ func TestLTZAndLessThan(t *testing.T) {
 	x := splitTensor(&share.Tensor{Shape: []int{n}, Data: xs}, 1)
 	y := splitTensor(&share.Tensor{Shape: []int{n}, Data: ys}, 2)
 	cmpWant := func(i int) bool { return int64(xs[i]) < int64(ys[i]) }
-	ltzWire := msbWire(n) + wireBytes(packedWords(n))
+	ltzWire := msbWire(n) + wireBytes(share.PackedWords(n))
 
 	t.Run("LTZ", func(t *testing.T) {
 		d, _ := cmpDiff("test", &share.Tensor{Shape: []int{n}, Data: xs}, &share.Tensor{Shape: []int{n}, Data: ys})
@@ -168,7 +168,7 @@ func TestMulBitAndSelect(t *testing.T) {
 				t.Fatalf("n=%d: select %d: %#x, want %#x", n, i, sel.Data[i], want)
 			}
 		}
-		w := 2 * wireBytes(packedWords(n)+n)
+		w := 2 * wireBytes(share.PackedWords(n)+n)
 		wantCost(t, r, [2]int64{2, 2}, [2]int64{w, w})
 	}
 }
@@ -198,7 +198,7 @@ func TestReLU(t *testing.T) {
 			t.Fatalf("relu(%d) = %d", int64(v), int64(got.Data[i]))
 		}
 	}
-	w := msbWire(n) + wireBytes(packedWords(n)+n)
+	w := msbWire(n) + wireBytes(share.PackedWords(n)+n)
 	wantCost(t, r, [2]int64{7, 7}, [2]int64{w, w})
 }
 
@@ -284,7 +284,7 @@ func TestMaxArgMax(t *testing.T) {
 				covered := min(m, 2*p*span) // positions in pairs
 				maxMux := rows * p
 				argMux := rows*p + rows*covered
-				wantBytes += 2*msbWire(rows*p) + wireBytes(packedWords(maxMux)+maxMux) + wireBytes(packedWords(argMux)+argMux)
+				wantBytes += 2*msbWire(rows*p) + wireBytes(share.PackedWords(maxMux)+maxMux) + wireBytes(share.PackedWords(argMux)+argMux)
 			}
 			wantRounds := 2 * 7 * levels
 			wantCost(t, r, [2]int64{wantRounds, wantRounds}, [2]int64{wantBytes, wantBytes})

@@ -19,6 +19,8 @@
 // 10-byte header per frame, plus the total length). A round is one dependent
 // exchange. The tests assert every figure below exactly, so a cost
 // regression fails them; each method's doc comment repeats its own.
+// MessageBytes (msg), SignCircuitWords, MSBCost and TruncReLUCost export the
+// figures that cost formulas above this package build on (Cost).
 //
 // Local, no communication: Add, Sub, Neg, AddPublic (party 0 adds),
 // AddPublicScalar, MulPublicInt (exact), Sum, ShareInput, NotBits, XorBits.

@@ -14,7 +14,7 @@ import (
 // on n > 0 elements: the truncation's n words in the leaves' message, the
 // rest of the sign circuit, and the multiplexer.
 func truncReLUWire(n int) int64 {
-	w := packedWords(n)
+	w := share.PackedWords(n)
 	b := wireBytes(n + 156*w)
 	for _, k := range []int{62, 30, 14, 6, 2} {
 		b += wireBytes(k * w)
@@ -124,7 +124,7 @@ func TestTruncReLU(t *testing.T) {
 				// One round fewer than TruncBy then ReLU, and the framing of
 				// one message instead of two (one 10-byte header while the
 				// merged message fits in one frame).
-				w := packedWords(n)
+				w := share.PackedWords(n)
 				saved := wireBytes(n) + wireBytes(156*w) - wireBytes(n+156*w)
 				if 8*(n+156*w) <= 1<<20 && saved != 10 {
 					t.Errorf("saved %d bytes, want one 10-byte header", saved)
@@ -178,7 +178,7 @@ func TestTruncReLUView(t *testing.T) {
 					clear[w] = true
 				}
 			}
-			w := packedWords(n)
+			w := share.PackedWords(n)
 			for p := range 2 {
 				msgs := r.Recv[p]
 				if len(msgs) != 7 {

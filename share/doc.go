@@ -27,6 +27,11 @@
 // whose every partial sum is an exact integer, recombined modulo 2^64, so all
 // backends give bit-identical results.
 //
+// Bit vectors packed 64 to a word (the binary protocols' XOR shares, the
+// oblivious-transfer choices) share the helpers of bits.go: PackedWords,
+// MaskTail and the 64×64 bit transpose Transpose64; BoundedProduct checks the
+// sizes of a correlation request.
+//
 // Nothing in this package talks to a network or knows about parties beyond the
 // index (0 or 1) used to decide which party adds a public constant.
 //

@@ -33,6 +33,34 @@ const frameOverhead = 128
 // frameCost is the flow-control cost of a DATA frame with an n-byte payload.
 func frameCost(n int) int64 { return int64(n) + frameOverhead }
 
+// sendChunk is the largest DATA payload sent to a peer that accepts frames
+// of maxFrame bytes with a stream window of window bytes: a frame never
+// needs more than half the window (so that the peer's grants, made each half
+// window, keep a sender of large messages going).
+func sendChunk(maxFrame, window int) int { return min(maxFrame, window/2-frameOverhead) }
+
+// MessageBytes returns the bytes one uncompressed message of payload bytes
+// costs on the wire (what Stats.BytesSent counts) between ends with the
+// default MaxFrame and StreamWindow: the payload and a 10-byte header per
+// frame, plus the 8-byte total length in the first frame when the message
+// spans several. Frames carry at most min(DefaultMaxFrame,
+// DefaultStreamWindow/2 − 128) = 1 MiB of payload, the length included, as
+// Stream.Send splits a message. A message of at most 1 MiB is one frame:
+// payload + 10 bytes.
+func MessageBytes(payload int) int64 {
+	return messageBytes(payload, sendChunk(DefaultMaxFrame, DefaultStreamWindow))
+}
+
+// messageBytes is MessageBytes for frames of at most chunk payload bytes.
+func messageBytes(payload, chunk int) int64 {
+	b, c := int64(payload), int64(chunk)
+	if b <= c {
+		return b + headerSize
+	}
+	frames := (b + lenPrefix + c - 1) / c
+	return b + lenPrefix + headerSize*frames
+}
+
 // aLongTimeAgo is a deadline in the past, used to interrupt blocked I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -128,7 +156,7 @@ func newConn(ctx context.Context, nc net.Conn, o Options) (*Conn, error) {
 		raw:     raw,
 		opt:     o,
 		peer:    peer,
-		chunk:   min(int(peer.maxFrame), int(peer.window)/2-frameOverhead),
+		chunk:   sendChunk(int(peer.maxFrame), int(peer.window)),
 		br:      bufio.NewReaderSize(nc, 64<<10),
 		wtok:    prio.NewGate(1),
 		streams: make(map[uint32]*Stream),

@@ -593,3 +593,45 @@ func TestWordsPortableCodec(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// TestMessageBytes checks MessageBytes against the bytes a sender with the
+// default options counts for messages around the frame boundaries: one
+// frame up to the chunk, then the total length and a header per frame.
+func TestMessageBytes(t *testing.T) {
+	a, b := pipe(t, Options{})
+	chunk := sendChunk(DefaultMaxFrame, DefaultStreamWindow)
+	if a.chunk != chunk || chunk != DefaultMaxFrame {
+		t.Fatalf("sender's chunk %d, sendChunk of the defaults %d, DefaultMaxFrame %d", a.chunk, chunk, DefaultMaxFrame)
+	}
+	ctx := testCtx(t, 30*time.Second)
+	for _, tc := range []struct {
+		payload int
+		want    int64 // independent of MessageBytes: payload + headers (+ length)
+	}{
+		{0, 10},
+		{1, 11},
+		{8000, 8010},
+		{chunk - lenPrefix, int64(chunk - lenPrefix + 10)},
+		{chunk, int64(chunk + 10)},
+		{chunk + 1, int64(chunk + 1 + 8 + 2*10)},
+		{2*chunk - lenPrefix, int64(2*chunk - lenPrefix + 8 + 2*10)},
+		{2*chunk - lenPrefix + 1, int64(2*chunk - lenPrefix + 1 + 8 + 3*10)},
+		{3*chunk + 5, int64(3*chunk + 5 + 8 + 4*10)},
+	} {
+		if got := MessageBytes(tc.payload); got != tc.want {
+			t.Errorf("MessageBytes(%d) = %d, want %d", tc.payload, got, tc.want)
+		}
+		before := a.Stream(3).Stats()
+		errc := make(chan error, 1)
+		go func() { errc <- a.Stream(3).SendBytes(ctx, make([]byte, tc.payload)) }()
+		if _, err := b.Stream(3).RecvBytes(ctx, tc.payload); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Stream(3).Stats().Sub(before).BytesSent; got != tc.want {
+			t.Errorf("%d-byte message: sent %d bytes, want %d", tc.payload, got, tc.want)
+		}
+	}
+}

@@ -53,6 +53,8 @@
 // END. A message that needs several frames carries its total length (uint64
 // LE) in the first 8 payload bytes of its START frame. Frames are at most the
 // peer's maximum frame size and half its stream window (less 128 bytes).
+// MessageBytes gives what a message costs on the wire with the default
+// options (the figure the protocol costs are built on).
 //
 // Flow control is credit-based per stream, like HTTP/2 windows, and counts
 // frames as well as bytes: every DATA frame costs its payload plus 128 bytes

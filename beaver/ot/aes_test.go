@@ -66,24 +66,6 @@ func hexString(b []byte) string {
 	return string(out)
 }
 
-// TestTranspose64 compares the block-swap transpose with the definition.
-func TestTranspose64(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	var a, orig [64]uint64
-	for i := range a {
-		a[i] = rng.Uint64()
-	}
-	orig = a
-	transpose64(&a)
-	for r := range 64 {
-		for c := range 64 {
-			if (a[c]>>r)&1 != (orig[r]>>c)&1 {
-				t.Fatalf("bit (%d,%d) wrong", r, c)
-			}
-		}
-	}
-}
-
 // TestColsToRows checks the IKNP column→row transpose against a per-bit
 // reference on a 128×256 matrix.
 func TestColsToRows(t *testing.T) {

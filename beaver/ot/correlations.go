@@ -30,17 +30,12 @@ type DeltaOT struct {
 // MaxWords bounds every part of one request, as for the dealer.
 const MaxWords = beaver.MaxItemWords
 
-// checkSize validates a product of dimensions.
+// checkSize validates a product of dimensions (at most MaxWords, as the
+// dealer's beaver.Request.Validate bounds them).
 func checkSize(what string, dims ...int) (int, error) {
-	p := 1
-	for _, d := range dims {
-		if d < 0 || d > MaxWords {
-			return 0, fmt.Errorf("ot: %s: size %d outside [0, %d]", what, d, MaxWords)
-		}
-		p *= d
-		if p > MaxWords {
-			return 0, fmt.Errorf("ot: %s: %v words exceed %d", what, dims, MaxWords)
-		}
+	p, err := share.BoundedProduct(MaxWords, dims...)
+	if err != nil {
+		return 0, fmt.Errorf("ot: %s: %w", what, err)
 	}
 	return p, nil
 }
@@ -334,13 +329,6 @@ func (g *Gen) WeightVectorTriples(ctx context.Context, b []uint64, m, n int) (be
 	return beaver.WeightTriple{A: A, C: transposeBatch(out, 1, n, m)}, g.end("weight vector triples", nil)
 }
 
-// maskTail clears the bits of packed beyond the first n.
-func maskTail(packed []uint64, n int) {
-	if n%64 != 0 && len(packed) > 0 {
-		packed[len(packed)-1] &= 1<<(n%64) - 1
-	}
-}
-
 // rotBits runs random OTs with one-bit messages: nSend as sender (m0, m1
 // packed), nRecv as receiver (random choices, mc packed). One round.
 func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, mc []uint64, err error) {
@@ -369,15 +357,15 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 		h := make([]uint64, pr)
 		g.h.hash(h, t, Block{}, tj0, 1)
 		mc = packLSB(h, nRecv)
-		choices = choices[:(nRecv+63)/64]
-		maskTail(choices, nRecv)
+		choices = choices[:share.PackedWords(nRecv)]
+		share.MaskTail(choices, nRecv)
 	}
 	return m0, m1, choices, mc, nil
 }
 
 // packLSB packs the low bit of the first n words of h, 64 per word.
 func packLSB(h []uint64, n int) []uint64 {
-	out := make([]uint64, (n+63)/64)
+	out := make([]uint64, share.PackedWords(n))
 	for j := range n {
 		out[j/64] |= (h[j] & 1) << (j % 64)
 	}
@@ -540,9 +528,9 @@ func (g *Gen) BitPairs(ctx context.Context, n int) (beaver.BitPair, error) {
 	if err := g.begin(ctx, "bit pairs"); err != nil {
 		return beaver.BitPair{}, err
 	}
-	groups := (n + 63) / 64
+	groups := share.PackedWords(n)
 	rho := g.draw(groups)
-	maskTail(rho, n)
+	share.MaskTail(rho, n)
 	A := g.draw(n)
 	arith := make([]uint64, n)
 	ar := make([]uint64, n)
@@ -677,8 +665,8 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 	if _, err := g.exchange(ctx, u, 0); err != nil {
 		return g.end(what, err)
 	}
-	ch = ch[:(n+63)/64]
-	maskTail(ch, n)
+	ch = ch[:share.PackedWords(n)]
+	share.MaskTail(ch, n)
 	done(j0, DeltaOT{Choices: ch, T: t[:n:n]})
 	return g.end(what, nil)
 }

@@ -3,43 +3,31 @@ package secure
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 )
 
-// The transport's framing as BlockCost counts it: a frameHeader-byte header
-// per frame of at most maxFrame payload bytes (transport.DefaultMaxFrame).
-// They are the wire format's constants, kept here so that computing a cost
-// does not link the transport; TestFramingConstants checks them against the
-// transport.
-const (
-	frameHeader = 10
-	maxFrame    = 1 << 20
-)
-
-// msg returns the bytes one message of w ring words costs on the wire: 8w
-// plus a frameHeader-byte header per frame of at most maxFrame bytes, plus an
-// 8-byte length when the message spans several frames.
-func msg(w int) int64 {
-	const header, chunk = frameHeader, maxFrame
-	b := int64(8 * w)
-	if b <= chunk {
-		return b + header
-	}
-	frames := (b + 8 + chunk - 1) / chunk
-	return b + 8 + header*frames
-}
+// msg returns the bytes one message of w ring words costs on the wire
+// (protocol.MessageBytes: 8w + 10 while that is one frame).
+func msg(w int) int64 { return protocol.MessageBytes(w) }
 
 // truncReLUBytes is the bytes a party sends for protocol.TruncReLU of n > 0
-// elements: the truncation's n words in the sign circuit's first message
-// (msg(n + 156·⌈n/64⌉)), its five other layers and the multiplexer.
-func truncReLUBytes(n int) int64 {
-	w := (n + 63) / 64
-	b := msg(n + 156*w)
-	for _, k := range []int{62, 30, 14, 6, 2} {
-		b += msg(k * w)
-	}
-	return b + msg(n+w)
+// elements (protocol.TruncReLUCost): the truncation's n words in the sign
+// circuit's first message, its five other layers and the multiplexer.
+func truncReLUBytes(n int) int64 { return protocol.TruncReLUCost(n).Bytes }
+
+// step is one step of a cost table: its rounds and the bytes it costs.
+type step struct {
+	rounds int64
+	both   int64 // bytes sent by each party
+	p1     int64 // bytes sent by party 1 only
+}
+
+// truncReLU is the step of a protocol.TruncReLU of n elements (7 rounds).
+func truncReLU(n int) step {
+	c := protocol.TruncReLUCost(n)
+	return step{c.Rounds, c.Bytes, 0}
 }
 
 // BlockCost is the exact online cost of block layer (0-based) of a
@@ -53,11 +41,12 @@ func truncReLUBytes(n int) int64 {
 //
 // With B the batch, T the sequence, H the width, I = heads·headDim, nh the
 // heads, d the MLP width, Tq = T (Tq = 1 in the last block), S = B·nh·Tq
-// softmax rows and R LayerNorm rows (B·Tq; ViT's pre-LayerNorm: B·T); msg(w) = 8w + 10 (multi-frame
-// messages: see msg); truncrelu(n) = msg(n + 156⌈n/64⌉) +
-// Σ_{k∈{62,30,14,6,2}} msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉), the truncation fused
-// into the ReLU (protocol.TruncReLU: its opening rides in the sign circuit's
-// first message, the bias added before it). "P1" terms are sent by the data
+// softmax rows and R LayerNorm rows (B·Tq; ViT's pre-LayerNorm: B·T);
+// msg(w) = 8w + 10 (protocol.MessageBytes, which also counts multi-frame
+// messages); truncrelu(n) = msg(n + 156⌈n/64⌉) + Σ_{k∈{62,30,14,6,2}}
+// msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉) (protocol.TruncReLUCost), the truncation
+// fused into the ReLU (protocol.TruncReLU: its opening rides in the sign
+// circuit's first message, the bias added before it). "P1" terms are sent by the data
 // owner alone (the weight-mask products), the others by both parties:
 //
 //	step                               rounds  bytes
@@ -125,19 +114,14 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	if Tq < T {
 		qkvSent, qkvTrunc = msg(B*T*H+B*Tq*H), 2*B*T*I+B*Tq*I
 	}
-	type step struct {
-		rounds int64
-		both   int64 // bytes sent by each party
-		p1     int64 // bytes sent by party 1 only
-	}
 	steps := []step{
 		{1, 0, qkvSent}, {1, msg(qkvTrunc), 0},
 		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
-		{1, 0, msg(S*T + B*T*I)}, {7, truncReLUBytes(S * d), 0},
+		{1, 0, msg(S*T + B*T*I)}, truncReLU(S * d),
 		{1, msg(S*d + B*d*I), 0}, {1, msg(B * Tq * I), 0},
 		{1, 0, msg(B * Tq * I)}, {1, msg(Rq * H), 0},
 		{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
-		{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
+		{1, 0, msg(R)}, truncReLU(R * d), {1, 0, msg(R * d)}, {1, msg(R * H), 0},
 		{1, msg(2 * R * H), 0}, {1, msg(R * H), 0},
 	}
 	if a.Family != model.ViT && !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {
@@ -183,21 +167,16 @@ func HeadCost(a Arch, batch int) (rounds int64, bytes [2]int64, err error) {
 		return 0, bytes, fmt.Errorf("secure: head cost: batch size %d", batch)
 	}
 	B, H, d, dEnt := batch, a.Hidden, a.MLPHidden, a.entropyHidden()
-	type step struct {
-		rounds int64
-		both   int64 // bytes sent by each party
-		p1     int64 // bytes sent by party 1 only
-	}
 	var steps []step
 	if a.Family == model.ViT {
 		R := B
 		steps = []step{{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
-			{1, 0, msg(R)}, {7, truncReLUBytes(R * d), 0}, {1, 0, msg(R * d)}, {1, msg(R * H), 0},
+			{1, 0, msg(R)}, truncReLU(R * d), {1, 0, msg(R * d)}, {1, msg(R * H), 0},
 			{1, msg(2 * R * H), 0}, {1, msg(R * H), 0}}
 	} else {
-		steps = []step{{1, 0, msg(B * H)}, {7, truncReLUBytes(B * H), 0}}
+		steps = []step{{1, 0, msg(B * H)}, truncReLU(B * H)}
 	}
-	steps = append(steps, step{1, 0, msg(B * H)}, step{7, truncReLUBytes(B * dEnt), 0}, step{1, 0, msg(B * dEnt)}, step{1, msg(B), 0})
+	steps = append(steps, step{1, 0, msg(B * H)}, truncReLU(B*dEnt), step{1, 0, msg(B * dEnt)}, step{1, msg(B), 0})
 	for _, s := range steps {
 		rounds += s.rounds
 		bytes[0] += s.both

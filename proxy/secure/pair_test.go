@@ -2,12 +2,10 @@ package secure
 
 import (
 	"context"
-	"testing"
 
 	"github.com/selectformer/selectformer/internal/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
-	"github.com/selectformer/selectformer/transport"
 )
 
 // localConfig configures runLocal: the encoding (default
@@ -33,31 +31,6 @@ func runLocal[T any](ctx context.Context, cfg localConfig, f func(ctx context.Co
 		return f(ctx, s)
 	})
 	return r.Out, err
-}
-
-// TestFramingConstants checks the framing that BlockCost counts
-// (frameHeader, maxFrame) against the transport: the bytes of a one-frame
-// and of a multi-frame message sent over a pipe.
-func TestFramingConstants(t *testing.T) {
-	if maxFrame != transport.DefaultMaxFrame {
-		t.Fatalf("maxFrame %d, transport.DefaultMaxFrame %d", maxFrame, transport.DefaultMaxFrame)
-	}
-	for _, words := range []int{1, 1000, maxFrame/8 + 1, 3 * maxFrame / 8} {
-		got, err := runLocal(context.Background(), localConfig{}, func(ctx context.Context, s *protocol.Session) (int64, error) {
-			before := s.Stream().Stats()
-			w, in := make([]uint64, words), make([]uint64, words) // apart: the send may still be reading w while the receive fills in
-			if err := s.Exchange(ctx, w, in); err != nil {
-				return 0, err
-			}
-			return s.Stream().Stats().Sub(before).BytesSent, nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got[0] != msg(words) || got[1] != msg(words) {
-			t.Errorf("%d words: sent %v bytes, msg() counts %d", words, got, msg(words))
-		}
-	}
 }
 
 // dataOwnerInput secret-shares the data owner's values xs (party 1 encodes
