@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/selectformer/selectformer/proxy/nn"
@@ -90,5 +91,32 @@ func TestTrainPinned(t *testing.T) {
 				t.Errorf("trained weights and report hash %s, want %s (%v)", got, c.want, rep)
 			}
 		})
+	}
+}
+
+// TestTrainSteps checks the step count Train's schedule is set up with.
+func TestTrainSteps(t *testing.T) {
+	for _, c := range []struct{ n, batch, epochs, want int }{
+		{1, 256, 1, 1},
+		{1024, 256, 1, 4},
+		{1025, 256, 1, 5},                 // a 1-row second block
+		{2500, 100, 3, 3 * (11 + 11 + 5)}, // blocks of 1024, 1024 and 452 rows
+	} {
+		if got := trainSteps(c.n, c.batch, c.epochs); got != c.want {
+			t.Errorf("trainSteps(%d, %d, %d) = %d, want %d", c.n, c.batch, c.epochs, got, c.want)
+		}
+	}
+}
+
+// TestWeightedMSE checks the loss over weighted entries and the gradient
+// written over y.
+func TestWeightedMSE(t *testing.T) {
+	y := []float64{1, 2, 5}
+	loss := weightedMSE(y, []float64{0, 2, 1}, []float64{1, 1, 0})
+	if loss != 0.5 {
+		t.Errorf("loss %g, want 0.5", loss)
+	}
+	if want := []float64{1, 0, 0}; !slices.Equal(y, want) {
+		t.Errorf("gradient %v, want %v", y, want)
 	}
 }
