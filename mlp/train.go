@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/selectformer/selectformer/proxy/nn"
@@ -140,45 +141,131 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 	start := time.Now()
 	rep = Report{Kind: d.Kind, In: in, Hidden: hidden, Out: out, Points: d.N}
 
-	// Held-out rows: also the source of the output statistics.
-	testX := make([]float64, cfg.Test*in)
-	testY := make([]float64, cfg.Test*out)
-	if err := d.Rows(heldOutSeed(d.Seed), 0, cfg.Test, testX, testY); err != nil {
+	st, err := heldOutStandardisation(d, cfg.Test)
+	if err != nil {
 		return nil, rep, err
 	}
-	muY, sdY := outputStats(testX, testY, in, out, d.Kind)
-	rep.ConstMeanAbs = constError(testX, testY, in, out, d.Kind, muY)
-	muX, sdX := d.Gauss.Mean, d.Gauss.Std
-	fill := make([]float64, in)
-	for j := range fill {
-		fill[j] = muX[j] + FillZ*sdX[j]
+	rep.ConstMeanAbs = constError(st.testX, st.testY, in, out, d.Kind, st.muY)
+
+	tr := newTrainer(m, d, name, cfg, st)
+	if err := tr.run(ctx, rng, start); err != nil {
+		return nil, rep, err
+	}
+	rep.Steps = tr.done
+	if tr.lossN > 0 {
+		rep.FinalLoss = tr.lossSum / float64(tr.lossN)
+	}
+	fold(m, st.muX, st.sdX, st.muY, st.sdY, d.Centre)
+	if m.Kind == AttnSoftmax {
+		copy(m.Fill, st.fill)
+	}
+	rep.Duration = time.Since(start)
+	rep.SynthRows = cfg.Test
+	if err := evaluateTrained(m, d, st, name, &rep); err != nil {
+		return nil, rep, err
+	}
+	nn.ZeroGrad(m.Params())
+	return m, rep, nil
+}
+
+// standardisation holds the held-out rows of a training run and the
+// statistics the network is standardised with: z = (x − μ)/σ (FillZ for
+// padding), ŷ = (y − μy)/σy.
+type standardisation struct {
+	// testX and testY are the held-out synthesised rows (test of them).
+	testX, testY []float64
+	// muX, sdX standardise the inputs (the distribution's, or the centred
+	// held-out rows' statistics when the data set centres); muY, sdY the
+	// outputs (their statistics on the held-out rows).
+	muX, sdX, muY, sdY []float64
+	// fill holds the per-feature values substituted for padded inputs, raw
+	// units: μ + FillZ·σ of the distribution.
+	fill []float64
+}
+
+// heldOutStandardisation draws test held-out rows of d (from the held-out
+// stream of d's seed) and derives the standardisation from them and d's
+// distribution.
+func heldOutStandardisation(d *Dataset, test int) (*standardisation, error) {
+	in := d.In()
+	out := d.Kind.OutWidth(in)
+	st := &standardisation{testX: make([]float64, test*in), testY: make([]float64, test*out)}
+	if err := d.Rows(heldOutSeed(d.Seed), 0, test, st.testX, st.testY); err != nil {
+		return nil, err
+	}
+	st.muY, st.sdY = outputStats(st.testX, st.testY, in, out, d.Kind)
+	st.muX, st.sdX = d.Gauss.Mean, d.Gauss.Std
+	st.fill = make([]float64, in)
+	for j := range st.fill {
+		st.fill[j] = st.muX[j] + FillZ*st.sdX[j]
 	}
 	if d.Centre {
 		// The network sees centred rows C·x' (x' with the fill values): their
 		// statistics on the held-out rows standardise them.
-		muX, sdX = centredStats(centreRows(testX, in, fill), in)
+		st.muX, st.sdX = centredStats(centreRows(st.testX, in, st.fill), in)
 	}
+	return st, nil
+}
 
-	// The standardised network: z = (x − μ)/σ (FillZ for padding), ŷ = (y − μy)/σy.
-	fc1, fc2 := m.FC1, m.FC2
-	act := &nn.ReLU{}
-	params := m.Params()
-	blocks := (d.N + blockRows - 1) / blockRows
+// trainSteps is the number of Adam steps of epochs passes over n rows, read
+// in blocks of blockRows rows cut into mini-batches of batch rows (the last
+// of each block possibly shorter).
+func trainSteps(n, batch, epochs int) int {
+	blocks := (n + blockRows - 1) / blockRows
 	steps := 0
 	for b := 0; b < blocks; b++ {
-		n := min(blockRows, d.N-b*blockRows)
-		steps += (n + cfg.BatchSize - 1) / cfg.BatchSize
+		k := min(blockRows, n-b*blockRows)
+		steps += (k + batch - 1) / batch
 	}
-	steps *= cfg.Epochs
-	opt := &nn.AdamW{LR: cfg.LR, WarmupSteps: steps / 50, TotalSteps: steps + 1, ClipNorm: 10}
-	bx := make([]float64, blockRows*in)
-	by := make([]float64, blockRows*out)
-	lossSum, lossN := 0.0, 0
-	tail := max(steps/10, 1)
-	total := d.N * cfg.Epochs
-	done := 0
+	return steps * epochs
+}
+
+// trainer runs Adam on the standardised network of one Train call and keeps
+// its counts: steps done and the loss of the last 10% of the steps.
+type trainer struct {
+	m       *MLP
+	d       *Dataset
+	name    string
+	cfg     TrainConfig
+	st      *standardisation
+	act     *nn.ReLU
+	params  []*nn.Param
+	opt     *nn.AdamW
+	bx, by  []float64 // one block of rows
+	steps   int       // steps in all
+	tail    int       // the last tail steps' losses make the final loss
+	done    int       // steps done
+	lossSum float64   // loss over the tail steps done
+	lossN   int
+}
+
+// newTrainer sets up the optimiser (warm-up over the first 2% of the steps,
+// linear decay) and the block buffers for training m on d.
+func newTrainer(m *MLP, d *Dataset, name string, cfg TrainConfig, st *standardisation) *trainer {
+	in := d.In()
+	out := d.Kind.OutWidth(in)
+	steps := trainSteps(d.N, cfg.BatchSize, cfg.Epochs)
+	return &trainer{
+		m: m, d: d, name: name, cfg: cfg, st: st,
+		act:    &nn.ReLU{},
+		params: m.Params(),
+		opt:    &nn.AdamW{LR: cfg.LR, WarmupSteps: steps / 50, TotalSteps: steps + 1, ClipNorm: 10},
+		bx:     make([]float64, blockRows*in),
+		by:     make([]float64, blockRows*out),
+		steps:  steps,
+		tail:   max(steps/10, 1),
+	}
+}
+
+// run trains for cfg.Epochs passes over the data set's blocks, in order in
+// the first epoch and in an order shuffled with rng in each later one,
+// reporting progress after each block. ctx is checked before every block.
+func (tr *trainer) run(ctx context.Context, rng *rand.Rand, start time.Time) error {
+	blocks := (tr.d.N + blockRows - 1) / blockRows
+	total := tr.d.N * tr.cfg.Epochs
+	rows := 0
 	order := make([]int, blocks)
-	for e := 0; e < cfg.Epochs; e++ {
+	for e := 0; e < tr.cfg.Epochs; e++ {
 		for i := range order {
 			order[i] = i
 		}
@@ -187,104 +274,143 @@ func Train(ctx context.Context, d *Dataset, hidden int, name string, cfg TrainCo
 		}
 		for _, b := range order {
 			if err := ctx.Err(); err != nil {
-				return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
+				return fmt.Errorf("mlp train %s: %w", tr.name, err)
 			}
-			n := min(blockRows, d.N-b*blockRows)
-			if err := d.Rows(d.Seed, b*blockRows, n, bx[:n*in], by[:n*out]); err != nil {
-				return nil, rep, err
+			n, err := tr.block(b, start)
+			if err != nil {
+				return err
 			}
-			for off := 0; off < n; off += cfg.BatchSize {
-				k := min(cfg.BatchSize, n-off)
-				xb := bx[off*in : (off+k)*in]
-				xz := xb
-				if d.Centre {
-					xz = centreRows(xb, in, fill)
-				}
-				z, tgt, w := standardise(xz, xb, by[off*out:(off+k)*out], in, out, muX, sdX, muY, sdY)
-				nn.ZeroGrad(params)
-				h, err := fc1.Forward(z)
-				if err != nil {
-					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
-				}
-				if h, err = act.Forward(h); err != nil {
-					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
-				}
-				y, err := fc2.Forward(h)
-				if err != nil {
-					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
-				}
-				loss, cnt := 0.0, 0.0
-				for i := range y.Data {
-					cnt += w[i]
-				}
-				for i, v := range y.Data {
-					diff := (v - tgt[i]) * w[i]
-					loss += diff * diff
-					y.Data[i] = 2 * diff / cnt // reuse y as the gradient
-				}
-				loss /= cnt
-				g, err := fc2.Backward(y)
-				if err == nil {
-					if g, err = act.Backward(g); err == nil {
-						_, err = fc1.Backward(g)
-					}
-				}
-				if err != nil {
-					return nil, rep, fmt.Errorf("mlp train %s: %w", name, err)
-				}
-				if _, err := opt.Step(params); err != nil {
-					return nil, rep, fmt.Errorf("mlp train %s step %d: %w", name, rep.Steps, err)
-				}
-				rep.Steps++
-				if rep.Steps > steps-tail {
-					lossSum += loss
-					lossN++
-				}
-				if cfg.Logger != nil && rep.Steps%max(steps/10, 1) == 0 {
-					el := time.Since(start)
-					eta := time.Duration(float64(el) * float64(steps-rep.Steps) / float64(rep.Steps))
-					cfg.Logger.Info("mlp ex vivo training", "mlp", name, "step", rep.Steps, "of", steps, "loss", loss,
-						"elapsed", el.Round(time.Millisecond), "eta", eta.Round(time.Second))
-				}
-			}
-			done += n
-			if cfg.Progress != nil {
-				cfg.Progress(done, total)
+			rows += n
+			if tr.cfg.Progress != nil {
+				tr.cfg.Progress(rows, total)
 			}
 		}
 	}
-	if lossN > 0 {
-		rep.FinalLoss = lossSum / float64(lossN)
+	return nil
+}
+
+// block trains on block b of the data set's rows, one Adam step per
+// mini-batch, and returns the number of rows it held.
+func (tr *trainer) block(b int, start time.Time) (int, error) {
+	d, in := tr.d, tr.d.In()
+	out := d.Kind.OutWidth(in)
+	n := min(blockRows, d.N-b*blockRows)
+	if err := d.Rows(d.Seed, b*blockRows, n, tr.bx[:n*in], tr.by[:n*out]); err != nil {
+		return 0, err
 	}
-	fold(m, muX, sdX, muY, sdY, d.Centre)
-	if m.Kind == AttnSoftmax {
-		copy(m.Fill, fill)
+	for off := 0; off < n; off += tr.cfg.BatchSize {
+		k := min(tr.cfg.BatchSize, n-off)
+		xb := tr.bx[off*in : (off+k)*in]
+		xz := xb
+		if d.Centre {
+			xz = centreRows(xb, in, tr.st.fill)
+		}
+		st := tr.st
+		z, tgt, w := standardise(xz, xb, tr.by[off*out:(off+k)*out], in, out, st.muX, st.sdX, st.muY, st.sdY)
+		loss, err := tr.step(z, tgt, w)
+		if err != nil {
+			return 0, err
+		}
+		tr.record(loss, start)
 	}
-	rep.Duration = time.Since(start)
-	rep.SynthRows = cfg.Test
+	return n, nil
+}
+
+// step is one Adam step on the standardised mini-batch z with targets tgt
+// and weights w (0 for padded outputs): forward, weighted mean squared error,
+// backward. It returns the loss.
+func (tr *trainer) step(z *nn.Tensor, tgt, w []float64) (float64, error) {
+	fc1, fc2 := tr.m.FC1, tr.m.FC2
+	nn.ZeroGrad(tr.params)
+	h, err := fc1.Forward(z)
+	if err != nil {
+		return 0, fmt.Errorf("mlp train %s: %w", tr.name, err)
+	}
+	if h, err = tr.act.Forward(h); err != nil {
+		return 0, fmt.Errorf("mlp train %s: %w", tr.name, err)
+	}
+	y, err := fc2.Forward(h)
+	if err != nil {
+		return 0, fmt.Errorf("mlp train %s: %w", tr.name, err)
+	}
+	loss := weightedMSE(y.Data, tgt, w)
+	g, err := fc2.Backward(y)
+	if err == nil {
+		if g, err = tr.act.Backward(g); err == nil {
+			_, err = fc1.Backward(g)
+		}
+	}
+	if err != nil {
+		return 0, fmt.Errorf("mlp train %s: %w", tr.name, err)
+	}
+	if _, err := tr.opt.Step(tr.params); err != nil {
+		return 0, fmt.Errorf("mlp train %s step %d: %w", tr.name, tr.done, err)
+	}
+	return loss, nil
+}
+
+// weightedMSE returns the mean squared error of y against tgt over the
+// entries weighted by w (the mean is over Σw) and overwrites y with its
+// gradient.
+func weightedMSE(y, tgt, w []float64) float64 {
+	loss, cnt := 0.0, 0.0
+	for i := range y {
+		cnt += w[i]
+	}
+	for i, v := range y {
+		diff := (v - tgt[i]) * w[i]
+		loss += diff * diff
+		y[i] = 2 * diff / cnt // reuse y as the gradient
+	}
+	return loss / cnt
+}
+
+// record counts one step done with its loss: into the final loss when among
+// the last tail steps, and into a progress line about every 10% of the steps
+// when a logger is set.
+func (tr *trainer) record(loss float64, start time.Time) {
+	tr.done++
+	if tr.done > tr.steps-tr.tail {
+		tr.lossSum += loss
+		tr.lossN++
+	}
+	if tr.cfg.Logger != nil && tr.done%max(tr.steps/10, 1) == 0 {
+		el := time.Since(start)
+		eta := time.Duration(float64(el) * float64(tr.steps-tr.done) / float64(tr.done))
+		tr.cfg.Logger.Info("mlp ex vivo training", "mlp", tr.name, "step", tr.done, "of", tr.steps, "loss", loss,
+			"elapsed", el.Round(time.Millisecond), "eta", eta.Round(time.Second))
+	}
+}
+
+// evaluateTrained fills the report's errors and ranges of the trained
+// (folded) m: on the held-out synthesised rows, on d's observed real rows if
+// it holds any, and the largest weight.
+func evaluateTrained(m *MLP, d *Dataset, st *standardisation, name string, rep *Report) error {
+	in := d.In()
+	out := d.Kind.OutWidth(in)
 	var rg rangeAcc
 	rg.init()
-	if rep.SynthMaxAbs, rep.SynthMeanAbs, err = evaluate(m, testX, testY, &rg); err != nil {
-		return nil, rep, err
+	var err error
+	if rep.SynthMaxAbs, rep.SynthMeanAbs, err = evaluate(m, st.testX, st.testY, &rg); err != nil {
+		return err
 	}
 	if len(d.Real) > 0 {
 		rep.RealRows = len(d.Real) / in
 		ry := make([]float64, rep.RealRows*out)
 		if err := Exact(d.Kind, d.Real, in, d.Eps, ry); err != nil {
-			return nil, rep, fmt.Errorf("mlp train %s: real rows: %w", name, err)
+			return fmt.Errorf("mlp train %s: real rows: %w", name, err)
 		}
 		if rep.RealMaxAbs, rep.RealMeanAbs, err = evaluate(m, d.Real, ry, &rg); err != nil {
-			return nil, rep, err
+			return err
 		}
 	}
 	rep.Ranges = rg.r
-	for _, p := range params {
+	for _, p := range m.Params() {
 		for _, v := range p.Value.Data {
 			rep.Ranges.WeightMaxAbs = max(rep.Ranges.WeightMaxAbs, math.Abs(v))
 		}
 	}
-	nn.ZeroGrad(params)
-	return m, rep, nil
+	return nil
 }
 
 // outputStats returns per-output means and deviations of y over unpadded entries

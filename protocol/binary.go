@@ -194,24 +194,54 @@ func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderS
 		return []uint64{}, nil
 	}
 	planes := bitSlice(x)
-	plane := func(i int) []uint64 { return planes[i*w : (i+1)*w] }
 	sid := s.StreamID()
 
 	// Round 1: the cross ANDs of the leaves (156 for 64 bits, 76 for 32).
 	leaves := width / 2
+	op, local := leafOperands(s.party, planes, w, leaves)
+	z, err := s.crossAND(ctx, sid, op, riderSend, riderRecv)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: sign circuit, leaves: %w", err)
+	}
+	gs, ps := leafCarries(z, local, w, leaves)
+
+	// Rounds 2..: the carry tree.
+	for level := 2; len(gs) > 1; level++ {
+		xs, ys := carryLevelOperands(gs, ps, w)
+		zz, err := s.andBits(ctx, sid, xs, ys)
+		if err != nil {
+			return nil, fmt.Errorf("protocol: sign circuit, level %d: %w", level, err)
+		}
+		gs, ps = combineCarryLevel(zz, gs, ps, w)
+	}
+	return msbFromCarry(bitPlane(planes, w, width-1), gs[0]), nil
+}
+
+// bitPlane is plane i of the bit-sliced planes (bitSlice) of w words each:
+// bit i of every element, packed.
+func bitPlane(planes []uint64, w, i int) []uint64 { return planes[i*w : (i+1)*w] }
+
+// leafOperands lays out party's side of the leaves' cross ANDs (round 1 of
+// the sign circuit) on bit-sliced planes of w words: op holds, per word, the
+// 1 + 5·(leaves−1) bits this party holds in the clear, in the order the
+// cross AND pairs them with the peer's (leaf 0: bit 0; leaf j: for party 0
+// a_hi, a_hi·a_lo, a_lo, a_hi, a_lo and for party 1 b_hi, b_lo, b_hi·b_lo,
+// b_lo, b_hi), and local holds the leaves' local products a_hi·a_lo (party
+// 0) or b_hi·b_lo (party 1), (leaves−1)·w words.
+func leafOperands(party int, planes []uint64, w, leaves int) (op, local []uint64) {
 	cross := 1 + 5*(leaves-1)
-	op := make([]uint64, cross*w)
-	local := make([]uint64, (leaves-1)*w) // a_hi·a_lo (party 0) or b_hi·b_lo (party 1)
-	copy(op[:w], plane(0))
+	op = make([]uint64, cross*w)
+	local = make([]uint64, (leaves-1)*w) // a_hi·a_lo (party 0) or b_hi·b_lo (party 1)
+	copy(op[:w], bitPlane(planes, w, 0))
 	for j := 1; j < leaves; j++ {
-		hi, lo := plane(2*j), plane(2*j-1)
+		hi, lo := bitPlane(planes, w, 2*j), bitPlane(planes, w, 2*j-1)
 		both := local[(j-1)*w : j*w]
 		for k := range both {
 			both[k] = hi[k] & lo[k]
 		}
 		base := (1 + 5*(j-1)) * w
 		dst := func(t int) []uint64 { return op[base+t*w : base+(t+1)*w] }
-		if s.party == 0 {
+		if party == 0 {
 			copy(dst(0), hi)
 			copy(dst(1), both)
 			copy(dst(2), lo)
@@ -225,12 +255,17 @@ func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderS
 			copy(dst(4), hi)
 		}
 	}
-	z, err := s.crossAND(ctx, sid, op, riderSend, riderRecv)
-	if err != nil {
-		return nil, fmt.Errorf("protocol: sign circuit, leaves: %w", err)
-	}
-	gs := make([][]uint64, leaves)
-	ps := make([][]uint64, leaves)
+	return op, local
+}
+
+// leafCarries assembles, from this party's shares z of the leaves' cross
+// ANDs (laid out as leafOperands lays out op) and its local products, its XOR
+// shares of each leaf's generate gs[j] and propagate ps[j] (ps[0] is nil: the
+// lowest group's propagate is never used). The slices alias z, which is
+// overwritten.
+func leafCarries(z, local []uint64, w, leaves int) (gs, ps [][]uint64) {
+	gs = make([][]uint64, leaves)
+	ps = make([][]uint64, leaves)
 	gs[0] = z[:w]
 	for j := 1; j < leaves; j++ {
 		base := (1 + 5*(j-1)) * w
@@ -244,65 +279,77 @@ func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderS
 		}
 		gs[j], ps[j] = g, p
 	}
+	return gs, ps
+}
 
-	// Rounds 2..: the carry tree.
-	for level := 2; len(gs) > 1; level++ {
-		m := len(gs) / 2
-		ands := 0
-		for i := 0; i < m; i++ {
+// carryLevelOperands lays out the ANDs of one level of the carry tree over
+// the nodes' generate and propagate shares gs, ps (w words each): for each
+// pair (hi = 2i+1, lo = 2i), P_hi·G_lo and, unless ps[lo] is nil, P_hi·P_lo.
+// An odd last node takes no AND.
+func carryLevelOperands(gs, ps [][]uint64, w int) (xs, ys []uint64) {
+	m := len(gs) / 2
+	ands := 0
+	for i := 0; i < m; i++ {
+		ands++
+		if ps[2*i] != nil {
 			ands++
-			if ps[2*i] != nil {
-				ands++
-			}
 		}
-		xs := make([]uint64, ands*w)
-		ys := make([]uint64, ands*w)
-		t := 0
-		for i := 0; i < m; i++ {
+	}
+	xs = make([]uint64, ands*w)
+	ys = make([]uint64, ands*w)
+	t := 0
+	for i := 0; i < m; i++ {
+		copy(xs[t*w:], ps[2*i+1])
+		copy(ys[t*w:], gs[2*i])
+		t++
+		if ps[2*i] != nil {
 			copy(xs[t*w:], ps[2*i+1])
-			copy(ys[t*w:], gs[2*i])
+			copy(ys[t*w:], ps[2*i])
 			t++
-			if ps[2*i] != nil {
-				copy(xs[t*w:], ps[2*i+1])
-				copy(ys[t*w:], ps[2*i])
-				t++
-			}
 		}
-		zz, err := s.andBits(ctx, sid, xs, ys)
-		if err != nil {
-			return nil, fmt.Errorf("protocol: sign circuit, level %d: %w", level, err)
-		}
-		ngs := make([][]uint64, 0, (len(gs)+1)/2)
-		nps := make([][]uint64, 0, (len(gs)+1)/2)
-		t = 0
-		for i := 0; i < m; i++ {
-			g := zz[t*w : (t+1)*w]
-			t++
-			ghi := gs[2*i+1]
-			for k := range g {
-				g[k] ^= ghi[k]
-			}
-			var p []uint64
-			if ps[2*i] != nil {
-				p = zz[t*w : (t+1)*w]
-				t++
-			}
-			ngs = append(ngs, g)
-			nps = append(nps, p)
-		}
-		if len(gs)%2 == 1 {
-			ngs = append(ngs, gs[len(gs)-1])
-			nps = append(nps, ps[len(ps)-1])
-		}
-		gs, ps = ngs, nps
 	}
+	return xs, ys
+}
 
-	out := make([]uint64, w)
-	top := plane(width - 1)
-	for k := range out {
-		out[k] = top[k] ^ gs[0][k]
+// combineCarryLevel makes the next level's nodes from this level's gs, ps
+// and the shares zz of the ANDs carryLevelOperands laid out: G = G_hi ⊕
+// P_hi·G_lo and P = P_hi·P_lo (nil where ps[lo] is nil); an odd last node
+// passes up unchanged. The results alias zz, which is overwritten.
+func combineCarryLevel(zz []uint64, gs, ps [][]uint64, w int) (ngs, nps [][]uint64) {
+	m := len(gs) / 2
+	ngs = make([][]uint64, 0, (len(gs)+1)/2)
+	nps = make([][]uint64, 0, (len(gs)+1)/2)
+	t := 0
+	for i := 0; i < m; i++ {
+		g := zz[t*w : (t+1)*w]
+		t++
+		ghi := gs[2*i+1]
+		for k := range g {
+			g[k] ^= ghi[k]
+		}
+		var p []uint64
+		if ps[2*i] != nil {
+			p = zz[t*w : (t+1)*w]
+			t++
+		}
+		ngs = append(ngs, g)
+		nps = append(nps, p)
 	}
-	return out, nil
+	if len(gs)%2 == 1 {
+		ngs = append(ngs, gs[len(gs)-1])
+		nps = append(nps, ps[len(ps)-1])
+	}
+	return ngs, nps
+}
+
+// msbFromCarry is this party's share of the top bit of the sum: its clear
+// top bit plane XOR its share of the carry into the top bit.
+func msbFromCarry(top, carry []uint64) []uint64 {
+	out := make([]uint64, len(top))
+	for k := range out {
+		out[k] = top[k] ^ carry[k]
+	}
+	return out
 }
 
 // crossAND multiplies, bitwise, the words op held in the clear by party 0

@@ -350,17 +350,109 @@ func Prior(labels []int, classes int) []float64 {
 // balancedBeta weighs the prior term of BalancedScore.
 const balancedBeta = 0.5
 
+// evalSeed evaluates every configured method on seed s+1: the bootstrap
+// (through the MPC pipeline for the first SecureSeeds seeds), the target's
+// scores, the proxies of each variant and their fidelity, then at every
+// budget each method's selection and the accuracy of fine-tuning on it.
 func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, error) {
 	start := time.Now()
-	log := cfg.Logger.With("seed", s+1)
-	seed := uint64(s + 1)
-	n := d.Pool.Len()
-	sr := &SeedResult{Seed: seed, Runs: make([]map[string]Run, len(cfg.Budgets))}
-	nb, k0 := cfg.sizes(n, cfg.Budgets[0])
-	p0, err := params(n, nb, k0, cfg.Schedule)
+	e := newSeedEval(d, cfg, s)
+	gens := seedConfigs(cfg, e.seed)
+	oursProxies, mpcSel, err := e.bootstrap(ctx, gens.ours)
 	if err != nil {
-		return nil, fmt.Errorf("schedule: %w", err)
+		return nil, err
 	}
+	if err := e.targets(); err != nil {
+		return nil, err
+	}
+	if err := e.oursVariant(ctx, gens.ours, oursProxies); err != nil {
+		return nil, err
+	}
+	backbone, err := e.phaseVariants(ctx, gens.ours)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.scheduleVariants(ctx, gens); err != nil {
+		return nil, err
+	}
+	if err := e.mpcformerVariant(ctx, backbone, gens.ours.Seed); err != nil {
+		return nil, err
+	}
+	scores := e.targetScores()
+
+	// Selections and fine-tuning at every budget.
+	done := map[uint64]float64{}
+	for bi, b := range cfg.Budgets {
+		runs, err := e.selectAt(bi, b, scores)
+		if err != nil {
+			return nil, err
+		}
+		if bi == 0 && mpcSel != nil {
+			runs[OursMPC] = mpcSel
+		}
+		if err := e.fineTune(bi, b, runs, done); err != nil {
+			return nil, err
+		}
+	}
+	e.sr.Seconds = time.Since(start).Seconds()
+	e.log.Info("quality: seed done", "seconds", e.sr.Seconds)
+	return e.sr, nil
+}
+
+// seedEval is what the steps of one seed's evaluation share: the inputs, the
+// bootstrap and candidates, the target's entropies, the plaintext variants
+// gathered so far, and the result being filled.
+type seedEval struct {
+	d    *Data
+	cfg  *Config
+	s    int    // the seed's index
+	seed uint64 // s + 1
+	log  *slog.Logger
+	n    int // pool size
+	sr   *SeedResult
+
+	boot   []int       // the bootstrap's pool indices
+	bootIn model.Input // its points
+	bootY  []int       // and labels
+	cands  []int       // the pool indices outside the bootstrap
+
+	// oracleLogits are the target's logits on the pool after adaptation to
+	// the bootstrap; oracleH their entropies, ckptH the checkpoint's.
+	oracleLogits   *nn.Tensor
+	oracleH, ckptH []float64
+
+	variants []variant
+}
+
+// variant is a plaintext cascade: a method, its schedule, and its proxies'
+// entropies on the pool (one row per phase, indexed by pool index).
+type variant struct {
+	method string
+	sched  []Shape
+	ent    [][]float64
+}
+
+// newSeedEval starts the evaluation of seed index s.
+func newSeedEval(d *Data, cfg *Config, s int) *seedEval {
+	seed := uint64(s + 1)
+	return &seedEval{d: d, cfg: cfg, s: s, seed: seed, log: cfg.Logger.With("seed", s+1), n: d.Pool.Len(),
+		sr: &SeedResult{Seed: seed, Runs: make([]map[string]Run, len(cfg.Budgets))}}
+}
+
+// seedGens are the proxy generation configurations of one seed's variants.
+type seedGens struct {
+	// ours is Ours: the seed's generation seed, distillation, the ex vivo
+	// MLP settings, and the final phase's ablations.
+	ours proxy.Config
+	// paper is ours's generation without distillation and ex vivo settings
+	// (label tuning, as the paper).
+	paper proxy.Config
+	// allMLP is ours without the final phase's ablations (every module an MLP).
+	allMLP proxy.Config
+}
+
+// seedConfigs derives the seed's generation configurations from cfg.
+func seedConfigs(cfg *Config, seed uint64) seedGens {
 	oursGen := cfg.Generate
 	oursGen.Seed = cfg.Generate.Seed + seed
 	oursGen.Distill = cfg.Distill
@@ -370,265 +462,309 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 	oursGen.EntropyHidden = cfg.EntropyHidden
 	allMLPGen := oursGen
 	oursGen.PhaseAblations = cfg.finalAblations(cfg.Schedule)
-	sel := map[string][]int{} // at the first budget (for the report's overlap of MPC vs plaintext)
-	var oursProxies []*proxy.Proxy
-	if s < cfg.SecureSeeds && cfg.has(OursMPC) {
-		run, err := SecureSelect(ctx, d, p0, oursGen, cfg.Logger.With("seed", s+1, "party", "mpc"))
-		if err != nil {
-			return nil, err
-		}
-		sr.Secure, sr.Bootstrap, oursProxies = run, run.Result.Bootstrap, run.Proxies
-		sel[OursMPC] = run.Result.Selected
-		log.Info("quality: secure selection done", "seconds", run.Seconds)
-	} else {
-		sr.Bootstrap, err = RandomPick(dataset.Indices(n), nb, seed*7919)
-		if err != nil {
-			return nil, err
-		}
-	}
-	boot := sr.Bootstrap
-	bootIn, err := d.Pool.Select(boot)
-	if err != nil {
-		return nil, err
-	}
-	bootY := labelsOf(d.PoolY, boot)
-	cands := Candidates(n, boot)
+	return seedGens{ours: oursGen, paper: paperGen, allMLP: allMLPGen}
+}
 
-	// The targets: the checkpoint, and the checkpoint adapted to the
-	// bootstrap as M_g is (embeddings frozen, the Tune schedule).
-	ckptLogits, err := model.Predict(d.Target, d.Pool, 256)
+// bootstrap draws the seed's bootstrap and sets the candidates: through the
+// MPC pipeline at the first budget (for the first SecureSeeds seeds, when
+// Ours (MPC) is evaluated), returning its proxies and its selection, or
+// else at random from the seed.
+func (e *seedEval) bootstrap(ctx context.Context, oursGen proxy.Config) (proxies []*proxy.Proxy, selected []int, err error) {
+	cfg, sr := e.cfg, e.sr
+	nb, k0 := cfg.sizes(e.n, cfg.Budgets[0])
+	p0, err := params(e.n, nb, k0, cfg.Schedule)
 	if err != nil {
-		return nil, err
+		return nil, nil, fmt.Errorf("schedule: %w", err)
 	}
-	adapted, err := Clone(d.Target)
-	if err != nil {
-		return nil, err
-	}
-	tc := cfg.Generate.Tune
-	if _, err := model.Train(adapted, bootIn, bootY, model.TrainConfig{Epochs: tc.Epochs, BatchSize: tc.BatchSize, LR: tc.LR,
-		WeightDecay: tc.WeightDecay, WarmupFrac: 0.05, ClipNorm: 1, FreezeEmbeddings: true, Seed: seed}); err != nil {
-		return nil, fmt.Errorf("adapting the target: %w", err)
-	}
-	oracleLogits, err := model.Predict(adapted, d.Pool, 256)
-	if err != nil {
-		return nil, err
-	}
-	oracleH, ckptH := nn.Entropy(oracleLogits), nn.Entropy(ckptLogits)
-	fid := func(variant string, ps []*proxy.Proxy, ent [][]float64) error {
-		for i, p := range ps {
-			a, err := proxy.Spearman(Pick(ent[i], cands), Pick(oracleH, cands))
-			if err != nil {
-				return err
-			}
-			b, err := proxy.Spearman(Pick(ent[i], cands), Pick(ckptH, cands))
-			if err != nil {
-				return err
-			}
-			lh, err := logitEntropies(p, d.Pool)
-			if err != nil {
-				return err
-			}
-			c, err := proxy.Spearman(Pick(lh, cands), Pick(oracleH, cands))
-			if err != nil {
-				return err
-			}
-			sr.Fidelity = append(sr.Fidelity, Fidelity{Variant: variant, Phase: i, Shape: p.Shape, Ablation: p.Ablation, Oracle: a, Checkpoint: b, Logits: c})
+	if e.s < cfg.SecureSeeds && cfg.has(OursMPC) {
+		run, err := SecureSelect(ctx, e.d, p0, oursGen, cfg.Logger.With("seed", e.s+1, "party", "mpc"))
+		if err != nil {
+			return nil, nil, err
 		}
+		sr.Secure, sr.Bootstrap, proxies = run, run.Result.Bootstrap, run.Proxies
+		selected = run.Result.Selected
+		e.log.Info("quality: secure selection done", "seconds", run.Seconds)
+	} else {
+		sr.Bootstrap, err = RandomPick(dataset.Indices(e.n), nb, e.seed*7919)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	e.boot = sr.Bootstrap
+	if e.bootIn, err = e.d.Pool.Select(e.boot); err != nil {
+		return nil, nil, err
+	}
+	e.bootY = labelsOf(e.d.PoolY, e.boot)
+	e.cands = Candidates(e.n, e.boot)
+	return proxies, selected, nil
+}
+
+// targets computes the target's entropies on the pool: the checkpoint's,
+// and those of the checkpoint adapted to the bootstrap as M_g is
+// (embeddings frozen, the Tune schedule), the Oracle.
+func (e *seedEval) targets() error {
+	ckptLogits, err := model.Predict(e.d.Target, e.d.Pool, 256)
+	if err != nil {
+		return err
+	}
+	adapted, err := Clone(e.d.Target)
+	if err != nil {
+		return err
+	}
+	tc := e.cfg.Generate.Tune
+	if _, err := model.Train(adapted, e.bootIn, e.bootY, model.TrainConfig{Epochs: tc.Epochs, BatchSize: tc.BatchSize, LR: tc.LR,
+		WeightDecay: tc.WeightDecay, WarmupFrac: 0.05, ClipNorm: 1, FreezeEmbeddings: true, Seed: e.seed}); err != nil {
+		return fmt.Errorf("adapting the target: %w", err)
+	}
+	if e.oracleLogits, err = model.Predict(adapted, e.d.Pool, 256); err != nil {
+		return err
+	}
+	e.oracleH, e.ckptH = nn.Entropy(e.oracleLogits), nn.Entropy(ckptLogits)
+	return nil
+}
+
+// fidelity records, for each proxy ps[i] of a variant with pool entropies
+// ent[i], the Spearman correlation over the candidates of its entropies with
+// the Oracle's and the checkpoint's, and of its logits' exact entropies with
+// the Oracle's.
+func (e *seedEval) fidelity(variant string, ps []*proxy.Proxy, ent [][]float64) error {
+	cands := e.cands
+	for i, p := range ps {
+		a, err := proxy.Spearman(Pick(ent[i], cands), Pick(e.oracleH, cands))
+		if err != nil {
+			return err
+		}
+		b, err := proxy.Spearman(Pick(ent[i], cands), Pick(e.ckptH, cands))
+		if err != nil {
+			return err
+		}
+		lh, err := logitEntropies(p, e.d.Pool)
+		if err != nil {
+			return err
+		}
+		c, err := proxy.Spearman(Pick(lh, cands), Pick(e.oracleH, cands))
+		if err != nil {
+			return err
+		}
+		e.sr.Fidelity = append(e.sr.Fidelity, Fidelity{Variant: variant, Phase: i, Shape: p.Shape, Ablation: p.Ablation, Oracle: a, Checkpoint: b, Logits: c})
+	}
+	return nil
+}
+
+// generate generates proxies of the given phases from the target and the
+// bootstrap with c.
+func (e *seedEval) generate(ctx context.Context, c proxy.Config, phases []proxy.Shape) (*proxy.Result, error) {
+	c.Phases = phases
+	c.Logger = e.cfg.Logger.With("seed", e.s+1, "stage", "generate")
+	r, err := proxy.Generate(ctx, e.d.Target, e.bootIn, e.bootY, c)
+	if err != nil {
+		return nil, fmt.Errorf("generate: %w", err)
+	}
+	return r, nil
+}
+
+// addVariant scores the pool with the proxies ps, adds the variant of
+// method on sched, and records the proxies' fidelity under fidName.
+func (e *seedEval) addVariant(method string, sched []Shape, fidName string, ps []*proxy.Proxy) error {
+	ent, err := poolScores(ps, e.d.Pool)
+	if err != nil {
+		return err
+	}
+	e.variants = append(e.variants, variant{method, sched, ent})
+	return e.fidelity(fidName, ps, ent)
+}
+
+// oursVariant adds Ours on the main schedule with the given proxies (the
+// MPC pipeline's), generated with oursGen when nil and Ours or Ours (MPC)
+// is evaluated.
+func (e *seedEval) oursVariant(ctx context.Context, oursGen proxy.Config, proxies []*proxy.Proxy) error {
+	if proxies == nil && (e.cfg.has(Ours) || e.cfg.has(OursMPC)) {
+		r, err := e.generate(ctx, oursGen, phasesOf(e.cfg.Schedule))
+		if err != nil {
+			return err
+		}
+		proxies = r.Proxies
+	}
+	if proxies == nil {
 		return nil
 	}
+	return e.addVariant(Ours, e.cfg.Schedule, "ours", proxies)
+}
 
-	// Proxies.
-	gen := func(c proxy.Config, phases []proxy.Shape) (*proxy.Result, error) {
-		c.Phases = phases
-		c.Logger = cfg.Logger.With("seed", s+1, "stage", "generate")
-		r, err := proxy.Generate(ctx, d.Target, bootIn, bootY, c)
-		if err != nil {
-			return nil, fmt.Errorf("generate: %w", err)
-		}
-		return r, nil
+// phaseVariants adds Ours on the 1- and 3-phase schedules, from one
+// generation that holds both (the same M_g), and returns that generation's
+// backbone (for the MPCFormer baseline); nil when none of Ours (1 phase),
+// Ours (3 phases) and MPCFormer is evaluated.
+func (e *seedEval) phaseVariants(ctx context.Context, oursGen proxy.Config) (*model.Model, error) {
+	cfg := e.cfg
+	if !cfg.has(Ours1) && !cfg.has(Ours3) && !cfg.has(MPCFormer) {
+		return nil, nil
 	}
-	var oursEnt [][]float64
-	if oursProxies == nil && (cfg.has(Ours) || cfg.has(OursMPC)) {
-		r, err := gen(oursGen, phasesOf(cfg.Schedule))
-		if err != nil {
+	var phases []proxy.Shape
+	var abl []proxy.Ablation
+	add := func(sched []Shape) {
+		phases = append(phases, phasesOf(sched)...)
+		abl = append(abl, cfg.finalAblations(sched)...)
+	}
+	if cfg.has(Ours1) {
+		add(cfg.OnePhase)
+	}
+	if cfg.has(Ours3) {
+		add(cfg.ThreePhase)
+	}
+	if len(phases) == 0 {
+		add(cfg.OnePhase)
+	}
+	c := oursGen
+	c.PhaseAblations = abl
+	r, err := e.generate(ctx, c, phases)
+	if err != nil {
+		return nil, err
+	}
+	ent, err := poolScores(r.Proxies, e.d.Pool)
+	if err != nil {
+		return nil, err
+	}
+	off := 0
+	if cfg.has(Ours1) {
+		e.variants = append(e.variants, variant{Ours1, cfg.OnePhase, ent[:len(cfg.OnePhase)]})
+		if err := e.fidelity("ours, 1 phase", r.Proxies[:len(cfg.OnePhase)], ent[:len(cfg.OnePhase)]); err != nil {
 			return nil, err
 		}
-		oursProxies = r.Proxies
+		off = len(cfg.OnePhase)
 	}
-	if oursProxies != nil {
-		if oursEnt, err = poolScores(oursProxies, d.Pool); err != nil {
+	if cfg.has(Ours3) {
+		e.variants = append(e.variants, variant{Ours3, cfg.ThreePhase, ent[off : off+len(cfg.ThreePhase)]})
+		if err := e.fidelity("ours, 3 phases", r.Proxies[off:off+len(cfg.ThreePhase)], ent[off:off+len(cfg.ThreePhase)]); err != nil {
 			return nil, err
 		}
-		if err := fid("ours", oursProxies, oursEnt); err != nil {
-			return nil, err
-		}
 	}
-	type variant struct {
-		method string
-		sched  []Shape
-		ent    [][]float64
-	}
-	var variants []variant
-	if oursEnt != nil {
-		variants = append(variants, variant{Ours, cfg.Schedule, oursEnt})
-	}
-	var backbone *model.Model
-	if cfg.has(Ours1) || cfg.has(Ours3) || cfg.has(MPCFormer) {
-		// One generation holds the 1- and 3-phase proxies (same M_g).
-		var phases []proxy.Shape
-		var abl []proxy.Ablation
-		add := func(sched []Shape) {
-			phases = append(phases, phasesOf(sched)...)
-			abl = append(abl, cfg.finalAblations(sched)...)
-		}
-		if cfg.has(Ours1) {
-			add(cfg.OnePhase)
-		}
-		if cfg.has(Ours3) {
-			add(cfg.ThreePhase)
-		}
-		if len(phases) == 0 {
-			add(cfg.OnePhase)
-		}
-		c := oursGen
-		c.PhaseAblations = abl
-		r, err := gen(c, phases)
-		if err != nil {
-			return nil, err
-		}
-		backbone = r.Backbone
-		ent, err := poolScores(r.Proxies, d.Pool)
-		if err != nil {
-			return nil, err
-		}
-		off := 0
-		if cfg.has(Ours1) {
-			variants = append(variants, variant{Ours1, cfg.OnePhase, ent[:len(cfg.OnePhase)]})
-			if err := fid("ours, 1 phase", r.Proxies[:len(cfg.OnePhase)], ent[:len(cfg.OnePhase)]); err != nil {
-				return nil, err
-			}
-			off = len(cfg.OnePhase)
-		}
-		if cfg.has(Ours3) {
-			variants = append(variants, variant{Ours3, cfg.ThreePhase, ent[off : off+len(cfg.ThreePhase)]})
-			if err := fid("ours, 3 phases", r.Proxies[off:off+len(cfg.ThreePhase)], ent[off:off+len(cfg.ThreePhase)]); err != nil {
-				return nil, err
-			}
-		}
-	}
-	// scheduleVariant generates the main schedule's proxies with c, scores
-	// the pool and records the method and the proxies' fidelity.
-	scheduleVariant := func(method, fidName string, c proxy.Config) error {
-		r, err := gen(c, phasesOf(cfg.Schedule))
+	return r.Backbone, nil
+}
+
+// scheduleVariants adds the main schedule's other variants that are
+// evaluated, each from its own generation: all MLPs (with
+// FinalExactSoftmax), label tuning (with distillation configured), and
+// NoApprox.
+func (e *seedEval) scheduleVariants(ctx context.Context, gens seedGens) error {
+	cfg := e.cfg
+	// one generates the main schedule's proxies with c, scores the pool and
+	// records the method and the proxies' fidelity.
+	one := func(method, fidName string, c proxy.Config) error {
+		r, err := e.generate(ctx, c, phasesOf(cfg.Schedule))
 		if err != nil {
 			return err
 		}
-		ent, err := poolScores(r.Proxies, d.Pool)
-		if err != nil {
-			return err
-		}
-		variants = append(variants, variant{method, cfg.Schedule, ent})
-		return fid(fidName, r.Proxies, ent)
+		return e.addVariant(method, cfg.Schedule, fidName, r.Proxies)
 	}
 	if cfg.has(OursMLP) && cfg.FinalExactSoftmax {
-		if err := scheduleVariant(OursMLP, "ours, all MLPs", allMLPGen); err != nil {
-			return nil, err
+		if err := one(OursMLP, "ours, all MLPs", gens.allMLP); err != nil {
+			return err
 		}
 	}
 	if cfg.has(OursPaper) && cfg.Distill != nil {
-		if err := scheduleVariant(OursPaper, "label tuning (paper)", paperGen); err != nil {
-			return nil, err
+		if err := one(OursPaper, "label tuning (paper)", gens.paper); err != nil {
+			return err
 		}
 	}
 	if cfg.has(NoApprox) {
-		c := oursGen
+		c := gens.ours
 		c.Ablation, c.PhaseAblations = proxy.NoApprox, nil
-		if err := scheduleVariant(NoApprox, "NoApprox", c); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.has(MPCFormer) {
-		bp, err := proxy.Baseline(ctx, backbone, bootIn, 0, cfg.Generate.InVivo, oursGen.Seed, cfg.Logger.With("seed", s+1, "stage", "mpcformer"))
-		if err != nil {
-			return nil, fmt.Errorf("mpcformer baseline: %w", err)
-		}
-		ent, err := poolScores([]*proxy.Proxy{bp}, d.Pool)
-		if err != nil {
-			return nil, err
-		}
-		variants = append(variants, variant{MPCFormer, []Shape{{Proxy: bp.Shape}}, ent})
-		if err := fid("MPCFormer", []*proxy.Proxy{bp}, ent); err != nil {
-			return nil, err
-		}
-	}
-	prior := Prior(bootY, d.NumClasses())
-	balanced := BalancedScore(oracleLogits, prior, balancedBeta)
-	margin := Margin(oracleLogits)
-
-	// Selections and fine-tuning at every budget.
-	done := map[uint64]float64{}
-	for bi, b := range cfg.Budgets {
-		_, k := cfg.sizes(n, b)
-		runs := map[string][]int{}
-		if cfg.has(Random) {
-			if runs[Random], err = RandomPick(cands, k, seed*104729+uint64(bi)); err != nil {
-				return nil, err
-			}
-		}
-		top := func(name string, score []float64) error {
-			if cfg.has(name) {
-				runs[name], err = TopK(Pick(score, cands), cands, k)
-			}
+		if err := one(NoApprox, "NoApprox", c); err != nil {
 			return err
 		}
-		if err := top(Oracle, oracleH); err != nil {
+	}
+	return nil
+}
+
+// mpcformerVariant adds the MPCFormer baseline, distilled from backbone
+// with the generation seed genSeed, when it is evaluated.
+func (e *seedEval) mpcformerVariant(ctx context.Context, backbone *model.Model, genSeed uint64) error {
+	if !e.cfg.has(MPCFormer) {
+		return nil
+	}
+	bp, err := proxy.Baseline(ctx, backbone, e.bootIn, 0, e.cfg.Generate.InVivo, genSeed, e.cfg.Logger.With("seed", e.s+1, "stage", "mpcformer"))
+	if err != nil {
+		return fmt.Errorf("mpcformer baseline: %w", err)
+	}
+	return e.addVariant(MPCFormer, []Shape{{Proxy: bp.Shape}}, "MPCFormer", []*proxy.Proxy{bp})
+}
+
+// targetScores are the target-based criteria's scores on the pool, by
+// method name (the Oracle's entropies, the checkpoint's, the margin, the
+// balanced entropy with the bootstrap's prior).
+func (e *seedEval) targetScores() map[string][]float64 {
+	prior := Prior(e.bootY, e.d.NumClasses())
+	return map[string][]float64{
+		Oracle:       e.oracleH,
+		OracleCkpt:   e.ckptH,
+		MarginOracle: Margin(e.oracleLogits),
+		BalancedEnt:  BalancedScore(e.oracleLogits, prior, balancedBeta),
+	}
+}
+
+// targetOrder is the order targetScores' methods select in.
+var targetOrder = []string{Oracle, OracleCkpt, MarginOracle, BalancedEnt}
+
+// selectAt returns each evaluated method's selection among the candidates
+// at budget b (index bi): Random, the top of each target score, and each
+// variant's plaintext cascade.
+func (e *seedEval) selectAt(bi int, b float64, scores map[string][]float64) (map[string][]int, error) {
+	cfg, cands := e.cfg, e.cands
+	nb, k := cfg.sizes(e.n, b)
+	runs := map[string][]int{}
+	var err error
+	if cfg.has(Random) {
+		if runs[Random], err = RandomPick(cands, k, e.seed*104729+uint64(bi)); err != nil {
 			return nil, err
-		}
-		if err := top(OracleCkpt, ckptH); err != nil {
-			return nil, err
-		}
-		if err := top(MarginOracle, margin); err != nil {
-			return nil, err
-		}
-		if err := top(BalancedEnt, balanced); err != nil {
-			return nil, err
-		}
-		for _, v := range variants {
-			p, err := params(n, nb, k, v.sched)
-			if err != nil {
-				return nil, fmt.Errorf("%s at budget %g: %w", v.method, b, err)
-			}
-			if runs[v.method], err = cascade(p, v.ent, cands); err != nil {
-				return nil, err
-			}
-		}
-		if bi == 0 && sel[OursMPC] != nil {
-			runs[OursMPC] = sel[OursMPC]
-		}
-		sr.Runs[bi] = map[string]Run{}
-		names := make([]string, 0, len(runs))
-		for name := range runs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			set := runs[name]
-			buy := slices.Concat(boot, set)
-			key := setKey(buy)
-			acc, ok := done[key]
-			if !ok {
-				if acc, err = d.FineTune(buy, seed*31+uint64(bi)); err != nil {
-					return nil, fmt.Errorf("%s: %w", name, err)
-				}
-				done[key] = acc
-			}
-			sr.Runs[bi][name] = Run{Accuracy: acc, Selected: set}
-			log.Info("quality: fine-tuned", "budget", b, "method", name, "accuracy", acc)
 		}
 	}
-	sr.Seconds = time.Since(start).Seconds()
-	log.Info("quality: seed done", "seconds", sr.Seconds)
-	return sr, nil
+	for _, name := range targetOrder {
+		if !cfg.has(name) {
+			continue
+		}
+		if runs[name], err = TopK(Pick(scores[name], cands), cands, k); err != nil {
+			return nil, err
+		}
+	}
+	for _, v := range e.variants {
+		p, err := params(e.n, nb, k, v.sched)
+		if err != nil {
+			return nil, fmt.Errorf("%s at budget %g: %w", v.method, b, err)
+		}
+		if runs[v.method], err = cascade(p, v.ent, cands); err != nil {
+			return nil, err
+		}
+	}
+	return runs, nil
+}
+
+// fineTune fine-tunes on the bootstrap plus each selection of runs (in the
+// order of the methods' names; a purchase already fine-tuned on, in done, is
+// not fine-tuned again) and records the runs at budget index bi.
+func (e *seedEval) fineTune(bi int, b float64, runs map[string][]int, done map[uint64]float64) error {
+	e.sr.Runs[bi] = map[string]Run{}
+	names := make([]string, 0, len(runs))
+	for name := range runs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		set := runs[name]
+		buy := slices.Concat(e.boot, set)
+		key := setKey(buy)
+		acc, ok := done[key]
+		if !ok {
+			var err error
+			if acc, err = e.d.FineTune(buy, e.seed*31+uint64(bi)); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			done[key] = acc
+		}
+		e.sr.Runs[bi][name] = Run{Accuracy: acc, Selected: set}
+		e.log.Info("quality: fine-tuned", "budget", b, "method", name, "accuracy", acc)
+	}
+	return nil
 }
 
 // setKey hashes a purchase (order-insensitive).

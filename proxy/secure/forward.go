@@ -389,13 +389,43 @@ func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor
 // the first (class) token's output is needed, so queries and everything after
 // the attention are computed for it alone (keys and values for all tokens).
 func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, mk *maskState, last bool) (*share.Tensor, error) {
-	a := p.arch
 	b := &p.blocks[i]
-	B, T, I, nh := x.Shape[0], a.Seq, a.inner(), a.Heads
-	pre := a.Family == model.ViT
+	y, err := p.blockInput(ctx, s, i, x, b, mk)
+	if err != nil {
+		return nil, err
+	}
+	q, kv, res, err := p.blockQKV(ctx, s, i, x, y, b, mk, last)
+	if err != nil {
+		return nil, err
+	}
+	sc, vh, err := p.attentionScores(ctx, s, q, kv)
+	if err != nil {
+		return nil, err
+	}
+	ctxv, err := p.attentionValues(ctx, s, i, sc, vh, b, mk)
+	if err != nil {
+		return nil, err
+	}
+	merged, err := share.MergeHeads(ctxv)
+	if err != nil {
+		return nil, err
+	}
+	att, err := p.lin(ctx, s, merged, b.o)
+	if err != nil {
+		return nil, fmt.Errorf("attention output: %w", err)
+	}
+	addInPlace(att, res) // residual
+	return p.blockFFN(ctx, s, att, b)
+}
+
+// blockInput is the attention's input of block i: x itself, after the first
+// layernorm in the pre-norm (ViT) family, with the padded rows zeroed when a
+// padding mask is in use (layers ≥ 1, or layer 0 when the model owner embeds:
+// the data owner zeroes its own embeddings).
+func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, b *blockS, mk *maskState) (*share.Tensor, error) {
 	y := x
 	var err error
-	if pre {
+	if p.arch.Family == model.ViT {
 		if y, err = p.layerNorm(ctx, s, x, &b.ln1); err != nil {
 			return nil, fmt.Errorf("layernorm: %w", err)
 		}
@@ -411,19 +441,29 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 			return nil, fmt.Errorf("mask block input: %w", err)
 		}
 	}
-	var q, kv, res *share.Tensor
+	return y, nil
+}
+
+// blockQKV projects block i's attention input y to the queries q and the
+// keys and values kv ([.., 2·inner], keys first), and returns the residual
+// res the attention output adds to: x, or only its first (class) token where
+// only the class token's output is needed (a class-query block, or the last
+// block). With a padding mask, the key and value biases of the unpadded rows
+// (mk.kvb) are added to kv.
+func (p *Prepared) blockQKV(ctx context.Context, s *protocol.Session, i int, x, y *share.Tensor, b *blockS, mk *maskState, last bool) (q, kv, res *share.Tensor, err error) {
+	I := p.arch.inner()
 	if b.q != nil {
 		// The class token alone reaches the head: its query (one row per
 		// candidate) and every token's keys and values, in one round and
 		// one truncation.
 		if q, kv, err = p.classQKV(ctx, s, y, b); err != nil {
-			return nil, fmt.Errorf("qkv: %w", err)
+			return nil, nil, nil, fmt.Errorf("qkv: %w", err)
 		}
 		res = firstToken(x)
 	} else {
 		qkv, err := p.lin(ctx, s, y, b.qkv) // the key and value biases are in mk.kvb
 		if err != nil {
-			return nil, fmt.Errorf("qkv: %w", err)
+			return nil, nil, nil, fmt.Errorf("qkv: %w", err)
 		}
 		q, kv, res = cols(qkv, 0, I), cols(qkv, I, 3*I), x
 		if last {
@@ -431,59 +471,68 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 		}
 	}
 	if mk != nil {
-		L2 := a.Layers * 2 * I
-		for r := 0; r < B*T; r++ {
-			dst := kv.Data[r*2*I : (r+1)*2*I]
-			src := mk.kvb.Data[r*L2+i*2*I : r*L2+(i+1)*2*I]
-			for j := range dst {
-				dst[j] += src[j]
-			}
+		addKVBias(kv, mk.kvb, i, p.arch.Layers, x.Shape[0]*p.arch.Seq, 2*I)
+	}
+	return q, kv, res, nil
+}
+
+// addKVBias adds layer i's key and value biases to kv, rows rows of I2 =
+// 2·inner words: kvb is [rows, layers·I2], every layer's biases side by side
+// per row.
+func addKVBias(kv, kvb *share.Tensor, i, layers, rows, I2 int) {
+	L2 := layers * I2
+	for r := 0; r < rows; r++ {
+		dst := kv.Data[r*I2 : (r+1)*I2]
+		src := kvb.Data[r*L2+i*I2 : r*L2+(i+1)*I2]
+		for j := range dst {
+			dst[j] += src[j]
 		}
 	}
-	Tq := q.Shape[1]
+}
+
+// attentionScores splits q and kv into heads and computes the truncated
+// scores Q·Kᵀ [B, heads, Tq, T] (all heads and the batch in one exchange),
+// returning them with the values split into heads, vh.
+func (p *Prepared) attentionScores(ctx context.Context, s *protocol.Session, q, kv *share.Tensor) (sc, vh *share.Tensor, err error) {
+	I, nh := p.arch.inner(), p.arch.Heads
 	qh, err := share.SplitHeads(q, nh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kh, err := share.SplitHeads(cols(kv, 0, I), nh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	vh, err := share.SplitHeads(cols(kv, I, 2*I), nh)
-	if err != nil {
-		return nil, err
+	if vh, err = share.SplitHeads(cols(kv, I, 2*I), nh); err != nil {
+		return nil, nil, err
 	}
 	kt, err := share.TransposeLast2(kh)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sc, err := s.MatMul(ctx, qh, kt) // [B, nh, Tq, T], all heads and the batch in one exchange
+	sc, err = s.MatMul(ctx, qh, kt) // [B, nh, Tq, T], all heads and the batch in one exchange
 	if err != nil {
-		return nil, fmt.Errorf("scores: %w", err)
+		return nil, nil, fmt.Errorf("scores: %w", err)
 	}
 	if sc, err = s.Trunc(ctx, sc); err != nil {
-		return nil, fmt.Errorf("scores: %w", err)
+		return nil, nil, fmt.Errorf("scores: %w", err)
 	}
+	return sc, vh, nil
+}
+
+// attentionValues turns block i's scores sc [B, heads, Tq, T] into the
+// attention context P·V [B, heads, Tq, dh]: with the block's softmax MLP
+// (fused with V where the block has attnV, see softmaxPV), or the exact
+// softmax with the padded keys' scores shifted by −C. With a padding mask
+// the MLP's hidden layer gets layer i's fill term (fillTerm).
+func (p *Prepared) attentionValues(ctx context.Context, s *protocol.Session, i int, sc, vh *share.Tensor, b *blockS, mk *maskState) (*share.Tensor, error) {
 	var pr, ctxv *share.Tensor // P, or directly P·V (softmaxPV)
+	var err error
 	if b.attn != nil {
 		var pre func(h *share.Tensor, k uint)
 		if mk != nil {
-			d := a.MLPHidden
-			pre = func(h *share.Tensor, k uint) {
-				// h is [B, nh, Tq, d], untruncated; add layer i's fill term of
-				// each batch row, shifted by k.
-				per := nh * Tq * d
-				for bi := 0; bi < B; bi++ {
-					f := mk.fill.Data[bi*a.Layers*d+i*d : bi*a.Layers*d+(i+1)*d]
-					blk := h.Data[bi*per : (bi+1)*per]
-					for r := 0; r < nh*Tq; r++ {
-						row := blk[r*d : (r+1)*d]
-						for j := range row {
-							row[j] += f[j] << k
-						}
-					}
-				}
-			}
+			B, nh, Tq := sc.Shape[0], sc.Shape[1], sc.Shape[2]
+			pre = fillTerm(mk.fill, i, p.arch.Layers, p.arch.MLPHidden, B, nh*Tq)
 		}
 		if b.attnV != nil {
 			ctxv, err = p.softmaxPV(ctx, s, sc, vh, b, pre)
@@ -494,23 +543,8 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 			return nil, fmt.Errorf("softmax mlp: %w", err)
 		}
 	} else {
-		if mk != nil {
-			// Padded scores are 0 (masked keys); shift them by −C.
-			c := uint64(maskShift) << p.fp.FracBits
-			per := nh * Tq
-			for bi := 0; bi < B; bi++ {
-				om := mk.omm.Data[bi*T : (bi+1)*T]
-				blk := sc.Data[bi*per*T : (bi+1)*per*T]
-				for r := 0; r < per; r++ {
-					row := blk[r*T : (r+1)*T]
-					for j := range row {
-						if p.opt.PublicMask && p.party != 0 {
-							continue
-						}
-						row[j] -= c * om[j]
-					}
-				}
-			}
+		if mk != nil && !(p.opt.PublicMask && p.party != 0) {
+			shiftPaddedScores(sc, mk.omm, uint64(maskShift)<<p.fp.FracBits)
 		}
 		if pr, err = s.Softmax(ctx, sc); err != nil {
 			return nil, fmt.Errorf("softmax: %w", err)
@@ -524,17 +558,53 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 			return nil, fmt.Errorf("attention values: %w", err)
 		}
 	}
-	merged, err := share.MergeHeads(ctxv)
-	if err != nil {
-		return nil, err
+	return ctxv, nil
+}
+
+// fillTerm is the hook that adds layer i's fill term to the softmax MLP's
+// untruncated hidden layer h [B, heads, Tq, d] (rows = heads·Tq rows of d
+// words per batch row): each batch row's d words of fill [B, layers·d],
+// shifted left by k.
+func fillTerm(fill *share.Tensor, i, layers, d, B, rows int) func(h *share.Tensor, k uint) {
+	return func(h *share.Tensor, k uint) {
+		per := rows * d
+		for bi := 0; bi < B; bi++ {
+			f := fill.Data[bi*layers*d+i*d : bi*layers*d+(i+1)*d]
+			blk := h.Data[bi*per : (bi+1)*per]
+			for r := 0; r < rows; r++ {
+				row := blk[r*d : (r+1)*d]
+				for j := range row {
+					row[j] += f[j] << k
+				}
+			}
+		}
 	}
-	att, err := p.lin(ctx, s, merged, b.o)
-	if err != nil {
-		return nil, fmt.Errorf("attention output: %w", err)
+}
+
+// shiftPaddedScores subtracts c·(1−m) from the scores sc [B, heads, Tq, T]
+// (the padded keys' scores are 0, masked keys; this shifts them by −C), with
+// omm = 1−m [B, T].
+func shiftPaddedScores(sc, omm *share.Tensor, c uint64) {
+	B, T := sc.Shape[0], sc.Shape[len(sc.Shape)-1]
+	per := len(sc.Data) / (B * T)
+	for bi := 0; bi < B; bi++ {
+		om := omm.Data[bi*T : (bi+1)*T]
+		blk := sc.Data[bi*per*T : (bi+1)*per*T]
+		for r := 0; r < per; r++ {
+			row := blk[r*T : (r+1)*T]
+			for j := range row {
+				row[j] -= c * om[j]
+			}
+		}
 	}
-	addInPlace(att, res) // residual
-	_ = B
-	if pre {
+}
+
+// blockFFN finishes a block from the attention output att (residual added):
+// pre-norm (ViT): att + FFN(LN2(att)); post-norm: h = LN1(att), then
+// LN2(h + FFN(h)). A block without an FFN (a pruned proxy) returns att,
+// respectively h.
+func (p *Prepared) blockFFN(ctx context.Context, s *protocol.Session, att *share.Tensor, b *blockS) (*share.Tensor, error) {
+	if p.arch.Family == model.ViT {
 		if b.ffnIn == nil {
 			return att, nil
 		}
