@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"github.com/selectformer/selectformer/share"
 	"math/rand"
 	"testing"
 )
@@ -25,7 +26,7 @@ func TestSignCircuitStepsInTheClear(t *testing.T) {
 			x0[2], x1[2] = 0, 0
 			x0[3], x1[3] = ^uint64(0), 1
 		}
-		w := packedWords(tc.n)
+		w := share.PackedWords(tc.n)
 		// andShares is the ideal AND: party 0 gets r, party 1 gets (a0⊕a1)(b0⊕b1)⊕r.
 		andShares := func(a0, a1, b0, b1 []uint64) ([]uint64, []uint64) {
 			z0, z1 := make([]uint64, len(a0)), make([]uint64, len(a0))
