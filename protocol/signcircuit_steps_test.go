@@ -1,9 +1,10 @@
 package protocol
 
 import (
-	"github.com/selectformer/selectformer/share"
 	"math/rand"
 	"testing"
+
+	"github.com/selectformer/selectformer/share"
 )
 
 // TestSignCircuitStepsInTheClear runs the sign circuit's steps (leafOperands,
