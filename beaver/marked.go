@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/internal/strictjson"
 )
 
 // Marked is the party-side counterpart of the dealer's state file: a
@@ -456,13 +457,8 @@ func decodeMarkFile(b []byte) (*markFile, error) {
 		return nil, bad("%d bytes, at most %d", len(b), maxMarkFile)
 	}
 	var j markJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	if err := strictjson.Unmarshal(b, &j); err != nil {
 		return nil, bad("%v", err)
-	}
-	if dec.More() {
-		return nil, bad("trailing data")
 	}
 	if j.Version != markVersion {
 		return nil, bad("version %d, want %d", j.Version, markVersion)

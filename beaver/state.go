@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -158,13 +159,8 @@ func decodeDealerState(b []byte) (*dealerState, error) {
 		return nil, bad("%d bytes, at most %d", len(b), maxStateFile)
 	}
 	var j stateJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
+	if err := strictjson.Unmarshal(b, &j); err != nil {
 		return nil, bad("%v", err)
-	}
-	if dec.More() {
-		return nil, bad("trailing data")
 	}
 	if j.Version != stateVersion && j.Version != oldStateVersion {
 		return nil, bad("version %d, want %d", j.Version, stateVersion)

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/nn"
@@ -149,14 +149,9 @@ func (p *Proxy) manifest(reports map[string]mlp.Report) (*Manifest, error) {
 
 // DecodeManifest parses and validates a proxy.json (unknown fields are errors).
 func DecodeManifest(b []byte) (*Manifest, *model.Config, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var man Manifest
-	if err := dec.Decode(&man); err != nil {
+	if err := strictjson.Unmarshal(b, &man); err != nil {
 		return nil, nil, fmt.Errorf("proxy manifest: %w", err)
-	}
-	if dec.More() {
-		return nil, nil, fmt.Errorf("proxy manifest: trailing data")
 	}
 	if man.Format != Format {
 		return nil, nil, fmt.Errorf("proxy manifest: format %q, want %q", man.Format, Format)

@@ -1,7 +1,6 @@
 package selection
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -171,13 +171,8 @@ func DecodeAbort(b []byte) (*PeerAbortError, error) {
 		return nil, fmt.Errorf("selection: abort message of %d bytes (at most %d)", len(b), maxAbortMessage)
 	}
 	var m abortMsg
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	if err := strictjson.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("selection: abort message: %w", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("selection: abort message: data after the message")
 	}
 	if m.Party != 0 && m.Party != 1 {
 		return nil, fmt.Errorf("selection: abort message from party %d", m.Party)

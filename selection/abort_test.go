@@ -89,6 +89,7 @@ func TestDecodeAbortBounds(t *testing.T) {
 		{"field with another code", `{"party":0,"code":1,"field":"budget"}`, ""},
 		{"party 2", `{"party":2,"code":1}`, ""},
 		{"trailing data", `{"party":1,"code":1}{"party":1,"code":1}`, ""},
+		{"stray bracket", `{"party":1,"code":1}]`, ""},
 		{"too long", `{"party":1,"code":1}` + strings.Repeat(" ", maxAbortMessage), ""},
 		{"not json", `{`, ""},
 		{"null", `null`, ""},

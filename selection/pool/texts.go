@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"unicode/utf8"
+
+	"github.com/selectformer/selectformer/internal/strictjson"
 )
 
 // TextsFormat is the header's "format" value of the text format.
@@ -144,9 +146,9 @@ func decodeTexts(r io.Reader) (*Texts, error) {
 		return nil, errors.New("missing header line")
 	}
 	var hdr textsHeader
-	if err := strictUnmarshal(b, &hdr); err != nil {
+	if err := strictjson.Unmarshal(b, &hdr); err != nil {
 		var rec textLine
-		if strictUnmarshal(b, &rec) == nil && rec.Text != nil {
+		if strictjson.Unmarshal(b, &rec) == nil && rec.Text != nil {
 			return nil, fmt.Errorf("header (line %d): the first line is a text, not the header: %s", line, headerHint)
 		}
 		return nil, fmt.Errorf("header (line %d): %w; %s", line, err, headerHint)
@@ -171,7 +173,7 @@ func decodeTexts(r io.Reader) (*Texts, error) {
 			return nil, fmt.Errorf("line %d: more than %d texts", line, MaxItems)
 		}
 		var rec textLine
-		if err := strictUnmarshal(b, &rec); err != nil {
+		if err := strictjson.Unmarshal(b, &rec); err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, err)
 		}
 		if rec.Text == nil {
@@ -209,18 +211,4 @@ func scanErr(err error) error {
 func isTexts(b []byte) bool {
 	b = bytes.TrimLeft(bytes.TrimPrefix(b, []byte(utf8BOM)), " \t\r\n")
 	return len(b) > 0 && b[0] == '{'
-}
-
-// strictUnmarshal decodes one JSON value, rejecting unknown fields and
-// trailing data.
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("trailing data after JSON value")
-	}
-	return nil
 }
