@@ -11,6 +11,7 @@ import (
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/topk"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -143,7 +144,7 @@ func phaseWork(ctx context.Context, p Params, eval Evaluator, i int, arch secure
 }
 
 // compareBlockWork is the dealer work of one comparison step of 64
-// comparisons (TopK's compareAhead): a step of m comparisons draws at most
+// comparisons (a step of topk.TopK): a step of m comparisons draws at most
 // ⌈m/64⌉ times as much (the sign circuit's material grows with ⌈m/64⌉
 // words of packed bits and m words; TestDealerBudgetCompareBlocks).
 func compareBlockWork(ctx context.Context, fp share.FixedPoint) (uint64, error) {
@@ -155,7 +156,7 @@ func compareBlockWork(ctx context.Context, fp share.FixedPoint) (uint64, error) 
 }
 
 // compareWork rehearses the comparison of one QuickSelect step of m
-// comparisons (compareAhead's: CompareRevealBounded when the encoding
+// comparisons (topk.TopK's: CompareRevealBounded when the encoding
 // allows, else CompareReveal) and returns its dealer work.
 func compareWork(ctx context.Context, fp share.FixedPoint, m int) (uint64, error) {
 	return rehearse(ctx, fp, func(s *protocol.Session) error {
@@ -167,7 +168,7 @@ func compareWork(ctx context.Context, fp share.FixedPoint, m int) (uint64, error
 		if err != nil {
 			return err
 		}
-		if useBounded(fp) {
+		if topk.UsesBounded(fp) {
 			_, err = s.CompareRevealBounded(ctx, x, y)
 		} else {
 			_, err = s.CompareReveal(ctx, x, y)
@@ -188,11 +189,10 @@ func topKComparisons(n, k int) (cmps, steps uint64) {
 		return 0, 0
 	}
 	all := uint64(n) * uint64(n-1) / 2
-	budget := min(max(minStepBudget, stepBudgetFactor*n), maxStepBudget)
-	if n-1 <= 2*budget/n {
+	if topk.OneStep(n) {
 		return all, 1
 	}
-	step := uint64(max(budget, rankStepBudget, n))
+	step := uint64(topk.MaxStepComparisons(n))
 	return mulSat(min(step, all), topKMaxSteps), topKMaxSteps
 }
 

@@ -117,7 +117,7 @@
 //     revealing only comparison outcomes: the order of random samples,
 //     each candidate's rank among a sample or bucket among a step's pivots
 //     and the order of the last group around the cut, a function of the
-//     entropies' ranks only (TopK details it).
+//     entropies' ranks only (package selection/topk details it).
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).

@@ -136,8 +136,6 @@ func sessionPairFP(t *testing.T, fp share.FixedPoint, f func(ctx context.Context
 	}
 }
 
-// plainTopK is the reference: positions of the k largest values, ties to
-// the smaller key, ascending.
 // shareFromDataOwner secret-shares the data owner's n encoded values enc
 // (party 0 passes its own enc, ignored).
 func shareFromDataOwner(s *protocol.Session, enc *share.Tensor, n int) (*share.Tensor, error) {
@@ -147,6 +145,8 @@ func shareFromDataOwner(s *protocol.Session, enc *share.Tensor, n int) (*share.T
 	return s.ShareInput(1, nil, n)
 }
 
+// plainTopK is the reference: positions of the k largest values, ties to
+// the smaller key, ascending.
 func plainTopK(vals []float64, keys []int, k int) []int {
 	pos := make([]int, len(vals))
 	for i := range pos {

@@ -11,6 +11,7 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/topk"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -318,7 +319,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
-		pos, sst, err := TopK(ctx, ctrl, t, cand, keep, prg)
+		pos, sst, err := topk.TopK(ctx, ctrl, t, cand, keep, prg)
 		if err != nil {
 			return ps, nil, fmt.Errorf("selection: phase %d: %w", i+1, err)
 		}

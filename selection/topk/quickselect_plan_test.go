@@ -1,4 +1,4 @@
-package selection
+package topk
 
 import (
 	"fmt"
@@ -510,6 +510,40 @@ func TestSelectPlanRankStep(t *testing.T) {
 			if got := slices.Sorted(slices.Values(p.group)); !slices.Equal(got, band) || len(next) != len(band)*(len(band)-1)/2 {
 				t.Fatalf("n=%d k=%d: the sort compares %d values (%d pairs), want the band of %d", c.n, c.k, len(got), len(next), len(band))
 			}
+		}
+	}
+}
+
+// TestStepBounds checks the bounds that selection's DealerBudget reads:
+// OneStep(n) holds exactly when the plan settles n values in one sort
+// step, no step makes more than MaxStepComparisons(n) comparisons, and
+// UsesBounded picks the 32-bit comparison up to 17 fractional bits.
+func TestStepBounds(t *testing.T) {
+	for _, n := range []int{2, 50, 91, 92, 200, 500, 1000, 3000} {
+		for _, k := range []int{1, n / 5, n / 2, n - 1} {
+			if k <= 0 || k >= n {
+				continue
+			}
+			rng := rand.New(rand.NewPCG(uint64(n), uint64(k)))
+			rank := rng.Perm(n)
+			_, kinds, sizes := runPlan(t, rank, k, share.Seed{byte(n), byte(k)})
+			one := len(kinds) == 1 && kinds[0] == stepSortAll
+			if one != OneStep(n) {
+				t.Errorf("n=%d k=%d: steps %v, OneStep = %v", n, k, kinds, OneStep(n))
+			}
+			for i, c := range sizes {
+				if c > MaxStepComparisons(n) {
+					t.Errorf("n=%d k=%d: step %d (%v) makes %d comparisons > MaxStepComparisons %d", n, k, i+1, kinds[i], c, MaxStepComparisons(n))
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		frac uint
+		want bool
+	}{{8, true}, {16, true}, {17, true}, {18, false}, {24, false}} {
+		if got := UsesBounded(share.FixedPoint{FracBits: c.frac}); got != c.want {
+			t.Errorf("UsesBounded(f=%d) = %v, want %v", c.frac, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package selection
+package topk
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // done, holds the selected positions. Which pairs a step compares depends
 // only on the PRG and on the outcomes of earlier steps, never on values.
 
-// Tuning of the schedule (TopK's documentation explains it; BenchmarkTopK
+// Tuning of the schedule (the package documentation explains it; BenchmarkTopK
 // and TestSelectPlanSteps measure it).
 const (
 	// stepBudgetFactor·n is the most comparisons one step may make for n
@@ -121,10 +121,16 @@ type selectPlan struct {
 	pairs  [][2]int // the comparisons, in the order apply expects
 }
 
+// stepBudget is the most comparisons of one step (other than a rank step)
+// for n values: stepBudgetFactor·n within [minStepBudget, maxStepBudget].
+func stepBudget(n int) int {
+	return min(max(minStepBudget, stepBudgetFactor*n), maxStepBudget)
+}
+
 // newSelectPlan plans the selection of the k best of n values; n ≥ 0,
 // k ≥ 0.
 func newSelectPlan(n, k int, rng *share.PRG) *selectPlan {
-	budget := min(max(minStepBudget, stepBudgetFactor*n), maxStepBudget)
+	budget := stepBudget(n)
 	p := &selectPlan{rng: rng, budget: budget, rankBudget: max(budget, rankStepBudget), need: min(k, n),
 		sampleFactor: sampleFactor, sigmas: windowSigmas}
 	p.active = make([]int, n)
@@ -396,10 +402,10 @@ func (p *selectPlan) choosePivots() []int {
 // order can produce are an error.
 func (p *selectPlan) apply(ahead []bool) error {
 	if p.pairs == nil {
-		return fmt.Errorf("selection: plan: no pending step")
+		return fmt.Errorf("topk: plan: no pending step")
 	}
 	if len(ahead) != len(p.pairs) {
-		return fmt.Errorf("selection: plan: %d outcomes for %d comparisons", len(ahead), len(p.pairs))
+		return fmt.Errorf("topk: plan: %d outcomes for %d comparisons", len(ahead), len(p.pairs))
 	}
 	var err error
 	switch p.kind {
@@ -417,7 +423,7 @@ func (p *selectPlan) apply(ahead []bool) error {
 		err = p.rank(ahead)
 	}
 	if err != nil {
-		return fmt.Errorf("selection: %s step: %w", p.kind, err)
+		return fmt.Errorf("topk: %s step: %w", p.kind, err)
 	}
 	p.pairs, p.group, p.pivots = nil, nil, nil
 	return nil

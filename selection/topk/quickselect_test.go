@@ -1,4 +1,4 @@
-package selection
+package topk
 
 import (
 	"context"
@@ -92,7 +92,7 @@ func TestTopKExact(t *testing.T) {
 // CompareRevealBoundeds (129 words per 64 comparisons, 6 messages of a
 // 10-byte header each). trace, if not nil, sees party 0's steps. It returns
 // both parties' results and statistics, and the bytes party 0 sent.
-func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]SelectStats, int64) {
+func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]Stats, int64) {
 	t.Helper()
 	return secureTopKFP(t, share.DefaultFixedPoint, vals, keys, k, seed, trace)
 }
@@ -100,7 +100,7 @@ func secureTopK(t *testing.T, vals []float64, keys []int, k int, seed share.Seed
 // secureTopKFP is secureTopK on sessions of encoding fp: with more than 17
 // fractional bits it checks the 64-bit comparison's 7 rounds per step and
 // 271 words per 64 comparisons in 7 messages instead.
-func secureTopKFP(t *testing.T, fp share.FixedPoint, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]SelectStats, int64) {
+func secureTopKFP(t *testing.T, fp share.FixedPoint, vals []float64, keys []int, k int, seed share.Seed, trace stepTrace) ([2][]int, [2]Stats, int64) {
 	t.Helper()
 	n := len(vals)
 	rounds, cost := int64(6), compareRevealBoundedBytes
@@ -112,7 +112,7 @@ func secureTopKFP(t *testing.T, fp share.FixedPoint, vals []float64, keys []int,
 		t.Fatal(err)
 	}
 	var got [2][]int
-	var stats [2]SelectStats
+	var stats [2]Stats
 	var wantBytes, sent int64
 	sessionPairFP(t, fp, func(ctx context.Context, s *protocol.Session) error {
 		x, err := shareFromDataOwner(s, enc, n)
@@ -179,14 +179,14 @@ func TestTopKCostFixedSeed(t *testing.T) {
 	cases := []struct {
 		name  string
 		n, k  int
-		want  SelectStats
+		want  Stats
 		kinds []stepKind
 		bytes int64
 	}{
-		{"one sort", 64, 20, SelectStats{Comparisons: 2016, Steps: 1, Rounds: 6, Sorted: 64}, []stepKind{stepSortAll}, 8*129*32 + 60},
-		{"sample, partition, sort", 1000, 200, SelectStats{Comparisons: 15327, Steps: 3, Rounds: 18, Sorted: 95 + 77, Pivots: 8},
+		{"one sort", 64, 20, Stats{Comparisons: 2016, Steps: 1, Rounds: 6, Sorted: 64}, []stepKind{stepSortAll}, 8*129*32 + 60},
+		{"sample, partition, sort", 1000, 200, Stats{Comparisons: 15327, Steps: 3, Rounds: 18, Sorted: 95 + 77, Pivots: 8},
 			[]stepKind{stepSample, stepPartition, stepSortAll}, 8*129*(70+124+46) + 3*60},
-		{"rank, sort", 500, 200, SelectStats{Comparisons: 15937, Steps: 2, Rounds: 12, Sorted: 32 + 31, Pivots: 32},
+		{"rank, sort", 500, 200, Stats{Comparisons: 15937, Steps: 2, Rounds: 12, Sorted: 32 + 31, Pivots: 32},
 			[]stepKind{stepRank, stepSortAll}, 8*129*(242+8) + 2*60},
 	}
 	for _, c := range cases {

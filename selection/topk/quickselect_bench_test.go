@@ -1,4 +1,4 @@
-package selection
+package topk
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const (
 // topKRun is one secure TopK of n random values keeping k, measured on
 // party 0.
 type topKRun struct {
-	st      SelectStats
+	st      Stats
 	bytes   int64 // bytes party 0 sent during TopK
 	seconds float64
 }
@@ -77,7 +77,7 @@ func runTopK(tb testing.TB, n, k int, seed uint64) topKRun {
 // 100 ms (wan-latency-s) and with the bytes at 100 MB/s added
 // (wan-model-s).
 //
-//	go test -run '^$' -bench TopK -benchtime 3x ./selection/
+//	go test -run '^$' -bench TopK -benchtime 3x ./selection/topk/
 func BenchmarkTopK(b *testing.B) {
 	for _, c := range []struct{ n, k int }{{200, 60}, {500, 200}, {1000, 200}, {10000, 2000}, {42000, 8400}} {
 		n := c.n
