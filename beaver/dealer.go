@@ -545,8 +545,7 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 // (the zero id), shared by all such providers of this Dealer. Within a
 // session the dealer refuses any counter of party 1 already served.
 type Dealer struct {
-	core     *dealerCore
-	insecure bool
+	core *dealerCore
 }
 
 // NewDealer returns an in-process dealer with fresh random seeds.
@@ -568,18 +567,6 @@ func NewDealer() (*Dealer, error) {
 func NewDealerWithSeeds(seed0, seed1 share.Seed) *Dealer {
 	return &Dealer{core: newDealerCore(seed0, seed1)}
 }
-
-// NewInsecureModelOwnerDealer returns a dealer run by the model owner itself,
-// INSECURE and for benchmarking only: it mirrors CrypTen's "trusted first
-// party" mode, in which party 0 makes all correlated randomness, so party 0
-// knows party 1's masks and could unmask everything party 1 sends. Its cost
-// profile is that of NewDealer; never use it with real data.
-func NewInsecureModelOwnerDealer(seed share.Seed) *Dealer {
-	return &Dealer{core: newDealerCore(seed.Derive("insecure-p0-dealer/0"), seed.Derive("insecure-p0-dealer/1")), insecure: true}
-}
-
-// Insecure reports whether the dealer is the insecure model-owner dealer.
-func (d *Dealer) Insecure() bool { return d.insecure }
 
 // Provider returns a new Provider for party (0 or 1). Each call returns a
 // fresh provider whose streams start at counter 0; a party should use one.

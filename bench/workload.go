@@ -200,7 +200,7 @@ func (w Workload) Params(n int) (selection.Params, error) {
 	cand := float64(n - boot)
 	for _, ph := range w.Phases {
 		keep := (ph.Survive*float64(n) - float64(boot)) / cand
-		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, Hidden: ph.MLPDim}, Keep: keep})
+		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, MLPHidden: ph.MLPDim}, Keep: keep})
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("bench: workload %s on %d candidates: %w", w.Name, n, err)

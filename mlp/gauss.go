@@ -120,8 +120,8 @@ func (o *Observer) Observe(x []float64) error {
 // Rows returns the number of rows observed (fully padded rows excluded).
 func (o *Observer) Rows() int { return o.rows }
 
-// PaddedRows returns the number of observed rows with at least one padded entry.
-func (o *Observer) PaddedRows() int { return o.padded }
+// paddedRows returns the number of observed rows with at least one padded entry.
+func (o *Observer) paddedRows() int { return o.padded }
 
 // Sample returns the reservoir of observed rows (padding as −Inf), concatenated.
 func (o *Observer) Sample() []float64 { return slices.Concat(o.sample...) }

@@ -270,8 +270,8 @@ func (m *MLP) Weights() (w1, b1, w2, b2 []float64) {
 		slices.Clone(m.FC2.W.Value.Data), slices.Clone(m.FC2.B.Value.Data)
 }
 
-// SetWeights replaces the weights (layouts as returned by Weights).
-func (m *MLP) SetWeights(w1, b1, w2, b2 []float64) error {
+// setWeights replaces the weights (layouts as returned by Weights).
+func (m *MLP) setWeights(w1, b1, w2, b2 []float64) error {
 	for _, c := range []struct {
 		name string
 		dst  *nn.Param

@@ -79,8 +79,8 @@ func TestFoldedWeights(t *testing.T) {
 	if math.Abs(y.Data[0]-want) > 1e-12 {
 		t.Fatalf("forward %v, weights give %v", y.Data[0], want)
 	}
-	if err := m.SetWeights(w1, b1, w2, b2[:0]); err == nil {
-		t.Error("SetWeights accepted a short b2")
+	if err := m.setWeights(w1, b1, w2, b2[:0]); err == nil {
+		t.Error("setWeights accepted a short b2")
 	}
 }
 
@@ -162,8 +162,8 @@ func TestObserverAndDataset(t *testing.T) {
 			t.Errorf("feature %d: N(%.3f, %.3f²), want N(%g, %g²)", j, g.Mean[j], g.Std[j], want[0], want[1])
 		}
 	}
-	if o.Rows() != 1000 || o.PaddedRows() != 250 || len(o.Sample()) != 30 {
-		t.Errorf("rows %d, padded %d, sample %d", o.Rows(), o.PaddedRows(), len(o.Sample()))
+	if o.Rows() != 1000 || o.paddedRows() != 250 || len(o.Sample()) != 30 {
+		t.Errorf("rows %d, padded %d, sample %d", o.Rows(), o.paddedRows(), len(o.Sample()))
 	}
 	ds, err := NewDataset(o, 5000, false, 0, 3)
 	if err != nil {

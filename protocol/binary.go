@@ -195,26 +195,63 @@ func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderS
 	}
 	planes := bitSlice(x)
 	sid := s.StreamID()
+	shape := signCircuit(width)
 
 	// Round 1: the cross ANDs of the leaves (156 for 64 bits, 76 for 32).
-	leaves := width / 2
-	op, local := leafOperands(s.party, planes, w, leaves)
+	op, local := leafOperands(s.party, planes, w, shape)
 	z, err := s.crossAND(ctx, sid, op, riderSend, riderRecv)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: sign circuit, leaves: %w", err)
 	}
-	gs, ps := leafCarries(z, local, w, leaves)
+	gs, ps := leafCarries(z, local, w, shape.leaves)
 
-	// Rounds 2..: the carry tree.
-	for level := 2; len(gs) > 1; level++ {
-		xs, ys := carryLevelOperands(gs, ps, w)
+	// Rounds 2..: the carry tree, one exchange per level.
+	for i, ands := range shape.ands {
+		xs, ys := carryLevelOperands(gs, ps, w, ands)
 		zz, err := s.andBits(ctx, sid, xs, ys)
 		if err != nil {
-			return nil, fmt.Errorf("protocol: sign circuit, level %d: %w", level, err)
+			return nil, fmt.Errorf("protocol: sign circuit, level %d: %w", i+2, err)
 		}
 		gs, ps = combineCarryLevel(zz, gs, ps, w)
 	}
 	return msbFromCarry(bitPlane(planes, w, width-1), gs[0]), nil
+}
+
+// signShape is the sign circuit's layout on width bits, per word (64
+// elements) of input: the one description that both the circuit
+// (msbBitsWith sizes its messages from it) and the cost table
+// (signWords, cost.go) read.
+type signShape struct {
+	// leaves is width/2: leaf 0 is position 0, leaf j positions (2j−1, 2j).
+	leaves int
+	// cross is the cross ANDs of round 1: 1 for leaf 0, 5 for each other leaf.
+	cross int
+	// ands holds the ANDs of each level of the carry tree: per node pair one
+	// for G and, except for the lowest pair (whose P is never used), one for
+	// P; an odd last node passes up.
+	ands []int
+}
+
+// signCircuit returns the layout of the sign circuit on width bits (64 or
+// 32; the caller checks).
+func signCircuit(width int) signShape {
+	sh := signShape{leaves: width / 2}
+	sh.cross = 1 + 5*(sh.leaves-1)
+	for nodes := sh.leaves; nodes > 1; nodes = (nodes + 1) / 2 {
+		sh.ands = append(sh.ands, 2*(nodes/2)-1)
+	}
+	return sh
+}
+
+// words returns the words each party sends at each exchange, per word of
+// input: the cross ANDs (one word each), then two words per AND of each
+// tree level (a Beaver AND opens both operands).
+func (sh signShape) words() []int {
+	out := []int{sh.cross}
+	for _, a := range sh.ands {
+		out = append(out, 2*a)
+	}
+	return out
 }
 
 // bitPlane is plane i of the bit-sliced planes (bitSlice) of w words each:
@@ -222,15 +259,16 @@ func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderS
 func bitPlane(planes []uint64, w, i int) []uint64 { return planes[i*w : (i+1)*w] }
 
 // leafOperands lays out party's side of the leaves' cross ANDs (round 1 of
-// the sign circuit) on bit-sliced planes of w words: op holds, per word, the
-// 1 + 5·(leaves−1) bits this party holds in the clear, in the order the
+// the sign circuit of layout sh) on bit-sliced planes of w words: op holds,
+// per word, the sh.cross = 1 + 5·(leaves−1) bits this party holds in the
+// clear, in the order the
 // cross AND pairs them with the peer's (leaf 0: bit 0; leaf j: for party 0
 // a_hi, a_hi·a_lo, a_lo, a_hi, a_lo and for party 1 b_hi, b_lo, b_hi·b_lo,
 // b_lo, b_hi), and local holds the leaves' local products a_hi·a_lo (party
 // 0) or b_hi·b_lo (party 1), (leaves−1)·w words.
-func leafOperands(party int, planes []uint64, w, leaves int) (op, local []uint64) {
-	cross := 1 + 5*(leaves-1)
-	op = make([]uint64, cross*w)
+func leafOperands(party int, planes []uint64, w int, sh signShape) (op, local []uint64) {
+	leaves := sh.leaves
+	op = make([]uint64, sh.cross*w)
 	local = make([]uint64, (leaves-1)*w) // a_hi·a_lo (party 0) or b_hi·b_lo (party 1)
 	copy(op[:w], bitPlane(planes, w, 0))
 	for j := 1; j < leaves; j++ {
@@ -285,15 +323,20 @@ func leafCarries(z, local []uint64, w, leaves int) (gs, ps [][]uint64) {
 // carryLevelOperands lays out the ANDs of one level of the carry tree over
 // the nodes' generate and propagate shares gs, ps (w words each): for each
 // pair (hi = 2i+1, lo = 2i), P_hi·G_lo and, unless ps[lo] is nil, P_hi·P_lo.
-// An odd last node takes no AND.
-func carryLevelOperands(gs, ps [][]uint64, w int) (xs, ys []uint64) {
+// An odd last node takes no AND. ands is the level's AND count from the
+// circuit's layout (signShape.ands), which sizes xs and ys; it panics if the
+// nodes call for another count (a broken invariant of the circuit).
+func carryLevelOperands(gs, ps [][]uint64, w, ands int) (xs, ys []uint64) {
 	m := len(gs) / 2
-	ands := 0
+	need := 0
 	for i := 0; i < m; i++ {
-		ands++
+		need++
 		if ps[2*i] != nil {
-			ands++
+			need++
 		}
+	}
+	if need != ands {
+		panic(fmt.Sprintf("protocol: sign circuit: %d nodes need %d ANDs, the layout has %d", len(gs), need, ands))
 	}
 	xs = make([]uint64, ands*w)
 	ys = make([]uint64, ands*w)

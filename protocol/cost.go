@@ -32,10 +32,12 @@ func MessageBytes(words int) int64 { return transport.MessageBytes(8 * words) }
 // signWords64 and signWords32 are the words each party sends at each
 // exchange of the sign circuit on 64 and 32 bits, per word (64 elements) of
 // input: the leaves' cross ANDs (1 + 5·(leaves − 1)), then two words per
-// AND of each level of the carry tree (see "The sign circuit" in binary.go).
+// AND of each level of the carry tree (see "The sign circuit" in binary.go),
+// {156, 62, 30, 14, 6, 2} and {76, 30, 14, 6, 2}. Both are read off the
+// layout the circuit itself sizes its messages from (signCircuit).
 var (
-	signWords64 = [...]int{156, 62, 30, 14, 6, 2}
-	signWords32 = [...]int{76, 30, 14, 6, 2}
+	signWords64 = signCircuit(64).words()
+	signWords32 = signCircuit(32).words()
 )
 
 // SignCircuitWords returns the words each party sends at each exchange of
@@ -51,9 +53,9 @@ func SignCircuitWords(width int) []int {
 func signWords(width int) []int {
 	switch width {
 	case 64:
-		return signWords64[:]
+		return signWords64
 	case 32:
-		return signWords32[:]
+		return signWords32
 	}
 	panic(fmt.Sprintf("protocol: sign circuit on %d bits: need 64 or 32", width))
 }

@@ -38,20 +38,24 @@ func TestSignCircuitStepsInTheClear(t *testing.T) {
 			return z0, z1
 		}
 		pl0, pl1 := bitSlice(x0), bitSlice(x1)
-		leaves := tc.width / 2
-		op0, loc0 := leafOperands(0, pl0, w, leaves)
-		op1, loc1 := leafOperands(1, pl1, w, leaves)
+		sh := signCircuit(tc.width)
+		leaves := sh.leaves
+		op0, loc0 := leafOperands(0, pl0, w, sh)
+		op1, loc1 := leafOperands(1, pl1, w, sh)
 		// Cross AND: party 0's clear bits times party 1's clear bits.
 		zero := make([]uint64, len(op0))
 		z0, z1 := andShares(op0, zero, op1, zero)
 		gs0, ps0 := leafCarries(z0, loc0, w, leaves)
 		gs1, ps1 := leafCarries(z1, loc1, w, leaves)
-		for len(gs0) > 1 {
-			xs0, ys0 := carryLevelOperands(gs0, ps0, w)
-			xs1, ys1 := carryLevelOperands(gs1, ps1, w)
+		for _, ands := range sh.ands {
+			xs0, ys0 := carryLevelOperands(gs0, ps0, w, ands)
+			xs1, ys1 := carryLevelOperands(gs1, ps1, w, ands)
 			zz0, zz1 := andShares(xs0, xs1, ys0, ys1)
 			gs0, ps0 = combineCarryLevel(zz0, gs0, ps0, w)
 			gs1, ps1 = combineCarryLevel(zz1, gs1, ps1, w)
+		}
+		if len(gs0) != 1 || len(gs1) != 1 {
+			t.Fatalf("width %d: the layout's %d levels leave %d nodes, want 1", tc.width, len(sh.ands), len(gs0))
 		}
 		m0 := msbFromCarry(bitPlane(pl0, w, tc.width-1), gs0[0])
 		m1 := msbFromCarry(bitPlane(pl1, w, tc.width-1), gs1[0])
@@ -66,4 +70,22 @@ func TestSignCircuitStepsInTheClear(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCarryLevelOperandsChecksTheLayout checks that a level whose nodes call
+// for another AND count than the layout's panics instead of sending a message
+// of another size than the cost table's.
+func TestCarryLevelOperandsChecksTheLayout(t *testing.T) {
+	w := 1
+	gs := [][]uint64{{0}, {0}, {0}, {0}}
+	ps := [][]uint64{nil, {0}, {0}, {0}} // two pairs, the lowest without P: 3 ANDs
+	if xs, ys := carryLevelOperands(gs, ps, w, 3); len(xs) != 3 || len(ys) != 3 {
+		t.Fatalf("3 ANDs: %d and %d words, want 3", len(xs), len(ys))
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("carryLevelOperands with 2 ANDs for 3 did not panic")
+		}
+	}()
+	carryLevelOperands(gs, ps, w, 2)
 }

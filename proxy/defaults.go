@@ -110,7 +110,7 @@ func (c Config) Validate(target *model.Model, n int) error {
 		return fmt.Errorf("proxy: no phases")
 	}
 	for i, p := range c.Phases {
-		if p.Layers <= 0 || p.Layers > target.Config.Layers || p.Heads <= 0 || p.Heads > target.Config.Heads || p.Hidden <= 0 {
+		if p.Layers <= 0 || p.Layers > target.Config.Layers || p.Heads <= 0 || p.Heads > target.Config.Heads || p.MLPHidden <= 0 {
 			return fmt.Errorf("proxy: phase %d shape %+v does not fit a target of %d layers and %d heads", i+1, p, target.Config.Layers, target.Config.Heads)
 		}
 	}

@@ -64,7 +64,7 @@ func TestConfigValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := Config{Phases: []Shape{{Layers: 1, Heads: 1, Hidden: 4}, {Layers: 2, Heads: 2, Hidden: 8}}, Seed: 1}
+	ok := Config{Phases: []Shape{{Layers: 1, Heads: 1, MLPHidden: 4}, {Layers: 2, Heads: 2, MLPHidden: 8}}, Seed: 1}
 	if err := ok.Validate(target, 10); err != nil {
 		t.Fatalf("zero settings: %v", err)
 	}
@@ -131,7 +131,7 @@ func TestGenerateZeroConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	cfg := Config{Phases: []Shape{{Layers: 1, Heads: 4, Hidden: 8}, {Layers: 2, Heads: 4, Hidden: 16}}, Seed: 1, Logger: quiet()}
+	cfg := Config{Phases: []Shape{{Layers: 1, Heads: 4, MLPHidden: 8}, {Layers: 2, Heads: 4, MLPHidden: 16}}, Seed: 1, Logger: quiet()}
 	res, err := Generate(context.Background(), f.target, boot, f.bootLabels[:100], cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func seq(n int) []int {
 // owner's secret: files 0600, directory 0700, whatever the umask.
 func TestSaveFileModes(t *testing.T) {
 	f := getFixture(t)
-	cfg := testConfig(Shape{Layers: 1, Heads: 2, Hidden: 4})
+	cfg := testConfig(Shape{Layers: 1, Heads: 2, MLPHidden: 4})
 	cfg.Points, cfg.Tune.Epochs, cfg.InVivo.Epochs, cfg.MLP.Epochs = 2000, 1, 1, 1
 	boot, _ := f.boot.Select(seq(32))
 	res, err := Generate(context.Background(), f.target, boot, f.bootLabels[:32], cfg)

@@ -399,7 +399,7 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 		}
 		return loss, nil
 	}
-	return trainLoop(ctx, ts.in, rows, cfg.InVivo, cfg.Seed+uint64(p.Shape.Layers)*31+uint64(p.Shape.Hidden), params, p.Model, step, stage, cfg.Progress, log)
+	return trainLoop(ctx, ts.in, rows, cfg.InVivo, cfg.Seed+uint64(p.Shape.Layers)*31+uint64(p.Shape.MLPHidden), params, p.Model, step, stage, cfg.Progress, log)
 }
 
 // calibrateEntropy trains the proxy's entropy MLP alone for d.Calibrate
@@ -449,7 +449,7 @@ func (p *Proxy) calibrateEntropy(ctx context.Context, ts *teacherSet, cfg Config
 		lr = cfg.InVivo.LR
 	}
 	opt := &nn.AdamW{LR: lr, ClipNorm: 1, WarmupSteps: steps / 20, TotalSteps: steps + 1}
-	rng := nn.NewRNG(cfg.Seed ^ 0x3c6ef372 ^ uint64(p.Shape.Hidden))
+	rng := nn.NewRNG(cfg.Seed ^ 0x3c6ef372 ^ uint64(p.Shape.MLPHidden))
 	for e := 0; e < d.Calibrate; e++ {
 		perm := rng.Perm(n)
 		sum := 0.0

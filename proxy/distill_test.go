@@ -85,7 +85,7 @@ func TestDistillValidateAndWeights(t *testing.T) {
 // after in-vivo tuning alone.
 func TestDistillCalibration(t *testing.T) {
 	f := getFixture(t)
-	cfg := testConfig(Shape{Layers: 2, Heads: 4, Hidden: 8})
+	cfg := testConfig(Shape{Layers: 2, Heads: 4, MLPHidden: 8})
 	cfg.Points = 20_000
 	cfg.Distill = &Distill{Weight: 0.8, BalanceClasses: true}
 	res, err := Generate(context.Background(), f.target, f.boot, f.bootLabels, cfg)
@@ -241,7 +241,7 @@ func TestObservedMLPTraining(t *testing.T) {
 	f := getFixture(t)
 	gen := func(mix float64, centre bool) (*Result, float64) {
 		t.Helper()
-		cfg := testConfig(Shape{Layers: 2, Heads: 4, Hidden: 16})
+		cfg := testConfig(Shape{Layers: 2, Heads: 4, MLPHidden: 16})
 		cfg.Distill = &Distill{Weight: 0.8, BalanceClasses: true, Calibrate: 50}
 		cfg.RealMix, cfg.CentreSoftmax, cfg.Reservoir = mix, centre, 8192
 		res, err := Generate(context.Background(), f.target, f.boot, f.bootLabels, cfg)

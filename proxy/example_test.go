@@ -23,7 +23,7 @@ func ExampleSpearman() {
 // The schedule of a three-phase selection and the Table 3 ablations.
 func ExampleConfig() {
 	cfg := proxy.Config{
-		Phases:   []proxy.Shape{{Layers: 1, Heads: 4, Hidden: 2}, {Layers: 2, Heads: 8, Hidden: 8}, {Layers: 3, Heads: 12, Hidden: 16}},
+		Phases:   []proxy.Shape{{Layers: 1, Heads: 4, MLPHidden: 2}, {Layers: 2, Heads: 8, MLPHidden: 8}, {Layers: 3, Heads: 12, MLPHidden: 16}},
 		Ablation: proxy.NoAttnSM, // keep the attention softmax exact
 		Tune:     proxy.TrainConfig{Epochs: 2, BatchSize: 32, LR: 2e-5},
 		InVivo:   proxy.TrainConfig{Epochs: 3, BatchSize: 32, LR: 1e-4},
@@ -44,7 +44,7 @@ func ExampleConfig_phaseAblations() {
 		return
 	}
 	cfg := proxy.Config{
-		Phases:         []proxy.Shape{{Layers: 1, Heads: 4, Hidden: 8}, {Layers: 2, Heads: 4, Hidden: 16}},
+		Phases:         []proxy.Shape{{Layers: 1, Heads: 4, MLPHidden: 8}, {Layers: 2, Heads: 4, MLPHidden: 16}},
 		PhaseAblations: []proxy.Ablation{{}, proxy.NoAttnSM},
 		EntropyHidden:  128,
 	}

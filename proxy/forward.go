@@ -73,32 +73,32 @@ func buildProxy(mg *model.Model, ph Shape, ab Ablation, entHidden int, scores []
 	}
 	for i, b := range m.Blocks {
 		if !ab.ExactAttnSoftmax {
-			e, err := need(softmaxName(i), ph.Hidden)
+			e, err := need(softmaxName(i), ph.MLPHidden)
 			if err != nil {
 				return nil, err
 			}
-			p.AttnMLP[i] = e.Clone(fmt.Sprintf("%s.d%d", softmaxName(i), ph.Hidden))
+			p.AttnMLP[i] = e.Clone(fmt.Sprintf("%s.d%d", softmaxName(i), ph.MLPHidden))
 			b.Attn.Softmax = p.AttnMLP[i]
 		}
 		if !ab.ExactLayerNorm {
-			e, err := need(lnName(i), ph.Hidden)
+			e, err := need(lnName(i), ph.MLPHidden)
 			if err != nil {
 				return nil, err
 			}
-			p.LNMLP[i] = e.Clone(fmt.Sprintf("%s.d%d", lnName(i), ph.Hidden))
+			p.LNMLP[i] = e.Clone(fmt.Sprintf("%s.d%d", lnName(i), ph.MLPHidden))
 			b.LN1.InvSqrt = p.LNMLP[i]
 		}
 	}
 	if m.FinalLN != nil && !ab.ExactLayerNorm {
-		e, err := need(finalLNName, ph.Hidden)
+		e, err := need(finalLNName, ph.MLPHidden)
 		if err != nil {
 			return nil, err
 		}
-		p.FinalLNMLP = e.Clone(fmt.Sprintf("%s.d%d", finalLNName, ph.Hidden))
+		p.FinalLNMLP = e.Clone(fmt.Sprintf("%s.d%d", finalLNName, ph.MLPHidden))
 		m.FinalLN.InvSqrt = p.FinalLNMLP
 	}
 	if !ab.ExactEntropy {
-		d := ph.Hidden
+		d := ph.MLPHidden
 		if entHidden > 0 {
 			d = entHidden
 		}
@@ -346,5 +346,5 @@ func (p *Proxy) tuneInVivo(ctx context.Context, boot model.Input, labels []int, 
 		}
 		return loss, nil
 	}
-	return trainLoop(ctx, boot, labels, cfg.InVivo, cfg.Seed+uint64(p.Shape.Layers)*31+uint64(p.Shape.Hidden), params, p.Model, step, stage, cfg.Progress, log)
+	return trainLoop(ctx, boot, labels, cfg.InVivo, cfg.Seed+uint64(p.Shape.Layers)*31+uint64(p.Shape.MLPHidden), params, p.Model, step, stage, cfg.Progress, log)
 }

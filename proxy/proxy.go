@@ -21,8 +21,10 @@ type Shape struct {
 	Layers int `json:"layers"`
 	// Heads is w, the attention heads kept per layer.
 	Heads int `json:"heads"`
-	// Hidden is d, the hidden width of every MLP of the proxy.
-	Hidden int `json:"hidden"`
+	// MLPHidden is d, the hidden width of every MLP of the proxy (the width
+	// proxy/secure's Arch calls MLPHidden; Arch.Hidden is the model's width).
+	// Its JSON key stays "hidden", so proxy files saved before the rename load.
+	MLPHidden int `json:"hidden"`
 }
 
 // Ablation keeps nonlinear modules exact instead of emulating them with MLPs, as

@@ -87,7 +87,7 @@ func TestGenerateViTMNIST(t *testing.T) {
 	f := getFixture(t)
 	start := time.Now()
 	var progressed int
-	cfg := testConfig(Shape{Layers: 1, Heads: 4, Hidden: 8}, Shape{Layers: 2, Heads: 4, Hidden: 16})
+	cfg := testConfig(Shape{Layers: 1, Heads: 4, MLPHidden: 8}, Shape{Layers: 2, Heads: 4, MLPHidden: 16})
 	cfg.Progress = func(Progress) { progressed++ }
 	res, err := Generate(context.Background(), f.target, f.boot, f.bootLabels, cfg)
 	if err != nil {
@@ -119,7 +119,7 @@ func TestGenerateViTMNIST(t *testing.T) {
 				t.Errorf("proxy %d layer %d: invsqrt is %T", i, li, b.LN1.InvSqrt)
 			}
 		}
-		if p.Entropy == nil || p.Entropy.Hidden() != p.Shape.Hidden {
+		if p.Entropy == nil || p.Entropy.Hidden() != p.Shape.MLPHidden {
 			t.Errorf("proxy %d: entropy MLP %v", i, p.Entropy)
 		}
 		h, err := p.Entropies(f.held, 200)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ func TestPaddingInvariance(t *testing.T) {
 		a    Ablation
 	}{{"full", Ablation{}}, {"NoAttnSM", NoAttnSM}, {"NoAttnLN", NoAttnLN}, {"NoApprox", NoApprox}} {
 		t.Run(ab.name, func(t *testing.T) {
-			cfg := Config{Phases: []Shape{{Layers: 2, Heads: 1, Hidden: 4}}, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
+			cfg := Config{Phases: []Shape{{Layers: 2, Heads: 1, MLPHidden: 4}}, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
 				InVivo: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3}, Points: 3000, Seed: 1, Logger: quiet()}
 			res, err := Generate(context.Background(), target, boot, labels, cfg)
 			if err != nil {
@@ -219,5 +220,26 @@ func TestDecodeManifestSqrtEntropy(t *testing.T) {
 				t.Errorf("sqrt_entropy %v, want %v", man.SqrtEntropy, c.sqrt)
 			}
 		})
+	}
+}
+
+// TestManifestShapeKeys checks that Shape.MLPHidden keeps the JSON key
+// "hidden" it had as Shape.Hidden: a proxy.json saved before the rename
+// loads with its MLP width, and a new one writes the same keys.
+func TestManifestShapeKeys(t *testing.T) {
+	const old = `{"format":"selectformer-proxy/1","kind":"selectformer","config":{"model_type":"vit","hidden_size":8,"num_attention_heads":2,"num_hidden_layers":1,"intermediate_size":8,"image_size":4,"patch_size":2,"num_channels":1},"phase":{"layers":1,"heads":1,"hidden":2},"heads_kept":[[0]],"mlps":[{"name":"a","module":"softmax_entropy","kind":"softmax_entropy","in":2,"hidden":2,"out":1}]}`
+	man, _, err := DecodeManifest([]byte(old))
+	if err != nil {
+		t.Fatalf("a manifest with the pre-rename keys: %v", err)
+	}
+	if want := (Shape{Layers: 1, Heads: 1, MLPHidden: 2}); man.Shape != want {
+		t.Fatalf("decoded shape %+v, want %+v", man.Shape, want)
+	}
+	b, err := json.Marshal(Shape{Layers: 3, Heads: 2, MLPHidden: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"layers":3,"heads":2,"hidden":16}`; got != want {
+		t.Fatalf("Shape encodes as %s, want %s", got, want)
 	}
 }

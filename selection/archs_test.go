@@ -17,7 +17,7 @@ import (
 // phase, a wider entropy MLP) pass.
 func TestCheckArchs(t *testing.T) {
 	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
-	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
+	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.4}, {}}
 	good := func() []secure.Arch {
 		return []secure.Arch{
 			{Family: model.ViT, Layers: 1, Heads: 2, HeadDim: 8, Hidden: 32, Seq: 17, Labels: 10, MLPHidden: 8},
@@ -67,7 +67,7 @@ func TestCheckArchs(t *testing.T) {
 // the first, 1 MB on the long string, 358 KB on the nesting).
 func TestDecodeArchsBomb(t *testing.T) {
 	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
-	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
+	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.4}, {}}
 	list := func(n int) []byte { // [{},{},…] of n elements
 		return append(append([]byte{'['}, bytes.Repeat([]byte("{},"), n)...), "{}]"...)
 	}

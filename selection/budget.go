@@ -280,9 +280,9 @@ func generatedArchs(c model.Config, cfg proxy.Config, seq int) ([]secure.Arch, e
 			abl = cfg.PhaseAblations[i]
 		}
 		a := secure.Arch{Family: c.Family, Layers: sh.Layers, Heads: sh.Heads, HeadDim: c.Hidden / c.Heads, Hidden: c.Hidden,
-			Seq: seq, Labels: c.NumLabels(), MLPHidden: sh.Hidden, Ablation: abl, Eps: c.LayerNormEps,
+			Seq: seq, Labels: c.NumLabels(), MLPHidden: sh.MLPHidden, Ablation: abl, Eps: c.LayerNormEps,
 			SqrtEntropy: cfg.Distill != nil && cfg.Distill.SqrtEntropy && !abl.ExactEntropy}
-		if !abl.ExactEntropy && cfg.EntropyHidden > 0 && cfg.EntropyHidden != sh.Hidden {
+		if !abl.ExactEntropy && cfg.EntropyHidden > 0 && cfg.EntropyHidden != sh.MLPHidden {
 			a.EntropyHidden = cfg.EntropyHidden
 		}
 		if err := a.Validate(); err != nil {

@@ -250,10 +250,10 @@ func TestDealerBudgetShapes(t *testing.T) {
 		archs []secure.Arch
 	}{
 		{"vit two phases", Params{PoolSize: 96, Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
-			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, Hidden: 8}}}},
+			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 8}}}},
 			[]secure.Arch{vit1, vit}},
 		{"bert threshold", Params{PoolSize: 1000, Budget: 120, Bootstrap: 20, BatchSize: 8, Appraisal: AppraiseThreshold,
-			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 4}}}},
+			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 4}}}},
 			[]secure.Arch{bert}},
 		{"exact modules and FFN, mean", Params{PoolSize: 50, Budget: 20, Bootstrap: 5, BatchSize: 4, Appraisal: AppraiseMean,
 			Schedule: []Phase{{Keep: 0.6}, {}}},

@@ -171,7 +171,7 @@ func (p Params) Validate() error {
 		if i < len(p.Schedule)-1 && (st.Keep <= 0 || st.Keep > 1) {
 			return fmt.Errorf("selection: params: phase %d keep fraction %g not in (0, 1]", i+1, st.Keep)
 		}
-		if st.Proxy.Layers < 0 || st.Proxy.Heads < 0 || st.Proxy.Hidden < 0 {
+		if st.Proxy.Layers < 0 || st.Proxy.Heads < 0 || st.Proxy.MLPHidden < 0 {
 			return fmt.Errorf("selection: params: phase %d proxy %+v", i+1, st.Proxy)
 		}
 		prev = keep

@@ -222,7 +222,7 @@ func checkArchs(archs []secure.Arch, emb model.Config, sched []Phase, seq int) e
 			return fmt.Errorf("selection: phase %d proxy is a %s of width %d, the embedding model a %s of width %d", i+1, a.Family, a.Hidden, emb.Family, emb.Hidden)
 		case a.Seq != seq:
 			return fmt.Errorf("selection: phase %d proxy for %d tokens, the pool has %d", i+1, a.Seq, seq)
-		case sp.Layers != 0 && a.Layers != sp.Layers, sp.Heads != 0 && a.Heads != sp.Heads, sp.Hidden != 0 && a.MLPHidden != sp.Hidden:
+		case sp.Layers != 0 && a.Layers != sp.Layers, sp.Heads != 0 && a.Heads != sp.Heads, sp.MLPHidden != 0 && a.MLPHidden != sp.MLPHidden:
 			return fmt.Errorf("selection: phase %d proxy ⟨%d, %d, %d⟩ differs from the schedule's %+v", i+1, a.Layers, a.Heads, a.MLPHidden, sp)
 		case emb.Layers > 0 && a.Layers > emb.Layers, emb.Heads > 0 && (a.Heads > emb.Heads || a.HeadDim != emb.Hidden/emb.Heads),
 			a.Intermediate != 0 && a.Intermediate != emb.Intermediate:

@@ -16,8 +16,8 @@ import (
 var schedule = selection.Params{
 	PoolSize: 5000, Budget: 500, Bootstrap: 100, BatchSize: 64, Workers: 4,
 	Schedule: []selection.Phase{
-		{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 2}, Keep: 0.3},
-		{Proxy: proxy.Shape{Layers: 2, Heads: 4, Hidden: 16}}, // keeps Budget − Bootstrap
+		{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 2}, Keep: 0.3},
+		{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}, // keeps Budget − Bootstrap
 	},
 	Appraisal: selection.AppraiseThreshold,
 }

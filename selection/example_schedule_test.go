@@ -13,7 +13,7 @@ func ExampleParseSchedule() {
 		return
 	}
 	for _, p := range phases {
-		fmt.Printf("%d layers, %d heads, MLP width %d, keep %g\n", p.Proxy.Layers, p.Proxy.Heads, p.Proxy.Hidden, p.Keep)
+		fmt.Printf("%d layers, %d heads, MLP width %d, keep %g\n", p.Proxy.Layers, p.Proxy.Heads, p.Proxy.MLPHidden, p.Keep)
 	}
 	_, err = selection.ParseSchedule("1:4:8,2:4:16")
 	fmt.Println(err)

@@ -201,7 +201,7 @@ const seedHex = "010203040506070809101112131415161718192021222324252627282930313
 // whatever else it holds.
 func FuzzDecodeArchs(f *testing.F) {
 	emb := model.Config{Family: model.ViT, Hidden: 32, Heads: 4, Layers: 2, Intermediate: 64}
-	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Keep: 0.4}, {}}
+	sched := []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.4}, {}}
 	good := []secure.Arch{
 		{Family: model.ViT, Layers: 1, Heads: 2, HeadDim: 8, Hidden: 32, Seq: 17, Labels: 10, MLPHidden: 8},
 		{Family: model.ViT, Layers: 2, Heads: 4, HeadDim: 8, Hidden: 32, Seq: 17, Labels: 10, MLPHidden: 16, EntropyHidden: 128, Ablation: proxy.NoAttnSM},

@@ -285,18 +285,6 @@ func tossCoinModelOwnerFrom(ctx context.Context, st *transport.Stream, src io.Re
 // or a float64, with its separator ("-2.2250738585072014e-308,").
 const maxJSONNumber = 25
 
-// DecodeBootstrap parses the data owner's bootstrap message: the inputs of
-// the n sampled candidates (a JSON model.Input, empty when the data owner
-// runs without a pool, as in tests with a substitute Evaluator). It counts
-// before it allocates: at most n rows a field, each row's values counted
-// in the message before the row is decoded (into a list of exactly that
-// capacity), and every row of a field as long as the first; so the heap it
-// takes is at most the decoded inputs plus a copy of the message, however
-// the message declares its sizes.
-func DecodeBootstrap(b []byte, n int) (model.Input, error) {
-	return decodeBootstrap(b, n, 0)
-}
-
 // maxBootstrapUnsized bounds a bootstrap message when the row width is not
 // known (the model owner runs an Evaluator without a model).
 const maxBootstrapUnsized = 1 << 30
@@ -330,9 +318,16 @@ func bootstrapWidth(cfg *model.Config) int {
 	return cfg.MaxPositions
 }
 
-// decodeBootstrap is DecodeBootstrap with rows of at most width values
-// (0: rows as long as the message allows), in a message of at most
-// bootstrapMessageBound(n, width) bytes.
+// decodeBootstrap parses the data owner's bootstrap message: the inputs of
+// the n sampled candidates (a JSON model.Input, empty when the data owner
+// runs without a pool, as in tests with a substitute Evaluator), rows of at
+// most width values (0: rows as long as the message allows), in a message
+// of at most bootstrapMessageBound(n, width) bytes. It counts before it
+// allocates: at most n rows a field, each row's values counted in the
+// message before the row is decoded (into a list of exactly that capacity),
+// and every row of a field as long as the first; so the heap it takes is at
+// most the decoded inputs plus a copy of the message, however the message
+// declares its sizes.
 func decodeBootstrap(b []byte, n, width int) (model.Input, error) {
 	var in model.Input
 	if n < 0 {

@@ -27,7 +27,7 @@ func testValue(phase, idx int) float64 {
 
 func testParams() Params {
 	return Params{PoolSize: 240, Budget: 40, Bootstrap: 10, BatchSize: 16, Workers: 3,
-		Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 1, Hidden: 2}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 1, Hidden: 4}}}}
+		Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 1, MLPHidden: 2}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 1, MLPHidden: 4}}}}
 }
 
 type runCfg struct {

@@ -35,7 +35,7 @@ func ParseSchedule(s string) ([]Phase, error) {
 			return nil, fmt.Errorf("selection: schedule: phase %d %q: want l:w:d[@keep]", i+1, p)
 		}
 		var ph Phase
-		for j, dst := range []*int{&ph.Proxy.Layers, &ph.Proxy.Heads, &ph.Proxy.Hidden} {
+		for j, dst := range []*int{&ph.Proxy.Layers, &ph.Proxy.Heads, &ph.Proxy.MLPHidden} {
 			v, err := strconv.Atoi(strings.TrimSpace(f[j]))
 			if err != nil || v < 1 || v > MaxScheduleShape {
 				return nil, fmt.Errorf("selection: schedule: phase %d %q: %q is not a positive integer up to %d", i+1, p, f[j], MaxScheduleShape)
@@ -72,5 +72,5 @@ func FormatSchedule(phases []Phase) string {
 }
 
 func formatShape(s proxy.Shape) string {
-	return fmt.Sprintf("%d:%d:%d", s.Layers, s.Heads, s.Hidden)
+	return fmt.Sprintf("%d:%d:%d", s.Layers, s.Heads, s.MLPHidden)
 }

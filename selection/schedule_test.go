@@ -9,7 +9,7 @@ import (
 )
 
 func ph(l, w, d int, keep float64) Phase {
-	return Phase{Proxy: proxy.Shape{Layers: l, Heads: w, Hidden: d}, Keep: keep}
+	return Phase{Proxy: proxy.Shape{Layers: l, Heads: w, MLPHidden: d}, Keep: keep}
 }
 
 func TestParseSchedule(t *testing.T) {
@@ -65,7 +65,7 @@ func FuzzParseSchedule(f *testing.F) {
 		}
 		for _, p := range phases {
 			sh := p.Proxy
-			if sh.Layers < 1 || sh.Heads < 1 || sh.Hidden < 1 || max(sh.Layers, sh.Heads, sh.Hidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) {
+			if sh.Layers < 1 || sh.Heads < 1 || sh.MLPHidden < 1 || max(sh.Layers, sh.Heads, sh.MLPHidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) {
 				t.Fatalf("%q accepted as %+v", s, phases)
 			}
 		}

@@ -128,8 +128,8 @@ func checkProxy(i int, px *proxy.Proxy, st Phase) error {
 		return err
 	}
 	sp, a := st.Proxy, px.Shape
-	if sp.Layers != 0 && a.Layers != sp.Layers || sp.Heads != 0 && a.Heads != sp.Heads || sp.Hidden != 0 && a.Hidden != sp.Hidden {
-		return fmt.Errorf("selection: model owner: the proxy of phase %d is ⟨%d, %d, %d⟩, the schedule says %+v", i+1, a.Layers, a.Heads, a.Hidden, sp)
+	if sp.Layers != 0 && a.Layers != sp.Layers || sp.Heads != 0 && a.Heads != sp.Heads || sp.MLPHidden != 0 && a.MLPHidden != sp.MLPHidden {
+		return fmt.Errorf("selection: model owner: the proxy of phase %d is ⟨%d, %d, %d⟩, the schedule says %+v", i+1, a.Layers, a.Heads, a.MLPHidden, sp)
 	}
 	return nil
 }

@@ -43,10 +43,10 @@ func Defaults(dataset string, npm, small bool) (Config, error) {
 		if npm {
 			c.Setting.TestPerClass = 200
 		}
-		c.Schedule = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 4, Hidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 4, Hidden: 16}}}
-		c.OnePhase = []Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 4, Hidden: 16}}}
-		c.ThreePhase = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 4, Hidden: 2}, Times: 4}, {Proxy: proxy.Shape{Layers: 1, Heads: 4, Hidden: 8}, Times: 2},
-			{Proxy: proxy.Shape{Layers: 2, Heads: 4, Hidden: 16}}}
+		c.Schedule = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 4, MLPHidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}
+		c.OnePhase = []Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}
+		c.ThreePhase = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 4, MLPHidden: 2}, Times: 4}, {Proxy: proxy.Shape{Layers: 1, Heads: 4, MLPHidden: 8}, Times: 2},
+			{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}
 	case Spam:
 		c.Setting = Setting{Dataset: Spam, Seed: 1, Public: 300, TestPerClass: 150, RareFrac: 1,
 			Layers: 2, Hidden: 32, Heads: 2, MaxLen: 64, Vocab: 2000,
@@ -55,10 +55,10 @@ func Defaults(dataset string, npm, small bool) (Config, error) {
 		if npm {
 			c.Setting.TestPerClass = 400
 		}
-		c.Schedule = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, Hidden: 16}}}
-		c.OnePhase = []Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 2, Hidden: 16}}}
-		c.ThreePhase = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 2}, Times: 4}, {Proxy: proxy.Shape{Layers: 1, Heads: 2, Hidden: 8}, Times: 2},
-			{Proxy: proxy.Shape{Layers: 2, Heads: 2, Hidden: 16}}}
+		c.Schedule = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 16}}}
+		c.OnePhase = []Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 16}}}
+		c.ThreePhase = []Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 2}, Times: 4}, {Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Times: 2},
+			{Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 16}}}
 	default:
 		return c, fmt.Errorf("quality: unknown data set %q (mnist or spam)", dataset)
 	}

@@ -148,7 +148,7 @@ func (r *Result) FidelityRows() []FidelityRow {
 				i = len(out)
 				idx[key] = i
 				out = append(out, FidelityRow{Variant: f.Variant, Phase: f.Phase,
-					Shape: fmt.Sprintf("⟨%d, %d, %d⟩", f.Shape.Layers, f.Shape.Heads, f.Shape.Hidden) + exactSuffix(f.Ablation)})
+					Shape: fmt.Sprintf("⟨%d, %d, %d⟩", f.Shape.Layers, f.Shape.Heads, f.Shape.MLPHidden) + exactSuffix(f.Ablation)})
 			}
 			out[i].Oracle = append(out[i].Oracle, f.Oracle)
 			out[i].Ckpt = append(out[i].Ckpt, f.Checkpoint)
@@ -380,7 +380,7 @@ func exactSuffix(a proxy.Ablation) string {
 func schedString(s []Shape) string {
 	parts := make([]string, len(s))
 	for i, p := range s {
-		parts[i] = fmt.Sprintf("⟨%d, %d, %d⟩", p.Proxy.Layers, p.Proxy.Heads, p.Proxy.Hidden)
+		parts[i] = fmt.Sprintf("⟨%d, %d, %d⟩", p.Proxy.Layers, p.Proxy.Heads, p.Proxy.MLPHidden)
 		if i < len(s)-1 {
 			parts[i] += fmt.Sprintf(" ×%g", p.Times)
 		}

@@ -148,7 +148,7 @@ func runDemo(ctx context.Context, o options, stdout io.Writer) error {
 		if i == len(p.Schedule)-1 {
 			keep = fmt.Sprintf("keep %d", p.Budget-p.Bootstrap)
 		}
-		phases = append(phases, fmt.Sprintf("proxy <l=%d, w=%d, d=%d> %s", s.Proxy.Layers, s.Proxy.Heads, s.Proxy.Hidden, keep))
+		phases = append(phases, fmt.Sprintf("proxy <l=%d, w=%d, d=%d> %s", s.Proxy.Layers, s.Proxy.Heads, s.Proxy.MLPHidden, keep))
 	}
 	fmt.Fprintf(stdout, "phases: %s\n", strings.Join(phases, " -> "))
 	if o.link.Link != nil {

@@ -215,9 +215,9 @@ func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
 		return Arch{}, fmt.Errorf("secure: proxy has no layers")
 	}
 	a := Arch{Family: c.Family, Layers: len(p.Model.Blocks), Heads: p.Model.Blocks[0].Attn.Heads, HeadDim: p.Model.Blocks[0].Attn.HeadDim(),
-		Hidden: c.Hidden, Seq: seq, Labels: c.NumLabels(), MLPHidden: p.Shape.Hidden, Ablation: p.Ablation, Eps: c.LayerNormEps,
+		Hidden: c.Hidden, Seq: seq, Labels: c.NumLabels(), MLPHidden: p.Shape.MLPHidden, Ablation: p.Ablation, Eps: c.LayerNormEps,
 		EmbedRows: embedRowsOf(c)}
-	if p.Entropy != nil && p.Entropy.Hidden() != p.Shape.Hidden {
+	if p.Entropy != nil && p.Entropy.Hidden() != p.Shape.MLPHidden {
 		a.EntropyHidden = p.Entropy.Hidden()
 	}
 	a.SqrtEntropy = p.SqrtEntropy && p.Entropy != nil

@@ -77,7 +77,7 @@ func getViT(t *testing.T) *vitFixture {
 		// Both proxies have an entropy MLP wider than their other MLPs
 		// (Arch.EntropyHidden); the second keeps the attention softmax
 		// exact (protocol.Softmax).
-		pc := proxy.Config{Phases: []proxy.Shape{{Layers: 2, Heads: 2, Hidden: 8}, {Layers: 2, Heads: 2, Hidden: 8}},
+		pc := proxy.Config{Phases: []proxy.Shape{{Layers: 2, Heads: 2, MLPHidden: 8}, {Layers: 2, Heads: 2, MLPHidden: 8}},
 			PhaseAblations: []proxy.Ablation{{}, proxy.NoAttnSM}, EntropyHidden: 24,
 			Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 32, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 2, BatchSize: 16, LR: 5e-4},
 			Points: 20_000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet()}

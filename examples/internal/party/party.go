@@ -93,7 +93,7 @@ func CheckSchedule(sched []selection.Phase, cfg model.Config, what string) error
 		s := ph.Proxy
 		if s.Layers > cfg.Layers || s.Heads > cfg.Heads {
 			return peer.Usage("flag -schedule: phase %d (%d:%d:%d) keeps l=%d layers of w=%d heads, but %s has %d layers of %d heads: use l ≤ %d and w ≤ %d",
-				i+1, s.Layers, s.Heads, s.Hidden, s.Layers, s.Heads, what, cfg.Layers, cfg.Heads, cfg.Layers, cfg.Heads)
+				i+1, s.Layers, s.Heads, s.MLPHidden, s.Layers, s.Heads, what, cfg.Layers, cfg.Heads, cfg.Layers, cfg.Heads)
 		}
 	}
 	return nil
@@ -108,9 +108,9 @@ func CheckProxies(sched []selection.Phase, proxies []*proxy.Proxy, dir string) e
 			break
 		}
 		want, got := ph.Proxy, proxies[i].Shape
-		if want.Layers != 0 && want.Layers != got.Layers || want.Heads != 0 && want.Heads != got.Heads || want.Hidden != 0 && want.Hidden != got.Hidden {
+		if want.Layers != 0 && want.Layers != got.Layers || want.Heads != 0 && want.Heads != got.Heads || want.MLPHidden != 0 && want.MLPHidden != got.MLPHidden {
 			return peer.Usage("flag -schedule: phase %d is %d:%d:%d, but the proxy in %s is %d:%d:%d (pass the schedule the proxies were generated for)",
-				i+1, want.Layers, want.Heads, want.Hidden, selection.ProxyDir(dir, i), got.Layers, got.Heads, got.Hidden)
+				i+1, want.Layers, want.Heads, want.MLPHidden, selection.ProxyDir(dir, i), got.Layers, got.Heads, got.MLPHidden)
 		}
 	}
 	return nil
@@ -131,7 +131,7 @@ func CheckGenerate(gen proxy.Config, params selection.Params, target *model.Mode
 func FormatSchedule(sched []selection.Phase) string {
 	parts := make([]string, len(sched))
 	for i, ph := range sched {
-		parts[i] = fmt.Sprintf("%d:%d:%d", ph.Proxy.Layers, ph.Proxy.Heads, ph.Proxy.Hidden)
+		parts[i] = fmt.Sprintf("%d:%d:%d", ph.Proxy.Layers, ph.Proxy.Heads, ph.Proxy.MLPHidden)
 		if i < len(sched)-1 {
 			parts[i] += fmt.Sprintf("@%g", ph.Keep)
 		}

@@ -153,7 +153,7 @@ func ExampleParamFlags() {
 		return
 	}
 	for _, s := range p.Schedule {
-		fmt.Printf("l=%d w=%d d=%d keep=%g\n", s.Proxy.Layers, s.Proxy.Heads, s.Proxy.Hidden, s.Keep)
+		fmt.Printf("l=%d w=%d d=%d keep=%g\n", s.Proxy.Layers, s.Proxy.Heads, s.Proxy.MLPHidden, s.Keep)
 	}
 	// Output:
 	// l=1 w=4 d=8 keep=0.4
