@@ -347,6 +347,8 @@ func (a *abortWatch) fail(err error) error {
 		if perr := a.peerErr(); perr != nil && !local {
 			return perr
 		}
+		// No abort can reach the peer; the details still go to the log.
+		a.log.Warn("selection: run failed; the connection to the peer is gone, so it is not told", "party", a.party, "err", err)
 		return err
 	}
 	if a.peerErr() == nil {

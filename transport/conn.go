@@ -61,6 +61,11 @@ func messageBytes(payload, chunk int) int64 {
 	return b + lenPrefix + headerSize*frames
 }
 
+// cancelGrace is how long a frame being written when its context ends may
+// still take to reach the peer before the write is interrupted (which kills
+// the connection).
+const cancelGrace = 2 * time.Second
+
 // aLongTimeAgo is a deadline in the past, used to interrupt blocked I/O.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -452,7 +457,14 @@ func (c *Conn) writeFrame(ctx context.Context, pr int64, hdr, payload []byte) er
 		return c.deadErr()
 	default:
 	}
-	stop := interruptOnCancel(ctx, func() { _ = c.nc.SetWriteDeadline(aLongTimeAgo) })
+	if err := ctx.Err(); err != nil { // no new frame once the context ended
+		return err
+	}
+	// A context that ends mid-frame gives the frame cancelGrace to reach a
+	// peer that reads: cutting it would corrupt the framing and kill the
+	// connection, and with it the abort a failing party still has to send
+	// on another stream. A peer that does not read is cut off at the grace.
+	stop := interruptOnCancel(ctx, func() { _ = c.nc.SetWriteDeadline(time.Now().Add(cancelGrace)) })
 	err := c.writeLocked(hdr, payload)
 	if stop() {
 		if err == nil {

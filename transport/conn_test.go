@@ -635,3 +635,37 @@ func TestMessageBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelMidFrameKeepsConnection: a context that ends while a frame is
+// on its way to a peer that reads lets the frame finish, so the connection
+// stays usable for other streams (a failing party's abort travels on one
+// while its batches' sends are cancelled). The sender's direction is an
+// emulated 2 MB/s link, so a 1 MiB frame takes about half a second and the
+// cancellation after 100 ms lands in the middle of it.
+func TestCancelMidFrameKeepsConnection(t *testing.T) {
+	a, b := Pipe(Options{Link: &Profile{Name: "slow", Bandwidth: 2 << 20}})
+	t.Cleanup(func() { a.Close(); b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := a.Stream(1).SendBytes(ctx, make([]byte, 4<<20))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("send: %v, want the context's deadline", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("the cancelled send took %v", d)
+	}
+	if err := a.Err(); err != nil {
+		t.Fatalf("the connection died with the cancelled send: %v", err)
+	}
+	ctx2 := testCtx(t, 10*time.Second)
+	errc := make(chan error, 1)
+	go func() { errc <- a.Stream(3).SendBytes(ctx2, []byte("abort")) }()
+	got, err := b.Stream(3).RecvBytes(ctx2, 64)
+	if err != nil || string(got) != "abort" {
+		t.Fatalf("a message on another stream after the cancelled one: %q, %v", got, err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}

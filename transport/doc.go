@@ -127,7 +127,10 @@
 // compressed message or too many streams kills the connection with a
 // descriptive error, which every blocked and later stream
 // operation returns promptly; so does the peer closing or the socket failing.
-// A socket write that the context interrupts (a peer that stopped reading)
+// A context that ends while a frame is being written lets that frame
+// finish for up to 2 s (so a party that fails mid-run can still send its
+// abort on another stream; TestCancelMidFrameKeepsConnection); a write that
+// is then still blocked (a peer that stopped reading) is interrupted, which
 // corrupts the framing and also kills the connection; a context that ends
 // while waiting for credit or for the socket leaves the connection usable
 // (but a message cut off after its first frame makes that stream unusable
