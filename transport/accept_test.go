@@ -50,11 +50,11 @@ func (l *logBuffer) count(subs ...string) int {
 	return n
 }
 
-// settle is count once at least one line matches or after 5 s: a listener
+// settle is count once at least one line matches or after 15 s: a listener
 // logs a reject after it has closed the socket, so the line may come a
-// moment after the peer saw the rejection.
+// moment after the peer saw the rejection (seconds, on a loaded CI machine).
 func (l *logBuffer) settle(subs ...string) int {
-	for end := time.Now().Add(5 * time.Second); l.count(subs...) == 0 && time.Now().Before(end); {
+	for end := time.Now().Add(15 * time.Second); l.count(subs...) == 0 && time.Now().Before(end); {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return l.count(subs...)
