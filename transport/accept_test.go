@@ -522,3 +522,36 @@ func TestHandshakeTimeoutCause(t *testing.T) {
 		})
 	}
 }
+
+// TestHandshakeKeepsItsOwnError: a server handshake that fails by itself
+// (a wrong key) keeps that error even when its context ends right after, as
+// it does when Accept returns because the right peer won meanwhile; with
+// tls.Conn.HandshakeContext the error became context.Canceled and the
+// listener did not log the stranger.
+func TestHandshakeKeepsItsOwnError(t *testing.T) {
+	f := newAcceptFixture(t, Options{})
+	for i := 0; i < 20; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		cfg := tlsConfig(f.p0, f.p1.Fingerprint(), true)
+		pin := cfg.VerifyConnection
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			err := pin(cs)
+			cancel() // Accept returns as this handshake fails
+			return err
+		}
+		a, b := net.Pipe()
+		go func() {
+			_ = tls.Client(b, tlsConfig(f.mallory, f.p0.Fingerprint(), false)).Handshake()
+			b.Close()
+		}()
+		err := tlsHandshake(ctx, a, tls.Server(a, cfg))
+		a.Close()
+		var pe *PinError
+		if !errors.As(err, &pe) || pe.Got != f.mallory.Fingerprint() {
+			t.Fatalf("try %d: error %v, want the stranger's PinError", i, err)
+		}
+		if abandoned(ctx, err) {
+			t.Fatalf("try %d: a rejected stranger counts as abandoned", i)
+		}
+	}
+}

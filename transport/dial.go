@@ -93,7 +93,7 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config, o Options, se
 	} else {
 		tc = tls.Client(nc, cfg)
 	}
-	if err := tc.HandshakeContext(hctx); err != nil {
+	if err := tlsHandshake(hctx, nc, tc); err != nil {
 		_ = nc.Close()
 		return nil, handshakeTimeout(hctx, o, fmt.Errorf("TLS handshake: %w", err))
 	}
@@ -102,6 +102,29 @@ func handshake(ctx context.Context, raw net.Conn, cfg *tls.Config, o Options, se
 		return nil, handshakeTimeout(hctx, o, err)
 	}
 	return c, nil
+}
+
+// tlsHandshake runs tc's handshake over nc until ctx ends. Unlike
+// tls.Conn.HandshakeContext, which returns ctx's error whenever ctx has ended
+// by the time the handshake returns, it keeps the handshake's own error when
+// the handshake failed by itself (a wrong key, say) and ctx ended just after:
+// a listener whose Accept returns once the right peer is in must still log
+// why a stranger was rejected a moment before.
+func tlsHandshake(ctx context.Context, nc net.Conn, tc *tls.Conn) error {
+	stop := interruptOnCancel(ctx, func() { _ = nc.SetDeadline(aLongTimeAgo) })
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+	}
+	err := tc.Handshake()
+	stop()
+	_ = nc.SetDeadline(time.Time{})
+	// Only a deadline error is ours (the interruption or ctx's deadline);
+	// any other error is the handshake's own, even if ctx ended meanwhile.
+	var ne net.Error
+	if err != nil && ctx.Err() != nil && errors.As(err, &ne) && ne.Timeout() {
+		return ctx.Err()
+	}
+	return err
 }
 
 // handshakeTimeout wraps err with ErrHandshakeTimeout when the handshake
