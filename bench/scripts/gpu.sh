@@ -71,9 +71,10 @@ pattern='BatchedGEMM/(cpu|cuda)/'
 echo "gpu.sh: go test -tags cuda -bench '$pattern' -count $count"
 go test -tags cuda -run '^$' -bench "$pattern" -count "$count" ./share/ | tee "$log/bench.txt"
 
-# Median MAC/s of each sub-benchmark, in G.
+# Median MAC/s of each sub-benchmark, in G ("n/a" where it did not run: grep
+# finds nothing, which must not end the script under pipefail).
 median() {
-	grep "^BenchmarkBatchedGEMM/$1-" "$log/bench.txt" | awk '{for (i = 2; i <= NF; i++) if ($i == "MAC/s") print $(i-1)}' |
+	{ grep "^BenchmarkBatchedGEMM/$1-" "$log/bench.txt" || true; } | awk '{for (i = 2; i <= NF; i++) if ($i == "MAC/s") print $(i-1)}' |
 		sort -g | awk '{v[NR] = $1} END {if (NR == 0) print "n/a"; else printf "%.3g", v[int((NR + 1) / 2)] / 1e9}'
 }
 ratio() {
