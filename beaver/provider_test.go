@@ -94,7 +94,7 @@ func TestMaterialRequests(t *testing.T) {
 		{"weight mask of party 1", p1, mask, "only the model owner"},
 		{"weight mask of party 1 through a prefetch", pf, mask, "only the model owner"},
 		{"negative weight mask", p0, Request{Kind: KindWeightMask, WeightID: 5, K: -3, N: 4}, "negative"},
-		{"unknown kind", p0, Request{Kind: kindEnd, N: 1}, "unknown kind"},
+		{"unknown kind", p0, Request{Kind: Kind(200), N: 1}, "unknown kind"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestMaterialRequests(t *testing.T) {
 	if _, err := DecodeRequest(b); err == nil || !strings.Contains(err.Error(), "no weight masks") {
 		t.Fatalf("decoded a weight mask request: %v", err)
 	}
-	if _, err := d.core.serve(d.core.defaultSession(), mask); err == nil || !strings.Contains(err.Error(), "no weight masks") {
+	if _, err := d.core.serve(d.core.defaultSession(), 1, mask); err == nil || !strings.Contains(err.Error(), "no weight masks") {
 		t.Fatalf("dealer served a weight mask: %v", err)
 	}
 }

@@ -105,13 +105,13 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []Request, deliver 
 	}
 	item := func(i int, corr []uint64) error {
 		r := seq[i]
-		if p.party == 1 && len(corr) != r.CorrectionWords() {
-			return fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(corr), r.CorrectionWords())
+		if want := r.CorrectionWords(p.party); len(corr) != want {
+			return fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(corr), want)
 		}
 		p.items.Add(1)
 		return deliver(i, assemble(p.party, r, expandLocal(s.keys, r), corr))
 	}
-	if sc, ok := s.src.(seqCorrector); ok && p.party == 1 {
+	if sc, ok := s.src.(seqCorrector); ok && dealtToAll(seq, p.party) {
 		sent, recv, err := sc.correctSeq(ctx, seq, item)
 		p.bytesSent.Add(sent)
 		p.bytesRecv.Add(recv)
@@ -130,4 +130,14 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []Request, deliver 
 		}
 	}
 	return nil
+}
+
+// dealtToAll reports whether every request of rs gives party dealer words.
+func dealtToAll(rs []Request, party int) bool {
+	for _, r := range rs {
+		if !r.dealtTo(party) {
+			return false
+		}
+	}
+	return true
 }

@@ -180,7 +180,7 @@ func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
 		reqs = append(reqs, r)
 	}
 	for _, r := range reqs {
-		if st.SendBytes(ctx, []byte{statusOK}) != nil || st.SendWords(ctx, make([]uint64, r.CorrectionWords())) != nil {
+		if st.SendBytes(ctx, []byte{statusOK}) != nil || st.SendWords(ctx, make([]uint64, r.CorrectionWords(1))) != nil {
 			return
 		}
 	}

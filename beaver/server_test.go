@@ -337,7 +337,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if !slices.Equal(out, b) {
 			t.Fatalf("round trip: %x != %x", out, b)
 		}
-		if r.CorrectionWords() < 0 {
+		if r.CorrectionWords(1) < 0 {
 			t.Fatal("negative size")
 		}
 	})
