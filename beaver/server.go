@@ -773,7 +773,7 @@ func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, cor
 type netCorrector struct {
 	party int
 	conn  *transport.Conn
-	ctl  *transport.Stream
+	ctl   *transport.Stream
 
 	mu      sync.Mutex // guards streams, next and sends on ctl
 	streams map[uint32]*clientStream

@@ -279,77 +279,22 @@ func (p *Provider) stream(sess *Session, id uint32) (*provStream, error) {
 	return st, nil
 }
 
-// generate runs the generator call of r's kind and lays the result out as
-// beaver.Material.
+// generate runs the registered Generator of r's kind (Register) and lays
+// the result out as beaver.Material.
 func (p *Provider) generate(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request) (beaver.Material, error) {
-	parts := func(ps ...[]uint64) (beaver.Material, error) {
-		return beaver.Material{Kind: r.Kind, Parts: ps}, nil
+	gen, ok := generators[r.Kind]
+	if !ok {
+		return beaver.Material{}, fmt.Errorf("kind %v has no OT generator (ot.Register): the OT provider does not serve it", r.Kind)
 	}
-	switch r.Kind {
-	case beaver.KindTriple:
-		t, err := g.Triples(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindSquare:
-		s, err := g.SquarePairs(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(s.A, s.A2)
-	case beaver.KindMatTriple:
-		t, err := g.MatTriples(ctx, r.Batch, r.M, r.K, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindWeightTriple:
-		var B []uint64
-		if p.party == 0 {
-			B = p.mask(sid, r.WeightID, r.K, r.N)
-		}
-		w, err := g.WeightTriples(ctx, B, r.M, r.K, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(w.A, w.C)
-	case beaver.KindWeightVectorTriple:
-		var b []uint64
-		if p.party == 0 {
-			b = p.mask(sid, r.WeightID, 1, r.N)
-		}
-		w, err := g.WeightVectorTriples(ctx, b, r.M, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(w.A, w.C)
-	case beaver.KindAND:
-		t, err := g.ANDTriples(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindCrossAND:
-		t, err := g.CrossANDTriples(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindTrunc:
-		t, err := g.TruncPairs(ctx, r.N, r.FracBits)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.R, t.MSB, t.LowShifted)
-	case beaver.KindBitPair:
-		b, err := g.BitPairs(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(b.Packed, b.Arith, b.A, b.AR)
+	it := Item{Request: r, Party: p.party, WeightMask: func(int, int) []uint64 { return nil }}
+	if p.party == 0 {
+		it.WeightMask = func(k, n int) []uint64 { return p.mask(sid, r.WeightID, k, n) }
 	}
-	return beaver.Material{}, fmt.Errorf("kind %v has no OT generator", r.Kind)
+	ps, err := gen(ctx, g, it)
+	if err != nil {
+		return beaver.Material{}, err
+	}
+	return beaver.Material{Kind: r.Kind, Parts: ps}, nil
 }
 
 // weightMask expands party 0's mask of weight id (k×n) for session sid.
