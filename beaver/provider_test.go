@@ -94,7 +94,7 @@ func TestMaterialRequests(t *testing.T) {
 		{"weight mask of party 1", p1, mask, "only the model owner"},
 		{"weight mask of party 1 through a prefetch", pf, mask, "only the model owner"},
 		{"negative weight mask", p0, Request{Kind: KindWeightMask, WeightID: 5, K: -3, N: 4}, "negative"},
-		{"unknown kind", p0, Request{Kind: Kind(200), N: 1}, "unknown kind"},
+		{"unknown kind", p0, Request{Kind: Kind(255), N: 1}, "unknown kind"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
