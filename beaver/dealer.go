@@ -442,9 +442,6 @@ func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, erro
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if r.Kind == KindWeightMask {
-		return nil, errWeightMaskRequest(r)
-	}
 	if !r.dealtTo(party) {
 		return nil, fmt.Errorf("beaver: dealer: %v: the %s gets no dealer words of kind %v", r, roleName(party), r.Kind)
 	}

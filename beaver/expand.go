@@ -90,19 +90,6 @@ var littleEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
-// weightMask expands the model owner's mask of weight id (k×n) from seed0.
-func weightMask(seed0 share.Seed, id uint64, k, n int) []uint64 {
-	return weightMaskInto(make([]uint64, k*n), seed0, id, k, n)
-}
-
-// weightMaskInto expands the mask of weight id (k×n) into dst (k·n words,
-// whatever they held) and returns it.
-func weightMaskInto(dst []uint64, seed0 share.Seed, id uint64, k, n int) []uint64 {
-	b := blockFor(seed0, fmt.Sprintf("beaver/party=0/weightmask/id=%d/k=%d/n=%d", id, k, n))
-	fillCTR(dst, b, 0)
-	return dst
-}
-
 // localTotal returns the number of words of party's local parts of r.
 func localTotal(r Request, party int) int {
 	total := 0

@@ -121,17 +121,13 @@ func (p *seededProvider) session() (*providerSession, error) {
 }
 
 // Material implements Provider: it validates r, assigns it the stream's
-// next counter and returns this party's material (a weight mask is expanded
-// from the session seed without touching any counter).
+// next counter and returns this party's material.
 func (p *seededProvider) Material(ctx context.Context, r Request) (Material, error) {
 	if err := r.Validate(); err != nil {
 		return Material{}, err
 	}
 	if r.Counter != 0 {
 		return Material{}, fmt.Errorf("beaver: %v: the provider assigns counters (Position, Seek); the request's must be zero", r)
-	}
-	if r.Kind == KindWeightMask {
-		return p.weightMask(ctx, r)
 	}
 	if err := ctx.Err(); err != nil {
 		return Material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
@@ -177,21 +173,6 @@ func (p *seededProvider) correction(ctx context.Context, s *providerSession, r R
 		return nil, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), want)
 	}
 	return c, nil
-}
-
-// weightMask returns party 0's mask of the weight matrix r.WeightID.
-func (p *seededProvider) weightMask(ctx context.Context, r Request) (Material, error) {
-	if p.party != 0 {
-		return Material{}, fmt.Errorf("beaver: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", r.WeightID, p.party)
-	}
-	if err := ctx.Err(); err != nil {
-		return Material{}, fmt.Errorf("beaver: weight mask %d: %w", r.WeightID, err)
-	}
-	s, err := p.session()
-	if err != nil {
-		return Material{}, fmt.Errorf("beaver: weight mask %d: %w", r.WeightID, err)
-	}
-	return Material{Kind: KindWeightMask, Parts: [][]uint64{weightMask(s.keys.seed, r.WeightID, r.K, r.N)}}, nil
 }
 
 // Position implements Provider.

@@ -51,7 +51,8 @@ type BitPair struct {
 }
 
 // Provider hands this party its part of each correlation. It is a small
-// core: one request method (Material) plus the party, the session binding,
+// core: one request method per kind of correlation (Material for the
+// stream kinds, WeightMask for the weight masks) plus the party, the session binding,
 // the stream positions and the dealer traffic. Protocol code draws material
 // through the typed helpers of Typed (Typed{p}.Triples(ctx, stream, n) and
 // so on), which build the Request and check the shape of what comes back;
@@ -70,10 +71,16 @@ type Provider interface {
 	// Request for the fields of each kind, and Material for the layout of
 	// the parts). An item of a stream kind is the next item of r.Stream:
 	// the provider assigns the counter (Position), so r.Counter must be
-	// zero. A KindWeightMask request is keyed by r.WeightID alone (Stream
-	// zero) and served to party 0 only: the same mask for every request of
-	// that id and shape; it does not move any position.
+	// zero.
 	Material(ctx context.Context, r Request) (Material, error)
+
+	// WeightMask returns, to party 0, its mask B (k×n) of the weight
+	// matrix weightID: a per-weight-matrix correlation keyed by the id
+	// alone, the same B for every call with that id and shape, made by
+	// the model owner itself (never requested from a dealer) and moving
+	// no stream position. Party 1 gets an error. Typed.WeightMask checks
+	// the shape before and after.
+	WeightMask(ctx context.Context, weightID uint64, k, n int) ([]uint64, error)
 
 	// BindSession binds the provider to session id before it hands out any
 	// material: it presents the id to the dealer, which serves the session
@@ -102,8 +109,7 @@ type Provider interface {
 // Material is one party's part of one item: Parts are the slices of the
 // kind's typed result in field order (A, B, C of a Triple; A, A2 of a
 // SquarePair; A, C of a WeightTriple; R, MSB, LowShifted of a TruncPair;
-// Packed, Arith, A, AR of a BitPair; the mask alone for KindWeightMask),
-// with the lengths Request.PartWords gives (a part a party does not get,
+// Packed, Arith, A, AR of a BitPair), with the lengths Request.PartWords gives (a part a party does not get,
 // such as party 0's A of a WeightTriple, is nil).
 type Material struct {
 	Kind  Kind
@@ -190,17 +196,6 @@ func (t Typed) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int
 		return Triple{}, err
 	}
 	return mat.triple(), nil
-}
-
-// WeightMask returns, to party 0, the mask B (k×n) of the weight matrix
-// weightID: the same B for every call with that id, so the model owner
-// reveals W − B once and reuses it. Party 1 gets an error.
-func (t Typed) WeightMask(ctx context.Context, weightID uint64, k, n int) ([]uint64, error) {
-	m, err := t.draw(ctx, Request{Kind: KindWeightMask, WeightID: weightID, K: k, N: n})
-	if err != nil {
-		return nil, err
-	}
-	return m.Parts[0], nil
 }
 
 // WeightTriple returns this party's part of a correlation for one product

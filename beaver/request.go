@@ -13,23 +13,15 @@ import (
 // unrelated (useless) material rather than a silent mix.
 type Kind uint8
 
-// KindWeightMask is the model owner's reusable mask of a weight matrix:
-// keyed by weight id, not by stream and counter, expanded by party 0 itself
-// and never requested from the dealer (DecodeRequest refuses it). The
-// stream kinds are registered with their descriptors (Register): KindTriple
-// and the others in kind_arith.go, kind_matrix.go and kind_binary.go.
-const KindWeightMask Kind = 10
-
-// weightMaskName names KindWeightMask.
-const weightMaskName = "weightmask"
+// Kind 10 is reserved: it was the weight mask's, which is no stream kind
+// but a per-weight-matrix correlation of its own (Provider.WeightMask).
+// Kinds are registered with their descriptors (Register): KindTriple and
+// the others in kind_arith.go, kind_matrix.go and kind_binary.go.
 
 // String returns the kind's name, e.g. "triple".
 func (k Kind) String() string {
 	if c := k.spec(); c != nil {
 		return c.Name
-	}
-	if k == KindWeightMask {
-		return weightMaskName
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -45,9 +37,8 @@ const MaxItemWords = 1 << 27
 // counter). Which size fields are used depends on Kind (its Correlation's
 // Fields): N for Triple, Square, AND and CrossAND (words), Trunc and
 // BitPair; Batch, M, K, N for MatTriple; M, K, N and WeightID for
-// WeightTriple; M, N and WeightID for WeightVectorTriple; K, N and WeightID
-// for WeightMask (whose Stream and Counter are zero). Unused fields must be
-// zero.
+// WeightTriple; M, N and WeightID for WeightVectorTriple. Unused fields must
+// be zero.
 type Request struct {
 	Kind     Kind
 	Stream   uint32
@@ -60,9 +51,6 @@ type Request struct {
 
 // String describes the request for error messages.
 func (r Request) String() string {
-	if r.Kind == KindWeightMask {
-		return fmt.Sprintf("%v w%d %d×%d", r.Kind, r.WeightID, r.K, r.N)
-	}
 	format := formatN
 	if c := r.Kind.spec(); c != nil {
 		format = c.Format
@@ -72,15 +60,13 @@ func (r Request) String() string {
 
 // Validate checks the kind and the sizes (non-negative, unused fields zero,
 // every part at most MaxItemWords words, and the kind's own checks, e.g.
-// 1 ≤ FracBits ≤ 62 for Trunc; Stream and Counter zero for WeightMask).
+// 1 ≤ FracBits ≤ 62 for Trunc).
 func (r Request) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("beaver: bad request %v: %s", r, fmt.Sprintf(format, args...))
 	}
-	var c *Correlation
-	if r.Kind == KindWeightMask {
-		c = &weightMaskSpec
-	} else if c = r.Kind.spec(); c == nil {
+	c := r.Kind.spec()
+	if c == nil {
 		return bad("unknown kind")
 	}
 	if c.Fields&FieldFracBits == 0 && r.FracBits != 0 {
@@ -113,40 +99,19 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// weightMaskSpec is what Validate knows of a weight mask request.
-var weightMaskSpec = Correlation{
-	Fields: FieldK | FieldN | FieldWeightID,
-	Check: func(r Request) error {
-		if r.Stream != 0 || r.Counter != 0 {
-			return fmt.Errorf("a weight mask is keyed by its weight id alone: stream and counter must be zero")
-		}
-		return nil
-	},
-	Dims: func(r Request) [][]int { return [][]int{{r.K, r.N}} },
-}
-
 // localWords returns the words of each part of party's local expansion of
 // a valid request.
 func (r Request) localWords(party int) []int {
 	if c := r.Kind.spec(); c != nil {
 		return c.Local(r, party)
 	}
-	if r.Kind == KindWeightMask && party == 0 {
-		return []int{r.K * r.N}
-	}
 	return nil
 }
 
 // PartWords returns the length of each part of party's Material for a
 // valid request (see Material): a part the party does not get has length 0
-// (and is nil). Party 1 gets no part of a WeightMask.
+// (and is nil).
 func (r Request) PartWords(party int) []int {
-	if r.Kind == KindWeightMask {
-		if party == 0 {
-			return []int{r.K * r.N}
-		}
-		return nil
-	}
 	if c := r.Kind.spec(); c != nil {
 		return c.Parts(r, party)
 	}
@@ -262,8 +227,8 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // DecodeRequest parses and validates an encoded request (see AppendBinary).
-// It never panics: a wrong length, version, reserved byte, an invalid request
-// or a request for a weight mask (which the dealer never serves) is an error.
+// It never panics: a wrong length, version, reserved byte or an invalid
+// request (an unknown kind among them) is an error.
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) != requestSize {
@@ -291,14 +256,5 @@ func DecodeRequest(b []byte) (Request, error) {
 	if err := r.Validate(); err != nil {
 		return r, err
 	}
-	if r.Kind == KindWeightMask {
-		return r, errWeightMaskRequest(r)
-	}
 	return r, nil
-}
-
-// errWeightMaskRequest refuses a weight mask request to the dealer: the
-// model owner expands its masks locally from its session seed.
-func errWeightMaskRequest(r Request) error {
-	return fmt.Errorf("beaver: bad request %v: the dealer serves no weight masks (the model owner expands them from its session seed)", r)
 }

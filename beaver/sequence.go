@@ -52,16 +52,14 @@ func DrawSequence(ctx context.Context, p Provider, rs []Request, deliver func(i 
 	return nil
 }
 
-// checkSequence checks that rs are valid stream-kind requests of one stream
-// with zero counters.
+// checkSequence checks that rs are valid requests of one stream with zero
+// counters.
 func checkSequence(rs []Request) error {
 	for i, r := range rs {
 		if err := r.Validate(); err != nil {
 			return fmt.Errorf("beaver: sequence item %d: %w", i, err)
 		}
 		switch {
-		case r.Kind == KindWeightMask:
-			return fmt.Errorf("beaver: sequence item %d: %v: weight masks are not drawn in sequences", i, r)
 		case r.Counter != 0:
 			return fmt.Errorf("beaver: sequence item %d: %v: the provider assigns counters; the request's must be zero", i, r)
 		case r.Stream != rs[0].Stream:
