@@ -11,7 +11,9 @@ import (
 // (Register, from an init function) in the file of its family:
 // kind_arith.go (triple, square, trunc, bitpair), kind_matrix.go
 // (mattriple, weighttriple, weightvectortriple), kind_binary.go (and,
-// crossand). A provider that makes material another way (the OT provider
+// crossand). Such a file holds all of a kind: its Kind constant, its typed
+// material and Typed helper, its registration and the functions of its
+// descriptor. A provider that makes material another way (the OT provider
 // of beaver/ot) keeps its own registry of generators keyed by Kind.
 //
 // How material is made from a descriptor: party p expands its local parts
@@ -46,7 +48,8 @@ type Correlation struct {
 	// part the party does not get, which is nil).
 	Parts func(r Request, party int) []int
 	// DealtTo says which parties get dealer words: such a party asks the
-	// dealer for every item of the kind. At least one does.
+	// dealer for every item of the kind (and each request is charged
+	// Request.DealerWork against the session's budget). At least one does.
 	DealtTo [2]bool
 	// Dealt returns the number of dealer words party gets for r (0 for a
 	// party not in DealtTo).

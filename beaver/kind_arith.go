@@ -1,6 +1,7 @@
 package beaver
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/selectformer/selectformer/share"
@@ -20,6 +21,84 @@ const (
 	// (Typed.BitPairs).
 	KindBitPair Kind = 9
 )
+
+// Triple is one party's share of elementwise triples c = a·b (or, from
+// MatTriples, matrix triples C = A·B, batched).
+type Triple struct {
+	A, B, C []uint64
+}
+
+// SquarePair is one party's share of n square pairs: a uniform A and A² (A2),
+// for squaring a shared value with one opening instead of two.
+type SquarePair struct {
+	A, A2 []uint64
+}
+
+// TruncPair is one party's share of the material of exact probabilistic
+// truncation by 2^f: for a uniformly random ring word r, shares of r, of its
+// top bit r>>63 (as the ring word 0 or 1) and of (r mod 2^63) >> f.
+type TruncPair struct {
+	R, MSB, LowShifted []uint64
+}
+
+// BitPair is one party's share of n uniformly random bits r, held both as XOR
+// shares packed 64 per word (Packed, ⌈n/64⌉ words; bit i of word j is element
+// 64j+i) and as arithmetic shares (Arith, n words each 0 or 1 in sum), plus an
+// arithmetic Beaver pair for multiplying by r: a uniform A and shares of A·r
+// (AR), used by the one-round multiplexer.
+type BitPair struct {
+	Packed []uint64
+	Arith  []uint64
+	A, AR  []uint64
+}
+
+func (m Material) triple() Triple { return Triple{A: m.Parts[0], B: m.Parts[1], C: m.Parts[2]} }
+
+func (m Material) square() SquarePair { return SquarePair{A: m.Parts[0], A2: m.Parts[1]} }
+
+func (m Material) truncPair() TruncPair {
+	return TruncPair{R: m.Parts[0], MSB: m.Parts[1], LowShifted: m.Parts[2]}
+}
+
+func (m Material) bitPair() BitPair {
+	return BitPair{Packed: m.Parts[0], Arith: m.Parts[1], A: m.Parts[2], AR: m.Parts[3]}
+}
+
+// Triples returns shares of n elementwise triples c = a·b.
+func (t Typed) Triples(ctx context.Context, stream uint32, n int) (Triple, error) {
+	m, err := t.draw(ctx, Request{Kind: KindTriple, Stream: stream, N: n})
+	if err != nil {
+		return Triple{}, err
+	}
+	return m.triple(), nil
+}
+
+// SquarePairs returns shares of n square pairs (a, a²).
+func (t Typed) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
+	m, err := t.draw(ctx, Request{Kind: KindSquare, Stream: stream, N: n})
+	if err != nil {
+		return SquarePair{}, err
+	}
+	return m.square(), nil
+}
+
+// TruncPairs returns n truncation pairs for dividing by 2^fracBits.
+func (t Typed) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
+	m, err := t.draw(ctx, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits})
+	if err != nil {
+		return TruncPair{}, err
+	}
+	return m.truncPair(), nil
+}
+
+// BitPairs returns n random shared bits with their multiplication pairs.
+func (t Typed) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
+	m, err := t.draw(ctx, Request{Kind: KindBitPair, Stream: stream, N: n})
+	if err != nil {
+		return BitPair{}, err
+	}
+	return m.bitPair(), nil
+}
 
 func init() {
 	Register(Correlation{

@@ -1,6 +1,9 @@
 package beaver
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // The binary kinds: bit-packed AND triples (XOR shares, 64 per word), sized
 // by N words.
@@ -11,6 +14,37 @@ const (
 	// (Typed.CrossANDTriples).
 	KindCrossAND Kind = 7
 )
+
+// BitTriple is one party's XOR share of bit-packed AND triples: 64 triples per
+// word, c = a AND b bitwise.
+type BitTriple struct {
+	A, B, C []uint64
+}
+
+func (m Material) bitTriple() BitTriple {
+	return BitTriple{A: m.Parts[0], B: m.Parts[1], C: m.Parts[2]}
+}
+
+// ANDTriples returns XOR shares of words×64 AND triples, bit-packed.
+func (t Typed) ANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
+	m, err := t.draw(ctx, Request{Kind: KindAND, Stream: stream, N: words})
+	if err != nil {
+		return BitTriple{}, err
+	}
+	return m.bitTriple(), nil
+}
+
+// CrossANDTriples returns AND triples for multiplying a bit held in the
+// clear by party 0 with a bit held in the clear by party 1 at one bit of
+// traffic per party: party 0 gets A = u (its B is nil), party 1 gets B = v
+// (its A is nil), and both get XOR shares C of u AND v.
+func (t Typed) CrossANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
+	m, err := t.draw(ctx, Request{Kind: KindCrossAND, Stream: stream, N: words})
+	if err != nil {
+		return BitTriple{}, err
+	}
+	return m.bitTriple(), nil
+}
 
 func init() {
 	Register(Correlation{

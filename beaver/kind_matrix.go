@@ -1,6 +1,7 @@
 package beaver
 
 import (
+	"context"
 	"fmt"
 	"slices"
 
@@ -20,6 +21,51 @@ const (
 	// of the model owner's (Typed.WeightVectorTriple).
 	KindWeightVectorTriple Kind = 5
 )
+
+// WeightTriple is one party's part of a weight-mask correlation for Y = X·W,
+// X m×k shared, W k×n in the model owner's clear. The data owner (party 1)
+// receives the mask A (m×k, in the clear to it); both receive shares C of
+// A·B, where B is the model owner's reusable mask of W (see Typed.WeightMask).
+type WeightTriple struct {
+	A []uint64 // party 1 only: the mask of X; nil for party 0
+	C []uint64 // this party's share of A·B (m×n)
+}
+
+func (m Material) weightTriple() WeightTriple {
+	return WeightTriple{A: m.Parts[0], C: m.Parts[1]}
+}
+
+// MatTriples returns shares of batch matrix triples: A is batch×m×k, B is
+// batch×k×n and C = A·B batch×m×n, all row-major.
+func (t Typed) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (Triple, error) {
+	mat, err := t.draw(ctx, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n})
+	if err != nil {
+		return Triple{}, err
+	}
+	return mat.triple(), nil
+}
+
+// WeightTriple returns this party's part of a correlation for one product
+// X·W with X m×k and W (id weightID) k×n: A (party 1) and shares of A·B.
+func (t Typed) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
+	mat, err := t.draw(ctx, Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n})
+	if err != nil {
+		return WeightTriple{}, err
+	}
+	return mat.weightTriple(), nil
+}
+
+// WeightVectorTriple returns this party's part of a correlation for one
+// elementwise product X ⊙ γ with X m×n and γ a 1×n vector of the model owner
+// broadcast over the rows, masked by WeightMask(weightID, 1, n) = b: A (m×n,
+// party 1 only) and shares of A ⊙ b (b broadcast over rows).
+func (t Typed) WeightVectorTriple(ctx context.Context, stream uint32, weightID uint64, m, n int) (WeightTriple, error) {
+	mat, err := t.draw(ctx, Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n})
+	if err != nil {
+		return WeightTriple{}, err
+	}
+	return mat.weightTriple(), nil
+}
 
 func init() {
 	Register(Correlation{
