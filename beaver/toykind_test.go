@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
@@ -86,6 +87,7 @@ func TestToyKind(t *testing.T) {
 					checkItem(t, ps, beaver.Request{Kind: kindToy, Stream: stream, N: n})
 				}
 			}
+			checkSequence(t, ps, []beaver.Request{{Kind: kindToy, Stream: 5, N: 3}, {Kind: kindToy, Stream: 5, N: 70}, {Kind: kindToy, Stream: 5, N: 1}})
 			if pk.name == "networked dealer" {
 				for p := range 2 {
 					if st := ps[p].Stats(); st.BytesRecv < 8*3*(1+64+1000) {
@@ -97,6 +99,38 @@ func TestToyKind(t *testing.T) {
 				t.Errorf("%v: %d and %d dealer words", r, r.CorrectionWords(0), r.CorrectionWords(1))
 			}
 		})
+	}
+}
+
+// checkSequence draws rs (one stream) from both providers with
+// DrawSequence (pipelined by a networked dealer's clients) and checks every
+// item.
+func checkSequence(t *testing.T, ps [2]beaver.Provider, rs []beaver.Request) {
+	t.Helper()
+	var got [2][]beaver.Material
+	var errs [2]error
+	var wg sync.WaitGroup
+	for p := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[p] = beaver.DrawSequence(context.Background(), ps[p], rs, func(_ int, m beaver.Material) error {
+				got[p] = append(got[p], m)
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("party %d: sequence: %v", p, err)
+		}
+	}
+	c, _ := beaver.Lookup(rs[0].Kind)
+	for i, r := range rs {
+		if err := c.Verify(r, nil, got[0][i].Parts, got[1][i].Parts); err != nil {
+			t.Fatalf("sequence item %d: %v", i, err)
+		}
 	}
 }
 
