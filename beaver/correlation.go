@@ -208,16 +208,3 @@ func dealtN(k int) func(Request, int) int {
 // toParty1 is the DealtTo of the kinds whose dealer words go to party 1
 // alone.
 var toParty1 = [2]bool{false, true}
-
-// checkLens returns an error unless the parts have the lengths want.
-func checkLens(what string, parts [][]uint64, want []int) error {
-	if len(parts) != len(want) {
-		return fmt.Errorf("%s: %d parts, want %d", what, len(parts), len(want))
-	}
-	for i, w := range want {
-		if len(parts[i]) != w {
-			return fmt.Errorf("%s: part %d has %d words, want %d", what, i, len(parts[i]), w)
-		}
-	}
-	return nil
-}
