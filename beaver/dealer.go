@@ -63,7 +63,9 @@ type coreSession struct {
 	keys  [2]*keyCache
 	rec   *persisted // keys of the pairing, high-water marks, budget (shared with state)
 
-	next    map[uint32]uint64 // next unused counter of each stream (≥ the mark after a restart)
+	// next is each party's next unused counter of each stream (≥ the
+	// mark after a restart); only a party a kind gives dealer words asks.
+	next    [2]map[uint32]uint64
 	weights map[uint64][2]int // k, n of each weight id seen
 	// markGen is the gen at which each stream's mark was last raised:
 	// counters below the mark may be served once savedGen reaches it.
@@ -165,15 +167,16 @@ func (d *dealerCore) sessionLocked(id SessionID) (s *coreSession, created bool) 
 	if rec == nil {
 		rec, created = &persisted{marks: map[uint32]uint64{}}, true
 	}
-	s = &coreSession{id: id, rec: rec, next: make(map[uint32]uint64, len(rec.marks)), weights: make(map[uint64][2]int), markGen: make(map[uint32]uint64)}
+	s = &coreSession{id: id, rec: rec, weights: make(map[uint64][2]int), markGen: make(map[uint32]uint64)}
 	for p := range 2 {
 		s.seeds[p] = sessionSeed(d.seeds[p], id, p)
 		s.keys[p] = newKeyCache(s.seeds[p], p)
-	}
-	// After a restart, everything below a persisted mark may have been
-	// served.
-	for stream, m := range rec.marks {
-		s.next[stream] = m
+		s.next[p] = make(map[uint32]uint64, len(rec.marks))
+		// After a restart, everything below a persisted mark may have
+		// been served (the marks cover both parties' counters).
+		for stream, m := range rec.marks {
+			s.next[p][stream] = m
+		}
 	}
 	d.sessions[id] = s
 	return s, created
@@ -432,14 +435,17 @@ func (d *dealerCore) checkLimits(r Request) error {
 	return nil
 }
 
-// serve checks r against session s and returns party 1's correction words.
-func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
+// serve checks r, asked by party, against session s and returns party's
+// dealer words. Each party's counters are checked on their own: a kind
+// whose dealer words go to both parties is asked for by both.
+func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if r.Kind == KindWeightMask {
-		return nil, errWeightMaskRequest(r)
+	if !r.dealtTo(party) {
+		return nil, fmt.Errorf("beaver: dealer: %v: the %s gets no dealer words of kind %v", r, roleName(party), r.Kind)
 	}
+	c := r.Kind.spec()
 	if r.Counter == math.MaxUint64 {
 		return nil, fmt.Errorf("beaver: dealer: %v: counter space of stream %d exhausted", r, r.Stream)
 	}
@@ -452,7 +458,7 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 		maxStreams = d.lim.maxStreams
 	}
 	d.mu.Lock()
-	next, seen := s.next[r.Stream]
+	next, seen := s.next[party][r.Stream]
 	if r.Counter < next {
 		d.mu.Unlock()
 		if m := s.rec.marks[r.Stream]; r.Counter < m && d.statePath != "" {
@@ -460,7 +466,7 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 		}
 		return nil, fmt.Errorf("beaver: dealer: %v reuses a counter (stream %d is at %d)", r, r.Stream, next)
 	}
-	if !seen && len(s.next) >= maxStreams {
+	if !seen && len(s.next[party]) >= maxStreams {
 		d.mu.Unlock()
 		return nil, fmt.Errorf("beaver: dealer: %v: more than %d streams in one session", r, maxStreams)
 	}
@@ -469,12 +475,9 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 		d.mu.Unlock()
 		return nil, fmt.Errorf("beaver: dealer: %v: session budget exhausted: %d of %d work units spent, the request needs %d", r, spent, b, work)
 	}
-	if r.Kind == KindWeightTriple || r.Kind == KindWeightVectorTriple {
-		k := r.K
-		if r.Kind == KindWeightVectorTriple {
-			k = 1
-		}
-		shape := [2]int{k, r.N}
+	if c.Mask != nil {
+		k, n := c.Mask(r)
+		shape := [2]int{k, n}
 		if old, ok := s.weights[r.WeightID]; ok && old != shape {
 			d.mu.Unlock()
 			return nil, fmt.Errorf("beaver: dealer: %v: weight %d was %d×%d, now %d×%d", r, r.WeightID, old[0], old[1], shape[0], shape[1])
@@ -500,7 +503,7 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 			need = g
 		}
 	}
-	s.next[r.Stream] = r.Counter + 1
+	s.next[party][r.Stream] = r.Counter + 1
 	s.rec.spent += work
 	d.mu.Unlock()
 	if err := d.persist(need); err != nil {
@@ -508,34 +511,31 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 	}
 
 	// Both parties' local parts and the weight mask are scratch: only the
-	// correction leaves this function, so their buffers are recycled.
+	// dealer words leave this function, so their buffers are recycled.
 	buf0, buf1 := share.GetWords(localTotal(r, 0)), share.GetWords(localTotal(r, 1))
 	defer share.PutWords(buf0)
 	defer share.PutWords(buf1)
-	p0 := expandLocalInto(buf0, s.keys[0], r)
-	p1 := expandLocalInto(buf1, s.keys[1], r)
-	var mask []uint64
-	switch r.Kind {
-	case KindWeightTriple:
-		mask = weightMaskInto(share.GetWords(r.K*r.N), s.seeds[0], r.WeightID, r.K, r.N)
-	case KindWeightVectorTriple:
-		mask = weightMaskInto(share.GetWords(r.N), s.seeds[0], r.WeightID, 1, r.N)
+	x := Expansion{Local: [2][][]uint64{expandLocalInto(buf0, s.keys[0], r), expandLocalInto(buf1, s.keys[1], r)}}
+	if c.Mask != nil {
+		k, n := c.Mask(r)
+		x.Mask = weightMaskInto(share.GetWords(k*n), s.seeds[0], r.WeightID, k, n)
+		defer share.PutWords(x.Mask)
 	}
-	defer share.PutWords(mask)
-	out, err := correction(r, p0, p1, mask)
+	out, err := deal(r, x)
 	if err != nil {
 		return nil, err
 	}
 	d.items.Add(1)
-	d.words.Add(int64(len(out)))
-	return out, nil
+	d.words.Add(int64(len(out[party])))
+	return out[party], nil
 }
 
 // Dealer is the in-process dealer: it holds both parties' seeds and hands each
-// party a Provider. Party 0's provider expands all its material locally;
-// party 1's provider expands its masks locally and takes only the correction
-// words from the dealer, by a function call instead of a network message (its
-// DealerStats count the bytes those words would have cost on a wire). Used by
+// party a Provider. Each party's provider expands its masks locally and
+// takes only its dealer words from the dealer (party 1's of every built-in
+// kind; party 0's material of those is all local), by a function call
+// instead of a network message (its DealerStats count the bytes those words
+// would have cost on a wire). Used by
 // tests, the quickstart and benchmarks where all parties share a process.
 //
 // Material is keyed by session like the networked dealer's: a provider bound
@@ -543,7 +543,7 @@ func (d *dealerCore) serve(s *coreSession, r Request) ([]uint64, error) {
 // that session's material once the other party's provider has presented the
 // same id; a provider used without binding gets the dealer's default session
 // (the zero id), shared by all such providers of this Dealer. Within a
-// session the dealer refuses any counter of party 1 already served.
+// session the dealer refuses any counter of a party already served.
 type Dealer struct {
 	core *dealerCore
 }
@@ -575,12 +575,7 @@ func (d *Dealer) Provider(party int) (Provider, error) {
 		return nil, fmt.Errorf("beaver: provider for party %d, want 0 or 1", party)
 	}
 	core := d.core
-	src := func(s *coreSession) corrector {
-		if party == 1 {
-			return inProcess{core, s}
-		}
-		return nil
-	}
+	src := func(s *coreSession) corrector { return inProcess{core, s, party} }
 	bind := func(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
 		s, err := core.join(ctx, nil, id, party, "", 0, DefaultSessionTimeout)
 		if err != nil {
@@ -601,18 +596,18 @@ func (d *Dealer) Stats() DealerStats {
 	return DealerStats{BytesRecv: 8 * d.core.words.Load(), Items: d.core.items.Load()}
 }
 
-// inProcess hands party 1 the dealer's corrections of session s by a
-// function call.
+// inProcess hands party its dealer words of session s by a function call.
 type inProcess struct {
-	d *dealerCore
-	s *coreSession
+	d     *dealerCore
+	s     *coreSession
+	party int
 }
 
 func (c inProcess) correct(ctx context.Context, r Request) ([]uint64, int64, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, 0, err
 	}
-	out, err := c.d.serve(c.s, r)
+	out, err := c.d.serve(c.s, c.party, r)
 	if err != nil {
 		return nil, 0, 0, err
 	}

@@ -162,8 +162,8 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 	return nil
 }
 
-// randomRequest returns a small random request of a stream kind (every kind
-// but KindWeightMask) on stream.
+// randomRequest returns a small random request of a built-in kind on
+// stream.
 func randomRequest(rng *rand.Rand, stream uint32) Request {
 	r := Request{Kind: Kind(1 + rng.IntN(int(KindBitPair))), Stream: stream}
 	switch r.Kind {

@@ -10,13 +10,24 @@
 // stream, always receive the two halves of the same item.
 //
 // The Provider interface is a small core: Material answers one Request (a
-// kind, a stream and the sizes) with the party's Material, next to the
+// kind, a stream and the sizes) with the party's Material, WeightMask gives
+// the model owner the reusable mask of one weight matrix (a per-weight
+// correlation keyed by the weight id, not a stream kind), next to the
 // party, the session binding, the stream positions (Position, Seek) and the
 // dealer traffic (Stats). Protocols draw through Typed, whose helpers
 // (Triples, MatTriples, WeightMask, TruncPairs, ...) build the request and
 // check the shape of the answer. A new provider implements the core; a
 // wrapper embeds the Provider it wraps and overrides Material (see
 // Prefetch).
+//
+// Each kind of correlation is one descriptor (Correlation: its name, the
+// size fields it uses and their bounds, each party's part sizes and dealer
+// words, how the dealer makes them and how a party assembles its material)
+// registered once (Register) in the file of its family: kind_arith.go,
+// kind_matrix.go, kind_binary.go. The request codec, the dealers and the
+// seeded providers read the descriptors; adding a kind is one such file
+// here and, for the dealer-free provider, one generator in beaver/ot
+// (toykind_test.go adds one in a single file).
 //
 // Material is also keyed by session (see SessionID and
 // Provider.BindSession): every stream key is derived from the dealer's seed
@@ -41,9 +52,11 @@
 // benchmarks); Server is the networked dealer, a third host that parties
 // reach with Connect (a Client); Prefetch makes a recorded schedule of
 // material ahead of the online phase (Recorder records one). Each party
-// expands its masks from a seed it shares with the dealer; only party 1
-// receives correction words from the dealer (DealerStats counts that
-// traffic, apart from the parties' online traffic).
+// expands its masks from a seed it shares with the dealer and receives the
+// dealer words its kind gives it (for every built-in kind only party 1 gets
+// any; a networked model owner draws its own with
+// ConnectOptions.DealerWords). DealerStats counts that traffic, apart from
+// the parties' online traffic.
 //
 // # Trust
 //

@@ -16,10 +16,11 @@ import (
 // key derived (HKDF, share.Seed.Derive) from seed_p for (party, kind, stream),
 // started at the counter block counter‖0^64: items of one stream never overlap
 // (an item would need 2^64 blocks to reach the next counter), and streams and
-// kinds have independent keys. Party 0's material is entirely local; party 1's
-// masks are local and only the words that make the relation hold (e.g.
-// C1 = a·b − C0) come from the dealer, who expands both parties' streams
-// itself to compute them.
+// kinds have independent keys. A party's masks are local and only the words
+// that make the relation hold (e.g. C1 = a·b − C0) come from the dealer, who
+// expands both parties' streams itself to compute them (Correlation.Deal);
+// for every built-in kind party 0's material is entirely local and only
+// party 1 gets dealer words.
 
 // keyCache holds the AES keys of one seed, derived on first use.
 type keyCache struct {
@@ -89,19 +90,6 @@ var littleEndian = func() bool {
 	return *(*byte)(unsafe.Pointer(&x)) == 1
 }()
 
-// weightMask expands the model owner's mask of weight id (k×n) from seed0.
-func weightMask(seed0 share.Seed, id uint64, k, n int) []uint64 {
-	return weightMaskInto(make([]uint64, k*n), seed0, id, k, n)
-}
-
-// weightMaskInto expands the mask of weight id (k×n) into dst (k·n words,
-// whatever they held) and returns it.
-func weightMaskInto(dst []uint64, seed0 share.Seed, id uint64, k, n int) []uint64 {
-	b := blockFor(seed0, fmt.Sprintf("beaver/party=0/weightmask/id=%d/k=%d/n=%d", id, k, n))
-	fillCTR(dst, b, 0)
-	return dst
-}
-
 // localTotal returns the number of words of party's local parts of r.
 func localTotal(r Request, party int) int {
 	total := 0
@@ -127,127 +115,29 @@ func expandLocalInto(all []uint64, keys *keyCache, r Request) [][]uint64 {
 		parts[i] = all[off : off+s : off+s]
 		off += s
 	}
-	if r.Kind == KindBitPair {
-		share.MaskTail(parts[0], r.N)
-	}
 	return parts
 }
 
-// correction computes the dealer's words for party 1 from both parties' local
-// parts (p0, p1) and, for weight kinds, the mask B of the weight.
-func correction(r Request, p0, p1 [][]uint64, mask []uint64) ([]uint64, error) {
-	out := make([]uint64, r.CorrectionWords())
-	switch r.Kind {
-	case KindTriple:
-		a0, b0, c0, a1, b1 := p0[0], p0[1], p0[2], p1[0], p1[1]
-		for i := range out {
-			out[i] = (a0[i]+a1[i])*(b0[i]+b1[i]) - c0[i]
-		}
-	case KindSquare:
-		a0, s0, a1 := p0[0], p0[1], p1[0]
-		for i := range out {
-			a := a0[i] + a1[i]
-			out[i] = a*a - s0[i]
-		}
-	case KindMatTriple:
-		a, b := share.GetWords(len(p0[0])), share.GetWords(len(p0[1]))
-		defer share.PutWords(a)
-		defer share.PutWords(b)
-		_ = share.AddVec(a, p0[0], p1[0])
-		_ = share.AddVec(b, p0[1], p1[1])
-		if err := share.BatchMatMulInto(out, a, b, r.Batch, r.M, r.K, r.N); err != nil {
-			return nil, fmt.Errorf("beaver: %v: %w", r, err)
-		}
-		_ = share.SubVec(out, out, p0[2])
-	case KindWeightTriple:
-		if err := share.MatMulInto(out, p1[0], mask, r.M, r.K, r.N); err != nil {
-			return nil, fmt.Errorf("beaver: %v: %w", r, err)
-		}
-		_ = share.SubVec(out, out, p0[0])
-	case KindWeightVectorTriple:
-		a, c0 := p1[0], p0[0]
-		for i := 0; i < r.M; i++ {
-			row := i * r.N
-			for j := 0; j < r.N; j++ {
-				out[row+j] = a[row+j]*mask[j] - c0[row+j]
-			}
-		}
-	case KindAND:
-		a0, b0, c0, a1, b1 := p0[0], p0[1], p0[2], p1[0], p1[1]
-		for i := range out {
-			out[i] = ((a0[i] ^ a1[i]) & (b0[i] ^ b1[i])) ^ c0[i]
-		}
-	case KindCrossAND:
-		u, c0, v := p0[0], p0[1], p1[0]
-		for i := range out {
-			out[i] = (u[i] & v[i]) ^ c0[i]
-		}
-	case KindTrunc:
-		n := r.N
-		r0, msb0, low0, r1 := p0[0], p0[1], p0[2], p1[0]
-		f := r.FracBits
-		for i := 0; i < n; i++ {
-			x := r0[i] + r1[i]
-			out[i] = x>>63 - msb0[i]
-			out[n+i] = (x<<1)>>(1+f) - low0[i]
-		}
-	case KindBitPair:
-		n := r.N
-		pk0, ar0, a0, x0 := p0[0], p0[1], p0[2], p0[3]
-		pk1, a1 := p1[0], p1[1]
-		for i := 0; i < n; i++ {
-			bit := ((pk0[i/64] ^ pk1[i/64]) >> (i % 64)) & 1
-			out[i] = bit - ar0[i]
-			out[n+i] = (a0[i]+a1[i])*bit - x0[i]
-		}
-	default:
-		return nil, fmt.Errorf("beaver: correction for %v", r)
+// deal computes both parties' dealer words of a valid request r (out[p]
+// has r.CorrectionWords(p) words) from their local parts and, for a kind
+// with a Mask, the model owner's weight mask.
+func deal(r Request, x Expansion) ([2][]uint64, error) {
+	var out [2][]uint64
+	c := r.Kind.spec()
+	if c == nil {
+		return out, fmt.Errorf("beaver: dealer words for %v: unknown kind", r)
+	}
+	for p := range out {
+		out[p] = make([]uint64, r.CorrectionWords(p))
+	}
+	if err := c.Deal(r, x, out); err != nil {
+		return out, err
 	}
 	return out, nil
 }
 
-// assemble builds party's material from its local parts and, for party 1,
-// the dealer's correction words.
-func assemble(party int, r Request, local [][]uint64, corr []uint64) Material {
-	m := Material{Kind: r.Kind}
-	n := r.N
-	switch r.Kind {
-	case KindTriple, KindMatTriple, KindAND:
-		if party == 0 {
-			m.Parts = local
-		} else {
-			m.Parts = [][]uint64{local[0], local[1], corr}
-		}
-	case KindSquare:
-		if party == 0 {
-			m.Parts = local
-		} else {
-			m.Parts = [][]uint64{local[0], corr}
-		}
-	case KindWeightTriple, KindWeightVectorTriple:
-		if party == 0 {
-			m.Parts = [][]uint64{nil, local[0]}
-		} else {
-			m.Parts = [][]uint64{local[0], corr}
-		}
-	case KindCrossAND:
-		if party == 0 {
-			m.Parts = [][]uint64{local[0], nil, local[1]}
-		} else {
-			m.Parts = [][]uint64{nil, local[0], corr}
-		}
-	case KindTrunc:
-		if party == 0 {
-			m.Parts = local
-		} else {
-			m.Parts = [][]uint64{local[0], corr[:n:n], corr[n:]}
-		}
-	case KindBitPair:
-		if party == 0 {
-			m.Parts = local
-		} else {
-			m.Parts = [][]uint64{local[0], corr[:n:n], local[1], corr[n:]}
-		}
-	}
-	return m
+// assemble builds party's material of a valid request r from its local
+// parts and its dealer words (see Correlation.Assemble).
+func assemble(party int, r Request, local [][]uint64, dealt []uint64) Material {
+	return Material{Kind: r.Kind, Parts: r.Kind.spec().Assemble(r, party, local, dealt)}
 }

@@ -70,7 +70,7 @@ func rawParty1(t *testing.T, srv *Server, id SessionID) (*transport.Conn, *Clien
 		}
 		return reply
 	}
-	send(encodeHello(1))
+	send(encodeHello(1, false))
 	send(encodeSession(id, 0))
 	if err := <-perr; err != nil {
 		t.Fatal(err)
@@ -262,7 +262,7 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 		if i < DefaultMaxConnsPerKey {
 			// Held: hello sent, the session never presented.
 			ctl := cc.Stream(controlID)
-			if err := ctl.SendBytes(ctx, encodeHello(1)); err != nil {
+			if err := ctl.SendBytes(ctx, encodeHello(1, false)); err != nil {
 				t.Fatal(err)
 			}
 			if b, err := ctl.RecvBytes(ctx, maxStatusMsg); err != nil || b[0] != statusOK {
@@ -270,7 +270,7 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 			}
 			continue
 		}
-		_ = cc.Stream(controlID).SendBytes(ctx, encodeHello(1))
+		_ = cc.Stream(controlID).SendBytes(ctx, encodeHello(1, false))
 		rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
 		b, err := cc.Stream(controlID).RecvBytes(rctx, maxStatusMsg)
 		rcancel()
@@ -315,7 +315,7 @@ func TestStateWritesBatched(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := d.serve(sess[1], Request{Kind: KindTriple, Stream: uint32(i + 1), N: 4}); err != nil {
+			if _, err := d.serve(sess[1], 1, Request{Kind: KindTriple, Stream: uint32(i + 1), N: 4}); err != nil {
 				errs <- err
 			}
 		}()
@@ -342,7 +342,7 @@ func TestStateWritesBatched(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range streams {
-		if _, err := d2.serve(s2[1], Request{Kind: KindTriple, Stream: uint32(i + 1), N: 4}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
+		if _, err := d2.serve(s2[1], 1, Request{Kind: KindTriple, Stream: uint32(i + 1), N: 4}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
 			t.Fatalf("stream %d after a restart: %v", i+1, err)
 		}
 	}
@@ -477,14 +477,14 @@ func TestStateWriteFailureServesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for c := range uint64(2) {
-		if _, err := d.serve(sess[1], Request{Kind: KindTriple, Stream: 3, Counter: c, N: 1}); err == nil || !strings.Contains(err.Error(), "save dealer state") {
+		if _, err := d.serve(sess[1], 1, Request{Kind: KindTriple, Stream: 3, Counter: c, N: 1}); err == nil || !strings.Contains(err.Error(), "save dealer state") {
 			t.Fatalf("counter %d served without a written mark: %v", c, err)
 		}
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.serve(sess[1], Request{Kind: KindTriple, Stream: 3, Counter: 2, N: 1}); err != nil {
+	if _, err := d.serve(sess[1], 1, Request{Kind: KindTriple, Stream: 3, Counter: 2, N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := loadDealerState(path, d.state.seeds)

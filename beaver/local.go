@@ -10,20 +10,21 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
-// corrector supplies party 1 with the dealer's correction words of a request.
+// corrector supplies a party with its dealer words of a request.
 type corrector interface {
-	// correct returns r.CorrectionWords() words and the dealer traffic
+	// correct returns r.CorrectionWords(party) words and the dealer traffic
 	// (request bytes sent, bytes received) it cost.
 	correct(ctx context.Context, r Request) (corr []uint64, sent, recv int64, err error)
 }
 
 // seededProvider is a Provider for one party whose material is expanded from
 // the party's session seed, which the dealer derives from its own seed and
-// the session id; party 1's corrections come from the session's corrector.
+// the session id; its dealer words come from the session's corrector.
 type seededProvider struct {
 	party int
 	// bind presents a session id to the dealer and returns this party's
-	// session seed and (party 1) corrector.
+	// session seed and corrector (nil where the party draws no dealer
+	// words: a networked party 0 that did not ask for them).
 	bind func(ctx context.Context, id SessionID) (share.Seed, corrector, error)
 	// auto, if set, supplies the default session of a provider used
 	// without BindSession (the in-process dealer's); nil: binding is
@@ -42,7 +43,7 @@ type seededProvider struct {
 type providerSession struct {
 	id   SessionID
 	keys *keyCache
-	src  corrector // nil for party 0
+	src  corrector // nil: the party cannot draw dealer words
 }
 
 var _ Provider = (*seededProvider)(nil)
@@ -120,17 +121,13 @@ func (p *seededProvider) session() (*providerSession, error) {
 }
 
 // Material implements Provider: it validates r, assigns it the stream's
-// next counter and returns this party's material (a weight mask is expanded
-// from the session seed without touching any counter).
+// next counter and returns this party's material.
 func (p *seededProvider) Material(ctx context.Context, r Request) (Material, error) {
 	if err := r.Validate(); err != nil {
 		return Material{}, err
 	}
 	if r.Counter != 0 {
 		return Material{}, fmt.Errorf("beaver: %v: the provider assigns counters (Position, Seek); the request's must be zero", r)
-	}
-	if r.Kind == KindWeightMask {
-		return p.weightMask(ctx, r)
 	}
 	if err := ctx.Err(); err != nil {
 		return Material{}, fmt.Errorf("beaver: %v: %w", r.Kind, err)
@@ -156,11 +153,15 @@ func (p *seededProvider) Material(ctx context.Context, r Request) (Material, err
 	return assemble(p.party, r, local, corr), nil
 }
 
-// correction fetches party 1's correction words of r (counter assigned)
-// from the session's corrector and counts their traffic; party 0 has none.
+// correction fetches this party's dealer words of r (counter assigned)
+// from the session's corrector and counts their traffic; it returns nil
+// for a kind that gives the party none.
 func (p *seededProvider) correction(ctx context.Context, s *providerSession, r Request) ([]uint64, error) {
-	if p.party != 1 {
+	if !r.dealtTo(p.party) {
 		return nil, nil
+	}
+	if s.src == nil {
+		return nil, fmt.Errorf("beaver: %v: kind %v gives the %s dealer words, and this provider has no dealer connection for them (a networked model owner connects with ConnectOptions.DealerWords)", r, r.Kind, roleName(p.party))
 	}
 	c, sent, recv, err := s.src.correct(ctx, r)
 	p.bytesSent.Add(sent)
@@ -168,25 +169,10 @@ func (p *seededProvider) correction(ctx context.Context, s *providerSession, r R
 	if err != nil {
 		return nil, fmt.Errorf("beaver: %v: %w", r, err)
 	}
-	if len(c) != r.CorrectionWords() {
-		return nil, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), r.CorrectionWords())
+	if want := r.CorrectionWords(p.party); len(c) != want {
+		return nil, fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(c), want)
 	}
 	return c, nil
-}
-
-// weightMask returns party 0's mask of the weight matrix r.WeightID.
-func (p *seededProvider) weightMask(ctx context.Context, r Request) (Material, error) {
-	if p.party != 0 {
-		return Material{}, fmt.Errorf("beaver: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", r.WeightID, p.party)
-	}
-	if err := ctx.Err(); err != nil {
-		return Material{}, fmt.Errorf("beaver: weight mask %d: %w", r.WeightID, err)
-	}
-	s, err := p.session()
-	if err != nil {
-		return Material{}, fmt.Errorf("beaver: weight mask %d: %w", r.WeightID, err)
-	}
-	return Material{Kind: KindWeightMask, Parts: [][]uint64{weightMask(s.keys.seed, r.WeightID, r.K, r.N)}}, nil
 }
 
 // Position implements Provider.

@@ -35,7 +35,7 @@ import (
 //     counter this Marked already drew; the mark is raised on disk before
 //     the wrapped provider draws the item.
 //   - Seek refuses a position below the stream's loaded mark (once bound).
-//   - A weight mask (KindWeightMask) is handed out at most once per weight
+//   - A weight mask (WeightMask) is handed out at most once per weight
 //     id, and never for an id below the loaded weight mark: the model owner
 //     reveals F = W − B once per id (protocol.Session.ShareWeight), and the
 //     same B under two reveals would leak the difference of the two
@@ -329,9 +329,6 @@ func (m *Marked) Material(ctx context.Context, r Request) (Material, error) {
 	if err := r.Validate(); err != nil {
 		return Material{}, err
 	}
-	if r.Kind == KindWeightMask {
-		return m.weightMask(ctx, r)
-	}
 	if _, err := m.bound(r); err != nil {
 		return Material{}, err
 	}
@@ -382,26 +379,29 @@ func (m *Marked) MaterialSeq(ctx context.Context, rs []Request, deliver func(i i
 	return DrawSequence(ctx, m.p, rs, deliver)
 }
 
-// weightMask hands out the mask of r.WeightID once (see Marked).
-func (m *Marked) weightMask(ctx context.Context, r Request) (Material, error) {
-	s, err := m.bound(r)
-	if err != nil {
-		return Material{}, err
+// WeightMask implements Provider: it hands out the mask of weight id once
+// (see Marked).
+func (m *Marked) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	if err := checkWeightMask(id, k, n); err != nil {
+		return nil, err
 	}
-	id := r.WeightID
+	s, err := m.bound(fmt.Sprintf("weight mask %d", id))
+	if err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	switch {
 	case id < s.wfloor:
 		m.mu.Unlock()
-		return Material{}, fmt.Errorf("beaver: party %d: session %s… weight mask %d lies below the persisted weight mark %d (its mask may have been revealed under another matrix): %w",
+		return nil, fmt.Errorf("beaver: party %d: session %s… weight mask %d lies below the persisted weight mark %d (its mask may have been revealed under another matrix): %w",
 			m.p.Party(), s.id.short(), id, s.wfloor, ErrReuse)
 	case s.wids[id]:
 		m.mu.Unlock()
-		return Material{}, fmt.Errorf("beaver: party %d: session %s… weight mask %d was handed out already (a weight id is shared once): %w",
+		return nil, fmt.Errorf("beaver: party %d: session %s… weight mask %d was handed out already (a weight id is shared once): %w",
 			m.p.Party(), s.id.short(), id, ErrReuse)
 	case len(s.wids) >= maxWeightIDs:
 		m.mu.Unlock()
-		return Material{}, fmt.Errorf("beaver: party %d: more than %d weight masks", m.p.Party(), maxWeightIDs)
+		return nil, fmt.Errorf("beaver: party %d: more than %d weight masks", m.p.Party(), maxWeightIDs)
 	}
 	if id >= s.rec.weights {
 		old := s.rec.weights
@@ -409,12 +409,12 @@ func (m *Marked) weightMask(ctx context.Context, r Request) (Material, error) {
 		if err := m.saveLocked(s); err != nil {
 			s.rec.weights = old
 			m.mu.Unlock()
-			return Material{}, fmt.Errorf("beaver: weight mask %d: %w", id, err)
+			return nil, fmt.Errorf("beaver: weight mask %d: %w", id, err)
 		}
 	}
 	s.wids[id] = true
 	m.mu.Unlock()
-	return m.p.Material(ctx, r)
+	return m.p.WeightMask(ctx, id, k, n)
 }
 
 // Seek implements Provider: once bound, a position below the stream's

@@ -207,6 +207,11 @@ func (p *probeProvider) Material(ctx context.Context, r Request) (Material, erro
 	return p.Provider.Material(ctx, r)
 }
 
+func (p *probeProvider) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	p.before()
+	return p.Provider.WeightMask(ctx, id, k, n)
+}
+
 func TestMarkedErrors(t *testing.T) {
 	ctx := context.Background()
 	d := NewDealerWithSeeds(testSeeds(3))

@@ -53,8 +53,7 @@ var _ Provider = (*Prefetch)(nil)
 
 // NewPrefetch starts producing the scheduled material of p (requests in
 // order per stream; their Counter fields are ignored) with at most capacity
-// items buffered per stream. Close stops it. A weight mask in the schedule
-// is an error.
+// items buffered per stream. Close stops it.
 func NewPrefetch(p Provider, capacity int, schedule []Request) (*Prefetch, error) {
 	if capacity < 1 {
 		return nil, fmt.Errorf("beaver: prefetch capacity %d, want ≥ 1", capacity)
@@ -64,9 +63,6 @@ func NewPrefetch(p Provider, capacity int, schedule []Request) (*Prefetch, error
 		r.Counter = 0
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("beaver: prefetch schedule item %d: %w", i, err)
-		}
-		if r.Kind == KindWeightMask {
-			return nil, fmt.Errorf("beaver: prefetch schedule item %d: %v: weight masks are not prefetched", i, r)
 		}
 		byStream[r.Stream] = append(byStream[r.Stream], r)
 	}
@@ -149,9 +145,6 @@ func (pf *Prefetch) Material(ctx context.Context, r Request) (Material, error) {
 		return Material{}, fmt.Errorf("beaver: prefetch %v: the provider assigns counters (Position, Seek); the request's must be zero", r)
 	}
 	q := pf.queues[r.Stream]
-	if r.Kind == KindWeightMask {
-		q = nil
-	}
 	if q != nil {
 		q.mu.Lock()
 		defer q.mu.Unlock()
@@ -235,11 +228,17 @@ func (pf *Prefetch) BindSession(ctx context.Context, id SessionID) error {
 // Session returns the underlying provider's session.
 func (pf *Prefetch) Session() (SessionID, bool) { return pf.p.Session() }
 
+// WeightMask implements Provider: weight masks are never prefetched; it
+// asks the underlying provider.
+func (pf *Prefetch) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	return pf.p.WeightMask(ctx, id, k, n)
+}
+
 // Recorder is a Provider wrapper that records the requests made through it,
 // in order: run a computation once with it to obtain the schedule a Prefetch
 // needs for the next run of the same computation. It records every request
-// of a stream kind (weight masks, never prefetched, are passed through
-// unrecorded) and overrides nothing but Material.
+// (weight masks, never prefetched, are no requests: WeightMask passes
+// through) and overrides nothing but Material.
 type Recorder struct {
 	Provider
 	mu   sync.Mutex
@@ -258,10 +257,8 @@ func (r *Recorder) Requests() []Request {
 
 // Material records q and forwards it.
 func (r *Recorder) Material(ctx context.Context, q Request) (Material, error) {
-	if q.Kind != KindWeightMask {
-		r.mu.Lock()
-		r.reqs = append(r.reqs, q)
-		r.mu.Unlock()
-	}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, q)
+	r.mu.Unlock()
 	return r.Provider.Material(ctx, q)
 }

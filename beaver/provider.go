@@ -5,53 +5,9 @@ import (
 	"fmt"
 )
 
-// Triple is one party's share of elementwise triples c = a·b (or, from
-// MatTriples, matrix triples C = A·B, batched).
-type Triple struct {
-	A, B, C []uint64
-}
-
-// WeightTriple is one party's part of a weight-mask correlation for Y = X·W,
-// X m×k shared, W k×n in the model owner's clear. The data owner (party 1)
-// receives the mask A (m×k, in the clear to it); both receive shares C of
-// A·B, where B is the model owner's reusable mask of W (see Typed.WeightMask).
-type WeightTriple struct {
-	A []uint64 // party 1 only: the mask of X; nil for party 0
-	C []uint64 // this party's share of A·B (m×n)
-}
-
-// BitTriple is one party's XOR share of bit-packed AND triples: 64 triples per
-// word, c = a AND b bitwise.
-type BitTriple struct {
-	A, B, C []uint64
-}
-
-// SquarePair is one party's share of n square pairs: a uniform A and A² (A2),
-// for squaring a shared value with one opening instead of two.
-type SquarePair struct {
-	A, A2 []uint64
-}
-
-// TruncPair is one party's share of the material of exact probabilistic
-// truncation by 2^f: for a uniformly random ring word r, shares of r, of its
-// top bit r>>63 (as the ring word 0 or 1) and of (r mod 2^63) >> f.
-type TruncPair struct {
-	R, MSB, LowShifted []uint64
-}
-
-// BitPair is one party's share of n uniformly random bits r, held both as XOR
-// shares packed 64 per word (Packed, ⌈n/64⌉ words; bit i of word j is element
-// 64j+i) and as arithmetic shares (Arith, n words each 0 or 1 in sum), plus an
-// arithmetic Beaver pair for multiplying by r: a uniform A and shares of A·r
-// (AR), used by the one-round multiplexer.
-type BitPair struct {
-	Packed []uint64
-	Arith  []uint64
-	A, AR  []uint64
-}
-
 // Provider hands this party its part of each correlation. It is a small
-// core: one request method (Material) plus the party, the session binding,
+// core: one request method per kind of correlation (Material for the
+// stream kinds, WeightMask for the weight masks) plus the party, the session binding,
 // the stream positions and the dealer traffic. Protocol code draws material
 // through the typed helpers of Typed (Typed{p}.Triples(ctx, stream, n) and
 // so on), which build the Request and check the shape of what comes back;
@@ -70,10 +26,16 @@ type Provider interface {
 	// Request for the fields of each kind, and Material for the layout of
 	// the parts). An item of a stream kind is the next item of r.Stream:
 	// the provider assigns the counter (Position), so r.Counter must be
-	// zero. A KindWeightMask request is keyed by r.WeightID alone (Stream
-	// zero) and served to party 0 only: the same mask for every request of
-	// that id and shape; it does not move any position.
+	// zero.
 	Material(ctx context.Context, r Request) (Material, error)
+
+	// WeightMask returns, to party 0, its mask B (k×n) of the weight
+	// matrix weightID: a per-weight-matrix correlation keyed by the id
+	// alone, the same B for every call with that id and shape, made by
+	// the model owner itself (never requested from a dealer) and moving
+	// no stream position. Party 1 gets an error. Typed.WeightMask checks
+	// the shape before and after.
+	WeightMask(ctx context.Context, weightID uint64, k, n int) ([]uint64, error)
 
 	// BindSession binds the provider to session id before it hands out any
 	// material: it presents the id to the dealer, which serves the session
@@ -102,8 +64,7 @@ type Provider interface {
 // Material is one party's part of one item: Parts are the slices of the
 // kind's typed result in field order (A, B, C of a Triple; A, A2 of a
 // SquarePair; A, C of a WeightTriple; R, MSB, LowShifted of a TruncPair;
-// Packed, Arith, A, AR of a BitPair; the mask alone for KindWeightMask),
-// with the lengths Request.PartWords gives (a part a party does not get,
+// Packed, Arith, A, AR of a BitPair), with the lengths Request.PartWords gives (a part a party does not get,
 // such as party 0's A of a WeightTriple, is nil).
 type Material struct {
 	Kind  Kind
@@ -128,21 +89,6 @@ func (m Material) check(r Request, party int) error {
 	return nil
 }
 
-func (m Material) triple() Triple { return Triple{A: m.Parts[0], B: m.Parts[1], C: m.Parts[2]} }
-func (m Material) bitTriple() BitTriple {
-	return BitTriple{A: m.Parts[0], B: m.Parts[1], C: m.Parts[2]}
-}
-func (m Material) square() SquarePair { return SquarePair{A: m.Parts[0], A2: m.Parts[1]} }
-func (m Material) weightTriple() WeightTriple {
-	return WeightTriple{A: m.Parts[0], C: m.Parts[1]}
-}
-func (m Material) truncPair() TruncPair {
-	return TruncPair{R: m.Parts[0], MSB: m.Parts[1], LowShifted: m.Parts[2]}
-}
-func (m Material) bitPair() BitPair {
-	return BitPair{Packed: m.Parts[0], Arith: m.Parts[1], A: m.Parts[2], AR: m.Parts[3]}
-}
-
 // Typed draws typed correlations from a Provider: each method builds the
 // Request, calls Material and checks the kind and part lengths of the result
 // (a provider returning malformed material is an error, never a panic or a
@@ -162,106 +108,6 @@ func (t Typed) draw(ctx context.Context, r Request) (Material, error) {
 		return Material{}, fmt.Errorf("%w (provider %T)", err, t.Provider)
 	}
 	return m, nil
-}
-
-// Triples returns shares of n elementwise triples c = a·b.
-func (t Typed) Triples(ctx context.Context, stream uint32, n int) (Triple, error) {
-	m, err := t.draw(ctx, Request{Kind: KindTriple, Stream: stream, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return m.triple(), nil
-}
-
-// SquarePairs returns shares of n square pairs (a, a²).
-func (t Typed) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
-	m, err := t.draw(ctx, Request{Kind: KindSquare, Stream: stream, N: n})
-	if err != nil {
-		return SquarePair{}, err
-	}
-	return m.square(), nil
-}
-
-// MatTriples returns shares of batch matrix triples: A is batch×m×k, B is
-// batch×k×n and C = A·B batch×m×n, all row-major.
-func (t Typed) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (Triple, error) {
-	mat, err := t.draw(ctx, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return mat.triple(), nil
-}
-
-// WeightMask returns, to party 0, the mask B (k×n) of the weight matrix
-// weightID: the same B for every call with that id, so the model owner
-// reveals W − B once and reuses it. Party 1 gets an error.
-func (t Typed) WeightMask(ctx context.Context, weightID uint64, k, n int) ([]uint64, error) {
-	m, err := t.draw(ctx, Request{Kind: KindWeightMask, WeightID: weightID, K: k, N: n})
-	if err != nil {
-		return nil, err
-	}
-	return m.Parts[0], nil
-}
-
-// WeightTriple returns this party's part of a correlation for one product
-// X·W with X m×k and W (id weightID) k×n: A (party 1) and shares of A·B.
-func (t Typed) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
-	mat, err := t.draw(ctx, Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
-}
-
-// WeightVectorTriple returns this party's part of a correlation for one
-// elementwise product X ⊙ γ with X m×n and γ a 1×n vector of the model owner
-// broadcast over the rows, masked by WeightMask(weightID, 1, n) = b: A (m×n,
-// party 1 only) and shares of A ⊙ b (b broadcast over rows).
-func (t Typed) WeightVectorTriple(ctx context.Context, stream uint32, weightID uint64, m, n int) (WeightTriple, error) {
-	mat, err := t.draw(ctx, Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
-}
-
-// ANDTriples returns XOR shares of words×64 AND triples, bit-packed.
-func (t Typed) ANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := t.draw(ctx, Request{Kind: KindAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
-}
-
-// CrossANDTriples returns AND triples for multiplying a bit held in the
-// clear by party 0 with a bit held in the clear by party 1 at one bit of
-// traffic per party: party 0 gets A = u (its B is nil), party 1 gets B = v
-// (its A is nil), and both get XOR shares C of u AND v.
-func (t Typed) CrossANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := t.draw(ctx, Request{Kind: KindCrossAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
-}
-
-// TruncPairs returns n truncation pairs for dividing by 2^fracBits.
-func (t Typed) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
-	m, err := t.draw(ctx, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits})
-	if err != nil {
-		return TruncPair{}, err
-	}
-	return m.truncPair(), nil
-}
-
-// BitPairs returns n random shared bits with their multiplication pairs.
-func (t Typed) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
-	m, err := t.draw(ctx, Request{Kind: KindBitPair, Stream: stream, N: n})
-	if err != nil {
-		return BitPair{}, err
-	}
-	return m.bitPair(), nil
 }
 
 // DealerStats counts the traffic between a party and the dealer, kept apart

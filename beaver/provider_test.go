@@ -22,6 +22,18 @@ func (w mangler) Material(ctx context.Context, r Request) (Material, error) {
 	return w.f(m), nil
 }
 
+// WeightMask alters the mask as the single part of a Material.
+func (w mangler) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	b, err := w.Provider.WeightMask(ctx, id, k, n)
+	if err != nil {
+		return b, err
+	}
+	if m := w.f(Material{Parts: [][]uint64{b}}); len(m.Parts) > 0 {
+		return m.Parts[0], nil
+	}
+	return nil, nil
+}
+
 // TestTypedRefusesMalformedMaterial: a provider that answers with the wrong
 // kind, the wrong number of parts or parts of the wrong length gets an error
 // from the typed helpers, not a panic or a short slice handed to a protocol.
@@ -80,7 +92,6 @@ func TestMaterialRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pf.Close()
-	mask := Request{Kind: KindWeightMask, WeightID: 5, K: 3, N: 4}
 	refused := []struct {
 		name string
 		p    Provider
@@ -89,12 +100,7 @@ func TestMaterialRequests(t *testing.T) {
 	}{
 		{"counter given", p0, Request{Kind: KindTriple, Stream: 1, Counter: 3, N: 2}, "counter"},
 		{"counter given to a prefetch", pf, Request{Kind: KindTriple, Stream: 1, Counter: 3, N: 2}, "counter"},
-		{"weight mask on a stream", p0, Request{Kind: KindWeightMask, Stream: 2, WeightID: 5, K: 3, N: 4}, "stream and counter must be zero"},
-		{"weight mask with a batch", p0, Request{Kind: KindWeightMask, WeightID: 5, Batch: 1, K: 3, N: 4}, "must be zero"},
-		{"weight mask of party 1", p1, mask, "only the model owner"},
-		{"weight mask of party 1 through a prefetch", pf, mask, "only the model owner"},
-		{"negative weight mask", p0, Request{Kind: KindWeightMask, WeightID: 5, K: -3, N: 4}, "negative"},
-		{"unknown kind", p0, Request{Kind: kindEnd, N: 1}, "unknown kind"},
+		{"unknown kind", p0, Request{Kind: Kind(255), N: 1}, "unknown kind"},
 	}
 	for _, tc := range refused {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,19 +109,35 @@ func TestMaterialRequests(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		name string
+		p    Provider
+		k    int
+		want string
+	}{
+		{"weight mask of party 1", p1, 3, "only the model owner"},
+		{"weight mask of party 1 through a prefetch", pf, 3, "only the model owner"},
+		{"negative weight mask", p0, -3, "negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := tc.p.WeightMask(ctx, 5, tc.k, 4); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
 
-	m, err := p0.Material(ctx, mask)
+	m, err := p0.WeightMask(ctx, 5, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.check(mask, 0); err != nil {
-		t.Fatal(err)
+	if len(m) != 3*4 {
+		t.Fatalf("mask of %d words", len(m))
 	}
 	again, err := Typed{p0}.WeightMask(ctx, 5, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(m.Parts[0], again) {
+	if !slices.Equal(m, again) {
 		t.Fatal("two requests for weight 5 gave different masks")
 	}
 	if other, _ := (Typed{p0}).WeightMask(ctx, 6, 3, 4); slices.Equal(other, again) {
@@ -126,15 +148,17 @@ func TestMaterialRequests(t *testing.T) {
 	}
 
 	// The dealer never serves a weight mask, neither over the wire nor in
-	// process.
+	// process: kind 10, the weight mask's when it was a request kind, is
+	// no kind.
+	mask := Request{Kind: 10, WeightID: 5, K: 3, N: 4}
 	b, err := mask.AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := DecodeRequest(b); err == nil || !strings.Contains(err.Error(), "no weight masks") {
+	if _, err := DecodeRequest(b); err == nil || !strings.Contains(err.Error(), "unknown kind") {
 		t.Fatalf("decoded a weight mask request: %v", err)
 	}
-	if _, err := d.core.serve(d.core.defaultSession(), mask); err == nil || !strings.Contains(err.Error(), "no weight masks") {
+	if _, err := d.core.serve(d.core.defaultSession(), 1, mask); err == nil || !strings.Contains(err.Error(), "unknown kind") {
 		t.Fatalf("dealer served a weight mask: %v", err)
 	}
 }
@@ -161,9 +185,6 @@ func TestWrappersAndWeightMasks(t *testing.T) {
 	want := []Request{{Kind: KindTriple, N: 2}, {Kind: KindTrunc, N: 2, FracBits: 8}}
 	if got := rec.Requests(); !slices.Equal(got, want) {
 		t.Fatalf("recorded %v, want %v", got, want)
-	}
-	if _, err := NewPrefetch(p0, 1, []Request{{Kind: KindWeightMask, WeightID: 1, K: 2, N: 2}}); err == nil || !strings.Contains(err.Error(), "not prefetched") {
-		t.Fatalf("weight mask in a schedule: %v", err)
 	}
 
 	q0, _ := NewDealerWithSeeds(s0, s1).Provider(0)

@@ -43,8 +43,7 @@ func (r *Rehearsal) Bytes() int64 {
 // Party implements Provider.
 func (r *Rehearsal) Party() int { return r.party }
 
-// Material implements Provider: zeros of the shapes r.PartWords gives
-// (weight masks included, which are not recorded).
+// Material implements Provider: zeros of the shapes r.PartWords gives.
 func (r *Rehearsal) Material(ctx context.Context, q Request) (Material, error) {
 	if err := q.Validate(); err != nil {
 		return Material{}, err
@@ -62,13 +61,23 @@ func (r *Rehearsal) Material(ctx context.Context, q Request) (Material, error) {
 		m.Parts = append(m.Parts, part)
 		n += 8 * int64(w)
 	}
-	if q.Kind != KindWeightMask {
-		r.mu.Lock()
-		r.reqs = append(r.reqs, q)
-		r.bytes += n
-		r.mu.Unlock()
-	}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, q)
+	r.bytes += n
+	r.mu.Unlock()
 	return m, nil
+}
+
+// WeightMask implements Provider: k·n zeros, not recorded (a weight mask is
+// no dealer request).
+func (r *Rehearsal) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	if err := checkWeightMask(id, k, n); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return make([]uint64, k*n), nil
 }
 
 // BindSession implements Provider: a rehearsal draws nothing to bind.

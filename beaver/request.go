@@ -3,6 +3,7 @@ package beaver
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/selectformer/selectformer/share"
 )
@@ -12,41 +13,15 @@ import (
 // unrelated (useless) material rather than a silent mix.
 type Kind uint8
 
-// The correlation kinds, one per typed helper of Typed. KindWeightMask is
-// the model owner's reusable mask of a weight matrix: keyed by weight id, not
-// by stream and counter, expanded by party 0 itself and never requested from
-// the dealer (DecodeRequest refuses it).
-const (
-	KindTriple Kind = iota + 1
-	KindSquare
-	KindMatTriple
-	KindWeightTriple
-	KindWeightVectorTriple
-	KindAND
-	KindCrossAND
-	KindTrunc
-	KindBitPair
-	KindWeightMask
-	kindEnd
-)
-
-var kindNames = [...]string{
-	KindTriple:             "triple",
-	KindSquare:             "square",
-	KindMatTriple:          "mattriple",
-	KindWeightTriple:       "weighttriple",
-	KindWeightVectorTriple: "weightvectortriple",
-	KindAND:                "and",
-	KindCrossAND:           "crossand",
-	KindTrunc:              "trunc",
-	KindBitPair:            "bitpair",
-	KindWeightMask:         "weightmask",
-}
+// Kind 10 is reserved: it was the weight mask's, which is no stream kind
+// but a per-weight-matrix correlation of its own (Provider.WeightMask).
+// Kinds are registered with their descriptors (Register): KindTriple and
+// the others in kind_arith.go, kind_matrix.go and kind_binary.go.
 
 // String returns the kind's name, e.g. "triple".
 func (k Kind) String() string {
-	if k >= 1 && k < kindEnd {
-		return kindNames[k]
+	if c := k.spec(); c != nil {
+		return c.Name
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -59,11 +34,11 @@ const MaxItemWords = 1 << 27
 // (Stream, Counter) and its parameters. It is both what a caller asks a
 // Provider for (Provider.Material, with Counter zero: the provider assigns
 // it) and what party 1 sends the networked dealer (AppendBinary, with the
-// counter). Which size fields are used depends on Kind: N for Triple, Square,
-// AND and CrossAND (words), Trunc and BitPair; Batch, M, K, N for MatTriple;
-// M, K, N and WeightID for WeightTriple; M, N and WeightID for
-// WeightVectorTriple; K, N and WeightID for WeightMask (whose Stream and
-// Counter are zero). Unused fields must be zero.
+// counter). Which size fields are used depends on Kind (its Correlation's
+// Fields): N for Triple, Square, AND and CrossAND (words), Trunc and
+// BitPair; Batch, M, K, N for MatTriple; M, K, N and WeightID for
+// WeightTriple; M, N and WeightID for WeightVectorTriple. Unused fields must
+// be zero.
 type Request struct {
 	Kind     Kind
 	Stream   uint32
@@ -76,82 +51,47 @@ type Request struct {
 
 // String describes the request for error messages.
 func (r Request) String() string {
-	switch r.Kind {
-	case KindMatTriple:
-		return fmt.Sprintf("%v %d×(%d×%d·%d×%d) stream %d #%d", r.Kind, r.Batch, r.M, r.K, r.K, r.N, r.Stream, r.Counter)
-	case KindWeightTriple:
-		return fmt.Sprintf("%v w%d %d×%d·%d×%d stream %d #%d", r.Kind, r.WeightID, r.M, r.K, r.K, r.N, r.Stream, r.Counter)
-	case KindWeightVectorTriple:
-		return fmt.Sprintf("%v w%d %d×%d stream %d #%d", r.Kind, r.WeightID, r.M, r.N, r.Stream, r.Counter)
-	case KindTrunc:
-		return fmt.Sprintf("%v n=%d f=%d stream %d #%d", r.Kind, r.N, r.FracBits, r.Stream, r.Counter)
-	case KindWeightMask:
-		return fmt.Sprintf("%v w%d %d×%d", r.Kind, r.WeightID, r.K, r.N)
-	default:
-		return fmt.Sprintf("%v n=%d stream %d #%d", r.Kind, r.N, r.Stream, r.Counter)
+	format := formatN
+	if c := r.Kind.spec(); c != nil {
+		format = c.Format
 	}
+	return fmt.Sprintf("%v %s stream %d #%d", r.Kind, format(r), r.Stream, r.Counter)
 }
 
 // Validate checks the kind and the sizes (non-negative, unused fields zero,
-// every part at most MaxItemWords words, 1 ≤ FracBits ≤ 62 for Trunc, Stream
-// and Counter zero for WeightMask).
+// every part at most MaxItemWords words, and the kind's own checks, e.g.
+// 1 ≤ FracBits ≤ 62 for Trunc).
 func (r Request) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("beaver: bad request %v: %s", r, fmt.Sprintf(format, args...))
 	}
-	zero := func(names string, vals ...int) error {
-		for _, v := range vals {
-			if v != 0 {
-				return bad("%s must be zero for this kind", names)
-			}
-		}
-		return nil
-	}
-	if r.Kind != KindTrunc && r.FracBits != 0 {
-		return bad("fracBits given for a kind other than trunc")
-	}
-	if r.Kind != KindWeightTriple && r.Kind != KindWeightVectorTriple && r.Kind != KindWeightMask && r.WeightID != 0 {
-		return bad("weight id given for a kind without weights")
-	}
-	var dims [][]int
-	switch r.Kind {
-	case KindTriple, KindSquare, KindAND, KindCrossAND, KindBitPair:
-		if err := zero("batch, m, k", r.Batch, r.M, r.K); err != nil {
-			return err
-		}
-		dims = [][]int{{r.N}}
-	case KindTrunc:
-		if err := zero("batch, m, k", r.Batch, r.M, r.K); err != nil {
-			return err
-		}
-		if r.FracBits < 1 || r.FracBits > 62 {
-			return bad("fracBits %d outside [1, 62]", r.FracBits)
-		}
-		dims = [][]int{{r.N}}
-	case KindMatTriple:
-		dims = [][]int{{r.Batch, r.M, r.K}, {r.Batch, r.K, r.N}, {r.Batch, r.M, r.N}}
-	case KindWeightTriple:
-		if err := zero("batch", r.Batch); err != nil {
-			return err
-		}
-		dims = [][]int{{r.M, r.K}, {r.K, r.N}, {r.M, r.N}}
-	case KindWeightVectorTriple:
-		if err := zero("batch, k", r.Batch, r.K); err != nil {
-			return err
-		}
-		dims = [][]int{{r.M, r.N}}
-	case KindWeightMask:
-		if err := zero("batch, m", r.Batch, r.M); err != nil {
-			return err
-		}
-		if r.Stream != 0 || r.Counter != 0 {
-			return bad("a weight mask is keyed by its weight id alone: stream and counter must be zero")
-		}
-		dims = [][]int{{r.K, r.N}}
-	default:
+	c := r.Kind.spec()
+	if c == nil {
 		return bad("unknown kind")
 	}
-	for _, d := range dims {
+	if c.Fields&FieldFracBits == 0 && r.FracBits != 0 {
+		return bad("fracBits given for a kind without it")
+	}
+	if c.Fields&FieldWeightID == 0 && r.WeightID != 0 {
+		return bad("weight id given for a kind without weights")
+	}
+	var unused []string
+	nonzero := false
+	for i, v := range r.sizes() {
+		if c.Fields&fieldNames[i].f == 0 {
+			unused = append(unused, fieldNames[i].name)
+			nonzero = nonzero || v != 0
+		}
+	}
+	if nonzero {
+		return bad("%s must be zero for this kind", strings.Join(unused, ", "))
+	}
+	if c.Check != nil {
+		if err := c.Check(r); err != nil {
+			return bad("%v", err)
+		}
+	}
+	for _, d := range c.Dims(r) {
 		if _, err := share.BoundedProduct(MaxItemWords, d...); err != nil {
 			return bad("%v", err)
 		}
@@ -159,92 +99,21 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// words returns the number of words of each part of party's local expansion
-// and of the dealer's correction to party 1, for a valid request.
+// localWords returns the words of each part of party's local expansion of
+// a valid request.
 func (r Request) localWords(party int) []int {
-	n := r.N
-	switch r.Kind {
-	case KindTriple, KindAND:
-		if party == 0 {
-			return []int{n, n, n}
-		}
-		return []int{n, n}
-	case KindSquare:
-		if party == 0 {
-			return []int{n, n}
-		}
-		return []int{n}
-	case KindCrossAND:
-		if party == 0 {
-			return []int{n, n} // u, C0
-		}
-		return []int{n} // v
-	case KindMatTriple:
-		a, b, c := r.Batch*r.M*r.K, r.Batch*r.K*r.N, r.Batch*r.M*r.N
-		if party == 0 {
-			return []int{a, b, c}
-		}
-		return []int{a, b}
-	case KindWeightTriple:
-		if party == 0 {
-			return []int{r.M * r.N} // C0
-		}
-		return []int{r.M * r.K} // A
-	case KindWeightVectorTriple:
-		return []int{r.M * r.N} // C0 or A
-	case KindWeightMask:
-		if party == 0 {
-			return []int{r.K * r.N}
-		}
-		return nil
-	case KindTrunc:
-		if party == 0 {
-			return []int{n, n, n}
-		}
-		return []int{n}
-	case KindBitPair:
-		w := share.PackedWords(n)
-		if party == 0 {
-			return []int{w, n, n, n} // Packed, Arith, A, AR
-		}
-		return []int{w, n} // Packed, A
+	if c := r.Kind.spec(); c != nil {
+		return c.Local(r, party)
 	}
 	return nil
 }
 
 // PartWords returns the length of each part of party's Material for a
 // valid request (see Material): a part the party does not get has length 0
-// (and is nil). Party 1 gets no part of a WeightMask.
+// (and is nil).
 func (r Request) PartWords(party int) []int {
-	n := r.N
-	switch r.Kind {
-	case KindTriple, KindAND, KindTrunc:
-		return []int{n, n, n}
-	case KindSquare:
-		return []int{n, n}
-	case KindMatTriple:
-		return []int{r.Batch * r.M * r.K, r.Batch * r.K * r.N, r.Batch * r.M * r.N}
-	case KindWeightTriple, KindWeightVectorTriple:
-		a := r.M * r.K
-		if r.Kind == KindWeightVectorTriple {
-			a = r.M * r.N
-		}
-		if party == 0 {
-			a = 0
-		}
-		return []int{a, r.M * r.N}
-	case KindCrossAND:
-		if party == 0 {
-			return []int{n, 0, n}
-		}
-		return []int{0, n, n}
-	case KindBitPair:
-		return []int{share.PackedWords(n), n, n, n}
-	case KindWeightMask:
-		if party == 0 {
-			return []int{r.K * r.N}
-		}
-		return nil
+	if c := r.Kind.spec(); c != nil {
+		return c.Parts(r, party)
 	}
 	return nil
 }
@@ -255,7 +124,7 @@ func (r Request) PartWords(party int) []int {
 // MaxPartWords exceeds ServerOptions.MaxRequestWords before allocating any
 // of it.
 func (r Request) MaxPartWords() int {
-	m := r.CorrectionWords()
+	m := max(r.CorrectionWords(0), r.CorrectionWords(1))
 	for p := range 2 {
 		for _, w := range r.localWords(p) {
 			m = max(m, w)
@@ -265,13 +134,11 @@ func (r Request) MaxPartWords() int {
 }
 
 // maskWords returns the words of the weight mask the dealer expands for a
-// weight kind (0 for the others).
+// kind with a Mask (0 for the others).
 func (r Request) maskWords() int {
-	switch r.Kind {
-	case KindWeightTriple:
-		return r.K * r.N
-	case KindWeightVectorTriple:
-		return r.N
+	if c := r.Kind.spec(); c != nil && c.Mask != nil {
+		k, n := c.Mask(r)
+		return k * n
 	}
 	return 0
 }
@@ -280,11 +147,8 @@ func (r Request) maskWords() int {
 // for a valid request r: Batch·M·K·N for a MatTriple, M·K·N for a
 // WeightTriple, 0 for the elementwise kinds.
 func (r Request) MACs() uint64 {
-	switch r.Kind {
-	case KindMatTriple:
-		return uint64(r.Batch) * uint64(r.M) * uint64(r.K) * uint64(r.N)
-	case KindWeightTriple:
-		return uint64(r.M) * uint64(r.K) * uint64(r.N)
+	if c := r.Kind.spec(); c != nil && c.MACs != nil {
+		return c.MACs(r)
 	}
 	return 0
 }
@@ -297,7 +161,7 @@ func (r Request) MACs() uint64 {
 // over a rehearsal's requests (Rehearsal.Requests) is what a computation
 // needs.
 func (r Request) DealerWork() uint64 {
-	w := uint64(r.CorrectionWords()) + uint64(r.maskWords()) + r.MACs()
+	w := uint64(r.CorrectionWords(0)) + uint64(r.CorrectionWords(1)) + uint64(r.maskWords()) + r.MACs()
 	for p := range 2 {
 		for _, n := range r.localWords(p) {
 			w += uint64(n)
@@ -317,20 +181,21 @@ func Work(reqs []Request) uint64 {
 	return w
 }
 
-// CorrectionWords returns the number of ring words the dealer sends party 1
-// for this request (party 0 never receives any).
-func (r Request) CorrectionWords() int {
-	switch r.Kind {
-	case KindTriple, KindSquare, KindAND, KindCrossAND:
-		return r.N
-	case KindMatTriple:
-		return r.Batch * r.M * r.N
-	case KindWeightTriple, KindWeightVectorTriple:
-		return r.M * r.N
-	case KindTrunc, KindBitPair:
-		return 2 * r.N
+// CorrectionWords returns the number of ring words the dealer sends party
+// for this request (0 for a party the kind gives no dealer words, e.g.
+// party 0 of every built-in kind).
+func (r Request) CorrectionWords(party int) int {
+	if c := r.Kind.spec(); c != nil && c.DealtTo[party] {
+		return c.Dealt(r, party)
 	}
 	return 0
+}
+
+// dealtTo reports whether the kind of r gives party dealer words, so that
+// party asks the dealer for every item of it.
+func (r Request) dealtTo(party int) bool {
+	c := r.Kind.spec()
+	return c != nil && c.DealtTo[party]
 }
 
 // requestSize is the length of an encoded Request.
@@ -362,8 +227,8 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // DecodeRequest parses and validates an encoded request (see AppendBinary).
-// It never panics: a wrong length, version, reserved byte, an invalid request
-// or a request for a weight mask (which the dealer never serves) is an error.
+// It never panics: a wrong length, version, reserved byte or an invalid
+// request (an unknown kind among them) is an error.
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) != requestSize {
@@ -391,14 +256,5 @@ func DecodeRequest(b []byte) (Request, error) {
 	if err := r.Validate(); err != nil {
 		return r, err
 	}
-	if r.Kind == KindWeightMask {
-		return r, errWeightMaskRequest(r)
-	}
 	return r, nil
-}
-
-// errWeightMaskRequest refuses a weight mask request to the dealer: the
-// model owner expands its masks locally from its session seed.
-func errWeightMaskRequest(r Request) error {
-	return fmt.Errorf("beaver: bad request %v: the dealer serves no weight masks (the model owner expands them from its session seed)", r)
 }

@@ -52,16 +52,14 @@ func DrawSequence(ctx context.Context, p Provider, rs []Request, deliver func(i 
 	return nil
 }
 
-// checkSequence checks that rs are valid stream-kind requests of one stream
-// with zero counters.
+// checkSequence checks that rs are valid requests of one stream with zero
+// counters.
 func checkSequence(rs []Request) error {
 	for i, r := range rs {
 		if err := r.Validate(); err != nil {
 			return fmt.Errorf("beaver: sequence item %d: %w", i, err)
 		}
 		switch {
-		case r.Kind == KindWeightMask:
-			return fmt.Errorf("beaver: sequence item %d: %v: weight masks are not drawn in sequences", i, r)
 		case r.Counter != 0:
 			return fmt.Errorf("beaver: sequence item %d: %v: the provider assigns counters; the request's must be zero", i, r)
 		case r.Stream != rs[0].Stream:
@@ -105,13 +103,13 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []Request, deliver 
 	}
 	item := func(i int, corr []uint64) error {
 		r := seq[i]
-		if p.party == 1 && len(corr) != r.CorrectionWords() {
-			return fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(corr), r.CorrectionWords())
+		if want := r.CorrectionWords(p.party); len(corr) != want {
+			return fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(corr), want)
 		}
 		p.items.Add(1)
 		return deliver(i, assemble(p.party, r, expandLocal(s.keys, r), corr))
 	}
-	if sc, ok := s.src.(seqCorrector); ok && p.party == 1 {
+	if sc, ok := s.src.(seqCorrector); ok && dealtToAll(seq, p.party) {
 		sent, recv, err := sc.correctSeq(ctx, seq, item)
 		p.bytesSent.Add(sent)
 		p.bytesRecv.Add(recv)
@@ -130,4 +128,14 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []Request, deliver 
 		}
 	}
 	return nil
+}
+
+// dealtToAll reports whether every request of rs gives party dealer words.
+func dealtToAll(rs []Request, party int) bool {
+	for _, r := range rs {
+		if !r.dealtTo(party) {
+			return false
+		}
+	}
+	return true
 }

@@ -29,7 +29,6 @@ func TestDrawSequenceMatchesMaterial(t *testing.T) {
 	for range 60 {
 		seq = append(seq, randomRequest(rng, 3))
 	}
-	seq = slices.DeleteFunc(seq, func(r Request) bool { return r.Kind == KindWeightMask })
 	// The reference: one Material call per item, at counters 5, 6, ...
 	ref0, ref1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
 	var want [2][]Material
@@ -180,7 +179,7 @@ func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
 		reqs = append(reqs, r)
 	}
 	for _, r := range reqs {
-		if st.SendBytes(ctx, []byte{statusOK}) != nil || st.SendWords(ctx, make([]uint64, r.CorrectionWords())) != nil {
+		if st.SendBytes(ctx, []byte{statusOK}) != nil || st.SendWords(ctx, make([]uint64, r.CorrectionWords(1))) != nil {
 			return
 		}
 	}
@@ -200,7 +199,6 @@ func TestDrawSequenceErrors(t *testing.T) {
 		want string
 	}{
 		{"two streams", []Request{tri, {Kind: KindTriple, Stream: 2, N: 4}}, "stream 2"},
-		{"weight mask", []Request{{Kind: KindWeightMask, WeightID: 1, K: 2, N: 2}}, "weight masks"},
 		{"counter set", []Request{{Kind: KindTriple, Stream: 1, N: 4, Counter: 3}}, "counters"},
 		{"invalid", []Request{{Kind: KindTriple, Stream: 1, N: -1}}, "item 0"},
 	} {

@@ -21,7 +21,8 @@ import (
 // to (the listener it came in on, which pins that role's key):
 //
 //   - On the control stream (id 0) the party sends a 6-byte hello ("SFDL",
-//     version 3, party). A hello claiming another role than the
+//     version 3, party; party 0 adds 2 to its byte to draw dealer words of
+//     its own, ConnectOptions.DealerWords). A hello claiming another role than the
 //     connection's, or a connection whose key is not the role's pinned key
 //     (ServerOptions.Fingerprints), is refused: the party receives an error
 //     status (one byte 1 followed by an error text naming both roles), the
@@ -35,14 +36,15 @@ import (
 //     and the party's 32-byte session seed (never the dealer's own seed).
 //     The session's budget is the smaller of the two announcements (the
 //     dealer's ServerOptions.SessionBudget where neither announces one, and
-//     at most that). Party 0 is then done: it expands all its material
-//     locally.
+//     at most that). Party 0 is then done (it expands all its material of
+//     the built-in kinds locally) unless it asked for dealer words in its
+//     hello: then it is served like party 1.
 //   - Party 1 announces each of its provider streams on the control stream
 //     with an 8-byte open message (provider stream, transport stream ≥ 1,
 //     little-endian uint32s) and then, on that transport stream, sends one
 //     40-byte request per item (see Request.AppendBinary) and receives a
 //     status message (one byte 0, or 1 followed by an error text) and, on
-//     success, the item's correction words (Request.CorrectionWords).
+//     success, the item's dealer words (Request.CorrectionWords).
 //
 // The server checks every request (sizes, no counter reused on a stream of
 // the session, one shape per weight id, the request's stream matches the
@@ -322,7 +324,8 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		return refuse(err)
 	}
 	defer release()
-	if err := s.hello(ctx, ctl, role, key, refuse); err != nil {
+	words, err := s.hello(ctx, ctl, role, key, refuse)
+	if err != nil {
 		return err
 	}
 	sess, err := s.openSession(ctx, conn, ctl, role, key, refuse)
@@ -331,10 +334,10 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	}
 	defer s.core.leave(sess)
 	log.Info("dealer: session opened", "session", sess.id.short())
-	if role == 0 {
+	if role == 0 && !words {
 		return nil
 	}
-	return s.serveStreams(ctx, conn, ctl, sess, kc.sem)
+	return s.serveStreams(ctx, conn, ctl, sess, role, kc.sem)
 }
 
 // refuse tells the party on the control stream ctl why it is refused (an
@@ -381,30 +384,31 @@ func (s *Server) admit(ck connKey) (kc *keyConns, release func(), err error) {
 }
 
 // hello receives the party's hello on ctl, checks that it claims role, and
-// answers it with the status OK, each within the handshake timeout. A hello
-// that cannot be decoded or claims another role (a *RoleError) is refused
-// with refuse.
-func (s *Server) hello(ctx context.Context, ctl *transport.Stream, role int, key string, refuse func(error) error) error {
+// answers it with the status OK, each within the handshake timeout; words
+// reports whether the party asks for dealer words (party 1 always does). A
+// hello that cannot be decoded or claims another role (a *RoleError) is
+// refused with refuse.
+func (s *Server) hello(ctx context.Context, ctl *transport.Stream, role int, key string, refuse func(error) error) (words bool, err error) {
 	hctx, cancel := context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	hello, err := ctl.RecvBytes(hctx, helloMsgSize)
 	cancel()
 	if err != nil {
-		return refused(fmt.Errorf("beaver: server: hello: %w", err))
+		return false, refused(fmt.Errorf("beaver: server: hello: %w", err))
 	}
-	party, err := decodeHello(hello)
+	party, words, err := decodeHello(hello)
 	if err != nil {
-		return refuse(fmt.Errorf("beaver: server: %w", err))
+		return false, refuse(fmt.Errorf("beaver: server: %w", err))
 	}
 	if party != role {
-		return refuse(&RoleError{Claimed: party, Bound: role, Key: key})
+		return false, refuse(&RoleError{Claimed: party, Bound: role, Key: key})
 	}
 	hctx, cancel = context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	err = ctl.SendBytes(hctx, []byte{statusOK})
 	cancel()
 	if err != nil {
-		return refused(fmt.Errorf("beaver: server: hello reply to the %s: %w", roleName(role), err))
+		return false, refused(fmt.Errorf("beaver: server: hello reply to the %s: %w", roleName(role), err))
 	}
-	return nil
+	return words || role == 1, nil
 }
 
 // openSession receives the session id and budget of the party of role
@@ -439,19 +443,20 @@ func (s *Server) openSession(ctx context.Context, conn *transport.Conn, ctl *tra
 	return sess, nil
 }
 
-// serveStreams serves party 1 of session sess: it opens each provider stream
+// serveStreams serves the party of role (party 1, or a party 0 that asked
+// for dealer words) in session sess: it opens each provider stream
 // the party announces on ctl (each transport stream once, at most MaxStreams)
 // and serves it in its own goroutine (serveStream), sem bounding the items in
 // progress, until ctx ends, the control stream fails, a message is malformed,
 // or the party stays idle for IdleTimeout. It waits for the stream goroutines
 // before it returns why it stopped.
-func (s *Server) serveStreams(ctx context.Context, conn *transport.Conn, ctl *transport.Stream, sess *coreSession, sem chan struct{}) error {
+func (s *Server) serveStreams(ctx context.Context, conn *transport.Conn, ctl *transport.Stream, sess *coreSession, role int, sem chan struct{}) error {
 	// The stream goroutines end with ctx: stop runs before the wait.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	touch := s.idleWatchdog(ctx, &wg, stop)
+	touch := s.idleWatchdog(ctx, &wg, stop, role)
 	opened := map[uint32]bool{controlID: true}
 	for {
 		msg, err := ctl.RecvBytes(ctx, openMsgSize)
@@ -477,16 +482,16 @@ func (s *Server) serveStreams(ctx context.Context, conn *transport.Conn, ctl *tr
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.serveStream(ctx, sess, st, pstream, sem, touch)
+			s.serveStream(ctx, sess, role, st, pstream, sem, touch)
 		}()
 	}
 }
 
-// idleWatchdog returns touch, which marks party 1 active, and, with an
+// idleWatchdog returns touch, which marks the party of role active, and, with an
 // IdleTimeout set, starts (in wg) a goroutine that stops ctx with an error
 // once the party has been idle for longer than IdleTimeout (checked every
 // quarter of it) and ends with ctx.
-func (s *Server) idleWatchdog(ctx context.Context, wg *sync.WaitGroup, stop context.CancelCauseFunc) (touch func()) {
+func (s *Server) idleWatchdog(ctx context.Context, wg *sync.WaitGroup, stop context.CancelCauseFunc, role int) (touch func()) {
 	var mu sync.Mutex
 	last := time.Now()
 	touch = func() {
@@ -509,7 +514,7 @@ func (s *Server) idleWatchdog(ctx context.Context, wg *sync.WaitGroup, stop cont
 					idle := time.Since(last)
 					mu.Unlock()
 					if idle > s.opt.IdleTimeout {
-						stop(fmt.Errorf("beaver: server: party 1 idle for %v", idle.Round(time.Millisecond)))
+						stop(fmt.Errorf("beaver: server: party %d idle for %v", role, idle.Round(time.Millisecond)))
 						return
 					}
 				}
@@ -522,7 +527,7 @@ func (s *Server) idleWatchdog(ctx context.Context, wg *sync.WaitGroup, stop cont
 // serveStream answers the requests of one provider stream until ctx ends or
 // the stream fails; each item holds a slot of sem from its decoding to the
 // end of its reply.
-func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, sem chan struct{}, touch func()) {
+func (s *Server) serveStream(ctx context.Context, sess *coreSession, role int, st *transport.Stream, pstream uint32, sem chan struct{}, touch func()) {
 	for {
 		b, err := st.RecvBytes(ctx, requestSize)
 		if err != nil {
@@ -534,7 +539,7 @@ func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transpo
 		case <-ctx.Done():
 			return
 		}
-		ok := s.serveOne(ctx, sess, st, pstream, b)
+		ok := s.serveOne(ctx, sess, role, st, pstream, b)
 		<-sem
 		if !ok {
 			return
@@ -542,15 +547,16 @@ func (s *Server) serveStream(ctx context.Context, sess *coreSession, st *transpo
 	}
 }
 
-// serveOne answers one request b; false means the stream failed.
-func (s *Server) serveOne(ctx context.Context, sess *coreSession, st *transport.Stream, pstream uint32, b []byte) bool {
+// serveOne answers one request b of the party of role; false means the
+// stream failed.
+func (s *Server) serveOne(ctx context.Context, sess *coreSession, role int, st *transport.Stream, pstream uint32, b []byte) bool {
 	var corr []uint64
 	r, err := DecodeRequest(b)
 	if err == nil && r.Stream != pstream {
 		err = fmt.Errorf("beaver: request for stream %d on the transport stream of provider stream %d", r.Stream, pstream)
 	}
 	if err == nil {
-		corr, err = s.core.serve(sess, r)
+		corr, err = s.core.serve(sess, role, r)
 	}
 	if err != nil {
 		msg := append([]byte{statusError}, err.Error()...)
@@ -559,21 +565,33 @@ func (s *Server) serveOne(ctx context.Context, sess *coreSession, st *transport.
 	return st.SendBytes(ctx, []byte{statusOK}) == nil && st.SendWords(ctx, corr) == nil
 }
 
-func encodeHello(party int) []byte {
-	return append([]byte(helloMagic), helloVersion, byte(party))
+// helloWords is added to party 0's hello byte to draw dealer words.
+const helloWords = 2
+
+func encodeHello(party int, words bool) []byte {
+	b := byte(party)
+	if words && party == 0 {
+		b += helloWords
+	}
+	return append([]byte(helloMagic), helloVersion, b)
 }
 
-func decodeHello(b []byte) (int, error) {
+// decodeHello returns the party of a hello and whether party 0 asks for
+// dealer words.
+func decodeHello(b []byte) (party int, words bool, err error) {
 	if len(b) != len(helloMagic)+2 || string(b[:4]) != helloMagic {
-		return 0, fmt.Errorf("malformed hello (%d bytes)", len(b))
+		return 0, false, fmt.Errorf("malformed hello (%d bytes)", len(b))
 	}
 	if b[4] != helloVersion {
-		return 0, fmt.Errorf("hello version %d, want %d", b[4], helloVersion)
+		return 0, false, fmt.Errorf("hello version %d, want %d", b[4], helloVersion)
+	}
+	if b[5] == helloWords {
+		return 0, true, nil
 	}
 	if b[5] > 1 {
-		return 0, fmt.Errorf("hello from party %d, want 0 or 1", b[5])
+		return 0, false, fmt.Errorf("hello from party %d, want 0 or 1", b[5])
 	}
-	return int(b[5]), nil
+	return int(b[5]), false, nil
 }
 
 func encodeSession(id SessionID, budget uint64) []byte {
@@ -623,13 +641,15 @@ func decodeOpen(b []byte) (pstream, tid uint32, err error) {
 // Client is a party's Provider backed by a networked dealer (Server); draw
 // typed material through Typed{client}. It hands out no material before
 // BindSession. Party 0's client expands everything locally
-// after the session handshake; party 1's fetches correction words over the
+// after the session handshake (unless it connected with
+// ConnectOptions.DealerWords); party 1's fetches its dealer words over the
 // connection, one transport stream per provider stream.
 type Client struct {
 	*seededProvider
 	conn   *transport.Conn
 	ctl    *transport.Stream
 	budget uint64
+	words  bool // the party draws dealer words
 	// shapes is the budget set by SetSessionBudget (0: none).
 	shapes atomic.Uint64
 }
@@ -691,6 +711,11 @@ type ConnectOptions struct {
 	// requests, with room for resumes): then a data owner cannot make the
 	// dealer work more than the model owner allows.
 	Budget uint64
+	// DealerWords, for party 0, keeps the connection open after the
+	// session handshake to draw dealer words of its own: needed only for a
+	// kind whose dealer words go to party 0 (Correlation.DealtTo; no
+	// built-in kind). Party 1 always draws dealer words.
+	DealerWords bool
 }
 
 // Connect is ConnectWith with the default options (no announced budget).
@@ -708,7 +733,7 @@ func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt Conne
 		return nil, fmt.Errorf("beaver: connect as party %d, want 0 or 1", party)
 	}
 	ctl := conn.Stream(controlID)
-	if err := ctl.SendBytes(ctx, encodeHello(party)); err != nil {
+	if err := ctl.SendBytes(ctx, encodeHello(party, opt.DealerWords)); err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer: %w", err)
 	}
 	b, err := ctl.RecvBytes(ctx, maxStatusMsg)
@@ -718,7 +743,7 @@ func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt Conne
 	if _, err := decodeStatus(b, 0); err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer as the %s: %w", roleName(party), err)
 	}
-	c := &Client{conn: conn, ctl: ctl, budget: opt.Budget}
+	c := &Client{conn: conn, ctl: ctl, budget: opt.Budget, words: party == 1 || opt.DealerWords}
 	c.seededProvider = newSeededProvider(party, c.bindSession, nil)
 	return c, nil
 }
@@ -738,15 +763,17 @@ func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, cor
 		return seed, nil, err
 	}
 	copy(seed[:], p)
-	if c.party == 0 {
+	if !c.words {
 		return seed, nil, nil
 	}
-	return seed, &netCorrector{conn: c.conn, ctl: c.ctl, streams: make(map[uint32]*clientStream), next: 1}, nil
+	return seed, &netCorrector{party: c.party, conn: c.conn, ctl: c.ctl, streams: make(map[uint32]*clientStream), next: 1}, nil
 }
 
+// netCorrector fetches a party's dealer words from a networked dealer.
 type netCorrector struct {
-	conn *transport.Conn
-	ctl  *transport.Stream
+	party int
+	conn  *transport.Conn
+	ctl   *transport.Stream
 
 	mu      sync.Mutex // guards streams, next and sends on ctl
 	streams map[uint32]*clientStream
@@ -804,7 +831,7 @@ func (n *netCorrector) correct(ctx context.Context, r Request) ([]uint64, int64,
 		s, rc := cost()
 		return nil, s, rc, fmt.Errorf("send request: %w", err)
 	}
-	corr, err := cs.reply(ctx, r)
+	corr, err := cs.reply(ctx, r, n.party)
 	s, rc := cost()
 	return corr, s, rc, err
 }
@@ -846,7 +873,7 @@ func (n *netCorrector) correctSeq(ctx context.Context, rs []Request, deliver fun
 	}()
 	for i, r := range rs {
 		var corr []uint64
-		if corr, err = cs.reply(ctx, r); err == nil {
+		if corr, err = cs.reply(ctx, r, n.party); err == nil {
 			err = deliver(i, corr)
 		}
 		if err != nil {
@@ -866,9 +893,9 @@ func (n *netCorrector) correctSeq(ctx context.Context, rs []Request, deliver fun
 	return d.BytesSent, d.BytesRecv, err
 }
 
-// reply receives the dealer's reply to r: its status, then its correction
-// words.
-func (cs *clientStream) reply(ctx context.Context, r Request) ([]uint64, error) {
+// reply receives the dealer's reply to party's request r: its status, then
+// its dealer words.
+func (cs *clientStream) reply(ctx context.Context, r Request, party int) ([]uint64, error) {
 	status, err := cs.st.RecvBytes(ctx, maxStatusMsg)
 	if err != nil {
 		return nil, fmt.Errorf("receive status: %w", err)
@@ -879,7 +906,7 @@ func (cs *clientStream) reply(ctx context.Context, r Request) ([]uint64, error) 
 		}
 		return nil, fmt.Errorf("malformed dealer status (%d bytes)", len(status))
 	}
-	corr := make([]uint64, r.CorrectionWords())
+	corr := make([]uint64, r.CorrectionWords(party))
 	if err := cs.st.RecvWords(ctx, corr); err != nil {
 		return nil, fmt.Errorf("receive correction: %w", err)
 	}

@@ -312,7 +312,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{Kind: KindMatTriple, Stream: 2, Counter: 9, Batch: 2, M: 3, K: 4, N: 5},
 		{Kind: KindWeightTriple, WeightID: 1 << 40, M: 1, K: 2, N: 3},
 		{Kind: KindTrunc, N: 10, FracBits: 16},
-		{Kind: KindWeightMask, WeightID: 3, K: 2, N: 2}, // refused: the dealer serves no weight masks
+		{Kind: 10, WeightID: 3, K: 2, N: 2}, // refused: kind 10 was the weight mask's, no request kind
 	} {
 		b, err := r.AppendBinary(nil)
 		if err != nil {
@@ -337,7 +337,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		if !slices.Equal(out, b) {
 			t.Fatalf("round trip: %x != %x", out, b)
 		}
-		if r.CorrectionWords() < 0 {
+		if r.CorrectionWords(1) < 0 {
 			t.Fatal("negative size")
 		}
 	})

@@ -88,7 +88,7 @@ type aheadItem struct {
 
 // Material implements beaver.Provider.
 func (q *aheadProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	if r.Kind == beaver.KindWeightMask || r.Stream != q.stream {
+	if r.Stream != q.stream {
 		return q.Provider.Material(ctx, r)
 	}
 	if q.failed != nil {

@@ -22,11 +22,9 @@ type spyProvider struct {
 }
 
 func (p *spyProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	if r.Kind != beaver.KindWeightMask {
-		p.mu.Lock()
-		p.reqs = append(p.reqs, r)
-		p.mu.Unlock()
-	}
+	p.mu.Lock()
+	p.reqs = append(p.reqs, r)
+	p.mu.Unlock()
 	return p.Provider.Material(ctx, r)
 }
 

@@ -224,9 +224,7 @@ type workCounter struct {
 }
 
 func (w *workCounter) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	if r.Kind != beaver.KindWeightMask {
-		w.work.Add(r.DealerWork())
-	}
+	w.work.Add(r.DealerWork())
 	return w.Provider.Material(ctx, r)
 }
 

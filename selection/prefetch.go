@@ -28,11 +28,9 @@ func newLaneProvider(p beaver.Provider, s *scheduler) *laneProvider {
 
 // Material implements beaver.Provider.
 func (l *laneProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	if r.Kind != beaver.KindWeightMask {
-		if pf := l.cur.Load(); pf != nil {
-			if lf := pf.laneOf(r.Stream); lf != nil {
-				return pf.material(ctx, lf, r)
-			}
+	if pf := l.cur.Load(); pf != nil {
+		if lf := pf.laneOf(r.Stream); lf != nil {
+			return pf.material(ctx, lf, r)
 		}
 	}
 	return l.Provider.Material(ctx, r)

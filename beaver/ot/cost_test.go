@@ -131,7 +131,7 @@ func dealerFreeForward(b *testing.B, d int) {
 			costs[g.kind] = c
 		}
 		c.items += count
-		c.dealer += int64(count) * 8 * int64(r.CorrectionWords())
+		c.dealer += int64(count) * 8 * int64(r.CorrectionWords(1))
 		c.bytes0 += float64(count) * scale * float64(e0.BytesSent-s0.BytesSent)
 		c.bytes1 += float64(count) * scale * float64(e1.BytesSent-s1.BytesSent)
 		c.seconds += float64(count) * scale * sec

@@ -28,6 +28,12 @@
 // and beaver.Prefetch run unchanged with no dealer. The model owner's weight
 // masks are expanded from its secret mask seed and the session id.
 //
+// The Provider serves a beaver kind through the Generator registered for
+// it (Register: one call per kind, in the file of its family: arith.go,
+// matrix.go, binary.go); a kind with no generator is refused with an error
+// naming it. correlations.go holds what the generators share (the Gilboa
+// products, random and Δ-correlated OTs).
+//
 // The correlation-robust hash is the tweakable TMMO construction of Guo,
 // Katz, Wang and Yu, H(τ, x) = π(π(x)⊕τ)⊕π(x), with π fixed-key AES-128
 // under a per-session key. π runs in an eight-block AES-NI loop

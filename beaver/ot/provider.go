@@ -49,7 +49,7 @@ type ProviderOptions struct {
 // resumes at a position works as with the dealer; the counter does not key
 // the material, which is fresh at every call.
 //
-// Weight masks (KindWeightMask, party 0 only) are expanded from the model
+// Weight masks (WeightMask, party 0 only) are expanded from the model
 // owner's MaskSeed and the session, the same for every request of an id and
 // shape; WeightTriple and WeightVectorTriple requests run the vector-OLE
 // generator with that fixed mask.
@@ -210,7 +210,7 @@ func (p *Provider) Session() (beaver.SessionID, bool) {
 
 // Material implements beaver.Provider: it validates r, assigns it the
 // stream's next counter and generates this party's part with the peer on
-// the stream's generator (a weight mask is expanded locally).
+// the stream's generator.
 func (p *Provider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	if err := r.Validate(); err != nil {
 		return beaver.Material{}, err
@@ -226,12 +226,6 @@ func (p *Provider) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 	p.mu.Unlock()
 	if sess == nil {
 		return beaver.Material{}, fmt.Errorf("ot: %v: no session bound: call BindSession with the id both parties agreed on before drawing material", r)
-	}
-	if r.Kind == beaver.KindWeightMask {
-		if p.party != 0 {
-			return beaver.Material{}, fmt.Errorf("ot: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", r.WeightID, p.party)
-		}
-		return beaver.Material{Kind: r.Kind, Parts: [][]uint64{p.mask(sess.ID(), r.WeightID, r.K, r.N)}}, nil
 	}
 	st, err := p.stream(sess, r.Stream)
 	if err != nil {
@@ -279,77 +273,43 @@ func (p *Provider) stream(sess *Session, id uint32) (*provStream, error) {
 	return st, nil
 }
 
-// generate runs the generator call of r's kind and lays the result out as
-// beaver.Material.
+// generate runs the registered Generator of r's kind (Register) and lays
+// the result out as beaver.Material.
 func (p *Provider) generate(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request) (beaver.Material, error) {
-	parts := func(ps ...[]uint64) (beaver.Material, error) {
-		return beaver.Material{Kind: r.Kind, Parts: ps}, nil
+	gen, ok := generators[r.Kind]
+	if !ok {
+		return beaver.Material{}, fmt.Errorf("kind %v has no OT generator (ot.Register): the OT provider does not serve it", r.Kind)
 	}
-	switch r.Kind {
-	case beaver.KindTriple:
-		t, err := g.Triples(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindSquare:
-		s, err := g.SquarePairs(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(s.A, s.A2)
-	case beaver.KindMatTriple:
-		t, err := g.MatTriples(ctx, r.Batch, r.M, r.K, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindWeightTriple:
-		var B []uint64
-		if p.party == 0 {
-			B = p.mask(sid, r.WeightID, r.K, r.N)
-		}
-		w, err := g.WeightTriples(ctx, B, r.M, r.K, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(w.A, w.C)
-	case beaver.KindWeightVectorTriple:
-		var b []uint64
-		if p.party == 0 {
-			b = p.mask(sid, r.WeightID, 1, r.N)
-		}
-		w, err := g.WeightVectorTriples(ctx, b, r.M, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(w.A, w.C)
-	case beaver.KindAND:
-		t, err := g.ANDTriples(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindCrossAND:
-		t, err := g.CrossANDTriples(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.A, t.B, t.C)
-	case beaver.KindTrunc:
-		t, err := g.TruncPairs(ctx, r.N, r.FracBits)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(t.R, t.MSB, t.LowShifted)
-	case beaver.KindBitPair:
-		b, err := g.BitPairs(ctx, r.N)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return parts(b.Packed, b.Arith, b.A, b.AR)
+	it := Item{Request: r, Party: p.party, WeightMask: func(int, int) []uint64 { return nil }}
+	if p.party == 0 {
+		it.WeightMask = func(k, n int) []uint64 { return p.mask(sid, r.WeightID, k, n) }
 	}
-	return beaver.Material{}, fmt.Errorf("kind %v has no OT generator", r.Kind)
+	ps, err := gen(ctx, g, it)
+	if err != nil {
+		return beaver.Material{}, err
+	}
+	return beaver.Material{Kind: r.Kind, Parts: ps}, nil
+}
+
+// WeightMask implements beaver.Provider: party 0's mask of weight id (k×n),
+// expanded from its MaskSeed and the session, with no traffic.
+func (p *Provider) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	if _, err := checkSize(fmt.Sprintf("weight mask %d", id), k, n); err != nil {
+		return nil, err
+	}
+	if p.party != 0 {
+		return nil, fmt.Errorf("ot: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", id, p.party)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("ot: weight mask %d: %w", id, err)
+	}
+	p.mu.Lock()
+	sess := p.sess
+	p.mu.Unlock()
+	if sess == nil {
+		return nil, fmt.Errorf("ot: weight mask %d: no session bound: call BindSession with the id both parties agreed on before drawing material", id)
+	}
+	return p.mask(sess.ID(), id, k, n), nil
 }
 
 // weightMask expands party 0's mask of weight id (k×n) for session sid.

@@ -253,11 +253,11 @@ func TestProviderConcurrentStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	mask := func(id uint64, k, n int) []uint64 {
-		m, err := p0.Material(ctx, beaver.Request{Kind: beaver.KindWeightMask, WeightID: id, K: k, N: n})
+		m, err := p0.WeightMask(ctx, id, k, n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return m.Parts[0]
+		return m
 	}
 	for s := range streams {
 		for i := range per {
@@ -333,13 +333,18 @@ func TestProviderErrors(t *testing.T) {
 	}{
 		{"counter set", p0, beaver.Request{Kind: beaver.KindTriple, N: 1, Counter: 4}},
 		{"bad size", p0, beaver.Request{Kind: beaver.KindTriple, N: -1}},
-		{"mask for party 1", p1, beaver.Request{Kind: beaver.KindWeightMask, WeightID: 1, K: 1, N: 1}},
 		{"stream past the base", p0, beaver.Request{Kind: beaver.KindTriple, N: 1, Stream: ^uint32(0) - 1}},
 	}
 	for _, c := range cases {
 		if _, err := c.p.Material(ctx, c.r); err == nil {
 			t.Errorf("%s: no error", c.name)
 		}
+	}
+	if _, err := p1.WeightMask(ctx, 1, 1, 1); err == nil {
+		t.Error("mask for party 1: no error")
+	}
+	if _, err := p0.WeightMask(ctx, 1, -1, 1); err == nil {
+		t.Error("mask of a negative size: no error")
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

@@ -1,0 +1,255 @@
+package ot
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+)
+
+// The arithmetic kinds' generators: elementwise triples, square pairs,
+// truncation pairs and shared random bits.
+func init() {
+	Register(beaver.KindTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
+		t, err := g.Triples(ctx, it.N)
+		return parts(t.A, t.B, t.C), err
+	})
+	Register(beaver.KindSquare, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
+		s, err := g.SquarePairs(ctx, it.N)
+		return parts(s.A, s.A2), err
+	})
+	Register(beaver.KindTrunc, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
+		t, err := g.TruncPairs(ctx, it.N, it.FracBits)
+		return parts(t.R, t.MSB, t.LowShifted), err
+	})
+	Register(beaver.KindBitPair, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
+		b, err := g.BitPairs(ctx, it.N)
+		return parts(b.Packed, b.Arith, b.A, b.AR), err
+	})
+}
+
+// Triples returns this party's shares of n elementwise triples c = a·b over
+// Z_2^64. Each party draws its shares of a and b; the cross products
+// a0·b1 and a1·b0 are Gilboa products, 64 OTs each, one per direction.
+// Cost per triple and party: 1,024 bytes of IKNP matrix and 260 bytes of
+// corrections sent, 2 rounds in all (per 6,500 triples or so, one more).
+func (g *Gen) Triples(ctx context.Context, n int) (beaver.Triple, error) {
+	if _, err := checkSize("triples", n); err != nil {
+		return beaver.Triple{}, err
+	}
+	if err := g.begin(ctx, "triples"); err != nil {
+		return beaver.Triple{}, err
+	}
+	a, b := g.draw(n), g.draw(n)
+	s := matShape{n, 1, 1, 1}
+	ra, sa, err := g.crossMat(ctx, s, b, s, a)
+	if err != nil {
+		return beaver.Triple{}, g.end("triples", err)
+	}
+	c := make([]uint64, n)
+	for i := range c {
+		c[i] = a[i]*b[i] + ra[i] + sa[i]
+	}
+	return beaver.Triple{A: a, B: b, C: c}, g.end("triples", nil)
+}
+
+// SquarePairs returns shares of n square pairs (a, a²): a² = a0² + a1² +
+// 2·a0·a1, one Gilboa product (party 1 chooses with a1, party 0's
+// correlation is 2·a0). Party 1 sends 1,024 bytes per pair, party 0 260.
+func (g *Gen) SquarePairs(ctx context.Context, n int) (beaver.SquarePair, error) {
+	if _, err := checkSize("square pairs", n); err != nil {
+		return beaver.SquarePair{}, err
+	}
+	if err := g.begin(ctx, "square pairs"); err != nil {
+		return beaver.SquarePair{}, err
+	}
+	a := g.draw(n)
+	var rs, ss matShape
+	var L, R []uint64
+	if g.party == 0 {
+		ss = matShape{n, 1, 1, 1}
+		R = make([]uint64, n)
+		for i := range R {
+			R[i] = 2 * a[i]
+		}
+	} else {
+		rs, L = matShape{n, 1, 1, 1}, a
+	}
+	ro, so, err := g.crossMat(ctx, rs, L, ss, R)
+	if err != nil {
+		return beaver.SquarePair{}, g.end("square pairs", err)
+	}
+	a2 := make([]uint64, n)
+	for i := range a2 {
+		a2[i] = a[i] * a[i]
+		if g.party == 0 {
+			a2[i] += so[i]
+		} else {
+			a2[i] += ro[i]
+		}
+	}
+	return beaver.SquarePair{A: a, A2: a2}, g.end("square pairs", nil)
+}
+
+// truncBits returns the correction widths for truncation by 2^f: the
+// product bit z_t = ρ0_t·ρ1_t enters r with weight 2^(t+1), the shifted low
+// part with 2^(t−f+1) (f ≤ t ≤ 62) and the top bit with 2 (t = 63), so it is
+// needed modulo 2^(63−t), 2^(63−t+f) and 2^63 respectively.
+func truncBits(f uint) (b [64]uint8) {
+	for t := range 64 {
+		switch {
+		case t == 63:
+			b[t] = 63
+		case uint(t) < f:
+			b[t] = uint8(63 - t)
+		default:
+			b[t] = uint8(63 - t + int(f))
+		}
+	}
+	return b
+}
+
+// TruncPairs returns n truncation pairs for 2^fracBits (1 ≤ fracBits ≤ 62):
+// each party draws a word ρ_p, r = ρ0 ⊕ ρ1, and each bit r_t = ρ0_t + ρ1_t −
+// 2·ρ0_t·ρ1_t is made arithmetic with one correlated OT per bit (party 1
+// choosing with ρ1_t, party 0's correlation ρ0_t), after which r, r>>63 and
+// (r mod 2^63)>>f are linear in the shares. Party 1 sends 1,024 bytes per
+// pair, party 0 the corrections (354 bytes for f = 16), 2 rounds.
+func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (beaver.TruncPair, error) {
+	if _, err := checkSize("trunc pairs", n); err != nil {
+		return beaver.TruncPair{}, err
+	}
+	if fracBits < 1 || fracBits > 62 {
+		return beaver.TruncPair{}, fmt.Errorf("ot: trunc pairs: fracBits %d outside [1, 62]", fracBits)
+	}
+	if err := g.begin(ctx, "trunc pairs"); err != nil {
+		return beaver.TruncPair{}, err
+	}
+	f := fracBits
+	rho := g.draw(n)
+	R := make([]uint64, n)
+	msb := make([]uint64, n)
+	low := make([]uint64, n)
+	for i, x := range rho {
+		R[i], msb[i], low[i] = x, x>>63, (x<<1)>>(f+1)
+	}
+	// s is this party's share of z_t (−a for the sender, c for the receiver).
+	add := func(gi, t int, s uint64) {
+		R[gi] -= s << (t + 1)
+		if uint(t) >= f && t <= 62 {
+			low[gi] -= s << (uint(t) - f + 1)
+		}
+		if t == 63 {
+			msb[gi] -= s << 1
+		}
+	}
+	bits := truncBits(f)
+	dir := cotDir{groups: n, width: 1, bits: &bits}
+	var snd cotSend
+	var rcv cotRecv
+	if g.party == 0 {
+		x := make([]uint64, 1)
+		snd = cotSend{dir: dir,
+			x: func(gi, t int) []uint64 {
+				x[0] = rho[gi] >> t & 1
+				return x
+			},
+			acc: func(gi, t int, a []uint64) { add(gi, t, -a[0]) },
+		}
+	} else {
+		rcv = cotRecv{dir: dir, choice: rho,
+			acc: func(gi, t int, c []uint64) { add(gi, t, c[0]) },
+		}
+	}
+	if err := g.runCOT(ctx, snd, rcv); err != nil {
+		return beaver.TruncPair{}, g.end("trunc pairs", err)
+	}
+	return beaver.TruncPair{R: R, MSB: msb, LowShifted: low}, g.end("trunc pairs", nil)
+}
+
+// BitPairs returns n random shared bits r = ρ0 ⊕ ρ1 (each party draws its
+// ρ_p) with their multiplication pairs. With A = A0 + A1,
+// A·r = A0ρ0 + A1ρ1 + ρ1·A0(1−2ρ0) + ρ0·A1(1−2ρ1): one OT per bit and
+// direction, party 1 choosing with ρ1 against party 0's correlation
+// (ρ0, A0(1−2ρ0)), party 0 choosing with ρ0 against A1(1−2ρ1). Per bit each
+// party sends 16 bytes of IKNP matrix; party 0 16 and party 1 8 bytes of
+// corrections; 2 rounds.
+func (g *Gen) BitPairs(ctx context.Context, n int) (beaver.BitPair, error) {
+	if _, err := checkSize("bit pairs", n); err != nil {
+		return beaver.BitPair{}, err
+	}
+	if err := g.begin(ctx, "bit pairs"); err != nil {
+		return beaver.BitPair{}, err
+	}
+	groups := share.PackedWords(n)
+	rho := g.draw(groups)
+	share.MaskTail(rho, n)
+	A := g.draw(n)
+	arith := make([]uint64, n)
+	ar := make([]uint64, n)
+	bit := func(p int) uint64 { return rho[p/64] >> (p % 64) & 1 }
+	for p := range n {
+		arith[p] = bit(p)
+		ar[p] = A[p] * bit(p)
+	}
+	dir0 := cotDir{groups: groups, width: 2, bits: &fullBits} // party 0 sends
+	dir1 := cotDir{groups: groups, width: 1, bits: &fullBits} // party 1 sends
+	x := make([]uint64, 2)
+	var snd cotSend
+	var rcv cotRecv
+	if g.party == 0 {
+		snd = cotSend{dir: dir0,
+			x: func(gi, t int) []uint64 {
+				p := 64*gi + t
+				x[0], x[1] = 0, 0
+				if p < n {
+					x[0] = bit(p)
+					x[1] = A[p] * (1 - 2*bit(p))
+				}
+				return x
+			},
+			acc: func(gi, t int, a []uint64) {
+				if p := 64*gi + t; p < n {
+					arith[p] += 2 * a[0]
+					ar[p] -= a[1]
+				}
+			},
+		}
+		rcv = cotRecv{dir: dir1, choice: rho,
+			acc: func(gi, t int, c []uint64) {
+				if p := 64*gi + t; p < n {
+					ar[p] += c[0]
+				}
+			},
+		}
+	} else {
+		snd = cotSend{dir: dir1,
+			x: func(gi, t int) []uint64 {
+				p := 64*gi + t
+				x[0] = 0
+				if p < n {
+					x[0] = A[p] * (1 - 2*bit(p))
+				}
+				return x[:1]
+			},
+			acc: func(gi, t int, a []uint64) {
+				if p := 64*gi + t; p < n {
+					ar[p] -= a[0]
+				}
+			},
+		}
+		rcv = cotRecv{dir: dir0, choice: rho,
+			acc: func(gi, t int, c []uint64) {
+				if p := 64*gi + t; p < n {
+					arith[p] -= 2 * c[0]
+					ar[p] += c[1]
+				}
+			},
+		}
+	}
+	if err := g.runCOT(ctx, snd, rcv); err != nil {
+		return beaver.BitPair{}, g.end("bit pairs", err)
+	}
+	return beaver.BitPair{Packed: rho, Arith: arith, A: A, AR: ar}, g.end("bit pairs", nil)
+}
