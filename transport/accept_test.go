@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -553,5 +554,64 @@ func TestHandshakeKeepsItsOwnError(t *testing.T) {
 		if abandoned(ctx, err) {
 			t.Fatalf("try %d: a rejected stranger counts as abandoned", i)
 		}
+	}
+}
+
+// lateTimer is a context whose deadline has passed but whose timer has not
+// fired yet: what a socket deadline set from a context's sees when it
+// expires a moment before the context's own timer.
+type lateTimer struct {
+	context.Context
+	dl   time.Time
+	done chan struct{}
+}
+
+func (c *lateTimer) Deadline() (time.Time, bool) { return c.dl, true }
+func (c *lateTimer) Done() <-chan struct{}       { return c.done }
+func (c *lateTimer) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// TestEndedByCtx: a socket timeout is the context's ending when the context
+// was interrupted or its deadline has passed, even before its timer fires
+// (then endedByCtx waits for it, so the caller sees the context's error);
+// any other error, or a timeout before the deadline, is the I/O's own.
+func TestEndedByCtx(t *testing.T) {
+	timeout := &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}
+	late := func() *lateTimer {
+		c := &lateTimer{Context: context.Background(), dl: time.Now().Add(-time.Millisecond), done: make(chan struct{})}
+		time.AfterFunc(50*time.Millisecond, func() { close(c.done) })
+		return c
+	}
+	future, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	ended, end := context.WithCancel(context.Background())
+	end() // an interruption runs once ctx has ended
+	for _, tc := range []struct {
+		name        string
+		ctx         context.Context
+		err         error
+		interrupted bool
+		want        bool
+	}{
+		{"deadline passed, timer late", late(), timeout, false, true},
+		{"interrupted", ended, timeout, true, true},
+		{"own timeout before the deadline", future, timeout, false, false},
+		{"own error after the deadline", late(), io.EOF, false, false},
+		{"no error", late(), nil, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := endedByCtx(tc.ctx, tc.err, tc.interrupted); got != tc.want {
+				t.Fatalf("endedByCtx = %v, want %v", got, tc.want)
+			}
+			if tc.want && tc.ctx.Err() == nil {
+				t.Fatal("returned before the context ended")
+			}
+		})
 	}
 }

@@ -136,7 +136,7 @@ func newConn(ctx context.Context, nc net.Conn, o Options) (*Conn, error) {
 	_ = nc.SetDeadline(time.Time{})
 	if rerr != nil || err != nil {
 		_ = nc.Close()
-		if interrupted {
+		if endedByCtx(ctx, rerr, interrupted) || endedByCtx(ctx, err, interrupted) {
 			return nil, fmt.Errorf("transport: connection preface: %w", ctx.Err())
 		}
 		if rerr != nil {

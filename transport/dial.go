@@ -116,15 +116,32 @@ func tlsHandshake(ctx context.Context, nc net.Conn, tc *tls.Conn) error {
 		_ = nc.SetDeadline(dl)
 	}
 	err := tc.Handshake()
-	stop()
+	interrupted := stop()
 	_ = nc.SetDeadline(time.Time{})
-	// Only a deadline error is ours (the interruption or ctx's deadline);
-	// any other error is the handshake's own, even if ctx ended meanwhile.
-	var ne net.Error
-	if err != nil && ctx.Err() != nil && errors.As(err, &ne) && ne.Timeout() {
+	if endedByCtx(ctx, err, interrupted) {
 		return ctx.Err()
 	}
 	return err
+}
+
+// endedByCtx reports whether err, from I/O on a socket whose deadline was
+// set from ctx's (and interrupted when ctx ended: interrupted), is ctx's
+// ending rather than the I/O's own failure; only a deadline error can be.
+// The socket may reach ctx's deadline a moment before ctx's own timer
+// fires: then it waits for ctx to end, so that the caller sees ctx's error
+// and its cause. Any other error is the I/O's own, even if ctx ended
+// meanwhile.
+func endedByCtx(ctx context.Context, err error, interrupted bool) bool {
+	var ne net.Error
+	if err == nil || !errors.As(err, &ne) || !ne.Timeout() {
+		return false
+	}
+	dl, ok := ctx.Deadline()
+	if !interrupted && ctx.Err() == nil && (!ok || time.Now().Before(dl)) {
+		return false
+	}
+	<-ctx.Done()
+	return true
 }
 
 // handshakeTimeout wraps err with ErrHandshakeTimeout when the handshake
