@@ -233,7 +233,7 @@ type Evaluator interface {
 	// weight id to use (distinct per phase and run so that weight masks are
 	// never shared by two different matrices). The model owner's Prepare, and
 	// the Forward of what it returns, are also called on rehearsal sessions
-	// (s.Rehearsal(): no stream, material from a beaver.Rehearsal) to learn
+	// (s.Rehearsal(): no stream, material of zeros; protocol.Rehearse) to learn
 	// the dealer work of a phase (DealerBudget) and of a batch (prefetch):
 	// there they must not read s.Stream().
 	Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, weightBase uint64) (Forwarder, error)
