@@ -13,6 +13,7 @@ import (
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -56,7 +57,7 @@ func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Epoch: r.st.Epoch}
 	// 3. This epoch's correlated randomness and sessions.
-	if err := r.sched.start(ctx, r.st.Epoch); err != nil {
+	if err := r.sched.Start(ctx, r.st.Epoch); err != nil {
 		return nil, err
 	}
 	// 4. Coin, dealer session, bootstrap.
@@ -163,7 +164,7 @@ func archsMessageBound(n int) int { return 2 + n*(maxArchBytes+1) }
 // one into a list of n, so that no message, however it declares its
 // contents, makes it allocate more than n architectures.
 func decodeArchs(b []byte, emb *model.Config, sched []Phase, n, seq int) ([]secure.Arch, error) {
-	if n < 0 || n > maxPhases || len(sched) != n {
+	if n < 0 || n > lanes.MaxPhases || len(sched) != n {
 		return nil, fmt.Errorf("selection: %d architectures for %d phases", n, len(sched))
 	}
 	if lim := archsMessageBound(n); len(b) > lim {

@@ -48,7 +48,7 @@ func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
 	d.seq = peer.Seq
 	res := &Result{Epoch: d.st.Epoch}
 	// 3. This epoch's correlated randomness and sessions.
-	if err := d.sched.start(ctx, d.st.Epoch); err != nil {
+	if err := d.sched.Start(ctx, d.st.Epoch); err != nil {
 		return nil, err
 	}
 	// 4. Coin, dealer session (announcing the budget of the proxies' shapes),

@@ -1,4 +1,4 @@
-package selection
+package lanes
 
 import (
 	"context"
@@ -19,11 +19,11 @@ import (
 // straight from the party's provider.
 type laneProvider struct {
 	beaver.Provider
-	s   *scheduler
+	s   *Scheduler
 	cur atomic.Pointer[phaseFetch]
 }
 
-func newLaneProvider(p beaver.Provider, s *scheduler) *laneProvider {
+func newLaneProvider(p beaver.Provider, s *Scheduler) *laneProvider {
 	return &laneProvider{Provider: p, s: s}
 }
 
@@ -44,7 +44,7 @@ func (l *laneProvider) Material(ctx context.Context, r beaver.Request) (beaver.M
 // material while the current one runs.
 type phaseFetch struct {
 	base   beaver.Provider
-	s      *scheduler
+	s      *Scheduler
 	phase  int
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -132,7 +132,7 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []i
 	}
 	pf.byNum = make(map[int]*laneBatch, len(pending))
 	for j, b := range pending {
-		lo, hi := s.span(b, n)
+		lo, hi := s.Span(b, n)
 		lb := &laneBatch{b: b, lane: j % s.workers, full: hi-lo == s.batchSize, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
 		pf.byNum[b] = lb
 		lf := pf.lanes[lb.lane]
@@ -163,7 +163,7 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 	s := pf.s
 	full, tail := -1, -1
 	for _, b := range pending {
-		if lo, hi := s.span(b, n); hi-lo == s.batchSize {
+		if lo, hi := s.Span(b, n); hi-lo == s.batchSize {
 			full = max(full, b)
 		} else {
 			tail = b
@@ -174,10 +174,10 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 			return run(ctx, sess, b)
 		})
 		if err != nil {
-			return protocol.Script{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d: %w", pf.phase+1, b, err)
+			return protocol.Script{}, fmt.Errorf("lanes: phase %d: rehearsal of batch %d: %w", pf.phase+1, b, err)
 		}
-		if len(sc.Requests) > maxBatchItems {
-			return protocol.Script{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase+1, b, len(sc.Requests), maxBatchItems)
+		if len(sc.Requests) > MaxBatchItems {
+			return protocol.Script{}, fmt.Errorf("lanes: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase+1, b, len(sc.Requests), MaxBatchItems)
 		}
 		return sc, nil
 	}
@@ -238,8 +238,8 @@ func (l *laneProvider) endPhase() {
 
 // laneOf returns the lane of stream, or nil.
 func (pf *phaseFetch) laneOf(stream uint32) *laneFetch {
-	w := int(stream) - int(StreamSlotBase)
-	if w < 0 || w >= len(pf.lanes) {
+	w := int64(stream) - int64(pf.s.laneBase)
+	if w < 0 || w >= int64(len(pf.lanes)) {
 		return nil
 	}
 	return pf.lanes[w]
@@ -336,8 +336,8 @@ func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 		}
 		return nil
 	}
-	if lb.drawn > maxBatchItems {
-		return fmt.Errorf("drew %d dealer items, more than the %d a batch may", lb.drawn, maxBatchItems)
+	if lb.drawn > MaxBatchItems {
+		return fmt.Errorf("drew %d dealer items, more than the %d a batch may", lb.drawn, MaxBatchItems)
 	}
 	if !ok || !pf.record || !lb.full || !pf.templateKnown() {
 		return nil
@@ -359,15 +359,15 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 	if !lb.prefetched {
 		// Checked before drawing: the batch's counters stay inside its own
 		// sub-stream (batchCounter), whatever the Forwarder asks.
-		if lb.drawn >= maxBatchItems {
-			return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more than the %d dealer items a batch may", r, maxBatchItems)
+		if lb.drawn >= MaxBatchItems {
+			return beaver.Material{}, fmt.Errorf("lanes: %v: the batch draws more than the %d dealer items a batch may", r, MaxBatchItems)
 		}
 		m, err := pf.base.Material(ctx, r)
 		if err != nil {
 			return m, err
 		}
 		lb.drawn++
-		if pf.record && lb.full && len(lb.rec) < maxBatchItems {
+		if pf.record && lb.full && len(lb.rec) < MaxBatchItems {
 			q := r
 			q.Stream = 0
 			lb.rec = append(lb.rec, q)
@@ -376,7 +376,7 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 	}
 	m, err := lb.pre.Material(ctx, r)
 	if errors.Is(err, protocol.ErrOffScript) {
-		err = fmt.Errorf("selection: the batch departs from the phase's template for a batch of its size (a Forwarder must draw the same sequence for every batch of a size, whatever the values): %w", err)
+		err = fmt.Errorf("lanes: the batch departs from the phase's template for a batch of its size (a Forwarder must draw the same sequence for every batch of a size, whatever the values): %w", err)
 	}
 	return m, err
 }
@@ -455,7 +455,7 @@ func (pf *phaseFetch) produce(lf *laneFetch) {
 func (pf *phaseFetch) fetch(ctx context.Context, lf *laneFetch, lb *laneBatch) bool {
 	defer close(lb.fetched)
 	if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, lb.b)); err != nil {
-		lb.pre.Abort(fmt.Errorf("selection: prefetch: position dealer stream: %w", err))
+		lb.pre.Abort(fmt.Errorf("lanes: prefetch: position dealer stream: %w", err))
 		return false
 	}
 	// One sequence: a networked dealer gets every request before it

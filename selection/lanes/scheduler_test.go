@@ -1,4 +1,4 @@
-package selection
+package lanes
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -23,9 +24,8 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	c0, c1 := transport.Pipe(transport.Options{})
 	defer c0.Close()
 	defer c1.Close()
-	p := Params{Workers: 3, BatchSize: 4}.withDefaults()
 	ctx := context.Background()
-	var scheds [2]*scheduler
+	var scheds [2]*Scheduler
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for party, c := range []*transport.Conn{c0, c1} {
@@ -33,11 +33,15 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scheds[party] = newScheduler(party, c, prov, p)
+		scheds[party], err = New(Config{Party: party, Conn: c, Provider: prov, FixedPoint: share.DefaultFixedPoint,
+			BatchSize: 4, Workers: 3, Pipeline: true, MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[party] = scheds[party].start(ctx, 3)
+			errs[party] = scheds[party].Start(ctx, 3)
 		}()
 	}
 	wg.Wait()
@@ -51,7 +55,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[party] = scheds[party].runBatches(ctx, 0, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+			_, errs[party] = scheds[party].Run(ctx, 0, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if _, dup := ran[party][b]; dup {
@@ -67,7 +71,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		t.Fatal(errs)
 	}
 	for j, b := range pending {
-		want := StreamSlotBase + uint32(j%3)
+		want := 16 + uint32(j%3)
 		if ran[0][b] != want || ran[1][b] != want {
 			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
 		}
@@ -77,7 +81,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	}
 
 	boom := errors.New("boom")
-	_, err = scheds[0].runBatches(ctx, 1, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	_, err = scheds[0].Run(ctx, 1, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		if b == 3 {
 			return boom
 		}
@@ -92,13 +96,13 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		t.Errorf("error %v, want the failing batch's", err)
 	}
 
-	if a, b := scheds[0].weightBase(0), scheds[0].weightBase(1); a == b || a>>EpochShift != 3 {
+	if a, b := scheds[0].WeightBase(0), scheds[0].WeightBase(1); a == b || a>>EpochShift != 3 {
 		t.Errorf("weight bases %x, %x", a, b)
 	}
-	if n := scheds[0].batches(9); n != 3 {
+	if n := scheds[0].Batches(9); n != 3 {
 		t.Errorf("9 candidates in %d batches of 4", n)
 	}
-	if lo, hi := scheds[0].span(2, 9); lo != 8 || hi != 9 {
+	if lo, hi := scheds[0].Span(2, 9); lo != 8 || hi != 9 {
 		t.Errorf("span of the last batch [%d, %d)", lo, hi)
 	}
 }
