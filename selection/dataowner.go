@@ -24,6 +24,10 @@ type dataOwnerRun struct {
 	*runner
 	d    *DataOwner
 	eval Evaluator // d.Evaluator, or the embedding of the pool (set by check)
+	// archEmb is the embedding model the received architectures are
+	// checked against (set by check; nil with a substitute Evaluator,
+	// which checks what it needs).
+	archEmb *model.Config
 }
 
 func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
@@ -134,7 +138,7 @@ func (r *dataOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 }
 
 // receiveArchs receives the proxies' architectures and checks them against
-// the schedule and the embedding model. The message is at most
+// the schedule and the embedding model (r.archEmb). The message is at most
 // archsMessageBound(n) bytes (decodeArchs refuses a longer one before
 // decoding anything).
 func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) {
@@ -143,11 +147,7 @@ func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) 
 	if err != nil {
 		return nil, fmt.Errorf("selection: receive architectures: %w", err)
 	}
-	var emb *model.Config
-	if de, ok := r.eval.(*dataEvaluator); ok {
-		emb = &de.emb.Config
-	} // a substitute Evaluator checks what it needs
-	return decodeArchs(b, emb, r.p.Schedule, n, r.seq)
+	return decodeArchs(b, r.archEmb, r.p.Schedule, n, r.seq)
 }
 
 // maxArchBytes bounds one architecture's JSON in the model owner's message:
