@@ -55,8 +55,9 @@ func Rehearse(ctx context.Context, party int, streamID uint32, fp share.FixedPoi
 // computation it was rehearsed from, checking each request against the
 // script. Its zero value is not usable; see NewPrefetch.
 type Prefetch struct {
-	reqs  []beaver.Request // the script on the stream
-	items chan aheadItem   // drawn, in order; an error ends it
+	stream uint32
+	reqs   []beaver.Request // the script on the stream
+	items  chan aheadItem   // drawn, in order; an error ends it
 
 	// The consumer's side: Material is called by one computation at a
 	// time.
@@ -79,7 +80,7 @@ func NewPrefetch(sc Script, stream uint32) *Prefetch {
 	}
 	// One slot more than the items: a failure after the last item is
 	// still delivered without blocking the drawer.
-	return &Prefetch{reqs: reqs, items: make(chan aheadItem, len(reqs)+1)}
+	return &Prefetch{stream: stream, reqs: reqs, items: make(chan aheadItem, len(reqs)+1)}
 }
 
 // Len returns the number of items of the script.
@@ -175,7 +176,7 @@ func (s *Session) Ahead(ctx context.Context, op func(ctx context.Context, s *Ses
 		defer wg.Done()
 		_ = pf.Draw(dctx, base) // Material reports the error
 	}()
-	s.prov.Provider = &aheadProvider{Provider: base, stream: s.StreamID(), pf: pf}
+	s.prov.Provider = pf.Wrap(base)
 	err = op(ctx, s)
 	s.prov.Provider = base
 	cancel()
@@ -186,17 +187,23 @@ func (s *Session) Ahead(ctx context.Context, op func(ctx context.Context, s *Ses
 	return err
 }
 
-// aheadProvider serves the requests of Ahead's op on its stream from the
-// material drawn ahead, and the rest from the session's provider.
+// Wrap returns a provider that serves the requests of stream kinds on f's
+// stream from f (Material) and everything else, weight masks included,
+// from base: the provider of a session whose computation on that stream f
+// was rehearsed from.
+func (f *Prefetch) Wrap(base beaver.Provider) beaver.Provider {
+	return &aheadProvider{Provider: base, pf: f}
+}
+
+// aheadProvider is a Prefetch's Wrap.
 type aheadProvider struct {
 	beaver.Provider
-	stream uint32
-	pf     *Prefetch
+	pf *Prefetch
 }
 
 // Material implements beaver.Provider.
 func (q *aheadProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	if r.Kind == beaver.KindWeightMask || r.Stream != q.stream {
+	if r.Kind == beaver.KindWeightMask || r.Stream != q.pf.stream {
 		return q.Provider.Material(ctx, r)
 	}
 	return q.pf.Material(ctx, r)
