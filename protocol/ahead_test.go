@@ -301,3 +301,40 @@ func TestPrefetchServes(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefetchWrap: the provider Wrap returns serves only the script's
+// stream from the Prefetch; weight masks and other streams pass straight
+// to the base provider without consuming the script.
+func TestPrefetchWrap(t *testing.T) {
+	ctx := context.Background()
+	dealer := beaver.NewDealerWithSeeds(share.Seed{3}, share.Seed{4})
+	base, err := dealer.Provider(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := beaver.NewDealerWithSeeds(share.Seed{3}, share.Seed{4}).Provider(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := NewPrefetch(Script{Requests: []beaver.Request{{Kind: beaver.KindTriple, N: 2}}}, 7)
+	if err := pf.Draw(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	w := beaver.Typed{Provider: pf.Wrap(base)}
+	mask, err := w.WeightMask(ctx, 1, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := (beaver.Typed{Provider: direct}).WeightMask(ctx, 1, 2, 2); !slices.Equal(mask, want) {
+		t.Error("a weight mask through Wrap differs from the base provider's")
+	}
+	if _, err := w.Triples(ctx, 8, 3); err != nil || base.Position(8) != 1 {
+		t.Errorf("another stream's request: %v, base position %d", err, base.Position(8))
+	}
+	if pf.Served() != 0 {
+		t.Fatalf("served %d before the script's stream was asked", pf.Served())
+	}
+	if _, err := w.Triples(ctx, 7, 2); err != nil || pf.Served() != 1 {
+		t.Errorf("the script's request: %v, served %d", err, pf.Served())
+	}
+}
