@@ -24,6 +24,11 @@ import (
 // at NewPrefetch); binding the Prefetch then only checks the id. Offline
 // reports the time spent producing material, Waited the time online calls
 // spent waiting for it.
+//
+// Deprecated: material is fetched ahead by one mechanism,
+// protocol.Prefetch (a computation's rehearsed protocol.Script drawn ahead
+// on its stream), which protocol.Session.Ahead, selection's batch lanes
+// and mpcbench use. Prefetch stays only while beaver/ot's tests use it.
 type Prefetch struct {
 	p      Provider
 	queues map[uint32]*pfQueue
@@ -240,6 +245,9 @@ func (pf *Prefetch) Session() (SessionID, bool) { return pf.p.Session() }
 // needs for the next run of the same computation. It records every request
 // of a stream kind (weight masks, never prefetched, are passed through
 // unrecorded) and overrides nothing but Material.
+//
+// Deprecated: protocol.Rehearse learns a computation's requests without
+// running it; Recorder stays only while beaver/ot's tests use it.
 type Recorder struct {
 	Provider
 	mu   sync.Mutex
