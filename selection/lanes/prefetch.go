@@ -39,7 +39,7 @@ func (l *laneProvider) Material(ctx context.Context, r beaver.Request) (beaver.M
 	return l.Provider.Material(ctx, r)
 }
 
-// phaseFetch is the prefetching state of one runBatches: per lane, its
+// phaseFetch is the prefetching state of one Run: per lane, its
 // pending batches in order and a producer that fetches the next batch's
 // material while the current one runs.
 type phaseFetch struct {
@@ -119,7 +119,7 @@ func (pf *phaseFetch) templateOf(lb *laneBatch) (protocol.Script, bool) {
 // candidates and routes the lanes' requests through it. When rehearse is
 // set and the budget allows prefetching, the phase's template (the dealer
 // requests of a full batch) is recorded first, by rehearsing a full
-// pending batch's run on a session that talks to nobody (see rehearseBatch),
+// pending batch's run on a session that talks to nobody (see rehearse),
 // so that the lanes' first batches are prefetched too.
 func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
 	s := l.s
