@@ -106,3 +106,46 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		t.Errorf("span of the last batch [%d, %d)", lo, hi)
 	}
 }
+
+// TestNewRefuses: a Config that cannot schedule (another party's provider,
+// no lanes or batches, overlapping or overflowing streams) is an error, and
+// so is an epoch outside 1..MaxEpoch−1.
+func TestNewRefuses(t *testing.T) {
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := dealer.Provider(0)
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	good := Config{Party: 0, Conn: c0, Provider: p0, FixedPoint: share.DefaultFixedPoint, BatchSize: 4, Workers: 2, ControlStream: 2, LaneStreamBase: 16}
+	if _, err := New(good); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"party", func(c *Config) { c.Party = 2 }},
+		{"other party's provider", func(c *Config) { c.Party = 1 }},
+		{"no connection", func(c *Config) { c.Conn = nil }},
+		{"no provider", func(c *Config) { c.Provider = nil }},
+		{"no lanes", func(c *Config) { c.Workers = 0 }},
+		{"empty batches", func(c *Config) { c.BatchSize = 0 }},
+		{"control stream on a lane", func(c *Config) { c.ControlStream = 17 }},
+		{"lanes past the last stream", func(c *Config) { c.LaneStreamBase = 1<<32 - 1 }},
+	} {
+		c := good
+		tc.edit(&c)
+		if _, err := New(c); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	s, _ := New(good)
+	for _, e := range []uint64{0, MaxEpoch} {
+		if err := s.Start(context.Background(), e); err == nil {
+			t.Errorf("epoch %d: no error", e)
+		}
+	}
+}
