@@ -18,7 +18,7 @@
 // (Triples, MatTriples, WeightMask, TruncPairs, ...) build the request and
 // check the shape of the answer. A new provider implements the core; a
 // wrapper embeds the Provider it wraps and overrides Material (see
-// Prefetch).
+// Marked).
 //
 // Each kind of correlation is one descriptor (Correlation: its name, the
 // size fields it uses and their bounds, each party's part sizes and dealer
@@ -50,8 +50,9 @@
 //
 // Providers: Dealer is the in-process dealer (tests, the quickstart,
 // benchmarks); Server is the networked dealer, a third host that parties
-// reach with Connect (a Client); Prefetch makes a recorded schedule of
-// material ahead of the online phase (Recorder records one). Each party
+// reach with Connect (a Client); a Sequencer draws a known sequence of
+// items at once (DrawSequence), on which protocol.Prefetch fetches a
+// rehearsed computation's material ahead of its run. Each party
 // expands its masks from a seed it shares with the dealer and receives the
 // dealer words its kind gives it (for every built-in kind only party 1 gets
 // any; a networked model owner draws its own with

@@ -66,21 +66,21 @@ func (c *counting) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 	return c.Provider.Material(ctx, r)
 }
 
-// A rehearsal learns the items a computation will draw without a dealer;
-// DrawSequence then draws them at once (from a networked dealer: one round
-// trip for the whole sequence).
+// The items a computation will draw are known ahead (protocol.Rehearse
+// learns them by rehearsing it, without a dealer); DrawSequence draws them
+// at once (from a networked dealer: one round trip for the whole sequence).
 func ExampleDrawSequence() {
 	ctx := context.Background()
-	rec := beaver.NewRehearsal(1)
-	t := beaver.Typed{Provider: rec}
-	_, _ = t.Triples(ctx, 4, 8)        // what the computation draws: 8 triples,
-	_, _ = t.TruncPairs(ctx, 4, 8, 16) // then 8 truncation pairs, on stream 4
+	seq := []beaver.Request{ // what the computation draws on stream 4:
+		{Kind: beaver.KindTriple, Stream: 4, N: 8},              // 8 triples,
+		{Kind: beaver.KindTrunc, Stream: 4, N: 8, FracBits: 16}, // then 8 truncation pairs
+	}
 	d, err := beaver.NewDealer()
 	if err != nil {
 		panic(err)
 	}
 	prov, _ := d.Provider(1)
-	err = beaver.DrawSequence(ctx, prov, rec.Requests(), func(i int, m beaver.Material) error {
+	err = beaver.DrawSequence(ctx, prov, seq, func(i int, m beaver.Material) error {
 		fmt.Println(i, m.Kind, len(m.Parts[0]), "words")
 		return nil
 	})

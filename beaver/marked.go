@@ -48,8 +48,9 @@ import (
 // to a non-zero session before it hands out material. It takes the
 // positions from the wrapped provider's Position, so it should wrap the
 // provider that draws on demand (a Dealer's, a Client, an ot.Provider), not
-// a Prefetch, whose producers draw ahead of the positions its caller sees:
-// wrap Marked in the Prefetch instead.
+// a wrapper that serves material drawn ahead of the positions its caller
+// sees (protocol.Prefetch.Wrap): draw the material ahead from Marked
+// instead.
 //
 // File format (JSON, mode 0600, replaced atomically; path "" keeps the
 // marks in memory only):

@@ -13,7 +13,7 @@ import (
 // so on), which build the Request and check the shape of what comes back;
 // a new provider (prefetching, dealer-free, instrumented) implements only
 // these methods, and a wrapper embeds the Provider it wraps and overrides
-// what it changes (usually Material alone; see Prefetch).
+// what it changes (usually Material alone; see Marked).
 //
 // All methods are safe for concurrent use on distinct streams and return an
 // error rather than panic on bad requests; Material blocks until the

@@ -87,11 +87,6 @@ func TestMaterialRequests(t *testing.T) {
 	d := NewDealerWithSeeds(s0, s1)
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
-	pf, err := NewPrefetch(p1, 1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
 	refused := []struct {
 		name string
 		p    Provider
@@ -99,7 +94,6 @@ func TestMaterialRequests(t *testing.T) {
 		want string
 	}{
 		{"counter given", p0, Request{Kind: KindTriple, Stream: 1, Counter: 3, N: 2}, "counter"},
-		{"counter given to a prefetch", pf, Request{Kind: KindTriple, Stream: 1, Counter: 3, N: 2}, "counter"},
 		{"unknown kind", p0, Request{Kind: Kind(255), N: 1}, "unknown kind"},
 	}
 	for _, tc := range refused {
@@ -116,7 +110,6 @@ func TestMaterialRequests(t *testing.T) {
 		want string
 	}{
 		{"weight mask of party 1", p1, 3, "only the model owner"},
-		{"weight mask of party 1 through a prefetch", pf, 3, "only the model owner"},
 		{"negative weight mask", p0, -3, "negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,54 +153,5 @@ func TestMaterialRequests(t *testing.T) {
 	}
 	if _, err := d.core.serve(d.core.defaultSession(), 1, mask); err == nil || !strings.Contains(err.Error(), "unknown kind") {
 		t.Fatalf("dealer served a weight mask: %v", err)
-	}
-}
-
-// TestWrappersAndWeightMasks: Recorder records the stream requests only,
-// a Prefetch schedule cannot hold a weight mask, and a weight mask asked of
-// a Prefetch bypasses the schedule of stream 0 without consuming it.
-func TestWrappersAndWeightMasks(t *testing.T) {
-	ctx := context.Background()
-	s0, s1 := testSeeds(41)
-	d := NewDealerWithSeeds(s0, s1)
-	p0, _ := d.Provider(0)
-	rec := NewRecorder(p0)
-	tp := Typed{rec}
-	if _, err := tp.Triples(ctx, 0, 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tp.WeightMask(ctx, 1, 2, 2); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tp.TruncPairs(ctx, 0, 2, 8); err != nil {
-		t.Fatal(err)
-	}
-	want := []Request{{Kind: KindTriple, N: 2}, {Kind: KindTrunc, N: 2, FracBits: 8}}
-	if got := rec.Requests(); !slices.Equal(got, want) {
-		t.Fatalf("recorded %v, want %v", got, want)
-	}
-
-	q0, _ := NewDealerWithSeeds(s0, s1).Provider(0)
-	pf, err := NewPrefetch(q0, 2, want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pf.Close()
-	p := Typed{pf}
-	if _, err := p.Triples(ctx, 0, 2); err != nil {
-		t.Fatal(err)
-	}
-	w, err := p.WeightMask(ctx, 1, 2, 2)
-	if err != nil {
-		t.Fatalf("weight mask through a prefetch: %v", err)
-	}
-	if direct, _ := (Typed{p0}).WeightMask(ctx, 1, 2, 2); !slices.Equal(w, direct) {
-		t.Fatal("prefetch changed a weight mask")
-	}
-	if got := pf.Position(0); got != 1 {
-		t.Fatalf("position %d after one scheduled item and a weight mask, want 1", got)
-	}
-	if _, err := p.TruncPairs(ctx, 0, 2, 8); err != nil {
-		t.Fatalf("schedule after a weight mask: %v", err)
 	}
 }

@@ -656,7 +656,7 @@ type Client struct {
 
 // SessionBudgeter is implemented by the providers that announce a session
 // budget to a dealer when they bind a session (*Client) and by the wrappers
-// that pass it on to the provider they wrap (*Marked, *Prefetch).
+// that pass it on to the provider they wrap (*Marked).
 // Selection's model owner calls it before BindSession with the budget the
 // selection's public shapes need (selection.DealerBudget).
 type SessionBudgeter interface {
@@ -673,7 +673,6 @@ type SessionBudgeter interface {
 var (
 	_ SessionBudgeter = (*Client)(nil)
 	_ SessionBudgeter = (*Marked)(nil)
-	_ SessionBudgeter = (*Prefetch)(nil)
 )
 
 // SetSessionBudget implements SessionBudgeter: the client announces the

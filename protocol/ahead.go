@@ -2,20 +2,153 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
 )
 
+// This file is the one mechanism that fetches a computation's dealer
+// material ahead of its run: a rehearsal learns the requests (Rehearse:
+// they depend on public shapes alone), a Prefetch draws them as one
+// sequence (beaver.DrawSequence: one round trip to a networked dealer) and
+// serves them back in order, refusing any request that departs from the
+// rehearsal. Session.Ahead runs one computation that way; the batch lanes
+// of a selection (package selection/lanes) prefetch every batch of a phase
+// from the one Script its rehearsal gives.
+
+// ErrOffScript is wrapped by the error of a request that departs from the
+// rehearsed script of its Prefetch, or goes past its end.
+var ErrOffScript = errors.New("protocol: request departs from the rehearsal")
+
+// Script is the sequence of dealer requests a computation draws on its
+// session's stream, learnt by rehearsing it (Rehearse).
+type Script struct {
+	// Requests are the requests of stream kinds, in order, with zero
+	// Stream and Counter fields (weight masks are not part of a script:
+	// they are keyed by weight id, not by stream).
+	Requests []beaver.Request
+	// Bytes is the size of the requests' material for the rehearsing
+	// party.
+	Bytes int64
+}
+
+// Rehearse runs op once on a rehearsal session of party on the stream
+// with id streamID (NewRehearsal) and returns the requests it drew on that
+// stream. op's results are meaningless; what it draws is what its real
+// run on a session of that stream will draw, whatever the values.
+func Rehearse(ctx context.Context, party int, streamID uint32, fp share.FixedPoint, op func(ctx context.Context, s *Session) error) (Script, error) {
+	dry, err := NewRehearsal(party, streamID, fp)
+	if err != nil {
+		return Script{}, err
+	}
+	if err := op(ctx, dry); err != nil {
+		return Script{}, err
+	}
+	return dry.prov.Provider.(*rehearsalProvider).script(streamID), nil
+}
+
+// Prefetch is the material of one Script drawn ahead on one stream: Draw
+// draws it (from any goroutine, once), Material serves it in order to the
+// computation it was rehearsed from, checking each request against the
+// script. Its zero value is not usable; see NewPrefetch.
+type Prefetch struct {
+	stream uint32
+	reqs   []beaver.Request // the script on the stream
+	items  chan aheadItem   // drawn, in order; an error ends it
+
+	// The consumer's side: Material is called by one computation at a
+	// time.
+	mu     sync.Mutex
+	next   int
+	failed error
+}
+
+type aheadItem struct {
+	m   beaver.Material
+	err error
+}
+
+// NewPrefetch returns the (not yet drawn) material of sc on stream.
+func NewPrefetch(sc Script, stream uint32) *Prefetch {
+	reqs := make([]beaver.Request, len(sc.Requests))
+	for i, r := range sc.Requests {
+		r.Stream = stream
+		reqs[i] = r
+	}
+	// One slot more than the items: a failure after the last item is
+	// still delivered without blocking the drawer.
+	return &Prefetch{stream: stream, reqs: reqs, items: make(chan aheadItem, len(reqs)+1)}
+}
+
+// Len returns the number of items of the script.
+func (f *Prefetch) Len() int { return len(f.reqs) }
+
+// Served returns the number of items Material has served.
+func (f *Prefetch) Served() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.next
+}
+
+// Draw draws the script's items from p as one sequence from p's current
+// position on the stream (beaver.DrawSequence) and hands them to Material
+// as each is complete. Call it once; it returns the first error, which
+// Material reports too.
+func (f *Prefetch) Draw(ctx context.Context, p beaver.Provider) error {
+	err := beaver.DrawSequence(ctx, p, f.reqs, func(_ int, m beaver.Material) error {
+		f.items <- aheadItem{m: m}
+		return nil
+	})
+	if err != nil {
+		f.items <- aheadItem{err: err}
+	}
+	return err
+}
+
+// Abort makes err the outcome of a Draw that cannot start (say, the
+// stream could not be positioned); call it instead of Draw.
+func (f *Prefetch) Abort(err error) { f.items <- aheadItem{err: err} }
+
+// Material serves r, the computation's next request on the stream, from
+// the drawn items: it waits for the item if it is not drawn yet, and
+// refuses a request that is not the script's next (a computation that
+// departs from its rehearsal) or one past its end.
+func (f *Prefetch) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed != nil {
+		return beaver.Material{}, f.failed
+	}
+	if f.next >= len(f.reqs) {
+		return beaver.Material{}, fmt.Errorf("%w: %v: more dealer items than the rehearsal drew (%d)", ErrOffScript, r, len(f.reqs))
+	}
+	if want := f.reqs[f.next]; r != want {
+		return beaver.Material{}, fmt.Errorf("%w: dealer item %d is %v where the rehearsal drew %v", ErrOffScript, f.next, r, want)
+	}
+	select {
+	case it := <-f.items:
+		if it.err != nil {
+			f.failed = fmt.Errorf("protocol: dealer items drawn ahead: %w", it.err)
+			return beaver.Material{}, f.failed
+		}
+		f.next++
+		return it.m, nil
+	case <-ctx.Done():
+		return beaver.Material{}, fmt.Errorf("protocol: %v: %w", r, ctx.Err())
+	}
+}
+
 // Ahead runs op on s with its dealer material drawn ahead: it first
-// rehearses op (NewRehearsal) to learn the items op draws on s's stream,
-// then runs op for real while those items are drawn as one sequence
-// (beaver.DrawSequence) in the background, and serves op's requests from
-// that sequence in order. With a networked dealer op then waits for one
-// round trip to the dealer in all, not one per item; rounds and bytes
-// between the parties are unchanged, and so is every item op draws (the
-// same kinds at the same counters).
+// rehearses op (Rehearse) to learn the items op draws on s's stream, then
+// runs op for real while those items are drawn as one sequence (Prefetch)
+// in the background, and serves op's requests from that sequence in order.
+// With a networked dealer op then waits for one round trip to the dealer
+// in all, not one per item; rounds and bytes between the parties are
+// unchanged, and so is every item op draws (the same kinds at the same
+// counters).
 //
 // op runs twice, first on the rehearsal session, whose results are
 // meaningless: op must keep only what its second run produces and must not
@@ -27,88 +160,137 @@ func (s *Session) Ahead(ctx context.Context, op func(ctx context.Context, s *Ses
 	if s.dry {
 		return op(ctx, s)
 	}
-	rec := beaver.NewRehearsal(s.party)
-	dry, err := NewRehearsal(s.party, s.StreamID(), rec, s.fp)
+	sc, err := Rehearse(ctx, s.party, s.StreamID(), s.fp, op)
 	if err != nil {
-		return err
-	}
-	if err := op(ctx, dry); err != nil {
 		return fmt.Errorf("protocol: rehearsal: %w", err)
 	}
-	var seq []beaver.Request
-	for _, r := range rec.Requests() {
-		if r.Stream == s.StreamID() {
-			seq = append(seq, r)
-		}
-	}
-	if len(seq) == 0 {
+	if len(sc.Requests) == 0 {
 		return op(ctx, s)
 	}
 	base := s.prov.Provider
-	q := &aheadProvider{Provider: base, stream: s.StreamID(), seq: seq, items: make(chan aheadItem, len(seq))}
+	pf := NewPrefetch(sc, s.StreamID())
 	dctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		err := beaver.DrawSequence(dctx, base, seq, func(_ int, m beaver.Material) error {
-			q.items <- aheadItem{m: m}
-			return nil
-		})
-		if err != nil {
-			q.items <- aheadItem{err: err}
-		}
+		_ = pf.Draw(dctx, base) // Material reports the error
 	}()
-	s.prov.Provider = q
+	s.prov.Provider = pf.Wrap(base)
 	err = op(ctx, s)
 	s.prov.Provider = base
 	cancel()
 	wg.Wait()
-	if err == nil && q.next != len(seq) {
-		err = fmt.Errorf("protocol: drew %d of the %d dealer items its rehearsal drew", q.next, len(seq))
+	if n := pf.Served(); err == nil && n != pf.Len() {
+		err = fmt.Errorf("protocol: drew %d of the %d dealer items its rehearsal drew", n, pf.Len())
 	}
 	return err
 }
 
-// aheadProvider serves the requests of Ahead's op on its stream from the
-// sequence drawn in the background.
-type aheadProvider struct {
-	beaver.Provider
-	stream uint32
-	seq    []beaver.Request
-	items  chan aheadItem
-	next   int // used only by op's goroutine
-	failed error
+// Wrap returns a provider that serves the requests of stream kinds on f's
+// stream from f (Material) and everything else, weight masks included,
+// from base: the provider of a session whose computation on that stream f
+// was rehearsed from.
+func (f *Prefetch) Wrap(base beaver.Provider) beaver.Provider {
+	return &aheadProvider{Provider: base, pf: f}
 }
 
-type aheadItem struct {
-	m   beaver.Material
-	err error
+// aheadProvider is a Prefetch's Wrap.
+type aheadProvider struct {
+	beaver.Provider
+	pf *Prefetch
 }
 
 // Material implements beaver.Provider.
 func (q *aheadProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	if r.Stream != q.stream {
+	if r.Stream != q.pf.stream {
 		return q.Provider.Material(ctx, r)
 	}
-	if q.failed != nil {
-		return beaver.Material{}, q.failed
-	}
-	if q.next >= len(q.seq) {
-		return beaver.Material{}, fmt.Errorf("protocol: %v: more dealer items than the rehearsal drew (%d)", r, len(q.seq))
-	}
-	if want := q.seq[q.next]; r != want {
-		return beaver.Material{}, fmt.Errorf("protocol: dealer item %d is %v where the rehearsal drew %v", q.next, r, want)
-	}
-	select {
-	case it := <-q.items:
-		if it.err != nil {
-			q.failed = fmt.Errorf("protocol: dealer items drawn ahead: %w", it.err)
-			return beaver.Material{}, q.failed
-		}
-		q.next++
-		return it.m, nil
-	case <-ctx.Done():
-		return beaver.Material{}, fmt.Errorf("protocol: %v: %w", r, ctx.Err())
-	}
+	return q.pf.Material(ctx, r)
 }
+
+// rehearsalProvider is the provider of a rehearsal session (NewRehearsal):
+// it hands out zeros of the right shapes for every request, draws nothing
+// from any dealer, and records the requests of stream kinds in order.
+type rehearsalProvider struct {
+	party int
+
+	mu   sync.Mutex
+	reqs []beaver.Request
+}
+
+var _ beaver.Provider = (*rehearsalProvider)(nil)
+
+// script returns the recorded requests on stream, with zero Stream fields,
+// and the bytes of their material.
+func (r *rehearsalProvider) script(stream uint32) Script {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var sc Script
+	for _, q := range r.reqs {
+		if q.Stream != stream {
+			continue
+		}
+		for _, w := range q.PartWords(r.party) {
+			sc.Bytes += 8 * int64(w)
+		}
+		q.Stream = 0
+		sc.Requests = append(sc.Requests, q)
+	}
+	return sc
+}
+
+// Party implements beaver.Provider.
+func (r *rehearsalProvider) Party() int { return r.party }
+
+// Material implements beaver.Provider: zeros of the shapes q.PartWords
+// gives, and the request recorded.
+func (r *rehearsalProvider) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
+	if err := q.Validate(); err != nil {
+		return beaver.Material{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return beaver.Material{}, err
+	}
+	m := beaver.Material{Kind: q.Kind}
+	for _, w := range q.PartWords(r.party) {
+		var part []uint64
+		if w > 0 {
+			part = make([]uint64, w)
+		}
+		m.Parts = append(m.Parts, part)
+	}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, q)
+	r.mu.Unlock()
+	return m, nil
+}
+
+// WeightMask implements beaver.Provider: k·n zeros, not recorded (a weight
+// mask is no dealer request).
+func (r *rehearsalProvider) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint64, error) {
+	words, err := share.BoundedProduct(beaver.MaxItemWords, k, n)
+	if err != nil {
+		return nil, fmt.Errorf("protocol: rehearsal: weight mask w%d %d×%d: %w", id, k, n, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return make([]uint64, words), nil
+}
+
+// BindSession implements beaver.Provider: a rehearsal draws nothing to
+// bind.
+func (r *rehearsalProvider) BindSession(context.Context, beaver.SessionID) error { return nil }
+
+// Session implements beaver.Provider: a rehearsal is always ready.
+func (r *rehearsalProvider) Session() (beaver.SessionID, bool) { return beaver.SessionID{}, true }
+
+// Position implements beaver.Provider: a rehearsal keeps no counters.
+func (r *rehearsalProvider) Position(uint32) uint64 { return 0 }
+
+// Seek implements beaver.Provider: a rehearsal keeps no counters.
+func (r *rehearsalProvider) Seek(uint32, uint64) error { return nil }
+
+// Stats implements beaver.Provider: a rehearsal has no dealer traffic.
+func (r *rehearsalProvider) Stats() beaver.DealerStats { return beaver.DealerStats{} }

@@ -2,7 +2,9 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -100,19 +102,33 @@ func TestRehearsalDrawsWhatTheRunDraws(t *testing.T) {
 				t.Fatal(err)
 			}
 			for p := range 2 {
-				rec := beaver.NewRehearsal(p)
-				dry, err := NewRehearsal(p, 5, rec, share.DefaultFixedPoint)
+				dry, err := NewRehearsal(p, 5, share.DefaultFixedPoint)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if dry.Stream() != nil || dry.StreamID() != 5 || !dry.Rehearsal() {
 					t.Fatalf("rehearsal session: stream %v, id %d", dry.Stream(), dry.StreamID())
 				}
-				if _, err := op(ctx, dry); err != nil {
+				sc, err := Rehearse(ctx, p, 5, share.DefaultFixedPoint, func(ctx context.Context, s *Session) error {
+					_, err := op(ctx, s)
+					return err
+				})
+				if err != nil {
 					t.Fatalf("party %d rehearsal: %v", p, err)
 				}
-				if got, want := rec.Requests(), r.Out[p]; !slices.Equal(got, want) || len(want) == 0 {
+				want := r.Out[p]
+				got := NewPrefetch(sc, 5).reqs
+				if !slices.Equal(got, want) || len(want) == 0 {
 					t.Errorf("party %d: rehearsal drew %d items %v, the run %d %v", p, len(got), got, len(want), want)
+				}
+				var bytes int64
+				for _, q := range want {
+					for _, w := range q.PartWords(p) {
+						bytes += 8 * int64(w)
+					}
+				}
+				if sc.Bytes != bytes {
+					t.Errorf("party %d: script of %d bytes, its material %d", p, sc.Bytes, bytes)
 				}
 			}
 		})
@@ -179,7 +195,7 @@ func TestAheadRefusesDivergence(t *testing.T) {
 
 // TestAheadOnRehearsal: on a rehearsal session Ahead runs op once.
 func TestAheadOnRehearsal(t *testing.T) {
-	dry, err := NewRehearsal(0, 1, beaver.NewRehearsal(0), share.DefaultFixedPoint)
+	dry, err := NewRehearsal(0, 1, share.DefaultFixedPoint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,16 +210,129 @@ func TestNewRehearsalErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		party int
-		prov  beaver.Provider
 		fp    share.FixedPoint
 	}{
-		{"party", 2, beaver.NewRehearsal(0), share.DefaultFixedPoint},
-		{"provider of the other party", 0, beaver.NewRehearsal(1), share.DefaultFixedPoint},
-		{"nil provider", 0, nil, share.DefaultFixedPoint},
-		{"fixed point", 0, beaver.NewRehearsal(0), share.FixedPoint{FracBits: 70}},
+		{"party", 2, share.DefaultFixedPoint},
+		{"fixed point", 0, share.FixedPoint{FracBits: 70}},
 	} {
-		if _, err := NewRehearsal(tc.party, 1, tc.prov, tc.fp); err == nil {
+		if _, err := NewRehearsal(tc.party, 1, tc.fp); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+		if _, err := Rehearse(context.Background(), tc.party, 1, tc.fp, func(context.Context, *Session) error { return nil }); err == nil {
+			t.Errorf("%s: Rehearse: no error", tc.name)
+		}
+	}
+}
+
+// TestPrefetchServes: a Prefetch serves its script's items, the same as
+// drawing them one by one from the same position, and refuses a request
+// that departs from the script, one past its end, and every request after
+// its drawing failed.
+func TestPrefetchServes(t *testing.T) {
+	ctx := context.Background()
+	sc := Script{Requests: []beaver.Request{{Kind: beaver.KindTriple, N: 4}, {Kind: beaver.KindTrunc, N: 3, FracBits: 16}}}
+	const stream = 7
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name  string
+		abort error            // Abort instead of Draw
+		reqs  []beaver.Request // asked, in order
+		fail  int              // index of the first failing request (-1: none)
+		want  string           // in its error
+	}{
+		{"in order", nil, nil, -1, ""},
+		{"departs", nil, []beaver.Request{{Kind: beaver.KindTriple, Stream: stream, N: 5}}, 0, "rehearsal drew"},
+		{"past the end", nil, nil, 2, "more dealer items"},
+		{"aborted", boom, nil, 0, "boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dealer, err := beaver.NewDealer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			prov, err := dealer.Provider(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			direct, err := dealer.Provider(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pf := NewPrefetch(sc, stream)
+			if tc.abort != nil {
+				pf.Abort(tc.abort)
+			} else if err := pf.Draw(ctx, prov); err != nil {
+				t.Fatal(err)
+			}
+			reqs := tc.reqs
+			if reqs == nil {
+				reqs = slices.Clone(pf.reqs)
+				if tc.fail == len(reqs) {
+					reqs = append(reqs, reqs[0])
+				}
+			}
+			for i, r := range reqs {
+				m, err := pf.Material(ctx, r)
+				if tc.fail >= 0 && i >= tc.fail {
+					if err == nil || !strings.Contains(err.Error(), tc.want) {
+						t.Fatalf("request %d: error %v, want one with %q", i, err, tc.want)
+					}
+					if tc.abort != nil && !errors.Is(err, tc.abort) || tc.abort == nil && !errors.Is(err, ErrOffScript) {
+						t.Fatalf("request %d: error %v wraps neither the abort's nor ErrOffScript", i, err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("request %d: %v", i, err)
+				}
+				w, err := direct.Material(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(m, w) {
+					t.Fatalf("request %d: prefetched material differs from the direct draw", i)
+				}
+			}
+			if want := min(len(reqs), max(tc.fail, 0)); tc.fail >= 0 && pf.Served() != want || tc.fail < 0 && pf.Served() != pf.Len() {
+				t.Errorf("served %d of %d", pf.Served(), pf.Len())
+			}
+		})
+	}
+}
+
+// TestPrefetchWrap: the provider Wrap returns serves only the script's
+// stream from the Prefetch; weight masks and other streams pass straight
+// to the base provider without consuming the script.
+func TestPrefetchWrap(t *testing.T) {
+	ctx := context.Background()
+	dealer := beaver.NewDealerWithSeeds(share.Seed{3}, share.Seed{4})
+	base, err := dealer.Provider(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := beaver.NewDealerWithSeeds(share.Seed{3}, share.Seed{4}).Provider(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := NewPrefetch(Script{Requests: []beaver.Request{{Kind: beaver.KindTriple, N: 2}}}, 7)
+	if err := pf.Draw(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	w := beaver.Typed{Provider: pf.Wrap(base)}
+	mask, err := w.WeightMask(ctx, 1, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := (beaver.Typed{Provider: direct}).WeightMask(ctx, 1, 2, 2); !slices.Equal(mask, want) {
+		t.Error("a weight mask through Wrap differs from the base provider's")
+	}
+	if _, err := w.Triples(ctx, 8, 3); err != nil || base.Position(8) != 1 {
+		t.Errorf("another stream's request: %v, base position %d", err, base.Position(8))
+	}
+	if pf.Served() != 0 {
+		t.Fatalf("served %d before the script's stream was asked", pf.Served())
+	}
+	if _, err := w.Triples(ctx, 7, 2); err != nil || pf.Served() != 1 {
+		t.Errorf("the script's request: %v, served %d", err, pf.Served())
 	}
 }

@@ -80,25 +80,22 @@ func NewSession(ctx context.Context, party int, stream *transport.Stream, prov b
 
 // NewRehearsal returns a session that rehearses a computation without a
 // peer: it runs every step of a protocol as party would on the stream with
-// id streamID, drawing the same sequence of items from prov, but its
-// exchanges go nowhere (what it sends is dropped, what it receives is
-// zeros) and its matrix products are skipped (their results are zeros).
+// id streamID, but its exchanges go nowhere (what it sends is dropped, what
+// it receives is zeros), its matrix products are skipped (their results
+// are zeros) and its provider hands out zeros and records the requests.
 // Its results are meaningless; what it is for is the sequence of requests
 // a computation makes of its provider, which depends only on the public
-// shapes and parameters, never on values: a scheduler records it to fetch
-// the material of batches ahead of their run (see beaver.DrawSequence).
-// Stream returns nil; StreamID returns streamID.
-func NewRehearsal(party int, streamID uint32, prov beaver.Provider, fp share.FixedPoint) (*Session, error) {
+// shapes and parameters, never on values: Rehearse returns it, to fetch
+// the material ahead of the real run (Prefetch). Stream returns nil;
+// StreamID returns streamID.
+func NewRehearsal(party int, streamID uint32, fp share.FixedPoint) (*Session, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("protocol: rehearsal as party %d, want 0 or 1", party)
-	}
-	if prov == nil || prov.Party() != party {
-		return nil, fmt.Errorf("protocol: rehearsal: provider for party %v given to party %d", providerParty(prov), party)
 	}
 	if err := fp.Validate(); err != nil {
 		return nil, fmt.Errorf("protocol: rehearsal: %w", err)
 	}
-	s := &Session{party: party, dry: true, sid: streamID, prov: beaver.Typed{Provider: prov}, fp: fp, gemm: zeroGEMM{}}
+	s := &Session{party: party, dry: true, sid: streamID, prov: beaver.Typed{Provider: &rehearsalProvider{party: party}}, fp: fp, gemm: zeroGEMM{}}
 	var zero share.Seed
 	domain := fmt.Sprintf("rehearsal/stream=%d", streamID)
 	s.inputPRG[0] = share.NewPRG(zero, domain)

@@ -2,13 +2,18 @@ package selection
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/transport"
 )
 
 // TestCheckArchs plays a model owner that lies in the architectures it
@@ -93,6 +98,55 @@ func TestDecodeArchsBomb(t *testing.T) {
 			}
 			if grew > 64<<10 {
 				t.Errorf("decoding a %d-byte message allocated %d bytes", len(c.msg), grew)
+			}
+		})
+	}
+}
+
+// TestDataOwnerChecksArchsWithItsEmbedding: check sets the data owner's
+// evaluator once — the embedding of its pool, whose model the received
+// architectures are then checked against, or a substitute Evaluator, which
+// checks what it needs — so receiveArchs refuses an architecture of another
+// width only in the first case.
+func TestDataOwnerChecksArchsWithItsEmbedding(t *testing.T) {
+	f := newSecureFixture(t)
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov, err := dealer.Provider(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := &valueEvaluator{}
+	for _, c := range []struct {
+		name    string
+		eval    Evaluator
+		refused bool
+	}{{"embedding", nil, true}, {"substitute evaluator", sub, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			_, do := f.owners([2]string{})
+			do.Evaluator = c.eval
+			c0, c1 := transport.Pipe(transport.Options{})
+			defer c0.Close()
+			defer c1.Close()
+			r := &dataOwnerRun{d: do, runner: newRunner(1, do.Params, c1, prov, quiet(), nil, &checkpointStore{party: 1})}
+			r.seq = 17
+			if err := r.check(); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := r.eval.(*dataEvaluator); c.eval == nil && (!ok || r.archEmb != &f.target.Config) || c.eval != nil && (r.eval != c.eval || r.archEmb != nil) {
+				t.Fatalf("evaluator %T, architectures checked against %v", r.eval, r.archEmb)
+			}
+			arch := secure.Arch{Family: model.ViT, Layers: 1, Heads: 2, HeadDim: 8, Hidden: 64, Seq: 17, Labels: 10, MLPHidden: 8}
+			b, _ := json.Marshal([]secure.Arch{arch, arch})
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			go func() { _ = c0.Stream(StreamControl).SendBytes(ctx, b) }()
+			r.ctrl = c1.Stream(StreamControl)
+			_, err := r.receiveArchs(ctx)
+			if refused := err != nil; refused != c.refused || refused && !strings.Contains(err.Error(), "embedding model") {
+				t.Errorf("receiveArchs: %v (want refused: %v)", err, c.refused)
 			}
 		})
 	}

@@ -43,8 +43,8 @@ const topKMaxSteps = 8
 // where prepare_i is the work of sharing phase i's proxy and batch_i that
 // of one full batch of its secure forward (a partial last batch draws
 // less), both the sum of DealerWork over the requests of a rehearsal
-// (protocol.NewRehearsal over beaver.NewRehearsal: the requests of a
-// computation depend on its shapes alone) with a random network of archs[i]
+// (protocol.Rehearse: the requests of a computation depend on its shapes
+// alone) with a random network of archs[i]
 // (secure.RandomNet: costs do not depend on weights); topK is QuickSelect's
 // bound (topKWork: (⌊C/64⌋ + 1 + s) times the rehearsed work of a step of
 // 64 comparisons, with C = n(n−1)/2 and s = 1 when one sort step orders
@@ -103,18 +103,14 @@ func dealerBudget(ctx context.Context, p Params, eval Evaluator, archs []secure.
 // rehearse runs op on a rehearsal session of party 0 and returns the dealer
 // work of the requests it drew.
 func rehearse(ctx context.Context, fp share.FixedPoint, op func(*protocol.Session) error) (uint64, error) {
-	rec := beaver.NewRehearsal(0)
-	s, err := protocol.NewRehearsal(0, 1, rec, fp)
+	sc, err := protocol.Rehearse(ctx, 0, 1, fp, func(_ context.Context, s *protocol.Session) error { return op(s) })
 	if err != nil {
-		return 0, err
-	}
-	if err := op(s); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	return beaver.Work(rec.Requests()), nil
+	return beaver.Work(sc.Requests), nil
 }
 
 // phaseWork rehearses phase i's preparation of arch and one full batch of

@@ -12,6 +12,7 @@ import (
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -154,8 +155,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("selection: params: workers %d (1..%d)", p.Workers, MaxWorkers)
 	case p.Pipeline != PipelineOn && p.Pipeline != PipelineOff:
 		return fmt.Errorf("selection: params: pipeline %q (on or off)", p.Pipeline)
-	case len(p.Schedule) > maxPhases:
-		return fmt.Errorf("selection: params: %d phases (at most %d)", len(p.Schedule), maxPhases)
+	case len(p.Schedule) > lanes.MaxPhases:
+		return fmt.Errorf("selection: params: %d phases (at most %d)", len(p.Schedule), lanes.MaxPhases)
 	}
 	switch p.Appraisal {
 	case AppraiseNone, AppraiseMean, AppraiseThreshold:
@@ -180,16 +181,16 @@ func (p Params) Validate() error {
 }
 
 // checkLanes checks that every lane's batches fit the lane's dealer
-// counters (maxLaneBatches). Run checks it with the parameters' real pool
-// size (Validate does not: binaries validate their flags with a
+// counters (lanes.MaxLaneBatches). Run checks it with the parameters' real
+// pool size (Validate does not: binaries validate their flags with a
 // placeholder pool size before reading the pool).
 func (p Params) checkLanes() error {
 	p = p.withDefaults()
 	if p.BatchSize <= 0 || p.Workers <= 0 {
 		return nil // Validate reports these
 	}
-	if per := ((p.PoolSize-p.Bootstrap+p.BatchSize-1)/p.BatchSize + p.Workers - 1) / p.Workers; per > maxLaneBatches {
-		return fmt.Errorf("selection: params: %d batches per lane (at most %d): raise the batch size or the workers", per, maxLaneBatches)
+	if per := ((p.PoolSize-p.Bootstrap+p.BatchSize-1)/p.BatchSize + p.Workers - 1) / p.Workers; per > lanes.MaxLaneBatches {
+		return fmt.Errorf("selection: params: %d batches per lane (at most %d): raise the batch size or the workers", per, lanes.MaxLaneBatches)
 	}
 	return nil
 }
@@ -233,7 +234,7 @@ type Evaluator interface {
 	// weight id to use (distinct per phase and run so that weight masks are
 	// never shared by two different matrices). The model owner's Prepare, and
 	// the Forward of what it returns, are also called on rehearsal sessions
-	// (s.Rehearsal(): no stream, material from a beaver.Rehearsal) to learn
+	// (s.Rehearsal(): no stream, material of zeros; protocol.Rehearse) to learn
 	// the dealer work of a phase (DealerBudget) and of a batch (prefetch):
 	// there they must not read s.Stream().
 	Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, weightBase uint64) (Forwarder, error)

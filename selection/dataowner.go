@@ -13,6 +13,7 @@ import (
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -23,6 +24,10 @@ type dataOwnerRun struct {
 	*runner
 	d    *DataOwner
 	eval Evaluator // d.Evaluator, or the embedding of the pool (set by check)
+	// archEmb is the embedding model the received architectures are
+	// checked against (set by check; nil with a substitute Evaluator,
+	// which checks what it needs).
+	archEmb *model.Config
 }
 
 func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
@@ -56,7 +61,7 @@ func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Epoch: r.st.Epoch}
 	// 3. This epoch's correlated randomness and sessions.
-	if err := r.sched.start(ctx, r.st.Epoch); err != nil {
+	if err := r.sched.Start(ctx, r.st.Epoch); err != nil {
 		return nil, err
 	}
 	// 4. Coin, dealer session, bootstrap.
@@ -133,7 +138,7 @@ func (r *dataOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 }
 
 // receiveArchs receives the proxies' architectures and checks them against
-// the schedule and the embedding model. The message is at most
+// the schedule and the embedding model (r.archEmb). The message is at most
 // archsMessageBound(n) bytes (decodeArchs refuses a longer one before
 // decoding anything).
 func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) {
@@ -142,11 +147,7 @@ func (r *dataOwnerRun) receiveArchs(ctx context.Context) ([]secure.Arch, error) 
 	if err != nil {
 		return nil, fmt.Errorf("selection: receive architectures: %w", err)
 	}
-	var emb *model.Config
-	if de, ok := r.eval.(*dataEvaluator); ok {
-		emb = &de.emb.Config
-	} // a substitute Evaluator checks what it needs
-	return decodeArchs(b, emb, r.p.Schedule, n, r.seq)
+	return decodeArchs(b, r.archEmb, r.p.Schedule, n, r.seq)
 }
 
 // maxArchBytes bounds one architecture's JSON in the model owner's message:
@@ -163,7 +164,7 @@ func archsMessageBound(n int) int { return 2 + n*(maxArchBytes+1) }
 // one into a list of n, so that no message, however it declares its
 // contents, makes it allocate more than n architectures.
 func decodeArchs(b []byte, emb *model.Config, sched []Phase, n, seq int) ([]secure.Arch, error) {
-	if n < 0 || n > maxPhases || len(sched) != n {
+	if n < 0 || n > lanes.MaxPhases || len(sched) != n {
 		return nil, fmt.Errorf("selection: %d architectures for %d phases", n, len(sched))
 	}
 	if lim := archsMessageBound(n); len(b) > lim {

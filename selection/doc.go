@@ -88,18 +88,19 @@
 //     (StreamSession); the batches run on Params.Workers lanes, lane w on
 //     stream StreamSlotBase+w with its own protocol session, taking the
 //     pending batches w, w+W, ... in order, each batch from its own range
-//     of the lane's dealer counters (one batch scheduler assigns batches to
-//     lanes and positions the provider's counters). With Params.Pipeline
+//     of the lane's dealer counters (one batch scheduler, package
+//     selection/lanes, assigns batches to lanes and positions the
+//     provider's counters). With Params.Pipeline
 //     on (the default) all lanes run at once, so the exchanges of the
 //     batches in flight share each round trip, and the dealer material of
 //     the batches is fetched ahead, within Params.MemoryBudget: before the
 //     lanes start, each party rehearses a full batch and the partial last
-//     one (protocol.NewRehearsal: the forward run against nobody, to learn
-//     the dealer items a batch draws, which depend on shapes alone), so
-//     every lane's batches, the first included, draw their items as one
-//     pipelined sequence (beaver.DrawSequence: one round trip to a
-//     networked dealer per batch, not one per item); each QuickSelect step
-//     draws its items ahead likewise (protocol.Session.Ahead). The lanes
+//     one (protocol.Rehearse: the forward run against nobody, to learn the
+//     dealer items a batch draws, which depend on shapes alone), so every
+//     lane's batches, the first included, draw their items as one
+//     pipelined sequence (protocol.Prefetch: one round trip to a networked
+//     dealer per batch, not one per item); each QuickSelect step draws its
+//     items ahead by the same mechanism (protocol.Session.Ahead). The lanes
 //     are served by priority: one lane per core computes at once (a
 //     protocol.ComputeGate slot, given back while the lane waits for its
 //     peer), and both the slots and the link's frames go to the oldest
@@ -235,9 +236,9 @@
 // Material is addressed by (stream, counter), so two epochs never touch the
 // same item even with a deterministic dealer (same seeds): a run takes
 // fewer than 2^40 items per stream (phases, a lane's batches and a batch's
-// items are bounded: maxPhases, maxLaneBatches, maxBatchItems, the last
-// checked before each draw). A fresh dealer (beaver.NewDealer) after a
-// restart is also fine.
+// items are bounded: lanes.MaxPhases, lanes.MaxLaneBatches and
+// lanes.MaxBatchItems, the last checked before each draw). A fresh dealer
+// (beaver.NewDealer) after a restart is also fine.
 //
 // Independently of the epochs, each party keeps persistent high-water
 // marks of the positions it drew (beaver.Marked, in MarksFile: per stream

@@ -21,8 +21,7 @@ import (
 // protocol from party 0's side, in order.
 type modelOwnerRun struct {
 	*runner
-	m    *ModelOwner
-	eval Evaluator // m.Evaluator, or the secure forward of the proxies once they exist
+	m *ModelOwner
 }
 
 func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
@@ -48,7 +47,7 @@ func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
 	d.seq = peer.Seq
 	res := &Result{Epoch: d.st.Epoch}
 	// 3. This epoch's correlated randomness and sessions.
-	if err := d.sched.start(ctx, d.st.Epoch); err != nil {
+	if err := d.sched.Start(ctx, d.st.Epoch); err != nil {
 		return nil, err
 	}
 	// 4. Coin, dealer session (announcing the budget of the proxies' shapes),
@@ -64,13 +63,14 @@ func (d *modelOwnerRun) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.Bootstrap = append([]int(nil), d.st.Bootstrap...)
-	// 5. Architectures.
-	archs, err := d.announceArchs(ctx)
+	// 5. Architectures, of the proxies that now exist.
+	eval := d.evaluator()
+	archs, err := d.announceArchs(ctx, eval)
 	if err != nil {
 		return nil, err
 	}
 	// 6. Phases and appraisal.
-	if err := d.selectAll(ctx, seed, d.eval, archs, d.shareThreshold, res); err != nil {
+	if err := d.selectAll(ctx, seed, eval, archs, d.shareThreshold, res); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -93,22 +93,19 @@ func (d *modelOwnerRun) budget(ctx context.Context) (uint64, error) {
 // session, which it loads), or those that proxy.Generate will make from
 // the target (generatedArchs), rehearsed on random weights.
 func (d *modelOwnerRun) plannedArchs() (Evaluator, []secure.Arch, error) {
-	if d.eval == nil && d.m.Proxies == nil && d.st.BootstrapDone {
+	if d.m.Evaluator == nil && d.m.Proxies == nil && d.st.BootstrapDone {
 		if err := d.loadProxies(); err != nil {
 			return nil, nil, err
 		}
 	}
-	eval := d.eval
-	if eval == nil && d.m.Proxies != nil {
-		eval = &modelEvaluator{proxies: d.m.Proxies}
-	}
-	if eval == nil {
+	if d.m.Evaluator == nil && d.m.Proxies == nil {
 		if d.m.Target == nil {
 			return nil, nil, fmt.Errorf("no target, proxies or evaluator")
 		}
 		archs, err := generatedArchs(d.m.Target.Config, d.m.generateConfig(d.p), d.seq)
 		return archEvaluator{}, archs, err
 	}
+	eval := d.evaluator()
 	archs := make([]secure.Arch, len(d.p.Schedule))
 	for i := range archs {
 		a, err := eval.Arch(i, d.seq)
@@ -124,7 +121,7 @@ func (d *modelOwnerRun) plannedArchs() (Evaluator, []secure.Arch, error) {
 // proxies; on a resumed run it reloads the saved proxies.
 func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 	if d.st.BootstrapDone {
-		if d.eval == nil {
+		if d.m.Evaluator == nil {
 			return d.loadProxies()
 		}
 		return nil
@@ -163,10 +160,11 @@ func (d *modelOwnerRun) modelConfig() *model.Config {
 }
 
 // makeProxies labels the bootstrap sample and generates the proxies (unless
-// given), saving them in the state directory.
+// given, or replaced by a substitute Evaluator), saving them in the state
+// directory.
 func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.Input) error {
 	m := d.m
-	if d.eval != nil {
+	if m.Evaluator != nil {
 		return nil
 	}
 	if m.Proxies == nil {
@@ -190,7 +188,6 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 			}
 		}
 	}
-	d.eval = &modelEvaluator{proxies: m.Proxies}
 	return nil
 }
 
@@ -214,18 +211,25 @@ func (d *modelOwnerRun) loadProxies() error {
 			m.Proxies = append(m.Proxies, p)
 		}
 	}
-	d.eval = &modelEvaluator{proxies: m.Proxies}
 	return nil
 }
 
-// announceArchs sends the proxies' public architectures.
-func (d *modelOwnerRun) announceArchs(ctx context.Context) ([]secure.Arch, error) {
-	if d.eval == nil {
-		d.eval = &modelEvaluator{proxies: d.m.Proxies}
+// evaluator returns the model owner's side of the secure forward: the
+// substitute Evaluator, or the secure forward of the proxies (given,
+// generated at the bootstrap or reloaded on a resumed run: call it once
+// they exist).
+func (d *modelOwnerRun) evaluator() Evaluator {
+	if d.m.Evaluator != nil {
+		return d.m.Evaluator
 	}
+	return &modelEvaluator{proxies: d.m.Proxies}
+}
+
+// announceArchs sends the public architectures of eval's proxies.
+func (d *modelOwnerRun) announceArchs(ctx context.Context, eval Evaluator) ([]secure.Arch, error) {
 	out := make([]secure.Arch, len(d.p.Schedule))
 	for i := range out {
-		a, err := d.eval.Arch(i, d.seq)
+		a, err := eval.Arch(i, d.seq)
 		if err != nil {
 			return nil, fmt.Errorf("selection: phase %d architecture: %w", i+1, err)
 		}

@@ -32,7 +32,7 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 	if m == nil {
 		return nil, fmt.Errorf("selection: nil model owner")
 	}
-	d := &modelOwnerRun{m: m, eval: m.Evaluator,
+	d := &modelOwnerRun{m: m,
 		runner: newRunner(0, m.Params, conn, prov, m.Logger, m.OnProgress, &checkpointStore{dir: m.StateDir, party: 0})}
 	d.onAbort = m.onAbort
 	return guard(ctx, d.runner, d.check, d.run)
@@ -60,7 +60,7 @@ func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.P
 		d.revealed = r
 		d.mu.Unlock()
 	}}
-	r := &dataOwnerRun{d: d, eval: d.Evaluator,
+	r := &dataOwnerRun{d: d,
 		runner: newRunner(1, d.Params, conn, prov, d.Logger, d.OnProgress, store)}
 	r.forgeEpoch = d.forgeEpoch
 	r.onAbort = d.onAbort

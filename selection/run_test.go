@@ -15,6 +15,7 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -213,7 +214,7 @@ func TestParamsValidate(t *testing.T) {
 		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
 		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
 		{"pipeline", func(p *Params) { p.Pipeline = "maybe" }},
-		{"phases", func(p *Params) { p.Schedule = make([]Phase, maxPhases+1) }},
+		{"phases", func(p *Params) { p.Schedule = make([]Phase, lanes.MaxPhases+1) }},
 		{"fixed point", func(p *Params) { p.FixedPoint = share.FixedPoint{FracBits: 40, IntBits: 40} }},
 	}
 	if err := ok.Validate(); err != nil {

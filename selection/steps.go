@@ -11,6 +11,7 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/selection/topk"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -30,7 +31,7 @@ type runner struct {
 	log        *slog.Logger
 	onProgress func(Progress)
 	store      *checkpointStore
-	sched      *scheduler
+	sched      *lanes.Scheduler // set by beginEpoch (markProvider)
 	embHash    string
 	seq        int
 	// forgeEpoch (tests) replaces the epoch counted by beginEpoch.
@@ -49,8 +50,7 @@ type runner struct {
 
 func newRunner(party int, p Params, conn *transport.Conn, prov beaver.Provider, log *slog.Logger, onProgress func(Progress), store *checkpointStore) *runner {
 	p = p.withDefaults()
-	return &runner{party: party, p: p, conn: conn, prov: prov, log: log, onProgress: onProgress, store: store,
-		sched: newScheduler(party, conn, prov, p)}
+	return &runner{party: party, p: p, conn: conn, prov: prov, log: log, onProgress: onProgress, store: store}
 }
 
 // checkProvider checks that the provider is the party's.
@@ -136,7 +136,12 @@ func (r *runner) markProvider() error {
 		return &StateError{Path: path, Err: err}
 	}
 	r.prov = m
-	r.sched = newScheduler(r.party, r.conn, m, r.p)
+	r.sched, err = lanes.New(lanes.Config{Party: r.party, Conn: r.conn, Provider: m, FixedPoint: r.p.FixedPoint,
+		BatchSize: r.p.BatchSize, Workers: r.p.Workers, Pipeline: r.p.Pipeline != PipelineOff, MemoryBudget: r.p.MemoryBudget,
+		ControlStream: StreamSession, LaneStreamBase: StreamSlotBase})
+	if err != nil {
+		return fmt.Errorf("selection: %w", err)
+	}
 	return nil
 }
 
@@ -215,7 +220,7 @@ func (r *runner) coin(ctx context.Context, toss func(context.Context, *transport
 	if err := r.announceBudget(ctx); err != nil {
 		return seed, err
 	}
-	return seed, r.sched.bind(ctx, dealerSession(seed))
+	return seed, r.sched.Bind(ctx, dealerSession(seed))
 }
 
 // announceBudget hands the runner's dealerBudget to a provider that
@@ -276,19 +281,27 @@ func (r *runner) selectAll(ctx context.Context, seed share.Seed, eval Evaluator,
 	return nil
 }
 
+// online returns this party's traffic so far on the selection's own
+// streams (the clear control stream, the control session and the batch
+// lanes): the online traffic, without that of a provider sharing the
+// connection (ot.Provider makes its correlations on streams of its own).
+func (r *runner) online() transport.Stats {
+	return r.conn.Stream(StreamControl).Stats().Add(r.sched.Online())
+}
+
 // phase runs phase i on the candidates cand: the batches not yet finished,
 // then QuickSelect. It returns the statistics and the entropy shares.
 func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluator, arch secure.Arch, cand []int) (PhaseStats, *share.Tensor, error) {
 	start := time.Now()
-	c0, d0 := r.sched.online(), r.prov.Stats()
+	c0, d0 := r.online(), r.prov.Stats()
 	keep := r.p.keep(i)
-	nb := r.sched.batches(len(cand))
+	nb := r.sched.Batches(len(cand))
 	ps := PhaseStats{In: len(cand), Out: keep, Batches: nb}
 	vals := make([]uint64, len(cand))
 	ph := &r.st.Phases[i]
 	done := make([]bool, nb)
 	for _, b := range ph.Batches {
-		lo, hi := r.sched.span(b.Batch, len(cand))
+		lo, hi := r.sched.Span(b.Batch, len(cand))
 		if b.Batch >= nb || len(b.Shares) != hi-lo {
 			return ps, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i+1, b.Batch, len(cand))
 		}
@@ -302,11 +315,11 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			pending = append(pending, b)
 		}
 	}
-	ctrl := r.sched.control()
+	ctrl := r.sched.Control()
 	if !ph.Done {
 		r0 := ctrl.Stream().Stats().Rounds
 		if len(pending) > 0 {
-			fw, err := eval.Prepare(ctx, ctrl, i, arch, r.sched.weightBase(i))
+			fw, err := eval.Prepare(ctx, ctrl, i, arch, r.sched.WeightBase(i))
 			if err != nil {
 				return ps, nil, fmt.Errorf("selection: phase %d: prepare: %w", i+1, err)
 			}
@@ -314,8 +327,8 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			if err != nil {
 				return ps, nil, err
 			}
-			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.rounds
-			ps.PeakInFlight, ps.Prefetched, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.peakInFlight, rs.prefetched, rs.peakHeld, rs.batchBytes
+			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.Rounds
+			ps.PeakInFlight, ps.Prefetched, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.PeakInFlight, rs.Prefetched, rs.PeakHeld, rs.BatchBytes
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
@@ -336,13 +349,13 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			return ps, nil, err
 		}
 	}
-	c1, d1 := r.sched.online().Sub(c0), r.prov.Stats()
+	c1, d1 := r.online().Sub(c0), r.prov.Stats()
 	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
 	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.Seconds = time.Since(start).Seconds()
 	r.logf().Info("selection: phase done", "party", r.party, "phase", i+1, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
 		"forward_rounds", ps.ForwardRounds, "select_rounds", ps.SelectRounds, "bytes_sent", ps.BytesSent, "seconds", ps.Seconds,
-		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.budget)
+		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.MemoryBudget())
 	t, _ := share.FromData(vals, len(vals))
 	return ps, t, nil
 }
@@ -350,7 +363,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 // forwardBatches runs the pending batches of a phase on the scheduler's
 // lanes; after every batch its shares are checkpointed (batches may finish
 // in any order: each has its own batch file) and progress is reported.
-func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (runStats, error) {
+func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (lanes.Stats, error) {
 	prog := &progress{r: r, phase: phase, already: already, total: total, start: time.Now()}
 	prog.lastLog = prog.start
 	if r.onProgress != nil && total > 0 {
@@ -358,8 +371,8 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 		// batch ends (with a pipeline, the batches end close together).
 		r.onProgress(Progress{Phase: phase, Done: already, Total: total})
 	}
-	return r.sched.runBatches(ctx, phase, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
-		lo, hi := r.sched.span(b, len(cand))
+	return r.sched.Run(ctx, phase, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+		lo, hi := r.sched.Span(b, len(cand))
 		t, err := fw.Forward(ctx, slot, cand[lo:hi])
 		if err == nil && len(t.Data) != hi-lo {
 			err = fmt.Errorf("%d entropies for %d candidates", len(t.Data), hi-lo)
@@ -379,7 +392,7 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 		prog.batchDone(ctx)
 		return nil
 	}, func(ctx context.Context, dry *protocol.Session, b int) error {
-		lo, hi := r.sched.span(b, len(cand))
+		lo, hi := r.sched.Span(b, len(cand))
 		_, err := fw.Forward(ctx, dry, cand[lo:hi])
 		return err
 	})
@@ -426,7 +439,7 @@ func (p *progress) batchDone(ctx context.Context) {
 // With sqrt the last phase's scores are √H (secure.Arch.SqrtEntropy) and are
 // squared first.
 func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []int, sqrt bool, threshold func(*protocol.Session) (*share.Tensor, error)) (*Appraisal, error) {
-	s := r.sched.control()
+	s := r.sched.Control()
 	pos := make(map[int]int, len(keys))
 	for j, k := range keys {
 		pos[k] = j

@@ -134,8 +134,9 @@ func checkProxy(i int, px *proxy.Proxy, st Phase) error {
 	return nil
 }
 
-// check validates the data owner's inputs; it fills r.eval, r.embHash and
-// r.seq.
+// check validates the data owner's inputs; it fills r.eval (once: the
+// substitute Evaluator or the embedding of the pool), r.archEmb, r.embHash
+// and r.seq.
 func (r *dataOwnerRun) check() error {
 	d, e := r.d, r
 	if err := e.p.Validate(); err != nil {
@@ -147,7 +148,9 @@ func (r *dataOwnerRun) check() error {
 	if err := e.checkProvider(); err != nil {
 		return err
 	}
-	if d.Evaluator == nil {
+	if d.Evaluator != nil {
+		e.eval = d.Evaluator
+	} else {
 		if d.Embedding == nil {
 			return fmt.Errorf("selection: data owner: need the public Embedding model (or an Evaluator)")
 		}
@@ -158,6 +161,7 @@ func (r *dataOwnerRun) check() error {
 			return err
 		}
 		e.eval = &dataEvaluator{emb: d.Embedding, pool: d.Pool}
+		e.archEmb = &d.Embedding.Config
 	}
 	if d.Embedding != nil {
 		if err := checkWeights("embedding model", d.Embedding.EmbeddingParams()); err != nil {

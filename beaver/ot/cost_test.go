@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,6 +36,21 @@ func BenchmarkDealerFreeForward(b *testing.B) {
 	}
 }
 
+// recorder records the requests drawn through it (weight masks are no
+// requests: they go to the Provider's WeightMask).
+type recorder struct {
+	beaver.Provider
+	mu   sync.Mutex
+	reqs []beaver.Request
+}
+
+func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, q)
+	r.mu.Unlock()
+	return r.Provider.Material(ctx, q)
+}
+
 type kindCost struct {
 	items          int
 	dealer         int64 // dealer bytes to party 1 (the corrections)
@@ -49,7 +65,7 @@ func dealerFreeForward(b *testing.B, d int) {
 	var sched []beaver.Request
 	var dealerTotal int64
 	_, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
-		rec := beaver.NewRecorder(p.Provider)
+		rec := &recorder{Provider: p.Provider}
 		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), rec, share.DefaultFixedPoint)
 		if err != nil {
 			return struct{}{}, err
@@ -59,7 +75,7 @@ func dealerFreeForward(b *testing.B, d int) {
 			return struct{}{}, err
 		}
 		if p.ID == 1 {
-			sched = rec.Requests()
+			sched = rec.reqs
 			dealerTotal = o.Forward.Dealer.BytesRecv + o.Prepare.Dealer.BytesRecv
 		}
 		return struct{}{}, nil

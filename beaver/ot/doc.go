@@ -25,7 +25,7 @@
 // party, opts) on the parties' own transport connection runs Setup at
 // BindSession on a dedicated stream (DefaultStreamBase) and one generator per
 // beaver stream s on stream DefaultStreamBase+1+s, so protocol code, selection
-// and beaver.Prefetch run unchanged with no dealer. The model owner's weight
+// and protocol.Prefetch run unchanged with no dealer. The model owner's weight
 // masks are expanded from its secret mask seed and the session id.
 //
 // The Provider serves a beaver kind through the Generator registered for

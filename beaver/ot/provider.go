@@ -56,9 +56,10 @@ type ProviderOptions struct {
 //
 // Stats reports the OT traffic (payload bytes of the base OTs and of every
 // generator) in DealerStats' fields; OTStats gives the detail. To run the
-// offline generation ahead of the online phase, bind the provider and wrap
-// it in a beaver.Prefetch with the computation's schedule: both parties'
-// producers then generate each stream's items in schedule order.
+// offline generation ahead of the online phase, bind the provider and draw
+// the computation's rehearsed script (protocol.Rehearse) with a
+// protocol.Prefetch per stream: both parties then generate each stream's
+// items in script order.
 type Provider struct {
 	party    int
 	open     func(id uint32) Conn

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -353,44 +354,60 @@ func TestProviderErrors(t *testing.T) {
 	}
 }
 
-// TestProviderPrefetch wraps both bound providers in beaver.Prefetch with a
-// recorded schedule: the producers generate ahead (the two parties'
-// producers pair up per stream in schedule order), the online calls get
-// correct material, and calls past the schedule still pair up.
+// TestProviderPrefetch draws a script per stream ahead from both bound
+// providers (protocol.Prefetch: the two parties' draws pair up per stream
+// in script order), serves it to the online calls with correct material,
+// and calls past the script still pair up.
 func TestProviderPrefetch(t *testing.T) {
 	p0, p1, _ := providerPair(t)
 	ctx := testCtx(t)
 	var sched []beaver.Request
+	scripts := map[uint32]*protocol.Script{30: {}, 31: {}}
 	for i, r := range providerRequests {
 		r.Stream = uint32(30 + i%2)
 		sched = append(sched, r)
+		q := r
+		q.Stream = 0
+		scripts[r.Stream].Requests = append(scripts[r.Stream].Requests, q)
 	}
-	var pf [2]*beaver.Prefetch
+	var pf [2]map[uint32]*protocol.Prefetch
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
 	for p, pr := range []*Provider{p0, p1} {
-		var err error
-		if pf[p], err = beaver.NewPrefetch(pr, len(sched), sched); err != nil {
+		pf[p] = map[uint32]*protocol.Prefetch{}
+		for st, sc := range scripts {
+			f := protocol.NewPrefetch(*sc, st)
+			pf[p][st] = f
+			wg.Add(1)
+			go func() { defer wg.Done(); errs <- f.Draw(ctx, pr) }()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { pf[p].Close() })
 	}
-	both(t, func() (struct{}, error) { return struct{}{}, pf[0].Ready(ctx) },
-		func() (struct{}, error) { return struct{}{}, pf[1].Ready(ctx) })
-	if pf[0].Offline() == 0 || p0.Stats().Items != int64(len(sched)) {
-		t.Fatalf("nothing generated ahead: offline %v, items %d", pf[0].Offline(), p0.Stats().Items)
+	if p0.Stats().Items != int64(len(sched)) {
+		t.Fatalf("nothing generated ahead: items %d", p0.Stats().Items)
 	}
 	mask := func(id uint64, k, n int) []uint64 {
-		m, err := beaver.Typed{Provider: pf[0]}.WeightMask(ctx, id, k, n)
+		m, err := beaver.Typed{Provider: p0}.WeightMask(ctx, id, k, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	extra := beaver.Request{Kind: beaver.KindTriple, N: 4, Stream: 30}
-	for _, r := range append(slices.Clone(sched), extra) {
-		m0, m1 := both(t, func() (beaver.Material, error) { return pf[0].Material(ctx, r) },
-			func() (beaver.Material, error) { return pf[1].Material(ctx, r) })
+	for _, r := range sched {
+		m0, m1 := both(t, func() (beaver.Material, error) { return pf[0][r.Stream].Material(ctx, r) },
+			func() (beaver.Material, error) { return pf[1][r.Stream].Material(ctx, r) })
 		checkMaterial(t, r, m0, m1, mask)
 	}
+	extra := beaver.Request{Kind: beaver.KindTriple, N: 4, Stream: 30}
+	m0, m1 := both(t, func() (beaver.Material, error) { return p0.Material(ctx, extra) },
+		func() (beaver.Material, error) { return p1.Material(ctx, extra) })
+	checkMaterial(t, extra, m0, m1, mask)
 }
 
 // TestProviderView: what party 1 receives through the provider's request

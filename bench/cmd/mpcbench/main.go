@@ -8,9 +8,10 @@
 // and the offline (material) time; --json prints a JSON array instead of a
 // table. With --link the parties talk over transport's link emulation and the
 // report adds the link model's delay (rounds × latency + busiest direction /
-// bandwidth). By default a first untimed run records each party's requests of
-// correlated randomness and the measured run makes it all ahead with a
-// beaver.Prefetch, so "seconds" is the online phase alone. With --provider ot
+// bandwidth). By default each party first rehearses the op to learn its
+// requests of correlated randomness (protocol.Rehearse) and the measured run
+// draws it all ahead with a protocol.Prefetch, so "seconds" is the online
+// phase alone. With --provider ot
 // there is no dealer: the parties make the material by OT (package
 // beaver/ot) over their own pipe, dealer_bytes counts that OT traffic (both
 // directions, base OTs included) and the offline time includes it.

@@ -164,20 +164,19 @@ const benchStream = 1
 
 // partyRun is one party's observations of one run.
 type partyRun struct {
-	stats    transport.Stats
-	dealer   beaver.DealerStats
-	offline  time.Duration
-	elapsed  time.Duration
-	schedule []beaver.Request
+	stats   transport.Stats
+	dealer  beaver.DealerStats
+	offline time.Duration
+	elapsed time.Duration
 }
 
 // runOp runs op once as both parties (twoparty.Run: a fresh transport.Pipe,
 // with link emulation on both directions when link is set, and a fresh
 // in-process dealer, or with useOT an ot.Provider on the pipe whose base OTs
-// count as offline time). With a schedule per party, material is made ahead
-// by a beaver.Prefetch (offline phase, timed apart); with record, the
-// requests are recorded instead. Both parties start the timed step together.
-func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedule *[2][]beaver.Request, record, useOT bool) ([2]partyRun, error) {
+// count as offline time). With a script per party (rehearse), all material
+// is drawn ahead by a protocol.Prefetch (offline phase, timed apart). Both
+// parties start the timed step together.
+func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, scripts *[2]protocol.Script, useOT bool) ([2]partyRun, error) {
 	sid, err := beaver.NewSessionID()
 	if err != nil {
 		return [2]partyRun{}, err
@@ -198,23 +197,14 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedu
 			base = otp
 		}
 		prov := base
-		var rec *beaver.Recorder
-		switch {
-		case record:
-			rec = beaver.NewRecorder(base)
-			prov = rec
-		case schedule != nil:
+		if scripts != nil {
 			t0 := time.Now()
-			pf, err := beaver.NewPrefetch(base, max(1, len(schedule[p.ID])), schedule[p.ID])
-			if err != nil {
-				return out, err
-			}
-			defer pf.Close()
-			if err := pf.Ready(ctx); err != nil {
+			pf := protocol.NewPrefetch(scripts[p.ID], benchStream)
+			if err := pf.Draw(ctx, base); err != nil {
 				return out, err
 			}
 			out.offline += time.Since(t0)
-			prov = pf
+			prov = pf.Wrap(base)
 		}
 		st := p.Conn.Stream(benchStream)
 		s, err := protocol.NewSession(ctx, p.ID, st, prov, share.DefaultFixedPoint)
@@ -237,17 +227,14 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedu
 		out.stats = st.Stats().Sub(before)
 		d := base.Stats()
 		switch {
-		case useOT && schedule != nil:
+		case useOT && scripts != nil:
 			out.dealer = d // base OTs and all material were made ahead
 		case useOT:
 			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv, Items: d.Items - dBefore.Items} // base OTs included
-		case schedule != nil:
+		case scripts != nil:
 			out.dealer = d // all material was made ahead
 		default:
 			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, Items: d.Items - dBefore.Items}
-		}
-		if rec != nil {
-			out.schedule = rec.Requests()
 		}
 		return out, nil
 	})
@@ -257,24 +244,33 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, schedu
 	return r.Out, nil
 }
 
-// measure runs op and returns its Result. With prefetch, a first untimed run
-// records each party's schedule and the measured run makes all material
-// ahead (offline_seconds) so seconds is the online phase alone. provider is
-// "dealer" or "ot" (the schedule is recorded with the dealer either way: the
-// requests do not depend on the provider).
+// measure runs op and returns its Result. With prefetch, each party first
+// rehearses op (protocol.Rehearse: no peer, no dealer) to learn the
+// requests it draws, and the measured run draws all that material ahead
+// (offline_seconds) so seconds is the online phase alone. provider is
+// "dealer" or "ot" (the requests do not depend on the provider).
 func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, provider string) (Result, error) {
 	shape, n := op.Shape(sc)
 	res := Result{Op: op.Name, Shape: shape, N: n, Provider: provider}
 	useOT := provider == "ot"
-	var sched *[2][]beaver.Request
+	var scripts *[2]protocol.Script
 	if prefetch {
-		rec, err := runOp(ctx, op, sc, nil, nil, true, false)
-		if err != nil {
-			return res, err
+		scripts = new([2]protocol.Script)
+		for party := range scripts {
+			var err error
+			scripts[party], err = protocol.Rehearse(ctx, party, benchStream, share.DefaultFixedPoint, func(ctx context.Context, s *protocol.Session) error {
+				run, err := op.Prepare(ctx, s, sc)
+				if err != nil {
+					return fmt.Errorf("prepare: %w", err)
+				}
+				return run(ctx)
+			})
+			if err != nil {
+				return res, fmt.Errorf("%s: rehearsal: %w", op.Name, err)
+			}
 		}
-		sched = &[2][]beaver.Request{rec[0].schedule, rec[1].schedule}
 	}
-	runs, err := runOp(ctx, op, sc, link, sched, false, useOT)
+	runs, err := runOp(ctx, op, sc, link, scripts, useOT)
 	if err != nil {
 		return res, err
 	}

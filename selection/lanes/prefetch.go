@@ -1,7 +1,8 @@
-package selection
+package lanes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -18,11 +19,11 @@ import (
 // straight from the party's provider.
 type laneProvider struct {
 	beaver.Provider
-	s   *scheduler
+	s   *Scheduler
 	cur atomic.Pointer[phaseFetch]
 }
 
-func newLaneProvider(p beaver.Provider, s *scheduler) *laneProvider {
+func newLaneProvider(p beaver.Provider, s *Scheduler) *laneProvider {
 	return &laneProvider{Provider: p, s: s}
 }
 
@@ -36,12 +37,12 @@ func (l *laneProvider) Material(ctx context.Context, r beaver.Request) (beaver.M
 	return l.Provider.Material(ctx, r)
 }
 
-// phaseFetch is the prefetching state of one runBatches: per lane, its
+// phaseFetch is the prefetching state of one Run: per lane, its
 // pending batches in order and a producer that fetches the next batch's
 // material while the current one runs.
 type phaseFetch struct {
 	base   beaver.Provider
-	s      *scheduler
+	s      *Scheduler
 	phase  int
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -49,17 +50,16 @@ type phaseFetch struct {
 	lanes  []*laneFetch
 	byNum  map[int]*laneBatch
 
-	record    bool             // prefetch: learn the templates by rehearsal
-	tmplMu    sync.Mutex       // guards tmpl, batchBytes and tokens until tmplReady
-	tmpl      []beaver.Request // requests of a full batch, Stream zero
+	record    bool            // prefetch: learn the templates by rehearsal
+	tmplMu    sync.Mutex      // guards tmpl and tokens until tmplReady
+	tmpl      protocol.Script // the template of a full batch
 	tmplReady chan struct{}
 	tokens    chan struct{} // one per full batch of material the budget holds
 
-	batchBytes int64
 	// tail is the template of the phase's last batch when it is partial
 	// (nil if unknown): set by the rehearsal before the producers start,
 	// read-only afterwards.
-	tail       *template
+	tail       *protocol.Script
 	held, peak atomic.Int64
 	prefetched atomic.Int64
 }
@@ -80,54 +80,44 @@ type laneBatch struct {
 	mu         sync.Mutex
 	decided    bool
 	prefetched bool
-	items      chan pfItem   // prefetched material, in request order
 	claimed    chan struct{} // closed when the batch starts
 	fetched    chan struct{} // closed when its prefetched material is all fetched
 	done       chan struct{} // closed when it is finished
 
-	// tmpl is the template lb's prefetched material follows (set when it
-	// is claimed for prefetching, under mu).
-	tmpl template
+	// pre is lb's prefetched material, drawn by the phase's template for
+	// a batch of its size, and bytes its size (set when it is claimed for
+	// prefetching, under mu).
+	pre   *protocol.Prefetch
+	bytes int64
 
 	// The consumer's side, under cmu (prefetched no longer changes once
 	// the batch has started). Never held while waiting for the producer,
 	// who takes mu.
 	cmu   sync.Mutex
-	drawn int
+	drawn int // items drawn directly
 	rec   []beaver.Request
 }
 
-type pfItem struct {
-	m   beaver.Material
-	err error
-}
-
-// template is the sequence of dealer requests of one batch (Stream zero)
-// and the bytes of their material.
-type template struct {
-	reqs  []beaver.Request
-	bytes int64
-}
-
-// templateOf returns the template of lb's size, if known.
-func (pf *phaseFetch) templateOf(lb *laneBatch) (template, bool) {
+// templateOf returns the template of lb's size, if known: the script of
+// a batch's dealer requests (protocol.Rehearse).
+func (pf *phaseFetch) templateOf(lb *laneBatch) (protocol.Script, bool) {
 	if lb.full {
 		if !pf.templateKnown() {
-			return template{}, false
+			return protocol.Script{}, false
 		}
-		return template{pf.tmpl, pf.batchBytes}, true
+		return pf.tmpl, true
 	}
 	if pf.tail != nil {
 		return *pf.tail, true
 	}
-	return template{}, false
+	return protocol.Script{}, false
 }
 
 // beginPhase starts the prefetching of phase's pending batches of n
 // candidates and routes the lanes' requests through it. When rehearse is
 // set and the budget allows prefetching, the phase's template (the dealer
 // requests of a full batch) is recorded first, by rehearsing a full
-// pending batch's run on a session that talks to nobody (see rehearseBatch),
+// pending batch's run on a session that talks to nobody (see rehearse),
 // so that the lanes' first batches are prefetched too.
 func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
 	s := l.s
@@ -140,7 +130,7 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []i
 	}
 	pf.byNum = make(map[int]*laneBatch, len(pending))
 	for j, b := range pending {
-		lo, hi := s.span(b, n)
+		lo, hi := s.Span(b, n)
 		lb := &laneBatch{b: b, lane: j % s.workers, full: hi-lo == s.batchSize, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
 		pf.byNum[b] = lb
 		lf := pf.lanes[lb.lane]
@@ -162,38 +152,32 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []i
 	return pf, nil
 }
 
-// rehearse records the phase's template from a rehearsal of the first full
-// pending batch (none: nothing to record): its run on a protocol.NewRehearsal
-// session over a provider that records the requests and hands out zeros.
-// The requests of a computation depend on its public shapes alone, and
-// every batch checks its own against the template as it draws.
+// rehearse records the phase's templates from rehearsals (protocol.Rehearse:
+// a run on a session that talks to nobody and draws zeros) of the last full
+// pending batch and of the partial last batch, if pending (none: nothing to
+// record). The requests of a computation depend on its public shapes
+// alone, and every batch checks its own against the template as it draws.
 func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run func(context.Context, *protocol.Session, int) error) error {
 	s := pf.s
 	full, tail := -1, -1
 	for _, b := range pending {
-		if lo, hi := s.span(b, n); hi-lo == s.batchSize {
+		if lo, hi := s.Span(b, n); hi-lo == s.batchSize {
 			full = max(full, b)
 		} else {
 			tail = b
 		}
 	}
-	record := func(b int) (template, error) {
-		rec := beaver.NewRehearsal(s.party)
-		sess, err := protocol.NewRehearsal(s.party, s.slotStream(0), rec, s.fp)
+	record := func(b int) (protocol.Script, error) {
+		sc, err := protocol.Rehearse(ctx, s.party, s.slotStream(0), s.fp, func(ctx context.Context, sess *protocol.Session) error {
+			return run(ctx, sess, b)
+		})
 		if err != nil {
-			return template{}, fmt.Errorf("selection: phase %d: rehearsal: %w", pf.phase+1, err)
+			return protocol.Script{}, fmt.Errorf("lanes: phase %d: rehearsal of batch %d: %w", pf.phase+1, b, err)
 		}
-		if err := run(ctx, sess, b); err != nil {
-			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d: %w", pf.phase+1, b, err)
+		if len(sc.Requests) > MaxBatchItems {
+			return protocol.Script{}, fmt.Errorf("lanes: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase+1, b, len(sc.Requests), MaxBatchItems)
 		}
-		reqs := rec.Requests()
-		if len(reqs) > maxBatchItems {
-			return template{}, fmt.Errorf("selection: phase %d: rehearsal of batch %d drew %d dealer items, more than the %d a batch may", pf.phase+1, b, len(reqs), maxBatchItems)
-		}
-		for i := range reqs {
-			reqs[i].Stream = 0
-		}
-		return template{reqs, rec.Bytes()}, nil
+		return sc, nil
 	}
 	pf.tmplMu.Lock()
 	defer pf.tmplMu.Unlock()
@@ -205,7 +189,7 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 		pf.tail = &t
 		if full < 0 {
 			// No full batch to take the budget's measure: the tail's.
-			pf.setTokens(t.bytes)
+			pf.setTokens(t.Bytes)
 		}
 	}
 	if full >= 0 {
@@ -213,17 +197,16 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 		if err != nil {
 			return err
 		}
-		pf.setTemplate(t.reqs, t.bytes)
+		pf.setTemplate(t)
 	}
 	return nil
 }
 
-// setTemplate makes tmpl (requests of a full batch, Stream zero, of bytes
-// of material) the phase's template and hands out the budget's tokens;
-// tmplMu is held.
-func (pf *phaseFetch) setTemplate(tmpl []beaver.Request, bytes int64) {
-	pf.tmpl, pf.batchBytes = tmpl, bytes
-	pf.setTokens(bytes)
+// setTemplate makes t (the script of a full batch) the phase's template
+// and hands out the budget's tokens; tmplMu is held.
+func (pf *phaseFetch) setTemplate(t protocol.Script) {
+	pf.tmpl = t
+	pf.setTokens(t.Bytes)
 	close(pf.tmplReady)
 }
 
@@ -253,8 +236,8 @@ func (l *laneProvider) endPhase() {
 
 // laneOf returns the lane of stream, or nil.
 func (pf *phaseFetch) laneOf(stream uint32) *laneFetch {
-	w := int(stream) - int(StreamSlotBase)
-	if w < 0 || w >= len(pf.lanes) {
+	w := int64(stream) - int64(pf.s.laneBase)
+	if w < 0 || w >= int64(len(pf.lanes)) {
 		return nil
 	}
 	return pf.lanes[w]
@@ -265,7 +248,7 @@ func (pf *phaseFetch) laneOf(stream uint32) *laneFetch {
 func (pf *phaseFetch) stats() (int, int64, int64) {
 	pf.tmplMu.Lock()
 	defer pf.tmplMu.Unlock()
-	return int(pf.prefetched.Load()), pf.peak.Load(), pf.batchBytes
+	return int(pf.prefetched.Load()), pf.peak.Load(), pf.tmpl.Bytes
 }
 
 // begin claims batch b for its lane: it uses the prefetched material if the
@@ -322,11 +305,11 @@ func (pf *phaseFetch) tryToken() bool {
 
 // claimPrefetch marks lb (whose mu is held, and for which a token was
 // taken) as served from prefetched material following t.
-func (pf *phaseFetch) claimPrefetch(lb *laneBatch, t template) {
-	lb.decided, lb.prefetched, lb.tmpl = true, true, t
-	lb.items = make(chan pfItem, len(t.reqs))
+func (pf *phaseFetch) claimPrefetch(lb *laneBatch, t protocol.Script) {
+	lb.decided, lb.prefetched = true, true
+	lb.pre, lb.bytes = protocol.NewPrefetch(t, pf.lanes[lb.lane].stream), t.Bytes
 	pf.prefetched.Add(1)
-	h := pf.held.Add(t.bytes)
+	h := pf.held.Add(t.Bytes)
 	for {
 		p := pf.peak.Load()
 		if h <= p || pf.peak.CompareAndSwap(p, h) {
@@ -344,21 +327,21 @@ func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 	lb.cmu.Lock()
 	defer lb.cmu.Unlock()
 	if lb.prefetched {
-		pf.held.Add(-lb.tmpl.bytes)
+		pf.held.Add(-lb.bytes)
 		pf.tokens <- struct{}{}
-		if ok && lb.drawn != len(lb.tmpl.reqs) {
-			return fmt.Errorf("drew %d dealer items where the phase's template for a batch of its size drew %d (a Forwarder must draw the same sequence for every batch of a size)", lb.drawn, len(lb.tmpl.reqs))
+		if n := lb.pre.Served(); ok && n != lb.pre.Len() {
+			return fmt.Errorf("drew %d dealer items where the phase's template for a batch of its size drew %d (a Forwarder must draw the same sequence for every batch of a size)", n, lb.pre.Len())
 		}
 		return nil
 	}
-	if lb.drawn > maxBatchItems {
-		return fmt.Errorf("drew %d dealer items, more than the %d a batch may", lb.drawn, maxBatchItems)
+	if lb.drawn > MaxBatchItems {
+		return fmt.Errorf("drew %d dealer items, more than the %d a batch may", lb.drawn, MaxBatchItems)
 	}
 	if !ok || !pf.record || !lb.full || !pf.templateKnown() {
 		return nil
 	}
-	if !slices.Equal(lb.rec, pf.tmpl) {
-		return fmt.Errorf("drew %d dealer items that differ from the phase's template for a full batch (%d items; a Forwarder must draw the same sequence for every batch of a size, whatever the values)", len(lb.rec), len(pf.tmpl))
+	if !slices.Equal(lb.rec, pf.tmpl.Requests) {
+		return fmt.Errorf("drew %d dealer items that differ from the phase's template for a full batch (%d items; a Forwarder must draw the same sequence for every batch of a size, whatever the values)", len(lb.rec), len(pf.tmpl.Requests))
 	}
 	return nil
 }
@@ -374,38 +357,26 @@ func (pf *phaseFetch) material(ctx context.Context, lf *laneFetch, r beaver.Requ
 	if !lb.prefetched {
 		// Checked before drawing: the batch's counters stay inside its own
 		// sub-stream (batchCounter), whatever the Forwarder asks.
-		if lb.drawn >= maxBatchItems {
-			return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more than the %d dealer items a batch may", r, maxBatchItems)
+		if lb.drawn >= MaxBatchItems {
+			return beaver.Material{}, fmt.Errorf("lanes: %v: the batch draws more than the %d dealer items a batch may", r, MaxBatchItems)
 		}
 		m, err := pf.base.Material(ctx, r)
 		if err != nil {
 			return m, err
 		}
 		lb.drawn++
-		if pf.record && lb.full && len(lb.rec) < maxBatchItems {
+		if pf.record && lb.full && len(lb.rec) < MaxBatchItems {
 			q := r
 			q.Stream = 0
 			lb.rec = append(lb.rec, q)
 		}
 		return m, nil
 	}
-	i := lb.drawn
-	if i >= len(lb.tmpl.reqs) {
-		return beaver.Material{}, fmt.Errorf("selection: %v: the batch draws more dealer items than the phase's template for a batch of its size (%d)", r, len(lb.tmpl.reqs))
+	m, err := lb.pre.Material(ctx, r)
+	if errors.Is(err, protocol.ErrOffScript) {
+		err = fmt.Errorf("lanes: the batch departs from the phase's template for a batch of its size (a Forwarder must draw the same sequence for every batch of a size, whatever the values): %w", err)
 	}
-	want := lb.tmpl.reqs[i]
-	want.Stream = lf.stream
-	if r != want {
-		return beaver.Material{}, fmt.Errorf("selection: dealer item %d of the batch is %v, the phase's template for a batch of its size drew %v (a Forwarder must draw the same sequence for every batch of a size, whatever the values)", i, r, want)
-	}
-	var it pfItem
-	select {
-	case it = <-lb.items:
-	case <-ctx.Done():
-		return beaver.Material{}, fmt.Errorf("selection: %v: %w", r, ctx.Err())
-	}
-	lb.drawn++
-	return it.m, it.err
+	return m, err
 }
 
 // produce fetches the material of lf's batches, in order, at most one
@@ -478,26 +449,16 @@ func (pf *phaseFetch) produce(lf *laneFetch) {
 }
 
 // fetch draws lb's material, the phase's template on lf's stream from the
-// batch's counters, into lb.items; it reports whether all went well.
+// batch's counters (lb.pre); it reports whether all went well.
 func (pf *phaseFetch) fetch(ctx context.Context, lf *laneFetch, lb *laneBatch) bool {
 	defer close(lb.fetched)
 	if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, lb.b)); err != nil {
-		lb.items <- pfItem{err: fmt.Errorf("selection: prefetch: position dealer stream: %w", err)}
+		lb.pre.Abort(fmt.Errorf("lanes: prefetch: position dealer stream: %w", err))
 		return false
-	}
-	reqs := make([]beaver.Request, len(lb.tmpl.reqs))
-	for i, q := range lb.tmpl.reqs {
-		q.Stream = lf.stream
-		reqs[i] = q
 	}
 	// One sequence: a networked dealer gets every request before it
 	// answers the first, so the batch costs one round trip to it.
-	err := beaver.DrawSequence(ctx, pf.base, reqs, func(_ int, m beaver.Material) error {
-		lb.items <- pfItem{m: m}
-		return nil
-	})
-	if err != nil {
-		lb.items <- pfItem{err: fmt.Errorf("selection: prefetch batch %d: %w", lb.b, err)}
+	if err := lb.pre.Draw(ctx, pf.base); err != nil {
 		return false
 	}
 	return true

@@ -1,4 +1,4 @@
-package selection
+package lanes
 
 import (
 	"context"
@@ -14,52 +14,62 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Stream ids used on the connection.
-const (
-	// StreamControl carries the clear messages (hello, coin, bootstrap, archs).
-	StreamControl uint32 = 1
-	// StreamSession carries the control session (weight sharing, QuickSelect,
-	// appraisal).
-	StreamSession uint32 = 2
-	// StreamSlotBase is the stream of batch lane 0; lane w uses
-	// StreamSlotBase + w.
-	StreamSlotBase uint32 = 16
-)
-
 // EpochShift places each run's correlated randomness in its own counter
 // range: in epoch e every stream starts at counter e << EpochShift.
 const EpochShift = 40
 
 // MaxEpoch bounds the epochs of a session: e << EpochShift must not wrap
-// around, so every epoch lies in 1..MaxEpoch−1. A peer announcing an epoch
-// outside that range is refused (EpochError), and a session whose epochs
-// are used up refuses to run another.
+// around, so every epoch lies in 1..MaxEpoch−1 (Start refuses others).
 const MaxEpoch = 1 << (64 - EpochShift)
-
-// MaxEpochLead is the most a peer's epoch may lead this party's in the
-// handshake. Each party adds one to its own epoch before every run (before
-// the handshake) and both adopt the larger after it, so honest epochs
-// differ only by the runs one party started whose handshake the other
-// never completed (the other side failed or was refused before its own
-// hello): a few, one per manual restart. A larger lead is refused
-// (EpochError): a forging peer can then advance this party's epoch by at
-// most MaxEpochLead per run, and never onto an epoch it already used.
-const MaxEpochLead = 1024
 
 // Within an epoch, a lane's stream gives batch b of phase i the counters
 // from epoch<<EpochShift | i<<phaseShift | (b/W)<<batchShift on: each batch
 // its own dealer sub-stream, whatever the order in which batches run or
 // finish, and the same one with the pipeline on or off.
 const (
-	phaseShift     = 32
-	batchShift     = 18
-	maxPhases      = 1 << (EpochShift - phaseShift)
-	maxLaneBatches = 1 << (phaseShift - batchShift)
-	// maxBatchItems is the most dealer items one batch may draw.
-	maxBatchItems = 1 << batchShift
+	phaseShift = 32
+	batchShift = 18
 )
 
-// scheduler is the batch scheduler of one party's run, the one place that
+// Bounds of the counter layout: a session's phases, a lane's batches in a
+// phase, and the dealer items of one batch.
+const (
+	// MaxPhases is the most phases of a run.
+	MaxPhases = 1 << (EpochShift - phaseShift)
+	// MaxLaneBatches is the most batches one lane runs in a phase.
+	MaxLaneBatches = 1 << (phaseShift - batchShift)
+	// MaxBatchItems is the most dealer items one batch may draw.
+	MaxBatchItems = 1 << batchShift
+)
+
+// Config is what one party's Scheduler is built from: both parties build
+// theirs from the same public parameters, so that their lanes meet.
+type Config struct {
+	// Party is this party: 0 (model owner) or 1 (data owner).
+	Party int
+	// Conn is the connection to the peer.
+	Conn *transport.Conn
+	// Provider is the party's provider of correlated randomness (the
+	// scheduler positions its counters and prefetches from it).
+	Provider beaver.Provider
+	// FixedPoint is the sessions' fixed-point encoding.
+	FixedPoint share.FixedPoint
+	// BatchSize is the number of candidates of a full batch (≥ 1).
+	BatchSize int
+	// Workers is the number of batch lanes W (≥ 1).
+	Workers int
+	// Pipeline runs every lane at once and prefetches; off, one batch runs
+	// at a time and nothing is prefetched.
+	Pipeline bool
+	// MemoryBudget bounds the bytes of prefetched material held at once
+	// (≤ 0: nothing is prefetched).
+	MemoryBudget int64
+	// ControlStream is the control session's stream; lane w's stream is
+	// LaneStreamBase + w. They must not overlap.
+	ControlStream, LaneStreamBase uint32
+}
+
+// Scheduler is the batch scheduler of one party's run, the one place that
 // decides where the secure computation runs: which streams exist, which
 // protocol session (the control session or a batch lane's) runs what,
 // which batch goes to which lane and when, where the provider's counters
@@ -68,7 +78,7 @@ const (
 // from the same public parameters, so their lanes meet.
 //
 // The j-th pending batch of a phase runs on lane j mod W (W =
-// Params.Workers), on the lane's stream StreamSlotBase+w and protocol
+// Config.Workers), on the lane's stream LaneStreamBase+w and protocol
 // session, with the dealer counters of its own sub-stream (batchCounter).
 // Each lane runs its batches in order. With the pipeline on, every lane
 // runs at once (a batch starts as soon as its lane's previous batch is
@@ -79,12 +89,13 @@ const (
 // done), whatever each party's mode: the schedule cannot deadlock.
 //
 // With the pipeline on, the dealer material of upcoming batches is
-// prefetched (see prefetcher): the first full batch of a phase records the
-// sequence of requests (the secure forward is data-oblivious: every full
-// batch draws the same sequence), and from then on each lane's next batch
-// is fetched while the lane's current batch runs, as long as the material
-// held fits in Params.MemoryBudget.
-type scheduler struct {
+// prefetched (prefetch.go): a rehearsal of a full batch of the phase
+// (protocol.Rehearse) gives the script of its dealer requests (the secure
+// forward is data-oblivious: every full batch draws the same sequence),
+// and each lane's next batch is drawn by that script (protocol.Prefetch)
+// while the lane's current batch runs, as long as the material held fits
+// in Config.MemoryBudget.
+type Scheduler struct {
 	party     int
 	conn      *transport.Conn
 	prov      beaver.Provider
@@ -93,6 +104,8 @@ type scheduler struct {
 	workers   int
 	pipeline  bool
 	budget    int64
+	ctrlID    uint32
+	laneBase  uint32
 
 	epoch uint64
 	ctrl  *protocol.Session
@@ -103,67 +116,85 @@ type scheduler struct {
 	gate *protocol.ComputeGate
 }
 
-// newScheduler returns the scheduler of p (after defaults) for party.
-func newScheduler(party int, conn *transport.Conn, prov beaver.Provider, p Params) *scheduler {
-	s := &scheduler{party: party, conn: conn, prov: prov, fp: p.FixedPoint, batchSize: p.BatchSize, workers: p.Workers,
-		pipeline: p.Pipeline != PipelineOff, budget: p.MemoryBudget}
+// New returns the scheduler of c; it opens no session (Start does).
+func New(c Config) (*Scheduler, error) {
+	switch {
+	case c.Party != 0 && c.Party != 1:
+		return nil, fmt.Errorf("lanes: party %d, want 0 or 1", c.Party)
+	case c.Conn == nil:
+		return nil, fmt.Errorf("lanes: nil connection")
+	case c.Provider == nil || c.Provider.Party() != c.Party:
+		return nil, fmt.Errorf("lanes: no provider of party %d", c.Party)
+	case c.BatchSize < 1 || c.Workers < 1:
+		return nil, fmt.Errorf("lanes: batches of %d on %d lanes, want ≥ 1 of each", c.BatchSize, c.Workers)
+	case uint64(c.LaneStreamBase)+uint64(c.Workers) > 1<<32:
+		return nil, fmt.Errorf("lanes: %d lanes from stream %d overflow the stream ids", c.Workers, c.LaneStreamBase)
+	case c.ControlStream >= c.LaneStreamBase && uint64(c.ControlStream) < uint64(c.LaneStreamBase)+uint64(c.Workers):
+		return nil, fmt.Errorf("lanes: control stream %d is a lane's (%d..%d)", c.ControlStream, c.LaneStreamBase, uint64(c.LaneStreamBase)+uint64(c.Workers)-1)
+	}
+	s := &Scheduler{party: c.Party, conn: c.Conn, prov: c.Provider, fp: c.FixedPoint, batchSize: c.BatchSize, workers: c.Workers,
+		pipeline: c.Pipeline, budget: c.MemoryBudget, ctrlID: c.ControlStream, laneBase: c.LaneStreamBase}
 	if !s.pipeline || s.budget < 0 {
 		s.budget = 0
 	}
-	s.lanes = newLaneProvider(prov, s)
+	s.lanes = newLaneProvider(c.Provider, s)
 	if s.pipeline {
 		s.gate = protocol.NewComputeGate(runtime.GOMAXPROCS(0))
 	}
-	return s
+	return s, nil
 }
 
-// streams returns the streams whose correlated randomness the scheduler
+// Streams returns the streams whose correlated randomness the scheduler
 // positions: the control session's, then each lane's.
-func (s *scheduler) streams() []uint32 {
-	out := []uint32{StreamSession}
+func (s *Scheduler) Streams() []uint32 {
+	out := []uint32{s.ctrlID}
 	for w := range s.workers {
 		out = append(out, s.slotStream(w))
 	}
 	return out
 }
 
-// online returns this party's traffic so far on the selection's own
-// streams (the clear control stream, the control session and the batch
-// lanes): the online traffic, without that of a provider sharing the
-// connection (ot.Provider makes its correlations on streams of its own).
-func (s *scheduler) online() transport.Stats {
-	st := s.conn.Stream(StreamControl).Stats()
-	for _, id := range s.streams() {
+// Online returns this party's traffic so far on the scheduler's streams
+// (the control session and the batch lanes): online traffic only, without
+// that of a provider sharing the connection (ot.Provider makes its
+// correlations on streams of its own).
+func (s *Scheduler) Online() transport.Stats {
+	var st transport.Stats
+	for _, id := range s.Streams() {
 		st = st.Add(s.conn.Stream(id).Stats())
 	}
 	return st
 }
 
+// MemoryBudget returns the bytes of prefetched material the scheduler may
+// hold at once (0: it prefetches nothing).
+func (s *Scheduler) MemoryBudget() int64 { return s.budget }
+
 // slotStream is the stream of batch lane w.
-func (s *scheduler) slotStream(w int) uint32 { return StreamSlotBase + uint32(w) }
+func (s *Scheduler) slotStream(w int) uint32 { return s.laneBase + uint32(w) }
 
 // batchCounter is the first counter of batch b of phase on its lane's
 // stream in this epoch. A lane's batches ascend by at least W (it takes
 // every W-th pending batch), so their counter ranges ascend too.
-func (s *scheduler) batchCounter(phase, b int) uint64 {
+func (s *Scheduler) batchCounter(phase, b int) uint64 {
 	return s.epoch<<EpochShift | uint64(phase)<<phaseShift | uint64(b/s.workers)<<batchShift
 }
 
-// start begins epoch: it moves every stream's provider counter to
+// Start begins epoch: it moves every stream's provider counter to
 // epoch<<EpochShift, so that no two runs of a session touch the same
 // material, and opens the control session and the lanes' sessions (their
 // setup exchanges run concurrently: one round trip for all).
-func (s *scheduler) start(ctx context.Context, epoch uint64) error {
+func (s *Scheduler) Start(ctx context.Context, epoch uint64) error {
 	if epoch == 0 || epoch >= MaxEpoch {
-		return fmt.Errorf("selection: start epoch %d: outside 1..%d", epoch, MaxEpoch-1)
+		return fmt.Errorf("lanes: start epoch %d: outside 1..%d", epoch, MaxEpoch-1)
 	}
 	s.epoch = epoch
 	if err := s.position(); err != nil {
 		return err
 	}
 	var err error
-	if s.ctrl, err = protocol.NewSession(ctx, s.party, s.conn.Stream(StreamSession), s.prov, s.fp); err != nil {
-		return fmt.Errorf("selection: control session: %w", err)
+	if s.ctrl, err = protocol.NewSession(ctx, s.party, s.conn.Stream(s.ctrlID), s.prov, s.fp); err != nil {
+		return fmt.Errorf("lanes: control session: %w", err)
 	}
 	s.slots = make([]*protocol.Session, s.workers)
 	errs := make([]error, s.workers)
@@ -178,7 +209,7 @@ func (s *scheduler) start(ctx context.Context, epoch uint64) error {
 	wg.Wait()
 	for w, err := range errs {
 		if err != nil {
-			return fmt.Errorf("selection: batch lane %d session: %w", w, err)
+			return fmt.Errorf("lanes: batch lane %d session: %w", w, err)
 		}
 	}
 	return nil
@@ -186,60 +217,60 @@ func (s *scheduler) start(ctx context.Context, epoch uint64) error {
 
 // position moves every stream's provider counter to the epoch's first,
 // epoch<<EpochShift.
-func (s *scheduler) position() error {
-	for _, id := range s.streams() {
+func (s *Scheduler) position() error {
+	for _, id := range s.Streams() {
 		if err := s.prov.Seek(id, s.epoch<<EpochShift); err != nil {
-			return fmt.Errorf("selection: start epoch %d: %w", s.epoch, err)
+			return fmt.Errorf("lanes: start epoch %d: %w", s.epoch, err)
 		}
 	}
 	return nil
 }
 
-// bind keys all further correlated randomness by the dealer session id,
+// Bind keys all further correlated randomness by the dealer session id,
 // then positions the streams again (where they already are): a provider
 // that keeps persistent high-water marks per session (beaver.Marked, as
-// Run wraps it) checks the epoch's counters against the session's marks
+// selection wraps it) checks the epoch's counters against the session's marks
 // before anything is drawn.
-func (s *scheduler) bind(ctx context.Context, id beaver.SessionID) error {
+func (s *Scheduler) Bind(ctx context.Context, id beaver.SessionID) error {
 	if err := s.prov.BindSession(ctx, id); err != nil {
-		return fmt.Errorf("selection: dealer session: %w", err)
+		return fmt.Errorf("lanes: dealer session: %w", err)
 	}
 	return s.position()
 }
 
-// control returns the control session (weight sharing, QuickSelect,
-// appraisal).
-func (s *scheduler) control() *protocol.Session { return s.ctrl }
+// Control returns the control session (weight sharing, QuickSelect,
+// appraisal) of the running epoch.
+func (s *Scheduler) Control() *protocol.Session { return s.ctrl }
 
-// weightBase is the first weight id of phase in this epoch: distinct per
+// WeightBase is the first weight id of phase in this epoch: distinct per
 // phase and run, so that weight masks never serve two different matrices.
-func (s *scheduler) weightBase(phase int) uint64 {
+func (s *Scheduler) WeightBase(phase int) uint64 {
 	return s.epoch<<EpochShift | uint64(phase)<<32
 }
 
-// batches returns the number of batches of n candidates.
-func (s *scheduler) batches(n int) int { return (n + s.batchSize - 1) / s.batchSize }
+// Batches returns the number of batches of n candidates.
+func (s *Scheduler) Batches(n int) int { return (n + s.batchSize - 1) / s.batchSize }
 
-// span returns the candidate positions [lo, hi) of batch b of n candidates.
-func (s *scheduler) span(b, n int) (lo, hi int) {
+// Span returns the candidate positions [lo, hi) of batch b of n candidates.
+func (s *Scheduler) Span(b, n int) (lo, hi int) {
 	return b * s.batchSize, min((b+1)*s.batchSize, n)
 }
 
-// runStats are the scheduler's figures of one runBatches.
-type runStats struct {
-	// rounds is the forward's critical path: the largest number of rounds
+// Stats are the scheduler's figures of one Run.
+type Stats struct {
+	// Rounds is the forward's critical path: the largest number of rounds
 	// a lane took with the pipeline on, their sum with it off.
-	rounds int64
-	// peakInFlight is the most batches that ran at once.
-	peakInFlight int
-	// prefetched counts the batches whose material was fetched ahead.
-	prefetched int
-	// peakHeld is the most bytes of prefetched material held at once, and
-	// batchBytes the material of one full batch (0 before it is known).
-	peakHeld, batchBytes int64
+	Rounds int64
+	// PeakInFlight is the most batches that ran at once.
+	PeakInFlight int
+	// Prefetched counts the batches whose material was fetched ahead.
+	Prefetched int
+	// PeakHeld is the most bytes of prefetched material held at once, and
+	// BatchBytes the material of one full batch (0 when not rehearsed).
+	PeakHeld, BatchBytes int64
 }
 
-// runBatches runs do for every batch of pending (ascending batch numbers of
+// Run runs do for every batch of pending (ascending batch numbers of
 // phase, whose n candidates make batches of span), pending[j] on lane j mod
 // W, each lane's batches in order: with the pipeline on, all lanes at once;
 // with it off, one batch at a time in ascending order. Each batch starts at its own dealer counters (batchCounter), drawn
@@ -251,11 +282,11 @@ type runStats struct {
 // without keeping anything: the scheduler rehearses one full batch before
 // the lanes start, to learn the dealer requests of a batch and prefetch the
 // material of every lane's batches from the start (see beginPhase).
-func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (runStats, error) {
-	var st runStats
+func (s *Scheduler) Run(ctx context.Context, phase, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (Stats, error) {
+	var st Stats
 	for i := 1; i < len(pending); i++ {
 		if pending[i] <= pending[i-1] {
-			return st, fmt.Errorf("selection: phase %d: pending batches not ascending", phase+1)
+			return st, fmt.Errorf("lanes: phase %d: pending batches not ascending", phase+1)
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -322,25 +353,25 @@ func (s *scheduler) runBatches(ctx context.Context, phase, n int, pending []int,
 	for w, slot := range s.slots {
 		r := slot.Stream().Stats().Rounds - r0[w]
 		if s.pipeline {
-			st.rounds = max(st.rounds, r) // the lanes' rounds overlap
+			st.Rounds = max(st.Rounds, r) // the lanes' rounds overlap
 		} else {
-			st.rounds += r // one batch after another
+			st.Rounds += r // one batch after another
 		}
 	}
-	st.peakInFlight = int(peak.Load())
-	st.prefetched, st.peakHeld, st.batchBytes = pf.stats()
+	st.PeakInFlight = int(peak.Load())
+	st.Prefetched, st.PeakHeld, st.BatchBytes = pf.stats()
 	if firstErr == nil && ctx.Err() != nil {
-		firstErr = fmt.Errorf("selection: phase %d: %w", phase+1, ctx.Err())
+		firstErr = fmt.Errorf("lanes: phase %d: %w", phase+1, ctx.Err())
 	}
 	return st, firstErr
 }
 
 // runOne runs batch b on lane w: from its prefetched material, or after
 // seeking the lane's stream to the batch's counters.
-func (s *scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int, do func(ctx context.Context, slot *protocol.Session, batch int) error) error {
+func (s *Scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int, do func(ctx context.Context, slot *protocol.Session, batch int) error) error {
 	lb, err := pf.begin(ctx, b)
 	if err != nil {
-		return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
+		return fmt.Errorf("lanes: phase %d batch %d: %w", phase+1, b, err)
 	}
 	slot := s.slots[w]
 	if s.pipeline {
@@ -348,13 +379,13 @@ func (s *scheduler) runOne(ctx context.Context, pf *phaseFetch, phase, b, w int,
 		// sends first, the others fill the gaps (see protocol.ComputeGate).
 		if err := slot.Enter(ctx, s.gate, int64(b)); err != nil {
 			pf.finish(lb, false)
-			return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
+			return fmt.Errorf("lanes: phase %d batch %d: %w", phase+1, b, err)
 		}
 	}
 	err = do(ctx, slot, b)
 	slot.Leave()
 	if ferr := pf.finish(lb, err == nil); err == nil && ferr != nil {
-		err = fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, ferr)
+		err = fmt.Errorf("lanes: phase %d batch %d: %w", phase+1, b, ferr)
 	}
 	return err
 }

@@ -1,0 +1,151 @@
+package lanes
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// TestSchedulerAssignsBatches: both parties' schedulers run batch pending[j]
+// on lane j mod W (the same stream on both sides), every batch once; a
+// failing batch's error is returned rather than the cancellation it causes
+// in the other slots; weight ids are distinct per phase and epoch.
+func TestSchedulerAssignsBatches(t *testing.T) {
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	ctx := context.Background()
+	var scheds [2]*Scheduler
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for party, c := range []*transport.Conn{c0, c1} {
+		prov, err := dealer.Provider(party)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheds[party], err = New(Config{Party: party, Conn: c, Provider: prov, FixedPoint: share.DefaultFixedPoint,
+			BatchSize: 4, Workers: 3, Pipeline: true, MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[party] = scheds[party].Start(ctx, 3)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	pending := []int{0, 2, 3, 5, 6, 7, 9}
+	var mu sync.Mutex
+	ran := [2]map[int]uint32{{}, {}}
+	for party := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[party] = scheds[party].Run(ctx, 0, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				if _, dup := ran[party][b]; dup {
+					t.Errorf("party %d: batch %d ran twice", party, b)
+				}
+				ran[party][b] = slot.StreamID()
+				return nil
+			}, nil)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	for j, b := range pending {
+		want := 16 + uint32(j%3)
+		if ran[0][b] != want || ran[1][b] != want {
+			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
+		}
+	}
+	if len(ran[0]) != len(pending) {
+		t.Errorf("%d batches ran, want %d", len(ran[0]), len(pending))
+	}
+
+	boom := errors.New("boom")
+	_, err = scheds[0].Run(ctx, 1, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+		if b == 3 {
+			return boom
+		}
+		// The others wait for the cancellation, which needs batch 3 to
+		// run: a batch that waits for anything but its peer gives its
+		// compute slot back first (protocol.ComputeGate).
+		slot.Leave()
+		<-ctx.Done()
+		return ctx.Err()
+	}, nil)
+	if !errors.Is(err, boom) {
+		t.Errorf("error %v, want the failing batch's", err)
+	}
+
+	if a, b := scheds[0].WeightBase(0), scheds[0].WeightBase(1); a == b || a>>EpochShift != 3 {
+		t.Errorf("weight bases %x, %x", a, b)
+	}
+	if n := scheds[0].Batches(9); n != 3 {
+		t.Errorf("9 candidates in %d batches of 4", n)
+	}
+	if lo, hi := scheds[0].Span(2, 9); lo != 8 || hi != 9 {
+		t.Errorf("span of the last batch [%d, %d)", lo, hi)
+	}
+}
+
+// TestNewRefuses: a Config that cannot schedule (another party's provider,
+// no lanes or batches, overlapping or overflowing streams) is an error, and
+// so is an epoch outside 1..MaxEpoch−1.
+func TestNewRefuses(t *testing.T) {
+	dealer, err := beaver.NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := dealer.Provider(0)
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	good := Config{Party: 0, Conn: c0, Provider: p0, FixedPoint: share.DefaultFixedPoint, BatchSize: 4, Workers: 2, ControlStream: 2, LaneStreamBase: 16}
+	if _, err := New(good); err != nil {
+		t.Fatalf("good config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"party", func(c *Config) { c.Party = 2 }},
+		{"other party's provider", func(c *Config) { c.Party = 1 }},
+		{"no connection", func(c *Config) { c.Conn = nil }},
+		{"no provider", func(c *Config) { c.Provider = nil }},
+		{"no lanes", func(c *Config) { c.Workers = 0 }},
+		{"empty batches", func(c *Config) { c.BatchSize = 0 }},
+		{"control stream on a lane", func(c *Config) { c.ControlStream = 17 }},
+		{"lanes past the last stream", func(c *Config) { c.LaneStreamBase = 1<<32 - 1 }},
+	} {
+		c := good
+		tc.edit(&c)
+		if _, err := New(c); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	s, _ := New(good)
+	for _, e := range []uint64{0, MaxEpoch} {
+		if err := s.Start(context.Background(), e); err == nil {
+			t.Errorf("epoch %d: no error", e)
+		}
+	}
+}
