@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/transport"
 )

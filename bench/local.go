@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 

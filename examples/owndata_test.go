@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 )
 
 // writeTokenizerJSON writes a Hugging Face tokenizer.json of an uncased

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
 )
 
 // Fit an MLP to LayerNorm's reciprocal square root for variances observed around

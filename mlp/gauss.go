@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
 )
 
 // Observer accumulates the inputs a nonlinear module sees: running per-feature

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
 )
 
 func gaussian(in int, mu, sd float64) Gaussian {

@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
 )
 
 // DefaultPoints is the paper's size of a synthesised data set (5.12 million rows).

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
 )
 
 // TestTrainPinned pins, for fixed small configurations and seeds, a hash of

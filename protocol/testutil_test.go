@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"math"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // DefaultTwoQuadC is MPCFormer's shift c of the 2Quad softmax (x+c)²/Σ(x+c)².

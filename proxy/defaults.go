@@ -5,7 +5,7 @@ import (
 	"math"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // Defaults of Config.WithDefaults. The fine-tuning schedules are the ones the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 func TestDefaultPoints(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // Distill makes the proxies track the target's own predictions rather than

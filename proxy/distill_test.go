@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 func TestWeightedCrossEntropy(t *testing.T) {

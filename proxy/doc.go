@@ -1,5 +1,5 @@
 // Package proxy generates the proxy models of SelectFormer (§4.2 of the paper) from
-// a target transformer (package proxy/model) and the labelled bootstrap set S_boot,
+// a target transformer (package nn/model) and the labelled bootstrap set S_boot,
 // evaluates them in plaintext (per-sample entropy) and saves/loads them.
 //
 // Generate follows the paper:

@@ -3,8 +3,8 @@ package proxy_test
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // Spearman compares proxy entropies with the target's (ties get average ranks).

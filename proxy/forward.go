@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // Kind distinguishes SelectFormer proxies from the MPCFormer-style baseline.

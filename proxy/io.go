@@ -12,9 +12,9 @@ import (
 	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
-	"github.com/selectformer/selectformer/proxy/safetensors"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/safetensors"
 )
 
 // File names of a saved proxy directory.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // Shape is the shape ⟨l, w, d⟩ of a proxy: the proxy of one phase of the

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // fixture is a tiny ViT target trained once per test binary on MNIST digits, with

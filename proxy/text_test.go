@@ -9,10 +9,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/mlp"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // tinyText returns a tiny BERT target and a padded bootstrap set of random tokens.

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/transport"
 )
 

@@ -7,9 +7,9 @@ import (
 	"math/bits"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/topk"
 	"github.com/selectformer/selectformer/share"

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"

@@ -10,8 +10,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"

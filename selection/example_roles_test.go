@@ -6,8 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )

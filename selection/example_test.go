@@ -7,8 +7,8 @@ import (
 	"sync"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/sessiontest"
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/sessiontest"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
@@ -120,7 +120,7 @@ func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) 
 	sessionPairFP(t, share.DefaultFixedPoint, f)
 }
 
-// The helpers shared with selection/topk's tests (internal/sessiontest).
+// The helpers shared with selection/topk's tests (internal/harness/sessiontest).
 var (
 	sessionPairFP      = sessiontest.PairFP
 	shareFromDataOwner = sessiontest.ShareFromDataOwner

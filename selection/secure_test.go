@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // The checks below run before a party says anything to its peer, so that a

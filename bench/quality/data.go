@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/dataset"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 )
 
 // Data sets of the evaluation.

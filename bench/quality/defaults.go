@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // Header opens bench/QUALITY.md.

@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
 	"github.com/selectformer/selectformer/selection"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/selectformer/selectformer/internal/dataset"
+	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/proxy"
 )
 

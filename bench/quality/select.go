@@ -6,8 +6,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/selectformer/selectformer/internal/dataset"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn"
 )
 
 // TopK returns the k candidates with the largest scores (scores[i] belongs to

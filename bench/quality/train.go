@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // Clone returns a deep copy of m (same configuration, parameter values

@@ -48,7 +48,7 @@ import (
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/internal/atomicfile"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 

@@ -42,7 +42,7 @@ import (
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )

@@ -3,9 +3,9 @@ package secure
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // msg returns the bytes one message of w ring words costs on the wire

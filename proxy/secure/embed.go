@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/share"
 )
 

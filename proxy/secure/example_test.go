@@ -6,8 +6,8 @@ import (
 	"math"
 
 	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/proxy/secure"
 )
 

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/share"
 )
 

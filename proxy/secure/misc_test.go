@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 )
 
 // TestForwardBadInputs checks that bad inputs end both parties with errors,

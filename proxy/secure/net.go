@@ -6,9 +6,9 @@ import (
 	"math/rand/v2"
 
 	"github.com/selectformer/selectformer/mlp"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
 )
 
 // Arch is the public architecture of a network evaluated by Forward: both

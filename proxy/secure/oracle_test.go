@@ -3,8 +3,8 @@ package secure
 import (
 	"testing"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/nn"
+	"github.com/selectformer/selectformer/nn"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/share"
 )
 

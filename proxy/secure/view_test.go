@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/share"
 )
 

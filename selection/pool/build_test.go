@@ -18,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/internal/atomicfile"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // writePNG writes img as a PNG file at dir/name (creating directories).

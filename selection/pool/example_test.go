@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 )
 
 // Input returns the pool as the input of a checkpoint with configuration

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 )
 
 // gz compresses raw as the encoders do.

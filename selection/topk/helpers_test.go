@@ -1,11 +1,11 @@
 package topk
 
 import (
-	"github.com/selectformer/selectformer/internal/sessiontest"
+	"github.com/selectformer/selectformer/internal/harness/sessiontest"
 	"github.com/selectformer/selectformer/share"
 )
 
-// The helpers shared with selection's tests (internal/sessiontest).
+// The helpers shared with selection's tests (internal/harness/sessiontest).
 var (
 	sessionPairFP      = sessiontest.PairFP
 	shareFromDataOwner = sessiontest.ShareFromDataOwner

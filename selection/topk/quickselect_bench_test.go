@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 )

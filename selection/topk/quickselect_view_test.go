@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/twoparty"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 )

@@ -24,9 +24,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/selectformer/selectformer/internal/dataset"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/safetensors"
+	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/safetensors"
 )
 
 // NumClasses is the number of MNIST classes.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 

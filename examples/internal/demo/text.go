@@ -9,10 +9,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/selectformer/selectformer/internal/dataset"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/safetensors"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/safetensors"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 	"github.com/selectformer/selectformer/selection/pool"
 )
 

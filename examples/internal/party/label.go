@@ -23,8 +23,8 @@ import (
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/internal/atomicfile"
-	"github.com/selectformer/selectformer/proxy/model"
-	"github.com/selectformer/selectformer/proxy/wordpiece"
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/nn/wordpiece"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/selection/pool"
 )

@@ -17,8 +17,8 @@ import (
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/proxy/model"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/selection"
 )
 

