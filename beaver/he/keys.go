@@ -1,0 +1,141 @@
+package he
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/tuneinsight/lattigo/v6/ring"
+	"github.com/tuneinsight/lattigo/v6/utils/sampling"
+)
+
+// SeedSize is the size of the public seeds from which the second component
+// of seeded ciphertexts is expanded.
+const SeedSize = 32
+
+// SecretKey is P0's secret key: a uniform ternary polynomial s. It never
+// leaves P0.
+type SecretKey struct {
+	s  []int8    // coefficients in {−1, 0, 1}
+	sQ ring.Poly // s in R_Q, NTT domain
+	sD ring.Poly // s in the auxiliary decryption ring, NTT domain
+}
+
+// PublicKey is P0's public key (p0, p1) = (−p1·s + e, p1), p1 expanded from
+// Seed. P1 adds a fresh encryption of zero under it to every output
+// ciphertext, so that the ciphertext's c1, which P0 receives, does not
+// reveal A.
+type PublicKey struct {
+	Seed [SeedSize]byte
+	P0   ring.Poly // NTT domain
+}
+
+// keyFrom reads a fresh 32-byte key from rnd (crypto/rand when nil).
+func keyFrom(rnd io.Reader) ([]byte, error) {
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	k := make([]byte, SeedSize)
+	if _, err := io.ReadFull(rnd, k); err != nil {
+		return nil, fmt.Errorf("he: randomness: %w", err)
+	}
+	return k, nil
+}
+
+// prngFor returns lattigo's keyed PRNG (BLAKE2b XOF) for key, a domain label
+// and an index, so independent streams come from one key.
+func prngFor(key []byte, domain byte, idx uint64) *sampling.KeyedPRNG {
+	k := make([]byte, 0, len(key)+9)
+	k = append(k, key...)
+	k = append(k, domain)
+	k = binary.LittleEndian.AppendUint64(k, idx)
+	p, err := sampling.NewKeyedPRNG(k)
+	if err != nil {
+		panic(err) // only on an invalid key length, which cannot happen here
+	}
+	return p
+}
+
+// PRNG domains.
+const (
+	domPK      = 'p' // public key's p1 (public)
+	domWeights = 'w' // weight ciphertexts' c1 (public)
+	domSecret  = 's' // secret key
+	domErr     = 'e' // errors (private)
+	domMask    = 'm' // P1's re-randomisation and flood (private)
+)
+
+// KeyGen is P0's key generation: a secret key and the public key to send to
+// P1 (message size Sizes.PublicKey). rnd supplies 64 bytes of key material
+// (crypto/rand when nil).
+func (s *Scheme) KeyGen(rnd io.Reader) (*SecretKey, *PublicKey, error) {
+	key, err := keyFrom(rnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	seed, err := keyFrom(rnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	ts, err := ring.NewTernarySampler(prngFor(key, domSecret, 0), s.rq, ring.Ternary{P: 2.0 / 3}, false)
+	if err != nil {
+		return nil, nil, fmt.Errorf("he: ternary sampler: %w", err)
+	}
+	sQ := s.rq.NewPoly()
+	ts.Read(sQ)
+	sk := &SecretKey{s: make([]int8, s.n), sQ: sQ, sD: s.rd.NewPoly()}
+	q0 := s.p.Q[0]
+	for j, v := range sQ.Coeffs[0] {
+		switch v {
+		case 0:
+		case 1:
+			sk.s[j] = 1
+		case q0 - 1:
+			sk.s[j] = -1
+		default:
+			return nil, nil, fmt.Errorf("he: ternary sampler gave %d", v)
+		}
+	}
+	s.rq.NTT(sQ, sQ)
+	s.liftSmall(sk.s, s.rd, sk.sD)
+	s.rd.NTT(sk.sD, sk.sD)
+
+	pk := &PublicKey{P0: s.rq.NewPoly()}
+	copy(pk.Seed[:], seed)
+	p1 := s.pkP1(pk)
+	e := s.rq.NewPoly()
+	ring.NewGaussianSampler(prngFor(key, domErr, 0), s.rq, s.gauss(), false).Read(e)
+	s.rq.NTT(e, e)
+	s.rq.MulCoeffsBarrett(p1, sQ, pk.P0)
+	s.rq.Sub(e, pk.P0, pk.P0)
+	return sk, pk, nil
+}
+
+func (s *Scheme) gauss() ring.DiscreteGaussian {
+	return ring.DiscreteGaussian{Sigma: s.p.Sigma, Bound: s.p.ErrBound}
+}
+
+// pkP1 expands the public key's p1 (NTT domain) from its seed.
+func (s *Scheme) pkP1(pk *PublicKey) ring.Poly {
+	p1 := s.rq.NewPoly()
+	ring.NewUniformSampler(prngFor(pk.Seed[:], domPK, 0), s.rq).Read(p1)
+	return p1
+}
+
+// liftSmall writes the small signed coefficients v into p (coefficient
+// domain) over ring r.
+func (s *Scheme) liftSmall(v []int8, r *ring.Ring, p ring.Poly) {
+	for i, sr := range r.SubRings {
+		q := sr.Modulus
+		c := p.Coeffs[i]
+		for j, x := range v {
+			switch {
+			case x >= 0:
+				c[j] = uint64(x)
+			default:
+				c[j] = q - uint64(-x)
+			}
+		}
+	}
+}
