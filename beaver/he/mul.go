@@ -54,52 +54,70 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 	}
 	cb := w.cb
 	rb := ceilDiv(m, l.MW)
-	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, rb*cb)}
+	nb := rb * cb
+	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, nb)}
 	var raws []rawBlock
 	if !final {
-		raws = make([]rawBlock, rb*cb)
+		raws = make([]rawBlock, nb)
 	}
 	L := len(s.p.Q)
 	N := s.n
-	parallel(rb, func(ib int) {
-		rows := min(l.MW, m-ib*l.MW)
-		// 128-bit accumulators [jb][comp][prime] of N words, lo and hi.
-		lo := make([][][]uint64, cb*2)
-		hi := make([][][]uint64, cb*2)
-		for i := range lo {
-			lo[i] = make([][]uint64, L)
-			hi[i] = make([][]uint64, L)
-			for p := range L {
-				lo[i][p] = make([]uint64, N)
-				hi[i][p] = make([]uint64, N)
-			}
-		}
-		a := s.rq.NewPoly()
-		for r := range k {
-			a.Zero()
+	plan := w.plan
+	D := plan.d
+	// 128-bit accumulators, index ((bi·2+comp)·L+p)·N+x, NTT domain.
+	accLo := make([]uint64, nb*2*L*N)
+	accHi := make([]uint64, nb*2*L*N)
+	// Tiles of T coefficients keep one tile's accumulators of all blocks in
+	// cache while the weights stream through once.
+	T := N
+	for T > 64 && nb*32*T > 256<<10 {
+		T /= 2
+	}
+	tiles := N / T
+	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
+	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
+	chunk := max(1, min(k, (16<<20)/(rb*L*D*8)))
+	ev := make([]uint64, rb*chunk*L*D)
+	for r0 := 0; r0 < k; r0 += chunk {
+		r1 := min(k, r0+chunk)
+		nr := r1 - r0
+		parallel(rb*nr, func(t int) {
+			ib, rr := t/nr, t%nr
+			rows := min(l.MW, m-ib*l.MW)
+			col := make([]uint64, rows)
 			for i := range rows {
-				v := A[(ib*l.MW+i)*k+r]
-				for p, q := range s.p.Q {
-					a.Coeffs[p][i*l.NW] = liftCentered(v, q)
+				col[i] = A[(ib*l.MW+i)*k+r0+rr]
+			}
+			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
+		})
+		parallel(L*tiles, func(t int) {
+			p, x0 := t/tiles, (t%tiles)*T
+			idx := plan.idx[p][x0 : x0+T]
+			for r := r0; r < r1; r++ {
+				for jb := range cb {
+					w0 := w.c0[r*cb+jb].Coeffs[p][x0 : x0+T]
+					w1 := w.c1[r*cb+jb].Coeffs[p][x0 : x0+T]
+					for ib := range rb {
+						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
+						o0 := (((ib*cb+jb)*2)*L+p)*N + x0
+						o1 := (((ib*cb+jb)*2+1)*L+p)*N + x0
+						macGather(accLo[o0:o0+T], accHi[o0:o0+T], accLo[o1:o1+T], accHi[o1:o1+T], e, idx, w0, w1)
+					}
 				}
 			}
-			s.rq.NTT(a, a)
-			for jb := range cb {
-				ct := r*cb + jb
-				for p := range L {
-					mac(lo[2*jb][p], hi[2*jb][p], a.Coeffs[p], w.c0[ct].Coeffs[p])
-					mac(lo[2*jb+1][p], hi[2*jb+1][p], a.Coeffs[p], w.c1[ct].Coeffs[p])
-				}
-			}
-		}
+		})
+	}
+	parallel(nb, func(bi int) {
+		ib, jb := bi/cb, bi%cb
+		rows := min(l.MW, m-ib*l.MW)
 		c0, c1, u := s.rq.NewPoly(), s.rq.NewPoly(), s.rq.NewPoly()
 		res := make([]uint64, L)
-		for jb := range cb {
-			bi := ib*cb + jb
+		{
 			cols := min(l.NW, n-jb*l.NW)
 			for p, q := range s.p.Q {
-				reduce(c0.Coeffs[p], lo[2*jb][p], hi[2*jb][p], q)
-				reduce(c1.Coeffs[p], lo[2*jb+1][p], hi[2*jb+1][p], q)
+				o0, o1 := ((bi*2)*L+p)*N, ((bi*2+1)*L+p)*N
+				reduce(c0.Coeffs[p], accLo[o0:o0+N], accHi[o0:o0+N], q)
+				reduce(c1.Coeffs[p], accLo[o1:o1+N], accHi[o1:o1+N], q)
 			}
 			// Re-randomise: + (u·p0 + e0, u·p1 + e1).
 			ts, err := ring.NewTernarySampler(prngFor(key, domMask, uint64(3*bi)), s.rq, ring.Ternary{P: 2.0 / 3}, false)
@@ -183,16 +201,21 @@ func floodWords(b []byte, nb int) [3]uint64 {
 	return f
 }
 
-// mac accumulates a[x]·b[x] into the 128-bit accumulators (hi, lo).
-func mac(lo, hi, a, b []uint64) {
-	b = b[:len(a)]
-	lo = lo[:len(a)]
-	hi = hi[:len(a)]
-	for x, av := range a {
-		h, l := bits.Mul64(av, b[x])
+// macGather accumulates ev[idx[x]]·w0[x] into (lo0, hi0) and
+// ev[idx[x]]·w1[x] into (lo1, hi1), 128-bit.
+func macGather(lo0, hi0, lo1, hi1, ev []uint64, idx []uint16, w0, w1 []uint64) {
+	n := len(idx)
+	lo0, hi0, lo1, hi1 = lo0[:n], hi0[:n], lo1[:n], hi1[:n]
+	w0, w1 = w0[:n], w1[:n]
+	for x, j := range idx {
+		av := ev[j]
+		h, l := bits.Mul64(av, w0[x])
 		var c uint64
-		lo[x], c = bits.Add64(lo[x], l, 0)
-		hi[x] += h + c
+		lo0[x], c = bits.Add64(lo0[x], l, 0)
+		hi0[x] += h + c
+		h, l = bits.Mul64(av, w1[x])
+		lo1[x], c = bits.Add64(lo1[x], l, 0)
+		hi1[x] += h + c
 	}
 }
 
@@ -200,5 +223,117 @@ func mac(lo, hi, a, b []uint64) {
 func reduce(dst, lo, hi []uint64, q uint64) {
 	for x := range dst {
 		dst[x] = bits.Rem64(hi[x], lo[x], q)
+	}
+}
+
+// evalPlan turns a column segment of A, placed at X^(i·NW), into its NTT
+// cheaply. With NW a power of two and D = N/NW, the plaintext is a'(X^NW)
+// for a' of degree < D, and its NTT at the points ω_x takes only the D values
+// a'(ζ_j), ζ_j = ω_x^NW the roots of Y^D = −1: a size-D evaluation (direct
+// for small D, lattigo's NTT of degree D otherwise) replaces the size-N NTT,
+// and idx maps each of the N slots to its ζ_j.
+type evalPlan struct {
+	d     int
+	zeta  [][]uint64 // [p][j], direct evaluation
+	idx   [][]uint16 // [p][x] → j
+	small *ring.Ring // degree-D ring, when D > directMax
+}
+
+// directMax is the largest D evaluated directly (D·MW products).
+const directMax = 64
+
+func (s *Scheme) newEvalPlan(nw int) (*evalPlan, error) {
+	L := len(s.p.Q)
+	pl := &evalPlan{d: s.n / nw, zeta: make([][]uint64, L), idx: make([][]uint16, L)}
+	for p := range L {
+		pl.idx[p] = make([]uint16, s.n)
+	}
+	if pl.d == 1 { // a is a constant
+		for p := range L {
+			pl.zeta[p] = []uint64{1}
+		}
+		return pl, nil
+	}
+	v := s.rq.NewPoly()
+	for p := range L {
+		v.Coeffs[p][nw] = 1
+	}
+	s.rq.NTT(v, v)
+	if pl.d > directMax {
+		var err error
+		if pl.small, err = ring.NewRing(pl.d, s.p.Q); err != nil {
+			return nil, fmt.Errorf("he: evaluation ring of degree %d: %w", pl.d, err)
+		}
+		y := pl.small.NewPoly()
+		for p := range L {
+			y.Coeffs[p][1] = 1
+		}
+		pl.small.NTT(y, y)
+		for p := range L {
+			pl.zeta[p] = y.Coeffs[p]
+		}
+	} else {
+		for p := range L {
+			seen := map[uint64]bool{}
+			for _, z := range v.Coeffs[p] {
+				if !seen[z] {
+					seen[z] = true
+					pl.zeta[p] = append(pl.zeta[p], z)
+				}
+			}
+		}
+	}
+	for p := range L {
+		pos := make(map[uint64]int, pl.d)
+		for j, z := range pl.zeta[p] {
+			pos[z] = j
+		}
+		if len(pos) != pl.d || len(pl.zeta[p]) != pl.d {
+			return nil, fmt.Errorf("he: %d evaluation points for NW = %d, want %d", len(pos), nw, pl.d)
+		}
+		for x, z := range v.Coeffs[p] {
+			j, ok := pos[z]
+			if !ok {
+				return nil, fmt.Errorf("he: NTT slot %d of X^%d is no root of Y^%d+1", x, nw, pl.d)
+			}
+			pl.idx[p][x] = uint16(j)
+		}
+	}
+	return pl, nil
+}
+
+// evaluate writes into dst[p·D+j] the value a'(ζ_{p,j}) for the signed
+// column segment col (a' = Σ_i col[i]·Y^i).
+func (s *Scheme) evaluate(pl *evalPlan, col []uint64, dst []uint64) {
+	D := pl.d
+	if pl.small != nil {
+		a := pl.small.NewPoly()
+		for p, q := range s.p.Q {
+			for i, v := range col {
+				a.Coeffs[p][i] = liftCentered(v, q)
+			}
+		}
+		pl.small.NTT(a, a)
+		for p := range s.p.Q {
+			copy(dst[p*D:(p+1)*D], a.Coeffs[p])
+		}
+		return
+	}
+	lift := make([]uint64, len(col))
+	for p, q := range s.p.Q {
+		br := s.bred[p]
+		for i, v := range col {
+			lift[i] = liftCentered(v, q)
+		}
+		for j, z := range pl.zeta[p] {
+			var acc uint64
+			for i := len(lift) - 1; i >= 0; i-- {
+				acc = ring.BRed(acc, z, q, br) + lift[i]
+				if acc >= q {
+					acc -= q
+				}
+			}
+			dst[p*D+j] = acc
+		}
 	}
 }

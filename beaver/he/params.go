@@ -273,33 +273,29 @@ type Layout struct {
 
 // Check reports whether l is a valid layout for s.
 func (s *Scheme) checkLayout(l Layout) error {
-	if l.NW < 1 || l.MW < 1 || l.MW > s.p.MaxRows || l.NW > s.n || l.MW*l.NW > s.n {
-		return fmt.Errorf("he: layout %d×%d invalid (MW ≤ %d, MW·NW ≤ %d)", l.MW, l.NW, s.p.MaxRows, s.n)
+	if l.NW < 1 || l.MW < 1 || l.MW > s.p.MaxRows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
+		return fmt.Errorf("he: layout %d×%d invalid (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, s.p.MaxRows, s.n)
 	}
 	return nil
 }
 
-// ChooseLayout returns the layout for an m×k·k×n product. The rule: fewest
-// output ciphertexts ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are
-// m·n·LogQ0 + that count·N·LogQ1 bits); among those, fewest weight
-// ciphertexts k·ceil(n/NW) (P0's one-time upload and P1's memory); then the
-// largest MW (fewest NTTs of A). NW is chosen as ceil(n/c) for c column
-// blocks, so blocks are balanced; MW = min(MaxRows, N/NW, m).
+// ChooseLayout returns the layout for an m×k·k×n product. NW is a power of
+// two (so the NTT of A's sparse plaintexts is a size-N/NW evaluation) and
+// MW = min(MaxRows, N/NW, m). The rule: fewest output ciphertexts
+// ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are m·n·LogQ0 + that
+// count·N·LogQ1 bits); among those, fewest weight ciphertexts k·ceil(n/NW)
+// (P0's one-time upload and P1's memory); then the largest MW.
 func (s *Scheme) ChooseLayout(m, n int) (Layout, error) {
 	if m < 1 || n < 1 {
 		return Layout{}, fmt.Errorf("he: layout for %d×%d", m, n)
 	}
 	best, bestOut, bestW := Layout{}, math.MaxInt, math.MaxInt
-	for c := (n + s.n - 1) / s.n; c <= n; c++ {
-		nw := (n + c - 1) / c
-		cb := (n + nw - 1) / nw
+	for nw := 1; nw <= s.n; nw *= 2 {
+		cb := ceilDiv(n, nw)
 		mw := min(s.p.MaxRows, s.n/nw, m)
-		out := (m + mw - 1) / mw * cb
+		out := ceilDiv(m, mw) * cb
 		if out < bestOut || (out == bestOut && (cb < bestW || (cb == bestW && mw > best.MW))) {
 			best, bestOut, bestW = Layout{MW: mw, NW: nw}, out, cb
-		}
-		if cb == n {
-			break
 		}
 	}
 	return best, nil

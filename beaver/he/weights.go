@@ -73,6 +73,7 @@ type Weights struct {
 	layout   Layout
 	c0, c1   []ring.Poly
 	pk0, pk1 ring.Poly
+	plan     *evalPlan
 }
 
 // K, N and Layout return the shape of the weights.
@@ -106,7 +107,11 @@ func (s *Scheme) LoadWeights(pk *PublicKey, ew *EncryptedWeights) (*Weights, err
 			return nil, fmt.Errorf("he: weights: %w", err)
 		}
 	}
-	w := &Weights{k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, c1: make([]ring.Poly, len(ew.C0)), pk0: pk.P0, pk1: s.pkP1(pk)}
+	plan, err := s.newEvalPlan(ew.Layout.NW)
+	if err != nil {
+		return nil, err
+	}
+	w := &Weights{plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, c1: make([]ring.Poly, len(ew.C0)), pk0: pk.P0, pk1: s.pkP1(pk)}
 	parallel(len(ew.C0), func(idx int) {
 		p := s.rq.NewPoly()
 		ring.NewUniformSampler(prngFor(ew.Seed[:], domWeights, uint64(idx)), s.rq).Read(p)
