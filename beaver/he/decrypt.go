@@ -10,6 +10,23 @@ import (
 // row-major), so that C0 + C1 = A·B mod 2^64 with P1's C1 = R. It checks the
 // message's shape against (m, n, l), which P0 knows; a mismatch is an error.
 func (s *Scheme) DecryptShares(sk *SecretKey, out *Output, m, n int, l Layout) ([]uint64, error) {
+	x, err := s.phases(sk, out, m, n, l)
+	if err != nil {
+		return nil, err
+	}
+	L := max(s.p.LogQ0, s.p.LogQ1)
+	half := u128{1, 0}.shl(L - 65)
+	C := make([]uint64, len(x))
+	for i, v := range x {
+		C[i] = v.add(half).mask(L).shr(L - 64).lo
+	}
+	return C, nil
+}
+
+// phases returns, for each output word, the phase x = 2^L·(c0+c1·s)/Q
+// mod 2^L (L = max(LogQ0, LogQ1)) that P0 computes from the switched
+// ciphertexts; the share is round(x/2^(L−64)).
+func (s *Scheme) phases(sk *SecretKey, out *Output, m, n int, l Layout) ([]u128, error) {
 	if sk == nil || out == nil {
 		return nil, fmt.Errorf("he: decrypt: nil input")
 	}
@@ -31,12 +48,11 @@ func (s *Scheme) DecryptShares(sk *SecretKey, out *Output, m, n int, l Layout) (
 	}
 	l0, l1 := s.p.LogQ0, s.p.LogQ1
 	L := max(l0, l1)
-	half := u128{1, 0}.shl(L - 65)
 	p0, p1 := decPrimes[0], decPrimes[1]
 	hiP, loP := bits.Mul64(p0, p1)
 	P := u128{loP, hiP}
 	halfP := P.shr(1)
-	C := make([]uint64, m*n)
+	C := make([]u128, m*n)
 	parallel(rb*cb, func(bi int) {
 		ib, jb := bi/cb, bi%cb
 		rows, cols := min(l.MW, m-ib*l.MW), min(l.NW, n-jb*l.NW)
@@ -62,8 +78,7 @@ func (s *Scheme) DecryptShares(sk *SecretKey, out *Output, m, n int, l Layout) (
 					Z = Z.sub(P) // negative, two's complement mod 2^128
 				}
 				v := b.c0[i*cols+x].shl(L - l0).add(Z.mask(l1).shl(L - l1))
-				v = v.add(half).mask(L).shr(L - 64)
-				C[(ib*l.MW+i)*n+jb*l.NW+x] = v.lo
+				C[(ib*l.MW+i)*n+jb*l.NW+x] = v.mask(L)
 			}
 		}
 	})

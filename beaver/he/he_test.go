@@ -1,6 +1,8 @@
 package he
 
 import (
+	"errors"
+	"github.com/tuneinsight/lattigo/v6/ring"
 	"math/rand/v2"
 	"testing"
 )
@@ -10,8 +12,9 @@ type detRand struct{ r *rand.ChaCha8 }
 
 func newDetRand(seed uint64) *detRand {
 	var s [32]byte
-	s[0] = byte(seed)
-	s[1] = byte(seed >> 8)
+	for i := range 8 {
+		s[i] = byte(seed >> (8 * i))
+	}
 	return &detRand{rand.NewChaCha8(s)}
 }
 
@@ -40,8 +43,8 @@ func plainMul(A, B []uint64, m, k, n int) []uint64 {
 }
 
 // roundTrip runs the whole protocol through the wire encodings and returns
-// C0, C1 and the sizes of the messages.
-func roundTrip(t testing.TB, s *Scheme, A, B, R []uint64, m, k, n int, l Layout, seed uint64) (C0 []uint64, sz [3]int) {
+// C0 and the sizes of the three messages.
+func roundTrip(t testing.TB, s *Scheme, A, B, R []uint64, m, k, n int, l Layout, seed uint64) (C0 []uint64, sz [3]int64) {
 	t.Helper()
 	rnd := newDetRand(seed)
 	sk, pk, err := s.KeyGen(rnd)
@@ -52,11 +55,11 @@ func roundTrip(t testing.TB, s *Scheme, A, B, R []uint64, m, k, n int, l Layout,
 	if err != nil {
 		t.Fatal(err)
 	}
-	pkb, err := s.AppendPublicKey(nil, pk)
+	pkb, err := pk.AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ewb, err := s.AppendEncryptedWeights(nil, ew)
+	ewb, err := ew.AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +79,7 @@ func roundTrip(t testing.TB, s *Scheme, A, B, R []uint64, m, k, n int, l Layout,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ob, err := s.AppendOutput(nil, out)
+	ob, err := out.AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,34 +91,280 @@ func roundTrip(t testing.TB, s *Scheme, A, B, R []uint64, m, k, n int, l Layout,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return C0, [3]int{len(pkb), len(ewb), len(ob)}
+	return C0, [3]int64{int64(len(pkb)), int64(len(ewb)), int64(len(ob))}
 }
 
-func TestQuick(t *testing.T) {
-	s := defaultScheme
-	m, k, n := 5, 7, 9
-	rng := rand.New(rand.NewPCG(1, 2))
-	A, B, R := make([]uint64, m*k), make([]uint64, k*n), make([]uint64, m*n)
-	for i := range A {
-		A[i] = rng.Uint64()
+// Edge words of Z_2^64.
+var edges = []uint64{0, 1, 1 << 63, 1<<63 - 1, 1<<63 + 1, ^uint64(0), ^uint64(0) - 1}
+
+// fill returns n words of the named pattern.
+func fill(rng *rand.Rand, n int, pattern string) []uint64 {
+	v := make([]uint64, n)
+	for i := range v {
+		switch pattern {
+		case "random":
+			v[i] = rng.Uint64()
+		case "edges":
+			v[i] = edges[rng.IntN(len(edges))]
+		case "min": // −2^63, the largest |a| of the centred lift
+			v[i] = 1 << 63
+		case "max":
+			v[i] = ^uint64(0)
+		case "zero":
+		}
 	}
-	for i := range B {
-		B[i] = rng.Uint64()
-	}
-	for i := range R {
-		R[i] = rng.Uint64()
-	}
-	l := Layout{MW: 2, NW: 4}
-	C0, sz := roundTrip(t, s, A, B, R, m, k, n, l, 1)
-	want := plainMul(A, B, m, k, n)
+	return v
+}
+
+func checkShares(t *testing.T, C0, R, want []uint64) {
+	t.Helper()
 	bad := 0
 	for i := range want {
 		if C0[i]+R[i] != want[i] {
-			bad++
-			if bad < 5 {
-				t.Errorf("C[%d]: got %#x want %#x (diff %d)", i, C0[i]+R[i], want[i], int64(C0[i]+R[i]-want[i]))
+			if bad++; bad <= 3 {
+				t.Errorf("word %d: C0+C1 = %#x, want %#x", i, C0[i]+R[i], want[i])
 			}
 		}
 	}
-	t.Log(sz, s.Sizes(m, k, n, l), s.NoiseLog(), s.FloodLog(), s.LogQ())
+	if bad > 0 {
+		t.Errorf("%d of %d words wrong", bad, len(want))
+	}
+}
+
+// TestCorrectness: C0 + C1 = A·B mod 2^64 exactly, over shapes that are
+// and are not multiples of the blocks, every evaluation path (D = N/NW
+// large: lattigo NTT of degree D; small: direct; D = 1), edge words, and the
+// exact message sizes of Sizes.
+func TestCorrectness(t *testing.T) {
+	s := defaultScheme
+	cases := []struct {
+		name       string
+		m, k, n    int
+		l          Layout // zero: ChooseLayout
+		pa, pb, pr string
+	}{
+		{"random/partial-blocks/ntt-eval", 5, 7, 9, Layout{MW: 2, NW: 4}, "random", "random", "random"},
+		{"edges/partial-blocks/direct-eval", 7, 5, 300, Layout{MW: 3, NW: 256}, "edges", "edges", "edges"},
+		{"edges/D=1", 3, 4, 10, Layout{MW: 1, NW: 8192}, "edges", "edges", "edges"},
+		{"extreme/min×max", 6, 9, 20, Layout{MW: 4, NW: 16}, "min", "max", "max"},
+		{"extreme/min×min", 6, 9, 20, Layout{MW: 4, NW: 16}, "min", "min", "zero"},
+		{"zero-A", 4, 3, 5, Layout{}, "zero", "random", "random"},
+		{"auto-layout/random", 33, 6, 70, Layout{}, "random", "edges", "random"},
+		{"one-word", 1, 1, 1, Layout{}, "edges", "edges", "edges"},
+		{"full-block/D=16", 16, 3, 512, Layout{MW: 16, NW: 512}, "random", "random", "random"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := c.l
+			if l == (Layout{}) {
+				var err error
+				if l, err = s.ChooseLayout(c.m, c.n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			A, B, R := fill(rng, c.m*c.k, c.pa), fill(rng, c.k*c.n, c.pb), fill(rng, c.m*c.n, c.pr)
+			C0, got := roundTrip(t, s, A, B, R, c.m, c.k, c.n, l, uint64(i))
+			checkShares(t, C0, R, plainMul(A, B, c.m, c.k, c.n))
+			sz := s.Sizes(c.m, c.k, c.n, l)
+			if want := [3]int64{sz.PublicKey, sz.Weights, sz.Output}; got != want {
+				t.Errorf("message bytes %v, Sizes says %v", got, want)
+			}
+		})
+	}
+}
+
+// TestWorstCaseInner: the largest inner dimension allowed, k = MaxInner,
+// with the largest |A| = 2^63 in every entry and extreme B, decrypts
+// exactly. To bound the noise from above rather than typically, every row
+// of the encrypted B is the same ciphertext, so the k error terms e·a add
+// coherently (k·|e·a| instead of √k), and the flood is at its maximum.
+func TestWorstCaseInner(t *testing.T) {
+	s := defaultScheme
+	k := s.p.MaxInner
+	l := Layout{MW: s.p.MaxRows, NW: s.n / s.p.MaxRows} // largest MW: the bound's worst case
+	m, n := l.MW+3, l.NW+5                              // partial blocks too
+	rnd := newDetRand(42)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	row := fill(rng, n, "max")
+	for j := range row {
+		if j%2 == 1 {
+			row[j] = 1 << 63
+		}
+	}
+	ew, err := s.EncryptWeights(sk, row, 1, n, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := w1.cb
+	w := *w1
+	w.k = k
+	w.c0, w.c1 = make([]ring.Poly, k*cb), make([]ring.Poly, k*cb)
+	for r := range k {
+		copy(w.c0[r*cb:], w1.c0)
+		copy(w.c1[r*cb:], w1.c1)
+	}
+	B := make([]uint64, k*n)
+	for r := range k {
+		copy(B[r*n:], row)
+	}
+	for _, pa := range []string{"min", "max"} {
+		A := fill(rng, m*k, pa)
+		R := fill(rng, m*n, "random")
+		out, err := s.MulMasked(&w, A, m, R, rnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		C0, err := s.DecryptShares(sk, out, m, n, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkShares(t, C0, R, plainMul(A, B, m, k, n))
+	}
+}
+
+// TestParamsExactnessBoundary: NewScheme accepts the largest flood its
+// noise arithmetic allows and rejects one bit more; at that largest flood
+// decryption is still exact.
+func TestParamsExactnessBoundary(t *testing.T) {
+	p := DefaultParams()
+	for ; ; p.FloodBits++ {
+		q := p
+		q.FloodBits++
+		if _, err := NewScheme(q); err != nil {
+			break
+		}
+	}
+	if p.FloodBits < DefaultParams().FloodBits {
+		t.Fatalf("defaults rejected")
+	}
+	t.Logf("largest FloodBits λ = %d", p.FloodBits)
+	s, err := NewScheme(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	m, k, n := 20, 6, 40
+	A, B, R := fill(rng, m*k, "edges"), fill(rng, k*n, "edges"), fill(rng, m*n, "random")
+	l, _ := s.ChooseLayout(m, n)
+	C0, _ := roundTrip(t, s, A, B, R, m, k, n, l, 3)
+	checkShares(t, C0, R, plainMul(A, B, m, k, n))
+
+	bad := []func(*Params){
+		func(p *Params) { p.LogQ1 = 70 },                   // c1 switched too low
+		func(p *Params) { p.LogQ0 = 65 },                   // c0 switched too low
+		func(p *Params) { p.Q = p.Q[:3] },                  // Q too small for the flood
+		func(p *Params) { p.MaxInner = 1 << 19 },           // noise too large
+		func(p *Params) { p.Q = []uint64{p.Q[0], p.Q[0]} }, // repeated modulus
+		func(p *Params) { p.Q = append([]uint64{}, 17) },   // not NTT-friendly
+		func(p *Params) { p.MaxRows = 0 },
+		func(p *Params) { p.LogN = 20 },
+	}
+	for i, f := range bad {
+		q := DefaultParams()
+		f(&q)
+		if err := q.Validate(); err == nil {
+			t.Errorf("bad params %d accepted", i)
+		}
+	}
+}
+
+func TestChooseLayout(t *testing.T) {
+	s := defaultScheme
+	cases := []struct {
+		m, n int
+		want Layout
+		outs int
+	}{
+		{128, 1536, Layout{MW: 16, NW: 512}, 24}, // sst2 product of the brief
+		{128, 768, Layout{MW: 32, NW: 256}, 12},
+		{128, 3072, Layout{MW: 8, NW: 1024}, 48},
+		{128, 2, Layout{MW: 64, NW: 2}, 2},
+		{1, 1, Layout{MW: 1, NW: 1}, 1},
+	}
+	for _, c := range cases {
+		l, err := s.ChooseLayout(c.m, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.checkLayout(l); err != nil {
+			t.Errorf("%d×%d: %v", c.m, c.n, err)
+		}
+		if got := s.Sizes(c.m, 1, c.n, l).OutputCiphertexts; l != c.want || got != c.outs {
+			t.Errorf("%d×%d: layout %+v with %d outputs, want %+v with %d", c.m, c.n, l, got, c.want, c.outs)
+		}
+	}
+}
+
+// TestSizesSST2 pins the cost model of the sst2 product 128×768·768×1536
+// and the bar: at most 4× the dealer's correction.
+func TestSizesSST2(t *testing.T) {
+	s := defaultScheme
+	l, _ := s.ChooseLayout(128, 1536)
+	sz := s.Sizes(128, 768, 1536, l)
+	want := Sizes{
+		PublicKey:         34 + 8192*216/8,
+		Weights:           50 + 2304*8192*216/8,
+		Output:            18 + (128*1536*68+24*8192*81)/8,
+		Dealer:            8 * 128 * 1536,
+		WeightCiphertexts: 2304,
+		OutputCiphertexts: 24,
+		P1Weights:         2304 * 2 * 4 * 8192 * 8,
+	}
+	if sz != want {
+		t.Fatalf("Sizes = %+v, want %+v", sz, want)
+	}
+	if r := float64(sz.Output) / float64(sz.Dealer); r > 4 {
+		t.Errorf("output is %.2f× the dealer's correction, bar is 4×", r)
+	}
+}
+
+// TestRejects: wrong shapes and mismatched messages are errors.
+func TestRejects(t *testing.T) {
+	s := defaultScheme
+	rnd := newDetRand(1)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{MW: 2, NW: 4}
+	B := make([]uint64, 3*5)
+	if _, err := s.EncryptWeights(sk, B, 3, 4, l, rnd); !errors.Is(err, errShape) {
+		t.Errorf("short B: %v", err)
+	}
+	if _, err := s.EncryptWeights(sk, B, 3, 5, Layout{MW: 2, NW: 3}, rnd); err == nil {
+		t.Errorf("NW not a power of two accepted")
+	}
+	if _, err := s.EncryptWeights(sk, make([]uint64, (s.p.MaxInner+1)*1), s.p.MaxInner+1, 1, l, rnd); err == nil {
+		t.Errorf("k > MaxInner accepted")
+	}
+	ew, err := s.EncryptWeights(sk, B, 3, 5, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MulMasked(w, make([]uint64, 2*3), 2, make([]uint64, 2*4), rnd); !errors.Is(err, errShape) {
+		t.Errorf("short R: %v", err)
+	}
+	out, err := s.MulMasked(w, make([]uint64, 2*3), 2, make([]uint64, 2*5), rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DecryptShares(sk, out, 2, 6, l); !errors.Is(err, errShape) {
+		t.Errorf("wrong n: %v", err)
+	}
+	if _, err := s.DecryptShares(sk, out, 2, 5, Layout{MW: 1, NW: 4}); !errors.Is(err, errShape) {
+		t.Errorf("wrong layout: %v", err)
+	}
 }

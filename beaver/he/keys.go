@@ -31,6 +31,7 @@ type SecretKey struct {
 type PublicKey struct {
 	Seed [SeedSize]byte
 	P0   ring.Poly // NTT domain
+	s    *Scheme
 }
 
 // keyFrom reads a fresh 32-byte key from rnd (crypto/rand when nil).
@@ -115,7 +116,7 @@ func (s *Scheme) KeyGen(rnd io.Reader) (*SecretKey, *PublicKey, error) {
 	s.liftSmall(sk.s, s.rd, sk.sD)
 	s.rd.NTT(sk.sD, sk.sD)
 
-	pk := &PublicKey{P0: s.rq.NewPoly()}
+	pk := &PublicKey{P0: s.rq.NewPoly(), s: s}
 	copy(pk.Seed[:], seed)
 	p1 := s.pkP1(pk)
 	e := s.rq.NewPoly()

@@ -17,6 +17,7 @@ type Output struct {
 	M, N   int
 	Layout Layout
 	blocks []outBlock
+	s      *Scheme
 }
 
 type outBlock struct {
@@ -55,7 +56,7 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 	cb := w.cb
 	rb := ceilDiv(m, l.MW)
 	nb := rb * cb
-	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, nb)}
+	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, nb), s: s}
 	var raws []rawBlock
 	if !final {
 		raws = make([]rawBlock, nb)

@@ -19,6 +19,7 @@ type EncryptedWeights struct {
 	Layout Layout
 	Seed   [SeedSize]byte
 	C0     []ring.Poly // k·ceil(n/NW) polynomials, index r·ceil(n/NW)+j, NTT domain
+	s      *Scheme
 }
 
 // EncryptWeights is P0's encryption of its weight mask B (k×n, row-major)
@@ -41,7 +42,7 @@ func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, r
 		return nil, err
 	}
 	cb := ceilDiv(n, l.NW)
-	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, k*cb)}
+	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, k*cb), s: s}
 	copy(ew.Seed[:], seed)
 	parallel(k*cb, func(idx int) {
 		r, j := idx/cb, idx%cb

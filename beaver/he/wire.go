@@ -24,6 +24,8 @@ const (
 // ErrMalformed is wrapped by every decoding error.
 var ErrMalformed = errors.New("he: malformed message")
 
+var errNoScheme = errors.New("he: message not made by a Scheme (use its constructors or decoders)")
+
 // maxDim bounds every dimension a message header may carry, whatever bound
 // the caller gives (so sizes computed from headers cannot overflow).
 const maxDim = 1 << 24
@@ -144,7 +146,11 @@ func (s *Scheme) readPoly(r *bitReader, p ring.Poly) error {
 func (s *Scheme) polyBytes() int64 { return int64(ceilDiv(s.n*s.residueBits(), 8)) }
 
 // AppendBinary appends the public key's encoding (Sizes.PublicKey bytes).
-func (s *Scheme) AppendPublicKey(b []byte, pk *PublicKey) ([]byte, error) {
+func (pk *PublicKey) AppendBinary(b []byte) ([]byte, error) {
+	s := pk.s
+	if s == nil {
+		return nil, errNoScheme
+	}
 	if err := s.checkPoly(pk.P0); err != nil {
 		return nil, fmt.Errorf("he: public key: %w", err)
 	}
@@ -160,7 +166,7 @@ func (s *Scheme) DecodePublicKey(data []byte) (*PublicKey, error) {
 	if int64(len(data)) != pkHeader+s.polyBytes() || data[0] != tagPublicKey || data[1] != wireVersion {
 		return nil, fmt.Errorf("he: public key of %d bytes, want %d: %w", len(data), pkHeader+s.polyBytes(), ErrMalformed)
 	}
-	pk := &PublicKey{P0: s.rq.NewPoly()}
+	pk := &PublicKey{P0: s.rq.NewPoly(), s: s}
 	copy(pk.Seed[:], data[2:pkHeader])
 	r := &bitReader{buf: data[pkHeader:]}
 	if err := s.readPoly(r, pk.P0); err != nil {
@@ -197,8 +203,12 @@ func (s *Scheme) readHeader(data []byte, tag byte, max0, max1 int) (d0, d1 int, 
 	return d0, d1, l, nil
 }
 
-// AppendEncryptedWeights appends the encoding of ew (Sizes.Weights bytes).
-func (s *Scheme) AppendEncryptedWeights(b []byte, ew *EncryptedWeights) ([]byte, error) {
+// AppendBinary appends the encoding of ew (Sizes.Weights bytes).
+func (ew *EncryptedWeights) AppendBinary(b []byte) ([]byte, error) {
+	s := ew.s
+	if s == nil {
+		return nil, errNoScheme
+	}
 	if err := s.checkLayout(ew.Layout); err != nil {
 		return nil, err
 	}
@@ -233,7 +243,7 @@ func (s *Scheme) DecodeEncryptedWeights(data []byte, maxK, maxN int) (*Encrypted
 	if int64(len(data)) < weightsHeader || cts != (int64(len(data))-weightsHeader)/per || (int64(len(data))-weightsHeader)%per != 0 {
 		return nil, fmt.Errorf("he: weights %d×%d: %d bytes, want %d: %w", k, n, len(data), weightsHeader+cts*per, ErrMalformed)
 	}
-	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, cts)}
+	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, cts), s: s}
 	copy(ew.Seed[:], data[18:weightsHeader])
 	for i := range ew.C0 {
 		off := weightsHeader + int64(i)*per
@@ -249,8 +259,12 @@ func (s *Scheme) DecodeEncryptedWeights(data []byte, maxK, maxN int) (*Encrypted
 	return ew, nil
 }
 
-// AppendOutput appends the encoding of out (Sizes.Output bytes).
-func (s *Scheme) AppendOutput(b []byte, out *Output) ([]byte, error) {
+// AppendBinary appends the encoding of out (Sizes.Output bytes).
+func (out *Output) AppendBinary(b []byte) ([]byte, error) {
+	s := out.s
+	if s == nil {
+		return nil, errNoScheme
+	}
 	if err := s.checkLayout(out.Layout); err != nil {
 		return nil, err
 	}
@@ -292,7 +306,7 @@ func (s *Scheme) DecodeOutput(data []byte, maxM, maxN int) (*Output, error) {
 	if want := outHeader + ceilDiv64(nbits, 8); int64(len(data)) != want {
 		return nil, fmt.Errorf("he: output %d×%d: %d bytes, want %d: %w", m, n, len(data), want, ErrMalformed)
 	}
-	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, rb*cb)}
+	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, rb*cb), s: s}
 	r := &bitReader{buf: data[outHeader:]}
 	for bi := range out.blocks {
 		rows, cols := min(l.MW, m-bi/cb*l.MW), min(l.NW, n-bi%cb*l.NW)
