@@ -99,6 +99,9 @@ var edges = []uint64{0, 1, 1 << 63, 1<<63 - 1, 1<<63 + 1, ^uint64(0), ^uint64(0)
 
 // fill returns n words of the named pattern.
 func fill(rng *rand.Rand, n int, pattern string) []uint64 {
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(0, 0))
+	}
 	v := make([]uint64, n)
 	for i := range v {
 		switch pattern {
