@@ -29,8 +29,8 @@ type SecretKey struct {
 // ciphertext, so that the ciphertext's c1, which P0 receives, does not
 // reveal A.
 type PublicKey struct {
-	Seed [SeedSize]byte
-	P0   ring.Poly // NTT domain
+	Seed [SeedSize]byte // public seed of p1
+	P0   ring.Poly      // p0, NTT domain
 	s    *Scheme
 }
 

@@ -14,8 +14,8 @@ import (
 // rows·cols coefficients that hold outputs) and 2^LogQ1 (c1, all N
 // coefficients).
 type Output struct {
-	M, N   int
-	Layout Layout
+	M, N   int    // shape of the product
+	Layout Layout // blocks
 	blocks []outBlock
 	s      *Scheme
 }

@@ -268,10 +268,11 @@ func (s *Scheme) FloodLog() int { return s.floodLog }
 // ciphertext NW entries of one row of B at X^j, j < NW. MW·NW ≤ N, so one
 // product yields MW·NW outputs at X^(i·NW+j) with no wrap-around.
 type Layout struct {
-	MW, NW int
+	MW int // rows of A per plaintext
+	NW int // columns of B per weight ciphertext (a power of two)
 }
 
-// Check reports whether l is a valid layout for s.
+// checkLayout reports whether l is a valid layout for s.
 func (s *Scheme) checkLayout(l Layout) error {
 	if l.NW < 1 || l.MW < 1 || l.MW > s.p.MaxRows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
 		return fmt.Errorf("he: layout %d×%d invalid (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, s.p.MaxRows, s.n)

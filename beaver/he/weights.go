@@ -15,10 +15,10 @@ import (
 // crosses (in the NTT domain); c1 is expanded from Seed and the ciphertext's
 // index. It is sent once per weight matrix and reused for every candidate.
 type EncryptedWeights struct {
-	K, N   int
-	Layout Layout
-	Seed   [SeedSize]byte
-	C0     []ring.Poly // k·ceil(n/NW) polynomials, index r·ceil(n/NW)+j, NTT domain
+	K, N   int            // shape of B
+	Layout Layout         // packing (NW is used here; MW by MulMasked)
+	Seed   [SeedSize]byte // public seed of the c1 halves
+	C0     []ring.Poly    // k·ceil(n/NW) polynomials, index r·ceil(n/NW)+j, NTT domain
 	s      *Scheme
 }
 
@@ -77,7 +77,7 @@ type Weights struct {
 	plan     *evalPlan
 }
 
-// K, N and Layout return the shape of the weights.
+// K returns the number of rows of B (the inner dimension).
 func (w *Weights) K() int { return w.k }
 
 // N returns the number of columns of B.
