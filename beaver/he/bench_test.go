@@ -99,6 +99,22 @@ func BenchmarkMulMasked(b *testing.B) {
 	b.ReportMetric(float64(sz.Output)/float64(sz.Dealer), "x-dealer")
 }
 
+// BenchmarkMulMaskedCompact is BenchmarkMulMasked with P1's compact
+// weights (seeded halves regenerated per candidate, half the memory).
+func BenchmarkMulMaskedCompact(b *testing.B) {
+	st := benchSetup(b)
+	w, err := st.s.LoadWeightsCompact(st.pk, st.ew)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := st.s.MulMasked(w, st.A, benchM, st.R, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(st.s.Sizes(benchM, benchK, benchN, st.l).P1WeightsCompact), "p1-bytes")
+}
+
 // BenchmarkDecryptShares is P0's per-candidate step.
 func BenchmarkDecryptShares(b *testing.B) {
 	st := benchSetup(b)

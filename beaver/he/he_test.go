@@ -1,6 +1,7 @@
 package he
 
 import (
+	"bytes"
 	"errors"
 	"github.com/tuneinsight/lattigo/v6/ring"
 	"math/rand/v2"
@@ -321,6 +322,7 @@ func TestSizesSST2(t *testing.T) {
 		WeightCiphertexts: 2304,
 		OutputCiphertexts: 24,
 		P1Weights:         2304 * 2 * 4 * 8192 * 8,
+		P1WeightsCompact:  2304 * 4 * 8192 * 8,
 	}
 	if sz != want {
 		t.Fatalf("Sizes = %+v, want %+v", sz, want)
@@ -369,5 +371,47 @@ func TestRejects(t *testing.T) {
 	}
 	if _, err := s.DecryptShares(sk, out, 2, 5, Layout{MW: 1, NW: 4}); !errors.Is(err, errShape) {
 		t.Errorf("wrong layout: %v", err)
+	}
+}
+
+// TestCompactWeights: with the seeded halves regenerated per candidate
+// (LoadWeightsCompact, here over several regeneration chunks) the output
+// message is byte for byte that of the expanded weights.
+func TestCompactWeights(t *testing.T) {
+	s := defaultScheme
+	m, k, n := 9, 70, 40
+	l := Layout{MW: 8, NW: 64}
+	rng := rand.New(rand.NewPCG(6, 6))
+	A, B, R := fill(rng, m*k, "edges"), fill(rng, k*n, "random"), fill(rng, m*n, "random")
+	rnd := newDetRand(6)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ew, err := s.EncryptWeights(sk, B, k, n, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs [2][]byte
+	for i, load := range []func(*PublicKey, *EncryptedWeights) (*Weights, error){s.LoadWeights, s.LoadWeightsCompact} {
+		w, err := load(pk, ew)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.MulMasked(w, A, m, R, newDetRand(60))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs[i], err = out.AppendBinary(nil); err != nil {
+			t.Fatal(err)
+		}
+		C0, err := s.DecryptShares(sk, out, m, n, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkShares(t, C0, R, plainMul(A, B, m, k, n))
+	}
+	if !bytes.Equal(msgs[0], msgs[1]) {
+		t.Errorf("compact weights give another output message")
 	}
 }

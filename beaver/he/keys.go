@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math/bits"
 
 	"github.com/tuneinsight/lattigo/v6/ring"
 	"github.com/tuneinsight/lattigo/v6/utils/sampling"
@@ -134,8 +135,34 @@ func (s *Scheme) gauss() ring.DiscreteGaussian {
 // pkP1 expands the public key's p1 (NTT domain) from its seed.
 func (s *Scheme) pkP1(pk *PublicKey) ring.Poly {
 	p1 := s.rq.NewPoly()
-	ring.NewUniformSampler(prngFor(pk.Seed[:], domPK, 0), s.rq).Read(p1)
+	s.uniform(prngFor(pk.Seed[:], domPK, 0), p1)
 	return p1
+}
+
+// uniform fills p with residues uniform mod each q_i, by rejection from
+// the low bits of 64-bit words of prng (as lattigo's UniformSampler, whose
+// small buffer made it 10× slower here).
+func (s *Scheme) uniform(prng io.Reader, p ring.Poly) {
+	buf := make([]byte, 8*s.n)
+	for i, q := range s.p.Q {
+		mask := uint64(1)<<bits.Len64(q-1) - 1
+		c := p.Coeffs[i]
+		x, pos := 0, len(buf)
+		for x < len(c) {
+			if pos == len(buf) {
+				if _, err := io.ReadFull(prng, buf); err != nil {
+					panic(err) // the keyed PRNG does not fail
+				}
+				pos = 0
+			}
+			v := binary.LittleEndian.Uint64(buf[pos:]) & mask
+			pos += 8
+			if v < q {
+				c[x] = v
+				x++
+			}
+		}
+	}
 }
 
 // liftSmall writes the small signed coefficients v into p (coefficient

@@ -78,10 +78,25 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
 	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
 	chunk := max(1, min(k, (16<<20)/(rb*L*D*8)))
+	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
+	if w.c1 == nil {
+		chunk = max(1, min(chunk, (16<<20)/(cb*L*N*8)))
+		c1buf = make([]ring.Poly, chunk*cb)
+		for i := range c1buf {
+			c1buf[i] = s.rq.NewPoly()
+		}
+	}
 	ev := make([]uint64, rb*chunk*L*D)
 	for r0 := 0; r0 < k; r0 += chunk {
 		r1 := min(k, r0+chunk)
 		nr := r1 - r0
+		c1 := w.c1[min(r0*cb, len(w.c1)):]
+		if w.c1 == nil {
+			parallel(nr*cb, func(i int) {
+				s.uniform(prngFor(w.seed[:], domWeights, uint64(r0*cb+i)), c1buf[i])
+			})
+			c1 = c1buf
+		}
 		parallel(rb*nr, func(t int) {
 			ib, rr := t/nr, t%nr
 			rows := min(l.MW, m-ib*l.MW)
@@ -97,7 +112,7 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 			for r := r0; r < r1; r++ {
 				for jb := range cb {
 					w0 := w.c0[r*cb+jb].Coeffs[p][x0 : x0+T]
-					w1 := w.c1[r*cb+jb].Coeffs[p][x0 : x0+T]
+					w1 := c1[(r-r0)*cb+jb].Coeffs[p][x0 : x0+T]
 					for ib := range rb {
 						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
 						o0 := (((ib*cb+jb)*2)*L+p)*N + x0

@@ -316,8 +316,9 @@ type Sizes struct {
 	// WeightCiphertexts and OutputCiphertexts count the ciphertexts.
 	WeightCiphertexts, OutputCiphertexts int
 	// P1Weights is the memory of P1's prepared weights (NTT form, both
-	// components, 8 bytes per residue).
-	P1Weights int64
+	// components, 8 bytes per residue); P1WeightsCompact that of
+	// LoadWeightsCompact (c0 only).
+	P1Weights, P1WeightsCompact int64
 }
 
 // Sizes returns the message sizes of an m×k·k×n product with layout l.
@@ -333,6 +334,7 @@ func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
 		WeightCiphertexts: k * cb,
 		OutputCiphertexts: rb * cb,
 		P1Weights:         int64(k*cb) * 2 * L * int64(s.n) * 8,
+		P1WeightsCompact:  int64(k*cb) * L * int64(s.n) * 8,
 	}
 }
 

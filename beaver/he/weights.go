@@ -47,7 +47,7 @@ func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, r
 	parallel(k*cb, func(idx int) {
 		r, j := idx/cb, idx%cb
 		a := s.rq.NewPoly()
-		ring.NewUniformSampler(prngFor(seed, domWeights, uint64(idx)), s.rq).Read(a)
+		s.uniform(prngFor(seed, domWeights, uint64(idx)), a)
 		e := s.rq.NewPoly()
 		ring.NewGaussianSampler(prngFor(ekey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
 		row := B[r*n+j*l.NW : r*n+min((j+1)*l.NW, n)]
@@ -72,7 +72,8 @@ func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, r
 type Weights struct {
 	k, n, cb int
 	layout   Layout
-	c0, c1   []ring.Poly
+	c0, c1   []ring.Poly // c1 nil: regenerated from seed (LoadWeightsCompact)
+	seed     [SeedSize]byte
 	pk0, pk1 ring.Poly
 	plan     *evalPlan
 }
@@ -90,6 +91,18 @@ func (w *Weights) Layout() Layout { return w.layout }
 // it checks their shapes against s and expands the seeded components. ew's
 // polynomials are kept, not copied; the caller must not modify ew afterwards.
 func (s *Scheme) LoadWeights(pk *PublicKey, ew *EncryptedWeights) (*Weights, error) {
+	return s.loadWeights(pk, ew, true)
+}
+
+// LoadWeightsCompact is LoadWeights without expanding the seeded halves:
+// P1 keeps half the memory (Sizes.P1WeightsCompact) and MulMasked
+// regenerates them for every candidate (AES-CTR, about a fifth more work).
+// Its outputs are those of LoadWeights' for the same inputs and randomness.
+func (s *Scheme) LoadWeightsCompact(pk *PublicKey, ew *EncryptedWeights) (*Weights, error) {
+	return s.loadWeights(pk, ew, false)
+}
+
+func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (*Weights, error) {
 	if pk == nil || ew == nil {
 		return nil, fmt.Errorf("he: load weights: nil input")
 	}
@@ -112,10 +125,14 @@ func (s *Scheme) LoadWeights(pk *PublicKey, ew *EncryptedWeights) (*Weights, err
 	if err != nil {
 		return nil, err
 	}
-	w := &Weights{plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, c1: make([]ring.Poly, len(ew.C0)), pk0: pk.P0, pk1: s.pkP1(pk)}
+	w := &Weights{plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
+	if !expand {
+		return w, nil
+	}
+	w.c1 = make([]ring.Poly, len(ew.C0))
 	parallel(len(ew.C0), func(idx int) {
 		p := s.rq.NewPoly()
-		ring.NewUniformSampler(prngFor(ew.Seed[:], domWeights, uint64(idx)), s.rq).Read(p)
+		s.uniform(prngFor(ew.Seed[:], domWeights, uint64(idx)), p)
 		w.c1[idx] = p
 	})
 	return w, nil
