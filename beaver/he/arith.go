@@ -2,6 +2,8 @@ package he
 
 import (
 	"math/bits"
+
+	"github.com/tuneinsight/lattigo/v6/ring"
 )
 
 // mulMod returns x·y mod q.
@@ -42,10 +44,18 @@ func liftCentered(a, q uint64) uint64 {
 
 // encode returns round(Q·v/2^64) mod q_i.
 func (s *Scheme) encode(v uint64, i int) uint64 {
-	q := s.p.Q[i]
+	q, br := s.p.Q[i], s.bred[i]
 	hi, lo := bits.Mul64(s.qModT, v)
 	r := hi + lo>>63 // round(qModT·v/2^64) < 2^64
-	return addMod(mulMod(s.dFloor[i], v%q, q), r%q, q)
+	return addMod(ring.BRed(s.dFloor[i], ring.BRedAdd(v, q, br), q, br), ring.BRedAdd(r, q, br), q)
+}
+
+// words3 returns w[0] + w[1]·2^64 + w[2]·2^128 mod q_i.
+func (s *Scheme) words3(w [3]uint64, i int) uint64 {
+	q, br := s.p.Q[i], s.bred[i]
+	v := ring.BRedAdd(w[0], q, br)
+	v = addMod(v, ring.BRed(ring.BRedAdd(w[1], q, br), s.pow64[i], q, br), q)
+	return addMod(v, ring.BRed(ring.BRedAdd(w[2], q, br), s.pow128[i], q, br), q)
 }
 
 // u128 is an unsigned 128-bit integer (mod 2^128).
@@ -113,7 +123,7 @@ func (s *Scheme) modSwitch(c *msConst, res []uint64) u128 {
 	var acc u128
 	var fhi, flo uint64
 	for i, q := range s.p.Q {
-		y := mulMod(res[i], c.qHatInv[i], q)
+		y := ring.BRed(res[i], c.qHatInv[i], q, s.bred[i])
 		acc = acc.add(u128{c.intPart[i][0], c.intPart[i][1]}.mul64(y))
 		h, l := bits.Mul64(y, c.frac[i])
 		var cy uint64

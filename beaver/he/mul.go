@@ -166,8 +166,7 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 					for p, q := range s.p.Q {
 						v := subMod(c0.Coeffs[p][pos], s.encode(rv, p), q)
 						if s.floodLog > 0 {
-							fv := addMod(addMod(f[0]%q, mulMod(f[1], s.pow64[p], q), q), mulMod(f[2], s.pow128[p], q), q)
-							v = subMod(addMod(v, fv, q), s.powFlood[p], q)
+							v = subMod(addMod(v, s.words3(f, p), q), s.powFlood[p], q)
 						}
 						c0.Coeffs[p][pos] = v
 					}
