@@ -3,8 +3,32 @@ package he
 import (
 	"math/rand/v2"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuSeconds returns the process's user+system CPU time, so the benchmarks
+// can report CPU seconds per op, which a loaded shared machine inflates far
+// less than wall time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// loop runs f b.N times and reports CPU seconds per op.
+func loop(b *testing.B, f func() error) {
+	c0 := cpuSeconds()
+	for b.Loop() {
+		if err := f(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric((cpuSeconds()-c0)/float64(b.N), "cpu-s/op")
+}
 
 // The sst2 phase-0 product: 128×768 · 768×1536.
 const benchM, benchK, benchN = 128, 768, 1536
@@ -65,11 +89,7 @@ func benchSetup(b *testing.B) *benchState {
 func BenchmarkEncryptWeights(b *testing.B) {
 	st := benchSetup(b)
 	sz := st.s.Sizes(benchM, benchK, benchN, st.l)
-	for b.Loop() {
-		if _, err := st.s.EncryptWeights(st.sk, st.B, benchK, benchN, st.l, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loop(b, func() error { _, err := st.s.EncryptWeights(st.sk, st.B, benchK, benchN, st.l, nil); return err })
 	b.ReportMetric(float64(sz.Weights), "weight-bytes")
 	b.ReportMetric(float64(sz.WeightCiphertexts), "weight-cts")
 }
@@ -77,11 +97,7 @@ func BenchmarkEncryptWeights(b *testing.B) {
 // BenchmarkLoadWeights is P1's one-time preparation (seed expansion).
 func BenchmarkLoadWeights(b *testing.B) {
 	st := benchSetup(b)
-	for b.Loop() {
-		if _, err := st.s.LoadWeights(st.pk, st.ew); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loop(b, func() error { _, err := st.s.LoadWeights(st.pk, st.ew); return err })
 	b.ReportMetric(float64(st.s.Sizes(benchM, benchK, benchN, st.l).P1Weights), "p1-bytes")
 }
 
@@ -90,11 +106,7 @@ func BenchmarkLoadWeights(b *testing.B) {
 func BenchmarkMulMasked(b *testing.B) {
 	st := benchSetup(b)
 	sz := st.s.Sizes(benchM, benchK, benchN, st.l)
-	for b.Loop() {
-		if _, err := st.s.MulMasked(st.w, st.A, benchM, st.R, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loop(b, func() error { _, err := st.s.MulMasked(st.w, st.A, benchM, st.R, nil); return err })
 	b.ReportMetric(float64(sz.Output), "bytes/candidate")
 	b.ReportMetric(float64(sz.Output)/float64(sz.Dealer), "x-dealer")
 }
@@ -107,20 +119,12 @@ func BenchmarkMulMaskedCompact(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
-		if _, err := st.s.MulMasked(w, st.A, benchM, st.R, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loop(b, func() error { _, err := st.s.MulMasked(w, st.A, benchM, st.R, nil); return err })
 	b.ReportMetric(float64(st.s.Sizes(benchM, benchK, benchN, st.l).P1WeightsCompact), "p1-bytes")
 }
 
 // BenchmarkDecryptShares is P0's per-candidate step.
 func BenchmarkDecryptShares(b *testing.B) {
 	st := benchSetup(b)
-	for b.Loop() {
-		if _, err := st.s.DecryptShares(st.sk, st.out, benchM, benchN, st.l); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loop(b, func() error { _, err := st.s.DecryptShares(st.sk, st.out, benchM, benchN, st.l); return err })
 }
