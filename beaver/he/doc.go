@@ -97,9 +97,16 @@
 // correction (8·m·n = 1,572,864 bytes). Weights: 50 + k·ceil(n/NW)·N·27
 // bytes (509,607,986 once per weight matrix); public key 221,218 bytes
 // once; P1 keeps both components of every weight ciphertext in the NTT
-// domain, 2·4·N·8 bytes each (1.21 GB for this product). Times are in the
-// benchmarks (BenchmarkMulMasked, BenchmarkDecryptShares,
-// BenchmarkEncryptWeights, BenchmarkLoadWeights).
+// domain, 2·4·N·8 bytes each (1.21 GB for this product; LoadWeightsCompact
+// keeps c0 only, 0.60 GB, and regenerates c1 per candidate).
+//
+// Work per candidate is inherent to the layout: m·k·n·2·L 64×64-bit
+// multiply-adds (L = 4 primes), 1.2·10^9 for this product, plus per output
+// ciphertext one small NTT, two inverse NTTs and the switch. Measured with
+// go test -bench . -benchtime=3x on the 2-core shared development machine
+// (load average ≈ 5, so wall times are inflated; CPU seconds in brackets):
+// MulMasked 2.3 s (2.2 CPU-s) per candidate, DecryptShares 0.02 s,
+// EncryptWeights 7.1 s (5.3 CPU-s) and LoadWeights 0.5 s once per matrix.
 //
 // References: Z. Huang, W. Lu, C. Hong, J. Ding, "Cheetah: Lean and Fast
 // Secure Two-Party Deep Neural Network Inference", USENIX Security 2022

@@ -321,8 +321,12 @@ type Sizes struct {
 	P1Weights, P1WeightsCompact int64
 }
 
-// Sizes returns the message sizes of an m×k·k×n product with layout l.
+// Sizes returns the message sizes of an m×k·k×n product with layout l
+// (the zero Layout means ChooseLayout(m, n)).
 func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
+	if l == (Layout{}) {
+		l, _ = s.ChooseLayout(max(m, 1), max(n, 1))
+	}
 	cb := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)
 	L := int64(len(s.p.Q))
