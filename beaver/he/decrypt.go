@@ -30,6 +30,9 @@ func (s *Scheme) phases(sk *SecretKey, out *Output, m, n int, l Layout) ([]u128,
 	if sk == nil || out == nil {
 		return nil, fmt.Errorf("he: decrypt: nil input")
 	}
+	if sk.sc != s {
+		return nil, errScheme
+	}
 	if out.M != m || out.N != n || out.Layout != l || m < 1 || n < 1 {
 		return nil, fmt.Errorf("he: decrypt: message for %d×%d layout %v, want %d×%d layout %v: %w", out.M, out.N, out.Layout, m, n, l, errShape)
 	}

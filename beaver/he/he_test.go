@@ -372,6 +372,24 @@ func TestRejects(t *testing.T) {
 	if _, err := s.DecryptShares(sk, out, 2, 5, Layout{MW: 1, NW: 4}); !errors.Is(err, errShape) {
 		t.Errorf("wrong layout: %v", err)
 	}
+	// Keys and weights of another Scheme are refused, not a panic.
+	p := DefaultParams()
+	p.LogN = 12
+	p.Q = []uint64{0x3fffffffef8001, 0x3fffffffeb8001, 0x3fffffffe7c001}
+	p.MaxInner, p.MaxRows, p.FloodBits = 64, 8, 16
+	other, err := NewScheme(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.EncryptWeights(sk, B, 3, 5, l, rnd); !errors.Is(err, errScheme) {
+		t.Errorf("foreign secret key: %v", err)
+	}
+	if _, err := other.MulMasked(w, make([]uint64, 2*3), 2, make([]uint64, 2*5), rnd); !errors.Is(err, errScheme) {
+		t.Errorf("foreign weights: %v", err)
+	}
+	if _, err := other.DecryptShares(sk, out, 2, 5, l); !errors.Is(err, errScheme) {
+		t.Errorf("foreign key in decrypt: %v", err)
+	}
 }
 
 // TestCompactWeights: with the seeded halves regenerated per candidate

@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -20,10 +21,14 @@ const SeedSize = 32
 // SecretKey is P0's secret key: a uniform ternary polynomial s. It never
 // leaves P0.
 type SecretKey struct {
-	s  []int8    // coefficients in {−1, 0, 1}
-	sQ ring.Poly // s in R_Q, NTT domain
-	sD ring.Poly // s in the auxiliary decryption ring, NTT domain
+	coef []int8    // coefficients in {−1, 0, 1}
+	sQ   ring.Poly // s in R_Q, NTT domain
+	sD   ring.Poly // s in the auxiliary decryption ring, NTT domain
+	sc   *Scheme
 }
+
+// errScheme reports a key or message made by another Scheme.
+var errScheme = errors.New("he: key or message of another Scheme")
 
 // PublicKey is P0's public key (p0, p1) = (−p1·s + e, p1), p1 expanded from
 // Seed. P1 adds a fresh encryption of zero under it to every output
@@ -100,21 +105,21 @@ func (s *Scheme) KeyGen(rnd io.Reader) (*SecretKey, *PublicKey, error) {
 	}
 	sQ := s.rq.NewPoly()
 	ts.Read(sQ)
-	sk := &SecretKey{s: make([]int8, s.n), sQ: sQ, sD: s.rd.NewPoly()}
+	sk := &SecretKey{coef: make([]int8, s.n), sQ: sQ, sD: s.rd.NewPoly(), sc: s}
 	q0 := s.p.Q[0]
 	for j, v := range sQ.Coeffs[0] {
 		switch v {
 		case 0:
 		case 1:
-			sk.s[j] = 1
+			sk.coef[j] = 1
 		case q0 - 1:
-			sk.s[j] = -1
+			sk.coef[j] = -1
 		default:
 			return nil, nil, fmt.Errorf("he: ternary sampler gave %d", v)
 		}
 	}
 	s.rq.NTT(sQ, sQ)
-	s.liftSmall(sk.s, s.rd, sk.sD)
+	s.liftSmall(sk.coef, s.rd, sk.sD)
 	s.rd.NTT(sk.sD, sk.sD)
 
 	pk := &PublicKey{P0: s.rq.NewPoly(), s: s}

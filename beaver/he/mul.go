@@ -42,8 +42,8 @@ type rawBlock struct{ c0, c1 ring.Poly }
 // mulMaskedRaw does MulMasked; with final false it also returns the output
 // ciphertexts in R_Q before the switch (for the view tests).
 func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.Reader, final bool) (*Output, []rawBlock, error) {
-	if w == nil {
-		return nil, nil, fmt.Errorf("he: mul masked: nil weights")
+	if w == nil || w.sc != s {
+		return nil, nil, errScheme
 	}
 	k, n, l := w.k, w.n, w.layout
 	if m < 1 || m > 1<<24 || len(A) != m*k || len(R) != m*n {

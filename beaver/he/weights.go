@@ -27,6 +27,9 @@ type EncryptedWeights struct {
 // material (crypto/rand when nil): the public seed and the key of the
 // errors.
 func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, rnd io.Reader) (*EncryptedWeights, error) {
+	if sk == nil || sk.sc != s {
+		return nil, errScheme
+	}
 	if k < 1 || k > s.p.MaxInner || n < 1 || len(B) != k*n {
 		return nil, fmt.Errorf("he: encrypt weights %d×%d (MaxInner %d) from %d words: %w", k, n, s.p.MaxInner, len(B), errShape)
 	}
@@ -74,6 +77,7 @@ type Weights struct {
 	layout   Layout
 	c0, c1   []ring.Poly // c1 nil: regenerated from seed (LoadWeightsCompact)
 	seed     [SeedSize]byte
+	sc       *Scheme
 	pk0, pk1 ring.Poly
 	plan     *evalPlan
 }
@@ -125,7 +129,7 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	if err != nil {
 		return nil, err
 	}
-	w := &Weights{plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
+	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
 	if !expand {
 		return w, nil
 	}
