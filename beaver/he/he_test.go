@@ -294,6 +294,13 @@ func TestChooseLayout(t *testing.T) {
 		{128, 2, Layout{MW: 64, NW: 2}, 2},
 		{1, 1, Layout{MW: 1, NW: 1}, 1},
 	}
+	// Within a memory bound: fewer weight ciphertexts, more outputs.
+	if l, err := s.ChooseLayoutWithin(128, 768, 768, 500<<20); err != nil || l != (Layout{MW: 8, NW: 1024}) {
+		t.Errorf("within 500 MiB: %+v, %v", l, err)
+	}
+	if _, err := s.ChooseLayoutWithin(128, 768, 768, 1<<20); err == nil {
+		t.Errorf("within 1 MiB: no error")
+	}
 	for _, c := range cases {
 		l, err := s.ChooseLayout(c.m, c.n)
 		if err != nil {

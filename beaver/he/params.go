@@ -287,17 +287,33 @@ func (s *Scheme) checkLayout(l Layout) error {
 // count·N·LogQ1 bits); among those, fewest weight ciphertexts k·ceil(n/NW)
 // (P0's one-time upload and P1's memory); then the largest MW.
 func (s *Scheme) ChooseLayout(m, n int) (Layout, error) {
-	if m < 1 || n < 1 {
-		return Layout{}, fmt.Errorf("he: layout for %d×%d", m, n)
+	return s.ChooseLayoutWithin(m, 1, n, math.MaxInt64)
+}
+
+// ChooseLayoutWithin is ChooseLayout among the layouts whose prepared
+// weights (Sizes.P1Weights, k rows) fit in maxP1 bytes: it trades
+// per-candidate bytes for P1's memory and P0's upload (for 128×768·768×768,
+// 1.21 GB and 12 output ciphertexts unbounded; 0.40 GB and 16 within
+// 0.5 GB). It fails when no layout fits.
+func (s *Scheme) ChooseLayoutWithin(m, k, n int, maxP1 int64) (Layout, error) {
+	if m < 1 || n < 1 || k < 1 {
+		return Layout{}, fmt.Errorf("he: layout for %d×%d·%d×%d", m, k, k, n)
 	}
 	best, bestOut, bestW := Layout{}, math.MaxInt, math.MaxInt
 	for nw := 1; nw <= s.n; nw *= 2 {
 		cb := ceilDiv(n, nw)
 		mw := min(s.p.MaxRows, s.n/nw, m)
+		l := Layout{MW: mw, NW: nw}
+		if s.Sizes(m, k, n, l).P1Weights > maxP1 {
+			continue
+		}
 		out := ceilDiv(m, mw) * cb
 		if out < bestOut || (out == bestOut && (cb < bestW || (cb == bestW && mw > best.MW))) {
-			best, bestOut, bestW = Layout{MW: mw, NW: nw}, out, cb
+			best, bestOut, bestW = l, out, cb
 		}
+	}
+	if bestOut == math.MaxInt {
+		return Layout{}, fmt.Errorf("he: no layout for %d×%d·%d×%d keeps P1's weights within %d bytes", m, k, k, n, maxP1)
 	}
 	return best, nil
 }
