@@ -440,3 +440,27 @@ func TestCompactWeights(t *testing.T) {
 		t.Errorf("compact weights give another output message")
 	}
 }
+
+func TestFingerprint(t *testing.T) {
+	base := DefaultParams().Fingerprint()
+	if DefaultParams().Fingerprint() != base {
+		t.Fatal("fingerprint not deterministic")
+	}
+	for i, f := range []func(*Params){
+		func(p *Params) { p.LogN-- },
+		func(p *Params) { p.Q = append(p.Q[:3:3], 0x3fffffffe64001+2*16384) },
+		func(p *Params) { p.Sigma = 3.19 },
+		func(p *Params) { p.ErrBound = 19 },
+		func(p *Params) { p.MaxInner++ },
+		func(p *Params) { p.MaxRows++ },
+		func(p *Params) { p.FloodBits-- },
+		func(p *Params) { p.LogQ0++ },
+		func(p *Params) { p.LogQ1++ },
+	} {
+		p := DefaultParams()
+		f(&p)
+		if p.Fingerprint() == base {
+			t.Errorf("change %d keeps the fingerprint", i)
+		}
+	}
+}

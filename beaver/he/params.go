@@ -1,6 +1,8 @@
 package he
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -102,6 +104,21 @@ type msConst struct {
 	qHatInv []uint64    // (Q/q_i)^{-1} mod q_i
 	intPart [][2]uint64 // floor(2^l/q_i) mod 2^128, {lo, hi}
 	frac    []uint64    // floor(frac(2^l/q_i)·2^64)
+}
+
+// Fingerprint is a SHA-256 digest of every field of p, for the session
+// handshake: both parties must run the same Params.
+func (p Params) Fingerprint() [32]byte {
+	b := []byte("selectformer/beaver/he params v1")
+	for _, v := range []int{p.LogN, len(p.Q), p.MaxInner, p.MaxRows, p.FloodBits, p.LogQ0, p.LogQ1} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	for _, q := range p.Q {
+		b = binary.LittleEndian.AppendUint64(b, q)
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Sigma))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.ErrBound))
+	return sha256.Sum256(b)
 }
 
 // Validate reports whether p is usable: sizes in range and, above all,
