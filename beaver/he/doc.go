@@ -101,12 +101,14 @@
 // keeps c0 only, 0.60 GB, and regenerates c1 per candidate).
 //
 // Work per candidate is inherent to the layout: m·k·n·2·L 64×64-bit
-// multiply-adds (L = 4 primes), 1.2·10^9 for this product, plus per output
-// ciphertext one small NTT, two inverse NTTs and the switch. Measured with
-// go test -bench . -benchtime=3x on the 2-core shared development machine
-// (load average ≈ 5, so wall times are inflated; CPU seconds in brackets):
-// MulMasked 2.3 s (2.2 CPU-s) per candidate, DecryptShares 0.02 s,
-// EncryptWeights 7.1 s (5.3 CPU-s) and LoadWeights 0.5 s once per matrix.
+// multiply-adds (L = 4 primes), 1.2·10^9 for this product — for each prime
+// and NTT slot a (ceil(m/MW)×k)·(k×ceil(n/NW)) modular GEMM — plus per
+// output ciphertext one small NTT, two inverse NTTs and the switch.
+// Measured with go test -bench . -benchtime=3x on the 2-core development
+// machine shared with other jobs (load average 5–7, so the figures vary
+// 2× between runs; CPU seconds in brackets): MulMasked 1.0–3.0 s
+// (1.8–3.1 CPU-s) per candidate, DecryptShares 0.016 s, EncryptWeights
+// 5.3–7.1 s (5.2 CPU-s) and LoadWeights 0.3–0.5 s once per matrix.
 //
 // References: Z. Huang, W. Lu, C. Hong, J. Ding, "Cheetah: Lean and Fast
 // Secure Two-Party Deep Neural Network Inference", USENIX Security 2022
