@@ -1,0 +1,118 @@
+// Package he makes the weight-mask correlation of selectformer's products
+// with the model owner's clear weights, C0 + C1 = A·B mod 2^64, between the
+// two parties alone, by RLWE encryption (no dealer). P0 (the model owner)
+// holds the mask B (k×n, fixed per weight matrix); P1 (the data owner) holds
+// A (m×k, fresh per candidate) and chooses its share C1 := R uniformly; P0
+// learns C0 = A·B − R. It is the cryptographic core only: the lead wires it
+// into a beaver provider.
+//
+// # Protocol (Nimbus layout, Cheetah encoding)
+//
+// Each step is one function with plain inputs and outputs:
+//
+//  1. P0: KeyGen → SecretKey, PublicKey (sent once per session).
+//  2. P0: EncryptWeights(B) → EncryptedWeights (sent once per weight
+//     matrix): seeded symmetric RLWE ciphertexts, only c0 crosses.
+//  3. P1: LoadWeights(PublicKey, EncryptedWeights) → Weights (kept).
+//  4. P1, per candidate: MulMasked(Weights, A, R) → Output (sent): the
+//     homomorphic product A·Enc(B), minus R, re-randomised with a fresh
+//     encryption of zero under the public key, flooded, switched down.
+//  5. P0, per candidate: DecryptShares(Output) → C0.
+//
+// Messages encode with AppendBinary and decode with the Scheme's Decode
+// functions, which take the caller's bounds on every dimension and check
+// the exact length a header implies before allocating.
+//
+// # Scheme
+//
+// Ring R_Q = Z_Q[X]/(X^N+1), N = 8192, Q the product of four 54-bit
+// NTT-friendly primes (log2 Q ≈ 216), arithmetic by lattigo v6's ring
+// package (RNS, NTT, samplers). Secret s uniform ternary; errors discrete
+// Gaussian σ = 3.2 truncated at 6σ (|e| ≤ B_e = 19). The plaintext modulus
+// is t = 2^64 with coefficient encoding and rounded scaling: a weight
+// ciphertext of b satisfies c0 + c1·s = round(Q·b/t) + e. Multiplying by a
+// plaintext a whose coefficients are A's words lifted to [−2^63, 2^63)
+// gives Q·(a·b mod t)/t + (e + ε)·a mod Q, |ε| ≤ 1/2: the wrap-around of
+// a·b mod t vanishes because (Q/t)·t·w = Q·w ≡ 0.
+//
+// Layout (outer product, kw = 1): the plaintext of A for row block ib and
+// inner index r holds A[ib·MW+i][r] at X^(i·NW), i < MW; weight ciphertext
+// (r, j) holds B[r][j·NW+x] at X^x, x < NW. With MW·NW ≤ N the product has
+// A[i][r]·B[r][x] at X^(i·NW+x) with no wrap, and the sum over r
+// accumulates homomorphically. NW is a power of two, so the plaintext of A
+// is a'(X^NW) and its NTT takes only D = N/NW distinct values a'(ζ), ζ the
+// roots of Y^D = −1: P1 evaluates a size-D polynomial instead of a size-N
+// NTT. ChooseLayout's rule: fewest output ciphertexts ceil(m/MW)·ceil(n/NW)
+// (they are the per-candidate bytes), then fewest weight ciphertexts
+// k·ceil(n/NW) (P0's one-time upload, P1's memory), then the largest MW.
+// For the sst2 product 128×768·768×1536: MW = 16, NW = 512, 2,304 weight
+// ciphertexts, 24 output ciphertexts.
+//
+// # Security (DefaultParams)
+//
+// P1 sees P0's public key and weight ciphertexts: RLWE samples under s with
+// N = 8192, log2 Q ≤ 216, ternary secret, σ = 3.2. The Homomorphic
+// Encryption Standard (M. Albrecht et al., "Homomorphic Encryption Security
+// Standard", HomomorphicEncryption.org, Toronto, November 2018; its table
+// for secrets uniform in {−1, 0, 1}, σ ≈ 3.2, 128-bit classical security)
+// allows log2 q ≤ 218 at n = 8192 — the bound SEAL enforces as
+// CoeffModulus::MaxBitCount(8192, sec_level_type::tc128) = 218
+// (seal_he_std_parms_128_tc). Our Q is below 2^216. The seeded halves c1 are expanded with AES-256-CTR from public
+// seeds (a seeded ciphertext is as secure as one with a uniform c1 in the
+// random-oracle/PRG model, as in lattigo's and SEAL's seeded ciphertexts).
+//
+// P0 sees each output ciphertext (c0', c1') and knows s and every error it
+// sampled. The ciphertext's c1 = Σ_r a_r·c1_r would reveal A (P0 knows the
+// c1_r), so P1 adds (u·p0 + e0, u·p1 + e1), an encryption of zero under the
+// public key with a fresh ternary u: c1 + u·p1 + e1 is pseudorandom by RLWE
+// with secret u (same N, Q, σ). The phase c0 + c1·s = Δ·(A·B − R) + ν with
+// A-dependent noise ν; P1 adds to every coefficient that holds an output a
+// flood uniform in [−F, F), F = 2^f, f = ceil(log2 Bν) + λ, Bν the worst
+// case of |ν|, so the phase P0 decrypts is within statistical distance
+// Bν/(2F) ≤ 2^−(λ+1) per coefficient of one that does not depend on A, u or
+// e1 (λ = 64: 2^−65.7 per coefficient; a union bound over the 2^36
+// coefficients of a 69,300-candidate selection with six products each
+// leaves 2^−29). The modulus switch is a function of the flooded
+// ciphertext, so it reveals nothing more. Coefficients that hold no output
+// are not sent.
+//
+// # Noise budget (DefaultParams; NewScheme checks it for every Params)
+//
+//	ν before flooding, per output coefficient, k ≤ MaxInner = 4096, MW ≤ MaxRows = 64:
+//	  Σ_r (e_r + ε_r)·a_r : k·MW·(B_e + 1/2)·2^63 = 4096·64·19.5·2^63 ≈ 2^85.29
+//	  u·e_pk + e1·s + e0  : (2N + 1)·B_e ≈ 2^18.2
+//	  rounding of Δ·R     : 1/2
+//	  Bν ≈ 2^85.29, flood f = 86 + 64 = 150.
+//	Modulus switch to 2^LogQ0 (c0, 68 bits) and 2^LogQ1 (c1, 81 bits): the
+//	rounding errors ε0, ε1 satisfy |ε| ≤ 1/2 + 2^−8 (2^−8: the fixed-point
+//	CRT), and ε1 is multiplied by s (‖s‖₁ ≤ N).
+//	Exact decryption needs 2^64·((Bν + F)/Q + (1/2+2^−8)/2^68 + N·(1/2+2^−8)/2^81) < 1/2:
+//	  2^64·(2^150.0/2^216.0 + 2^−68.99 + 2^−68.99) = 0.250 + 0.031 + 0.031 = 0.313 < 1/2.
+//	One more flood bit (λ = 65) gives 0.563: TestParamsExactnessBoundary.
+//
+// # Costs (Sizes gives them exactly)
+//
+// Output message: 18 + ceil((m·n·68 + ceil(m/MW)·ceil(n/NW)·N·81)/8) bytes.
+// For 128×768·768×1536: 3,661,842 bytes per candidate, 2.33× the dealer's
+// correction (8·m·n = 1,572,864 bytes). Weights: 50 + k·ceil(n/NW)·N·27
+// bytes (509,607,986 once per weight matrix); public key 221,218 bytes
+// once; P1 keeps both components of every weight ciphertext in the NTT
+// domain, 2·4·N·8 bytes each (1.21 GB for this product; LoadWeightsCompact
+// keeps c0 only, 0.60 GB, and regenerates c1 per candidate).
+//
+// Work per candidate is inherent to the layout: m·k·n·2·L 64×64-bit
+// multiply-adds (L = 4 primes), 1.2·10^9 for this product — for each prime
+// and NTT slot a (ceil(m/MW)×k)·(k×ceil(n/NW)) modular GEMM — plus per
+// output ciphertext one small NTT, two inverse NTTs and the switch.
+// Measured with go test -bench . -benchtime=3x on the 2-core development
+// machine shared with other jobs (load average 5–7, so the figures vary
+// 2× between runs; CPU seconds in brackets): MulMasked 1.0–3.0 s
+// (1.8–3.1 CPU-s) per candidate, DecryptShares 0.016 s, EncryptWeights
+// 5.3–7.1 s (5.2 CPU-s) and LoadWeights 0.3–0.5 s once per matrix.
+//
+// References: Z. Huang, W. Lu, C. Hong, J. Ding, "Cheetah: Lean and Fast
+// Secure Two-Party Deep Neural Network Inference", USENIX Security 2022
+// (coefficient encoding, Z_2^k plaintexts); K. Li et al., "Nimbus: Secure
+// and Efficient Two-Party Inference for Transformers", NeurIPS 2024 (the
+// weight owner's matrix encrypted once, outer-product packing).
+package he

@@ -1,0 +1,181 @@
+package he
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+)
+
+// small messages of every kind, for seed corpora.
+func smallMessages(t testing.TB) (pk, ew, out []byte) {
+	s := defaultScheme
+	rnd := newDetRand(77)
+	sk, p, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{MW: 1, NW: 1}
+	w, err := s.EncryptWeights(sk, []uint64{1 << 63}, 1, 1, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw, err := s.LoadWeights(p, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.MulMasked(lw, []uint64{^uint64(0)}, 1, []uint64{5}, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pk, err = p.AppendBinary(nil); err != nil {
+		t.Fatal(err)
+	}
+	if ew, err = w.AppendBinary(nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = o.AppendBinary(nil); err != nil {
+		t.Fatal(err)
+	}
+	return pk, ew, out
+}
+
+// header returns a message header claiming d0×d1 with layout l.
+func header(tag byte, d0, d1, mw, nw uint32) []byte {
+	b := []byte{tag, wireVersion}
+	for _, v := range []uint32{d0, d1, mw, nw} {
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	return b
+}
+
+// malformed returns variants of a valid message: truncated, extended, a
+// padding or residue bit flipped, a wrong tag, oversized headers.
+func malformed(valid []byte, tag byte) [][]byte {
+	flip := func(i int, m byte) []byte { b := bytes.Clone(valid); b[i] ^= m; return b }
+	ones := bytes.Clone(valid) // the last residue ≥ its modulus, or padding set
+	for i := len(ones) - 7; i < len(ones); i++ {
+		ones[i] = 0xff
+	}
+	return [][]byte{
+		nil,
+		valid[:1],
+		valid[:len(valid)-1],
+		append(bytes.Clone(valid), 0),
+		ones,
+		flip(0, 0xff),
+		flip(1, 0x01),
+		header(tag, 1<<24, 1<<24, 1, 1),
+		header(tag, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff),
+		header(tag, 1, 1, 64, 128),
+		append(header(tag, 64, 64, 3, 4), make([]byte, 100)...),
+	}
+}
+
+func FuzzDecodeOutput(f *testing.F) {
+	_, _, out := smallMessages(f)
+	f.Add(out)
+	for _, b := range malformed(out, tagOutput) {
+		f.Add(b)
+	}
+	s := defaultScheme
+	f.Fuzz(func(t *testing.T, data []byte) {
+		o, err := s.DecodeOutput(data, 64, 64)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			return
+		}
+		if o.M > 64 || o.N > 64 {
+			t.Fatalf("decoded %d×%d beyond the bounds", o.M, o.N)
+		}
+		b, err := o.AppendBinary(nil)
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("re-encoding differs (%v)", err)
+		}
+	})
+}
+
+func FuzzDecodeEncryptedWeights(f *testing.F) {
+	_, ew, _ := smallMessages(f)
+	f.Add(ew)
+	for _, b := range malformed(ew, tagWeights) {
+		f.Add(b)
+	}
+	s := defaultScheme
+	f.Fuzz(func(t *testing.T, data []byte) {
+		w, err := s.DecodeEncryptedWeights(data, 4, 4)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			return
+		}
+		if w.K > 4 || w.N > 4 {
+			t.Fatalf("decoded %d×%d beyond the bounds", w.K, w.N)
+		}
+		b, err := w.AppendBinary(nil)
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("re-encoding differs (%v)", err)
+		}
+	})
+}
+
+func FuzzDecodePublicKey(f *testing.F) {
+	pk, _, _ := smallMessages(f)
+	f.Add(pk)
+	for _, b := range malformed(pk, tagPublicKey) {
+		f.Add(b)
+	}
+	s := defaultScheme
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := s.DecodePublicKey(data)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+			}
+			return
+		}
+		b, err := p.AppendBinary(nil)
+		if err != nil || !bytes.Equal(b, data) {
+			t.Fatalf("re-encoding differs (%v)", err)
+		}
+	})
+}
+
+// TestDecodeBounds: a header that claims more than the caller's bounds, or
+// a size its bytes do not have, is refused before anything is allocated
+// for it; every malformed variant is an ErrMalformed.
+func TestDecodeBounds(t *testing.T) {
+	s := defaultScheme
+	pk, ew, out := smallMessages(t)
+	for i, b := range malformed(out, tagOutput) {
+		if _, err := s.DecodeOutput(b, 64, 64); !errors.Is(err, ErrMalformed) {
+			t.Errorf("output variant %d: %v", i, err)
+		}
+	}
+	for i, b := range malformed(ew, tagWeights) {
+		if _, err := s.DecodeEncryptedWeights(b, 4, 4); !errors.Is(err, ErrMalformed) {
+			t.Errorf("weights variant %d: %v", i, err)
+		}
+	}
+	for i, b := range malformed(pk, tagPublicKey) {
+		if _, err := s.DecodePublicKey(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("public key variant %d: %v", i, err)
+		}
+	}
+	// The caller's bound binds: a valid 1×1 message refused under 0.
+	if _, err := s.DecodeOutput(out, 0, 64); !errors.Is(err, ErrMalformed) {
+		t.Errorf("bound 0 rows: %v", err)
+	}
+	// A header claiming the largest sizes, with few bytes, allocates only
+	// the error.
+	big := header(tagOutput, 1<<24, 1<<24, 1, 1)
+	allocs := testing.AllocsPerRun(10, func() { _, _ = s.DecodeOutput(big, 1<<30, 1<<30) })
+	bigW := header(tagWeights, 4096, 1<<24, 1, 1)
+	allocs += testing.AllocsPerRun(10, func() { _, _ = s.DecodeEncryptedWeights(bigW, 1<<30, 1<<30) })
+	if allocs > 20 {
+		t.Errorf("refusing oversized headers made %.0f allocations", allocs)
+	}
+}

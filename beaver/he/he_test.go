@@ -1,0 +1,466 @@
+package he
+
+import (
+	"bytes"
+	"errors"
+	"github.com/tuneinsight/lattigo/v6/ring"
+	"math/rand/v2"
+	"testing"
+)
+
+// detRand is a deterministic randomness source for tests.
+type detRand struct{ r *rand.ChaCha8 }
+
+func newDetRand(seed uint64) *detRand {
+	var s [32]byte
+	for i := range 8 {
+		s[i] = byte(seed >> (8 * i))
+	}
+	return &detRand{rand.NewChaCha8(s)}
+}
+
+func (d *detRand) Read(p []byte) (int, error) { return d.r.Read(p) }
+
+var defaultScheme = func() *Scheme {
+	s, err := NewScheme(DefaultParams())
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// plainMul returns A·B mod 2^64.
+func plainMul(A, B []uint64, m, k, n int) []uint64 {
+	C := make([]uint64, m*n)
+	for i := range m {
+		for r := range k {
+			a := A[i*k+r]
+			for j := range n {
+				C[i*n+j] += a * B[r*n+j]
+			}
+		}
+	}
+	return C
+}
+
+// roundTrip runs the whole protocol through the wire encodings and returns
+// C0 and the sizes of the three messages.
+func roundTrip(t testing.TB, s *Scheme, A, B, R []uint64, m, k, n int, l Layout, seed uint64) (C0 []uint64, sz [3]int64) {
+	t.Helper()
+	rnd := newDetRand(seed)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ew, err := s.EncryptWeights(sk, B, k, n, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkb, err := pk.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ewb, err := ew.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk1, err := s.DecodePublicKey(pkb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ew1, err := s.DecodeEncryptedWeights(ewb, k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LoadWeights(pk1, ew1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.MulMasked(w, A, m, R, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ob, err := out.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out1, err := s.DecodeOutput(ob, m, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	C0, err = s.DecryptShares(sk, out1, m, n, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return C0, [3]int64{int64(len(pkb)), int64(len(ewb)), int64(len(ob))}
+}
+
+// Edge words of Z_2^64.
+var edges = []uint64{0, 1, 1 << 63, 1<<63 - 1, 1<<63 + 1, ^uint64(0), ^uint64(0) - 1}
+
+// fill returns n words of the named pattern.
+func fill(rng *rand.Rand, n int, pattern string) []uint64 {
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(0, 0))
+	}
+	v := make([]uint64, n)
+	for i := range v {
+		switch pattern {
+		case "random":
+			v[i] = rng.Uint64()
+		case "edges":
+			v[i] = edges[rng.IntN(len(edges))]
+		case "min": // −2^63, the largest |a| of the centred lift
+			v[i] = 1 << 63
+		case "max":
+			v[i] = ^uint64(0)
+		case "zero":
+		}
+	}
+	return v
+}
+
+func checkShares(t *testing.T, C0, R, want []uint64) {
+	t.Helper()
+	bad := 0
+	for i := range want {
+		if C0[i]+R[i] != want[i] {
+			if bad++; bad <= 3 {
+				t.Errorf("word %d: C0+C1 = %#x, want %#x", i, C0[i]+R[i], want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d words wrong", bad, len(want))
+	}
+}
+
+// TestCorrectness: C0 + C1 = A·B mod 2^64 exactly, over shapes that are
+// and are not multiples of the blocks, every evaluation path (D = N/NW
+// large: lattigo NTT of degree D; small: direct; D = 1), edge words, and the
+// exact message sizes of Sizes.
+func TestCorrectness(t *testing.T) {
+	s := defaultScheme
+	cases := []struct {
+		name       string
+		m, k, n    int
+		l          Layout // zero: ChooseLayout
+		pa, pb, pr string
+	}{
+		{"random/partial-blocks/ntt-eval", 5, 7, 9, Layout{MW: 2, NW: 4}, "random", "random", "random"},
+		{"edges/partial-blocks/direct-eval", 7, 5, 300, Layout{MW: 3, NW: 256}, "edges", "edges", "edges"},
+		{"edges/D=1", 3, 4, 10, Layout{MW: 1, NW: 8192}, "edges", "edges", "edges"},
+		{"extreme/min×max", 6, 9, 20, Layout{MW: 4, NW: 16}, "min", "max", "max"},
+		{"extreme/min×min", 6, 9, 20, Layout{MW: 4, NW: 16}, "min", "min", "zero"},
+		{"zero-A", 4, 3, 5, Layout{}, "zero", "random", "random"},
+		{"auto-layout/random", 33, 6, 70, Layout{}, "random", "edges", "random"},
+		{"one-word", 1, 1, 1, Layout{}, "edges", "edges", "edges"},
+		{"full-block/D=16", 16, 3, 512, Layout{MW: 16, NW: 512}, "random", "random", "random"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := c.l
+			if l == (Layout{}) {
+				var err error
+				if l, err = s.ChooseLayout(c.m, c.n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			A, B, R := fill(rng, c.m*c.k, c.pa), fill(rng, c.k*c.n, c.pb), fill(rng, c.m*c.n, c.pr)
+			C0, got := roundTrip(t, s, A, B, R, c.m, c.k, c.n, l, uint64(i))
+			checkShares(t, C0, R, plainMul(A, B, c.m, c.k, c.n))
+			sz := s.Sizes(c.m, c.k, c.n, l)
+			if want := [3]int64{sz.PublicKey, sz.Weights, sz.Output}; got != want {
+				t.Errorf("message bytes %v, Sizes says %v", got, want)
+			}
+		})
+	}
+}
+
+// TestWorstCaseInner: the largest inner dimension allowed, k = MaxInner,
+// with the largest |A| = 2^63 in every entry and extreme B, decrypts
+// exactly. To bound the noise from above rather than typically, every row
+// of the encrypted B is the same ciphertext, so the k error terms e·a add
+// coherently (k·|e·a| instead of √k), and the flood is at its maximum.
+func TestWorstCaseInner(t *testing.T) {
+	s := defaultScheme
+	k := s.p.MaxInner
+	l := Layout{MW: s.p.MaxRows, NW: s.n / s.p.MaxRows} // largest MW: the bound's worst case
+	m, n := l.MW+3, l.NW+5                              // partial blocks too
+	rnd := newDetRand(42)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	row := fill(rng, n, "max")
+	for j := range row {
+		if j%2 == 1 {
+			row[j] = 1 << 63
+		}
+	}
+	ew, err := s.EncryptWeights(sk, row, 1, n, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := w1.cb
+	w := *w1
+	w.k = k
+	w.c0, w.c1 = make([]ring.Poly, k*cb), make([]ring.Poly, k*cb)
+	for r := range k {
+		copy(w.c0[r*cb:], w1.c0)
+		copy(w.c1[r*cb:], w1.c1)
+	}
+	B := make([]uint64, k*n)
+	for r := range k {
+		copy(B[r*n:], row)
+	}
+	for _, pa := range []string{"min", "max"} {
+		A := fill(rng, m*k, pa)
+		R := fill(rng, m*n, "random")
+		out, err := s.MulMasked(&w, A, m, R, rnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		C0, err := s.DecryptShares(sk, out, m, n, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkShares(t, C0, R, plainMul(A, B, m, k, n))
+	}
+}
+
+// TestParamsExactnessBoundary: NewScheme accepts the largest flood its
+// noise arithmetic allows and rejects one bit more; at that largest flood
+// decryption is still exact.
+func TestParamsExactnessBoundary(t *testing.T) {
+	p := DefaultParams()
+	for ; ; p.FloodBits++ {
+		q := p
+		q.FloodBits++
+		if _, err := NewScheme(q); err != nil {
+			break
+		}
+	}
+	if p.FloodBits < DefaultParams().FloodBits {
+		t.Fatalf("defaults rejected")
+	}
+	t.Logf("largest FloodBits λ = %d", p.FloodBits)
+	s, err := NewScheme(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	m, k, n := 20, 6, 40
+	A, B, R := fill(rng, m*k, "edges"), fill(rng, k*n, "edges"), fill(rng, m*n, "random")
+	l, _ := s.ChooseLayout(m, n)
+	C0, _ := roundTrip(t, s, A, B, R, m, k, n, l, 3)
+	checkShares(t, C0, R, plainMul(A, B, m, k, n))
+
+	bad := []func(*Params){
+		func(p *Params) { p.LogQ1 = 70 },                   // c1 switched too low
+		func(p *Params) { p.LogQ0 = 65 },                   // c0 switched too low
+		func(p *Params) { p.Q = p.Q[:3] },                  // Q too small for the flood
+		func(p *Params) { p.MaxInner = 1 << 19 },           // noise too large
+		func(p *Params) { p.Q = []uint64{p.Q[0], p.Q[0]} }, // repeated modulus
+		func(p *Params) { p.Q = append([]uint64{}, 17) },   // not NTT-friendly
+		func(p *Params) { p.MaxRows = 0 },
+		func(p *Params) { p.LogN = 20 },
+	}
+	for i, f := range bad {
+		q := DefaultParams()
+		f(&q)
+		if err := q.Validate(); err == nil {
+			t.Errorf("bad params %d accepted", i)
+		}
+	}
+}
+
+func TestChooseLayout(t *testing.T) {
+	s := defaultScheme
+	cases := []struct {
+		m, n int
+		want Layout
+		outs int
+	}{
+		{128, 1536, Layout{MW: 16, NW: 512}, 24}, // sst2 product of the brief
+		{128, 768, Layout{MW: 32, NW: 256}, 12},
+		{128, 3072, Layout{MW: 8, NW: 1024}, 48},
+		{128, 2, Layout{MW: 64, NW: 2}, 2},
+		{1, 1, Layout{MW: 1, NW: 1}, 1},
+	}
+	// Within a memory bound: fewer weight ciphertexts, more outputs.
+	if l, err := s.ChooseLayoutWithin(128, 768, 768, 500<<20); err != nil || l != (Layout{MW: 8, NW: 1024}) {
+		t.Errorf("within 500 MiB: %+v, %v", l, err)
+	}
+	if _, err := s.ChooseLayoutWithin(128, 768, 768, 1<<20); err == nil {
+		t.Errorf("within 1 MiB: no error")
+	}
+	for _, c := range cases {
+		l, err := s.ChooseLayout(c.m, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.checkLayout(l); err != nil {
+			t.Errorf("%d×%d: %v", c.m, c.n, err)
+		}
+		if got := s.Sizes(c.m, 1, c.n, l).OutputCiphertexts; l != c.want || got != c.outs {
+			t.Errorf("%d×%d: layout %+v with %d outputs, want %+v with %d", c.m, c.n, l, got, c.want, c.outs)
+		}
+	}
+}
+
+// TestSizesSST2 pins the cost model of the sst2 product 128×768·768×1536
+// and the bar: at most 4× the dealer's correction.
+func TestSizesSST2(t *testing.T) {
+	s := defaultScheme
+	l, _ := s.ChooseLayout(128, 1536)
+	sz := s.Sizes(128, 768, 1536, l)
+	want := Sizes{
+		PublicKey:         34 + 8192*216/8,
+		Weights:           50 + 2304*8192*216/8,
+		Output:            18 + (128*1536*68+24*8192*81)/8,
+		Dealer:            8 * 128 * 1536,
+		WeightCiphertexts: 2304,
+		OutputCiphertexts: 24,
+		P1Weights:         2304 * 2 * 4 * 8192 * 8,
+		P1WeightsCompact:  2304 * 4 * 8192 * 8,
+	}
+	if sz != want {
+		t.Fatalf("Sizes = %+v, want %+v", sz, want)
+	}
+	if r := float64(sz.Output) / float64(sz.Dealer); r > 4 {
+		t.Errorf("output is %.2f× the dealer's correction, bar is 4×", r)
+	}
+}
+
+// TestRejects: wrong shapes and mismatched messages are errors.
+func TestRejects(t *testing.T) {
+	s := defaultScheme
+	rnd := newDetRand(1)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := Layout{MW: 2, NW: 4}
+	B := make([]uint64, 3*5)
+	if _, err := s.EncryptWeights(sk, B, 3, 4, l, rnd); !errors.Is(err, errShape) {
+		t.Errorf("short B: %v", err)
+	}
+	if _, err := s.EncryptWeights(sk, B, 3, 5, Layout{MW: 2, NW: 3}, rnd); err == nil {
+		t.Errorf("NW not a power of two accepted")
+	}
+	if _, err := s.EncryptWeights(sk, make([]uint64, (s.p.MaxInner+1)*1), s.p.MaxInner+1, 1, l, rnd); err == nil {
+		t.Errorf("k > MaxInner accepted")
+	}
+	ew, err := s.EncryptWeights(sk, B, 3, 5, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MulMasked(w, make([]uint64, 2*3), 2, make([]uint64, 2*4), rnd); !errors.Is(err, errShape) {
+		t.Errorf("short R: %v", err)
+	}
+	out, err := s.MulMasked(w, make([]uint64, 2*3), 2, make([]uint64, 2*5), rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DecryptShares(sk, out, 2, 6, l); !errors.Is(err, errShape) {
+		t.Errorf("wrong n: %v", err)
+	}
+	if _, err := s.DecryptShares(sk, out, 2, 5, Layout{MW: 1, NW: 4}); !errors.Is(err, errShape) {
+		t.Errorf("wrong layout: %v", err)
+	}
+	// Keys and weights of another Scheme are refused, not a panic.
+	p := DefaultParams()
+	p.LogN = 12
+	p.Q = []uint64{0x3fffffffef8001, 0x3fffffffeb8001, 0x3fffffffe7c001}
+	p.MaxInner, p.MaxRows, p.FloodBits = 64, 8, 16
+	other, err := NewScheme(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.EncryptWeights(sk, B, 3, 5, l, rnd); !errors.Is(err, errScheme) {
+		t.Errorf("foreign secret key: %v", err)
+	}
+	if _, err := other.MulMasked(w, make([]uint64, 2*3), 2, make([]uint64, 2*5), rnd); !errors.Is(err, errScheme) {
+		t.Errorf("foreign weights: %v", err)
+	}
+	if _, err := other.DecryptShares(sk, out, 2, 5, l); !errors.Is(err, errScheme) {
+		t.Errorf("foreign key in decrypt: %v", err)
+	}
+}
+
+// TestCompactWeights: with the seeded halves regenerated per candidate
+// (LoadWeightsCompact, here over several regeneration chunks) the output
+// message is byte for byte that of the expanded weights.
+func TestCompactWeights(t *testing.T) {
+	s := defaultScheme
+	m, k, n := 9, 70, 40
+	l := Layout{MW: 8, NW: 64}
+	rng := rand.New(rand.NewPCG(6, 6))
+	A, B, R := fill(rng, m*k, "edges"), fill(rng, k*n, "random"), fill(rng, m*n, "random")
+	rnd := newDetRand(6)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ew, err := s.EncryptWeights(sk, B, k, n, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs [2][]byte
+	for i, load := range []func(*PublicKey, *EncryptedWeights) (*Weights, error){s.LoadWeights, s.LoadWeightsCompact} {
+		w, err := load(pk, ew)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.MulMasked(w, A, m, R, newDetRand(60))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs[i], err = out.AppendBinary(nil); err != nil {
+			t.Fatal(err)
+		}
+		C0, err := s.DecryptShares(sk, out, m, n, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkShares(t, C0, R, plainMul(A, B, m, k, n))
+	}
+	if !bytes.Equal(msgs[0], msgs[1]) {
+		t.Errorf("compact weights give another output message")
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	base := DefaultParams().Fingerprint()
+	if DefaultParams().Fingerprint() != base {
+		t.Fatal("fingerprint not deterministic")
+	}
+	for i, f := range []func(*Params){
+		func(p *Params) { p.LogN-- },
+		func(p *Params) { p.Q = append(p.Q[:3:3], 0x3fffffffe64001+2*16384) },
+		func(p *Params) { p.Sigma = 3.19 },
+		func(p *Params) { p.ErrBound = 19 },
+		func(p *Params) { p.MaxInner++ },
+		func(p *Params) { p.MaxRows++ },
+		func(p *Params) { p.FloodBits-- },
+		func(p *Params) { p.LogQ0++ },
+		func(p *Params) { p.LogQ1++ },
+	} {
+		p := DefaultParams()
+		f(&p)
+		if p.Fingerprint() == base {
+			t.Errorf("change %d keeps the fingerprint", i)
+		}
+	}
+}

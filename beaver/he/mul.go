@@ -1,0 +1,354 @@
+package he
+
+import (
+	"fmt"
+	"io"
+	"math/bits"
+
+	"github.com/tuneinsight/lattigo/v6/ring"
+)
+
+// Output is P1's per-candidate message: one ciphertext per output block
+// (row block ib of MW rows, column block jb of NW columns, in row-major
+// block order), each switched to the moduli 2^LogQ0 (c0, only the
+// rows·cols coefficients that hold outputs) and 2^LogQ1 (c1, all N
+// coefficients).
+type Output struct {
+	M, N   int    // shape of the product
+	Layout Layout // blocks
+	blocks []outBlock
+	s      *Scheme
+}
+
+type outBlock struct {
+	c0 []u128 // rows·cols, row-major within the block
+	c1 []u128 // N
+}
+
+// MulMasked is P1's step for one candidate: with its A (m×k, row-major) and
+// mask R (m×n), which becomes its share C1 := R, it returns encryptions of
+// A·B − R under P0's key: the homomorphic product with the encrypted
+// weights, minus R, re-randomised with a fresh encryption of zero under the
+// public key, flooded and switched down. rnd supplies 32 bytes of key
+// material for the re-randomisation and flood (crypto/rand when nil).
+func (s *Scheme) MulMasked(w *Weights, A []uint64, m int, R []uint64, rnd io.Reader) (*Output, error) {
+	out, _, err := s.mulMaskedRaw(w, A, m, R, rnd, true)
+	return out, err
+}
+
+// rawBlock is an output ciphertext before the modulus switch (tests).
+type rawBlock struct{ c0, c1 ring.Poly }
+
+// mulMaskedRaw does MulMasked; with final false it also returns the output
+// ciphertexts in R_Q before the switch (for the view tests).
+func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.Reader, final bool) (*Output, []rawBlock, error) {
+	if w == nil || w.sc != s {
+		return nil, nil, errScheme
+	}
+	k, n, l := w.k, w.n, w.layout
+	if m < 1 || m > 1<<24 || len(A) != m*k || len(R) != m*n {
+		return nil, nil, fmt.Errorf("he: mul masked: A %d words, R %d words for %d×%d·%d×%d: %w", len(A), len(R), m, k, k, n, errShape)
+	}
+	key, err := keyFrom(rnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	cb := w.cb
+	rb := ceilDiv(m, l.MW)
+	nb := rb * cb
+	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, nb), s: s}
+	var raws []rawBlock
+	if !final {
+		raws = make([]rawBlock, nb)
+	}
+	L := len(s.p.Q)
+	N := s.n
+	plan := w.plan
+	D := plan.d
+	// 128-bit accumulators, index ((bi·2+comp)·L+p)·N+x, NTT domain.
+	accLo := make([]uint64, nb*2*L*N)
+	accHi := make([]uint64, nb*2*L*N)
+	// Tiles of T coefficients keep one tile's accumulators of all blocks in
+	// cache while the weights stream through once.
+	T := N
+	for T > 64 && nb*32*T > 256<<10 {
+		T /= 2
+	}
+	tiles := N / T
+	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
+	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
+	chunk := max(1, min(k, (16<<20)/(rb*L*D*8)))
+	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
+	if w.c1 == nil {
+		chunk = max(1, min(chunk, (16<<20)/(cb*L*N*8)))
+		c1buf = make([]ring.Poly, chunk*cb)
+		for i := range c1buf {
+			c1buf[i] = s.rq.NewPoly()
+		}
+	}
+	ev := make([]uint64, rb*chunk*L*D)
+	for r0 := 0; r0 < k; r0 += chunk {
+		r1 := min(k, r0+chunk)
+		nr := r1 - r0
+		c1 := w.c1[min(r0*cb, len(w.c1)):]
+		if w.c1 == nil {
+			parallel(nr*cb, func(i int) {
+				s.uniform(prngFor(w.seed[:], domWeights, uint64(r0*cb+i)), c1buf[i])
+			})
+			c1 = c1buf
+		}
+		parallel(rb*nr, func(t int) {
+			ib, rr := t/nr, t%nr
+			rows := min(l.MW, m-ib*l.MW)
+			col := make([]uint64, rows)
+			for i := range rows {
+				col[i] = A[(ib*l.MW+i)*k+r0+rr]
+			}
+			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
+		})
+		parallel(L*tiles, func(t int) {
+			p, x0 := t/tiles, (t%tiles)*T
+			idx := plan.idx[p][x0 : x0+T]
+			for r := r0; r < r1; r++ {
+				for jb := range cb {
+					w0 := w.c0[r*cb+jb].Coeffs[p][x0 : x0+T]
+					w1 := c1[(r-r0)*cb+jb].Coeffs[p][x0 : x0+T]
+					for ib := range rb {
+						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
+						o0 := (((ib*cb+jb)*2)*L+p)*N + x0
+						o1 := (((ib*cb+jb)*2+1)*L+p)*N + x0
+						macGather(accLo[o0:o0+T], accHi[o0:o0+T], accLo[o1:o1+T], accHi[o1:o1+T], e, idx, w0, w1)
+					}
+				}
+			}
+		})
+	}
+	parallel(nb, func(bi int) {
+		ib, jb := bi/cb, bi%cb
+		rows := min(l.MW, m-ib*l.MW)
+		c0, c1, u := s.rq.NewPoly(), s.rq.NewPoly(), s.rq.NewPoly()
+		res := make([]uint64, L)
+		{
+			cols := min(l.NW, n-jb*l.NW)
+			for p, q := range s.p.Q {
+				o0, o1 := ((bi*2)*L+p)*N, ((bi*2+1)*L+p)*N
+				reduce(c0.Coeffs[p], accLo[o0:o0+N], accHi[o0:o0+N], q)
+				reduce(c1.Coeffs[p], accLo[o1:o1+N], accHi[o1:o1+N], q)
+			}
+			// Re-randomise: + (u·p0 + e0, u·p1 + e1).
+			ts, err := ring.NewTernarySampler(prngFor(key, domMask, uint64(3*bi)), s.rq, ring.Ternary{P: 2.0 / 3}, false)
+			if err != nil {
+				panic(err) // fixed, valid distribution
+			}
+			ts.Read(u)
+			s.rq.NTT(u, u)
+			s.rq.MulCoeffsBarrettThenAdd(u, w.pk0, c0)
+			s.rq.MulCoeffsBarrettThenAdd(u, w.pk1, c1)
+			s.rq.INTT(c0, c0)
+			s.rq.INTT(c1, c1)
+			g := ring.NewGaussianSampler(prngFor(key, domMask, uint64(3*bi+1)), s.rq, s.gauss(), false)
+			g.ReadAndAdd(c0)
+			g.ReadAndAdd(c1)
+			// − Δ·R and + flood on the coefficients that hold outputs.
+			fl := prngFor(key, domMask, uint64(3*bi+2))
+			var fb [24]byte
+			for i := range rows {
+				for x := range cols {
+					pos := i*l.NW + x
+					rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
+					var f [3]uint64
+					if s.floodLog > 0 {
+						if _, err := io.ReadFull(fl, fb[:]); err != nil {
+							panic(err) // the keyed PRNG does not fail
+						}
+						f = floodWords(fb[:], s.floodLog+1)
+					}
+					for p, q := range s.p.Q {
+						v := subMod(c0.Coeffs[p][pos], s.encode(rv, p), q)
+						if s.floodLog > 0 {
+							v = subMod(addMod(v, s.words3(f, p), q), s.powFlood[p], q)
+						}
+						c0.Coeffs[p][pos] = v
+					}
+				}
+			}
+			if !final {
+				raws[bi] = rawBlock{*c0.CopyNew(), *c1.CopyNew()}
+			}
+			ob := outBlock{c0: make([]u128, rows*cols), c1: make([]u128, N)}
+			for i := range rows {
+				for x := range cols {
+					for p := range L {
+						res[p] = c0.Coeffs[p][i*l.NW+x]
+					}
+					ob.c0[i*cols+x] = s.modSwitch(&s.ms0, res)
+				}
+			}
+			for x := range N {
+				for p := range L {
+					res[p] = c1.Coeffs[p][x]
+				}
+				ob.c1[x] = s.modSwitch(&s.ms1, res)
+			}
+			out.blocks[bi] = ob
+		}
+	})
+	return out, raws, nil
+}
+
+// floodWords reads a uniform integer of nb bits (little-endian words) from b.
+func floodWords(b []byte, nb int) [3]uint64 {
+	var f [3]uint64
+	for i := range 3 {
+		for j := 7; j >= 0; j-- {
+			f[i] = f[i]<<8 | uint64(b[8*i+j])
+		}
+		switch {
+		case nb >= 64:
+			nb -= 64
+		case nb > 0:
+			f[i] &= 1<<nb - 1
+			nb = 0
+		default:
+			f[i] = 0
+		}
+	}
+	return f
+}
+
+// macGather accumulates ev[idx[x]]·w0[x] into (lo0, hi0) and
+// ev[idx[x]]·w1[x] into (lo1, hi1), 128-bit.
+func macGather(lo0, hi0, lo1, hi1, ev []uint64, idx []uint16, w0, w1 []uint64) {
+	n := len(idx)
+	lo0, hi0, lo1, hi1 = lo0[:n], hi0[:n], lo1[:n], hi1[:n]
+	w0, w1 = w0[:n], w1[:n]
+	for x, j := range idx {
+		av := ev[j]
+		h, l := bits.Mul64(av, w0[x])
+		var c uint64
+		lo0[x], c = bits.Add64(lo0[x], l, 0)
+		hi0[x] += h + c
+		h, l = bits.Mul64(av, w1[x])
+		lo1[x], c = bits.Add64(lo1[x], l, 0)
+		hi1[x] += h + c
+	}
+}
+
+// reduce writes (hi, lo) mod q into dst.
+func reduce(dst, lo, hi []uint64, q uint64) {
+	for x := range dst {
+		dst[x] = bits.Rem64(hi[x], lo[x], q)
+	}
+}
+
+// evalPlan turns a column segment of A, placed at X^(i·NW), into its NTT
+// cheaply. With NW a power of two and D = N/NW, the plaintext is a'(X^NW)
+// for a' of degree < D, and its NTT at the points ω_x takes only the D values
+// a'(ζ_j), ζ_j = ω_x^NW the roots of Y^D = −1: a size-D evaluation (direct
+// for small D, lattigo's NTT of degree D otherwise) replaces the size-N NTT,
+// and idx maps each of the N slots to its ζ_j.
+type evalPlan struct {
+	d     int
+	zeta  [][]uint64 // [p][j], direct evaluation
+	idx   [][]uint16 // [p][x] → j
+	small *ring.Ring // degree-D ring, when D > directMax
+}
+
+// directMax is the largest D evaluated directly (D·MW products).
+const directMax = 64
+
+func (s *Scheme) newEvalPlan(nw int) (*evalPlan, error) {
+	L := len(s.p.Q)
+	pl := &evalPlan{d: s.n / nw, zeta: make([][]uint64, L), idx: make([][]uint16, L)}
+	for p := range L {
+		pl.idx[p] = make([]uint16, s.n)
+	}
+	if pl.d == 1 { // a is a constant
+		for p := range L {
+			pl.zeta[p] = []uint64{1}
+		}
+		return pl, nil
+	}
+	v := s.rq.NewPoly()
+	for p := range L {
+		v.Coeffs[p][nw] = 1
+	}
+	s.rq.NTT(v, v)
+	if pl.d > directMax {
+		var err error
+		if pl.small, err = ring.NewRing(pl.d, s.p.Q); err != nil {
+			return nil, fmt.Errorf("he: evaluation ring of degree %d: %w", pl.d, err)
+		}
+		y := pl.small.NewPoly()
+		for p := range L {
+			y.Coeffs[p][1] = 1
+		}
+		pl.small.NTT(y, y)
+		for p := range L {
+			pl.zeta[p] = y.Coeffs[p]
+		}
+	} else {
+		for p := range L {
+			seen := map[uint64]bool{}
+			for _, z := range v.Coeffs[p] {
+				if !seen[z] {
+					seen[z] = true
+					pl.zeta[p] = append(pl.zeta[p], z)
+				}
+			}
+		}
+	}
+	for p := range L {
+		pos := make(map[uint64]int, pl.d)
+		for j, z := range pl.zeta[p] {
+			pos[z] = j
+		}
+		if len(pos) != pl.d || len(pl.zeta[p]) != pl.d {
+			return nil, fmt.Errorf("he: %d evaluation points for NW = %d, want %d", len(pos), nw, pl.d)
+		}
+		for x, z := range v.Coeffs[p] {
+			j, ok := pos[z]
+			if !ok {
+				return nil, fmt.Errorf("he: NTT slot %d of X^%d is no root of Y^%d+1", x, nw, pl.d)
+			}
+			pl.idx[p][x] = uint16(j)
+		}
+	}
+	return pl, nil
+}
+
+// evaluate writes into dst[p·D+j] the value a'(ζ_{p,j}) for the signed
+// column segment col (a' = Σ_i col[i]·Y^i).
+func (s *Scheme) evaluate(pl *evalPlan, col []uint64, dst []uint64) {
+	D := pl.d
+	if pl.small != nil {
+		a := pl.small.NewPoly()
+		for p, q := range s.p.Q {
+			for i, v := range col {
+				a.Coeffs[p][i] = liftCentered(v, q)
+			}
+		}
+		pl.small.NTT(a, a)
+		for p := range s.p.Q {
+			copy(dst[p*D:(p+1)*D], a.Coeffs[p])
+		}
+		return
+	}
+	lift := make([]uint64, len(col))
+	for p, q := range s.p.Q {
+		br := s.bred[p]
+		for i, v := range col {
+			lift[i] = liftCentered(v, q)
+		}
+		for j, z := range pl.zeta[p] {
+			var acc uint64
+			for i := len(lift) - 1; i >= 0; i-- {
+				acc = ring.BRed(acc, z, q, br) + lift[i]
+				if acc >= q {
+					acc -= q
+				}
+			}
+			dst[p*D+j] = acc
+		}
+	}
+}

@@ -1,0 +1,390 @@
+package he
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/bits"
+
+	"github.com/tuneinsight/lattigo/v6/ring"
+)
+
+// Params are the public parameters of the scheme. Both parties must use the
+// same Params (compare them in the session handshake).
+type Params struct {
+	// LogN is log2 of the ring degree N (R_Q = Z_Q[X]/(X^N+1)).
+	LogN int
+	// Q are the NTT-friendly primes (each ≡ 1 mod 2N, below 2^61) whose
+	// product is the ciphertext modulus Q.
+	Q []uint64
+	// Sigma is the standard deviation of the discrete Gaussian error and
+	// ErrBound its truncation bound (lattigo's ring.DiscreteGaussian);
+	// sampled errors satisfy |e| ≤ round(ErrBound).
+	Sigma, ErrBound float64
+	// MaxInner is the largest inner dimension k a product may have; the
+	// noise budget is computed for it.
+	MaxInner int
+	// MaxRows is the largest number of rows of A packed in one plaintext
+	// (the layout's MW); the noise budget is computed for it.
+	MaxRows int
+	// FloodBits is the statistical hiding parameter λ of the noise flooding:
+	// the flood is uniform in [−2^f, 2^f) with f = ceil(log2 Bν) + λ, Bν the
+	// worst-case noise before flooding, so each output coefficient P0
+	// decrypts is within statistical distance 2^−(λ+1) of one whose noise
+	// does not depend on A. Zero disables flooding (tests only: then the
+	// output ciphertexts leak A-dependent noise).
+	FloodBits int
+	// LogQ0 and LogQ1 are the bit sizes of the moduli 2^LogQ0 and 2^LogQ1 to
+	// which the output ciphertexts' c0 and c1 are switched before sending.
+	LogQ0, LogQ1 int
+}
+
+// DefaultParams returns the parameters of the package documentation:
+// N = 8192, Q the product of four 54-bit primes (log2 Q ≈ 216 ≤ 218, the
+// HE-standard bound for 128-bit classical security at N = 8192 with a
+// ternary secret and σ = 3.2), MaxInner = 4096, MaxRows = 64, λ = 64, and
+// output moduli 2^68 (c0) and 2^81 (c1).
+func DefaultParams() Params {
+	return Params{
+		LogN: 13,
+		Q: []uint64{
+			0x3fffffffef8001, 0x3fffffffeb8001,
+			0x3fffffffe7c001, 0x3fffffffe64001,
+		},
+		Sigma:     3.2,
+		ErrBound:  19.2, // 6σ, lattigo's rlwe.DefaultNoiseBound
+		MaxInner:  4096,
+		MaxRows:   64,
+		FloodBits: 64,
+		LogQ0:     68,
+		LogQ1:     81,
+	}
+}
+
+// decPrimes are the two 60-bit NTT-friendly primes (for N ≤ 2^13) of the
+// auxiliary ring in which P0 computes c1·s exactly (|c1·s| < N·2^LogQ1 <
+// p0·p1/2).
+var decPrimes = []uint64{0xfffffffffffc001, 0xffffffffffe8001}
+
+// maxLogQ1 keeps N·2^LogQ1 below half the product of decPrimes (≈ 2^120).
+const maxLogQ1 = 104
+
+// Scheme holds Params with everything precomputed from them (rings, NTT
+// tables, encoding and modulus-switching constants). It is safe for
+// concurrent use.
+type Scheme struct {
+	p        Params
+	n        int        // ring degree
+	rq       *ring.Ring // R_Q
+	rd       *ring.Ring // auxiliary ring for exact c1·s at P0
+	bErr     uint64     // integer bound on sampled errors
+	floodLog int        // flood is uniform in [−2^floodLog, 2^floodLog); 0 = none
+	noiseLog float64    // log2 of the pre-flood noise bound Bν
+
+	// Encoding round(Q·v/2^64) = dFloor·v + round(qModT·v/2^64).
+	dFloor []uint64 // floor(Q/2^64) mod q_i
+	qModT  uint64   // Q mod 2^64
+
+	pow64, pow128, powFlood []uint64 // 2^64, 2^128, 2^floodLog mod q_i
+	bred                    [][2]uint64
+
+	ms0, ms1 msConst // modulus switching to 2^LogQ0 and 2^LogQ1
+
+	// Garner constants for rd.
+	d0Inv uint64 // p0^{-1} mod p1
+}
+
+// msConst are the constants of the switch Z_Q → Z_{2^l}:
+// round(2^l·c/Q) = round(Σ_i y_i·2^l/q_i) mod 2^l with y_i = c_i·(Q/q_i)^{-1} mod q_i.
+type msConst struct {
+	l       int
+	qHatInv []uint64    // (Q/q_i)^{-1} mod q_i
+	intPart [][2]uint64 // floor(2^l/q_i) mod 2^128, {lo, hi}
+	frac    []uint64    // floor(frac(2^l/q_i)·2^64)
+}
+
+// Fingerprint is a SHA-256 digest of every field of p, for the session
+// handshake: both parties must run the same Params.
+func (p Params) Fingerprint() [32]byte {
+	b := []byte("selectformer/beaver/he params v1")
+	for _, v := range []int{p.LogN, len(p.Q), p.MaxInner, p.MaxRows, p.FloodBits, p.LogQ0, p.LogQ1} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	for _, q := range p.Q {
+		b = binary.LittleEndian.AppendUint64(b, q)
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.Sigma))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.ErrBound))
+	return sha256.Sum256(b)
+}
+
+// Validate reports whether p is usable: sizes in range and, above all,
+// decryption exact in the worst case (see the package documentation).
+func (p Params) Validate() error {
+	_, err := NewScheme(p)
+	return err
+}
+
+// NewScheme checks p and precomputes its constants. It fails when the
+// worst-case noise of a product with inner dimension MaxInner and MaxRows
+// rows per block, plus the flood and the modulus-switching errors, could make
+// decryption inexact.
+func NewScheme(p Params) (*Scheme, error) {
+	if p.LogN < 4 || p.LogN > 13 {
+		return nil, fmt.Errorf("he: LogN %d outside [4, 13]", p.LogN)
+	}
+	if len(p.Q) < 1 || len(p.Q) > 16 {
+		return nil, fmt.Errorf("he: %d moduli, want 1..16", len(p.Q))
+	}
+	if p.MaxInner < 1 || p.MaxInner > 1<<20 {
+		return nil, fmt.Errorf("he: MaxInner %d outside [1, 2^20]", p.MaxInner)
+	}
+	n := 1 << p.LogN
+	if p.MaxRows < 1 || p.MaxRows > n {
+		return nil, fmt.Errorf("he: MaxRows %d outside [1, N]", p.MaxRows)
+	}
+	if p.LogQ0 < 65 || p.LogQ0 > 128 || p.LogQ1 < 65 || p.LogQ1 > maxLogQ1 {
+		return nil, fmt.Errorf("he: LogQ0 %d, LogQ1 %d: want 65..128 and 65..%d", p.LogQ0, p.LogQ1, maxLogQ1)
+	}
+	if p.FloodBits < 0 || p.FloodBits > 128 {
+		return nil, fmt.Errorf("he: FloodBits %d outside [0, 128]", p.FloodBits)
+	}
+	if !(p.Sigma > 0) || !(p.ErrBound >= p.Sigma) || p.ErrBound > 1<<20 {
+		return nil, fmt.Errorf("he: Sigma %v, ErrBound %v", p.Sigma, p.ErrBound)
+	}
+	for i, q := range p.Q {
+		if q >= 1<<61 || q%(2*uint64(n)) != 1 || !ring.IsPrime(q) {
+			return nil, fmt.Errorf("he: modulus %d (%#x) is not an NTT-friendly prime below 2^61", i, q)
+		}
+		for _, r := range p.Q[:i] {
+			if r == q {
+				return nil, fmt.Errorf("he: modulus %#x repeated", q)
+			}
+		}
+	}
+	for _, q := range p.Q {
+		// MulMasked accumulates up to MaxInner products < q² in 128 bits.
+		if float64(bits.Len64(q-1))*2+math.Log2(float64(p.MaxInner)) >= 128 {
+			return nil, fmt.Errorf("he: MaxInner %d products of %d-bit residues overflow 128 bits", p.MaxInner, bits.Len64(q-1))
+		}
+	}
+	rq, err := ring.NewRing(n, p.Q)
+	if err != nil {
+		return nil, fmt.Errorf("he: ring Q: %w", err)
+	}
+	rd, err := ring.NewRing(n, decPrimes)
+	if err != nil {
+		return nil, fmt.Errorf("he: decryption ring: %w", err)
+	}
+	s := &Scheme{p: p, n: n, rq: rq, rd: rd, bErr: uint64(math.Floor(p.ErrBound + 0.5))}
+	s.bred = rq.BRedConstants()
+	Q := rq.Modulus()
+	t := new(big.Int).Lsh(big.NewInt(1), 64)
+
+	// Worst-case noise before flooding, per output coefficient:
+	//   k·MW·(B_e + 1/2)·2^63   (weights' error and rounding times A)
+	// + (2N+1)·B_e              (re-randomisation u·e_pk + e1·s + e0)
+	// + 1/2                     (rounding of Δ·R)
+	bound := new(big.Float).SetPrec(256).SetInt64(int64(p.MaxInner) * int64(p.MaxRows))
+	bound.Mul(bound, big.NewFloat(float64(s.bErr)+0.5))
+	bound.Mul(bound, new(big.Float).SetMantExp(big.NewFloat(1), 63))
+	bound.Add(bound, big.NewFloat(float64(2*n+1)*float64(s.bErr)+0.5))
+	s.noiseLog = log2Float(bound)
+	total := new(big.Float).SetPrec(256).Set(bound)
+	if p.FloodBits > 0 {
+		s.floodLog = int(math.Ceil(s.noiseLog)) + p.FloodBits
+		if s.floodLog+1 > 191 {
+			return nil, fmt.Errorf("he: flood 2^%d too large", s.floodLog)
+		}
+		total.Add(total, new(big.Float).SetMantExp(big.NewFloat(1), s.floodLog))
+	}
+	// Exactness: 2^64·(ν/Q + (1/2+δ)/2^LogQ0 + N·(1/2+δ)/2^LogQ1) < 1/2,
+	// δ = 2^-8 the fixed-point error of the switch.
+	qf := new(big.Float).SetPrec(256).SetInt(Q)
+	lhs := new(big.Float).SetPrec(256).Quo(total, qf)
+	half := 0.5 + 1.0/256
+	lhs.Add(lhs, new(big.Float).SetMantExp(big.NewFloat(half), -p.LogQ0))
+	lhs.Add(lhs, new(big.Float).SetMantExp(big.NewFloat(half*float64(n)), -p.LogQ1))
+	lhs.Mul(lhs, new(big.Float).SetMantExp(big.NewFloat(1), 64))
+	if lhs.Cmp(big.NewFloat(0.5)) >= 0 {
+		v, _ := lhs.Float64()
+		return nil, fmt.Errorf("he: decryption not exact in the worst case: error %.3g ≥ 1/2 (log2 Q = %d, noise 2^%.1f, flood 2^%d)",
+			v, Q.BitLen(), s.noiseLog, s.floodLog)
+	}
+
+	qModT := new(big.Int).Mod(Q, t)
+	s.qModT = qModT.Uint64()
+	dFloor := new(big.Int).Rsh(Q, 64)
+	L := len(p.Q)
+	s.dFloor = make([]uint64, L)
+	s.pow64 = make([]uint64, L)
+	s.pow128 = make([]uint64, L)
+	s.powFlood = make([]uint64, L)
+	for i, q := range p.Q {
+		qb := new(big.Int).SetUint64(q)
+		s.dFloor[i] = new(big.Int).Mod(dFloor, qb).Uint64()
+		s.pow64[i] = new(big.Int).Mod(t, qb).Uint64()
+		s.pow128[i] = new(big.Int).Mod(new(big.Int).Lsh(big.NewInt(1), 128), qb).Uint64()
+		s.powFlood[i] = new(big.Int).Mod(new(big.Int).Lsh(big.NewInt(1), uint(s.floodLog)), qb).Uint64()
+	}
+	s.ms0 = newMSConst(p.Q, Q, p.LogQ0)
+	s.ms1 = newMSConst(p.Q, Q, p.LogQ1)
+	p0, p1 := new(big.Int).SetUint64(decPrimes[0]), new(big.Int).SetUint64(decPrimes[1])
+	s.d0Inv = new(big.Int).ModInverse(p0, p1).Uint64()
+	return s, nil
+}
+
+func newMSConst(qs []uint64, Q *big.Int, l int) msConst {
+	c := msConst{l: l}
+	two64 := new(big.Int).Lsh(big.NewInt(1), 64)
+	mask128 := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 128), big.NewInt(1))
+	for _, q := range qs {
+		qb := new(big.Int).SetUint64(q)
+		qHat := new(big.Int).Quo(Q, qb)
+		c.qHatInv = append(c.qHatInv, new(big.Int).ModInverse(new(big.Int).Mod(qHat, qb), qb).Uint64())
+		num := new(big.Int).Lsh(big.NewInt(1), uint(l))
+		ip, rem := new(big.Int).QuoRem(num, qb, new(big.Int))
+		ip.And(ip, mask128)
+		lo := new(big.Int).And(ip, new(big.Int).Sub(two64, big.NewInt(1))).Uint64()
+		hi := new(big.Int).Rsh(ip, 64).Uint64()
+		c.intPart = append(c.intPart, [2]uint64{lo, hi})
+		f := new(big.Int).Lsh(rem, 64)
+		f.Quo(f, qb)
+		c.frac = append(c.frac, f.Uint64())
+	}
+	return c
+}
+
+func log2Float(x *big.Float) float64 {
+	m := new(big.Float)
+	e := x.MantExp(m)
+	f, _ := m.Float64()
+	return float64(e) + math.Log2(f)
+}
+
+// Params returns the parameters s was built from.
+func (s *Scheme) Params() Params { return s.p }
+
+// N returns the ring degree.
+func (s *Scheme) N() int { return s.n }
+
+// LogQ returns log2 of the ciphertext modulus Q.
+func (s *Scheme) LogQ() float64 { return s.rq.LogModuli() }
+
+// NoiseLog returns log2 of the worst-case noise bound Bν before flooding.
+func (s *Scheme) NoiseLog() float64 { return s.noiseLog }
+
+// FloodLog returns f, the flood being uniform in [−2^f, 2^f) (0: no flood).
+func (s *Scheme) FloodLog() int { return s.floodLog }
+
+// Layout is the block shape of the outer-product packing: a plaintext of A
+// holds MW entries of one column of A at X^(i·NW), i < MW, and a weight
+// ciphertext NW entries of one row of B at X^j, j < NW. MW·NW ≤ N, so one
+// product yields MW·NW outputs at X^(i·NW+j) with no wrap-around.
+type Layout struct {
+	MW int // rows of A per plaintext
+	NW int // columns of B per weight ciphertext (a power of two)
+}
+
+// checkLayout reports whether l is a valid layout for s.
+func (s *Scheme) checkLayout(l Layout) error {
+	if l.NW < 1 || l.MW < 1 || l.MW > s.p.MaxRows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
+		return fmt.Errorf("he: layout %d×%d invalid (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, s.p.MaxRows, s.n)
+	}
+	return nil
+}
+
+// ChooseLayout returns the layout for an m×k·k×n product. NW is a power of
+// two (so the NTT of A's sparse plaintexts is a size-N/NW evaluation) and
+// MW = min(MaxRows, N/NW, m). The rule: fewest output ciphertexts
+// ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are m·n·LogQ0 + that
+// count·N·LogQ1 bits); among those, fewest weight ciphertexts k·ceil(n/NW)
+// (P0's one-time upload and P1's memory); then the largest MW.
+func (s *Scheme) ChooseLayout(m, n int) (Layout, error) {
+	return s.ChooseLayoutWithin(m, 1, n, math.MaxInt64)
+}
+
+// ChooseLayoutWithin is ChooseLayout among the layouts whose prepared
+// weights (Sizes.P1Weights, k rows) fit in maxP1 bytes: it trades
+// per-candidate bytes for P1's memory and P0's upload (for 128×768·768×768,
+// 1.21 GB and 12 output ciphertexts unbounded; 0.40 GB and 16 within
+// 0.5 GB). It fails when no layout fits.
+func (s *Scheme) ChooseLayoutWithin(m, k, n int, maxP1 int64) (Layout, error) {
+	if m < 1 || n < 1 || k < 1 {
+		return Layout{}, fmt.Errorf("he: layout for %d×%d·%d×%d", m, k, k, n)
+	}
+	best, bestOut, bestW := Layout{}, math.MaxInt, math.MaxInt
+	for nw := 1; nw <= s.n; nw *= 2 {
+		cb := ceilDiv(n, nw)
+		mw := min(s.p.MaxRows, s.n/nw, m)
+		l := Layout{MW: mw, NW: nw}
+		if s.Sizes(m, k, n, l).P1Weights > maxP1 {
+			continue
+		}
+		out := ceilDiv(m, mw) * cb
+		if out < bestOut || (out == bestOut && (cb < bestW || (cb == bestW && mw > best.MW))) {
+			best, bestOut, bestW = l, out, cb
+		}
+	}
+	if bestOut == math.MaxInt {
+		return Layout{}, fmt.Errorf("he: no layout for %d×%d·%d×%d keeps P1's weights within %d bytes", m, k, k, n, maxP1)
+	}
+	return best, nil
+}
+
+// Sizes are the exact byte sizes of the scheme's messages for one product,
+// and the counts behind them.
+type Sizes struct {
+	// PublicKey is P0's public key (once per session).
+	PublicKey int64
+	// Weights is P0's encrypted weights (once per weight matrix).
+	Weights int64
+	// Output is P1's output message (once per candidate product).
+	Output int64
+	// Dealer is the dealer's correction for the same product, 8·m·n bytes.
+	Dealer int64
+	// WeightCiphertexts and OutputCiphertexts count the ciphertexts.
+	WeightCiphertexts, OutputCiphertexts int
+	// P1Weights is the memory of P1's prepared weights (NTT form, both
+	// components, 8 bytes per residue); P1WeightsCompact that of
+	// LoadWeightsCompact (c0 only).
+	P1Weights, P1WeightsCompact int64
+}
+
+// Sizes returns the message sizes of an m×k·k×n product with layout l
+// (the zero Layout means ChooseLayout(m, n)).
+func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
+	if l == (Layout{}) {
+		l, _ = s.ChooseLayout(max(m, 1), max(n, 1))
+	}
+	cb := ceilDiv(n, l.NW)
+	rb := ceilDiv(m, l.MW)
+	L := int64(len(s.p.Q))
+	return Sizes{
+		PublicKey:         pkHeader + int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Weights:           weightsHeader + int64(k)*int64(cb)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Output:            outHeader + ceilDiv64(int64(m)*int64(n)*int64(s.p.LogQ0)+int64(rb*cb)*int64(s.n)*int64(s.p.LogQ1), 8),
+		Dealer:            8 * int64(m) * int64(n),
+		WeightCiphertexts: k * cb,
+		OutputCiphertexts: rb * cb,
+		P1Weights:         int64(k*cb) * 2 * L * int64(s.n) * 8,
+		P1WeightsCompact:  int64(k*cb) * L * int64(s.n) * 8,
+	}
+}
+
+// residueBits is the packed size of one coefficient of R_Q.
+func (s *Scheme) residueBits() int {
+	b := 0
+	for _, q := range s.p.Q {
+		b += bits.Len64(q - 1)
+	}
+	return b
+}
+
+func ceilDiv(a, b int) int       { return (a + b - 1) / b }
+func ceilDiv64(a, b int64) int64 { return (a + b - 1) / b }
+
+var errShape = errors.New("he: shape mismatch")

@@ -1,0 +1,192 @@
+package he
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"github.com/tuneinsight/lattigo/v6/ring"
+)
+
+// EncryptedWeights is P0's message carrying its encrypted weight mask B
+// (k×n): k·ceil(n/NW) seeded ciphertexts, ciphertext (r, j) encrypting
+// B[r][j·NW : (j+1)·NW] as the polynomial Σ_x B[r][j·NW+x]·X^x. Only c0
+// crosses (in the NTT domain); c1 is expanded from Seed and the ciphertext's
+// index. It is sent once per weight matrix and reused for every candidate.
+type EncryptedWeights struct {
+	K, N   int            // shape of B
+	Layout Layout         // packing (NW is used here; MW by MulMasked)
+	Seed   [SeedSize]byte // public seed of the c1 halves
+	C0     []ring.Poly    // k·ceil(n/NW) polynomials, index r·ceil(n/NW)+j, NTT domain
+	s      *Scheme
+}
+
+// EncryptWeights is P0's encryption of its weight mask B (k×n, row-major)
+// under sk with layout l (see ChooseLayout). rnd supplies 64 bytes of key
+// material (crypto/rand when nil): the public seed and the key of the
+// errors.
+func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, rnd io.Reader) (*EncryptedWeights, error) {
+	if sk == nil || sk.sc != s {
+		return nil, errScheme
+	}
+	if k < 1 || k > s.p.MaxInner || n < 1 || len(B) != k*n {
+		return nil, fmt.Errorf("he: encrypt weights %d×%d (MaxInner %d) from %d words: %w", k, n, s.p.MaxInner, len(B), errShape)
+	}
+	if err := s.checkLayout(l); err != nil {
+		return nil, err
+	}
+	seed, err := keyFrom(rnd)
+	if err != nil {
+		return nil, err
+	}
+	ekey, err := keyFrom(rnd)
+	if err != nil {
+		return nil, err
+	}
+	cb := ceilDiv(n, l.NW)
+	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, k*cb), s: s}
+	copy(ew.Seed[:], seed)
+	parallel(k*cb, func(idx int) {
+		r, j := idx/cb, idx%cb
+		a := s.rq.NewPoly()
+		s.uniform(prngFor(seed, domWeights, uint64(idx)), a)
+		e := s.rq.NewPoly()
+		ring.NewGaussianSampler(prngFor(ekey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
+		row := B[r*n+j*l.NW : r*n+min((j+1)*l.NW, n)]
+		for i, q := range s.p.Q {
+			c := e.Coeffs[i]
+			for x, v := range row {
+				c[x] = addMod(c[x], s.encode(v, i), q)
+			}
+		}
+		s.rq.NTT(e, e)
+		s.rq.MulCoeffsBarrett(a, sk.sQ, a)
+		s.rq.Sub(e, a, e) // c0 = Δb + e − a·s
+		ew.C0[idx] = e
+	})
+	return ew, nil
+}
+
+// Weights is P1's prepared form of P0's encrypted weights and public key:
+// both components of every weight ciphertext in the NTT domain (memory:
+// Sizes.P1Weights), ready for MulMasked. It is read-only after LoadWeights
+// and may serve concurrent MulMasked calls.
+type Weights struct {
+	k, n, cb int
+	layout   Layout
+	c0, c1   []ring.Poly // c1 nil: regenerated from seed (LoadWeightsCompact)
+	seed     [SeedSize]byte
+	sc       *Scheme
+	pk0, pk1 ring.Poly
+	plan     *evalPlan
+}
+
+// K returns the number of rows of B (the inner dimension).
+func (w *Weights) K() int { return w.k }
+
+// N returns the number of columns of B.
+func (w *Weights) N() int { return w.n }
+
+// Layout returns the layout the weights were encrypted with.
+func (w *Weights) Layout() Layout { return w.layout }
+
+// LoadWeights is P1's preparation of P0's public key and encrypted weights:
+// it checks their shapes against s and expands the seeded components. ew's
+// polynomials are kept, not copied; the caller must not modify ew afterwards.
+func (s *Scheme) LoadWeights(pk *PublicKey, ew *EncryptedWeights) (*Weights, error) {
+	return s.loadWeights(pk, ew, true)
+}
+
+// LoadWeightsCompact is LoadWeights without expanding the seeded halves:
+// P1 keeps half the memory (Sizes.P1WeightsCompact) and MulMasked
+// regenerates them for every candidate (AES-CTR, about a fifth more work).
+// Its outputs are those of LoadWeights' for the same inputs and randomness.
+func (s *Scheme) LoadWeightsCompact(pk *PublicKey, ew *EncryptedWeights) (*Weights, error) {
+	return s.loadWeights(pk, ew, false)
+}
+
+func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (*Weights, error) {
+	if pk == nil || ew == nil {
+		return nil, fmt.Errorf("he: load weights: nil input")
+	}
+	if err := s.checkLayout(ew.Layout); err != nil {
+		return nil, err
+	}
+	cb := ceilDiv(ew.N, ew.Layout.NW)
+	if ew.K < 1 || ew.K > s.p.MaxInner || ew.N < 1 || len(ew.C0) != ew.K*cb {
+		return nil, fmt.Errorf("he: load weights %d×%d with %d ciphertexts: %w", ew.K, ew.N, len(ew.C0), errShape)
+	}
+	if err := s.checkPoly(pk.P0); err != nil {
+		return nil, fmt.Errorf("he: public key: %w", err)
+	}
+	for _, c := range ew.C0 {
+		if err := s.checkPoly(c); err != nil {
+			return nil, fmt.Errorf("he: weights: %w", err)
+		}
+	}
+	plan, err := s.newEvalPlan(ew.Layout.NW)
+	if err != nil {
+		return nil, err
+	}
+	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
+	if !expand {
+		return w, nil
+	}
+	w.c1 = make([]ring.Poly, len(ew.C0))
+	parallel(len(ew.C0), func(idx int) {
+		p := s.rq.NewPoly()
+		s.uniform(prngFor(ew.Seed[:], domWeights, uint64(idx)), p)
+		w.c1[idx] = p
+	})
+	return w, nil
+}
+
+// checkPoly reports whether p is a polynomial of R_Q with reduced residues.
+func (s *Scheme) checkPoly(p ring.Poly) error {
+	if len(p.Coeffs) != len(s.p.Q) {
+		return fmt.Errorf("polynomial with %d residue rows, want %d: %w", len(p.Coeffs), len(s.p.Q), errShape)
+	}
+	for i, q := range s.p.Q {
+		if len(p.Coeffs[i]) != s.n {
+			return fmt.Errorf("polynomial of degree %d, want %d: %w", len(p.Coeffs[i]), s.n, errShape)
+		}
+		for _, v := range p.Coeffs[i] {
+			if v >= q {
+				return fmt.Errorf("residue %d ≥ modulus %d: %w", v, q, errShape)
+			}
+		}
+	}
+	return nil
+}
+
+// parallel runs f(0..n-1) on GOMAXPROCS goroutines.
+func parallel(n int, f func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			f(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := 0
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := next
+				next++
+				mu.Unlock()
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
