@@ -23,8 +23,8 @@ var Shapes = []string{"bert-base", "distilbert", "vit-small", "vit-base", "tiny"
 type ForwardConfig struct {
 	// Shape is one of Shapes.
 	Shape string
-	// Layers, Heads (0: all of the shape) and MLPDim size the proxy.
-	Layers, Heads, MLPDim int
+	// Layers, Heads (0: all of the shape) and MLPHidden size the proxy.
+	Layers, Heads, MLPHidden int
 	// Seq is the padded sequence length (128 when 0).
 	Seq int
 	// Batch is the number of candidates of the one Forward call.
@@ -45,16 +45,16 @@ type ForwardConfig struct {
 // ForwardResult is the cost of one Forward of a whole batch (secure.Prepare's weight
 // sharing excluded and reported apart).
 type ForwardResult struct {
-	Shape   string `json:"shape"`
-	Layers  int    `json:"layers"`
-	Heads   int    `json:"heads"`
-	MLPDim  int    `json:"mlp_dim"`
-	Seq     int    `json:"seq"`
-	Batch   int    `json:"batch"`
-	Exact   bool   `json:"exact"`
-	Rounds  int64  `json:"rounds"`
-	BytesP0 int64  `json:"bytes_p0"`
-	BytesP1 int64  `json:"bytes_p1"`
+	Shape     string `json:"shape"`
+	Layers    int    `json:"layers"`
+	Heads     int    `json:"heads"`
+	MLPHidden int    `json:"mlp_dim"`
+	Seq       int    `json:"seq"`
+	Batch     int    `json:"batch"`
+	Exact     bool   `json:"exact"`
+	Rounds    int64  `json:"rounds"`
+	BytesP0   int64  `json:"bytes_p0"`
+	BytesP1   int64  `json:"bytes_p1"`
 	// DealerBytes is the correlated randomness both parties received.
 	DealerBytes int64 `json:"dealer_bytes"`
 	// Seconds is the wall time of Forward (dealer material made on demand).
@@ -118,7 +118,7 @@ func ShapeArch(c ForwardConfig) (secure.Arch, error) {
 	if c.Exact {
 		a.Act, a.Ablation, a.TanhPooler = "gelu", proxy.NoApprox, a.Family == model.BERT
 	} else {
-		a.Intermediate, a.MLPHidden = 0, c.MLPDim
+		a.Intermediate, a.MLPHidden = 0, c.MLPHidden
 	}
 	return a, a.Validate()
 }
@@ -196,7 +196,7 @@ func NewForwardResult(cfg ForwardConfig, parties [2]ForwardParty) (*ForwardResul
 		return nil, err
 	}
 	p0, p1 := parties[0], parties[1]
-	res := &ForwardResult{Shape: cfg.Shape, Layers: a.Layers, Heads: a.Heads, MLPDim: a.MLPHidden, Seq: a.Seq, Batch: cfg.Batch, Exact: cfg.Exact,
+	res := &ForwardResult{Shape: cfg.Shape, Layers: a.Layers, Heads: a.Heads, MLPHidden: a.MLPHidden, Seq: a.Seq, Batch: cfg.Batch, Exact: cfg.Exact,
 		Rounds: p0.Forward.Stream.Rounds, BytesP0: p0.Forward.Stream.BytesSent, BytesP1: p1.Forward.Stream.BytesSent,
 		DealerBytes: p0.Forward.Dealer.BytesRecv + p1.Forward.Dealer.BytesRecv, Seconds: max(p0.Seconds, p1.Seconds),
 		PrepareRounds: p0.Prepare.Stream.Rounds, PrepareBytesP0: p0.Prepare.Stream.BytesSent}

@@ -32,7 +32,7 @@ import (
 // Run: go test -run '^$' -bench Forward -benchmem -benchtime 3x ./bench/
 func BenchmarkForward(b *testing.B) {
 	for _, batch := range []int{16, 64} {
-		cfg := ForwardConfig{Shape: "distilbert", Layers: 1, Heads: 12, MLPDim: 16, Seq: 128, Batch: batch, Seed: 1}
+		cfg := ForwardConfig{Shape: "distilbert", Layers: 1, Heads: 12, MLPHidden: 16, Seq: 128, Batch: batch, Seed: 1}
 		b.Run(fmt.Sprintf("distilbert-L1-h12-d16/batch=%d", batch), func(b *testing.B) { benchForward(b, cfg) })
 	}
 }

@@ -19,10 +19,10 @@ import (
 // plus the mask and head; bad configurations are rejected.
 func TestForward(t *testing.T) {
 	for _, c := range []ForwardConfig{
-		{Shape: "bert-base", Layers: 2, Heads: 1, MLPDim: 2, Seq: 6, Batch: 2},
-		{Shape: "distilbert", Layers: 1, Heads: 2, MLPDim: 2, Seq: 5, Batch: 1, Options: secure.Options{PublicMask: true}},
-		{Shape: "vit-small", Layers: 1, Heads: 1, MLPDim: 2, Seq: 5, Batch: 3},
-		{Shape: "vit-base", Layers: 1, Heads: 1, MLPDim: 2, Seq: 4, Batch: 1, Options: secure.Options{FullLastLayer: true}},
+		{Shape: "bert-base", Layers: 2, Heads: 1, MLPHidden: 2, Seq: 6, Batch: 2},
+		{Shape: "distilbert", Layers: 1, Heads: 2, MLPHidden: 2, Seq: 5, Batch: 1, Options: secure.Options{PublicMask: true}},
+		{Shape: "vit-small", Layers: 1, Heads: 1, MLPHidden: 2, Seq: 5, Batch: 3},
+		{Shape: "vit-base", Layers: 1, Heads: 1, MLPHidden: 2, Seq: 4, Batch: 1, Options: secure.Options{FullLastLayer: true}},
 		{Shape: "bert-base", Layers: 1, Heads: 1, Seq: 4, Batch: 1, Exact: true},
 		{Shape: "vit-small", Layers: 1, Heads: 1, Seq: 4, Batch: 1, Exact: true, Options: secure.Options{PrivateEmbeddings: true}},
 	} {
@@ -73,11 +73,11 @@ func TestForward(t *testing.T) {
 		}
 	}
 	for _, c := range []ForwardConfig{
-		{Shape: "gpt", Layers: 1, MLPDim: 2, Batch: 1},
-		{Shape: "vit-small", Layers: 1, Heads: 7, MLPDim: 2, Batch: 1},
-		{Shape: "bert-base", Layers: 1, MLPDim: 2, Batch: 0},
-		{Shape: "bert-base", Layers: 0, MLPDim: 2, Batch: 1},
-		{Shape: "bert-base", Layers: 1, MLPDim: 0, Batch: 1},
+		{Shape: "gpt", Layers: 1, MLPHidden: 2, Batch: 1},
+		{Shape: "vit-small", Layers: 1, Heads: 7, MLPHidden: 2, Batch: 1},
+		{Shape: "bert-base", Layers: 1, MLPHidden: 2, Batch: 0},
+		{Shape: "bert-base", Layers: 0, MLPHidden: 2, Batch: 1},
+		{Shape: "bert-base", Layers: 1, MLPHidden: 0, Batch: 1},
 	} {
 		if _, err := Forward(context.Background(), c); err == nil {
 			t.Errorf("%+v: no error", c)
@@ -89,7 +89,7 @@ func TestForward(t *testing.T) {
 // measures what Forward measures: both parties run RunForwardParty on their
 // own sessions and NewForwardResult gives Forward's rounds and bytes.
 func TestRunForwardPartyMatchesForward(t *testing.T) {
-	cfg := ForwardConfig{Shape: "distilbert", Layers: 1, Heads: 1, MLPDim: 2, Seq: 5, Batch: 2, Seed: 3}
+	cfg := ForwardConfig{Shape: "distilbert", Layers: 1, Heads: 1, MLPHidden: 2, Seq: 5, Batch: 2, Seed: 3}
 	want, err := Forward(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -13,11 +13,11 @@ import (
 // Phase is one phase of a workload's schedule (as selection.Phase is one of
 // a selection's): its proxy shape and the fraction that survives it.
 type Phase struct {
-	// Layers, Heads (0: all of the shape) and MLPDim are the proxy's shape
+	// Layers, Heads (0: all of the shape) and MLPHidden are the proxy's shape
 	// ⟨l, w, d⟩ (ignored by an exact workload).
-	Layers int `json:"layers"`
-	Heads  int `json:"heads"`
-	MLPDim int `json:"mlp_dim"`
+	Layers    int `json:"layers"`
+	Heads     int `json:"heads"`
+	MLPHidden int `json:"mlp_dim"`
 	// Survive is the fraction of the pool, bootstrap included, that
 	// survives the phase, as the paper's Table 4 states schedules
 	// (100% → 50% → 30% → 20%). The last phase's is the budget.
@@ -26,7 +26,7 @@ type Phase struct {
 
 // String renders the phase as ⟨l L, w H, d d⟩.
 func (p Phase) String() string {
-	return fmt.Sprintf("⟨%dL,%dH,d%d⟩", p.Layers, p.Heads, p.MLPDim)
+	return fmt.Sprintf("⟨%dL,%dH,d%d⟩", p.Layers, p.Heads, p.MLPHidden)
 }
 
 // PaperDelay is a selection delay the SelectFormer paper reports.
@@ -200,7 +200,7 @@ func (w Workload) Params(n int) (selection.Params, error) {
 	cand := float64(n - boot)
 	for _, ph := range w.Phases {
 		keep := (ph.Survive*float64(n) - float64(boot)) / cand
-		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, MLPHidden: ph.MLPDim}, Keep: keep})
+		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, MLPHidden: ph.MLPHidden}, Keep: keep})
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("bench: workload %s on %d candidates: %w", w.Name, n, err)
@@ -230,7 +230,7 @@ func (w Workload) PhaseSizes(n int) (cand, kept []int, err error) {
 // Forward returns the ForwardConfig of phase i (batch b).
 func (w Workload) Forward(i, b int) ForwardConfig {
 	p := w.Phases[i]
-	return ForwardConfig{Shape: w.Shape, Layers: p.Layers, Heads: p.Heads, MLPDim: p.MLPDim, Seq: w.Seq, Batch: b, Exact: w.Exact}
+	return ForwardConfig{Shape: w.Shape, Layers: p.Layers, Heads: p.Heads, MLPHidden: p.MLPHidden, Seq: w.Seq, Batch: b, Exact: w.Exact}
 }
 
 // Arch returns the architecture of phase i's network.

@@ -61,7 +61,7 @@ type kindCost struct {
 func dealerFreeForward(b *testing.B, d int) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
-	cfg := bench.ForwardConfig{Shape: "distilbert", Layers: 1, Heads: 12, MLPDim: d, Seq: 128, Batch: 1, Seed: 1}
+	cfg := bench.ForwardConfig{Shape: "distilbert", Layers: 1, Heads: 12, MLPHidden: d, Seq: 128, Batch: 1, Seed: 1}
 	var sched []beaver.Request
 	var dealerTotal int64
 	_, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {

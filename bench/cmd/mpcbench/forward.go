@@ -67,7 +67,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func printForward(stdout io.Writer, res *bench.ForwardResult) {
 	b := float64(res.Batch)
 	fmt.Fprintf(stdout, "%s L=%d W=%d d=%d seq=%d batch=%d exact=%v: %d rounds, bytes p0 %d p1 %d, dealer %d, %.3f s, peak heap %d B\n",
-		res.Shape, res.Layers, res.Heads, res.MLPDim, res.Seq, res.Batch, res.Exact, res.Rounds, res.BytesP0, res.BytesP1, res.DealerBytes, res.Seconds, res.PeakBytes)
+		res.Shape, res.Layers, res.Heads, res.MLPHidden, res.Seq, res.Batch, res.Exact, res.Rounds, res.BytesP0, res.BytesP1, res.DealerBytes, res.Seconds, res.PeakBytes)
 	fmt.Fprintf(stdout, "per candidate: bytes p0 %.0f p1 %.0f, %.4f s\n", float64(res.BytesP0)/b, float64(res.BytesP1)/b, res.Seconds/b)
 }
 
@@ -102,7 +102,7 @@ func addBenchFlags(fs *flag.FlagSet) *benchFlags {
 
 // config returns the parsed configuration.
 func (f *benchFlags) config() (bench.ForwardConfig, error) {
-	cfg := bench.ForwardConfig{Shape: *f.shape, Layers: *f.layers, Heads: *f.heads, MLPDim: *f.mlpDim, Seq: *f.seq, Batch: *f.batch, Labels: *f.labels,
+	cfg := bench.ForwardConfig{Shape: *f.shape, Layers: *f.layers, Heads: *f.heads, MLPHidden: *f.mlpDim, Seq: *f.seq, Batch: *f.batch, Labels: *f.labels,
 		Exact: *f.exact, Options: secure.Options{PublicMask: *f.publicMask, FullLastLayer: *f.fullLast, PrivateEmbeddings: *f.privEmb}, Seed: *f.seed}
 	if *f.link != "" && *f.link != "none" {
 		p, err := transport.ProfileByName(*f.link)

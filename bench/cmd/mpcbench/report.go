@@ -379,8 +379,8 @@ func reportForward(ctx context.Context, batch int, tiny bool) ([]fwdRow, error) 
 		name string
 		cfg  bench.ForwardConfig
 	}{
-		{"1-layer proxy, all heads, d = 2", bench.ForwardConfig{Layers: 1, MLPDim: 2, Batch: batch}},
-		{"1-layer proxy, all heads, d = 16", bench.ForwardConfig{Layers: 1, MLPDim: 16, Batch: batch}},
+		{"1-layer proxy, all heads, d = 2", bench.ForwardConfig{Layers: 1, MLPHidden: 2, Batch: batch}},
+		{"1-layer proxy, all heads, d = 16", bench.ForwardConfig{Layers: 1, MLPHidden: 16, Batch: batch}},
 		{"exact layer (CLS-only last block)", bench.ForwardConfig{Layers: 1, Batch: batch, Exact: true}},
 		{"exact layer, `--full-last-layer`", bench.ForwardConfig{Layers: 1, Batch: min(batch, 4), Exact: true, Options: secure.Options{FullLastLayer: true}}},
 	}
