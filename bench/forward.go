@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -68,6 +69,9 @@ type ForwardResult struct {
 	// PrepareRounds and PrepareBytesP0 are the one-off weight sharing.
 	PrepareRounds  int64 `json:"prepare_rounds"`
 	PrepareBytesP0 int64 `json:"prepare_bytes_p0"`
+	// Correlations is the correlated randomness Forward drew, per kind, for
+	// the whole batch (Forward only; weight sharing draws none).
+	Correlations []KindUse `json:"correlations,omitempty"`
 }
 
 // ShapeArch returns the architecture of a named shape.
@@ -130,7 +134,12 @@ func Forward(ctx context.Context, cfg ForwardConfig) (*ForwardResult, error) {
 	if _, err := forwardArch(cfg); err != nil {
 		return nil, err
 	}
-	r, err := RunLocal(ctx, LocalConfig{Link: cfg.Link, MeasureMemory: true}, func(ctx context.Context, s *protocol.Session) (ForwardParty, error) {
+	var counters [2]*kindCounter
+	wrap := func(party int, p beaver.Provider) beaver.Provider {
+		counters[party] = newKindCounter(p)
+		return counters[party]
+	}
+	r, err := RunLocal(ctx, LocalConfig{Link: cfg.Link, MeasureMemory: true, Wrap: wrap}, func(ctx context.Context, s *protocol.Session) (ForwardParty, error) {
 		o, err := RunForwardParty(ctx, s, cfg)
 		if err != nil {
 			return ForwardParty{}, err
@@ -145,6 +154,9 @@ func Forward(ctx context.Context, cfg ForwardConfig) (*ForwardResult, error) {
 		return nil, err
 	}
 	res.PeakBytes = r.PeakHeap
+	// Both parties draw the same requests, whose sizes are public: party
+	// 0's count gives both parties' columns.
+	res.Correlations = counters[0].kindUses()
 	return res, nil
 }
 

@@ -33,6 +33,18 @@ func TestForward(t *testing.T) {
 		if r.Rounds <= 0 || r.BytesP0 <= 0 || r.BytesP1 <= 0 || r.DealerBytes <= 0 || r.Seconds <= 0 || r.PrepareRounds <= 0 || r.Shape != c.Shape || r.Batch != c.Batch {
 			t.Errorf("%+v: result %+v", c, r)
 		}
+		// The per-kind count accounts for every dealer byte, and each party
+		// holds at least the dealer words it receives.
+		var dealer int64
+		for _, u := range r.Correlations {
+			dealer += 8 * (u.DealerWords[0] + u.DealerWords[1])
+			if u.Items <= 0 || u.PartWords[0] < u.DealerWords[0] || u.PartWords[1] < u.DealerWords[1] {
+				t.Errorf("%s: kind use %+v", c.Shape, u)
+			}
+		}
+		if dealer != r.DealerBytes {
+			t.Errorf("%s: kinds account for %d dealer bytes, the dealer sent %d", c.Shape, dealer, r.DealerBytes)
+		}
 		if c.Exact {
 			continue
 		}

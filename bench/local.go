@@ -23,6 +23,9 @@ type LocalConfig struct {
 	Stream uint32
 	// MeasureMemory samples the Go heap while f runs (see LocalRun.PeakHeap).
 	MeasureMemory bool
+	// Wrap, if set, wraps each party's provider before its session opens
+	// (a counting or recording wrapper, say).
+	Wrap func(party int, p beaver.Provider) beaver.Provider
 }
 
 // Cost is what one party observed over a span of a run: its stream's
@@ -80,7 +83,11 @@ func RunLocal[T any](ctx context.Context, cfg LocalConfig, f func(ctx context.Co
 	}
 	r, err := twoparty.Run(ctx, twoparty.Config{Seeds: cfg.Seeds, Transport: transport.Options{Link: cfg.Link}},
 		func(ctx context.Context, p *twoparty.Party) (out, error) {
-			s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(cfg.Stream), p.Provider, cfg.FixedPoint)
+			prov := p.Provider
+			if cfg.Wrap != nil {
+				prov = cfg.Wrap(p.ID, prov)
+			}
+			s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(cfg.Stream), prov, cfg.FixedPoint)
 			if err != nil {
 				return out{}, err
 			}

@@ -40,6 +40,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	asJSON := fs.Bool("json", false, "print a JSON object")
 	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
+	byKind := fs.Bool("by-kind", false, "also print the correlated randomness drawn per candidate, kind by kind (not with --per-party)")
 	bf := addBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -49,6 +50,9 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("forward: %w", err)
 	}
 	if *perParty {
+		if *byKind {
+			return fmt.Errorf("forward: --by-kind counts in one process: drop --per-party")
+		}
 		return runPerParty(ctx, bf, cfg, *timeout, *asJSON, stdout, stderr)
 	}
 	res, err := bench.Forward(ctx, cfg)
@@ -60,7 +64,26 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return enc.Encode(res)
 	}
 	printForward(stdout, res)
+	if *byKind {
+		printKinds(stdout, res)
+	}
 	return nil
+}
+
+// printKinds prints res's correlations per candidate as a Markdown table.
+func printKinds(stdout io.Writer, res *bench.ForwardResult) {
+	b := int64(res.Batch)
+	fmt.Fprintln(stdout, "\ncorrelated randomness per candidate:")
+	fmt.Fprintln(stdout, "| kind | items | n | MACs | dealer words p0 | dealer words p1 | dealer bytes | words held p0 | words held p1 |")
+	fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	var total int64
+	for _, u := range res.Correlations {
+		dealer := 8 * (u.DealerWords[0] + u.DealerWords[1]) / b
+		total += dealer
+		fmt.Fprintf(stdout, "| %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", u.Kind, u.Items/b, u.N/b, u.MACs/uint64(b),
+			u.DealerWords[0]/b, u.DealerWords[1]/b, dealer, u.PartWords[0]/b, u.PartWords[1]/b)
+	}
+	fmt.Fprintf(stdout, "| total | | | | | | %d | | |\n", total)
 }
 
 // printForward prints res as text.
