@@ -66,38 +66,22 @@ func (m Material) bitPair() BitPair {
 
 // Triples returns shares of n elementwise triples c = a·b.
 func (t Typed) Triples(ctx context.Context, stream uint32, n int) (Triple, error) {
-	m, err := t.draw(ctx, Request{Kind: KindTriple, Stream: stream, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return m.triple(), nil
+	return drawAs(ctx, t, Request{Kind: KindTriple, Stream: stream, N: n}, Material.triple)
 }
 
 // SquarePairs returns shares of n square pairs (a, a²).
 func (t Typed) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
-	m, err := t.draw(ctx, Request{Kind: KindSquare, Stream: stream, N: n})
-	if err != nil {
-		return SquarePair{}, err
-	}
-	return m.square(), nil
+	return drawAs(ctx, t, Request{Kind: KindSquare, Stream: stream, N: n}, Material.square)
 }
 
 // TruncPairs returns n truncation pairs for dividing by 2^fracBits.
 func (t Typed) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
-	m, err := t.draw(ctx, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits})
-	if err != nil {
-		return TruncPair{}, err
-	}
-	return m.truncPair(), nil
+	return drawAs(ctx, t, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits}, Material.truncPair)
 }
 
 // BitPairs returns n random shared bits with their multiplication pairs.
 func (t Typed) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
-	m, err := t.draw(ctx, Request{Kind: KindBitPair, Stream: stream, N: n})
-	if err != nil {
-		return BitPair{}, err
-	}
-	return m.bitPair(), nil
+	return drawAs(ctx, t, Request{Kind: KindBitPair, Stream: stream, N: n}, Material.bitPair)
 }
 
 func init() {

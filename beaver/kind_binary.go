@@ -27,11 +27,7 @@ func (m Material) bitTriple() BitTriple {
 
 // ANDTriples returns XOR shares of words×64 AND triples, bit-packed.
 func (t Typed) ANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := t.draw(ctx, Request{Kind: KindAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
+	return drawAs(ctx, t, Request{Kind: KindAND, Stream: stream, N: words}, Material.bitTriple)
 }
 
 // CrossANDTriples returns AND triples for multiplying a bit held in the
@@ -39,11 +35,7 @@ func (t Typed) ANDTriples(ctx context.Context, stream uint32, words int) (BitTri
 // traffic per party: party 0 gets A = u (its B is nil), party 1 gets B = v
 // (its A is nil), and both get XOR shares C of u AND v.
 func (t Typed) CrossANDTriples(ctx context.Context, stream uint32, words int) (BitTriple, error) {
-	m, err := t.draw(ctx, Request{Kind: KindCrossAND, Stream: stream, N: words})
-	if err != nil {
-		return BitTriple{}, err
-	}
-	return m.bitTriple(), nil
+	return drawAs(ctx, t, Request{Kind: KindCrossAND, Stream: stream, N: words}, Material.bitTriple)
 }
 
 func init() {

@@ -38,21 +38,13 @@ func (m Material) weightTriple() WeightTriple {
 // MatTriples returns shares of batch matrix triples: A is batch×m×k, B is
 // batch×k×n and C = A·B batch×m×n, all row-major.
 func (t Typed) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int) (Triple, error) {
-	mat, err := t.draw(ctx, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n})
-	if err != nil {
-		return Triple{}, err
-	}
-	return mat.triple(), nil
+	return drawAs(ctx, t, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n}, Material.triple)
 }
 
 // WeightTriple returns this party's part of a correlation for one product
 // X·W with X m×k and W (id weightID) k×n: A (party 1) and shares of A·B.
 func (t Typed) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
-	mat, err := t.draw(ctx, Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
+	return drawAs(ctx, t, Request{Kind: KindWeightTriple, Stream: stream, WeightID: weightID, M: m, K: k, N: n}, Material.weightTriple)
 }
 
 // WeightVectorTriple returns this party's part of a correlation for one
@@ -60,11 +52,7 @@ func (t Typed) WeightTriple(ctx context.Context, stream uint32, weightID uint64,
 // broadcast over the rows, masked by WeightMask(weightID, 1, n) = b: A (m×n,
 // party 1 only) and shares of A ⊙ b (b broadcast over rows).
 func (t Typed) WeightVectorTriple(ctx context.Context, stream uint32, weightID uint64, m, n int) (WeightTriple, error) {
-	mat, err := t.draw(ctx, Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n})
-	if err != nil {
-		return WeightTriple{}, err
-	}
-	return mat.weightTriple(), nil
+	return drawAs(ctx, t, Request{Kind: KindWeightVectorTriple, Stream: stream, WeightID: weightID, M: m, N: n}, Material.weightTriple)
 }
 
 func init() {

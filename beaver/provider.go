@@ -98,6 +98,17 @@ type Typed struct {
 	Provider
 }
 
+// drawAs draws r through t and hands its material to as, the kind's
+// conversion into its typed form: what every typed helper of a kind does.
+func drawAs[T any](ctx context.Context, t Typed, r Request, as func(Material) T) (T, error) {
+	m, err := t.draw(ctx, r)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return as(m), nil
+}
+
 // draw asks for r and checks the shape of the answer.
 func (t Typed) draw(ctx context.Context, r Request) (Material, error) {
 	m, err := t.Material(ctx, r)
