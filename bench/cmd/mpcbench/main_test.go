@@ -182,10 +182,32 @@ func TestForwardPartyBadArgs(t *testing.T) {
 		{"forward-party", "--role", "p0", "--dir", t.TempDir()},
 		{"forward", "--per-party", "--batch", "0"},
 		{"forward", "--shape", "nope"},
+		{"forward", "--provider", "tee"},
+		{"forward", "--provider", "he", "--json"},
 	} {
 		var out, errw bytes.Buffer
 		if err := run(context.Background(), args, &out, &errw); err == nil {
 			t.Errorf("%q: no error", args)
 		}
+	}
+}
+
+// TestForwardDealerFree runs forward --provider he on the tiny shape: the
+// first run uploads every weight matrix once (party 0 sends them), the
+// second sends nothing from party 0 for the weight triples, and the kinds
+// add up to the provider's traffic.
+func TestForwardDealerFree(t *testing.T) {
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"forward", "--shape", "tiny", "--provider", "he"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	s := out.String()
+	for _, want := range []string{"HE: 12 encrypted weight matrices uploaded", "run 2 (later candidates: steady state)", "| weighttriple | 12 | 0 | "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "draws overlapped") {
+		t.Errorf("kinds do not add up:\n%s", s)
 	}
 }
