@@ -2,6 +2,7 @@ package ot
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -347,4 +348,47 @@ func TestHEProviderView(t *testing.T) {
 	if fmt.Sprint(views[0]) == fmt.Sprint(views[1]) {
 		t.Fatal("equal views")
 	}
+}
+
+// FuzzHEPeer plays one LinearHE item against a scripted peer whose messages
+// are arbitrary bytes (cut at the lengths the request implies, as the
+// transport guarantees): party 0 receives a header word and an output
+// message, party 1 encrypted weights. Each is refused with an error or
+// accepted, never a panic or a hang.
+func FuzzHEPeer(f *testing.F) {
+	p0, p1, _ := heProviders(f)
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
+	l, err := p0.he.sc.ChooseLayout(r.M, r.N)
+	if err != nil {
+		f.Fatal(err)
+	}
+	key := heKey{r.Kind, r.WeightID, r.K, r.N, l}
+	var have, need [8]byte
+	binary.LittleEndian.PutUint64(have[:], heHave)
+	binary.LittleEndian.PutUint64(need[:], heNeed)
+	f.Add(0, have[:])
+	f.Add(0, append(have[:], 1))
+	f.Add(0, need[:])
+	f.Add(1, []byte{})
+	f.Add(1, need[:])
+	gid := uint32(1000)
+	f.Fuzz(func(t *testing.T, party int, data []byte) {
+		p := []*Provider{p0, p1}[party&1]
+		p.he.mu.Lock()
+		clear(p.he.sent)
+		clear(p.he.cache)
+		if len(data)%2 == 1 {
+			p.he.sent[key] = true // party 0: the header "have" is then valid
+		}
+		p.he.mu.Unlock()
+		gid++
+		g, err := p.sess.NewGen(&scriptConn{data: data, limit: 4}, gid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := p.heGenerate(testCtx(t), g, testSID, r)
+		if err == nil && (len(ps) != 2 || len(ps[1]) != r.M*r.N) {
+			t.Fatalf("accepted with parts %v", ps)
+		}
+	})
 }
