@@ -24,13 +24,17 @@ import (
 // l = ChooseLayout(m, n) of the public shapes:
 //
 //  1. Party 1 sends one word: heHave if it already holds party 0's encrypted
-//     B for (kind, weight id, k, n, l), heNeed if not.
+//     B for (kind, weight id, k, n) packed with l.NW columns per ciphertext,
+//     heNeed if not.
 //  2. On heNeed, party 0 sends its encrypted B (he.Sizes.Weights bytes,
-//     zero-padded to words, in messages of at most heChunkWords words);
-//     party 1 decodes it within the request's shape and loads it. Party 0
-//     serves each (kind, id, k, n, l) once per session and refuses a second
-//     heNeed with ErrWeightResent; heHave for weights it never sent is an
-//     error too.
+//     zero-padded to words, in messages of at most heChunkWords words),
+//     encrypted with l; party 1 decodes it within the request's shape and
+//     loads it. Party 0 serves each (kind, id, k, n, l.NW) once per session
+//     and refuses a second heNeed with ErrWeightResent; heHave for weights
+//     it never sent is an error too. Items with other row counts m whose
+//     layouts share NW reuse the weights with their own MW
+//     (he.MulMaskedLayout), so a weight is uploaded once per NW its items'
+//     layouts use (once, when all items of a weight have the same m).
 //  3. Party 1 sends he.MulMasked's output (he.Sizes.Output bytes,
 //     zero-padded to words) with its A and its share C1 := R, both drawn
 //     from the generator's secret randomness; party 0 decrypts its share C0.
@@ -54,12 +58,12 @@ const heChunkWords = 8 << 20
 // them, so the request is refused rather than uploading them again.
 var ErrWeightResent = errors.New("ot: the peer asked again for encrypted weights it was already sent")
 
-// heKey names one upload of encrypted weights.
+// heKey names one upload of encrypted weights: the weight, its shape and
+// its packing NW.
 type heKey struct {
-	kind   beaver.Kind
-	id     uint64
-	k, n   int
-	layout he.Layout
+	kind     beaver.Kind
+	id       uint64
+	k, n, nw int
 }
 
 // heEntry is party 1's cache entry: done is closed once w (or err) is set.
@@ -170,16 +174,16 @@ func (p *Provider) heGenerate(ctx context.Context, g *Gen, sid beaver.SessionID,
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	key := heKey{kind: r.Kind, id: r.WeightID, k: k, n: n, layout: l}
+	key := heKey{kind: r.Kind, id: r.WeightID, k: k, n: n, nw: l.NW}
 	sz := h.sc.Sizes(m, k, n, l)
 	if err := g.begin(ctx, what); err != nil {
 		return nil, err
 	}
 	var ps [][]uint64
 	if p.party == 0 {
-		ps, err = p.heParty0(ctx, g, sid, r, key, sz)
+		ps, err = p.heParty0(ctx, g, sid, r, key, l, sz)
 	} else {
-		ps, err = p.heParty1(ctx, g, m, key, sz)
+		ps, err = p.heParty1(ctx, g, m, key, l, sz)
 	}
 	if err == nil {
 		h.mu.Lock()
@@ -190,7 +194,7 @@ func (p *Provider) heGenerate(ctx context.Context, g *Gen, sid beaver.SessionID,
 }
 
 // heParty0 is party 0's side of one item.
-func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request, key heKey, sz he.Sizes) ([][]uint64, error) {
+func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request, key heKey, l he.Layout, sz he.Sizes) ([][]uint64, error) {
 	h := p.he
 	hdr, err := g.exchange(ctx, nil, 1)
 	if err != nil {
@@ -201,7 +205,7 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r
 		h.mu.Lock()
 		if h.sent[key] {
 			h.mu.Unlock()
-			return nil, fmt.Errorf("weight %d (%d×%d, layout %v): %w", key.id, key.k, key.n, key.layout, ErrWeightResent)
+			return nil, fmt.Errorf("weight %d (%d×%d, NW %d): %w", key.id, key.k, key.n, key.nw, ErrWeightResent)
 		}
 		h.sent[key] = true
 		h.mu.Unlock()
@@ -215,7 +219,7 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r
 		} else {
 			B = p.mask(sid, r.WeightID, key.k, key.n)
 		}
-		ew, err := h.sc.EncryptWeights(h.sk, B, key.k, key.n, key.layout, h.rnd)
+		ew, err := h.sc.EncryptWeights(h.sk, B, key.k, key.n, l, h.rnd)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +242,7 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r
 		sent := h.sent[key]
 		h.mu.Unlock()
 		if !sent {
-			return nil, fmt.Errorf("the peer claims to hold encrypted weights %d (%d×%d, layout %v) that were never sent", key.id, key.k, key.n, key.layout)
+			return nil, fmt.Errorf("the peer claims to hold encrypted weights %d (%d×%d, NW %d) that were never sent", key.id, key.k, key.n, key.nw)
 		}
 	default:
 		return nil, fmt.Errorf("malformed header word %#x", hdr[0])
@@ -255,7 +259,7 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r
 	if err != nil {
 		return nil, err
 	}
-	c0, err := h.sc.DecryptShares(h.sk, out, r.M, key.n, key.layout)
+	c0, err := h.sc.DecryptShares(h.sk, out, r.M, key.n, l)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +267,7 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r
 }
 
 // heParty1 is party 1's side of one item.
-func (p *Provider) heParty1(ctx context.Context, g *Gen, m int, key heKey, sz he.Sizes) ([][]uint64, error) {
+func (p *Provider) heParty1(ctx context.Context, g *Gen, m int, key heKey, l he.Layout, sz he.Sizes) ([][]uint64, error) {
 	h := p.he
 	draw := g.draw
 	if h.draw != nil {
@@ -280,7 +284,7 @@ func (p *Provider) heParty1(ctx context.Context, g *Gen, m int, key heKey, sz he
 	}
 	h.mu.Unlock()
 	if owner {
-		e.w, e.err = p.heLoad(ctx, g, key, sz)
+		e.w, e.err = p.heLoad(ctx, g, key, l, sz)
 		close(e.done)
 		if e.err != nil {
 			return nil, e.err
@@ -298,7 +302,7 @@ func (p *Provider) heParty1(ctx context.Context, g *Gen, m int, key heKey, sz he
 			return nil, fmt.Errorf("send header: %w", err)
 		}
 	}
-	out, err := h.sc.MulMasked(e.w, A, m, R, h.rnd)
+	out, err := h.sc.MulMaskedLayout(e.w, l, A, m, R, h.rnd)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +321,7 @@ func (p *Provider) heParty1(ctx context.Context, g *Gen, m int, key heKey, sz he
 }
 
 // heLoad asks party 0 for the encrypted weights of key and loads them.
-func (p *Provider) heLoad(ctx context.Context, g *Gen, key heKey, sz he.Sizes) (*he.Weights, error) {
+func (p *Provider) heLoad(ctx context.Context, g *Gen, key heKey, l he.Layout, sz he.Sizes) (*he.Weights, error) {
 	h := p.he
 	if _, err := g.exchange(ctx, []uint64{heNeed}, 0); err != nil {
 		return nil, fmt.Errorf("send header: %w", err)
@@ -330,8 +334,8 @@ func (p *Provider) heLoad(ctx context.Context, g *Gen, key heKey, sz he.Sizes) (
 	if err != nil {
 		return nil, fmt.Errorf("encrypted weights %d: %w", key.id, err)
 	}
-	if ew.K != key.k || ew.N != key.n || ew.Layout != key.layout {
-		return nil, fmt.Errorf("encrypted weights %d: %d×%d layout %v, want %d×%d layout %v", key.id, ew.K, ew.N, ew.Layout, key.k, key.n, key.layout)
+	if ew.K != key.k || ew.N != key.n || ew.Layout != l {
+		return nil, fmt.Errorf("encrypted weights %d: %d×%d layout %v, want %d×%d layout %v", key.id, ew.K, ew.N, ew.Layout, key.k, key.n, l)
 	}
 	w, err := h.sc.LoadWeights(h.pk, ew)
 	if err != nil {

@@ -74,21 +74,26 @@ func edgeWords(n int) []uint64 {
 // between) from LinearHE providers and checks every correlation
 // C0 + C1 = A·B with B party 0's WeightMask of the id, over shapes with one
 // and several output blocks, a row block cut short, and edge words in A
-// and B; a second request of a weight with the same layout uploads nothing.
+// and B; a second request of a weight whose layout has the same NW uploads
+// nothing.
 func TestHEProviderCorrelations(t *testing.T) {
 	cases := []struct {
-		name  string
-		edges bool
-		reqs  []beaver.Request
+		name    string
+		edges   bool
+		uploads int
+		reqs    []beaver.Request
 	}{
-		{"small", false, []beaver.Request{
+		{"small", false, 3, []beaver.Request{
 			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},
 			{Kind: beaver.KindTriple, N: 5},
 			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},
+			// Another row count, the same NW: the weights are reused
+			// with MW = 5.
+			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 5, K: 3, N: 4},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 4},
 			{Kind: beaver.KindWeightTriple, WeightID: 9, M: 1, K: 1, N: 1},
 		}},
-		{"blocks", false, []beaver.Request{
+		{"blocks", false, 3, []beaver.Request{
 			// ChooseLayout(70, 200): NW = 256, MW = 32: 3 row blocks (the
 			// last of 6 rows), 1 column block.
 			{Kind: beaver.KindWeightTriple, WeightID: 1, M: 70, K: 5, N: 200},
@@ -96,7 +101,7 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightTriple, WeightID: 2, M: 130, K: 4, N: 9},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 3, M: 70, N: 33},
 		}},
-		{"edge words", true, []beaver.Request{
+		{"edge words", true, 2, []beaver.Request{
 			{Kind: beaver.KindWeightTriple, WeightID: 4, M: 9, K: 16, N: 12},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 5, M: 9, N: 16},
 		}},
@@ -129,8 +134,11 @@ func TestHEProviderCorrelations(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					uploads[heKey{r.Kind, r.WeightID, k, r.N, l}] = true
+					uploads[heKey{r.Kind, r.WeightID, k, r.N, l.NW}] = true
 				}
+			}
+			if len(uploads) != c.uploads {
+				t.Errorf("%d weights and packings, want %d", len(uploads), c.uploads)
 			}
 			for p, pr := range []*Provider{p0, p1} {
 				if got := pr.HEStats().Uploads; got != int64(len(uploads)) {
@@ -261,7 +269,7 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p1.he.cache[heKey{r.Kind, r.WeightID, r.K, r.N, l}] = e
+		p1.he.cache[heKey{r.Kind, r.WeightID, r.K, r.N, l.NW}] = e
 		ctx1, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
@@ -362,7 +370,7 @@ func FuzzHEPeer(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	key := heKey{r.Kind, r.WeightID, r.K, r.N, l}
+	key := heKey{r.Kind, r.WeightID, r.K, r.N, l.NW}
 	var have, need [8]byte
 	binary.LittleEndian.PutUint64(have[:], heHave)
 	binary.LittleEndian.PutUint64(need[:], heNeed)
