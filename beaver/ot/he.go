@@ -40,8 +40,14 @@ import (
 //     from the generator's secret randomness; party 0 decrypts its share C0.
 //
 // Party 1 keeps the loaded weights in a cache of the provider shared by all
-// streams; streams that need the same weights at once wait for the one that
-// loads them (only it sends heNeed).
+// streams (for the whole session: he.Sizes.P1Weights each, or half with
+// ProviderOptions.HECompact); streams that need the same weights at once
+// wait for the one that loads them (only it sends heNeed). That wait is the
+// only one across streams: the first item of a weight on another stream
+// completes once the loading stream's item has been drawn by party 0 too,
+// so party 0 must not hold that stream back until the waiting one's item
+// is done (selection's lanes do not: a lane without prefetched material
+// draws directly).
 
 // Header words of party 1's first message of a LinearHE item.
 const (
@@ -81,6 +87,8 @@ type heState struct {
 	// rnd, when set, replaces crypto/rand for KeyGen, EncryptWeights and
 	// MulMasked (tests).
 	rnd io.Reader
+	// compact: party 1 loads with he.LoadWeightsCompact.
+	compact bool
 	// draw, when set, replaces the generator's secret randomness of party
 	// 1's A and R (view tests fix it).
 	draw func(n int) []uint64
@@ -337,7 +345,11 @@ func (p *Provider) heLoad(ctx context.Context, g *Gen, key heKey, l he.Layout, s
 	if ew.K != key.k || ew.N != key.n || ew.Layout != l {
 		return nil, fmt.Errorf("encrypted weights %d: %d×%d layout %v, want %d×%d layout %v", key.id, ew.K, ew.N, ew.Layout, key.k, key.n, l)
 	}
-	w, err := h.sc.LoadWeights(h.pk, ew)
+	load := h.sc.LoadWeights
+	if h.compact {
+		load = h.sc.LoadWeightsCompact
+	}
+	w, err := load(h.pk, ew)
 	if err != nil {
 		return nil, fmt.Errorf("encrypted weights %d: %w", key.id, err)
 	}

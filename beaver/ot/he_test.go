@@ -44,7 +44,12 @@ func hePair(t testing.TB, o0, o1 ProviderOptions) (ps [2]*Provider, rec [2]*stre
 // heProviders returns a bound pair of LinearHE providers.
 func heProviders(t testing.TB) (p0, p1 *Provider, rec [2]*streamRec) {
 	t.Helper()
-	o := ProviderOptions{Linear: LinearHE}
+	return heProvidersWith(t, ProviderOptions{Linear: LinearHE})
+}
+
+// heProvidersWith returns a bound pair of providers with options o.
+func heProvidersWith(t testing.TB, o ProviderOptions) (p0, p1 *Provider, rec [2]*streamRec) {
+	t.Helper()
 	ps, rec, errs := hePair(t, o, o)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("bind: %v / %v", errs[0], errs[1])
@@ -80,10 +85,11 @@ func TestHEProviderCorrelations(t *testing.T) {
 	cases := []struct {
 		name    string
 		edges   bool
+		compact bool // party 1 keeps compact weights
 		uploads int
 		reqs    []beaver.Request
 	}{
-		{"small", false, 3, []beaver.Request{
+		{"small", false, false, 3, []beaver.Request{
 			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},
 			{Kind: beaver.KindTriple, N: 5},
 			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},
@@ -93,7 +99,7 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 4},
 			{Kind: beaver.KindWeightTriple, WeightID: 9, M: 1, K: 1, N: 1},
 		}},
-		{"blocks", false, 3, []beaver.Request{
+		{"blocks", false, false, 3, []beaver.Request{
 			// ChooseLayout(70, 200): NW = 256, MW = 32: 3 row blocks (the
 			// last of 6 rows), 1 column block.
 			{Kind: beaver.KindWeightTriple, WeightID: 1, M: 70, K: 5, N: 200},
@@ -101,14 +107,21 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightTriple, WeightID: 2, M: 130, K: 4, N: 9},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 3, M: 70, N: 33},
 		}},
-		{"edge words", true, 2, []beaver.Request{
+		{"edge words", true, false, 2, []beaver.Request{
 			{Kind: beaver.KindWeightTriple, WeightID: 4, M: 9, K: 16, N: 12},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 5, M: 9, N: 16},
+		}},
+		{"compact", false, true, 1, []beaver.Request{
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 70, K: 5, N: 200},
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 3, K: 5, N: 200},
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p0, p1, _ := heProviders(t)
+			p0, p1, _ := heProvidersWith(t, ProviderOptions{Linear: LinearHE, HECompact: c.compact})
+			if p1.he.compact != c.compact {
+				t.Fatal("HECompact not applied")
+			}
 			ctx := testCtx(t)
 			if c.edges {
 				p0.mask = func(_ beaver.SessionID, _ uint64, k, n int) []uint64 { return edgeWords(k * n) }
