@@ -208,7 +208,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	if link != nil {
 		if bw > 0 {
 			busiest := max(pr.BytesP0, pr.BytesP1)
-			if linkRun.Provider == "ot" {
+			if DealerFree(linkRun.Provider) {
 				// No dealer: the OT traffic shares the parties' link. It
 				// flows mostly one way (the weight masks' corrections from
 				// P0), so all of it is counted on the busiest direction.

@@ -47,8 +47,10 @@ type SelectConfig struct {
 	// Provider names where the correlated randomness comes from: "dealer"
 	// (the default when empty: an in-process dealer) or "ot" (no dealer:
 	// the parties make it themselves by oblivious transfer over their own
-	// connection, ot.Provider; in-process runs only). With "ot" the phases'
-	// dealer bytes are the OT traffic.
+	// connection, ot.Provider; in-process runs only) or "he" (as "ot", but
+	// the weight-mask correlations by lattice encryption, ot.LinearHE).
+	// With "ot" and "he" the phases' dealer bytes are the parties' own
+	// traffic of the provider.
 	Provider string
 	// Pipeline is the batch scheduler's mode of both parties
 	// (selection.Params.Pipeline): "on" (the default when empty: every
@@ -119,24 +121,33 @@ func (c SelectConfig) Check() error {
 }
 
 // ProviderNames are the values of SelectConfig.Provider.
-var ProviderNames = []string{"dealer", "ot"}
+var ProviderNames = []string{"dealer", "ot", "he"}
+
+// DealerFree reports whether provider (a value of SelectConfig.Provider)
+// makes the correlations over the parties' own link, with no dealer.
+func DealerFree(provider string) bool { return provider == "ot" || provider == "he" }
 
 // checkProvider checks c.Provider.
 func (c SelectConfig) checkProvider() error {
 	switch c.Provider {
-	case "", "dealer", "ot":
+	case "", "dealer", "ot", "he":
 		return nil
 	}
 	return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, ProviderNames)
 }
 
 // provider returns party p's provider of a run: the run's dealer, or a
-// dealer-free OT provider on the parties' connection.
+// dealer-free OT provider on the parties' connection (with "he", its
+// weight-mask correlations by lattice encryption).
 func (c SelectConfig) provider(p *twoparty.Party) (beaver.Provider, error) {
-	if c.Provider != "ot" {
+	if !DealerFree(c.Provider) {
 		return p.Provider, nil
 	}
-	prov, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{})
+	opts := ot.ProviderOptions{}
+	if c.Provider == "he" {
+		opts.Linear = ot.LinearHE
+	}
+	prov, err := ot.NewProvider(p.Conn, p.ID, opts)
 	if err != nil {
 		return nil, fmt.Errorf("bench: select: %w", err)
 	}
@@ -458,8 +469,8 @@ type SampleRun struct {
 	// Processes reports whether the dealer and the parties ran as separate
 	// OS processes over TLS (else in one process over an in-memory pipe).
 	Processes bool `json:"processes"`
-	// Provider is SelectConfig.Provider ("ot": the correlations were made
-	// over the parties' own link, so DealerBytes crossed it too).
+	// Provider is SelectConfig.Provider ("ot", "he": the correlations were
+	// made over the parties' own link, so DealerBytes crossed it too).
 	Provider string `json:"provider,omitempty"`
 	// Pipeline is the batch scheduler's mode ("on" or "off"; "" in runs
 	// recorded before the pipelined scheduler, whose slots ran at once

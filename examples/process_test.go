@@ -280,14 +280,15 @@ func TestThreeProcesses(t *testing.T) {
 }
 
 // TestTwoProcessesDealerFree runs a selection with no dealer: the model owner
-// and the data owner as two OS processes with -provider ot, making their
-// correlated randomness by OT on dedicated streams of their own TLS
-// connection. It starts from the coin of a reference run with the dealer
-// (its state files, progress removed), so the bootstrap is the same; the
-// entropies must match the dealer run's within a few units in the last place
-// (probabilistic truncation makes each product's last bit depend on the
-// correlated randomness), and the survivors may differ only by near-ties at
-// the selection boundary (compareRuns).
+// and the data owner as two OS processes with -provider ot, and again with
+// -provider he (the weight-mask correlations by lattice encryption, the rest
+// by OT), making their correlated randomness on dedicated streams of their
+// own TLS connection. Each run starts from the coin of a reference run with
+// the dealer (its state files, progress removed), so the bootstrap is the
+// same; the entropies must match the dealer run's within a few units in the
+// last place (probabilistic truncation makes each product's last bit depend
+// on the correlated randomness), and the survivors may differ only by
+// near-ties at the selection boundary (compareRuns).
 func TestTwoProcessesDealerFree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("minutes of OT generation; skipped with -short")
@@ -303,29 +304,34 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 	}
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
-	st0, st1 := filepath.Join(dir, "ot-mo"), filepath.Join(dir, "ot-do")
-	startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})
-	start := time.Now()
-	mo, addr = f.modelOwner(t, "", "-state", st0, "-out", filepath.Join(dir, "ot0.json"))
-	do = f.dataOwner(t, addr, "", "-state", st1, "-out", filepath.Join(dir, "ot1.json"))
-	// The OT generation costs minutes of CPU on a shared machine.
-	for _, p := range []*proc{mo, do} {
-		if code := p.wait(t, 10*time.Minute); code != 0 {
-			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
-		}
+	for _, provider := range []string{peer.ProviderOT, peer.ProviderHE} {
+		t.Run(provider, func(t *testing.T) {
+			st0, st1 := filepath.Join(dir, provider+"-mo"), filepath.Join(dir, provider+"-do")
+			startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})
+			start := time.Now()
+			// dealerArgs("") names -provider ot; a later -provider wins.
+			mo, addr := f.modelOwner(t, "", "-provider", provider, "-state", st0, "-out", filepath.Join(dir, provider+"0.json"))
+			do := f.dataOwner(t, addr, "", "-provider", provider, "-state", st1, "-out", filepath.Join(dir, provider+"1.json"))
+			// The OT generation costs minutes of CPU on a shared machine.
+			for _, p := range []*proc{mo, do} {
+				if code := p.wait(t, 10*time.Minute); code != 0 {
+					t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
+				}
+			}
+			r0, r1 := readResult(t, filepath.Join(dir, provider+"0.json")), readResult(t, filepath.Join(dir, provider+"1.json"))
+			checkAgree(t, r0, r1)
+			t.Logf("dealer-free run (-provider %s): %v; selected %v (dealer run %v)", provider, time.Since(start).Round(time.Millisecond), r0.Selected, ref.Selected)
+			if !slices.Equal(r0.Bootstrap, ref.Bootstrap) {
+				t.Fatalf("bootstrap %v, dealer run %v", r0.Bootstrap, ref.Bootstrap)
+			}
+			for i, ph := range r0.Phases {
+				if ph.DealerBytes == 0 {
+					t.Errorf("phase %d: no OT traffic counted: %+v", i, ph)
+				}
+			}
+			compareRuns(t, ref, r0, [2]string{ref0, ref1}, [2]string{st0, st1})
+		})
 	}
-	r0, r1 := readResult(t, filepath.Join(dir, "ot0.json")), readResult(t, filepath.Join(dir, "ot1.json"))
-	checkAgree(t, r0, r1)
-	t.Logf("dealer-free run: %v; selected %v (dealer run %v)", time.Since(start).Round(time.Millisecond), r0.Selected, ref.Selected)
-	if !slices.Equal(r0.Bootstrap, ref.Bootstrap) {
-		t.Fatalf("bootstrap %v, dealer run %v", r0.Bootstrap, ref.Bootstrap)
-	}
-	for i, ph := range r0.Phases {
-		if ph.DealerBytes == 0 {
-			t.Errorf("phase %d: no OT traffic counted: %+v", i, ph)
-		}
-	}
-	compareRuns(t, ref, r0, [2]string{ref0, ref1}, [2]string{st0, st1})
 }
 
 // textFixture is the text case's data: a tiny BERT trained on part of the
@@ -770,6 +776,7 @@ func TestInputAndUsageErrors(t *testing.T) {
 		{"schedule", "modelowner", mo("-schedule", "1:2"), peer.ExitUsage, "-schedule"},
 		{"provider-unknown", "modelowner", mo("-provider", "tee"), peer.ExitUsage, "-provider"},
 		{"provider-ot-with-dealer", "dataowner", do("-provider", "ot"), peer.ExitUsage, "not used with -provider ot"},
+		{"provider-he-with-dealer", "modelowner", mo("-provider", "he"), peer.ExitUsage, "not used with -provider he"},
 		{"budget", "dataowner", do("-budget", "0"), peer.ExitUsage, "-budget"},
 		{"both-endpoints", "dataowner", do("-listen", ":0"), peer.ExitUsage, "exactly one of -listen and -connect"},
 		{"fingerprint", "modelowner", mo("-peer-fingerprint", "xyz"), peer.ExitUsage, "-peer-fingerprint"},

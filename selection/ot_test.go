@@ -17,7 +17,8 @@ import (
 // coin (the second run starts from the first's state files, progress
 // removed): once with the in-process dealer, once with no dealer at all, the
 // parties generating every correlation by OT over their own connection
-// (ot.Provider). The bootstrap follows from the coin and must be identical;
+// (ot.Provider), in both of its modes: the weight-mask correlations by OT
+// (ot.LinearOT) or by lattice encryption (ot.LinearHE). The bootstrap follows from the coin and must be identical;
 // the survivors of every phase must be the dealer run's, except for
 // candidates whose plaintext entropies lie within the secure forward's
 // fixed-point error of the boundary (probabilistic truncation makes each
@@ -37,96 +38,103 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 	checkPlain(t, mo.Proxies, f.pool, f.p, ref[0])
 	proxies := mo.Proxies
 
-	dirs := [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
-	for p := range 2 {
-		b, err := os.ReadFile(StateFile(refDirs[p], p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := DecodeState(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
-		if b, err = json.Marshal(s); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(dirs[p], 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(StateFile(dirs[p], p), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mo, do = f.owners(dirs)
-	var res [2]*Result
-	var ots [2]*ot.Provider
-	r, _ := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
-		prov, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{})
-		if err != nil {
-			return struct{}{}, err
-		}
-		ots[p.ID] = prov
-		if p.ID == 0 {
-			res[0], err = mo.Run(ctx, p.Conn, prov)
-		} else {
-			res[1], err = do.Run(ctx, p.Conn, prov)
-		}
-		return struct{}{}, err
-	})
-	if r.Err[0] != nil || r.Err[1] != nil {
-		t.Fatal(r.Err)
-	}
-	if !slices.Equal(res[0].Selected, res[1].Selected) {
-		t.Fatal("parties disagree")
-	}
-	if !slices.Equal(res[0].Bootstrap, ref[0].Bootstrap) {
-		t.Fatalf("bootstrap %v, dealer run %v", res[0].Bootstrap, ref[0].Bootstrap)
-	}
-	checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
-	for p, prov := range ots {
-		s := prov.Stats()
-		if s.Items == 0 || s.BytesSent == 0 {
-			t.Fatalf("party %d drew nothing from the OT provider: %+v", p, s)
-		}
-		t.Logf("party %d: OT traffic %+v, %+v", p, s, prov.OTStats())
-	}
-
-	// The two runs, phase by phase, on the dealer run's (plaintext)
-	// entropies.
-	const tol = 0.02 // as checkPlain: the secure forward's entropy error
-	cand := candidates(f.p.PoolSize, ref[0].Bootstrap)
-	exact := true
-	for i, px := range proxies {
-		in, err := f.pool.Select(cand)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ent, err := px.Entropies(in, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sorted := slices.Clone(ent)
-		slices.Sort(sorted)
-		boundary := sorted[len(sorted)-f.p.keep(i)]
-		a, b := ref[0].Survivors[i], res[0].Survivors[i]
-		swaps := 0
-		for j, c := range cand {
-			_, inA := slices.BinarySearch(a, c)
-			_, inB := slices.BinarySearch(b, c)
-			if inA != inB {
-				swaps++
-				if math.Abs(ent[j]-boundary) > tol {
-					t.Errorf("phase %d: candidate %d (entropy %.4f, boundary %.4f) kept by one mode only", i, c, ent[j], boundary)
+	for _, mode := range []ot.Linear{ot.LinearOT, ot.LinearHE} {
+		t.Run(mode.String(), func(t *testing.T) {
+			dirs := [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
+			for p := range 2 {
+				b, err := os.ReadFile(StateFile(refDirs[p], p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := DecodeState(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+				if b, err = json.Marshal(s); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(dirs[p], 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(StateFile(dirs[p], p), b, 0o600); err != nil {
+					t.Fatal(err)
 				}
 			}
-		}
-		t.Logf("phase %d: %d candidates, dealer and OT modes differ on %d near-ties", i, len(cand), swaps)
-		if swaps > 0 {
-			exact = false
-			break // the candidate sets of later phases differ
-		}
-		cand = a
+			mo, do = f.owners(dirs)
+			var res [2]*Result
+			var ots [2]*ot.Provider
+			r, _ := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
+				prov, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{Linear: mode})
+				if err != nil {
+					return struct{}{}, err
+				}
+				ots[p.ID] = prov
+				if p.ID == 0 {
+					res[0], err = mo.Run(ctx, p.Conn, prov)
+				} else {
+					res[1], err = do.Run(ctx, p.Conn, prov)
+				}
+				return struct{}{}, err
+			})
+			if r.Err[0] != nil || r.Err[1] != nil {
+				t.Fatal(r.Err)
+			}
+			if !slices.Equal(res[0].Selected, res[1].Selected) {
+				t.Fatal("parties disagree")
+			}
+			if !slices.Equal(res[0].Bootstrap, ref[0].Bootstrap) {
+				t.Fatalf("bootstrap %v, dealer run %v", res[0].Bootstrap, ref[0].Bootstrap)
+			}
+			checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
+			for p, prov := range ots {
+				s := prov.Stats()
+				if s.Items == 0 || s.BytesSent == 0 {
+					t.Fatalf("party %d drew nothing from the OT provider: %+v", p, s)
+				}
+				t.Logf("party %d: OT traffic %+v, %+v, HE %+v", p, s, prov.OTStats(), prov.HEStats())
+				if mode == ot.LinearHE && prov.HEStats().Items == 0 {
+					t.Fatalf("party %d: no weight-mask item made with HE", p)
+				}
+			}
+
+			// The two runs, phase by phase, on the dealer run's (plaintext)
+			// entropies.
+			const tol = 0.02 // as checkPlain: the secure forward's entropy error
+			cand := candidates(f.p.PoolSize, ref[0].Bootstrap)
+			exact := true
+			for i, px := range proxies {
+				in, err := f.pool.Select(cand)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ent, err := px.Entropies(in, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sorted := slices.Clone(ent)
+				slices.Sort(sorted)
+				boundary := sorted[len(sorted)-f.p.keep(i)]
+				a, b := ref[0].Survivors[i], res[0].Survivors[i]
+				swaps := 0
+				for j, c := range cand {
+					_, inA := slices.BinarySearch(a, c)
+					_, inB := slices.BinarySearch(b, c)
+					if inA != inB {
+						swaps++
+						if math.Abs(ent[j]-boundary) > tol {
+							t.Errorf("phase %d: candidate %d (entropy %.4f, boundary %.4f) kept by one mode only", i, c, ent[j], boundary)
+						}
+					}
+				}
+				t.Logf("phase %d: %d candidates, dealer and %v modes differ on %d near-ties", i, len(cand), mode, swaps)
+				if swaps > 0 {
+					exact = false
+					break // the candidate sets of later phases differ
+				}
+				cand = a
+			}
+			t.Logf("dealer-free selection equals the dealer's exactly: %v", exact)
+		})
 	}
-	t.Logf("dealer-free selection equals the dealer's exactly: %v", exact)
 }

@@ -3,8 +3,9 @@
 // two parties alone, by RLWE encryption (no dealer). P0 (the model owner)
 // holds the mask B (k×n, fixed per weight matrix); P1 (the data owner) holds
 // A (m×k, fresh per candidate) and chooses its share C1 := R uniformly; P0
-// learns C0 = A·B − R. It is the cryptographic core only: the lead wires it
-// into a beaver provider.
+// learns C0 = A·B − R. It is the cryptographic core only: package
+// beaver/ot's provider runs it for the weight-mask kinds with
+// ProviderOptions{Linear: ot.LinearHE} (-provider he).
 //
 // # Protocol (Nimbus layout, Cheetah encoding)
 //

@@ -464,3 +464,59 @@ func TestFingerprint(t *testing.T) {
 		}
 	}
 }
+
+// TestMulMaskedLayout: weights encrypted with one layout serve products
+// with other row blocks MW of the same NW (C0 + C1 = A·B exactly, message
+// of the new layout's size); another NW or an invalid MW is refused.
+func TestMulMaskedLayout(t *testing.T) {
+	s := defaultScheme
+	k, n := 12, 40
+	enc := Layout{MW: 8, NW: 64}
+	rng := rand.New(rand.NewPCG(7, 7))
+	B := fill(rng, k*n, "edges")
+	rnd := newDetRand(7)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ew, err := s.EncryptWeights(sk, B, k, n, enc, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m int
+		l Layout
+	}{{3, Layout{MW: 3, NW: 64}}, {100, Layout{MW: 64, NW: 64}}, {17, Layout{MW: 8, NW: 64}}, {1, Layout{MW: 1, NW: 64}}} {
+		A, R := fill(rng, c.m*k, "edges"), fill(rng, c.m*n, "random")
+		out, err := s.MulMaskedLayout(w, c.l, A, c.m, R, rnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := out.AppendBinary(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := s.Sizes(c.m, k, n, c.l).Output; int64(len(b)) != want {
+			t.Errorf("m=%d layout %v: %d bytes, want %d", c.m, c.l, len(b), want)
+		}
+		out1, err := s.DecodeOutput(b, c.m, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		C0, err := s.DecryptShares(sk, out1, c.m, n, c.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkShares(t, C0, R, plainMul(A, B, c.m, k, n))
+	}
+	A, R := fill(rng, 2*k, "random"), fill(rng, 2*n, "random")
+	for _, l := range []Layout{{MW: 2, NW: 32}, {MW: 65, NW: 64}, {MW: 200, NW: 64}, {MW: 0, NW: 64}} {
+		if _, err := s.MulMaskedLayout(w, l, A, 2, R, rnd); err == nil {
+			t.Errorf("layout %v accepted for weights of NW 64", l)
+		}
+	}
+}

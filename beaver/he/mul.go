@@ -36,6 +36,29 @@ func (s *Scheme) MulMasked(w *Weights, A []uint64, m int, R []uint64, rnd io.Rea
 	return out, err
 }
 
+// MulMaskedLayout is MulMasked with the output blocks of layout l instead
+// of the weights' own: l.NW must be the weights' (the packing of B), while
+// l.MW, the rows of A per block, may be any valid one (MW ≤ MaxRows, for
+// which the noise budget holds, and MW·NW ≤ N). Weights encrypted once thus
+// serve products with any number of rows m at the layout ChooseLayout(m, n)
+// picks whenever its NW is theirs. The output's Layout is l (pass it to
+// DecryptShares).
+func (s *Scheme) MulMaskedLayout(w *Weights, l Layout, A []uint64, m int, R []uint64, rnd io.Reader) (*Output, error) {
+	if w == nil || w.sc != s {
+		return nil, errScheme
+	}
+	if l.NW != w.layout.NW {
+		return nil, fmt.Errorf("he: mul masked: layout %d×%d for weights packed with NW = %d: %w", l.MW, l.NW, w.layout.NW, errShape)
+	}
+	if err := s.checkLayout(l); err != nil {
+		return nil, err
+	}
+	wl := *w // shares the read-only polynomials and plan
+	wl.layout = l
+	out, _, err := s.mulMaskedRaw(&wl, A, m, R, rnd, true)
+	return out, err
+}
+
 // rawBlock is an output ciphertext before the modulus switch (tests).
 type rawBlock struct{ c0, c1 ring.Poly }
 

@@ -4,7 +4,7 @@
 // consumes, each returned as the beaver struct of the dealer mode.
 //
 // A session (Setup, keyed by the beaver.SessionID both parties agreed) runs
-// 128 base OTs in each direction once: 3 rounds, 19,520 bytes per party.
+// 128 base OTs in each direction once: 3 rounds, 19,552 bytes per party.
 // Generators (Session.NewGen, one per stream id) then extend them:
 //
 //   - RandomOTs, DeltaOTs: random / Δ-correlated OTs, 16 bytes per OT from
@@ -20,6 +20,16 @@
 //     [X]·W by vector OLE on correlated OTs whose correlation is the fixed
 //     mask B of party 0: 64·m·k OTs and 260·m·k·n bytes of corrections,
 //     i.e. a product's worth of traffic (see the cost note below).
+//
+// LinearHE (ProviderOptions.Linear, the peer binaries' -provider he) makes
+// the two weight-mask kinds with package beaver/he instead (he.go): party 0
+// sends its public key at BindSession and each encrypted weight mask once
+// per session (he.Sizes.Weights, 509,607,986 bytes for 768×1536 with NW =
+// 512); per item party 1 sends one header word and he.Sizes.Output bytes
+// (3,661,842 for 128×768·768×1536, 2.33× a dealer's correction), both
+// rounded up to words. Every other kind stays on OT. The first setup
+// message carries the mode and the HE parameters' fingerprint, so parties
+// that disagree fail with ErrModeMismatch.
 //
 // Provider puts the generators behind beaver.Provider: NewProvider(conn,
 // party, opts) on the parties' own transport connection runs Setup at

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/he"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -32,6 +33,48 @@ type ProviderOptions struct {
 	// reveals W − B for the same B again. Zero means a fresh random seed.
 	// Party 1 ignores it.
 	MaskSeed share.Seed
+	// Linear chooses how the weight-mask correlations (KindWeightTriple,
+	// KindWeightVectorTriple) are made: LinearOT (the zero value) by vector
+	// OLE on IKNP correlated OTs, LinearHE by RLWE encryption of the model
+	// owner's masks (package beaver/he, see he.go). Every other kind runs on
+	// OT in both modes. Both parties must choose the same mode: BindSession
+	// fails on both sides with ErrModeMismatch otherwise.
+	Linear Linear
+	// HEParams are the parameters of LinearHE; nil means he.DefaultParams().
+	// Both parties must use the same (BindSession compares their
+	// fingerprints). Ignored with LinearOT.
+	HEParams *he.Params
+	// HECompact makes party 1 keep the encrypted weights with
+	// he.LoadWeightsCompact: half the memory (he.Sizes.P1WeightsCompact),
+	// their seeded halves regenerated for every item (about a fifth more
+	// work). Only party 1's memory and time depend on it; the messages are
+	// the same.
+	HECompact bool
+}
+
+// Linear is a Provider's way of making the weight-mask correlations.
+type Linear uint8
+
+const (
+	// LinearOT makes them by vector OLE on IKNP correlated OTs
+	// (WeightTriples, WeightVectorTriples): Θ(m·k·n) bytes per item.
+	LinearOT Linear = 0
+	// LinearHE makes them with package beaver/he (Nimbus layout): the model
+	// owner uploads each encrypted mask once per session, and per item the
+	// data owner sends one output message of about 68 bits per output word
+	// plus its ciphertexts' second halves.
+	LinearHE Linear = 1
+)
+
+// String returns "ot" or "he" (the names of the -provider flags).
+func (l Linear) String() string {
+	switch l {
+	case LinearOT:
+		return "ot"
+	case LinearHE:
+		return "he"
+	}
+	return fmt.Sprintf("linear(%d)", uint8(l))
 }
 
 // Provider is a beaver.Provider with no dealer: the two parties make every
@@ -51,8 +94,11 @@ type ProviderOptions struct {
 //
 // Weight masks (WeightMask, party 0 only) are expanded from the model
 // owner's MaskSeed and the session, the same for every request of an id and
-// shape; WeightTriple and WeightVectorTriple requests run the vector-OLE
-// generator with that fixed mask.
+// shape. With LinearOT, WeightTriple and WeightVectorTriple requests run the
+// vector-OLE generator with that fixed mask; with LinearHE they run package
+// beaver/he's protocol on the stream's generator (he.go): party 0 uploads
+// each encrypted mask once per session, party 1 keeps it in a cache all
+// streams share, and per item sends one header word and one output message.
 //
 // Stats reports the OT traffic (payload bytes of the base OTs and of every
 // generator) in DealerStats' fields; OTStats gives the detail. To run the
@@ -68,6 +114,9 @@ type Provider struct {
 	// mask expands party 0's weight masks (p.weightMask; a view test fixes
 	// the mask).
 	mask func(sid beaver.SessionID, id uint64, k, n int) []uint64
+	// linear is the mode of the weight-mask kinds; he its state (LinearHE).
+	linear Linear
+	he     *heState
 
 	bindMu sync.Mutex // serializes BindSession
 	mu     sync.Mutex // guards sess, bindErr, pos, streams
@@ -123,6 +172,22 @@ func newProvider(open func(uint32) Conn, party int, opts ProviderOptions) (*Prov
 		p.maskSeed = s
 	}
 	p.mask = p.weightMask
+	switch opts.Linear {
+	case LinearOT:
+	case LinearHE:
+		params := he.DefaultParams()
+		if opts.HEParams != nil {
+			params = *opts.HEParams
+		}
+		h, err := newHEState(params)
+		if err != nil {
+			return nil, fmt.Errorf("ot: new provider: %w", err)
+		}
+		h.compact = opts.HECompact
+		p.linear, p.he = LinearHE, h
+	default:
+		return nil, fmt.Errorf("ot: new provider: unknown linear mode %v", opts.Linear)
+	}
 	p.open = func(id uint32) Conn { return &countConn{Conn: open(id), p: p} }
 	return p, nil
 }
@@ -162,9 +227,12 @@ func (c *countConn) RecvWords(ctx context.Context, dst []uint64) error {
 func (p *Provider) Party() int { return p.party }
 
 // BindSession implements beaver.Provider: it runs the session's base OTs
-// with the peer (Setup on stream StreamBase: 3 rounds, 19,520 bytes per
+// with the peer (Setup on stream StreamBase: 3 rounds, 19,552 bytes per
 // party), which fails with ErrSessionMismatch when the peer binds another
-// id. Binding again to the same id is a no-op; another id is an error, and
+// id and with ErrModeMismatch when it runs another Linear mode or other HE
+// parameters. With LinearHE party 0 then makes a fresh key pair and sends
+// its public key (one more message on StreamBase, he.Sizes.PublicKey
+// rounded up to words: 221,224 bytes with he.DefaultParams). Binding again to the same id is a no-op; another id is an error, and
 // so is any bind after a failed Setup (the base-OT stream is out of step).
 func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	p.bindMu.Lock()
@@ -185,7 +253,17 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	c := p.open(p.base)
 	before := p.bytesSent.Load()
 	beforeR := p.bytesRecv.Load()
-	s, err := Setup(ctx, c, p.party, id)
+	cfg := setupConfig(LinearOT, nil)
+	rounds := int64(3)
+	if p.linear == LinearHE {
+		fp := p.he.sc.Params().Fingerprint()
+		cfg = setupConfig(LinearHE, &fp)
+		rounds++
+	}
+	s, err := setup(ctx, c, p.party, id, cfg)
+	if err == nil && p.linear == LinearHE {
+		err = p.he.keys(ctx, c, p.party)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err != nil {
@@ -193,7 +271,7 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 		return fmt.Errorf("ot: party %d: bind session %s: %w", p.party, short(id), err)
 	}
 	p.sess = s
-	p.setup = Stats{WordsSent: (p.bytesSent.Load() - before) / 8, WordsRecv: (p.bytesRecv.Load() - beforeR) / 8, Rounds: 3}
+	p.setup = Stats{WordsSent: (p.bytesSent.Load() - before) / 8, WordsRecv: (p.bytesRecv.Load() - beforeR) / 8, Rounds: rounds}
 	return nil
 }
 
@@ -277,6 +355,13 @@ func (p *Provider) stream(sess *Session, id uint32) (*provStream, error) {
 // generate runs the registered Generator of r's kind (Register) and lays
 // the result out as beaver.Material.
 func (p *Provider) generate(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request) (beaver.Material, error) {
+	if p.linear == LinearHE && (r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple) {
+		ps, err := p.heGenerate(ctx, g, sid, r)
+		if err != nil {
+			return beaver.Material{}, err
+		}
+		return beaver.Material{Kind: r.Kind, Parts: ps}, nil
+	}
 	gen, ok := generators[r.Kind]
 	if !ok {
 		return beaver.Material{}, fmt.Errorf("kind %v has no OT generator (ot.Register): the OT provider does not serve it", r.Kind)

@@ -56,11 +56,20 @@ func (s *Session) ID() beaver.SessionID { return s.sid }
 // session id.
 var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
 
+// ErrModeMismatch is returned by the provider's setup when the peer runs
+// another linear mode (ProviderOptions.Linear) or other HE parameters.
+var ErrModeMismatch = errors.New("ot: the peer runs another provider mode")
+
 const (
 	setupNonceLen = 32
-	msgAWords     = (len(beaver.SessionID{}) + setupNonceLen + baseMsgALen) / 8
-	msgBWords     = baseMsgBLen / 8
-	msgEWords     = baseMsgELen / 8
+	// setupConfigLen is the size of the provider configuration block of the
+	// first setup message: the linear mode (byte 0) and the SHA-256
+	// fingerprint of the HE parameters truncated to 31 bytes (zero with
+	// LinearOT).
+	setupConfigLen = 32
+	msgAWords      = (len(beaver.SessionID{}) + setupConfigLen + setupNonceLen + baseMsgALen) / 8
+	msgBWords      = baseMsgBLen / 8
+	msgEWords      = baseMsgELen / 8
 )
 
 // Setup runs the base OTs of a session with the peer over c: each party is
@@ -70,10 +79,29 @@ const (
 // per party. sid is the session id both parties agreed (selection draws it
 // from a joint coin toss; the zero id is refused, as by a networked dealer);
 // the first message carries it, so parties that disagree fail with
-// ErrSessionMismatch instead of producing garbage. The hash key mixes the id
+// ErrSessionMismatch instead of producing garbage; it also carries the
+// provider's mode (LinearOT for Setup; see ProviderOptions.Linear), so
+// parties that run different modes fail with ErrModeMismatch. The hash key mixes the id
 // with a fresh nonce of each party, so even a repeated id never repeats a
 // key. The base-OT secrets (Δ, seeds) are fresh on every Setup.
 func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Session, error) {
+	return setup(ctx, c, party, sid, setupConfig(LinearOT, nil))
+}
+
+// setupConfig is the configuration block of the first setup message for
+// mode (and, with LinearHE, the HE parameters' fingerprint fp).
+func setupConfig(mode Linear, fp *[32]byte) [setupConfigLen]byte {
+	var c [setupConfigLen]byte
+	c[0] = byte(mode)
+	if fp != nil {
+		copy(c[1:], fp[:])
+	}
+	return c
+}
+
+// setup is Setup with the provider configuration block cfg, which the peer
+// must present identically.
+func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, cfg [setupConfigLen]byte) (*Session, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("ot: setup: party %d, want 0 or 1", party)
 	}
@@ -97,7 +125,7 @@ func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Sessi
 		return nil, fmt.Errorf("ot: setup: nonce: %w", err)
 	}
 	peer1 := make([]uint64, msgAWords)
-	first := append(append(sid[:len(sid):len(sid)], nonce[:]...), msgA...)
+	first := append(append(append(sid[:len(sid):len(sid)], cfg[:]...), nonce[:]...), msgA...)
 	if err := c.Exchange(ctx, bytesToWords(first), peer1); err != nil {
 		return nil, fmt.Errorf("ot: setup: round 1 (base OT points A): %w", err)
 	}
@@ -106,6 +134,13 @@ func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Sessi
 		return nil, fmt.Errorf("ot: setup: session %s: %w", sid, ErrSessionMismatch)
 	}
 	p1 = p1[len(sid):]
+	if peerCfg := [setupConfigLen]byte(p1[:setupConfigLen]); peerCfg != cfg {
+		if peerCfg[0] != cfg[0] {
+			return nil, fmt.Errorf("ot: setup: the peer runs linear mode %v, this party %v: %w", Linear(peerCfg[0]), Linear(cfg[0]), ErrModeMismatch)
+		}
+		return nil, fmt.Errorf("ot: setup: linear mode %v with other HE parameters than this party's (fingerprint %x…, this party %x…): %w", Linear(cfg[0]), peerCfg[1:9], cfg[1:9], ErrModeMismatch)
+	}
+	p1 = p1[setupConfigLen:]
 	peerNonce, peerA := p1[:setupNonceLen], p1[setupNonceLen:]
 
 	// Round 2: B (as base receiver of the peer's OTs, choosing Δ).

@@ -24,7 +24,7 @@ var layer = map[string]int{
 	"transport":              2,
 	"beaver":                 3,
 	"beaver/ot":              4,
-	"beaver/he":              4,
+	"beaver/he":              3, // below beaver/ot, which runs it (ot.LinearHE)
 	"protocol":               5,
 	"nn":                     1,
 	"nn/safetensors":         2,

@@ -5,7 +5,7 @@ package main
 //	mpcbench forward [--json] --shape bert-base|distilbert|vit-small|vit-base
 //	    [--layers L] [--heads W] [--mlp-dim D] [--seq N] [--batch B] [--exact]
 //	    [--public-mask] [--private-embeddings] [--full-last-layer] [--link lan|paper-wan]
-//	    [--per-party [--timeout D]]
+//	    [--per-party [--timeout D]] [--by-kind] [--provider dealer|ot|he]
 //
 // runs the secure proxy forward (package proxy/secure, measured by package bench) with random weights of
 // the shape between two in-process parties and prints the cost of one Forward
@@ -15,6 +15,13 @@ package main
 // child processes of this binary over loopback TLS (forward_party.go), and the
 // report adds each process's peak Go heap (peak_bytes_p0, peak_bytes_p1,
 // peak_bytes_dealer; peak_bytes is then their sum) and peak RSS (rss_bytes_*).
+//
+// With --provider ot or he there is no dealer (forward_free.go): the two
+// in-process parties make the correlations with an ot.Provider on their own
+// pipe (he: the weight-mask correlations by lattice encryption), run the
+// forward twice in one session (the first run with the one-time uploads of
+// encrypted weights, the second the steady state of later candidates) and
+// print the provider's bytes each way and seconds, kind by kind.
 
 import (
 	"context"
@@ -41,6 +48,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
 	byKind := fs.Bool("by-kind", false, "also print the correlated randomness drawn per candidate, kind by kind (not with --per-party)")
+	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer), or made by the parties with no dealer (in process; runs the forward twice in one session and prints the provider's traffic and time per kind): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)")
 	bf := addBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -48,6 +56,15 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg, err := bf.config()
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
+	}
+	if *provider != "dealer" {
+		if !bench.DealerFree(*provider) {
+			return fmt.Errorf("forward: --provider %q: want dealer, ot or he", *provider)
+		}
+		if *perParty || *asJSON || *byKind {
+			return fmt.Errorf("forward: --provider %s prints its own table: drop --per-party, --json and --by-kind", *provider)
+		}
+		return runForwardFree(ctx, cfg, *provider, stdout)
 	}
 	if *perParty {
 		if *byKind {

@@ -1,6 +1,6 @@
 // Command mpcbench measures selectformer's two-party protocols.
 //
-//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc] [--provider dealer|ot]
+//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc] [--provider dealer|ot|he]
 //
 // The ops subcommand runs every registered op between two in-process parties
 // (transport.Pipe and an in-process dealer) and prints, per op, the online
@@ -14,14 +14,17 @@
 // phase alone. With --provider ot
 // there is no dealer: the parties make the material by OT (package
 // beaver/ot) over their own pipe, dealer_bytes counts that OT traffic (both
-// directions, base OTs included) and the offline time includes it.
+// directions, base OTs included) and the offline time includes it. With
+// --provider he the weight-mask correlations are made by lattice encryption
+// instead (ot.LinearHE: the encrypted weights and the HE outputs are counted
+// in dealer_bytes too).
 //
 // Ops are registered by Op entries (ops.go); the arithmetic ones live in
 // arith.go and the nonlinear ones in nonlinear.go. More subcommands plug
 // into the commands table: forward (forward.go, forward_party.go), select
 // (select.go: a whole selection of a workload projected to its full pool,
-// optionally cross-checked against separate processes; --provider ot runs it
-// with no dealer, in process) and report
+// optionally cross-checked against separate processes; --provider ot or he
+// runs it with no dealer, in process) and report
 // (report.go: writes a results report; --regenerate replaces bench/RESULTS.md
 // and its plots).
 package main
@@ -40,6 +43,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -130,12 +134,12 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tiny := fs.Bool("tiny", false, "tiny shapes (for tests)")
 	prefetch := fs.Bool("prefetch", true, "make correlated randomness ahead (offline) so seconds is online time only")
 	only := fs.String("only", "", "comma-separated op names to run (default all)")
-	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer) or made by the parties by OT (ot)")
+	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer), made by the parties by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *provider != "dealer" && *provider != "ot" {
-		return fmt.Errorf("ops: --provider %q: want dealer or ot", *provider)
+	if *provider != "dealer" && !bench.DealerFree(*provider) {
+		return fmt.Errorf("ops: --provider %q: want dealer, ot or he", *provider)
 	}
 	var link *transport.Profile
 	if *linkName != "" && *linkName != "none" {

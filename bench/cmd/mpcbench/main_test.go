@@ -20,6 +20,8 @@ func TestOpsTiny(t *testing.T) {
 		{"lan", []string{"ops", "--tiny", "--json", "--link", "lan", "--only", "mul,trunc"}},
 		{"ot prefetch", []string{"ops", "--tiny", "--json", "--provider", "ot", "--only", "mul,matmul_weights,trunc"}},
 		{"ot online", []string{"ops", "--tiny", "--json", "--provider", "ot", "--prefetch=false", "--only", "mul,matmul_weights"}},
+		{"he prefetch", []string{"ops", "--tiny", "--json", "--provider", "he", "--only", "mul,matmul_weights"}},
+		{"he online", []string{"ops", "--tiny", "--json", "--provider", "he", "--prefetch=false", "--only", "matmul_weights"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,10 +51,18 @@ func TestOpsTiny(t *testing.T) {
 					}
 				}
 				// The online part does not depend on the provider; the OT
-				// traffic (base OTs: 19,520 bytes per party) replaces the
+				// traffic (base OTs: 19,552 bytes per party; with he also
+				// the public key and the encrypted weights) replaces the
 				// dealer's and is made offline with prefetch.
-				if ot := strings.HasPrefix(tc.name, "ot"); ot != (r.Provider == "ot") || ot && (r.DealerBytes < 2*19520 || (strings.Contains(tc.name, "prefetch") && r.OfflineSeconds <= 0)) {
+				free := tc.name[:2]
+				if free != "ot" && free != "he" {
+					free = "dealer"
+				}
+				if r.Provider != free || free != "dealer" && (r.DealerBytes < 2*19552 || (strings.Contains(tc.name, "prefetch") && r.OfflineSeconds <= 0)) {
 					t.Errorf("provider: %+v", r)
+				}
+				if free == "he" && r.Op == "matmul_weights" && r.DealerBytes < 221218 {
+					t.Errorf("he: no public key or encrypted weights counted: %+v", r)
 				}
 				if strings.Contains(tc.name, "lan") && (r.Link != "lan" || r.LinkModelSeconds <= 0) {
 					t.Errorf("no link model: %+v", r)
@@ -172,10 +182,32 @@ func TestForwardPartyBadArgs(t *testing.T) {
 		{"forward-party", "--role", "p0", "--dir", t.TempDir()},
 		{"forward", "--per-party", "--batch", "0"},
 		{"forward", "--shape", "nope"},
+		{"forward", "--provider", "tee"},
+		{"forward", "--provider", "he", "--json"},
 	} {
 		var out, errw bytes.Buffer
 		if err := run(context.Background(), args, &out, &errw); err == nil {
 			t.Errorf("%q: no error", args)
 		}
+	}
+}
+
+// TestForwardDealerFree runs forward --provider he on the tiny shape: the
+// first run uploads every weight matrix once (party 0 sends them), the
+// second sends nothing from party 0 for the weight triples, and the kinds
+// add up to the provider's traffic.
+func TestForwardDealerFree(t *testing.T) {
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"forward", "--shape", "tiny", "--provider", "he"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	s := out.String()
+	for _, want := range []string{"HE: 12 encrypted weight matrices uploaded", "run 2 (later candidates: steady state)", "| weighttriple | 12 | 0 | "} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "draws overlapped") {
+		t.Errorf("kinds do not add up:\n%s", s)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
@@ -149,10 +150,11 @@ type Result struct {
 	OfflineSeconds float64 `json:"offline_seconds"`
 	Link           string  `json:"link,omitempty"`
 	// Provider is where the correlated randomness came from: "dealer" (the
-	// in-process dealer; DealerBytes is its traffic) or "ot" (no dealer:
+	// in-process dealer; DealerBytes is its traffic), "ot" (no dealer:
 	// the parties' OT generation, whose traffic in both directions
 	// DealerBytes then counts, base OTs included; OfflineSeconds includes
-	// the generation).
+	// the generation) or "he" (as "ot", with the weight-mask correlations
+	// by lattice encryption, uploads of encrypted weights included).
 	Provider string `json:"provider"`
 	// LinkModelSeconds is rounds × latency + busiest direction / bandwidth:
 	// what the link alone costs (reported with --link).
@@ -172,11 +174,12 @@ type partyRun struct {
 
 // runOp runs op once as both parties (twoparty.Run: a fresh transport.Pipe,
 // with link emulation on both directions when link is set, and a fresh
-// in-process dealer, or with useOT an ot.Provider on the pipe whose base OTs
-// count as offline time). With a script per party (rehearse), all material
+// in-process dealer, or with provider "ot" or "he" an ot.Provider on the
+// pipe whose base OTs count as offline time). With a script per party (rehearse), all material
 // is drawn ahead by a protocol.Prefetch (offline phase, timed apart). Both
 // parties start the timed step together.
-func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, scripts *[2]protocol.Script, useOT bool) ([2]partyRun, error) {
+func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, scripts *[2]protocol.Script, provider string) ([2]partyRun, error) {
+	useOT := bench.DealerFree(provider)
 	sid, err := beaver.NewSessionID()
 	if err != nil {
 		return [2]partyRun{}, err
@@ -186,7 +189,11 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 		base := p.Provider
 		if useOT {
 			t0 := time.Now()
-			otp, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{})
+			opts := ot.ProviderOptions{}
+			if provider == "he" {
+				opts.Linear = ot.LinearHE
+			}
+			otp, err := ot.NewProvider(p.Conn, p.ID, opts)
 			if err != nil {
 				return out, err
 			}
@@ -248,11 +255,11 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 // rehearses op (protocol.Rehearse: no peer, no dealer) to learn the
 // requests it draws, and the measured run draws all that material ahead
 // (offline_seconds) so seconds is the online phase alone. provider is
-// "dealer" or "ot" (the requests do not depend on the provider).
+// "dealer", "ot" or "he" (the requests do not depend on the provider).
 func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, provider string) (Result, error) {
 	shape, n := op.Shape(sc)
 	res := Result{Op: op.Name, Shape: shape, N: n, Provider: provider}
-	useOT := provider == "ot"
+
 	var scripts *[2]protocol.Script
 	if prefetch {
 		scripts = new([2]protocol.Script)
@@ -270,7 +277,7 @@ func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, pref
 			}
 		}
 	}
-	runs, err := runOp(ctx, op, sc, link, scripts, useOT)
+	runs, err := runOp(ctx, op, sc, link, scripts, provider)
 	if err != nil {
 		return res, err
 	}

@@ -78,7 +78,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		bandwidth:    fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
 		rtt:          fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
 		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
-		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties by OT, no dealer (ot; in-process only)"),
+		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties, no dealer (in-process only): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)"),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
 		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
 	}
@@ -109,8 +109,8 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 	if *f.batch < 0 || *f.workers < 0 || *f.samples < 0 {
 		return bench.SelectConfig{}, fmt.Errorf("negative --batch, --workers or --samples")
 	}
-	if *f.provider != "dealer" && *f.provider != "ot" {
-		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer or ot", *f.provider)
+	if *f.provider != "dealer" && !bench.DealerFree(*f.provider) {
+		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer, ot or he", *f.provider)
 	}
 	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider, Pipeline: selection.PipelineMode(*f.pipeline)}
 	if *f.pipeline != string(selection.PipelineOn) && *f.pipeline != string(selection.PipelineOff) {
@@ -218,8 +218,8 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("select: %w", err)
 	}
-	if *processes && cfg.Provider == "ot" {
-		return errors.New("select: --processes runs the dealer as a process: it cannot be combined with --provider ot")
+	if *processes && bench.DealerFree(cfg.Provider) {
+		return fmt.Errorf("select: --processes runs the dealer as a process: it cannot be combined with --provider %s", cfg.Provider)
 	}
 	if *compareOff && (cfg.Pipeline == selection.PipelineOff || cfg.Link == nil) {
 		return errors.New("select: --compare-off needs --pipeline=on and a link")

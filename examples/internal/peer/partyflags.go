@@ -16,7 +16,7 @@ import (
 
 // PartyFlags are the flags modelowner and dataowner share: this host's
 // identity, the peer and the dealer with their pinned keys (or -provider
-// ot: no dealer), how to reach the peer, link emulation and the log level.
+// ot or he: no dealer), how to reach the peer, link emulation and the log level.
 type PartyFlags struct {
 	Cert, Key         string
 	PeerFingerprint   string
@@ -38,7 +38,7 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 	fs.StringVar(&f.Endpoint.Connect, "connect", "", "connect to the "+peerName+" at this address (or use -listen)")
 	fs.DurationVar(&f.Endpoint.Timeout, "connect-timeout", time.Minute, "how long to wait for the "+peerName+" and the dealer")
 	fs.StringVar(&f.PeerFingerprint, "peer-fingerprint", "", "the "+peerName+"'s fingerprint or certificate file; required")
-	fs.StringVar(&f.Provider, "provider", ProviderDealer, "where the correlated randomness comes from: "+ProviderDealer+" (a networked dealer, -dealer) or "+ProviderOT+" (no dealer: both parties make it by oblivious transfer over their own connection)")
+	fs.StringVar(&f.Provider, "provider", ProviderDealer, "where the correlated randomness comes from: "+ProviderDealer+" (a networked dealer, -dealer), "+ProviderOT+" (no dealer: both parties make it by oblivious transfer over their own connection) or "+ProviderHE+" (no dealer: as "+ProviderOT+", but the products with the model owner's weights by lattice encryption, each weight matrix uploaded once)")
 	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required with -provider dealer", party))
 	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required with -provider dealer")
 	fs.Uint64Var(&f.DealerBudget, "dealer-budget", 0, "the most dealer work (beaver.Request.DealerWork units) this party lets the session draw; the dealer serves the smaller of the two parties' announcements (0: none; the model owner announces the smaller of this and selection.DealerBudget of its proxies' shapes, and the dealer's -session-budget caps both)")
@@ -75,12 +75,12 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 		if p.DealerPin, err = Fingerprint("dealer-fingerprint", f.DealerFingerprint); err != nil {
 			return nil, err
 		}
-	case ProviderOT:
+	case ProviderOT, ProviderHE:
 		if f.Dealer != "" || f.DealerFingerprint != "" || f.DealerBudget != 0 {
-			return nil, Usage("-dealer, -dealer-fingerprint and -dealer-budget are not used with -provider %s", ProviderOT)
+			return nil, Usage("-dealer, -dealer-fingerprint and -dealer-budget are not used with -provider %s", f.Provider)
 		}
 	default:
-		return nil, Usage("-provider %q: want %s or %s", f.Provider, ProviderDealer, ProviderOT)
+		return nil, Usage("-provider %q: want %s, %s or %s", f.Provider, ProviderDealer, ProviderOT, ProviderHE)
 	}
 	if p.PeerPin, err = Fingerprint("peer-fingerprint", f.PeerFingerprint); err != nil {
 		return nil, err
@@ -99,23 +99,30 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 const (
 	ProviderDealer = "dealer"
 	ProviderOT     = "ot"
+	// ProviderHE is ProviderOT with the weight-mask correlations made by
+	// lattice encryption (ot.LinearHE).
+	ProviderHE = "he"
 )
 
 // Connect connects to the dealer as party (with -provider dealer) and then
 // to the peer (listening or dialling per the flags; name is printed with the
-// listening address). With -provider ot there is no dealer: the provider is
-// an ot.Provider on the peer connection (its OT traffic on dedicated streams
+// listening address). With -provider ot or he there is no dealer: the
+// provider is an ot.Provider (ot.LinearHE with he) on the peer connection (its OT traffic on dedicated streams
 // of that TLS connection) and the returned closer does nothing. The caller
 // closes both.
 func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.Writer) (beaver.Provider, io.Closer, *transport.Conn, error) {
-	if p.flags.Provider == ProviderOT {
+	if p.flags.Provider == ProviderOT || p.flags.Provider == ProviderHE {
 		conn, err := Establish(ctx, p.flags.Endpoint, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
 			fmt.Fprintf(stdout, "%s listening %s\n", name, a)
 		})
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{})
+		opts := ot.ProviderOptions{}
+		if p.flags.Provider == ProviderHE {
+			opts.Linear = ot.LinearHE
+		}
+		prov, err := ot.NewProvider(conn, party, opts)
 		if err != nil {
 			conn.Close()
 			return nil, nil, nil, err

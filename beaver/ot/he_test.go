@@ -1,0 +1,415 @@
+package ot
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/he"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// hePair returns both parties' providers with options o0, o1 on a fresh
+// pipe, every stream recorded, and their BindSession errors.
+func hePair(t testing.TB, o0, o1 ProviderOptions) (ps [2]*Provider, rec [2]*streamRec, errs [2]error) {
+	t.Helper()
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	for i, c := range []*transport.Conn{c0, c1} {
+		rec[i] = &streamRec{conns: map[uint32]*recConn{}}
+		var err error
+		ps[i], err = newProvider(rec[i].opener(c), i, []ProviderOptions{o0, o1}[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ps[i].BindSession(ctx, testSID)
+		}()
+	}
+	wg.Wait()
+	return ps, rec, errs
+}
+
+// heProviders returns a bound pair of LinearHE providers.
+func heProviders(t testing.TB) (p0, p1 *Provider, rec [2]*streamRec) {
+	t.Helper()
+	return heProvidersWith(t, ProviderOptions{Linear: LinearHE})
+}
+
+// heProvidersWith returns a bound pair of providers with options o.
+func heProvidersWith(t testing.TB, o ProviderOptions) (p0, p1 *Provider, rec [2]*streamRec) {
+	t.Helper()
+	ps, rec, errs := hePair(t, o, o)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("bind: %v / %v", errs[0], errs[1])
+	}
+	return ps[0], ps[1], rec
+}
+
+// drawPair draws r from both providers at once.
+func drawPair(t testing.TB, ctx context.Context, p0, p1 *Provider, r beaver.Request) (m0, m1 beaver.Material) {
+	t.Helper()
+	return both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
+		func() (beaver.Material, error) { return p1.Material(ctx, r) })
+}
+
+// edgeWords returns n words cycling through the edge words of Z_2^64 and
+// a few others.
+func edgeWords(n int) []uint64 {
+	edges := []uint64{0, 1 << 63, ^uint64(0), 1, (1 << 63) - 1, (1 << 63) + 1, 0x0123456789abcdef, ^uint64(1)}
+	w := make([]uint64, n)
+	for i := range w {
+		w[i] = edges[(i*7+i/len(edges))%len(edges)]
+	}
+	return w
+}
+
+// TestHEProviderCorrelations draws the weight-mask kinds (and an OT kind in
+// between) from LinearHE providers and checks every correlation
+// C0 + C1 = A·B with B party 0's WeightMask of the id, over shapes with one
+// and several output blocks, a row block cut short, and edge words in A
+// and B; a second request of a weight whose layout has the same NW uploads
+// nothing.
+func TestHEProviderCorrelations(t *testing.T) {
+	cases := []struct {
+		name    string
+		edges   bool
+		compact bool // party 1 keeps compact weights
+		uploads int
+		reqs    []beaver.Request
+	}{
+		{"small", false, false, 3, []beaver.Request{
+			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},
+			{Kind: beaver.KindTriple, N: 5},
+			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},
+			// Another row count, the same NW: the weights are reused
+			// with MW = 5.
+			{Kind: beaver.KindWeightTriple, WeightID: 7, M: 5, K: 3, N: 4},
+			{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 4},
+			{Kind: beaver.KindWeightTriple, WeightID: 9, M: 1, K: 1, N: 1},
+		}},
+		{"blocks", false, false, 3, []beaver.Request{
+			// ChooseLayout(70, 200): NW = 256, MW = 32: 3 row blocks (the
+			// last of 6 rows), 1 column block.
+			{Kind: beaver.KindWeightTriple, WeightID: 1, M: 70, K: 5, N: 200},
+			// ChooseLayout(130, 9): several row blocks of a narrow product.
+			{Kind: beaver.KindWeightTriple, WeightID: 2, M: 130, K: 4, N: 9},
+			{Kind: beaver.KindWeightVectorTriple, WeightID: 3, M: 70, N: 33},
+		}},
+		{"edge words", true, false, 2, []beaver.Request{
+			{Kind: beaver.KindWeightTriple, WeightID: 4, M: 9, K: 16, N: 12},
+			{Kind: beaver.KindWeightVectorTriple, WeightID: 5, M: 9, N: 16},
+		}},
+		{"compact", false, true, 1, []beaver.Request{
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 70, K: 5, N: 200},
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 3, K: 5, N: 200},
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p0, p1, _ := heProvidersWith(t, ProviderOptions{Linear: LinearHE, HECompact: c.compact})
+			if p1.he.compact != c.compact {
+				t.Fatal("HECompact not applied")
+			}
+			ctx := testCtx(t)
+			if c.edges {
+				p0.mask = func(_ beaver.SessionID, _ uint64, k, n int) []uint64 { return edgeWords(k * n) }
+				p1.he.draw = edgeWords
+			}
+			uploads := map[heKey]bool{}
+			for i, r := range c.reqs {
+				r.Stream = uint32(i % 2)
+				m0, m1 := drawPair(t, ctx, p0, p1, r)
+				checkMaterial(t, r, m0, m1, func(id uint64, k, n int) []uint64 {
+					w, err := p0.WeightMask(ctx, id, k, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return w
+				})
+				if r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
+					k := r.K
+					if r.Kind == beaver.KindWeightVectorTriple {
+						k = r.N
+					}
+					l, err := p0.he.sc.ChooseLayout(r.M, r.N)
+					if err != nil {
+						t.Fatal(err)
+					}
+					uploads[heKey{r.Kind, r.WeightID, k, r.N, l.NW}] = true
+				}
+			}
+			if len(uploads) != c.uploads {
+				t.Errorf("%d weights and packings, want %d", len(uploads), c.uploads)
+			}
+			for p, pr := range []*Provider{p0, p1} {
+				if got := pr.HEStats().Uploads; got != int64(len(uploads)) {
+					t.Errorf("party %d: %d uploads, want %d (one per weight and layout)", p, got, len(uploads))
+				}
+			}
+		})
+	}
+}
+
+// TestHEProviderSharedUpload: several streams drawing triples of the same
+// weight at once upload it once, and every party's traffic is exactly
+// what the protocol says: party 0 the padded encrypted weights once,
+// party 1 per item one header word and its padded output.
+func TestHEProviderSharedUpload(t *testing.T) {
+	p0, p1, _ := heProviders(t)
+	ctx := testCtx(t)
+	const streams = 4
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 11, M: 8, K: 6, N: 40}
+	sc := p0.he.sc
+	l, err := sc.ChooseLayout(r.M, r.N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sz := sc.Sizes(r.M, r.K, r.N, l)
+	s0, s1 := p0.Stats(), p1.Stats()
+	// Setup: base OTs and, from party 0, the public key.
+	pk := 8 * int64(wordsFor(sz.PublicKey))
+	if s0.BytesSent != 19552+pk || s1.BytesSent != 19552 || s0.BytesRecv != 19552 || s1.BytesRecv != 19552+pk {
+		t.Fatalf("setup bytes: party 0 sent %d recv %d, party 1 sent %d recv %d; want 19552+%d public key", s0.BytesSent, s0.BytesRecv, s1.BytesSent, s1.BytesRecv, pk)
+	}
+	res := make([][2]beaver.Material, streams)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*streams)
+	for party, pr := range []*Provider{p0, p1} {
+		for s := range streams {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rr := r
+				rr.Stream = uint32(30 + s)
+				m, err := pr.Material(ctx, rr)
+				if err != nil {
+					errs <- fmt.Errorf("party %d stream %d: %w", party, s, err)
+					return
+				}
+				res[s][party] = m
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	mask := func(id uint64, k, n int) []uint64 {
+		w, err := p0.WeightMask(ctx, id, k, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for s := range streams {
+		checkMaterial(t, r, res[s][0], res[s][1], mask)
+	}
+	up := 8 * int64(wordsFor(sz.Weights))
+	item := 8 + 8*int64(wordsFor(sz.Output))
+	d0, d1 := p0.Stats(), p1.Stats()
+	if got := d0.BytesSent - s0.BytesSent; got != up {
+		t.Errorf("party 0 sent %d bytes, want one upload of %d (he.Sizes.Weights %d padded)", got, up, sz.Weights)
+	}
+	if got := d1.BytesSent - s1.BytesSent; got != streams*item {
+		t.Errorf("party 1 sent %d bytes, want %d items × %d (header word + he.Sizes.Output %d padded)", got, streams, item, sz.Output)
+	}
+	if d0.BytesRecv-s0.BytesRecv != d1.BytesSent-s1.BytesSent || d1.BytesRecv-s1.BytesRecv != d0.BytesSent-s0.BytesSent {
+		t.Error("sent and received bytes do not mirror")
+	}
+	if st := p0.HEStats(); st.Uploads != 1 || st.UploadBytes != sz.Weights || st.Items != streams {
+		t.Errorf("party 0 HE stats %+v, want 1 upload of %d bytes, %d items", st, sz.Weights, streams)
+	}
+	if st := p1.HEStats(); st.Uploads != 1 || st.Items != streams {
+		t.Errorf("party 1 HE stats %+v, want 1 upload, %d items", st, streams)
+	}
+	if d0.Items != streams || d1.Items != streams {
+		t.Errorf("items %d / %d, want %d", d0.Items, d1.Items, streams)
+	}
+}
+
+// TestHEProviderRefusesResend: a party 1 that asks twice for the same
+// encrypted weights (here: one that forgot them) makes party 0 fail with
+// ErrWeightResent instead of uploading them again; one that claims to hold
+// weights it was never sent makes party 0 fail too.
+func TestHEProviderRefusesResend(t *testing.T) {
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 3, M: 2, K: 2, N: 3}
+	t.Run("resend", func(t *testing.T) {
+		p0, p1, _ := heProviders(t)
+		ctx := testCtx(t)
+		drawPair(t, ctx, p0, p1, r)
+		p1.he.mu.Lock()
+		clear(p1.he.cache)
+		p1.he.mu.Unlock()
+		ctx1, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := p1.Material(ctx1, r)
+			done <- err
+		}()
+		_, err := p0.Material(ctx, r)
+		if !errors.Is(err, ErrWeightResent) || !strings.Contains(err.Error(), "weight 3") {
+			t.Fatalf("party 0: %v, want ErrWeightResent naming the weight", err)
+		}
+		cancel()
+		if err := <-done; err == nil {
+			t.Fatal("party 1 succeeded")
+		}
+		if st := p0.HEStats(); st.Uploads != 1 {
+			t.Fatalf("party 0 uploaded %d times", st.Uploads)
+		}
+	})
+	t.Run("never sent", func(t *testing.T) {
+		p0, p1, _ := heProviders(t)
+		ctx := testCtx(t)
+		// A party 1 that claims to hold the weights.
+		e := &heEntry{done: make(chan struct{}), err: nil}
+		close(e.done)
+		l, err := p1.he.sc.ChooseLayout(r.M, r.N)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p1.he.cache[heKey{r.Kind, r.WeightID, r.K, r.N, l.NW}] = e
+		ctx1, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := p1.Material(ctx1, r)
+			done <- err
+		}()
+		_, err = p0.Material(ctx, r)
+		if err == nil || !strings.Contains(err.Error(), "never sent") {
+			t.Fatalf("party 0: %v, want a refusal of weights never sent", err)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// TestHEProviderModeMismatch: parties that run different linear modes, or
+// LinearHE with different parameters, both fail at BindSession with
+// ErrModeMismatch, and the error says what differs.
+func TestHEProviderModeMismatch(t *testing.T) {
+	other := he.DefaultParams()
+	other.FloodBits--
+	cases := []struct {
+		name   string
+		o0, o1 ProviderOptions
+		want   string
+	}{
+		{"he-ot", ProviderOptions{Linear: LinearHE}, ProviderOptions{}, "linear mode"},
+		{"ot-he", ProviderOptions{}, ProviderOptions{Linear: LinearHE}, "linear mode"},
+		{"params", ProviderOptions{Linear: LinearHE}, ProviderOptions{Linear: LinearHE, HEParams: &other}, "other HE parameters"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, errs := hePair(t, c.o0, c.o1)
+			for p, err := range errs {
+				if !errors.Is(err, ErrModeMismatch) || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("party %d: %v, want ErrModeMismatch (%s)", p, err, c.want)
+				}
+			}
+		})
+	}
+	if _, err := NewProvider(nil, 0, ProviderOptions{Linear: 9}); err == nil {
+		t.Error("nil connection accepted")
+	}
+	if _, err := newProvider(func(uint32) Conn { return nil }, 0, ProviderOptions{Linear: 9}); err == nil {
+		t.Error("unknown linear mode accepted")
+	}
+}
+
+// TestHEProviderView: what party 0 receives of a LinearHE item (the header
+// word and the output message, its fixed 18-byte header left out) looks
+// uniform whatever party 1's A and R: the χ² test of TestViews with party
+// 1's randomness fixed to all zeros and to all ones. (What party 1
+// receives, the encrypted weights, is pseudorandom by RLWE; beaver/he's
+// view tests cover the ciphertexts themselves.)
+func TestHEProviderView(t *testing.T) {
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1, M: 16, K: 8, N: 64}
+	var views [2][]uint64
+	for i, secret := range []uint64{0, ^uint64(0)} {
+		p0, p1, rec := heProviders(t)
+		ctx := testCtx(t)
+		p1.he.draw = constWords(secret)
+		drawPair(t, ctx, p0, p1, r)
+		msgs := rec[0].msgs()
+		var out []uint64
+		for _, m := range msgs {
+			if len(m) > 1 {
+				out = m
+			}
+		}
+		if out == nil {
+			t.Fatal("no output message received")
+		}
+		// Skip the header (3 words cover its 18 bytes) and the last word.
+		x, n := chiSquareBytes([][]uint64{out[3:]})
+		if n < 4096 {
+			t.Fatalf("only %d bytes", n)
+		}
+		if x > chiLimit {
+			t.Fatalf("party 1's randomness %x: output bytes not uniform: χ² = %.0f over %d bytes", secret, x, n)
+		}
+		views[i] = out
+	}
+	if fmt.Sprint(views[0]) == fmt.Sprint(views[1]) {
+		t.Fatal("equal views")
+	}
+}
+
+// FuzzHEPeer plays one LinearHE item against a scripted peer whose messages
+// are arbitrary bytes (cut at the lengths the request implies, as the
+// transport guarantees): party 0 receives a header word and an output
+// message, party 1 encrypted weights. Each is refused with an error or
+// accepted, never a panic or a hang.
+func FuzzHEPeer(f *testing.F) {
+	p0, p1, _ := heProviders(f)
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
+	l, err := p0.he.sc.ChooseLayout(r.M, r.N)
+	if err != nil {
+		f.Fatal(err)
+	}
+	key := heKey{r.Kind, r.WeightID, r.K, r.N, l.NW}
+	var have, need [8]byte
+	binary.LittleEndian.PutUint64(have[:], heHave)
+	binary.LittleEndian.PutUint64(need[:], heNeed)
+	f.Add(0, have[:])
+	f.Add(0, append(have[:], 1))
+	f.Add(0, need[:])
+	f.Add(1, []byte{})
+	f.Add(1, need[:])
+	gid := uint32(1000)
+	f.Fuzz(func(t *testing.T, party int, data []byte) {
+		p := []*Provider{p0, p1}[party&1]
+		p.he.mu.Lock()
+		clear(p.he.sent)
+		clear(p.he.cache)
+		if len(data)%2 == 1 {
+			p.he.sent[key] = true // party 0: the header "have" is then valid
+		}
+		p.he.mu.Unlock()
+		gid++
+		g, err := p.sess.NewGen(&scriptConn{data: data, limit: 4}, gid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := p.heGenerate(testCtx(t), g, testSID, r)
+		if err == nil && (len(ps) != 2 || len(ps[1]) != r.M*r.N) {
+			t.Fatalf("accepted with parts %v", ps)
+		}
+	})
+}

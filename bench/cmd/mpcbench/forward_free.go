@@ -1,0 +1,167 @@
+package main
+
+// forward --provider ot|he: the secure forward with no dealer.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// kindCost is one party's provider work for one kind in one run.
+type kindCost struct {
+	items              int64
+	bytesSent, bytesRx int64
+	seconds            float64
+}
+
+// timedProvider wraps a dealer-free provider and charges each Material
+// call's traffic (the provider's Stats before and after) and wall time to
+// the request's kind. The forward of one session draws on one stream, one
+// request at a time, so the deltas do not overlap; runForwardFree checks
+// that the kinds add up to the provider's total.
+type timedProvider struct {
+	beaver.Provider
+	mu   sync.Mutex
+	cost map[string]*kindCost
+}
+
+func (t *timedProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	before := t.Provider.Stats()
+	t0 := time.Now()
+	m, err := t.Provider.Material(ctx, r)
+	d := time.Since(t0)
+	after := t.Provider.Stats()
+	t.mu.Lock()
+	c := t.cost[r.Kind.String()]
+	if c == nil {
+		c = &kindCost{}
+		t.cost[r.Kind.String()] = c
+	}
+	c.items++
+	c.bytesSent += after.BytesSent - before.BytesSent
+	c.bytesRx += after.BytesRecv - before.BytesRecv
+	c.seconds += d.Seconds()
+	t.mu.Unlock()
+	return m, err
+}
+
+// take returns the costs so far and resets them.
+func (t *timedProvider) take() map[string]*kindCost {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.cost
+	t.cost = map[string]*kindCost{}
+	return c
+}
+
+// freeRun is one party's observations of the dealer-free forward.
+type freeRun struct {
+	setup    beaver.DealerStats
+	setupSec float64
+	runs     [2]freeForward
+	he       ot.HEStats
+}
+
+type freeForward struct {
+	fwd   bench.ForwardParty
+	total beaver.DealerStats // the provider's traffic during the run
+	kinds map[string]*kindCost
+}
+
+// runForwardFree runs the forward of cfg twice in one session between two
+// in-process parties whose correlations come from an ot.Provider on their
+// own pipe (LinearHE with provider "he"), and prints, per run, the online
+// cost and the provider's traffic each way and time per kind. The first run
+// includes the one-time uploads of encrypted weights (he); the second, on
+// the same weight ids, is the steady state of every later candidate.
+func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, provider string, stdout io.Writer) error {
+	sid, err := beaver.NewSessionID()
+	if err != nil {
+		return err
+	}
+	opts := ot.ProviderOptions{}
+	if provider == "he" {
+		opts.Linear = ot.LinearHE
+	}
+	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}}, func(ctx context.Context, p *twoparty.Party) (freeRun, error) {
+		var out freeRun
+		otp, err := ot.NewProvider(p.Conn, p.ID, opts)
+		if err != nil {
+			return out, err
+		}
+		t0 := time.Now()
+		if err := otp.BindSession(ctx, sid); err != nil {
+			return out, err
+		}
+		out.setupSec = time.Since(t0).Seconds()
+		out.setup = otp.Stats()
+		tp := &timedProvider{Provider: otp, cost: map[string]*kindCost{}}
+		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), tp, share.DefaultFixedPoint)
+		if err != nil {
+			return out, err
+		}
+		for i := range out.runs {
+			before := otp.Stats()
+			f, err := bench.RunForwardParty(ctx, s, cfg)
+			if err != nil {
+				return out, fmt.Errorf("run %d: %w", i+1, err)
+			}
+			after := otp.Stats()
+			out.runs[i] = freeForward{fwd: *f, kinds: tp.take(),
+				total: beaver.DealerStats{BytesSent: after.BytesSent - before.BytesSent, BytesRecv: after.BytesRecv - before.BytesRecv, Items: after.Items - before.Items}}
+		}
+		out.he = otp.HEStats()
+		return out, nil
+	})
+	if err != nil {
+		return fmt.Errorf("forward --provider %s: %w", provider, err)
+	}
+	p0, p1 := r.Out[0], r.Out[1]
+	fmt.Fprintf(stdout, "%s L=%d W=%d d=%d seq=%d batch=%d, --provider %s, one session, two forward runs on the same weights\n",
+		cfg.Shape, cfg.Layers, cfg.Heads, cfg.MLPHidden, cfg.Seq, cfg.Batch, provider)
+	fmt.Fprintf(stdout, "setup (base OTs%s): p0 sent %d, p1 sent %d bytes, %.2f s\n", map[bool]string{true: ", HE public key"}[provider == "he"], p0.setup.BytesSent, p1.setup.BytesSent, max(p0.setupSec, p1.setupSec))
+	if provider == "he" {
+		fmt.Fprintf(stdout, "HE: %d encrypted weight matrices uploaded (%d bytes), %d weight-mask items\n", p0.he.Uploads, p0.he.UploadBytes, p0.he.Items)
+	}
+	for i := range p0.runs {
+		a, b := p0.runs[i], p1.runs[i]
+		fmt.Fprintf(stdout, "\nrun %d (%s): online %d rounds, p0 sent %d, p1 sent %d bytes; %.2f s in all; provider traffic p0→p1 %d, p1→p0 %d bytes\n",
+			i+1, map[bool]string{true: "first candidate: one-time uploads included", false: "later candidates: steady state"}[i == 0],
+			a.fwd.Forward.Stream.Rounds, a.fwd.Forward.Stream.BytesSent, b.fwd.Forward.Stream.BytesSent, max(a.fwd.Seconds, b.fwd.Seconds),
+			a.total.BytesSent, b.total.BytesSent)
+		fmt.Fprintln(stdout, "| kind | items | bytes p0→p1 | bytes p1→p0 | seconds p0 | seconds p1 |")
+		fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|")
+		var names []string
+		for k := range a.kinds {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		var s0, s1 int64
+		for _, k := range names {
+			x, y := a.kinds[k], b.kinds[k]
+			if y == nil {
+				y = &kindCost{}
+			}
+			s0 += x.bytesSent
+			s1 += y.bytesSent
+			fmt.Fprintf(stdout, "| %s | %d | %d | %d | %.2f | %.2f |\n", k, x.items, x.bytesSent, y.bytesSent, x.seconds, y.seconds)
+		}
+		fmt.Fprintf(stdout, "| total | | %d | %d | | |\n", s0, s1)
+		if s0 != a.total.BytesSent || s1 != b.total.BytesSent {
+			fmt.Fprintf(stdout, "(the kinds' bytes %d/%d differ from the provider's total %d/%d: draws overlapped)\n", s0, s1, a.total.BytesSent, b.total.BytesSent)
+		}
+	}
+	return nil
+}
