@@ -32,7 +32,14 @@
 //     measures QuickSelect at the full pool's sizes (MeasureTopK, with
 //     ExpectedComparisons and TopKModel for other sizes) and projects the
 //     run to the full pool with its bandwidth, latency and compute bounds
-//     (Project, Bounds). SelectConfig.Pipeline picks selection's batch
+//     (Project, Bounds). The dealer is a third host: SelectConfig.DealerLinks
+//     puts it behind a link of its own to each party (in process a
+//     networked dealer over link-emulated pipes; separate processes reach
+//     it through relays), and the bandwidth bound is the largest of each
+//     link's (Bounds.Links: P0↔P1, dealer↔P0, dealer↔P1, its busiest
+//     direction ÷ its bandwidth; Projection.LimitingLink names it);
+//     SelectReport.RunDeployment adds the same sample with the dealer
+//     placed elsewhere (DealerBesideP1: beside the data owner on a LAN). SelectConfig.Pipeline picks selection's batch
 //     scheduler mode (pipelined lanes, or one batch at a time) and the
 //     projection's critical path follows it (LanesInFlight);
 //     SelectReport.RunOff adds the pipeline-off baseline over the link and

@@ -3,7 +3,7 @@ package main
 // The report subcommand:
 //
 //	mpcbench report [--regenerate | --out FILE] [--plots DIR] [--workloads a,b] [--samples W=N,...]
-//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--forward-batch 16] [--note TEXT] [--tiny]
+//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--dealer-lan=true] [--forward-batch 16] [--note TEXT] [--tiny]
 //
 // writes a results file whose generated part (between the markers
 // reportBegin and reportEnd; the rest of an existing file is kept) comes
@@ -20,7 +20,13 @@ package main
 // runs pipelined and, with --off, also its over-link sample with the
 // pipeline off (the baseline row; read from the report's "off" or from
 // DIR/<workload>.off.json, a `select --pipeline=off --json` output, with
-// --from).
+// --from). The dealer sits on the parties' link (a third host on the same
+// network, `select`'s default); with --dealer-lan each workload also runs
+// its over-link sample with the dealer beside the data owner on a LAN
+// (bench.DealerBesideP1; read from DIR/<workload>.dealer-lan.json, a
+// `select --dealer-link <link>,lan --json` output, with --from), so the
+// report shows what the dealer's placement costs. Every figure names the
+// CPU it ran on.
 
 import (
 	"bytes"
@@ -69,6 +75,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	procs := fs.String("processes", "", "comma-separated workloads also run as separate processes and cross-checked")
 	from := fs.String("from", "", "read DIR/<workload>.json (`mpcbench select --json` output) instead of running a workload when present, and DIR/<workload>.off.json (`select --pipeline=off --json`) for the baseline")
 	off := fs.Bool("off", true, "also the baseline: each workload's sample over the link with the pipeline off (rows for both modes)")
+	dealerLAN := fs.Bool("dealer-lan", true, "also each workload's sample over the link with the dealer beside the data owner on a LAN (rows for both placements)")
 	fwdBatch := fs.Int("forward-batch", 16, "batch of the forward table")
 	note := fs.String("note", "", "a paragraph added under the machine (e.g. the load during the runs)")
 	tiny := fs.Bool("tiny", false, "tiny sizes (tests): the tiny workload, tiny ops and forward")
@@ -131,6 +138,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sources []string
 	for _, w := range workloads {
 		cfg := bench.SelectConfig{Workload: w, Samples: nsamples[w.Name], Link: link, Seed: 1, Logger: log}
+		if link != nil {
+			cfg.DealerLinks = [2]*transport.Profile{link, link} // the dealer on the parties' network
+		}
 		rep, src, err := reportSelect(ctx, cfg, *from, withProcs[w.Name], stderr)
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", w.Name, err)
@@ -141,6 +151,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return fmt.Errorf("report: %s: %w", w.Name, err)
 			}
 			src += "; pipeline off: " + osrc
+		}
+		if *dealerLAN && link != nil {
+			dsrc, err := reportDealerLAN(ctx, rep, cfg, *from)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", w.Name, err)
+			}
+			src += "; dealer beside the data owner on a LAN: " + dsrc
 		}
 		reps = append(reps, rep)
 		sources = append(sources, src)
@@ -356,6 +373,49 @@ func reportOff(ctx context.Context, rep *bench.SelectReport, cfg bench.SelectCon
 	return fmt.Sprintf("the same sample over %s with the pipeline off (run by the report)", rep.Link), nil
 }
 
+// reportDealerLAN gives rep the deployment with the dealer beside the data
+// owner on a LAN: the one rep holds, DIR/<workload>.dealer-lan.json with
+// --from, or a run.
+func reportDealerLAN(ctx context.Context, rep *bench.SelectReport, cfg bench.SelectConfig, dir string) (string, error) {
+	want := bench.DealerBesideP1(cfg.Link)
+	spec := [2]bench.LinkSpec{bench.SpecOf(want[0]), bench.SpecOf(want[1])}
+	if rep.Sample.DealerLinks == spec {
+		return "none needed (the parties' link is a LAN: the report's own run)", nil
+	}
+	for _, d := range rep.Deployments {
+		if d.Sample.DealerLinks == spec {
+			return "the same command's run", nil
+		}
+	}
+	if dir != "" {
+		path := filepath.Join(dir, cfg.Workload.Name+".dealer-lan.json")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			dRep, err := bench.DecodeSelectReport(b)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			if dRep.Sample.DealerLinks != spec {
+				return "", fmt.Errorf("%s: dealer %s, want %s", path, bench.DealerPlacement(dRep.Sample.DealerLinks), bench.DealerPlacement(spec))
+			}
+			if err := rep.AddDeployment(dRep.Sample); err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			return fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s --dealer-link %s,lan --json`", dRep.Workload.Name, dRep.Sample.Samples, dRep.Link, dRep.Link), nil
+		case !errors.Is(err, os.ErrNotExist):
+			return "", err
+		}
+	}
+	if cfg.Samples == 0 {
+		cfg.Samples = rep.Sample.Samples
+	}
+	if err := rep.RunDeployment(ctx, cfg, want); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the same sample over %s with `--dealer-link %s,lan` (run by the report)", rep.Link, rep.Link), nil
+}
+
 func procFlag(b bool) string {
 	if b {
 		return " --processes"
@@ -422,9 +482,11 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		"plus the weight sharing once, plus QuickSelect **measured at the phase's full size** (selection.TopK on that many shared values; " +
 		"its expected comparison count, Knuth's 2((n+1)H_n − (n+3−k)H_{n+1−k} − (k+2)H_k + n + 3), between 2n and 3.4n, is shown beside the measured one: " +
 		"QuickSelect's cost is linear in n in expectation with a large variance, and below 1%% of every workload's delay). " +
-		"Bounds: bandwidth = busiest direction's bytes ÷ bandwidth; latency = rounds on the critical path × one-way latency " +
+		"The dealer is a third host: by default on the parties' network (its link to each party the same profile as theirs: the words it sends the data owner cross it, emulated in the sample run by a networked dealer behind link-emulated pipes); " +
+		"the rows \"dealer on lan to P1\" place it beside the data owner on a LAN instead (its link to the model owner, which draws no dealer words of the built-in kinds, stays the parties' profile). " +
+		"Bounds: bandwidth = for each link (P0↔P1, dealer↔P0, dealer↔P1) its busiest direction's bytes ÷ its bandwidth, the largest named; latency = rounds on the critical path × one-way latency " +
 		"(a round is one exchange in which both parties send at once, so it costs one one-way delay, half the round-trip time); " +
-		"compute = the run without a link. Sources:\n\n")
+		"compute = the run without a link, on the CPU named in each row. Sources:\n\n")
 	for i, r := range reps {
 		p("- `%s`: %s\n", r.Workload.Name, sources[i])
 	}
@@ -436,7 +498,14 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 	for _, r := range reps {
 		if len(r.Workload.Paper) > 0 {
 			d := r.Workload.Paper[0]
-			p("`%s`: %s projected against the paper's %s, %s-bound. ", r.Workload.Name, hoursText(r.Projection.Hours), hoursText(d.Hours), r.Projection.Limiting)
+			p("`%s`: %s projected (%s) against the paper's %s, %s-bound", r.Workload.Name, hoursText(r.Projection.Hours), bench.DealerPlacement(r.Sample.DealerLinks), hoursText(d.Hours), r.Projection.Limiting)
+			if l := r.Projection.LimitingLink; r.Projection.Limiting == bench.BoundBandwidth && l != "" {
+				p(" on the %s link", l)
+			}
+			for _, dep := range r.Deployments {
+				p("; %s with the %s", hoursText(dep.Projection.Hours), dep.Placement)
+			}
+			p(". ")
 		}
 	}
 	p("\n\n")
@@ -452,8 +521,8 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		}
 	}
 	p("## Online protocol costs (`mpcbench ops`)\n\n")
-	p("In-process parties over `transport.Pipe`, in-process dealer; bytes are what each party **sends**, payload + 10-byte frame headers; " +
-		"`online s` excludes the dealer's material, made ahead (`offline s`). CrypTen 0.4.0 figures are DESIGN.md's reference points.\n\n")
+	p("On %s. In-process parties over `transport.Pipe`, in-process dealer; bytes are what each party **sends**, payload + 10-byte frame headers; "+
+		"`online s` excludes the dealer's material, made ahead (`offline s`). CrypTen 0.4.0 figures are DESIGN.md's reference points.\n\n", m.CPU)
 	p("| op | shape | rounds | bytes_p0 | bytes_p1 | dealer bytes | online s | offline s | CrypTen |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range opsRes {
 		ref := crypTenRef[r.Op]
@@ -463,8 +532,8 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		p("| %s | %s | %d | %d | %d | %d | %.4f | %.4f | %s |\n", r.Op, r.Shape, r.Rounds, r.BytesP0, r.BytesP1, r.DealerBytes, r.Seconds, r.OfflineSeconds, ref)
 	}
 	p("\n## Secure proxy forward (`mpcbench forward`)\n\n")
-	p("`mpcbench forward --json --shape S --layers 1 [--mlp-dim D | --exact [--full-last-layer]] --batch B` (in-process parties and dealer, no link; " +
-		"the dealer's material is made on demand and included in the time). CrypTen 0.4.0: one BERT-base layer (seq 128, ReLU) 173 rounds, 310 MB sent per party, 6.8 s.\n\n")
+	p("`mpcbench forward --json --shape S --layers 1 [--mlp-dim D | --exact [--full-last-layer]] --batch B` on %s (in-process parties and dealer, no link; "+
+		"the dealer's material is made on demand and included in the time). CrypTen 0.4.0: one BERT-base layer (seq 128, ReLU) 173 rounds, 310 MB sent per party, 6.8 s.\n\n", m.CPU)
 	p("| config | batch | rounds (whole batch) | P0 sent / candidate | P1 sent / candidate | dealer / candidate | s / candidate | peak heap (whole run) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range fwd {
 		r := row.r
