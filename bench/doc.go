@@ -45,6 +45,12 @@
 //     SelectReport.RunOff adds the pipeline-off baseline over the link and
 //     Gain compares the two. SelectReport.Compare cross-checks a run of
 //     separate processes against the in-process emulation.
+//   - ModuleCosts says where the bytes of one proxy forward go (SST2Phase0:
+//     sst2-distilbert's phase-0 proxy): the steps of the exact cost table
+//     (secure.ForwardCostRows), each with the dealer bytes of the requests
+//     drawn during its rounds; ModuleTable.Check verifies the rows add up
+//     to the measured forward (`mpcbench forward --by-module`, and a
+//     section of `mpcbench report`).
 //   - Relay is the link-emulating TCP relay of the linkem command;
 //     HeapSampler samples the Go heap per phase; CurrentMachine, the
 //     markdown writers and WritePlots (gonum/plot PNGs) make the report of

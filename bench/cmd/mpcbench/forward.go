@@ -5,7 +5,7 @@ package main
 //	mpcbench forward [--json] --shape bert-base|distilbert|vit-small|vit-base
 //	    [--layers L] [--heads W] [--mlp-dim D] [--seq N] [--batch B] [--exact]
 //	    [--public-mask] [--private-embeddings] [--full-last-layer] [--link lan|paper-wan]
-//	    [--per-party [--timeout D]]
+//	    [--per-party [--timeout D]] [--by-kind | --by-module]
 //
 // runs the secure proxy forward (package proxy/secure, measured by package bench) with random weights of
 // the shape between two in-process parties and prints the cost of one Forward
@@ -15,6 +15,14 @@ package main
 // child processes of this binary over loopback TLS (forward_party.go), and the
 // report adds each process's peak Go heap (peak_bytes_p0, peak_bytes_p1,
 // peak_bytes_dealer; peak_bytes is then their sum) and peak RSS (rss_bytes_*).
+//
+// With --by-module it prints where the bytes go instead (a proxy only):
+// bench.ModuleCosts's table, per candidate, of every step of the forward
+// (secure.ForwardCostRows: rounds and bytes each party sends) with the
+// dealer bytes each party receives for it, then the sums per module, and
+// fails if the rows do not add up to the measured forward. The default
+// configuration of `mpcbench report`'s table is the sst2 phase-0 proxy:
+// --shape distilbert --layers 1 --mlp-dim 2 --batch 1.
 
 import (
 	"context"
@@ -41,6 +49,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
 	byKind := fs.Bool("by-kind", false, "also print the correlated randomness drawn per candidate, kind by kind (not with --per-party)")
+	byModule := fs.Bool("by-module", false, "print where the bytes go: per step and module of a proxy's forward, the bytes each party sends and the dealer bytes each receives per candidate (not with --per-party; --json prints bench.ModuleTable)")
 	bf := addBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -48,6 +57,12 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cfg, err := bf.config()
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
+	}
+	if *byModule {
+		if *perParty || *byKind || cfg.Exact {
+			return fmt.Errorf("forward: --by-module measures a proxy in one process: drop --per-party, --by-kind and --exact")
+		}
+		return runByModule(ctx, cfg, *asJSON, stdout)
 	}
 	if *perParty {
 		if *byKind {
@@ -68,6 +83,36 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		printKinds(stdout, res)
 	}
 	return nil
+}
+
+// runByModule prints cfg's module table (bench.ModuleCosts).
+func runByModule(ctx context.Context, cfg bench.ForwardConfig, asJSON bool, stdout io.Writer) error {
+	tab, err := bench.ModuleCosts(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(tab); err != nil {
+			return err
+		}
+	} else if err := printModules(stdout, tab); err != nil {
+		return err
+	}
+	if err := tab.Check(); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	return nil
+}
+
+// printModules prints a module table: the steps, then the sums per module.
+func printModules(w io.Writer, tab *bench.ModuleTable) error {
+	a := tab.Arch
+	fmt.Fprintf(w, "where the bytes go: %s ⟨%dL,%dH,d%d⟩, sequence %d, batch %d, per candidate (CPU %s)\n\n", tab.Config.Shape, a.Layers, a.Heads, a.MLPHidden, a.Seq, tab.Config.Batch, bench.CurrentMachine().CPU)
+	if err := bench.WriteModuleTable(w, tab); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return bench.WriteModuleSummary(w, tab)
 }
 
 // printKinds prints res's correlations per candidate as a Markdown table.

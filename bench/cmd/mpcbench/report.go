@@ -196,12 +196,24 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	log.Info("mpcbench report: where the bytes go")
+	modCfg := bench.SST2Phase0
+	if *tiny {
+		modCfg = bench.ForwardConfig{Shape: "tiny", Layers: 1, MLPHidden: 2, Seq: 8, Batch: 1, Seed: 1}
+	}
+	mods, err := bench.ModuleCosts(ctx, modCfg)
+	if err == nil {
+		err = mods.Check()
+	}
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	var g bytes.Buffer
 	rel, err := filepath.Rel(filepath.Dir(*out), *plots)
 	if err != nil {
 		rel = *plots
 	}
-	if err := writeReport(&g, machine, *note, time.Since(started), reps, sources, files, filepath.ToSlash(rel), opsRes, fwd); err != nil {
+	if err := writeReport(&g, machine, *note, time.Since(started), reps, sources, files, filepath.ToSlash(rel), opsRes, fwd, mods); err != nil {
 		return err
 	}
 	if err := replaceGenerated(*out, g.Bytes()); err != nil {
@@ -462,7 +474,7 @@ func reportForward(ctx context.Context, batch int, tiny bool) ([]fwdRow, error) 
 
 // writeReport writes the generated part of RESULTS.md.
 func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, reps []*bench.SelectReport, sources, plots []string, plotDir string,
-	opsRes []Result, fwd []fwdRow) error {
+	opsRes []Result, fwd []fwdRow, mods *bench.ModuleTable) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("%s\n\n", reportBegin)
 	p("## Machine of the generated sections\n\n")
@@ -540,6 +552,25 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		b := float64(r.Batch)
 		p("| %s | %d | %d | %s | %s | %s | %.3f | %s |\n", row.name, r.Batch, r.Rounds, bench.FormatBytes(float64(r.BytesP0)/b), bench.FormatBytes(float64(r.BytesP1)/b),
 			bench.FormatBytes(float64(r.DealerBytes)/b), r.Seconds/b, bench.FormatBytes(float64(r.PeakBytes)))
+	}
+	if mods != nil {
+		a := mods.Arch
+		p("\n## Where the bytes go (`mpcbench forward --by-module`)\n\n")
+		p("`mpcbench forward --shape %s --layers %d --heads %d --mlp-dim %d --seq %d --batch %d --by-module` on %s: one candidate through the proxy ⟨%dL,%dH,d%d⟩ of %s at sequence %d "+
+			"(sst2-distilbert's phase 0 outside `--tiny`), step by step. Rounds and the bytes each party sends are the exact cost table the tests pin "+
+			"(`secure.ForwardCostRows`: its rows sum to `BlockCost` and `HeadCost`); the dealer bytes are the dealer words of the requests the measured forward drew "+
+			"during each step's rounds (they sum to the measured dealer bytes exactly; the model owner receives none of the built-in kinds). "+
+			"The rows add up to the measured forward but for the transport's flow-control credit frames (a 10-byte header per 8 MiB received). "+
+			"The share column is each step's part of the data owner's traffic: what it sends the model owner plus what the dealer sends it, "+
+			"the busiest direction of both its links.\n\n",
+			mods.Config.Shape, a.Layers, a.Heads, a.MLPHidden, a.Seq, mods.Config.Batch, m.CPU, a.Layers, a.Heads, a.MLPHidden, mods.Config.Shape, a.Seq)
+		if err := bench.WriteModuleTable(w, mods); err != nil {
+			return err
+		}
+		p("\nPer module, largest first:\n\n")
+		if err := bench.WriteModuleSummary(w, mods); err != nil {
+			return err
+		}
 	}
 	p("\n%s\n", reportEnd)
 	return nil

@@ -231,6 +231,9 @@ func TestSelectBadArgs(t *testing.T) {
 		{"select-party", "--role", "p0", "--workload", "tiny", "--pipeline", "sideways"},
 		{"select-party", "--role", "p2", "--workload", "tiny"},
 		{"report", "--samples", "tiny=x"},
+		{"forward", "--shape", "tiny", "--seq", "8", "--by-module", "--exact"},
+		{"forward", "--shape", "tiny", "--seq", "8", "--by-module", "--per-party"},
+		{"forward", "--shape", "tiny", "--seq", "8", "--by-module", "--private-embeddings"},
 		{"report", "--workloads", "nope"},
 	} {
 		var out, errw bytes.Buffer
@@ -263,7 +266,9 @@ func TestReportTiny(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{"hand-kept intro", "## Kept section", "a test run", "## Selection end to end", "`tiny`", "## Online protocol costs", "| ltz |",
 		"## Secure proxy forward", "plots/delay_vs_pool.png", "-bound", "| on (4 lanes) |", "| off (1 batch at a time) |", "Pipeline on against off", "goal ≥ 1.5×",
-		"pipeline off: the same sample over lan with the pipeline off (run by the report)"} {
+		"pipeline off: the same sample over lan with the pipeline off (run by the report)",
+		"## Where the bytes go", "| **total** (measured) |", "Per module, largest first", "| Q/K/V projections | truncation |", "dealer on lan to both parties",
+		"dealer beside the data owner on a LAN: none needed"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -438,5 +443,21 @@ func TestSelectTooSmallSample(t *testing.T) {
 	rep, err := bench.DecodeSelectReport(out.Bytes())
 	if err != nil || rep.Projection.TooSmall == "" {
 		t.Fatalf("JSON report: %v, too_small %q", err, rep.Projection.TooSmall)
+	}
+}
+
+// TestForwardByModule prints where the bytes of a tiny proxy's forward go:
+// the steps, the credit frames, the measured total and the sums per
+// module; the rows add up (the command fails otherwise).
+func TestForwardByModule(t *testing.T) {
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"forward", "--shape", "tiny", "--seq", "8", "--layers", "2", "--mlp-dim", "2", "--batch", "2", "--by-module"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	for _, want := range []string{"where the bytes go: tiny ⟨2L,4H,d2⟩, sequence 8, batch 2", "| layer 1: input masking |", "| layer 0: softmax MLP | truncation + ReLU",
+		"| transport | flow-control credit frames |", "| **total** (measured) |", "| pooler |", "| classifier + entropy MLP |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
