@@ -340,8 +340,8 @@ func printLinkBounds(w io.Writer, p *bench.Projection) {
 		if l.Link == p.LimitingLink {
 			mark = "  ← largest"
 		}
-		fmt.Fprintf(w, "  link %s (%s): busiest direction %s of %s / %s → %.2f h%s\n", l.Link, l.Profile, bench.FormatBytes(float64(max(l.Bytes[0], l.Bytes[1]))),
-			bench.FormatBytes(float64(l.Bytes[0])), bench.FormatBytes(float64(l.Bytes[1])), l.Seconds/3600, mark)
+		fmt.Fprintf(w, "  link %s (%s): busiest direction %s (of %s one way, %s the other) → %.4g s = %.2f h%s\n", l.Link, l.Profile, bench.FormatBytes(float64(max(l.Bytes[0], l.Bytes[1]))),
+			bench.FormatBytes(float64(l.Bytes[0])), bench.FormatBytes(float64(l.Bytes[1])), l.Seconds, l.Seconds/3600, mark)
 	}
 }
 
