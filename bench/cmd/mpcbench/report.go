@@ -484,7 +484,7 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		p("%s\n\n", note)
 	}
 	p("## Selection end to end (`mpcbench select`)\n\n")
-	p("Each workload ran the real pipeline (selection.ModelOwner and selection.DataOwner with checkpoints on, the in-process dealer, " +
+	p("Each workload ran the real pipeline (selection.ModelOwner and selection.DataOwner with checkpoints on, the dealer: in process in the run without a link, behind links of its own in the run over one, see below; " +
 		"the secure forward of each phase's network with random weights of its shape, the secure entropy, QuickSelect) on a sample of " +
 		"synthetic candidates, once over the emulated link and once without a link, and was projected to the full pool: per phase, the " +
 		"forward's bytes and dealer bytes per candidate × the phase's candidates, its seconds the sample's plus its steady rate × the other candidates " +
