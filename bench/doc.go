@@ -32,12 +32,25 @@
 //     measures QuickSelect at the full pool's sizes (MeasureTopK, with
 //     ExpectedComparisons and TopKModel for other sizes) and projects the
 //     run to the full pool with its bandwidth, latency and compute bounds
-//     (Project, Bounds). SelectConfig.Pipeline picks selection's batch
+//     (Project, Bounds). The dealer is a third host: SelectConfig.DealerLinks
+//     puts it behind a link of its own to each party (in process a
+//     networked dealer over link-emulated pipes; separate processes reach
+//     it through relays), and the bandwidth bound is the largest of each
+//     link's (Bounds.Links: P0↔P1, dealer↔P0, dealer↔P1, its busiest
+//     direction ÷ its bandwidth; Projection.LimitingLink names it);
+//     SelectReport.RunDeployment adds the same sample with the dealer
+//     placed elsewhere (DealerBesideP1: beside the data owner on a LAN). SelectConfig.Pipeline picks selection's batch
 //     scheduler mode (pipelined lanes, or one batch at a time) and the
 //     projection's critical path follows it (LanesInFlight);
 //     SelectReport.RunOff adds the pipeline-off baseline over the link and
 //     Gain compares the two. SelectReport.Compare cross-checks a run of
 //     separate processes against the in-process emulation.
+//   - ModuleCosts says where the bytes of one proxy forward go (SST2Phase0:
+//     sst2-distilbert's phase-0 proxy): the steps of the exact cost table
+//     (secure.ForwardCostRows), each with the dealer bytes of the requests
+//     drawn during its rounds; ModuleTable.Check verifies the rows add up
+//     to the measured forward (`mpcbench forward --by-module`, and a
+//     section of `mpcbench report`).
 //   - Relay is the link-emulating TCP relay of the linkem command;
 //     HeapSampler samples the Go heap per phase; CurrentMachine, the
 //     markdown writers and WritePlots (gonum/plot PNGs) make the report of

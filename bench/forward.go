@@ -175,14 +175,28 @@ type ForwardParty struct {
 // session's connection). Only party 0 makes the network; only party 1 keeps
 // the inputs (party 0 keeps the mask with Options.PublicMask).
 func RunForwardParty(ctx context.Context, s *protocol.Session, cfg ForwardConfig) (*ForwardParty, error) {
-	a, err := forwardArch(cfg)
+	a, nw, in, err := forwardSetup(s, cfg)
 	if err != nil {
 		return nil, err
+	}
+	o, err := forwardParty(ctx, s, a, nw, in, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// forwardSetup returns party s.Party()'s architecture, network (party 0)
+// and inputs of a Forward of cfg.
+func forwardSetup(s *protocol.Session, cfg ForwardConfig) (secure.Arch, *secure.Net, *secure.Batch, error) {
+	a, err := forwardArch(cfg)
+	if err != nil {
+		return a, nil, nil, err
 	}
 	var nw *secure.Net
 	if s.Party() == 0 {
 		if nw, err = secure.RandomNet(a, cfg.Seed+1); err != nil {
-			return nil, err
+			return a, nil, nil, err
 		}
 	}
 	xs, mask := forwardInputs(a, cfg)
@@ -193,11 +207,7 @@ func RunForwardParty(ctx context.Context, s *protocol.Session, cfg ForwardConfig
 			in = &secure.Batch{Mask: mask}
 		}
 	}
-	o, err := forwardParty(ctx, s, a, nw, in, cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return a, nw, in, nil
 }
 
 // NewForwardResult assembles the result of a Forward measurement of cfg from the costs
@@ -269,8 +279,8 @@ func forwardInputs(a secure.Arch, cfg ForwardConfig) ([]float64, [][]int) {
 }
 
 // forwardParty shares the weights (party 0 holds net) and runs one Forward of
-// in, measuring both.
-func forwardParty(ctx context.Context, s *protocol.Session, a secure.Arch, net *secure.Net, in *secure.Batch, cfg ForwardConfig) (ForwardParty, error) {
+// in, measuring both; prepared, if set, is called between the two.
+func forwardParty(ctx context.Context, s *protocol.Session, a secure.Arch, net *secure.Net, in *secure.Batch, cfg ForwardConfig, prepared func()) (ForwardParty, error) {
 	var o ForwardParty
 	m := NewMeter(s)
 	p, err := secure.Prepare(ctx, s, a, net, cfg.Options)
@@ -278,6 +288,9 @@ func forwardParty(ctx context.Context, s *protocol.Session, a secure.Arch, net *
 		return o, err
 	}
 	o.Prepare = m.Since()
+	if prepared != nil {
+		prepared()
+	}
 	m = NewMeter(s)
 	start := time.Now()
 	if _, err := p.Forward(ctx, s, cfg.Batch, in); err != nil {

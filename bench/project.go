@@ -26,6 +26,13 @@ type PhaseProjection struct {
 	BytesP0     int64 `json:"bytes_p0"`
 	BytesP1     int64 `json:"bytes_p1"`
 	DealerBytes int64 `json:"dealer_bytes"`
+	// DealerDown[p] is the bytes the dealer sends party p and DealerUp[p]
+	// the bytes party p sends the dealer (its requests): the directions of
+	// the dealer's links (see Part.DealerDown; QuickSelect's dealer bytes
+	// are counted to party 1, which receives the dealer words of every
+	// built-in kind).
+	DealerDown [2]int64 `json:"dealer_down,omitzero"`
+	DealerUp   [2]int64 `json:"dealer_up,omitzero"`
 	// ForwardSeconds and ForwardComputeSeconds are the batches' projected
 	// time with the link and without (per-candidate time of the sample
 	// runs × candidates).
@@ -44,15 +51,114 @@ type PhaseProjection struct {
 	ComputeSeconds float64 `json:"compute_seconds"`
 }
 
-// Bounds are lower bounds on a run's delay: the busiest direction's bytes ÷
-// bandwidth, the critical path's rounds × one-way latency (a round is one
-// exchange in which both parties send at once, so it costs one one-way
-// delay: half the round-trip time), and the compute time (the same run
-// without a link).
+// Bounds are lower bounds on a run's delay: per link, its busiest
+// direction's bytes ÷ its bandwidth (Links; BandwidthSeconds is the
+// largest), the critical path's rounds × the parties' link's one-way
+// latency (a round is one exchange in which both parties send at once, so
+// it costs one one-way delay: half the round-trip time), and the compute
+// time (the same run without a link).
 type Bounds struct {
 	BandwidthSeconds float64 `json:"bandwidth_seconds"`
 	LatencySeconds   float64 `json:"latency_seconds"`
 	ComputeSeconds   float64 `json:"compute_seconds"`
+	// Links holds each link's bandwidth bound: the parties' link
+	// (LinkParties) and, where the dealer is a host of its own
+	// (SampleRun.DealerLinks), its link to each party (LinkDealerP0,
+	// LinkDealerP1). Empty in projections made before links were counted
+	// apart (BandwidthSeconds is then the parties' link's).
+	Links []LinkBound `json:"links,omitempty"`
+}
+
+// The links of Bounds.Links.
+const (
+	LinkParties  = "P0↔P1"
+	LinkDealerP0 = "dealer↔P0"
+	LinkDealerP1 = "dealer↔P1"
+)
+
+// LinkBound is one link's bandwidth bound: the bytes of its busiest
+// direction ÷ its bandwidth (per direction).
+type LinkBound struct {
+	// Link names the link (LinkParties, LinkDealerP0, LinkDealerP1) and
+	// Profile its emulated profile.
+	Link             string `json:"link"`
+	Profile          string `json:"profile"`
+	BandwidthBytesPS int64  `json:"bandwidth_bytes_per_s"`
+	// Bytes are the bytes each way: P0→P1 and P1→P0 on the parties' link,
+	// dealer→party and party→dealer on a dealer's link.
+	Bytes [2]int64 `json:"bytes"`
+	// Seconds is max(Bytes) ÷ BandwidthBytesPS (0 for an unlimited link).
+	Seconds float64 `json:"seconds"`
+}
+
+// NewLinkBound returns the bound of link (over spec) carrying a bytes one
+// way and b the other.
+func NewLinkBound(link string, spec LinkSpec, a, b int64) LinkBound {
+	l := LinkBound{Link: link, Profile: spec.Name, BandwidthBytesPS: spec.BandwidthBytesPS, Bytes: [2]int64{a, b}}
+	if spec.BandwidthBytesPS > 0 {
+		l.Seconds = float64(max(a, b)) / float64(spec.BandwidthBytesPS)
+	}
+	return l
+}
+
+// LimitingLink returns the link with the largest bandwidth bound ("" when
+// Links is empty; the first of equal ones).
+func (b Bounds) LimitingLink() string {
+	best, name := -1.0, ""
+	for _, l := range b.Links {
+		if l.Seconds > best {
+			best, name = l.Seconds, l.Link
+		}
+	}
+	return name
+}
+
+// LinkSpec is an emulated link of a run: its profile's name ("none"
+// without a link), bandwidth per direction (bytes/s, 0: unlimited) and
+// one-way latency.
+type LinkSpec struct {
+	Name             string  `json:"name"`
+	BandwidthBytesPS int64   `json:"bandwidth_bytes_per_s"`
+	LatencySeconds   float64 `json:"latency_seconds"`
+}
+
+// SpecOf describes profile p ("none" for nil).
+func SpecOf(p *transport.Profile) LinkSpec {
+	if p == nil {
+		return LinkSpec{Name: "none"}
+	}
+	return LinkSpec{Name: p.Name, BandwidthBytesPS: p.Bandwidth, LatencySeconds: p.Latency.Seconds()}
+}
+
+// None reports whether the spec is no link.
+func (l LinkSpec) None() bool { return l.Name == "" || l.Name == "none" }
+
+// Profile returns the spec's profile (nil for none).
+func (l LinkSpec) Profile() *transport.Profile {
+	if l.None() {
+		return nil
+	}
+	return &transport.Profile{Name: l.Name, Bandwidth: l.BandwidthBytesPS, Latency: secondsDuration(l.LatencySeconds)}
+}
+
+// String describes the spec as transport.Profile.String does.
+func (l LinkSpec) String() string {
+	if p := l.Profile(); p != nil {
+		return p.String()
+	}
+	return "none"
+}
+
+// DealerPlacement describes where a run's dealer sat: in process (no
+// link), or its link to each party.
+func DealerPlacement(links [2]LinkSpec) string {
+	switch {
+	case links[0].None() && links[1].None():
+		return "dealer in process (no link)"
+	case links[0] == links[1]:
+		return fmt.Sprintf("dealer on %s to both parties", links[0].Name)
+	}
+	return fmt.Sprintf("dealer on %s to P0, %s to P1", links[0].Name, links[1].Name)
 }
 
 // Limiting returns the largest bound's name.
@@ -81,13 +187,19 @@ type Projection struct {
 	Seconds float64 `json:"seconds"`
 	Hours   float64 `json:"hours"`
 	// Rounds, BytesP0, BytesP1 and DealerBytes total the phases.
-	Rounds      int64             `json:"rounds"`
-	BytesP0     int64             `json:"bytes_p0"`
-	BytesP1     int64             `json:"bytes_p1"`
-	DealerBytes int64             `json:"dealer_bytes"`
-	Bounds      Bounds            `json:"bounds"`
-	BoundsHours [3]float64        `json:"bounds_hours"` // bandwidth, latency, compute
-	Limiting    string            `json:"limiting"`
+	Rounds      int64      `json:"rounds"`
+	BytesP0     int64      `json:"bytes_p0"`
+	BytesP1     int64      `json:"bytes_p1"`
+	DealerBytes int64      `json:"dealer_bytes"`
+	Bounds      Bounds     `json:"bounds"`
+	BoundsHours [3]float64 `json:"bounds_hours"` // bandwidth (the largest link's), latency, compute
+	Limiting    string     `json:"limiting"`
+	// LimitingLink names the link whose bandwidth bound is the largest
+	// (Bounds.LimitingLink): the limiting one when Limiting is bandwidth.
+	LimitingLink string `json:"limiting_link,omitempty"`
+	// DealerLinks are the dealer's links to party 0 and party 1 in the
+	// over-link sample (SampleRun.DealerLinks; zero: in process).
+	DealerLinks [2]LinkSpec       `json:"dealer_links,omitzero"`
 	Phases      []PhaseProjection `json:"phases"`
 	// TooSmall, when not empty, says why the sample was too small to
 	// project from (SteadySampleBatches): a phase of the over-link sample
@@ -168,6 +280,10 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		lat = link.Latency.Seconds()
 		bw = float64(link.Bandwidth)
 	}
+	dealer := !DealerFree(linkRun.Provider) && linkRun.DealerLinks != [2]LinkSpec{}
+	if dealer {
+		pr.DealerLinks = linkRun.DealerLinks
+	}
 	for i := range w.Phases {
 		lr, cr := linkRun.Phases[i], computeRun.Phases[i]
 		if lr.Forward.Seconds <= 0 || cr.Forward.Seconds <= 0 || cr.Candidates <= 0 || lr.Candidates <= 0 {
@@ -186,6 +302,17 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		ph.BytesP0 = cr.Prepare.BytesP0 + int64(float64(cr.Forward.BytesP0)*per) + tk.BytesP0
 		ph.BytesP1 = cr.Prepare.BytesP1 + int64(float64(cr.Forward.BytesP1)*per) + tk.BytesP1
 		ph.DealerBytes = cr.Prepare.DealerBytes + int64(float64(cr.Forward.DealerBytes)*per) + tk.DealerBytes
+		// The dealer links' directions: the over-link run's (what crossed
+		// its dealer links, framing and requests included, when it had
+		// them), scaled like the bytes.
+		perL := float64(c) / float64(lr.Candidates)
+		pd, pu := lr.Prepare.dealerDirections()
+		fd, fu := lr.Forward.dealerDirections()
+		for p := range 2 {
+			ph.DealerDown[p] = pd[p] + int64(float64(fd[p])*perL)
+			ph.DealerUp[p] = pu[p] + int64(float64(fu[p])*perL)
+		}
+		ph.DealerDown[1] += tk.DealerBytes
 		ph.ForwardSeconds = forwardSeconds(lr.Forward.Seconds, lr.Candidates, lr.Steady, c)
 		ph.ForwardComputeSeconds = forwardSeconds(cr.Forward.Seconds, cr.Candidates, cr.Steady, c)
 		ph.TopKSeconds = tk.Seconds
@@ -206,15 +333,34 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		pr.Bounds.ComputeSeconds += ph.ComputeSeconds
 	}
 	if link != nil {
-		if bw > 0 {
-			busiest := max(pr.BytesP0, pr.BytesP1)
-			if DealerFree(linkRun.Provider) {
-				// No dealer: the OT traffic shares the parties' link. It
-				// flows mostly one way (the weight masks' corrections from
-				// P0), so all of it is counted on the busiest direction.
-				busiest += pr.DealerBytes
+		b0, b1 := pr.BytesP0, pr.BytesP1
+		if DealerFree(linkRun.Provider) {
+			// No dealer: the OT traffic shares the parties' link. It
+			// flows mostly one way (the weight masks' corrections from
+			// P0), so all of it is counted on the busiest direction.
+			if b0 >= b1 {
+				b0 += pr.DealerBytes
+			} else {
+				b1 += pr.DealerBytes
 			}
-			pr.Bounds.BandwidthSeconds = float64(busiest) / bw
+		}
+		pr.Bounds.Links = []LinkBound{NewLinkBound(LinkParties, SpecOf(link), b0, b1)}
+		if dealer {
+			var down, up [2]int64
+			for _, ph := range pr.Phases {
+				for p := range 2 {
+					down[p] += ph.DealerDown[p]
+					up[p] += ph.DealerUp[p]
+				}
+			}
+			for p, name := range []string{LinkDealerP0, LinkDealerP1} {
+				if !pr.DealerLinks[p].None() {
+					pr.Bounds.Links = append(pr.Bounds.Links, NewLinkBound(name, pr.DealerLinks[p], down[p], up[p]))
+				}
+			}
+		}
+		for _, l := range pr.Bounds.Links {
+			pr.Bounds.BandwidthSeconds = max(pr.Bounds.BandwidthSeconds, l.Seconds)
 		}
 		pr.Bounds.LatencySeconds = float64(pr.Rounds) * lat
 	} else {
@@ -224,6 +370,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	pr.Hours = pr.Seconds / 3600
 	pr.BoundsHours = [3]float64{pr.Bounds.BandwidthSeconds / 3600, pr.Bounds.LatencySeconds / 3600, pr.Bounds.ComputeSeconds / 3600}
 	pr.Limiting = pr.Bounds.Limiting()
+	pr.LimitingLink = pr.Bounds.LimitingLink()
 	return pr, nil
 }
 
@@ -255,9 +402,22 @@ func LanesInFlight(w Workload, mode string) int {
 // another link: per phase, the forward takes the largest of its compute,
 // bandwidth and latency bounds (batches overlap computation and
 // communication), and QuickSelect the sum of its (its steps are
-// sequential). It draws the delay-vs-link curves of the report.
+// sequential). A dealer's link (Projection.DealerLinks) whose profile is
+// the parties' link's follows link (the dealer on the same network); one
+// of another profile keeps its bandwidth. It draws the delay-vs-link
+// curves of the report.
 func BoundModelSeconds(p *Projection, link transport.Profile) float64 {
 	lat, bw := link.Latency.Seconds(), float64(link.Bandwidth)
+	var dbw [2]float64
+	for q, d := range p.DealerLinks {
+		switch {
+		case d.None():
+		case d.Name == p.Link:
+			dbw[q] = bw
+		default:
+			dbw[q] = float64(d.BandwidthBytesPS)
+		}
+	}
 	total := 0.0
 	for _, ph := range p.Phases {
 		fb0, fb1 := ph.BytesP0-ph.TopK.BytesP0, ph.BytesP1-ph.TopK.BytesP1
@@ -265,6 +425,15 @@ func BoundModelSeconds(p *Projection, link transport.Profile) float64 {
 		f := ph.ForwardComputeSeconds
 		if bw > 0 {
 			f = max(f, float64(max(fb0, fb1))/bw)
+		}
+		for q := range 2 {
+			if dbw[q] > 0 {
+				down := ph.DealerDown[q]
+				if q == 1 {
+					down -= ph.TopK.DealerBytes
+				}
+				f = max(f, float64(max(down, ph.DealerUp[q]))/dbw[q])
+			}
 		}
 		f = max(f, float64(fr)*lat)
 		q := ph.TopK.Seconds + float64(ph.TopK.Rounds)*lat

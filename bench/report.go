@@ -83,14 +83,16 @@ func schedule(w Workload) string {
 }
 
 // WriteSelectSummary writes the summary table of the reports: per workload
-// the sample, the projection, the three bounds, the limiting one and the
+// the sample, the projection, the three bounds (the bandwidth bound the
+// largest link's, named), the limiting one, the CPU of the runs and the
 // paper's delay for the same setting (Workload.Paper[0]) with our ratio;
 // one row per pipeline mode (the baseline's, with the pipeline off, where
-// the report has one), then the pipeline's gain over its baseline.
+// the report has one) and per placement of the dealer (Deployments), then
+// the pipeline's gain over its baseline.
 func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "| workload | pool | pipeline | sample (candidates, measured s) | projected | bandwidth bound | latency bound | compute bound | limiting | paper, same setting | ours ÷ paper |")
-	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(bw, "| workload | pool | pipeline | dealer | sample (candidates, measured s) | projected | bandwidth bound (link) | latency bound | compute bound | limiting | CPU | paper, same setting | ours ÷ paper |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var warnings []string
 	row := func(r *SelectReport, run *SampleRun, p *Projection) {
 		paper, ratio := "—", "—"
@@ -102,15 +104,18 @@ func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 		proj := "**" + hours(p.Hours) + "**"
 		if p.TooSmall != "" {
 			proj = hours(p.Hours) + " ⚠ sample too small"
-			warnings = append(warnings, fmt.Sprintf("⚠ `%s` (%s): %s.", r.Workload.Name, modeString(run, p), p.TooSmall))
+			warnings = append(warnings, fmt.Sprintf("⚠ `%s` (%s, %s): %s.", r.Workload.Name, modeString(run, p), DealerPlacement(run.DealerLinks), p.TooSmall))
 		}
-		fmt.Fprintf(bw, "| `%s` | %d | %s | %d, %.0f s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), run.Samples, run.Seconds,
-			proj, hours(p.BoundsHours[0]), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), p.Limiting, paper, ratio)
+		fmt.Fprintf(bw, "| `%s` | %d | %s | %s | %d, %.0f s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), DealerPlacement(run.DealerLinks),
+			run.Samples, run.Seconds, proj, bandwidthBound(p), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), limiting(p), runCPU(run, r), paper, ratio)
 	}
 	for _, r := range reps {
 		row(r, r.Sample, r.Projection)
 		if r.Off != nil && r.OffProjection != nil {
 			row(r, r.Off, r.OffProjection)
+		}
+		for _, d := range r.Deployments {
+			row(r, d.Sample, d.Projection)
 		}
 	}
 	if len(warnings) > 0 {
@@ -124,6 +129,64 @@ func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 	}
 	if len(gains) > 0 {
 		fmt.Fprintf(bw, "\nPipeline on against off (same machine, same link; the off row's compute bound is the shared run without a link): %s\n", strings.Join(gains, " "))
+	}
+	return bw.Flush()
+}
+
+// bandwidthBound renders a projection's bandwidth bound and the link that
+// sets it.
+func bandwidthBound(p *Projection) string {
+	if p.LimitingLink == "" {
+		return hours(p.BoundsHours[0])
+	}
+	return fmt.Sprintf("%s (%s)", hours(p.BoundsHours[0]), p.LimitingLink)
+}
+
+// limiting names a projection's limiting bound, with its link when it is
+// the bandwidth bound.
+func limiting(p *Projection) string {
+	if p.Limiting == BoundBandwidth && p.LimitingLink != "" {
+		return fmt.Sprintf("%s (%s)", p.Limiting, p.LimitingLink)
+	}
+	return p.Limiting
+}
+
+// runCPU names the CPU of a run: its own record, else that of the report's
+// compute run, else "not recorded" (runs from before the CPU was kept).
+func runCPU(run *SampleRun, r *SelectReport) string {
+	for _, x := range []*SampleRun{run, r.ComputeRun(), r.Sample} {
+		if x != nil && x.CPU != "" {
+			return x.CPU
+		}
+	}
+	return "not recorded"
+}
+
+// WriteLinkBounds writes a projection's bound per link as a markdown
+// table: each direction's bytes, the bandwidth, the bound.
+func WriteLinkBounds(w io.Writer, p *Projection) error {
+	if len(p.Bounds.Links) == 0 {
+		return nil
+	}
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "| link | profile | one way | other way | bandwidth | bound |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|")
+	for _, l := range p.Bounds.Links {
+		ways := [2]string{"P0→P1", "P1→P0"}
+		if l.Link != LinkParties {
+			party := strings.TrimPrefix(l.Link, "dealer↔")
+			ways = [2]string{"dealer→" + party, party + "→dealer"}
+		}
+		bwText := "unlimited"
+		if l.BandwidthBytesPS > 0 {
+			bwText = FormatBytes(float64(l.BandwidthBytesPS)) + "/s"
+		}
+		mark := ""
+		if l.Link == p.LimitingLink {
+			mark = " (largest)"
+		}
+		fmt.Fprintf(bw, "| %s | %s | %s %s | %s %s | %s | %s%s |\n", l.Link, l.Profile, ways[0], FormatBytes(float64(l.Bytes[0])), ways[1], FormatBytes(float64(l.Bytes[1])),
+			bwText, hours(l.Seconds/3600), mark)
 	}
 	return bw.Flush()
 }
@@ -169,7 +232,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 		fmt.Fprintf(bw, ", prefetch budget %s per party", FormatBytes(float64(b)))
 	}
 	fmt.Fprint(bw, ". ")
-	fmt.Fprintf(bw, "Link: %s.\n\n", r.LinkString())
+	fmt.Fprintf(bw, "Link: %s; %s. CPU: %s.\n\n", r.LinkString(), DealerPlacement(r.Sample.DealerLinks), runCPU(r.Sample, r))
 	fmt.Fprintf(bw, "Sample run (%d synthetic candidates, random weights; the whole pipeline with checkpoints; %.1f s over the link", r.Sample.Samples, r.MeasuredSeconds)
 	if r.Compute != nil {
 		fmt.Fprintf(bw, ", %.1f s without", r.Compute.Seconds)
@@ -237,8 +300,17 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 			ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds, ph.Seconds/3600, ph.ComputeSeconds/3600)
 	}
 	fmt.Fprintln(bw)
-	fmt.Fprintf(bw, "**Projected delay %s** over %s; bounds: bandwidth %s (busiest direction %s), latency %s (%d rounds), compute %s: **%s-bound**.",
-		hours(p.Hours), p.Link, hours(p.BoundsHours[0]), FormatBytes(float64(max(p.BytesP0, p.BytesP1))), hours(p.BoundsHours[1]), p.Rounds, hours(p.BoundsHours[2]), p.Limiting)
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := WriteLinkBounds(w, p); err != nil {
+		return err
+	}
+	if len(p.Bounds.Links) > 0 {
+		fmt.Fprintln(bw)
+	}
+	fmt.Fprintf(bw, "**Projected delay %s** over %s (%s); bounds: bandwidth %s (the busiest direction of the %s link), latency %s (%d rounds), compute %s (CPU: %s): **%s-bound**.",
+		hours(p.Hours), p.Link, DealerPlacement(p.DealerLinks), hours(p.BoundsHours[0]), linkOr(p.LimitingLink, LinkParties), hours(p.BoundsHours[1]), p.Rounds, hours(p.BoundsHours[2]), runCPU(r.ComputeRun(), r), limiting(p))
 	if p.TooSmall != "" {
 		fmt.Fprintf(bw, " ⚠ Not a steady-rate projection: %s.", p.TooSmall)
 	}
@@ -253,5 +325,25 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	}
 	fmt.Fprintln(bw)
 	fmt.Fprintln(bw)
+	for _, d := range r.Deployments {
+		dp := d.Projection
+		fmt.Fprintf(bw, "With the %s instead (the same sample over the link: %.1f s on %s): projected **%s**, %s-bound; bounds: bandwidth %s, latency %s, compute %s (shared).\n\n",
+			d.Placement, d.Sample.Seconds, runCPU(d.Sample, r), hours(dp.Hours), limiting(dp), bandwidthBound(dp), hours(dp.BoundsHours[1]), hours(dp.BoundsHours[2]))
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		if err := WriteLinkBounds(w, dp); err != nil {
+			return err
+		}
+		fmt.Fprintln(bw)
+	}
 	return bw.Flush()
+}
+
+// linkOr returns link, or def when it is empty.
+func linkOr(link, def string) string {
+	if link == "" {
+		return def
+	}
+	return link
 }

@@ -35,6 +35,15 @@ type SelectConfig struct {
 	// Link, if set, emulates the link between the parties (in-process runs;
 	// processes use a relay).
 	Link *transport.Profile
+	// DealerLinks, where set, put the dealer on a host of its own behind
+	// a link to party 0 and one to party 1 (nil: no link, the dealer in
+	// process with its words handed over by function calls). In-process
+	// runs serve the correlated randomness from a networked dealer over
+	// link-emulated pipes (twoparty.Config.DealerLinks); separate
+	// processes reach the dealer through a relay per party. The sample run
+	// without a link (the compute bound) has none. They need Link and the
+	// provider "dealer".
+	DealerLinks [2]*transport.Profile
 	// StateDir holds the checkpoints; "" makes a temporary directory that
 	// is removed afterwards. It must hold no checkpoint of these parties: a
 	// sample run starts fresh (Select uses the subdirectories compute and
@@ -109,7 +118,8 @@ func (c SelectConfig) checkPipeline() error {
 	return fmt.Errorf("bench: select: pipeline %q: want one of %v", c.Pipeline, PipelineNames)
 }
 
-// Check checks the configuration's workload, provider and pipeline mode.
+// Check checks the configuration's workload, provider, pipeline mode and
+// dealer links.
 func (c SelectConfig) Check() error {
 	if err := c.Workload.Validate(); err != nil {
 		return err
@@ -117,7 +127,23 @@ func (c SelectConfig) Check() error {
 	if err := c.checkProvider(); err != nil {
 		return err
 	}
+	if c.DealerLinks != [2]*transport.Profile{} {
+		switch {
+		case DealerFree(c.Provider):
+			return fmt.Errorf("bench: select: the provider %q has no dealer to put behind a link", c.Provider)
+		case c.Link == nil:
+			return fmt.Errorf("bench: select: dealer links need a link between the parties")
+		}
+	}
 	return c.checkPipeline()
+}
+
+// dealerSpecs describes c's dealer links (zero when there are none).
+func (c SelectConfig) dealerSpecs() [2]LinkSpec {
+	if c.DealerLinks == [2]*transport.Profile{} {
+		return [2]LinkSpec{}
+	}
+	return [2]LinkSpec{SpecOf(c.DealerLinks[0]), SpecOf(c.DealerLinks[1])}
 }
 
 // ProviderNames are the values of SelectConfig.Provider.
@@ -295,6 +321,9 @@ func criticalRounds(lanes map[*protocol.Session]int64, mode selection.PipelineMo
 	return out
 }
 
+// dealerTotal is a span's dealer traffic both ways.
+func dealerTotal(d beaver.DealerStats) int64 { return d.BytesRecv + d.BytesSent }
+
 func subDealer(a, b beaver.DealerStats) beaver.DealerStats {
 	return beaver.DealerStats{BytesRecv: a.BytesRecv - b.BytesRecv, BytesSent: a.BytesSent - b.BytesSent, Items: a.Items - b.Items}
 }
@@ -464,8 +493,13 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 type SampleRun struct {
 	Workload string `json:"workload"`
 	// Link names the emulated link ("none" without one).
-	Link    string `json:"link"`
-	Samples int    `json:"samples"`
+	Link string `json:"link"`
+	// DealerLinks are the dealer's links to party 0 and party 1
+	// (SelectConfig.DealerLinks; zero: the dealer in process, no link).
+	DealerLinks [2]LinkSpec `json:"dealer_links,omitzero"`
+	Samples     int         `json:"samples"`
+	// CPU names the processor the run ran on (Machine.CPU).
+	CPU string `json:"cpu,omitempty"`
 	// Processes reports whether the dealer and the parties ran as separate
 	// OS processes over TLS (else in one process over an in-memory pipe).
 	Processes bool `json:"processes"`
@@ -515,8 +549,24 @@ type Part struct {
 	BytesP0 int64 `json:"bytes_p0"`
 	BytesP1 int64 `json:"bytes_p1"`
 	// DealerBytes is the dealer traffic of both parties.
-	DealerBytes int64   `json:"dealer_bytes"`
-	Seconds     float64 `json:"seconds"`
+	DealerBytes int64 `json:"dealer_bytes"`
+	// DealerDown[p] is what party p received from the dealer and
+	// DealerUp[p] what it sent it (the directions of the dealer's links;
+	// DealerBytes is their sum). Zero in runs recorded before they were
+	// counted apart: then all of DealerBytes counts as dealer → party 1,
+	// which receives the dealer words of every built-in kind. A phase's
+	// QuickSelect part (Select) counts each party's remainder as received.
+	DealerDown [2]int64 `json:"dealer_down,omitzero"`
+	DealerUp   [2]int64 `json:"dealer_up,omitzero"`
+	Seconds    float64  `json:"seconds"`
+}
+
+// dealerDirections returns the part's dealer bytes each way per party.
+func (p Part) dealerDirections() (down, up [2]int64) {
+	if p.DealerDown == [2]int64{} && p.DealerUp == [2]int64{} {
+		return [2]int64{0, p.DealerBytes}, [2]int64{}
+	}
+	return p.DealerDown, p.DealerUp
 }
 
 // PhaseRun is one phase of a sample run.
@@ -579,7 +629,8 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		return nil, fmt.Errorf("bench: select: incomplete party records")
 	}
 	r := &SampleRun{Workload: w.Name, Link: "none", Samples: cfg.samples(), Provider: cfg.Provider, Seconds: max(p0.Seconds, p1.Seconds), Cores: runtime.NumCPU(),
-		Pipeline: string(cfg.pipeline()), Workers: w.Workers, BatchSize: w.BatchSize, MemoryBudget: cfg.memoryBudget()}
+		Pipeline: string(cfg.pipeline()), Workers: w.Workers, BatchSize: w.BatchSize, MemoryBudget: cfg.memoryBudget(),
+		DealerLinks: cfg.dealerSpecs(), CPU: CurrentMachine().CPU}
 	if cfg.Link != nil {
 		r.Link = cfg.Link.Name
 	}
@@ -605,7 +656,8 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		}
 		part := func(x, y Span) Part {
 			return Part{Rounds: max(x.Stream.Rounds, y.Stream.Rounds), BytesP0: x.Stream.BytesSent, BytesP1: y.Stream.BytesSent,
-				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds)}
+				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds),
+				DealerDown: [2]int64{x.Dealer.BytesRecv, y.Dealer.BytesRecv}, DealerUp: [2]int64{x.Dealer.BytesSent, y.Dealer.BytesSent}}
 		}
 		ph.Prepare, ph.Forward = part(a.Prepare, b.Prepare), part(a.Forward, b.Forward)
 		ph.Steady = a.Steady
@@ -618,6 +670,9 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 			BytesP1:     max(0, ph.BytesP1-ph.Prepare.BytesP1-ph.Forward.BytesP1),
 			DealerBytes: max(0, ph.DealerBytes-ph.Prepare.DealerBytes-ph.Forward.DealerBytes),
 			Seconds:     max(0, rest(a), rest(b))}
+		for p, pp := range []PartyPhase{a, b} {
+			ph.Select.DealerDown[p] = max(0, pp.Stats.DealerBytes-dealerTotal(pp.Prepare.Dealer)-dealerTotal(pp.Forward.Dealer))
+		}
 		r.Phases = append(r.Phases, ph)
 	}
 	return r, nil
@@ -642,7 +697,7 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	pc.StateDir = dir // both parties' files are per party (state-p<p>.json)
 	load, cpu0 := LoadAverage(), processCPU()
 	sampler := StartHeapSampler(0)
-	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}},
+	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}, DealerLinks: cfg.DealerLinks},
 		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
 			prov, err := pc.provider(p)
 			if err != nil {

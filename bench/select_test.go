@@ -337,10 +337,10 @@ func TestBoundsLimiting(t *testing.T) {
 		b    Bounds
 		want string
 	}{
-		{Bounds{1, 2, 3}, BoundCompute},
-		{Bounds{3, 2, 1}, BoundBandwidth},
-		{Bounds{1, 3, 2}, BoundLatency},
-		{Bounds{0, 0, 0}, BoundCompute},
+		{Bounds{BandwidthSeconds: 1, LatencySeconds: 2, ComputeSeconds: 3}, BoundCompute},
+		{Bounds{BandwidthSeconds: 3, LatencySeconds: 2, ComputeSeconds: 1}, BoundBandwidth},
+		{Bounds{BandwidthSeconds: 1, LatencySeconds: 3, ComputeSeconds: 2}, BoundLatency},
+		{Bounds{BandwidthSeconds: 0, LatencySeconds: 0, ComputeSeconds: 0}, BoundCompute},
 	} {
 		if got := tc.b.Limiting(); got != tc.want {
 			t.Errorf("%+v: %s, want %s", tc.b, got, tc.want)
@@ -377,9 +377,12 @@ func tinyReport(t *testing.T) *SelectReport {
 			return
 		}
 		link := transport.Profile{Name: "test", Bandwidth: 100_000_000, Latency: 2 * time.Millisecond}
-		cfg := SelectConfig{Workload: TinyWorkload, Link: &link, Seed: 1, StateDir: tinyDir}
+		cfg := SelectConfig{Workload: TinyWorkload, Link: &link, DealerLinks: [2]*transport.Profile{&link, &link}, Seed: 1, StateDir: tinyDir}
 		if tinyRep, tinyErr = Select(context.Background(), cfg); tinyErr == nil {
 			tinyErr = tinyRep.RunOff(context.Background(), cfg)
+		}
+		if tinyErr == nil {
+			tinyErr = tinyRep.RunDeployment(context.Background(), cfg, DealerBesideP1(&link))
 		}
 	})
 	if tinyErr != nil {
@@ -401,6 +404,63 @@ func TestMain(m *testing.M) {
 // phases have the schedule's sizes, a batch costs what a lone Forward of the
 // same network costs in rounds, the checkpoints were written, and the
 // projection is consistent.
+// TestSelectDealerLinks checks the tiny report's dealer placements: the
+// sample over the link ran with the dealer behind the link (its dealer
+// words and requests crossed it: party 1 received about the words the
+// in-process dealer of the run without a link counted, and sent requests;
+// party 0 nothing), the deployment beside the data owner recorded its
+// links, and each projection bounds all three links, the dealer↔P1 link
+// carrying the dealer bytes.
+func TestSelectDealerLinks(t *testing.T) {
+	rep := tinyReport(t)
+	if len(rep.Deployments) != 1 {
+		t.Fatalf("%d deployments", len(rep.Deployments))
+	}
+	d := rep.Deployments[0]
+	if d.Sample.DealerLinks[1].Name != "lan" || d.Sample.DealerLinks[0].Name != "test" || d.Placement != "dealer on test to P0, lan to P1" {
+		t.Errorf("deployment %q with links %+v", d.Placement, d.Sample.DealerLinks)
+	}
+	if rep.Compute.DealerLinks != ([2]LinkSpec{}) {
+		t.Errorf("the run without a link has dealer links %+v", rep.Compute.DealerLinks)
+	}
+	for _, run := range []*SampleRun{rep.Sample, d.Sample} {
+		for i, ph := range run.Phases {
+			var down, up [2]int64
+			for _, part := range []Part{ph.Prepare, ph.Forward, ph.Select} {
+				for p := range 2 {
+					down[p] += part.DealerDown[p]
+					up[p] += part.DealerUp[p]
+				}
+			}
+			c := rep.Compute.Phases[i]
+			// (QuickSelect's comparisons, hence its dealer words, vary
+			// from run to run: within 10%.)
+			if down[1]+up[1] != ph.DealerBytes || math.Abs(float64(down[1]-c.DealerBytes)) > 0.1*float64(c.DealerBytes) || ph.Forward.DealerUp[1] <= 0 || down[0] != 0 || up[0] != 0 {
+				t.Errorf("phase %d: dealer traffic down %v up %v over the links (%d in all); %d dealer bytes without a link", i+1, down, up, ph.DealerBytes, c.DealerBytes)
+			}
+		}
+	}
+	for _, p := range []*Projection{rep.Projection, d.Projection} {
+		if len(p.Bounds.Links) != 3 || p.Bounds.Links[0].Link != LinkParties || p.Bounds.Links[2].Link != LinkDealerP1 || p.Bounds.Links[2].Bytes[0] < p.DealerBytes/2 {
+			t.Errorf("links %+v (dealer bytes %d)", p.Bounds.Links, p.DealerBytes)
+		}
+		if p.LimitingLink == "" || p.Bounds.BandwidthSeconds <= 0 {
+			t.Errorf("limiting link %q, bandwidth bound %g", p.LimitingLink, p.Bounds.BandwidthSeconds)
+		}
+	}
+	if d.Projection.Bounds.Links[2].Seconds >= rep.Projection.Bounds.Links[2].Seconds {
+		t.Errorf("the dealer↔P1 bound on a LAN (%g s) is not below the one on the link (%g s)", d.Projection.Bounds.Links[2].Seconds, rep.Projection.Bounds.Links[2].Seconds)
+	}
+	for _, bad := range []SelectConfig{
+		{Workload: TinyWorkload, DealerLinks: [2]*transport.Profile{&transport.LAN, nil}},
+		{Workload: TinyWorkload, Link: &transport.LAN, Provider: "ot", DealerLinks: [2]*transport.Profile{nil, &transport.LAN}},
+	} {
+		if err := bad.Check(); err == nil {
+			t.Errorf("dealer links %v with link %v and provider %q accepted", bad.DealerLinks, bad.Link, bad.Provider)
+		}
+	}
+}
+
 func TestSelectTiny(t *testing.T) {
 	start := time.Now()
 	rep := tinyReport(t)
@@ -550,7 +610,9 @@ func TestWritePlotsAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 1 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000", "| on (4 lanes) |",
-		"| off (1 batch at a time) |", "projected speed-up", "pipelined projected ÷ max(bandwidth, compute bound) =", "⌈batches ÷ 4⌉", "Baseline, the same sample"} {
+		"| off (1 batch at a time) |", "projected speed-up", "pipelined projected ÷ max(bandwidth, compute bound) =", "⌈batches ÷ 4⌉", "Baseline, the same sample",
+		"| dealer on test to both parties |", "| dealer on test to P0, lan to P1 |", "| dealer↔P1 | test |", "| dealer↔P1 | lan |", "With the dealer on test to P0, lan to P1 instead",
+		"| " + rep.Sample.CPU + " |", "CPU: " + rep.Sample.CPU} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
@@ -796,6 +858,95 @@ func TestProjectTooSmall(t *testing.T) {
 			}
 			if tc.want != "" && !strings.Contains(p.TooSmall, "rerun with --samples ") {
 				t.Fatalf("TooSmall %q does not say what to do", p.TooSmall)
+			}
+		})
+	}
+}
+
+// TestProjectLinkBounds checks the bound of each link, numbers by hand: the
+// tiny workload's pool of 1000 runs 950 + 450 = 1400 candidates through the
+// forward; the fake run sends, per candidate, 1000 B from P0 and 3000 B
+// from P1 (plus 100 B of weight sharing per phase from P0 and QuickSelect's 40 B per
+// candidate each way), and the dealer traffic per candidate is set per
+// case. A link's bound is its busiest direction ÷ its bandwidth; the
+// largest names the limiting link.
+func TestProjectLinkBounds(t *testing.T) {
+	w := TinyWorkload
+	const tkDealer = 7 // QuickSelect's dealer bytes per candidate, counted to P1
+	topk := func(n, k int) (TopKCost, error) {
+		return TopKCost{N: n, K: k, Rounds: 70, BytesP0: int64(40 * n), BytesP1: int64(40 * n), DealerBytes: int64(tkDealer * n)}, nil
+	}
+	thin := &transport.Profile{Name: "thin", Bandwidth: 10_000, Latency: time.Millisecond}
+	lan := &transport.Profile{Name: "lan", Bandwidth: 1e9, Latency: 100 * time.Microsecond}
+	const c = 1400
+	parties := [2]int64{2*100 + 1000*c + 40*c, 3000*c + 40*c}
+	tests := []struct {
+		name    string
+		dealer  [2]*transport.Profile
+		down    [2]int64 // per candidate (zero: the legacy DealerBytes only)
+		up      [2]int64
+		bytes   int64 // DealerBytes per candidate
+		links   map[string][2]int64
+		limit   string
+		seconds float64 // the bandwidth bound
+	}{
+		{"dealer in process", [2]*transport.Profile{}, [2]int64{}, [2]int64{}, 500,
+			map[string][2]int64{LinkParties: parties}, LinkParties, float64(parties[1]) / 1e4},
+		{"dealer on the parties' link, fewer bytes than P1 sends", [2]*transport.Profile{thin, thin}, [2]int64{0, 480}, [2]int64{0, 20}, 500,
+			map[string][2]int64{LinkParties: parties, LinkDealerP0: {0, 0}, LinkDealerP1: {480*c + tkDealer*c, 20 * c}}, LinkParties, float64(parties[1]) / 1e4},
+		{"dealer on the parties' link, more bytes", [2]*transport.Profile{thin, thin}, [2]int64{10, 4900}, [2]int64{1, 90}, 5001,
+			map[string][2]int64{LinkParties: parties, LinkDealerP0: {10 * c, 1 * c}, LinkDealerP1: {4900*c + tkDealer*c, 90 * c}}, LinkDealerP1, float64(4900*c+tkDealer*c) / 1e4},
+		{"dealer beside P1 on a LAN", [2]*transport.Profile{thin, lan}, [2]int64{10, 4900}, [2]int64{1, 90}, 5001,
+			map[string][2]int64{LinkParties: parties, LinkDealerP0: {10 * c, 1 * c}, LinkDealerP1: {4900*c + tkDealer*c, 90 * c}}, LinkParties, float64(parties[1]) / 1e4},
+		{"dealer beside P0 on a LAN", [2]*transport.Profile{lan, thin}, [2]int64{10, 4900}, [2]int64{1, 90}, 5001,
+			map[string][2]int64{LinkParties: parties, LinkDealerP0: {10 * c, 1 * c}, LinkDealerP1: {4900*c + tkDealer*c, 90 * c}}, LinkDealerP1, float64(4900*c+tkDealer*c) / 1e4},
+		{"run recorded without directions: all to P1", [2]*transport.Profile{thin, thin}, [2]int64{}, [2]int64{}, 5000,
+			map[string][2]int64{LinkParties: parties, LinkDealerP0: {0, 0}, LinkDealerP1: {5000*c + tkDealer*c, 0}}, LinkDealerP1, float64(5000*c+tkDealer*c) / 1e4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := [2]*SampleRun{fakeRun(w, 0.1), fakeRun(w, 0.2)}
+			for _, r := range runs {
+				if tc.dealer != [2]*transport.Profile{} {
+					r.DealerLinks = [2]LinkSpec{SpecOf(tc.dealer[0]), SpecOf(tc.dealer[1])}
+				}
+				for i := range r.Phases {
+					f := &r.Phases[i].Forward
+					n := int64(r.Phases[i].Candidates)
+					f.DealerBytes = tc.bytes * n
+					for p := range 2 {
+						f.DealerDown[p], f.DealerUp[p] = tc.down[p]*n, tc.up[p]*n
+					}
+				}
+			}
+			p, err := Project(w, 0, thin, runs[1], runs[0], topk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Bounds.Links) != len(tc.links) {
+				t.Fatalf("links %+v, want %v", p.Bounds.Links, tc.links)
+			}
+			for _, l := range p.Bounds.Links {
+				want, ok := tc.links[l.Link]
+				if !ok || l.Bytes != want {
+					t.Errorf("%s: bytes %v, want %v", l.Link, l.Bytes, want)
+				}
+				prof := thin
+				switch l.Link {
+				case LinkDealerP0:
+					prof = tc.dealer[0]
+				case LinkDealerP1:
+					prof = tc.dealer[1]
+				}
+				if wantS := float64(max(l.Bytes[0], l.Bytes[1])) / float64(prof.Bandwidth); math.Abs(l.Seconds-wantS) > 1e-9 || l.Profile != prof.Name {
+					t.Errorf("%s: %g s over %s, want %g s over %s", l.Link, l.Seconds, l.Profile, wantS, prof.Name)
+				}
+			}
+			if p.LimitingLink != tc.limit || math.Abs(p.Bounds.BandwidthSeconds-tc.seconds) > 1e-9 || p.Limiting != BoundBandwidth {
+				t.Errorf("limiting %s link %s, bandwidth bound %g s; want bandwidth, %s, %g s", p.Limiting, p.LimitingLink, p.Bounds.BandwidthSeconds, tc.limit, tc.seconds)
+			}
+			if m := BoundModelSeconds(p, *thin); m < p.Bounds.BandwidthSeconds-1e-9 {
+				t.Errorf("bound model %g s below the bandwidth bound %g s", m, p.Bounds.BandwidthSeconds)
 			}
 		})
 	}

@@ -42,6 +42,69 @@ type SelectReport struct {
 	// without a link). Set by RunOff or SetOff.
 	Off           *SampleRun  `json:"off,omitempty"`
 	OffProjection *Projection `json:"off_projection,omitempty"`
+	// Deployments are the same sample over the link with the dealer
+	// placed elsewhere than in Sample (Sample.DealerLinks), e.g. beside
+	// the data owner on a LAN, each with its projection: what the
+	// dealer's placement costs. Set by RunDeployment or AddDeployment.
+	Deployments []Deployment `json:"deployments,omitempty"`
+}
+
+// Deployment is a sample run over the report's link with the dealer
+// placed as its DealerLinks say, and its projection (the compute bound is
+// the report's shared run without a link).
+type Deployment struct {
+	// Placement describes where the dealer sat (DealerPlacement).
+	Placement  string      `json:"placement"`
+	Sample     *SampleRun  `json:"sample"`
+	Projection *Projection `json:"projection"`
+}
+
+// DealerBesideP1 returns the dealer links of a dealer on a LAN beside the
+// data owner (party 1, which receives every dealer word of the built-in
+// kinds), reaching the model owner over the parties' link.
+func DealerBesideP1(link *transport.Profile) [2]*transport.Profile {
+	lan, err := transport.ProfileByName("lan")
+	if err != nil {
+		panic(err) // a built-in profile
+	}
+	return [2]*transport.Profile{link, &lan}
+}
+
+// RunDeployment runs cfg's sample over its link with the dealer behind
+// links dealer (cfg.StateDir, if set, gets a subdirectory of its own) and
+// adds it to the report's deployments.
+func (r *SelectReport) RunDeployment(ctx context.Context, cfg SelectConfig, dealer [2]*transport.Profile) error {
+	if cfg.Link == nil {
+		return fmt.Errorf("bench: select: a dealer deployment needs a link")
+	}
+	cfg.DealerLinks = dealer
+	cfg.Logger = nil
+	if cfg.StateDir != "" {
+		cfg.StateDir = filepath.Join(cfg.StateDir, fmt.Sprintf("deployment%d", len(r.Deployments)+1))
+	}
+	run, err := RunSelect(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("bench: select: %s: %w", DealerPlacement(cfg.dealerSpecs()), err)
+	}
+	return r.AddDeployment(run)
+}
+
+// AddDeployment adds run (a sample run of the same workload over the same
+// link, e.g. the Sample of a `select --dealer-link ... --json` report) to
+// the report's deployments and projects it.
+func (r *SelectReport) AddDeployment(run *SampleRun) error {
+	switch {
+	case run == nil || len(run.Phases) != len(r.Workload.Phases) || run.Workload != r.Workload.Name:
+		return fmt.Errorf("bench: select: deployment run does not match workload %s", r.Workload.Name)
+	case run.Link != r.Link || r.Link == "none" || r.Link == "":
+		return fmt.Errorf("bench: select: deployment over link %q, report over %q", run.Link, r.Link)
+	}
+	p, err := r.projectFrom(run, r.Workload.Pool)
+	if err != nil {
+		return err
+	}
+	r.Deployments = append(r.Deployments, Deployment{Placement: DealerPlacement(run.DealerLinks), Sample: run, Projection: p})
+	return nil
 }
 
 // RunOff runs the report's baseline: cfg's sample run over its link with
@@ -159,7 +222,7 @@ func Select(ctx context.Context, cfg SelectConfig) (*SelectReport, error) {
 		log = slog.Default()
 	}
 	nolink := cfg
-	nolink.Link = nil
+	nolink.Link, nolink.DealerLinks = nil, [2]*transport.Profile{}
 	nolink.Logger = nil
 	if cfg.StateDir != "" {
 		nolink.StateDir = filepath.Join(cfg.StateDir, "compute")
@@ -325,6 +388,11 @@ func DecodeSelectReport(b []byte) (*SelectReport, error) {
 		return nil, fmt.Errorf("bench: select report of %s: processes' run of %d phases", r.Workload.Name, len(r.Processes.Phases))
 	case (r.Off != nil) != (r.OffProjection != nil) || r.Off != nil && (len(r.Off.Phases) != n || len(r.OffProjection.Phases) != n):
 		return nil, fmt.Errorf("bench: select report of %s: incomplete pipeline-off baseline", r.Workload.Name)
+	}
+	for _, d := range r.Deployments {
+		if d.Sample == nil || d.Projection == nil || len(d.Sample.Phases) != n || len(d.Projection.Phases) != n {
+			return nil, fmt.Errorf("bench: select report of %s: incomplete dealer deployment %q", r.Workload.Name, d.Placement)
+		}
 	}
 	if err := r.Workload.Validate(); err != nil {
 		return nil, fmt.Errorf("bench: select report: %w", err)

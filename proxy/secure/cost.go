@@ -30,6 +30,58 @@ func truncReLU(n int) step {
 	return step{c.Rounds, c.Bytes, 0}
 }
 
+// CostRow is one step of a cost table (BlockCostRows, HeadCostRows,
+// ForwardCostRows): the module it belongs to, what the step does, its
+// rounds and the bytes each party sends.
+type CostRow struct {
+	// Module names the module (e.g. "softmax MLP", "LayerNorm MLP");
+	// Step the step within it (e.g. "truncation + ReLU (sign circuit)").
+	Module string `json:"module"`
+	Step   string `json:"step"`
+	Rounds int64  `json:"rounds"`
+	// Bytes are the bytes party 0 and party 1 send.
+	Bytes [2]int64 `json:"bytes"`
+}
+
+// row names step s.
+func (s step) row(module, name string) CostRow {
+	return CostRow{Module: module, Step: name, Rounds: s.rounds, Bytes: [2]int64{s.both, s.both + s.p1}}
+}
+
+// SumCostRows returns the rows' total rounds and bytes.
+func SumCostRows(rows []CostRow) (rounds int64, bytes [2]int64) {
+	for _, r := range rows {
+		rounds += r.Rounds
+		bytes[0] += r.Bytes[0]
+		bytes[1] += r.Bytes[1]
+	}
+	return rounds, bytes
+}
+
+// Step names of the cost tables.
+const (
+	stepOpen      = "product with P0's weights (P1 opens its input)"
+	stepTrunc     = "truncation"
+	stepTruncReLU = "truncation + ReLU (sign circuit: comparison)"
+)
+
+// lnRows are a LayerNorm's steps over R rows of H (a block's or ViT's
+// final one), d the MLP width.
+func lnRows(R, H, d int) []CostRow {
+	const m, mlp = "LayerNorm", "LayerNorm MLP"
+	return []CostRow{
+		step{1, msg(R), 0}.row(m, "mean"),
+		step{1, msg(R * H), 0}.row(m, "(x−μ)², Σ"),
+		step{1, msg(R), 0}.row(m, "variance truncation"),
+		step{1, 0, msg(R)}.row(mlp, "·W1/H "+stepOpen),
+		truncReLU(R*d).row(mlp, stepTruncReLU),
+		step{1, 0, msg(R * d)}.row(mlp, "·(W2⊗γ) "+stepOpen),
+		step{1, msg(R * H), 0}.row(mlp, stepTrunc),
+		step{1, msg(2 * R * H), 0}.row(m, "(x−μ)·(r·γ)"),
+		step{1, msg(R * H), 0}.row(m, "output truncation"),
+	}
+}
+
 // BlockCost is the exact online cost of block layer (0-based) of a
 // SelectFormer proxy (every module an MLP, no FFN) for a batch: the rounds
 // (the same for both parties) and the bytes each party sends. The last block
@@ -85,18 +137,31 @@ func truncReLU(n int) step {
 // pvFoldMaxFracBits (16) fractional bits, the default; BlockCost counts that
 // case.
 func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]int64, err error) {
-	if err := a.Validate(); err != nil {
+	rows, err := BlockCostRows(a, batch, layer, opt)
+	if err != nil {
 		return 0, bytes, err
 	}
+	rounds, bytes = SumCostRows(rows)
+	return rounds, bytes, nil
+}
+
+// BlockCostRows is BlockCost step by step: the rows of its table in the
+// order the block runs them (the padded rows' zeroing first; ViT's
+// LayerNorm before the attention), each named by its module and step.
+// BlockCost is their sum.
+func BlockCostRows(a Arch, batch, layer int, opt Options) ([]CostRow, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
 	if a.Intermediate > 0 || a.Ablation != (proxy.Ablation{}) {
-		return 0, bytes, fmt.Errorf("secure: block cost: only for SelectFormer proxies with every module emulated")
+		return nil, fmt.Errorf("secure: block cost: only for SelectFormer proxies with every module emulated")
 	}
 	B, T, H, I, nh, d := batch, a.Seq, a.Hidden, a.inner(), a.Heads, a.MLPHidden
 	if layer < 0 || layer >= a.Layers {
-		return 0, bytes, fmt.Errorf("secure: block cost: layer %d of %d", layer, a.Layers)
+		return nil, fmt.Errorf("secure: block cost: layer %d of %d", layer, a.Layers)
 	}
 	if batch <= 0 {
-		return 0, bytes, fmt.Errorf("secure: block cost: batch size %d", batch)
+		return nil, fmt.Errorf("secure: block cost: batch size %d", batch)
 	}
 	Tq := T
 	if layer == a.Layers-1 && !opt.FullLastLayer {
@@ -110,29 +175,32 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 	// truncated); in the last block the keys and values of every row and the
 	// class token's query alone (two products in one message, one
 	// truncation).
-	qkvSent, qkvTrunc := msg(B*T*H), 3*B*T*I
+	qkvSent, qkvTrunc, qkvName := msg(B*T*H), 3*B*T*I, "x·[Wq|Wk|Wv] "+stepOpen
 	if Tq < T {
-		qkvSent, qkvTrunc = msg(B*T*H+B*Tq*H), 2*B*T*I+B*Tq*I
+		qkvSent, qkvTrunc, qkvName = msg(B*T*H+B*Tq*H), 2*B*T*I+B*Tq*I, "x·[Wk|Wv] and the class rows' x₀·Wq "+stepOpen
 	}
-	steps := []step{
-		{1, 0, qkvSent}, {1, msg(qkvTrunc), 0},
-		{1, msg(B*Tq*I + B*T*I), 0}, {1, msg(S * T), 0},
-		{1, 0, msg(S*T + B*T*I)}, truncReLU(S * d),
-		{1, msg(S*d + B*d*I), 0}, {1, msg(B * Tq * I), 0},
-		{1, 0, msg(B * Tq * I)}, {1, msg(Rq * H), 0},
-		{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
-		{1, 0, msg(R)}, truncReLU(R * d), {1, 0, msg(R * d)}, {1, msg(R * H), 0},
-		{1, msg(2 * R * H), 0}, {1, msg(R * H), 0},
+	const qkv, sc, sm, pv, out = "Q/K/V projections", "attention scores", "softmax MLP", "P·V", "output projection"
+	rows := []CostRow{
+		step{1, 0, qkvSent}.row(qkv, qkvName),
+		step{1, msg(qkvTrunc), 0}.row(qkv, stepTrunc),
+		step{1, msg(B*Tq*I + B*T*I), 0}.row(sc, "Q·Kᵀ (shared × shared, all heads)"),
+		step{1, msg(S * T), 0}.row(sc, stepTrunc),
+		step{1, 0, msg(S*T + B*T*I)}.row(sm, "x·W1, with Vᵀ·[W2ᵀ | b2ᵀ] "+stepOpen),
+		truncReLU(S*d).row(sm, stepTruncReLU),
+		step{1, msg(S*d + B*d*I), 0}.row(pv, "h·(W2·V) + b2·V (shared × shared)"),
+		step{1, msg(B * Tq * I), 0}.row(pv, "truncation (by 2f)"),
+		step{1, 0, msg(B * Tq * I)}.row(out, "·Wo "+stepOpen),
+		step{1, msg(Rq * H), 0}.row(out, stepTrunc),
 	}
-	if a.Family != model.ViT && !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {
-		steps = append(steps, step{1, msg(2 * B * T * H), 0})
+	if a.Family == model.ViT { // pre-LayerNorm: before the attention
+		return append(lnRows(R, H, d), rows...), nil
 	}
-	for _, s := range steps {
-		rounds += s.rounds
-		bytes[0] += s.both
-		bytes[1] += s.both + s.p1
+	rows = append(rows, lnRows(R, H, d)...)
+	if !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {
+		mask := step{1, msg(2 * B * T * H), 0}.row("input masking", "zero the padded input rows (private mask)")
+		rows = append([]CostRow{mask}, rows...)
 	}
-	return rounds, bytes, nil
+	return rows, nil
 }
 
 // HeadCost is the exact online cost of the head of a SelectFormer proxy
@@ -157,30 +225,83 @@ func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]in
 // That is 25 rounds for ViT and 18 for BERT and DistilBERT (the unfolded
 // classifier, a product and its truncation, took 2 more).
 func HeadCost(a Arch, batch int) (rounds int64, bytes [2]int64, err error) {
-	if err := a.Validate(); err != nil {
+	rows, err := HeadCostRows(a, batch)
+	if err != nil {
 		return 0, bytes, err
 	}
+	rounds, bytes = SumCostRows(rows)
+	return rounds, bytes, nil
+}
+
+// HeadCostRows is HeadCost step by step, in the order the head runs them;
+// HeadCost is their sum.
+func HeadCostRows(a Arch, batch int) ([]CostRow, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
 	if a.Intermediate > 0 || a.Ablation != (proxy.Ablation{}) || a.TanhPooler {
-		return 0, bytes, fmt.Errorf("secure: head cost: only for SelectFormer proxies with every module emulated")
+		return nil, fmt.Errorf("secure: head cost: only for SelectFormer proxies with every module emulated")
 	}
 	if batch <= 0 {
-		return 0, bytes, fmt.Errorf("secure: head cost: batch size %d", batch)
+		return nil, fmt.Errorf("secure: head cost: batch size %d", batch)
 	}
 	B, H, d, dEnt := batch, a.Hidden, a.MLPHidden, a.entropyHidden()
-	var steps []step
+	var rows []CostRow
 	if a.Family == model.ViT {
-		R := B
-		steps = []step{{1, msg(R), 0}, {1, msg(R * H), 0}, {1, msg(R), 0},
-			{1, 0, msg(R)}, truncReLU(R * d), {1, 0, msg(R * d)}, {1, msg(R * H), 0},
-			{1, msg(2 * R * H), 0}, {1, msg(R * H), 0}}
+		for _, r := range lnRows(B, H, d) {
+			r.Module = "final " + r.Module
+			rows = append(rows, r)
+		}
 	} else {
-		steps = []step{{1, 0, msg(B * H)}, truncReLU(B * H)}
+		rows = []CostRow{step{1, 0, msg(B * H)}.row("pooler", "x·Wp "+stepOpen), truncReLU(B*H).row("pooler", stepTruncReLU)}
 	}
-	steps = append(steps, step{1, 0, msg(B * H)}, truncReLU(B*dEnt), step{1, 0, msg(B * dEnt)}, step{1, msg(B), 0})
-	for _, s := range steps {
-		rounds += s.rounds
-		bytes[0] += s.both
-		bytes[1] += s.both + s.p1
+	const ent = "classifier + entropy MLP"
+	return append(rows,
+		step{1, 0, msg(B * H)}.row(ent, "z·W' (classifier folded in) "+stepOpen),
+		truncReLU(B*dEnt).row(ent, stepTruncReLU),
+		step{1, 0, msg(B * dEnt)}.row(ent, "·W2 "+stepOpen),
+		step{1, msg(B), 0}.row(ent, stepTrunc)), nil
+}
+
+// ForwardCostRows is the exact online cost of a whole Prepared.Forward of
+// a SelectFormer proxy (every module an MLP) for a batch, step by step in
+// the order the forward runs them: the private mask's two products (text
+// families without Options.PublicMask: the masked key/value biases m⊗b of
+// every layer, P1 msg(B·T), and the padded scores' fill term (1−m)·G of
+// every softmax MLP, P1 msg(B·T)), every block's rows (BlockCostRows, the
+// module prefixed with its layer when there are several), then the head's
+// (HeadCostRows). Sharing the data owner's input costs nothing online. It
+// errs where BlockCost and HeadCost do, and for private embeddings (their
+// one-hot product is not in the table).
+func ForwardCostRows(a Arch, batch int, opt Options) ([]CostRow, error) {
+	if opt.PrivateEmbeddings {
+		return nil, fmt.Errorf("secure: forward cost: private embeddings are not in the table")
 	}
-	return rounds, bytes, nil
+	var rows []CostRow
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if a.Family != model.ViT && !opt.PublicMask && batch > 0 {
+		B, T := batch, a.Seq
+		rows = append(rows,
+			step{1, 0, msg(B * T)}.row("private mask", "m⊗b: masked key/value biases, every layer "+stepOpen),
+			step{1, 0, msg(B * T)}.row("private mask", "(1−m)·G: padded scores' fill term, every softmax MLP "+stepOpen))
+	}
+	for l := range a.Layers {
+		br, err := BlockCostRows(a, batch, l, opt)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range br {
+			if a.Layers > 1 {
+				r.Module = fmt.Sprintf("layer %d: %s", l, r.Module)
+			}
+			rows = append(rows, r)
+		}
+	}
+	hr, err := HeadCostRows(a, batch)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, hr...), nil
 }

@@ -59,7 +59,10 @@
 //     (−∞, 0] and ReciprocalPositive on [1, 2].
 //
 // BlockCost and HeadCost document and compute the exact rounds and bytes of
-// a proxy block and of a proxy's head; the tests assert them. The package only computes: it runs on
+// a proxy block and of a proxy's head; the tests assert them. BlockCostRows,
+// HeadCostRows and ForwardCostRows give the same tables step by step, each
+// row named by its module (a whole forward's: the private mask, the blocks,
+// the head), whose sums are those totals. The package only computes: it runs on
 // sessions the caller opens (selection's drivers in deployments); package
 // bench runs both parties in one process and measures a forward of random
 // weights (RandomNet) of the paper's target shapes (`mpcbench forward`).

@@ -5,7 +5,7 @@ package main
 //	mpcbench forward [--json] --shape bert-base|distilbert|vit-small|vit-base
 //	    [--layers L] [--heads W] [--mlp-dim D] [--seq N] [--batch B] [--exact]
 //	    [--public-mask] [--private-embeddings] [--full-last-layer] [--link lan|paper-wan]
-//	    [--per-party [--timeout D]] [--by-kind] [--provider dealer|ot|he]
+//	    [--per-party [--timeout D]] [--by-kind | --by-module] [--provider dealer|ot|he]
 //
 // runs the secure proxy forward (package proxy/secure, measured by package bench) with random weights of
 // the shape between two in-process parties and prints the cost of one Forward
@@ -22,6 +22,14 @@ package main
 // forward twice in one session (the first run with the one-time uploads of
 // encrypted weights, the second the steady state of later candidates) and
 // print the provider's bytes each way and seconds, kind by kind.
+//
+// With --by-module it prints where the bytes go instead (a proxy only):
+// bench.ModuleCosts's table, per candidate, of every step of the forward
+// (secure.ForwardCostRows: rounds and bytes each party sends) with the
+// dealer bytes each party receives for it, then the sums per module, and
+// fails if the rows do not add up to the measured forward. The default
+// configuration of `mpcbench report`'s table is the sst2 phase-0 proxy:
+// --shape distilbert --layers 1 --mlp-dim 2 --batch 1.
 
 import (
 	"context"
@@ -49,6 +57,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
 	byKind := fs.Bool("by-kind", false, "also print the correlated randomness drawn per candidate, kind by kind (not with --per-party)")
 	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer), or made by the parties with no dealer (in process; runs the forward twice in one session and prints the provider's traffic and time per kind): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)")
+	byModule := fs.Bool("by-module", false, "print where the bytes go: per step and module of a proxy's forward, the bytes each party sends and the dealer bytes each receives per candidate (not with --per-party; --json prints bench.ModuleTable)")
 	bf := addBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -65,6 +74,12 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return fmt.Errorf("forward: --provider %s prints its own table: drop --per-party, --json and --by-kind", *provider)
 		}
 		return runForwardFree(ctx, cfg, *provider, stdout)
+	}
+	if *byModule {
+		if *perParty || *byKind || cfg.Exact {
+			return fmt.Errorf("forward: --by-module measures a proxy in one process: drop --per-party, --by-kind and --exact")
+		}
+		return runByModule(ctx, cfg, *asJSON, stdout)
 	}
 	if *perParty {
 		if *byKind {
@@ -85,6 +100,36 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		printKinds(stdout, res)
 	}
 	return nil
+}
+
+// runByModule prints cfg's module table (bench.ModuleCosts).
+func runByModule(ctx context.Context, cfg bench.ForwardConfig, asJSON bool, stdout io.Writer) error {
+	tab, err := bench.ModuleCosts(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	if asJSON {
+		if err := json.NewEncoder(stdout).Encode(tab); err != nil {
+			return err
+		}
+	} else if err := printModules(stdout, tab); err != nil {
+		return err
+	}
+	if err := tab.Check(); err != nil {
+		return fmt.Errorf("forward: %w", err)
+	}
+	return nil
+}
+
+// printModules prints a module table: the steps, then the sums per module.
+func printModules(w io.Writer, tab *bench.ModuleTable) error {
+	a := tab.Arch
+	fmt.Fprintf(w, "where the bytes go: %s ⟨%dL,%dH,d%d⟩, sequence %d, batch %d, per candidate (CPU %s)\n\n", tab.Config.Shape, a.Layers, a.Heads, a.MLPHidden, a.Seq, tab.Config.Batch, bench.CurrentMachine().CPU)
+	if err := bench.WriteModuleTable(w, tab); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	return bench.WriteModuleSummary(w, tab)
 }
 
 // printKinds prints res's correlations per candidate as a Markdown table.

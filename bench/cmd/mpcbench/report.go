@@ -3,7 +3,7 @@ package main
 // The report subcommand:
 //
 //	mpcbench report [--regenerate | --out FILE] [--plots DIR] [--workloads a,b] [--samples W=N,...]
-//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--forward-batch 16] [--note TEXT] [--tiny]
+//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--dealer-lan=true] [--forward-batch 16] [--note TEXT] [--tiny]
 //
 // writes a results file whose generated part (between the markers
 // reportBegin and reportEnd; the rest of an existing file is kept) comes
@@ -20,7 +20,13 @@ package main
 // runs pipelined and, with --off, also its over-link sample with the
 // pipeline off (the baseline row; read from the report's "off" or from
 // DIR/<workload>.off.json, a `select --pipeline=off --json` output, with
-// --from).
+// --from). The dealer sits on the parties' link (a third host on the same
+// network, `select`'s default); with --dealer-lan each workload also runs
+// its over-link sample with the dealer beside the data owner on a LAN
+// (bench.DealerBesideP1; read from DIR/<workload>.dealer-lan.json, a
+// `select --dealer-link <link>,lan --json` output, with --from), so the
+// report shows what the dealer's placement costs. Every figure names the
+// CPU it ran on.
 
 import (
 	"bytes"
@@ -69,6 +75,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	procs := fs.String("processes", "", "comma-separated workloads also run as separate processes and cross-checked")
 	from := fs.String("from", "", "read DIR/<workload>.json (`mpcbench select --json` output) instead of running a workload when present, and DIR/<workload>.off.json (`select --pipeline=off --json`) for the baseline")
 	off := fs.Bool("off", true, "also the baseline: each workload's sample over the link with the pipeline off (rows for both modes)")
+	dealerLAN := fs.Bool("dealer-lan", true, "also each workload's sample over the link with the dealer beside the data owner on a LAN (rows for both placements)")
 	fwdBatch := fs.Int("forward-batch", 16, "batch of the forward table")
 	note := fs.String("note", "", "a paragraph added under the machine (e.g. the load during the runs)")
 	tiny := fs.Bool("tiny", false, "tiny sizes (tests): the tiny workload, tiny ops and forward")
@@ -131,6 +138,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var sources []string
 	for _, w := range workloads {
 		cfg := bench.SelectConfig{Workload: w, Samples: nsamples[w.Name], Link: link, Seed: 1, Logger: log}
+		if link != nil {
+			cfg.DealerLinks = [2]*transport.Profile{link, link} // the dealer on the parties' network
+		}
 		rep, src, err := reportSelect(ctx, cfg, *from, withProcs[w.Name], stderr)
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", w.Name, err)
@@ -141,6 +151,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 				return fmt.Errorf("report: %s: %w", w.Name, err)
 			}
 			src += "; pipeline off: " + osrc
+		}
+		if *dealerLAN && link != nil {
+			dsrc, err := reportDealerLAN(ctx, rep, cfg, *from)
+			if err != nil {
+				return fmt.Errorf("report: %s: %w", w.Name, err)
+			}
+			src += "; dealer beside the data owner on a LAN: " + dsrc
 		}
 		reps = append(reps, rep)
 		sources = append(sources, src)
@@ -179,12 +196,24 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	log.Info("mpcbench report: where the bytes go")
+	modCfg := bench.SST2Phase0
+	if *tiny {
+		modCfg = bench.ForwardConfig{Shape: "tiny", Layers: 1, MLPHidden: 2, Seq: 8, Batch: 1, Seed: 1}
+	}
+	mods, err := bench.ModuleCosts(ctx, modCfg)
+	if err == nil {
+		err = mods.Check()
+	}
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
 	var g bytes.Buffer
 	rel, err := filepath.Rel(filepath.Dir(*out), *plots)
 	if err != nil {
 		rel = *plots
 	}
-	if err := writeReport(&g, machine, *note, time.Since(started), reps, sources, files, filepath.ToSlash(rel), opsRes, fwd); err != nil {
+	if err := writeReport(&g, machine, *note, time.Since(started), reps, sources, files, filepath.ToSlash(rel), opsRes, fwd, mods); err != nil {
 		return err
 	}
 	if err := replaceGenerated(*out, g.Bytes()); err != nil {
@@ -356,6 +385,49 @@ func reportOff(ctx context.Context, rep *bench.SelectReport, cfg bench.SelectCon
 	return fmt.Sprintf("the same sample over %s with the pipeline off (run by the report)", rep.Link), nil
 }
 
+// reportDealerLAN gives rep the deployment with the dealer beside the data
+// owner on a LAN: the one rep holds, DIR/<workload>.dealer-lan.json with
+// --from, or a run.
+func reportDealerLAN(ctx context.Context, rep *bench.SelectReport, cfg bench.SelectConfig, dir string) (string, error) {
+	want := bench.DealerBesideP1(cfg.Link)
+	spec := [2]bench.LinkSpec{bench.SpecOf(want[0]), bench.SpecOf(want[1])}
+	if rep.Sample.DealerLinks == spec {
+		return "none needed (the parties' link is a LAN: the report's own run)", nil
+	}
+	for _, d := range rep.Deployments {
+		if d.Sample.DealerLinks == spec {
+			return "the same command's run", nil
+		}
+	}
+	if dir != "" {
+		path := filepath.Join(dir, cfg.Workload.Name+".dealer-lan.json")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			dRep, err := bench.DecodeSelectReport(b)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			if dRep.Sample.DealerLinks != spec {
+				return "", fmt.Errorf("%s: dealer %s, want %s", path, bench.DealerPlacement(dRep.Sample.DealerLinks), bench.DealerPlacement(spec))
+			}
+			if err := rep.AddDeployment(dRep.Sample); err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			return fmt.Sprintf("`mpcbench select --workload %s --samples %d --link %s --dealer-link %s,lan --json`", dRep.Workload.Name, dRep.Sample.Samples, dRep.Link, dRep.Link), nil
+		case !errors.Is(err, os.ErrNotExist):
+			return "", err
+		}
+	}
+	if cfg.Samples == 0 {
+		cfg.Samples = rep.Sample.Samples
+	}
+	if err := rep.RunDeployment(ctx, cfg, want); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the same sample over %s with `--dealer-link %s,lan` (run by the report)", rep.Link, rep.Link), nil
+}
+
 func procFlag(b bool) string {
 	if b {
 		return " --processes"
@@ -402,7 +474,7 @@ func reportForward(ctx context.Context, batch int, tiny bool) ([]fwdRow, error) 
 
 // writeReport writes the generated part of RESULTS.md.
 func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, reps []*bench.SelectReport, sources, plots []string, plotDir string,
-	opsRes []Result, fwd []fwdRow) error {
+	opsRes []Result, fwd []fwdRow, mods *bench.ModuleTable) error {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("%s\n\n", reportBegin)
 	p("## Machine of the generated sections\n\n")
@@ -412,7 +484,7 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		p("%s\n\n", note)
 	}
 	p("## Selection end to end (`mpcbench select`)\n\n")
-	p("Each workload ran the real pipeline (selection.ModelOwner and selection.DataOwner with checkpoints on, the in-process dealer, " +
+	p("Each workload ran the real pipeline (selection.ModelOwner and selection.DataOwner with checkpoints on, the dealer: in process in the run without a link, behind links of its own in the run over one, see below; " +
 		"the secure forward of each phase's network with random weights of its shape, the secure entropy, QuickSelect) on a sample of " +
 		"synthetic candidates, once over the emulated link and once without a link, and was projected to the full pool: per phase, the " +
 		"forward's bytes and dealer bytes per candidate × the phase's candidates, its seconds the sample's plus its steady rate × the other candidates " +
@@ -422,9 +494,11 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		"plus the weight sharing once, plus QuickSelect **measured at the phase's full size** (selection.TopK on that many shared values; " +
 		"its expected comparison count, Knuth's 2((n+1)H_n − (n+3−k)H_{n+1−k} − (k+2)H_k + n + 3), between 2n and 3.4n, is shown beside the measured one: " +
 		"QuickSelect's cost is linear in n in expectation with a large variance, and below 1%% of every workload's delay). " +
-		"Bounds: bandwidth = busiest direction's bytes ÷ bandwidth; latency = rounds on the critical path × one-way latency " +
+		"The dealer is a third host: by default on the parties' network (its link to each party the same profile as theirs: the words it sends the data owner cross it, emulated in the sample run by a networked dealer behind link-emulated pipes); " +
+		"the rows \"dealer on lan to P1\" place it beside the data owner on a LAN instead (its link to the model owner, which draws no dealer words of the built-in kinds, stays the parties' profile). " +
+		"Bounds: bandwidth = for each link (P0↔P1, dealer↔P0, dealer↔P1) its busiest direction's bytes ÷ its bandwidth, the largest named; latency = rounds on the critical path × one-way latency " +
 		"(a round is one exchange in which both parties send at once, so it costs one one-way delay, half the round-trip time); " +
-		"compute = the run without a link. Sources:\n\n")
+		"compute = the run without a link, on the CPU named in each row. Sources:\n\n")
 	for i, r := range reps {
 		p("- `%s`: %s\n", r.Workload.Name, sources[i])
 	}
@@ -436,7 +510,14 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 	for _, r := range reps {
 		if len(r.Workload.Paper) > 0 {
 			d := r.Workload.Paper[0]
-			p("`%s`: %s projected against the paper's %s, %s-bound. ", r.Workload.Name, hoursText(r.Projection.Hours), hoursText(d.Hours), r.Projection.Limiting)
+			p("`%s`: %s projected (%s) against the paper's %s, %s-bound", r.Workload.Name, hoursText(r.Projection.Hours), bench.DealerPlacement(r.Sample.DealerLinks), hoursText(d.Hours), r.Projection.Limiting)
+			if l := r.Projection.LimitingLink; r.Projection.Limiting == bench.BoundBandwidth && l != "" {
+				p(" on the %s link", l)
+			}
+			for _, dep := range r.Deployments {
+				p("; %s with the %s", hoursText(dep.Projection.Hours), dep.Placement)
+			}
+			p(". ")
 		}
 	}
 	p("\n\n")
@@ -452,8 +533,8 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		}
 	}
 	p("## Online protocol costs (`mpcbench ops`)\n\n")
-	p("In-process parties over `transport.Pipe`, in-process dealer; bytes are what each party **sends**, payload + 10-byte frame headers; " +
-		"`online s` excludes the dealer's material, made ahead (`offline s`). CrypTen 0.4.0 figures are DESIGN.md's reference points.\n\n")
+	p("On %s. In-process parties over `transport.Pipe`, in-process dealer; bytes are what each party **sends**, payload + 10-byte frame headers; "+
+		"`online s` excludes the dealer's material, made ahead (`offline s`). CrypTen 0.4.0 figures are DESIGN.md's reference points.\n\n", m.CPU)
 	p("| op | shape | rounds | bytes_p0 | bytes_p1 | dealer bytes | online s | offline s | CrypTen |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range opsRes {
 		ref := crypTenRef[r.Op]
@@ -463,14 +544,33 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		p("| %s | %s | %d | %d | %d | %d | %.4f | %.4f | %s |\n", r.Op, r.Shape, r.Rounds, r.BytesP0, r.BytesP1, r.DealerBytes, r.Seconds, r.OfflineSeconds, ref)
 	}
 	p("\n## Secure proxy forward (`mpcbench forward`)\n\n")
-	p("`mpcbench forward --json --shape S --layers 1 [--mlp-dim D | --exact [--full-last-layer]] --batch B` (in-process parties and dealer, no link; " +
-		"the dealer's material is made on demand and included in the time). CrypTen 0.4.0: one BERT-base layer (seq 128, ReLU) 173 rounds, 310 MB sent per party, 6.8 s.\n\n")
+	p("`mpcbench forward --json --shape S --layers 1 [--mlp-dim D | --exact [--full-last-layer]] --batch B` on %s (in-process parties and dealer, no link; "+
+		"the dealer's material is made on demand and included in the time). CrypTen 0.4.0: one BERT-base layer (seq 128, ReLU) 173 rounds, 310 MB sent per party, 6.8 s.\n\n", m.CPU)
 	p("| config | batch | rounds (whole batch) | P0 sent / candidate | P1 sent / candidate | dealer / candidate | s / candidate | peak heap (whole run) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range fwd {
 		r := row.r
 		b := float64(r.Batch)
 		p("| %s | %d | %d | %s | %s | %s | %.3f | %s |\n", row.name, r.Batch, r.Rounds, bench.FormatBytes(float64(r.BytesP0)/b), bench.FormatBytes(float64(r.BytesP1)/b),
 			bench.FormatBytes(float64(r.DealerBytes)/b), r.Seconds/b, bench.FormatBytes(float64(r.PeakBytes)))
+	}
+	if mods != nil {
+		a := mods.Arch
+		p("\n## Where the bytes go (`mpcbench forward --by-module`)\n\n")
+		p("`mpcbench forward --shape %s --layers %d --heads %d --mlp-dim %d --seq %d --batch %d --by-module` on %s: one candidate through the proxy ⟨%dL,%dH,d%d⟩ of %s at sequence %d "+
+			"(sst2-distilbert's phase 0 outside `--tiny`), step by step. Rounds and the bytes each party sends are the exact cost table the tests pin "+
+			"(`secure.ForwardCostRows`: its rows sum to `BlockCost` and `HeadCost`); the dealer bytes are the dealer words of the requests the measured forward drew "+
+			"during each step's rounds (they sum to the measured dealer bytes exactly; the model owner receives none of the built-in kinds). "+
+			"The rows add up to the measured forward but for the transport's flow-control credit frames (a 10-byte header per 8 MiB received). "+
+			"The share column is each step's part of the data owner's traffic: what it sends the model owner plus what the dealer sends it, "+
+			"the busiest direction of both its links.\n\n",
+			mods.Config.Shape, a.Layers, a.Heads, a.MLPHidden, a.Seq, mods.Config.Batch, m.CPU, a.Layers, a.Heads, a.MLPHidden, mods.Config.Shape, a.Seq)
+		if err := bench.WriteModuleTable(w, mods); err != nil {
+			return err
+		}
+		p("\nPer module, largest first:\n\n")
+		if err := bench.WriteModuleSummary(w, mods); err != nil {
+			return err
+		}
 	}
 	p("\n%s\n", reportEnd)
 	return nil

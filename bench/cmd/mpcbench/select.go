@@ -3,7 +3,7 @@ package main
 // The select subcommand:
 //
 //	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
-//	    [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
+//	    [--dealer-link paper-wan|lan|none|P0LINK,P1LINK] [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
 //	    [--seed S] [--timeout D]
 //
 // runs a sample selection of the workload (package bench: Select) and
@@ -12,6 +12,13 @@ package main
 // the parties' connection through a linkem relay (bench.Relay) with the
 // link, and the report cross-checks that run against the in-process
 // emulation: the command fails if they differ by more than --tolerance.
+// --dealer-link places the dealer as a third host: behind a link of that
+// profile to each party (two comma-separated profiles: to P0, to P1; "none":
+// in process, no link); by default on the parties' link (a custom
+// --bandwidth/--rtt link included). Its traffic crosses the emulated links
+// in the sample over the link (in process, a networked dealer over
+// link-emulated pipes; with --processes, a linkem relay in front of each of
+// the dealer process's listeners), and the projection bounds each link.
 // --pipeline picks the batch scheduler's mode of both parties (the
 // children's too); with --compare-off a pipelined run also runs its sample
 // over the link with the pipeline off and reports the speed-up.
@@ -56,6 +63,7 @@ type selectFlags struct {
 	provider        *string
 	pipeline        *string
 	memoryBudget    *string
+	dealerLink      *string
 	bandwidthGiven  bool
 	linkGiven       bool
 	rttGiven        bool
@@ -81,6 +89,8 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties, no dealer (in-process only): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)"),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
 		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
+		dealerLink: fs.String("dealer-link", "", "the dealer as a third host: its link to both parties ("+strings.Join(transport.ProfileNames(), ", ")+
+			"), or to P0 and to P1 comma-separated (paper-wan,lan: beside the data owner), or none (in process); default: the parties' link"),
 	}
 }
 
@@ -131,6 +141,9 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 		return cfg, err
 	}
 	cfg.Link = link
+	if cfg.DealerLinks, err = f.dealerLinks(link, cfg.Provider); err != nil {
+		return cfg, err
+	}
 	if err := w.Validate(); err != nil {
 		return cfg, err
 	}
@@ -172,6 +185,47 @@ func (f *selectFlags) profile() (*transport.Profile, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// dealerLinks returns the dealer's links of the flags: --dealer-link's
+// profiles, or by default the parties' link to both (none without a link
+// or without a dealer).
+func (f *selectFlags) dealerLinks(link *transport.Profile, provider string) ([2]*transport.Profile, error) {
+	var out [2]*transport.Profile
+	v := strings.TrimSpace(*f.dealerLink)
+	if v == "" {
+		if link == nil || bench.DealerFree(provider) {
+			return out, nil
+		}
+		return [2]*transport.Profile{link, link}, nil
+	}
+	names := strings.Split(v, ",")
+	if len(names) == 1 {
+		names = append(names, names[0])
+	}
+	if len(names) != 2 {
+		return out, fmt.Errorf("--dealer-link %q: want one profile, or two comma-separated (to P0, to P1)", v)
+	}
+	for p, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "none" {
+			continue
+		}
+		prof, err := transport.ProfileByName(n)
+		if err != nil {
+			return out, fmt.Errorf("--dealer-link: %w", err)
+		}
+		out[p] = &prof
+	}
+	if out != ([2]*transport.Profile{}) {
+		switch {
+		case link == nil:
+			return out, fmt.Errorf("--dealer-link %q needs a link between the parties (--link or --bandwidth/--rtt)", v)
+		case bench.DealerFree(provider):
+			return out, fmt.Errorf("--dealer-link %q: the provider %s has no dealer", v, provider)
+		}
+	}
+	return out, nil
 }
 
 // selectChildArgs renders a run's configuration as a child's flags (the
@@ -270,11 +324,39 @@ func flagTooSmall(p *bench.Projection) string {
 	return " (UNRELIABLE: sample too small, see the warning)"
 }
 
+// limitingText names a projection's limiting bound, with the link that
+// sets it when it is the bandwidth bound.
+func limitingText(p *bench.Projection) string {
+	if p.Limiting == bench.BoundBandwidth && p.LimitingLink != "" {
+		return p.Limiting + ", " + p.LimitingLink + " link"
+	}
+	return p.Limiting
+}
+
+// printLinkBounds prints a projection's bound per link.
+func printLinkBounds(w io.Writer, p *bench.Projection) {
+	for _, l := range p.Bounds.Links {
+		mark := ""
+		if l.Link == p.LimitingLink {
+			mark = "  ← largest"
+		}
+		fmt.Fprintf(w, "  link %s (%s): busiest direction %s (of %s one way, %s the other) → %.4g s = %.2f h%s\n", l.Link, l.Profile, bench.FormatBytes(float64(max(l.Bytes[0], l.Bytes[1]))),
+			bench.FormatBytes(float64(l.Bytes[0])), bench.FormatBytes(float64(l.Bytes[1])), l.Seconds, l.Seconds/3600, mark)
+	}
+}
+
 // printSelect prints a report as text.
 func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	p := rep.Projection
 	fmt.Fprintf(w, "workload %s (%s), pool %d, link %s\n", rep.Workload.Name, rep.Workload.Target, rep.Workload.Pool, rep.LinkString())
 	s := rep.Sample
+	fmt.Fprintf(w, "%s", bench.DealerPlacement(s.DealerLinks))
+	for q, l := range s.DealerLinks {
+		if !l.None() {
+			fmt.Fprintf(w, "; dealer↔P%d %s", q, l)
+		}
+	}
+	fmt.Fprintf(w, "; CPU %s\n", s.CPU)
 	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link; pipeline %s, batches of %d on %d lanes (%d in flight on the critical path), prefetch budget %s per party\n\n",
 		s.Samples, rep.MeasuredSeconds, s.Pipeline, s.BatchSize, s.Workers, p.Lanes, bench.FormatBytes(float64(s.MemoryBudget)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -286,8 +368,9 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, p.Limiting)
+	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, limitingText(p))
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2])
+	printLinkBounds(w, p)
 	if p.TooSmall != "" {
 		fmt.Fprintf(w, "WARNING: %s\n", p.TooSmall)
 	}
@@ -384,7 +467,35 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	if err != nil {
 		return nil, err
 	}
-	p0, err := start("p0", "--dealer", dl.Dealer[0])
+	// The relays, linkem's, in this process: in front of the dealer's
+	// listener of each party it has a link to, and between the parties.
+	relayLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	var stops []func()
+	defer func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}()
+	relay := func(target string, prof *transport.Profile) (string, error) {
+		if prof == nil {
+			prof = &transport.NoLink
+		}
+		addr, stop, err := startRelay(ctx, target, *prof, relayLog)
+		if err != nil {
+			return "", err
+		}
+		stops = append(stops, stop)
+		return addr, nil
+	}
+	dealerAddr := dl.Dealer
+	for q, prof := range cfg.DealerLinks {
+		if prof != nil {
+			if dealerAddr[q], err = relay(dl.Dealer[q], prof); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p0, err := start("p0", "--dealer", dealerAddr[0])
 	if err != nil {
 		return nil, err
 	}
@@ -392,25 +503,11 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	if err != nil {
 		return nil, err
 	}
-	// The relay between the parties: linkem's, in this process.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	peer, err := relay(pl.P0, cfg.Link)
 	if err != nil {
 		return nil, err
 	}
-	prof := transport.NoLink
-	if cfg.Link != nil {
-		prof = *cfg.Link
-	}
-	rctx, stopRelay := context.WithCancel(ctx)
-	relayDone := make(chan error, 1)
-	go func() {
-		relayDone <- bench.Relay(rctx, ln, pl.P0, prof, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	}()
-	defer func() {
-		stopRelay()
-		<-relayDone
-	}()
-	p1, err := start("p1", "--dealer", dl.Dealer[1], "--peer", ln.Addr().String())
+	p1, err := start("p1", "--dealer", dealerAddr[1], "--peer", peer)
 	if err != nil {
 		return nil, err
 	}
@@ -453,6 +550,19 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	run.CPUSeconds = reps[0].CPUSeconds + reps[1].CPUSeconds + reps[2].CPUSeconds
 	run.LoadBefore, run.LoadAfter = load, bench.LoadAverage()
 	return run, nil
+}
+
+// startRelay starts a linkem relay (bench.Relay) from a new loopback
+// listener to target with link prof; stop ends it and waits for it.
+func startRelay(ctx context.Context, target string, prof transport.Profile, log *slog.Logger) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- bench.Relay(rctx, ln, target, prof, log) }()
+	return ln.Addr().String(), func() { cancel(); <-done }, nil
 }
 
 // runSelectChild is one child of select --processes.

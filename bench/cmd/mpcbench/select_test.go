@@ -18,6 +18,7 @@ import (
 
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/transport"
 )
 
 // TestSelectProcessesTiny runs `select --processes` on the tiny workload over
@@ -76,6 +77,58 @@ func TestSelectProcessesTiny(t *testing.T) {
 	if rep.Link != "custom" || rep.LatencySeconds != 0.1 || rep.BandwidthBytesPS != 100_000_000 {
 		t.Errorf("link %q %g s %d B/s", rep.Link, rep.LatencySeconds, rep.BandwidthBytesPS)
 	}
+	// The dealer, by default on the parties' (custom) link, sat behind a
+	// relay per party: its words crossed party 1's.
+	custom := bench.LinkSpec{Name: "custom", BandwidthBytesPS: 100_000_000, LatencySeconds: 0.1}
+	if p.DealerLinks != [2]bench.LinkSpec{custom, custom} {
+		t.Errorf("processes' dealer links %+v", p.DealerLinks)
+	}
+	for _, ph := range p.Phases {
+		if ph.Forward.DealerDown[1] <= 0 || ph.Forward.DealerUp[1] <= 0 {
+			t.Errorf("phase %d: no dealer traffic to party 1: %+v", ph.Phase, ph.Forward)
+		}
+	}
+	if pp := rep.CrossCheck.ProcessesProjection; len(pp.Bounds.Links) != 3 || pp.LimitingLink == "" {
+		t.Errorf("processes' projection bounds %+v", pp.Bounds)
+	}
+}
+
+// TestSelectDealerLinkFlags checks where --dealer-link puts the dealer: by
+// default on the parties' link (a custom one too), none without a link or
+// a dealer, one profile for both links or one per party.
+func TestSelectDealerLinkFlags(t *testing.T) {
+	custom := &transport.Profile{Name: "custom", Bandwidth: 100_000_000, Latency: 5 * time.Millisecond}
+	lan, wan := &transport.LAN, &transport.PaperWAN
+	tests := []struct {
+		args []string
+		want [2]*transport.Profile
+	}{
+		{[]string{"--link", "paper-wan"}, [2]*transport.Profile{wan, wan}},
+		{[]string{"--bandwidth", "100MB", "--rtt", "10ms"}, [2]*transport.Profile{custom, custom}},
+		{[]string{"--link", "none"}, [2]*transport.Profile{}},
+		{[]string{"--link", "paper-wan", "--provider", "ot"}, [2]*transport.Profile{}},
+		{[]string{"--link", "paper-wan", "--dealer-link", "none"}, [2]*transport.Profile{}},
+		{[]string{"--link", "paper-wan", "--dealer-link", "lan"}, [2]*transport.Profile{lan, lan}},
+		{[]string{"--link", "lan", "--dealer-link", "paper-wan,lan"}, [2]*transport.Profile{wan, lan}},
+		{[]string{"--link", "lan", "--dealer-link", "none,paper-wan"}, [2]*transport.Profile{nil, wan}},
+	}
+	for _, tc := range tests {
+		fs := newFlagSet("select", io.Discard)
+		sf := addSelectFlags(fs)
+		if err := fs.Parse(append([]string{"--workload", "tiny"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := sf.config()
+		if err != nil {
+			t.Fatalf("%q: %v", tc.args, err)
+		}
+		for p := range 2 {
+			got, want := cfg.DealerLinks[p], tc.want[p]
+			if (got == nil) != (want == nil) || got != nil && *got != *want {
+				t.Errorf("%q: dealer link to P%d %v, want %v", tc.args, p, got, want)
+			}
+		}
+	}
 }
 
 func TestSelectText(t *testing.T) {
@@ -93,7 +146,8 @@ func TestSelectText(t *testing.T) {
 			if err := run(context.Background(), append([]string{"select", "--workload", "tiny", "--samples", "24", "--link", "lan"}, tc.args...), &out, &errw); err != nil {
 				t.Fatalf("%v\n%s", err, errw.String())
 			}
-			for _, want := range append([]string{"workload tiny", "projected to 1000 candidates", "limiting bound", "bounds: bandwidth", "prefetch held P0/P1"}, tc.want...) {
+			for _, want := range append([]string{"workload tiny", "projected to 1000 candidates", "limiting bound", "bounds: bandwidth", "prefetch held P0/P1",
+				"dealer on lan to both parties", "link dealer↔P1 (lan): busiest direction", "link P0↔P1 (lan)", "CPU "}, tc.want...) {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
@@ -169,9 +223,17 @@ func TestSelectBadArgs(t *testing.T) {
 		{"select", "--workload", "tiny", "--memory-budget", "-1MB"},
 		{"select", "--workload", "tiny", "--pipeline", "off", "--compare-off"},
 		{"select", "--workload", "tiny", "--link", "none", "--compare-off"},
+		{"select", "--workload", "tiny", "--dealer-link", "moon"},
+		{"select", "--workload", "tiny", "--dealer-link", "lan,lan,lan"},
+		{"select", "--workload", "tiny", "--dealer-link", "lan,"},
+		{"select", "--workload", "tiny", "--link", "none", "--dealer-link", "lan"},
+		{"select", "--workload", "tiny", "--provider", "ot", "--dealer-link", "lan"},
 		{"select-party", "--role", "p0", "--workload", "tiny", "--pipeline", "sideways"},
 		{"select-party", "--role", "p2", "--workload", "tiny"},
 		{"report", "--samples", "tiny=x"},
+		{"forward", "--shape", "tiny", "--seq", "8", "--by-module", "--exact"},
+		{"forward", "--shape", "tiny", "--seq", "8", "--by-module", "--per-party"},
+		{"forward", "--shape", "tiny", "--seq", "8", "--by-module", "--private-embeddings"},
 		{"report", "--workloads", "nope"},
 	} {
 		var out, errw bytes.Buffer
@@ -204,7 +266,9 @@ func TestReportTiny(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{"hand-kept intro", "## Kept section", "a test run", "## Selection end to end", "`tiny`", "## Online protocol costs", "| ltz |",
 		"## Secure proxy forward", "plots/delay_vs_pool.png", "-bound", "| on (4 lanes) |", "| off (1 batch at a time) |", "Pipeline on against off", "goal ≥ 1.5×",
-		"pipeline off: the same sample over lan with the pipeline off (run by the report)"} {
+		"pipeline off: the same sample over lan with the pipeline off (run by the report)",
+		"## Where the bytes go", "| **total** (measured) |", "Per module, largest first", "| Q/K/V projections | truncation |", "dealer on lan to both parties",
+		"dealer beside the data owner on a LAN: none needed"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -379,5 +443,21 @@ func TestSelectTooSmallSample(t *testing.T) {
 	rep, err := bench.DecodeSelectReport(out.Bytes())
 	if err != nil || rep.Projection.TooSmall == "" {
 		t.Fatalf("JSON report: %v, too_small %q", err, rep.Projection.TooSmall)
+	}
+}
+
+// TestForwardByModule prints where the bytes of a tiny proxy's forward go:
+// the steps, the credit frames, the measured total and the sums per
+// module; the rows add up (the command fails otherwise).
+func TestForwardByModule(t *testing.T) {
+	var out, errw bytes.Buffer
+	if err := run(context.Background(), []string{"forward", "--shape", "tiny", "--seq", "8", "--layers", "2", "--mlp-dim", "2", "--batch", "2", "--by-module"}, &out, &errw); err != nil {
+		t.Fatalf("%v\n%s", err, errw.String())
+	}
+	for _, want := range []string{"where the bytes go: tiny ⟨2L,4H,d2⟩, sequence 8, batch 2", "| layer 1: input masking |", "| layer 0: softmax MLP | truncation + ReLU",
+		"| transport | flow-control credit frames |", "| **total** (measured) |", "| pooler |", "| classifier + entropy MLP |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 }

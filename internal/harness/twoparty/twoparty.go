@@ -1,6 +1,8 @@
 // Package twoparty runs both parties of a two-party computation in one
 // process: two ends of an in-memory transport.Pipe (optionally with link
-// emulation), an in-process beaver.Dealer, and one goroutine per party. When
+// emulation), an in-process beaver.Dealer (or, with Config.DealerLinks, a
+// networked beaver.Server behind link-emulated pipes of its own: the dealer
+// as a third host), and one goroutine per party. When
 // one party fails, the run cancels the other: the failing party's connection
 // closes at once, as that of a peer process that exits would (the other
 // party still reads what was sent before, then sees the connection end), and
@@ -20,6 +22,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -43,6 +47,17 @@ type Config struct {
 	// failing party's last message. 0 means DefaultCancelGrace; negative,
 	// at once.
 	CancelGrace time.Duration
+	// DealerLinks, when either is set, puts the dealer behind links of its
+	// own, as a third host: the run serves the correlated randomness from a
+	// networked dealer (beaver.Server, with Seeds where set) over one
+	// in-memory pipe per party, emulating DealerLinks[p] on party p's
+	// (nil: an unemulated pipe), so that every dealer word and request
+	// crosses a link as it would between hosts. Party.Provider is then a
+	// *beaver.Client (party 0's draws dealer words too,
+	// ConnectOptions.DealerWords), which hands out nothing before
+	// BindSession: selection binds its sessions; other callers must. With
+	// both nil the dealer is in process and its words are function calls.
+	DealerLinks [2]*transport.Profile
 }
 
 // DefaultCancelGrace is the default Config.CancelGrace.
@@ -123,23 +138,19 @@ type Result[T any] struct {
 // party fails, and when the parent ctx ends.
 func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *Party) (T, error)) (*Result[T], error) {
 	res := &Result[T]{}
-	var dealer *beaver.Dealer
-	if cfg.Seeds != ([2]share.Seed{}) {
-		dealer = beaver.NewDealerWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
-	} else {
-		var err error
-		if dealer, err = beaver.NewDealer(); err != nil {
-			err = fmt.Errorf("twoparty: dealer: %w", err)
-			res.Err = [2]error{err, err}
-			return res, err
-		}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	provider, stopDealer, err := startDealer(ctx, cfg)
+	if err != nil {
+		err = fmt.Errorf("twoparty: dealer: %w", err)
+		res.Err = [2]error{err, err}
+		return res, err
 	}
+	defer stopDealer()
 	c0, c1 := transport.Pipe(cfg.Transport)
 	defer c0.Close()
 	defer c1.Close()
 	conns := [2]*transport.Conn{c0, c1}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	grace := cfg.CancelGrace
 	if grace == 0 {
@@ -181,7 +192,7 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 				// after the grace).
 				conns[id].Close()
 			}()
-			prov, perr := dealer.Provider(id)
+			prov, perr := provider(id)
 			if perr != nil {
 				err = fmt.Errorf("twoparty: provider: %w", perr)
 				return
@@ -203,6 +214,64 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 		errs[i] = fmt.Errorf("party %d: %w", id, res.Err[id])
 	}
 	return res, errors.Join(errs...)
+}
+
+// startDealer starts the run's dealer: in process, or (Config.DealerLinks)
+// a networked server over one link-emulated pipe per party, both parties
+// connected. provider returns party p's provider; stop ends the server's
+// connections and waits for it.
+func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.Provider, error), stop func(), err error) {
+	seeded := cfg.Seeds != ([2]share.Seed{})
+	if cfg.DealerLinks == [2]*transport.Profile{} {
+		var dealer *beaver.Dealer
+		if seeded {
+			dealer = beaver.NewDealerWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
+		} else if dealer, err = beaver.NewDealer(); err != nil {
+			return nil, nil, err
+		}
+		return dealer.Provider, func() {}, nil
+	}
+	opt := beaver.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var srv *beaver.Server
+	if seeded {
+		srv, err = beaver.NewServerWithSeeds(cfg.Seeds[0], cfg.Seeds[1], opt)
+	} else {
+		srv, err = beaver.NewServer(opt)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var conns []*transport.Conn
+	stop = func() {
+		cancel()
+		for _, c := range conns {
+			c.Close()
+		}
+		wg.Wait()
+	}
+	var clients [2]*beaver.Client
+	for p := range 2 {
+		cs, cc := transport.Pipe(transport.Options{Link: cfg.DealerLinks[p]})
+		conns = append(conns, cs, cc)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = srv.Serve(sctx, cs, p)
+		}()
+		if clients[p], err = beaver.ConnectWith(sctx, cc, p, beaver.ConnectOptions{DealerWords: p == 0}); err != nil {
+			stop()
+			return nil, nil, fmt.Errorf("party %d: %w", p, err)
+		}
+	}
+	provider = func(p int) (beaver.Provider, error) {
+		if p != 0 && p != 1 {
+			return nil, fmt.Errorf("provider for party %d", p)
+		}
+		return clients[p], nil
+	}
+	return provider, stop, nil
 }
 
 // Cost is what one party observed over a span of a run: its stream's

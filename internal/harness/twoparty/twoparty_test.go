@@ -280,3 +280,54 @@ func TestBarrier(t *testing.T) {
 		t.Errorf("second barrier: %v", err)
 	}
 }
+
+// TestRunDealerLinks puts the dealer behind links of its own: the parties
+// bind a session, multiply over real sessions, and the product is right;
+// the dealer's words reach party 1 over its link (counted as received
+// bytes, with its requests as sent bytes), party 0 receives none, and the
+// link's latency shows in the time of party 1's draws. The same seeds give
+// the same material as the in-process dealer.
+func TestRunDealerLinks(t *testing.T) {
+	lat := 20 * time.Millisecond
+	slow := &transport.Profile{Name: "test-dealer", Latency: lat}
+	seeds := [2]share.Seed{{3}, {4}}
+	id := beaver.SessionID{9}
+	type out struct {
+		a     uint64
+		stats beaver.DealerStats
+		took  time.Duration
+	}
+	draw := func(cfg twoparty.Config) [2]out {
+		r, err := twoparty.Run(context.Background(), cfg, func(ctx context.Context, p *twoparty.Party) (out, error) {
+			if err := p.Provider.BindSession(ctx, id); err != nil {
+				return out{}, err
+			}
+			start := time.Now()
+			tr, err := beaver.Typed{Provider: p.Provider}.Triples(ctx, 1, 4)
+			if err != nil {
+				return out{}, err
+			}
+			return out{tr.A[0], p.Provider.Stats(), time.Since(start)}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Out
+	}
+	local := draw(twoparty.Config{Seeds: seeds})
+	linked := draw(twoparty.Config{Seeds: seeds, DealerLinks: [2]*transport.Profile{slow, slow}})
+	for p := range 2 {
+		if local[p].a != linked[p].a {
+			t.Errorf("party %d: material differs between the in-process and the networked dealer", p)
+		}
+	}
+	if s := linked[1].stats; s.BytesRecv <= 8*4 || s.BytesSent <= 0 || s.Items != 1 {
+		t.Errorf("party 1's dealer traffic over the link %+v, want more than its 4 dealer words received and a request sent", s)
+	}
+	if s := linked[0].stats; s.BytesRecv != 0 || s.BytesSent != 0 {
+		t.Errorf("party 0's dealer traffic %+v, want none (built-in kinds)", s)
+	}
+	if linked[1].took < 2*lat {
+		t.Errorf("party 1's draw over a %v link took %v, want at least a round trip", lat, linked[1].took)
+	}
+}

@@ -1,0 +1,70 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/selectformer/selectformer/proxy/secure"
+)
+
+// TestModuleCosts measures the module tables of small proxies and of the
+// sst2 phase-0 proxy ⟨1L,12H,d2⟩ at sequence 128: the rows (the exact cost
+// table, secure.ForwardCostRows) add up to the measured forward (rounds
+// and dealer bytes exactly, each party's bytes up to the transport's
+// credit frames), every row that draws material names its kinds, and for
+// sst2 the totals are the pinned figures (secure's TestForwardCostRows:
+// 51 rounds, 2485068 and 4096984 bytes in the rows) with 6502528 dealer
+// bytes to the data owner and none to the model owner.
+func TestModuleCosts(t *testing.T) {
+	for _, cfg := range []ForwardConfig{
+		{Shape: "distilbert", Layers: 1, Heads: 2, MLPHidden: 2, Seq: 6, Batch: 2, Seed: 1},
+		{Shape: "bert-base", Layers: 2, Heads: 1, MLPHidden: 4, Seq: 5, Batch: 1, Seed: 2},
+		{Shape: "vit-small", Layers: 1, Heads: 1, MLPHidden: 2, Seq: 5, Batch: 3, Seed: 3},
+		{Shape: "distilbert", Layers: 1, Heads: 1, MLPHidden: 2, Seq: 4, Batch: 2, Seed: 4, Options: secure.Options{PublicMask: true}},
+		SST2Phase0,
+	} {
+		tab, err := ModuleCosts(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tab.Check(); err != nil {
+			t.Error(err)
+		}
+		tot := tab.Total()
+		for _, r := range tab.Rows {
+			if r.Dealer != [2]int64{} && len(r.Kinds) == 0 || r.Dealer[1] <= 0 {
+				t.Errorf("%s %+v: row %+v", cfg.Shape, cfg, r)
+			}
+		}
+		sum := ModuleSummary(tab)
+		var st ModuleRow
+		for _, m := range sum {
+			st.Rounds += m.Rounds
+			st.Bytes[0] += m.Bytes[0]
+			st.Bytes[1] += m.Bytes[1]
+			st.Dealer[1] += m.Dealer[1]
+		}
+		if st.Rounds != tot.Rounds || st.Bytes != tot.Bytes || st.Dealer != tot.Dealer {
+			t.Errorf("summary by module %+v, rows %+v", st, tot)
+		}
+		if cfg == SST2Phase0 {
+			if tot.Rounds != 51 || tot.Bytes != [2]int64{2485068, 4096984} || tot.Dealer != [2]int64{0, 6502528} {
+				t.Errorf("sst2 phase 0: %d rounds, bytes %v, dealer %v", tot.Rounds, tot.Bytes, tot.Dealer)
+			}
+			var md bytes.Buffer
+			if err := WriteModuleTable(&md, tab); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{"| Q/K/V projections | truncation | 1 | 1.58 MB | 1.58 MB | 0 B | 3.16 MB | trunc |", "| softmax MLP |", "| **total** (measured) | | 51 | 2.49 MB | 4.1 MB | 0 B | 6.5 MB |"} {
+				if !strings.Contains(md.String(), want) {
+					t.Errorf("module table lacks %q:\n%s", want, md.String())
+				}
+			}
+		}
+	}
+	if _, err := ModuleCosts(context.Background(), ForwardConfig{Shape: "bert-base", Layers: 1, Batch: 1, Exact: true}); err == nil {
+		t.Error("an exact model's module table: no error")
+	}
+}
