@@ -184,6 +184,12 @@ func TestCorrectness(t *testing.T) {
 // of the encrypted B is the same ciphertext, so the k error terms e·a add
 // coherently (k·|e·a| instead of √k), and the flood is at its maximum.
 func TestWorstCaseInner(t *testing.T) {
+	if testing.Short() {
+		// 2–3 s in the plain suite, which always runs it; half a minute
+		// under the race detector (-short there), which has nothing
+		// concurrent to find in it that TestCorrectness does not cover.
+		t.Skip("the worst case runs in the full suite, not under -short")
+	}
 	s := defaultScheme
 	k := s.p.MaxInner
 	l := Layout{MW: s.p.MaxRows, NW: s.n / s.p.MaxRows} // largest MW: the bound's worst case
