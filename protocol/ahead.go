@@ -59,6 +59,15 @@ type Prefetch struct {
 	reqs   []beaver.Request // the script on the stream
 	items  chan aheadItem   // drawn, in order; an error ends it
 
+	// window bounds the bytes drawn but not yet served (0: none): the
+	// drawer waits while held plus the next item's bytes would exceed it
+	// (an item larger than the window passes alone).
+	window int64
+	wmu    sync.Mutex
+	wcond  *sync.Cond
+	held   int64
+	party  int
+
 	// The consumer's side: Material is called by one computation at a
 	// time.
 	mu     sync.Mutex
@@ -83,6 +92,64 @@ func NewPrefetch(sc Script, stream uint32) *Prefetch {
 	return &Prefetch{stream: stream, reqs: reqs, items: make(chan aheadItem, len(reqs)+1)}
 }
 
+// NewPrefetchWindow is NewPrefetch with a window: Draw requests the script
+// in chunks of at most half the window (party's material; an item larger
+// than that is a chunk alone), each as one sequence (one round trip to a
+// networked dealer), and requests the next chunk only once the material
+// drawn but not yet served leaves room for it; so a script streams through
+// a bounded buffer, a round trip per half window, while the computation
+// runs. A chunk is requested only when it can be received whole: a drawer
+// never leaves a dealer's reply unread. window ≤ 0 means none.
+func NewPrefetchWindow(sc Script, stream uint32, party int, window int64) *Prefetch {
+	f := NewPrefetch(sc, stream)
+	if window > 0 {
+		f.window, f.party = window, party
+		f.wcond = sync.NewCond(&f.wmu)
+	}
+	return f
+}
+
+// itemBytes is the bytes of the party's material of r.
+func itemBytes(r beaver.Request, party int) int64 {
+	var n int64
+	for _, w := range r.PartWords(party) {
+		n += 8 * int64(w)
+	}
+	return n
+}
+
+// acquire waits until b more bytes fit the window (or nothing is held),
+// then counts them held; it fails when ctx ends.
+func (f *Prefetch) acquire(ctx context.Context, b int64) error {
+	stop := context.AfterFunc(ctx, func() {
+		f.wmu.Lock()
+		f.wcond.Broadcast()
+		f.wmu.Unlock()
+	})
+	defer stop()
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	for f.held > 0 && f.held+b > f.window {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f.wcond.Wait()
+	}
+	f.held += b
+	return nil
+}
+
+// release counts item i's bytes served.
+func (f *Prefetch) release(i int) {
+	if f.wcond == nil {
+		return
+	}
+	f.wmu.Lock()
+	f.held -= itemBytes(f.reqs[i], f.party)
+	f.wcond.Broadcast()
+	f.wmu.Unlock()
+}
+
 // Len returns the number of items of the script.
 func (f *Prefetch) Len() int { return len(f.reqs) }
 
@@ -98,14 +165,38 @@ func (f *Prefetch) Served() int {
 // as each is complete. Call it once; it returns the first error, which
 // Material reports too.
 func (f *Prefetch) Draw(ctx context.Context, p beaver.Provider) error {
-	err := beaver.DrawSequence(ctx, p, f.reqs, func(_ int, m beaver.Material) error {
-		f.items <- aheadItem{m: m}
-		return nil
-	})
+	err := f.draw(ctx, p)
 	if err != nil {
 		f.items <- aheadItem{err: err}
 	}
 	return err
+}
+
+// draw draws the script: at once, or chunk by chunk within the window.
+func (f *Prefetch) draw(ctx context.Context, p beaver.Provider) error {
+	deliver := func(_ int, m beaver.Material) error {
+		f.items <- aheadItem{m: m} // never blocks: the channel holds the script
+		return nil
+	}
+	if f.wcond == nil {
+		return beaver.DrawSequence(ctx, p, f.reqs, deliver)
+	}
+	half := max(f.window/2, 1)
+	for i := 0; i < len(f.reqs); {
+		j, b := i+1, itemBytes(f.reqs[i], f.party)
+		for j < len(f.reqs) && b+itemBytes(f.reqs[j], f.party) <= half {
+			b += itemBytes(f.reqs[j], f.party)
+			j++
+		}
+		if err := f.acquire(ctx, b); err != nil {
+			return err
+		}
+		if err := beaver.DrawSequence(ctx, p, f.reqs[i:j], deliver); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 // Abort makes err the outcome of a Draw that cannot start (say, the
@@ -134,6 +225,7 @@ func (f *Prefetch) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 			f.failed = fmt.Errorf("protocol: dealer items drawn ahead: %w", it.err)
 			return beaver.Material{}, f.failed
 		}
+		f.release(f.next)
 		f.next++
 		return it.m, nil
 	case <-ctx.Done():

@@ -336,3 +336,118 @@ func TestPrefetchWrap(t *testing.T) {
 		t.Errorf("the script's request: %v, served %d", err, pf.Served())
 	}
 }
+
+// seqCounter is a Sequencer over a provider that counts the sequences
+// asked of it and, when each is asked, the bytes of party 0's material
+// asked for but not yet served by pf (set once pf exists).
+type seqCounter struct {
+	beaver.Provider
+	mu       sync.Mutex
+	seqs     int
+	asked    int64
+	pf       *Prefetch
+	maxAhead int64
+}
+
+func (c *seqCounter) MaterialSeq(ctx context.Context, rs []beaver.Request, deliver func(int, beaver.Material) error) error {
+	c.mu.Lock()
+	c.seqs++
+	for _, r := range rs {
+		c.asked += itemBytes(r, 0)
+	}
+	var served int64
+	for _, r := range c.pf.reqs[:c.pf.Served()] {
+		served += itemBytes(r, 0)
+	}
+	c.maxAhead = max(c.maxAhead, c.asked-served)
+	c.mu.Unlock()
+	for i, r := range rs {
+		m, err := c.Provider.Material(ctx, r)
+		if err != nil {
+			return err
+		}
+		if err := deliver(i, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestPrefetchWindow: a windowed Prefetch serves the same material as an
+// unbounded one, asks for it in chunks of at most half its window (one
+// sequence each), and never has more than the window asked for and not yet
+// served, however slowly the computation takes it; a window smaller than an
+// item still passes the item alone; a cancelled draw ends.
+func TestPrefetchWindow(t *testing.T) {
+	ctx := context.Background()
+	var sc Script
+	for range 10 {
+		sc.Requests = append(sc.Requests, beaver.Request{Kind: beaver.KindTriple, N: 100})
+	}
+	item := itemBytes(sc.Requests[0], 0) // 2,400 bytes
+	const stream = 3
+	for _, tc := range []struct {
+		name     string
+		window   int64
+		wantSeqs int
+	}{
+		{"two items a chunk", 4 * item, 5},
+		{"one item a chunk", 2 * item, 10},
+		{"window below an item", item / 2, 10},
+		{"all at once", 100 * item, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			seeds := [2]share.Seed{{5}, {6}}
+			base, _ := beaver.NewDealerWithSeeds(seeds[0], seeds[1]).Provider(0)
+			ref, _ := beaver.NewDealerWithSeeds(seeds[0], seeds[1]).Provider(0)
+			pf := NewPrefetchWindow(sc, stream, 0, tc.window)
+			c := &seqCounter{Provider: base, pf: pf}
+			want := NewPrefetch(sc, stream)
+			if err := want.Draw(ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- pf.Draw(ctx, c) }()
+			for _, r := range pf.reqs {
+				time.Sleep(2 * time.Millisecond) // a slow computation
+				m, err := pf.Material(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := want.Material(ctx, r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(m, w) {
+					t.Fatal("windowed material differs from the unbounded draw's")
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if c.seqs != tc.wantSeqs {
+				t.Errorf("%d sequences, want %d", c.seqs, tc.wantSeqs)
+			}
+			if limit := max(tc.window, item); c.maxAhead > limit {
+				t.Errorf("%d bytes asked ahead of the computation, window %d", c.maxAhead, limit)
+			}
+		})
+	}
+	t.Run("cancelled", func(t *testing.T) {
+		base, _ := beaver.NewDealerWithSeeds(share.Seed{7}, share.Seed{8}).Provider(0)
+		pf := NewPrefetchWindow(sc, stream, 0, 2*item)
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- pf.Draw(cctx, base) }()
+		time.Sleep(20 * time.Millisecond) // the drawer waits for room
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("draw ended with %v, want the cancellation", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a cancelled draw kept waiting for room")
+		}
+	})
+}

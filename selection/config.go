@@ -366,7 +366,10 @@ type PhaseStats struct {
 	// ahead of use; PeakPrefetchBytes is the most bytes of such material
 	// held at once (≤ Params.MemoryBudget), BatchMaterialBytes a full
 	// batch's material.
-	Prefetched         int   `json:"prefetched,omitempty"`
+	Prefetched int `json:"prefetched,omitempty"`
+	// Streamed counts the batches that drew their dealer material through a
+	// window as they ran (the budget could not hold it whole; lanes.Stats).
+	Streamed           int   `json:"streamed,omitempty"`
 	PeakPrefetchBytes  int64 `json:"peak_prefetch_bytes,omitempty"`
 	BatchMaterialBytes int64 `json:"batch_material_bytes,omitempty"`
 	// Comparisons and Steps count QuickSelect's work.

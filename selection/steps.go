@@ -328,7 +328,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 				return ps, nil, err
 			}
 			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.Rounds
-			ps.PeakInFlight, ps.Prefetched, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.PeakInFlight, rs.Prefetched, rs.PeakHeld, rs.BatchBytes
+			ps.PeakInFlight, ps.Prefetched, ps.Streamed, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.PeakInFlight, rs.Prefetched, rs.Streamed, rs.PeakHeld, rs.BatchBytes
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
@@ -355,7 +355,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	ps.Seconds = time.Since(start).Seconds()
 	r.logf().Info("selection: phase done", "party", r.party, "phase", i+1, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
 		"forward_rounds", ps.ForwardRounds, "select_rounds", ps.SelectRounds, "bytes_sent", ps.BytesSent, "seconds", ps.Seconds,
-		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.MemoryBudget())
+		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "streamed", ps.Streamed, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.MemoryBudget())
 	t, _ := share.FromData(vals, len(vals))
 	return ps, t, nil
 }

@@ -55,6 +55,12 @@ type phaseFetch struct {
 	tmpl      protocol.Script // the template of a full batch
 	tmplReady chan struct{}
 	tokens    chan struct{} // one per full batch of material the budget holds
+	// window is the window of a streamed batch (0: none) and windows the
+	// budget's part kept for them, free: a batch that starts without a
+	// token streams its material through a window (protocol.NewPrefetchWindow)
+	// if one is free; set with the tokens.
+	window  int64
+	windows chan struct{}
 
 	// tail is the template of the phase's last batch when it is partial
 	// (nil if unknown): set by the rehearsal before the producers start,
@@ -62,6 +68,7 @@ type phaseFetch struct {
 	tail       *protocol.Script
 	held, peak atomic.Int64
 	prefetched atomic.Int64
+	streamed   atomic.Int64
 }
 
 // laneFetch is one lane's part of a phaseFetch.
@@ -79,7 +86,8 @@ type laneBatch struct {
 
 	mu         sync.Mutex
 	decided    bool
-	prefetched bool
+	prefetched bool          // served from a Prefetch, full (a token) or streamed
+	streamed   bool          // through a window, not a token
 	claimed    chan struct{} // closed when the batch starts
 	fetched    chan struct{} // closed when its prefetched material is all fetched
 	done       chan struct{} // closed when it is finished
@@ -213,17 +221,42 @@ func (pf *phaseFetch) setTemplate(t protocol.Script) {
 // setTokens hands out the budget's tokens, one per batch of material of
 // the given bytes (a partial batch takes a whole one); tmplMu is held.
 func (pf *phaseFetch) setTokens(bytes int64) {
-	n := 0
+	n, budget := 0, pf.s.budget
 	if bytes > 0 {
+		if full := int64(2*pf.s.workers) * bytes; budget < full {
+			// The budget cannot hold two batches a lane: keep part of it
+			// for windows, so that a batch that starts without a whole
+			// batch's share streams its material (a round trip per half
+			// window) instead of drawing item by item (a round trip each).
+			w := min(budget/int64(2*pf.s.workers), MaxStreamWindow, bytes)
+			if w >= min(pf.s.minWindow, bytes) {
+				pf.window = w
+				pf.windows = make(chan struct{}, pf.s.workers)
+				for range pf.s.workers {
+					pf.windows <- struct{}{}
+				}
+				budget -= w * int64(pf.s.workers)
+			}
+		}
 		// A lane holds at most two batches' material: the running one and
 		// the next.
-		n = int(min(pf.s.budget/bytes, int64(2*pf.s.workers)))
+		n = int(min(budget/bytes, int64(2*pf.s.workers)))
 	}
 	pf.tokens = make(chan struct{}, n)
 	for range n {
 		pf.tokens <- struct{}{}
 	}
 }
+
+// The window of a streamed batch: the budget's share of a lane's two
+// batches when it cannot hold them whole, at most MaxStreamWindow (and a
+// batch's material), at least Config.MinStreamWindow (DefaultMinStreamWindow;
+// or a batch's material, if smaller): a smaller window would cost nearly a
+// round trip per item, as drawing directly does.
+const (
+	DefaultMinStreamWindow = 1 << 20
+	MaxStreamWindow        = 64 << 20
+)
 
 // endPhase stops the producers and routes the lanes' requests to the
 // party's provider again.
@@ -245,10 +278,10 @@ func (pf *phaseFetch) laneOf(stream uint32) *laneFetch {
 
 // stats returns the batches prefetched, the peak bytes held and a full
 // batch's material bytes.
-func (pf *phaseFetch) stats() (int, int64, int64) {
+func (pf *phaseFetch) stats() (int, int, int64, int64) {
 	pf.tmplMu.Lock()
 	defer pf.tmplMu.Unlock()
-	return int(pf.prefetched.Load()), pf.peak.Load(), pf.tmpl.Bytes
+	return int(pf.prefetched.Load()), int(pf.streamed.Load()), pf.peak.Load(), pf.tmpl.Bytes
 }
 
 // begin claims batch b for its lane: it uses the prefetched material if the
@@ -266,8 +299,13 @@ func (pf *phaseFetch) begin(ctx context.Context, b int) (*laneBatch, error) {
 	lb.mu.Lock()
 	if !lb.decided {
 		lb.decided = true
-		if t, ok := pf.templateOf(lb); ok && pf.tryToken() {
-			pf.claimPrefetch(lb, t)
+		if t, ok := pf.templateOf(lb); ok {
+			switch {
+			case pf.tryToken():
+				pf.claimPrefetch(lb, t)
+			case pf.tryWindow():
+				pf.claimStream(lb, t)
+			}
 		}
 	}
 	direct := !lb.prefetched
@@ -303,19 +341,45 @@ func (pf *phaseFetch) tryToken() bool {
 	}
 }
 
-// claimPrefetch marks lb (whose mu is held, and for which a token was
-// taken) as served from prefetched material following t.
-func (pf *phaseFetch) claimPrefetch(lb *laneBatch, t protocol.Script) {
-	lb.decided, lb.prefetched = true, true
-	lb.pre, lb.bytes = protocol.NewPrefetch(t, pf.lanes[lb.lane].stream), t.Bytes
-	pf.prefetched.Add(1)
-	h := pf.held.Add(t.Bytes)
+// tryWindow takes a free window, if the phase keeps any.
+func (pf *phaseFetch) tryWindow() bool {
+	select {
+	case <-pf.windows: // nil when the phase keeps none: never ready
+		return true
+	default:
+		return false
+	}
+}
+
+// claimStream marks lb (whose mu is held, and for which a window was taken)
+// as served from material following t streamed through the window: the
+// lane's producer draws it as the batch runs.
+func (pf *phaseFetch) claimStream(lb *laneBatch, t protocol.Script) {
+	lb.decided, lb.prefetched, lb.streamed = true, true, true
+	lb.pre = protocol.NewPrefetchWindow(t, pf.lanes[lb.lane].stream, pf.s.party, pf.window)
+	lb.bytes = pf.window
+	pf.streamed.Add(1)
+	pf.hold(pf.window)
+}
+
+// hold counts b more bytes held and keeps the peak.
+func (pf *phaseFetch) hold(b int64) {
+	h := pf.held.Add(b)
 	for {
 		p := pf.peak.Load()
 		if h <= p || pf.peak.CompareAndSwap(p, h) {
 			break
 		}
 	}
+}
+
+// claimPrefetch marks lb (whose mu is held, and for which a token was
+// taken) as served from prefetched material following t.
+func (pf *phaseFetch) claimPrefetch(lb *laneBatch, t protocol.Script) {
+	lb.decided, lb.prefetched = true, true
+	lb.pre, lb.bytes = protocol.NewPrefetch(t, pf.lanes[lb.lane].stream), t.Bytes
+	pf.prefetched.Add(1)
+	pf.hold(t.Bytes)
 }
 
 // finish ends batch lb (ok: it succeeded): it checks what the batch drew
@@ -328,7 +392,11 @@ func (pf *phaseFetch) finish(lb *laneBatch, ok bool) error {
 	defer lb.cmu.Unlock()
 	if lb.prefetched {
 		pf.held.Add(-lb.bytes)
-		pf.tokens <- struct{}{}
+		if lb.streamed {
+			pf.windows <- struct{}{}
+		} else {
+			pf.tokens <- struct{}{}
+		}
 		if n := lb.pre.Served(); ok && n != lb.pre.Len() {
 			return fmt.Errorf("drew %d dealer items where the phase's template for a batch of its size drew %d (a Forwarder must draw the same sequence for every batch of a size)", n, lb.pre.Len())
 		}

@@ -57,6 +57,7 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 	const n, phase = 10, 1 // batches of 4, 4 and 2
 	pending := []int{0, 1, 2}
 	var directOut [2]map[int][]uint64 // the direct run's shares, for the prefetched run to match
+	var batchBytes int64              // a full batch's material (party 0), from the prefetched run
 	input := func(party, size int) *share.Tensor {
 		x, _ := share.NewTensor(size)
 		for i := range x.Data {
@@ -68,12 +69,17 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 		name    string
 		on      bool
 		diverge bool
-	}{{"direct", false, false}, {"prefetched", true, false}, {"diverging", true, true}} {
+		budget  int64 // bytes; streamed: a quarter of a lane's two batches
+	}{{"direct", false, false, 1 << 30}, {"prefetched", true, false, 1 << 30}, {"streamed", true, false, -1}, {"diverging", true, true, 1 << 30}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			budget := tc.budget
+			if budget < 0 {
+				budget = 2 * 2 * batchBytes / 4 // two lanes: room for windows, no whole batch
+			}
 			s := startPair(t, Config{FixedPoint: share.DefaultFixedPoint, BatchSize: 4, Workers: 2, Pipeline: tc.on,
-				MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
+				MemoryBudget: budget, MinStreamWindow: 1, ControlStream: 2, LaneStreamBase: 16})
 			var mu sync.Mutex
 			out := [2]map[int][]uint64{{}, {}}
 			var st [2]Stats
@@ -114,13 +120,22 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 			if errs[0] != nil || errs[1] != nil {
 				t.Fatal(errs)
 			}
-			want := 0
+			want, wantStreamed := 0, 0
 			if tc.on {
 				want = len(pending)
 			}
+			if tc.budget < 0 {
+				want, wantStreamed = 0, len(pending)
+			}
 			for party := range 2 {
-				if st[party].Prefetched != want || tc.on && (st[party].BatchBytes == 0 || st[party].PeakHeld == 0) {
-					t.Errorf("party %d: %+v, want %d batches prefetched", party, st[party], want)
+				if st[party].Prefetched != want || st[party].Streamed != wantStreamed || tc.on && (st[party].BatchBytes == 0 || st[party].PeakHeld == 0) {
+					t.Errorf("party %d: %+v, want %d batches prefetched and %d streamed", party, st[party], want, wantStreamed)
+				}
+				if st[party].PeakHeld > budget {
+					t.Errorf("party %d: %d bytes held, budget %d", party, st[party].PeakHeld, budget)
+				}
+				if tc.budget > 0 && party == 0 {
+					batchBytes = st[party].BatchBytes
 				}
 				if len(out[party]) != len(pending) {
 					t.Errorf("party %d: %d batches ran, want %d", party, len(out[party]), len(pending))
@@ -128,7 +143,7 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 				for _, b := range pending {
 					got := out[party][b]
 					if ref := directOut[party][b]; tc.on && !slices.Equal(got, ref) {
-						t.Errorf("party %d batch %d: prefetched shares differ from the direct run's", party, b)
+						t.Errorf("party %d batch %d: %s shares differ from the direct run's", party, b, tc.name)
 					}
 				}
 			}

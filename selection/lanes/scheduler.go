@@ -64,6 +64,10 @@ type Config struct {
 	// MemoryBudget bounds the bytes of prefetched material held at once
 	// (≤ 0: nothing is prefetched).
 	MemoryBudget int64
+	// MinStreamWindow is the smallest window a batch streams its material
+	// through when the budget cannot hold two batches a lane
+	// (DefaultMinStreamWindow when 0; see prefetch.go).
+	MinStreamWindow int64
 	// ControlStream is the control session's stream; lane w's stream is
 	// LaneStreamBase + w. They must not overlap.
 	ControlStream, LaneStreamBase uint32
@@ -94,7 +98,12 @@ type Config struct {
 // forward is data-oblivious: every full batch draws the same sequence),
 // and each lane's next batch is drawn by that script (protocol.Prefetch)
 // while the lane's current batch runs, as long as the material held fits
-// in Config.MemoryBudget.
+// in Config.MemoryBudget. When the budget cannot hold two batches a lane,
+// part of it is kept for windows: a batch that starts without its whole
+// material at hand streams it through a window (protocol.NewPrefetchWindow:
+// one sequence per half window) instead of drawing item by item, so that
+// on a distant dealer a batch waits a round trip per half window rather
+// than one per item.
 type Scheduler struct {
 	party     int
 	conn      *transport.Conn
@@ -104,6 +113,7 @@ type Scheduler struct {
 	workers   int
 	pipeline  bool
 	budget    int64
+	minWindow int64
 	ctrlID    uint32
 	laneBase  uint32
 
@@ -133,7 +143,10 @@ func New(c Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("lanes: control stream %d is a lane's (%d..%d)", c.ControlStream, c.LaneStreamBase, uint64(c.LaneStreamBase)+uint64(c.Workers)-1)
 	}
 	s := &Scheduler{party: c.Party, conn: c.Conn, prov: c.Provider, fp: c.FixedPoint, batchSize: c.BatchSize, workers: c.Workers,
-		pipeline: c.Pipeline, budget: c.MemoryBudget, ctrlID: c.ControlStream, laneBase: c.LaneStreamBase}
+		pipeline: c.Pipeline, budget: c.MemoryBudget, minWindow: c.MinStreamWindow, ctrlID: c.ControlStream, laneBase: c.LaneStreamBase}
+	if s.minWindow <= 0 {
+		s.minWindow = DefaultMinStreamWindow
+	}
 	if !s.pipeline || s.budget < 0 {
 		s.budget = 0
 	}
@@ -263,8 +276,10 @@ type Stats struct {
 	Rounds int64
 	// PeakInFlight is the most batches that ran at once.
 	PeakInFlight int
-	// Prefetched counts the batches whose material was fetched ahead.
-	Prefetched int
+	// Prefetched counts the batches whose material was fetched ahead,
+	// Streamed those that drew theirs through a window as they ran (the
+	// budget could not hold their whole material; see MinStreamWindow).
+	Prefetched, Streamed int
 	// PeakHeld is the most bytes of prefetched material held at once, and
 	// BatchBytes the material of one full batch (0 when not rehearsed).
 	PeakHeld, BatchBytes int64
@@ -359,7 +374,7 @@ func (s *Scheduler) Run(ctx context.Context, phase, n int, pending []int, do, re
 		}
 	}
 	st.PeakInFlight = int(peak.Load())
-	st.Prefetched, st.PeakHeld, st.BatchBytes = pf.stats()
+	st.Prefetched, st.Streamed, st.PeakHeld, st.BatchBytes = pf.stats()
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = fmt.Errorf("lanes: phase %d: %w", phase+1, ctx.Err())
 	}
