@@ -81,8 +81,12 @@ type Params struct {
 	Pipeline PipelineMode `json:"pipeline,omitempty"`
 	// MemoryBudget bounds the bytes of prefetched dealer material this
 	// party holds at once (DefaultMemoryBudget when 0; negative: no
-	// prefetch). A batch is prefetched only when its whole material fits;
-	// PhaseStats reports the peak held. A local choice, like Pipeline.
+	// prefetch). A batch is prefetched whole when its material fits; when
+	// the budget cannot hold two batches a lane, part of it is kept as a
+	// window a lane, through which a batch that starts without its whole
+	// material streams it (a round trip to a networked dealer per half
+	// window, not per item). PhaseStats reports the peak held. A local
+	// choice, like Pipeline.
 	MemoryBudget int64 `json:"memory_budget,omitempty"`
 	// Appraisal selects the optional appraisal of the final set.
 	Appraisal AppraisalMode `json:"appraisal"`
