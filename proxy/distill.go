@@ -58,9 +58,10 @@ type Distill struct {
 	CalibrateLR float64
 	// SqrtEntropy makes the calibration fit √H instead of H (for another
 	// criterion than the entropy, the square root of its score;
-	// mlp.Criterion.Sqrt must allow it). Proxy.SqrtEntropy records it: a selection only compares entropies, and √ stretches the
-	// confident end where most of a pool lies, so the MLP's roughly uniform
-	// absolute error swaps fewer ranks there (bench/QUALITY.md: on MNIST the
+	// mlp.Criterion.Sqrt must allow it). Proxy.SqrtEntropy records it: a
+	// selection only compares entropies, and √ stretches the confident end
+	// where most of a pool lies, so the MLP's roughly uniform absolute error
+	// swaps fewer ranks there (bench/QUALITY.md: on MNIST the
 	// final proxy's Spearman with the target rises from 0.82 to 0.85, against
 	// 0.86 for the exact entropy of its logits). Needs Calibrate > 0.
 	SqrtEntropy bool
