@@ -10,8 +10,22 @@
 //   - InvSqrt: the reciprocal square root inside LayerNorm; in = out = 1. It maps the
 //     row variance v to 1/√(v+ε). The mean subtraction and the affine γ/β of
 //     LayerNorm stay exact (they are linear).
-//   - SoftmaxEntropy: the softmax over the logits fused with the prediction entropy;
-//     in = the number of classes C, out = 1 (the entropy in nats).
+//   - SoftmaxEntropy: the final MLP, the softmax over the logits fused with the
+//     selection criterion's score; in = the number of classes C, out = 1 (by
+//     default the prediction entropy in nats).
+//
+// # Selection criteria
+//
+// The score a selection ranks candidates by is a Criterion: a name, the exact
+// score of one row of logits, the range of the scores (which must fit the
+// fixed-point encoding) and whether a √ calibration applies. The prediction
+// entropy (DefaultCriterion) is the one registered here, in
+// criterion_entropy.go; a new criterion is one such file calling
+// RegisterCriterion, plus, only if it must also run exactly over MPC (the
+// Oracle), one file in proxy/secure registering its secure version
+// (secure.RegisterExactScore). Dataset.Criterion makes the final MLP's data set
+// target a criterion; proxy.Config.Criterion selects it for a proxy, which
+// records it (proxy.Proxy.Criterion).
 //
 // # Ex vivo training
 //

@@ -263,6 +263,27 @@ type Dataset struct {
 	// into W1 (each row of W1 sums to 0), so the MLP's form is unchanged.
 	// Gauss should then describe centred rows (Observer.CentredGaussian).
 	Centre bool
+	// Criterion (SoftmaxEntropy only) names the selection criterion whose
+	// score is the exact output (RegisterCriterion; empty: DefaultCriterion,
+	// the entropy).
+	Criterion string
+}
+
+// exact writes the module's exact outputs of the width-in rows x into y: the
+// criterion's score for SoftmaxEntropy, Exact otherwise.
+func (d *Dataset) exact(x []float64, in int, y []float64) error {
+	if d.Kind != SoftmaxEntropy {
+		return Exact(d.Kind, x, in, d.Eps, y)
+	}
+	c, err := LookupCriterion(d.Criterion)
+	if err != nil {
+		return err
+	}
+	if in <= 0 || len(x) != len(y)*in {
+		return fmt.Errorf("mlp exact %s: %d values for %d rows of width %d", d.Kind, len(x), len(y), in)
+	}
+	c.exact(x, in, y)
+	return nil
 }
 
 // blockRows is the number of rows generated from one derived seed; Batch results
@@ -322,6 +343,14 @@ func (d *Dataset) Validate() error {
 	if len(d.Real)%d.In() != 0 {
 		return fmt.Errorf("mlp dataset %s: %d real values for width %d", d.Kind, len(d.Real), d.In())
 	}
+	if d.Criterion != "" {
+		if d.Kind != SoftmaxEntropy {
+			return fmt.Errorf("mlp dataset %s: a selection criterion applies to the final MLP (%s) only", d.Kind, SoftmaxEntropy)
+		}
+		if _, err := LookupCriterion(d.Criterion); err != nil {
+			return fmt.Errorf("mlp dataset %s: %w", d.Kind, err)
+		}
+	}
 	if d.Centre && d.Kind != AttnSoftmax {
 		return fmt.Errorf("mlp dataset %s: centring applies to attention softmax rows only", d.Kind)
 	}
@@ -361,7 +390,7 @@ func (d *Dataset) Rows(seed uint64, start, count int, x, y []float64) error {
 		}
 		r += n
 	}
-	return Exact(d.Kind, x, in, d.Eps, y)
+	return d.exact(x, in, y)
 }
 
 // checkReal verifies that the real rows are valid module inputs (they become

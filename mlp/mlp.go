@@ -26,8 +26,9 @@ const (
 	AttnSoftmax Kind = "attn_softmax"
 	// InvSqrt is LayerNorm's reciprocal square root of the variance (in = out = 1).
 	InvSqrt Kind = "invsqrt"
-	// SoftmaxEntropy is the softmax over the logits fused with the entropy (in = C,
-	// out = 1).
+	// SoftmaxEntropy is the final MLP: the softmax over the logits fused with
+	// the selection criterion's score (in = C, out = 1); the criterion is the
+	// prediction entropy unless a Dataset names another (Dataset.Criterion).
 	SoftmaxEntropy Kind = "softmax_entropy"
 )
 
@@ -43,7 +44,8 @@ func (k Kind) OutWidth(in int) int {
 }
 
 // Exact computes the exact module output of kind k for each width-in row of x into
-// y (len(y) = rows·OutWidth(in)). For AttnSoftmax, −Inf entries are padding: the
+// y (len(y) = rows·OutWidth(in)); for SoftmaxEntropy that is the default
+// criterion's score (Dataset.Rows uses the dataset's criterion). For AttnSoftmax, −Inf entries are padding: the
 // softmax runs over the other entries and padded outputs are 0 (a row padded
 // entirely yields zeros). For InvSqrt, y = 1/√(x+eps) and x+eps must be positive.
 func Exact(k Kind, x []float64, in int, eps float64, y []float64) error {
@@ -68,9 +70,11 @@ func Exact(k Kind, x []float64, in int, eps float64, y []float64) error {
 			y[i] = 1 / math.Sqrt(v+eps)
 		}
 	case SoftmaxEntropy:
-		for r := 0; r < rows; r++ {
-			y[r] = entropy(x[r*in : (r+1)*in])
+		c, err := LookupCriterion(DefaultCriterion)
+		if err != nil {
+			return err
 		}
+		c.exact(x, in, y)
 	default:
 		return fmt.Errorf("mlp exact: unknown kind %q", k)
 	}
@@ -101,25 +105,6 @@ func maskedSoftmax(x, y []float64) {
 	for j := range y {
 		y[j] /= s
 	}
-}
-
-// entropy returns −Σ p log p of softmax(x) in nats.
-func entropy(x []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, v)
-	}
-	s := 0.0
-	for _, v := range x {
-		s += math.Exp(v - m)
-	}
-	lse := m + math.Log(s)
-	h := 0.0
-	for _, v := range x {
-		p := math.Exp(v - lse)
-		h -= p * (v - lse)
-	}
-	return h
 }
 
 // MLP is an approximator linear(in→d) → ReLU → linear(d→out) acting on raw module

@@ -397,7 +397,7 @@ func evaluateTrained(m *MLP, d *Dataset, st *standardisation, name string, rep *
 	if len(d.Real) > 0 {
 		rep.RealRows = len(d.Real) / in
 		ry := make([]float64, rep.RealRows*out)
-		if err := Exact(d.Kind, d.Real, in, d.Eps, ry); err != nil {
+		if err := d.exact(d.Real, in, ry); err != nil {
 			return fmt.Errorf("mlp train %s: real rows: %w", name, err)
 		}
 		if rep.RealMaxAbs, rep.RealMeanAbs, err = evaluate(m, d.Real, ry, &rg); err != nil {

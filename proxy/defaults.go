@@ -140,5 +140,12 @@ func (c Config) Validate(target *model.Model, n int) error {
 	if n <= 0 {
 		return fmt.Errorf("proxy: a bootstrap of %d samples", n)
 	}
+	crit, err := mlp.LookupCriterion(c.Criterion)
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	if c.Distill != nil && c.Distill.SqrtEntropy && !crit.Sqrt {
+		return fmt.Errorf("proxy: criterion %q has no √ calibration (Distill.SqrtEntropy)", crit.Name)
+	}
 	return nil
 }

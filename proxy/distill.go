@@ -56,10 +56,12 @@ type Distill struct {
 	// CalibrateLR is the calibration's peak learning rate (Config.InVivo.LR
 	// when 0).
 	CalibrateLR float64
-	// SqrtEntropy makes the calibration fit √H instead of H (Proxy.SqrtEntropy
-	// records it): a selection only compares entropies, and √ stretches the
-	// confident end where most of a pool lies, so the MLP's roughly uniform
-	// absolute error swaps fewer ranks there (bench/QUALITY.md: on MNIST the
+	// SqrtEntropy makes the calibration fit √H instead of H (for another
+	// criterion than the entropy, the square root of its score;
+	// mlp.Criterion.Sqrt must allow it). Proxy.SqrtEntropy records it: a
+	// selection only compares entropies, and √ stretches the confident end
+	// where most of a pool lies, so the MLP's roughly uniform absolute error
+	// swaps fewer ranks there (bench/QUALITY.md: on MNIST the
 	// final proxy's Spearman with the target rises from 0.82 to 0.85, against
 	// 0.86 for the exact entropy of its logits). Needs Calibrate > 0.
 	SqrtEntropy bool
@@ -312,7 +314,11 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 	}
 	alpha := d.Weight
 	c := ts.logits.Cols()
-	teacherH := nn.Entropy(ts.logits)
+	crit, err := p.criterion()
+	if err != nil {
+		return err
+	}
+	teacherH := crit.ScoreRows(ts.logits)
 	nBoot := len(ts.labels)
 	// trainLoop hands each batch its row numbers as "labels".
 	rows := make([]int, ts.in.Len())
@@ -384,7 +390,7 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 					target[r] = teacherH[i]
 				}
 			} else {
-				target = nn.Entropy(det)
+				target = crit.ScoreRows(det)
 			}
 			g := nn.New(pred.Shape...)
 			for i, v := range pred.Data {
@@ -431,9 +437,16 @@ func (p *Proxy) calibrateEntropy(ctx context.Context, ts *teacherSet, cfg Config
 		}
 		copy(logits.Data[off*c:], lg.Data)
 	}
-	target := nn.Entropy(ts.logits)
+	crit, err := p.criterion()
+	if err != nil {
+		return fmt.Errorf("%s: %w", stage, err)
+	}
+	target := crit.ScoreRows(ts.logits)
 	if !d.TeacherEntropy {
-		target = nn.Entropy(logits)
+		target = crit.ScoreRows(logits)
+	}
+	if d.SqrtEntropy && !crit.Sqrt {
+		return fmt.Errorf("%s: criterion %q has no √ calibration", stage, crit.Name)
 	}
 	if d.SqrtEntropy {
 		for i, h := range target {

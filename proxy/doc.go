@@ -30,6 +30,16 @@
 // Distill.SqrtEntropy calibrates the entropy MLP to √H, a monotone score that
 // ranks candidates alike and keeps more of the confident end's order.
 //
+// The score is that of a selection criterion (mlp.Criterion), the prediction
+// entropy unless Config.Criterion names another: the entropy MLP ("final
+// MLP") is trained toward it ex vivo, in vivo and in the calibration, the
+// plaintext forward computes it exactly when Ablation.ExactEntropy keeps it
+// exact, and a proxy records it (Proxy.Criterion, "criterion" in proxy.json;
+// absent in proxies saved before criteria existed, which load with the
+// entropy). The names that say "entropy" (Entropy, SqrtEntropy,
+// EntropyHidden, Ablation.ExactEntropy, entropyOf) keep meaning the final MLP
+// and the calibration of whatever criterion's score it produces.
+//
 // Token/patch embeddings (and BERT's embedding LayerNorm) are frozen throughout and
 // stay those of the target: the data owner evaluates them locally in the clear, so
 // they are not part of the secure forward.

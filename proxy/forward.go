@@ -42,16 +42,45 @@ type Proxy struct {
 	// where exact); FinalLNMLP is ViT's final LayerNorm MLP.
 	AttnMLP, LNMLP []*mlp.MLP
 	FinalLNMLP     *mlp.MLP
-	// Entropy emulates softmax + entropy over the logits (nil: exact).
+	// Entropy emulates softmax + the selection criterion's score over the
+	// logits (nil: the exact score); the criterion is Criterion, the
+	// prediction entropy by default.
 	Entropy *mlp.MLP
-	// SqrtEntropy says that Entropy was calibrated to √H (Distill.SqrtEntropy):
-	// the proxy's per-sample scores are then square roots of entropies, which
-	// rank samples alike; square them for entropies.
+	// SqrtEntropy says that Entropy was calibrated to the square root of the
+	// criterion's score, √H for the entropy (Distill.SqrtEntropy): the proxy's
+	// per-sample scores then rank samples alike; square them for scores.
 	SqrtEntropy bool
+	// Criterion names the selection criterion (mlp.RegisterCriterion) the
+	// proxy scores candidates by; empty means mlp.DefaultCriterion, the
+	// entropy (so proxies built before criteria existed keep theirs).
+	Criterion string
 	// TwoQuadC is the shift c of the baseline's 2Quad softmax (MPCFormer only).
 	TwoQuadC float64
 
 	head *head
+	crit mlp.Criterion // looked up from Criterion by criterion()
+}
+
+// criterion returns the proxy's selection criterion.
+func (p *Proxy) criterion() (mlp.Criterion, error) {
+	if p.crit.Score != nil && (p.crit.Name == p.Criterion || (p.Criterion == "" && p.crit.Name == mlp.DefaultCriterion)) {
+		return p.crit, nil
+	}
+	c, err := mlp.LookupCriterion(p.Criterion)
+	if err != nil {
+		return mlp.Criterion{}, fmt.Errorf("proxy: %w", err)
+	}
+	p.crit = c
+	return c, nil
+}
+
+// exactScores returns the criterion's exact score of each row of logits.
+func (p *Proxy) exactScores(logits *nn.Tensor) ([]float64, error) {
+	c, err := p.criterion()
+	if err != nil {
+		return nil, err
+	}
+	return c.ScoreRows(logits), nil
 }
 
 // needFunc returns the ex vivo MLP of a module for hidden width d.
@@ -253,11 +282,12 @@ func (p *Proxy) backward(dl *nn.Tensor) error {
 	return nil
 }
 
-// entropyOf returns the entropy per row of logits: the MLP's output or, when the
-// entropy is exact, nn.Entropy.
+// entropyOf returns the criterion's score per row of logits (the entropy by
+// default): the MLP's output or, when the score is exact, the criterion's
+// exact score.
 func (p *Proxy) entropyOf(logits *nn.Tensor) ([]float64, error) {
 	if p.Entropy == nil {
-		return nn.Entropy(logits), nil
+		return p.exactScores(logits)
 	}
 	y, err := p.Entropy.Forward(logits)
 	if err != nil {
@@ -331,7 +361,10 @@ func (p *Proxy) tuneInVivo(ctx context.Context, boot model.Input, labels []int, 
 			if err != nil {
 				return 0, err
 			}
-			exact := nn.Entropy(det)
+			exact, err := p.exactScores(det)
+			if err != nil {
+				return 0, err
+			}
 			g := nn.New(pred.Shape...)
 			for i, v := range pred.Data {
 				d := v - exact[i]

@@ -49,6 +49,9 @@ type Manifest struct {
 	TwoQuadC float64 `json:"two_quad_c,omitempty"`
 	// SqrtEntropy is Proxy.SqrtEntropy.
 	SqrtEntropy bool `json:"sqrt_entropy,omitempty"`
+	// Criterion is Proxy.Criterion (absent in proxies saved before criteria
+	// existed: mlp.DefaultCriterion, the entropy).
+	Criterion string `json:"criterion,omitempty"`
 }
 
 // FixedPointSpec records a fixed-point encoding (fractional bits, |x| < 2^int_bits).
@@ -118,7 +121,7 @@ func (p *Proxy) manifest(reports map[string]mlp.Report) (*Manifest, error) {
 	}
 	man := &Manifest{Format: Format, Kind: p.Kind, Config: cfg, Shape: p.Shape, Ablation: p.Ablation,
 		HeadsKept: p.HeadsKept, FixedPoint: FixedPointSpec{FracBits: 16, IntBits: 15}, TwoQuadC: p.TwoQuadC,
-		SqrtEntropy: p.SqrtEntropy}
+		SqrtEntropy: p.SqrtEntropy, Criterion: p.Criterion}
 	add := func(m *mlp.MLP, module string) {
 		if m == nil {
 			return
@@ -194,6 +197,11 @@ func DecodeManifest(b []byte) (*Manifest, *model.Config, error) {
 	if man.SqrtEntropy && !seen["softmax_entropy"] {
 		errs = append(errs, fmt.Errorf("sqrt_entropy set without an entropy MLP"))
 	}
+	if c, err := mlp.LookupCriterion(man.Criterion); err != nil {
+		errs = append(errs, err)
+	} else if man.SqrtEntropy && !c.Sqrt {
+		errs = append(errs, fmt.Errorf("sqrt_entropy set for criterion %q, which has no √ calibration", c.Name))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, fmt.Errorf("proxy manifest: %w", err)
 	}
@@ -231,7 +239,10 @@ func fromManifest(man *Manifest, cfg *model.Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{Kind: man.Kind, Shape: man.Shape, Ablation: man.Ablation, Model: m, HeadsKept: man.HeadsKept, TwoQuadC: man.TwoQuadC,
-		SqrtEntropy: man.SqrtEntropy}
+		SqrtEntropy: man.SqrtEntropy, Criterion: man.Criterion}
+	if p.Criterion == "" {
+		p.Criterion = mlp.DefaultCriterion
+	}
 	if err := p.shape(); err != nil {
 		return nil, err
 	}

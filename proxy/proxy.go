@@ -108,6 +108,11 @@ type Config struct {
 	CentreSoftmax bool
 	// EntropyWeight weighs the in-vivo loss of the entropy MLP (1 when 0).
 	EntropyWeight float64
+	// Criterion names the selection criterion (mlp.RegisterCriterion) the
+	// final MLP ("entropy MLP") is trained toward and the proxies record
+	// (Proxy.Criterion); empty: mlp.DefaultCriterion, the prediction
+	// entropy.
+	Criterion string
 	// Distill, if set, tunes the proxies toward M_g's predictions (see
 	// Distill); nil tunes them on the bootstrap labels only.
 	Distill *Distill
@@ -235,6 +240,10 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 		if err != nil {
 			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi+1, err)
 		}
+		if p.crit, err = mlp.LookupCriterion(cfg.Criterion); err != nil {
+			return nil, fmt.Errorf("proxy generate: %w", err)
+		}
+		p.Criterion = p.crit.Name
 		stage := fmt.Sprintf("in vivo phase %d", pi+1)
 		if ts != nil {
 			if err = p.distillInVivo(ctx, ts, cfg, stage, log); err == nil {
@@ -260,6 +269,8 @@ func newDataset(o *observed, points int, cfg Config, seed uint64) (*mlp.Dataset,
 	}
 	if o.obs.Kind != mlp.SoftmaxEntropy {
 		ds.RealFrac = cfg.RealMix
+	} else {
+		ds.Criterion = cfg.Criterion
 	}
 	if cfg.CentreSoftmax && o.obs.Kind == mlp.AttnSoftmax {
 		if ds.Gauss, err = o.obs.CentredGaussian(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -260,7 +261,7 @@ func (archEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int
 // proxy.Generate makes from a target of configuration c with cfg (the
 // schedule's shapes in cfg.Phases) for inputs of seq tokens: the target's
 // family, width, head width and labels, each phase's ⟨layers, kept heads,
-// MLP width⟩, cfg's ablation and entropy MLP, no FFN (secure.ArchOfProxy of
+// MLP width⟩, cfg's ablation, entropy MLP and selection criterion, no FFN (secure.ArchOfProxy of
 // the generated proxies, private embeddings aside).
 func generatedArchs(c model.Config, cfg proxy.Config, seq int) ([]secure.Arch, error) {
 	if c.Heads <= 0 {
@@ -280,6 +281,9 @@ func generatedArchs(c model.Config, cfg proxy.Config, seq int) ([]secure.Arch, e
 			SqrtEntropy: cfg.Distill != nil && cfg.Distill.SqrtEntropy && !abl.ExactEntropy}
 		if !abl.ExactEntropy && cfg.EntropyHidden > 0 && cfg.EntropyHidden != sh.MLPHidden {
 			a.EntropyHidden = cfg.EntropyHidden
+		}
+		if cfg.Criterion != mlp.DefaultCriterion {
+			a.Criterion = cfg.Criterion // empty for the entropy, as secure.ArchOfProxy
 		}
 		if err := a.Validate(); err != nil {
 			return nil, fmt.Errorf("selection: phase %d proxy: %w", i, err)

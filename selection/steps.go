@@ -433,7 +433,8 @@ func (p *progress) batchDone(ctx context.Context) {
 	}
 }
 
-// appraise reveals the mean entropy of the final set, or only whether it
+// appraise reveals the mean entropy of the final set (the mean score of the
+// proxies' selection criterion, mlp.Criterion: the entropy by default), or only whether it
 // exceeds the model owner's threshold: threshold returns this party's
 // share of it (the model owner inputs it, the data owner receives a share).
 // With sqrt the last phase's scores are √H (secure.Arch.SqrtEntropy) and are
@@ -474,8 +475,8 @@ func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []i
 	return a, nil
 }
 
-// meanEntropy returns shares (shape [1]) of the mean of the entropy scores,
-// squared first when they are √H (sqrt). Cost: 1 round and msg(1) bytes
+// meanEntropy returns shares (shape [1]) of the mean of the entropy scores
+// (the criterion's scores), squared first when they are √H (sqrt). Cost: 1 round and msg(1) bytes
 // (MulPublicScalar on the sum), plus SquareFixed's 2 rounds and 2·msg(n)
 // with sqrt.
 func meanEntropy(ctx context.Context, s *protocol.Session, scores *share.Tensor, sqrt bool) (*share.Tensor, error) {

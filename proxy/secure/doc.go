@@ -54,7 +54,10 @@
 //     exact model (FromModel), run with the CrypTen-style protocol functions:
 //     protocol.Softmax (padded scores shifted by −32), protocol.InvSqrt (with
 //     Arch.InvSqrtShift to bring variances into its range) and γ by
-//     MulPrivateVector, protocol.Entropy; the exact model's GeLU is x·σ(1.702x)
+//     MulPrivateVector, and the selection criterion's exact score registered
+//     for it (RegisterExactScore: protocol.Entropy for the entropy, in
+//     criterion_entropy.go; a criterion without one cannot be kept exact and
+//     FromModelCriterion and Arch.Validate say so); the exact model's GeLU is x·σ(1.702x)
 //     and BERT's pooler tanh is 2σ(2x)−1, with σ from the sign circuit, Exp on
 //     (−∞, 0] and ReciprocalPositive on [1, 2].
 //

@@ -809,19 +809,25 @@ func (p *Prepared) head(ctx context.Context, s *protocol.Session, x *share.Tenso
 	return p.entropy(ctx, s, z)
 }
 
-// entropy maps the head's features z [B, hidden] to the shared entropies
-// [B]. With the entropy MLP, its first layer is the classifier folded into it
-// (prepareHead): z·W' + b' → TruncReLU → ·W2 + b2, truncation (1 + 7 + 1 + 1
-// rounds); the logits are never computed. With the exact entropy: the
-// classifier (2 rounds), then protocol.Entropy.
+// entropy maps the head's features z [B, hidden] to the shared scores of
+// the selection criterion [B] (the entropies by default). With the entropy
+// MLP, its first layer is the classifier folded into it (prepareHead):
+// z·W' + b' → TruncReLU → ·W2 + b2, truncation (1 + 7 + 1 + 1 rounds); the
+// logits are never computed. With the exact score: the classifier (2
+// rounds), then the criterion's exact score over MPC (RegisterExactScore;
+// protocol.Entropy for the entropy).
 func (p *Prepared) entropy(ctx context.Context, s *protocol.Session, z *share.Tensor) (*share.Tensor, error) {
 	B := z.Shape[0]
 	if p.ent == nil {
+		exact, err := exactScore(p.arch.Criterion)
+		if err != nil {
+			return nil, err
+		}
 		logits, err := p.lin(ctx, s, z, *p.cls)
 		if err != nil {
 			return nil, fmt.Errorf("classifier: %w", err)
 		}
-		return s.Entropy(ctx, logits)
+		return exact(ctx, s, logits)
 	}
 	h, err := p.mlp(ctx, s, z, p.ent, nil)
 	if err != nil {

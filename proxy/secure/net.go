@@ -38,6 +38,13 @@ type Arch struct {
 	// (proxy.Proxy.SqrtEntropy): selections rank alike, and an appraisal of
 	// the mean entropy squares the selected scores first.
 	SqrtEntropy bool `json:"sqrt_entropy,omitempty"`
+	// Criterion names the selection criterion the scores are of
+	// (mlp.RegisterCriterion, proxy.Proxy.Criterion); empty means
+	// mlp.DefaultCriterion, the entropy, which ArchOfProxy leaves empty so
+	// that such architectures encode as before. Keeping the score exact
+	// (Ablation.ExactEntropy) needs its exact version over MPC
+	// (RegisterExactScore).
+	Criterion string `json:"criterion,omitempty"`
 	// Intermediate is the FFN width; 0 means no FFN (a SelectFormer proxy).
 	Intermediate int `json:"intermediate"`
 	// Act is the FFN activation ("relu" or "gelu"; GeLU runs as x·σ(1.702x)).
@@ -91,6 +98,14 @@ func (a Arch) Validate() error {
 	}
 	if a.SqrtEntropy && a.Ablation.ExactEntropy {
 		return fmt.Errorf("secure: √H scores need an entropy MLP, but the entropy is exact")
+	}
+	if err := checkCriterionName(a.Criterion); err != nil {
+		return err
+	}
+	if a.Ablation.ExactEntropy {
+		if _, err := exactScore(a.Criterion); err != nil {
+			return err
+		}
 	}
 	if a.Intermediate > 0 && a.Act != "relu" && a.Act != "gelu" {
 		return fmt.Errorf("secure: FFN activation %q (want relu or gelu)", a.Act)
@@ -221,6 +236,9 @@ func ArchOfProxy(p *proxy.Proxy, seq int) (Arch, error) {
 		a.EntropyHidden = p.Entropy.Hidden()
 	}
 	a.SqrtEntropy = p.SqrtEntropy && p.Entropy != nil
+	if p.Criterion != mlp.DefaultCriterion {
+		a.Criterion = p.Criterion
+	}
 	if c.Family == model.ViT && seq != c.NumPatches()+1 {
 		return Arch{}, fmt.Errorf("secure: a ViT of %d patches needs seq %d, got %d", c.NumPatches(), c.NumPatches()+1, seq)
 	}
@@ -327,13 +345,22 @@ func (n *Net) headFrom(m *model.Model, finalInv *mlp.MLP) error {
 // OracleArch returns the architecture of the exact target model m ("Oracle"):
 // every layer with its FFN, every nonlinear module exact.
 func OracleArch(m *model.Model, seq int) (Arch, error) {
+	return oracleArch(m, seq, "")
+}
+
+// oracleArch is OracleArch for the selection criterion crit (empty or
+// mlp.DefaultCriterion: the entropy).
+func oracleArch(m *model.Model, seq int, crit string) (Arch, error) {
+	if crit == mlp.DefaultCriterion {
+		crit = ""
+	}
 	if m == nil || len(m.Blocks) == 0 {
 		return Arch{}, fmt.Errorf("secure: oracle of an empty model")
 	}
 	c := m.Config
 	a := Arch{Family: c.Family, Layers: len(m.Blocks), Heads: m.Blocks[0].Attn.Heads, HeadDim: m.Blocks[0].Attn.HeadDim(), Hidden: c.Hidden,
 		Seq: seq, Labels: c.NumLabels(), Intermediate: c.Intermediate, Act: c.HiddenAct, Ablation: proxy.NoApprox, Eps: c.LayerNormEps,
-		TanhPooler: c.Family == model.BERT, EmbedRows: embedRowsOf(c)}
+		TanhPooler: c.Family == model.BERT, EmbedRows: embedRowsOf(c), Criterion: crit}
 	if a.Act != "relu" {
 		a.Act = "gelu"
 	}
@@ -344,7 +371,15 @@ func OracleArch(m *model.Model, seq int) (Arch, error) {
 // inputs padded to seq tokens: every layer, FFN, exact softmax, LayerNorm and
 // entropy.
 func FromModel(m *model.Model, seq int) (*Net, error) {
-	a, err := OracleArch(m, seq)
+	return FromModelCriterion(m, seq, "")
+}
+
+// FromModelCriterion is FromModel scoring candidates by the selection
+// criterion crit (mlp.RegisterCriterion; empty: the entropy) instead of the
+// entropy; crit needs its exact version over MPC (RegisterExactScore), or
+// FromModelCriterion fails saying so.
+func FromModelCriterion(m *model.Model, seq int, crit string) (*Net, error) {
+	a, err := oracleArch(m, seq, crit)
 	if err != nil {
 		return nil, err
 	}
