@@ -137,11 +137,15 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 				return fmt.Errorf("cross and %d", i)
 			}
 		}
-	case KindTrunc:
-		rr, msb, low := add(p0[0], p1[0]), add(p0[1], p1[1]), add(p0[2], p1[2])
-		for i := range rr {
-			if msb[i] != rr[i]>>63 || low[i] != (rr[i]&(1<<63-1))>>r.FracBits {
-				return fmt.Errorf("trunc pair %d", i)
+	case KindWrap:
+		if p0[1] != nil || p1[0] != nil {
+			return fmt.Errorf("wrap: party 0 got V or party 1 got U")
+		}
+		z := add(p0[2], p1[2])
+		for i := range z {
+			uv := (p0[0][i/64] & p1[1][i/64]) >> (i % 64) & 1
+			if z[i] != uv<<(64-r.FracBits) {
+				return fmt.Errorf("wrap pair %d", i)
 			}
 		}
 	case KindBitPair:
@@ -165,7 +169,8 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 // randomRequest returns a small random request of a built-in kind on
 // stream.
 func randomRequest(rng *rand.Rand, stream uint32) Request {
-	r := Request{Kind: Kind(1 + rng.IntN(int(KindBitPair))), Stream: stream}
+	kinds := []Kind{KindTriple, KindSquare, KindMatTriple, KindWeightTriple, KindWeightVectorTriple, KindAND, KindCrossAND, KindWrap, KindBitPair}
+	r := Request{Kind: kinds[rng.IntN(len(kinds))], Stream: stream}
 	switch r.Kind {
 	case KindMatTriple:
 		r.Batch, r.M, r.K, r.N = 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(3), 1+rng.IntN(3)
@@ -175,8 +180,8 @@ func randomRequest(rng *rand.Rand, stream uint32) Request {
 	case KindWeightVectorTriple:
 		r.WeightID = uint64(10 + rng.IntN(3))
 		r.M, r.N = 1+rng.IntN(3), 4
-	case KindTrunc:
-		r.N = rng.IntN(5)
+	case KindWrap:
+		r.N = rng.IntN(70)
 		r.FracBits = uint(1 + rng.IntN(62))
 	default:
 		r.N = rng.IntN(5)
@@ -207,8 +212,9 @@ func TestDealerAllKinds(t *testing.T) {
 		{Kind: KindWeightVectorTriple, WeightID: 8, M: 3, N: 5},
 		{Kind: KindAND, N: 10},
 		{Kind: KindCrossAND, N: 10},
-		{Kind: KindTrunc, N: 50, FracBits: 16},
-		{Kind: KindTrunc, N: 50, FracBits: 62},
+		{Kind: KindWrap, N: 50, FracBits: 16},
+		{Kind: KindWrap, N: 50, FracBits: 62},
+		{Kind: KindWrap, N: 128, FracBits: 1},
 		{Kind: KindBitPair, N: 100},
 		{Kind: KindBitPair, N: 128},
 	}
@@ -256,8 +262,8 @@ func TestBadRequests(t *testing.T) {
 		{"negative n", func() error { _, err := Typed{p1}.Triples(ctx, 0, -1); return err }},
 		{"huge n", func() error { _, err := Typed{p1}.Triples(ctx, 0, MaxItemWords+1); return err }},
 		{"huge matrix", func() error { _, err := Typed{p1}.MatTriples(ctx, 0, 1<<10, 1<<10, 1<<10, 1); return err }},
-		{"trunc f=0", func() error { _, err := Typed{p1}.TruncPairs(ctx, 0, 3, 0); return err }},
-		{"trunc f=63", func() error { _, err := Typed{p1}.TruncPairs(ctx, 0, 3, 63); return err }},
+		{"wrap f=0", func() error { _, err := Typed{p1}.WrapPairs(ctx, 0, 3, 0); return err }},
+		{"wrap f=63", func() error { _, err := Typed{p1}.WrapPairs(ctx, 0, 3, 63); return err }},
 		{"weight mask party 1", func() error { _, err := Typed{p1}.WeightMask(ctx, 1, 2, 2); return err }},
 		{"weight mask negative", func() error { _, err := Typed{p0}.WeightMask(ctx, 1, -2, 2); return err }},
 		{"weight reshaped", func() error {
@@ -409,7 +415,7 @@ func TestExpandIntoDirtyBuffers(t *testing.T) {
 		{Kind: KindTriple, Stream: 1, Counter: 3, N: 2000},
 		{Kind: KindMatTriple, Stream: 2, Batch: 2, M: 30, K: 20, N: 40},
 		{Kind: KindBitPair, Stream: 3, N: 3000},
-		{Kind: KindTrunc, Stream: 4, N: 5000, FracBits: 16},
+		{Kind: KindWrap, Stream: 4, N: 5000, FracBits: 16},
 	} {
 		want := expandLocal(keys, r)
 		dirty := make([]uint64, localTotal(r, 1))

@@ -1,7 +1,7 @@
 // Package beaver supplies the correlated randomness of selectformer's online
 // protocols: arithmetic and matrix Beaver triples, weight-mask correlations for
 // products with the model owner's clear weights, bit-packed AND triples,
-// truncation pairs and random shared bits.
+// wrap pairs (for truncation) and random shared bits.
 //
 // A Provider hands one party (0 = model owner, 1 = data owner) its part of each
 // correlation. Material is addressed by (stream, counter): every request on a
@@ -15,7 +15,7 @@
 // correlation keyed by the weight id, not a stream kind), next to the
 // party, the session binding, the stream positions (Position, Seek) and the
 // dealer traffic (Stats). Protocols draw through Typed, whose helpers
-// (Triples, MatTriples, WeightMask, TruncPairs, ...) build the request and
+// (Triples, MatTriples, WeightMask, WrapPairs, ...) build the request and
 // check the shape of the answer. A new provider implements the core; a
 // wrapper embeds the Provider it wraps and overrides Material (see
 // Marked).

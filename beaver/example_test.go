@@ -49,10 +49,10 @@ func ExampleProvider_wrapper() {
 	p := beaver.Typed{Provider: c}
 	_, _ = p.Triples(ctx, 1, 4)
 	_, _ = p.Triples(ctx, 1, 4)
-	_, _ = p.TruncPairs(ctx, 2, 4, 16)
-	fmt.Println(c.n[beaver.KindTriple], "triple items,", c.n[beaver.KindTrunc], "trunc item")
+	_, _ = p.WrapPairs(ctx, 2, 4, 16)
+	fmt.Println(c.n[beaver.KindTriple], "triple items,", c.n[beaver.KindWrap], "wrap item")
 	// Output:
-	// 2 triple items, 1 trunc item
+	// 2 triple items, 1 wrap item
 }
 
 // counting counts the requests per kind (not safe for concurrent use).
@@ -72,8 +72,8 @@ func (c *counting) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 func ExampleDrawSequence() {
 	ctx := context.Background()
 	seq := []beaver.Request{ // what the computation draws on stream 4:
-		{Kind: beaver.KindTriple, Stream: 4, N: 8},              // 8 triples,
-		{Kind: beaver.KindTrunc, Stream: 4, N: 8, FracBits: 16}, // then 8 truncation pairs
+		{Kind: beaver.KindTriple, Stream: 4, N: 8},             // 8 triples,
+		{Kind: beaver.KindWrap, Stream: 4, N: 8, FracBits: 16}, // then 8 wrap pairs
 	}
 	d, err := beaver.NewDealer()
 	if err != nil {
@@ -81,12 +81,12 @@ func ExampleDrawSequence() {
 	}
 	prov, _ := d.Provider(1)
 	err = beaver.DrawSequence(ctx, prov, seq, func(i int, m beaver.Material) error {
-		fmt.Println(i, m.Kind, len(m.Parts[0]), "words")
+		fmt.Println(i, m.Kind, len(m.Parts[len(m.Parts)-1]), "words in its last part")
 		return nil
 	})
 	fmt.Println("error:", err, "next item on stream 4:", prov.Position(4))
 	// Output:
-	// 0 triple 8 words
-	// 1 trunc 8 words
+	// 0 triple 8 words in its last part
+	// 1 wrap 8 words in its last part
 	// error: <nil> next item on stream 4: 2
 }

@@ -7,16 +7,20 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
-// The arithmetic kinds: elementwise triples, square pairs, truncation pairs
-// and shared random bits, each sized by N.
+// The arithmetic kinds: elementwise triples, square pairs, wrap pairs (for
+// truncation) and shared random bits, each sized by N.
 const (
 	// KindTriple: shares of n elementwise triples c = a·b (Typed.Triples).
 	KindTriple Kind = 1
 	// KindSquare: shares of n square pairs (a, a²) (Typed.SquarePairs).
 	KindSquare Kind = 2
-	// KindTrunc: n truncation pairs for dividing by 2^FracBits
-	// (Typed.TruncPairs).
-	KindTrunc Kind = 8
+	// Kind 8 was the truncation pair (r, r>>63, (r mod 2^63)>>f) of the
+	// opening-based truncation that wrap pairs replaced, and 10 the weight
+	// mask when it was a request kind: retired, never reuse them.
+
+	// KindWrap: n wrap pairs for truncating by 2^FracBits
+	// (Typed.WrapPairs).
+	KindWrap Kind = 11
 	// KindBitPair: n shared random bits with their multiplication pairs
 	// (Typed.BitPairs).
 	KindBitPair Kind = 9
@@ -34,11 +38,14 @@ type SquarePair struct {
 	A, A2 []uint64
 }
 
-// TruncPair is one party's share of the material of exact probabilistic
-// truncation by 2^f: for a uniformly random ring word r, shares of r, of its
-// top bit r>>63 (as the ring word 0 or 1) and of (r mod 2^63) >> f.
-type TruncPair struct {
-	R, MSB, LowShifted []uint64
+// WrapPair is one party's part of n wrap pairs for truncation by 2^f: party
+// 0 holds uniformly random bits u (U, packed 64 per word, ⌈n/64⌉ words; V is
+// nil), party 1 uniformly random bits v (V; U is nil), and both hold
+// additive shares Z of u·v·2^(64−f) (n words, each a multiple of 2^(64−f)).
+// The truncation computes the wrap bit of its shares' sum from one such
+// product of a bit of each party (protocol.TruncBy).
+type WrapPair struct {
+	U, V, Z []uint64
 }
 
 // BitPair is one party's share of n uniformly random bits r, held both as XOR
@@ -56,8 +63,8 @@ func (m Material) triple() Triple { return Triple{A: m.Parts[0], B: m.Parts[1], 
 
 func (m Material) square() SquarePair { return SquarePair{A: m.Parts[0], A2: m.Parts[1]} }
 
-func (m Material) truncPair() TruncPair {
-	return TruncPair{R: m.Parts[0], MSB: m.Parts[1], LowShifted: m.Parts[2]}
+func (m Material) wrapPair() WrapPair {
+	return WrapPair{U: m.Parts[0], V: m.Parts[1], Z: m.Parts[2]}
 }
 
 func (m Material) bitPair() BitPair {
@@ -74,9 +81,9 @@ func (t Typed) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePai
 	return drawAs(ctx, t, Request{Kind: KindSquare, Stream: stream, N: n}, Material.square)
 }
 
-// TruncPairs returns n truncation pairs for dividing by 2^fracBits.
-func (t Typed) TruncPairs(ctx context.Context, stream uint32, n int, fracBits uint) (TruncPair, error) {
-	return drawAs(ctx, t, Request{Kind: KindTrunc, Stream: stream, N: n, FracBits: fracBits}, Material.truncPair)
+// WrapPairs returns n wrap pairs for truncating by 2^fracBits.
+func (t Typed) WrapPairs(ctx context.Context, stream uint32, n int, fracBits uint) (WrapPair, error) {
+	return drawAs(ctx, t, Request{Kind: KindWrap, Stream: stream, N: n, FracBits: fracBits}, Material.wrapPair)
 }
 
 // BitPairs returns n random shared bits with their multiplication pairs.
@@ -102,13 +109,13 @@ func init() {
 		Sample:   Request{Kind: KindSquare, N: 5},
 	})
 	Register(Correlation{
-		Kind: KindTrunc, Name: "trunc", Fields: FieldN | FieldFracBits, Dims: dimsN, Check: checkTrunc,
+		Kind: KindWrap, Name: "wrap", Fields: FieldN | FieldFracBits, Dims: dimsN, Check: checkWrap,
 		Format: func(r Request) string { return fmt.Sprintf("n=%d f=%d", r.N, r.FracBits) },
-		Local:  nWords(3, 1), Parts: nWords(3, 3), DealtTo: toParty1, Dealt: dealtN(2),
-		Deal:     dealTrunc,
-		Assemble: assembleTrunc,
-		Verify:   verifyTrunc,
-		Sample:   Request{Kind: KindTrunc, N: 5, FracBits: 16},
+		Local:  wrapLocal, Parts: wrapParts, DealtTo: toParty1, Dealt: wrapDealt,
+		Deal:     dealWrap,
+		Assemble: assembleWrap,
+		Verify:   verifyWrap,
+		Sample:   Request{Kind: KindWrap, N: 70, FracBits: 16},
 	})
 	Register(Correlation{
 		Kind: KindBitPair, Name: "bitpair", Fields: FieldN, Dims: dimsN, Format: formatN,
@@ -177,41 +184,84 @@ func verifySquare(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	return nil
 }
 
-// Trunc: party 0 expands R0, MSB0, Low0, party 1 R1 and gets
-// MSB1 = r>>63 − MSB0 and Low1 = (r mod 2^63)>>f − Low0 (n words each).
+// Wrap: party 0 expands U (packed bits) and Z0, party 1 V (packed bits)
+// and gets Z1 = u·v·2^(64−f) − Z0 as f-bit fields packed into ⌈n·f/64⌉
+// words (2 bytes a pair at f = 16): Z0 keeps only its top f bits, so both
+// shares are multiples of 2^(64−f) and only their top f bits travel. The
+// packed parts' bits past n are zero.
 
-func checkTrunc(r Request) error {
+func checkWrap(r Request) error {
 	if r.FracBits < 1 || r.FracBits > 62 {
 		return fmt.Errorf("fracBits %d outside [1, 62]", r.FracBits)
 	}
 	return nil
 }
 
-func dealTrunc(r Request, x Expansion, out [2][]uint64) error {
-	n, f := r.N, r.FracBits
-	r0, msb0, low0, r1 := x.Local[0][0], x.Local[0][1], x.Local[0][2], x.Local[1][0]
-	for i := 0; i < n; i++ {
-		v := r0[i] + r1[i]
-		out[1][i] = v>>63 - msb0[i]
-		out[1][n+i] = (v<<1)>>(1+f) - low0[i]
+func wrapLocal(r Request, party int) []int {
+	if party == 0 {
+		return []int{share.PackedWords(r.N), r.N} // U, Z0
 	}
+	return []int{share.PackedWords(r.N)} // V
+}
+
+func wrapParts(r Request, party int) []int {
+	if party == 0 {
+		return []int{share.PackedWords(r.N), 0, r.N}
+	}
+	return []int{0, share.PackedWords(r.N), r.N}
+}
+
+func wrapDealt(r Request, party int) int {
+	if party == 0 {
+		return 0
+	}
+	return share.FieldWords(r.N, r.FracBits)
+}
+
+// wrapTop returns the bits of a share of a wrap pair's product that matter:
+// z with its low 64−f bits cleared.
+func wrapTop(z uint64, f uint) uint64 { return z &^ (uint64(1)<<(64-f) - 1) }
+
+func dealWrap(r Request, x Expansion, out [2][]uint64) error {
+	n, f := r.N, r.FracBits
+	u, z0, v := x.Local[0][0], x.Local[0][1], x.Local[1][0]
+	z1 := make([]uint64, n)
+	for i := range z1 {
+		uv := (u[i/64] & v[i/64]) >> (i % 64) & 1
+		z1[i] = (uv<<(64-f) - wrapTop(z0[i], f)) >> (64 - f)
+	}
+	share.PackFields(out[1], z1, f)
 	return nil
 }
 
-func assembleTrunc(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
+func assembleWrap(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
+	n, f := r.N, r.FracBits
+	share.MaskTail(local[0], n)
 	if party == 0 {
-		return local
+		z := local[1]
+		for i := range z {
+			z[i] = wrapTop(z[i], f)
+		}
+		return [][]uint64{local[0], nil, z}
 	}
-	n := r.N
-	return [][]uint64{local[0], dealt[:n:n], dealt[n:]}
+	z := make([]uint64, n)
+	share.UnpackFields(z, dealt, f)
+	for i := range z {
+		z[i] <<= 64 - f
+	}
+	return [][]uint64{nil, local[0], z}
 }
 
-func verifyTrunc(r Request, _ []uint64, m0, m1 [][]uint64) error {
-	for i := range m0[0] {
-		v := m0[0][i] + m1[0][i]
-		if m0[1][i]+m1[1][i] != v>>63 || m0[2][i]+m1[2][i] != (v<<1)>>(1+r.FracBits) {
-			return fmt.Errorf("%v: wrong pair at %d", r, i)
+func verifyWrap(r Request, _ []uint64, m0, m1 [][]uint64) error {
+	f := r.FracBits
+	for i := 0; i < r.N; i++ {
+		uv := (m0[0][i/64] & m1[1][i/64]) >> (i % 64) & 1
+		if m0[2][i]+m1[2][i] != uv<<(64-f) {
+			return fmt.Errorf("%v: z ≠ u·v·2^(64−f) at %d", r, i)
 		}
+	}
+	if r.N%64 != 0 && (m0[0][r.N/64]>>(r.N%64) != 0 || m1[1][r.N/64]>>(r.N%64) != 0) {
+		return fmt.Errorf("%v: bits past n are set", r)
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ import (
 
 const (
 	helloMagic     = "SFDL"
-	helloVersion   = 3
+	helloVersion   = 4
 	sessionMagic   = "SFSN"
 	controlID      = 0
 	statusOK       = 0

@@ -311,7 +311,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{Kind: KindTriple, N: 3},
 		{Kind: KindMatTriple, Stream: 2, Counter: 9, Batch: 2, M: 3, K: 4, N: 5},
 		{Kind: KindWeightTriple, WeightID: 1 << 40, M: 1, K: 2, N: 3},
-		{Kind: KindTrunc, N: 10, FracBits: 16},
+		{Kind: KindWrap, N: 10, FracBits: 16},
 		{Kind: 10, WeightID: 3, K: 2, N: 2}, // refused: kind 10 was the weight mask's, no request kind
 	} {
 		b, err := r.AppendBinary(nil)

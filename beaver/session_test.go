@@ -46,7 +46,9 @@ func wordsOf(m Material) []uint64 {
 }
 
 // sessionRequests is a fixed mix of every kind (sizes whose words are all
-// uniform: BitPair sizes are multiples of 64, so no word is a masked tail).
+// uniform: BitPair and Wrap sizes are multiples of 64, so no word is a
+// masked tail, and Wrap's f = 62 leaves 62 random bits in each share of its
+// product, where f = 16 would leave 16 and words would repeat by chance).
 var sessionRequests = []Request{
 	{Kind: KindTriple, Stream: 2, N: 200},
 	{Kind: KindSquare, Stream: 2, N: 100},
@@ -55,7 +57,7 @@ var sessionRequests = []Request{
 	{Kind: KindWeightVectorTriple, Stream: 4, WeightID: 2, M: 16, N: 32},
 	{Kind: KindAND, Stream: 4, N: 128},
 	{Kind: KindCrossAND, Stream: 5, N: 128},
-	{Kind: KindTrunc, Stream: 5, N: 128, FracBits: 16},
+	{Kind: KindWrap, Stream: 5, N: 128, FracBits: 62},
 	{Kind: KindBitPair, Stream: 6, N: 256},
 }
 

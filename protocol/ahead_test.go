@@ -230,7 +230,7 @@ func TestNewRehearsalErrors(t *testing.T) {
 // its drawing failed.
 func TestPrefetchServes(t *testing.T) {
 	ctx := context.Background()
-	sc := Script{Requests: []beaver.Request{{Kind: beaver.KindTriple, N: 4}, {Kind: beaver.KindTrunc, N: 3, FracBits: 16}}}
+	sc := Script{Requests: []beaver.Request{{Kind: beaver.KindTriple, N: 4}, {Kind: beaver.KindWrap, N: 3, FracBits: 16}}}
 	const stream = 7
 	boom := errors.New("boom")
 	for _, tc := range []struct {

@@ -21,7 +21,8 @@ import (
 // The documented ranges, errors and costs assume the default encoding (16
 // fractional bits, share.DefaultFixedPoint); the tests measure them (see
 // approx_test.go). Costs are per party for n elements, msg(w) = 8w + 10
-// bytes for a message of w ring words (one frame up to 1 MiB).
+// bytes for a message of w ring words (one frame up to 1 MiB); a truncation
+// of n elements sends msg(W), W = ⌈n/64⌉ (TruncBy).
 
 // CrypTen's default parameters of the approximations below.
 //
@@ -111,7 +112,7 @@ func apLinear(a int64, x *share.Tensor, b int64, y *share.Tensor) *share.Tensor 
 // Measured max abs error (default encoding): 1.8e-3 on [−16, 0], 1.2e-7 on
 // [−256, −16]; relative error 3.1% on [0, 4] and 19% at x = 10 (the limit
 // approximation's own error, about x²/512 relatively). Cost: 16 rounds
-// (8 × Square + Trunc), 16·msg(n) bytes.
+// (8 × Square + Trunc), 8·(msg(n) + msg(W)) bytes.
 func (s *Session) Exp(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
 	if err := s.apCheck("exp", x); err != nil {
 		return nil, err
@@ -158,7 +159,7 @@ func (s *Session) expScaled(ctx context.Context, u *share.Tensor, j uint) (*shar
 
 // apMulSquare returns shares of x·y² at scale f. With f ≤ 16 the product is
 // formed exactly in the ring (y² at 2f bits times x at f bits) and truncated
-// once by 2f: 3 rounds, msg(n) + msg(2n) + msg(n), valid while
+// once by 2f: 3 rounds, msg(n) + msg(2n) + msg(W), valid while
 // |x·y²| < 2^(62−3f) (2^14 for f = 16). Otherwise SquareFixed then MulFixed:
 // 4 rounds.
 func (s *Session) apMulSquare(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
@@ -192,8 +193,8 @@ func (s *Session) apMulSquare(ctx context.Context, x, y *share.Tensor) (*share.T
 // 1/x). Measured max abs error 1.5e-5 (one unit of 2^−16) on [0.05, 500],
 // i.e. relative error ≤ 0.62% (at x = 485, where 1/x is 135 units) and
 // ≤ 1e-4 + 1 unit everywhere. Cost: 46 rounds
-// (exp 16, then 10 × (Square, Mul, Trunc)), 16·msg(n) + 10·(2·msg(n) +
-// msg(2n)) bytes.
+// (exp 16, then 10 × (Square, Mul, Trunc)), 8·(msg(n) + msg(W)) +
+// 10·(msg(n) + msg(2n) + msg(W)) bytes.
 func (s *Session) ReciprocalPositive(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
 	if err := s.apCheck("reciprocal", x); err != nil {
 		return nil, err
@@ -267,8 +268,8 @@ func (s *Session) Reciprocal(ctx context.Context, x *share.Tensor) (*share.Tenso
 // Range: x ∈ [0.1, 100] (three iterations from CrypTen's guess; LayerNorm
 // variances). Measured max relative error 0.49% on [0.1, 100] (at x = 0.1,
 // where CrypTen's three iterations have not converged), abs error 1.5e-2.
-// Cost: 32 rounds (exp 16, guess 1, 3 × 5), 17·msg(n) +
-// 3·(msg(n) + 2·msg(2n) + 2·msg(n)) bytes.
+// Cost: 32 rounds (exp 16, guess 1, 3 × 5), 8·msg(n) + 9·msg(W) +
+// 3·(msg(n) + 2·msg(2n) + 2·msg(W)) bytes.
 func (s *Session) InvSqrt(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
 	if err := s.apCheck("inv sqrt", x); err != nil {
 		return nil, err

@@ -55,13 +55,14 @@ func TestApproxElementwise(t *testing.T) {
 		negGrid[i] = -negGrid[i]
 	}
 	w := wireBytes
-	expB := func(n int) int64 { return 16 * w(n) }
-	recPosB := func(n int) int64 { return expB(n) + 10*(w(n)+w(2*n)+w(n)) }
+	tw := truncWire
+	expB := func(n int) int64 { return 8 * (w(n) + tw(n)) }
+	recPosB := func(n int) int64 { return expB(n) + 10*(w(n)+w(2*n)+tw(n)) }
 	recB := func(n int) int64 { return msbWire(n) + 2*w(share.PackedWords(n)+n) + recPosB(n) }
-	isqB := func(n int) int64 { return expB(n) + w(n) + 3*(w(n)+w(2*n)+w(n)+w(2*n)+w(n)) }
+	isqB := func(n int) int64 { return expB(n) + tw(n) + 3*(w(n)+w(2*n)+tw(n)+w(2*n)+tw(n)) }
 	logB := func(n int) int64 {
-		iter := expB(n) + w(2*n) + w(n) + 2*w(n) + w(4*n) + w(2*n) + w(8*n) + w(4*n) + w(n)
-		return w(n) + expB(n) + 2*iter
+		iter := expB(n) + w(2*n) + tw(n) + w(n) + tw(n) + w(4*n) + tw(2*n) + w(8*n) + tw(4*n) + tw(n)
+		return tw(n) + expB(n) + 2*iter
 	}
 	cases := []approxCase{
 		{name: "exp[-16,0]", xs: grid(-16, 0, 801, false), op: exp, ref: math.Exp, maxAbs: 2.5e-3, rounds: 16},
@@ -109,14 +110,14 @@ func TestApproxElementwise(t *testing.T) {
 	}
 }
 
-// TestExpCost asserts exp's exact traffic: 8 × (Square + Trunc), one
-// message of n words each.
+// TestExpCost asserts exp's exact traffic: 8 × (Square + Trunc), messages
+// of n words and of ⌈n/64⌉ words.
 func TestExpCost(t *testing.T) {
 	fp := share.DefaultFixedPoint
 	xs := grid(-4, 1, 100, false)
 	x := splitTensor(encodeT(t, fp, xs, len(xs)), 13)
 	r := runPair(t, func(ctx context.Context, s *Session) (*share.Tensor, error) { return s.Exp(ctx, x[s.Party()]) })
-	w := 16 * wireBytes(len(xs))
+	w := 8 * (wireBytes(len(xs)) + truncWire(len(xs)))
 	wantCost(t, r, [2]int64{16, 16}, [2]int64{w, w})
 }
 

@@ -68,8 +68,8 @@ func (s *Session) MulPublicInt(x *share.Tensor, c int64) *share.Tensor {
 // broadcast over the leading dimensions, e.g. a [n] vector over [..., n]):
 // the local ring product followed by Trunc.
 //
-// Cost: 1 round (the truncation), 8n bytes + framing per party:
-// msg(n). Error: ≤ 1 ulp beyond the rounding of p.
+// Cost: 1 round (the truncation), msg(⌈n/64⌉) bytes per party. Error:
+// ≤ 1 ulp beyond the rounding of p.
 func (s *Session) MulPublic(ctx context.Context, x, p *share.Tensor) (*share.Tensor, error) {
 	if p.Rank() > x.Rank() || !slices.Equal(p.Shape, x.Shape[x.Rank()-p.Rank():]) {
 		return nil, fmt.Errorf("protocol: mul public %v by %v: public operand must match a suffix of the shape", x.Shape, p.Shape)
@@ -106,7 +106,8 @@ func (s *Session) scalarExtraBits() uint {
 // its encoding. The output c·x must lie in the encoding's range
 // (|c·x| < 2^IntBits); x itself may exceed it (e.g. a sum before a mean).
 //
-// Cost: 1 round, msg(n) bytes per party. Error: ≤ 1 ulp + |x|·2^−(f+g+1).
+// Cost: 1 round, msg(⌈n/64⌉) bytes per party (the truncation). Error: ≤ 1
+// ulp + |x|·2^−(f+g+1).
 func (s *Session) MulPublicScalar(ctx context.Context, x *share.Tensor, c float64) (*share.Tensor, error) {
 	g := s.scalarExtraBits()
 	shift := s.fp.FracBits + g
@@ -161,7 +162,8 @@ func (s *Session) Sum(x *share.Tensor, axis int) (*share.Tensor, error) {
 // Mean returns this party's share of the mean of x along axis (removed from
 // the shape): Sum, then MulPublicScalar by 1/n.
 //
-// Cost: 1 round, msg(n/len(axis)) bytes per party. Error: ≤ 1 ulp +
+// Cost: 1 round, msg(⌈m/64⌉) bytes per party, m = n/len(axis) the
+// elements of the result. Error: ≤ 1 ulp +
 // |sum|·2^−(f+g+1) (g as in MulPublicScalar).
 func (s *Session) Mean(ctx context.Context, x *share.Tensor, axis int) (*share.Tensor, error) {
 	sum, err := s.Sum(x, axis)
@@ -222,7 +224,7 @@ func (s *Session) Mul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, e
 // MulFixed returns this party's share of the fixed-point product x·y: Mul
 // followed by Trunc.
 //
-// Cost: 2 rounds, msg(2n) + msg(n) = 24n + 20 bytes per party.
+// Cost: 2 rounds, msg(2n) + msg(⌈n/64⌉) bytes per party.
 // Error: ≤ 1 ulp (when |x·y| stays inside the encoding's range).
 func (s *Session) MulFixed(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
 	z, err := s.Mul(ctx, x, y)
@@ -269,7 +271,7 @@ func (s *Session) Square(ctx context.Context, x *share.Tensor) (*share.Tensor, e
 // SquareFixed returns this party's share of the fixed-point square x²:
 // Square followed by Trunc.
 //
-// Cost: 2 rounds, 2·msg(n) = 16n + 20 bytes per party. Error: ≤ 1 ulp.
+// Cost: 2 rounds, msg(n) + msg(⌈n/64⌉) bytes per party. Error: ≤ 1 ulp.
 func (s *Session) SquareFixed(ctx context.Context, x *share.Tensor) (*share.Tensor, error) {
 	z, err := s.Square(ctx, x)
 	if err != nil {

@@ -124,14 +124,14 @@ func TestMulSquare(t *testing.T) {
 			func(i int) float64 { return xq[i] * yq[i] }, 1, wireBytes(2 * n), false},
 		{"mulfixed", func(ctx context.Context, s *Session, a, b *share.Tensor) (*share.Tensor, error) {
 			return s.MulFixed(ctx, a, b)
-		}, func(i int) float64 { return xq[i] * yq[i] }, 2, wireBytes(2*n) + wireBytes(n), true},
+		}, func(i int) float64 { return xq[i] * yq[i] }, 2, wireBytes(2*n) + truncWire(n), true},
 		{"square", func(ctx context.Context, s *Session, a, _ *share.Tensor) (*share.Tensor, error) {
 			return s.Square(ctx, a)
 		},
 			func(i int) float64 { return xq[i] * xq[i] }, 1, wireBytes(n), false},
 		{"squarefixed", func(ctx context.Context, s *Session, a, _ *share.Tensor) (*share.Tensor, error) {
 			return s.SquareFixed(ctx, a)
-		}, func(i int) float64 { return xq[i] * xq[i] }, 2, 2 * wireBytes(n), true},
+		}, func(i int) float64 { return xq[i] * xq[i] }, 2, wireBytes(n) + truncWire(n), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,7 +190,7 @@ func TestMulPublicMean(t *testing.T) {
 		o.mean, err = s.Mean(ctx, a, -1)
 		return o, err
 	})
-	b := 4*wireBytes(rows*n) + wireBytes(rows)
+	b := 4*truncWire(rows*n) + truncWire(rows)
 	wantCost(t, r, [2]int64{5, 5}, [2]int64{b, b})
 	tests := []struct {
 		name string

@@ -333,21 +333,21 @@ func (s *Session) ReLU(ctx context.Context, x *share.Tensor) (*share.Tensor, err
 // y·(1 − msb(x)) = max(y, 0) for every x in range (the only case where the
 // signs of x and y differ, x < 0 with y = 0, gives 0 both ways). Then y·(1 − msb(x)) is one MulBit, as in ReLU.
 //
-// Cost: 7 rounds; each party sends 271·W + 2n words (W = ⌈n/64⌉) in 7
-// messages: msg(n + 156W) (the truncation's n words, then the leaves'),
+// Cost: 7 rounds; each party sends 272·W + n words (W = ⌈n/64⌉) in 7
+// messages: msg(157W) (the truncation's W words of bits, then the leaves'),
 // msg(62W), msg(30W), msg(14W), msg(6W), msg(2W) and MulBit's msg(n + W) —
 // TruncBy then ReLU's words with one frame header fewer (while the merged
 // first message fits in one frame). An empty x costs
 // nothing (no message, no dealer material).
 //
 // Dealer material, in this fixed order for every call on n elements: n
-// truncation pairs for 2^f (TruncPairs), the leaves' 156W cross-AND words
+// wrap pairs for 2^f (WrapPairs), the leaves' 156W cross-AND words
 // (CrossANDTriples), the carry tree's AND triples of 31W, 15W, 7W, 3W and W
 // words (ANDTriples, one draw per level), and n bit pairs (BitPairs) — the
 // very draws of TruncBy followed by ReLU on the same tensor.
 //
-// What a party receives: the peer's opening c = x + 2^62 + r of the
-// truncation (r uniform from the truncation pair) and the sign circuit's and
+// What a party receives: the peer's top-bit masks of the truncation (each
+// masked by a uniform bit of a wrap pair) and the sign circuit's and
 // multiplexer's masked words, each masked by fresh dealer material: uniform
 // whatever x is, exactly as in TruncBy and ReLU.
 func (s *Session) TruncReLU(ctx context.Context, x *share.Tensor, f uint) (*share.Tensor, error) {

@@ -87,11 +87,11 @@ func signCost(n, width, rider int) Cost {
 
 // TruncReLUCost returns the cost of TruncReLU on n elements for each party:
 // 7 rounds, the sign circuit's 6 (its first message also carrying the
-// truncation's n words: msg(n + 156·W)) and the multiplexer's msg(W + n),
-// W = ⌈n/64⌉; nothing for n ≤ 0.
+// truncation's W words of bits: msg(157·W)) and the multiplexer's
+// msg(W + n), W = ⌈n/64⌉; nothing for n ≤ 0.
 func TruncReLUCost(n int) Cost {
 	if n <= 0 {
 		return Cost{}
 	}
-	return signCost(n, 64, n).Plus(Cost{Rounds: 1, Bytes: MessageBytes(share.PackedWords(n) + n)})
+	return signCost(n, 64, share.PackedWords(n)).Plus(Cost{Rounds: 1, Bytes: MessageBytes(share.PackedWords(n) + n)})
 }

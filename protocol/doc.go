@@ -19,7 +19,7 @@
 // 10-byte header per frame, plus the total length). A round is one dependent
 // exchange. The tests assert every figure below exactly, so a cost
 // regression fails them; each method's doc comment repeats its own.
-// MessageBytes (msg), SignCircuitWords, MSBCost and TruncReLUCost export the
+// MessageBytes (msg), SignCircuitWords, MSBCost, TruncCost and TruncReLUCost export the
 // figures that cost formulas above this package build on (Cost).
 //
 // Local, no communication: Add, Sub, Neg, AddPublic (party 0 adds),
@@ -29,10 +29,10 @@
 //	Reveal                   1                   msg(n)
 //	RevealTo                 1                   msg(n) from the other party, none from the receiver
 //	Mul                      1                   msg(2n)              ring product, 2f fractional bits
-//	MulFixed                 2                   msg(2n) + msg(n)     Mul + Trunc
+//	MulFixed                 2                   msg(2n) + msg(W)     Mul + Trunc
 //	Square                   1                   msg(n)               square pairs
 //	SquareFixed              2                   2·msg(n)
-//	Trunc, TruncBy           1                   msg(n)               error ≤ 1 ulp for |x| < 2^62 (TruncBound)
+//	Trunc, TruncBy           1                   msg(W)               one bit per element; error ≤ 1 ulp for |x| < 2^62 (TruncBound)
 //	MulPublic                1                   msg(n)               public fixed-point tensor, broadcast over a suffix
 //	MulPublicScalar          1                   msg(n)               constant kept with 14 extra bits
 //	Mean (axis of length l)  1                   msg(n/l)
@@ -50,7 +50,7 @@
 //	CompareRevealBounded     6                   Σ msg(k·W), k ∈ {76, 30, 14, 6, 2, 1} (16.125 B per element)  as CompareReveal, exact for |x − y| < 2^31 (32-bit sign circuit)
 //	MulBit, Select           1                   msg(W + n)           multiplexer
 //	ReLU                     7                   MSB + msg(W + n)
-//	TruncReLU (ReLU∘TruncBy) 7                   as ReLU, the first message n words longer: TruncBy's opening rides with the sign circuit's first exchange (1 round and 1 header fewer)
+//	TruncReLU (ReLU∘TruncBy) 7                   as ReLU, the first message W words longer: TruncBy's bits ride with the sign circuit's first exchange (1 round and 1 header fewer)
 //	Max, ArgMax (last dim m) 7 per halving       7·⌈log2 m⌉ rounds
 //	Exp                      16                                       CrypTen's (1 + x/2^8)^(2^8)
 //	ReciprocalPositive       46
@@ -91,8 +91,12 @@
 //     IEEE S&P 2017), which CrypTen also uses, costs no round but fails with a
 //     large wrap-around error with a small probability per element; over the
 //     ~10^9 truncations of a selection that would corrupt entropies. TruncBy
-//     instead spends one round with a dealer-made truncation pair carrying
-//     the top bit of its mask, and is exact to one ulp for |x| < 2^62.
+//     instead spends one round of one bit per element and a wrap pair (a
+//     product of a random bit of each party, f bits of correlation) to
+//     compute the wrap of its shares' sum, the truncation with a known top
+//     bit of Cheetah (Z. Huang, W. Lu, C. Hong, J. Ding, "Cheetah: Lean and
+//     Fast Secure Two-Party Deep Neural Network Inference", USENIX Security
+//     2022), and is exact to one ulp for |x| < 2^62.
 //   - The sign circuit (MSB, binary.go) computes the carry into bit 63 of
 //     x0 + x1 with the generate/propagate tree of a parallel-prefix adder on
 //     XOR-shared bits, as ABY3 extracts the MSB (P. Mohassel, P. Rindal,

@@ -67,7 +67,7 @@ func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor
 // MatMulFixed returns this party's share of the fixed-point product x·y:
 // MatMul followed by Trunc.
 //
-// Cost: 2 rounds, msg(|x|+|y|) + msg(|out|) bytes per party. Error: ≤ 1 ulp
+// Cost: 2 rounds, msg(|x|+|y|) + msg(⌈|out|/64⌉) bytes per party. Error: ≤ 1 ulp
 // (when every partial sum stays inside the encoding's range).
 func (s *Session) MatMulFixed(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
 	z, err := s.MatMul(ctx, x, y)
@@ -325,7 +325,8 @@ func (s *Session) MatMulWeightsMany(ctx context.Context, xs []*share.Tensor, ws 
 // MatMulWeightsFixed is MatMulWeights followed by Trunc: the fixed-point
 // product x·W.
 //
-// Cost: 2 rounds; party 1 sends msg(m·k) + msg(m·n), party 0 msg(m·n).
+// Cost: 2 rounds; party 1 sends msg(m·k) + msg(⌈m·n/64⌉), party 0
+// msg(⌈m·n/64⌉).
 // Error: ≤ 1 ulp (partial sums inside the range).
 func (s *Session) MatMulWeightsFixed(ctx context.Context, x *share.Tensor, w *Weight) (*share.Tensor, error) {
 	z, err := s.MatMulWeights(ctx, x, w)
@@ -387,7 +388,8 @@ func (s *Session) MulPrivateVector(ctx context.Context, x *share.Tensor, gamma *
 
 // MulPrivateVectorFixed is MulPrivateVector followed by Trunc.
 //
-// Cost: 2 rounds; party 1 sends 2·msg(|x|), party 0 msg(|x|). Error: ≤ 1 ulp.
+// Cost: 2 rounds; party 1 sends msg(|x|) + msg(⌈|x|/64⌉), party 0
+// msg(⌈|x|/64⌉). Error: ≤ 1 ulp.
 func (s *Session) MulPrivateVectorFixed(ctx context.Context, x *share.Tensor, gamma *Weight) (*share.Tensor, error) {
 	z, err := s.MulPrivateVector(ctx, x, gamma)
 	if err != nil {

@@ -73,7 +73,7 @@ func TestMatMulFixed(t *testing.T) {
 	r := runPair(t, func(ctx context.Context, s *Session) (*share.Tensor, error) {
 		return s.MatMulFixed(ctx, pickShare(s, xsh), pickShare(s, ysh))
 	})
-	b := wireBytes(m*k+k*n) + wireBytes(m*n)
+	b := wireBytes(m*k+k*n) + truncWire(m*n)
 	wantCost(t, r, [2]int64{2, 2}, [2]int64{b, b})
 	got := fp.DecodeTensor(openPair(t, r.Out))
 	xq, yq := fp.DecodeTensor(x), fp.DecodeTensor(y)

@@ -129,6 +129,10 @@ func encodeT(t testing.TB, fp share.FixedPoint, xs []float64, shape ...int) *sha
 // words: the payload plus a 10-byte header per frame of at most
 // transport.DefaultMaxFrame bytes (a multi-frame message also carries its
 // 8-byte total length).
+// truncWire is msg(⌈n/64⌉), what TruncBy of n elements sends: one bit per
+// element.
+func truncWire(n int) int64 { return wireBytes(share.PackedWords(n)) }
+
 func wireBytes(words int) int64 {
 	const header, chunk = 10, transport.DefaultMaxFrame
 	b := int64(8 * words)

@@ -11,10 +11,11 @@ import (
 
 // TruncBound is the exclusive bound on the magnitude of the (signed) values
 // Trunc accepts: |x| < 2^62. Inside it the result is floor(x/2^f) or one more,
-// never anything else. Outside it the result is unsupported: it is off by
-// 2^(64−f) with a probability of about (|x| − 2^62)/2^63 over the dealer's
-// randomness (about one half near ±2^63). Fixed-point products of two values inside the default
-// encoding (|v| < 2^15, 16 fractional bits) are below 2^62.
+// never anything else. Outside it the result is unsupported: the wrap bit
+// the protocol derives from its shares' top bits may be wrong, and the
+// result is then off by a multiple of 2^(64−f). Fixed-point products of two
+// values inside the default encoding (|v| < 2^15, 16 fractional bits) are
+// below 2^62.
 const TruncBound = 1 << 62
 
 // Trunc returns this party's share of x / 2^f, f = the session's fractional
@@ -24,36 +25,47 @@ func (s *Session) Trunc(ctx context.Context, x *share.Tensor) (*share.Tensor, er
 }
 
 // TruncBy returns this party's share of floor(x / 2^f) or floor(x / 2^f) + 1
-// (error ≤ 1 unit in the last place, never a wrap-around error) for every
-// signed x with |x| < 2^62 (TruncBound), 1 ≤ f ≤ 62. A nil x, or one whose
-// data does not fill its shape, is an error (nothing sent).
+// (error ≤ 1 unit in the last place, never a wrap-around error; the second
+// with probability about the fraction x/2^f − floor(x/2^f), so the rounding
+// is unbiased) for every signed x with |x| < 2^62 (TruncBound), 1 ≤ f ≤ 62.
+// A nil x, or one whose data does not fill its shape, is an error (nothing
+// sent).
 //
-// Cost: 1 round, msg(n) = 8n + 10 bytes per party (n ≤ 2^17; one frame per
-// MiB beyond). The party receives the peer's share of c = x + 2^62 + r with r
-// uniform: uniform whatever x is.
+// Cost: 1 round, msg(⌈n/64⌉) = 8⌈n/64⌉ + 10 bytes per party (one bit per
+// element), and n wrap pairs for 2^f (WrapPairs: f bits of dealer words per
+// element, 2 bytes at f = 16). The party receives the peer's top share bit
+// of x + 2^62 masked by the peer's uniform bit of the wrap pair: uniform
+// whatever x is.
 //
-// Protocol, with a truncation pair: r uniform in Z_2^64, shares of
-// msb(r) = r >> 63 and of low(r) = (r mod 2^63) >> f.
+// Protocol (the truncation with a known top bit of Cheetah, USENIX Security
+// 2022, §4.2), with the wrap pair's bits u (party 0), v (party 1) and shares
+// of K·u·v, K = 2^(64−f):
 //
 //  1. x' = x + 2^62 (party 0 adds). As |x| < 2^62, 0 < x' < 2^63 as an
-//     integer.
-//  2. Both open c = x' + r mod 2^64 (one exchange).
-//  3. [e] = msb(c) + [msb(r)] − 2·msb(c)·[msb(r)] (= msb(c) XOR msb(r), linear
-//     since msb(c) is public).
-//  4. result = ((c mod 2^63) >> f) [party 0] + [e]·2^(63−f) − [low(r)]
-//     − 2^(62−f) [party 0].
+//     integer. Let x'_0, x'_1 be the two shares as integers in [0, 2^64) and
+//     m_p = x'_p >> 63 their top bits.
+//  2. The wrap w of the shares' sum (x'_0 + x'_1 = x' + w·2^64) is m_0 OR
+//     m_1: with both top bits 0 the sum is below 2^64; with either set it is
+//     at least 2^63, and as x' < 2^63 it must have wrapped.
+//  3. Party 0 sends d_0 = m_0 XOR u, party 1 d_1 = m_1 XOR v (one exchange,
+//     packed). Then m_0·m_1 = m_0·d_1 + (1 − 2d_1)·m_0·v and m_0·v = d_0·v
+//     + (1 − 2d_0)·u·v, each term local to one party or a share of K·u·v:
+//     shares of K·m_0·m_1, and K·w = K·m_0 + K·m_1 − K·m_0·m_1.
+//  4. result = (x'_p >> f) − [K·w] + 1 − 2^(62−f) (the constants at party 0).
 //
-// Proof. Write r = r_h·2^63 + r_l with r_l < 2^63, and s = x' + r_l, an
-// integer below 2^63 + 2^63 = 2^64, so no reduction happens in s. Then
-// c ≡ s + r_h·2^63 (mod 2^64), so the low 63 bits of c are those of s and
-// msb(c) = msb(s) XOR r_h, i.e. msb(s) = e and s = e·2^63 + (c mod 2^63)
-// exactly. Hence x' = e·2^63 + (c mod 2^63) − r_l over the integers, and
-// since 2^f divides 2^63, floor(x'/2^f) = e·2^(63−f) + floor((c mod 2^63)/2^f)
-// − floor(r_l/2^f) − δ with δ ∈ {0, 1} (the borrow of the low f bits: for
-// A = a1·2^f + a0 and B = b1·2^f + b0 with 0 ≤ a0, b0 < 2^f, floor((A−B)/2^f)
-// is a1 − b1 or a1 − b1 − 1). Finally floor(x'/2^f) = floor(x/2^f) + 2^(62−f),
-// so step 4, which computes a1 − b1 − 2^(62−f), yields floor(x/2^f) + δ. Every step is an identity between integers that the ring
-// computes modulo 2^64, so the shares reconstruct it exactly.
+// Proof. x' = x'_0 + x'_1 − w·2^64 over the integers, and for
+// A = a1·2^f + a0, B = b1·2^f + b0 with 0 ≤ a0, b0 < 2^f,
+// floor((A+B)/2^f) = a1 + b1 + c with c ∈ {0, 1} the carry of a0 + b0. So
+// floor(x'/2^f) = (x'_0 >> f) + (x'_1 >> f) + c − w·2^(64−f), and step 4
+// reconstructs floor(x'/2^f) − c + 1 − 2^(62−f) = floor(x/2^f) + 1 − c,
+// since floor(x'/2^f) = floor(x/2^f) + 2^(62−f). The carry is 1 with
+// probability about 1 − frac(x/2^f) over the uniform shares, hence the
+// unbiased rounding. Every step is an identity between integers that the
+// ring computes modulo 2^64, so the shares reconstruct it exactly.
+//
+// Adding 2^f·v to one share changes neither share's low f bits, so
+// TruncBy(y + 2^f·v) = TruncBy(y) + v on the same shares (what the secure
+// forward's fused bias relies on).
 func (s *Session) TruncBy(ctx context.Context, x *share.Tensor, f uint) (*share.Tensor, error) {
 	t, err := s.truncPrepare(ctx, "truncate", x, f)
 	if err != nil {
@@ -66,21 +78,30 @@ func (s *Session) TruncBy(ctx context.Context, x *share.Tensor, f uint) (*share.
 	return t.finish(), nil
 }
 
-// truncation is a TruncBy split around its one exchange, so that its opening
+// TruncCost returns the cost of TruncBy on n elements for each party: 1
+// round and msg(⌈n/64⌉); nothing for n ≤ 0.
+func TruncCost(n int) Cost {
+	if n <= 0 {
+		return Cost{}
+	}
+	return Cost{Rounds: 1, Bytes: MessageBytes(share.PackedWords(n))}
+}
+
+// truncation is a TruncBy split around its one exchange, so that its message
 // can travel in the same message as another protocol's first exchange
-// (TruncReLU): truncPrepare draws the truncation pair and fills send (the
-// words c = x + 2^62 + r to open), the caller exchanges send for recv (the
-// peer's words), and finish computes the shares. release returns the scratch.
+// (TruncReLU): truncPrepare draws the wrap pairs and fills send (the packed
+// bits d = m XOR u to send), the caller exchanges send for recv (the peer's
+// packed bits), and finish computes the shares. release returns the scratch.
 type truncation struct {
 	party      int
 	x          *share.Tensor
 	f          uint
-	tp         beaver.TruncPair
+	wp         beaver.WrapPair
 	send, recv []uint64
 }
 
-// truncPrepare checks x and f, draws len(x.Data) truncation pairs for 2^f
-// from the session's provider and fills the words to send. op names the
+// truncPrepare checks x and f, draws len(x.Data) wrap pairs for 2^f from the
+// session's provider and fills the packed bits to send. op names the
 // protocol in errors.
 func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, f uint) (*truncation, error) {
 	if err := cmpCheck(op, x); err != nil {
@@ -90,48 +111,81 @@ func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, 
 		return nil, fmt.Errorf("protocol: %s by 2^%d: need 1 ≤ f ≤ 62", op, f)
 	}
 	n := len(x.Data)
-	tp, err := s.prov.TruncPairs(ctx, s.StreamID(), n, f)
+	w := share.PackedWords(n)
+	wp, err := s.prov.WrapPairs(ctx, s.StreamID(), n, f)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: %s %v: %w", op, x.Shape, err)
 	}
-	if len(tp.R) != n || len(tp.MSB) != n || len(tp.LowShifted) != n {
-		return nil, fmt.Errorf("protocol: %s %v: provider returned %d/%d/%d truncation words, want %d", op, x.Shape, len(tp.R), len(tp.MSB), len(tp.LowShifted), n)
+	mine := wp.U
+	if s.party == 1 {
+		mine = wp.V
 	}
-	const half = uint64(1) << 62
-	t := &truncation{party: s.party, x: x, f: f, tp: tp,
-		send: share.GetWords(n), // scratch: overwritten before use
-		recv: share.GetWords(n), // scratch: overwritten by the exchange
+	if len(mine) != w || len(wp.Z) != n {
+		return nil, fmt.Errorf("protocol: %s %v: provider returned %d bit words and %d words of wrap pairs, want %d and %d", op, x.Shape, len(mine), len(wp.Z), w, n)
 	}
-	p0 := s.party == 0
-	for i, v := range x.Data {
-		t.send[i] = v + tp.R[i]
-		if p0 {
-			t.send[i] += half
-		}
+	t := &truncation{party: s.party, x: x, f: f, wp: wp,
+		send: share.GetWords(w), // scratch: overwritten before use
+		recv: share.GetWords(w), // scratch: overwritten by the exchange
 	}
+	top := topBits(x.Data, s.party == 0)
+	for j := range t.send {
+		t.send[j] = top[j] ^ mine[j]
+	}
+	share.PutWords(top)
+	share.MaskTail(t.send, n)
 	return t, nil
 }
 
-// finish returns this party's shares of the truncation from the words sent
-// and the peer's words received (steps 3 and 4 of TruncBy).
+// topBits returns the packed top bits of the shares xs (of x + 2^62 for
+// party 0: p0 adds 2^62 first) in ⌈len(xs)/64⌉ scratch words
+// (share.PutWords them).
+func topBits(xs []uint64, p0 bool) []uint64 {
+	const half = uint64(1) << 62
+	add := uint64(0)
+	if p0 {
+		add = half
+	}
+	out := share.GetWords(share.PackedWords(len(xs)))
+	clear(out)
+	for i, v := range xs {
+		out[i>>6] |= ((v + add) >> 63) << (i & 63)
+	}
+	return out
+}
+
+// finish returns this party's shares of the truncation from the bits sent
+// and the peer's bits received (steps 3 and 4 of TruncBy).
 func (t *truncation) finish() *share.Tensor {
 	const half = uint64(1) << 62
 	f := t.f
+	k := 64 - f
 	out := &share.Tensor{Shape: slices.Clone(t.x.Shape), Data: make([]uint64, len(t.x.Data))}
-	hi := uint64(1) << (63 - f)
-	off := half >> f
 	p0 := t.party == 0
-	for i := range out.Data {
-		c := t.send[i] + t.recv[i]
-		mc := c >> 63
-		// [e] = mc [party 0] + (1 − 2mc)·[msb r]
-		e := (1 - 2*mc) * t.tp.MSB[i]
-		z := -t.tp.LowShifted[i]
+	add := uint64(0)
+	konst := uint64(0)
+	if p0 {
+		add = half
+		konst = 1 - half>>f
+	}
+	for i, v := range t.x.Data {
+		xp := v + add
+		m := xp >> 63
+		j, b := i>>6, uint(i&63)
+		dOwn := t.send[j] >> b & 1
+		dPeer := t.recv[j] >> b & 1
+		z := t.wp.Z[i]
+		var w uint64 // this party's share of K·w
 		if p0 {
-			e += mc
-			z += (c<<1)>>(1+f) - off
+			// share of K·m0·m1 = K·m0·d1 + (1−2d1)(1−2d0)·Z0
+			s := m*dPeer<<k + (1-2*dPeer)*(1-2*dOwn)*z
+			w = m<<k - s
+		} else {
+			// share of K·m0·m1 = (1−2d1)(K·d0·v + (1−2d0)·Z1)
+			vb := t.wp.V[j] >> b & 1
+			s := (1 - 2*dOwn) * (dPeer*vb<<k + (1-2*dPeer)*z)
+			w = m<<k - s
 		}
-		out.Data[i] = z + e*hi
+		out.Data[i] = xp>>f - w + konst
 	}
 	return out
 }

@@ -46,9 +46,14 @@ func TestTrunc(t *testing.T) {
 			r := runPair(t, func(ctx context.Context, s *Session) (*share.Tensor, error) {
 				return s.TruncBy(ctx, pickShare(s, xsh), f)
 			})
-			wantCost(t, r, [2]int64{1, 1}, [2]int64{wireBytes(n), wireBytes(n)})
-			if r.Dealer[0].BytesRecv != 0 || r.Dealer[1].BytesRecv != 16*n {
-				t.Errorf("dealer traffic %+v, want party 1 to receive %d bytes", r.Dealer, 16*n)
+			c := TruncCost(n)
+			if c != (Cost{Rounds: 1, Bytes: truncWire(n)}) {
+				t.Errorf("TruncCost(%d) = %+v, the test's formula %d bytes in 1 round", n, c, truncWire(n))
+			}
+			wantCost(t, r, [2]int64{1, 1}, [2]int64{c.Bytes, c.Bytes})
+			// The wrap pairs' dealer words: f bits per element for party 1.
+			if want := 8 * int64((n*int(f)+63)/64); r.Dealer[0].BytesRecv != 0 || r.Dealer[1].BytesRecv != want {
+				t.Errorf("dealer traffic %+v, want party 1 to receive %d bytes", r.Dealer, want)
 			}
 			z := openPair(t, r.Out)
 			for i, v := range x.Data {
@@ -114,9 +119,10 @@ func TestTruncTenMillion(t *testing.T) {
 }
 
 // TestTruncBeyondBound documents that inputs with |x| ≥ 2^62 are NOT
-// supported: for them the result is off by 2^(64−f) with a probability of
-// about (|x| − 2^62)/2^63 over the dealer's random r — about one half for
-// values near ±2^63, which this test uses.
+// supported: x + 2^62 then has its top bit set (or is negative), the wrap of
+// the shares' sum is no longer the OR of their top bits, and the result is
+// off by a multiple of 2^(64−f) for about half the sharings of values near
+// ±2^63, which this test uses.
 func TestTruncBeyondBound(t *testing.T) {
 	const n = 1000
 	x := &share.Tensor{Shape: []int{n}, Data: make([]uint64, n)}
@@ -149,7 +155,7 @@ func TestTruncBeyondBound(t *testing.T) {
 // two very different secrets (all zero, all near the bound) are both uniform
 // (chi-square, fixed seeds), and the secret never appears on the wire.
 func TestTruncUniform(t *testing.T) {
-	const n = 20000
+	const n = 200000 // 25 KB of masked bits each way
 	secrets := map[string]uint64{"zero": 0, "near-bound": 1<<62 - 12345}
 	for name, v := range secrets {
 		t.Run(name, func(t *testing.T) {
@@ -174,5 +180,72 @@ func TestTruncUniform(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTruncUnbiased checks the rounding: over many independent sharings of
+// the same x, TruncBy returns floor(x/2^f) + 1 with a frequency close to the
+// fraction x/2^f − floor(x/2^f), so its mean is x/2^f (a truncation that
+// always rounded down would be biased by half an ulp per product).
+func TestTruncUnbiased(t *testing.T) {
+	const n, f = 20000, 16
+	for _, frac := range []float64{0, 0.25, 0.5, 0.9} {
+		for _, sign := range []int64{1, -1} {
+			v := sign * (12345<<f + int64(frac*(1<<f)))
+			x := &share.Tensor{Shape: []int{n}, Data: make([]uint64, n)}
+			for i := range x.Data {
+				x.Data[i] = uint64(v)
+			}
+			xsh := splitTensor(x, byte(10*frac)+byte(sign+1))
+			r := runPair(t, func(ctx context.Context, s *Session) (*share.Tensor, error) {
+				return s.TruncBy(ctx, pickShare(s, xsh), f)
+			})
+			z := openPair(t, r.Out)
+			lo := floorShift(uint64(v), f)
+			ups := 0
+			for i := range z.Data {
+				switch z.Data[i] - lo {
+				case 0:
+				case 1:
+					ups++
+				default:
+					t.Fatalf("x=%d: got %d, want %d or one more", v, int64(z.Data[i]), int64(lo))
+				}
+			}
+			want := float64(uint64(v)&(1<<f-1)) / (1 << f) // the fraction, in [0, 1)
+			got := float64(ups) / n
+			if math.Abs(got-want) > 0.02 {
+				t.Errorf("x=%d (fraction %.3f): rounded up %.3f of the time", v, want, got)
+			}
+		}
+	}
+}
+
+// TestTruncShiftInvariant checks what the secure forward's fused bias
+// relies on (proxy/secure linReLU): adding 2^f·v to one share changes the
+// truncation of the same shares by exactly v, whatever the wrap pairs.
+func TestTruncShiftInvariant(t *testing.T) {
+	const n, f = 3000, 20
+	x := truncInputs(n, 3)
+	for i := range x.Data {
+		x.Data[i] = uint64(int64(x.Data[i]) >> 2) // room for the shift
+	}
+	xsh := splitTensor(x, 6)
+	v := make([]uint64, n)
+	shifted := [2]*share.Tensor{{Shape: []int{n}, Data: make([]uint64, n)}, xsh[1]}
+	for i := range v {
+		v[i] = uint64(int64(i%2001) - 1000)
+		shifted[0].Data[i] = xsh[0].Data[i] + v[i]<<f
+	}
+	a := openPair(t, runPairWith(t, pairConfig{Seed: 1}, func(ctx context.Context, s *Session) (*share.Tensor, error) {
+		return s.TruncBy(ctx, pickShare(s, xsh), f)
+	}).Out)
+	b := openPair(t, runPairWith(t, pairConfig{Seed: 2}, func(ctx context.Context, s *Session) (*share.Tensor, error) {
+		return s.TruncBy(ctx, pickShare(s, shifted), f)
+	}).Out)
+	for i := range v {
+		if b.Data[i] != a.Data[i]+v[i] {
+			t.Fatalf("element %d: TruncBy(x + 2^f·%d) = %d, TruncBy(x) + v = %d", i, int64(v[i]), int64(b.Data[i]), int64(a.Data[i]+v[i]))
+		}
 	}
 }

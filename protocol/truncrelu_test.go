@@ -15,7 +15,7 @@ import (
 // rest of the sign circuit, and the multiplexer.
 func truncReLUWire(n int) int64 {
 	w := share.PackedWords(n)
-	b := wireBytes(n + 156*w)
+	b := wireBytes(w + 156*w)
 	for _, k := range []int{62, 30, 14, 6, 2} {
 		b += wireBytes(k * w)
 	}
@@ -125,8 +125,8 @@ func TestTruncReLU(t *testing.T) {
 				// one message instead of two (one 10-byte header while the
 				// merged message fits in one frame).
 				w := share.PackedWords(n)
-				saved := wireBytes(n) + wireBytes(156*w) - wireBytes(n+156*w)
-				if 8*(n+156*w) <= 1<<20 && saved != 10 {
+				saved := wireBytes(w) + wireBytes(156*w) - wireBytes(157*w)
+				if 8*(157*w) <= 1<<20 && saved != 10 {
 					t.Errorf("saved %d bytes, want one 10-byte header", saved)
 				}
 				for p := range 2 {
@@ -184,11 +184,11 @@ func TestTruncReLUView(t *testing.T) {
 				if len(msgs) != 7 {
 					t.Fatalf("party %d received %d messages, want 7", p, len(msgs))
 				}
-				if len(msgs[0]) != n+156*w {
-					t.Fatalf("party %d: first message of %d words, want %d", p, len(msgs[0]), n+156*w)
+				if len(msgs[0]) != w+156*w {
+					t.Fatalf("party %d: first message of %d words, want %d", p, len(msgs[0]), w+156*w)
 				}
-				if chi := chiSquareBytes([][]uint64{msgs[0][:n]}); chi > chiSquareLimit {
-					t.Errorf("party %d: the truncation's openings: chi-square %.1f > %d", p, chi, chiSquareLimit)
+				if chi := chiSquareBytes([][]uint64{msgs[0][:w]}); chi > chiSquareLimit {
+					t.Errorf("party %d: the truncation's masked bits: chi-square %.1f > %d", p, chi, chiSquareLimit)
 				}
 				checkViewHidesSecret(t, p, msgs, clear)
 			}

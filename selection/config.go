@@ -18,7 +18,7 @@ import (
 
 // ProtocolVersion is the version of the selection protocol, compared in the
 // handshake.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Phase is one phase of the schedule: the shape of its proxy and the
 // fraction of the candidates it keeps (ParseSchedule reads a list of them

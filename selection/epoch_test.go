@@ -18,7 +18,7 @@ import (
 // weightEvaluator is a valueEvaluator whose Prepare also shares a vector of
 // the model owner's under the phase's weight base, so that a run draws
 // weight masks (the items whose reuse reveals weights) as well as triples,
-// square and truncation pairs.
+// square and wrap pairs.
 type weightEvaluator struct{ *valueEvaluator }
 
 func (w weightEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {

@@ -33,7 +33,7 @@ type valueEvaluator struct {
 	calls     int
 	failAfter int
 	// square, if set, makes Forward return the shared square of the value
-	// (drawing square pairs and truncation pairs from the dealer).
+	// (drawing square pairs and wrap pairs from the dealer).
 	square bool
 	// delay, if set, is slept before each batch.
 	delay func(phase int, idx []int) time.Duration

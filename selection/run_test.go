@@ -563,8 +563,9 @@ func TestShortHashes(t *testing.T) {
 }
 
 // TestMeanEntropyCost pins the appraisal's mean: MulPublicScalar on the sum
-// (1 round, one word: 8 + 10 bytes), and with √H scores SquareFixed before
-// it (2 rounds, 2·(8n + 10) bytes); the value is the mean of the squares.
+// (1 round, one word of truncation bits: 8 + 10 bytes), and with √H scores
+// SquareFixed before it (2 rounds, msg(n) = 8n + 10 bytes and its
+// truncation's msg(⌈n/64⌉)); the value is the mean of the squares.
 func TestMeanEntropyCost(t *testing.T) {
 	fp := share.DefaultFixedPoint
 	vals := []float64{0.5, 1.25, 2, 0.75, 1.5}
@@ -577,7 +578,7 @@ func TestMeanEntropyCost(t *testing.T) {
 		want   float64
 	}{
 		{"entropies", false, 1, 8 + 10, 1.2},
-		{"√H scores", true, 3, 8 + 10 + 2*(8*int64(n)+10), (0.25 + 1.5625 + 4 + 0.5625 + 2.25) / 5},
+		{"√H scores", true, 3, 8 + 10 + (8*int64(n) + 10) + (8 + 10), (0.25 + 1.5625 + 4 + 0.5625 + 2.25) / 5},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sessionPair(t, func(ctx context.Context, s *protocol.Session) error {

@@ -477,8 +477,8 @@ func (r *runner) appraise(ctx context.Context, vals *share.Tensor, keys, sel []i
 
 // meanEntropy returns shares (shape [1]) of the mean of the entropy scores
 // (the criterion's scores), squared first when they are √H (sqrt). Cost: 1 round and msg(1) bytes
-// (MulPublicScalar on the sum), plus SquareFixed's 2 rounds and 2·msg(n)
-// with sqrt.
+// (MulPublicScalar on the sum), plus SquareFixed's 2 rounds and msg(n) +
+// msg(⌈n/64⌉) with sqrt.
 func meanEntropy(ctx context.Context, s *protocol.Session, scores *share.Tensor, sqrt bool) (*share.Tensor, error) {
 	if scores.Len() == 0 {
 		return nil, fmt.Errorf("mean of no scores")

@@ -19,6 +19,47 @@ func MaskTail(packed []uint64, n int) {
 	}
 }
 
+// FieldWords returns ⌈n·bits/64⌉, the words that hold n fields of bits bits
+// each (1 ≤ bits ≤ 64) packed end to end (PackFields).
+func FieldWords(n int, bits uint) int { return int((uint64(n)*uint64(bits) + 63) >> 6) }
+
+// PackFields packs the low bits bits of each value of vals end to end into
+// dst, least significant first: field i occupies bits i·bits … i·bits+bits−1
+// of the bit string whose bit k is bit k mod 64 of dst[k/64]. dst holds
+// FieldWords(len(vals), bits) words; the bits past the last field are zero.
+// 1 ≤ bits ≤ 64.
+func PackFields(dst, vals []uint64, bits uint) {
+	clear(dst)
+	m := ^uint64(0) >> (64 - bits)
+	pos := uint(0)
+	for _, v := range vals {
+		v &= m
+		w, o := pos>>6, pos&63
+		dst[w] |= v << o
+		if o+bits > 64 {
+			dst[w+1] |= v >> (64 - o)
+		}
+		pos += bits
+	}
+}
+
+// UnpackFields is the inverse of PackFields: it fills dst with the
+// len(dst) fields of bits bits packed in src (FieldWords(len(dst), bits)
+// words).
+func UnpackFields(dst, src []uint64, bits uint) {
+	m := ^uint64(0) >> (64 - bits)
+	pos := uint(0)
+	for i := range dst {
+		w, o := pos>>6, pos&63
+		v := src[w] >> o
+		if o+bits > 64 {
+			v |= src[w+1] << (64 - o)
+		}
+		dst[i] = v & m
+		pos += bits
+	}
+}
+
 // Transpose64 transposes the 64×64 bit matrix a in place: afterwards bit c
 // of a[r] is what bit r of a[c] was. It is the recursive block swap of
 // Hacker's Delight §7-3: six passes that exchange the off-diagonal 32×32,

@@ -132,3 +132,46 @@ func BenchmarkTranspose64(b *testing.B) {
 		Transpose64(&a)
 	}
 }
+
+func TestPackFields(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		n    int
+		bits uint
+	}{
+		{0, 16}, {1, 1}, {5, 16}, {4, 16}, {7, 13}, {64, 1}, {65, 1}, {33, 63}, {9, 64}, {100, 37},
+	} {
+		vals := make([]uint64, tc.n)
+		for i := range vals {
+			vals[i] = rng.Uint64() // the bits above tc.bits must be dropped
+		}
+		dst := make([]uint64, FieldWords(tc.n, tc.bits))
+		for i := range dst {
+			dst[i] = rng.Uint64() // PackFields overwrites whatever is there
+		}
+		if want := (tc.n*int(tc.bits) + 63) / 64; len(dst) != want {
+			t.Fatalf("FieldWords(%d, %d) = %d, want %d", tc.n, tc.bits, len(dst), want)
+		}
+		PackFields(dst, vals, tc.bits)
+		m := ^uint64(0) >> (64 - tc.bits)
+		// Bit by bit: field i's bit k is bit i·bits+k of the string.
+		for i, v := range vals {
+			for k := uint(0); k < tc.bits; k++ {
+				pos := uint(i)*tc.bits + k
+				if got := dst[pos/64] >> (pos % 64) & 1; got != v>>k&1 {
+					t.Fatalf("n=%d bits=%d: field %d bit %d is %d", tc.n, tc.bits, i, k, got)
+				}
+			}
+		}
+		if used := uint(tc.n) * tc.bits; used%64 != 0 && len(dst) > 0 && dst[len(dst)-1]>>(used%64) != 0 {
+			t.Errorf("n=%d bits=%d: bits past the last field are set", tc.n, tc.bits)
+		}
+		back := make([]uint64, tc.n)
+		UnpackFields(back, dst, tc.bits)
+		for i := range back {
+			if back[i] != vals[i]&m {
+				t.Fatalf("n=%d bits=%d: field %d unpacked as %#x, want %#x", tc.n, tc.bits, i, back[i], vals[i]&m)
+			}
+		}
+	}
+}

@@ -9,7 +9,7 @@ import (
 )
 
 // The arithmetic kinds' generators: elementwise triples, square pairs,
-// truncation pairs and shared random bits.
+// wrap pairs and shared random bits.
 func init() {
 	Register(beaver.KindTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
 		t, err := g.Triples(ctx, it.N)
@@ -19,9 +19,9 @@ func init() {
 		s, err := g.SquarePairs(ctx, it.N)
 		return parts(s.A, s.A2), err
 	})
-	Register(beaver.KindTrunc, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
-		t, err := g.TruncPairs(ctx, it.N, it.FracBits)
-		return parts(t.R, t.MSB, t.LowShifted), err
+	Register(beaver.KindWrap, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
+		w, err := g.WrapPairs(ctx, it.N, it.FracBits)
+		return parts(w.U, w.V, w.Z), err
 	})
 	Register(beaver.KindBitPair, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
 		b, err := g.BitPairs(ctx, it.N)
@@ -92,80 +92,63 @@ func (g *Gen) SquarePairs(ctx context.Context, n int) (beaver.SquarePair, error)
 	return beaver.SquarePair{A: a, A2: a2}, g.end("square pairs", nil)
 }
 
-// truncBits returns the correction widths for truncation by 2^f: the
-// product bit z_t = ρ0_t·ρ1_t enters r with weight 2^(t+1), the shifted low
-// part with 2^(t−f+1) (f ≤ t ≤ 62) and the top bit with 2 (t = 63), so it is
-// needed modulo 2^(63−t), 2^(63−t+f) and 2^63 respectively.
-func truncBits(f uint) (b [64]uint8) {
-	for t := range 64 {
-		switch {
-		case t == 63:
-			b[t] = 63
-		case uint(t) < f:
-			b[t] = uint8(63 - t)
-		default:
-			b[t] = uint8(63 - t + int(f))
-		}
-	}
-	return b
-}
-
-// TruncPairs returns n truncation pairs for 2^fracBits (1 ≤ fracBits ≤ 62):
-// each party draws a word ρ_p, r = ρ0 ⊕ ρ1, and each bit r_t = ρ0_t + ρ1_t −
-// 2·ρ0_t·ρ1_t is made arithmetic with one correlated OT per bit (party 1
-// choosing with ρ1_t, party 0's correlation ρ0_t), after which r, r>>63 and
-// (r mod 2^63)>>f are linear in the shares. Party 1 sends 1,024 bytes per
-// pair, party 0 the corrections (354 bytes for f = 16), 2 rounds.
-func (g *Gen) TruncPairs(ctx context.Context, n int, fracBits uint) (beaver.TruncPair, error) {
-	if _, err := checkSize("trunc pairs", n); err != nil {
-		return beaver.TruncPair{}, err
+// WrapPairs returns n wrap pairs for 2^fracBits (1 ≤ fracBits ≤ 62; see
+// beaver.WrapPair): party 0 draws its bits u, party 1 its bits v, and one
+// correlated OT per pair, party 1 choosing with v against party 0's
+// correlation u, gives shares of u·v modulo 2^f, which both shift to the top
+// f bits. Party 1 sends 16 bytes of IKNP matrix per pair, party 0 f bits of
+// corrections (2 bytes at f = 16), 2 rounds.
+func (g *Gen) WrapPairs(ctx context.Context, n int, fracBits uint) (beaver.WrapPair, error) {
+	if _, err := checkSize("wrap pairs", n); err != nil {
+		return beaver.WrapPair{}, err
 	}
 	if fracBits < 1 || fracBits > 62 {
-		return beaver.TruncPair{}, fmt.Errorf("ot: trunc pairs: fracBits %d outside [1, 62]", fracBits)
+		return beaver.WrapPair{}, fmt.Errorf("ot: wrap pairs: fracBits %d outside [1, 62]", fracBits)
 	}
-	if err := g.begin(ctx, "trunc pairs"); err != nil {
-		return beaver.TruncPair{}, err
+	if err := g.begin(ctx, "wrap pairs"); err != nil {
+		return beaver.WrapPair{}, err
 	}
 	f := fracBits
-	rho := g.draw(n)
-	R := make([]uint64, n)
-	msb := make([]uint64, n)
-	low := make([]uint64, n)
-	for i, x := range rho {
-		R[i], msb[i], low[i] = x, x>>63, (x<<1)>>(f+1)
+	words := share.PackedWords(n)
+	mine := g.draw(words)
+	share.MaskTail(mine, n)
+	z := make([]uint64, n)
+	var bits [64]uint8
+	for t := range bits {
+		bits[t] = uint8(f)
 	}
-	// s is this party's share of z_t (−a for the sender, c for the receiver).
-	add := func(gi, t int, s uint64) {
-		R[gi] -= s << (t + 1)
-		if uint(t) >= f && t <= 62 {
-			low[gi] -= s << (uint(t) - f + 1)
-		}
-		if t == 63 {
-			msb[gi] -= s << 1
-		}
-	}
-	bits := truncBits(f)
-	dir := cotDir{groups: n, width: 1, bits: &bits}
+	dir := cotDir{groups: words, width: 1, bits: &bits}
 	var snd cotSend
 	var rcv cotRecv
 	if g.party == 0 {
 		x := make([]uint64, 1)
 		snd = cotSend{dir: dir,
 			x: func(gi, t int) []uint64 {
-				x[0] = rho[gi] >> t & 1
+				x[0] = mine[gi] >> t & 1
 				return x
 			},
-			acc: func(gi, t int, a []uint64) { add(gi, t, -a[0]) },
+			acc: func(gi, t int, a []uint64) {
+				if i := 64*gi + t; i < n {
+					z[i] = -a[0] << (64 - f)
+				}
+			},
 		}
 	} else {
-		rcv = cotRecv{dir: dir, choice: rho,
-			acc: func(gi, t int, c []uint64) { add(gi, t, c[0]) },
+		rcv = cotRecv{dir: dir, choice: mine,
+			acc: func(gi, t int, c []uint64) {
+				if i := 64*gi + t; i < n {
+					z[i] = c[0] << (64 - f)
+				}
+			},
 		}
 	}
 	if err := g.runCOT(ctx, snd, rcv); err != nil {
-		return beaver.TruncPair{}, g.end("trunc pairs", err)
+		return beaver.WrapPair{}, g.end("wrap pairs", err)
 	}
-	return beaver.TruncPair{R: R, MSB: msb, LowShifted: low}, g.end("trunc pairs", nil)
+	if g.party == 0 {
+		return beaver.WrapPair{U: mine, Z: z}, g.end("wrap pairs", nil)
+	}
+	return beaver.WrapPair{V: mine, Z: z}, g.end("wrap pairs", nil)
 }
 
 // BitPairs returns n random shared bits r = ρ0 ⊕ ρ1 (each party draws its

@@ -14,8 +14,11 @@
 //   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa
 //     multiplication on correlated OTs (64 OTs per product with short
 //     corrections of 64−t bits): 1,284 bytes per triple and party.
-//   - TruncPairs, BitPairs: bit decomposition of r = ρ0⊕ρ1 made arithmetic
-//     with one correlated OT per bit.
+//   - WrapPairs: one correlated OT per pair (party 1 choosing with its bit
+//     v against party 0's bit u, f-bit corrections): 16 bytes of IKNP
+//     matrix and f bits per pair.
+//   - BitPairs: bit decomposition of r = ρ0⊕ρ1 made arithmetic with one
+//     correlated OT per bit.
 //   - WeightTriples, WeightVectorTriples: the weight-mask correlation for
 //     [X]·W by vector OLE on correlated OTs whose correlation is the fixed
 //     mask B of party 0: 64·m·k OTs and 260·m·k·n bytes of corrections,

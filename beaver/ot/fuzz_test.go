@@ -157,7 +157,7 @@ func FuzzGenPeer(f *testing.F) {
 		case 6:
 			_, err = g.CrossANDTriples(ctx, n)
 		case 7:
-			_, err = g.TruncPairs(ctx, n, 16)
+			_, err = g.WrapPairs(ctx, n, 16)
 		case 8:
 			_, err = g.BitPairs(ctx, n)
 		case 9:

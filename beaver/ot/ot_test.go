@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -301,26 +302,38 @@ func TestCrossANDTriples(t *testing.T) {
 	}
 }
 
-func TestTruncPairs(t *testing.T) {
+func TestWrapPairs(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
-	for _, f := range []uint{1, 16, 40, 62} {
-		n := 200
-		p0, p1 := both(t, func() (beaver.TruncPair, error) { return g0.TruncPairs(ctx, n, f) },
-			func() (beaver.TruncPair, error) { return g1.TruncPairs(ctx, n, f) })
-		r, msb, low := add(p0.R, p1.R), add(p0.MSB, p1.MSB), add(p0.LowShifted, p1.LowShifted)
-		tops := 0
-		for i := range n {
-			if msb[i] != r[i]>>63 || low[i] != (r[i]<<1)>>(f+1) {
-				t.Fatalf("f=%d pair %d: r=%x msb=%d low=%x", f, i, r[i], msb[i], low[i])
-			}
-			tops += int(msb[i])
+	for _, tc := range []struct {
+		n int
+		f uint
+	}{{200, 1}, {200, 16}, {64, 40}, {1, 62}, {129, 16}} {
+		p0, p1 := both(t, func() (beaver.WrapPair, error) { return g0.WrapPairs(ctx, tc.n, tc.f) },
+			func() (beaver.WrapPair, error) { return g1.WrapPairs(ctx, tc.n, tc.f) })
+		if p0.V != nil || p1.U != nil || len(p0.U) != share.PackedWords(tc.n) || len(p1.V) != len(p0.U) || len(p0.Z) != tc.n || len(p1.Z) != tc.n {
+			t.Fatalf("n=%d f=%d: parts %d/%d/%d and %d/%d/%d words", tc.n, tc.f, len(p0.U), len(p0.V), len(p0.Z), len(p1.U), len(p1.V), len(p1.Z))
 		}
-		if tops < 60 || tops > 140 {
-			t.Fatalf("f=%d: top bit set in %d of %d: r not uniform", f, tops, n)
+		z := add(p0.Z, p1.Z)
+		ones := 0
+		for i := range tc.n {
+			uv := (p0.U[i/64] & p1.V[i/64]) >> (i % 64) & 1
+			if z[i] != uv<<(64-tc.f) {
+				t.Fatalf("n=%d f=%d pair %d: z=%x, u·v=%d", tc.n, tc.f, i, z[i], uv)
+			}
+			if p0.Z[i]<<tc.f != 0 {
+				t.Fatalf("n=%d f=%d pair %d: party 0's share %x has low bits set", tc.n, tc.f, i, p0.Z[i])
+			}
+			ones += int(uv)
+		}
+		if tc.n == 200 && (ones < 25 || ones > 80) {
+			t.Fatalf("f=%d: u·v = 1 in %d of %d: bits not uniform", tc.f, ones, tc.n)
+		}
+		if r := tc.n % 64; r != 0 && (p0.U[len(p0.U)-1]>>r != 0 || p1.V[len(p1.V)-1]>>r != 0) {
+			t.Fatalf("n=%d: bits past n set", tc.n)
 		}
 	}
-	if _, err := g0.TruncPairs(ctx, 1, 0); err == nil {
+	if _, err := g0.WrapPairs(ctx, 1, 0); err == nil {
 		t.Fatal("fracBits 0 accepted")
 	}
 }
@@ -363,7 +376,7 @@ func TestSizeErrors(t *testing.T) {
 		{"short B", func() error { _, err := g0.WeightTriples(ctx, []uint64{1}, 1, 2, 2); return err }},
 		{"party 1 B", func() error { _, err := g1.WeightTriples(ctx, []uint64{1}, 1, 1, 1); return err }},
 		{"party 1 b", func() error { _, err := g1.WeightVectorTriples(ctx, []uint64{1}, 1, 1); return err }},
-		{"frac 63", func() error { _, err := g0.TruncPairs(ctx, 1, 63); return err }},
+		{"frac 63", func() error { _, err := g0.WrapPairs(ctx, 1, 63); return err }},
 		{"sender 2", func() error { _, err := g0.RandomOTs(ctx, 1, 2); return err }},
 	}
 	for _, c := range cases {

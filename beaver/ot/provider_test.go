@@ -128,11 +128,12 @@ func checkMaterial(t *testing.T, r beaver.Request, m0, m1 beaver.Material, mask 
 				fail("c ≠ u∧v at word %d", i)
 			}
 		}
-	case beaver.KindTrunc:
-		R, msb, low := add(a[0], b[0]), add(a[1], b[1]), add(a[2], b[2])
-		for i := range R {
-			if msb[i] != R[i]>>63 || low[i] != (R[i]<<1)>>(r.FracBits+1) {
-				fail("pair %d inconsistent", i)
+	case beaver.KindWrap:
+		Z := add(a[2], b[2])
+		for i := range r.N {
+			uv := (a[0][i/64] & b[1][i/64]) >> (i % 64) & 1
+			if Z[i] != uv<<(64-r.FracBits) {
+				fail("wrap pair %d inconsistent", i)
 			}
 		}
 	case beaver.KindBitPair:
@@ -159,7 +160,7 @@ var providerRequests = []beaver.Request{
 	{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 4},
 	{Kind: beaver.KindAND, N: 3},
 	{Kind: beaver.KindCrossAND, N: 2},
-	{Kind: beaver.KindTrunc, N: 9, FracBits: 16},
+	{Kind: beaver.KindWrap, N: 9, FracBits: 16},
 	{Kind: beaver.KindBitPair, N: 70},
 }
 

@@ -117,7 +117,7 @@ func TestViews(t *testing.T) {
 		}},
 		{"ANDTriples", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.ANDTriples(ctx, 128); return err }},
 		{"CrossANDTriples", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.CrossANDTriples(ctx, 1024); return err }},
-		{"TruncPairs", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.TruncPairs(ctx, 256, 16); return err }},
+		{"WrapPairs", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.WrapPairs(ctx, 4096, 16); return err }},
 		{"BitPairs", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.BitPairs(ctx, 4096); return err }},
 		{"DeltaOTs0", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.DeltaOTs(ctx, 8192, 0); return err }},
 		{"DeltaOTs1", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.DeltaOTs(ctx, 8192, 1); return err }},

@@ -1,6 +1,6 @@
 // Command dealer is the networked dealer of a selectformer session: a third
 // host, trusted by both parties not to collude with either, that hands out
-// correlated randomness (Beaver triples, truncation pairs, ...) and never sees
+// correlated randomness (Beaver triples, wrap pairs for truncation, ...) and never sees
 // an input.
 //
 // It listens on two addresses, one per party, and accepts on each only that
@@ -51,7 +51,7 @@ import (
 )
 
 // summary is the first line of -h.
-const summary = "dealer serves the correlated randomness (Beaver triples, truncation pairs, ...) of a selectformer session to both parties; it never sees an input."
+const summary = "dealer serves the correlated randomness (Beaver triples, wrap pairs for truncation, ...) of a selectformer session to both parties; it never sees an input."
 
 func main() { peer.Exec("dealer", summary, dealer, nil) }
 

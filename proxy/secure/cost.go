@@ -13,8 +13,9 @@ import (
 func msg(w int) int64 { return protocol.MessageBytes(w) }
 
 // truncReLUBytes is the bytes a party sends for protocol.TruncReLU of n > 0
-// elements (protocol.TruncReLUCost): the truncation's n words in the sign
-// circuit's first message, its five other layers and the multiplexer.
+// elements (protocol.TruncReLUCost): the truncation's ⌈n/64⌉ words of bits in
+// the sign circuit's first message, its five other layers and the
+// multiplexer.
 func truncReLUBytes(n int) int64 { return protocol.TruncReLUCost(n).Bytes }
 
 // step is one step of a cost table: its rounds and the bytes it costs.
@@ -22,6 +23,13 @@ type step struct {
 	rounds int64
 	both   int64 // bytes sent by each party
 	p1     int64 // bytes sent by party 1 only
+}
+
+// trunc is the step of a protocol.TruncBy of n elements (1 round, one bit
+// per element: msg(⌈n/64⌉)).
+func trunc(n int) step {
+	c := protocol.TruncCost(n)
+	return step{c.Rounds, c.Bytes, 0}
 }
 
 // truncReLU is the step of a protocol.TruncReLU of n elements (7 rounds).
@@ -70,15 +78,15 @@ const (
 func lnRows(R, H, d int) []CostRow {
 	const m, mlp = "LayerNorm", "LayerNorm MLP"
 	return []CostRow{
-		step{1, msg(R), 0}.row(m, "mean"),
+		trunc(R).row(m, "mean"),
 		step{1, msg(R * H), 0}.row(m, "(x−μ)², Σ"),
-		step{1, msg(R), 0}.row(m, "variance truncation"),
+		trunc(R).row(m, "variance truncation"),
 		step{1, 0, msg(R)}.row(mlp, "·W1/H "+stepOpen),
 		truncReLU(R*d).row(mlp, stepTruncReLU),
 		step{1, 0, msg(R * d)}.row(mlp, "·(W2⊗γ) "+stepOpen),
-		step{1, msg(R * H), 0}.row(mlp, stepTrunc),
+		trunc(R*H).row(mlp, stepTrunc),
 		step{1, msg(2 * R * H), 0}.row(m, "(x−μ)·(r·γ)"),
-		step{1, msg(R * H), 0}.row(m, "output truncation"),
+		trunc(R*H).row(m, "output truncation"),
 	}
 }
 
@@ -95,35 +103,37 @@ func lnRows(R, H, d int) []CostRow {
 // heads, d the MLP width, Tq = T (Tq = 1 in the last block), S = B·nh·Tq
 // softmax rows and R LayerNorm rows (B·Tq; ViT's pre-LayerNorm: B·T);
 // msg(w) = 8w + 10 (protocol.MessageBytes, which also counts multi-frame
-// messages); truncrelu(n) = msg(n + 156⌈n/64⌉) + Σ_{k∈{62,30,14,6,2}}
-// msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉) (protocol.TruncReLUCost), the truncation
-// fused into the ReLU (protocol.TruncReLU: its opening rides in the sign
-// circuit's first message, the bias added before it). "P1" terms are sent by the data
-// owner alone (the weight-mask products), the others by both parties:
+// messages); tmsg(n) = msg(⌈n/64⌉), a truncation of n elements
+// (protocol.TruncCost: one bit each); truncrelu(n) = msg(157⌈n/64⌉) +
+// Σ_{k∈{62,30,14,6,2}} msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉)
+// (protocol.TruncReLUCost), the truncation fused into the ReLU
+// (protocol.TruncReLU: its bits ride in the sign circuit's first message,
+// the bias added before it). "P1" terms are sent by the data owner alone
+// (the weight-mask products), the others by both parties:
 //
 //	step                               rounds  bytes
 //	QKV x·[Wq|Wk|Wv]                   1       P1 msg(B·T·H)
-//	  truncation                       1       msg(3·B·T·I)
+//	  truncation                       1       tmsg(3·B·T·I)
 //	  (last block: x·[Wk|Wv] and the           P1 msg(B·T·H + B·H)
-//	  class rows' x₀·Wq in one message,        msg(2·B·T·I + B·I)
+//	  class rows' x₀·Wq in one message,        tmsg(2·B·T·I + B·I)
 //	  one truncation)
 //	zero padded input rows (private    1       msg(2·B·T·H)
 //	  mask, layers ≥ 1 or private
 //	  embeddings)
 //	scores Q·Kᵀ (all heads, batch)     1       msg(B·Tq·I + B·T·I)
-//	  truncation                       1       msg(S·T)
+//	  truncation                       1       tmsg(S·T)
 //	softmax MLP x·W1, with             1       P1 msg(S·T + B·T·I)
 //	  Vᵀ·[W2ᵀ | b2ᵀ] (W2·V, b2·V)
 //	  truncation and ReLU → h          7       truncrelu(S·d)
 //	P·V = h·(W2·V) + b2·V              1       msg(S·d + B·d·I)
-//	  truncation (by 2f)               1       msg(B·Tq·I)
-//	output projection, truncation      1+1     P1 msg(B·Tq·I); msg(B·Tq·H)
-//	LayerNorm mean                     1       msg(R)
-//	  (x−μ)², Σ, truncation            1+1     msg(R·H) + msg(R)
+//	  truncation (by 2f)               1       tmsg(B·Tq·I)
+//	output projection, truncation      1+1     P1 msg(B·Tq·I); tmsg(B·Tq·H)
+//	LayerNorm mean                     1       tmsg(R)
+//	  (x−μ)², Σ, truncation            1+1     msg(R·H) + tmsg(R)
 //	  LN MLP ·W1/H                     1       P1 msg(R)
 //	  truncation and ReLU              7       truncrelu(R·d)
-//	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); msg(R·H)
-//	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + msg(R·H)
+//	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); tmsg(R·H)
+//	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + tmsg(R·H)
 //
 // That is 31 rounds (33 with P computed before P·V, 35 with the truncations
 // apart from the ReLUs as well), 32 for layers ≥ 1 with a private mask (BERT,
@@ -182,15 +192,15 @@ func BlockCostRows(a Arch, batch, layer int, opt Options) ([]CostRow, error) {
 	const qkv, sc, sm, pv, out = "Q/K/V projections", "attention scores", "softmax MLP", "P·V", "output projection"
 	rows := []CostRow{
 		step{1, 0, qkvSent}.row(qkv, qkvName),
-		step{1, msg(qkvTrunc), 0}.row(qkv, stepTrunc),
+		trunc(qkvTrunc).row(qkv, stepTrunc),
 		step{1, msg(B*Tq*I + B*T*I), 0}.row(sc, "Q·Kᵀ (shared × shared, all heads)"),
-		step{1, msg(S * T), 0}.row(sc, stepTrunc),
+		trunc(S*T).row(sc, stepTrunc),
 		step{1, 0, msg(S*T + B*T*I)}.row(sm, "x·W1, with Vᵀ·[W2ᵀ | b2ᵀ] "+stepOpen),
 		truncReLU(S*d).row(sm, stepTruncReLU),
 		step{1, msg(S*d + B*d*I), 0}.row(pv, "h·(W2·V) + b2·V (shared × shared)"),
-		step{1, msg(B * Tq * I), 0}.row(pv, "truncation (by 2f)"),
+		trunc(B*Tq*I).row(pv, "truncation (by 2f)"),
 		step{1, 0, msg(B * Tq * I)}.row(out, "·Wo "+stepOpen),
-		step{1, msg(Rq * H), 0}.row(out, stepTrunc),
+		trunc(Rq*H).row(out, stepTrunc),
 	}
 	if a.Family == model.ViT { // pre-LayerNorm: before the attention
 		return append(lnRows(R, H, d), rows...), nil
@@ -220,7 +230,7 @@ func BlockCostRows(a Arch, batch, layer int, opt Options) ([]CostRow, error) {
 //	  truncation and ReLU              7       truncrelu(B·H)
 //	classifier and entropy MLP z·W'    1       P1 msg(B·H)
 //	  truncation and ReLU              7       truncrelu(B·d')
-//	  ·W2, truncation                  1+1     P1 msg(B·d'); msg(B)
+//	  ·W2, truncation                  1+1     P1 msg(B·d'); tmsg(B)
 //
 // That is 25 rounds for ViT and 18 for BERT and DistilBERT (the unfolded
 // classifier, a product and its truncation, took 2 more).
@@ -260,7 +270,7 @@ func HeadCostRows(a Arch, batch int) ([]CostRow, error) {
 		step{1, 0, msg(B * H)}.row(ent, "z·W' (classifier folded in) "+stepOpen),
 		truncReLU(B*dEnt).row(ent, stepTruncReLU),
 		step{1, 0, msg(B * dEnt)}.row(ent, "·W2 "+stepOpen),
-		step{1, msg(B), 0}.row(ent, stepTrunc)), nil
+		trunc(B).row(ent, stepTrunc)), nil
 }
 
 // ForwardCostRows is the exact online cost of a whole Prepared.Forward of

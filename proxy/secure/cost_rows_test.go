@@ -13,17 +13,17 @@ import (
 // the head. For the sst2 phase-0 proxy ⟨1L,12H,d2⟩ of DistilBERT at
 // sequence 128, one candidate, the total is what `mpcbench forward --shape
 // distilbert --layers 1 --mlp-dim 2 --batch 1` measures: 51 rounds,
-// 2485068 bytes from P0, 4096984 from P1 (the measurement's 4096994 adds
-// one 10-byte transport CREDIT frame, flow control that no protocol
-// counts; bench's TestModuleCosts measures it again).
+// 888178 bytes from P0, 2500094 from P1 (2485068 and 4096984 while each
+// truncation sent a word per element; bench's TestModuleCosts measures it
+// again).
 func TestForwardCostRows(t *testing.T) {
 	sst2 := Arch{Family: model.DistilBERT, Layers: 1, Heads: 12, HeadDim: 64, Hidden: 768, Seq: 128, Labels: 2, MLPHidden: 2}
 	rows, err := ForwardCostRows(sst2, 1, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, b := SumCostRows(rows); r != 51 || b != [2]int64{2485068, 4096984} {
-		t.Errorf("sst2 phase 0: %d rounds, bytes %v; want 51, [2485068 4096984]", r, b)
+	if r, b := SumCostRows(rows); r != 51 || b != [2]int64{888178, 2500094} {
+		t.Errorf("sst2 phase 0: %d rounds, bytes %v; want 51, [888178 2500094]", r, b)
 	}
 	for _, c := range []struct {
 		a     Arch

@@ -234,9 +234,9 @@ func TestBlockCost(t *testing.T) {
 				// protocol.Softmax over rows of T scores (7·⌈log2 T⌉ + 16 +
 				// 46 + 2 rounds) and P·V with its truncation (2).
 				// Bytes likewise: the MLP's steps (P1 msg(S·T + B·T·I),
-				// truncrelu(S·d), msg(S·d + B·d·I), msg(B·Tq·I)) give way to
+				// truncrelu(S·d), msg(S·d + B·d·I), tmsg(B·Tq·I)) give way to
 				// softmaxBytes(S, T), P·V's msg(S·T + B·T·I) and its
-				// truncation's msg(B·Tq·I), sent by both parties.
+				// truncation's tmsg(B·Tq·I), sent by both parties.
 				mlpArch := a
 				mlpArch.Ablation = proxy.Ablation{}
 				rounds, bytes, err := BlockCost(mlpArch, B, layer, opt)
@@ -252,8 +252,8 @@ func TestBlockCost(t *testing.T) {
 				}
 				S := B * a.Heads * Tq
 				for p := range bytes {
-					bytes[p] += -truncReLUBytes(S*d) - msg(S*d+B*d*I) - msg(B*Tq*I) +
-						softmaxBytes(S, T) + msg(S*T+B*T*I) + msg(B*Tq*I)
+					bytes[p] += -truncReLUBytes(S*d) - msg(S*d+B*d*I) - tmsg(B*Tq*I) +
+						softmaxBytes(S, T) + msg(S*T+B*T*I) + tmsg(B*Tq*I)
 				}
 				bytes[1] -= msg(S*T + B*T*I)
 				for p := range 2 {
@@ -353,18 +353,21 @@ func TestClassQKVCost(t *testing.T) {
 	all := 3 * B * T * I
 	for p := range 2 {
 		c := r[p].cost[0]
-		wantSent := msg(outs)
+		wantSent := tmsg(outs)
 		if p == 1 {
 			wantSent += msg(B*T*H + B*H)
 		}
 		if c.Stream.Rounds != 2 || c.Stream.BytesSent != wantSent {
 			t.Errorf("party %d: class-only QKV %d rounds, %d bytes sent; want 2, %d", p, c.Stream.Rounds, c.Stream.BytesSent, wantSent)
 		}
-		wantDealer := [2]int64{0, int64(8 * 3 * outs)}[p]
+		// The weight triples' outs words and the wrap pairs' f bits
+		// (f = 16) per output.
+		wrapWords := func(n int) int64 { return int64(8*n + 8*share.FieldWords(n, 16)) }
+		wantDealer := [2]int64{0, wrapWords(outs)}[p]
 		if c.Dealer.BytesRecv != wantDealer {
 			t.Errorf("party %d: class-only QKV received %d dealer bytes, want %d", p, c.Dealer.BytesRecv, wantDealer)
 		}
-		if full := r[p].cost[1]; full.Dealer.BytesRecv != [2]int64{0, int64(8 * 3 * all)}[p] || full.Stream.BytesSent != msg(all)+[2]int64{0, msg(B * T * H)}[p] {
+		if full := r[p].cost[1]; full.Dealer.BytesRecv != [2]int64{0, wrapWords(all)}[p] || full.Stream.BytesSent != tmsg(all)+[2]int64{0, msg(B * T * H)}[p] {
 			t.Errorf("party %d: all-rows QKV cost %+v", p, full)
 		}
 	}
@@ -387,9 +390,10 @@ func TestClassQKVCost(t *testing.T) {
 // of m entries, from the costs protocol's doc comments give: Max's
 // tournament (per level of p pairs a row: the sign circuit, Σ msg(k·W) over
 // k ∈ {156, 62, 30, 14, 6, 2} with W = ⌈rows·p/64⌉, and a multiplexer,
-// msg(W + rows·p)), Exp (16·msg(n)), ReciprocalPositive on the row sums
-// (16·msg(rows) + 10·(2·msg(rows) + msg(2·rows))) and the final MulFixed
-// (msg(2n) + msg(n)), n = rows·m.
+// msg(W + rows·p)), Exp (8·(msg(n) + tmsg(n))), ReciprocalPositive on the
+// row sums (8·(msg(rows) + tmsg(rows)) + 10·(msg(rows) + msg(2·rows) +
+// tmsg(rows))) and the final MulFixed (msg(2n) + tmsg(n)), n = rows·m;
+// tmsg(n) = msg(⌈n/64⌉) is a truncation of n elements.
 func softmaxBytes(rows, m int) int64 {
 	n := rows * m
 	var b int64
@@ -401,7 +405,11 @@ func softmaxBytes(rows, m int) int64 {
 		}
 		b += msg(w + pairs)
 	}
-	b += 16 * msg(n)
-	b += 16*msg(rows) + 10*(2*msg(rows)+msg(2*rows))
-	return b + msg(2*n) + msg(n)
+	b += 8 * (msg(n) + tmsg(n))
+	b += 8*(msg(rows)+tmsg(rows)) + 10*(msg(rows)+msg(2*rows)+tmsg(rows))
+	return b + msg(2*n) + tmsg(n)
 }
+
+// tmsg is the bytes a party sends for a truncation of n elements
+// (protocol.TruncCost: one bit each).
+func tmsg(n int) int64 { return protocol.TruncCost(n).Bytes }
