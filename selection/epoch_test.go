@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
@@ -39,10 +41,31 @@ func (w weightEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 // setup, if set, configures the data owner.
 func epochRun(t *testing.T, dirs [2]string, failAfter [2]int, setup func(*DataOwner)) ([2]*Result, [2]error, *recorder) {
 	t.Helper()
+	return epochRunOn(t, false, dirs, failAfter, setup)
+}
+
+// epochRunOn is epochRun with the parties' correlated randomness from the
+// in-process dealer (free false) or made by the parties themselves with no
+// dealer (free true: ot.Provider, every kind by OT).
+func epochRunOn(t *testing.T, free bool, dirs [2]string, failAfter [2]int, setup func(*DataOwner)) ([2]*Result, [2]error, *recorder) {
+	t.Helper()
 	p := testParams()
 	var res [2]*Result
 	rec := &recorder{}
-	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
+	run := func(f func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error) [2]error {
+		if !free {
+			return pair(t, [2]share.Seed{{3}, {4}}, f)
+		}
+		r, _ := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, tp *twoparty.Party) (struct{}, error) {
+			prov, err := ot.NewProvider(tp.Conn, tp.ID, ot.ProviderOptions{})
+			if err != nil {
+				return struct{}{}, err
+			}
+			return struct{}{}, f(ctx, tp.ID, tp.Conn, prov)
+		})
+		return r.Err
+	}
+	errs := run(func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
 		ev := weightEvaluator{&valueEvaluator{party: party, value: shifted, square: true, fp: share.DefaultFixedPoint, failAfter: failAfter[party]}}
 		var err error
 		if party == 0 {
@@ -218,6 +241,81 @@ func TestMarksRefuseRolledBackState(t *testing.T) {
 	}
 	if errs[1] == nil {
 		t.Error("data owner: the run went through")
+	}
+}
+
+// TestEpochAttacksDealerFree plays issue 24's epoch attacks against
+// parties with no dealer (ot.Provider): the bounds hold whatever makes the
+// correlated randomness, because the handshake checks the epochs and
+// selection wraps every provider in the persistent high-water marks. A data
+// owner that forges its epoch 2^24 − 1 ahead is refused by the model owner
+// before anything is drawn (*EpochError, the data owner told AbortResume);
+// both parties rolled back to an earlier checkpoint are refused by their
+// marks (beaver.ErrReuse) or by the peer's.
+func TestEpochAttacksDealerFree(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		attack func(t *testing.T, dirs [2]string) (setup func(*DataOwner), check func(t *testing.T, errs [2]error))
+	}{
+		{"forged epoch", func(t *testing.T, dirs [2]string) (func(*DataOwner), func(*testing.T, [2]error)) {
+			forged := uint64(0)
+			setup := func(d *DataOwner) {
+				d.forgeEpoch = func(e uint64) uint64 { forged = e + 1<<24 - 1; return forged }
+				if err := os.RemoveAll(filepath.Join(dirs[1], "batches-p1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return setup, func(t *testing.T, errs [2]error) {
+				var ee *EpochError
+				if !errors.As(errs[0], &ee) || ee.Peer != forged {
+					t.Fatalf("model owner: %v, want an *EpochError (peer %d)", errs[0], forged)
+				}
+				var pe *PeerAbortError
+				if !errors.As(errs[1], &pe) || pe.Code != AbortResume {
+					t.Errorf("data owner: %v, want the model owner's AbortResume", errs[1])
+				}
+			}
+		}},
+		{"rolled back", func(t *testing.T, dirs [2]string) (func(*DataOwner), func(*testing.T, [2]error)) {
+			var saved [2][]byte
+			for party := range 2 {
+				b, err := os.ReadFile(StateFile(dirs[party], party))
+				if err != nil {
+					t.Fatal(err)
+				}
+				saved[party] = b
+			}
+			if _, errs, _ := epochRunOn(t, true, dirs, [2]int{}, nil); errs[0] != nil || errs[1] != nil {
+				t.Fatalf("second run: %v", errs)
+			}
+			for party := range 2 {
+				if err := os.WriteFile(StateFile(dirs[party], party), saved[party], 0o600); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.RemoveAll(filepath.Join(dirs[party], []string{"batches-p0", "batches-p1"}[party])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return nil, func(t *testing.T, errs [2]error) {
+				var pe *PeerAbortError
+				if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
+					t.Errorf("model owner: %v, want a refusal wrapping beaver.ErrReuse, or the data owner's AbortResume", errs[0])
+				}
+				if errs[1] == nil {
+					t.Error("data owner: the rolled-back run went through")
+				}
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dirs := [2]string{t.TempDir(), t.TempDir()}
+			if _, errs, _ := epochRunOn(t, true, dirs, [2]int{20, 0}, nil); errs[0] == nil || errs[1] == nil {
+				t.Fatalf("interrupted run: %v", errs)
+			}
+			setup, check := c.attack(t, dirs)
+			_, errs, _ := epochRunOn(t, true, dirs, [2]int{}, setup)
+			check(t, errs)
+		})
 	}
 }
 
