@@ -237,9 +237,13 @@ func TestBlockCost(t *testing.T) {
 				// truncrelu(S·d), msg(S·d + B·d·I), tmsg(B·Tq·I)) give way to
 				// softmaxBytes(S, T), P·V's msg(S·T + B·T·I) and its
 				// truncation's tmsg(B·Tq·I), sent by both parties.
+				// The MLP block is the unfolded one: the exact softmax's
+				// last block keeps every token's keys and values.
 				mlpArch := a
 				mlpArch.Ablation = proxy.Ablation{}
-				rounds, bytes, err := BlockCost(mlpArch, B, layer, opt)
+				mlpOpt := opt
+				mlpOpt.unfoldedClass = true
+				rounds, bytes, err := BlockCost(mlpArch, B, layer, mlpOpt)
 				if err != nil {
 					t.Fatal(err)
 				}
