@@ -509,10 +509,16 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	if err != nil {
 		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
 	}
-	if ys, err = p.truncMany(ctx, s, ys, f+cf.mlp.extra); err != nil {
+	// One truncation by f + q's extra bits: q keeps f fractional bits, Ŷ
+	// f + e (W_mlp's e extra bits more than Wq's).
+	if cf.mlp.extra < cf.q.extra || cf.k.extra != cf.v.extra {
+		return nil, fmt.Errorf("extra bits: W_mlp %d, Wq %d, Wk %d, Wv %d", cf.mlp.extra, cf.q.extra, cf.k.extra, cf.v.extra)
+	}
+	e := cf.mlp.extra - cf.q.extra
+	if ys, err = p.truncMany(ctx, s, ys, f+cf.q.extra); err != nil {
 		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
 	}
-	yh, q := ys[0], ys[1] // [B, H+1, 2d+1], [B, 1, I]
+	yh, q := ys[0], ys[1] // [B, H+1, 2d+1] (f + e fractional bits), [B, 1, I] (f)
 	addRowVec(p.party, q, cf.q.b)
 	// 2. G and N.
 	yhT, err := share.TransposeLast2(yh) // [B, 2d+1, H+1]
@@ -533,7 +539,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	if gn, err = p.truncMany(ctx, s, gn, f+cf.k.extra); err != nil {
 		return nil, fmt.Errorf("keys and values folded: %w", err)
 	}
-	g, n := gn[0], gn[1] // [B, d, I], [B, d+1, I]
+	g, n := gn[0], gn[1] // [B, d, I], [B, d+1, I], f + e fractional bits
 	// 3. h = ReLU(q_h·G_hᵀ + b1 (+ fill)), every head.
 	qh, err := share.SplitHeads(q, nh) // [B, nh, 1, dh]
 	if err != nil {
@@ -556,7 +562,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 			copy(nb[(bi*nh+h)*dh:(bi*nh+h+1)*dh], nbk[d*I+h*dh:d*I+(h+1)*dh])
 		}
 	}
-	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, 1, d], 2f fractional bits
+	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, 1, d], 2f + e fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
@@ -564,19 +570,19 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	if mk != nil {
 		fill = fillTerm(mk.fill, i, a.Layers, d, B, nh)
 	}
-	hid, err := p.biasTruncReLU(ctx, s, pre, linS{b: cf.b1}, fill)
+	hid, err := p.biasTruncReLU(ctx, s, pre, linS{b: cf.b1, extra: e}, fill) // f fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
 	// 4. P·V = h·N[:d] + N[d].
-	out, err := s.MatMul(ctx, hid, nt) // [B, nh, 1, dh], 2f fractional bits
+	out, err := s.MatMul(ctx, hid, nt) // [B, nh, 1, dh], 2f + e fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("attention values: %w", err)
 	}
 	for j, v := range nb {
 		out.Data[j] += v << f
 	}
-	if out, err = s.TruncBy(ctx, out, f); err != nil {
+	if out, err = s.TruncBy(ctx, out, f+e); err != nil {
 		return nil, fmt.Errorf("attention values: %w", err)
 	}
 	return out, nil

@@ -117,8 +117,8 @@ type lnS struct {
 //     N = Ŷ[:, d:]ᵀ·v;
 //   - b1 is the softmax MLP's first bias (party 0's encoding).
 //
-// q and mlp carry the same extra bits (their products share one
-// truncation), and so do k and v.
+// mlp carries foldExtraBits(f) extra fractional bits, q, k and v none (see
+// prepareClassFold).
 type classFoldS struct {
 	q, mlp, k, v linS
 	b1           []uint64
@@ -621,12 +621,17 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	return b, nil
 }
 
-// classFoldExtraBits is the extra fractional bits of the folded class
-// attention's weights (classFoldS): none, so that every product of
-// Prepared.classAttention carries 2f fractional bits before its
-// truncation, as lin's do, and the weights are rounded as the unfolded path
-// rounds them.
-const classFoldExtraBits = 0
+// The folded class attention's weights (classFoldS) are encoded with f
+// fractional bits, except W_mlp, which carries e = foldExtraBits(f) more (8
+// at f ≤ 16): the products Y_augᵀ·W_mlp and y₀·Wq share one truncation by
+// f, which leaves q with f fractional bits and Ŷ with f + e, and every
+// later product keeps those e bits until the TruncReLU and the context's
+// truncation (by f + e each). So Ŷ's and G's and N's truncations and W1's
+// and W2's rounding err 2^e times less than an ulp, and the folded
+// attention is at least as precise as the unfolded one (TestClassAttention);
+// every product carries 2f + e fractional bits before its truncation, so
+// |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1| and the contexts must stay below
+// 2^(62−2f−e): 2^22 for f ≤ 20, as the folded head's pre-activations.
 
 // prepareClassFold shares a last block's class-token attention folded with
 // its softmax MLP (classFoldS): qkv is the block's [Wq | Wk | Wv] with its
@@ -670,16 +675,16 @@ func (p *Prepared) prepareClassFold(ctx context.Context, s *protocol.Session, qk
 		}
 	}
 	var err error
-	if cf.q, err = p.shareLinExtra(ctx, s, q, H, I, 1, classFoldExtraBits); err != nil {
+	if cf.q, err = p.shareLin(ctx, s, q, H, I, 1); err != nil {
 		return nil, fmt.Errorf("class attention: query: %w", err)
 	}
-	if cf.mlp, err = p.shareLinExtra(ctx, s, wm, T, 2*d+1, 1, classFoldExtraBits); err != nil {
+	if cf.mlp, err = p.shareLinExtra(ctx, s, wm, T, 2*d+1, 1, foldExtraBits(p.fp.FracBits)); err != nil {
 		return nil, fmt.Errorf("class attention: softmax mlp: %w", err)
 	}
-	if cf.k, err = p.shareLinExtra(ctx, s, wk, H+1, I, 1, classFoldExtraBits); err != nil {
+	if cf.k, err = p.shareLin(ctx, s, wk, H+1, I, 1); err != nil {
 		return nil, fmt.Errorf("class attention: keys: %w", err)
 	}
-	if cf.v, err = p.shareLinExtra(ctx, s, wv, H+1, I, 1, classFoldExtraBits); err != nil {
+	if cf.v, err = p.shareLin(ctx, s, wv, H+1, I, 1); err != nil {
 		return nil, fmt.Errorf("class attention: values: %w", err)
 	}
 	return cf, nil
