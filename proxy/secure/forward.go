@@ -437,32 +437,37 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 // token alone, [B, heads, 1, dh], folded with the softmax MLP (classFoldS),
 // from the block's attention input y [B, T, H] (padded rows zero). Per
 // batch row, with Y_aug = [y | m] ([T, H+1]; m the mask column, all ones
-// without a mask) and the fixed-point products of the model owner's
-// weights:
+// without a mask), so that K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V],
+// and e = foldExtraBits(f) the extra fractional bits of W_mlp:
 //
-//  1. Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]) and the class row's
-//     query q = y₀·Wq + b_Q in one MatMulWeightsMany, one truncation;
-//  2. G = Ŷ[:, :d]ᵀ·[Wk; b_Kᵀ] ([d, I]) and N = Ŷ[:, d:]ᵀ·[Wv; b_Vᵀ]
-//     ([d+1, I]) in one MatMulWeightsMany, one truncation: G = (K·… )ᵀ,
-//     that is G_h = (K_hᵀ·W1)ᵀ per head, and N_h = [W2·V_h; b2·V_h];
+//  1. Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]) and the class row's query
+//     q = y₀·Wq + b_Q in one MatMulWeightsMany and one truncation by f
+//     (q keeps f fractional bits, Ŷ f + e);
+//  2. G = Ŷ[:, :d]ᵀ·[Wk; b_K] = W1ᵀ·K ([d, I]) and N = Ŷ[:, d:]ᵀ·[Wv; b_V]
+//     = [W2·V; b2·V] ([d+1, I]) in one MatMulWeightsMany and one
+//     truncation by f (f + e fractional bits);
 //  3. the softmax MLP's hidden layer h = ReLU(q_h·G_hᵀ + b1 (+ fill)) of
-//     every head in one shared×shared MatMul and one TruncReLU, b1 and the
-//     padded scores' fill term added shifted before it (biasTruncReLU,
-//     fillTerm): q_h·G_hᵀ = q_h·K_hᵀ·W1 = sc_h·W1;
+//     every head, q_h·G_hᵀ = q_h·K_hᵀ·W1 = sc_h·W1, in one shared × shared
+//     MatMul and one TruncReLU by f + e, b1 and the padded scores' fill
+//     term added shifted before it (biasTruncReLU, fillTerm);
 //  4. the context h·N_h[:d] + N_h[d] = (h·W2 + b2)·V_h = P_h·V_h in one
-//     MatMul (N_h[d], shared, added shifted by f: the public 1.0 times it)
-//     and one truncation.
+//     shared × shared MatMul, N_h[d] (each party its share) added shifted
+//     by f, the public 1.0's product with it, and one truncation by f + e.
 //
 // 1 + 1 + 1 + 1 + 1 + 7 + 1 + 1 = 14 rounds, as the unfolded path, but the
-// data owner opens Y_augᵀ (B·(H+1)·T words) instead of y and the products
-// with the model owner's weights have (H+1)·(2d+1) + (2d+1)·I outputs per
-// batch row instead of T·2I + T·(d+1) (BlockCost). Every product carries 2f
-// fractional bits before its truncation, so |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1|
-// and the context stay below 2^(62−2f) (2^30 at f = 16), as lin's outputs
-// do. What crosses the wire: the Beaver-masked openings of the weight
-// products (the data owner's X1 − A), of the two shared×shared products and
-// of the truncations' and sign circuit's bits, as on the unfolded path;
-// nothing in the clear.
+// data owner opens Y_augᵀ (B·(H+1)·T words) and Ŷ (B·(2d+1)·(H+1)) instead
+// of y and the scores and V, the products with the model owner's weights
+// have (H+1)·(2d+1) + I + (2d+1)·I outputs per batch row instead of
+// T·2I + I + T·d + I·(d+1), and no shared × shared product has T rows
+// (BlockCost). Every product carries 2f + e fractional bits before its
+// truncation, so |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1 + fill| and the contexts
+// must stay below 2^(62−2f−e), 2^22 at f = 16 (protocol.TruncBound).
+//
+// View: the data owner's openings of its weight products' inputs are
+// masked by the weight triples (X1 − A), the shared × shared products open
+// Beaver-masked operands, the truncations and the sign circuit send bits
+// masked by their correlations, as on the unfolded path: nothing crosses
+// the wire in the clear.
 func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *classFoldS, mk *maskState) (*share.Tensor, error) {
 	a := p.arch
 	if len(y.Shape) != 3 || y.Shape[1] != a.Seq || y.Shape[2] != a.Hidden {
