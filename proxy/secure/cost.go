@@ -102,9 +102,9 @@ func lnRows(R, H, d int) []CostRow {
 // that case (exact modules, FFN).
 //
 // With B the batch, T the sequence, H the width, I = heads·headDim, nh the
-// heads, d the MLP width, S = B·nh·T softmax rows and R LayerNorm rows
-// (B·T; ViT's pre-LayerNorm: B·T in the last block too, B·Tq = B after a
-// post-norm last block); msg(w) = 8w + 10 (protocol.MessageBytes, which also
+// heads, d the MLP width, Tq = T (1 in the last block), S = B·nh·Tq
+// softmax rows and R LayerNorm rows (B·Tq; ViT's pre-LayerNorm normalises
+// every token: B·T); msg(w) = 8w + 10 (protocol.MessageBytes, which also
 // counts multi-frame messages); tmsg(n) = msg(⌈n/64⌉), a truncation of n
 // elements (protocol.TruncCost: one bit each); truncrelu(n) =
 // msg(157⌈n/64⌉) + Σ_{k∈{62,30,14,6,2}} msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉)
@@ -117,7 +117,7 @@ func lnRows(R, H, d int) []CostRow {
 //	zero padded input rows (private    1       msg(2·B·T·H)
 //	  mask, layers ≥ 1 or private
 //	  embeddings)
-//	every block but the last:
+//	every block but the last (all with FullLastLayer):
 //	QKV x·[Wq|Wk|Wv]                   1       P1 msg(B·T·H)
 //	  truncation                       1       tmsg(3·B·T·I)
 //	scores Q·Kᵀ (all heads, batch)     1       msg(2·B·T·I)
@@ -127,7 +127,7 @@ func lnRows(R, H, d int) []CostRow {
 //	  truncation and ReLU → h          7       truncrelu(S·d)
 //	P·V = h·(W2·V) + b2·V              1       msg(S·d + B·d·I)
 //	  truncation (by 2f)               1       tmsg(B·T·I)
-//	the last block (class token):
+//	the last block (class token; S = B·nh):
 //	Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] and the    1       P1 msg(B·(H+1)·T + B·H)
 //	  class rows' y₀·Wq
 //	  truncation                       1       tmsg(B·(H+1)·(2d+1) + B·I)
@@ -135,8 +135,8 @@ func lnRows(R, H, d int) []CostRow {
 //	  N = Ŷ₂ᵀ·[Wv; b_V]
 //	  truncation                       1       tmsg(B·(2d+1)·I)
 //	q·Gᵀ (shared × shared, all heads)  1       msg(B·I + B·I·d)
-//	  truncation and ReLU → h          7       truncrelu(B·nh·d)
-//	h·N[:d] + N[d] = P·V               1       msg(B·nh·d + B·d·I)
+//	  truncation and ReLU → h          7       truncrelu(S·d)
+//	h·N[:d] + N[d] = P·V               1       msg(S·d + B·d·I)
 //	  truncation                       1       tmsg(B·I)
 //	every block:
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); tmsg(B·Tq·H)
@@ -147,25 +147,26 @@ func lnRows(R, H, d int) []CostRow {
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); tmsg(R·H)
 //	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + tmsg(R·H)
 //
-// (Tq = 1 in the last block, T elsewhere.) That is 31 rounds in every block
-// (33 with P computed before P·V, 35 with the truncations apart from the
-// ReLUs as well; the folded last block's attention takes the 14 rounds of
-// the unfolded one), 32 for layers ≥ 1 with a private mask (BERT,
-// DistilBERT; ViT has no mask and its LayerNorm comes first at the same
-// cost). Layer 0 needs no masking round because the data owner zeroes its
-// padded embeddings in the clear. Per candidate of the sst2 phase-0 proxy
-// (DistilBERT ⟨1L,12H,d2⟩, T = 128) the folded last block's attention
-// makes the data owner open 99,200 + 3,845 words where it opened 99,072 +
-// 99,840, and its products with the model owner's weights have 8,453
-// outputs and 4.0 M multiply-adds where they had 199,704 and 151.9 M (and
-// m⊗b's 196,608 outputs, gone with it); the scores' shared × shared
-// product, 99,072 words from each party, is gone. Per forward pass (not per block), a private
-// mask costs two more rounds: the masked key/value biases m⊗b of every
-// layer but a folded last one (P1 msg(B·T); none for a proxy of one layer)
+// That is 31 rounds in every block (33 with P computed before P·V, 35
+// with the truncations apart from the ReLUs as well; the folded last
+// block's attention takes the 14 rounds of the unfolded one), 32 for layers
+// ≥ 1 with a private mask (BERT, DistilBERT; ViT has no mask and its
+// LayerNorm comes first at the same cost). Layer 0 needs no masking round
+// because the data owner zeroes its padded embeddings in the clear. Per
+// candidate of the sst2 phase-0 proxy (DistilBERT ⟨1L,12H,d2⟩, T = 128)
+// the folded last block's attention makes the data owner open 99,200 +
+// 3,845 words where it opened 99,072 + 99,840, and its products with the
+// model owner's weights have 8,453 outputs and 4.0 M multiply-adds where
+// they had 199,704 and 151.9 M (and m⊗b's 196,608 outputs, gone with it);
+// the scores' shared × shared product, 99,072 words from each party, is
+// gone. Per forward pass (not per block), a private mask costs two more
+// rounds: the masked key/value biases m⊗b of every layer but a folded last
+// one (P1 msg(B·T); none, and one round fewer, for a proxy of one layer)
 // and the padded scores' fill term (1−m)·G of all softmax MLPs (P1
 // msg(B·T)), see Prepared.Forward. The softmax MLP's second layer is folded
-// into P·V (Prepared.softmaxPV) for encodings of at most pvFoldMaxFracBits
-// (16) fractional bits, the default; BlockCost counts that case.
+// into the other blocks' P·V (Prepared.softmaxPV) for encodings of at most
+// pvFoldMaxFracBits (16) fractional bits, the default; BlockCost counts
+// that case.
 func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]int64, err error) {
 	rows, err := BlockCostRows(a, batch, layer, opt)
 	if err != nil {

@@ -21,8 +21,10 @@ type Options struct {
 	WeightBase uint64
 	// FullLastLayer evaluates the last block on every token. By default only
 	// the class token's query, attention output, LayerNorm and FFN are
-	// computed there (keys and values still cover every token), which gives
-	// the same entropies for a fraction of the cost.
+	// computed there, which gives the same entropies for a fraction of the
+	// cost: with the softmax MLP its attention folded with the MLP
+	// (Prepared.classAttention: no token's keys, values or scores), with an
+	// exact softmax every token's keys and values.
 	FullLastLayer bool
 	// PrivateEmbeddings keeps the embedding tables the model owner's secret:
 	// the data owner passes raw input rows (EmbedRows) instead of
