@@ -14,7 +14,8 @@
 //     pair with the weight-mask trick (protocol.ShareWeight); Forward then
 //     evaluates any number of batches, each in one pass whose rounds do not
 //     depend on the batch size.
-//   - Per block: one weight matrix for Q|K|V (1/√headDim folded into Q);
+//   - Per block (but the last, see below): one weight matrix for Q|K|V
+//     (1/√headDim folded into Q);
 //     the scores of all heads and the whole batch in one shared×shared
 //     MatMul; the attention-softmax MLP (MatMulWeights → truncation and ReLU
 //     in one protocol.TruncReLU, the bias added by party 0 before it →
@@ -45,11 +46,32 @@
 //     a public mask locally instead.
 //   - Only the class token feeds the head, so the last block computes its
 //     queries, attention output, LayerNorm (and FFN) for that token alone
-//     (Options.FullLastLayer turns this off). Its query weights are shared
-//     apart from the key and value weights, so the query product, its
-//     truncation and the dealer's material cover the B class rows only, not
-//     all B·T rows (keys and values of every token, and the class rows'
-//     queries, in one round: protocol.MatMulWeightsMany).
+//     (Options.FullLastLayer turns this off). With the softmax MLP its
+//     attention is folded with the MLP (Prepared.classAttention): per batch
+//     row, with Y_aug = [Y | m] the attention input and the mask column,
+//     K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V], so the MLP's first layer
+//     on the class query's scores is sc_h·W1 = q_h·(K_hᵀ·W1) and the
+//     context is P_h·V_h = h_h·(W2·V_h) + b2·V_h, and both K_hᵀ·W1 and
+//     [W2·V_h; b2·V_h] are Ŷᵀ·[Wk; b_K] and Ŷᵀ·[Wv; b_V] for
+//     Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]): two products with the
+//     model owner's weights (Ŷ with the class rows' queries, then G and N),
+//     each with its truncation, then q·Gᵀ (shared × shared), TruncReLU,
+//     h·N (shared × shared) and a truncation: the 14 rounds of the
+//     unfolded attention, but no product has all T·2I keys and values as
+//     outputs and no shared × shared product all T scores (sst2 phase 0,
+//     per candidate: the attention's weight products 4.0 M multiply-adds
+//     where they were 152 M; the whole forward 50 rounds where 51, the
+//     model owner sends 90 kB where 888 kB, the data owner 934 kB where
+//     2.5 MB, the dealer 169 kB where 3.67 MB; BlockCost).
+//     The layer's key and value biases ride in [Wk; b_K] and [Wv; b_V]
+//     (the mask column multiplies them), so m⊗b covers the other layers
+//     only. Nothing new is opened: the weight products open the data
+//     owner's masked input, the shared × shared products Beaver-masked
+//     operands. With an exact softmax the last block's query weights are
+//     shared apart from the key and value weights instead, so the query
+//     product, its truncation and the dealer's material cover the B class
+//     rows only, not all B·T rows (keys and values of every token, and the
+//     class rows' queries, in one round: protocol.MatMulWeightsMany).
 //   - Modules kept exact by the proxy's ablation, and every module of the
 //     exact model (FromModel), run with the CrypTen-style protocol functions:
 //     protocol.Softmax (padded scores shifted by −32), protocol.InvSqrt (with
@@ -74,7 +96,11 @@
 // fidelity tests measure max abs errors below 3e-4 nats for proxies. The
 // folded P·V carries 3f fractional bits before its truncation, so attention
 // contexts must stay below 2^(62−3f) in magnitude (2^14 at f = 16); the
-// folded head's hidden pre-activations below 2^22.
+// folded head's hidden pre-activations below 2^22, and so must the folded
+// class attention's Ŷ, G, N, hidden pre-activations and contexts (2f + 8
+// fractional bits before their truncations; TestClassAttention measures
+// them at most 446 for inputs up to 25 and scores of standard deviation
+// 30 at the sst2 shape).
 //
 // # References
 //

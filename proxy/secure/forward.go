@@ -23,12 +23,16 @@ type Batch struct {
 
 // maskState holds the secret (or public) padding mask of one batch.
 type maskState struct {
+	// m is the mask [B, T] as integer (0/1) shares (private) or clear words
+	// (public): the last column of a folded class block's Y_aug.
+	m *share.Tensor
 	// h is the mask broadcast to [B, T, hidden] as integer (0/1) shares
 	// (private) or clear words (public): it zeroes the padded rows of a block's
 	// input (layers ≥ 1; the data owner zeroes its embeddings itself).
 	h *share.Tensor
-	// kvb holds m⊗[b_K | b_V] of every layer: [B·T, layers·2·inner], the
-	// key and value biases of the unpadded rows only.
+	// kvb holds m⊗[b_K | b_V] of every layer but a folded last one
+	// (kvBiasLayers): [B·T, layers·2·inner], the key and value biases of the
+	// unpadded rows only; nil without such a layer.
 	kvb *share.Tensor
 	// omm is 1−m, [B, T], integer shares (private) or clear words (public).
 	omm *share.Tensor
@@ -155,6 +159,7 @@ func maskWords(mask [][]int, B, T int) ([]uint64, error) {
 func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Batch) (*maskState, error) {
 	a := p.arch
 	T, I2 := a.Seq, 2*a.inner()
+	L := kvBiasLayers(a, p.opt)
 	var m *share.Tensor
 	var err error
 	public := p.opt.PublicMask
@@ -182,9 +187,11 @@ func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Bat
 			return nil, fmt.Errorf("secure: forward mask: %w", err)
 		}
 	}
-	st := &maskState{h: broadcastLast(m, a.Hidden)}
-	L := a.Layers
-	if public {
+	st := &maskState{m: m, h: broadcastLast(m, a.Hidden)}
+	switch {
+	case L == 0:
+		// A folded last block alone: its biases ride in its weights.
+	case public:
 		st.kvb = &share.Tensor{Shape: []int{B * T, L * I2}, Data: make([]uint64, B*T*L*I2)}
 		if p.party == 0 {
 			for r, v := range m.Data {
@@ -193,7 +200,7 @@ func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Bat
 				}
 			}
 		}
-	} else {
+	default:
 		mc, err := reshape(m, B*T, 1)
 		if err != nil {
 			return nil, err
@@ -387,24 +394,32 @@ func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor
 
 // block evaluates one encoder block on x [B, T, H]; in the last block only
 // the first (class) token's output is needed, so queries and everything after
-// the attention are computed for it alone (keys and values for all tokens).
+// the attention are computed for it alone (keys and values for all tokens,
+// or, folded with the softmax MLP, classAttention).
 func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, mk *maskState, last bool) (*share.Tensor, error) {
 	b := &p.blocks[i]
 	y, err := p.blockInput(ctx, s, i, x, b, mk)
 	if err != nil {
 		return nil, err
 	}
-	q, kv, res, err := p.blockQKV(ctx, s, i, x, y, b, mk, last)
-	if err != nil {
-		return nil, err
-	}
-	sc, vh, err := p.attentionScores(ctx, s, q, kv)
-	if err != nil {
-		return nil, err
-	}
-	ctxv, err := p.attentionValues(ctx, s, i, sc, vh, b, mk)
-	if err != nil {
-		return nil, err
+	var ctxv, res *share.Tensor
+	if b.cf != nil {
+		if ctxv, err = p.classAttention(ctx, s, i, y, b.cf, mk); err != nil {
+			return nil, fmt.Errorf("class attention: %w", err)
+		}
+		res = firstToken(x)
+	} else {
+		var q, kv *share.Tensor
+		if q, kv, res, err = p.blockQKV(ctx, s, i, x, y, b, mk, last); err != nil {
+			return nil, err
+		}
+		sc, vh, err := p.attentionScores(ctx, s, q, kv)
+		if err != nil {
+			return nil, err
+		}
+		if ctxv, err = p.attentionValues(ctx, s, i, sc, vh, b, mk); err != nil {
+			return nil, err
+		}
 	}
 	merged, err := share.MergeHeads(ctxv)
 	if err != nil {
@@ -416,6 +431,190 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 	}
 	addInPlace(att, res) // residual
 	return p.blockFFN(ctx, s, att, b)
+}
+
+// classAttention computes a last block's attention context for the class
+// token alone, [B, heads, 1, dh], folded with the softmax MLP (classFoldS),
+// from the block's attention input y [B, T, H] (padded rows zero). Per
+// batch row, with Y_aug = [y | m] ([T, H+1]; m the mask column, all ones
+// without a mask), so that K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V],
+// and e = foldExtraBits(f) the extra fractional bits of W_mlp:
+//
+//  1. Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]) and the class row's query
+//     q = y₀·Wq + b_Q in one MatMulWeightsMany and one truncation by f
+//     (q keeps f fractional bits, Ŷ f + e);
+//  2. G = Ŷ[:, :d]ᵀ·[Wk; b_K] = W1ᵀ·K ([d, I]) and N = Ŷ[:, d:]ᵀ·[Wv; b_V]
+//     = [W2·V; b2·V] ([d+1, I]) in one MatMulWeightsMany and one
+//     truncation by f (f + e fractional bits);
+//  3. the softmax MLP's hidden layer h = ReLU(q_h·G_hᵀ + b1 (+ fill)) of
+//     every head, q_h·G_hᵀ = q_h·K_hᵀ·W1 = sc_h·W1, in one shared × shared
+//     MatMul and one TruncReLU by f + e, b1 and the padded scores' fill
+//     term added shifted before it (biasTruncReLU, fillTerm);
+//  4. the context h·N_h[:d] + N_h[d] = (h·W2 + b2)·V_h = P_h·V_h in one
+//     shared × shared MatMul, N_h[d] (each party its share) added shifted
+//     by f, the public 1.0's product with it, and one truncation by f + e.
+//
+// 1 + 1 + 1 + 1 + 1 + 7 + 1 + 1 = 14 rounds, as the unfolded path, but the
+// data owner opens Y_augᵀ (B·(H+1)·T words) and Ŷ (B·(2d+1)·(H+1)) instead
+// of y and the scores and V, the products with the model owner's weights
+// have (H+1)·(2d+1) + I + (2d+1)·I outputs per batch row instead of
+// T·2I + I + T·d + I·(d+1), and no shared × shared product has T rows
+// (BlockCost). Every product carries 2f + e fractional bits before its
+// truncation, so |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1 + fill| and the contexts
+// must stay below 2^(62−2f−e), 2^22 at f = 16 (protocol.TruncBound).
+//
+// View: the data owner's openings of its weight products' inputs are
+// masked by the weight triples (X1 − A), the shared × shared products open
+// Beaver-masked operands, the truncations and the sign circuit send bits
+// masked by their correlations, as on the unfolded path: nothing crosses
+// the wire in the clear.
+func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *classFoldS, mk *maskState) (*share.Tensor, error) {
+	a := p.arch
+	if len(y.Shape) != 3 || y.Shape[1] != a.Seq || y.Shape[2] != a.Hidden {
+		return nil, fmt.Errorf("input %v, want [batch, %d, %d]", y.Shape, a.Seq, a.Hidden)
+	}
+	B, T, H, I, nh, dh, d := y.Shape[0], a.Seq, a.Hidden, a.inner(), a.Heads, a.HeadDim, a.MLPHidden
+	f := p.fp.FracBits
+	d2 := 2*d + 1
+	// Y_augᵀ [B, H+1, T]: the last row is the mask as fixed point (m·2^f:
+	// shares of the integer mask shifted, or the public mask or ones held by
+	// party 0).
+	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: make([]uint64, B*(H+1)*T)}
+	for bi := 0; bi < B; bi++ {
+		src := y.Data[bi*T*H : (bi+1)*T*H]
+		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
+		for t := 0; t < T; t++ {
+			row := src[t*H : (t+1)*H]
+			for c, v := range row {
+				dst[c*T+t] = v
+			}
+		}
+		mrow := dst[H*T:]
+		switch {
+		case mk == nil:
+			if p.party == 0 {
+				for t := range mrow {
+					mrow[t] = 1 << f
+				}
+			}
+		case p.opt.PublicMask:
+			if p.party == 0 {
+				for t := range mrow {
+					mrow[t] = mk.m.Data[bi*T+t] << f
+				}
+			}
+		default:
+			for t := range mrow {
+				mrow[t] = mk.m.Data[bi*T+t] << f
+			}
+		}
+	}
+	// 1. Ŷ and the class rows' queries.
+	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{yt, firstToken(y)}, []*protocol.Weight{cf.mlp.w, cf.q.w})
+	if err != nil {
+		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
+	}
+	// One truncation by f + q's extra bits: q keeps f fractional bits, Ŷ
+	// f + e (W_mlp's e extra bits more than Wq's).
+	if cf.mlp.extra < cf.q.extra || cf.k.extra != cf.v.extra {
+		return nil, fmt.Errorf("extra bits: W_mlp %d, Wq %d, Wk %d, Wv %d", cf.mlp.extra, cf.q.extra, cf.k.extra, cf.v.extra)
+	}
+	e := cf.mlp.extra - cf.q.extra
+	if ys, err = p.truncMany(ctx, s, ys, f+cf.q.extra); err != nil {
+		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
+	}
+	yh, q := ys[0], ys[1] // [B, H+1, 2d+1] (f + e fractional bits), [B, 1, I] (f)
+	addRowVec(p.party, q, cf.q.b)
+	// 2. G and N.
+	yhT, err := share.TransposeLast2(yh) // [B, 2d+1, H+1]
+	if err != nil {
+		return nil, err
+	}
+	g1 := &share.Tensor{Shape: []int{B, d, H + 1}, Data: make([]uint64, 0, B*d*(H+1))}
+	g2 := &share.Tensor{Shape: []int{B, d + 1, H + 1}, Data: make([]uint64, 0, B*(d+1)*(H+1))}
+	for bi := 0; bi < B; bi++ {
+		blk := yhT.Data[bi*d2*(H+1) : (bi+1)*d2*(H+1)]
+		g1.Data = append(g1.Data, blk[:d*(H+1)]...)
+		g2.Data = append(g2.Data, blk[d*(H+1):]...)
+	}
+	gn, err := s.MatMulWeightsMany(ctx, []*share.Tensor{g1, g2}, []*protocol.Weight{cf.k.w, cf.v.w})
+	if err != nil {
+		return nil, fmt.Errorf("keys and values folded: %w", err)
+	}
+	if gn, err = p.truncMany(ctx, s, gn, f+cf.k.extra); err != nil {
+		return nil, fmt.Errorf("keys and values folded: %w", err)
+	}
+	g, n := gn[0], gn[1] // [B, d, I], [B, d+1, I], f + e fractional bits
+	// 3. h = ReLU(q_h·G_hᵀ + b1 (+ fill)), every head.
+	qh, err := share.SplitHeads(q, nh) // [B, nh, 1, dh]
+	if err != nil {
+		return nil, err
+	}
+	gt := &share.Tensor{Shape: []int{B, nh, dh, d}, Data: make([]uint64, B*nh*dh*d)}
+	nt := &share.Tensor{Shape: []int{B, nh, d, dh}, Data: make([]uint64, B*nh*d*dh)}
+	nb := make([]uint64, B*nh*dh)
+	for bi := 0; bi < B; bi++ {
+		gb, nbk := g.Data[bi*d*I:(bi+1)*d*I], n.Data[bi*(d+1)*I:(bi+1)*(d+1)*I]
+		for h := 0; h < nh; h++ {
+			gd := gt.Data[(bi*nh+h)*dh*d : (bi*nh+h+1)*dh*d]
+			nd := nt.Data[(bi*nh+h)*d*dh : (bi*nh+h+1)*d*dh]
+			for j := 0; j < d; j++ {
+				for c := 0; c < dh; c++ {
+					gd[c*d+j] = gb[j*I+h*dh+c]
+				}
+				copy(nd[j*dh:(j+1)*dh], nbk[j*I+h*dh:j*I+(h+1)*dh])
+			}
+			copy(nb[(bi*nh+h)*dh:(bi*nh+h+1)*dh], nbk[d*I+h*dh:d*I+(h+1)*dh])
+		}
+	}
+	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, 1, d], 2f + e fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("softmax mlp: %w", err)
+	}
+	var fill func(h *share.Tensor, k uint)
+	if mk != nil {
+		fill = fillTerm(mk.fill, i, a.Layers, d, B, nh)
+	}
+	hid, err := p.biasTruncReLU(ctx, s, pre, linS{b: cf.b1, extra: e}, fill) // f fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("softmax mlp: %w", err)
+	}
+	// 4. P·V = h·N[:d] + N[d].
+	out, err := s.MatMul(ctx, hid, nt) // [B, nh, 1, dh], 2f + e fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	for j, v := range nb {
+		out.Data[j] += v << f
+	}
+	if out, err = s.TruncBy(ctx, out, f+e); err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	return out, nil
+}
+
+// truncMany truncates the tensors xs by 2^k in one TruncBy (one round)
+// and returns them in their shapes.
+func (p *Prepared) truncMany(ctx context.Context, s *protocol.Session, xs []*share.Tensor, k uint) ([]*share.Tensor, error) {
+	n := 0
+	for _, x := range xs {
+		n += x.Len()
+	}
+	all := &share.Tensor{Shape: []int{n}, Data: make([]uint64, 0, n)}
+	for _, x := range xs {
+		all.Data = append(all.Data, x.Data...)
+	}
+	all, err := s.TruncBy(ctx, all, k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*share.Tensor, len(xs))
+	off := 0
+	for j, x := range xs {
+		out[j] = &share.Tensor{Shape: x.Shape, Data: all.Data[off : off+x.Len() : off+x.Len()]}
+		off += x.Len()
+	}
+	return out, nil
 }
 
 // blockInput is the attention's input of block i: x itself, after the first
@@ -471,7 +670,7 @@ func (p *Prepared) blockQKV(ctx context.Context, s *protocol.Session, i int, x, 
 		}
 	}
 	if mk != nil {
-		addKVBias(kv, mk.kvb, i, p.arch.Layers, x.Shape[0]*p.arch.Seq, 2*I)
+		addKVBias(kv, mk.kvb, i, kvBiasLayers(p.arch, p.opt), x.Shape[0]*p.arch.Seq, 2*I)
 	}
 	return q, kv, res, nil
 }

@@ -21,8 +21,10 @@ type Options struct {
 	WeightBase uint64
 	// FullLastLayer evaluates the last block on every token. By default only
 	// the class token's query, attention output, LayerNorm and FFN are
-	// computed there (keys and values still cover every token), which gives
-	// the same entropies for a fraction of the cost.
+	// computed there, which gives the same entropies for a fraction of the
+	// cost: with the softmax MLP its attention folded with the MLP
+	// (Prepared.classAttention: no token's keys, values or scores), with an
+	// exact softmax every token's keys and values.
 	FullLastLayer bool
 	// PrivateEmbeddings keeps the embedding tables the model owner's secret:
 	// the data owner passes raw input rows (EmbedRows) instead of
@@ -34,6 +36,31 @@ type Options struct {
 	// more than pvFoldMaxFracBits fractional bits (for the tests that compare
 	// both paths).
 	unfoldedPV bool
+	// unfoldedClass keeps the last block's class-token attention unfolded
+	// (every token's keys and values, the scores, the softmax MLP and P·V, as
+	// with an exact softmax) instead of classAttention (for the tests that
+	// compare both paths).
+	unfoldedClass bool
+}
+
+// foldsClass reports whether the last block of a network of architecture a
+// runs its class-token attention folded with its softmax MLP
+// (Prepared.classAttention): the last block runs on the class token alone
+// (not Options.FullLastLayer) and its attention softmax is the MLP. Both
+// parties decide alike: it depends on the public architecture and options
+// only.
+func foldsClass(a Arch, opt Options) bool {
+	return !opt.FullLastLayer && !a.Ablation.ExactAttnSoftmax && !opt.unfoldedClass
+}
+
+// kvBiasLayers is the number of layers whose key and value biases are added
+// as m⊗b (text families): every layer but a folded last one, whose biases
+// ride in its augmented key and value weights (classFoldS).
+func kvBiasLayers(a Arch, opt Options) int {
+	if foldsClass(a, opt) {
+		return a.Layers - 1
+	}
+	return a.Layers
 }
 
 // pvFoldMaxFracBits is the most fractional bits f with which a block folds
@@ -79,8 +106,31 @@ type lnS struct {
 	beta  []uint64
 }
 
+// classFoldS is a last block's class-token attention folded with its
+// softmax MLP (Prepared.classAttention). With Y_aug = [Y | m] the block's
+// attention input and the padding mask column ([seq, hidden+1]):
+//
+//   - q is the query weight Wq [hidden, inner] (1/√headDim folded in) with
+//     its bias, for the class rows alone;
+//   - mlp is W_mlp = [W1 | W2ᵀ | b2ᵀ] ([seq, 2d+1], no bias) of the softmax
+//     MLP, for Ŷ = Y_augᵀ·W_mlp;
+//   - k and v are the augmented key and value weights [Wk; b_Kᵀ] and
+//     [Wv; b_Vᵀ] ([hidden+1, inner], no bias), for G = Ŷ[:, :d]ᵀ·k and
+//     N = Ŷ[:, d:]ᵀ·v;
+//   - b1 is the softmax MLP's first bias (party 0's encoding).
+//
+// mlp carries foldExtraBits(f) extra fractional bits, q, k and v none (see
+// prepareClassFold).
+type classFoldS struct {
+	q, mlp, k, v linS
+	b1           []uint64
+}
+
 type blockS struct {
 	qkv, o linS
+	// cf, set in a last block whose class-token attention is folded
+	// (foldsClass), replaces qkv, q, kv, attn and attnV.
+	cf *classFoldS
 	// q and kv, set instead of qkv in a last block that runs on the class
 	// token alone: the query columns and the key and value columns shared as
 	// two weights, so that the query is computed (and truncated, and the
@@ -119,8 +169,9 @@ type Prepared struct {
 	// layers in one MatMulWeights (private mask) or by party 0 (public mask).
 	fillG      *protocol.Weight
 	fillGClear []float64
-	// kvBias holds [b_K | b_V] of every layer, [1, layers·2·inner], for the
-	// masked biases m⊗b of text models (kvBiasEnc: party 0's encoding).
+	// kvBias holds [b_K | b_V] of every layer but a folded last one
+	// (kvBiasLayers), [1, layers·2·inner], for the masked biases m⊗b of text
+	// models (kvBiasEnc: party 0's encoding; nil without such a layer).
 	kvBias    *protocol.Weight
 	kvBiasEnc []uint64
 	kvBiasAll []float64
@@ -458,10 +509,12 @@ func (p *Prepared) prepareLN(ctx context.Context, s *protocol.Session, l *lnW) (
 }
 
 // prepareBlock shares one block; classOnly: the last block, which computes
-// the query of the class token alone (its query and key/value weights are
-// shared apart).
+// the query of the class token alone: folded with its softmax MLP
+// (classFoldS) where foldsClass, else with its query and key/value weights
+// shared apart.
 func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockW, classOnly bool) (blockS, error) {
 	a := p.arch
+	fold := classOnly && foldsClass(a, p.opt)
 	var b blockS
 	var qkv, o *linear
 	var ln1 *lnW
@@ -479,7 +532,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 		for c := 0; c < a.inner(); c++ {
 			q.b[c] *= bw.scaleQK
 		}
-		if p.textual() {
+		if p.textual() && !fold {
 			// Key and value biases are added as m⊗b (prepareKVBias).
 			p.kvBiasAll = append(p.kvBiasAll, q.b[a.inner():]...)
 			q.b = append(q.b[:a.inner():a.inner()], make([]float64, 2*a.inner())...)
@@ -487,7 +540,12 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 		qkv, o, ln1, attn = &q, &bw.o, &bw.ln1, bw.attn
 	}
 	var err error
-	if classOnly {
+	switch {
+	case fold:
+		if b.cf, err = p.prepareClassFold(ctx, s, qkv, attn); err != nil {
+			return b, err
+		}
+	case classOnly:
 		var q, kv *linear
 		if qkv != nil {
 			q, kv = splitCols(qkv, a.inner()), splitCols(qkv, -a.inner())
@@ -501,13 +559,16 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 			return b, err
 		}
 		b.q, b.kv = &ql, &kvl
-	} else if b.qkv, err = p.shareLin(ctx, s, qkv, a.Hidden, 3*a.inner(), 1); err != nil {
-		return b, err
+	default:
+		if b.qkv, err = p.shareLin(ctx, s, qkv, a.Hidden, 3*a.inner(), 1); err != nil {
+			return b, err
+		}
 	}
 	if b.o, err = p.shareLin(ctx, s, o, a.inner(), a.Hidden, 1); err != nil {
 		return b, err
 	}
-	if p.foldPV() {
+	// A folded class block's softmax MLP is in b.cf.
+	if !fold && p.foldPV() {
 		// The first layer as such; the second as [W2ᵀ | b2ᵀ] (see blockS).
 		d, T := a.MLPHidden, a.Seq
 		var l1, wv *linear
@@ -530,7 +591,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 			return b, err
 		}
 		b.attn, b.attnV = &mlpS{l1: first}, &second
-	} else if !a.Ablation.ExactAttnSoftmax {
+	} else if !fold && !a.Ablation.ExactAttnSoftmax {
 		if b.attn, err = p.shareMLP(ctx, s, attn, a.Seq, a.Seq); err != nil {
 			return b, err
 		}
@@ -560,6 +621,75 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 		}
 	}
 	return b, nil
+}
+
+// The folded class attention's weights (classFoldS) are encoded with f
+// fractional bits, except W_mlp, which carries e = foldExtraBits(f) more (8
+// at f ≤ 16): the products Y_augᵀ·W_mlp and y₀·Wq share one truncation by
+// f, which leaves q with f fractional bits and Ŷ with f + e, and every
+// later product keeps those e bits until the TruncReLU and the context's
+// truncation (by f + e each). So Ŷ's and G's and N's truncations and W1's
+// and W2's rounding err 2^e times less than an ulp, and the folded
+// attention is at least as precise as the unfolded one (TestClassAttention);
+// every product carries 2f + e fractional bits before its truncation, so
+// |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1| and the contexts must stay below
+// 2^(62−2f−e): 2^22 for f ≤ 20, as the folded head's pre-activations.
+
+// prepareClassFold shares a last block's class-token attention folded with
+// its softmax MLP (classFoldS): qkv is the block's [Wq | Wk | Wv] with its
+// biases (1/√headDim folded into the query columns) and attn the softmax
+// MLP (both nil at party 1). Four weights: Wq [hidden, inner], W_mlp [seq,
+// 2d+1] and the augmented Wk and Wv [hidden+1, inner]; the key and value
+// biases are their last rows (multiplied by the mask column of Y_aug), so
+// the layer needs no m⊗b, and the MLP's second layer is no weight of its
+// own. Each costs one ShareWeight, once.
+func (p *Prepared) prepareClassFold(ctx context.Context, s *protocol.Session, qkv *linear, attn *mlpW) (*classFoldS, error) {
+	a := p.arch
+	H, I, T, d := a.Hidden, a.inner(), a.Seq, a.MLPHidden
+	cf := &classFoldS{}
+	var q, wm, wk, wv *linear
+	if qkv != nil {
+		if attn == nil || qkv.b == nil {
+			return nil, fmt.Errorf("class attention: missing softmax MLP or biases")
+		}
+		q = splitCols(qkv, I)
+		wm = &linear{in: T, out: 2*d + 1, w: make([]float64, T*(2*d+1))}
+		for t := 0; t < T; t++ {
+			row := wm.w[t*(2*d+1) : (t+1)*(2*d+1)]
+			copy(row[:d], attn.w1[t*d:(t+1)*d])
+			for j := 0; j < d; j++ {
+				row[d+j] = attn.w2[j*T+t]
+			}
+			row[2*d] = attn.b2[t]
+		}
+		aug := func(from int) *linear {
+			l := &linear{in: H + 1, out: I, w: make([]float64, (H+1)*I)}
+			for r := 0; r < H; r++ {
+				copy(l.w[r*I:(r+1)*I], qkv.w[r*qkv.out+from:r*qkv.out+from+I])
+			}
+			copy(l.w[H*I:], qkv.b[from:from+I])
+			return l
+		}
+		wk, wv = aug(I), aug(2*I)
+		var err error
+		if cf.b1, err = encode(attn.b1, p.fp.FracBits); err != nil {
+			return nil, fmt.Errorf("class attention: %w", err)
+		}
+	}
+	var err error
+	if cf.q, err = p.shareLin(ctx, s, q, H, I, 1); err != nil {
+		return nil, fmt.Errorf("class attention: query: %w", err)
+	}
+	if cf.mlp, err = p.shareLinExtra(ctx, s, wm, T, 2*d+1, 1, foldExtraBits(p.fp.FracBits)); err != nil {
+		return nil, fmt.Errorf("class attention: softmax mlp: %w", err)
+	}
+	if cf.k, err = p.shareLin(ctx, s, wk, H+1, I, 1); err != nil {
+		return nil, fmt.Errorf("class attention: keys: %w", err)
+	}
+	if cf.v, err = p.shareLin(ctx, s, wv, H+1, I, 1); err != nil {
+		return nil, fmt.Errorf("class attention: values: %w", err)
+	}
+	return cf, nil
 }
 
 // splitCols returns the first c output columns of l (c > 0) or the columns
@@ -616,11 +746,15 @@ func (p *Prepared) prepareFill(ctx context.Context, s *protocol.Session, net *Ne
 	return nil
 }
 
-// prepareKVBias shares the key and value biases of every layer as a
-// [1, layers·2·inner] weight (private mask) or keeps their encoding at party
-// 0 (public mask).
+// prepareKVBias shares the key and value biases of every layer but a folded
+// last one (kvBiasLayers) as a [1, layers·2·inner] weight (private mask) or
+// keeps their encoding at party 0 (public mask); without such a layer
+// there is nothing to share.
 func (p *Prepared) prepareKVBias(ctx context.Context, s *protocol.Session) error {
-	n := p.arch.Layers * 2 * p.arch.inner()
+	n := kvBiasLayers(p.arch, p.opt) * 2 * p.arch.inner()
+	if n == 0 {
+		return nil
+	}
 	var bt *share.Tensor
 	if p.party == 0 {
 		enc, err := encode(p.kvBiasAll, p.fp.FracBits)

@@ -237,9 +237,13 @@ func TestBlockCost(t *testing.T) {
 				// truncrelu(S·d), msg(S·d + B·d·I), tmsg(B·Tq·I)) give way to
 				// softmaxBytes(S, T), P·V's msg(S·T + B·T·I) and its
 				// truncation's tmsg(B·Tq·I), sent by both parties.
+				// The MLP block is the unfolded one: the exact softmax's
+				// last block keeps every token's keys and values.
 				mlpArch := a
 				mlpArch.Ablation = proxy.Ablation{}
-				rounds, bytes, err := BlockCost(mlpArch, B, layer, opt)
+				mlpOpt := opt
+				mlpOpt.unfoldedClass = true
+				rounds, bytes, err := BlockCost(mlpArch, B, layer, mlpOpt)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -277,7 +281,9 @@ func TestBlockCost(t *testing.T) {
 	}
 }
 
-// TestClassQKVCost pins what the last block saves: with the query and
+// TestClassQKVCost pins what the last block with an exact softmax (a last
+// phase's ablation; with the softmax MLP the block folds its attention
+// instead, see TestClassAttention) saves: with the query and
 // key/value weights shared apart, its QKV step opens every token's row once
 // plus the class rows (P1: msg(B·T·H + B·H)), truncates 2·B·T·I + B·I words
 // instead of 3·B·T·I, and the dealer sends party 1 3 words per output
@@ -285,7 +291,7 @@ func TestBlockCost(t *testing.T) {
 // query rows of every token (prepared with FullLastLayer) cost the rest.
 // The two paths agree on the class rows' query, keys and values.
 func TestClassQKVCost(t *testing.T) {
-	a := Arch{Family: model.DistilBERT, Layers: 1, Heads: 2, HeadDim: 3, Hidden: 8, Seq: 5, Labels: 2, MLPHidden: 4}
+	a := Arch{Family: model.DistilBERT, Layers: 1, Heads: 2, HeadDim: 3, Hidden: 8, Seq: 5, Labels: 2, MLPHidden: 4, Ablation: proxy.NoAttnSM}
 	net, err := RandomNet(a, 1)
 	if err != nil {
 		t.Fatal(err)
