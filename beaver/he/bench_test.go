@@ -53,7 +53,7 @@ var (
 func benchSetup(b *testing.B) *benchState {
 	benchOnce.Do(func() {
 		s := defaultScheme
-		l, err := s.ChooseLayout(benchM, benchN)
+		l, err := s.ChooseLayout(benchM, benchK, benchN)
 		if err != nil {
 			b.Fatal(err)
 		}

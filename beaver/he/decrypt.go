@@ -36,7 +36,7 @@ func (s *Scheme) phases(sk *SecretKey, out *Output, m, n int, l Layout) ([]u128,
 	if out.M != m || out.N != n || out.Layout != l || m < 1 || n < 1 {
 		return nil, fmt.Errorf("he: decrypt: message for %d×%d layout %v, want %d×%d layout %v: %w", out.M, out.N, out.Layout, m, n, l, errShape)
 	}
-	if err := s.checkLayout(l); err != nil {
+	if err := s.checkLayout(l, 1); err != nil { // the shape: P1 checked the budget for its k
 		return nil, err
 	}
 	cb, rb := ceilDiv(n, l.NW), ceilDiv(m, l.MW)

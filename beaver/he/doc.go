@@ -79,7 +79,8 @@
 //
 // # Noise budget (DefaultParams; NewScheme checks it for every Params)
 //
-//	ν before flooding, per output coefficient, k ≤ MaxInner = 4096, MW ≤ MaxRows = 64:
+//	ν before flooding, per output coefficient, k·MW ≤ MaxInner·MaxRows = 4096·64
+//	(RowBudget: MW ≤ MaxRows at k = MaxInner, up to 32× more rows at k = 128):
 //	  Σ_r (e_r + ε_r)·a_r : k·MW·(B_e + 1/2)·2^63 = 4096·64·19.5·2^63 ≈ 2^85.29
 //	  u·e_pk + e1·s + e0  : (2N + 1)·B_e ≈ 2^18.2
 //	  rounding of Δ·R     : 1/2

@@ -25,7 +25,7 @@ func Example() {
 		return v
 	}
 	B, A, R := words(k*n), words(m*k), words(m*n)
-	layout, _ := s.ChooseLayout(m, n)
+	layout, _ := s.ChooseLayout(m, k, n)
 
 	// P0, once: keys and the encrypted weights.
 	sk, pk, _ := s.KeyGen(nil)

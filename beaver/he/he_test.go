@@ -156,13 +156,14 @@ func TestCorrectness(t *testing.T) {
 		{"auto-layout/random", 33, 6, 70, Layout{}, "random", "edges", "random"},
 		{"one-word", 1, 1, 1, Layout{}, "edges", "edges", "edges"},
 		{"full-block/D=16", 16, 3, 512, Layout{MW: 16, NW: 512}, "random", "random", "random"},
+		{"tall-narrow/MW>MaxRows", 1500, 3, 5, Layout{}, "random", "edges", "random"}, // RowBudget(3): MW = 1024 > MaxRows
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			l := c.l
 			if l == (Layout{}) {
 				var err error
-				if l, err = s.ChooseLayout(c.m, c.n); err != nil {
+				if l, err = s.ChooseLayout(c.m, c.k, c.n); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -178,11 +179,14 @@ func TestCorrectness(t *testing.T) {
 	}
 }
 
-// TestWorstCaseInner: the largest inner dimension allowed, k = MaxInner,
-// with the largest |A| = 2^63 in every entry and extreme B, decrypts
-// exactly. To bound the noise from above rather than typically, every row
-// of the encrypted B is the same ciphertext, so the k error terms e·a add
-// coherently (k·|e·a| instead of √k), and the flood is at its maximum.
+// TestWorstCaseInner: the noise budget's worst cases decrypt exactly — the
+// largest inner dimension allowed, k = MaxInner, with MW = MaxRows rows a
+// plaintext, and a narrow inner dimension k = MaxInner/32 with the
+// RowBudget(k) = 32·MaxRows rows it allows (the same k·MW) — with the
+// largest |A| = 2^63 in every entry and extreme B. To bound the noise from
+// above rather than typically, every row of the encrypted B is the same
+// ciphertext, so the k error terms e·a add coherently (k·|e·a| instead of
+// √k), and the flood is at its maximum.
 func TestWorstCaseInner(t *testing.T) {
 	if testing.Short() {
 		// 2–3 s in the plain suite, which always runs it; half a minute
@@ -191,9 +195,28 @@ func TestWorstCaseInner(t *testing.T) {
 		t.Skip("the worst case runs in the full suite, not under -short")
 	}
 	s := defaultScheme
-	k := s.p.MaxInner
-	l := Layout{MW: s.p.MaxRows, NW: s.n / s.p.MaxRows} // largest MW: the bound's worst case
-	m, n := l.MW+3, l.NW+5                              // partial blocks too
+	narrow := s.p.MaxInner / 32
+	for _, c := range []struct {
+		name string
+		k    int
+		l    Layout
+	}{
+		{"k=MaxInner", s.p.MaxInner, Layout{MW: s.p.MaxRows, NW: s.n / s.p.MaxRows}},
+		{"k=MaxInner/32", narrow, Layout{MW: s.RowBudget(narrow), NW: s.n / s.RowBudget(narrow)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.l.MW*c.k != s.p.MaxRows*s.p.MaxInner {
+				t.Fatalf("k·MW = %d, not the budget's %d", c.l.MW*c.k, s.p.MaxRows*s.p.MaxInner)
+			}
+			worstCase(t, s, c.k, c.l)
+		})
+	}
+}
+
+// worstCase runs TestWorstCaseInner's product for inner dimension k and
+// layout l (its largest MW).
+func worstCase(t *testing.T, s *Scheme, k int, l Layout) {
+	m, n := l.MW+3, l.NW+5 // partial blocks too
 	rnd := newDetRand(42)
 	sk, pk, err := s.KeyGen(rnd)
 	if err != nil {
@@ -264,7 +287,7 @@ func TestParamsExactnessBoundary(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	m, k, n := 20, 6, 40
 	A, B, R := fill(rng, m*k, "edges"), fill(rng, k*n, "edges"), fill(rng, m*n, "random")
-	l, _ := s.ChooseLayout(m, n)
+	l, _ := s.ChooseLayout(m, k, n)
 	C0, _ := roundTrip(t, s, A, B, R, m, k, n, l, 3)
 	checkShares(t, C0, R, plainMul(A, B, m, k, n))
 
@@ -290,15 +313,25 @@ func TestParamsExactnessBoundary(t *testing.T) {
 func TestChooseLayout(t *testing.T) {
 	s := defaultScheme
 	cases := []struct {
-		m, n int
-		want Layout
-		outs int
+		m, k, n int
+		want    Layout
+		outs    int
 	}{
-		{128, 1536, Layout{MW: 16, NW: 512}, 24}, // sst2 product of the brief
-		{128, 768, Layout{MW: 32, NW: 256}, 12},
-		{128, 3072, Layout{MW: 8, NW: 1024}, 48},
-		{128, 2, Layout{MW: 64, NW: 2}, 2},
-		{1, 1, Layout{MW: 1, NW: 1}, 1},
+		{128, 768, 1536, Layout{MW: 16, NW: 512}, 24}, // sst2 product of the brief
+		{128, 768, 768, Layout{MW: 32, NW: 256}, 12},
+		{128, 768, 3072, Layout{MW: 8, NW: 1024}, 48},
+		{128, 4096, 2, Layout{MW: 64, NW: 2}, 2},   // k = MaxInner: MaxRows rows
+		{128, 768, 2, Layout{MW: 128, NW: 2}, 1},   // RowBudget(768) = 341
+		{6152, 128, 5, Layout{MW: 1024, NW: 8}, 7}, // the folded class attention's Y_augᵀ·W_mlp at batch 8 (97 with MW ≤ 64)
+		{1, 1, 1, Layout{MW: 1, NW: 1}, 1},
+	}
+	for _, c := range []struct{ k, want int }{{4096, 64}, {768, 341}, {128, 2048}, {64, 4096}, {1, 8192}, {0, 8192}} {
+		if got := s.RowBudget(c.k); got != c.want {
+			t.Errorf("RowBudget(%d) = %d, want %d", c.k, got, c.want)
+		}
+	}
+	if err := s.checkLayout(Layout{MW: 128, NW: 2}, 4096); err == nil {
+		t.Error("MW 128 accepted at k = MaxInner, beyond the noise budget")
 	}
 	// Within a memory bound: fewer weight ciphertexts, more outputs.
 	if l, err := s.ChooseLayoutWithin(128, 768, 768, 500<<20); err != nil || l != (Layout{MW: 8, NW: 1024}) {
@@ -308,15 +341,15 @@ func TestChooseLayout(t *testing.T) {
 		t.Errorf("within 1 MiB: no error")
 	}
 	for _, c := range cases {
-		l, err := s.ChooseLayout(c.m, c.n)
+		l, err := s.ChooseLayout(c.m, c.k, c.n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.checkLayout(l); err != nil {
-			t.Errorf("%d×%d: %v", c.m, c.n, err)
+		if err := s.checkLayout(l, c.k); err != nil {
+			t.Errorf("%d×%d·%d: %v", c.m, c.k, c.n, err)
 		}
-		if got := s.Sizes(c.m, 1, c.n, l).OutputCiphertexts; l != c.want || got != c.outs {
-			t.Errorf("%d×%d: layout %+v with %d outputs, want %+v with %d", c.m, c.n, l, got, c.want, c.outs)
+		if got := s.Sizes(c.m, c.k, c.n, l).OutputCiphertexts; l != c.want || got != c.outs {
+			t.Errorf("%d×%d·%d: layout %+v with %d outputs, want %+v with %d", c.m, c.k, c.n, l, got, c.want, c.outs)
 		}
 	}
 }
@@ -325,7 +358,7 @@ func TestChooseLayout(t *testing.T) {
 // and the bar: at most 4× the dealer's correction.
 func TestSizesSST2(t *testing.T) {
 	s := defaultScheme
-	l, _ := s.ChooseLayout(128, 1536)
+	l, _ := s.ChooseLayout(128, 768, 1536)
 	sz := s.Sizes(128, 768, 1536, l)
 	want := Sizes{
 		PublicKey:         34 + 8192*216/8,
@@ -473,7 +506,8 @@ func TestFingerprint(t *testing.T) {
 
 // TestMulMaskedLayout: weights encrypted with one layout serve products
 // with other row blocks MW of the same NW (C0 + C1 = A·B exactly, message
-// of the new layout's size); another NW or an invalid MW is refused.
+// of the new layout's size), up to the inner dimension's RowBudget; another
+// NW or an MW beyond the ring (MW·NW > N) is refused.
 func TestMulMaskedLayout(t *testing.T) {
 	s := defaultScheme
 	k, n := 12, 40
@@ -496,7 +530,8 @@ func TestMulMaskedLayout(t *testing.T) {
 	for _, c := range []struct {
 		m int
 		l Layout
-	}{{3, Layout{MW: 3, NW: 64}}, {100, Layout{MW: 64, NW: 64}}, {17, Layout{MW: 8, NW: 64}}, {1, Layout{MW: 1, NW: 64}}} {
+	}{{3, Layout{MW: 3, NW: 64}}, {100, Layout{MW: 64, NW: 64}}, {17, Layout{MW: 8, NW: 64}}, {1, Layout{MW: 1, NW: 64}},
+		{100, Layout{MW: 100, NW: 64}}} { // MW > MaxRows: k = 12 allows RowBudget(12) rows
 		A, R := fill(rng, c.m*k, "edges"), fill(rng, c.m*n, "random")
 		out, err := s.MulMaskedLayout(w, c.l, A, c.m, R, rnd)
 		if err != nil {
@@ -520,7 +555,7 @@ func TestMulMaskedLayout(t *testing.T) {
 		checkShares(t, C0, R, plainMul(A, B, c.m, k, n))
 	}
 	A, R := fill(rng, 2*k, "random"), fill(rng, 2*n, "random")
-	for _, l := range []Layout{{MW: 2, NW: 32}, {MW: 65, NW: 64}, {MW: 200, NW: 64}, {MW: 0, NW: 64}} {
+	for _, l := range []Layout{{MW: 2, NW: 32}, {MW: 129, NW: 64}, {MW: 200, NW: 64}, {MW: 0, NW: 64}} {
 		if _, err := s.MulMaskedLayout(w, l, A, 2, R, rnd); err == nil {
 			t.Errorf("layout %v accepted for weights of NW 64", l)
 		}

@@ -38,9 +38,9 @@ func (s *Scheme) MulMasked(w *Weights, A []uint64, m int, R []uint64, rnd io.Rea
 
 // MulMaskedLayout is MulMasked with the output blocks of layout l instead
 // of the weights' own: l.NW must be the weights' (the packing of B), while
-// l.MW, the rows of A per block, may be any valid one (MW ≤ MaxRows, for
+// l.MW, the rows of A per block, may be any valid one (MW ≤ RowBudget(k), for
 // which the noise budget holds, and MW·NW ≤ N). Weights encrypted once thus
-// serve products with any number of rows m at the layout ChooseLayout(m, n)
+// serve products with any number of rows m at the layout ChooseLayout(m, k, n)
 // picks whenever its NW is theirs. The output's Layout is l (pass it to
 // DecryptShares).
 func (s *Scheme) MulMaskedLayout(w *Weights, l Layout, A []uint64, m int, R []uint64, rnd io.Reader) (*Output, error) {
@@ -50,7 +50,7 @@ func (s *Scheme) MulMaskedLayout(w *Weights, l Layout, A []uint64, m int, R []ui
 	if l.NW != w.layout.NW {
 		return nil, fmt.Errorf("he: mul masked: layout %d×%d for weights packed with NW = %d: %w", l.MW, l.NW, w.layout.NW, errShape)
 	}
-	if err := s.checkLayout(l); err != nil {
+	if err := s.checkLayout(l, w.k); err != nil {
 		return nil, err
 	}
 	wl := *w // shares the read-only polynomials and plan

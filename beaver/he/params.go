@@ -27,8 +27,11 @@ type Params struct {
 	// MaxInner is the largest inner dimension k a product may have; the
 	// noise budget is computed for it.
 	MaxInner int
-	// MaxRows is the largest number of rows of A packed in one plaintext
-	// (the layout's MW); the noise budget is computed for it.
+	// MaxRows is the number of rows of A packed in one plaintext (the
+	// layout's MW) that the noise budget is computed for, with MaxInner:
+	// the noise grows with k·MW, so a product with inner dimension k may
+	// pack up to max(MaxRows, MaxRows·MaxInner/k) rows (RowBudget) within
+	// the same budget.
 	MaxRows int
 	// FloodBits is the statistical hiding parameter λ of the noise flooding:
 	// the flood is uniform in [−2^f, 2^f) with f = ceil(log2 Bν) + λ, Bν the
@@ -289,22 +292,38 @@ type Layout struct {
 	NW int // columns of B per weight ciphertext (a power of two)
 }
 
-// checkLayout reports whether l is a valid layout for s.
-func (s *Scheme) checkLayout(l Layout) error {
-	if l.NW < 1 || l.MW < 1 || l.MW > s.p.MaxRows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
-		return fmt.Errorf("he: layout %d×%d invalid (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, s.p.MaxRows, s.n)
+// RowBudget returns the most rows of A one plaintext may pack (the layout's
+// MW, before the ring's MW·NW ≤ N) for a product with inner dimension k:
+// the worst-case noise of an output coefficient grows with k·MW, and the
+// budget (flood and exactness) is computed for MaxInner·MaxRows, so
+// MW ≤ max(MaxRows, MaxRows·MaxInner/k). A narrow inner dimension thus packs
+// more rows: k = 128 allows 2,048 (MaxInner 4096, MaxRows 64), so a tall
+// product such as 6,152×128·128×5 needs 7 output ciphertexts instead of 97.
+// k < 1 is treated as 1.
+func (s *Scheme) RowBudget(k int) int {
+	k = max(k, 1)
+	return min(max(s.p.MaxRows, s.p.MaxRows*s.p.MaxInner/k), s.n)
+}
+
+// checkLayout reports whether l is a valid layout for s and a product with
+// inner dimension k (MW ≤ RowBudget(k); k = 1 checks the shape only, for a
+// party that does not compute the product).
+func (s *Scheme) checkLayout(l Layout, k int) error {
+	rows := s.RowBudget(k)
+	if l.NW < 1 || l.MW < 1 || l.MW > rows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
+		return fmt.Errorf("he: layout %d×%d invalid for inner dimension %d (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, k, rows, s.n)
 	}
 	return nil
 }
 
 // ChooseLayout returns the layout for an m×k·k×n product. NW is a power of
 // two (so the NTT of A's sparse plaintexts is a size-N/NW evaluation) and
-// MW = min(MaxRows, N/NW, m). The rule: fewest output ciphertexts
+// MW = min(RowBudget(k), N/NW, m). The rule: fewest output ciphertexts
 // ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are m·n·LogQ0 + that
 // count·N·LogQ1 bits); among those, fewest weight ciphertexts k·ceil(n/NW)
 // (P0's one-time upload and P1's memory); then the largest MW.
-func (s *Scheme) ChooseLayout(m, n int) (Layout, error) {
-	return s.ChooseLayoutWithin(m, 1, n, math.MaxInt64)
+func (s *Scheme) ChooseLayout(m, k, n int) (Layout, error) {
+	return s.ChooseLayoutWithin(m, k, n, math.MaxInt64)
 }
 
 // ChooseLayoutWithin is ChooseLayout among the layouts whose prepared
@@ -319,7 +338,7 @@ func (s *Scheme) ChooseLayoutWithin(m, k, n int, maxP1 int64) (Layout, error) {
 	best, bestOut, bestW := Layout{}, math.MaxInt, math.MaxInt
 	for nw := 1; nw <= s.n; nw *= 2 {
 		cb := ceilDiv(n, nw)
-		mw := min(s.p.MaxRows, s.n/nw, m)
+		mw := min(s.RowBudget(k), s.n/nw, m)
 		l := Layout{MW: mw, NW: nw}
 		if s.Sizes(m, k, n, l).P1Weights > maxP1 {
 			continue
@@ -358,7 +377,7 @@ type Sizes struct {
 // (the zero Layout means ChooseLayout(m, n)).
 func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
 	if l == (Layout{}) {
-		l, _ = s.ChooseLayout(max(m, 1), max(n, 1))
+		l, _ = s.ChooseLayout(max(m, 1), max(k, 1), max(n, 1))
 	}
 	cb := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)

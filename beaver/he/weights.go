@@ -33,7 +33,7 @@ func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, r
 	if k < 1 || k > s.p.MaxInner || n < 1 || len(B) != k*n {
 		return nil, fmt.Errorf("he: encrypt weights %d×%d (MaxInner %d) from %d words: %w", k, n, s.p.MaxInner, len(B), errShape)
 	}
-	if err := s.checkLayout(l); err != nil {
+	if err := s.checkLayout(l, k); err != nil {
 		return nil, err
 	}
 	seed, err := keyFrom(rnd)
@@ -110,7 +110,7 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	if pk == nil || ew == nil {
 		return nil, fmt.Errorf("he: load weights: nil input")
 	}
-	if err := s.checkLayout(ew.Layout); err != nil {
+	if err := s.checkLayout(ew.Layout, ew.K); err != nil {
 		return nil, err
 	}
 	cb := ceilDiv(ew.N, ew.Layout.NW)

@@ -197,7 +197,7 @@ func (s *Scheme) readHeader(data []byte, tag byte, max0, max1 int) (d0, d1 int, 
 	if d0 < 1 || d1 < 1 || d0 > min(max0, maxDim) || d1 > min(max1, maxDim) {
 		return 0, 0, l, fmt.Errorf("he: dimensions %d×%d outside 1..%d×1..%d: %w", d0, d1, min(max0, maxDim), min(max1, maxDim), ErrMalformed)
 	}
-	if err := s.checkLayout(l); err != nil {
+	if err := s.checkLayout(l, 1); err != nil { // the shape; a weights' row budget is checked with its k
 		return 0, 0, l, fmt.Errorf("%w: %w", err, ErrMalformed)
 	}
 	return d0, d1, l, nil
@@ -209,7 +209,7 @@ func (ew *EncryptedWeights) AppendBinary(b []byte) ([]byte, error) {
 	if s == nil {
 		return nil, errNoScheme
 	}
-	if err := s.checkLayout(ew.Layout); err != nil {
+	if err := s.checkLayout(ew.Layout, ew.K); err != nil {
 		return nil, err
 	}
 	if ew.K < 1 || ew.N < 1 || ew.K > maxDim || ew.N > maxDim || len(ew.C0) != ew.K*ceilDiv(ew.N, ew.Layout.NW) {
@@ -265,7 +265,7 @@ func (out *Output) AppendBinary(b []byte) ([]byte, error) {
 	if s == nil {
 		return nil, errNoScheme
 	}
-	if err := s.checkLayout(out.Layout); err != nil {
+	if err := s.checkLayout(out.Layout, 1); err != nil {
 		return nil, err
 	}
 	m, n, l := out.M, out.N, out.Layout

@@ -21,7 +21,7 @@ import (
 // Per item (on the item's generator stream), for a product A·B with A
 // party 1's fresh mask (m×k) and B party 0's weight mask (k×n; for
 // KindWeightVectorTriple B = diag(b), b the 1×n mask, so k = n), the layout
-// l = ChooseLayout(m, n) of the public shapes:
+// l = ChooseLayout(m, k, n) of the public shapes:
 //
 //  1. Party 1 sends one word: heHave if it already holds party 0's encrypted
 //     B for (kind, weight id, k, n) packed with l.NW columns per ciphertext,
@@ -178,7 +178,7 @@ func (p *Provider) heGenerate(ctx context.Context, g *Gen, sid beaver.SessionID,
 	if _, err := checkSize(what, m, n); err != nil {
 		return nil, err
 	}
-	l, err := h.sc.ChooseLayout(m, n)
+	l, err := h.sc.ChooseLayout(m, k, n)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}

@@ -143,7 +143,7 @@ func TestHEProviderCorrelations(t *testing.T) {
 					if r.Kind == beaver.KindWeightVectorTriple {
 						k = r.N
 					}
-					l, err := p0.he.sc.ChooseLayout(r.M, r.N)
+					l, err := p0.he.sc.ChooseLayout(r.M, k, r.N)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -172,7 +172,7 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	const streams = 4
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 11, M: 8, K: 6, N: 40}
 	sc := p0.he.sc
-	l, err := sc.ChooseLayout(r.M, r.N)
+	l, err := sc.ChooseLayout(r.M, r.K, r.N)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		// A party 1 that claims to hold the weights.
 		e := &heEntry{done: make(chan struct{}), err: nil}
 		close(e.done)
-		l, err := p1.he.sc.ChooseLayout(r.M, r.N)
+		l, err := p1.he.sc.ChooseLayout(r.M, r.K, r.N)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,7 +379,7 @@ func TestHEProviderView(t *testing.T) {
 func FuzzHEPeer(f *testing.F) {
 	p0, p1, _ := heProviders(f)
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
-	l, err := p0.he.sc.ChooseLayout(r.M, r.N)
+	l, err := p0.he.sc.ChooseLayout(r.M, r.K, r.N)
 	if err != nil {
 		f.Fatal(err)
 	}
