@@ -189,6 +189,14 @@ func (m *Marked) AnnouncesBudget() bool {
 	return ok && b.AnnouncesBudget()
 }
 
+// ReleaseWeights implements WeightReleaser: it passes the call on to the
+// wrapped provider when that holds weights.
+func (m *Marked) ReleaseWeights(lo, hi uint64) {
+	if w, ok := m.p.(WeightReleaser); ok {
+		w.ReleaseWeights(lo, hi)
+	}
+}
+
 // BindSession implements Provider: it binds the wrapped provider to id and
 // loads the session's marks. The zero id (an in-process dealer's default
 // session) is refused: its material is not meant to outlive the process.

@@ -307,3 +307,36 @@ func FuzzDecodeMarkFile(f *testing.F) {
 		}
 	})
 }
+
+// releasing is a provider that records ReleaseWeights calls.
+type releasing struct {
+	Provider
+	calls [][2]uint64
+}
+
+func (r *releasing) ReleaseWeights(lo, hi uint64) { r.calls = append(r.calls, [2]uint64{lo, hi}) }
+
+// TestMarkedReleasesWeights: Marked passes ReleaseWeights on to a provider
+// that holds weights (selection releases each phase's through it), and to
+// one that does not, nothing happens.
+func TestMarkedReleasesWeights(t *testing.T) {
+	d, err := NewDealer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := d.Provider(0)
+	inner := &releasing{Provider: p0}
+	m, err := NewMarked(inner, "", MarkedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ReleaseWeights(3, 9)
+	if len(inner.calls) != 1 || inner.calls[0] != [2]uint64{3, 9} {
+		t.Fatalf("wrapped provider saw %v, want [[3 9]]", inner.calls)
+	}
+	plain, err := NewMarked(p0, "", MarkedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain.ReleaseWeights(0, 1) // a dealer provider holds no weights: no effect, no panic
+}

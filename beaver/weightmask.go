@@ -72,3 +72,16 @@ func weightMaskInto(dst []uint64, seed0 share.Seed, id uint64, k, n int) []uint6
 	fillCTR(dst, b, 0)
 	return dst
 }
+
+// WeightReleaser is implemented by the providers that hold state per weight
+// id for the rest of a session (the dealer-free provider with lattice
+// encryption keeps each encrypted weight it received, several GB for a
+// selection phase's proxy) and by the wrappers that pass the call on to the
+// provider they wrap (*Marked). Selection calls it when a phase's forward is
+// done: that phase's weight ids are never drawn again.
+type WeightReleaser interface {
+	// ReleaseWeights drops what the provider holds for the weight ids in
+	// [lo, hi). A later request for a released id is the provider's to
+	// refuse or serve afresh.
+	ReleaseWeights(lo, hi uint64)
+}

@@ -96,6 +96,11 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 				if mode == ot.LinearHE && prov.HEStats().Items == 0 {
 					t.Fatalf("party %d: no weight-mask item made with HE", p)
 				}
+				// Every phase's encrypted weights were dropped once its
+				// forward was done (beaver.WeightReleaser).
+				if st := prov.HEStats(); mode == ot.LinearHE && p == 1 && (st.Held != 0 || st.Released != st.Uploads) {
+					t.Fatalf("party 1 holds %d encrypted weights after the run, released %d of %d", st.Held, st.Released, st.Uploads)
+				}
 			}
 
 			// The two runs, phase by phase, on the dealer run's (plaintext)

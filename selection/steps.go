@@ -327,6 +327,12 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			if err != nil {
 				return ps, nil, err
 			}
+			// The phase's weights are never drawn again: a provider that
+			// holds state per weight (the dealer-free provider's encrypted
+			// weights, GBs a phase) drops it.
+			if wr, ok := r.prov.(beaver.WeightReleaser); ok {
+				wr.ReleaseWeights(r.sched.WeightBase(i), r.sched.WeightBase(i+1))
+			}
 			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.Rounds
 			ps.PeakInFlight, ps.Prefetched, ps.Streamed, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.PeakInFlight, rs.Prefetched, rs.Streamed, rs.PeakHeld, rs.BatchBytes
 		}

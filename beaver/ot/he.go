@@ -105,6 +105,8 @@ type HEStats struct {
 	Uploads     int64 // encrypted weight matrices sent or received
 	UploadBytes int64 // their bytes (he.Sizes.Weights each, before padding)
 	Items       int64 // weight-mask items made with HE
+	Held        int64 // party 1: encrypted weight matrices held now (loaded, not released)
+	Released    int64 // party 1: encrypted weight matrices dropped by ReleaseWeights
 }
 
 func newHEState(p he.Params) (*heState, error) {
@@ -157,7 +159,36 @@ func (p *Provider) HEStats() HEStats {
 	}
 	p.he.mu.Lock()
 	defer p.he.mu.Unlock()
-	return p.he.stats
+	st := p.he.stats
+	st.Held = int64(len(p.he.cache))
+	return st
+}
+
+// ReleaseWeights implements beaver.WeightReleaser: party 1 drops the
+// encrypted weights it holds for the weight ids in [lo, hi) (a selection
+// phase's, once its forward is done: several GB of prepared ciphertexts a
+// phase). Weights still loading are kept. Party 0 keeps its record of the
+// uploads, so a later request for a released id is refused
+// (ErrWeightResent) rather than uploaded again. Without LinearHE it does
+// nothing.
+func (p *Provider) ReleaseWeights(lo, hi uint64) {
+	if p.he == nil || lo >= hi {
+		return
+	}
+	h := p.he
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key, e := range h.cache {
+		if key.id < lo || key.id >= hi {
+			continue
+		}
+		select {
+		case <-e.done:
+			delete(h.cache, key)
+			h.stats.Released++
+		default: // still loading: its owner is about to use it
+		}
+	}
 }
 
 // heGenerate makes this party's parts of a weight-mask item r with HE on

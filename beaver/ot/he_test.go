@@ -240,6 +240,46 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	}
 }
 
+// TestHEReleaseWeights: ReleaseWeights drops party 1's encrypted weights of
+// the ids in the range, and only those (HEStats counts them); party 0 keeps
+// its record of the upload, so a released weight requested again is
+// refused (ErrWeightResent), not uploaded twice.
+func TestHEReleaseWeights(t *testing.T) {
+	p0, p1, _ := heProviders(t)
+	ctx := testCtx(t)
+	in := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1<<32 | 7, M: 2, K: 2, N: 3}
+	out := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 2 << 32, M: 2, K: 2, N: 3}
+	drawPair(t, ctx, p0, p1, in)
+	drawPair(t, ctx, p0, p1, out)
+	if st := p1.HEStats(); st.Held != 2 || st.Released != 0 {
+		t.Fatalf("before: %+v, want 2 held", st)
+	}
+	var rel beaver.WeightReleaser = p1
+	rel.ReleaseWeights(1<<32, 2<<32) // phase 1's ids of epoch 0
+	if st := p1.HEStats(); st.Held != 1 || st.Released != 1 {
+		t.Fatalf("after: %+v, want 1 held and 1 released", st)
+	}
+	p0.ReleaseWeights(0, 1<<40)   // party 0 holds no weights: nothing to drop
+	drawPair(t, ctx, p0, p1, out) // still held: no upload
+	if st := p0.HEStats(); st.Uploads != 2 {
+		t.Fatalf("party 0 uploaded %d times, want 2", st.Uploads)
+	}
+	ctx1, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := p1.Material(ctx1, in)
+		done <- err
+	}()
+	if _, err := p0.Material(ctx, in); !errors.Is(err, ErrWeightResent) {
+		t.Fatalf("party 0 on a released weight: %v, want ErrWeightResent", err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("party 1 drew a released weight")
+	}
+}
+
 // TestHEProviderRefusesResend: a party 1 that asks twice for the same
 // encrypted weights (here: one that forgot them) makes party 0 fail with
 // ErrWeightResent instead of uploading them again; one that claims to hold

@@ -138,7 +138,10 @@ type provStream struct {
 	gen atomic.Pointer[Gen]
 }
 
-var _ beaver.Provider = (*Provider)(nil)
+var (
+	_ beaver.Provider       = (*Provider)(nil)
+	_ beaver.WeightReleaser = (*Provider)(nil)
+)
 
 // NewProvider returns party's dealer-free provider on conn, the parties' own
 // connection (the OT traffic runs on its streams StreamBase, StreamBase+1,
