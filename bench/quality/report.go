@@ -193,41 +193,46 @@ func (r *Result) Markdown(command string) string {
 		replay, s.FineTune.Epochs, s.FineTune.BatchSize, s.FineTune.LR, s.FineTune.WeightDecay, 100*s.FineTune.WarmupFrac)
 	fmt.Fprintf(&b, "- Oracle = the target's own entropy in the clear, after adapting it to the bootstrap the way proxy generation adapts M_g (%d epochs, lr %g, embeddings frozen): what selecting with the target over MPC would give. Oracle (checkpoint) = the unadapted checkpoint's entropy.\n",
 		c.Generate.Tune.Epochs, c.Generate.Tune.LR)
-	fmt.Fprintf(&b, "- Ours: schedule %s; 1 phase %s; 3 phases %s (numbers after × are how many candidates a phase keeps, in multiples of the final selection). Proxy generation: M_g tuned %d epochs (lr %g), MLPs ex vivo on %d synthesised points, in vivo %d epochs (lr %g).",
-		schedString(c.Schedule), schedString(c.OnePhase), schedString(c.ThreePhase), c.Generate.Tune.Epochs, c.Generate.Tune.LR, c.Generate.Points, c.Generate.InVivo.Epochs, c.Generate.InVivo.LR)
-	if c.Distill != nil {
-		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on the bootstrap plus the %d public examples, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v; \"Ours (label tuning)\" is the paper's in-vivo tuning on the bootstrap labels only.",
-			c.Distill.Weight, max(1, c.Distill.Temperature), c.Distill.Extra.Len(), c.Distill.BalanceClasses, c.Distill.TeacherEntropy)
-		if c.Distill.Mixup > 0 {
-			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", c.Distill.Mixup)
+	ours, g := oursConfig(&c, d, 1, nb)
+	fmt.Fprintf(&b, "- Ours: schedule %s; 1 phase %s; 3 phases %s (numbers after × are how many candidates a phase keeps, in multiples of the final selection).",
+		schedString(c.Schedule), schedString(c.OnePhase), schedString(c.ThreePhase))
+	if ours.Plain {
+		b.WriteString(" Proxy generation: the library's default with the tool's changes (flags), as follows.")
+	} else {
+		b.WriteString(" Proxy generation: **the library's default** (`proxy.Config{Seed, Public}`, the public split as Public), as follows.")
+	}
+	fmt.Fprintf(&b, " M_g tuned %d epochs (lr %g), MLPs ex vivo on %d points, in vivo %d epochs (lr %g).",
+		g.Tune.Epochs, g.Tune.LR, g.Points, g.InVivo.Epochs, g.InVivo.LR)
+	if dd := g.Distill; dd != nil {
+		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on the bootstrap plus the %d public examples, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v.",
+			dd.Weight, max(1, dd.Temperature), dd.Extra.Len(), dd.BalanceClasses, dd.TeacherEntropy)
+		if dd.Mixup > 0 {
+			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", dd.Mixup)
 		}
-		if c.Distill.Calibrate > 0 {
-			lr := c.Distill.CalibrateLR
+		if dd.Calibrate > 0 {
+			lr := dd.CalibrateLR
 			if lr == 0 {
-				lr = c.Generate.InVivo.LR
+				lr = g.InVivo.LR
 			}
-			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits", c.Distill.Calibrate, lr)
-			if c.Distill.SqrtEntropy {
+			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits", dd.Calibrate, lr)
+			if dd.SqrtEntropy {
 				b.WriteString(", to √H (a monotone score: selections compare entropies)")
 			}
 			b.WriteString(".")
 		}
+	} else {
+		b.WriteString(" In vivo, Ours tunes on the bootstrap labels only.")
 	}
-	if c.EntropyHidden > 0 {
-		fmt.Fprintf(&b, " Ours' entropy MLPs have %d hidden units (the other MLPs each phase's d).", c.EntropyHidden)
+	fmt.Fprintf(&b, " \"Ours (label tuning)\" is the paper's plain generation (`proxy.Config{Plain: true}`: in-vivo tuning on the bootstrap labels, every module an MLP trained on %d synthesised points, entropy MLPs of each phase's d).", c.Generate.Points)
+	if g.EntropyHidden > 0 {
+		fmt.Fprintf(&b, " Ours' entropy MLPs have %d hidden units (the other MLPs each phase's d).", g.EntropyHidden)
 	}
-	if c.FinalExactSoftmax {
+	if finalExact(g) {
 		fmt.Fprintf(&b, " Ours' last phase keeps the attention softmax exact (protocol.Softmax over MPC: the row maximum, exp, one reciprocal per row), its other modules emulated; \"Ours (all MLPs)\" is the same schedule and generation with every module emulated, evaluated in plaintext.")
 	}
-	if e := c.ExVivo; e != nil {
-		g := c.Generate
-		e.apply(&g)
-		res := g.Reservoir
-		if res <= 0 {
-			res = 2048
-		}
+	if g.RealMix > 0 || g.CentreSoftmax {
 		fmt.Fprintf(&b, " Ex vivo, Ours' attention softmax and LayerNorm MLPs train on %d points, %.0f%% of them resampled from M_g's observed inputs (reservoir of %d rows per module), the rest synthesised; softmax MLPs on row-centred scores %v (the centring folded into W1).",
-			g.Points, 100*e.RealMix, res, e.CentreSoftmax)
+			g.Points, 100*g.RealMix, g.Reservoir, g.CentreSoftmax)
 	}
 	fmt.Fprintf(&b, "\n- Ours (MPC) runs the selection package's secure pipeline (both parties over loopback TLS, in-process dealer, bootstrap from the joint coin, proxies generated inside the run, secure forward, QuickSelect) at the first budget; Ours (plaintext) evaluates the same proxies in float64.\n")
 	fmt.Fprintf(&b, "- Margin (target) and Balanced entropy (target) are other criteria computed on the adapted target in the clear: 1 − (p₁ − p₂), and H(p) + %g·Σ_c p_c·(−log π_c) with π the bootstrap's class frequencies.\n\n", balancedBeta)

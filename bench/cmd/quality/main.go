@@ -34,6 +34,7 @@ import (
 
 	"github.com/selectformer/selectformer/bench/quality"
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/proxy"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "bench/QUALITY.md", "report to update (the data set's section); - prints it")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "seeds evaluated at once")
 	methods := fs.String("methods", "", "comma-separated methods (default all): "+strings.Join(quality.AllMethods, ", "))
-	distill := fs.Bool("distill", true, "Ours distils the adapted target into the proxies (false: the paper's label tuning)")
+	distill := fs.Bool("distill", true, "Ours distils the adapted target into the proxies (false: the paper's label tuning, the other defaults kept)")
 	calibrate := fs.Int("calibrate", -1, "epochs of the entropy MLP's calibration on the tuned proxy's logits (-1: default)")
 	teacherEnt := fs.Bool("teacher-entropy", false, "with --distill, the entropy MLP learns the teacher's entropy (false: the proxy's own)")
 	observed := fs.Bool("observed", true, "Ours trains its softmax and LayerNorm MLPs on M_g's observed inputs too, softmax MLPs on centred rows (false: Gaussian-synthesised points only)")
@@ -114,36 +115,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
+	// Ours is the library's default generation; each flag that departs
+	// from it edits the resolved default (quality.Config.Tweak).
+	var tweaks []func(*proxy.Config)
+	if cfg.Tweak != nil {
+		tweaks = append(tweaks, cfg.Tweak)
+	}
 	if !*observed {
-		cfg.ExVivo = nil
+		tweaks = append(tweaks, func(g *proxy.Config) { g.RealMix, g.CentreSoftmax = 0, false })
 	}
 	switch *finalSoftmax {
 	case "exact":
-		cfg.FinalExactSoftmax = true
 	case "mlp":
-		cfg.FinalExactSoftmax = false
+		tweaks = append(tweaks, func(g *proxy.Config) { g.PhaseAblations = nil })
 	default:
 		return fmt.Errorf("flag -final-softmax: %q (want exact or mlp)", *finalSoftmax)
 	}
 	if *entHidden >= 0 {
-		cfg.EntropyHidden = *entHidden
+		tweaks = append(tweaks, func(g *proxy.Config) { g.EntropyHidden = *entHidden })
+	}
+	if !*distill {
+		tweaks = append(tweaks, func(g *proxy.Config) { g.Distill = nil })
+	} else if *teacherEnt || *calibrate >= 0 || *mixup >= 0 || !*sqrtEnt {
+		tweaks = append(tweaks, func(g *proxy.Config) {
+			if g.Distill == nil {
+				return
+			}
+			d := *g.Distill
+			d.TeacherEntropy = *teacherEnt
+			if *calibrate >= 0 {
+				d.Calibrate = *calibrate
+			}
+			if *mixup >= 0 {
+				d.Mixup = *mixup
+			}
+			d.SqrtEntropy = d.SqrtEntropy && *sqrtEnt && d.Calibrate > 0
+			g.Distill = &d
+		})
+	}
+	if len(tweaks) > 0 {
+		cfg.Tweak = func(g *proxy.Config) {
+			for _, t := range tweaks {
+				t(g)
+			}
+		}
 	}
 	d, err := quality.Prepare(cfg.Setting, log)
 	if err != nil {
 		return err
-	}
-	if !*distill {
-		cfg.Distill = nil
-	} else if cfg.Distill != nil {
-		cfg.Distill.Extra = d.Public
-		cfg.Distill.TeacherEntropy = *teacherEnt
-		if *calibrate >= 0 {
-			cfg.Distill.Calibrate = *calibrate
-		}
-		if *mixup >= 0 {
-			cfg.Distill.Mixup = *mixup
-		}
-		cfg.Distill.SqrtEntropy = *sqrtEnt && cfg.Distill.Calibrate > 0
 	}
 	fmt.Fprintf(stderr, "quality: %s: pool %d, test %d, public %d, checkpoint accuracy %.4f; %d seeds\n", *ds, d.Pool.Len(), d.Test.Len(), d.Public.Len(), d.TargetAcc, cfg.Seeds)
 	res, err := quality.Evaluate(ctx, d, cfg)
