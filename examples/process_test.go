@@ -766,6 +766,11 @@ func TestInputAndUsageErrors(t *testing.T) {
 		{"labels-malformed", "modelowner", mo("-labels", badLabels), peer.ExitInput, "line 3"},
 		{"labels-short", "modelowner", mo("-pool-size", "121"), peer.ExitInput, "labels for a pool of 121"},
 		{"proxies-missing", "modelowner", mo("-proxies", dir), peer.ExitInput, "proxy of phase 1"},
+		{"public-garbage", "modelowner", mo("-public", garbage), peer.ExitInput, "-public: " + garbage + ": read pool: unknown format"},
+		{"public-texts-for-vit", "modelowner", mo("-public", f.files.Labels), peer.ExitInput, "-public"},
+		{"public-seq-without-public", "modelowner", mo("-public-seq", "8"), peer.ExitUsage, "-public-seq applies to -public texts"},
+		{"public-with-proxies", "modelowner", mo("-proxies", dir, "-public", garbage), peer.ExitUsage, "-public and -public-seq are not used with -proxies"},
+		{"vocab-without-label-cmd-or-public", "modelowner", mo("-vocab", garbage), peer.ExitUsage, "-vocab applies to -label-cmd, -label-dir and -public"},
 		// A schedule that does not fit the checkpoint (the demo ViT has 2
 		// layers) is a usage error found before connecting: the dealer
 		// address 127.0.0.1:1 would otherwise be exit 3 (issue 30).
