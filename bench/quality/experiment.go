@@ -74,6 +74,11 @@ type Config struct {
 	// (proxy.Config.WithDefaults, every setting spelled out) with Plain set,
 	// so that a zero it writes means zero: the tool's ablation flags.
 	Tweak func(*proxy.Config)
+	// NoPublic leaves the public split out of Ours' generation (no
+	// Config.Public): the library's fallback for a model owner without
+	// unlabelled inputs of its own, distillation on the bootstrap and
+	// mixes of it alone.
+	NoPublic bool
 	// Methods restricts the methods (nil: AllMethods).
 	Methods []string
 	// Jobs is the number of seeds evaluated at once.
@@ -444,6 +449,9 @@ type seedGens struct {
 // resolution for the main schedule.
 func oursConfig(cfg *Config, d *Data, seed uint64, nb int) (ours, resolved proxy.Config) {
 	ours = proxy.Config{Seed: cfg.Generate.Seed + seed, Public: d.Public}
+	if cfg.NoPublic {
+		ours.Public = model.Input{}
+	}
 	resolve := func(c proxy.Config) proxy.Config {
 		c.Phases = phasesOf(cfg.Schedule)
 		c = c.WithDefaults(d.Target, nb)

@@ -235,6 +235,12 @@ func TestOursIsTheLibraryDefault(t *testing.T) {
 	if !g.allMLP.AllMLP || g.allMLP.Plain {
 		t.Errorf("all-MLP generation %+v", g.allMLP)
 	}
+	cfg.NoPublic = true
+	g = seedConfigs(&cfg, d, 3, 157)
+	if want := (proxy.Config{Seed: cfg.Generate.Seed + 3}); !reflect.DeepEqual(g.ours, want) || g.resolved.Distill.Extra.Len() != 0 || g.resolved.Distill.Mixup != 20*157 {
+		t.Errorf("without the public split: %+v, resolved %+v", g.ours, g.resolved.Distill)
+	}
+	cfg.NoPublic = false
 	cfg.Tweak = func(c *proxy.Config) { c.Distill = nil }
 	g = seedConfigs(&cfg, d, 3, 157)
 	if !g.ours.Plain || g.ours.Distill != nil || g.ours.Public.Len() != 0 || g.ours.EntropyHidden != proxy.DefaultEntropyHidden || !finalExact(g.resolved) {

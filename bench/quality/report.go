@@ -204,8 +204,12 @@ func (r *Result) Markdown(command string) string {
 	fmt.Fprintf(&b, " M_g tuned %d epochs (lr %g), MLPs ex vivo on %d points, in vivo %d epochs (lr %g).",
 		g.Tune.Epochs, g.Tune.LR, g.Points, g.InVivo.Epochs, g.InVivo.LR)
 	if dd := g.Distill; dd != nil {
-		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on the bootstrap plus the %d public examples, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v.",
-			dd.Weight, max(1, dd.Temperature), dd.Extra.Len(), dd.BalanceClasses, dd.TeacherEntropy)
+		on := fmt.Sprintf("the bootstrap plus the %d public examples", dd.Extra.Len())
+		if dd.Extra.Len() == 0 {
+			on = "the bootstrap alone (no public inputs: the library's fallback)"
+		}
+		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on %s, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v.",
+			dd.Weight, max(1, dd.Temperature), on, dd.BalanceClasses, dd.TeacherEntropy)
 		if dd.Mixup > 0 {
 			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", dd.Mixup)
 		}

@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	entHidden := fs.Int("entropy-hidden", -1, "hidden width of Ours' entropy MLPs (0: each phase's d; -1: default)")
 	sqrtEnt := fs.Bool("sqrt-entropy", true, "with --distill, the entropy MLP is calibrated to √H (false: to H)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
+	publicDistill := fs.Bool("public-distill", true, "Ours distils on the public split too (false: the library's fallback for a model owner without inputs of its own, the bootstrap and mixes of it alone)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	var ov overrides
@@ -115,6 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
+	cfg.NoPublic = !*publicDistill
 	// Ours is the library's default generation; each flag that departs
 	// from it edits the resolved default (quality.Config.Tweak).
 	var tweaks []func(*proxy.Config)
