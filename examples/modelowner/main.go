@@ -66,7 +66,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
-	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 500 per bootstrap sample, at least 20000)")
+	points := fs.Int("mlp-points", 0, "size of each MLP's training set in proxy generation (0: the library's default, 500 per bootstrap sample and at least 300000)")
 	seed := fs.Uint64("gen-seed", 1, "seed of proxy generation")
 	public := fs.String("public", "", "a file of inputs this model owner holds in the clear (its pretraining or other unlabelled data; no labels needed), in a pool format (mkpool builds one: images for a ViT, texts for a BERT or DistilBERT): proxy generation distils the target on them besides the bootstrap, which makes better proxies (without: the bootstrap alone); at most 100000")
 	publicSeq := fs.Int("public-seq", 0, "with text -public: tokens per text (0: the checkpoint's max_position_embeddings); must be the data owner's -seq")
