@@ -87,6 +87,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// Phase1 is what the first phase of a multi-phase schedule keeps of the
+// Oracle's final selection: Kept of its Oracle points survive, out of
+// Oracle; Survivors is how many candidates the phase keeps of Candidates.
+type Phase1 struct {
+	Kept, Oracle, Survivors, Candidates int
+}
+
 // Run is one seed's outcome at one budget for one method.
 type Run struct {
 	Accuracy float64
@@ -120,6 +127,10 @@ type SeedResult struct {
 	Runs []map[string]Run
 	// Fidelity lists the proxies' fidelity.
 	Fidelity []Fidelity
+	// Phase1 holds, per budget index, what Ours' first phase (plaintext,
+	// the main schedule) does to the Oracle's final selection (absent when
+	// the schedule has one phase or Ours or the Oracle is not evaluated).
+	Phase1 map[int]Phase1
 	// Secure is set when Ours ran through the MPC pipeline.
 	Secure *SecureRun
 	// Seconds is the time spent on the seed.
@@ -758,8 +769,35 @@ func (e *seedEval) selectAt(bi int, b float64, scores map[string][]float64) (map
 		if runs[v.method], err = cascade(p, v.ent, cands); err != nil {
 			return nil, err
 		}
+		if v.method == Ours && len(p.Schedule) > 1 && runs[Oracle] != nil {
+			ph, err := phase1(p, v.ent[0], cands, runs[Oracle])
+			if err != nil {
+				return nil, err
+			}
+			if e.sr.Phase1 == nil {
+				e.sr.Phase1 = map[int]Phase1{}
+			}
+			e.sr.Phase1[bi] = ph
+		}
 	}
 	return runs, nil
+}
+
+// phase1 returns what the first phase of p, ranking cands by ent (indexed
+// by pool index), keeps of the Oracle's selection oracle.
+func phase1(p selection.Params, ent []float64, cands, oracle []int) (Phase1, error) {
+	keep := int(float64(p.PoolSize-p.Bootstrap)*p.Schedule[0].Keep + 0.5)
+	surv, err := TopK(Pick(ent, cands), cands, keep)
+	if err != nil {
+		return Phase1{}, err
+	}
+	ph := Phase1{Oracle: len(oracle), Survivors: len(surv), Candidates: len(cands)}
+	for _, i := range oracle {
+		if slices.Contains(surv, i) {
+			ph.Kept++
+		}
+	}
+	return ph, nil
 }
 
 // fineTune fine-tunes on the bootstrap plus each selection of runs (in the

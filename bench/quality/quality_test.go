@@ -13,6 +13,7 @@ import (
 
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/selection"
 )
 
 // TestSmokeOrdering runs the evaluation end to end at a reduced size (committed
@@ -91,7 +92,7 @@ func TestSmokeOrdering(t *testing.T) {
 	md := res.Markdown("go test")
 	for _, want := range []string{"## Mnist", "### Budget 20%", "| Ours (MPC) | 1 |", "| Ours (all MLPs) | 2 |", "### MPC vs plaintext", "### Proxy fidelity",
 		"| ours | 2 | ⟨2, 4, 16⟩, exact attention softmax |", "| ours, all MLPs | 2 | ⟨2, 4, 16⟩ |", "### Acceptance at 20%",
-		"the library's default with the tool's changes"} {
+		"the library's default with the tool's changes", "Ours' first phase at 20% keeps "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -248,5 +249,20 @@ func TestOursIsTheLibraryDefault(t *testing.T) {
 	}
 	if g.allMLP.PhaseAblations != nil {
 		t.Errorf("tweaked all-MLP generation keeps ablations %v", g.allMLP.PhaseAblations)
+	}
+}
+
+// TestPhase1: what a first phase keeps of the Oracle's selection.
+func TestPhase1(t *testing.T) {
+	p := selection.Params{PoolSize: 10, Bootstrap: 2, Schedule: []selection.Phase{{Keep: 0.5}, {}}}
+	ent := []float64{9, 9, 0.1, 0.9, 0.8, 0.2, 0.7, 0.3, 0.6, 0.4} // pool indices 0, 1: the bootstrap
+	cands := []int{2, 3, 4, 5, 6, 7, 8, 9}
+	got, err := phase1(p, ent, cands, []int{3, 5, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The phase keeps 4 of 8: 3, 4, 6, 8; of the Oracle's 3, 5, 8 it keeps 3 and 8.
+	if want := (Phase1{Kept: 2, Oracle: 3, Survivors: 4, Candidates: 8}); got != want {
+		t.Errorf("phase1 = %+v, want %+v", got, want)
 	}
 }

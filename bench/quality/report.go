@@ -285,8 +285,35 @@ func (r *Result) Markdown(command string) string {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", f.Variant, f.Phase+1, f.Shape, spread(f.Oracle), spread(f.Ckpt), spread(f.Logits))
 	}
 	b.WriteString("\n")
+	b.WriteString(r.phase1Lines())
 	b.WriteString(r.acceptance())
 	return b.String()
+}
+
+// phase1Lines says, per budget, how much of the Oracle's final selection
+// Ours' first phase keeps (mean [min, max] over the seeds), against the
+// share of the candidates it keeps (what a random first phase would keep).
+func (r *Result) phase1Lines() string {
+	var b strings.Builder
+	for bi, bud := range r.Config.Budgets {
+		var kept, share []float64
+		for _, s := range r.Seeds {
+			if ph, ok := s.Phase1[bi]; ok && ph.Oracle > 0 && ph.Candidates > 0 {
+				kept = append(kept, float64(ph.Kept)/float64(ph.Oracle))
+				share = append(share, float64(ph.Survivors)/float64(ph.Candidates))
+			}
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "Ours' first phase at %.0f%% keeps %s of the Oracle's final selection (a random first phase: %.0f%%, the share of the candidates it keeps); it discards the rest before the last phase sees them.\n\n",
+			100*bud, spreadPct(kept), 100*meanOf(share))
+	}
+	return b.String()
+}
+
+func spreadPct(v []float64) string {
+	return fmt.Sprintf("%.0f%% [%.0f%%, %.0f%%]", 100*meanOf(v), 100*slices.Min(v), 100*slices.Max(v))
 }
 
 func meanOf(v []float64) float64 { m, _ := MeanStd(v); return m }
