@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sqrtEnt := fs.Bool("sqrt-entropy", true, "with --distill, the entropy MLP is calibrated to √H (false: to H)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
 	publicDistill := fs.Bool("public-distill", true, "Ours distils on the public split too (false: the library's fallback for a model owner without inputs of its own, the bootstrap and mixes of it alone)")
+	schedule := fs.String("schedule", "", "Ours' main schedule, phases l:w:d×times (times: how many candidates the phase keeps, in multiples of the final selection; the last phase none), comma-separated, e.g. 2:4:8x2.5,2:4:16 (default: the data set's)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	var ov overrides
@@ -105,6 +106,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cfg.Budgets, err = parseBudgets(*budgets); err != nil {
 		return err
+	}
+	if *schedule != "" {
+		if cfg.Schedule, err = parseSchedule(*schedule); err != nil {
+			return err
+		}
 	}
 	if *methods != "" {
 		cfg.Methods = nil
@@ -223,6 +229,34 @@ func parseBudgets(s string) ([]float64, error) {
 			return nil, fmt.Errorf("flag -budgets: %q is not a percentage in (0, 100)", f)
 		}
 		out = append(out, v/100)
+	}
+	return out, nil
+}
+
+// parseSchedule reads --schedule: phases l:w:d×times (or xtimes), the last
+// without a multiple.
+func parseSchedule(s string) ([]quality.Shape, error) {
+	parts := strings.Split(s, ",")
+	out := make([]quality.Shape, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(strings.ReplaceAll(p, "×", "x"))
+		shape, times, hasTimes := strings.Cut(p, "x")
+		var l, w, d int
+		if n, err := fmt.Sscanf(shape, "%d:%d:%d", &l, &w, &d); err != nil || n != 3 || l < 1 || w < 1 || d < 1 || fmt.Sprintf("%d:%d:%d", l, w, d) != shape {
+			return nil, fmt.Errorf("flag -schedule: phase %d %q is not l:w:d with positive numbers", i+1, p)
+		}
+		out[i].Proxy = proxy.Shape{Layers: l, Heads: w, MLPHidden: d}
+		last := i == len(parts)-1
+		if hasTimes == last {
+			return nil, fmt.Errorf("flag -schedule: phase %d %q: every phase but the last needs ×times, the last none", i+1, p)
+		}
+		if !last {
+			v, err := strconv.ParseFloat(times, 64)
+			if err != nil || !(v >= 1) || v > 1e6 {
+				return nil, fmt.Errorf("flag -schedule: phase %d keeps %q times the final selection (want a number ≥ 1)", i+1, times)
+			}
+			out[i].Times = v
+		}
 	}
 	return out, nil
 }
