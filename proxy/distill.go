@@ -105,6 +105,39 @@ func (d *Distill) validate(target *model.Model) error {
 	return nil
 }
 
+// checkSeq checks that text inputs of Extra have the bootstrap's sequence
+// length (the proxies are tuned on both in the same batches and mixed
+// position by position).
+func (d *Distill) checkSeq(boot model.Input) error {
+	if d == nil || d.Extra.Len() == 0 || boot.Len() == 0 || boot.IDs == nil || d.Extra.IDs == nil {
+		return nil
+	}
+	T := len(boot.IDs[0])
+	for i, r := range d.Extra.IDs {
+		if len(r) != T {
+			return fmt.Errorf("distill: public input %d has %d tokens, the bootstrap %d: tokenize the model owner's public texts to the data owner's sequence length", i, len(r), T)
+		}
+	}
+	return nil
+}
+
+// logGeneration says which generation runs: the paper's plain one, or
+// distillation on the bootstrap and the model owner's public inputs, or on
+// the bootstrap alone.
+func logGeneration(log *slog.Logger, cfg Config, n int) {
+	d := cfg.Distill
+	switch {
+	case d == nil:
+		log.Info("proxy: generation: in-vivo tuning on the bootstrap labels (the paper's)", "bootstrap", n, "plain", cfg.Plain)
+	case d.Extra.Len() > 0:
+		log.Info("proxy: generation: distilling the adapted target on the bootstrap, the model owner's public inputs and mixes of them",
+			"bootstrap", n, "public", d.Extra.Len(), "mixes", d.Mixup, "plain", cfg.Plain)
+	default:
+		log.Info("proxy: generation: no public inputs of the model owner (Config.Public): distilling the adapted target on the bootstrap alone and mixes of it",
+			"bootstrap", n, "mixes", d.Mixup, "plain", cfg.Plain)
+	}
+}
+
 // classWeights returns the inverse-frequency weight of each class of labels
 // (n / (C' · n_c) over the C' classes present; 1 for absent classes), or nil
 // when balancing is off.

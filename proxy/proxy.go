@@ -64,22 +64,52 @@ func (c TrainConfig) validate(name string) error {
 }
 
 // Config configures Generate.
+//
+// Its zero settings are the measured-best generation (see the package
+// comment, "Defaults", and WithDefaults): distillation from the adapted
+// target on the bootstrap, Public and mixed inputs, MLPs trained on observed
+// as well as synthesised activations, centred softmax MLPs, entropy MLPs of
+// DefaultEntropyHidden units calibrated to √H, the last phase's attention
+// softmax exact. Plain selects the paper's generation instead.
 type Config struct {
 	// Phases are the proxies' shapes ⟨l_i, w_i, d_i⟩, one per phase of the
 	// schedule.
 	Phases []Shape
-	// Ablation keeps modules exact (zero value: every module emulated).
+	// Plain selects the paper's generation (§4.2): with it every zero
+	// setting below means what the paper does (in-vivo tuning on the
+	// bootstrap labels, purely synthesised MLP data sets, uncentred softmax
+	// MLPs, entropy MLPs of each phase's d, every module emulated, DefaultPoints);
+	// fields set explicitly still apply. Without it (the default), zero
+	// settings are the measured-best generation (WithDefaults).
+	Plain bool
+	// Public holds inputs the model owner holds in the clear (its
+	// pretraining or other unlabelled data of the target's input kind; no
+	// labels needed): the distillation set holds them besides the bootstrap
+	// (Distill.Extra, when that is empty). Texts must be tokenized to the
+	// bootstrap's sequence length. Without them the default generation
+	// distils on the bootstrap and mixes of it alone, and says so in the
+	// log.
+	Public model.Input
+	// Ablation keeps modules exact (zero value: every module emulated, or,
+	// by default, the last phase's attention softmax exact: see
+	// PhaseAblations).
 	Ablation Ablation
 	// PhaseAblations, if set, holds one ablation per phase and replaces
 	// Ablation: e.g. a cheap all-MLP proxy for the first phase, which sees
 	// every candidate, and an exact attention softmax (protocol.Softmax over
 	// MPC) for the last, which sees few. The secure evaluation takes each
-	// proxy's own ablation (secure.Arch.Ablation).
+	// proxy's own ablation (secure.Arch.Ablation). Unless Plain, nil with a
+	// zero Ablation means exactly that: NoAttnSM in the last phase, every
+	// module emulated in the others (AllMLP opts out).
 	PhaseAblations []Ablation
+	// AllMLP, without Plain, keeps the default generation's every module
+	// emulated (no exact softmax in the last phase): the paper's all-MLP
+	// proxies from the measured-best training.
+	AllMLP bool
 	// EntropyHidden is the hidden width of every proxy's entropy MLP (0: the
-	// phase's d). The entropy MLP runs once per candidate on C logits, so a
-	// wider one costs little over MPC next to the attention MLPs, which run
-	// per head and token.
+	// phase's d with Plain, DefaultEntropyHidden otherwise). The entropy MLP
+	// runs once per candidate on C logits, so a wider one costs little over
+	// MPC next to the attention MLPs, which run per head and token.
 	EntropyHidden int
 	// Tune fine-tunes M_g; InVivo fine-tunes each proxy.
 	Tune, InVivo TrainConfig
@@ -91,20 +121,27 @@ type Config struct {
 	// PooledGaussian fits one ⟨μ, σ⟩ per module instead of one per feature (see
 	// mlp.Observer.Gaussian).
 	PooledGaussian bool
-	// Reservoir is the number of observed rows kept per module (2048 when 0).
+	// Reservoir is the number of observed rows kept per module (when 0:
+	// 2048 with Plain, DefaultReservoir otherwise).
 	Reservoir int
 	// RealMix in [0, 1] is the share of the ex vivo data set of each attention
 	// softmax and LayerNorm MLP resampled from the module's observed inputs
 	// (the reservoir) rather than synthesised from the Gaussian fit
-	// (mlp.Dataset.RealFrac; 0: the paper's purely synthesised points). The
+	// (mlp.Dataset.RealFrac; 0: DefaultRealMix, or with Plain the paper's
+	// purely synthesised points; Synthesised opts out without Plain). The
 	// entropy MLP's data set stays synthesised: M_g's logits are observed on
 	// the bootstrap alone (a few hundred rows), and the calibration of
 	// Distill trains it on real logits.
 	RealMix float64
+	// Synthesised, without Plain, keeps the default generation's ex vivo
+	// data sets purely synthesised and its softmax MLPs uncentred (RealMix
+	// and CentreSoftmax as set).
+	Synthesised bool
 	// CentreSoftmax trains each attention softmax MLP on rows minus their
 	// mean, fitted to centred observations (mlp.Dataset.Centre): the
 	// softmax ignores a row's common shift, and the centring folds into the
-	// MLP's first layer (same form, same secure evaluation).
+	// MLP's first layer (same form, same secure evaluation). The default
+	// generation sets it (unless Synthesised).
 	CentreSoftmax bool
 	// EntropyWeight weighs the in-vivo loss of the entropy MLP (1 when 0).
 	EntropyWeight float64
@@ -114,7 +151,8 @@ type Config struct {
 	// entropy.
 	Criterion string
 	// Distill, if set, tunes the proxies toward M_g's predictions (see
-	// Distill); nil tunes them on the bootstrap labels only.
+	// Distill); nil means DefaultDistill, or with Plain the paper's tuning on
+	// the bootstrap labels only.
 	Distill *Distill
 	// Seed fixes every random choice.
 	Seed uint64
@@ -171,10 +209,14 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 	if err := cfg.Distill.validate(target); err != nil {
 		return nil, err
 	}
+	if err := cfg.Distill.checkSeq(boot); err != nil {
+		return nil, fmt.Errorf("proxy generate: %w", err)
+	}
+	logGeneration(log, cfg, boot.Len())
 	points := cfg.Points
 	keep := cfg.Reservoir
 	if keep <= 0 {
-		keep = 2048
+		keep = plainReservoir
 	}
 
 	// 1. M_g: copy, fine-tune, observe, score heads.

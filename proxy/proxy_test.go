@@ -78,7 +78,7 @@ func getFixture(t *testing.T) *fixture {
 }
 
 func testConfig(phases ...Shape) Config {
-	return Config{Phases: phases, Tune: TrainConfig{Epochs: 2, BatchSize: 32, LR: 1e-3},
+	return Config{Phases: phases, Plain: true, Tune: TrainConfig{Epochs: 2, BatchSize: 32, LR: 1e-3},
 		InVivo: TrainConfig{Epochs: 4, BatchSize: 16, LR: 5e-4}, Points: 50_000,
 		MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet()}
 }

@@ -51,7 +51,7 @@ func TestPaddingInvariance(t *testing.T) {
 		a    Ablation
 	}{{"full", Ablation{}}, {"NoAttnSM", NoAttnSM}, {"NoAttnLN", NoAttnLN}, {"NoApprox", NoApprox}} {
 		t.Run(ab.name, func(t *testing.T) {
-			cfg := Config{Phases: []Shape{{Layers: 2, Heads: 1, MLPHidden: 4}}, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
+			cfg := Config{Phases: []Shape{{Layers: 2, Heads: 1, MLPHidden: 4}}, Plain: true, Ablation: ab.a, Tune: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3},
 				InVivo: TrainConfig{Epochs: 1, BatchSize: 16, LR: 1e-3}, Points: 3000, Seed: 1, Logger: quiet()}
 			res, err := Generate(context.Background(), target, boot, labels, cfg)
 			if err != nil {

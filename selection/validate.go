@@ -111,14 +111,16 @@ func (d *modelOwnerRun) check() error {
 }
 
 // generateConfig is the proxy generation of a run: m.Generate with the
-// schedule's phases and m's logger.
+// schedule's phases and m's logger, its defaults resolved for the target and
+// the bootstrap (proxy.Config.WithDefaults), so that the architectures
+// announced before generation (generatedArchs) are those it makes.
 func (m *ModelOwner) generateConfig(p Params) proxy.Config {
 	cfg := m.Generate
 	cfg.Phases = p.Shapes()
 	if cfg.Logger == nil {
 		cfg.Logger = m.Logger
 	}
-	return cfg
+	return cfg.WithDefaults(m.Target, p.Bootstrap)
 }
 
 // checkProxy checks a proxy's weights and that its shape is the schedule's

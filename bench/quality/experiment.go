@@ -61,19 +61,24 @@ type Config struct {
 	Bootstrap float64
 	// Schedule is Ours' schedule; OnePhase and ThreePhase the alternatives.
 	Schedule, OnePhase, ThreePhase []Shape
-	// Generate is the proxy generation of the paper (labels only); Distill
-	// and ExVivo, if set, are Ours' improvements (Ours (label tuning) keeps
-	// Generate).
+	// Generate is the paper's plain generation (proxy.Config.Plain: labels
+	// only, every module emulated, purely synthesised MLP data sets):
+	// "Ours (label tuning)", and the schedules of the Oracle's adaptation
+	// and the MPCFormer baseline. Its Seed is also the base of Ours'
+	// generation seeds.
 	Generate proxy.Config
-	Distill  *proxy.Distill
-	ExVivo   *ExVivo
-	// EntropyHidden is the width of Ours' entropy MLPs
-	// (proxy.Config.EntropyHidden; 0: each phase's d).
-	EntropyHidden int
-	// FinalExactSoftmax keeps the attention softmax exact in the last phase
-	// of each of Ours' schedules (proxy.Config.PhaseAblations; over MPC,
-	// protocol.Softmax); "Ours (all MLPs)" is the main schedule without it.
-	FinalExactSoftmax bool
+	// Tweak, if set, edits Ours' generation. Without it Ours is the
+	// library's default generation: a proxy.Config with only Phases, Seed
+	// and Public (the public split) set, so a change of default shows in
+	// Ours' rows. Tweak sees the default resolved for the seed's bootstrap
+	// (proxy.Config.WithDefaults, every setting spelled out) with Plain set,
+	// so that a zero it writes means zero: the tool's ablation flags.
+	Tweak func(*proxy.Config)
+	// NoPublic leaves the public split out of Ours' generation (no
+	// Config.Public): the library's fallback for a model owner without
+	// unlabelled inputs of its own, distillation on the bootstrap and
+	// mixes of it alone.
+	NoPublic bool
 	// Methods restricts the methods (nil: AllMethods).
 	Methods []string
 	// Jobs is the number of seeds evaluated at once.
@@ -82,28 +87,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// ExVivo is Ours' training of the ex vivo MLPs on M_g's observed module
-// inputs besides the Gaussian-synthesised points (see proxy.Config).
-type ExVivo struct {
-	// RealMix is proxy.Config.RealMix; CentreSoftmax proxy.Config.CentreSoftmax.
-	RealMix       float64
-	CentreSoftmax bool
-	// Reservoir and Points override proxy.Config's when positive.
-	Reservoir, Points int
-}
-
-// apply sets the fields of e in c.
-func (e *ExVivo) apply(c *proxy.Config) {
-	if e == nil {
-		return
-	}
-	c.RealMix, c.CentreSoftmax = e.RealMix, e.CentreSoftmax
-	if e.Reservoir > 0 {
-		c.Reservoir = e.Reservoir
-	}
-	if e.Points > 0 {
-		c.Points = e.Points
-	}
+// Phase1 is what the first phase of a multi-phase schedule keeps of the
+// Oracle's final selection: Kept of its Oracle points survive, out of
+// Oracle; Survivors is how many candidates the phase keeps of Candidates.
+type Phase1 struct {
+	Kept, Oracle, Survivors, Candidates int
 }
 
 // Run is one seed's outcome at one budget for one method.
@@ -139,6 +127,10 @@ type SeedResult struct {
 	Runs []map[string]Run
 	// Fidelity lists the proxies' fidelity.
 	Fidelity []Fidelity
+	// Phase1 holds, per budget index, what Ours' first phase (plaintext,
+	// the main schedule) does to the Oracle's final selection (absent when
+	// the schedule has one phase or Ours or the Oracle is not evaluated).
+	Phase1 map[int]Phase1
 	// Secure is set when Ours ran through the MPC pipeline.
 	Secure *SecureRun
 	// Seconds is the time spent on the seed.
@@ -235,16 +227,24 @@ func params(n, boot, final int, sched []Shape) (selection.Params, error) {
 	return p, nil
 }
 
-// finalAblations returns the per-phase ablations of a schedule of Ours:
-// nil (every module emulated), or, with FinalExactSoftmax, the attention
-// softmax exact in the last phase.
-func (c *Config) finalAblations(sched []Shape) []proxy.Ablation {
-	if !c.FinalExactSoftmax || len(sched) == 0 {
+// finalAblations returns the per-phase ablations of a schedule of Ours
+// whose generation is ours (resolved): nil (every module emulated), or, when
+// ours keeps the last phase's attention softmax exact, that on sched's last
+// phase.
+func finalAblations(ours proxy.Config, sched []Shape) []proxy.Ablation {
+	if !finalExact(ours) || len(sched) == 0 {
 		return nil
 	}
 	out := make([]proxy.Ablation, len(sched))
 	out[len(out)-1] = proxy.NoAttnSM
 	return out
+}
+
+// finalExact reports whether the resolved generation ours keeps the last
+// phase's attention softmax exact.
+func finalExact(ours proxy.Config) bool {
+	a := ours.PhaseAblations
+	return len(a) > 0 && a[len(a)-1].ExactAttnSoftmax
 }
 
 func phasesOf(sched []Shape) []proxy.Shape {
@@ -357,7 +357,8 @@ const balancedBeta = 0.5
 func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, error) {
 	start := time.Now()
 	e := newSeedEval(d, cfg, s)
-	gens := seedConfigs(cfg, e.seed)
+	nb, _ := cfg.sizes(e.n, cfg.Budgets[0])
+	gens := seedConfigs(cfg, d, e.seed, nb)
 	oursProxies, mpcSel, err := e.bootstrap(ctx, gens.ours)
 	if err != nil {
 		return nil, err
@@ -368,7 +369,7 @@ func evalSeed(ctx context.Context, d *Data, cfg *Config, s int) (*SeedResult, er
 	if err := e.oursVariant(ctx, gens.ours, oursProxies); err != nil {
 		return nil, err
 	}
-	backbone, err := e.phaseVariants(ctx, gens.ours)
+	backbone, err := e.phaseVariants(ctx, gens)
 	if err != nil {
 		return nil, err
 	}
@@ -441,28 +442,58 @@ func newSeedEval(d *Data, cfg *Config, s int) *seedEval {
 
 // seedGens are the proxy generation configurations of one seed's variants.
 type seedGens struct {
-	// ours is Ours: the seed's generation seed, distillation, the ex vivo
-	// MLP settings, and the final phase's ablations.
+	// ours is Ours: the library's default generation with the seed's
+	// generation seed and the public split (or Tweak's edit of it), as
+	// given to proxy.Generate and to the MPC pipeline's model owner.
 	ours proxy.Config
-	// paper is ours's generation without distillation and ex vivo settings
-	// (label tuning, as the paper).
+	// resolved is ours with every default spelled out for the main
+	// schedule (proxy.Config.WithDefaults).
+	resolved proxy.Config
+	// paper is the paper's plain generation (label tuning).
 	paper proxy.Config
 	// allMLP is ours without the final phase's ablations (every module an MLP).
 	allMLP proxy.Config
 }
 
+// oursConfig returns Ours' generation for the seed with generation seed
+// offset seed and a bootstrap of nb samples (see Config.Tweak), and its
+// resolution for the main schedule.
+func oursConfig(cfg *Config, d *Data, seed uint64, nb int) (ours, resolved proxy.Config) {
+	ours = proxy.Config{Seed: cfg.Generate.Seed + seed, Public: d.Public}
+	if cfg.NoPublic {
+		ours.Public = model.Input{}
+	}
+	resolve := func(c proxy.Config) proxy.Config {
+		c.Phases = phasesOf(cfg.Schedule)
+		c = c.WithDefaults(d.Target, nb)
+		c.Phases = nil
+		return c
+	}
+	if cfg.Tweak != nil {
+		ours = resolve(ours)
+		ours.Plain = true
+		cfg.Tweak(&ours)
+		if ours.Distill == nil {
+			ours.Public = model.Input{} // label tuning: nothing to distil on
+		}
+	}
+	return ours, resolve(ours)
+}
+
 // seedConfigs derives the seed's generation configurations from cfg.
-func seedConfigs(cfg *Config, seed uint64) seedGens {
-	oursGen := cfg.Generate
-	oursGen.Seed = cfg.Generate.Seed + seed
-	oursGen.Distill = cfg.Distill
-	paperGen := oursGen
+func seedConfigs(cfg *Config, d *Data, seed uint64, nb int) seedGens {
+	ours, resolved := oursConfig(cfg, d, seed, nb)
+	paperGen := cfg.Generate
+	paperGen.Plain = true
+	paperGen.Seed = ours.Seed
 	paperGen.Distill = nil
-	cfg.ExVivo.apply(&oursGen)
-	oursGen.EntropyHidden = cfg.EntropyHidden
-	allMLPGen := oursGen
-	oursGen.PhaseAblations = cfg.finalAblations(cfg.Schedule)
-	return seedGens{ours: oursGen, paper: paperGen, allMLP: allMLPGen}
+	allMLPGen := ours
+	if ours.Plain {
+		allMLPGen.PhaseAblations = nil
+	} else {
+		allMLPGen.AllMLP = true
+	}
+	return seedGens{ours: ours, resolved: resolved, paper: paperGen, allMLP: allMLPGen}
 }
 
 // bootstrap draws the seed's bootstrap and sets the candidates: through the
@@ -595,7 +626,7 @@ func (e *seedEval) oursVariant(ctx context.Context, oursGen proxy.Config, proxie
 // generation that holds both (the same M_g), and returns that generation's
 // backbone (for the MPCFormer baseline); nil when none of Ours (1 phase),
 // Ours (3 phases) and MPCFormer is evaluated.
-func (e *seedEval) phaseVariants(ctx context.Context, oursGen proxy.Config) (*model.Model, error) {
+func (e *seedEval) phaseVariants(ctx context.Context, gens seedGens) (*model.Model, error) {
 	cfg := e.cfg
 	if !cfg.has(Ours1) && !cfg.has(Ours3) && !cfg.has(MPCFormer) {
 		return nil, nil
@@ -604,7 +635,7 @@ func (e *seedEval) phaseVariants(ctx context.Context, oursGen proxy.Config) (*mo
 	var abl []proxy.Ablation
 	add := func(sched []Shape) {
 		phases = append(phases, phasesOf(sched)...)
-		abl = append(abl, cfg.finalAblations(sched)...)
+		abl = append(abl, finalAblations(gens.resolved, sched)...)
 	}
 	if cfg.has(Ours1) {
 		add(cfg.OnePhase)
@@ -615,8 +646,11 @@ func (e *seedEval) phaseVariants(ctx context.Context, oursGen proxy.Config) (*mo
 	if len(phases) == 0 {
 		add(cfg.OnePhase)
 	}
-	c := oursGen
+	c := gens.ours
 	c.PhaseAblations = abl
+	if abl == nil {
+		c.AllMLP = !c.Plain // explicitly every module emulated
+	}
 	r, err := e.generate(ctx, c, phases)
 	if err != nil {
 		return nil, err
@@ -643,8 +677,8 @@ func (e *seedEval) phaseVariants(ctx context.Context, oursGen proxy.Config) (*mo
 }
 
 // scheduleVariants adds the main schedule's other variants that are
-// evaluated, each from its own generation: all MLPs (with
-// FinalExactSoftmax), label tuning (with distillation configured), and
+// evaluated, each from its own generation: all MLPs (when Ours keeps the
+// last phase's softmax exact), label tuning (when Ours distils), and
 // NoApprox.
 func (e *seedEval) scheduleVariants(ctx context.Context, gens seedGens) error {
 	cfg := e.cfg
@@ -657,12 +691,12 @@ func (e *seedEval) scheduleVariants(ctx context.Context, gens seedGens) error {
 		}
 		return e.addVariant(method, cfg.Schedule, fidName, r.Proxies)
 	}
-	if cfg.has(OursMLP) && cfg.FinalExactSoftmax {
+	if cfg.has(OursMLP) && finalExact(gens.resolved) {
 		if err := one(OursMLP, "ours, all MLPs", gens.allMLP); err != nil {
 			return err
 		}
 	}
-	if cfg.has(OursPaper) && cfg.Distill != nil {
+	if cfg.has(OursPaper) && gens.resolved.Distill != nil {
 		if err := one(OursPaper, "label tuning (paper)", gens.paper); err != nil {
 			return err
 		}
@@ -735,8 +769,35 @@ func (e *seedEval) selectAt(bi int, b float64, scores map[string][]float64) (map
 		if runs[v.method], err = cascade(p, v.ent, cands); err != nil {
 			return nil, err
 		}
+		if v.method == Ours && len(p.Schedule) > 1 && runs[Oracle] != nil {
+			ph, err := phase1(p, v.ent[0], cands, runs[Oracle])
+			if err != nil {
+				return nil, err
+			}
+			if e.sr.Phase1 == nil {
+				e.sr.Phase1 = map[int]Phase1{}
+			}
+			e.sr.Phase1[bi] = ph
+		}
 	}
 	return runs, nil
+}
+
+// phase1 returns what the first phase of p, ranking cands by ent (indexed
+// by pool index), keeps of the Oracle's selection oracle.
+func phase1(p selection.Params, ent []float64, cands, oracle []int) (Phase1, error) {
+	keep := int(float64(p.PoolSize-p.Bootstrap)*p.Schedule[0].Keep + 0.5)
+	surv, err := TopK(Pick(ent, cands), cands, keep)
+	if err != nil {
+		return Phase1{}, err
+	}
+	ph := Phase1{Oracle: len(oracle), Survivors: len(surv), Candidates: len(cands)}
+	for _, i := range oracle {
+		if slices.Contains(surv, i) {
+			ph.Kept++
+		}
+	}
+	return ph, nil
 }
 
 // fineTune fine-tunes on the bootstrap plus each selection of runs (in the

@@ -5,12 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/selection"
 )
 
 // TestSmokeOrdering runs the evaluation end to end at a reduced size (committed
@@ -36,7 +39,6 @@ func TestSmokeOrdering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Distill.Extra = d.Public
 	res, err := Evaluate(context.Background(), d, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -89,29 +91,34 @@ func TestSmokeOrdering(t *testing.T) {
 	}
 	md := res.Markdown("go test")
 	for _, want := range []string{"## Mnist", "### Budget 20%", "| Ours (MPC) | 1 |", "| Ours (all MLPs) | 2 |", "### MPC vs plaintext", "### Proxy fidelity",
-		"| ours | 2 | ⟨2, 4, 16⟩, exact attention softmax |", "| ours, all MLPs | 2 | ⟨2, 4, 16⟩ |", "### Acceptance at 20%"} {
+		"| ours | 2 | ⟨2, 4, 16⟩, exact attention softmax |", "| ours, all MLPs | 2 | ⟨2, 4, 16⟩ |", "### Acceptance at 20%",
+		"the library's default with the tool's changes", "Ours' first phase at 20% keeps "} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
 }
 
+// TestFinalAblations: the 1- and 3-phase schedules of Ours keep their last
+// phase's softmax exact exactly when Ours' resolved generation does (the
+// library's default does).
 func TestFinalAblations(t *testing.T) {
 	sched := []Shape{{Times: 2}, {Times: 1}, {}}
+	exact := proxy.Config{PhaseAblations: []proxy.Ablation{{}, proxy.NoAttnSM}}
 	for _, c := range []struct {
 		name  string
-		exact bool
+		ours  proxy.Config
 		sched []Shape
 		want  []proxy.Ablation
 	}{
-		{"off", false, sched, nil},
-		{"no phases", true, nil, nil},
-		{"last phase exact", true, sched, []proxy.Ablation{{}, {}, proxy.NoAttnSM}},
-		{"one phase", true, sched[:1], []proxy.Ablation{proxy.NoAttnSM}},
+		{"off", proxy.Config{}, sched, nil},
+		{"no phases", exact, nil, nil},
+		{"last phase exact", exact, sched, []proxy.Ablation{{}, {}, proxy.NoAttnSM}},
+		{"one phase", exact, sched[:1], []proxy.Ablation{proxy.NoAttnSM}},
+		{"the library's default", proxy.Config{Phases: []proxy.Shape{{Layers: 1}, {Layers: 2}}}.WithDefaults(nil, 100), sched, []proxy.Ablation{{}, {}, proxy.NoAttnSM}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := Config{FinalExactSoftmax: c.exact}
-			if got := cfg.finalAblations(c.sched); !slices.Equal(got, c.want) {
+			if got := finalAblations(c.ours, c.sched); !slices.Equal(got, c.want) {
 				t.Errorf("got %v, want %v", got, c.want)
 			}
 		})
@@ -198,5 +205,64 @@ func TestSplice(t *testing.T) {
 				t.Errorf("got\n%q\nwant\n%q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestOursIsTheLibraryDefault: without flags, Ours' generation is exactly
+// the library's zero-value proxy.Config with the seed and the public split
+// (so a change of default shows in Ours' rows), its resolution the measured
+// best (distillation on the public split, the last phase's softmax exact);
+// "Ours (label tuning)" is the paper's plain generation, "Ours (all MLPs)"
+// the default without the exact softmax; a Tweak sees every default spelled
+// out and may turn one off.
+func TestOursIsTheLibraryDefault(t *testing.T) {
+	cfg, err := Defaults(MNIST, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := model.Input{Pixels: make([][]float64, 500)}
+	d := &Data{Public: pub}
+	g := seedConfigs(&cfg, d, 3, 157)
+	if want := (proxy.Config{Seed: cfg.Generate.Seed + 3, Public: pub}); !reflect.DeepEqual(g.ours, want) {
+		t.Errorf("Ours' generation %+v, want the library default %+v", g.ours, want)
+	}
+	r := g.resolved
+	if r.Distill == nil || r.Distill.Extra.Len() != 500 || r.Distill.Mixup != proxy.DefaultMixup || !finalExact(r) || r.EntropyHidden != proxy.DefaultEntropyHidden || r.Points != proxy.DefaultObservedPoints {
+		t.Errorf("resolved default %+v", r)
+	}
+	if !g.paper.Plain || g.paper.Distill != nil || g.paper.Seed != g.ours.Seed {
+		t.Errorf("label tuning's generation %+v, want the plain one", g.paper)
+	}
+	if !g.allMLP.AllMLP || g.allMLP.Plain {
+		t.Errorf("all-MLP generation %+v", g.allMLP)
+	}
+	cfg.NoPublic = true
+	g = seedConfigs(&cfg, d, 3, 157)
+	if want := (proxy.Config{Seed: cfg.Generate.Seed + 3}); !reflect.DeepEqual(g.ours, want) || g.resolved.Distill.Extra.Len() != 0 || g.resolved.Distill.Mixup != 20*157 {
+		t.Errorf("without the public split: %+v, resolved %+v", g.ours, g.resolved.Distill)
+	}
+	cfg.NoPublic = false
+	cfg.Tweak = func(c *proxy.Config) { c.Distill = nil }
+	g = seedConfigs(&cfg, d, 3, 157)
+	if !g.ours.Plain || g.ours.Distill != nil || g.ours.Public.Len() != 0 || g.ours.EntropyHidden != proxy.DefaultEntropyHidden || !finalExact(g.resolved) {
+		t.Errorf("tweaked generation %+v", g.ours)
+	}
+	if g.allMLP.PhaseAblations != nil {
+		t.Errorf("tweaked all-MLP generation keeps ablations %v", g.allMLP.PhaseAblations)
+	}
+}
+
+// TestPhase1: what a first phase keeps of the Oracle's selection.
+func TestPhase1(t *testing.T) {
+	p := selection.Params{PoolSize: 10, Bootstrap: 2, Schedule: []selection.Phase{{Keep: 0.5}, {}}}
+	ent := []float64{9, 9, 0.1, 0.9, 0.8, 0.2, 0.7, 0.3, 0.6, 0.4} // pool indices 0, 1: the bootstrap
+	cands := []int{2, 3, 4, 5, 6, 7, 8, 9}
+	got, err := phase1(p, ent, cands, []int{3, 5, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The phase keeps 4 of 8: 3, 4, 6, 8; of the Oracle's 3, 5, 8 it keeps 3 and 8.
+	if want := (Phase1{Kept: 2, Oracle: 3, Survivors: 4, Candidates: 8}); got != want {
+		t.Errorf("phase1 = %+v, want %+v", got, want)
 	}
 }

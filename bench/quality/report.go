@@ -193,41 +193,50 @@ func (r *Result) Markdown(command string) string {
 		replay, s.FineTune.Epochs, s.FineTune.BatchSize, s.FineTune.LR, s.FineTune.WeightDecay, 100*s.FineTune.WarmupFrac)
 	fmt.Fprintf(&b, "- Oracle = the target's own entropy in the clear, after adapting it to the bootstrap the way proxy generation adapts M_g (%d epochs, lr %g, embeddings frozen): what selecting with the target over MPC would give. Oracle (checkpoint) = the unadapted checkpoint's entropy.\n",
 		c.Generate.Tune.Epochs, c.Generate.Tune.LR)
-	fmt.Fprintf(&b, "- Ours: schedule %s; 1 phase %s; 3 phases %s (numbers after × are how many candidates a phase keeps, in multiples of the final selection). Proxy generation: M_g tuned %d epochs (lr %g), MLPs ex vivo on %d synthesised points, in vivo %d epochs (lr %g).",
-		schedString(c.Schedule), schedString(c.OnePhase), schedString(c.ThreePhase), c.Generate.Tune.Epochs, c.Generate.Tune.LR, c.Generate.Points, c.Generate.InVivo.Epochs, c.Generate.InVivo.LR)
-	if c.Distill != nil {
-		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on the bootstrap plus the %d public examples, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v; \"Ours (label tuning)\" is the paper's in-vivo tuning on the bootstrap labels only.",
-			c.Distill.Weight, max(1, c.Distill.Temperature), c.Distill.Extra.Len(), c.Distill.BalanceClasses, c.Distill.TeacherEntropy)
-		if c.Distill.Mixup > 0 {
-			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", c.Distill.Mixup)
+	ours, g := oursConfig(&c, d, 1, nb)
+	fmt.Fprintf(&b, "- Ours: schedule %s; 1 phase %s; 3 phases %s (numbers after × are how many candidates a phase keeps, in multiples of the final selection).",
+		schedString(c.Schedule), schedString(c.OnePhase), schedString(c.ThreePhase))
+	if ours.Plain {
+		b.WriteString(" Proxy generation: the library's default with the tool's changes (flags), as follows.")
+	} else {
+		b.WriteString(" Proxy generation: **the library's default** (`proxy.Config{Seed, Public}`, the public split as Public), as follows.")
+	}
+	fmt.Fprintf(&b, " M_g tuned %d epochs (lr %g), MLPs ex vivo on %d points, in vivo %d epochs (lr %g).",
+		g.Tune.Epochs, g.Tune.LR, g.Points, g.InVivo.Epochs, g.InVivo.LR)
+	if dd := g.Distill; dd != nil {
+		on := fmt.Sprintf("the bootstrap plus the %d public examples", dd.Extra.Len())
+		if dd.Extra.Len() == 0 {
+			on = "the bootstrap alone (no public inputs: the library's fallback)"
 		}
-		if c.Distill.Calibrate > 0 {
-			lr := c.Distill.CalibrateLR
+		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on %s, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v.",
+			dd.Weight, max(1, dd.Temperature), on, dd.BalanceClasses, dd.TeacherEntropy)
+		if dd.Mixup > 0 {
+			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", dd.Mixup)
+		}
+		if dd.Calibrate > 0 {
+			lr := dd.CalibrateLR
 			if lr == 0 {
-				lr = c.Generate.InVivo.LR
+				lr = g.InVivo.LR
 			}
-			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits", c.Distill.Calibrate, lr)
-			if c.Distill.SqrtEntropy {
+			fmt.Fprintf(&b, " The entropy MLP is then calibrated %d epochs (lr %g) on the tuned proxy's logits", dd.Calibrate, lr)
+			if dd.SqrtEntropy {
 				b.WriteString(", to √H (a monotone score: selections compare entropies)")
 			}
 			b.WriteString(".")
 		}
+	} else {
+		b.WriteString(" In vivo, Ours tunes on the bootstrap labels only.")
 	}
-	if c.EntropyHidden > 0 {
-		fmt.Fprintf(&b, " Ours' entropy MLPs have %d hidden units (the other MLPs each phase's d).", c.EntropyHidden)
+	fmt.Fprintf(&b, " \"Ours (label tuning)\" is the paper's plain generation (`proxy.Config{Plain: true}`: in-vivo tuning on the bootstrap labels, every module an MLP trained on %d synthesised points, entropy MLPs of each phase's d).", c.Generate.Points)
+	if g.EntropyHidden > 0 {
+		fmt.Fprintf(&b, " Ours' entropy MLPs have %d hidden units (the other MLPs each phase's d).", g.EntropyHidden)
 	}
-	if c.FinalExactSoftmax {
+	if finalExact(g) {
 		fmt.Fprintf(&b, " Ours' last phase keeps the attention softmax exact (protocol.Softmax over MPC: the row maximum, exp, one reciprocal per row), its other modules emulated; \"Ours (all MLPs)\" is the same schedule and generation with every module emulated, evaluated in plaintext.")
 	}
-	if e := c.ExVivo; e != nil {
-		g := c.Generate
-		e.apply(&g)
-		res := g.Reservoir
-		if res <= 0 {
-			res = 2048
-		}
+	if g.RealMix > 0 || g.CentreSoftmax {
 		fmt.Fprintf(&b, " Ex vivo, Ours' attention softmax and LayerNorm MLPs train on %d points, %.0f%% of them resampled from M_g's observed inputs (reservoir of %d rows per module), the rest synthesised; softmax MLPs on row-centred scores %v (the centring folded into W1).",
-			g.Points, 100*e.RealMix, res, e.CentreSoftmax)
+			g.Points, 100*g.RealMix, g.Reservoir, g.CentreSoftmax)
 	}
 	fmt.Fprintf(&b, "\n- Ours (MPC) runs the selection package's secure pipeline (both parties over loopback TLS, in-process dealer, bootstrap from the joint coin, proxies generated inside the run, secure forward, QuickSelect) at the first budget; Ours (plaintext) evaluates the same proxies in float64.\n")
 	fmt.Fprintf(&b, "- Margin (target) and Balanced entropy (target) are other criteria computed on the adapted target in the clear: 1 − (p₁ − p₂), and H(p) + %g·Σ_c p_c·(−log π_c) with π the bootstrap's class frequencies.\n\n", balancedBeta)
@@ -276,8 +285,35 @@ func (r *Result) Markdown(command string) string {
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", f.Variant, f.Phase+1, f.Shape, spread(f.Oracle), spread(f.Ckpt), spread(f.Logits))
 	}
 	b.WriteString("\n")
+	b.WriteString(r.phase1Lines())
 	b.WriteString(r.acceptance())
 	return b.String()
+}
+
+// phase1Lines says, per budget, how much of the Oracle's final selection
+// Ours' first phase keeps (mean [min, max] over the seeds), against the
+// share of the candidates it keeps (what a random first phase would keep).
+func (r *Result) phase1Lines() string {
+	var b strings.Builder
+	for bi, bud := range r.Config.Budgets {
+		var kept, share []float64
+		for _, s := range r.Seeds {
+			if ph, ok := s.Phase1[bi]; ok && ph.Oracle > 0 && ph.Candidates > 0 {
+				kept = append(kept, float64(ph.Kept)/float64(ph.Oracle))
+				share = append(share, float64(ph.Survivors)/float64(ph.Candidates))
+			}
+		}
+		if len(kept) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "Ours' first phase at %.0f%% keeps %s of the Oracle's final selection (a random first phase: %.0f%%, the share of the candidates it keeps); it discards the rest before the last phase sees them.\n\n",
+			100*bud, spreadPct(kept), 100*meanOf(share))
+	}
+	return b.String()
+}
+
+func spreadPct(v []float64) string {
+	return fmt.Sprintf("%.0f%% [%.0f%%, %.0f%%]", 100*meanOf(v), 100*slices.Min(v), 100*slices.Max(v))
 }
 
 func meanOf(v []float64) float64 { m, _ := MeanStd(v); return m }

@@ -21,7 +21,12 @@
 // their labels; -label-dir writes the points into a directory and waits
 // for a labels file there; -labels (for demos) reads a file with one class
 // per pool candidate. -label-timeout bounds the first two (see
-// examples/README.md, "Labelling the bootstrap"). Fingerprints are 64 hex
+// examples/README.md, "Labelling the bootstrap"). Proxy generation uses the
+// library's defaults (the measured-best generation of bench/QUALITY.md):
+// -public FILE gives it inputs the model owner holds in the clear, in a pool
+// format (images, or texts tokenized to -public-seq tokens, the data
+// owner's -seq), distilled on besides the bootstrap; without it, it distils
+// on the bootstrap alone and the log says so. Fingerprints are 64 hex
 // digits or a certificate file. With -state, a killed or disconnected run
 // restarted with the same flags resumes where it stopped. On a terminal, a
 // spinner shows each step before the first phase and a progress bar each
@@ -61,8 +66,10 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	var pf party.ParamFlags
 	pf.Register(fs, true)
 	threshold := fs.Float64("threshold", 0, "private threshold of -appraisal threshold (nats)")
-	points := fs.Int("mlp-points", 0, "size of each MLP's synthetic training set in proxy generation (0: 500 per bootstrap sample, at least 20000)")
+	points := fs.Int("mlp-points", 0, "size of each MLP's training set in proxy generation (0: the library's default, 500 per bootstrap sample and at least 300000)")
 	seed := fs.Uint64("gen-seed", 1, "seed of proxy generation")
+	public := fs.String("public", "", "a file of inputs this model owner holds in the clear (its pretraining or other unlabelled data; no labels needed), in a pool format (mkpool builds one: images for a ViT, texts for a BERT or DistilBERT): proxy generation distils the target on them besides the bootstrap, which makes better proxies (without: the bootstrap alone); at most 100000")
+	publicSeq := fs.Int("public-seq", 0, "with text -public: tokens per text (0: the checkpoint's max_position_embeddings); must be the data owner's -seq")
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
 	if err := peer.Parse(fs, args); err != nil {
@@ -79,6 +86,11 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err := peer.Require("model", *modelDir); err != nil {
 			return err
 		}
+	} else if *public != "" || *publicSeq != 0 {
+		return peer.Usage("-public and -public-seq are not used with -proxies (pre-generated proxies need no generation)")
+	}
+	if *public == "" && *publicSeq != 0 {
+		return peer.Usage("-public-seq applies to -public texts")
 	}
 	if err := lf.Check(fs, *proxiesDir != ""); err != nil {
 		return err
@@ -128,7 +140,16 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err := party.CheckSchedule(params.Schedule, target.Config, "the target model in "+*modelDir); err != nil {
 			return err
 		}
-		gen := party.GenerateConfig(*points, *seed)
+		var pub model.Input
+		if *public != "" {
+			if pub, err = party.PublicInput(*public, *modelDir, target, lf.Vocab, *publicSeq); err != nil {
+				return err
+			}
+			log.Info("proxy generation: distilling on the bootstrap and the -public inputs", "public", pub.Len(), "file", *public)
+		} else {
+			log.Info("proxy generation: no -public file: distilling on the bootstrap alone (a file of the model owner's own unlabelled inputs makes better proxies)")
+		}
+		gen := party.GenerateConfig(*points, *seed, pub)
 		gen.Logger = log
 		gen.Progress = prog.GenerationProgress()
 		if err := party.CheckGenerate(gen, params, target); err != nil {

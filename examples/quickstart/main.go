@@ -10,7 +10,10 @@
 // embeddings and the model owner's target), and the data owner's pool is a
 // long-tailed (class 0 common, class 9 rare) set of other digits. The model
 // owner labels a bootstrap sample drawn by joint coin toss, generates the
-// proxies of the schedule, and the parties run the phases: secure proxy
+// proxies of the schedule (the library's default generation, distilled on
+// -public of the checkpoint's public digits, with a lighter setting than the
+// library's: -mlp-points 50000 and -mixes 1000; -mlp-points 0 -mixes -1 is
+// the library's own), and the parties run the phases: secure proxy
 // forward on every surviving candidate, then QuickSelect on the shared
 // entropies. It prints the pool size, budget, phases, selected count, rounds,
 // bytes and time per phase and — since the demo knows the labels — the class
@@ -43,6 +46,7 @@ import (
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -62,6 +66,8 @@ type options struct {
 	params   selection.Params
 	link     transport.Options
 	points   int
+	public   int
+	mixes    int
 	log      *slog.Logger
 	progress *party.Progress
 }
@@ -77,7 +83,9 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	fs.Uint64Var(&o.demo.Seed, "seed", 1, "seed of the data splits and the pretraining")
 	fs.IntVar(&o.demo.Epochs, "epochs", 12, "epochs of pretraining of the public checkpoint")
 	fs.Float64Var(&o.demo.RareFrac, "rare", 0.1, "fraction of the rarest class kept in the long-tailed pool (1: balanced)")
-	fs.IntVar(&o.points, "mlp-points", 50_000, "size of each MLP's synthetic training set in proxy generation")
+	fs.IntVar(&o.points, "mlp-points", 50_000, "size of each MLP's training set in proxy generation (the lighter setting of the quickstart; 0: the library's default, 300000 and more)")
+	fs.IntVar(&o.public, "public", 300, "public digits (from the checkpoint's pretraining split) the model owner distils its proxies on besides the bootstrap (0: the bootstrap alone)")
+	fs.IntVar(&o.mixes, "mixes", 1000, "mixes of two inputs in the distillation set (the lighter setting of the quickstart; -1: the library's default, up to 8000)")
 	link := fs.String("link", "", "emulate a link between the parties: lan, paper-wan or none")
 	export := fs.String("export", "", "write the demo's files and identities to this directory and print the peer-binary commands, instead of running")
 	text := fs.Bool("text", false, "with -export: the text demo (tiny BERT, pool of SpamAssassin mails) instead of MNIST")
@@ -100,6 +108,12 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	o.link.Log = o.log
 	if o.demo.Pool < 2 || o.demo.Pool > 3000 {
 		return peer.Usage("-pool %d outside [2, 3000]", o.demo.Pool)
+	}
+	if o.public < 0 || o.public > 1500 {
+		return peer.Usage("-public %d outside [0, 1500] (the public split's digits)", o.public)
+	}
+	if o.mixes < -1 {
+		return peer.Usage("-mixes %d: want -1 (the library's default) or a count", o.mixes)
 	}
 	if *text && *export == "" {
 		return peer.Usage("-text needs -export (the quickstart itself runs the MNIST demo)")
@@ -240,7 +254,7 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 	}
 	defer ln.Close()
 
-	gen := party.GenerateConfig(o.points, o.demo.Seed)
+	gen := generateConfig(d, o)
 	gen.Logger = o.log
 	gen.Progress = o.progress.GenerationProgress()
 	log := party.DropEngineProgress(o.log)
@@ -385,4 +399,25 @@ func nonZero(c []int) int {
 		}
 	}
 	return n
+}
+
+// generateConfig is the quickstart's proxy generation: the library's
+// defaults (the measured-best generation), distilling on the first -public
+// digits of the checkpoint's public split, with the quickstart's lighter
+// setting (-mlp-points, -mixes) so that the whole demo takes about 30 s on 2
+// cores.
+func generateConfig(d *demo.Demo, o options) proxy.Config {
+	var pub model.Input
+	if o.public > 0 {
+		pub = model.NormalizeImages(d.Public.Images[:min(o.public, d.Public.Len())], 1)
+	}
+	gen := party.GenerateConfig(o.points, o.demo.Seed, pub)
+	if o.mixes >= 0 {
+		gen.Distill = proxy.DefaultDistill(o.params.Bootstrap+pub.Len(), "")
+		gen.Distill.Mixup = o.mixes
+		if o.params.Bootstrap+pub.Len() < 2 {
+			gen.Distill.Mixup = 0
+		}
+	}
+	return gen
 }

@@ -29,12 +29,17 @@ func TestQuickstartSmall(t *testing.T) {
 	defer slog.SetDefault(prev)
 	var out, errb bytes.Buffer
 	code := run(ctx, []string{"-pool", "120", "-budget", "40", "-bootstrap", "20", "-schedule", "1:2:4@0.5,2:2:8",
-		"-epochs", "2", "-mlp-points", "4000", "-log", "info"}, &out, &errb)
+		"-epochs", "2", "-mlp-points", "4000", "-public", "40", "-mixes", "200", "-log", "info"}, &out, &errb)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errb)
 	}
 	t.Logf("\n%s", &out)
 	checkOneLogAndEarlyProgress(t, errb.String(), foreign.String())
+	// The library's default generation, distilled on -public digits with
+	// the quickstart's lighter setting.
+	if want := "distilling the adapted target on the bootstrap, the model owner's public inputs and mixes of them\" bootstrap=20 public=40 mixes=200"; !strings.Contains(errb.String(), want) {
+		t.Errorf("log lacks %q", want)
+	}
 	for _, want := range []string{"pool: 120 unlabeled digits", "budget: 40 points = bootstrap 20", "phases: proxy <l=1, w=2, d=4> keep 50%",
 		"selected 20 of 100 candidates", "\n1        100->50 ", "\n2         50->20 ", "  selected  0:", "  random    0:", "appraisal: mean"} {
 		if !strings.Contains(out.String(), want) {
@@ -80,6 +85,9 @@ func TestQuickstartFlags(t *testing.T) {
 		{[]string{"-link", "moon"}, peer.ExitUsage, "-link"},
 		{[]string{"extra"}, peer.ExitUsage, "unexpected argument"},
 		{[]string{"-text"}, peer.ExitUsage, "-text needs -export"},
+		{[]string{"-public", "1501"}, peer.ExitUsage, "-public 1501 outside [0, 1500]"},
+		{[]string{"-public", "-1"}, peer.ExitUsage, "-public -1 outside"},
+		{[]string{"-mixes", "-2"}, peer.ExitUsage, "-mixes -2"},
 		{[]string{"-text", "-export", "x", "-pool", "1300"}, peer.ExitUsage, "at most 1200 mails"},
 		{[]string{"-h"}, peer.ExitOK, "-export"},
 	} {

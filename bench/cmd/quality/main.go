@@ -34,6 +34,7 @@ import (
 
 	"github.com/selectformer/selectformer/bench/quality"
 	"github.com/selectformer/selectformer/internal/atomicfile"
+	"github.com/selectformer/selectformer/proxy"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "bench/QUALITY.md", "report to update (the data set's section); - prints it")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "seeds evaluated at once")
 	methods := fs.String("methods", "", "comma-separated methods (default all): "+strings.Join(quality.AllMethods, ", "))
-	distill := fs.Bool("distill", true, "Ours distils the adapted target into the proxies (false: the paper's label tuning)")
+	distill := fs.Bool("distill", true, "Ours distils the adapted target into the proxies (false: the paper's label tuning, the other defaults kept)")
 	calibrate := fs.Int("calibrate", -1, "epochs of the entropy MLP's calibration on the tuned proxy's logits (-1: default)")
 	teacherEnt := fs.Bool("teacher-entropy", false, "with --distill, the entropy MLP learns the teacher's entropy (false: the proxy's own)")
 	observed := fs.Bool("observed", true, "Ours trains its softmax and LayerNorm MLPs on M_g's observed inputs too, softmax MLPs on centred rows (false: Gaussian-synthesised points only)")
@@ -67,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	entHidden := fs.Int("entropy-hidden", -1, "hidden width of Ours' entropy MLPs (0: each phase's d; -1: default)")
 	sqrtEnt := fs.Bool("sqrt-entropy", true, "with --distill, the entropy MLP is calibrated to √H (false: to H)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
+	publicDistill := fs.Bool("public-distill", true, "Ours distils on the public split too (false: the library's fallback for a model owner without inputs of its own, the bootstrap and mixes of it alone)")
+	schedule := fs.String("schedule", "", "Ours' main schedule, phases l:w:d×times (times: how many candidates the phase keeps, in multiples of the final selection; the last phase none), comma-separated, e.g. 2:4:8x2.5,2:4:16 (default: the data set's)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	var ov overrides
@@ -104,6 +107,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Budgets, err = parseBudgets(*budgets); err != nil {
 		return err
 	}
+	if *schedule != "" {
+		if cfg.Schedule, err = parseSchedule(*schedule); err != nil {
+			return err
+		}
+	}
 	if *methods != "" {
 		cfg.Methods = nil
 		for _, m := range strings.Split(*methods, ",") {
@@ -114,36 +122,55 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
+	cfg.NoPublic = !*publicDistill
+	// Ours is the library's default generation; each flag that departs
+	// from it edits the resolved default (quality.Config.Tweak).
+	var tweaks []func(*proxy.Config)
+	if cfg.Tweak != nil {
+		tweaks = append(tweaks, cfg.Tweak)
+	}
 	if !*observed {
-		cfg.ExVivo = nil
+		tweaks = append(tweaks, func(g *proxy.Config) { g.RealMix, g.CentreSoftmax = 0, false })
 	}
 	switch *finalSoftmax {
 	case "exact":
-		cfg.FinalExactSoftmax = true
 	case "mlp":
-		cfg.FinalExactSoftmax = false
+		tweaks = append(tweaks, func(g *proxy.Config) { g.PhaseAblations = nil })
 	default:
 		return fmt.Errorf("flag -final-softmax: %q (want exact or mlp)", *finalSoftmax)
 	}
 	if *entHidden >= 0 {
-		cfg.EntropyHidden = *entHidden
+		tweaks = append(tweaks, func(g *proxy.Config) { g.EntropyHidden = *entHidden })
+	}
+	if !*distill {
+		tweaks = append(tweaks, func(g *proxy.Config) { g.Distill = nil })
+	} else if *teacherEnt || *calibrate >= 0 || *mixup >= 0 || !*sqrtEnt {
+		tweaks = append(tweaks, func(g *proxy.Config) {
+			if g.Distill == nil {
+				return
+			}
+			d := *g.Distill
+			d.TeacherEntropy = *teacherEnt
+			if *calibrate >= 0 {
+				d.Calibrate = *calibrate
+			}
+			if *mixup >= 0 {
+				d.Mixup = *mixup
+			}
+			d.SqrtEntropy = d.SqrtEntropy && *sqrtEnt && d.Calibrate > 0
+			g.Distill = &d
+		})
+	}
+	if len(tweaks) > 0 {
+		cfg.Tweak = func(g *proxy.Config) {
+			for _, t := range tweaks {
+				t(g)
+			}
+		}
 	}
 	d, err := quality.Prepare(cfg.Setting, log)
 	if err != nil {
 		return err
-	}
-	if !*distill {
-		cfg.Distill = nil
-	} else if cfg.Distill != nil {
-		cfg.Distill.Extra = d.Public
-		cfg.Distill.TeacherEntropy = *teacherEnt
-		if *calibrate >= 0 {
-			cfg.Distill.Calibrate = *calibrate
-		}
-		if *mixup >= 0 {
-			cfg.Distill.Mixup = *mixup
-		}
-		cfg.Distill.SqrtEntropy = *sqrtEnt && cfg.Distill.Calibrate > 0
 	}
 	fmt.Fprintf(stderr, "quality: %s: pool %d, test %d, public %d, checkpoint accuracy %.4f; %d seeds\n", *ds, d.Pool.Len(), d.Test.Len(), d.Public.Len(), d.TargetAcc, cfg.Seeds)
 	res, err := quality.Evaluate(ctx, d, cfg)
@@ -202,6 +229,34 @@ func parseBudgets(s string) ([]float64, error) {
 			return nil, fmt.Errorf("flag -budgets: %q is not a percentage in (0, 100)", f)
 		}
 		out = append(out, v/100)
+	}
+	return out, nil
+}
+
+// parseSchedule reads --schedule: phases l:w:d×times (or xtimes), the last
+// without a multiple.
+func parseSchedule(s string) ([]quality.Shape, error) {
+	parts := strings.Split(s, ",")
+	out := make([]quality.Shape, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(strings.ReplaceAll(p, "×", "x"))
+		shape, times, hasTimes := strings.Cut(p, "x")
+		var l, w, d int
+		if n, err := fmt.Sscanf(shape, "%d:%d:%d", &l, &w, &d); err != nil || n != 3 || l < 1 || w < 1 || d < 1 || fmt.Sprintf("%d:%d:%d", l, w, d) != shape {
+			return nil, fmt.Errorf("flag -schedule: phase %d %q is not l:w:d with positive numbers", i+1, p)
+		}
+		out[i].Proxy = proxy.Shape{Layers: l, Heads: w, MLPHidden: d}
+		last := i == len(parts)-1
+		if hasTimes == last {
+			return nil, fmt.Errorf("flag -schedule: phase %d %q: every phase but the last needs ×times, the last none", i+1, p)
+		}
+		if !last {
+			v, err := strconv.ParseFloat(times, 64)
+			if err != nil || !(v >= 1) || v > 1e6 {
+				return nil, fmt.Errorf("flag -schedule: phase %d keeps %q times the final selection (want a number ≥ 1)", i+1, times)
+			}
+			out[i].Times = v
+		}
 	}
 	return out, nil
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/selectformer/selectformer/bench/quality"
+	"github.com/selectformer/selectformer/proxy"
 )
 
 func TestParseBudgets(t *testing.T) {
@@ -27,6 +30,29 @@ func TestParseBudgets(t *testing.T) {
 	}
 }
 
+func TestParseSchedule(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []quality.Shape
+		ok   bool
+	}{
+		{"2:4:16", []quality.Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}, true},
+		{"2:4:8x2.5, 2:4:16", []quality.Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}, true},
+		{"1:4:8×4,2:4:16", []quality.Shape{{Proxy: proxy.Shape{Layers: 1, Heads: 4, MLPHidden: 8}, Times: 4}, {Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}, true},
+		{"2:4:16x2", nil, false},
+		{"1:4:8,2:4:16", nil, false},
+		{"1:4:8x0.5,2:4:16", nil, false},
+		{"1:4x2,2:4:16", nil, false},
+		{"0:4:8x2,2:4:16", nil, false},
+		{"1:4:8junkx2,2:4:16", nil, false},
+	} {
+		got, err := parseSchedule(c.in)
+		if (err == nil) != c.ok || (c.ok && !slices.Equal(got, c.want)) {
+			t.Errorf("parseSchedule(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
+
 // TestRunRejects checks that bad flags fail before any data is loaded.
 func TestRunRejects(t *testing.T) {
 	for _, c := range []struct {
@@ -38,6 +64,7 @@ func TestRunRejects(t *testing.T) {
 		{"unknown method", []string{"--methods", "Random,Best"}, `unknown method "Best"`},
 		{"bad budget", []string{"--budgets", "120"}, "not a percentage"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
+		{"bad schedule", []string{"--schedule", "2:4:16x2"}, "flag -schedule"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errs bytes.Buffer

@@ -104,13 +104,13 @@ func (f *LabelFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.Cmd, "label-cmd", "", "label the bootstrap when it arrives by running this command (with /bin/sh -c) on the exported points: it reads $SELECTFORMER_POINTS (the points in the pool's format), $SELECTFORMER_INDICES (their pool indices), and writes $SELECTFORMER_LABELS, one class per line in the points' order, classes 0..$SELECTFORMER_CLASSES-1 or names from $SELECTFORMER_CLASS_NAMES (examples/README.md, \"Labelling the bootstrap\")")
 	fs.StringVar(&f.Dir, "label-dir", "", "label the bootstrap when it arrives through this directory (made 0700 if missing): the points are written there (request.json last), then the model owner waits for DIR/labels.txt, one class per line in the points' order; write it as labels.txt.tmp and rename it (examples/README.md, \"Labelling the bootstrap\")")
 	fs.DurationVar(&f.Timeout, "label-timeout", DefaultLabelTimeout, "how long -label-cmd may run, or how long to wait for -label-dir's labels.txt; past it the run stops with exit code 5 (restart with the same -state to label the same points again)")
-	fs.StringVar(&f.Vocab, "vocab", "", "with -label-cmd or -label-dir and a text model: the WordPiece vocabulary that turns the bootstrap's token ids back into texts (default MODEL/vocab.txt)")
+	fs.StringVar(&f.Vocab, "vocab", "", "with -label-cmd or -label-dir and a text model: the WordPiece vocabulary that turns the bootstrap's token ids back into texts (default MODEL/vocab.txt); with -public texts, the one that tokenizes them (default MODEL/vocab.txt, else MODEL/tokenizer.json)")
 }
 
 // Check checks the combination of the flags: at most one way of labelling,
 // exactly one unless proxies are given (then none of -label-cmd, -label-dir);
-// -label-timeout and -vocab only with -label-cmd or -label-dir. Problems are
-// usage errors.
+// -label-timeout only with -label-cmd or -label-dir, -vocab only with them or
+// -public (the model owner's public texts). Problems are usage errors.
 func (f *LabelFlags) Check(fs *flag.FlagSet, proxies bool) error {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -132,10 +132,11 @@ func (f *LabelFlags) Check(fs *flag.FlagSet, proxies bool) error {
 		return peer.Usage("how to label the bootstrap is required: -label-cmd COMMAND, -label-dir DIR, or -labels FILE (every pool candidate's label, for demos)")
 	}
 	if f.Cmd == "" && f.Dir == "" {
-		for _, n := range []string{"label-timeout", "vocab"} {
-			if set[n] {
-				return peer.Usage("-%s applies to -label-cmd and -label-dir", n)
-			}
+		if set["label-timeout"] {
+			return peer.Usage("-label-timeout applies to -label-cmd and -label-dir")
+		}
+		if set["vocab"] && !set["public"] {
+			return peer.Usage("-vocab applies to -label-cmd, -label-dir and -public")
 		}
 	}
 	if f.Timeout <= 0 {

@@ -140,11 +140,12 @@ func FormatSchedule(sched []selection.Phase) string {
 }
 
 // GenerateConfig is the proxy generation used by the examples: the
-// library's defaults (proxy.Config.WithDefaults, scaled to the bootstrap: a
-// few seconds on 2 cores for the demo ViT); points, if positive, sets the
-// size of each MLP training set.
-func GenerateConfig(points int, seed uint64) proxy.Config {
-	return proxy.Config{Points: max(points, 0), Seed: seed}
+// library's defaults (proxy.Config.WithDefaults: the measured-best
+// generation, scaled to the bootstrap), distilling on the model owner's
+// public inputs (-public; none: on the bootstrap alone); points, if
+// positive, sets the size of each MLP training set.
+func GenerateConfig(points int, seed uint64, public model.Input) proxy.Config {
+	return proxy.Config{Points: max(points, 0), Seed: seed, Public: public}
 }
 
 // Classify maps an error of a selection run to an exit code: a handshake

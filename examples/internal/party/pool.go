@@ -137,3 +137,54 @@ func PoolInput(poolPath, embDir string, emb *model.Model, vocabPath string, seq 
 	}
 	return in, p.Kind(), nil
 }
+
+// MaxPublic bounds the model owner's public inputs (-public FILE): each is
+// distilled on in every epoch of every phase's in-vivo tuning, so a file of
+// more would make proxy generation run for days, not hours.
+const MaxPublic = 100_000
+
+// PublicInput reads the model owner's public inputs (modelowner -public
+// FILE: inputs it holds in the clear, no labels needed) from the file at
+// path, in either pool format of package selection/pool (images for a ViT
+// target, texts for a BERT or DistilBERT), bounded and checked as the data
+// owner's pool is, and returns them as input of target (loaded from
+// modelDir). Texts are tokenized with the checkpoint's vocabulary
+// (vocabPath, or modelDir's vocab.txt or tokenizer.json) to seq tokens (0:
+// the checkpoint's max_position_embeddings), which must be the data owner's
+// -seq. More than MaxPublic inputs, or an unreadable or mismatched file, is
+// an ExitInput error; -public-seq with images is a usage error.
+func PublicInput(path, modelDir string, target *model.Model, vocabPath string, seq int) (model.Input, error) {
+	if seq < 0 {
+		return model.Input{}, peer.Usage("flag -public-seq must not be negative")
+	}
+	p, err := pool.ReadFile(path)
+	if err != nil {
+		return model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("-public: %w", err))
+	}
+	if n := p.Len(); n > MaxPublic {
+		return model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("-public %s holds %d inputs, at most %d are taken: keep a sample of them", path, n, MaxPublic))
+	}
+	var tok *wordpiece.Tokenizer
+	switch p.Kind() {
+	case pool.KindImages:
+		if seq != 0 {
+			return model.Input{}, peer.Usage("flag -public-seq applies to text inputs; -public %s holds images", path)
+		}
+	case pool.KindTexts:
+		if f := target.Config.Family; f != model.BERT && f != model.DistilBERT {
+			break // p.Input explains the mismatch
+		}
+		var from string
+		if tok, from, err = FindTokenizer(modelDir, vocabPath); err != nil {
+			return model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("-public texts: %w", err))
+		}
+		if err := target.Config.CheckVocab(tok.Vocab()); err != nil {
+			return model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("-public texts: %s does not fit the target in %s: %w", from, modelDir, err))
+		}
+	}
+	in, err := p.Input(target.Config, tok, seq)
+	if err != nil {
+		return model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("-public %s with the target in %s: %w", path, modelDir, err))
+	}
+	return in, nil
+}

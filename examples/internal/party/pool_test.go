@@ -159,6 +159,70 @@ func TestPoolInput(t *testing.T) {
 	}
 }
 
+// TestPublicInput: the model owner's -public file is read like a pool
+// (either format, bounded, checked against the target) and refused with an
+// input or usage error that names the flag; more than MaxPublic inputs are
+// refused before any of them is converted.
+func TestPublicInput(t *testing.T) {
+	bert, _, vit, vocabPath, models := checkpoints(t)
+	dir := t.TempDir()
+	texts := writePool(t, dir, "texts.jsonl", func(b *bytes.Buffer) error {
+		_, err := b.WriteString(`{"format":"selectformer-texts/1"}` + "\n" + `{"text":"hello world"}` + "\n" + `{"text":"World, hello!"}` + "\n")
+		return err
+	})
+	images := writePool(t, dir, "images.gz", func(b *bytes.Buffer) error {
+		return pool.EncodeImages(b, &pool.Images{Width: 4, Height: 4, Pixels: [][]float64{make([]float64, 16), make([]float64, 16), make([]float64, 16)}})
+	})
+	small := writePool(t, dir, "small.gz", func(b *bytes.Buffer) error {
+		return pool.EncodeImages(b, &pool.Images{Width: 2, Height: 2, Pixels: [][]float64{make([]float64, 4)}})
+	})
+	tooMany := writePool(t, dir, "many.gz", func(b *bytes.Buffer) error {
+		px := make([][]float64, MaxPublic+1)
+		for i := range px {
+			px[i] = []float64{0}
+		}
+		return pool.EncodeImages(b, &pool.Images{Width: 1, Height: 1, Pixels: px})
+	})
+	garbage := writePool(t, dir, "garbage", func(b *bytes.Buffer) error { _, err := b.WriteString("id,text\n"); return err })
+	for _, tc := range []struct {
+		name, file, dir, vocab string
+		seq                    int
+		n                      int
+		ids                    []int // first input's token ids (texts)
+		code                   int
+		err                    string
+	}{
+		{"images for a ViT", images, vit, "", 0, 3, nil, 0, ""},
+		{"texts for a BERT, the model directory's vocab.txt", texts, bert, "", 0, 2, []int{2, 5, 6, 3, 0, 0, 0, 0, 0, 0, 0, 0}, 0, ""},
+		{"texts, -public-seq and -vocab", texts, bert, vocabPath, 4, 2, []int{2, 5, 6, 3}, 0, ""},
+		{"images for a BERT", images, bert, "", 0, 0, nil, peer.ExitInput, "-public " + images + " with the target"},
+		{"texts for a ViT", texts, vit, "", 0, 0, nil, peer.ExitInput, "needs a bert or distilbert checkpoint"},
+		{"images of another size", small, vit, "", 0, 0, nil, peer.ExitInput, "do not fit the checkpoint's image size"},
+		{"-public-seq with images", images, vit, "", 8, 0, nil, peer.ExitUsage, "-public-seq applies to text inputs"},
+		{"negative -public-seq", texts, bert, "", -1, 0, nil, peer.ExitUsage, "-public-seq must not be negative"},
+		{"-public-seq too long", texts, bert, "", 13, 0, nil, peer.ExitInput, "outside [2, 12]"},
+		{"more than MaxPublic", tooMany, vit, "", 0, 0, nil, peer.ExitInput, "at most 100000 are taken"},
+		{"garbage", garbage, vit, "", 0, 0, nil, peer.ExitInput, "read pool: unknown format"},
+		{"missing", garbage + ".x", vit, "", 0, 0, nil, peer.ExitInput, "-public: read pool"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := PublicInput(tc.file, tc.dir, models[filepath.Base(tc.dir)], tc.vocab, tc.seq)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || peer.Code(err) != tc.code {
+					t.Fatalf("error %v (code %d), want code %d with %q", err, peer.Code(err), tc.code, tc.err)
+				}
+				return
+			}
+			if err != nil || in.Len() != tc.n {
+				t.Fatalf("PublicInput = %d inputs, %v; want %d", in.Len(), err, tc.n)
+			}
+			if tc.ids != nil && !slices.Equal(in.IDs[0], tc.ids) {
+				t.Fatalf("ids %v, want %v", in.IDs[0], tc.ids)
+			}
+		})
+	}
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
