@@ -71,7 +71,7 @@ func textProxy(t *testing.T, f model.Family, ab proxy.Ablation) (*proxy.Proxy, m
 	t.Helper()
 	m := textTarget(t, f)
 	boot, by := textData(200, 2)
-	pc := proxy.Config{Phases: []proxy.Shape{{Layers: 2, Heads: 2, MLPHidden: 8}},
+	pc := proxy.Config{Plain: true, Phases: []proxy.Shape{{Layers: 2, Heads: 2, MLPHidden: 8}},
 		Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 32, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 1, BatchSize: 16, LR: 5e-4},
 		Points: 10_000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 2}, Seed: 3, Logger: quiet(), Ablation: ab}
 	res, err := proxy.Generate(context.Background(), m, boot, by, pc)
