@@ -335,12 +335,24 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	if link != nil {
 		b0, b1 := pr.BytesP0, pr.BytesP1
 		if DealerFree(linkRun.Provider) {
-			// No dealer: the OT traffic shares the parties' link. It
-			// flows mostly one way (the weight masks' corrections from
-			// P0), so all of it is counted on the busiest direction.
-			if b0 >= b1 {
+			// No dealer: the provider's traffic shares the parties' link,
+			// each party's in the direction it sent it (its DealerUp: the
+			// bytes party p sent are the bytes the other received, so
+			// DealerBytes, both parties' sent and received, counts every
+			// byte twice). Runs recorded without the directions count all
+			// of DealerBytes on the busiest direction.
+			var up [2]int64
+			for _, ph := range pr.Phases {
+				up[0] += ph.DealerUp[0]
+				up[1] += ph.DealerUp[1]
+			}
+			switch {
+			case up != [2]int64{}:
+				b0 += up[0]
+				b1 += up[1]
+			case b0 >= b1:
 				b0 += pr.DealerBytes
-			} else {
+			default:
 				b1 += pr.DealerBytes
 			}
 		}

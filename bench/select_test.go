@@ -675,7 +675,9 @@ func TestSelectTinyDealerFree(t *testing.T) {
 		}
 	}
 	// Without a dealer the OT traffic crosses the parties' link: the
-	// bandwidth bound counts it.
+	// bandwidth bound counts it, each party's in the direction it sent it
+	// (what one party sent the other received: DealerBytes counts every
+	// byte twice).
 	link := transport.Profile{Name: "test", Bandwidth: 1 << 20, Latency: time.Millisecond}
 	noTopK := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k}, nil }
 	pd, err := Project(TinyWorkload, 0, &link, d, d, noTopK)
@@ -686,7 +688,15 @@ func TestSelectTinyDealerFree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := float64(max(po.BytesP0, po.BytesP1)+po.DealerBytes) / float64(link.Bandwidth); po.Bounds.BandwidthSeconds != want || pd.Bounds.BandwidthSeconds >= want/10 {
+	var up [2]int64
+	for _, ph := range po.Phases {
+		up[0] += ph.DealerUp[0]
+		up[1] += ph.DealerUp[1]
+	}
+	if up[0] == 0 || up[1] == 0 || 2*(up[0]+up[1]) != po.DealerBytes {
+		t.Errorf("provider traffic sent %v, %d B both parties' sent and received: want every byte counted once each way", up, po.DealerBytes)
+	}
+	if want := float64(max(po.BytesP0+up[0], po.BytesP1+up[1])) / float64(link.Bandwidth); po.Bounds.BandwidthSeconds != want || pd.Bounds.BandwidthSeconds >= want/10 {
 		t.Errorf("bandwidth bound %.1f s without a dealer (want %.1f), %.1f s with", po.Bounds.BandwidthSeconds, want, pd.Bounds.BandwidthSeconds)
 	}
 	if _, err := RunSelect(ctx, SelectConfig{Workload: TinyWorkload, Samples: 16, Provider: "tee"}); err == nil || !strings.Contains(err.Error(), "tee") {
