@@ -200,6 +200,34 @@ func TestModelOwnerRefusesForgedEpoch(t *testing.T) {
 	}
 }
 
+// saveStates returns both parties' state files in dirs (a backup).
+func saveStates(t *testing.T, dirs [2]string) [2][]byte {
+	t.Helper()
+	var saved [2][]byte
+	for party := range 2 {
+		b, err := os.ReadFile(StateFile(dirs[party], party))
+		if err != nil {
+			t.Fatal(err)
+		}
+		saved[party] = b
+	}
+	return saved
+}
+
+// rollBack restores both parties' state files from saved (a restore from
+// the backup) and removes their batch files.
+func rollBack(t *testing.T, dirs [2]string, saved [2][]byte) {
+	t.Helper()
+	for party := range 2 {
+		if err := os.WriteFile(StateFile(dirs[party], party), saved[party], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(dirs[party], []string{"batches-p0", "batches-p1"}[party])); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestMarksRefuseRolledBackState: the persistent high-water marks hold
 // even when the handshake accepts the epochs. Both parties' state files
 // are rolled back to an earlier copy (epoch 1, as after a restore from a
@@ -210,27 +238,13 @@ func TestModelOwnerRefusesForgedEpoch(t *testing.T) {
 func TestMarksRefuseRolledBackState(t *testing.T) {
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	interruptedRun(t, dirs)
-	var saved [2][]byte
-	for party := range 2 {
-		b, err := os.ReadFile(StateFile(dirs[party], party))
-		if err != nil {
-			t.Fatal(err)
-		}
-		saved[party] = b
-	}
+	saved := saveStates(t, dirs)
 	res, errs, rec := epochRun(t, dirs, [2]int{}, nil)
 	if errs[0] != nil || errs[1] != nil || res[0].Epoch != 2 {
 		t.Fatalf("second run: %v (epoch %v)", errs, res[0])
 	}
 	second := append([]uint64(nil), rec.words...)
-	for party := range 2 {
-		if err := os.WriteFile(StateFile(dirs[party], party), saved[party], 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.RemoveAll(filepath.Join(dirs[party], []string{"batches-p0", "batches-p1"}[party])); err != nil {
-			t.Fatal(err)
-		}
-	}
+	rollBack(t, dirs, saved)
 	_, errs, rec = epochRun(t, dirs, [2]int{}, nil)
 	if n := common(second, rec.words); n > 0 {
 		t.Errorf("the rolled-back model owner drew %d words of the second run again (of %d it drew)", n, len(rec.words))
@@ -277,25 +291,11 @@ func TestEpochAttacksDealerFree(t *testing.T) {
 			}
 		}},
 		{"rolled back", func(t *testing.T, dirs [2]string) (func(*DataOwner), func(*testing.T, [2]error)) {
-			var saved [2][]byte
-			for party := range 2 {
-				b, err := os.ReadFile(StateFile(dirs[party], party))
-				if err != nil {
-					t.Fatal(err)
-				}
-				saved[party] = b
-			}
+			saved := saveStates(t, dirs)
 			if _, errs, _ := epochRunOn(t, true, dirs, [2]int{}, nil); errs[0] != nil || errs[1] != nil {
 				t.Fatalf("second run: %v", errs)
 			}
-			for party := range 2 {
-				if err := os.WriteFile(StateFile(dirs[party], party), saved[party], 0o600); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.RemoveAll(filepath.Join(dirs[party], []string{"batches-p0", "batches-p1"}[party])); err != nil {
-					t.Fatal(err)
-				}
-			}
+			rollBack(t, dirs, saved)
 			return nil, func(t *testing.T, errs [2]error) {
 				var pe *PeerAbortError
 				if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
