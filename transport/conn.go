@@ -95,11 +95,14 @@ type Conn struct {
 	ctrlQ   []header
 	ctrlSig chan struct{}
 
-	dead    chan struct{}
-	errMu   sync.Mutex
-	err     error
-	wg      sync.WaitGroup
-	closeMu sync.Once
+	dead chan struct{}
+	// readDone is closed when readLoop has returned: every frame it read is
+	// queued on its stream by then.
+	readDone chan struct{}
+	errMu    sync.Mutex
+	err      error
+	wg       sync.WaitGroup
+	closeMu  sync.Once
 
 	stats counters
 
@@ -157,16 +160,17 @@ func newConn(ctx context.Context, nc net.Conn, o Options) (*Conn, error) {
 		raw = tc.NetConn()
 	}
 	c := &Conn{
-		nc:      nc,
-		raw:     raw,
-		opt:     o,
-		peer:    peer,
-		chunk:   sendChunk(int(peer.maxFrame), int(peer.window)),
-		br:      bufio.NewReaderSize(nc, 64<<10),
-		wtok:    prio.NewGate(1),
-		streams: make(map[uint32]*Stream),
-		ctrlSig: make(chan struct{}, 1),
-		dead:    make(chan struct{}),
+		nc:       nc,
+		raw:      raw,
+		opt:      o,
+		peer:     peer,
+		chunk:    sendChunk(int(peer.maxFrame), int(peer.window)),
+		br:       bufio.NewReaderSize(nc, 64<<10),
+		wtok:     prio.NewGate(1),
+		streams:  make(map[uint32]*Stream),
+		ctrlSig:  make(chan struct{}, 1),
+		dead:     make(chan struct{}),
+		readDone: make(chan struct{}),
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -280,6 +284,7 @@ func (c *Conn) newStream(id uint32) *Stream {
 // readLoop decodes frames until the connection fails.
 func (c *Conn) readLoop() {
 	defer c.wg.Done()
+	defer close(c.readDone)
 	hbuf := make([]byte, headerSize)
 	for {
 		h, p, err := readFrame(c.br, hbuf, c.opt.MaxFrame, c.allocFrame)

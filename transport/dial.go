@@ -589,7 +589,8 @@ func Pipe(opt Options) (*Conn, *Conn) {
 }
 
 func failedConn(err error) *Conn {
-	c := &Conn{streams: make(map[uint32]*Stream), dead: make(chan struct{}), wtok: prio.NewGate(1), nc: nopConn{}, raw: nopConn{}}
+	c := &Conn{streams: make(map[uint32]*Stream), dead: make(chan struct{}), readDone: make(chan struct{}), wtok: prio.NewGate(1), nc: nopConn{}, raw: nopConn{}}
+	close(c.readDone) // no reader
 	c.opt, _ = Options{}.normalize()
 	c.fail(fmt.Errorf("transport: pipe: %w", err))
 	return c

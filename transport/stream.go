@@ -302,6 +302,15 @@ func (s *Stream) next(ctx context.Context) (inFrame, error) {
 		case <-ctx.Done():
 			return inFrame{}, ctx.Err()
 		case <-s.c.dead:
+			// The connection failed (a write to a peer that closed, say),
+			// but what the reader already read is still to be delivered:
+			// wait for the reader, which stops as the socket is closed, to
+			// queue it, then report the failure only if nothing is left.
+			select {
+			case <-s.c.readDone:
+			case <-ctx.Done():
+				return inFrame{}, ctx.Err()
+			}
 			s.qmu.Lock()
 			empty := s.qhead == len(s.q)
 			s.qmu.Unlock()
