@@ -853,9 +853,10 @@ func compareRuns(t *testing.T, ref, got *selection.Result, refDirs, gotDirs [2]s
 }
 
 // phaseTolerance is how far two runs' entropies of one candidate in phase
-// may lie apart, given the proxy the model owner saved under stateDir: 4
+// may lie apart, given the proxy the model owner saved under stateDir: 8
 // ulps for a proxy whose every module is an MLP (truncation rounds each
-// product by the correlated randomness, an ulp here and there), 64 ulps
+// product by the low bits of its shares, up or down, an ulp here and there:
+// 5 ulps were seen between two runs of the entropy MLP's chain), 64 ulps
 // (0.001 nats) for one that keeps the attention softmax exact, as the
 // library's default generation does in the last phase: protocol.Softmax's
 // exp and reciprocal iterate over truncated products, which moves an
@@ -874,7 +875,7 @@ func phaseTolerance(t *testing.T, stateDir string, phase int, ulp float64) float
 	if m.Ablation.ExactAttnSoftmax {
 		return 64 * ulp
 	}
-	return 4 * ulp
+	return 8 * ulp
 }
 
 // candidateEntropies reconstructs the entropy of every candidate of phase
