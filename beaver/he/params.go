@@ -374,7 +374,7 @@ type Sizes struct {
 }
 
 // Sizes returns the message sizes of an m×k·k×n product with layout l
-// (the zero Layout means ChooseLayout(m, n)).
+// (the zero Layout means ChooseLayout(m, k, n)).
 func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
 	if l == (Layout{}) {
 		l, _ = s.ChooseLayout(max(m, 1), max(k, 1), max(n, 1))
