@@ -14,9 +14,9 @@ import (
 // product protocol. The public entry points validate shapes and split the work
 // over all cores; gemmSerial runs one block on one core in the BLIS manner:
 // panels of B and A are packed into contiguous, zero-padded buffers and a
-// register-blocked micro-kernel (gemmKernel.micro) computes one mr×nr tile of C
-// at a time. The micro-kernel is pure Go by default; architecture files replace
-// gemmKernel with an assembly one when the CPU supports it.
+// register-blocked micro-kernel (gemmImpl.micro) computes one mr×nr tile of C
+// at a time. The micro-kernel is pure Go by default; architecture files add
+// assembly ones, and gemm_kernel.go picks one at run time (activeKernel).
 
 // gemmImpl is a micro-kernel and its register-block shape.
 type gemmImpl struct {
@@ -24,20 +24,76 @@ type gemmImpl struct {
 	name string
 	// mr and nr are the rows and columns of the C tile one call computes.
 	mr, nr int
+	// kc is the depth of the k blocks (at most gemmKC): the packed panels of
+	// one block, kc·(mr+nr)·words words, should fit in L1.
+	kc int
+	// split, when not splitNone, makes the packed panels hold two words per
+	// element: the word itself and a second word derived from it
+	// (splitWords), which the kernel multiplies as limbs.
+	split splitKind
 	// micro adds Ap·Bp to the mr×nr tile of c at c[0], rows ldc words apart
 	// (or, when add is false, overwrites the tile with Ap·Bp).
-	// Ap holds kc groups of mr words (column p of the A panel at Ap[p*mr:]),
-	// Bp holds kc groups of nr words (row p of the B panel at Bp[p*nr:]).
+	// Ap holds kc groups of mr·words words (column p of the A panel at
+	// Ap[p*mr*words:]: the mr words, then for split kernels their mr second
+	// words), Bp kc groups of nr·words words (row p of the B panel likewise).
 	micro func(kc int, ap, bp, c []uint64, ldc int, add bool)
+}
+
+// splitKind names the second word that split kernels pack beside each word.
+type splitKind int
+
+const (
+	// splitNone packs the words alone.
+	splitNone splitKind = iota
+	// splitHigh32 packs x>>32 beside x: the high 32-bit limb, for kernels
+	// built on 32×32→64-bit multiplies (VPMULUDQ reads the low 32 bits).
+	splitHigh32
+	// splitIFMA packs (x mod 2^12) | (x>>52)<<32 beside x: the low 12 bits
+	// and the top 12 bits of x, for kernels built on 52-bit multiply-adds
+	// (see gemm_amd64.s, gemmMicro4x16IFMA).
+	splitIFMA
+)
+
+// words returns how many words the kernel packs per element.
+func (impl *gemmImpl) words() int {
+	if impl.split == splitNone {
+		return 1
+	}
+	return 2
+}
+
+// splitWords rewrites the first n words of buf, packed panels of groups of r
+// words, into groups of 2r words: each group's r words, then the second
+// word of each (split). buf must hold 2n words. It works from the end, so
+// no word is overwritten before it is read.
+func splitWords(buf []uint64, n, r int, split splitKind) {
+	if n == 0 {
+		return
+	}
+	_ = buf[2*n-1]
+	for g := n/r - 1; g >= 0; g-- {
+		src := buf[g*r : g*r+r]
+		dst := buf[2*g*r : 2*g*r+2*r]
+		switch split {
+		case splitHigh32:
+			for i := r - 1; i >= 0; i-- {
+				x := src[i]
+				dst[r+i] = x >> 32
+				dst[i] = x
+			}
+		case splitIFMA:
+			for i := r - 1; i >= 0; i-- {
+				x := src[i]
+				dst[r+i] = x&0xfff | x>>52<<32
+				dst[i] = x
+			}
+		}
+	}
 }
 
 // genericKernel is the portable micro-kernel, the reference every other
 // kernel is tested against.
-var genericKernel = &gemmImpl{name: "generic", mr: 2, nr: 4, micro: microGeneric2x4}
-
-// gemmKernel is the kernel every product runs. Architecture files may replace
-// it in an init with an accelerated kernel chosen at run time.
-var gemmKernel = genericKernel
+var genericKernel = &gemmImpl{name: "generic", mr: 2, nr: 4, kc: gemmKC, micro: microGeneric2x4}
 
 // Cache blocking: a kc×nr panel of B and an mr×kc panel of A stay in L1, an
 // mc×kc block of A in L2 and a kc×nc block of B in L2/L3.
@@ -81,7 +137,7 @@ func MatMulInto(c, a, b []uint64, m, k, n int) error {
 	if !sizeIs(len(a), m, k) || !sizeIs(len(b), k, n) || !sizeIs(len(c), m, n) {
 		return fmt.Errorf("share: matmul %d×%d · %d×%d into %d words: operands have %d and %d words", m, k, k, n, len(c), len(a), len(b))
 	}
-	gemmParallel(gemmKernel, c, n, matView{data: a, rs: k, cs: 1}, matView{data: b, rs: n, cs: 1}, m, k, n)
+	gemmParallel(activeKernel(), c, n, matView{data: a, rs: k, cs: 1}, matView{data: b, rs: n, cs: 1}, m, k, n)
 	return nil
 }
 
@@ -92,7 +148,7 @@ func MatMulTransBInto(c, a, b []uint64, m, k, n int) error {
 	if !sizeIs(len(a), m, k) || !sizeIs(len(b), n, k) || !sizeIs(len(c), m, n) {
 		return fmt.Errorf("share: matmul %d×%d · (%d×%d)ᵀ into %d words: operands have %d and %d words", m, k, n, k, len(c), len(a), len(b))
 	}
-	gemmParallel(gemmKernel, c, n, matView{data: a, rs: k, cs: 1}, matView{data: b, rs: 1, cs: k}, m, k, n)
+	gemmParallel(activeKernel(), c, n, matView{data: a, rs: k, cs: 1}, matView{data: b, rs: 1, cs: k}, m, k, n)
 	return nil
 }
 
@@ -146,9 +202,10 @@ type PackedMatrix struct {
 	// npad is n rounded up to whole tiles of impl.nr columns.
 	npad int
 	impl *gemmImpl
-	// data holds, for each block of up to gemmKC rows starting at row p0,
-	// the panels of that block at data[p0*npad:], panel t (columns
-	// t·nr … t·nr+nr−1, zero-padded) at offset t·nr·kc within the block.
+	// data holds, for each block of up to impl.kc rows starting at row p0,
+	// the panels of that block at data[p0*npad*w:], panel t (columns
+	// t·nr … t·nr+nr−1, zero-padded) at offset t·nr·kc·w within the block,
+	// w = impl.words().
 	data []uint64
 }
 
@@ -158,7 +215,7 @@ func PackMatrix(b []uint64, k, n int) (*PackedMatrix, error) {
 	if !sizeIs(len(b), k, n) {
 		return nil, fmt.Errorf("share: pack %d×%d matrix from %d words", k, n, len(b))
 	}
-	return packMatrix(gemmKernel, matView{data: b, rs: n, cs: 1}, k, n), nil
+	return packMatrix(activeKernel(), matView{data: b, rs: n, cs: 1}, k, n), nil
 }
 
 // PackMatrixTransposed returns bᵀ in the layout of the GEMM kernel for b
@@ -168,19 +225,24 @@ func PackMatrixTransposed(b []uint64, n, k int) (*PackedMatrix, error) {
 	if !sizeIs(len(b), n, k) {
 		return nil, fmt.Errorf("share: pack transposed %d×%d matrix from %d words", n, k, len(b))
 	}
-	return packMatrix(gemmKernel, matView{data: b, rs: 1, cs: k}, k, n), nil
+	return packMatrix(activeKernel(), matView{data: b, rs: 1, cs: k}, k, n), nil
 }
 
 // packMatrix packs the k×n view b for impl.
 func packMatrix(impl *gemmImpl, b matView, k, n int) *PackedMatrix {
 	npad := roundUp(n, impl.nr)
-	pm := &PackedMatrix{k: k, n: n, npad: npad, impl: impl, data: make([]uint64, k*npad)}
+	w := impl.words()
+	pm := &PackedMatrix{k: k, n: n, npad: npad, impl: impl, data: make([]uint64, k*npad*w)}
 	if n == 0 {
 		return pm
 	}
-	for p0 := 0; p0 < k; p0 += gemmKC {
-		kc := min(gemmKC, k-p0)
-		packB(pm.data[p0*npad:p0*npad+kc*npad], b.sub(p0, 0), kc, n, impl.nr)
+	for p0 := 0; p0 < k; p0 += impl.kc {
+		kc := min(impl.kc, k-p0)
+		blk := pm.data[p0*npad*w : (p0+kc)*npad*w]
+		packB(blk, b.sub(p0, 0), kc, n, impl.nr)
+		if w == 2 {
+			splitWords(blk, kc*npad, impl.nr, impl.split)
+		}
 	}
 	return pm
 }
@@ -223,6 +285,7 @@ func BatchMatMulTransBInto(c, a, b []uint64, batch, m, k, n int) error {
 // batchGemm runs batch products of validated operands, one contiguous range
 // of them per core when there are enough, else each split over the cores.
 func batchGemm(c, a, b []uint64, batch, m, k, n int, transB bool) {
+	impl := activeKernel()
 	one := func(i int, parallel bool) {
 		cv := c[i*m*n : (i+1)*m*n]
 		av := matView{data: a[i*m*k : (i+1)*m*k], rs: k, cs: 1}
@@ -231,9 +294,9 @@ func batchGemm(c, a, b []uint64, batch, m, k, n int, transB bool) {
 			bv = matView{data: bv.data, rs: 1, cs: k}
 		}
 		if parallel {
-			gemmParallel(gemmKernel, cv, n, av, bv, m, k, n)
+			gemmParallel(impl, cv, n, av, bv, m, k, n)
 		} else {
-			gemmSerial(gemmKernel, cv, n, av, bv, m, k, n)
+			gemmSerial(impl, cv, n, av, bv, m, k, n)
 		}
 	}
 	workers := runtime.GOMAXPROCS(0)
@@ -316,22 +379,23 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 		}
 		return
 	}
-	mr, nr := impl.mr, impl.nr
+	mr, nr, w := impl.mr, impl.nr, impl.words()
 	mcMax := min(roundUp(gemmMC, mr), roundUp(m, mr))
 	ncMax := min(roundUp(gemmNC, nr), roundUp(n, nr))
-	kcMax := min(gemmKC, k)
-	bSize := kcMax * ncMax
+	kcMax := min(impl.kc, k)
+	bSize := kcMax * ncMax * w
 	if b.packed != nil {
 		bSize = 0
 	}
-	need := mcMax*kcMax + bSize + mr*nr
+	aSize := mcMax * kcMax * w
+	need := aSize + bSize + mr*nr
 	var buf []uint64
 	if p, ok := gemmBufPool.Get().(*[]uint64); ok && cap(*p) >= need {
 		buf = (*p)[:need]
 	} else {
 		buf = make([]uint64, need)
 	}
-	ap, bBuf, tile := buf[:mcMax*kcMax], buf[mcMax*kcMax:mcMax*kcMax+bSize], buf[need-mr*nr:]
+	ap, bBuf, tile := buf[:aSize], buf[aSize:aSize+bSize], buf[need-mr*nr:]
 	for j0 := 0; j0 < n; j0 += ncMax {
 		nc := min(ncMax, n-j0)
 		for p0 := 0; p0 < k; p0 += kcMax {
@@ -339,21 +403,27 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 			add := p0 > 0 // the first k block writes c, later ones add to it
 			bp := bBuf
 			if b.packed != nil {
-				bp = b.packed.data[p0*b.packed.npad+(b.col0+j0)*kc:][:roundUp(nc, nr)*kc]
+				bp = b.packed.data[(p0*b.packed.npad+(b.col0+j0)*kc)*w:][:roundUp(nc, nr)*kc*w]
 			} else {
 				packB(bp, b.sub(p0, j0), kc, nc, nr)
+				if w == 2 {
+					splitWords(bp, roundUp(nc, nr)*kc, nr, impl.split)
+				}
 			}
 			for i0 := 0; i0 < m; i0 += mcMax {
 				mcb := min(mcMax, m-i0)
 				packA(ap, a.sub(i0, p0), mcb, kc, mr)
+				if w == 2 {
+					splitWords(ap, roundUp(mcb, mr)*kc, mr, impl.split)
+				}
 				for jr := 0; jr < nc; jr += nr {
-					bpan := bp[jr*kc : (jr+nr)*kc]
-					w := min(nr, nc-jr)
+					bpan := bp[jr*kc*w : (jr+nr)*kc*w]
+					wd := min(nr, nc-jr)
 					for ir := 0; ir < mcb; ir += mr {
-						apan := ap[ir*kc : (ir+mr)*kc]
+						apan := ap[ir*kc*w : (ir+mr)*kc*w]
 						h := min(mr, mcb-ir)
 						off := (i0+ir)*ldc + j0 + jr
-						if h == mr && w == nr {
+						if h == mr && wd == nr {
 							impl.micro(kc, apan, bpan, c[off:], ldc, add)
 							continue
 						}
@@ -361,8 +431,8 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 						// store only the part inside c.
 						impl.micro(kc, apan, bpan, tile, nr, false)
 						for i := range h {
-							crow := c[off+i*ldc : off+i*ldc+w]
-							trow := tile[i*nr : i*nr+w]
+							crow := c[off+i*ldc : off+i*ldc+wd]
+							trow := tile[i*nr : i*nr+wd]
 							if !add {
 								copy(crow, trow)
 								continue

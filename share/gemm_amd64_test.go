@@ -3,19 +3,110 @@
 package share
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
 )
 
-// TestAVX512Selected checks that the assembly kernel is installed exactly
-// when the CPU has AVX-512 F and DQ.
+// TestAVX512Selected checks the kernel installed at start-up: the automatic
+// choice for this CPU (VPMULLQ on AMD with AVX-512 F+DQ, IFMA on other
+// vendors with IFMA, generic without AVX-512), unless RingKernelEnv forces
+// one; and that CPUID's vendor matches /proc/cpuinfo's where there is one.
 func TestAVX512Selected(t *testing.T) {
-	want := cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
-	if got := gemmKernel == avx512Kernel; got != want {
-		t.Fatalf("AVX-512 kernel installed: %v, CPU has AVX-512 F+DQ: %v", got, want)
+	if f, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(f)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "vendor_id" {
+				if got := strings.TrimSpace(v); got != thisCPU.vendor {
+					t.Fatalf("CPUID vendor %q, /proc/cpuinfo vendor_id %q", thisCPU.vendor, got)
+				}
+				break
+			}
+		}
 	}
-	if !want {
-		t.Skip("CPU lacks AVX-512 F+DQ: the assembly kernel is not tested here")
+	if thisCPU.avx512F != cpu.X86.HasAVX512F || thisCPU.avx512DQ != cpu.X86.HasAVX512DQ || thisCPU.avx512IFMA != cpu.X86.HasAVX512IFMA {
+		t.Fatalf("detected %v, x/sys/cpu says F %v DQ %v IFMA %v", thisCPU, cpu.X86.HasAVX512F, cpu.X86.HasAVX512DQ, cpu.X86.HasAVX512IFMA)
+	}
+	want := "generic"
+	amd := thisCPU.vendor == "AuthenticAMD" || thisCPU.vendor == "HygonGenuine"
+	switch {
+	case !amd && cpu.X86.HasAVX512F && cpu.X86.HasAVX512IFMA:
+		want = "avx512-ifma"
+	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ:
+		want = "avx512-vpmullq"
+	}
+	if env := os.Getenv(RingKernelEnv); env != "" && env != "auto" {
+		t.Skipf("%s=%s forces the kernel", RingKernelEnv, env)
+	}
+	if got := RingKernel(); got != want {
+		t.Fatalf("kernel %s installed on %v, want %s", got, thisCPU, want)
+	}
+	if want == "generic" {
+		t.Skip("CPU lacks AVX-512 F+DQ: the assembly kernels are not tested here")
+	}
+}
+
+// TestResolveRingKernel checks the automatic choice and the parsing of
+// RingKernelEnv on CPUs described by hand: Intel with and without IFMA, AMD
+// Zen 4 with IFMA, a CPU without AVX-512.
+func TestResolveRingKernel(t *testing.T) {
+	emerald := cpuInfo{vendor: "GenuineIntel", family: 6, model: 207, avx512F: true, avx512DQ: true, avx512IFMA: true}
+	skylakeX := cpuInfo{vendor: "GenuineIntel", family: 6, model: 85, avx512F: true, avx512DQ: true}
+	zen4 := cpuInfo{vendor: "AuthenticAMD", family: 25, model: 17, avx512F: true, avx512DQ: true, avx512IFMA: true}
+	old := cpuInfo{vendor: "AuthenticAMD", family: 23, model: 49}
+	for _, tc := range []struct {
+		cpu     cpuInfo
+		env     string
+		want    string
+		wantErr string
+	}{
+		{emerald, "", "avx512-ifma", ""},
+		{emerald, "auto", "avx512-ifma", ""},
+		{skylakeX, "", "avx512-vpmullq", ""},
+		{zen4, "", "avx512-vpmullq", ""},
+		{zen4, "  Auto\n", "avx512-vpmullq", ""},
+		{old, "", "generic", ""},
+		{emerald, "avx512-vpmullq", "avx512-vpmullq", ""},
+		{emerald, "AVX512-VPMULUDQ", "avx512-vpmuludq", ""},
+		{emerald, "generic", "generic", ""},
+		{zen4, "avx512-ifma", "avx512-ifma", ""},
+		{zen4, "avx512-vpmuludq", "avx512-vpmuludq", ""},
+		{skylakeX, "avx512-ifma", "avx512-vpmullq", "cannot run"},
+		{old, "avx512-vpmullq", "generic", "cannot run"},
+		{old, "avx512-vpmuludq", "generic", "cannot run"},
+		{zen4, "ifma", "avx512-vpmullq", "no such ring GEMM kernel"},
+		{emerald, "avx512", "avx512-ifma", "no such ring GEMM kernel"},
+	} {
+		impl, err := resolveRingKernel(tc.env, tc.cpu)
+		if impl.name != tc.want {
+			t.Errorf("%v, %q: kernel %s, want %s", tc.cpu, tc.env, impl.name, tc.want)
+		}
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v, %q: unexpected error %v", tc.cpu, tc.env, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), RingKernelEnv)):
+			t.Errorf("%v, %q: error %v, want one naming %s and saying %q", tc.cpu, tc.env, err, RingKernelEnv, tc.wantErr)
+		}
+	}
+}
+
+// TestCPUFamilyModel decodes CPUID leaf 1 signatures of known parts.
+func TestCPUFamilyModel(t *testing.T) {
+	for _, tc := range []struct {
+		eax           uint32
+		family, model int
+	}{
+		{0x000c06f2, 6, 207}, // Emerald Rapids
+		{0x000806f8, 6, 143}, // Sapphire Rapids
+		{0x00050657, 6, 85},  // Cascade Lake
+		{0x00a10f11, 25, 17}, // Zen 4 (Genoa)
+		{0x00b00f21, 26, 2},  // Zen 5 (Turin)
+		{0x00000f41, 15, 4},  // Pentium 4: family 15 without extension
+		{0x00100f22, 16, 2},  // family 10h: extended family, extended model
+	} {
+		if f, m := cpuFamilyModel(tc.eax); f != tc.family || m != tc.model {
+			t.Errorf("%#x: family %d model %d, want %d %d", tc.eax, f, m, tc.family, tc.model)
+		}
 	}
 }

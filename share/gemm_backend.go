@@ -14,7 +14,7 @@ import (
 // ring GEMMs can leave the CPU. The protocols call GEMM() for a backend and
 // hand it whole batched products; the backend decides where they run (the
 // CPU ring GEMM of this package, or a GPU through the exact limb method of
-// limb.go). The micro-kernel hook of gemm.go (gemmKernel) stays the CPU
+// limb.go). The micro-kernel hook of gemm.go (gemmImpl, activeKernel) stays the CPU
 // backend's business.
 
 // GEMMEnv is the environment variable that forces a GEMM backend by name:
@@ -109,12 +109,23 @@ func (cpuGEMM) BatchMatMul(c, a, b []uint64, batch, m, k, n int) error {
 // gemmOpeners holds the backends compiled in, by name. Files behind build
 // tags add theirs in an init.
 var gemmOpeners = map[string]func() (GEMMBackend, error){
-	"cpu":        func() (GEMMBackend, error) { return cpuGEMM{}, nil },
+	"cpu":        openCPUGEMM,
 	"limb-gonum": func() (GEMMBackend, error) { return GonumLimbGEMM(), nil },
 }
 
+// openCPUGEMM opens the CPU backend, or fails with the error of a rejected
+// RingKernelEnv (a forced kernel this CPU cannot run, or a misspelt one):
+// products would otherwise run, and be timed, on a kernel nobody asked for.
+func openCPUGEMM() (GEMMBackend, error) {
+	if ringKernelErr != nil {
+		return nil, ringKernelErr
+	}
+	return cpuGEMM{}, nil
+}
+
 // gemmAuto lists the backends tried, in order, when GEMMEnv is unset; the
-// first that opens wins, and cpu always opens.
+// first that opens wins. cpu, the last, opens unless RingKernelEnv was
+// rejected.
 var gemmAuto = []string{"cpu"}
 
 // ErrGEMMUnavailable is wrapped by the error of a backend that is not
@@ -169,12 +180,15 @@ func resolveGEMM(env string) (GEMMBackend, error) {
 		}
 		return b, nil
 	}
+	var last error
 	for _, name := range gemmAuto {
-		if b, err := openGEMM(name); err == nil {
+		b, err := openGEMM(name)
+		if err == nil {
 			return b, nil
 		}
+		last = err
 	}
-	return cpuGEMM{}, nil
+	return nil, fmt.Errorf("share: no GEMM backend opens: %w", last)
 }
 
 // gemmChoice is the process-wide backend, or the error of choosing it.

@@ -9,12 +9,13 @@ import (
 	"testing"
 )
 
-// gemmKernels returns the generic kernel and, where the CPU has one, the
-// accelerated kernel installed at init.
+// gemmKernels returns every kernel this CPU can run, the generic one first.
 func gemmKernels() []*gemmImpl {
-	ks := []*gemmImpl{genericKernel}
-	if gemmKernel != genericKernel {
-		ks = append(ks, gemmKernel)
+	var ks []*gemmImpl
+	for _, k := range ringKernelTable {
+		if k.runs(thisCPU) {
+			ks = append(ks, k.impl)
+		}
 	}
 	return ks
 }
@@ -46,14 +47,23 @@ func transpose(x []uint64, m, n int) []uint64 {
 }
 
 // randWords returns n words from rng; mode "full" draws uniform 64-bit words,
-// "small" signed values in [−8, 8), "edge" a mix of 0, 1, −1, 2^63 and 2^63−1.
+// "small" signed values in [−8, 8), "edge" a mix of 0, 1, −1, 2^63, 2^63−1
+// and the limb boundaries of the split kernels (2^31, 2^32±1, 2^52±1, the
+// low and top 12 bits set), "ones" all-ones words (−1: every limb of every
+// product at its maximum, the IFMA kernel's worst case), "top" 2^63 or
+// 2^63+1.
 func randWords(rng *rand.Rand, n int, mode string) []uint64 {
-	edges := []uint64{0, 1, ^uint64(0), 1 << 63, 1<<63 - 1, 1 << 31, 3}
+	edges := []uint64{0, 1, ^uint64(0), 1 << 63, 1<<63 - 1, 1 << 31, 3,
+		1<<32 - 1, 1 << 32, 1<<32 + 1, 1<<52 - 1, 1 << 52, 1<<52 + 1, 0xfff, 0xfff << 52, 0xfff<<52 | 0xfff, 0xfff<<52 | 0xfffff000}
 	w := make([]uint64, n)
 	for i := range w {
 		switch mode {
 		case "small":
 			w[i] = uint64(rng.Int64N(16) - 8)
+		case "ones":
+			w[i] = ^uint64(0)
+		case "top":
+			w[i] = 1<<63 | uint64(rng.IntN(2))
 		case "edge":
 			w[i] = edges[rng.IntN(len(edges))]
 		default:
@@ -64,13 +74,15 @@ func randWords(rng *rand.Rand, n int, mode string) []uint64 {
 }
 
 // gemmTestShapes covers single elements, empty products, odd sizes and every
-// tail of the 4×4 and 8×16 register blocks and the 256-deep k blocking.
+// tail of the 2×4, 4×16 and 8×16 register blocks and of the 128- and
+// 256-deep k blocking.
 var gemmTestShapes = []struct{ m, k, n int }{
 	{1, 1, 1}, {0, 3, 4}, {3, 0, 4}, {3, 4, 0}, {0, 0, 0},
 	{1, 7, 1}, {2, 3, 2}, {3, 5, 7}, {4, 4, 4}, {5, 1, 17},
 	{7, 9, 15}, {8, 16, 16}, {9, 17, 33}, {16, 32, 16}, {17, 33, 65},
 	{8, 300, 16}, {31, 257, 47}, {129, 257, 31}, {1, 513, 200}, {200, 70, 1},
 	{64, 64, 130}, {130, 40, 64}, {5, 20, 24}, {9, 300, 40}, {16, 513, 8},
+	{4, 128, 16}, {5, 129, 17}, {3, 2, 15}, {6, 255, 32},
 }
 
 // TestGEMMKernels checks every kernel, serial and split over cores, against
@@ -79,7 +91,7 @@ func TestGEMMKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for _, impl := range gemmKernels() {
 		for _, s := range gemmTestShapes {
-			for _, mode := range []string{"full", "small", "edge"} {
+			for _, mode := range []string{"full", "small", "edge", "ones", "top"} {
 				name := fmt.Sprintf("%s/%dx%dx%d/%s", impl.name, s.m, s.k, s.n, mode)
 				t.Run(name, func(t *testing.T) {
 					a := randWords(rng, s.m*s.k, mode)
@@ -149,7 +161,7 @@ func TestGEMMLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
-			t.Fatalf("MatMulInto %v with %s kernel differs from generic", s, gemmKernel.name)
+			t.Fatalf("MatMulInto %v with %s kernel differs from generic", s, activeKernel().name)
 		}
 		clear(got)
 		if err := MatMulTransBInto(got, a, transpose(b, s.k, s.n), s.m, s.k, s.n); err != nil {

@@ -1,0 +1,10 @@
+//go:build purego || !amd64
+
+package share
+
+// detectCPU reports no vendor and no AVX-512: only the generic kernel is
+// compiled in.
+func detectCPU() cpuInfo { return cpuInfo{} }
+
+// archKernels lists no kernels beyond the generic one.
+func archKernels() []ringKernel { return nil }
