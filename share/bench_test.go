@@ -119,3 +119,65 @@ func BenchmarkBatchMatMul(b *testing.B) {
 		b.ReportMetric(float64(heads*seq*dim*seq)*float64(b.N)/b.Elapsed().Seconds(), "MAC/s")
 	})
 }
+
+// ringKernelBenchShapes are the sst2-distilbert proxy's products (sequence
+// 128, hidden 768, 12 heads of 64): a projection of one sequence, of a batch
+// of 16 sequences, and one sequence's attention scores Q·Kᵀ and P·V (12
+// heads).
+var ringKernelBenchShapes = []struct {
+	name           string
+	batch, m, k, n int
+}{
+	{"proj/128x768x768", 1, 128, 768, 768},
+	{"proj16/2048x768x768", 1, 2048, 768, 768},
+	{"scores/12x128x64x128", 12, 128, 64, 128},
+	{"pv/12x128x128x64", 12, 128, 128, 64},
+}
+
+// BenchmarkRingKernels times every kernel this CPU can run on the sst2
+// proxy's shapes through the exported products (all cores), forced through
+// the kernel selector, and reports multiply-adds per second.
+func BenchmarkRingKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	for _, s := range ringKernelBenchShapes {
+		a := randWords(rng, s.batch*s.m*s.k, "full")
+		bm := randWords(rng, s.batch*s.k*s.n, "full")
+		c := make([]uint64, s.batch*s.m*s.n)
+		macs := float64(s.batch) * float64(s.m) * float64(s.k) * float64(s.n)
+		for _, name := range RingKernels() {
+			b.Run(name+"/"+s.name, func(b *testing.B) {
+				restore, err := setRingKernel(name)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer restore()
+				for b.Loop() {
+					if err := BatchMatMulInto(c, a, bm, s.batch, s.m, s.k, s.n); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds(), "MAC/s")
+			})
+		}
+	}
+}
+
+// BenchmarkMicroKernels times each micro-kernel alone on one core, on
+// packed panels that stay in L1 (the kernel's own k block), the figure
+// to set beside its µop count: multiply-adds per second per core.
+func BenchmarkMicroKernels(b *testing.B) {
+	rng := rand.New(rand.NewPCG(6, 9))
+	for _, impl := range gemmKernels() {
+		kc := impl.kc
+		a := randWords(rng, impl.mr*kc, "full")
+		bm := randWords(rng, kc*impl.nr, "full")
+		ap, bp := packPanels(impl, a, bm, kc)
+		c := make([]uint64, impl.mr*impl.nr)
+		b.Run(fmt.Sprintf("%s/%dx%dx%d", impl.name, impl.mr, kc, impl.nr), func(b *testing.B) {
+			for b.Loop() {
+				impl.micro(kc, ap, bp, c, impl.nr, true)
+			}
+			b.ReportMetric(float64(impl.mr*kc*impl.nr)*float64(b.N)/b.Elapsed().Seconds(), "MAC/s")
+		})
+	}
+}

@@ -62,6 +62,80 @@ func (impl *gemmImpl) words() int {
 	return 2
 }
 
+// ifmaAux is the second word splitIFMA packs beside x: its low 12 bits, and
+// its top 12 bits moved to bits 32–43.
+func ifmaAux(x uint64) uint64 { return x&0xfff | x>>52<<32 }
+
+// packASplit is packA for a kernel that packs two words per element
+// (split): panel t holds, for each p < kc, the mr words a(t·mr+r, p), then
+// their mr second words. Full 4-row panels of a row-major block are written
+// in one pass; other panels are packed as one word per element and split in
+// place.
+func packASplit(dst []uint64, a matView, mcb, kc, mr int, split splitKind) {
+	for i0 := 0; i0 < mcb; i0 += mr {
+		pan := dst[2*i0*kc : 2*(i0+mr)*kc]
+		h := min(mr, mcb-i0)
+		if h == 4 && mr == 4 && a.cs == 1 {
+			d := a.data[i0*a.rs:]
+			r0, r1, r2, r3 := d[:kc], d[a.rs:][:kc], d[2*a.rs:][:kc], d[3*a.rs:][:kc]
+			if split == splitHigh32 {
+				for p := range kc {
+					col := pan[p*8 : p*8+8 : p*8+8]
+					x0, x1, x2, x3 := r0[p], r1[p], r2[p], r3[p]
+					col[0], col[1], col[2], col[3] = x0, x1, x2, x3
+					col[4], col[5], col[6], col[7] = x0>>32, x1>>32, x2>>32, x3>>32
+				}
+			} else {
+				for p := range kc {
+					col := pan[p*8 : p*8+8 : p*8+8]
+					x0, x1, x2, x3 := r0[p], r1[p], r2[p], r3[p]
+					col[0], col[1], col[2], col[3] = x0, x1, x2, x3
+					col[4], col[5], col[6], col[7] = ifmaAux(x0), ifmaAux(x1), ifmaAux(x2), ifmaAux(x3)
+				}
+			}
+			continue
+		}
+		packA(pan[:mr*kc], a.sub(i0, 0), h, kc, mr)
+		splitWords(pan, mr*kc, mr, split)
+	}
+}
+
+// packBSplit is packB for a kernel that packs two words per element
+// (split): panel t holds, for each p < kc, the nr words b(p, t·nr+j), then
+// their nr second words. Full 16-column panels of a row-major block are
+// written in one pass; other panels are packed as one word per element and
+// split in place.
+func packBSplit(dst []uint64, b matView, kc, nc, nr int, split splitKind) {
+	for j0 := 0; j0 < nc; j0 += nr {
+		pan := dst[2*j0*kc : 2*(j0+nr)*kc]
+		w := min(nr, nc-j0)
+		if b.cs == 1 && w == 16 && nr == 16 {
+			if split == splitHigh32 {
+				for p := range kc {
+					src := (*[16]uint64)(b.data[p*b.rs+j0:])
+					row := (*[32]uint64)(pan[p*32:])
+					for j, x := range src {
+						row[j] = x
+						row[16+j] = x >> 32
+					}
+				}
+			} else {
+				for p := range kc {
+					src := (*[16]uint64)(b.data[p*b.rs+j0:])
+					row := (*[32]uint64)(pan[p*32:])
+					for j, x := range src {
+						row[j] = x
+						row[16+j] = ifmaAux(x)
+					}
+				}
+			}
+			continue
+		}
+		packB(pan[:nr*kc], b.sub(0, j0), kc, w, nr)
+		splitWords(pan, nr*kc, nr, split)
+	}
+}
+
 // splitWords rewrites the first n words of buf, packed panels of groups of r
 // words, into groups of 2r words: each group's r words, then the second
 // word of each (split). buf must hold 2n words. It works from the end, so
@@ -84,7 +158,7 @@ func splitWords(buf []uint64, n, r int, split splitKind) {
 		case splitIFMA:
 			for i := r - 1; i >= 0; i-- {
 				x := src[i]
-				dst[r+i] = x&0xfff | x>>52<<32
+				dst[r+i] = ifmaAux(x)
 				dst[i] = x
 			}
 		}
@@ -239,9 +313,10 @@ func packMatrix(impl *gemmImpl, b matView, k, n int) *PackedMatrix {
 	for p0 := 0; p0 < k; p0 += impl.kc {
 		kc := min(impl.kc, k-p0)
 		blk := pm.data[p0*npad*w : (p0+kc)*npad*w]
-		packB(blk, b.sub(p0, 0), kc, n, impl.nr)
 		if w == 2 {
-			splitWords(blk, kc*npad, impl.nr, impl.split)
+			packBSplit(blk, b.sub(p0, 0), kc, n, impl.nr, impl.split)
+		} else {
+			packB(blk, b.sub(p0, 0), kc, n, impl.nr)
 		}
 	}
 	return pm
@@ -404,17 +479,17 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 			bp := bBuf
 			if b.packed != nil {
 				bp = b.packed.data[(p0*b.packed.npad+(b.col0+j0)*kc)*w:][:roundUp(nc, nr)*kc*w]
+			} else if w == 2 {
+				packBSplit(bp, b.sub(p0, j0), kc, nc, nr, impl.split)
 			} else {
 				packB(bp, b.sub(p0, j0), kc, nc, nr)
-				if w == 2 {
-					splitWords(bp, roundUp(nc, nr)*kc, nr, impl.split)
-				}
 			}
 			for i0 := 0; i0 < m; i0 += mcMax {
 				mcb := min(mcMax, m-i0)
-				packA(ap, a.sub(i0, p0), mcb, kc, mr)
 				if w == 2 {
-					splitWords(ap, roundUp(mcb, mr)*kc, mr, impl.split)
+					packASplit(ap, a.sub(i0, p0), mcb, kc, mr, impl.split)
+				} else {
+					packA(ap, a.sub(i0, p0), mcb, kc, mr)
 				}
 				for jr := 0; jr < nc; jr += nr {
 					bpan := bp[jr*kc*w : (jr+nr)*kc*w]

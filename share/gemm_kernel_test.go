@@ -273,3 +273,38 @@ func TestRingKernelEnvChild(t *testing.T) {
 	_, err := GEMM()
 	fmt.Printf("kernel=%s; gemm-error=%v\n", RingKernel(), err)
 }
+
+// TestPackSplit checks the one-pass split packing (packASplit, packBSplit)
+// against packing one word per element and splitting in place, for
+// row-major and transposed sources, full and edge panels.
+func TestPackSplit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	for _, split := range []splitKind{splitHigh32, splitIFMA} {
+		for _, s := range []struct{ rows, kc, cols int }{{4, 5, 16}, {9, 3, 35}, {3, 7, 15}, {8, 128, 32}, {1, 1, 1}} {
+			x := randWords(rng, s.rows*s.kc, "edge")
+			xt := transpose(x, s.rows, s.kc)
+			for _, v := range []matView{{data: x, rs: s.kc, cs: 1}, {data: xt, rs: 1, cs: s.rows}} {
+				want := make([]uint64, 2*roundUp(s.rows, 4)*s.kc)
+				packA(want, v, s.rows, s.kc, 4)
+				splitWords(want, roundUp(s.rows, 4)*s.kc, 4, split)
+				got := make([]uint64, len(want))
+				packASplit(got, v, s.rows, s.kc, 4, split)
+				if !slices.Equal(got, want) {
+					t.Fatalf("packASplit split %d %v cs %d differs", split, s, v.cs)
+				}
+			}
+			y := randWords(rng, s.kc*s.cols, "edge")
+			yt := transpose(y, s.kc, s.cols)
+			for _, v := range []matView{{data: y, rs: s.cols, cs: 1}, {data: yt, rs: 1, cs: s.kc}} {
+				want := make([]uint64, 2*roundUp(s.cols, 16)*s.kc)
+				packB(want, v, s.kc, s.cols, 16)
+				splitWords(want, roundUp(s.cols, 16)*s.kc, 16, split)
+				got := make([]uint64, len(want))
+				packBSplit(got, v, s.kc, s.cols, 16, split)
+				if !slices.Equal(got, want) {
+					t.Fatalf("packBSplit split %d %v cs %d differs", split, s, v.cs)
+				}
+			}
+		}
+	}
+}
