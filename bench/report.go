@@ -8,11 +8,16 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/selectformer/selectformer/share"
 )
 
 // Machine describes the machine a report ran on.
 type Machine struct {
-	// CPU is /proc/cpuinfo's first "model name" (runtime.GOARCH elsewhere).
+	// CPU is /proc/cpuinfo's first "model name" (runtime.GOARCH elsewhere)
+	// and the ring GEMM kernel this process runs (share.RingKernel), e.g.
+	// "AMD EPYC, ring kernel avx512-vpmullq": the kernel decides the
+	// compute bound as much as the processor does.
 	CPU        string `json:"cpu"`
 	Cores      int    `json:"cores"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
@@ -39,6 +44,7 @@ func CurrentMachine() Machine {
 			}
 		}
 	}
+	m.CPU += ", ring kernel " + share.RingKernel()
 	return m
 }
 

@@ -13,11 +13,31 @@
 //
 // The ring GEMM (MatMulInto, MatMulTransBInto, BatchMatMulInto, MatMul)
 // packs panels of its operands and runs a register-blocked micro-kernel on
-// every core. On amd64 CPUs with AVX-512 F and DQ the micro-kernel is
-// assembly (VPMULLQ, eight 64-bit lanes per instruction), chosen at run time;
-// elsewhere, and under the purego build tag, it is portable Go. Both give
-// bit-identical results. A right-hand operand used many times (weights) can be
-// packed once with PackMatrix and multiplied with MatMulPackedInto.
+// every core. The micro-kernel is chosen once, at start-up, by CPU
+// (RingKernel names it):
+//
+//   - avx512-vpmullq (AVX-512 F+DQ): VPMULLQ, eight 64-bit lane products
+//     per instruction, an 8×16 tile. The choice on AMD (Zen 4, Zen 5), where
+//     VPMULLQ is one µop, and on Intel CPUs without IFMA.
+//   - avx512-ifma (AVX-512 IFMA): 52-bit multiply-adds, VPMADD52LUQ and
+//     VPMADD52HUQ, three per eight products and no separate adds, a 4×16
+//     tile; the panels carry a second word per element (the low and top 12
+//     bits, for the cross term). The choice on Intel, where VPMULLQ is three
+//     µops (plus the add: four per eight products).
+//   - avx512-vpmuludq (AVX-512 F): 32-bit limbs, three VPMULUDQ and three
+//     VPADDQ per eight products with the cross terms shifted once per tile,
+//     a 4×16 tile. Never chosen automatically (six µops per eight products,
+//     more than either of the others); kept for CPUs whose VPMULLQ and IFMA
+//     are slow, and as a check.
+//   - generic: portable Go, on every other CPU and under the purego build
+//     tag.
+//
+// The environment variable SELECTFORMER_RING_KERNEL (RingKernelEnv) forces
+// one by name, so that every kernel can be tested and timed on any AVX-512
+// CPU; a name that is unknown or that the CPU cannot run is logged and makes
+// the cpu GEMM backend return the error. All kernels give bit-identical
+// results. A right-hand operand used many times (weights) can be packed once
+// with PackMatrix and multiplied with MatMulPackedInto.
 //
 // The protocols' whole products go through a GEMM backend (GEMM, GEMMBackend,
 // WeightMatrix), chosen at run time: SetGEMM, else the SELECTFORMER_GEMM
