@@ -110,29 +110,36 @@ func packBSplit(dst []uint64, b matView, kc, nc, nr int, split splitKind) {
 		pan := dst[2*j0*kc : 2*(j0+nr)*kc]
 		w := min(nr, nc-j0)
 		if b.cs == 1 && w == 16 && nr == 16 {
-			if split == splitHigh32 {
-				for p := range kc {
-					src := (*[16]uint64)(b.data[p*b.rs+j0:])
-					row := (*[32]uint64)(pan[p*32:])
-					for j, x := range src {
-						row[j] = x
-						row[16+j] = x >> 32
-					}
-				}
-			} else {
-				for p := range kc {
-					src := (*[16]uint64)(b.data[p*b.rs+j0:])
-					row := (*[32]uint64)(pan[p*32:])
-					for j, x := range src {
-						row[j] = x
-						row[16+j] = ifmaAux(x)
-					}
-				}
-			}
+			splitRows16(pan, b.data[j0:], b.rs, kc, split)
 			continue
 		}
 		packB(pan[:nr*kc], b.sub(0, j0), kc, w, nr)
 		splitWords(pan, nr*kc, nr, split)
+	}
+}
+
+// splitRows16Generic writes kc rows of a full 16-column split B panel: for
+// each p < kc, the 16 words at src[p*rs:], then their second words, at
+// dst[32p:].
+func splitRows16Generic(dst, src []uint64, rs, kc int, split splitKind) {
+	if split == splitHigh32 {
+		for p := range kc {
+			s := (*[16]uint64)(src[p*rs:])
+			row := (*[32]uint64)(dst[p*32:])
+			for j, x := range s {
+				row[j] = x
+				row[16+j] = x >> 32
+			}
+		}
+		return
+	}
+	for p := range kc {
+		s := (*[16]uint64)(src[p*rs:])
+		row := (*[32]uint64)(dst[p*32:])
+		for j, x := range s {
+			row[j] = x
+			row[16+j] = ifmaAux(x)
+		}
 	}
 }
 

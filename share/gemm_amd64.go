@@ -26,6 +26,32 @@ func gemmMicro4x16Limb(kc int, a, b, c *uint64, ldc int, add int)
 //go:noescape
 func gemmMicro4x16IFMA(kc int, a, b, c *uint64, ldc int, add int)
 
+// splitRows16Asm writes kc rows of a split B panel: the 16 words at
+// src + p·rs words, then their second words, at dst + 32p words. Implemented
+// in gemm_amd64.s.
+//
+//go:noescape
+func splitRows16Asm(dst, src *uint64, rs, kc int, ifma int)
+
+// splitRows16 is packBSplit's full-panel copy (see splitRows16Generic) in
+// AVX-512 where the CPU has it.
+func splitRows16(dst, src []uint64, rs, kc int, split splitKind) {
+	if kc <= 0 {
+		return
+	}
+	if !thisCPU.avx512F {
+		splitRows16Generic(dst, src, rs, kc, split)
+		return
+	}
+	_ = dst[32*kc-1]
+	_ = src[(kc-1)*rs+15]
+	ifma := 0
+	if split == splitIFMA {
+		ifma = 1
+	}
+	splitRows16Asm(&dst[0], &src[0], rs, kc, ifma)
+}
+
 // cpuid runs CPUID with EAX = eaxArg, ECX = ecxArg. Implemented in
 // gemm_amd64.s.
 func cpuid(eaxArg, ecxArg uint32) (eax, ebx, ecx, edx uint32)

@@ -496,3 +496,65 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL CX, ecx+16(FP)
 	MOVL DX, edx+20(FP)
 	RET
+
+// func splitRows16Asm(dst *uint64, src *uint64, rs int, kc int, ifma int)
+//
+// For p < kc: copies the 16 words at src + p·rs words to dst + 32p words and
+// writes their second words after them: x>>32 (ifma == 0) or
+// (x mod 2^12) | (x>>52)<<32 (ifma != 0). The one-pass packing of a full
+// 16-column B panel for the split kernels (packBSplit).
+TEXT ·splitRows16Asm(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rs+16(FP), DX
+	SHLQ $3, DX
+	MOVQ kc+24(FP), CX
+	MOVQ ifma+32(FP), AX
+	TESTQ CX, CX
+	JLE splitdone
+	TESTQ AX, AX
+	JNZ splitifma
+
+splithigh:
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VPSRLQ $32, Z0, Z2
+	VPSRLQ $32, Z1, Z3
+	VMOVDQU64 Z0, (DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z3, 192(DI)
+	ADDQ DX, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ splithigh
+	VZEROUPPER
+	RET
+
+splitifma:
+	MOVQ $0xfff, AX
+	VPBROADCASTQ AX, Z31
+
+splitifmaloop:
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VPANDQ Z31, Z0, Z2
+	VPANDQ Z31, Z1, Z3
+	VPSRLQ $52, Z0, Z4
+	VPSRLQ $52, Z1, Z5
+	VPSLLQ $32, Z4, Z4
+	VPSLLQ $32, Z5, Z5
+	VPORQ Z4, Z2, Z2
+	VPORQ Z5, Z3, Z3
+	VMOVDQU64 Z0, (DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z3, 192(DI)
+	ADDQ DX, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ splitifmaloop
+
+splitdone:
+	VZEROUPPER
+	RET

@@ -308,3 +308,26 @@ func TestPackSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitRows16 checks the full-panel split copy (assembly on AVX-512)
+// against the portable loop, rows 37 words apart.
+func TestSplitRows16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	for _, split := range []splitKind{splitHigh32, splitIFMA} {
+		for _, kc := range []int{0, 1, 2, 129} {
+			src := randWords(rng, max(kc, 1)*37, "edge")
+			want := make([]uint64, 32*kc)
+			got := make([]uint64, 32*kc)
+			splitRows16Generic(want, src, 37, kc, split)
+			splitRows16(got, src, 37, kc, split)
+			if !slices.Equal(got, want) {
+				t.Fatalf("split %d, kc %d: differs from the portable loop", split, kc)
+			}
+			for p := range kc {
+				if want[32*p+3] != src[37*p+3] {
+					t.Fatalf("split %d, kc %d: word (%d, 3) not copied", split, kc, p)
+				}
+			}
+		}
+	}
+}
