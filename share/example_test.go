@@ -2,6 +2,7 @@ package share_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/selectformer/selectformer/share"
 )
@@ -97,4 +98,16 @@ func ExampleMatMulPackedInto() {
 	}
 	fmt.Println(y)
 	// Output: [5 7 9 2 4 6]
+}
+
+// The ring GEMM's micro-kernel is chosen by CPU at start-up (or forced with
+// SELECTFORMER_RING_KERNEL); RingKernel names it for logs and benchmark
+// reports, RingKernels lists what this CPU can run, generic always among
+// them.
+func ExampleRingKernel() {
+	// A log line: share.RingKernelCPU() and share.RingKernel() give e.g.
+	// "AuthenticAMD family 26 model 2, AVX-512 F DQ IFMA" and "avx512-vpmullq".
+	fmt.Println(slices.Contains(share.RingKernels(), share.RingKernel()), slices.Contains(share.RingKernels(), "generic"))
+	// Output:
+	// true true
 }
