@@ -133,10 +133,10 @@ func resolveRingKernel(env string, c cpuInfo) (*gemmImpl, error) {
 		for _, k := range ringKernelTable {
 			all = append(all, k.impl.name)
 		}
-		return auto.impl, fmt.Errorf("share: %s=%q: no such ring GEMM kernel (have auto, %s); using %s", RingKernelEnv, env, strings.Join(all, ", "), auto.impl.name)
+		return auto.impl, fmt.Errorf("share: %s=%q: no such ring GEMM kernel (have auto, %s)", RingKernelEnv, env, strings.Join(all, ", "))
 	}
 	if !k.runs(c) {
-		return auto.impl, fmt.Errorf("share: %s=%q: this CPU (%v) cannot run that kernel (it can run %s); using %s", RingKernelEnv, env, c, strings.Join(ringKernelNames(c), ", "), auto.impl.name)
+		return auto.impl, fmt.Errorf("share: %s=%q: this CPU (%v) cannot run that kernel (it can run %s)", RingKernelEnv, env, c, strings.Join(ringKernelNames(c), ", "))
 	}
 	return k.impl, nil
 }
@@ -163,7 +163,9 @@ func init() {
 // RingKernelEnv the first time.
 func activeKernel() *gemmImpl {
 	if ringKernelErr != nil {
-		ringKernelLog.Do(func() { log.Print(ringKernelErr) })
+		ringKernelLog.Do(func() {
+			log.Printf("%v; ring products outside the GEMM backend use %s, and the cpu GEMM backend refuses to open", ringKernelErr, activeImpl.Load().name)
+		})
 	}
 	return activeImpl.Load()
 }
