@@ -250,7 +250,7 @@ func TestRingKernelEnv(t *testing.T) {
 			if got := !strings.Contains(report, "gemm-error=<nil>") && strings.Contains(report, RingKernelEnv); got != bogus {
 				t.Fatalf("child with %s=%s: GEMM() error reported: %v, want %v\n%s", RingKernelEnv, env, got, bogus, out)
 			}
-			if got := strings.Contains(string(out), "no such ring GEMM kernel"); got != bogus {
+			if got := strings.Contains(string(out), "ring products outside the GEMM backend use "+auto); got != bogus {
 				t.Fatalf("child with %s=%s: rejection logged: %v, want %v\n%s", RingKernelEnv, env, got, bogus, out)
 			}
 		})
@@ -329,5 +329,24 @@ func TestSplitRows16(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestCPUInfoString checks the CPU description RingKernelCPU gives.
+func TestCPUInfoString(t *testing.T) {
+	for _, tc := range []struct {
+		c    cpuInfo
+		want string
+	}{
+		{cpuInfo{vendor: "AuthenticAMD", family: 26, model: 2, avx512F: true, avx512DQ: true, avx512IFMA: true}, "AuthenticAMD family 26 model 2, AVX-512 F DQ IFMA"},
+		{cpuInfo{vendor: "GenuineIntel", family: 6, model: 85, avx512F: true, avx512DQ: true}, "GenuineIntel family 6 model 85, AVX-512 F DQ"},
+		{cpuInfo{}, "unknown vendor family 0 model 0, no AVX-512"},
+	} {
+		if got := tc.c.String(); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+	if RingKernelCPU() != thisCPU.String() {
+		t.Fatalf("RingKernelCPU() = %q, want %q", RingKernelCPU(), thisCPU.String())
 	}
 }
