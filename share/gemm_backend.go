@@ -84,9 +84,10 @@ func checkBatchMatMul(c, a, b []uint64, batch, m, k, n int) error {
 	return nil
 }
 
-// CPUGEMM returns the CPU backend: this package's ring GEMM (AVX-512 kernel
-// where the CPU has it) on all cores, the same code MatMulInto and
-// BatchMatMulInto run.
+// CPUGEMM returns the CPU backend: this package's ring GEMM (the micro-kernel
+// RingKernel names) on all cores, the same code MatMulInto and
+// BatchMatMulInto run. Unlike OpenGEMM("cpu") it opens even when
+// RingKernelEnv was rejected.
 func CPUGEMM() GEMMBackend { return cpuGEMM{} }
 
 // cpuGEMM is the CPU backend.
@@ -205,7 +206,8 @@ var (
 // GEMM returns the process-wide GEMM backend: the one SetGEMM installed, or
 // else the one GEMMEnv names (resolved once, on the first call), or the
 // automatic choice. A forced backend that cannot open is returned as an
-// error on every call, so each product reports it.
+// error on every call, so each product reports it; so is a rejected
+// RingKernelEnv when the choice falls to the cpu backend.
 func GEMM() (GEMMBackend, error) {
 	gemmEnvOnce.Do(func() {
 		b, err := resolveGEMM(os.Getenv(GEMMEnv))
