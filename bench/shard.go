@@ -442,3 +442,51 @@ func ShardDealerKind(sp *ShardedProjection) string {
 	}
 	return fmt.Sprintf("%d dealer host(s), one per pair", sp.Dealers)
 }
+
+// ShardScaling compares a measured sharded run with one pair's on the
+// same workload, sample and links (K worker pairs per party as OS
+// processes on loopback, each pair's link emulated by a relay) and with
+// the projection of the one-pair sample to the run's size: the check of
+// ProjectShards's model. The measured run needs the coordinator and
+// worker modes of the peer binaries (issue 28); `mpcbench select
+// --shards K --processes` reports that it cannot run it until they exist.
+type ShardScaling struct {
+	// Shards is K; Link the pairs' link profile.
+	Shards int    `json:"shards"`
+	Link   string `json:"link"`
+	// OnePairSeconds is the measured wall time of the run on one pair,
+	// Seconds on K pairs, ProjectedSeconds ProjectShards's figure for K
+	// pairs from the one-pair run.
+	OnePairSeconds   float64 `json:"one_pair_seconds"`
+	Seconds          float64 `json:"seconds"`
+	ProjectedSeconds float64 `json:"projected_seconds"`
+	// Limiting is the projection's limiting bound: the scaling is only
+	// expected where it is a per-pair link's, not the shared CPU of one
+	// machine running every pair.
+	Limiting string `json:"limiting"`
+}
+
+// Speedup is the one-pair time ÷ the K-pair time (0 when unmeasured).
+func (s ShardScaling) Speedup() float64 {
+	if s.Seconds <= 0 {
+		return 0
+	}
+	return s.OnePairSeconds / s.Seconds
+}
+
+// Efficiency is the speed-up ÷ K: 1 for perfect scaling.
+func (s ShardScaling) Efficiency() float64 {
+	if s.Shards <= 0 {
+		return 0
+	}
+	return s.Speedup() / float64(s.Shards)
+}
+
+// ModelError is (measured − projected) ÷ projected: how far the measured
+// K-pair run is from ProjectShards's figure (0 when either is missing).
+func (s ShardScaling) ModelError() float64 {
+	if s.ProjectedSeconds <= 0 || s.Seconds <= 0 {
+		return 0
+	}
+	return (s.Seconds - s.ProjectedSeconds) / s.ProjectedSeconds
+}

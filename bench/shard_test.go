@@ -317,3 +317,27 @@ func TestShardConfigCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestShardScaling checks the measured-against-projected arithmetic of
+// the sharded run's check.
+func TestShardScaling(t *testing.T) {
+	tests := []struct {
+		s                         ShardScaling
+		speedup, efficiency, merr float64
+	}{
+		{ShardScaling{Shards: 4, OnePairSeconds: 100, Seconds: 40, ProjectedSeconds: 32}, 2.5, 0.625, 0.25},
+		{ShardScaling{Shards: 2, OnePairSeconds: 100, Seconds: 50, ProjectedSeconds: 50}, 2, 1, 0},
+		{ShardScaling{Shards: 2, OnePairSeconds: 100}, 0, 0, 0},
+	}
+	for _, tc := range tests {
+		if g := tc.s.Speedup(); math.Abs(g-tc.speedup) > 1e-12 {
+			t.Errorf("%+v: speed-up %g, want %g", tc.s, g, tc.speedup)
+		}
+		if g := tc.s.Efficiency(); math.Abs(g-tc.efficiency) > 1e-12 {
+			t.Errorf("%+v: efficiency %g, want %g", tc.s, g, tc.efficiency)
+		}
+		if g := tc.s.ModelError(); math.Abs(g-tc.merr) > 1e-12 {
+			t.Errorf("%+v: model error %g, want %g", tc.s, g, tc.merr)
+		}
+	}
+}
