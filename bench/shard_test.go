@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"testing"
@@ -338,6 +339,54 @@ func TestShardScaling(t *testing.T) {
 		}
 		if g := tc.s.ModelError(); math.Abs(g-tc.merr) > 1e-12 {
 			t.Errorf("%+v: model error %g, want %g", tc.s, g, tc.merr)
+		}
+	}
+}
+
+// TestDecodeSelectReportSharded checks that a report's sharded
+// projection is decoded and checked, and that QuickSelect measurements
+// beyond the phases' (another pool's, MeasureTopKAt) are accepted.
+func TestDecodeSelectReportSharded(t *testing.T) {
+	w := TinyWorkload
+	lr, cr := shardRuns(w, 0.2, [2]*transport.Profile{}, "", [2]int64{}, [2]int64{})
+	p, err := Project(w, 0, nil, lr, cr, shardTopK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := ProjectShards(w, 0, nil, lr, cr, shardTopK, ShardConfig{Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tks []TopKCost
+	for _, ph := range p.Phases {
+		tks = append(tks, ph.TopK)
+	}
+	good := &SelectReport{Workload: w, Link: "none", Sample: cr, TopK: append(tks, TopKCost{N: 4750, K: 2250}), Projection: p, Sharded: sp}
+	b, err := json.Marshal(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSelectReport(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Sharded == nil || got.Sharded.Shards != 4 || got.Sharded.Seconds != sp.Seconds || len(got.TopK) != 3 {
+		t.Errorf("decoded sharded %+v, %d QuickSelect costs", got.Sharded, len(got.TopK))
+	}
+	for _, bad := range []func(r *SelectReport){
+		func(r *SelectReport) { r.Sharded.Phases = r.Sharded.Phases[:1] },
+		func(r *SelectReport) { r.Sharded.Shards = 0 },
+		func(r *SelectReport) { r.Sharded.Shards = MaxShards + 1 },
+		func(r *SelectReport) { r.TopK = r.TopK[:1] },
+	} {
+		var r SelectReport
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		bad(&r)
+		bb, _ := json.Marshal(&r)
+		if _, err := DecodeSelectReport(bb); err == nil {
+			t.Errorf("a bad report was decoded: %s", bb)
 		}
 	}
 }

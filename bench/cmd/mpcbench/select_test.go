@@ -280,12 +280,12 @@ func TestReportTiny(t *testing.T) {
 		"## Secure proxy forward", "plots/delay_vs_pool.png", "-bound", "| on (4 lanes) |", "| off (1 batch at a time) |", "Pipeline on against off", "goal ≥ 1.5×",
 		"pipeline off: the same sample over lan with the pipeline off (run by the report)",
 		"## Where the bytes go", "| **total** (measured) |", "Per module, largest first", "| Q/K/V projections | truncation |", "dealer on lan to both parties",
-		"dealer beside the data owner on a LAN: none needed"} {
+		"dealer beside the data owner on a LAN: none needed", "## Selection on K worker pairs", "| `tiny` | 5000 | 4 | dealer on lan to both parties | 1 dealer host (shared) |"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if strings.Count(s, reportBegin) != 1 || strings.Count(s, reportEnd) != 1 || strings.Contains(s, "\nold\n") {
+	if strings.Count(s, reportBegin) != 1 || strings.Count(s, reportEnd) != 1 || strings.Contains(s, "\nold\n") || strings.Count(s, shardBegin) != 1 || strings.Count(s, shardEnd) != 1 {
 		t.Errorf("markers or old text wrong:\n%s", s)
 	}
 	for _, f := range []string{bench.PlotDelayVsPool, bench.PlotDelayVsBandwidth, bench.PlotDelayVsLatency} {
@@ -485,5 +485,41 @@ func TestSelectShardedProcessesSeam(t *testing.T) {
 	}
 	if out.Len() != 0 {
 		t.Errorf("output %q", out.String())
+	}
+}
+
+// TestReportShardsOnly writes only the sharded projections' section: the
+// figures' workloads run, the section lands after the main generated part
+// (which is kept as it was) and replaces itself on a second run, with a
+// row per dealer deployment and pool, QuickSelect measured at the other
+// pool's sizes.
+func TestReportShardsOnly(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "RESULTS.md")
+	if err := os.WriteFile(out, []byte("# Results\n\n"+reportBegin+"\nold main part\n"+reportEnd+"\n\n## Kept section\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"report", "--tiny", "--link", "lan", "--shards-only", "--samples", "tiny=24", "--out", out}
+	for range 2 {
+		var stdout, errw bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &errw); err != nil {
+			t.Fatalf("%v\n%s", err, errw.String())
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{"old main part", "## Kept section", "## Selection on K worker pairs (`mpcbench select --shards K`)",
+		"| `tiny` | 1000 | 2 | dealer on lan to both parties | 1 dealer host (shared) |", "| `tiny` | 1000 | 2 | dealer on lan to both parties | 2 dealer host(s), one per pair |",
+		"| `tiny` | 5000 | 4 | dealer on lan to both parties | 4 dealer host(s), one per pair |", "`mpcbench select --workload tiny --samples 24 --link lan --shards 4 --pool 5000 [--dealers 4]`"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Count(s, shardBegin) != 1 || strings.Count(s, shardEnd) != 1 || strings.Index(s, shardBegin) < strings.Index(s, reportEnd) ||
+		strings.Index(s, shardEnd) > strings.Index(s, "## Kept section") || strings.Contains(s, "## Online protocol costs") {
+		t.Errorf("sections misplaced:\n%s", s)
 	}
 }
