@@ -359,13 +359,13 @@ type ShardRow struct {
 
 // WriteShardSummary writes the sharded projections as a markdown table:
 // per row the workload, pool, worker pairs, dealer placement and hosts,
-// the projection against the same sample on one pair, the bounds (the
+// the projection, its bound model and the same sample on one pair, the bounds (the
 // bandwidth bound's link named), the limiting bound overall and per phase
 // (of the pairs' part), and the CPU.
 func WriteShardSummary(w io.Writer, rows []ShardRow) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "| workload | pool | pairs | dealer | dealer hosts | projected | one pair | bandwidth bound (link) | latency bound | compute bound | limiting | limiting per phase (pairs' part) | CPU |")
-	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(bw, "| workload | pool | pairs | dealer | dealer hosts | projected | bound model | one pair | bandwidth bound (link) | latency bound | compute bound | limiting | limiting per phase (pairs' part) | CPU |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		p := r.P
 		proj := "**" + hours(p.Hours) + "**"
@@ -388,8 +388,8 @@ func WriteShardSummary(w io.Writer, rows []ShardRow) error {
 			}
 			per = append(per, fmt.Sprintf("%d: %s", ph.Phase+1, s))
 		}
-		fmt.Fprintf(bw, "| `%s` | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.Workload, p.Pool, p.Shards, r.Placement, ShardDealerKind(p), proj,
-			hours(p.UnshardedSeconds/3600), bwb, hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), lim, strings.Join(per, "; "), r.CPU)
+		fmt.Fprintf(bw, "| `%s` | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.Workload, p.Pool, p.Shards, r.Placement, ShardDealerKind(p), proj,
+			hours(p.BoundModelSeconds/3600), hours(p.UnshardedSeconds/3600), bwb, hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), lim, strings.Join(per, "; "), r.CPU)
 	}
 	return bw.Flush()
 }

@@ -146,6 +146,13 @@ type ShardPhase struct {
 	// Seconds is the phase's delay: JobSeconds + ForwardSeconds +
 	// GatherSeconds + TopKSeconds.
 	Seconds float64 `json:"seconds"`
+	// BoundSeconds is the phase's delay by the bound model: JobSeconds +
+	// the largest of Bounds' but the internal networks' (the pairs' part
+	// taking its largest bound, as
+	// if computation and communication overlapped perfectly) +
+	// GatherSeconds + TopKSeconds. Below Seconds where the sample ran
+	// slower than its bounds (a loaded machine, or start-up).
+	BoundSeconds float64 `json:"bound_seconds"`
 	// Bounds are the bounds of the phase's pairs' part (weight sharing
 	// and forward of the largest shard, jobs and gathering; not
 	// QuickSelect), Limiting the largest and LimitingLink the link of
@@ -180,6 +187,10 @@ type ShardedProjection struct {
 	Seconds          float64 `json:"seconds"`
 	Hours            float64 `json:"hours"`
 	UnshardedSeconds float64 `json:"unsharded_seconds"`
+	// BoundModelSeconds totals the phases' BoundSeconds: the delay if each
+	// pair went at its largest bound rather than the sample's measured
+	// rate.
+	BoundModelSeconds float64 `json:"bound_model_seconds"`
 	// Rounds is the critical path: the largest shard's pair's rounds plus
 	// QuickSelect's, per phase.
 	Rounds int64 `json:"rounds"`
@@ -336,8 +347,16 @@ func ProjectShards(w Workload, n int, link *transport.Profile, linkRun, computeR
 		ph.Limiting, ph.LimitingLink = ph.Bounds.Limiting(), ph.Bounds.LimitingLink()
 		ph.TopKSeconds = topKSeconds(tk, link)
 		ph.Seconds = ph.JobSeconds + ph.ForwardSeconds + ph.GatherSeconds + ph.TopKSeconds
+		pairBW := 0.0 // the pairs' and dealers' links (the internal networks' are JobSeconds and GatherSeconds)
+		for _, l := range ph.Bounds.Links {
+			if l.Link != LinkInternalP0 && l.Link != LinkInternalP1 {
+				pairBW = max(pairBW, l.Seconds)
+			}
+		}
+		ph.BoundSeconds = ph.JobSeconds + max(ph.Bounds.ComputeSeconds, ph.Bounds.LatencySeconds, pairBW) + ph.GatherSeconds + ph.TopKSeconds
 		sp.Phases = append(sp.Phases, ph)
 		sp.Seconds += ph.Seconds
+		sp.BoundModelSeconds += ph.BoundSeconds
 		sp.Rounds += ph.Pair.Rounds + tk.Rounds
 		sp.Bounds.ComputeSeconds += ph.Pair.ComputeSeconds + tk.Seconds
 		tb := [2]int64{tk.BytesP0, tk.BytesP1}

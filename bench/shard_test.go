@@ -203,6 +203,14 @@ func TestProjectShardsDivide(t *testing.T) {
 			if want := ph.JobSeconds + ph.ForwardSeconds + ph.GatherSeconds + ph.TopKSeconds; math.Abs(ph.Seconds-want) > 1e-9 {
 				t.Errorf("K = %d phase %d: %g s, want %g", k, i, ph.Seconds, want)
 			}
+			// The bound model: the pair's largest bound, here its own
+			// dealer's link to P1 (4900 B per candidate at 10 kB/s) against
+			// its compute (0.1 s per candidate and the weight sharing's 1 s)
+			// and latency (1 ms per round).
+			dealer := float64(4900*largest) / 1e4
+			if want := ph.JobSeconds + max(dealer, 1+0.1*float64(largest), float64(ph.Pair.Rounds)*0.001) + ph.GatherSeconds + ph.TopKSeconds; math.Abs(ph.BoundSeconds-want) > 1e-9 || ph.BoundSeconds > ph.Seconds {
+				t.Errorf("K = %d phase %d: bound model %g s, want %g (≤ %g)", k, i, ph.BoundSeconds, want, ph.Seconds)
+			}
 		}
 		if sp.Rounds != rounds || math.Abs(sp.Bounds.LatencySeconds-float64(rounds)*0.001) > 1e-9 {
 			t.Errorf("K = %d: rounds %d (want %d), latency bound %g", k, sp.Rounds, rounds, sp.Bounds.LatencySeconds)

@@ -169,6 +169,8 @@ func writeShardSection(ctx context.Context, out string, reps []*bench.SelectRepo
 		"(%d B per candidate) over the party's internal network, assumed a LAN (1 GB/s, 0.1 ms one-way); QuickSelect then runs at the phase's **full size** on the coordinators' link, as in the unsharded projection. "+
 		"A dealer on links of its own is either **one dealer host serving the K pairs** (\"1 dealer host (shared)\": its links carry every shard's dealer traffic, "+
 		"and their bandwidth bound is a floor of each phase, which the one-pair sample did not see) or **one per pair** (nothing shared; the dealer-free providers share nothing either). "+
+		"The bound model is the same with each phase's pairs at their largest bound instead of the sample's measured rate (what the pairs would reach if computation and communication overlapped perfectly; "+
+		"the gap to the projection is what the sample lost to start-up, scheduling and, on a shared machine, other jobs). "+
 		"Bounds: compute and latency of the largest shard's pair plus QuickSelect; bandwidth per link (each pair's, the coordinators', the dealer's, each party's internal network), the largest named. "+
 		"A measured run on K pairs (coordinator and worker processes on loopback) is not in this section: it needs the peer binaries' worker modes.\n\n", m.Date, bench.GatherBytesPerCandidate)
 	if err := bench.WriteShardSummary(&g, rows); err != nil {

@@ -115,6 +115,7 @@ func printSharded(w io.Writer, rep *bench.SelectReport) error {
 	}
 	fmt.Fprintf(w, "projected to %d candidates on %d pairs: %.2f h%s over %s (limiting bound: %s); one pair: %.2f h (%.1f× faster on %d pairs)\n",
 		sp.Pool, sp.Shards, sp.Hours, tooSmallMark(sp.TooSmall), sp.Link, limitingOf(sp.Limiting, sp.LimitingLink), sp.UnshardedSeconds/3600, speedup, sp.Shards)
+	fmt.Fprintf(w, "bound model (each phase's pairs at their largest bound instead of the sample's measured rate): %.2f h\n", sp.BoundModelSeconds/3600)
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h (each pair's machines like the sample's: %s)\n", sp.BoundsHours[0], sp.BoundsHours[1], sp.BoundsHours[2], rep.ComputeRun().CPU)
 	printLinks(w, sp.Bounds.Links, sp.LimitingLink)
 	if sp.Dealers > 0 && sp.Shards > 1 {
@@ -126,7 +127,8 @@ func printSharded(w io.Writer, rep *bench.SelectReport) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "with %s instead: %.2f h%s (limiting bound: %s)\n", bench.ShardDealerKind(ap), ap.Hours, tooSmallMark(ap.TooSmall), limitingOf(ap.Limiting, ap.LimitingLink))
+		fmt.Fprintf(w, "with %s instead: %.2f h%s (limiting bound: %s; bound model %.2f h)\n", bench.ShardDealerKind(ap), ap.Hours, tooSmallMark(ap.TooSmall),
+			limitingOf(ap.Limiting, ap.LimitingLink), ap.BoundModelSeconds/3600)
 	}
 	return nil
 }
