@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -395,6 +396,44 @@ func TestDecodeSelectReportSharded(t *testing.T) {
 		bb, _ := json.Marshal(&r)
 		if _, err := DecodeSelectReport(bb); err == nil {
 			t.Errorf("a bad report was decoded: %s", bb)
+		}
+	}
+}
+
+// TestProjectShardsDealerFree checks K pairs with the dealer-free
+// provider: no dealer link and nothing shared, each pair's link carrying
+// its own provider traffic (each party's in the direction it sent it).
+func TestProjectShardsDealerFree(t *testing.T) {
+	w := TinyWorkload
+	thin := &transport.Profile{Name: "thin", Bandwidth: 10_000, Latency: time.Millisecond}
+	lr, cr := shardRuns(w, 0.9, [2]*transport.Profile{}, "he", [2]int64{3000, 500}, [2]int64{500, 3000})
+	for _, dealers := range []int{1, 4} {
+		sp, err := ProjectShards(w, 0, thin, lr, cr, shardTopK, ShardConfig{Shards: 4, Dealers: dealers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp.Dealers != 0 || sp.DealerShared || !strings.Contains(sp.Assumption, "no dealer") || ShardDealerKind(sp) != "no dealer link" {
+			t.Errorf("dealers %d: %d dealers, shared %v, %q", dealers, sp.Dealers, sp.DealerShared, sp.Assumption)
+		}
+		var pair [2]int64
+		for i, ph := range sp.Phases {
+			if ph.SharedDealerSeconds != 0 || ph.ForwardSeconds != ph.Pair.Seconds {
+				t.Errorf("phase %d: %+v", i, ph)
+			}
+			n := int64(ph.LargestShard)
+			pair[0] += ph.Pair.BytesP0 + 500*n
+			pair[1] += ph.Pair.BytesP1 + 3000*n
+		}
+		for _, l := range sp.Bounds.Links {
+			switch l.Link {
+			case LinkPair:
+				if l.Bytes != pair {
+					t.Errorf("pair link %v, want %v (the provider's traffic included)", l.Bytes, pair)
+				}
+			case LinkCoordinators, LinkInternalP0, LinkInternalP1:
+			default:
+				t.Errorf("dealer-free run with link %s", l.Link)
+			}
 		}
 	}
 }
