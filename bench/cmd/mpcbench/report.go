@@ -3,7 +3,7 @@ package main
 // The report subcommand:
 //
 //	mpcbench report [--regenerate | --out FILE] [--plots DIR] [--workloads a,b] [--samples W=N,...]
-//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--dealer-lan=true] [--forward-batch 16] [--note TEXT] [--tiny]
+//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--dealer-lan=true] [--forward-batch 16] [--note TEXT] [--tiny] [--shards-only]
 //
 // writes a results file whose generated part (between the markers
 // reportBegin and reportEnd; the rest of an existing file is kept) comes
@@ -26,7 +26,12 @@ package main
 // (bench.DealerBesideP1; read from DIR/<workload>.dealer-lan.json, a
 // `select --dealer-link <link>,lan --json` output, with --from), so the
 // report shows what the dealer's placement costs. Every figure names the
-// CPU it ran on.
+// CPU it ran on. After the generated part, a section of its own (between
+// shardBegin and shardEnd, report_shards.go) projects qqp-bert on 8 worker
+// pairs and a pool of a million candidates at the sst2 shapes on 32
+// (`select --shards`), from the same samples, with one dealer host shared
+// by the pairs and with one per pair; --shards-only writes that section
+// alone, running (or reading with --from) only its workloads.
 
 import (
 	"bytes"
