@@ -138,7 +138,12 @@ func writeShardSection(ctx context.Context, out string, reps []*bench.SelectRepo
 		if c := rep.ComputeRun(); c != rep.Sample && c.Seconds > 0 {
 			note += fmt.Sprintf(" The run without a link (the compute bound) took %.0f s", c.Seconds)
 			if c.CPUSeconds > 0 && c.Cores > 0 {
-				note += fmt.Sprintf(" and %.0f s of CPU (%.0f%% of the machine; load average %s before, %s after)", c.CPUSeconds, 100*c.CPUSeconds/(float64(c.Cores)*c.Seconds), c.LoadBefore, c.LoadAfter)
+				share := c.CPUSeconds / (float64(c.Cores) * c.Seconds)
+				note += fmt.Sprintf(" and %.0f s of CPU (%.0f%% of the machine; load average %s before, %s after)", c.CPUSeconds, 100*share, c.LoadBefore, c.LoadAfter)
+				if len(figRows) > 0 {
+					note += fmt.Sprintf("; at the whole machine the compute bound on %d pairs would be about %s instead of %s (the bound × that share)",
+						f.shards, hoursText(figRows[0].P.BoundsHours[2]*share), hoursText(figRows[0].P.BoundsHours[2]))
+				}
 			}
 			note += "."
 		}
