@@ -45,6 +45,19 @@
 //     SelectReport.RunOff adds the pipeline-off baseline over the link and
 //     Gain compares the two. SelectReport.Compare cross-checks a run of
 //     separate processes against the in-process emulation.
+//   - ProjectShards projects the same sample on K worker pairs per party
+//     (issue 28's sharded selection; `mpcbench select --shards K`): per
+//     phase the candidates split into ShardSizes (contiguous, at batch
+//     boundaries), each pair runs its shard over its own link at the
+//     sample's measured rate so the largest shard sets the pace, a dealer
+//     host serving every pair (ShardConfig.Dealers 1) carries every
+//     shard's dealer traffic on its links (one per pair shares nothing),
+//     the workers gather 8 B per candidate to their coordinators over
+//     each party's internal network, and QuickSelect runs at the full size
+//     on the coordinators' link; with one pair it is Project exactly.
+//     ShardScaling is the arithmetic of the measured check (a run of K
+//     worker pairs as processes against one pair's), which needs the peer
+//     binaries' worker modes.
 //   - ModuleCosts says where the bytes of one proxy forward go (SST2Phase0:
 //     sst2-distilbert's phase-0 proxy): the steps of the exact cost table
 //     (secure.ForwardCostRows), each with the dealer bytes of the requests

@@ -274,11 +274,10 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	}
 	lanes := LanesInFlight(w, mode)
 	pr := &Projection{Workload: w.Name, Pool: n, Link: "none", Pipeline: mode, Lanes: lanes}
-	var lat, bw float64
+	var lat float64
 	if link != nil {
 		pr.Link = link.Name
 		lat = link.Latency.Seconds()
-		bw = float64(link.Bandwidth)
 	}
 	dealer := !DealerFree(linkRun.Provider) && linkRun.DealerLinks != [2]LinkSpec{}
 	if dealer {
@@ -286,42 +285,22 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	}
 	for i := range w.Phases {
 		lr, cr := linkRun.Phases[i], computeRun.Phases[i]
-		if lr.Forward.Seconds <= 0 || cr.Forward.Seconds <= 0 || cr.Candidates <= 0 || lr.Candidates <= 0 {
-			return nil, fmt.Errorf("bench: project: phase %d of the sample ran no batch", i+1)
+		if err := checkSamplePhase(i, lr, cr); err != nil {
+			return nil, err
 		}
 		c := cand[i]
-		per := float64(c) / float64(cr.Candidates)
-		nb := (c + w.BatchSize - 1) / w.BatchSize
-		waves := (nb + lanes - 1) / lanes
 		tk, err := topk(c, kept[i])
 		if err != nil {
 			return nil, err
 		}
-		ph := PhaseProjection{Phase: i, Candidates: c, Kept: kept[i], Batches: nb, TopK: tk, ExpectedComparisons: ExpectedComparisons(c, kept[i])}
-		ph.Rounds = cr.Prepare.Rounds + int64(waves)*cr.RoundsPerBatch + tk.Rounds
-		ph.BytesP0 = cr.Prepare.BytesP0 + int64(float64(cr.Forward.BytesP0)*per) + tk.BytesP0
-		ph.BytesP1 = cr.Prepare.BytesP1 + int64(float64(cr.Forward.BytesP1)*per) + tk.BytesP1
-		ph.DealerBytes = cr.Prepare.DealerBytes + int64(float64(cr.Forward.DealerBytes)*per) + tk.DealerBytes
-		// The dealer links' directions: the over-link run's (what crossed
-		// its dealer links, framing and requests included, when it had
-		// them), scaled like the bytes.
-		perL := float64(c) / float64(lr.Candidates)
-		pd, pu := lr.Prepare.dealerDirections()
-		fd, fu := lr.Forward.dealerDirections()
-		for p := range 2 {
-			ph.DealerDown[p] = pd[p] + int64(float64(fd[p])*perL)
-			ph.DealerUp[p] = pu[p] + int64(float64(fu[p])*perL)
-		}
+		ph := pairPhase(w, i, c, lanes, lr, cr)
+		ph.Kept, ph.TopK, ph.ExpectedComparisons = kept[i], tk, ExpectedComparisons(c, kept[i])
+		ph.Rounds += tk.Rounds
+		ph.BytesP0 += tk.BytesP0
+		ph.BytesP1 += tk.BytesP1
+		ph.DealerBytes += tk.DealerBytes
 		ph.DealerDown[1] += tk.DealerBytes
-		ph.ForwardSeconds = forwardSeconds(lr.Forward.Seconds, lr.Candidates, lr.Steady, c)
-		ph.ForwardComputeSeconds = forwardSeconds(cr.Forward.Seconds, cr.Candidates, cr.Steady, c)
-		ph.TopKSeconds = tk.Seconds
-		if link != nil {
-			ph.TopKSeconds += float64(tk.Rounds) * lat
-			if bw > 0 {
-				ph.TopKSeconds += float64(max(tk.BytesP0, tk.BytesP1)) / bw
-			}
-		}
+		ph.TopKSeconds = topKSeconds(tk, link)
 		ph.Seconds = lr.Prepare.Seconds + ph.ForwardSeconds + ph.TopKSeconds
 		ph.ComputeSeconds = cr.Prepare.Seconds + ph.ForwardComputeSeconds + tk.Seconds
 		pr.Phases = append(pr.Phases, ph)
@@ -384,6 +363,62 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	pr.Limiting = pr.Bounds.Limiting()
 	pr.LimitingLink = pr.Bounds.LimitingLink()
 	return pr, nil
+}
+
+// checkSamplePhase checks that phase i of both sample runs ran batches.
+func checkSamplePhase(i int, lr, cr PhaseRun) error {
+	if lr.Forward.Seconds <= 0 || cr.Forward.Seconds <= 0 || cr.Candidates <= 0 || lr.Candidates <= 0 {
+		return fmt.Errorf("bench: project: phase %d of the sample ran no batch", i+1)
+	}
+	return nil
+}
+
+// pairPhase projects the weight sharing and the forward of phase i on c
+// candidates on one pair of machines (the sample's: linkRun's phase lr,
+// computeRun's cr), lanes batches in flight: the part of a phase
+// projection before QuickSelect (Kept, TopK, ExpectedComparisons and
+// TopKSeconds are left zero; Seconds and ComputeSeconds are the weight
+// sharing plus the forward). Per candidate, the forward's bytes and dealer
+// bytes are the sample's times c ÷ the sample's candidates, its rounds the
+// weight sharing's plus the sample's per batch × ⌈batches ÷ lanes⌉, its
+// seconds forwardSeconds of the sample's. The dealer links' directions
+// are the over-link run's (what crossed its dealer links, framing and
+// requests included, when it had them), scaled alike.
+func pairPhase(w Workload, i, c, lanes int, lr, cr PhaseRun) PhaseProjection {
+	per := float64(c) / float64(cr.Candidates)
+	nb := (c + w.BatchSize - 1) / w.BatchSize
+	waves := (nb + lanes - 1) / lanes
+	ph := PhaseProjection{Phase: i, Candidates: c, Batches: nb}
+	ph.Rounds = cr.Prepare.Rounds + int64(waves)*cr.RoundsPerBatch
+	ph.BytesP0 = cr.Prepare.BytesP0 + int64(float64(cr.Forward.BytesP0)*per)
+	ph.BytesP1 = cr.Prepare.BytesP1 + int64(float64(cr.Forward.BytesP1)*per)
+	ph.DealerBytes = cr.Prepare.DealerBytes + int64(float64(cr.Forward.DealerBytes)*per)
+	perL := float64(c) / float64(lr.Candidates)
+	pd, pu := lr.Prepare.dealerDirections()
+	fd, fu := lr.Forward.dealerDirections()
+	for p := range 2 {
+		ph.DealerDown[p] = pd[p] + int64(float64(fd[p])*perL)
+		ph.DealerUp[p] = pu[p] + int64(float64(fu[p])*perL)
+	}
+	ph.ForwardSeconds = forwardSeconds(lr.Forward.Seconds, lr.Candidates, lr.Steady, c)
+	ph.ForwardComputeSeconds = forwardSeconds(cr.Forward.Seconds, cr.Candidates, cr.Steady, c)
+	ph.Seconds = lr.Prepare.Seconds + ph.ForwardSeconds
+	ph.ComputeSeconds = cr.Prepare.Seconds + ph.ForwardComputeSeconds
+	return ph
+}
+
+// topKSeconds is QuickSelect's time over link (nil: none): its compute,
+// plus its rounds × the one-way latency and its busiest direction ÷ the
+// bandwidth (its steps are sequential, so nothing overlaps).
+func topKSeconds(tk TopKCost, link *transport.Profile) float64 {
+	s := tk.Seconds
+	if link != nil {
+		s += float64(tk.Rounds) * link.Latency.Seconds()
+		if link.Bandwidth > 0 {
+			s += float64(max(tk.BytesP0, tk.BytesP1)) / float64(link.Bandwidth)
+		}
+	}
+	return s
 }
 
 // forwardSeconds projects a phase's forward to c candidates from a sample

@@ -353,3 +353,49 @@ func linkOr(link, def string) string {
 	}
 	return link
 }
+
+// ShardRow is one row of the sharded projections' table: a sharded
+// projection (ProjectShards) of a sample run, the placement of its
+// dealer (DealerPlacement) and the CPU the sample ran on.
+type ShardRow struct {
+	Placement string
+	CPU       string
+	P         *ShardedProjection
+}
+
+// WriteShardSummary writes the sharded projections as a markdown table:
+// per row the workload, pool, worker pairs, dealer placement and hosts,
+// the projection, its bound model and the same sample on one pair, the bounds (the
+// bandwidth bound's link named), the limiting bound overall and per phase
+// (of the pairs' part), and the CPU.
+func WriteShardSummary(w io.Writer, rows []ShardRow) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintln(bw, "| workload | pool | pairs | dealer | dealer hosts | projected | bound model | one pair | bandwidth bound (link) | latency bound | compute bound | limiting | limiting per phase (pairs' part) | CPU |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		p := r.P
+		proj := "**" + hours(p.Hours) + "**"
+		if p.TooSmall != "" {
+			proj = hours(p.Hours) + " ⚠ sample too small"
+		}
+		bwb := hours(p.BoundsHours[0])
+		if p.LimitingLink != "" {
+			bwb = fmt.Sprintf("%s (%s)", bwb, p.LimitingLink)
+		}
+		lim := p.Limiting
+		if p.Limiting == BoundBandwidth && p.LimitingLink != "" {
+			lim = fmt.Sprintf("%s (%s)", p.Limiting, p.LimitingLink)
+		}
+		var per []string
+		for _, ph := range p.Phases {
+			s := ph.Limiting
+			if ph.Limiting == BoundBandwidth && ph.LimitingLink != "" {
+				s = ph.LimitingLink
+			}
+			per = append(per, fmt.Sprintf("%d: %s", ph.Phase+1, s))
+		}
+		fmt.Fprintf(bw, "| `%s` | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", p.Workload, p.Pool, p.Shards, r.Placement, ShardDealerKind(p), proj,
+			hours(p.BoundModelSeconds/3600), hours(p.UnshardedSeconds/3600), bwb, hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), lim, strings.Join(per, "; "), r.CPU)
+	}
+	return bw.Flush()
+}

@@ -629,6 +629,8 @@ func FuzzDecodeSelectReport(f *testing.F) {
 	f.Add([]byte(`{"workload":{"name":"x","phases":[{"layers":1}]},"sample":{"phases":[{}]},"projection":{"phases":[{}]},"topk":[{}],"off_projection":{"phases":[{}]}}`))
 	f.Add([]byte(`{"workload":{"name":"tiny","target":"t","shape":"tiny","seq":8,"pool":1000,"budget":0.2,"bootstrap":0.05,"phases":[{"layers":1,"heads":2,"mlp_dim":2,"survive":0.5},{"layers":1,"heads":4,"mlp_dim":4,"survive":0.2}],"samples":40,"batch_size":4,"workers":4},` +
 		`"sample":{"phases":[{},{}]},"projection":{"phases":[{},{}]},"topk":[{},{}],"off":{"pipeline":"off","phases":[{},{}]},"off_projection":{"phases":[{},{}]}}`))
+	f.Add([]byte(`{"workload":{"name":"tiny","target":"t","shape":"tiny","seq":8,"pool":1000,"budget":0.2,"bootstrap":0.05,"phases":[{"layers":1,"heads":2,"mlp_dim":2,"survive":0.5},{"layers":1,"heads":4,"mlp_dim":4,"survive":0.2}],"samples":40,"batch_size":4,"workers":4},` +
+		`"sample":{"phases":[{},{}]},"projection":{"phases":[{},{}]},"topk":[{},{},{"n":5}],"sharded":{"shards":4,"phases":[{},{}]}}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := DecodeSelectReport(b)
 		if err != nil {
@@ -636,7 +638,8 @@ func FuzzDecodeSelectReport(f *testing.F) {
 		}
 		n := len(r.Workload.Phases)
 		if n == 0 || len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || r.Workload.Validate() != nil || r.Projection.Lanes < 1 ||
-			(r.Off == nil) != (r.OffProjection == nil) || r.Off != nil && (len(r.Off.Phases) != n || r.OffProjection.Lanes < 1) {
+			(r.Off == nil) != (r.OffProjection == nil) || r.Off != nil && (len(r.Off.Phases) != n || r.OffProjection.Lanes < 1) ||
+			len(r.TopK) < n || r.Sharded != nil && (len(r.Sharded.Phases) != n || r.Sharded.Shards < 1 || r.Sharded.Shards > MaxShards) {
 			t.Fatalf("accepted an inconsistent report: %+v", r)
 		}
 	})

@@ -27,7 +27,9 @@ type SelectReport struct {
 	// a link (nil when there is no link: Sample is then that run).
 	Sample  *SampleRun `json:"sample"`
 	Compute *SampleRun `json:"compute,omitempty"`
-	// TopK holds QuickSelect measured at each phase's full-pool size.
+	// TopK holds QuickSelect measured at each phase's full-pool size, in
+	// phase order, and possibly at other pools' sizes after them
+	// (MeasureTopKAt).
 	TopK []TopKCost `json:"topk"`
 	// MeasuredSeconds is the sample run's wall time over the link.
 	MeasuredSeconds float64 `json:"measured_seconds"`
@@ -47,6 +49,9 @@ type SelectReport struct {
 	// the data owner on a LAN, each with its projection: what the
 	// dealer's placement costs. Set by RunDeployment or AddDeployment.
 	Deployments []Deployment `json:"deployments,omitempty"`
+	// Sharded is the projection on several worker pairs per party
+	// (`select --shards K`; ProjectShards), when asked for.
+	Sharded *ShardedProjection `json:"sharded,omitempty"`
 }
 
 // Deployment is a sample run over the report's link with the dealer
@@ -269,19 +274,71 @@ func (r *SelectReport) Project(n int) (*Projection, error) {
 }
 
 func (r *SelectReport) projectFrom(sample *SampleRun, n int) (*Projection, error) {
+	topk, err := r.topk()
+	if err != nil {
+		return nil, err
+	}
+	return Project(r.Workload, n, r.linkProfile(), sample, r.ComputeRun(), topk)
+}
+
+// topk returns QuickSelect's cost at (n, k): measured where TopK holds
+// the size, modelled from the measurements elsewhere.
+func (r *SelectReport) topk() (func(n, k int) (TopKCost, error), error) {
 	model, err := NewTopKModel(r.TopK)
 	if err != nil {
 		return nil, err
 	}
-	topk := func(n, k int) (TopKCost, error) {
+	return func(n, k int) (TopKCost, error) {
 		for _, t := range r.TopK {
 			if t.N == n && t.K == k {
 				return t, nil
 			}
 		}
 		return model.Predict(n, k), nil
+	}, nil
+}
+
+// ProjectShards projects the report's sample to a pool of n (the
+// workload's when 0) on sc.Shards worker pairs per party (ProjectShards;
+// QuickSelect as in Project).
+func (r *SelectReport) ProjectShards(n int, sc ShardConfig) (*ShardedProjection, error) {
+	return r.ProjectShardsFrom(r.Sample, n, sc)
+}
+
+// ProjectShardsFrom is ProjectShards of another sample over the report's
+// link (a deployment's, or the baseline's), with the report's run without
+// a link as its compute bound.
+func (r *SelectReport) ProjectShardsFrom(sample *SampleRun, n int, sc ShardConfig) (*ShardedProjection, error) {
+	topk, err := r.topk()
+	if err != nil {
+		return nil, err
 	}
-	return Project(r.Workload, n, r.linkProfile(), sample, r.ComputeRun(), topk)
+	return ProjectShards(r.Workload, n, r.linkProfile(), sample, r.ComputeRun(), topk, sc)
+}
+
+// MeasureTopKAt measures QuickSelect at each phase's size of a pool of n
+// where the report holds no measurement of that size yet (so that a
+// projection to n uses measured costs, not the model), adding them to
+// TopK.
+func (r *SelectReport) MeasureTopKAt(ctx context.Context, n int, seed uint64) error {
+	cand, kept, err := r.Workload.PhaseSizes(n)
+	if err != nil {
+		return err
+	}
+next:
+	for i := range cand {
+		for _, t := range r.TopK {
+			if t.N == cand[i] && t.K == kept[i] {
+				continue next
+			}
+		}
+		c, err := MeasureTopK(ctx, cand[i], kept[i], seed+uint64(i))
+		if err != nil {
+			return err
+		}
+		r.TopK = append(r.TopK, *c)
+	}
+	return nil
 }
 
 // Check is one compared figure of a CrossCheck.
@@ -380,7 +437,7 @@ func DecodeSelectReport(b []byte) (*SelectReport, error) {
 		return nil, fmt.Errorf("bench: select report: no workload")
 	case r.Sample == nil || r.Projection == nil:
 		return nil, fmt.Errorf("bench: select report of %s: no sample run or projection", r.Workload.Name)
-	case len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || len(r.TopK) != n:
+	case len(r.Sample.Phases) != n || len(r.Projection.Phases) != n || len(r.TopK) < n:
 		return nil, fmt.Errorf("bench: select report of %s: %d phases, sample %d, projection %d, topk %d", r.Workload.Name, n, len(r.Sample.Phases), len(r.Projection.Phases), len(r.TopK))
 	case r.Compute != nil && len(r.Compute.Phases) != n:
 		return nil, fmt.Errorf("bench: select report of %s: compute run of %d phases", r.Workload.Name, len(r.Compute.Phases))
@@ -388,6 +445,9 @@ func DecodeSelectReport(b []byte) (*SelectReport, error) {
 		return nil, fmt.Errorf("bench: select report of %s: processes' run of %d phases", r.Workload.Name, len(r.Processes.Phases))
 	case (r.Off != nil) != (r.OffProjection != nil) || r.Off != nil && (len(r.Off.Phases) != n || len(r.OffProjection.Phases) != n):
 		return nil, fmt.Errorf("bench: select report of %s: incomplete pipeline-off baseline", r.Workload.Name)
+	}
+	if sp := r.Sharded; sp != nil && (len(sp.Phases) != n || sp.Shards < 1 || sp.Shards > MaxShards) {
+		return nil, fmt.Errorf("bench: select report of %s: sharded projection of %d phases on %d pairs", r.Workload.Name, len(sp.Phases), sp.Shards)
 	}
 	for _, d := range r.Deployments {
 		if d.Sample == nil || d.Projection == nil || len(d.Sample.Phases) != n || len(d.Projection.Phases) != n {

@@ -3,7 +3,7 @@ package main
 // The report subcommand:
 //
 //	mpcbench report [--regenerate | --out FILE] [--plots DIR] [--workloads a,b] [--samples W=N,...]
-//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--dealer-lan=true] [--forward-batch 16] [--note TEXT] [--tiny]
+//	    [--link paper-wan] [--processes W,...] [--from DIR] [--off=true] [--dealer-lan=true] [--forward-batch 16] [--note TEXT] [--tiny] [--shards-only]
 //
 // writes a results file whose generated part (between the markers
 // reportBegin and reportEnd; the rest of an existing file is kept) comes
@@ -26,7 +26,12 @@ package main
 // (bench.DealerBesideP1; read from DIR/<workload>.dealer-lan.json, a
 // `select --dealer-link <link>,lan --json` output, with --from), so the
 // report shows what the dealer's placement costs. Every figure names the
-// CPU it ran on.
+// CPU it ran on. After the generated part, a section of its own (between
+// shardBegin and shardEnd, report_shards.go) projects qqp-bert on 8 worker
+// pairs and a pool of a million candidates at the sst2 shapes on 32
+// (`select --shards`), from the same samples, with one dealer host shared
+// by the pairs and with one per pair; --shards-only writes that section
+// alone, running (or reading with --from) only its workloads.
 
 import (
 	"bytes"
@@ -79,6 +84,8 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fwdBatch := fs.Int("forward-batch", 16, "batch of the forward table")
 	note := fs.String("note", "", "a paragraph added under the machine (e.g. the load during the runs)")
 	tiny := fs.Bool("tiny", false, "tiny sizes (tests): the tiny workload, tiny ops and forward")
+	shardsOnly := fs.Bool("shards-only", false, "write only the section of sharded projections (between its own markers; the rest of the file is kept), "+
+		"running (or reading with --from) only the workloads it needs")
 	timeout := fs.Duration("timeout", 6*time.Hour, "give up after this long")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -115,6 +122,16 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		workloads = append(workloads, bench.Workloads...)
 	}
+	figures := shardFigures
+	if *tiny {
+		figures = tinyShardFigures
+	}
+	if *shardsOnly {
+		workloads = figureWorkloads(workloads, figures)
+		if len(workloads) == 0 {
+			return fmt.Errorf("report: --shards-only: none of the workloads has a sharded figure (%s)", figureNames(figures))
+		}
+	}
 	nsamples := map[string]int{}
 	if *samples != "" {
 		for _, kv := range strings.Split(*samples, ",") {
@@ -145,7 +162,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return fmt.Errorf("report: %s: %w", w.Name, err)
 		}
-		if *off && link != nil {
+		if *off && link != nil && !*shardsOnly {
 			osrc, err := reportOff(ctx, rep, cfg, *from)
 			if err != nil {
 				return fmt.Errorf("report: %s: %w", w.Name, err)
@@ -161,6 +178,13 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		reps = append(reps, rep)
 		sources = append(sources, src)
+	}
+	if *shardsOnly {
+		if err := writeShardSection(ctx, *out, reps, sources, figures, machine, *regenerate, log); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "sharded projections written to %s\n", *out)
+		return nil
 	}
 	if err := os.MkdirAll(*plots, 0o755); err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -217,6 +241,9 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if err := replaceGenerated(*out, g.Bytes()); err != nil {
+		return err
+	}
+	if err := writeShardSection(ctx, *out, reps, sources, figures, machine, *regenerate, log); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "report written to %s (plots in %s)\n", *out, *plots)

@@ -4,10 +4,12 @@ package main
 //
 //	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
 //	    [--dealer-link paper-wan|lan|none|P0LINK,P1LINK] [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
-//	    [--seed S] [--timeout D]
+//	    [--seed S] [--timeout D] [--pool N] [--shards K [--dealers 1|K] [--internal-link lan|paper-wan|none]]
 //
 // runs a sample selection of the workload (package bench: Select) and
-// projects it to the workload's full pool. With --processes the dealer and
+// projects it to the workload's full pool (--pool: another pool size,
+// QuickSelect measured at its sizes). With --shards K it also projects the
+// selection on K worker pairs per party (shards.go). With --processes the dealer and
 // the two parties also run as three child processes (select-party) over TLS,
 // the parties' connection through a linkem relay (bench.Relay) with the
 // link, and the report cross-checks that run against the in-process
@@ -264,6 +266,8 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	processes := fs.Bool("processes", false, "also run the dealer and both parties as OS processes over TLS through a linkem relay and cross-check")
 	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
 	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
+	pool := fs.Int("pool", 0, "project to a pool of N candidates (0: the workload's); QuickSelect is measured at its phases' sizes")
+	shf := addShardFlags(fs)
 	sf := addSelectFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -271,6 +275,18 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cfg, err := sf.config()
 	if err != nil {
 		return fmt.Errorf("select: %w", err)
+	}
+	if err := setPool(&cfg, *pool); err != nil {
+		return fmt.Errorf("select: %w", err)
+	}
+	sc, err := shf.config()
+	if err != nil {
+		return fmt.Errorf("select: %w", err)
+	}
+	if *processes && sc.Shards > 1 {
+		if _, err := measureShardScaling(ctx, cfg, sc); err != nil {
+			return fmt.Errorf("select: --processes with --shards %d: %w", sc.Shards, err)
+		}
 	}
 	if *processes && bench.DealerFree(cfg.Provider) {
 		return fmt.Errorf("select: --processes runs the dealer as a process: it cannot be combined with --provider %s", cfg.Provider)
@@ -284,6 +300,11 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rep, err := bench.Select(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("select: %w", err)
+	}
+	if sc.Shards > 1 {
+		if rep.Sharded, err = rep.ProjectShards(0, sc); err != nil {
+			return fmt.Errorf("select: %w", err)
+		}
 	}
 	if *compareOff {
 		cfg.Logger.Info("mpcbench select: sample run over the link with the pipeline off", "workload", cfg.Workload.Name)
@@ -334,10 +355,13 @@ func limitingText(p *bench.Projection) string {
 }
 
 // printLinkBounds prints a projection's bound per link.
-func printLinkBounds(w io.Writer, p *bench.Projection) {
-	for _, l := range p.Bounds.Links {
+func printLinkBounds(w io.Writer, p *bench.Projection) { printLinks(w, p.Bounds.Links, p.LimitingLink) }
+
+// printLinks prints each link's bound, marking the largest (limiting).
+func printLinks(w io.Writer, links []bench.LinkBound, limiting string) {
+	for _, l := range links {
 		mark := ""
-		if l.Link == p.LimitingLink {
+		if l.Link == limiting {
 			mark = "  ← largest"
 		}
 		fmt.Fprintf(w, "  link %s (%s): busiest direction %s (of %s one way, %s the other) → %.4g s = %.2f h%s\n", l.Link, l.Profile, bench.FormatBytes(float64(max(l.Bytes[0], l.Bytes[1]))),
@@ -408,6 +432,9 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(run.Seconds*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter)
 			}
 		}
+	}
+	if rep.Sharded != nil {
+		return printSharded(w, rep)
 	}
 	return nil
 }

@@ -137,8 +137,11 @@ func TestSelectText(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"pipelined with baseline", []string{"--compare-off"}, []string{"pipeline on, batches of 4 on 4 lanes (4 in flight", "pipeline off (baseline)", "pipeline gain: projected speed-up"}},
-		{"off", []string{"--pipeline=off"}, []string{"pipeline off, batches of 4 on 4 lanes (1 in flight", "over lan, pipeline off"}},
+		{"pipelined with baseline", []string{"--compare-off"}, []string{"projected to 1000 candidates", "pipeline on, batches of 4 on 4 lanes (4 in flight", "pipeline off (baseline)", "pipeline gain: projected speed-up"}},
+		{"off", []string{"--pipeline=off"}, []string{"projected to 1000 candidates", "pipeline off, batches of 4 on 4 lanes (1 in flight", "over lan, pipeline off"}},
+		{"sharded", []string{"--pool", "5000", "--shards", "4"}, []string{"pool 5000", "projected to 5000 candidates: ", "sharded on 4 worker pairs per party (1 dealer host (shared)): 4 worker pairs per party",
+			"projected to 5000 candidates on 4 pairs: ", "× faster on 4 pairs", "link dealer↔P1 (shared by the pairs) (lan)", "link P0↔P1 pair (lan)", "link P0↔P1 coordinators (lan)",
+			"link P0 internal (lan)", "with 4 dealer host(s), one per pair instead: "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,11 +149,14 @@ func TestSelectText(t *testing.T) {
 			if err := run(context.Background(), append([]string{"select", "--workload", "tiny", "--samples", "24", "--link", "lan"}, tc.args...), &out, &errw); err != nil {
 				t.Fatalf("%v\n%s", err, errw.String())
 			}
-			for _, want := range append([]string{"workload tiny", "projected to 1000 candidates", "limiting bound", "bounds: bandwidth", "prefetch held P0/P1",
+			for _, want := range append([]string{"workload tiny", "projected to ", "limiting bound", "bounds: bandwidth", "prefetch held P0/P1",
 				"dealer on lan to both parties", "link dealer↔P1 (lan): busiest direction", "link P0↔P1 (lan)", "CPU "}, tc.want...) {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
+			}
+			if tc.name != "sharded" && strings.Contains(out.String(), "sharded") {
+				t.Errorf("output without --shards shows a sharded projection:\n%s", out.String())
 			}
 		})
 	}
@@ -228,6 +234,12 @@ func TestSelectBadArgs(t *testing.T) {
 		{"select", "--workload", "tiny", "--dealer-link", "lan,"},
 		{"select", "--workload", "tiny", "--link", "none", "--dealer-link", "lan"},
 		{"select", "--workload", "tiny", "--provider", "ot", "--dealer-link", "lan"},
+		{"select", "--workload", "tiny", "--shards", "0"},
+		{"select", "--workload", "tiny", "--shards", "5000"},
+		{"select", "--workload", "tiny", "--shards", "4", "--dealers", "3"},
+		{"select", "--workload", "tiny", "--shards", "4", "--internal-link", "moon"},
+		{"select", "--workload", "tiny", "--pool", "-1"},
+		{"select", "--workload", "tiny", "--pool", "1"},
 		{"select-party", "--role", "p0", "--workload", "tiny", "--pipeline", "sideways"},
 		{"select-party", "--role", "p2", "--workload", "tiny"},
 		{"report", "--samples", "tiny=x"},
@@ -268,12 +280,12 @@ func TestReportTiny(t *testing.T) {
 		"## Secure proxy forward", "plots/delay_vs_pool.png", "-bound", "| on (4 lanes) |", "| off (1 batch at a time) |", "Pipeline on against off", "goal ≥ 1.5×",
 		"pipeline off: the same sample over lan with the pipeline off (run by the report)",
 		"## Where the bytes go", "| **total** (measured) |", "Per module, largest first", "| Q/K/V projections | truncation |", "dealer on lan to both parties",
-		"dealer beside the data owner on a LAN: none needed"} {
+		"dealer beside the data owner on a LAN: none needed", "## Selection on K worker pairs", "| `tiny` | 5000 | 4 | dealer on lan to both parties | 1 dealer host (shared) |"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	if strings.Count(s, reportBegin) != 1 || strings.Count(s, reportEnd) != 1 || strings.Contains(s, "\nold\n") {
+	if strings.Count(s, reportBegin) != 1 || strings.Count(s, reportEnd) != 1 || strings.Contains(s, "\nold\n") || strings.Count(s, shardBegin) != 1 || strings.Count(s, shardEnd) != 1 {
 		t.Errorf("markers or old text wrong:\n%s", s)
 	}
 	for _, f := range []string{bench.PlotDelayVsPool, bench.PlotDelayVsBandwidth, bench.PlotDelayVsLatency} {
@@ -459,5 +471,55 @@ func TestForwardByModule(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestSelectShardedProcessesSeam checks that a measured run on several
+// worker pairs (--processes with --shards) is refused with the reason
+// (the peer binaries' worker modes), before any sample runs.
+func TestSelectShardedProcessesSeam(t *testing.T) {
+	var out, errw bytes.Buffer
+	err := run(context.Background(), []string{"select", "--workload", "tiny", "--link", "lan", "--shards", "2", "--processes"}, &out, &errw)
+	if err == nil || !strings.Contains(err.Error(), "-worker -coordinator") || !strings.Contains(err.Error(), "drop --processes") {
+		t.Fatalf("err = %v", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("output %q", out.String())
+	}
+}
+
+// TestReportShardsOnly writes only the sharded projections' section: the
+// figures' workloads run, the section lands after the main generated part
+// (which is kept as it was) and replaces itself on a second run, with a
+// row per dealer deployment and pool, QuickSelect measured at the other
+// pool's sizes.
+func TestReportShardsOnly(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "RESULTS.md")
+	if err := os.WriteFile(out, []byte("# Results\n\n"+reportBegin+"\nold main part\n"+reportEnd+"\n\n## Kept section\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"report", "--tiny", "--link", "lan", "--shards-only", "--samples", "tiny=24", "--out", out}
+	for range 2 {
+		var stdout, errw bytes.Buffer
+		if err := run(context.Background(), args, &stdout, &errw); err != nil {
+			t.Fatalf("%v\n%s", err, errw.String())
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{"old main part", "## Kept section", "## Selection on K worker pairs (`mpcbench select --shards K`)",
+		"| `tiny` | 1000 | 2 | dealer on lan to both parties | 1 dealer host (shared) |", "| `tiny` | 1000 | 2 | dealer on lan to both parties | 2 dealer host(s), one per pair |",
+		"| `tiny` | 5000 | 4 | dealer on lan to both parties | 4 dealer host(s), one per pair |", "`mpcbench select --workload tiny --samples 24 --link lan --shards 4 --pool 5000 [--dealers 4]`"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Count(s, shardBegin) != 1 || strings.Count(s, shardEnd) != 1 || strings.Index(s, shardBegin) < strings.Index(s, reportEnd) ||
+		strings.Index(s, shardEnd) > strings.Index(s, "## Kept section") || strings.Contains(s, "## Online protocol costs") {
+		t.Errorf("sections misplaced:\n%s", s)
 	}
 }
