@@ -68,7 +68,8 @@
 //     difference ends the run with a *MismatchError naming the field and both
 //     values (Field is one of version, party, fixed_point.frac_bits,
 //     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
-//     batch_size, workers, appraisal, embedding_hash, view_hash). An
+//     batch_size, workers, appraisal, embedding_hash, view_hash, and
+//     shards in a sharded run: see Sharding). An
 //     embedding_hash mismatch shows both hashes short and says what to do
 //     (EmbeddingHint: the proxies share the target's embedding tables, so
 //     both parties load the same checkpoint, and fine-tuning freezes the
