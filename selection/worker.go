@@ -122,16 +122,22 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardRes
 	}
 }
 
-// retryable reports whether a failed attempt may be retried: a failed
-// connection or a peer that went away, not a refusal (mismatch, bad input,
-// checkpoint, protocol violation).
+// retryable reports whether a failed attempt may be retried: anything
+// but a refusal that another attempt would meet again (a handshake
+// mismatch, a refused epoch, a checkpoint, bad input of this worker's, a
+// peer's abort for such a reason). A dying pair connection can surface as
+// any error of the protocol (a message cut short), so those are retried,
+// at most Retries times.
 func retryable(err error) bool {
 	var pa *PeerAbortError
 	if errors.As(err, &pa) {
-		return pa.Code == AbortInternal || pa.Code == AbortCancelled
+		return pa.Code == AbortInternal || pa.Code == AbortCancelled || pa.Code == AbortProtocol || pa.Code == AbortLimit
 	}
-	code, _ := classifyAbort(err)
-	return code == AbortInternal || code == AbortCancelled
+	switch code, _ := classifyAbort(err); code {
+	case AbortMismatch, AbortResume, AbortState, AbortStateParams, AbortInput, AbortBootstrapRevealed:
+		return false
+	}
+	return true
 }
 
 func (w *Worker) logf() *slog.Logger {
