@@ -238,9 +238,17 @@ func (p *WorkerPool) RunShard(ctx context.Context, job *Job) (*ShardResult, erro
 	return nil, fmt.Errorf("selection: worker %d: connection lost %d times", job.Shard, maxJobResends)
 }
 
-// Close tells every connected worker that the selection is done (they
-// exit) and closes their connections; RunShard fails afterwards.
-func (p *WorkerPool) Close(ctx context.Context) {
+// Done tells every connected worker that the selection is done (they
+// exit) and closes the pool: call it after a successful Run.
+func (p *WorkerPool) Done(ctx context.Context) { p.close(ctx, true) }
+
+// Close closes the pool and its workers' connections without telling
+// them the selection is done: they connect again, to a restarted
+// coordinator (call it after a failed Run; after Done it does nothing
+// more). RunShard fails afterwards.
+func (p *WorkerPool) Close() { p.close(context.Background(), false) }
+
+func (p *WorkerPool) close(ctx context.Context, done bool) {
 	p.mu.Lock()
 	p.closed = true
 	conns := append([]*transport.Conn(nil), p.conns...)
@@ -249,7 +257,9 @@ func (p *WorkerPool) Close(ctx context.Context) {
 	p.mu.Unlock()
 	for _, c := range conns {
 		if c != nil && !isDone(c) {
-			_ = c.Stream(StreamWorker).SendBytes(ctx, []byte{'D'})
+			if done {
+				_ = c.Stream(StreamWorker).SendBytes(ctx, []byte{'D'})
+			}
 			c.Close()
 		}
 	}

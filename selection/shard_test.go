@@ -1,10 +1,14 @@
 package selection
 
 import (
-	"github.com/selectformer/selectformer/share"
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/selectformer/selectformer/share"
 )
 
 func TestShardSpan(t *testing.T) {
@@ -167,4 +171,62 @@ func FuzzDecodeJob(f *testing.F) {
 			t.Fatal("a short result accepted")
 		}
 	})
+}
+
+func TestComparePairHello(t *testing.T) {
+	j := testJob()
+	base := pairHello{Version: ProtocolVersion, Party: 0, Session: sessionHash(j.Session), Phase: 0, Shard: 1, Shards: 2,
+		Candidates: j.candidatesHash(), Arch: j.archHash(), ViewHash: "v", Epoch: 1}
+	peer := base
+	peer.Party = 1
+	if err := comparePairHello(base, peer); err != nil {
+		t.Fatal(err)
+	}
+	lying := testJob()
+	lying.Candidates = append([]int{lying.Candidates[0] - 1}, lying.Candidates[1:]...)
+	cases := []struct {
+		field string
+		mod   func(h *pairHello)
+	}{
+		{"version", func(h *pairHello) { h.Version++ }},
+		{"party", func(h *pairHello) { h.Party = 0 }},
+		{"shard_session", func(h *pairHello) { h.Session = sessionHash(shardSession(share.Seed{2}, 0, 1, 2)) }},
+		{"phase", func(h *pairHello) { h.Phase = 1 }},
+		{"shard", func(h *pairHello) { h.Shard = 0 }},
+		{"shards", func(h *pairHello) { h.Shards = 3 }},
+		{"candidates", func(h *pairHello) { h.Candidates = lying.candidatesHash() }},
+		{"arch", func(h *pairHello) { h.Arch = "x" }},
+		{"view_hash", func(h *pairHello) { h.ViewHash = "w" }},
+	}
+	for _, c := range cases {
+		h := peer
+		c.mod(&h)
+		var me *MismatchError
+		if err := comparePairHello(base, h); !errors.As(err, &me) || me.Field != c.field || !slices.Contains(MismatchFields, me.Field) {
+			t.Errorf("%s: %v", c.field, err)
+		}
+	}
+}
+
+func TestPairRetryable(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("transport: connection closed by peer: EOF"), true},
+		{context.Canceled, true},
+		{withCode(AbortProtocol, fmt.Errorf("a message cut short")), true},
+		{&PeerAbortError{Code: AbortCancelled}, true},
+		{&PeerAbortError{Code: AbortMismatch, Field: "candidates"}, false},
+		{&PeerAbortError{Code: AbortInput}, false},
+		{&MismatchError{Field: "candidates"}, false},
+		{&EpochError{Local: 1, Peer: 5000}, false},
+		{&StateError{Path: "x", Err: fmt.Errorf("bad")}, false},
+		{withCode(AbortInput, fmt.Errorf("no proxy")), false},
+	}
+	for _, c := range cases {
+		if got := retryable(c.err); got != c.want {
+			t.Errorf("retryable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
 }

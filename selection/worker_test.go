@@ -3,17 +3,18 @@ package selection
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
-	"path/filepath"
-	"slices"
-	"sync"
-	"testing"
-	"time"
 )
 
 // shardRig runs sharded selections in one process: the two coordinators
@@ -46,6 +47,24 @@ type shardRig struct {
 	// jobs' proxies, the data owner's with its pool and embedding).
 	secure  *secureFixture
 	proxies []*proxy.Proxy
+	// pairConns[p] holds every pair connection party p's workers opened;
+	// ctrl[p] is the coordinators' clear control stream's figures.
+	pairConns [2][]*transport.Conn
+	ctrl      [2]transport.Stats
+	coord     [2]*transport.Conn
+	// stopAfter > 0 makes the data owner's coordinator drop the
+	// coordinators' connection once that many batches of phase 1 are
+	// recorded (both coordinators fail: a coordinator crash).
+	stopAfter int
+}
+
+// resetPools gives both coordinators new worker pools (a restarted
+// coordinator's).
+func (r *shardRig) resetPools() {
+	for p := range 2 {
+		r.pools[p], _ = NewWorkerPool(p, r.K)
+		r.pools[p].Wait, r.pools[p].Logger = 5*time.Second, quiet()
+	}
 }
 
 func newShardRig(t *testing.T, K int, free bool) *shardRig {
@@ -99,6 +118,9 @@ func (r *shardRig) pairFunc(p, k, life int) PairFunc {
 			c.Close()
 			return nil, nil, err
 		}
+		r.mu.Lock()
+		r.pairConns[p] = append(r.pairConns[p], c)
+		r.mu.Unlock()
 		return c, &wordSink{Provider: prov, add: func(w []uint64) {
 			r.mu.Lock()
 			r.words[p][k][life] = append(r.words[p][k][life], w...)
@@ -171,6 +193,9 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 			r.startWorker(ctx, wg, errs, p, k)
 			return
 		}
+		if err != nil {
+			kill() // its coordinator is gone: this worker stops too
+		}
 		r.mu.Lock()
 		errs[p][k] = err
 		r.mu.Unlock()
@@ -192,10 +217,16 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 	}
 	var res [2]*Result
 	coins := fixedCoins()
-	f := func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
-		defer r.pools[p].Close(ctx)
+	f := func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) (err error) {
+		defer func() {
+			if err == nil {
+				r.pools[p].Done(ctx) // the workers exit
+			} else {
+				r.pools[p].Close()
+			}
+		}()
+		defer func() { r.ctrl[p], r.coord[p] = conn.Stream(StreamControl).Stats(), conn }()
 		ev := weightEvaluator{&valueEvaluator{party: p, value: shifted, square: true, fp: share.DefaultFixedPoint}}
-		var err error
 		if r.secure != nil {
 			mo, do := r.secure.owners(r.dirs)
 			mo.Proxies, mo.Shards, do.Shards = r.proxies, r.pools[0], r.pools[1]
@@ -212,6 +243,14 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
 			do := &DataOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[1], Logger: quiet(), coinSource: coins[1], Shards: r.pools[1]}
+			if r.stopAfter > 0 {
+				var once sync.Once
+				do.OnProgress = func(pr Progress) {
+					if pr.Phase == 0 && pr.Done >= r.stopAfter {
+						once.Do(func() { conn.Close() })
+					}
+				}
+			}
 			res[1], err = do.Run(ctx, conn, prov)
 		}
 		return err
@@ -236,11 +275,21 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 // unshardedRef is the same selection on one pair (Shards nil).
 func unshardedRef(t *testing.T, p Params) [2]*Result {
 	t.Helper()
+	res, _ := unshardedRefCtrl(t, p)
+	return res
+}
+
+// unshardedRefCtrl is unshardedRef, with each party's figures of the
+// clear control stream.
+func unshardedRefCtrl(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
+	t.Helper()
+	var ctrl [2]transport.Stats
 	var res [2]*Result
 	coins := fixedCoins()
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
 		ev := weightEvaluator{&valueEvaluator{party: party, value: shifted, square: true, fp: share.DefaultFixedPoint}}
+		defer func() { ctrl[party] = conn.Stream(StreamControl).Stats() }()
 		var err error
 		if party == 0 {
 			res[0], err = (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[0], Logger: quiet(), coinSource: coins[0]}).Run(ctx, conn, prov)
@@ -252,7 +301,7 @@ func unshardedRef(t *testing.T, p Params) [2]*Result {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
-	return res
+	return res, ctrl
 }
 
 // checkSame checks that a sharded run succeeded and selected what the
@@ -478,4 +527,123 @@ func TestSecureSharded(t *testing.T) {
 		}
 	}
 	t.Logf("sharded selection swaps %d of %d (near-ties)", nearTieSwaps(a.Selected, b.Selected), len(a.Selected))
+}
+
+// TestShardedTranscript: what crosses between the parties in a sharded run
+// is what crosses in an unsharded one. On the coordinators' connection the
+// clear control stream carries the same messages as one pair's run from
+// the same coin (hello, coin, bootstrap, architectures), the hellos longer
+// by the announced K alone; every other stream of it is a protocol
+// session's (QuickSelect and the appraisal). On each worker pair's
+// connection the clear control stream carries exactly the pair hello and
+// "done" each way (public facts: hashes of the session, candidates, arch
+// and parameters, the phase, k, K, epoch and the checkpoint's batch
+// numbers), and everything else runs on the streams of a run's secure
+// forward (StreamSession and the batch lanes: masked words, whose views
+// proxy/secure's TestViewIndependentOfPeerSecret checks); no other stream
+// carries a byte, and the shares the workers return to their
+// coordinators never cross (they travel on the party's own connection).
+func TestShardedTranscript(t *testing.T) {
+	ref, refCtrl := unshardedRefCtrl(t, testParams())
+	r := newShardRig(t, 2, false)
+	got, errs, werrs := r.run()
+	checkSame(t, ref, got, errs, werrs)
+	shardsField := int64(len(`,"shards":2`))
+	for p := range 2 {
+		a, b := refCtrl[p], r.ctrl[p]
+		if a.MsgsSent != b.MsgsSent || a.MsgsRecv != b.MsgsRecv || b.BytesSent-a.BytesSent != shardsField || b.BytesRecv-a.BytesRecv != shardsField {
+			t.Errorf("party %d: coordinators' control stream %+v, one pair's %+v (want the same messages, hellos longer by %d bytes)", p, b, a, shardsField)
+		}
+		// The coordinators' connection: the control stream, the abort
+		// stream (silent) and the protocol sessions' streams only.
+		c := r.coord[p]
+		known := c.Stream(StreamControl).Stats().Add(c.Stream(StreamSession).Stats()).Add(c.Stream(StreamAbort).Stats())
+		for w := range r.p.Workers {
+			known = known.Add(c.Stream(StreamSlotBase + uint32(w)).Stats())
+		}
+		if all := c.Stats(); all.BytesSent != known.BytesSent || c.Stream(StreamAbort).Stats().BytesSent != 0 {
+			t.Errorf("party %d: coordinators' connection: %d bytes sent, %d on the known streams", p, all.BytesSent, known.BytesSent)
+		}
+	}
+	helloBound := transport.MessageBytes(4 << 10)
+	for p := range 2 {
+		if len(r.pairConns[p]) != 2*len(r.p.Schedule) {
+			t.Errorf("party %d: %d pair connections, want one per shard and phase", p, len(r.pairConns[p]))
+		}
+		for _, c := range r.pairConns[p] {
+			ctl := c.Stream(StreamControl).Stats()
+			if ctl.MsgsSent != 2 || ctl.MsgsRecv != 2 || ctl.BytesSent > helloBound+transport.MessageBytes(len(`"done"`)) {
+				t.Errorf("party %d: a pair's clear control stream %+v: want its hello and \"done\" each way", p, ctl)
+			}
+			known := ctl.Add(c.Stream(StreamSession).Stats()).Add(c.Stream(StreamAbort).Stats())
+			for w := range r.p.Workers {
+				known = known.Add(c.Stream(StreamSlotBase + uint32(w)).Stats())
+			}
+			if all := c.Stats(); all.BytesSent != known.BytesSent || all.BytesRecv != known.BytesRecv {
+				t.Errorf("party %d: a pair connection sent %d bytes, %d on a run's streams", p, all.BytesSent, known.BytesSent)
+			}
+		}
+	}
+}
+
+// TestShardCoordinatorRestartResumes: both coordinators fail in phase 1
+// after a shard was recorded (the data owner's drops their connection),
+// and restart with their state directories, new worker pools and the same
+// workers' state directories: the phase resumes (the recorded batches are
+// not sent to the workers again) and the selection is the unsharded one.
+func TestShardCoordinatorRestartResumes(t *testing.T) {
+	ref := unshardedRef(t, testParams())
+	r := newShardRig(t, 2, false)
+	r.stopAfter = 1
+	if _, errs, _ := r.run(); errs[0] == nil || errs[1] == nil {
+		t.Fatalf("the interrupted run: %v", errs)
+	}
+	first := [2][]int{}
+	for p := range 2 {
+		for k := range 2 {
+			first[p] = append(first[p], len(r.calls[p][k]))
+		}
+	}
+	r.stopAfter = 0
+	r.resetPools()
+	got, errs, werrs := r.run()
+	checkSame(t, ref, got, errs, werrs)
+	for p := range 2 {
+		if got[p].Phases[0].Resumed == 0 || got[p].Epoch < 2 {
+			t.Errorf("party %d: phase 1 resumed %d batches in epoch %d; want the recorded shard resumed", p, got[p].Phases[0].Resumed, got[p].Epoch)
+		}
+	}
+	// The restarted run's workers ran at most the batches the coordinators
+	// did not resume (a shard recorded before the crash is not sent again;
+	// a re-sent one resumes from the workers' own checkpoints).
+	ran := 0
+	for k := range 2 {
+		for _, n := range r.calls[0][k][first[0][k]:] {
+			ran += n
+		}
+	}
+	ph := got[0].Phases
+	if most := ph[0].Batches - ph[0].Resumed + ph[1].Batches; ran > most {
+		t.Errorf("the restarted run's workers ran %d batches, at most %d were left", ran, most)
+	}
+}
+
+// TestShardsMismatch: coordinators of different K are refused in the
+// handshake (MismatchError of field "shards"), before any job.
+func TestShardsMismatch(t *testing.T) {
+	r := newShardRig(t, 2, false)
+	r.pools[1], _ = NewWorkerPool(1, 3)
+	r.pools[1].Wait, r.pools[1].Logger = time.Second, quiet()
+	_, errs, _ := r.run()
+	var me *MismatchError
+	if !errors.As(errs[0], &me) && !errors.As(errs[1], &me) || me == nil || me.Field != "shards" {
+		t.Fatalf("%v, want a shards mismatch", errs)
+	}
+	for p := range 2 {
+		for k := range 2 {
+			if r.calls[p][k][0] != 0 {
+				t.Errorf("worker (%d, %d) ran a batch", p, k)
+			}
+		}
+	}
 }

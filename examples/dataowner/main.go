@@ -122,7 +122,7 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 			return err
 		}
 		defer ln.Close()
-		defer pool.Close(context.WithoutCancel(ctx))
+		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
 		do.Shards = pool
 	}
 	prog.Step("connecting to the dealer and the model owner")
@@ -134,6 +134,9 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	defer conn.Close()
 	prog.Step("handshake with the model owner, who then labels the bootstrap sample and generates the proxies")
 	res, err := do.Run(ctx, conn, prov)
+	if err == nil && do.Shards != nil {
+		do.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
+	}
 	if err != nil {
 		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}

@@ -179,7 +179,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 			return err
 		}
 		defer ln.Close()
-		defer pool.Close(context.WithoutCancel(ctx))
+		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
 		mo.Shards = pool
 	}
 	prog.Step("connecting to the dealer and the data owner")
@@ -191,6 +191,9 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	defer conn.Close()
 	prog.Step("handshake and joint coin with the data owner")
 	res, err := mo.Run(ctx, conn, prov)
+	if err == nil && mo.Shards != nil {
+		mo.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
+	}
 	if err != nil {
 		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
