@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -151,12 +152,19 @@ func TestShardResultChecked(t *testing.T) {
 }
 
 func FuzzDecodeJob(f *testing.F) {
-	b, _ := EncodeJob(testJob())
-	f.Add(b)
-	mo := testJob()
-	mo.Party, mo.Proxy = 0, []byte("p")
-	b, _ = EncodeJob(mo)
-	f.Add(b)
+	// Small seeds: a header with a few fields and some candidates (the
+	// fuzzing engine stalls on the whole 1.2 KB job as a seed; the whole
+	// job's refusals are TestJobRoundTripAndRefusals').
+	for _, h := range []string{`{"version":2,"party":1,"shard":1,"shards":2,"phase_candidates":20,"first_batch":1}`,
+		`{"version":2,"party":0,"params":{"pool_size":30,"budget":20,"bootstrap":4,"schedule":[{"keep":1}],"batch_size":16},"shards":1,"phase_candidates":26}`} {
+		b := append([]byte("SFJ1"), binary.LittleEndian.AppendUint32(nil, uint32(len(h)))...)
+		b = append(append(b, h...), make([]byte, 32)...)
+		b = binary.LittleEndian.AppendUint32(b, 3)
+		for _, c := range []uint32{4, 7, 9} {
+			b = binary.LittleEndian.AppendUint32(b, c)
+		}
+		f.Add(b)
+	}
 	f.Add([]byte("SFJ1\x00\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		j, err := DecodeJob(b)
@@ -166,9 +174,6 @@ func FuzzDecodeJob(f *testing.F) {
 		lo, hi := ShardSpan(j.PhaseCandidates, j.Params.withDefaults().BatchSize, j.Shards, j.Shard)
 		if len(j.Candidates) != hi-lo || j.Shard >= j.Shards || j.Shards > MaxShards {
 			t.Fatalf("accepted an inconsistent job: %+v", j)
-		}
-		if _, err := decodeResult(b, j); err == nil && len(b) < 8 {
-			t.Fatal("a short result accepted")
 		}
 	})
 }
