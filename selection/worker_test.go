@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,14 +160,13 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 	r.mu.Unlock()
 	wctx, kill := context.WithCancel(ctx)
 	ev := &valueEvaluator{party: p, value: shifted, square: true, fp: share.DefaultFixedPoint}
-	var killed bool
+	var killed atomic.Bool
 	ev.delay = func(phase int, idx []int) time.Duration {
 		r.mu.Lock()
 		r.calls[p][k][life]++
 		n := r.calls[p][k][life]
 		r.mu.Unlock()
-		if r.kill != nil && !killed && r.kill(p, k, life, n) {
-			killed = true
+		if r.kill != nil && r.kill(p, k, life, n) && !killed.Swap(true) {
 			kill()
 			return time.Hour // the batch never ends: the process is gone
 		}
