@@ -3,12 +3,15 @@ package examples_test
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/selectformer/selectformer/selection"
 )
 
 // freePort returns a loopback address that was free a moment ago.
@@ -77,8 +80,30 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 // jobBatches counts the batches the worker with state directory dir has
 // checkpointed in its jobs.
 func jobBatches(dir string, party int) int {
+	return len(jobBatchFiles(dir, party))
+}
+
+// jobBatchFiles returns the batch files of the worker's jobs, by their
+// path below the worker's state directory with the party's directory
+// name replaced (so the two workers of a pair name a batch alike).
+func jobBatchFiles(dir string, party int) map[string]string {
 	m, _ := filepath.Glob(filepath.Join(dir, "job-*", fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
-	return len(m)
+	out := map[string]string{}
+	for _, path := range m {
+		rel, _ := filepath.Rel(dir, path)
+		out[strings.Replace(rel, fmt.Sprintf("batches-p%d", party), "batches", 1)] = path
+	}
+	return out
+}
+
+// common returns a batch both workers of a pair have checkpointed ("").
+func commonBatch(a, b map[string]string) string {
+	for k := range a {
+		if _, ok := b[k]; ok {
+			return k
+		}
+	}
+	return ""
 }
 
 // TestShardedProcesses runs a selection sharded over K = 2 worker pairs,
@@ -90,13 +115,13 @@ func jobBatches(dir string, party int) int {
 func TestShardedProcesses(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()
-	dl, a0, a1 := f.dealer(t) // serves until SIGTERM: several sessions, reconnects
-	defer dl.cmd.Process.Signal(syscall.SIGTERM)
+	dl, a0, a1 := f.dealer(t, "-once")
 	ref0, ref1 := filepath.Join(dir, "ref-mo"), filepath.Join(dir, "ref-do")
 	mo, addr := f.modelOwner(t, a0, "-state", ref0, "-out", filepath.Join(dir, "ref0.json"))
 	do := f.dataOwner(t, addr, a1, "-state", ref1, "-out", filepath.Join(dir, "ref1.json"))
 	mo.expect(t, 0, "")
 	do.expect(t, 0, "")
+	dl.expect(t, 0, "")
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
 	for _, kill := range []bool{false, true} {
@@ -105,6 +130,11 @@ func TestShardedProcesses(t *testing.T) {
 			name = "kill-worker"
 		}
 		t.Run(name, func(t *testing.T) {
+			// Each run starts from the reference's coin, so its sessions
+			// are the reference's: a dealer refuses counters it served,
+			// so each run gets a fresh one (as TestKillAndResume).
+			dl, a0, a1 := f.dealer(t) // serves until SIGTERM: the restarted worker reconnects
+			defer dl.cmd.Process.Signal(syscall.SIGTERM)
 			start := time.Now()
 			st := [2]string{filepath.Join(dir, name+"-mo"), filepath.Join(dir, name+"-do")}
 			startFromCoin(t, [2]string{ref0, ref1}, st)
@@ -112,7 +142,9 @@ func TestShardedProcesses(t *testing.T) {
 			r := f.sharded(t, filepath.Join(dir, name), a0, a1, filepath.Join(ref0, "proxies"), st, out)
 			if kill {
 				deadline := time.Now().Add(60 * time.Second)
-				for jobBatches(r.wstate[0][0], 0) == 0 || jobBatches(r.wstate[1][0], 1) == 0 {
+				var both string
+				for both == "" {
+					both = commonBatch(jobBatchFiles(r.wstate[0][0], 0), jobBatchFiles(r.wstate[1][0], 1))
 					if time.Now().After(deadline) {
 						t.Fatalf("no worker batch checkpointed in 60 s; stderr:\n%s\n%s", r.workers[0][0].stderr, r.workers[1][0].stderr)
 					}
@@ -123,8 +155,21 @@ func TestShardedProcesses(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.workers[0][0].wait(t, 10*time.Second)
-				t.Logf("killed the model owner's worker 0 after %d checkpointed batches", done)
+				t.Logf("killed the model owner's worker 0 after %d checkpointed batches (%s on both sides)", done, both)
 				r.workers[0][0] = r.start(0, 0)
+				defer func() {
+					// The batch both had finished was kept, not redone: its
+					// file still holds the first life's epoch (1).
+					path := jobBatchFiles(r.wstate[0][0], 0)[both]
+					b, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatalf("the batch %s finished before the kill is gone: %v", both, err)
+					}
+					_, _, bs, err := selection.DecodeBatchFile(b)
+					if err != nil || bs.Epoch != 1 {
+						t.Errorf("batch %s finished before the kill: epoch %d, %v; want kept from epoch 1", both, bs.Epoch, err)
+					}
+				}()
 			}
 			for _, p := range append([]*proc{r.mo, r.do}, slices.Concat(r.workers[:]...)...) {
 				if code := p.wait(t, 90*time.Second); code != 0 {
