@@ -53,11 +53,33 @@ type shardRig struct {
 	pairConns [2][]*transport.Conn
 	ctrl      [2]transport.Stats
 	coord     [2]*transport.Conn
+	// jobs counts the jobs each coordinator sent, by party and phase.
+	jobs [2]map[int]int
 	// stopAfter > 0 makes the data owner's coordinator drop the
 	// coordinators' connection once that many batches of phase 1 are
 	// recorded (both coordinators fail: a coordinator crash).
 	stopAfter int
 }
+
+// countingRunner counts the jobs a coordinator sends.
+type countingRunner struct {
+	*WorkerPool
+	r *shardRig
+	p int
+}
+
+func (c countingRunner) RunShard(ctx context.Context, job *Job) (*ShardResult, error) {
+	c.r.mu.Lock()
+	if c.r.jobs[c.p] == nil {
+		c.r.jobs[c.p] = map[int]int{}
+	}
+	c.r.jobs[c.p][job.Phase]++
+	c.r.mu.Unlock()
+	return c.WorkerPool.RunShard(ctx, job)
+}
+
+// counting is party p's pool, its jobs counted.
+func (r *shardRig) counting(p int) ShardRunner { return countingRunner{WorkerPool: r.pools[p], r: r, p: p} }
 
 // resetPools gives both coordinators new worker pools (a restarted
 // coordinator's).
@@ -217,7 +239,33 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 	}
 	var res [2]*Result
 	coins := fixedCoins()
+	// stop(p) is coordinator p's OnProgress with stopAfter: once both
+	// coordinators recorded stopAfter batches of phase 1, the data owner's
+	// connection closes.
+	var (
+		stopMu   sync.Mutex
+		recorded [2]int
+		doConn   *transport.Conn
+		stopOnce sync.Once
+	)
+	stop := func(p int) func(Progress) {
+		return func(pr Progress) {
+			stopMu.Lock()
+			defer stopMu.Unlock()
+			if pr.Phase == 0 {
+				recorded[p] = pr.Done
+			}
+			if recorded[0] >= r.stopAfter && recorded[1] >= r.stopAfter && doConn != nil {
+				stopOnce.Do(func() { doConn.Close() })
+			}
+		}
+	}
 	f := func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) (err error) {
+		if p == 1 {
+			stopMu.Lock()
+			doConn = conn
+			stopMu.Unlock()
+		}
 		defer func() {
 			if err == nil {
 				r.pools[p].Done(ctx) // the workers exit
@@ -239,17 +287,15 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 			return err
 		}
 		if p == 0 {
-			mo := &ModelOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[0], Logger: quiet(), coinSource: coins[0], Shards: r.pools[0]}
+			mo := &ModelOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[0], Logger: quiet(), coinSource: coins[0], Shards: r.counting(0)}
+			if r.stopAfter > 0 {
+				mo.OnProgress = stop(0)
+			}
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			do := &DataOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[1], Logger: quiet(), coinSource: coins[1], Shards: r.pools[1]}
+			do := &DataOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[1], Logger: quiet(), coinSource: coins[1], Shards: r.counting(1)}
 			if r.stopAfter > 0 {
-				var once sync.Once
-				do.OnProgress = func(pr Progress) {
-					if pr.Phase == 0 && pr.Done >= r.stopAfter {
-						once.Do(func() { conn.Close() })
-					}
-				}
+				do.OnProgress = stop(1)
 			}
 			res[1], err = do.Run(ctx, conn, prov)
 		}
@@ -606,6 +652,7 @@ func TestShardCoordinatorRestartResumes(t *testing.T) {
 	}
 	r.stopAfter = 0
 	r.resetPools()
+	r.jobs = [2]map[int]int{}
 	got, errs, werrs := r.run()
 	checkSame(t, ref, got, errs, werrs)
 	for p := range 2 {
@@ -626,6 +673,15 @@ func TestShardCoordinatorRestartResumes(t *testing.T) {
 	if most := ph[0].Batches - ph[0].Resumed + ph[1].Batches; ran > most {
 		t.Errorf("the restarted run's workers ran %d batches, at most %d were left", ran, most)
 	}
+	// A shard both coordinators recorded is not sent again: shard 1 of 2
+	// is phase 1's batches 0..6, shard 2 its batches 7..14.
+	want := map[int]int{0: 2, 7: 1, 8: 1, 15: 0}
+	for p := range 2 {
+		if w, ok := want[got[p].Phases[0].Resumed]; ok && r.jobs[p][0] != w {
+			t.Errorf("party %d: %d of phase 1's batches resumed, %d jobs sent; want %d", p, got[p].Phases[0].Resumed, r.jobs[p][0], w)
+		}
+	}
+	t.Logf("phase 1: %d batches resumed, %d jobs sent again", got[0].Phases[0].Resumed, r.jobs[0][0])
 }
 
 // TestShardsMismatch: coordinators of different K are refused in the
