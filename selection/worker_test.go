@@ -79,7 +79,9 @@ func (c countingRunner) RunShard(ctx context.Context, job *Job) (*ShardResult, e
 }
 
 // counting is party p's pool, its jobs counted.
-func (r *shardRig) counting(p int) ShardRunner { return countingRunner{WorkerPool: r.pools[p], r: r, p: p} }
+func (r *shardRig) counting(p int) ShardRunner {
+	return countingRunner{WorkerPool: r.pools[p], r: r, p: p}
+}
 
 // resetPools gives both coordinators new worker pools (a restarted
 // coordinator's).
