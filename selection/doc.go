@@ -288,7 +288,9 @@
 // connection drops waits for the worker to come back and sends the job
 // again (WorkerPool.Wait). The selection equals an unsharded run's with the
 // same coin up to the fixed-point near-ties of probabilistic truncation
-// (the pairs draw other correlated randomness).
+// (the pairs draw other correlated randomness). A sharded phase's
+// PhaseStats count the coordinator's own traffic and rounds (QuickSelect);
+// the forward's are the workers' (their logs).
 //
 // # Progress
 //

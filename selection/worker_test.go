@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -385,8 +386,10 @@ func checkSame(t *testing.T, ref, got [2]*Result, errs [2]error, werrs [2][]erro
 // worker pair draws its own words (none in common with another pair's or
 // with the coordinators').
 func TestShardedSelectsAsUnsharded(t *testing.T) {
-	ref := unshardedRef(t, testParams())
-	want := plainSchedule(testParams(), ref[0].Bootstrap, squared)
+	p := testParams()
+	p.Appraisal = AppraiseMean // over the shares the workers returned
+	ref := unshardedRef(t, p)
+	want := plainSchedule(p, ref[0].Bootstrap, squared)
 	for i := range want {
 		if !slices.Equal(ref[0].Survivors[i], want[i]) {
 			t.Fatalf("unsharded phase %d differs from the plaintext", i+1)
@@ -399,8 +402,14 @@ func TestShardedSelectsAsUnsharded(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			r := newShardRig(t, 2, free)
+			r.p = p
 			got, errs, werrs := r.run()
 			checkSame(t, ref, got, errs, werrs)
+			for q := range 2 {
+				if got[q].Appraisal == nil || math.Abs(got[q].Appraisal.Mean-ref[0].Appraisal.Mean) > 1e-3 {
+					t.Errorf("party %d: appraisal %+v, unsharded %+v", q, got[q].Appraisal, ref[0].Appraisal)
+				}
+			}
 			// Each worker ran one job per phase: its batches of the shard.
 			for p := range 2 {
 				for k := range 2 {
