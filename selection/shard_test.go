@@ -71,10 +71,12 @@ func TestJobRoundTripAndRefusals(t *testing.T) {
 	}
 	mo := testJob()
 	mo.Party, mo.Proxy = 0, []byte("proxy bytes")
-	if b, _ := EncodeJob(mo); true {
-		if got, err := DecodeJob(b); err != nil || string(got.Proxy) != "proxy bytes" {
-			t.Fatalf("model owner's job: %v", err)
-		}
+	b, err = EncodeJob(mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeJob(b); err != nil || string(got.Proxy) != "proxy bytes" {
+		t.Fatalf("model owner's job: %v", err)
 	}
 	cases := []struct {
 		name string

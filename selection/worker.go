@@ -263,7 +263,6 @@ func (r *workerRun) run(ctx context.Context) (*ShardResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	_ = vals
 	if len(pending) > 0 {
 		if err := r.forwardPending(ctx, 0, j.Phase, r.eval, j.Arch, cand, pending, vals, &ps); err != nil {
 			return nil, err

@@ -411,16 +411,15 @@ func TestShardedSelectsAsUnsharded(t *testing.T) {
 				}
 			}
 			// Each worker ran one job per phase: its batches of the shard.
-			for p := range 2 {
+			for q := range 2 {
 				for k := range 2 {
 					n := 0
-					for i, surv := range append([][]int{candidates(r.p.PoolSize, ref[0].Bootstrap)}, ref[0].Survivors...)[:len(r.p.Schedule)] {
-						lo, hi := ShardSpan(len(surv), r.p.BatchSize, 2, k)
+					for _, in := range append([][]int{candidates(r.p.PoolSize, ref[0].Bootstrap)}, ref[0].Survivors...)[:len(r.p.Schedule)] {
+						lo, hi := ShardSpan(len(in), r.p.BatchSize, 2, k)
 						n += (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
-						_ = i
 					}
-					if r.calls[p][k][0] != n {
-						t.Errorf("worker (%d, %d) ran %d batches, its shards have %d", p, k, r.calls[p][k][0], n)
+					if r.calls[q][k][0] != n {
+						t.Errorf("worker (%d, %d) ran %d batches, its shards have %d", q, k, r.calls[q][k][0], n)
 					}
 				}
 			}
