@@ -253,6 +253,16 @@ func (r *workerRun) run(ctx context.Context) (*ShardResult, error) {
 	if err := r.sched.Start(ctx, r.st.Epoch); err != nil {
 		return nil, err
 	}
+	if r.party == 0 {
+		// A networked dealer serves the shard's session no more than its
+		// batches need (as the model owner's Run announces the selection's
+		// DealerBudget): the phase's preparation and the shard's batches,
+		// rehearsed, times DealerBudgetFactor.
+		r.dealerBudget = r.shardBudget
+		if err := r.announceBudget(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.sched.Bind(ctx, j.Session); err != nil {
 		return nil, err
 	}
@@ -291,6 +301,18 @@ func (r *workerRun) run(ctx context.Context) (*ShardResult, error) {
 		out.Batches[i] = b
 	}
 	return out, nil
+}
+
+// shardBudget is the dealer work of the job: the phase's preparation and
+// the shard's batches (phaseWork, rehearsed with the worker's evaluator),
+// times DealerBudgetFactor.
+func (r *workerRun) shardBudget(ctx context.Context) (uint64, error) {
+	prep, batch, err := phaseWork(ctx, r.p, r.eval, r.job.Phase, r.job.Arch)
+	if err != nil {
+		return 0, err
+	}
+	nb := uint64(r.sched.Batches(len(r.job.Candidates)))
+	return mulSat(addSat(prep, mulSat(nb, batch)), DealerBudgetFactor), nil
 }
 
 // pairHello is what the two workers of a pair announce in the clear before

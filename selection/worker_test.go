@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -54,6 +55,9 @@ type shardRig struct {
 	pairConns [2][]*transport.Conn
 	ctrl      [2]transport.Stats
 	coord     [2]*transport.Conn
+	// server, if set, serves the worker pairs as a networked dealer (each
+	// attempt a client of its own, unwrapped).
+	server *beaver.Server
 	// jobs counts the jobs each coordinator sent, by party and phase.
 	jobs [2]map[int]int
 	// stopAfter > 0 makes the data owner's coordinator drop the
@@ -135,6 +139,20 @@ func (r *shardRig) pairFunc(p, k, life int) PairFunc {
 		}
 		var prov beaver.Provider
 		var err error
+		if r.server != nil {
+			ds, dc := transport.Pipe(transport.Options{})
+			go func() { _ = r.server.Serve(context.WithoutCancel(ctx), ds, p); ds.Close() }()
+			go func() { <-c.Done(); dc.Close() }()
+			cl, err := beaver.Connect(ctx, dc, p)
+			if err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+			r.mu.Lock()
+			r.pairConns[p] = append(r.pairConns[p], c)
+			r.mu.Unlock()
+			return c, cl, nil
+		}
 		if r.free {
 			prov, err = ot.NewProvider(c, p, ot.ProviderOptions{})
 		} else {
@@ -709,6 +727,40 @@ func TestShardsMismatch(t *testing.T) {
 		for k := range 2 {
 			if r.calls[p][k][0] != 0 {
 				t.Errorf("worker (%d, %d) ran a batch", p, k)
+			}
+		}
+	}
+}
+
+// TestShardDealerBudget: with a networked dealer, the model owner's worker
+// announces its shard's dealer budget (the phase's preparation and the
+// shard's batches, rehearsed, times DealerBudgetFactor) when it binds the
+// shard's session, so the dealer serves each shard session no more than
+// that; an honest pair draws within it.
+func TestShardDealerBudget(t *testing.T) {
+	srv, err := beaver.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, beaver.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := unshardedRef(t, testParams())
+	r := newShardRig(t, 2, false)
+	r.server = srv
+	got, errs, werrs := r.run()
+	checkSame(t, ref, got, errs, werrs)
+	b, err := os.ReadFile(StateFile(r.dirs[0], 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := DecodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := st.seed()
+	for i := range r.p.Schedule {
+		for k := range 2 {
+			spent, budget, ok := srv.SessionWork(shardSession(seed, i, k, 2))
+			if !ok || spent == 0 || budget == 0 || budget >= beaver.DefaultSessionBudget || spent > budget {
+				t.Errorf("phase %d shard %d: spent %d of a budget of %d (%v); want an announced budget, drawn within", i+1, k, spent, budget, ok)
 			}
 		}
 	}
