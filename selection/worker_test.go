@@ -512,44 +512,50 @@ func TestShardWorkerKilledResumes(t *testing.T) {
 func TestWorkerPoolRefuses(t *testing.T) {
 	pool, _ := NewWorkerPool(0, 2)
 	ctx := context.Background()
-	attach := func(party, k int) error {
+	// attach connects worker (party, k) and returns its Serve's error
+	// channel; the worker stays attached until the test ends.
+	attach := func(party, k int) chan error {
 		a, b := transport.Pipe(transport.Options{})
-		t.Cleanup(func() { a.Close(); b.Close() })
-		go func() { _ = pool.Attach(ctx, a) }()
-		w := &Worker{Party: party, Shard: k, StateDir: t.TempDir()}
 		cctx, cancel := context.WithCancel(ctx)
+		t.Cleanup(func() { cancel(); a.Close(); b.Close() })
+		go func() { _ = pool.Attach(ctx, a) }()
 		errc := make(chan error, 1)
-		go func() { errc <- w.Serve(cctx, b, nil) }()
+		go func() { errc <- (&Worker{Party: party, Shard: k, StateDir: t.TempDir()}).Serve(cctx, b, nil) }()
+		return errc
+	}
+	attached := func(k int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			pool.mu.Lock()
+			c := pool.conns[k]
+			pool.mu.Unlock()
+			if c != nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("worker %d not attached in 10 s", k)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	refused := func(what string, errc chan error) {
 		select {
 		case err := <-errc:
-			cancel()
-			return err
-		case <-time.After(300 * time.Millisecond):
-			cancel()
-			<-errc
-			return nil // attached, waiting for a job
+			if !errors.Is(err, ErrWorkerRefused) {
+				t.Errorf("%s: %v, want refused", what, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: not refused in 10 s", what)
 		}
 	}
-	if err := attach(0, 0); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range [][2]int{{0, 2}, {1, 1}} {
-		if err := attach(c[0], c[1]); !errors.Is(err, ErrWorkerRefused) {
-			t.Errorf("worker (%d, %d): %v, want refused", c[0], c[1], err)
-		}
-	}
+	attach(0, 0)
+	attached(0)
+	refused("worker index 2 of 2", attach(0, 2))
+	refused("the data owner's worker", attach(1, 1))
 	// Worker 1 attaches; a second worker 1 while it lives is refused.
-	a, b := transport.Pipe(transport.Options{})
-	defer a.Close()
-	defer b.Close()
-	go func() { _ = pool.Attach(ctx, a) }()
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = (&Worker{Party: 0, Shard: 1, StateDir: t.TempDir()}).Serve(cctx, b, nil) }()
-	time.Sleep(100 * time.Millisecond)
-	if err := attach(0, 1); !errors.Is(err, ErrWorkerRefused) {
-		t.Errorf("second worker 1: %v, want refused", err)
-	}
+	attach(0, 1)
+	attached(1)
+	refused("a second worker 1", attach(0, 1))
 }
 
 // TestSecureSharded runs the real secure forward sharded: the model
