@@ -44,6 +44,14 @@ func TestHelp(t *testing.T) {
 					lines[2] != fmt.Sprintf("Usage of %s:", b.name) || !strings.Contains(string(out), b.flag) {
 					t.Errorf("help output does not start with a one-line summary, then the flags:\n%s", out)
 				}
+				if b.name == "modelowner" || b.name == "dataowner" {
+					// The sharded selection's flags (examples/k8s runs them).
+					for _, fl := range []string{"-shards int", "-workers-listen string", "-worker\n", "-coordinator string", "-shard-index string", "JOB_COMPLETION_INDEX"} {
+						if !strings.Contains(string(out), fl) {
+							t.Errorf("help output lacks %q", fl)
+						}
+					}
+				}
 			})
 		}
 	}

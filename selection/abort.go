@@ -112,7 +112,8 @@ func (c AbortCode) String() string {
 // AbortMismatch message) may name: public parameters, announced by both
 // parties in the clear.
 var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "pool_size", "budget",
-	"bootstrap", "schedule", "batch_size", "workers", "appraisal", "embedding_hash", "view_hash"}
+	"bootstrap", "schedule", "batch_size", "workers", "appraisal", "embedding_hash", "view_hash", "shards",
+	"shard_session", "phase", "shard", "candidates", "arch"}
 
 // PeerAbortError is a party's error when its peer ended the session and
 // said why: the peer's run failed (bad input, a setting rejected before the

@@ -279,6 +279,14 @@ type ModelOwner struct {
 	Threshold float64
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator
+	// Shards, if set, makes this Run a sharded selection's coordinator:
+	// each phase's secure forward runs on the model owner's K workers
+	// (ShardRunner, e.g. a WorkerPool), each paired with the data owner's
+	// worker of the same index, instead of on conn; everything else
+	// (handshake, coin, bootstrap, proxies, QuickSelect, appraisal,
+	// checkpoints) stays here. nil: one pair, today's run. Both parties
+	// set the same K (a MismatchError of field "shards" otherwise).
+	Shards ShardRunner
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
 	// hashing Target's (or the first proxy's) embedding tables
 	// (model.EmbeddingHash).
@@ -314,6 +322,10 @@ type DataOwner struct {
 	Embedding *model.Model
 	// Evaluator, if set, replaces the secure forward.
 	Evaluator Evaluator
+	// Shards, if set, makes this Run a sharded selection's coordinator
+	// (see ModelOwner.Shards; the data owner's workers hold their own
+	// copies of the pool).
+	Shards ShardRunner
 	// EmbeddingHash, if non-empty, is used as the embedding hash instead of
 	// hashing Embedding's tables (model.EmbeddingHash).
 	EmbeddingHash string

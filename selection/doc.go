@@ -68,7 +68,8 @@
 //     difference ends the run with a *MismatchError naming the field and both
 //     values (Field is one of version, party, fixed_point.frac_bits,
 //     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
-//     batch_size, workers, appraisal, embedding_hash, view_hash). An
+//     batch_size, workers, appraisal, embedding_hash, view_hash, and
+//     shards in a sharded run: see Sharding). An
 //     embedding_hash mismatch shows both hashes short and says what to do
 //     (EmbeddingHint: the proxies share the target's embedding tables, so
 //     both parties load the same checkpoint, and fine-tuning freezes the
@@ -255,6 +256,41 @@
 // uninterrupted run's by a few ulps, so a resumed run selects the same set
 // when no two candidates at a selection boundary are within that error;
 // the resume tests use well-separated values.
+//
+// # Sharding
+//
+// A selection may run each phase's secure forward on K worker pairs
+// (ModelOwner.Shards and DataOwner.Shards, a ShardRunner: WorkerPool hands
+// the jobs to the party's Worker processes over its internal, mutually
+// authenticated connections). The coordinators — the two Runs — keep
+// everything else: handshake (whose hello carries K: a mismatch is a
+// MismatchError of field "shards"), coin, bootstrap, proxies,
+// architectures, QuickSelect at full size, appraisal and checkpoints. In
+// phase i the surviving candidates are cut into K contiguous shards at
+// batch boundaries (ShardSpan, public), and the model owner's worker k and
+// the data owner's worker k run shard k over their own connection, in
+// their own dealer session (derived from the coin, i, k and K: no two
+// pairs, and no pair and the coordinators, share a word), with a pair
+// handshake in the clear (public facts only: hashes of the session, the
+// candidates, the architecture and the parameters; phase, k, K, epoch and
+// the numbers of the checkpointed batches), their own epochs, high-water
+// marks and per-job checkpoint (a restarted worker resumes its shard
+// without redoing a finished batch or drawing a word twice); the model
+// owner's worker shares the phase's weights with its own masks. Each
+// worker hands its party's shares of the shard's entropies to its own
+// coordinator, which checkpoints them as the phase's batches (a restarted
+// coordinator does not send a recorded shard again). Nothing new crosses
+// between the parties: the coordinators' clear messages are an unsharded
+// run's (the hello longer by K), and the pairs' are their hellos
+// (TestShardedTranscript). A worker whose pair connection fails (its peer
+// worker died) runs the job again on a new connection with a new epoch,
+// from its checkpoint (Worker.Retries); a coordinator whose worker's
+// connection drops waits for the worker to come back and sends the job
+// again (WorkerPool.Wait). The selection equals an unsharded run's with the
+// same coin up to the fixed-point near-ties of probabilistic truncation
+// (the pairs draw other correlated randomness). A sharded phase's
+// PhaseStats count the coordinator's own traffic and rounds (QuickSelect);
+// the forward's are the workers' (their logs).
 //
 // # Progress
 //

@@ -41,11 +41,21 @@ func (m *modelEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	return &secureForwarder{p: p}, nil
 }
 
+// embedLocks holds one mutex per embedding model: the model keeps
+// per-call caches (and secure.Embed sets its training mode), so the
+// evaluators that share one (a process running several data-owner
+// Workers on one Embedding) embed one batch at a time.
+var embedLocks sync.Map // *model.Model → *sync.Mutex
+
+func embedLock(m *model.Model) *sync.Mutex {
+	mu, _ := embedLocks.LoadOrStore(m, &sync.Mutex{})
+	return mu.(*sync.Mutex)
+}
+
 // dataEvaluator is the data owner's side: it embeds its candidates with the
 // public embedding model and shares them.
 type dataEvaluator struct {
-	mu   sync.Mutex // the embedding model keeps per-call caches
-	emb  *model.Model
+	emb  *model.Model // embedded under embedLock(emb)
 	pool model.Input
 }
 
@@ -77,9 +87,10 @@ func (f *secureForwarder) Forward(ctx context.Context, s *protocol.Session, idx 
 		if err != nil {
 			return nil, err
 		}
-		f.d.mu.Lock()
+		mu := embedLock(f.d.emb)
+		mu.Lock()
 		in, err = secure.Embed(f.d.emb, sub)
-		f.d.mu.Unlock()
+		mu.Unlock()
 		if err != nil {
 			return nil, err
 		}

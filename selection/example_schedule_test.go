@@ -22,3 +22,20 @@ func ExampleParseSchedule() {
 	// 2 layers, 4 heads, MLP width 16, keep 1
 	// selection: schedule: phase 1 "1:4:8": needs @keep (the fraction of candidates that survive it)
 }
+
+// ExampleShardSpan cuts a phase of 230 candidates, in batches of 16, into
+// the shards of 2 and 3 worker pairs: contiguous, at batch boundaries.
+func ExampleShardSpan() {
+	for _, k := range []int{2, 3} {
+		for s := range k {
+			lo, hi := selection.ShardSpan(230, 16, k, s)
+			fmt.Printf("K=%d shard %d: candidates [%d, %d)\n", k, s, lo, hi)
+		}
+	}
+	// Output:
+	// K=2 shard 0: candidates [0, 112)
+	// K=2 shard 1: candidates [112, 230)
+	// K=3 shard 0: candidates [0, 80)
+	// K=3 shard 1: candidates [80, 160)
+	// K=3 shard 2: candidates [160, 230)
+}

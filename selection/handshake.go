@@ -77,6 +77,9 @@ type hello struct {
 	Seq           int     `json:"seq"`
 	Epoch         uint64  `json:"epoch"`
 	Resume        summary `json:"resume"`
+	// Shards is K of a sharded run (ModelOwner.Shards), absent (0)
+	// without one, so that an unsharded hello is unchanged.
+	Shards int `json:"shards,omitempty"`
 }
 
 // newHello builds this party's hello.
@@ -120,6 +123,7 @@ func compareHello(local, peer hello) error {
 		{"appraisal", local.Appraisal, peer.Appraisal, local.Appraisal != peer.Appraisal},
 		{"embedding_hash", local.EmbeddingHash, peer.EmbeddingHash, local.EmbeddingHash != peer.EmbeddingHash},
 		{"view_hash", local.ViewHash, peer.ViewHash, local.ViewHash != peer.ViewHash},
+		{"shards", local.Shards, peer.Shards, local.Shards != peer.Shards},
 	}
 	for _, c := range checks {
 		if c.differs {

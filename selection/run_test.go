@@ -397,6 +397,7 @@ func TestCompareHelloFields(t *testing.T) {
 		{"version", func(h *hello) { h.Version++ }},
 		{"party", func(h *hello) { h.Party = 0 }},
 		{"view_hash", func(h *hello) { h.ViewHash = "x" }},
+		{"shards", func(h *hello) { h.Shards = 2 }},
 	}
 	for _, c := range cases {
 		h := peer

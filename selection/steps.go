@@ -36,6 +36,11 @@ type runner struct {
 	seq        int
 	// forgeEpoch (tests) replaces the epoch counted by beginEpoch.
 	forgeEpoch func(uint64) uint64
+	// shards, if set, runs each phase's forward on worker pairs
+	// (ModelOwner.Shards, DataOwner.Shards); jobProxy, if set, returns the
+	// model owner's encoded proxy of a phase for its workers' jobs.
+	shards   ShardRunner
+	jobProxy func(phase int) ([]byte, error)
 	// dealerBudget, if set, returns the session budget the party
 	// announces to a networked dealer when it binds the session (the model
 	// owner's DealerBudget of its proxies; see coin).
@@ -160,6 +165,9 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	// points, and the length of a compressed message would depend on their
 	// content. Its other messages (hello, coin, architectures) are small.
 	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
+	if r.shards != nil {
+		mine.Shards = r.shards.Shards()
+	}
 	var peer hello
 	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer, maxHelloMessage(r.p)); err != nil {
 		if peer.Version != 0 { // the peer's hello arrived: a mismatch explains its leaving
@@ -297,44 +305,22 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	keep := r.p.keep(i)
 	nb := r.sched.Batches(len(cand))
 	ps := PhaseStats{In: len(cand), Out: keep, Batches: nb}
-	vals := make([]uint64, len(cand))
 	ph := &r.st.Phases[i]
-	done := make([]bool, nb)
-	for _, b := range ph.Batches {
-		lo, hi := r.sched.Span(b.Batch, len(cand))
-		if b.Batch >= nb || len(b.Shares) != hi-lo {
-			return ps, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i+1, b.Batch, len(cand))
-		}
-		copy(vals[lo:hi], b.Shares)
-		done[b.Batch] = true
-		ps.Resumed++
-	}
-	var pending []int
-	for b, d := range done {
-		if !d {
-			pending = append(pending, b)
-		}
+	vals, pending, err := r.resumed(i, cand, nb, &ps)
+	if err != nil {
+		return ps, nil, err
 	}
 	ctrl := r.sched.Control()
 	if !ph.Done {
-		r0 := ctrl.Stream().Stats().Rounds
 		if len(pending) > 0 {
-			fw, err := eval.Prepare(ctx, ctrl, i, arch, r.sched.WeightBase(i))
-			if err != nil {
-				return ps, nil, fmt.Errorf("selection: phase %d: prepare: %w", i+1, err)
+			if r.shards != nil {
+				err = r.runShards(ctx, i, seed, arch, cand, vals, &ps)
+			} else {
+				err = r.forwardPending(ctx, i, i, eval, arch, cand, pending, vals, &ps)
 			}
-			rs, err := r.forwardBatches(ctx, i, fw, cand, pending, vals, ps.Resumed, nb)
 			if err != nil {
 				return ps, nil, err
 			}
-			// The phase's weights are never drawn again: a provider that
-			// holds state per weight (the dealer-free provider's encrypted
-			// weights, GBs a phase) drops it.
-			if wr, ok := r.prov.(beaver.WeightReleaser); ok {
-				wr.ReleaseWeights(r.sched.WeightBase(i), r.sched.WeightBase(i+1))
-			}
-			ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.Rounds
-			ps.PeakInFlight, ps.Prefetched, ps.Streamed, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.PeakInFlight, rs.Prefetched, rs.Streamed, rs.PeakHeld, rs.BatchBytes
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
@@ -364,6 +350,57 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 		"peak_in_flight", ps.PeakInFlight, "prefetched", ps.Prefetched, "streamed", ps.Streamed, "peak_prefetch_bytes", ps.PeakPrefetchBytes, "memory_budget", r.sched.MemoryBudget())
 	t, _ := share.FromData(vals, len(vals))
 	return ps, t, nil
+}
+
+// resumed fills the shares of the batches of state phase i (of nb
+// batches of the candidates cand) that the checkpoint holds, counting them
+// in ps.Resumed, and returns the shares and the batches still pending.
+func (r *runner) resumed(i int, cand []int, nb int, ps *PhaseStats) ([]uint64, []int, error) {
+	vals := make([]uint64, len(cand))
+	done := make([]bool, nb)
+	for _, b := range r.st.Phases[i].Batches {
+		lo, hi := r.sched.Span(b.Batch, len(cand))
+		if b.Batch >= nb || len(b.Shares) != hi-lo {
+			return nil, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i+1, b.Batch, len(cand))
+		}
+		copy(vals[lo:hi], b.Shares)
+		done[b.Batch] = true
+		ps.Resumed++
+	}
+	var pending []int
+	for b, d := range done {
+		if !d {
+			pending = append(pending, b)
+		}
+	}
+	return vals, pending, nil
+}
+
+// forwardPending runs the pending batches of the candidates cand on this
+// party's connection: the weights of phase (eval's and the logs' phase
+// number) shared once on the control session, then the batches on the
+// lanes, checkpointed in state phase slot (= phase for a run; a worker
+// keeps each job in its own state, slot 0), filling vals and ps.
+func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evaluator, arch secure.Arch, cand, pending []int, vals []uint64, ps *PhaseStats) error {
+	ctrl := r.sched.Control()
+	r0 := ctrl.Stream().Stats().Rounds
+	fw, err := eval.Prepare(ctx, ctrl, phase, arch, r.sched.WeightBase(slot))
+	if err != nil {
+		return fmt.Errorf("selection: phase %d: prepare: %w", phase+1, err)
+	}
+	rs, err := r.forwardBatches(ctx, slot, fw, cand, pending, vals, ps.Resumed, ps.Batches)
+	if err != nil {
+		return err
+	}
+	// The phase's weights are never drawn again: a provider that
+	// holds state per weight (the dealer-free provider's encrypted
+	// weights, GBs a phase) drops it.
+	if wr, ok := r.prov.(beaver.WeightReleaser); ok {
+		wr.ReleaseWeights(r.sched.WeightBase(slot), r.sched.WeightBase(slot+1))
+	}
+	ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.Rounds
+	ps.PeakInFlight, ps.Prefetched, ps.Streamed, ps.PeakPrefetchBytes, ps.BatchMaterialBytes = rs.PeakInFlight, rs.Prefetched, rs.Streamed, rs.PeakHeld, rs.BatchBytes
+	return nil
 }
 
 // forwardBatches runs the pending batches of a phase on the scheduler's

@@ -37,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
@@ -60,7 +61,12 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	pf.Register(fs, false)
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
+	var sf peer.ShardFlags
+	sf.Register(fs)
 	if err := peer.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := sf.CheckMode(fs, 1); err != nil {
 		return err
 	}
 	prog := party.NewProgress(stderr, party.IsTerminal(stderr))
@@ -72,6 +78,9 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	log := pt.Logger
 	if err := peer.Require("pool", *poolPath, "embedding", *embDir); err != nil {
 		return err
+	}
+	if sf.Worker {
+		return dataOwnerWorker(ctx, pt, &sf, *state, *poolPath, *embDir, *vocab, *seq, stdout)
 	}
 	// Check the flags before reading the (possibly large) pool.
 	pf.PoolSize = 1 << 30
@@ -105,6 +114,17 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
+	if sf.Shards >= 2 {
+		pool, ln, err := pt.ServeWorkers(ctx, 1, sf.Shards, sf.WorkersListen, func(a net.Addr) {
+			fmt.Fprintf(stdout, "dataowner workers listening %s\n", a)
+		})
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
+		do.Shards = pool
+	}
 	prog.Step("connecting to the dealer and the model owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
 	if err != nil {
@@ -114,9 +134,34 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	defer conn.Close()
 	prog.Step("handshake with the model owner, who then labels the bootstrap sample and generates the proxies")
 	res, err := do.Run(ctx, conn, prov)
+	if err == nil && do.Shards != nil {
+		do.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
+	}
 	if err != nil {
 		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
 	return party.WriteResult(*out, stdout, res)
+}
+
+// dataOwnerWorker runs the data owner's worker of a sharded selection
+// (-worker) on its own copy of the pool.
+func dataOwnerWorker(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, state, poolPath, embDir, vocab string, seq int, stdout io.Writer) error {
+	if err := peer.Require("state", state); err != nil {
+		return err
+	}
+	k, err := sf.Index()
+	if err != nil {
+		return err
+	}
+	emb, err := model.Load(embDir, model.LoadOptions{})
+	if err != nil {
+		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the embedding checkpoint: %w", err))
+	}
+	in, _, err := party.PoolInput(poolPath, embDir, emb, vocab, seq)
+	if err != nil {
+		return err
+	}
+	w := &selection.Worker{Party: 1, Shard: k, Pool: in, Embedding: emb, StateDir: state, Logger: pt.Logger}
+	return pt.RunWorker(ctx, w, 1, sf.Coordinator, stdout, "dataowner")
 }

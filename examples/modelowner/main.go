@@ -42,6 +42,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 
 	"github.com/selectformer/selectformer/examples/internal/party"
@@ -72,8 +73,16 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	publicSeq := fs.Int("public-seq", 0, "with text -public: tokens per text (0: the checkpoint's max_position_embeddings); must be the data owner's -seq")
 	state := fs.String("state", "", "state directory: checkpoint after every batch, resume on restart")
 	out := fs.String("out", "", "write the result as JSON to this file (- for stdout)")
+	var sf peer.ShardFlags
+	sf.Register(fs)
 	if err := peer.Parse(fs, args); err != nil {
 		return err
+	}
+	if err := sf.CheckMode(fs, 0); err != nil {
+		return err
+	}
+	if sf.Worker {
+		return modelOwnerWorker(ctx, &pflags, &sf, *state, stdout, stderr)
 	}
 	prog := party.NewProgress(stderr, party.IsTerminal(stderr))
 	defer prog.Close()
@@ -162,6 +171,17 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		}
 		mo.Target, mo.Generate, mo.Label = target, gen, label
 	}
+	if sf.Shards >= 2 {
+		pool, ln, err := pt.ServeWorkers(ctx, 0, sf.Shards, sf.WorkersListen, func(a net.Addr) {
+			fmt.Fprintf(stdout, "modelowner workers listening %s\n", a)
+		})
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
+		mo.Shards = pool
+	}
 	prog.Step("connecting to the dealer and the data owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
 	if err != nil {
@@ -171,9 +191,30 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	defer conn.Close()
 	prog.Step("handshake and joint coin with the data owner")
 	res, err := mo.Run(ctx, conn, prov)
+	if err == nil && mo.Shards != nil {
+		mo.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
+	}
 	if err != nil {
 		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
 	return party.WriteResult(*out, stdout, res)
+}
+
+// modelOwnerWorker runs the model owner's worker of a sharded selection
+// (-worker): its jobs carry the phases' proxies, so it needs no model.
+func modelOwnerWorker(ctx context.Context, pflags *peer.PartyFlags, sf *peer.ShardFlags, state string, stdout, stderr io.Writer) error {
+	pt, err := pflags.Resolve(stderr)
+	if err != nil {
+		return err
+	}
+	if err := peer.Require("state", state); err != nil {
+		return err
+	}
+	k, err := sf.Index()
+	if err != nil {
+		return err
+	}
+	w := &selection.Worker{Party: 0, Shard: k, StateDir: state, Logger: pt.Logger}
+	return pt.RunWorker(ctx, w, 0, sf.Coordinator, stdout, "modelowner")
 }

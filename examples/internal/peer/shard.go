@@ -1,0 +1,245 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// ShardFlags are the flags of a sharded selection that modelowner and
+// dataowner share: as a coordinator, -shards K and -workers-listen; as a
+// worker, -worker, -coordinator and -shard-index (default: the
+// environment variable JOB_COMPLETION_INDEX, which a Kubernetes Indexed
+// Job sets).
+type ShardFlags struct {
+	Shards        int
+	WorkersListen string
+	Worker        bool
+	Coordinator   string
+	ShardIndex    string
+}
+
+// ShardIndexEnv is the environment variable a worker takes its shard
+// index from when -shard-index is not given (a Kubernetes Indexed Job's).
+const ShardIndexEnv = "JOB_COMPLETION_INDEX"
+
+// ShardPlaceholder is replaced by the worker's shard index in -listen and
+// -connect.
+const ShardPlaceholder = "{shard}"
+
+// Register defines the flags on fs.
+func (f *ShardFlags) Register(fs *flag.FlagSet) {
+	fs.IntVar(&f.Shards, "shards", 0, "coordinator of a sharded selection: run each phase's secure forward on K worker pairs (this party's -worker processes, each paired with the other party's worker of the same index); 0 or 1: one pair, this process (the default)")
+	fs.StringVar(&f.WorkersListen, "workers-listen", "", "with -shards K ≥ 2: listen for this party's K workers on this address (mutual TLS with this party's own key pair on both ends); required with -shards ≥ 2")
+	fs.BoolVar(&f.Worker, "worker", false, "run as a worker of a sharded selection: take jobs from this party's coordinator (-coordinator), run them with the other party's worker of the same -shard-index over -listen or -connect (\""+ShardPlaceholder+"\" in the address is replaced by the index), checkpoint in -state; exits 0 when the coordinator says the selection is done")
+	fs.StringVar(&f.Coordinator, "coordinator", "", "with -worker: the address of this party's coordinator (its -workers-listen); required with -worker")
+	fs.StringVar(&f.ShardIndex, "shard-index", "", "with -worker: this worker's index k in 0..K-1 (default: $"+ShardIndexEnv+", set by a Kubernetes Indexed Job)")
+}
+
+// WorkerFlags lists the flags a worker of party takes (the others are
+// refused with -worker): identity, pair link, provider, log, -state and
+// the worker flags; the data owner's worker also reads its own copy of
+// the pool (-pool, -embedding, -vocab, -seq).
+func WorkerFlags(party int) map[string]bool {
+	ok := map[string]bool{"cert": true, "key": true, "listen": true, "connect": true, "connect-timeout": true, "peer-fingerprint": true,
+		"provider": true, "dealer": true, "dealer-fingerprint": true, "link": true, "log": true, "state": true,
+		"worker": true, "coordinator": true, "shard-index": true}
+	if party == 1 {
+		for _, n := range []string{"pool", "embedding", "vocab", "seq"} {
+			ok[n] = true
+		}
+	}
+	return ok
+}
+
+// CheckMode refuses the flags that make no sense in the mode the flags
+// select: in worker mode every flag set but those of WorkerFlags(party),
+// and a missing -coordinator or -state; as a coordinator, -coordinator and
+// -shard-index, -shards outside 0..MaxShards, and -workers-listen without
+// -shards ≥ 2 (or missing with it).
+func (f *ShardFlags) CheckMode(fs *flag.FlagSet, party int) error {
+	var set []string
+	fs.Visit(func(fl *flag.Flag) { set = append(set, fl.Name) })
+	if f.Worker {
+		ok := WorkerFlags(party)
+		for _, n := range set {
+			if !ok[n] {
+				return Usage("-%s is not used with -worker (a worker takes its job from its coordinator)", n)
+			}
+		}
+		if f.Coordinator == "" {
+			return Usage("-worker needs -coordinator (the address of this party's coordinator's -workers-listen)")
+		}
+		return nil
+	}
+	for _, n := range set {
+		if n == "coordinator" || n == "shard-index" {
+			return Usage("-%s is used with -worker only", n)
+		}
+	}
+	switch {
+	case f.Shards < 0 || f.Shards > selection.MaxShards:
+		return Usage("-shards %d: want 0..%d", f.Shards, selection.MaxShards)
+	case f.Shards >= 2 && f.WorkersListen == "":
+		return Usage("-shards %d needs -workers-listen (where this party's workers connect)", f.Shards)
+	case f.Shards < 2 && f.WorkersListen != "":
+		return Usage("-workers-listen is used with -shards 2 or more")
+	}
+	return nil
+}
+
+// Index returns the worker's shard index: -shard-index, else $ShardIndexEnv
+// (a usage error if neither is set or it is not a number in
+// 0..selection.MaxShards−1; the coordinator refuses an index ≥ its K).
+func (f *ShardFlags) Index() (int, error) {
+	s, from := f.ShardIndex, "-shard-index"
+	if s == "" {
+		s, from = os.Getenv(ShardIndexEnv), "$"+ShardIndexEnv
+	}
+	if s == "" {
+		return 0, Usage("a worker needs -shard-index or $%s (its shard index)", ShardIndexEnv)
+	}
+	k, err := strconv.Atoi(s)
+	if err != nil || k < 0 || k >= selection.MaxShards {
+		return 0, Usage("%s %q: want a number in 0..%d", from, s, selection.MaxShards-1)
+	}
+	return k, nil
+}
+
+// ShardEndpoint returns e with ShardPlaceholder replaced by k in its
+// addresses.
+func ShardEndpoint(e Endpoint, k int) Endpoint {
+	e.Listen = strings.ReplaceAll(e.Listen, ShardPlaceholder, strconv.Itoa(k))
+	e.Connect = strings.ReplaceAll(e.Connect, ShardPlaceholder, strconv.Itoa(k))
+	return e
+}
+
+// ServeWorkers listens on addr for this party's workers (mutual TLS: each
+// must present the party's own key, pinned by its fingerprint) and returns
+// the pool to set as the coordinator's Shards, serving until ctx ends; the
+// caller closes the pool (WorkerPool.Close tells the workers to exit) and
+// the listener. onListen, if set, is called with the bound address.
+func (p *Party) ServeWorkers(ctx context.Context, party, shards int, addr string, onListen func(net.Addr)) (*selection.WorkerPool, io.Closer, error) {
+	pool, err := selection.NewWorkerPool(party, shards)
+	if err != nil {
+		return nil, nil, Usage("%v", err)
+	}
+	pool.Logger = p.Logger
+	opt := p.Options
+	opt.Link = nil // the party's own machines: no emulated link
+	ln, err := transport.Listen(addr, p.ID, opt)
+	if err != nil {
+		return nil, nil, &Error{Code: ExitPeer, Err: fmt.Errorf("-workers-listen: %w", err)}
+	}
+	if onListen != nil {
+		onListen(ln.Addr())
+	}
+	go func() {
+		if err := pool.Serve(ctx, ln, p.ID.Fingerprint()); err != nil {
+			p.Logger.Warn("worker listener stopped", "err", err)
+		}
+	}()
+	return pool, ln, nil
+}
+
+// RunWorker runs w (party's worker, index w.Shard) until its coordinator
+// says the selection is done: it dials the coordinator at addr (pinned to
+// the party's own fingerprint), serves its jobs, pairing each over
+// pflags' -listen or -connect (ShardEndpoint) with the provider the flags
+// choose (a dealer session per pair connection, or ot.Provider on it),
+// and dials again when the coordinator's connection drops (a restarted
+// coordinator), each time within -connect-timeout.
+func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, addr string, stdout io.Writer, name string) error {
+	e := ShardEndpoint(p.flags.Endpoint, w.Shard)
+	pair := func(ctx context.Context, job *selection.Job) (*transport.Conn, beaver.Provider, error) {
+		var prov beaver.Provider
+		var dconn *transport.Conn
+		if p.flags.Provider == ProviderDealer {
+			cl, dc, err := ConnectDealerWith(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, e, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
+			if err != nil {
+				return nil, nil, err
+			}
+			prov, dconn = cl, dc
+		}
+		conn, err := Establish(ctx, e, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
+			fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, w.Shard, a)
+		})
+		if err != nil {
+			if dconn != nil {
+				dconn.Close()
+			}
+			return nil, nil, err
+		}
+		if dconn != nil {
+			go func() { <-conn.Done(); dconn.Close() }()
+		} else {
+			opts := ot.ProviderOptions{}
+			if p.flags.Provider == ProviderHE {
+				opts.Linear = ot.LinearHE
+			}
+			if prov, err = ot.NewProvider(conn, party, opts); err != nil {
+				conn.Close()
+				return nil, nil, err
+			}
+		}
+		return conn, prov, nil
+	}
+	timeout := p.flags.Endpoint.Timeout
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	opt := p.Options
+	opt.Link = nil
+	for {
+		var conn *transport.Conn
+		var err error
+		deadline := time.Now().Add(timeout)
+		for {
+			dctx, cancel := context.WithDeadline(ctx, deadline)
+			conn, err = transport.Dial(dctx, addr, p.ID, p.ID.Fingerprint(), opt)
+			cancel()
+			if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &Error{Code: ExitPeer, Err: fmt.Errorf("connecting to the coordinator at %s: %w", addr, err)}
+		}
+		err = w.Serve(ctx, conn, pair)
+		conn.Close()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(err, selection.ErrWorkerRefused) && !strings.Contains(err.Error(), "already connected") {
+			return &Error{Code: ExitPeer, Err: err}
+		}
+		p.Logger.Warn("coordinator connection ended; connecting again", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

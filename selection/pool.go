@@ -1,0 +1,334 @@
+package selection
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/transport"
+)
+
+// The internal connection between a party's coordinator and its workers
+// (transport's mutual TLS with the party's own key pair on both ends:
+// workers dial the coordinator's WorkerPool) carries, on StreamWorker:
+//
+//	worker → coordinator  "SFW1" | party u8 | shard u32 (little-endian): the worker's announcement
+//	coordinator → worker  "ok", or a refusal in words (then the connection closes)
+//	coordinator → worker  'J' | EncodeJob(job)   a job
+//	worker → coordinator  'R' | result           its shares (see ShardResult), or
+//	                      'E' | error text       the job failed (at most 4 KiB)
+//	coordinator → worker  'D'                    done: the worker exits
+const (
+	// StreamWorker is the stream of the internal connection's messages.
+	StreamWorker uint32 = 1
+	// workerHelloMagic starts a worker's announcement.
+	workerHelloMagic = "SFW1"
+	// maxWorkerError bounds a worker's error message.
+	maxWorkerError = 4 << 10
+	// maxWorkerReply bounds the coordinator's answer to an announcement.
+	maxWorkerReply = 256
+)
+
+// DefaultWorkerWait is WorkerPool.Wait when 0.
+const DefaultWorkerWait = 10 * time.Minute
+
+// WorkerPool is a sharded selection's coordinator side of its party's
+// internal connections: the ShardRunner that hands each phase's jobs to
+// the party's K workers. Workers connect (Serve accepts them on a
+// transport.Listener, Attach takes one connection) and announce their
+// shard index k; a second live worker of the same index, an index ≥ K or
+// another party's worker is refused. RunShard sends worker k its job and
+// waits for its result; if worker k's connection drops (the worker died),
+// it waits for worker k to connect again (at most Wait, and within the
+// context) and sends the job again: the restarted worker resumes from its
+// checkpoint.
+type WorkerPool struct {
+	// Wait bounds how long RunShard waits for worker k to connect
+	// (DefaultWorkerWait when 0).
+	Wait time.Duration
+	// Logger receives the pool's events (slog.Default() when nil).
+	Logger *slog.Logger
+
+	party, shards int
+	mu            sync.Mutex
+	conns         []*transport.Conn
+	changed       chan struct{} // closed and replaced when a worker attaches
+	closed        bool
+}
+
+// NewWorkerPool returns the pool of party's shards workers (1..MaxShards).
+func NewWorkerPool(party, shards int) (*WorkerPool, error) {
+	if party != 0 && party != 1 {
+		return nil, fmt.Errorf("selection: worker pool of party %d", party)
+	}
+	if shards < 1 || shards > MaxShards {
+		return nil, fmt.Errorf("selection: %d shards (1..%d)", shards, MaxShards)
+	}
+	return &WorkerPool{party: party, shards: shards, conns: make([]*transport.Conn, shards), changed: make(chan struct{})}, nil
+}
+
+// Shards implements ShardRunner.
+func (p *WorkerPool) Shards() int { return p.shards }
+
+func (p *WorkerPool) logf() *slog.Logger {
+	if p.Logger == nil {
+		return slog.Default()
+	}
+	return p.Logger
+}
+
+// announceTimeout bounds the wait for a connected worker's announcement.
+const announceTimeout = 30 * time.Second
+
+// Attach takes a worker's connection: it reads the worker's announcement
+// (within 30 s and ctx), refuses (and closes) another party's worker, an
+// index ≥ K and a second live worker of the same index, and otherwise
+// answers "ok" and makes it worker k's connection.
+func (p *WorkerPool) Attach(ctx context.Context, conn *transport.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
+	defer cancel()
+	st := conn.Stream(StreamWorker)
+	b, err := st.RecvBytes(ctx, len(workerHelloMagic)+5)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("selection: worker pool: announcement: %w", err)
+	}
+	refuse := func(format string, args ...any) error {
+		err := fmt.Errorf(format, args...)
+		_ = st.SendBytes(ctx, []byte("refused: "+err.Error()))
+		conn.Close()
+		return fmt.Errorf("selection: worker pool: %w", err)
+	}
+	if len(b) != len(workerHelloMagic)+5 || string(b[:len(workerHelloMagic)]) != workerHelloMagic {
+		return refuse("not a worker's announcement")
+	}
+	party, k := int(b[4]), uint64(binary.LittleEndian.Uint32(b[5:]))
+	if party != p.party {
+		return refuse("a worker of party %d at party %d's coordinator", party, p.party)
+	}
+	if k >= uint64(p.shards) {
+		return refuse("worker index %d, the selection has %d shards (0..%d)", k, p.shards, p.shards-1)
+	}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return refuse("the selection is over")
+	}
+	if c := p.conns[k]; c != nil && !isDone(c) {
+		p.mu.Unlock()
+		return refuse("worker %d is already connected", k)
+	}
+	p.conns[k] = conn
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	if err := st.SendBytes(ctx, []byte("ok")); err != nil {
+		return fmt.Errorf("selection: worker pool: worker %d: %w", k, err)
+	}
+	p.logf().Info("selection: worker connected", "party", p.party, "shard", k)
+	return nil
+}
+
+// isDone reports whether c has failed or closed.
+func isDone(c *transport.Conn) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// Serve accepts workers on ln (each authenticated by transport with the
+// party's own fingerprint) until ctx ends or ln closes, attaching each
+// (Attach; a refused worker is logged).
+func (p *WorkerPool) Serve(ctx context.Context, ln *transport.Listener, fingerprint string) error {
+	for {
+		c, err := ln.Accept(ctx, fingerprint)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("selection: worker pool: accept: %w", err)
+		}
+		go func() {
+			if err := p.Attach(ctx, c); err != nil {
+				p.logf().Warn("selection: worker refused", "err", err)
+			}
+		}()
+	}
+}
+
+// await returns worker k's live connection, waiting at most Wait.
+func (p *WorkerPool) await(ctx context.Context, k int) (*transport.Conn, error) {
+	wait := p.Wait
+	if wait <= 0 {
+		wait = DefaultWorkerWait
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		p.mu.Lock()
+		c, ch, closed := p.conns[k], p.changed, p.closed
+		p.mu.Unlock()
+		if closed {
+			return nil, fmt.Errorf("selection: worker pool closed")
+		}
+		if c != nil && !isDone(c) {
+			return c, nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil, fmt.Errorf("selection: worker %d did not connect within %v: check that its process runs and reaches this coordinator", k, wait)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// maxJobResends bounds how often one job is sent again after its worker's
+// connection dropped.
+const maxJobResends = 100
+
+// RunShard implements ShardRunner: it sends job to worker job.Shard and
+// returns the worker's checked result, sending it again to a reconnected
+// worker when the connection drops.
+func (p *WorkerPool) RunShard(ctx context.Context, job *Job) (*ShardResult, error) {
+	if job.Shard < 0 || job.Shard >= p.shards || job.Shards != p.shards {
+		return nil, fmt.Errorf("selection: job for shard %d of %d at a pool of %d", job.Shard, job.Shards, p.shards)
+	}
+	b, err := EncodeJob(job)
+	if err != nil {
+		return nil, err
+	}
+	msg := append([]byte{'J'}, b...)
+	for range maxJobResends {
+		c, err := p.await(ctx, job.Shard)
+		if err != nil {
+			return nil, err
+		}
+		st := c.Stream(StreamWorker)
+		rb, err := func() ([]byte, error) {
+			if err := st.SendBytes(ctx, msg); err != nil {
+				return nil, err
+			}
+			return st.RecvBytes(ctx, 1+max(resultBound(job), maxWorkerError))
+		}()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			p.logf().Warn("selection: worker connection lost; waiting for the worker to come back", "party", p.party, "shard", job.Shard, "phase", job.Phase+1, "err", err)
+			c.Close()
+			continue
+		}
+		switch {
+		case len(rb) > 0 && rb[0] == 'R':
+			return decodeResult(rb[1:], job)
+		case len(rb) > 0 && rb[0] == 'E' && len(rb) <= 1+maxWorkerError:
+			return nil, fmt.Errorf("worker %d failed: %s", job.Shard, rb[1:])
+		}
+		return nil, withCode(AbortProtocol, fmt.Errorf("selection: worker %d: unreadable answer", job.Shard))
+	}
+	return nil, fmt.Errorf("selection: worker %d: connection lost %d times", job.Shard, maxJobResends)
+}
+
+// Done tells every connected worker that the selection is done (they
+// exit) and closes the pool: call it after a successful Run.
+func (p *WorkerPool) Done(ctx context.Context) { p.close(ctx, true) }
+
+// Close closes the pool and its workers' connections without telling
+// them the selection is done: they connect again, to a restarted
+// coordinator (call it after a failed Run; after Done it does nothing
+// more). RunShard fails afterwards.
+func (p *WorkerPool) Close() { p.close(context.Background(), false) }
+
+func (p *WorkerPool) close(ctx context.Context, done bool) {
+	p.mu.Lock()
+	p.closed = true
+	conns := append([]*transport.Conn(nil), p.conns...)
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+	for _, c := range conns {
+		if c != nil && !isDone(c) {
+			if done {
+				_ = c.Stream(StreamWorker).SendBytes(ctx, []byte{'D'})
+			}
+			c.Close()
+		}
+	}
+}
+
+// ErrWorkerRefused is wrapped by Serve's error when the coordinator
+// refuses the worker (another live worker of its index, an index ≥ K).
+var ErrWorkerRefused = errors.New("the coordinator refused this worker")
+
+// Serve runs the worker on its connection to its coordinator: it announces
+// its party and shard index, then runs each job it receives (RunJob,
+// pairing with pair) and returns its result, until the coordinator says
+// the selection is done (Serve returns nil) or the connection or ctx ends.
+// A job that fails is reported to the coordinator (its error text: the
+// internal connection stays within the party) and Serve goes on.
+func (w *Worker) Serve(ctx context.Context, coord *transport.Conn, pair PairFunc) error {
+	if w == nil || coord == nil {
+		return fmt.Errorf("selection: worker: nil worker or connection")
+	}
+	if w.Party != 0 && w.Party != 1 || w.Shard < 0 || w.Shard >= MaxShards {
+		return fmt.Errorf("selection: worker: party %d, shard %d", w.Party, w.Shard)
+	}
+	st := coord.Stream(StreamWorker)
+	hello := append([]byte(workerHelloMagic), byte(w.Party))
+	hello = binary.LittleEndian.AppendUint32(hello, uint32(w.Shard))
+	if err := st.SendBytes(ctx, hello); err != nil {
+		return fmt.Errorf("selection: worker: announce: %w", err)
+	}
+	ans, err := st.RecvBytes(ctx, maxWorkerReply)
+	if err != nil {
+		return fmt.Errorf("selection: worker: announce: %w", err)
+	}
+	if string(ans) != "ok" {
+		return fmt.Errorf("selection: worker %d: %w: %.200s", w.Shard, ErrWorkerRefused, ans)
+	}
+	w.logf().Info("selection: worker attached to its coordinator", "party", w.Party, "shard", w.Shard)
+	for {
+		b, err := st.RecvBytes(ctx, 1+MaxJobBytes)
+		if err != nil {
+			return fmt.Errorf("selection: worker: receive from the coordinator: %w", err)
+		}
+		if len(b) == 1 && b[0] == 'D' {
+			w.logf().Info("selection: worker: the selection is done", "party", w.Party, "shard", w.Shard)
+			return nil
+		}
+		if len(b) == 0 || b[0] != 'J' {
+			return fmt.Errorf("selection: worker: unreadable message from the coordinator")
+		}
+		var reply []byte
+		job, err := DecodeJob(b[1:])
+		var res *ShardResult
+		if err == nil {
+			res, err = w.RunJob(ctx, job, pair)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			w.logf().Warn("selection: worker: job failed", "party", w.Party, "shard", w.Shard, "err", err)
+			msg := err.Error()
+			if len(msg) > maxWorkerError {
+				msg = msg[:maxWorkerError]
+			}
+			reply = append([]byte{'E'}, msg...)
+		} else {
+			reply = append([]byte{'R'}, encodeResult(res)...)
+		}
+		if err := st.SendBytes(ctx, reply); err != nil {
+			return fmt.Errorf("selection: worker: send to the coordinator: %w", err)
+		}
+	}
+}
