@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -89,25 +88,26 @@ type manifest struct {
 
 func (m manifest) String() string { return fmt.Sprintf("%s (document %d)", m.file, m.doc) }
 
-// loadManifests decodes every YAML document of every .yaml file under root.
-func loadManifests(root string) ([]manifest, error) {
+// loadManifests decodes every YAML document of every .yaml file in fsys
+// (examples/k8s: os.DirFS(".")).
+func loadManifests(fsys fs.FS) ([]manifest, error) {
 	var out []manifest
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
 			return err
 		}
-		b, err := os.ReadFile(path)
+		b, err := fs.ReadFile(fsys, path)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
+		rel := path
 		for i, doc := range docSep.Split(string(b), -1) {
 			obj, err := decodeStrict([]byte(doc))
 			if err != nil {
 				return fmt.Errorf("%s (document %d): %w", rel, i+1, err)
 			}
 			if obj != nil {
-				out = append(out, manifest{file: filepath.ToSlash(rel), doc: i + 1, obj: obj})
+				out = append(out, manifest{file: rel, doc: i + 1, obj: obj})
 			}
 		}
 		return nil
@@ -120,7 +120,7 @@ func loadManifests(root string) ([]manifest, error) {
 // fields, and checks that each party's directory has what a deployment
 // needs.
 func TestManifestsDecodeStrictly(t *testing.T) {
-	ms, err := loadManifests(".")
+	ms, err := loadManifests(os.DirFS("."))
 	if err != nil {
 		t.Fatal(err)
 	}
