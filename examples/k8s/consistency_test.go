@@ -36,7 +36,8 @@ const (
 type workload struct {
 	m        manifest
 	ns, name string
-	job      *batchv1.Job // nil for a Deployment
+	job      *batchv1.Job       // nil for a Deployment
+	deploy   *appsv1.Deployment // nil for a Job
 	tmpl     *corev1.PodTemplateSpec
 	c        *corev1.Container // the one container
 	bin      string            // the binary the container runs: modelowner, dataowner or dealer
@@ -134,6 +135,10 @@ type cluster struct {
 	workloads  []*workload
 }
 
+// loadCluster decodes the manifests in fsys and indexes them; every
+// workload runs one container of a peer binary with -name=value arguments,
+// and every object of a directory is in the namespace its namespace.yaml
+// declares.
 func loadCluster(t checker, fsys fs.FS) *cluster {
 	t.Helper()
 	ms, err := loadManifests(fsys)
@@ -153,8 +158,7 @@ func loadCluster(t checker, fsys fs.FS) *cluster {
 		}
 	}
 	for _, m := range ms {
-		var add func(w *workload)
-		add = func(w *workload) {
+		add := func(w *workload) {
 			w.m = m
 			if len(w.tmpl.Spec.Containers) != 1 {
 				t.Errorf("%s: %d containers, want 1", w, len(w.tmpl.Spec.Containers))
@@ -194,7 +198,7 @@ func loadCluster(t checker, fsys fs.FS) *cluster {
 		case *batchv1.Job:
 			add(&workload{ns: o.Namespace, name: o.Name, job: o, tmpl: &o.Spec.Template})
 		case *appsv1.Deployment:
-			add(&workload{ns: o.Namespace, name: o.Name, tmpl: &o.Spec.Template})
+			add(&workload{ns: o.Namespace, name: o.Name, tmpl: &o.Spec.Template, deploy: o})
 		default:
 			t.Errorf("%s: no check for %T", m, o)
 		}
@@ -355,6 +359,15 @@ func checkManifests(t checker, c *cluster) {
 
 	t.Run("restarts", func(t checker) {
 		for _, w := range c.workloads {
+			if d := w.deploy; d != nil {
+				// One pod on one seeds file: replaced, never doubled.
+				if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+					t.Errorf("%s: want replicas 1 and strategy Recreate (never two pods on one state)", w)
+				}
+				if d.Spec.Selector == nil || !selects(d.Spec.Selector.MatchLabels, w) {
+					t.Errorf("%s: its selector does not match its pod template's labels", w)
+				}
+			}
 			if w.job == nil {
 				continue
 			}
@@ -746,6 +759,9 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dataowner/workers-external.yaml", `job-completion-index: "3"`, `job-completion-index: "2"`, "not one distinct index"},
 		{"modelowner/coordinator.yaml", "  namespace: selectformer-mo", "  namespace: selectformer-do", `namespace "selectformer-do", want "selectformer-mo"`},
 		{"dealer/dealer.yaml", "-seeds=/seeds/dealer.seeds", "-seeds=/tmp/dealer.seeds", "not on a PersistentVolumeClaim"},
+		{"dealer/dealer.yaml", "type: Recreate", "type: RollingUpdate", "strategy Recreate"},
+		{"dealer/dealer.yaml", "replicas: 1", "replicas: 2", "replicas 1"},
+		{"dealer/dealer.yaml", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: selectformer\n      app.kubernetes.io/component: dealer", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: selectformer\n      app.kubernetes.io/component: dealr", "selector does not match"},
 	} {
 		t.Run(tc.file+": "+tc.new, func(t *testing.T) {
 			orig := string(files[tc.file].Data)
