@@ -22,10 +22,13 @@ import (
 // keys as files, the arguments' paths moved under the root), with
 // JOB_COMPLETION_INDEX set for an Indexed Job's pod, as Kubernetes sets it.
 // The certificates are real (fresh identities: the fingerprint flags
-// resolve), the private keys are the manifests' placeholders: a command
-// line that parses and passes the binary's flag checks stops at loading
-// its identity with exit code 4 (bad input file), before it listens or
-// dials; an unknown flag, a malformed value or flags that do not go
+// resolve). A worker's and the dealer's private keys are the manifests'
+// placeholders: a command line that parses and passes the binary's flag
+// checks stops at loading its identity with exit code 4 (bad input file),
+// before it listens or dials. A coordinator gets its real key, so it also
+// runs its parameter checks (budget, bootstrap, schedule, shards, ...)
+// and stops with exit code 4 at the model or checkpoint its empty data
+// volume lacks, still before any connection. An unknown flag, a malformed value or flags that do not go
 // together stop it with exit code 2 (usage). The same command line with an
 // unknown flag appended must give 2, so the test tells the two apart. A
 // party's command line is also run in its dealer-free form (-provider=he,
@@ -47,27 +50,37 @@ func TestManifestCommandLines(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	certs := map[string][]byte{}
+	ids := map[string][2][]byte{} // certificate and key PEM by name
 	for _, name := range []string{"modelowner", "dataowner", "dealer"} {
 		id, err := transport.GenerateIdentity(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if certs[name], _, err = id.MarshalPEM(); err != nil {
+		cert, key, err := id.MarshalPEM()
+		if err != nil {
 			t.Fatal(err)
 		}
+		ids[name] = [2][]byte{cert, key}
 	}
 	for _, w := range c.workloads {
 		t.Run(w.ns+"/"+w.name, func(t *testing.T) {
 			root := t.TempDir()
-			env := podFiles(t, c, w, root, certs)
+			env := podFiles(t, c, w, root, ids)
 			argv := make([]string, len(w.c.Args))
 			for i, a := range w.c.Args {
 				argv[i] = underRoot(w, root, expand(t, a, env))
 			}
+			// Where a correct command line stops: a coordinator (its real
+			// key) at the model or checkpoint missing from its data
+			// volume, after all its parameter checks; the others at the
+			// placeholder key.
+			stop, why := "no PEM PRIVATE KEY block", "loading the placeholder key"
+			if w.coordinator() {
+				stop, why = root+"/data/", "reading its data volume (empty here)"
+			}
 			code, out := runBinary(t, filepath.Join(bin, w.bin), argv, env)
-			if code != 4 || !(strings.Contains(out, "no PEM PRIVATE KEY block") || strings.Contains(out, root+"/data/")) {
-				t.Errorf("%s %s\nexit %d, want 4 at loading the placeholder key (or a missing input file) after the flags are parsed and checked:\n%s", w.bin, strings.Join(w.c.Args, " "), code, lastLines(out, 4))
+			if code != 4 || !strings.Contains(out, stop) {
+				t.Errorf("%s %s\nexit %d, want 4 at %s, after the flags are parsed and checked:\n%s", w.bin, strings.Join(w.c.Args, " "), code, why, lastLines(out, 4))
 			}
 			if code, out := runBinary(t, filepath.Join(bin, w.bin), append(argv, "-no-such-flag"), env); code != 2 || !strings.Contains(out, "no-such-flag") {
 				t.Errorf("with -no-such-flag appended: exit %d, want 2 (usage) naming it:\n%s", code, lastLines(out, 4))
@@ -88,7 +101,7 @@ func TestManifestCommandLines(t *testing.T) {
 					he = append(he, a)
 				}
 			}
-			if code, out := runBinary(t, filepath.Join(bin, w.bin), he, env); code != 4 || !strings.Contains(out, "no PEM PRIVATE KEY block") {
+			if code, out := runBinary(t, filepath.Join(bin, w.bin), he, env); code != 4 || !strings.Contains(out, stop) {
 				t.Errorf("dealer-free (%s): exit %d, want 4 as with the dealer:\n%s", strings.Join(he, " "), code, lastLines(out, 4))
 			}
 		})
@@ -96,11 +109,13 @@ func TestManifestCommandLines(t *testing.T) {
 }
 
 // podFiles lays out w's mounts under root: Secret and ConfigMap keys as
-// files (a certificate key, NAME.crt or the party's own party.crt, as a
-// fresh certificate of that name; any other key with the manifest's
-// content), other volumes as empty directories. It returns the
-// container's environment, as Kubernetes would set it for index 0.
-func podFiles(t *testing.T, c *cluster, w *workload, root string, certs map[string][]byte) map[string]string {
+// files (a certificate key, NAME.crt or the party's own party.crt, as the
+// certificate of ids[NAME]; a coordinator's party.key as its real key,
+// since it stops at its empty data volume before any connection; any other
+// key with the manifest's content), other volumes as empty directories.
+// It returns the container's environment, as Kubernetes would set it for
+// index 0.
+func podFiles(t *testing.T, c *cluster, w *workload, root string, ids map[string][2][]byte) map[string]string {
 	t.Helper()
 	for _, vm := range w.c.VolumeMounts {
 		dir := filepath.Join(root, vm.MountPath)
@@ -129,8 +144,11 @@ func podFiles(t *testing.T, c *cluster, w *workload, root string, certs map[stri
 			if k == "party.crt" {
 				name = w.bin
 			}
-			if cert, ok := certs[name]; ok && strings.HasSuffix(k, ".crt") {
-				d = string(cert)
+			if id, ok := ids[name]; ok && strings.HasSuffix(k, ".crt") {
+				d = string(id[0])
+			}
+			if k == "party.key" && w.coordinator() {
+				d = string(ids[w.bin][1])
 			}
 			if err := os.WriteFile(filepath.Join(dir, k), []byte(d), 0o600); err != nil {
 				t.Fatal(err)
