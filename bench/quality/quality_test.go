@@ -89,8 +89,14 @@ func TestSmokeOrdering(t *testing.T) {
 			t.Errorf("final %s proxy's Spearman with the target %.2f, want > 0.3", f.Variant, m)
 		}
 	}
+	// Generation is timed on every seed, in the MPC run and in plaintext.
+	for _, sr := range res.Seeds {
+		if !(sr.GenSeconds > 0) || sr.Secure != nil && !(sr.Secure.GenSeconds > 0 && sr.Secure.GenSeconds < sr.Secure.Seconds) {
+			t.Errorf("seed %d: generation %.2f s (secure run %+v)", sr.Seed, sr.GenSeconds, sr.Secure)
+		}
+	}
 	md := res.Markdown("go test")
-	for _, want := range []string{"## Mnist", "### Budget 20%", "| Ours (MPC) | 1 |", "| Ours (all MLPs) | 2 |", "### MPC vs plaintext", "### Proxy fidelity",
+	for _, want := range []string{"## Mnist", "### Proxy generation time", "### Budget 20%", "| Ours (MPC) | 1 |", "| Ours (all MLPs) | 2 |", "### MPC vs plaintext", "### Proxy fidelity",
 		"| ours | 2 | ⟨2, 4, 16⟩, exact attention softmax |", "| ours, all MLPs | 2 | ⟨2, 4, 16⟩ |", "### Acceptance at 20%",
 		"the library's default with the tool's changes", "Ours' first phase at 20% keeps "} {
 		if !strings.Contains(md, want) {
@@ -264,5 +270,35 @@ func TestPhase1(t *testing.T) {
 	// The phase keeps 4 of 8: 3, 4, 6, 8; of the Oracle's 3, 5, 8 it keeps 3 and 8.
 	if want := (Phase1{Kept: 2, Oracle: 3, Survivors: 4, Candidates: 8}); got != want {
 		t.Errorf("phase1 = %+v, want %+v", got, want)
+	}
+}
+
+// TestGenerationLine: the report states each seed's generation time and
+// where it ran, and nothing when Ours was not generated.
+func TestGenerationLine(t *testing.T) {
+	sched := []Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}
+	cfg := Config{Schedule: sched, Jobs: 2}
+	for _, c := range []struct {
+		name  string
+		seeds []*SeedResult
+		want  []string
+	}{
+		{"none generated", []*SeedResult{{Seed: 1}, {Seed: 2}}, nil},
+		{"MPC and plaintext", []*SeedResult{{Seed: 1, GenSeconds: 61.25, Secure: &SecureRun{}}, {Seed: 2, GenSeconds: 40}},
+			[]string{"### Proxy generation time", "2 phases) took 50.6 s to generate per seed on average, 40.0–61.2 s",
+				"seed 1 61.2 s (in the MPC run), seed 2 40.0 s (plaintext)", "(plaintext); seeds 2 at a time on "}},
+		{"one seed", []*SeedResult{{Seed: 3, GenSeconds: 12}}, []string{"took 12.0 s", "seed 3 12.0 s (plaintext)", "(plaintext); seeds 1 at a time"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := (&Result{Config: cfg, Seeds: c.seeds}).generationLine()
+			if c.want == nil && got != "" {
+				t.Errorf("got %q, want nothing", got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("got %q, want it to contain %q", got, w)
+				}
+			}
+		})
 	}
 }
