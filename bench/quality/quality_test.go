@@ -2,15 +2,20 @@ package quality
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -300,5 +305,58 @@ func TestGenerationLine(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSOTU: the State of the Union addresses are cut into passages of
+// ChunkWords words labelled by era, split into a public split, a balanced
+// test set and a pool whose latest era is the rarest; without the npm
+// package the data set is refused with what to install.
+func TestSOTU(t *testing.T) {
+	var addrs []dataset.SOTUAddress
+	for i, y := range []int{1790, 1829, 1830, 1870, 1910, 1950, 1990, 2018} {
+		words := make([]string, 300+i) // 30 passages of 10 words, the rest dropped
+		for j := range words {
+			words[j] = fmt.Sprintf("w%d_%d", y/40, j%7)
+		}
+		addrs = append(addrs, dataset.SOTUAddress{Year: y, Name: "P", Party: "none", Text: strings.Join(words, " ")})
+	}
+	texts, labels := sotuPassages(addrs, 10)
+	if len(texts) != 8*30 || strings.Count(texts[0], " ") != 9 {
+		t.Fatalf("%d passages, the first %q", len(texts), texts[0])
+	}
+	for i, want := range []int{0, 0, 1, 2, 3, 4, 5, 5} {
+		if labels[30*i] != want || labels[30*i+29] != want {
+			t.Errorf("address %d (%d): era %d, want %d", i, addrs[i].Year, labels[30*i], want)
+		}
+	}
+
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node_modules", "@stdlib", "datasets-sotu", "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		b, _ := json.Marshal(map[string]any{"year": a.Year, "name": a.Name, "party": a.Party, "text": a.Text})
+		if err := os.WriteFile(filepath.Join(data, fmt.Sprintf("%d_p_n.json", a.Year)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := Setting{Dataset: SOTU, NPM: dir, Seed: 1, Public: 20, TestPerClass: 3, RareFrac: 0.2, Layers: 1, Hidden: 8, Heads: 2,
+		MaxLen: 16, Vocab: 60, ChunkWords: 10}
+	d, err := prepareSOTU(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NumClasses() != 6 || d.Classes[0] != "1790–1829" || d.Classes[5] != "1990–" || d.Public.Len() != 20 || d.Test.Len() != 18 {
+		t.Fatalf("classes %v, public %d, test %d", d.Classes, d.Public.Len(), d.Test.Len())
+	}
+	mix, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(len(d.PoolY)), 6)
+	if !(mix[5] < mix[0]) || d.Pool.Len() != len(d.PoolY) || d.Target.Config.Labels == nil || len(d.Target.Config.Labels) != 6 {
+		t.Errorf("pool class mix %v (the latest era should be the rarest), %d inputs, target labels %v", mix, d.Pool.Len(), d.Target.Config.Labels)
+	}
+	s.NPM = ""
+	if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "datasets-sotu") {
+		t.Errorf("without the package: %v", err)
 	}
 }

