@@ -158,18 +158,25 @@ type Config struct {
 	Seed uint64
 	// Logger receives progress lines (slog.Default() when nil).
 	Logger *slog.Logger
-	// Progress, if set, is called at the end of every step of every stage.
+	// Progress, if set, is called at the end of every step of every stage,
+	// and once more when the proxies are generated (StageGenerated, with
+	// the whole generation's time).
 	Progress func(Progress)
 }
+
+// StageGenerated is the Progress stage Generate reports last, once, when
+// every proxy is ready: Done = Total = 1 and Elapsed the time Generate took.
+const StageGenerated = "generated"
 
 // Progress reports how far a long stage is.
 type Progress struct {
 	// Stage names the stage ("tune", "ex vivo <mlp>", "in vivo phase <n>",
-	// phases numbered from 1).
+	// phases numbered from 1; StageGenerated at the end).
 	Stage string
 	// Done and Total count its steps.
 	Done, Total int
-	// Elapsed is the time spent in the stage.
+	// Elapsed is the time spent in the stage (in StageGenerated, the
+	// whole generation's).
 	Elapsed time.Duration
 }
 
@@ -191,6 +198,7 @@ type Result struct {
 // (Config.WithDefaults); cfg is checked first (Config.Validate). The target
 // is not modified.
 func Generate(ctx context.Context, target *model.Model, boot model.Input, labels []int, cfg Config) (*Result, error) {
+	start := time.Now()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -298,6 +306,11 @@ func Generate(ctx context.Context, target *model.Model, boot model.Input, labels
 			return nil, fmt.Errorf("proxy generate: phase %d: %w", pi+1, err)
 		}
 		res.Proxies = append(res.Proxies, p)
+	}
+	took := time.Since(start)
+	log.Info("proxy: generated", "phases", len(res.Proxies), "took", took.Round(time.Millisecond))
+	if cfg.Progress != nil {
+		cfg.Progress(Progress{Stage: StageGenerated, Done: 1, Total: 1, Elapsed: took})
 	}
 	return res, nil
 }

@@ -86,16 +86,28 @@ func testConfig(phases ...Shape) Config {
 func TestGenerateViTMNIST(t *testing.T) {
 	f := getFixture(t)
 	start := time.Now()
-	var progressed int
+	var progressed, generated int
+	var last Progress
 	cfg := testConfig(Shape{Layers: 1, Heads: 4, MLPHidden: 8}, Shape{Layers: 2, Heads: 4, MLPHidden: 16})
-	cfg.Progress = func(Progress) { progressed++ }
+	cfg.Progress = func(p Progress) {
+		progressed++
+		if p.Stage == StageGenerated {
+			generated++
+		}
+		last = p
+	}
 	res, err := Generate(context.Background(), f.target, f.boot, f.bootLabels, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Generate: %v, %d progress calls", time.Since(start).Round(time.Millisecond), progressed)
+	wall := time.Since(start)
+	t.Logf("Generate: %v, %d progress calls", wall.Round(time.Millisecond), progressed)
 	if progressed == 0 {
 		t.Error("no progress reported")
+	}
+	// The last report is the whole generation's time, once.
+	if generated != 1 || last.Stage != StageGenerated || last.Done != 1 || last.Total != 1 || !(last.Elapsed > 0 && last.Elapsed <= wall) {
+		t.Errorf("last progress %+v (%d reports of %q), want %q once with 0 < Elapsed ≤ %v", last, generated, StageGenerated, StageGenerated, wall)
 	}
 	if len(res.Proxies) != 2 || len(res.HeadScores) != 2 {
 		t.Fatalf("%d proxies, %d head-score layers", len(res.Proxies), len(res.HeadScores))

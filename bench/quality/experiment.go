@@ -133,6 +133,10 @@ type SeedResult struct {
 	Phase1 map[int]Phase1
 	// Secure is set when Ours ran through the MPC pipeline.
 	Secure *SecureRun
+	// GenSeconds is the time Ours' proxy generation (the main schedule)
+	// took: inside the MPC run when there was one, else in plaintext (0
+	// when Ours was not generated).
+	GenSeconds float64
 	// Seconds is the time spent on the seed.
 	Seconds float64
 }
@@ -513,6 +517,7 @@ func (e *seedEval) bootstrap(ctx context.Context, oursGen proxy.Config) (proxies
 			return nil, nil, err
 		}
 		sr.Secure, sr.Bootstrap, proxies = run, run.Result.Bootstrap, run.Proxies
+		sr.GenSeconds = run.GenSeconds
 		selected = run.Result.Selected
 		e.log.Info("quality: secure selection done", "seconds", run.Seconds)
 	} else {
@@ -610,6 +615,7 @@ func (e *seedEval) addVariant(method string, sched []Shape, fidName string, ps [
 // is evaluated.
 func (e *seedEval) oursVariant(ctx context.Context, oursGen proxy.Config, proxies []*proxy.Proxy) error {
 	if proxies == nil && (e.cfg.has(Ours) || e.cfg.has(OursMPC)) {
+		oursGen.Progress = genTimer(oursGen.Progress, &e.sr.GenSeconds)
 		r, err := e.generate(ctx, oursGen, phasesOf(e.cfg.Schedule))
 		if err != nil {
 			return err

@@ -27,6 +27,9 @@ type SecureRun struct {
 	Proxies []*proxy.Proxy
 	// Seconds is the wall time of the whole run (proxy generation included).
 	Seconds float64
+	// GenSeconds is the model owner's proxy generation's part of it
+	// (proxy.StageGenerated's Elapsed).
+	GenSeconds float64
 }
 
 // SecureSelect runs a private selection as the parties would: the model
@@ -59,6 +62,8 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 	defer ln.Close()
 	labels := d.PoolY
 	gen.Logger = log
+	var genSeconds float64 // written by the model owner's goroutine, read after wg.Wait
+	gen.Progress = genTimer(gen.Progress, &genSeconds)
 	mo := &selection.ModelOwner{Params: params, Target: d.Target, Generate: gen, Logger: log,
 		Label: func(_ context.Context, idx []int, in model.Input) ([]int, error) {
 			if in.Len() != len(idx) {
@@ -117,5 +122,19 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 	if !slices.Equal(res[0].Selected, res[1].Selected) || !slices.Equal(res[0].Bootstrap, res[1].Bootstrap) {
 		return nil, fmt.Errorf("secure select: the parties disagree on the selection")
 	}
-	return &SecureRun{Result: res[0], Proxies: mo.Proxies, Seconds: time.Since(start).Seconds()}, nil
+	return &SecureRun{Result: res[0], Proxies: mo.Proxies, Seconds: time.Since(start).Seconds(), GenSeconds: genSeconds}, nil
+}
+
+// genTimer returns a proxy.Config.Progress that stores the generation's
+// time in *seconds when proxy.Generate reports proxy.StageGenerated, and
+// passes every report on to next (if not nil).
+func genTimer(next func(proxy.Progress), seconds *float64) func(proxy.Progress) {
+	return func(p proxy.Progress) {
+		if p.Stage == proxy.StageGenerated {
+			*seconds = p.Elapsed.Seconds()
+		}
+		if next != nil {
+			next(p)
+		}
+	}
 }

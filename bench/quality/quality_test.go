@@ -2,15 +2,20 @@ package quality
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -89,8 +94,14 @@ func TestSmokeOrdering(t *testing.T) {
 			t.Errorf("final %s proxy's Spearman with the target %.2f, want > 0.3", f.Variant, m)
 		}
 	}
+	// Generation is timed on every seed, in the MPC run and in plaintext.
+	for _, sr := range res.Seeds {
+		if !(sr.GenSeconds > 0) || sr.Secure != nil && !(sr.Secure.GenSeconds > 0 && sr.Secure.GenSeconds < sr.Secure.Seconds) {
+			t.Errorf("seed %d: generation %.2f s (secure run %+v)", sr.Seed, sr.GenSeconds, sr.Secure)
+		}
+	}
 	md := res.Markdown("go test")
-	for _, want := range []string{"## Mnist", "### Budget 20%", "| Ours (MPC) | 1 |", "| Ours (all MLPs) | 2 |", "### MPC vs plaintext", "### Proxy fidelity",
+	for _, want := range []string{"## Mnist", "### Proxy generation time", "### Budget 20%", "| Ours (MPC) | 1 |", "| Ours (all MLPs) | 2 |", "### MPC vs plaintext", "### Proxy fidelity",
 		"| ours | 2 | ⟨2, 4, 16⟩, exact attention softmax |", "| ours, all MLPs | 2 | ⟨2, 4, 16⟩ |", "### Acceptance at 20%",
 		"the library's default with the tool's changes", "Ours' first phase at 20% keeps "} {
 		if !strings.Contains(md, want) {
@@ -264,5 +275,100 @@ func TestPhase1(t *testing.T) {
 	// The phase keeps 4 of 8: 3, 4, 6, 8; of the Oracle's 3, 5, 8 it keeps 3 and 8.
 	if want := (Phase1{Kept: 2, Oracle: 3, Survivors: 4, Candidates: 8}); got != want {
 		t.Errorf("phase1 = %+v, want %+v", got, want)
+	}
+}
+
+// TestGenerationLine: the report states each seed's generation time and
+// where it ran, and nothing when Ours was not generated.
+func TestGenerationLine(t *testing.T) {
+	sched := []Shape{{Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 8}, Times: 2.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 4, MLPHidden: 16}}}
+	cfg := Config{Schedule: sched, Jobs: 2}
+	for _, c := range []struct {
+		name  string
+		seeds []*SeedResult
+		want  []string
+	}{
+		{"none generated", []*SeedResult{{Seed: 1}, {Seed: 2}}, nil},
+		{"MPC and plaintext", []*SeedResult{{Seed: 1, GenSeconds: 61.25, Secure: &SecureRun{}}, {Seed: 2, GenSeconds: 40}},
+			[]string{"### Proxy generation time", "2 phases) took 50.6 s to generate per seed on average, 40.0–61.2 s",
+				"seed 1 61.2 s (in the MPC run), seed 2 40.0 s (plaintext)", "(plaintext); seeds 2 at a time on "}},
+		{"one seed", []*SeedResult{{Seed: 3, GenSeconds: 12}}, []string{"took 12.0 s", "seed 3 12.0 s (plaintext)", "(plaintext); seeds 1 at a time"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := (&Result{Config: cfg, Seeds: c.seeds}).generationLine()
+			if c.want == nil && got != "" {
+				t.Errorf("got %q, want nothing", got)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("got %q, want it to contain %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+// TestSOTU: the State of the Union addresses are cut into passages of
+// ChunkWords words labelled by era, split into a public split, a balanced
+// test set and a pool whose latest era is the rarest; without the npm
+// package the data set is refused with what to install.
+func TestSOTU(t *testing.T) {
+	var addrs []dataset.SOTUAddress
+	for i, y := range []int{1790, 1829, 1830, 1870, 1910, 1950, 1990, 2018} {
+		words := make([]string, 300+i) // 30 passages of 10 words, the rest dropped
+		for j := range words {
+			words[j] = fmt.Sprintf("w%d_%d", y/40, j%7)
+		}
+		addrs = append(addrs, dataset.SOTUAddress{Year: y, Name: "P", Party: "none", Text: strings.Join(words, " ")})
+	}
+	texts, labels := sotuPassages(addrs, SOTUEras, 10)
+	if len(texts) != 8*30 || strings.Count(texts[0], " ") != 9 {
+		t.Fatalf("%d passages, the first %q", len(texts), texts[0])
+	}
+	for i, want := range []int{0, 0, 1, 2, 3, 4, 5, 5} {
+		if labels[30*i] != want || labels[30*i+29] != want {
+			t.Errorf("address %d (%d): era %d, want %d", i, addrs[i].Year, labels[30*i], want)
+		}
+	}
+
+	dir := t.TempDir()
+	data := filepath.Join(dir, "node_modules", "@stdlib", "datasets-sotu", "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		b, _ := json.Marshal(map[string]any{"year": a.Year, "name": a.Name, "party": a.Party, "text": a.Text})
+		if err := os.WriteFile(filepath.Join(data, fmt.Sprintf("%d_p_n.json", a.Year)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := Setting{Dataset: SOTU, NPM: dir, Seed: 1, Public: 20, TestPerClass: 3, RareFrac: 0.2, Layers: 1, Hidden: 8, Heads: 2,
+		MaxLen: 16, Vocab: 60, ChunkWords: 10}
+	d, err := prepareSOTU(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.NumClasses() != 6 || d.Classes[0] != "1790–1829" || d.Classes[5] != "1990–" || d.Public.Len() != 20 || d.Test.Len() != 18 {
+		t.Fatalf("classes %v, public %d, test %d", d.Classes, d.Public.Len(), d.Test.Len())
+	}
+	mix, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(len(d.PoolY)), 6)
+	if !(mix[5] < mix[0]) || d.Pool.Len() != len(d.PoolY) || d.Target.Config.Labels == nil || len(d.Target.Config.Labels) != 6 {
+		t.Errorf("pool class mix %v (the latest era should be the rarest), %d inputs, target labels %v", mix, d.Pool.Len(), d.Target.Config.Labels)
+	}
+	// Three eras instead of six.
+	s.Eras = []int{1790, 1870, 1950}
+	if d, err = prepareSOTU(s); err != nil || d.NumClasses() != 3 || d.Classes[1] != "1870–1949" || slices.Max(d.PoolY) != 2 {
+		t.Errorf("three eras: classes %v, %v", d.Classes, err)
+	}
+	for _, bad := range [][]int{{1790}, {1800, 1900}, {1790, 1900, 1900}, {1790, 1950, 1870}} {
+		s.Eras = bad
+		if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "eras") {
+			t.Errorf("eras %v: %v", bad, err)
+		}
+	}
+	s.Eras = nil
+	s.NPM = ""
+	if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "datasets-sotu") {
+		t.Errorf("without the package: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package quality
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -279,6 +280,8 @@ func (r *Result) Markdown(command string) string {
 			fmt.Sprintf("%.1f%%", 100*meanOf(ov)), 100*c.Budgets[0], pctList(ov), ms)
 	}
 
+	b.WriteString(r.generationLine())
+
 	fmt.Fprintf(&b, "### Proxy fidelity\n\nSpearman correlation of each proxy's entropy with the target's on the candidates (the pool less the bootstrap), mean [min, max] over the seeds.\n\n")
 	fmt.Fprintf(&b, "| proxies | phase | ⟨l, w, d⟩ | vs Oracle (adapted target) | vs checkpoint | exact entropy of the proxy's logits vs Oracle |\n|---|---|---|---|---|---|\n")
 	for _, f := range r.FidelityRows() {
@@ -288,6 +291,31 @@ func (r *Result) Markdown(command string) string {
 	b.WriteString(r.phase1Lines())
 	b.WriteString(r.acceptance())
 	return b.String()
+}
+
+// generationLine says how long Ours' proxy generation took per seed (the
+// library's default generation of the main schedule, inside the MPC run on
+// the seeds through it), or nothing when Ours was not generated.
+func (r *Result) generationLine() string {
+	var secs []string
+	var all []float64
+	for _, s := range r.Seeds {
+		if s == nil || s.GenSeconds <= 0 {
+			continue
+		}
+		where := "plaintext"
+		if s.Secure != nil {
+			where = "in the MPC run"
+		}
+		secs = append(secs, fmt.Sprintf("seed %d %.1f s (%s)", s.Seed, s.GenSeconds, where))
+		all = append(all, s.GenSeconds)
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	c := r.Config
+	return fmt.Sprintf("### Proxy generation time\n\nOurs' proxies (schedule %s, %d phases) took %.1f s to generate per seed on average, %.1f–%.1f s (%s; seeds %d at a time on %d CPUs).\n\n",
+		schedString(c.Schedule), len(c.Schedule), meanOf(all), slices.Min(all), slices.Max(all), strings.Join(secs, ", "), min(c.Jobs, len(r.Seeds)), runtime.NumCPU())
 }
 
 // phase1Lines says, per budget, how much of the Oracle's final selection

@@ -9,7 +9,7 @@
 //	dataowner -cert do.crt -key do.key -connect mo-host:7000 -peer-fingerprint mo.crt \
 //	    -dealer dealer-host:7101 -dealer-fingerprint dealer.crt \
 //	    -pool pool.sfimg.gz -embedding checkpoint/ \
-//	    -budget 60 -bootstrap 20 -schedule 1:4:8@0.4,2:4:16 \
+//	    -budget 60 -bootstrap 20 -schedule 2:4:8@0.4,2:4:16 \
 //	    -state state-do/ -out result.json
 //
 // -pool is the pool, in either format of package selection/pool (read

@@ -468,3 +468,59 @@ func TestSubsetsDeterministic(t *testing.T) {
 		t.Error("MNISTSubset drew 7 per class from 6")
 	}
 }
+
+func TestLoadSOTUPackage(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(data, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("1791_george_washington_n.json", `{"year":1791,"name":"George Washington","party":"none","text":"Second."}`)
+	write("1790_george_washington_n.json", `{"year":1790,"name":"George Washington","party":"none","text":"First."}`)
+	write("1790_george_washington_n.txt", "First.")
+	got, err := LoadSOTUPackage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []SOTUAddress{{1790, "George Washington", "none", "First."}, {1791, "George Washington", "none", "Second."}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("loaded %+v, want %+v", got, want)
+	}
+	write("1792_x.json", `{"year":1792,"name":"x","party":"y"}`)
+	if _, err := LoadSOTUPackage(dir); err == nil || !strings.Contains(err.Error(), "1792_x.json") {
+		t.Errorf("bad record: error %v", err)
+	}
+	if err := os.Remove(filepath.Join(data, "1792_x.json")); err != nil {
+		t.Fatal(err)
+	}
+	write("1793_big.json", `{"year":1793,"name":"x","party":"y","text":"`+strings.Repeat("a", sotuMaxFileSize)+`"}`)
+	if _, err := LoadSOTUPackage(dir); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("oversized record: error %v", err)
+	}
+	if _, err := LoadSOTUPackage(t.TempDir()); err == nil || !strings.Contains(err.Error(), "npm install") {
+		t.Errorf("no package: error %v", err)
+	}
+}
+
+func TestParseSOTUAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"ok", `{"year":1861,"name":"Abraham Lincoln","party":"Republican","text":"x"}`, ""},
+		{"missing text", `{"year":1861,"name":"a","party":"b"}`, "needs"},
+		{"year", `{"year":1700,"name":"a","party":"b","text":"x"}`, "outside"},
+		{"empty text", `{"year":1861,"name":"a","party":"b","text":"  "}`, "empty"},
+		{"malformed", `{"year":`, "malformed"},
+	} {
+		_, err := parseSOTUAddress([]byte(tc.in))
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

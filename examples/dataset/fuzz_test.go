@@ -102,3 +102,18 @@ func FuzzMessageText(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseSOTUAddress(f *testing.F) {
+	f.Add([]byte(`{"year":1790,"name":"George Washington","party":"none","text":"Fellow-Citizens"}`))
+	f.Add([]byte(`{"year":1789,"name":"","party":"","text":"x"}`))
+	f.Add([]byte(`{"year":2000,"name":"a","party":"b","text":" "}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := parseSOTUAddress(data)
+		if err != nil {
+			return
+		}
+		if a.Year < 1790 || a.Year > 2100 || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) {
+			t.Fatalf("accepted %+v", a)
+		}
+	})
+}

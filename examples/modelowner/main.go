@@ -9,7 +9,7 @@
 //	modelowner -cert mo.crt -key mo.key -listen :7000 -peer-fingerprint do.crt \
 //	    -dealer dealer-host:7100 -dealer-fingerprint dealer.crt \
 //	    -model checkpoint/ -label-cmd 'python3 label.py' \
-//	    -pool-size 400 -budget 60 -bootstrap 20 -schedule 1:4:8@0.4,2:4:16 \
+//	    -pool-size 400 -budget 60 -bootstrap 20 -schedule 2:4:8@0.4,2:4:16 \
 //	    -state state-mo/ -out result.json
 //
 // -model is a model directory (config.json + model.safetensors, as written by

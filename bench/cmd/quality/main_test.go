@@ -65,6 +65,7 @@ func TestRunRejects(t *testing.T) {
 		{"bad budget", []string{"--budgets", "120"}, "not a percentage"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"bad schedule", []string{"--schedule", "2:4:16x2"}, "flag -schedule"},
+		{"bad eras", []string{"--eras", "1790,x"}, "flag -eras"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var out, errs bytes.Buffer
