@@ -28,7 +28,9 @@ type maskState struct {
 	m *share.Tensor
 	// h is the mask broadcast to [B, T, hidden] as integer (0/1) shares
 	// (private) or clear words (public): it zeroes the padded rows of a block's
-	// input (layers ≥ 1; the data owner zeroes its embeddings itself).
+	// input (layers ≥ 1; the data owner zeroes its embeddings itself). It is
+	// made on first use (hidden): a 1-layer proxy whose data owner embeds
+	// never needs it, and it is B·T·hidden words.
 	h *share.Tensor
 	// kvb holds m⊗[b_K | b_V] of every layer but a folded last one
 	// (kvBiasLayers): [B·T, layers·2·inner], the key and value biases of the
@@ -38,6 +40,14 @@ type maskState struct {
 	omm *share.Tensor
 	// fill holds (1−m)·G: [B, layers·d] shares of fixed-point values.
 	fill *share.Tensor
+}
+
+// hidden returns the mask broadcast to [B, T, w] (h), making it on first use.
+func (mk *maskState) hidden(w int) *share.Tensor {
+	if mk.h == nil {
+		mk.h = broadcastLast(mk.m, w)
+	}
+	return mk.h
 }
 
 // Forward evaluates the secure forward pass of batch candidates and returns
@@ -187,7 +197,7 @@ func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Bat
 			return nil, fmt.Errorf("secure: forward mask: %w", err)
 		}
 	}
-	st := &maskState{m: m, h: broadcastLast(m, a.Hidden)}
+	st := &maskState{m: m}
 	switch {
 	case L == 0:
 		// A folded last block alone: its biases ride in its weights.
@@ -631,12 +641,13 @@ func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x
 	}
 	if mk != nil && (i > 0 || p.emb != nil) {
 		// Zero the padded rows: their keys and values must vanish.
+		h := mk.hidden(p.arch.Hidden)
 		if p.opt.PublicMask {
 			y = y.Clone()
 			for j := range y.Data {
-				y.Data[j] *= mk.h.Data[j]
+				y.Data[j] *= h.Data[j]
 			}
-		} else if y, err = s.Mul(ctx, y, mk.h); err != nil {
+		} else if y, err = s.Mul(ctx, y, h); err != nil {
 			return nil, fmt.Errorf("mask block input: %w", err)
 		}
 	}

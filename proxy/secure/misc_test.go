@@ -2,12 +2,14 @@ package secure
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/share"
 )
 
 // TestForwardBadInputs checks that bad inputs end both parties with errors,
@@ -127,5 +129,23 @@ func TestArchOfProxySqrtEntropy(t *testing.T) {
 				t.Errorf("SqrtEntropy %v, want %v", a.SqrtEntropy, c.want)
 			}
 		})
+	}
+}
+
+// TestMaskHiddenLazy checks that the mask broadcast to the hidden size is
+// made only when asked for, equals broadcastLast and is made once.
+func TestMaskHiddenLazy(t *testing.T) {
+	m := &share.Tensor{Shape: []int{2, 3}, Data: []uint64{1, 1, 0, 1, 0, 0}}
+	mk := &maskState{m: m}
+	if mk.h != nil {
+		t.Fatal("mask broadcast made before use")
+	}
+	h := mk.hidden(4)
+	want := broadcastLast(m, 4)
+	if !slices.Equal(h.Shape, want.Shape) || !slices.Equal(h.Data, want.Data) {
+		t.Fatalf("hidden(4) = %v %v, want %v %v", h.Shape, h.Data, want.Shape, want.Data)
+	}
+	if mk.hidden(4) != h {
+		t.Fatal("hidden made the broadcast twice")
 	}
 }
