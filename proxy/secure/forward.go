@@ -493,12 +493,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	for bi := 0; bi < B; bi++ {
 		src := y.Data[bi*T*H : (bi+1)*T*H]
 		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
-		for t := 0; t < T; t++ {
-			row := src[t*H : (t+1)*H]
-			for c, v := range row {
-				dst[c*T+t] = v
-			}
-		}
+		transposeTiled(dst[:H*T], src, T, H)
 		mrow := dst[H*T:]
 		switch {
 		case mk == nil:
