@@ -3,6 +3,7 @@ package secure
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
@@ -42,6 +43,35 @@ type maskState struct {
 	fill *share.Tensor
 }
 
+// encodeUnpadded encodes the data owner's embeddings xs [B, T, H] with the
+// rows whose mask word w is 0 (padded tokens) left zero, without copying xs:
+// the words, and on a bad value the error, of EncodeTensor on a copy of xs
+// with those rows cleared (a padded row's values are never encoded).
+func (p *Prepared) encodeUnpadded(xs []float64, w []uint64, B, T, H int) (*share.Tensor, error) {
+	enc, err := share.NewTensor(B, T, H)
+	if err != nil {
+		return nil, err
+	}
+	for r, v := range w {
+		if v == 0 {
+			continue
+		}
+		if err := p.fp.EncodeSlice(enc.Data[r*H:(r+1)*H], xs[r*H:(r+1)*H]); err != nil {
+			// Rare: redo it on the cleared copy for the error that names
+			// the value's index in the whole tensor.
+			c := slices.Clone(xs)
+			for r, v := range w {
+				if v == 0 {
+					clear(c[r*H : (r+1)*H])
+				}
+			}
+			_, err = p.fp.EncodeTensor(c, B, T, H)
+			return nil, err
+		}
+	}
+	return enc, nil
+}
+
 // hidden returns the mask broadcast to [B, T, w] (h), making it on first use.
 func (mk *maskState) hidden(w int) *share.Tensor {
 	if mk.h == nil {
@@ -74,22 +104,22 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: data owner must pass %d×%d×%d embedded values", B, T, W)
 		}
 		xs := in.X
+		var enc *share.Tensor
 		if p.textual() && p.emb == nil {
 			// Zero the padded tokens' embeddings (their keys and values must
-			// vanish; their own outputs are never used).
+			// vanish; their own outputs are never used): only the other
+			// rows are encoded, into a zeroed tensor.
 			w, err := maskWords(in.Mask, B, T)
 			if err != nil {
 				return nil, err
 			}
-			xs = append([]float64(nil), in.X...)
-			for r, v := range w {
-				if v == 0 {
-					clear(xs[r*H : (r+1)*H])
-				}
+			if enc, err = p.encodeUnpadded(xs, w, B, T, H); err != nil {
+				return nil, fmt.Errorf("secure: forward: embeddings: %w", err)
 			}
 		}
-		var enc *share.Tensor
-		if p.emb != nil && p.textual() {
+		if enc != nil {
+			// Encoded above.
+		} else if p.emb != nil && p.textual() {
 			// One-hot rows are ring integers.
 			words, err := encode(xs, 0)
 			if err == nil {

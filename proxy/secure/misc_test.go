@@ -3,6 +3,7 @@ package secure
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -175,5 +176,50 @@ func TestMaskHiddenLazy(t *testing.T) {
 	}
 	if mk.hidden(4) != h {
 		t.Fatal("hidden made the broadcast twice")
+	}
+}
+
+// TestEncodeUnpadded checks the data owner's embeddings encoding against
+// EncodeTensor on a copy with the padded rows cleared: the same words (a
+// padded row's NaN never read), and the same error for a bad value in an
+// unpadded row.
+func TestEncodeUnpadded(t *testing.T) {
+	const B, T, H = 2, 3, 4
+	p := &Prepared{fp: share.DefaultFixedPoint}
+	w := []uint64{1, 1, 0, 1, 0, 0}
+	plain := func(xs []float64) (*share.Tensor, error) {
+		c := slices.Clone(xs)
+		for r, v := range w {
+			if v == 0 {
+				clear(c[r*H : (r+1)*H])
+			}
+		}
+		return p.fp.EncodeTensor(c, B, T, H)
+	}
+	xs := make([]float64, B*T*H)
+	for i := range xs {
+		xs[i] = float64(i)/7 - 1.5
+	}
+	for r, v := range w {
+		if v == 0 {
+			xs[r*H+1] = math.NaN() // padded: never encoded
+		}
+	}
+	got, err := p.encodeUnpadded(xs, w, B, T, H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plain(xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Shape, want.Shape) || !slices.Equal(got.Data, want.Data) {
+		t.Fatalf("encodeUnpadded = %v %v, want %v %v", got.Shape, got.Data, want.Shape, want.Data)
+	}
+	xs[3*H+2] = math.Inf(1) // an unpadded row
+	_, err = p.encodeUnpadded(xs, w, B, T, H)
+	_, wantErr := plain(xs)
+	if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
+		t.Fatalf("bad value: error %v, want %v", err, wantErr)
 	}
 }
