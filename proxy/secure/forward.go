@@ -519,12 +519,15 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	// Y_augᵀ [B, H+1, T]: the last row is the mask as fixed point (m·2^f:
 	// shares of the integer mask shifted, or the public mask or ones held by
 	// party 0).
-	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: make([]uint64, B*(H+1)*T)}
+	// Scratch from the word pool (GetWords): every word is written below,
+	// and MatMulWeightsMany keeps no reference to its operands.
+	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: share.GetWords(B * (H + 1) * T)}
 	for bi := 0; bi < B; bi++ {
 		src := y.Data[bi*T*H : (bi+1)*T*H]
 		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
 		transposeTiled(dst[:H*T], src, T, H)
 		mrow := dst[H*T:]
+		clear(mrow) // party 1's share of a public row is zero
 		switch {
 		case mk == nil:
 			if p.party == 0 {
@@ -546,6 +549,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	}
 	// 1. Ŷ and the class rows' queries.
 	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{yt, firstToken(y)}, []*protocol.Weight{cf.mlp.w, cf.q.w})
+	share.PutWords(yt.Data)
 	if err != nil {
 		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
 	}
@@ -565,14 +569,16 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	if err != nil {
 		return nil, err
 	}
-	g1 := &share.Tensor{Shape: []int{B, d, H + 1}, Data: make([]uint64, 0, B*d*(H+1))}
-	g2 := &share.Tensor{Shape: []int{B, d + 1, H + 1}, Data: make([]uint64, 0, B*(d+1)*(H+1))}
+	g1 := &share.Tensor{Shape: []int{B, d, H + 1}, Data: share.GetWords(B * d * (H + 1))[:0]}
+	g2 := &share.Tensor{Shape: []int{B, d + 1, H + 1}, Data: share.GetWords(B * (d + 1) * (H + 1))[:0]}
 	for bi := 0; bi < B; bi++ {
 		blk := yhT.Data[bi*d2*(H+1) : (bi+1)*d2*(H+1)]
 		g1.Data = append(g1.Data, blk[:d*(H+1)]...)
 		g2.Data = append(g2.Data, blk[d*(H+1):]...)
 	}
 	gn, err := s.MatMulWeightsMany(ctx, []*share.Tensor{g1, g2}, []*protocol.Weight{cf.k.w, cf.v.w})
+	share.PutWords(g1.Data)
+	share.PutWords(g2.Data)
 	if err != nil {
 		return nil, fmt.Errorf("keys and values folded: %w", err)
 	}
