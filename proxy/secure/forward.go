@@ -46,14 +46,17 @@ type maskState struct {
 // encodeUnpadded encodes the data owner's embeddings xs [B, T, H] with the
 // rows whose mask word w is 0 (padded tokens) left zero, without copying xs:
 // the words, and on a bad value the error, of EncodeTensor on a copy of xs
-// with those rows cleared (a padded row's values are never encoded).
+// with those rows cleared (a padded row's values are never encoded). The
+// words come from the word pool (share.GetWords): the caller may hand them
+// back with share.PutWords once the tensor is no longer used.
 func (p *Prepared) encodeUnpadded(xs []float64, w []uint64, B, T, H int) (*share.Tensor, error) {
-	enc, err := share.NewTensor(B, T, H)
-	if err != nil {
-		return nil, err
+	if len(xs) != B*T*H || len(w) != B*T {
+		return nil, fmt.Errorf("%d values and %d mask words for [%d, %d, %d]", len(xs), len(w), B, T, H)
 	}
+	enc := &share.Tensor{Shape: []int{B, T, H}, Data: share.GetWords(B * T * H)}
 	for r, v := range w {
 		if v == 0 {
+			clear(enc.Data[r*H : (r+1)*H])
 			continue
 		}
 		if err := p.fp.EncodeSlice(enc.Data[r*H:(r+1)*H], xs[r*H:(r+1)*H]); err != nil {
@@ -132,6 +135,10 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: embeddings: %w", err)
 		}
 		x, err = s.ShareInput(1, enc)
+		if p.textual() && p.emb == nil {
+			// encodeUnpadded's scratch: ShareInput keeps no reference to it.
+			share.PutWords(enc.Data)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("secure: forward: %w", err)
 		}

@@ -184,8 +184,15 @@ func TestMaskHiddenLazy(t *testing.T) {
 // padded row's NaN never read), and the same error for a bad value in an
 // unpadded row.
 func TestEncodeUnpadded(t *testing.T) {
-	const B, T, H = 2, 3, 4
+	const B, T, H = 2, 3, 200 // large enough for the word pool
 	p := &Prepared{fp: share.DefaultFixedPoint}
+	// Leave a dirty buffer of the size in the pool: the padded rows must
+	// still come out zero.
+	dirty := share.GetWords(B * T * H)
+	for i := range dirty {
+		dirty[i] = ^uint64(0)
+	}
+	share.PutWords(dirty)
 	w := []uint64{1, 1, 0, 1, 0, 0}
 	plain := func(xs []float64) (*share.Tensor, error) {
 		c := slices.Clone(xs)
@@ -213,8 +220,16 @@ func TestEncodeUnpadded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Shape, want.Shape) || !slices.Equal(got.Data, want.Data) {
-		t.Fatalf("encodeUnpadded = %v %v, want %v %v", got.Shape, got.Data, want.Shape, want.Data)
+	if !slices.Equal(got.Shape, want.Shape) || len(got.Data) != len(want.Data) {
+		t.Fatalf("encodeUnpadded: shape %v, %d words; want %v, %d", got.Shape, len(got.Data), want.Shape, len(want.Data))
+	}
+	for i := range want.Data {
+		if got.Data[i] != want.Data[i] {
+			t.Fatalf("encodeUnpadded word %d (row %d) = %#x, want %#x", i, i/H, got.Data[i], want.Data[i])
+		}
+	}
+	if _, err := p.encodeUnpadded(xs[1:], w, B, T, H); err == nil {
+		t.Fatal("short input: no error")
 	}
 	xs[3*H+2] = math.Inf(1) // an unpadded row
 	_, err = p.encodeUnpadded(xs, w, B, T, H)
