@@ -150,6 +150,7 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: %w", err)
 		}
 	}
+	in0 := x // this party's input shares: handed back to the word pool at the end
 	if p.emb != nil {
 		if x, err = p.embed(ctx, s, x); err != nil {
 			return nil, fmt.Errorf("secure: forward embeddings: %w", err)
@@ -169,6 +170,11 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 	h, err := p.head(ctx, s, x)
 	if err != nil {
 		return nil, fmt.Errorf("secure: forward head: %w", err)
+	}
+	// Every step made new tensors from the input shares (the blocks copy
+	// the rows they keep), and none is kept past Forward: they are scratch.
+	if in0 != x && len(in0.Data) > 0 && len(h.Data) > 0 && &in0.Data[0] != &h.Data[0] {
+		share.PutWords(in0.Data)
 	}
 	return h, nil
 }
