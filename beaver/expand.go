@@ -1,8 +1,6 @@
 package beaver
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"encoding/binary"
 	"fmt"
 	"sync"
@@ -22,12 +20,12 @@ import (
 // for every built-in kind party 0's material is entirely local and only
 // party 1 gets dealer words.
 
-// keyCache holds the AES keys of one seed, derived on first use.
+// keyCache holds the expanded AES keys of one seed, derived on first use.
 type keyCache struct {
 	seed  share.Seed
 	party int
 	mu    sync.Mutex
-	keys  map[keyID]cipher.Block
+	keys  map[keyID]*share.AESKey
 }
 
 type keyID struct {
@@ -40,19 +38,19 @@ type keyID struct {
 const maxCachedKeys = 1 << 14
 
 func newKeyCache(seed share.Seed, party int) *keyCache {
-	return &keyCache{seed: seed, party: party, keys: make(map[keyID]cipher.Block)}
+	return &keyCache{seed: seed, party: party, keys: make(map[keyID]*share.AESKey)}
 }
 
-func blockFor(seed share.Seed, label string) cipher.Block {
+func blockFor(seed share.Seed, label string) *share.AESKey {
 	k := seed.Derive(label)
-	b, err := aes.NewCipher(k[:16])
+	b, err := share.NewAESKey(k[:16])
 	if err != nil { // a 16-byte key is always valid
-		panic("beaver: aes: " + err.Error())
+		panic("beaver: " + err.Error())
 	}
 	return b
 }
 
-func (c *keyCache) block(kind Kind, stream uint32) cipher.Block {
+func (c *keyCache) block(kind Kind, stream uint32) *share.AESKey {
 	id := keyID{kind, stream}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -67,17 +65,17 @@ func (c *keyCache) block(kind Kind, stream uint32) cipher.Block {
 	return b
 }
 
-// fillCTR overwrites dst with the AES-CTR stream of block from the counter
-// block hi‖0, writing it straight into dst (share.KeyStream: no zeroing
-// pass first).
-func fillCTR(dst []uint64, block cipher.Block, hi uint64) {
+// fillCTR overwrites dst with the AES-CTR stream of key from the counter
+// block hi‖0, writing it straight into dst (share.AESCTR: no zeroing pass
+// first; VAES where the CPU has it).
+func fillCTR(dst []uint64, key *share.AESKey, hi uint64) {
 	if len(dst) == 0 {
 		return
 	}
 	var iv [16]byte
 	binary.BigEndian.PutUint64(iv[:8], hi)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*8)
-	share.KeyStream(b, cipher.NewCTR(block, iv[:]))
+	key.CTR(iv).KeyStream(b)
 	if !littleEndian {
 		for i := range dst {
 			dst[i] = binary.LittleEndian.Uint64(b[8*i:])

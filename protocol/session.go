@@ -155,7 +155,10 @@ func (s *Session) ShareInput(owner int, x *share.Tensor, shape ...int) (*share.T
 		if x == nil {
 			return nil, fmt.Errorf("protocol: party %d shares its input but passed none", owner)
 		}
-		out := &share.Tensor{Shape: append([]int(nil), x.Shape...), Data: make([]uint64, x.Len())}
+		// Every word is written by OwnerShare, so the words may come from the
+		// scratch pool; the caller owns them (and may hand them back with
+		// share.PutWords when done).
+		out := &share.Tensor{Shape: append([]int(nil), x.Shape...), Data: share.GetWords(x.Len())}
 		if err := share.OwnerShare(out.Data, x.Data, prg); err != nil {
 			return nil, fmt.Errorf("protocol: share input: %w", err)
 		}

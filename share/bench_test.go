@@ -181,3 +181,17 @@ func BenchmarkMicroKernels(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOwnerShare times the data owner's share of a 128×768 input
+// (x − r, r expanded from the PRG): one batch row of the sst2 proxy.
+func BenchmarkOwnerShare(b *testing.B) {
+	const n = 128 * 768
+	x, dst := make([]uint64, n), make([]uint64, n)
+	p := NewPRG(Seed{}, "bench")
+	b.SetBytes(n * 8)
+	for b.Loop() {
+		if err := OwnerShare(dst, x, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

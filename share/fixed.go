@@ -82,12 +82,19 @@ func (fp FixedPoint) EncodeSlice(dst []uint64, xs []float64) error {
 	if len(dst) != len(xs) {
 		return fmt.Errorf("share: EncodeSlice: %d words for %d values", len(dst), len(xs))
 	}
+	// x·2^f is exact for every accepted x (a power-of-two scaling that
+	// cannot overflow), so multiplying by a precomputed scale gives the
+	// words Encode's Ldexp gives; a value the comparison refuses (NaN,
+	// ±Inf, out of range) goes through Encode for its error.
+	bound, scale := fp.Bound(), math.Ldexp(1, int(fp.FracBits))
+	dst = dst[:len(xs)]
 	for i, x := range xs {
-		w, err := fp.Encode(x)
-		if err != nil {
-			return fmt.Errorf("element %d: %w", i, err)
+		if !(math.Abs(x) < bound) {
+			if _, err := fp.Encode(x); err != nil {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
 		}
-		dst[i] = w
+		dst[i] = uint64(int64(math.RoundToEven(x * scale)))
 	}
 	return nil
 }

@@ -221,3 +221,43 @@ func FuzzFixedPointRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeSliceMatchesEncode checks that the slice encoder gives Encode's
+// word for every value, at several fraction sizes: zeros of both signs,
+// subnormals, ties at half a unit (rounded to even), values just inside the
+// bound, random values; and Encode's error, with the index, for the first
+// value it refuses.
+func TestEncodeSliceMatchesEncode(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 2))
+	for _, fp := range []FixedPoint{DefaultFixedPoint, {FracBits: 1, IntBits: 61}, {FracBits: 40, IntBits: 20}, {FracBits: 62, IntBits: 0}} {
+		t.Run(fmt.Sprintf("f=%d,i=%d", fp.FracBits, fp.IntBits), func(t *testing.T) {
+			ulp, bound := fp.Ulp(), fp.Bound()
+			xs := []float64{0, math.Copysign(0, -1), math.SmallestNonzeroFloat64, -math.SmallestNonzeroFloat64,
+				ulp / 2, -ulp / 2, 1.5 * ulp, -2.5 * ulp, math.Nextafter(bound, 0), -math.Nextafter(bound, 0)}
+			for range 1000 {
+				xs = append(xs, (rng.Float64()*2-1)*bound*math.Pow(2, -float64(rng.IntN(40))))
+			}
+			got := make([]uint64, len(xs))
+			if err := fp.EncodeSlice(got, xs); err != nil {
+				t.Fatal(err)
+			}
+			for i, x := range xs {
+				want, err := fp.Encode(x)
+				if err != nil {
+					t.Fatalf("Encode(%g): %v", x, err)
+				}
+				if got[i] != want {
+					t.Fatalf("EncodeSlice word %d (%g) = %#x, Encode gives %#x", i, x, got[i], want)
+				}
+			}
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), bound, -bound} {
+				in := []float64{1 * ulp, bad, 0}
+				_, want := fp.Encode(bad)
+				err := fp.EncodeSlice(make([]uint64, 3), in)
+				if err == nil || err.Error() != "element 1: "+want.Error() {
+					t.Fatalf("EncodeSlice with %g: error %v, want element 1: %v", bad, err, want)
+				}
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package share
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/rand"
@@ -48,7 +47,8 @@ func (s Seed) Derive(label string) Seed {
 }
 
 // PRG expands a seed into a stream of uniformly random ring words with
-// AES-128 in counter mode (AES-NI on amd64 and arm64). Streams for distinct
+// AES-128 in counter mode (AESCTR: VAES where the CPU has it, else AES-NI
+// on amd64 and arm64). Streams for distinct
 // (seed, domain) pairs are independent; the same pair always yields the same
 // stream, on every host (words are read little-endian).
 // A PRG is not safe for concurrent use.
@@ -58,7 +58,7 @@ func (s Seed) Derive(label string) Seed {
 // and Fill and Read use up that buffer before expanding further, so mixing
 // the calls yields exactly the words a single Fill would.
 type PRG struct {
-	stream cipher.Stream
+	stream *AESCTR
 	// buf[off:] is key stream made ahead and not yet handed out.
 	buf [prgBufSize]byte
 	off int
@@ -74,11 +74,11 @@ func NewPRG(seed Seed, domain string) *PRG {
 	if err != nil {
 		panic("share: hkdf: " + err.Error())
 	}
-	block, err := aes.NewCipher(km[:16])
+	key, err := NewAESKey(km[:16])
 	if err != nil { // a 16-byte key is always valid
-		panic("share: aes: " + err.Error())
+		panic(err.Error())
 	}
-	return &PRG{stream: cipher.NewCTR(block, km[16:32]), off: prgBufSize}
+	return &PRG{stream: key.CTR([16]byte(km[16:32])), off: prgBufSize}
 }
 
 // littleEndian is true on hosts whose native byte order is little-endian, where
@@ -119,7 +119,7 @@ func (p *PRG) Uint64() uint64 {
 	if prgBufSize-p.off < 8 {
 		// Keep the few bytes left and make the rest of the buffer anew.
 		r := copy(p.buf[:], p.buf[p.off:])
-		KeyStream(p.buf[r:], p.stream)
+		p.stream.KeyStream(p.buf[r:])
 		p.off = 0
 	}
 	v := binary.LittleEndian.Uint64(p.buf[p.off:])
@@ -132,7 +132,7 @@ func (p *PRG) Uint64() uint64 {
 func (p *PRG) fillBytes(b []byte) {
 	n := copy(b, p.buf[p.off:])
 	p.off += n
-	KeyStream(b[n:], p.stream)
+	p.stream.KeyStream(b[n:])
 }
 
 // zeroBlock is the read-only source of KeyStream: key stream XORed with

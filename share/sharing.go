@@ -18,10 +18,27 @@ func OwnerShare(dst, x []uint64, prg *PRG) error {
 	if len(dst) != len(x) {
 		return fmt.Errorf("share: OwnerShare: %d words for %d-word secret", len(dst), len(x))
 	}
-	r := make([]uint64, len(x))
-	prg.Fill(r)
-	return SubVec(dst, x, r)
+	// r is made and subtracted a chunk at a time (an L1-sized scratch
+	// buffer), not as a second len(x)-word slice: no allocation, no
+	// zeroing, and each chunk of stream is read back while still cached.
+	r := GetWords(ownerShareChunk)
+	for len(x) > 0 {
+		n := min(len(x), ownerShareChunk)
+		c := r[:n]
+		prg.Fill(c)
+		d, xs := dst[:n], x[:n]
+		for i, v := range xs {
+			d[i] = v - c[i]
+		}
+		dst, x = dst[n:], x[n:]
+	}
+	PutWords(r)
+	return nil
 }
+
+// ownerShareChunk is the number of words of stream OwnerShare makes at a
+// time (8 KiB).
+const ownerShareChunk = 1 << 10
 
 // PeerShare sets dst to the next len(dst) words of prg: the share of a secret
 // it does not know, held by the party that did not provide the input.

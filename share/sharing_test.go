@@ -10,7 +10,7 @@ import (
 // the secret: the owner/peer pair expanding one seed, and Split.
 func TestSharingRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	for _, n := range []int{0, 1, 7, 64, 1000} {
+	for _, n := range []int{0, 1, 7, 64, 1000, ownerShareChunk, ownerShareChunk + 1, 3*ownerShareChunk - 5} {
 		x := randWords(rng, n, "edge")
 		if n > 0 {
 			x[0] = 1 << 63
@@ -19,7 +19,19 @@ func TestSharingRoundTrips(t *testing.T) {
 
 		// Owner and peer each expand the same (seed, domain) locally.
 		x0 := make([]uint64, n)
-		must(t, OwnerShare(x0, x, NewPRG(seed, "input")))
+		owner := NewPRG(seed, "input")
+		must(t, OwnerShare(x0, x, owner))
+		// Exactly x − the first n stream words, and the stream goes on
+		// after them.
+		stream := NewPRG(seed, "input").Words(n + 1)
+		for i := range x0 {
+			if x0[i] != x[i]-stream[i] {
+				t.Fatalf("n=%d: OwnerShare word %d is not x − r", n, i)
+			}
+		}
+		if next := owner.Uint64(); next != stream[n] {
+			t.Fatalf("n=%d: after OwnerShare the stream is at the wrong word", n)
+		}
 		x1 := make([]uint64, n)
 		PeerShare(x1, NewPRG(seed, "input"))
 		got := make([]uint64, n)

@@ -3,6 +3,7 @@ package secure
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
@@ -28,7 +29,9 @@ type maskState struct {
 	m *share.Tensor
 	// h is the mask broadcast to [B, T, hidden] as integer (0/1) shares
 	// (private) or clear words (public): it zeroes the padded rows of a block's
-	// input (layers ≥ 1; the data owner zeroes its embeddings itself).
+	// input (layers ≥ 1; the data owner zeroes its embeddings itself). It is
+	// made on first use (hidden): a 1-layer proxy whose data owner embeds
+	// never needs it, and it is B·T·hidden words.
 	h *share.Tensor
 	// kvb holds m⊗[b_K | b_V] of every layer but a folded last one
 	// (kvBiasLayers): [B·T, layers·2·inner], the key and value biases of the
@@ -38,6 +41,46 @@ type maskState struct {
 	omm *share.Tensor
 	// fill holds (1−m)·G: [B, layers·d] shares of fixed-point values.
 	fill *share.Tensor
+}
+
+// encodeUnpadded encodes the data owner's embeddings xs [B, T, H] with the
+// rows whose mask word w is 0 (padded tokens) left zero, without copying xs:
+// the words, and on a bad value the error, of EncodeTensor on a copy of xs
+// with those rows cleared (a padded row's values are never encoded). The
+// words come from the word pool (share.GetWords): the caller may hand them
+// back with share.PutWords once the tensor is no longer used.
+func (p *Prepared) encodeUnpadded(xs []float64, w []uint64, B, T, H int) (*share.Tensor, error) {
+	if len(xs) != B*T*H || len(w) != B*T {
+		return nil, fmt.Errorf("%d values and %d mask words for [%d, %d, %d]", len(xs), len(w), B, T, H)
+	}
+	enc := &share.Tensor{Shape: []int{B, T, H}, Data: share.GetWords(B * T * H)}
+	for r, v := range w {
+		if v == 0 {
+			clear(enc.Data[r*H : (r+1)*H])
+			continue
+		}
+		if err := p.fp.EncodeSlice(enc.Data[r*H:(r+1)*H], xs[r*H:(r+1)*H]); err != nil {
+			// Rare: redo it on the cleared copy for the error that names
+			// the value's index in the whole tensor.
+			c := slices.Clone(xs)
+			for r, v := range w {
+				if v == 0 {
+					clear(c[r*H : (r+1)*H])
+				}
+			}
+			_, err = p.fp.EncodeTensor(c, B, T, H)
+			return nil, err
+		}
+	}
+	return enc, nil
+}
+
+// hidden returns the mask broadcast to [B, T, w] (h), making it on first use.
+func (mk *maskState) hidden(w int) *share.Tensor {
+	if mk.h == nil {
+		mk.h = broadcastLast(mk.m, w)
+	}
+	return mk.h
 }
 
 // Forward evaluates the secure forward pass of batch candidates and returns
@@ -64,22 +107,22 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: data owner must pass %d×%d×%d embedded values", B, T, W)
 		}
 		xs := in.X
+		var enc *share.Tensor
 		if p.textual() && p.emb == nil {
 			// Zero the padded tokens' embeddings (their keys and values must
-			// vanish; their own outputs are never used).
+			// vanish; their own outputs are never used): only the other
+			// rows are encoded, into a zeroed tensor.
 			w, err := maskWords(in.Mask, B, T)
 			if err != nil {
 				return nil, err
 			}
-			xs = append([]float64(nil), in.X...)
-			for r, v := range w {
-				if v == 0 {
-					clear(xs[r*H : (r+1)*H])
-				}
+			if enc, err = p.encodeUnpadded(xs, w, B, T, H); err != nil {
+				return nil, fmt.Errorf("secure: forward: embeddings: %w", err)
 			}
 		}
-		var enc *share.Tensor
-		if p.emb != nil && p.textual() {
+		if enc != nil {
+			// Encoded above.
+		} else if p.emb != nil && p.textual() {
 			// One-hot rows are ring integers.
 			words, err := encode(xs, 0)
 			if err == nil {
@@ -92,6 +135,10 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: embeddings: %w", err)
 		}
 		x, err = s.ShareInput(1, enc)
+		if p.textual() && p.emb == nil {
+			// encodeUnpadded's scratch: ShareInput keeps no reference to it.
+			share.PutWords(enc.Data)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("secure: forward: %w", err)
 		}
@@ -103,6 +150,7 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: %w", err)
 		}
 	}
+	in0 := x // this party's input shares: handed back to the word pool at the end
 	if p.emb != nil {
 		if x, err = p.embed(ctx, s, x); err != nil {
 			return nil, fmt.Errorf("secure: forward embeddings: %w", err)
@@ -122,6 +170,11 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 	h, err := p.head(ctx, s, x)
 	if err != nil {
 		return nil, fmt.Errorf("secure: forward head: %w", err)
+	}
+	// Every step made new tensors from the input shares (the blocks copy
+	// the rows they keep), and none is kept past Forward: they are scratch.
+	if in0 != x && len(in0.Data) > 0 && len(h.Data) > 0 && &in0.Data[0] != &h.Data[0] {
+		share.PutWords(in0.Data)
 	}
 	return h, nil
 }
@@ -187,7 +240,7 @@ func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Bat
 			return nil, fmt.Errorf("secure: forward mask: %w", err)
 		}
 	}
-	st := &maskState{m: m, h: broadcastLast(m, a.Hidden)}
+	st := &maskState{m: m}
 	switch {
 	case L == 0:
 		// A folded last block alone: its biases ride in its weights.
@@ -479,17 +532,15 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	// Y_augᵀ [B, H+1, T]: the last row is the mask as fixed point (m·2^f:
 	// shares of the integer mask shifted, or the public mask or ones held by
 	// party 0).
-	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: make([]uint64, B*(H+1)*T)}
+	// Scratch from the word pool (GetWords): every word is written below,
+	// and MatMulWeightsMany keeps no reference to its operands.
+	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: share.GetWords(B * (H + 1) * T)}
 	for bi := 0; bi < B; bi++ {
 		src := y.Data[bi*T*H : (bi+1)*T*H]
 		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
-		for t := 0; t < T; t++ {
-			row := src[t*H : (t+1)*H]
-			for c, v := range row {
-				dst[c*T+t] = v
-			}
-		}
+		transposeTiled(dst[:H*T], src, T, H)
 		mrow := dst[H*T:]
+		clear(mrow) // party 1's share of a public row is zero
 		switch {
 		case mk == nil:
 			if p.party == 0 {
@@ -511,6 +562,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	}
 	// 1. Ŷ and the class rows' queries.
 	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{yt, firstToken(y)}, []*protocol.Weight{cf.mlp.w, cf.q.w})
+	share.PutWords(yt.Data)
 	if err != nil {
 		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
 	}
@@ -530,14 +582,16 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	if err != nil {
 		return nil, err
 	}
-	g1 := &share.Tensor{Shape: []int{B, d, H + 1}, Data: make([]uint64, 0, B*d*(H+1))}
-	g2 := &share.Tensor{Shape: []int{B, d + 1, H + 1}, Data: make([]uint64, 0, B*(d+1)*(H+1))}
+	g1 := &share.Tensor{Shape: []int{B, d, H + 1}, Data: share.GetWords(B * d * (H + 1))[:0]}
+	g2 := &share.Tensor{Shape: []int{B, d + 1, H + 1}, Data: share.GetWords(B * (d + 1) * (H + 1))[:0]}
 	for bi := 0; bi < B; bi++ {
 		blk := yhT.Data[bi*d2*(H+1) : (bi+1)*d2*(H+1)]
 		g1.Data = append(g1.Data, blk[:d*(H+1)]...)
 		g2.Data = append(g2.Data, blk[d*(H+1):]...)
 	}
 	gn, err := s.MatMulWeightsMany(ctx, []*share.Tensor{g1, g2}, []*protocol.Weight{cf.k.w, cf.v.w})
+	share.PutWords(g1.Data)
+	share.PutWords(g2.Data)
 	if err != nil {
 		return nil, fmt.Errorf("keys and values folded: %w", err)
 	}
@@ -631,12 +685,13 @@ func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x
 	}
 	if mk != nil && (i > 0 || p.emb != nil) {
 		// Zero the padded rows: their keys and values must vanish.
+		h := mk.hidden(p.arch.Hidden)
 		if p.opt.PublicMask {
 			y = y.Clone()
 			for j := range y.Data {
-				y.Data[j] *= mk.h.Data[j]
+				y.Data[j] *= h.Data[j]
 			}
-		} else if y, err = s.Mul(ctx, y, mk.h); err != nil {
+		} else if y, err = s.Mul(ctx, y, h); err != nil {
 			return nil, fmt.Errorf("mask block input: %w", err)
 		}
 	}

@@ -2,12 +2,16 @@ package secure
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/share"
 )
 
 // TestForwardBadInputs checks that bad inputs end both parties with errors,
@@ -127,5 +131,110 @@ func TestArchOfProxySqrtEntropy(t *testing.T) {
 				t.Errorf("SqrtEntropy %v, want %v", a.SqrtEntropy, c.want)
 			}
 		})
+	}
+}
+
+// TestTransposeTiled checks the tiled transpose against the plain one on
+// shapes below, at and across the tile size, every word of dst overwritten.
+func TestTransposeTiled(t *testing.T) {
+	for _, c := range []struct{ m, n int }{{1, 1}, {1, 40}, {40, 1}, {3, 70}, {32, 32}, {33, 65}, {128, 96}} {
+		t.Run(fmt.Sprintf("%dx%d", c.m, c.n), func(t *testing.T) {
+			src := make([]uint64, c.m*c.n)
+			for i := range src {
+				src[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+			}
+			want := make([]uint64, c.m*c.n)
+			for i := 0; i < c.m; i++ {
+				for j := 0; j < c.n; j++ {
+					want[j*c.m+i] = src[i*c.n+j]
+				}
+			}
+			got := make([]uint64, c.m*c.n)
+			for i := range got {
+				got[i] = ^uint64(0) // stale contents must all be overwritten
+			}
+			transposeTiled(got, src, c.m, c.n)
+			if !slices.Equal(got, want) {
+				t.Fatalf("transposeTiled(%d×%d) differs from the plain transpose", c.m, c.n)
+			}
+		})
+	}
+}
+
+// TestMaskHiddenLazy checks that the mask broadcast to the hidden size is
+// made only when asked for, equals broadcastLast and is made once.
+func TestMaskHiddenLazy(t *testing.T) {
+	m := &share.Tensor{Shape: []int{2, 3}, Data: []uint64{1, 1, 0, 1, 0, 0}}
+	mk := &maskState{m: m}
+	if mk.h != nil {
+		t.Fatal("mask broadcast made before use")
+	}
+	h := mk.hidden(4)
+	want := broadcastLast(m, 4)
+	if !slices.Equal(h.Shape, want.Shape) || !slices.Equal(h.Data, want.Data) {
+		t.Fatalf("hidden(4) = %v %v, want %v %v", h.Shape, h.Data, want.Shape, want.Data)
+	}
+	if mk.hidden(4) != h {
+		t.Fatal("hidden made the broadcast twice")
+	}
+}
+
+// TestEncodeUnpadded checks the data owner's embeddings encoding against
+// EncodeTensor on a copy with the padded rows cleared: the same words (a
+// padded row's NaN never read), and the same error for a bad value in an
+// unpadded row.
+func TestEncodeUnpadded(t *testing.T) {
+	const B, T, H = 2, 3, 200 // large enough for the word pool
+	p := &Prepared{fp: share.DefaultFixedPoint}
+	// Leave a dirty buffer of the size in the pool: the padded rows must
+	// still come out zero.
+	dirty := share.GetWords(B * T * H)
+	for i := range dirty {
+		dirty[i] = ^uint64(0)
+	}
+	share.PutWords(dirty)
+	w := []uint64{1, 1, 0, 1, 0, 0}
+	plain := func(xs []float64) (*share.Tensor, error) {
+		c := slices.Clone(xs)
+		for r, v := range w {
+			if v == 0 {
+				clear(c[r*H : (r+1)*H])
+			}
+		}
+		return p.fp.EncodeTensor(c, B, T, H)
+	}
+	xs := make([]float64, B*T*H)
+	for i := range xs {
+		xs[i] = float64(i)/7 - 1.5
+	}
+	for r, v := range w {
+		if v == 0 {
+			xs[r*H+1] = math.NaN() // padded: never encoded
+		}
+	}
+	got, err := p.encodeUnpadded(xs, w, B, T, H)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plain(xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Shape, want.Shape) || len(got.Data) != len(want.Data) {
+		t.Fatalf("encodeUnpadded: shape %v, %d words; want %v, %d", got.Shape, len(got.Data), want.Shape, len(want.Data))
+	}
+	for i := range want.Data {
+		if got.Data[i] != want.Data[i] {
+			t.Fatalf("encodeUnpadded word %d (row %d) = %#x, want %#x", i, i/H, got.Data[i], want.Data[i])
+		}
+	}
+	if _, err := p.encodeUnpadded(xs[1:], w, B, T, H); err == nil {
+		t.Fatal("short input: no error")
+	}
+	xs[3*H+2] = math.Inf(1) // an unpadded row
+	_, err = p.encodeUnpadded(xs, w, B, T, H)
+	_, wantErr := plain(xs)
+	if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
+		t.Fatalf("bad value: error %v, want %v", err, wantErr)
 	}
 }

@@ -1,0 +1,183 @@
+package share
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
+	"fmt"
+)
+
+// AESCTR is an AES-128 counter-mode key stream: the stream of
+// crypto/cipher.NewCTR(aes.NewCipher(key), iv), byte for byte (the counter
+// block is a 128-bit big-endian integer incremented per block), made with
+// 512-bit vector AES (VAES, AVX-512) thirty-two blocks at a time where the
+// CPU has it, and by crypto/aes (AES-NI) otherwise. The PRG and the beaver
+// package's material expansion use it. An AESCTR is not safe for concurrent
+// use; its key (NewAESKey) is, and may start any number of streams.
+type AESCTR struct {
+	key *AESKey
+	// hi‖lo is the counter block of the next whole block of stream.
+	hi, lo uint64
+	// ks[kOff:] is key stream made ahead (the rest of a partly used block
+	// group) and not yet handed out.
+	ks   [ctrGroup]byte
+	kOff int
+	// std is crypto/cipher's stream, used where there is no VAES.
+	std cipher.Stream
+}
+
+// AESKey is an expanded AES-128 key for AESCTR streams.
+type AESKey struct {
+	rk    [176]byte // the 11 round keys, FIPS-197 byte order, as AESENC takes them
+	block cipher.Block
+}
+
+// ctrGroup is the number of key-stream bytes the vector code makes per
+// register: four 16-byte blocks.
+const ctrGroup = 64
+
+// NewAESKey expands a 16-byte AES-128 key. Other lengths are refused.
+func NewAESKey(key []byte) (*AESKey, error) {
+	if len(key) != 16 {
+		return nil, fmt.Errorf("share: AES-128 key of %d bytes, want 16", len(key))
+	}
+	b, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("share: aes: %w", err)
+	}
+	return &AESKey{rk: expandKey128([16]byte(key)), block: b}, nil
+}
+
+// Block returns the key's crypto/aes block cipher.
+func (k *AESKey) Block() cipher.Block { return k.block }
+
+// CTR returns the key stream of k from the counter block iv.
+func (k *AESKey) CTR(iv [16]byte) *AESCTR {
+	s := &AESCTR{key: k, hi: binary.BigEndian.Uint64(iv[:8]), lo: binary.BigEndian.Uint64(iv[8:]), kOff: ctrGroup}
+	if !useVAES {
+		s.std = cipher.NewCTR(k.block, iv[:])
+	}
+	return s
+}
+
+// KeyStream overwrites dst with the next len(dst) bytes of the stream,
+// whatever dst held (it is written, never read).
+func (s *AESCTR) KeyStream(dst []byte) {
+	if s.std != nil {
+		KeyStream(dst, s.std)
+		return
+	}
+	n := copy(dst, s.ks[s.kOff:])
+	s.kOff += n
+	dst = dst[n:]
+	if g := len(dst) / ctrGroup; g > 0 {
+		s.groups(dst[:g*ctrGroup])
+		dst = dst[g*ctrGroup:]
+	}
+	if len(dst) > 0 {
+		s.groups(s.ks[:])
+		s.kOff = copy(dst, s.ks[:])
+	}
+}
+
+// XORKeyStream XORs src with the next len(src) bytes of the stream into
+// dst (cipher.Stream). dst and src overlap entirely or not at all.
+func (s *AESCTR) XORKeyStream(dst, src []byte) {
+	if len(dst) < len(src) {
+		panic("share: AESCTR.XORKeyStream: output smaller than input")
+	}
+	var buf [512]byte
+	for len(src) > 0 {
+		n := min(len(src), len(buf))
+		s.KeyStream(buf[:n])
+		for i, v := range src[:n] {
+			dst[i] = v ^ buf[i]
+		}
+		dst, src = dst[n:], src[n:]
+	}
+}
+
+// groups writes the key stream of the next len(b)/ctrGroup block groups
+// into b (a multiple of ctrGroup bytes) and advances the counter.
+func (s *AESCTR) groups(b []byte) {
+	blocks := uint64(len(b) / 16)
+	if s.lo+blocks-1 < s.lo {
+		// The low counter word wraps inside b (about one stream in 2^64
+		// per block): carry block by block.
+		s.blocksGeneric(b)
+		return
+	}
+	ctrVAES(&s.key.rk, &b[0], len(b)/ctrGroup, s.hi, s.lo)
+	s.lo += blocks
+	if s.lo == 0 {
+		s.hi++
+	}
+}
+
+// blocksGeneric writes len(b)/16 blocks of key stream with crypto/aes, one
+// block at a time, carrying into hi where lo wraps.
+func (s *AESCTR) blocksGeneric(b []byte) {
+	for ; len(b) >= 16; b = b[16:] {
+		binary.BigEndian.PutUint64(b[:8], s.hi)
+		binary.BigEndian.PutUint64(b[8:16], s.lo)
+		s.key.block.Encrypt(b[:16], b[:16])
+		s.lo++
+		if s.lo == 0 {
+			s.hi++
+		}
+	}
+}
+
+// aesSbox is the AES S-box, computed from its definition (multiplicative
+// inverse in GF(2^8), then the affine map).
+var aesSbox = func() (s [256]byte) {
+	mul := func(a, b byte) byte {
+		var p byte
+		for b != 0 {
+			if b&1 != 0 {
+				p ^= a
+			}
+			hi := a & 0x80
+			a <<= 1
+			if hi != 0 {
+				a ^= 0x1b
+			}
+			b >>= 1
+		}
+		return p
+	}
+	rotl := func(x byte, n uint) byte { return x<<n | x>>(8-n) }
+	for x := 0; x < 256; x++ {
+		inv, p := byte(1), byte(x) // inverse = x^254
+		for e := 254; e > 0; e >>= 1 {
+			if e&1 != 0 {
+				inv = mul(inv, p)
+			}
+			p = mul(p, p)
+		}
+		if x == 0 {
+			inv = 0
+		}
+		s[x] = inv ^ rotl(inv, 1) ^ rotl(inv, 2) ^ rotl(inv, 3) ^ rotl(inv, 4) ^ 0x63
+	}
+	return s
+}()
+
+// expandKey128 is the AES-128 key schedule (FIPS-197 §5.2): the 11 round
+// keys in order.
+func expandKey128(key [16]byte) (rk [176]byte) {
+	copy(rk[:16], key[:])
+	rcon := byte(1)
+	for i := 16; i < 176; i += 4 {
+		var t [4]byte
+		copy(t[:], rk[i-4:i])
+		if i%16 == 0 {
+			t = [4]byte{aesSbox[t[1]] ^ rcon, aesSbox[t[2]], aesSbox[t[3]], aesSbox[t[0]]}
+			rcon = rcon<<1 ^ (rcon>>7)*0x1b
+		}
+		for j := range 4 {
+			rk[i+j] = rk[i-16+j] ^ t[j]
+		}
+	}
+	return rk
+}
