@@ -284,9 +284,14 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("select: %w", err)
 	}
 	if *processes && sc.Shards > 1 {
-		if _, err := measureShardScaling(ctx, cfg, sc); err != nil {
+		// The measured sharded run instead of the sample (shards.go).
+		ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+		defer cancel()
+		scale, runs, err := measureShardScaling(ctx, cfg, sc, shardDemoRun, slog.New(slog.NewTextHandler(stderr, nil)))
+		if err != nil {
 			return fmt.Errorf("select: --processes with --shards %d: %w", sc.Shards, err)
 		}
+		return printShardScaling(stdout, shardDemoRun, fmt.Sprintf("%s (%.3g MB/s per direction, %v one way)", cfg.Link.Name, float64(cfg.Link.Bandwidth)/1e6, cfg.Link.Latency), scale, runs)
 	}
 	if *processes && bench.DealerFree(cfg.Provider) {
 		return fmt.Errorf("select: --processes runs the dealer as a process: it cannot be combined with --provider %s", cfg.Provider)

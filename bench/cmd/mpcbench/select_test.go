@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -521,5 +522,60 @@ func TestReportShardsOnly(t *testing.T) {
 	if strings.Count(s, shardBegin) != 1 || strings.Count(s, shardEnd) != 1 || strings.Index(s, shardBegin) < strings.Index(s, reportEnd) ||
 		strings.Index(s, shardEnd) > strings.Index(s, "## Kept section") || strings.Contains(s, "## Online protocol costs") {
 		t.Errorf("sections misplaced:\n%s", s)
+	}
+}
+
+// TestMeasureShardScaling runs the measured sharded run on the small demo
+// (120 candidates) on one pair and on K = 2 worker pairs per party, as OS
+// processes on loopback through a relay per link: both select the budget
+// (less the bootstrap),
+// and the K-pair run has 7 processes (dealer, 2 coordinators, 4 workers)
+// and 3 relayed links (the coordinators', one per pair). It builds the
+// peer binaries: skipped with -short.
+func TestMeasureShardScaling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the peer binaries and runs three selections (about 40 s); skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	link := transport.Profile{Name: "test", Bandwidth: 20_000_000, Latency: 5 * time.Millisecond}
+	cfg := bench.SelectConfig{Link: &link}
+	var logs strings.Builder
+	scale, runs, err := measureShardScaling(ctx, cfg, bench.ShardConfig{Shards: 2}, shardDemoTest, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, &logs)
+	}
+	if len(scale) != 2 || len(runs) != 2 {
+		t.Fatalf("%d scalings, %d runs; want one pair's and two pairs'", len(scale), len(runs))
+	}
+	for i, want := range []struct{ shards, procs, links int }{{1, 3, 1}, {2, 7, 3}} {
+		s, m := scale[i], runs[i]
+		if s.Shards != want.shards || m.Processes != want.procs || m.LinkRelays != want.links {
+			t.Errorf("run %d: %d pairs, %d processes, %d relayed links; want %+v", i, s.Shards, m.Processes, m.LinkRelays, want)
+		}
+		if want := shardDemoTest.Budget - shardDemoTest.Bootstrap; m.Selected != want {
+			t.Errorf("run %d selected %d, want the budget less the bootstrap, %d", i, m.Selected, want)
+		}
+		if s.Seconds <= 0 || s.OnePairSeconds != scale[0].Seconds || m.CPU <= 0 {
+			t.Errorf("run %d: %+v, CPU %v", i, s, m.CPU)
+		}
+	}
+	var out strings.Builder
+	if err := printShardScaling(&out, shardDemoTest, "test", scale, runs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "efficiency") || strings.Count(out.String(), "\n") < 4 {
+		t.Errorf("table:\n%s", &out)
+	}
+	t.Logf("\n%s", &out)
+}
+
+// TestShardsProcessesNeedsALink: the measured sharded run refuses to run
+// without a link (each pair's own link is what it measures).
+func TestShardsProcessesNeedsALink(t *testing.T) {
+	var out, errw strings.Builder
+	err := run(context.Background(), []string{"select", "--shards", "2", "--processes", "--link", "none"}, &out, &errw)
+	if err == nil || !strings.Contains(err.Error(), "needs a link") {
+		t.Fatalf("select --shards 2 --processes --link none: %v", err)
 	}
 }
