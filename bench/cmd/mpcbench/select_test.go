@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -556,6 +557,9 @@ func TestMeasureShardScaling(t *testing.T) {
 		if want := shardDemoTest.Budget - shardDemoTest.Bootstrap; m.Selected != want {
 			t.Errorf("run %d selected %d, want the budget less the bootstrap, %d", i, m.Selected, want)
 		}
+		if len(m.Phases) != 2 || m.Phases[0].Seconds <= 0 || m.Phases[0].Seconds+m.Phases[1].Seconds > s.Seconds || m.Phases[0].Batches == 0 {
+			t.Errorf("run %d: phases %v s in %.1f s; want two, within the run", i, m.Phases, s.Seconds)
+		}
 		if s.Seconds <= 0 || s.OnePairSeconds != scale[0].Seconds || m.CPU <= 0 {
 			t.Errorf("run %d: %+v, CPU %v", i, s, m.CPU)
 		}
@@ -577,5 +581,28 @@ func TestShardsProcessesNeedsALink(t *testing.T) {
 	err := run(context.Background(), []string{"select", "--shards", "2", "--processes", "--link", "none"}, &out, &errw)
 	if err == nil || !strings.Contains(err.Error(), "needs a link") {
 		t.Fatalf("select --shards 2 --processes --link none: %v", err)
+	}
+}
+
+// TestProjectFromOnePair: the projection of a one-pair run keeps the time
+// outside the phases and each phase's QuickSelect (rounds × round trip),
+// and paces the forward by the largest shard.
+func TestProjectFromOnePair(t *testing.T) {
+	one := &shardMeasurement{Shards: 1, Wall: 50 * time.Second, Phases: []runPhase{
+		{Seconds: 30, Batches: 8, SelectRounds: 100}, // QuickSelect 2 s at 20 ms
+		{Seconds: 10, Batches: 3, SelectRounds: 50},  // 1 s
+	}}
+	for _, tc := range []struct {
+		shards int
+		want   float64
+	}{
+		{1, 50},
+		{2, 10 + (2 + 28.0/2) + (1 + 9*2.0/3)},
+		{4, 10 + (2 + 28.0/4) + (1 + 9*1.0/3)},
+		{16, 10 + (2 + 28.0/8) + (1 + 9*1.0/3)}, // a batch per shard at most
+	} {
+		if got := projectFromOnePair(one, tc.shards, 20*time.Millisecond); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%d pairs: projected %.3f s, want %.3f", tc.shards, got, tc.want)
+		}
 	}
 }

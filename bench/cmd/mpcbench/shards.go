@@ -85,8 +85,9 @@ func setPool(cfg *bench.SelectConfig, pool int) error {
 // up to sc.Shards worker pairs per party (and sc.Shards itself), every
 // pair's link and the coordinators' through its own relay of cfg.Link, the
 // dealer one host on unshaped loopback. It returns each run against the
-// one pair's (bench.ShardScaling; ProjectedSeconds is 0: the demo's model
-// is not a bench workload, so there is no sample to project from) and the
+// one pair's (bench.ShardScaling; ProjectedSeconds is ProjectShards's
+// model applied to the one-pair run's measured phases, projectFromOnePair:
+// the demo's model is no bench workload to project a sample of) and the
 // runs themselves. The workload of cfg is not used: the peer binaries run
 // the demo.
 func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.ShardConfig, demo shardDemo, log *slog.Logger) ([]bench.ShardScaling, []*shardMeasurement, error) {
@@ -123,7 +124,7 @@ func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.S
 	var out []bench.ShardScaling
 	for _, m := range runs {
 		out = append(out, bench.ShardScaling{Shards: m.Shards, Link: bench.SpecOf(cfg.Link).Name, OnePairSeconds: runs[0].Wall.Seconds(),
-			Seconds: m.Wall.Seconds()})
+			Seconds: m.Wall.Seconds(), ProjectedSeconds: projectFromOnePair(runs[0], m.Shards, 2*cfg.Link.Latency)})
 	}
 	return out, runs, nil
 }
@@ -133,15 +134,20 @@ func printShardScaling(w io.Writer, demo shardDemo, link string, sc []bench.Shar
 	fmt.Fprintf(w, "measured sharded selection (quickstart MNIST demo, %d candidates, %s) as OS processes on loopback, each pair's and the coordinators' link through its own relay of %s, the dealer on unshaped loopback:\n",
 		demo.Pool, demo, link)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "pairs\tprocesses\tlinks\twall s\tCPU s\tCPU/wall\tspeed-up\tefficiency\tselected\t")
+	fmt.Fprintln(tw, "pairs\tprocesses\tlinks\twall s\tphases s\tCPU s\tCPU/wall\tspeed-up\tefficiency\tprojected s\tmodel error\tselected\t")
 	for i, s := range sc {
 		m := runs[i]
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%d\t\n", s.Shards, m.Processes, m.LinkRelays, s.Seconds, m.CPU.Seconds(),
-			m.CPU.Seconds()/s.Seconds, s.Speedup(), s.Efficiency(), m.Selected)
+		ph := make([]string, len(m.Phases))
+		for j, p := range m.Phases {
+			ph[j] = fmt.Sprintf("%.1f", p.Seconds)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.1f\t%+.0f%%\t%d\t\n", s.Shards, m.Processes, m.LinkRelays, s.Seconds, strings.Join(ph, " + "), m.CPU.Seconds(),
+			m.CPU.Seconds()/s.Seconds, s.Speedup(), s.Efficiency(), s.ProjectedSeconds, 100*s.ModelError(), m.Selected)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, "projected: bench.ProjectShards's model applied to the one-pair run's phases (outside the phases unchanged; per phase QuickSelect, its rounds × the round trip, unchanged and the forward paced by the largest shard, ⌈batches ÷ K⌉); model error = (measured − projected) ÷ projected.")
 	fmt.Fprintf(w, "CPU/wall is the processes' CPU time over the wall time (this machine has %d cores): well below the cores, the links bound the run; near them, the CPU does.\n", runtime.NumCPU())
 	return nil
 }

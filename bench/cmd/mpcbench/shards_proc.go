@@ -59,6 +59,7 @@ type shardMeasurement struct {
 	Wall       time.Duration // start of the parties to both coordinators' exit
 	CPU        time.Duration // user + system time of every process of the run
 	Selected   int
+	Phases     []runPhase // the model owner's coordinator's
 	Processes  int
 	LinkRelays int
 }
@@ -376,27 +377,57 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 		m.CPU += p.cpu()
 	}
 	m.Processes = len(procs)
-	sel, err := selectedCount(filepath.Join(dir, "mo.json"))
-	if err != nil {
+	if m.Selected, m.Phases, err = readRunResult(filepath.Join(dir, "mo.json")); err != nil {
 		return nil, err
 	}
-	m.Selected = sel
 	return m, nil
 }
 
-// selectedCount reads the number of candidates a party's result file
-// (selection.Result as JSON, at most 16 MiB) selected.
-func selectedCount(path string) (int, error) {
+// runPhase is what a measured run's result says of one phase.
+type runPhase struct {
+	Seconds      float64 `json:"seconds"`
+	Batches      int     `json:"batches"`
+	SelectRounds int64   `json:"select_rounds"`
+}
+
+// readRunResult reads a party's result file (selection.Result as JSON,
+// at most 16 MiB): how many candidates it selected and its phases.
+func readRunResult(path string) (selected int, phases []runPhase, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("result: %w", err)
+		return 0, nil, fmt.Errorf("result: %w", err)
 	}
 	defer f.Close()
 	var r struct {
-		Selected []int `json:"selected"`
+		Selected []int      `json:"selected"`
+		Phases   []runPhase `json:"phases"`
 	}
 	if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&r); err != nil {
-		return 0, fmt.Errorf("result %s: %w", path, err)
+		return 0, nil, fmt.Errorf("result %s: %w", path, err)
 	}
-	return len(r.Selected), nil
+	return len(r.Selected), r.Phases, nil
+}
+
+// projectFromOnePair projects the one-pair run one to shards pairs by
+// bench.ProjectShards's model, applied to the measured phases: the time
+// outside the phases (start, handshakes, proxies, appraisal) unchanged;
+// in each phase, QuickSelect at the full size on the coordinators' link
+// (its rounds times the round trip rtt) unchanged, and the rest (the
+// forward) paced by the largest shard, ⌈batches ÷ shards⌉ of the phase's
+// batches.
+func projectFromOnePair(one *shardMeasurement, shards int, rtt time.Duration) float64 {
+	t := one.Wall.Seconds()
+	for _, p := range one.Phases {
+		t -= p.Seconds
+	}
+	for _, p := range one.Phases {
+		topk := min(p.Seconds, float64(p.SelectRounds)*rtt.Seconds())
+		fwd := p.Seconds - topk
+		if p.Batches > 0 {
+			largest := (p.Batches + shards - 1) / shards
+			fwd *= float64(largest) / float64(p.Batches)
+		}
+		t += topk + fwd
+	}
+	return t
 }
