@@ -476,20 +476,6 @@ func TestForwardByModule(t *testing.T) {
 	}
 }
 
-// TestSelectShardedProcessesSeam checks that a measured run on several
-// worker pairs (--processes with --shards) is refused with the reason
-// (the peer binaries' worker modes), before any sample runs.
-func TestSelectShardedProcessesSeam(t *testing.T) {
-	var out, errw bytes.Buffer
-	err := run(context.Background(), []string{"select", "--workload", "tiny", "--link", "lan", "--shards", "2", "--processes"}, &out, &errw)
-	if err == nil || !strings.Contains(err.Error(), "-worker -coordinator") || !strings.Contains(err.Error(), "drop --processes") {
-		t.Fatalf("err = %v", err)
-	}
-	if out.Len() != 0 {
-		t.Errorf("output %q", out.String())
-	}
-}
-
 // TestReportShardsOnly writes only the sharded projections' section: the
 // figures' workloads run, the section lands after the main generated part
 // (which is kept as it was) and replaces itself on a second run, with a
