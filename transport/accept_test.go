@@ -615,33 +615,3 @@ func TestEndedByCtx(t *testing.T) {
 		})
 	}
 }
-
-// TestAcceptLogsAbandonedHandshake: a handshake still in progress when
-// Accept returns with another connection is closed, and the listener logs
-// it (the dialler sees only an EOF mid-handshake; a sharded party's
-// workers dialling one dealer at once saw that with nothing in the
-// dealer's log).
-func TestAcceptLogsAbandonedHandshake(t *testing.T) {
-	f := newAcceptFixture(t, Options{})
-	ctx := testCtx(t, 10*time.Second)
-	// A socket that has begun a handshake (its first byte sent) and goes
-	// no further, admitted before the pinned peer dials.
-	half := silent(t, f.addr())
-	res := f.accept(ctx)
-	if _, err := half.Write(clientHello(t, f)[:1]); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	cc, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	checkServed(t, ctx, f, <-res, cc)
-	if !closedByPeer(half, 5*time.Second) {
-		t.Fatal("the handshake in progress was not closed when Accept returned")
-	}
-	if f.log.settle("handshake cut short", "from="+half.LocalAddr().String()) != 1 {
-		t.Fatalf("the cut handshake was not logged once; log:\n%s", f.log)
-	}
-}

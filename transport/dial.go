@@ -244,11 +244,7 @@ func (l *Listener) takeBacklog() []net.Conn {
 // Options.Log, and Accept keeps waiting; the error returned when ctx ends
 // says how many were rejected and wraps the last reason (a *PinError, for a
 // wrong key). Handshakes still in progress when Accept returns are
-// abandoned and their sockets closed, each logged at warn level (the
-// peer sees its connection closed mid-handshake: a peer that dials
-// several connections at once, such as a sharded party's coordinator and
-// workers reaching one dealer, retries those). Concurrent Accepts are
-// serialized.
+// abandoned and their sockets closed. Concurrent Accepts are serialized.
 func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, error) {
 	fp, err := ParseFingerprint(peerFingerprint)
 	if err != nil {
@@ -454,14 +450,7 @@ func (a *acceptor) authenticate(ctx context.Context, raw net.Conn) {
 			if evicted {
 				err = fmt.Errorf("%w: %w", errEvicted, err)
 			} else if abandoned(ctx, err) {
-				// Accept is returning (with another connection, or its ctx
-				// ended) and cut this handshake short: the peer sees its
-				// connection closed mid-handshake ("TLS handshake: EOF",
-				// "reading connection preface: EOF") and may retry; say
-				// so here, where nothing else would.
-				a.l.opt.Log.Warn("transport: handshake cut short: Accept returned (with another connection, or it was stopped); the peer may retry",
-					"listen", a.l.Addr().String(), "from", addr)
-				return
+				return // Accept is returning and cut this handshake short
 			}
 			a.mu.Lock()
 			a.rejected++
