@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -276,6 +277,12 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 		rcancel()
 		if err != nil || b[0] != statusError || !strings.Contains(string(b), "connections") {
 			t.Fatalf("connection %d of one key: %q %v", i, b, err)
+		}
+		// The refusal says what to do: a sharded party needs K+1.
+		for _, want := range []string{fmt.Sprintf("%d connections", DefaultMaxConnsPerKey), "-max-conns K+1", "K worker pairs"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("refusal %q does not say %q", b[1:], want)
+			}
 		}
 	}
 }

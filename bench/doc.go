@@ -56,8 +56,8 @@
 //     each party's internal network, and QuickSelect runs at the full size
 //     on the coordinators' link; with one pair it is Project exactly.
 //     ShardScaling is the arithmetic of the measured check (a run of K
-//     worker pairs as processes against one pair's), which needs the peer
-//     binaries' worker modes.
+//     worker pairs as processes of the peer binaries against one pair's:
+//     mpcbench select --shards K --processes).
 //   - ModuleCosts says where the bytes of one proxy forward go (SST2Phase0:
 //     sst2-distilbert's phase-0 proxy): the steps of the exact cost table
 //     (secure.ForwardCostRows), each with the dealer bytes of the requests

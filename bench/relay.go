@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/selectformer/selectformer/transport"
@@ -46,7 +47,11 @@ func ParseBandwidth(s string) (int64, error) {
 // through the emulated link (transport.Emulate on both directions: the
 // relay of the linkem command); it closes ln and waits for the relays. A
 // relay is transparent to TLS: the peers still authenticate each other end
-// to end.
+// to end. A target that refuses the connection (not listening yet) is
+// dialled again every relayRedial for up to 30 s, as a peer dialling it
+// directly would retry on the refusal; the relay has already accepted the
+// client, so a refusal passed on at once would reach it as a connection
+// closed mid-handshake instead.
 func Relay(ctx context.Context, ln net.Listener, target string, prof transport.Profile, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -70,12 +75,24 @@ func Relay(ctx context.Context, ln net.Listener, target string, prof transport.P
 	}
 }
 
+// relayRedial is the pause before a relay dials a refusing target again.
+const relayRedial = 50 * time.Millisecond
+
 // relayConn forwards between client and a new connection to target, shaping
 // both directions, until both directions have ended.
 func relayConn(ctx context.Context, client net.Conn, target string, prof transport.Profile) error {
 	var d net.Dialer
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	server, err := d.DialContext(dctx, "tcp", target)
+	for err != nil && errors.Is(err, syscall.ECONNREFUSED) {
+		select {
+		case <-dctx.Done():
+		case <-time.After(relayRedial):
+			server, err = d.DialContext(dctx, "tcp", target)
+			continue
+		}
+		break
+	}
 	cancel()
 	if err != nil {
 		client.Close()

@@ -466,9 +466,8 @@ func ShardDealerKind(sp *ShardedProjection) string {
 // same workload, sample and links (K worker pairs per party as OS
 // processes on loopback, each pair's link emulated by a relay) and with
 // the projection of the one-pair sample to the run's size: the check of
-// ProjectShards's model. The measured run needs the coordinator and
-// worker modes of the peer binaries (issue 28); `mpcbench select
-// --shards K --processes` reports that it cannot run it until they exist.
+// ProjectShards's model. `mpcbench select --shards K --processes` runs
+// it with the peer binaries' coordinator and worker modes.
 type ShardScaling struct {
 	// Shards is K; Link the pairs' link profile.
 	Shards int    `json:"shards"`

@@ -9,7 +9,10 @@ package main
 // runs a sample selection of the workload (package bench: Select) and
 // projects it to the workload's full pool (--pool: another pool size,
 // QuickSelect measured at its sizes). With --shards K it also projects the
-// selection on K worker pairs per party (shards.go). With --processes the dealer and
+// selection on K worker pairs per party (shards.go); with --processes too it
+// instead measures the selection of the quickstart's demo on 1, 2, 4 ... K
+// worker pairs as processes of the peer binaries (shards_proc.go). With
+// --processes (and no --shards) the dealer and
 // the two parties also run as three child processes (select-party) over TLS,
 // the parties' connection through a linkem relay (bench.Relay) with the
 // link, and the report cross-checks that run against the in-process
@@ -263,7 +266,7 @@ func parseBytes(s string) (int64, error) {
 func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("select", stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	processes := fs.Bool("processes", false, "also run the dealer and both parties as OS processes over TLS through a linkem relay and cross-check")
+	processes := fs.Bool("processes", false, "also run the dealer and both parties as OS processes over TLS through a linkem relay and cross-check; with --shards K, instead measure the quickstart demo's selection on 1, 2, 4 ... K worker pairs as processes of the peer binaries (from the module's source), each link through its own relay")
 	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
 	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
 	pool := fs.Int("pool", 0, "project to a pool of N candidates (0: the workload's); QuickSelect is measured at its phases' sizes")
@@ -284,9 +287,14 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return fmt.Errorf("select: %w", err)
 	}
 	if *processes && sc.Shards > 1 {
-		if _, err := measureShardScaling(ctx, cfg, sc); err != nil {
+		// The measured sharded run instead of the sample (shards.go).
+		ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
+		defer cancel()
+		scale, runs, err := measureShardScaling(ctx, cfg, sc, shardDemoRun, slog.New(slog.NewTextHandler(stderr, nil)))
+		if err != nil {
 			return fmt.Errorf("select: --processes with --shards %d: %w", sc.Shards, err)
 		}
+		return printShardScaling(stdout, shardDemoRun, fmt.Sprintf("%s (%.3g MB/s per direction, %v one way)", cfg.Link.Name, float64(cfg.Link.Bandwidth)/1e6, cfg.Link.Latency), scale, runs)
 	}
 	if *processes && bench.DealerFree(cfg.Provider) {
 		return fmt.Errorf("select: --processes runs the dealer as a process: it cannot be combined with --provider %s", cfg.Provider)

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -474,20 +476,6 @@ func TestForwardByModule(t *testing.T) {
 	}
 }
 
-// TestSelectShardedProcessesSeam checks that a measured run on several
-// worker pairs (--processes with --shards) is refused with the reason
-// (the peer binaries' worker modes), before any sample runs.
-func TestSelectShardedProcessesSeam(t *testing.T) {
-	var out, errw bytes.Buffer
-	err := run(context.Background(), []string{"select", "--workload", "tiny", "--link", "lan", "--shards", "2", "--processes"}, &out, &errw)
-	if err == nil || !strings.Contains(err.Error(), "-worker -coordinator") || !strings.Contains(err.Error(), "drop --processes") {
-		t.Fatalf("err = %v", err)
-	}
-	if out.Len() != 0 {
-		t.Errorf("output %q", out.String())
-	}
-}
-
 // TestReportShardsOnly writes only the sharded projections' section: the
 // figures' workloads run, the section lands after the main generated part
 // (which is kept as it was) and replaces itself on a second run, with a
@@ -521,5 +509,86 @@ func TestReportShardsOnly(t *testing.T) {
 	if strings.Count(s, shardBegin) != 1 || strings.Count(s, shardEnd) != 1 || strings.Index(s, shardBegin) < strings.Index(s, reportEnd) ||
 		strings.Index(s, shardEnd) > strings.Index(s, "## Kept section") || strings.Contains(s, "## Online protocol costs") {
 		t.Errorf("sections misplaced:\n%s", s)
+	}
+}
+
+// TestMeasureShardScaling runs the measured sharded run on the small demo
+// (120 candidates) on one pair and on K = 2 worker pairs per party, as OS
+// processes on loopback through a relay per link: both select the budget
+// (less the bootstrap),
+// and the K-pair run has 7 processes (dealer, 2 coordinators, 4 workers)
+// and 3 relayed links (the coordinators', one per pair). It builds the
+// peer binaries: skipped with -short.
+func TestMeasureShardScaling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the peer binaries and runs three selections (about 40 s); skipped with -short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	link := transport.Profile{Name: "test", Bandwidth: 20_000_000, Latency: 5 * time.Millisecond}
+	cfg := bench.SelectConfig{Link: &link}
+	var logs strings.Builder
+	scale, runs, err := measureShardScaling(ctx, cfg, bench.ShardConfig{Shards: 2}, shardDemoTest, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatalf("%v\nlog:\n%s", err, &logs)
+	}
+	if len(scale) != 2 || len(runs) != 2 {
+		t.Fatalf("%d scalings, %d runs; want one pair's and two pairs'", len(scale), len(runs))
+	}
+	for i, want := range []struct{ shards, procs, links int }{{1, 3, 1}, {2, 7, 3}} {
+		s, m := scale[i], runs[i]
+		if s.Shards != want.shards || m.Processes != want.procs || m.LinkRelays != want.links {
+			t.Errorf("run %d: %d pairs, %d processes, %d relayed links; want %+v", i, s.Shards, m.Processes, m.LinkRelays, want)
+		}
+		if want := shardDemoTest.Budget - shardDemoTest.Bootstrap; m.Selected != want {
+			t.Errorf("run %d selected %d, want the budget less the bootstrap, %d", i, m.Selected, want)
+		}
+		if len(m.Phases) != 2 || m.Phases[0].Seconds <= 0 || m.Phases[0].Seconds+m.Phases[1].Seconds > s.Seconds || m.Phases[0].Batches == 0 {
+			t.Errorf("run %d: phases %v s in %.1f s; want two, within the run", i, m.Phases, s.Seconds)
+		}
+		if s.Seconds <= 0 || s.OnePairSeconds != scale[0].Seconds || m.CPU <= 0 {
+			t.Errorf("run %d: %+v, CPU %v", i, s, m.CPU)
+		}
+	}
+	var out strings.Builder
+	if err := printShardScaling(&out, shardDemoTest, "test", scale, runs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "efficiency") || strings.Count(out.String(), "\n") < 4 {
+		t.Errorf("table:\n%s", &out)
+	}
+	t.Logf("\n%s", &out)
+}
+
+// TestShardsProcessesNeedsALink: the measured sharded run refuses to run
+// without a link (each pair's own link is what it measures).
+func TestShardsProcessesNeedsALink(t *testing.T) {
+	var out, errw strings.Builder
+	err := run(context.Background(), []string{"select", "--shards", "2", "--processes", "--link", "none"}, &out, &errw)
+	if err == nil || !strings.Contains(err.Error(), "needs a link") {
+		t.Fatalf("select --shards 2 --processes --link none: %v", err)
+	}
+}
+
+// TestProjectFromOnePair: the projection of a one-pair run keeps the time
+// outside the phases and each phase's QuickSelect (rounds × round trip),
+// and paces the forward by the largest shard.
+func TestProjectFromOnePair(t *testing.T) {
+	one := &shardMeasurement{Shards: 1, Wall: 50 * time.Second, Phases: []runPhase{
+		{Seconds: 30, Batches: 8, SelectRounds: 100}, // QuickSelect 2 s at 20 ms
+		{Seconds: 10, Batches: 3, SelectRounds: 50},  // 1 s
+	}}
+	for _, tc := range []struct {
+		shards int
+		want   float64
+	}{
+		{1, 50},
+		{2, 10 + (2 + 28.0/2) + (1 + 9*2.0/3)},
+		{4, 10 + (2 + 28.0/4) + (1 + 9*1.0/3)},
+		{16, 10 + (2 + 28.0/8) + (1 + 9*1.0/3)}, // a batch per shard at most
+	} {
+		if got := projectFromOnePair(one, tc.shards, 20*time.Millisecond); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%d pairs: projected %.3f s, want %.3f", tc.shards, got, tc.want)
+		}
 	}
 }

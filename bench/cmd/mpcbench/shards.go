@@ -22,6 +22,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"text/tabwriter"
 
@@ -76,22 +80,76 @@ func setPool(cfg *bench.SelectConfig, pool int) error {
 	return nil
 }
 
-// errShardedProcesses says why a measured sharded run cannot run yet.
-var errShardedProcesses = errors.New("a measured run on several worker pairs needs the coordinator and worker modes of the peer binaries " +
-	"(modelowner/dataowner -shards K -workers-listen ADDR, and -worker -coordinator ADDR -shard-index N), which this build does not have; " +
-	"drop --processes for the projection (the sample run is one pair's either way)")
+// measureShardScaling runs the measured sharded run (shards_proc.go): the
+// selection of the quickstart's MNIST demo (demo) as OS processes on loopback, on one pair and on 2, 4, ...
+// up to sc.Shards worker pairs per party (and sc.Shards itself), every
+// pair's link and the coordinators' through its own relay of cfg.Link, the
+// dealer one host on unshaped loopback. It returns each run against the
+// one pair's (bench.ShardScaling; ProjectedSeconds is ProjectShards's
+// model applied to the one-pair run's measured phases, projectFromOnePair:
+// the demo's model is no bench workload to project a sample of) and the
+// runs themselves. The workload of cfg is not used: the peer binaries run
+// the demo.
+func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.ShardConfig, demo shardDemo, log *slog.Logger) ([]bench.ShardScaling, []*shardMeasurement, error) {
+	if cfg.Link == nil {
+		return nil, nil, errors.New("a measured sharded run needs a link (--link lan|paper-wan or --bandwidth/--rtt): each pair's own link is what scales")
+	}
+	dir, err := os.MkdirTemp("", "mpcbench-shards-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	k, err := newPeerKit(ctx, dir, demo, *cfg.Link, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := k.run(ctx, "generate", "", 1); err != nil {
+		return nil, nil, fmt.Errorf("generating the proxies: %w", err)
+	}
+	proxies := filepath.Join(k.dir, "generate", "mo", "proxies")
+	counts := []int{1}
+	for n := 2; n < sc.Shards; n *= 2 {
+		counts = append(counts, n)
+	}
+	counts = append(counts, sc.Shards)
+	var runs []*shardMeasurement
+	for _, n := range counts {
+		m, err := k.run(ctx, fmt.Sprintf("k%d", n), proxies, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		log.Info("measured sharded run", "shards", n, "wall", m.Wall, "cpu", m.CPU)
+		runs = append(runs, m)
+	}
+	var out []bench.ShardScaling
+	for _, m := range runs {
+		out = append(out, bench.ShardScaling{Shards: m.Shards, Link: bench.SpecOf(cfg.Link).Name, OnePairSeconds: runs[0].Wall.Seconds(),
+			Seconds: m.Wall.Seconds(), ProjectedSeconds: projectFromOnePair(runs[0], m.Shards, 2*cfg.Link.Latency)})
+	}
+	return out, runs, nil
+}
 
-// measureShardScaling is the seam of the measured sharded run: it is to
-// start both parties' coordinators and sc.Shards worker pairs as OS
-// processes on loopback (each pair's link through a relay of cfg.Link,
-// the dealer as cfg.DealerLinks place it), run the selection of cfg's
-// sample once on one pair and once on K pairs, and return the measured
-// times against the projection (bench.ShardScaling). It needs the peer
-// binaries' coordinator and worker modes (issue 28), so it reports
-// errShardedProcesses until they exist.
-func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.ShardConfig) (*bench.ShardScaling, error) {
-	_, _ = ctx, cfg
-	return nil, errShardedProcesses
+// printShardScaling prints the measured sharded runs.
+func printShardScaling(w io.Writer, demo shardDemo, link string, sc []bench.ShardScaling, runs []*shardMeasurement) error {
+	fmt.Fprintf(w, "measured sharded selection (quickstart MNIST demo, %d candidates, %s) as OS processes on loopback, each pair's and the coordinators' link through its own relay of %s, the dealer on unshaped loopback:\n",
+		demo.Pool, demo, link)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "pairs\tprocesses\tlinks\twall s\tphases s\tCPU s\tCPU/wall\tspeed-up\tefficiency\tprojected s\tmodel error\tselected\t")
+	for i, s := range sc {
+		m := runs[i]
+		ph := make([]string, len(m.Phases))
+		for j, p := range m.Phases {
+			ph[j] = fmt.Sprintf("%.1f", p.Seconds)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%s\t%.1f\t%.2f\t%.2f\t%.2f\t%.1f\t%+.0f%%\t%d\t\n", s.Shards, m.Processes, m.LinkRelays, s.Seconds, strings.Join(ph, " + "), m.CPU.Seconds(),
+			m.CPU.Seconds()/s.Seconds, s.Speedup(), s.Efficiency(), s.ProjectedSeconds, 100*s.ModelError(), m.Selected)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "projected: bench.ProjectShards's model applied to the one-pair run's phases (outside the phases unchanged; per phase QuickSelect, its rounds × the round trip, unchanged and the forward paced by the largest shard, ⌈batches ÷ K⌉); model error = (measured − projected) ÷ projected.")
+	fmt.Fprintf(w, "CPU/wall is the processes' CPU time over the wall time (this machine has %d cores): well below the cores, the links bound the run; near them, the CPU does.\n", runtime.NumCPU())
+	return nil
 }
 
 // printSharded prints a report's sharded projection, and the same with

@@ -1,0 +1,433 @@
+package main
+
+// The measured sharded run (select --shards K --processes): the peer
+// binaries (examples/dealer, modelowner, dataowner, quickstart) built once,
+// the quickstart's MNIST demo exported as their files, one run generating
+// the proxies (unshaped, not timed), then the selection from those proxies
+// on 1 pair and on 2, 4, ... K worker pairs per party as OS processes on
+// loopback: the coordinators' link and every worker pair's link each
+// through its own relay of the selection's link (bench.Relay), the dealer
+// (one host serving every pair, -max-conns K+2) on unshaped loopback.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// shardDemo is the demo selection of a measured sharded run: Pool
+// candidates of the quickstart's MNIST demo, Bootstrap labelled, Budget
+// selected, in two phases (half the candidates survive the first) of
+// batches of 16, so that every shard of K ≤ 4 pairs holds batches.
+type shardDemo struct {
+	Pool, Budget, Bootstrap int
+}
+
+// The demos of the measured run: the command's, and the test's (small).
+var (
+	shardDemoRun  = shardDemo{Pool: 600, Budget: 160, Bootstrap: 100}
+	shardDemoTest = shardDemo{Pool: 120, Budget: 40, Bootstrap: 20}
+)
+
+// params are the selection flags of both parties.
+func (d shardDemo) params() []string {
+	return []string{"-budget", strconv.Itoa(d.Budget), "-bootstrap", strconv.Itoa(d.Bootstrap),
+		"-schedule", "1:2:4@0.5,2:2:8", "-batch", "16", "-workers", "2", "-appraisal", "mean"}
+}
+
+func (d shardDemo) String() string { return strings.Join(d.params(), " ") }
+
+// shardMeasurement is one measured run of the peer binaries.
+type shardMeasurement struct {
+	Shards     int
+	Wall       time.Duration // start of the parties to both coordinators' exit
+	CPU        time.Duration // user + system time of every process of the run
+	Selected   int
+	Phases     []runPhase // the model owner's coordinator's
+	Processes  int
+	LinkRelays int
+}
+
+// peerKit is the built peer binaries and the exported demo.
+type peerKit struct {
+	demo               shardDemo
+	bin, dir           string
+	pool, labels, ckpt string    // the demo's files
+	mo, do, dealer     [2]string // cert, key
+	log                *slog.Logger
+	deadline           time.Duration // of one run
+	relays             sync.WaitGroup
+	link               transport.Profile
+}
+
+// moduleRoot returns the directory of the module's go.mod (the peer
+// binaries are built from its source).
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD (run mpcbench from the selectformer module, with the go tool on PATH): %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the selectformer module: run mpcbench --processes --shards from the repository")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// newPeerKit builds the binaries into dir and exports the demo.
+func newPeerKit(ctx context.Context, dir string, demo shardDemo, link transport.Profile, log *slog.Logger) (*peerKit, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k := &peerKit{demo: demo, bin: filepath.Join(dir, "bin"), dir: filepath.Join(dir, "demo"), link: link, log: log, deadline: 10 * time.Minute}
+	build := exec.CommandContext(ctx, "go", "build", "-o", k.bin+string(filepath.Separator),
+		"./examples/quickstart", "./examples/dealer", "./examples/modelowner", "./examples/dataowner")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building the peer binaries: %w\n%s", err, out)
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(k.bin, "quickstart"), "-export", k.dir, "-pool", strconv.Itoa(demo.Pool), "-epochs", "2",
+		"-budget", strconv.Itoa(demo.Budget), "-bootstrap", strconv.Itoa(demo.Bootstrap)).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return nil, fmt.Errorf("quickstart -export: %w", err)
+	}
+	m := regexp.MustCompile(`^wrote (\S+), (\S+), (\S+) and identities`).FindStringSubmatch(string(out))
+	if m == nil {
+		return nil, fmt.Errorf("quickstart -export printed %q: want its files", firstLine(string(out)))
+	}
+	k.pool, k.labels, k.ckpt = m[1], m[2], m[3]
+	for _, p := range []struct {
+		dst  *[2]string
+		name string
+	}{{&k.mo, "modelowner"}, {&k.do, "dataowner"}, {&k.dealer, "dealer"}} {
+		*p.dst = [2]string{filepath.Join(k.dir, p.name+".crt"), filepath.Join(k.dir, p.name+".key")}
+	}
+	return k, nil
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return s
+}
+
+// peerProc is a running peer binary.
+type peerProc struct {
+	name   string
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr *lockedBuffer
+	done   chan struct{}
+	err    error
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// start starts a binary of the kit; it is killed when ctx ends.
+func (k *peerKit) start(ctx context.Context, name string, args ...string) (*peerProc, error) {
+	p := &peerProc{name: name, cmd: exec.CommandContext(ctx, filepath.Join(k.bin, name), args...), lines: make(chan string, 16),
+		stderr: &lockedBuffer{}, done: make(chan struct{})}
+	p.cmd.Stderr = p.stderr
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitLine returns what follows prefix on the first stdout line that
+// starts with it.
+func (p *peerProc) waitLine(ctx context.Context, prefix string) (string, error) {
+	for {
+		select {
+		case l := <-p.lines:
+			if s, ok := strings.CutPrefix(l, prefix); ok {
+				return s, nil
+			}
+		case <-p.done:
+			return "", fmt.Errorf("%s exited before printing %q: %v; stderr:\n%s", p.name, prefix, p.err, p.stderr)
+		case <-ctx.Done():
+			return "", fmt.Errorf("%s printed no %q line: %w", p.name, prefix, ctx.Err())
+		}
+	}
+}
+
+// wait waits for the process to exit and returns its error.
+func (p *peerProc) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", p.name, ctx.Err())
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s: %w; stderr:\n%s", p.name, p.err, p.stderr)
+	}
+	return nil
+}
+
+func (p *peerProc) cpu() time.Duration {
+	if st := p.cmd.ProcessState; st != nil {
+		return st.UserTime() + st.SystemTime()
+	}
+	return 0
+}
+
+// relay starts a relay of the kit's link in front of target and returns
+// its address; it runs until ctx ends.
+func (k *peerKit) relay(ctx context.Context, target string) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	k.relays.Add(1)
+	go func() {
+		defer k.relays.Done()
+		if err := bench.Relay(ctx, ln, target, k.link, k.log); err != nil {
+			k.log.Warn("relay", "target", target, "err", err)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+// freeAddr returns a loopback address that was free a moment ago.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func (k *peerKit) dealerArgs(addr string) []string {
+	return []string{"-dealer", addr, "-dealer-fingerprint", k.dealer[0]}
+}
+
+// run runs one selection: generation (proxies "": the model owner
+// generates the proxies into its state, over an unshaped link) or from
+// proxies on shards worker pairs (1: today's one pair), and measures it.
+func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*shardMeasurement, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.deadline)
+	defer cancel()
+	rctx, stopRelays := context.WithCancel(ctx)
+	defer k.relays.Wait()
+	defer stopRelays()
+	dir := filepath.Join(k.dir, name)
+	dl, err := k.start(ctx, "dealer", "-cert", k.dealer[0], "-key", k.dealer[1], "-listen-p0", "127.0.0.1:0", "-listen-p1", "127.0.0.1:0",
+		"-p0-fingerprint", k.mo[0], "-p1-fingerprint", k.do[0], "-max-conns", strconv.Itoa(shards+2), "-log", "warn")
+	if err != nil {
+		return nil, err
+	}
+	procs := []*peerProc{dl}
+	defer func() {
+		for _, p := range procs {
+			_ = p.cmd.Process.Kill()
+		}
+	}()
+	l, err := dl.waitLine(ctx, "dealer listening ")
+	if err != nil {
+		return nil, err
+	}
+	var d0, d1 string
+	if _, err := fmt.Sscanf(l, "p0=%s p1=%s", &d0, &d1); err != nil {
+		return nil, fmt.Errorf("dealer printed %q: %w", l, err)
+	}
+	params := k.demo.params()
+	m := &shardMeasurement{Shards: shards}
+	start := time.Now()
+	moArgs := append([]string{"-cert", k.mo[0], "-key", k.mo[1], "-listen", "127.0.0.1:0", "-peer-fingerprint", k.do[0],
+		"-pool-size", strconv.Itoa(k.demo.Pool), "-connect-timeout", "60s", "-log", "warn", "-state", filepath.Join(dir, "mo"),
+		"-out", filepath.Join(dir, "mo.json")}, params...)
+	if proxies == "" {
+		moArgs = append(moArgs, "-model", k.ckpt, "-labels", k.labels, "-mlp-points", "4000")
+	} else {
+		moArgs = append(moArgs, "-proxies", proxies)
+	}
+	if shards > 1 {
+		moArgs = append(moArgs, "-shards", strconv.Itoa(shards), "-workers-listen", "127.0.0.1:0")
+	}
+	mo, err := k.start(ctx, "modelowner", append(moArgs, k.dealerArgs(d0)...)...)
+	if err != nil {
+		return nil, err
+	}
+	procs = append(procs, mo)
+	var moWorkers string
+	if shards > 1 {
+		if moWorkers, err = mo.waitLine(ctx, "modelowner workers listening "); err != nil {
+			return nil, err
+		}
+	}
+	moAddr, err := mo.waitLine(ctx, "modelowner listening ")
+	if err != nil {
+		return nil, err
+	}
+	if proxies != "" {
+		if moAddr, err = k.relay(rctx, moAddr); err != nil {
+			return nil, err
+		}
+		m.LinkRelays++
+	}
+	doArgs := append([]string{"-cert", k.do[0], "-key", k.do[1], "-connect", moAddr, "-peer-fingerprint", k.mo[0],
+		"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", "warn", "-state", filepath.Join(dir, "do"),
+		"-out", filepath.Join(dir, "do.json")}, params...)
+	if shards > 1 {
+		doArgs = append(doArgs, "-shards", strconv.Itoa(shards), "-workers-listen", "127.0.0.1:0")
+	}
+	do, err := k.start(ctx, "dataowner", append(doArgs, k.dealerArgs(d1)...)...)
+	if err != nil {
+		return nil, err
+	}
+	procs = append(procs, do)
+	if shards > 1 {
+		doWorkers, err := do.waitLine(ctx, "dataowner workers listening ")
+		if err != nil {
+			return nil, err
+		}
+		for i := range shards {
+			pair, err := freeAddr()
+			if err != nil {
+				return nil, err
+			}
+			via, err := k.relay(rctx, pair)
+			if err != nil {
+				return nil, err
+			}
+			m.LinkRelays++
+			ws := filepath.Join(dir, fmt.Sprintf("worker-%d", i))
+			w0, err := k.start(ctx, "modelowner", append([]string{"-worker", "-cert", k.mo[0], "-key", k.mo[1], "-peer-fingerprint", k.do[0],
+				"-connect", via, "-coordinator", moWorkers, "-shard-index", strconv.Itoa(i), "-state", ws + "-mo",
+				"-connect-timeout", "60s", "-log", "warn"}, k.dealerArgs(d0)...)...)
+			if err != nil {
+				return nil, err
+			}
+			procs = append(procs, w0)
+			w1, err := k.start(ctx, "dataowner", append([]string{"-worker", "-cert", k.do[0], "-key", k.do[1], "-peer-fingerprint", k.mo[0],
+				"-listen", pair, "-coordinator", doWorkers, "-shard-index", strconv.Itoa(i), "-state", ws + "-do",
+				"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", "warn"}, k.dealerArgs(d1)...)...)
+			if err != nil {
+				return nil, err
+			}
+			procs = append(procs, w1)
+		}
+	}
+	// Both coordinators and every worker end with the selection.
+	for _, p := range procs[1:] {
+		if err := p.wait(ctx); err != nil {
+			return nil, fmt.Errorf("%s run: %w", name, err)
+		}
+	}
+	m.Wall = time.Since(start)
+	_ = dl.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-dl.done:
+	case <-time.After(5 * time.Second):
+		_ = dl.cmd.Process.Kill()
+		<-dl.done
+	}
+	for _, p := range procs {
+		m.CPU += p.cpu()
+	}
+	m.Processes = len(procs)
+	if m.Selected, m.Phases, err = readRunResult(filepath.Join(dir, "mo.json")); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// runPhase is what a measured run's result says of one phase.
+type runPhase struct {
+	Seconds      float64 `json:"seconds"`
+	Batches      int     `json:"batches"`
+	SelectRounds int64   `json:"select_rounds"`
+}
+
+// readRunResult reads a party's result file (selection.Result as JSON,
+// at most 16 MiB): how many candidates it selected and its phases.
+func readRunResult(path string) (selected int, phases []runPhase, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, nil, fmt.Errorf("result: %w", err)
+	}
+	defer f.Close()
+	var r struct {
+		Selected []int      `json:"selected"`
+		Phases   []runPhase `json:"phases"`
+	}
+	if err := json.NewDecoder(io.LimitReader(f, 16<<20)).Decode(&r); err != nil {
+		return 0, nil, fmt.Errorf("result %s: %w", path, err)
+	}
+	return len(r.Selected), r.Phases, nil
+}
+
+// projectFromOnePair projects the one-pair run one to shards pairs by
+// bench.ProjectShards's model, applied to the measured phases: the time
+// outside the phases (start, handshakes, proxies, appraisal) unchanged;
+// in each phase, QuickSelect at the full size on the coordinators' link
+// (its rounds times the round trip rtt) unchanged, and the rest (the
+// forward) paced by the largest shard, ⌈batches ÷ shards⌉ of the phase's
+// batches.
+func projectFromOnePair(one *shardMeasurement, shards int, rtt time.Duration) float64 {
+	t := one.Wall.Seconds()
+	for _, p := range one.Phases {
+		t -= p.Seconds
+	}
+	for _, p := range one.Phases {
+		topk := min(p.Seconds, float64(p.SelectRounds)*rtt.Seconds())
+		fwd := p.Seconds - topk
+		if p.Batches > 0 {
+			largest := (p.Batches + shards - 1) / shards
+			fwd *= float64(largest) / float64(p.Batches)
+		}
+		t += topk + fwd
+	}
+	return t
+}
