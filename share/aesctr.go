@@ -45,7 +45,7 @@ func NewAESKey(key []byte) (*AESKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("share: aes: %w", err)
 	}
-	return &AESKey{rk: expandKey128([16]byte(key)), block: b}, nil
+	return &AESKey{rk: AES128RoundKeys([16]byte(key)), block: b}, nil
 }
 
 // Block returns the key's crypto/aes block cipher.
@@ -163,9 +163,10 @@ var aesSbox = func() (s [256]byte) {
 	return s
 }()
 
-// expandKey128 is the AES-128 key schedule (FIPS-197 §5.2): the 11 round
-// keys in order.
-func expandKey128(key [16]byte) (rk [176]byte) {
+// AES128RoundKeys is the AES-128 key schedule (FIPS-197 §5.2): the 11
+// round keys in order, as AESENC expects them. It is the one key schedule
+// of the module's AES assembly (AESKey here, beaver/ot's fixed-key hash).
+func AES128RoundKeys(key [16]byte) (rk [176]byte) {
 	copy(rk[:16], key[:])
 	rcon := byte(1)
 	for i := 16; i < 176; i += 4 {

@@ -5,6 +5,8 @@ import (
 	"crypto/cipher"
 	"encoding/binary"
 	"unsafe"
+
+	"github.com/selectformer/selectformer/share"
 )
 
 // Block is a 128-bit string: Lo holds bits 0–63, Hi bits 64–127. Its byte
@@ -45,7 +47,7 @@ type fixedAES struct {
 
 func newFixedAES(key [16]byte) *fixedAES {
 	f := &fixedAES{}
-	f.rk = expandKey128(key)
+	f.rk = share.AES128RoundKeys(key)
 	b, err := aes.NewCipher(key[:])
 	if err != nil { // a 16-byte key is always valid
 		panic("ot: aes: " + err.Error())
@@ -76,61 +78,6 @@ func (f *fixedAES) encryptGeneric(dst, src []Block) {
 		f.blk.Encrypt(buf[:], buf[:])
 		dst[i] = Block{binary.LittleEndian.Uint64(buf[:8]), binary.LittleEndian.Uint64(buf[8:])}
 	}
-}
-
-// sbox is the AES S-box, computed from its definition (multiplicative
-// inverse in GF(2^8) followed by the affine map) rather than typed in.
-var sbox = func() (s [256]byte) {
-	mul := func(a, b byte) byte {
-		var p byte
-		for b != 0 {
-			if b&1 != 0 {
-				p ^= a
-			}
-			hi := a & 0x80
-			a <<= 1
-			if hi != 0 {
-				a ^= 0x1b
-			}
-			b >>= 1
-		}
-		return p
-	}
-	rotl := func(x byte, n uint) byte { return x<<n | x>>(8-n) }
-	for x := 0; x < 256; x++ {
-		// inverse = x^254
-		inv, p := byte(1), byte(x)
-		for e := 254; e > 0; e >>= 1 {
-			if e&1 != 0 {
-				inv = mul(inv, p)
-			}
-			p = mul(p, p)
-		}
-		if x == 0 {
-			inv = 0
-		}
-		s[x] = inv ^ rotl(inv, 1) ^ rotl(inv, 2) ^ rotl(inv, 3) ^ rotl(inv, 4) ^ 0x63
-	}
-	return s
-}()
-
-// expandKey128 is the AES-128 key schedule (FIPS-197 §5.2); the result is
-// the 11 round keys in order, as AESENC expects them.
-func expandKey128(key [16]byte) (rk [176]byte) {
-	copy(rk[:16], key[:])
-	rcon := byte(1)
-	for i := 16; i < 176; i += 4 {
-		var t [4]byte
-		copy(t[:], rk[i-4:i])
-		if i%16 == 0 {
-			t = [4]byte{sbox[t[1]] ^ rcon, sbox[t[2]], sbox[t[3]], sbox[t[0]]}
-			rcon = rcon<<1 ^ (rcon>>7)*0x1b
-		}
-		for j := range 4 {
-			rk[i+j] = rk[i-16+j] ^ t[j]
-		}
-	}
-	return rk
 }
 
 // hasher is the tweakable circular correlation-robust hash of Guo, Katz,
