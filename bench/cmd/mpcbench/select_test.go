@@ -528,7 +528,7 @@ func TestMeasureShardScaling(t *testing.T) {
 	link := transport.Profile{Name: "test", Bandwidth: 20_000_000, Latency: 5 * time.Millisecond}
 	cfg := bench.SelectConfig{Link: &link}
 	var logs strings.Builder
-	scale, runs, err := measureShardScaling(ctx, cfg, bench.ShardConfig{Shards: 2}, shardDemoTest, slog.New(slog.NewTextHandler(&logs, nil)))
+	scale, runs, err := measureShardScaling(ctx, cfg, bench.ShardConfig{Shards: 2}, shardDemoTest, "", slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, &logs)
 	}
@@ -567,6 +567,23 @@ func TestShardsProcessesNeedsALink(t *testing.T) {
 	err := run(context.Background(), []string{"select", "--shards", "2", "--processes", "--link", "none"}, &out, &errw)
 	if err == nil || !strings.Contains(err.Error(), "needs a link") {
 		t.Fatalf("select --shards 2 --processes --link none: %v", err)
+	}
+}
+
+// TestShardsProcessesPeerBin: --peer-bin names a directory of prebuilt peer
+// binaries (a host without the go tool); one missing is refused by name
+// before anything runs.
+func TestShardsProcessesPeerBin(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"quickstart", "dealer", "modelowner"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errw strings.Builder
+	err := run(context.Background(), []string{"select", "--shards", "2", "--processes", "--bandwidth", "5MB", "--rtt", "20ms", "--peer-bin", dir}, &out, &errw)
+	if err == nil || !strings.Contains(err.Error(), "want an executable dataowner there") {
+		t.Fatalf("select --peer-bin without dataowner: %v", err)
 	}
 }
 

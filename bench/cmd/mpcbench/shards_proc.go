@@ -90,18 +90,38 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// newPeerKit builds the binaries into dir and exports the demo.
-func newPeerKit(ctx context.Context, dir string, demo shardDemo, link transport.Profile, log *slog.Logger) (*peerKit, error) {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return nil, err
-	}
+// peerBinaries are the binaries a measured sharded run starts.
+var peerBinaries = []string{"quickstart", "dealer", "modelowner", "dataowner"}
+
+// newPeerKit builds the binaries into dir (or, with peerBin set, uses the
+// prebuilt ones there: a host without the go tool) and exports the demo.
+func newPeerKit(ctx context.Context, dir string, demo shardDemo, peerBin string, link transport.Profile, log *slog.Logger) (*peerKit, error) {
 	k := &peerKit{demo: demo, bin: filepath.Join(dir, "bin"), dir: filepath.Join(dir, "demo"), link: link, log: log, deadline: 10 * time.Minute}
-	build := exec.CommandContext(ctx, "go", "build", "-o", k.bin+string(filepath.Separator),
-		"./examples/quickstart", "./examples/dealer", "./examples/modelowner", "./examples/dataowner")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the peer binaries: %w\n%s", err, out)
+	if peerBin != "" {
+		abs, err := filepath.Abs(peerBin)
+		if err != nil {
+			return nil, fmt.Errorf("--peer-bin: %w", err)
+		}
+		for _, name := range peerBinaries {
+			if fi, err := os.Stat(filepath.Join(abs, name)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+				return nil, fmt.Errorf("--peer-bin %s: want an executable %s there (go build -o DIR/ ./examples/quickstart ./examples/dealer ./examples/modelowner ./examples/dataowner)", peerBin, name)
+			}
+		}
+		k.bin = abs
+	} else {
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		args := []string{"build", "-o", k.bin + string(filepath.Separator)}
+		for _, name := range peerBinaries {
+			args = append(args, "./examples/"+name)
+		}
+		build := exec.CommandContext(ctx, "go", args...)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building the peer binaries: %w\n%s", err, out)
+		}
 	}
 	out, err := exec.CommandContext(ctx, filepath.Join(k.bin, "quickstart"), "-export", k.dir, "-pool", strconv.Itoa(demo.Pool), "-epochs", "2",
 		"-budget", strconv.Itoa(demo.Budget), "-bootstrap", strconv.Itoa(demo.Bootstrap)).Output()
