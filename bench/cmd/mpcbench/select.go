@@ -270,7 +270,9 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
 	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
 	pool := fs.Int("pool", 0, "project to a pool of N candidates (0: the workload's); QuickSelect is measured at its phases' sizes")
-	peerBin := fs.String("peer-bin", "", "with --processes --shards: a directory holding prebuilt quickstart, dealer, modelowner and dataowner binaries (default: build them from the module's source with the go tool)")
+	var peer peerOptions
+	fs.StringVar(&peer.Bin, "peer-bin", "", "with --processes --shards: a directory holding prebuilt quickstart, dealer, modelowner and dataowner binaries (default: build them from the module's source with the go tool)")
+	fs.StringVar(&peer.Logs, "peer-logs", "", "with --processes --shards: run every process at -log info and write each one's log to this directory (RUN-NN-ROLE.log)")
 	shf := addShardFlags(fs)
 	sf := addSelectFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -291,7 +293,7 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// The measured sharded run instead of the sample (shards.go).
 		ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 		defer cancel()
-		scale, runs, err := measureShardScaling(ctx, cfg, sc, shardDemoRun, *peerBin, slog.New(slog.NewTextHandler(stderr, nil)))
+		scale, runs, err := measureShardScaling(ctx, cfg, sc, shardDemoRun, peer, slog.New(slog.NewTextHandler(stderr, nil)))
 		if err != nil {
 			return fmt.Errorf("select: --processes with --shards %d: %w", sc.Shards, err)
 		}

@@ -528,7 +528,8 @@ func TestMeasureShardScaling(t *testing.T) {
 	link := transport.Profile{Name: "test", Bandwidth: 20_000_000, Latency: 5 * time.Millisecond}
 	cfg := bench.SelectConfig{Link: &link}
 	var logs strings.Builder
-	scale, runs, err := measureShardScaling(ctx, cfg, bench.ShardConfig{Shards: 2}, shardDemoTest, "", slog.New(slog.NewTextHandler(&logs, nil)))
+	logDir := t.TempDir()
+	scale, runs, err := measureShardScaling(ctx, cfg, bench.ShardConfig{Shards: 2}, shardDemoTest, peerOptions{Logs: logDir}, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatalf("%v\nlog:\n%s", err, &logs)
 	}
@@ -548,6 +549,13 @@ func TestMeasureShardScaling(t *testing.T) {
 		}
 		if s.Seconds <= 0 || s.OnePairSeconds != scale[0].Seconds || m.CPU <= 0 {
 			t.Errorf("run %d: %+v, CPU %v", i, s, m.CPU)
+		}
+	}
+	// --peer-logs: every process of every run wrote its log there, at -log info.
+	for _, name := range []string{"generate-00-dealer", "generate-02-dataowner", "k1-01-modelowner", "k2-03-worker0-modelowner", "k2-06-worker1-dataowner"} {
+		b, err := os.ReadFile(filepath.Join(logDir, name+".log"))
+		if err != nil || !strings.Contains(string(b), "level=INFO") {
+			t.Errorf("peer log %s: %v, %d bytes, want info lines", name, err, len(b))
 		}
 	}
 	var out strings.Builder

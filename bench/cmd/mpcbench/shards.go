@@ -90,7 +90,7 @@ func setPool(cfg *bench.SelectConfig, pool int) error {
 // the demo's model is no bench workload to project a sample of) and the
 // runs themselves. The workload of cfg is not used: the peer binaries run
 // the demo.
-func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.ShardConfig, demo shardDemo, peerBin string, log *slog.Logger) ([]bench.ShardScaling, []*shardMeasurement, error) {
+func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.ShardConfig, demo shardDemo, peer peerOptions, log *slog.Logger) ([]bench.ShardScaling, []*shardMeasurement, error) {
 	if cfg.Link == nil {
 		return nil, nil, errors.New("a measured sharded run needs a link (--link lan|paper-wan or --bandwidth/--rtt): each pair's own link is what scales")
 	}
@@ -99,7 +99,7 @@ func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.S
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	k, err := newPeerKit(ctx, dir, demo, peerBin, *cfg.Link, log)
+	k, err := newPeerKit(ctx, dir, demo, peer, *cfg.Link, log)
 	if err != nil {
 		return nil, nil, err
 	}

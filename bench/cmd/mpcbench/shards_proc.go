@@ -74,6 +74,46 @@ type peerKit struct {
 	deadline           time.Duration // of one run
 	relays             sync.WaitGroup
 	link               transport.Profile
+	logDir             string // each process's log, at -log info ("": none, -log warn)
+}
+
+// logLevel is the peer processes' -log level.
+func (k *peerKit) logLevel() string {
+	if k.logDir != "" {
+		return "info"
+	}
+	return "warn"
+}
+
+// peerRole names the i-th process a run starts (the order of run).
+func peerRole(i int) string {
+	switch i {
+	case 0:
+		return "dealer"
+	case 1:
+		return "modelowner"
+	case 2:
+		return "dataowner"
+	}
+	side := "modelowner"
+	if (i-3)%2 == 1 {
+		side = "dataowner"
+	}
+	return fmt.Sprintf("worker%d-%s", (i-3)/2, side)
+}
+
+// saveLogs writes each process's log of run name to the kit's log
+// directory, if it has one.
+func (k *peerKit) saveLogs(name string, procs []*peerProc) {
+	if k.logDir == "" {
+		return
+	}
+	for i, p := range procs {
+		path := filepath.Join(k.logDir, fmt.Sprintf("%s-%02d-%s.log", name, i, peerRole(i)))
+		if err := os.WriteFile(path, []byte(p.stderr.String()), 0o644); err != nil {
+			k.log.Warn("peer log", "path", path, "err", err)
+		}
+	}
 }
 
 // moduleRoot returns the directory of the module's go.mod (the peer
@@ -90,13 +130,26 @@ func moduleRoot(ctx context.Context) (string, error) {
 	return filepath.Dir(mod), nil
 }
 
+// peerOptions are the measured sharded run's choices of binaries and logs.
+type peerOptions struct {
+	Bin  string // prebuilt peer binaries ("": build them with the go tool)
+	Logs string // where each process's log goes, at -log info ("": nowhere, -log warn)
+}
+
 // peerBinaries are the binaries a measured sharded run starts.
 var peerBinaries = []string{"quickstart", "dealer", "modelowner", "dataowner"}
 
 // newPeerKit builds the binaries into dir (or, with peerBin set, uses the
 // prebuilt ones there: a host without the go tool) and exports the demo.
-func newPeerKit(ctx context.Context, dir string, demo shardDemo, peerBin string, link transport.Profile, log *slog.Logger) (*peerKit, error) {
-	k := &peerKit{demo: demo, bin: filepath.Join(dir, "bin"), dir: filepath.Join(dir, "demo"), link: link, log: log, deadline: 10 * time.Minute}
+func newPeerKit(ctx context.Context, dir string, demo shardDemo, opts peerOptions, link transport.Profile, log *slog.Logger) (*peerKit, error) {
+	k := &peerKit{demo: demo, bin: filepath.Join(dir, "bin"), dir: filepath.Join(dir, "demo"), link: link, log: log, deadline: 10 * time.Minute,
+		logDir: opts.Logs}
+	if k.logDir != "" {
+		if err := os.MkdirAll(k.logDir, 0o755); err != nil {
+			return nil, fmt.Errorf("--peer-logs: %w", err)
+		}
+	}
+	peerBin := opts.Bin
 	if peerBin != "" {
 		abs, err := filepath.Abs(peerBin)
 		if err != nil {
@@ -283,7 +336,7 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 	defer stopRelays()
 	dir := filepath.Join(k.dir, name)
 	dl, err := k.start(ctx, "dealer", "-cert", k.dealer[0], "-key", k.dealer[1], "-listen-p0", "127.0.0.1:0", "-listen-p1", "127.0.0.1:0",
-		"-p0-fingerprint", k.mo[0], "-p1-fingerprint", k.do[0], "-max-conns", strconv.Itoa(shards+2), "-log", "warn")
+		"-p0-fingerprint", k.mo[0], "-p1-fingerprint", k.do[0], "-max-conns", strconv.Itoa(shards+2), "-log", k.logLevel())
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +345,10 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 		for _, p := range procs {
 			_ = p.cmd.Process.Kill()
 		}
+		for _, p := range procs {
+			<-p.done
+		}
+		k.saveLogs(name, procs)
 	}()
 	l, err := dl.waitLine(ctx, "dealer listening ")
 	if err != nil {
@@ -305,7 +362,7 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 	m := &shardMeasurement{Shards: shards}
 	start := time.Now()
 	moArgs := append([]string{"-cert", k.mo[0], "-key", k.mo[1], "-listen", "127.0.0.1:0", "-peer-fingerprint", k.do[0],
-		"-pool-size", strconv.Itoa(k.demo.Pool), "-connect-timeout", "60s", "-log", "warn", "-state", filepath.Join(dir, "mo"),
+		"-pool-size", strconv.Itoa(k.demo.Pool), "-connect-timeout", "60s", "-log", k.logLevel(), "-state", filepath.Join(dir, "mo"),
 		"-out", filepath.Join(dir, "mo.json")}, params...)
 	if proxies == "" {
 		moArgs = append(moArgs, "-model", k.ckpt, "-labels", k.labels, "-mlp-points", "4000")
@@ -337,7 +394,7 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 		m.LinkRelays++
 	}
 	doArgs := append([]string{"-cert", k.do[0], "-key", k.do[1], "-connect", moAddr, "-peer-fingerprint", k.mo[0],
-		"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", "warn", "-state", filepath.Join(dir, "do"),
+		"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", k.logLevel(), "-state", filepath.Join(dir, "do"),
 		"-out", filepath.Join(dir, "do.json")}, params...)
 	if shards > 1 {
 		doArgs = append(doArgs, "-shards", strconv.Itoa(shards), "-workers-listen", "127.0.0.1:0")
@@ -365,14 +422,14 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 			ws := filepath.Join(dir, fmt.Sprintf("worker-%d", i))
 			w0, err := k.start(ctx, "modelowner", append([]string{"-worker", "-cert", k.mo[0], "-key", k.mo[1], "-peer-fingerprint", k.do[0],
 				"-connect", via, "-coordinator", moWorkers, "-shard-index", strconv.Itoa(i), "-state", ws + "-mo",
-				"-connect-timeout", "60s", "-log", "warn"}, k.dealerArgs(d0)...)...)
+				"-connect-timeout", "60s", "-log", k.logLevel()}, k.dealerArgs(d0)...)...)
 			if err != nil {
 				return nil, err
 			}
 			procs = append(procs, w0)
 			w1, err := k.start(ctx, "dataowner", append([]string{"-worker", "-cert", k.do[0], "-key", k.do[1], "-peer-fingerprint", k.mo[0],
 				"-listen", pair, "-coordinator", doWorkers, "-shard-index", strconv.Itoa(i), "-state", ws + "-do",
-				"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", "warn"}, k.dealerArgs(d1)...)...)
+				"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", k.logLevel()}, k.dealerArgs(d1)...)...)
 			if err != nil {
 				return nil, err
 			}
