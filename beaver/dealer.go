@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,7 +33,13 @@ type dealerCore struct {
 	mu       sync.Mutex
 	state    *dealerState // persisted view: session keys and marks
 	sessions map[SessionID]*coreSession
-	waiting  [2]*joiner // a party that presented a session id and waits for the other
+	// waiting holds each party's presentations of a session id that wait for
+	// the other party's presentation of the same id: one dealer serves many
+	// sessions at once (a sharded selection's worker pairs), so presentations
+	// pair by id, not by arrival. At most one per (id, party): a newer one
+	// supersedes it (a party's reconnection). Bounded by the connections the
+	// server admits.
+	waiting map[waitKey]*joiner
 	// gen counts the changes to state that must be durable before they are
 	// relied on (a new session, a raised mark); savedGen is the gen of the
 	// last write.
@@ -75,12 +83,32 @@ type coreSession struct {
 	active int
 }
 
+// waitKey is a presentation's session id and party.
+type waitKey struct {
+	id   SessionID
+	role int
+}
+
+// maxSeenIDs bounds the other party's ids a waiting presentation records.
+const maxSeenIDs = 4
+
 // joiner is a party waiting in join for the other party's id.
 type joiner struct {
 	id     SessionID
 	key    string
 	budget uint64
 	done   chan joinResult
+	// seen are ids the other party presented while this one waited (at most
+	// maxSeenIDs; d.mu guards it): what a timeout reports when the parties
+	// do not agree on the session.
+	seen []SessionID
+}
+
+// note records id among the other party's ids j saw. d.mu must be held.
+func (j *joiner) note(id SessionID) {
+	if len(j.seen) < maxSeenIDs && !slices.Contains(j.seen, id) {
+		j.seen = append(j.seen, id)
+	}
 }
 
 type joinResult struct {
@@ -94,6 +122,7 @@ func newDealerCore(seed0, seed1 share.Seed) *dealerCore {
 		now:      time.Now,
 		state:    &dealerState{seeds: seedsTag(seed0, seed1), sessions: map[SessionID]*persisted{}, retired: map[retiredTag]struct{}{}},
 		sessions: make(map[SessionID]*coreSession),
+		waiting:  make(map[waitKey]*joiner),
 	}
 }
 
@@ -284,10 +313,12 @@ func (d *dealerCore) sessionBudget(a [2]uint64) uint64 {
 
 // join pairs role's presentation of session id (with the role's key
 // fingerprint and the session budget it announces, 0 for none) with the
-// other role's: it waits until the other role presents an id (or ctx ends,
-// gone is closed, or timeout passes), and refuses when the two ids differ,
-// when the id is the reserved zero id, when the session was served to other
-// keys or was retired, or when no new session may be kept. Both parties get
+// other role's presentation of the same id: it waits until the other role
+// presents it (or ctx ends, gone is closed, or timeout passes; then, if the
+// other role presented only other ids meanwhile, the refusal says "session
+// mismatch" and names them), and refuses when the id is the reserved zero
+// id, when the session was served to other keys or was retired, or when no
+// new session may be kept. Both parties get
 // the session, whose budget is the smaller announcement (see
 // sessionBudget; a later join may lower it, never raise it); each must call
 // leave when its connection ends.
@@ -304,17 +335,8 @@ func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionI
 		d.mu.Unlock()
 		return nil, err
 	}
-	if other := d.waiting[1-role]; other != nil {
-		d.waiting[1-role] = nil
-		if other.id != id {
-			ids := [2]SessionID{}
-			ids[role], ids[1-role] = id, other.id
-			err := refused(fmt.Errorf("beaver: dealer: session mismatch: the %s presented session %s…, the %s session %s…; refused",
-				roleName(0), ids[0].short(), roleName(1), ids[1].short()))
-			other.done <- joinResult{err: err}
-			d.mu.Unlock()
-			return nil, err
-		}
+	if other := d.waiting[waitKey{id, 1 - role}]; other != nil {
+		delete(d.waiting, waitKey{id, 1 - role})
 		keys, budgets := [2]string{}, [2]uint64{}
 		keys[role], keys[1-role] = key, other.key
 		budgets[role], budgets[1-role] = budget, other.budget
@@ -332,11 +354,18 @@ func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionI
 		other.done <- joinResult{s, err}
 		return s, err
 	}
-	if old := d.waiting[role]; old != nil {
-		old.done <- joinResult{err: refused(fmt.Errorf("beaver: dealer: superseded by a newer connection of the %s", roleName(role)))}
+	wk := waitKey{id, role}
+	if old := d.waiting[wk]; old != nil {
+		old.done <- joinResult{err: refused(fmt.Errorf("beaver: dealer: superseded by a newer connection of the %s presenting session %s…", roleName(role), id.short()))}
 	}
 	w := &joiner{id: id, key: key, budget: budget, done: make(chan joinResult, 1)}
-	d.waiting[role] = w
+	for k, o := range d.waiting {
+		if k.role == 1-role {
+			w.note(k.id)
+			o.note(id)
+		}
+	}
+	d.waiting[wk] = w
 	d.mu.Unlock()
 
 	if timeout <= 0 {
@@ -356,16 +385,29 @@ func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionI
 		why = refused(fmt.Errorf("beaver: dealer: the %s did not present a session within %v", roleName(1-role), timeout))
 	}
 	d.mu.Lock()
-	if d.waiting[role] == w {
-		d.waiting[role] = nil
+	seen := slices.Clone(w.seen)
+	if d.waiting[wk] == w {
+		delete(d.waiting, wk)
 		d.mu.Unlock()
 	} else {
-		// The other party paired with w meanwhile: take the result (and
-		// give the session back).
+		// The other party paired with w meanwhile (or a newer connection
+		// superseded it): take the result (and give the session back).
 		d.mu.Unlock()
 		if r := <-w.done; r.s != nil {
 			d.leave(r.s)
 		}
+	}
+	if len(seen) > 0 {
+		// The other party was there, with other sessions: most likely the
+		// parties do not agree on this one (a dealer serving several
+		// sessions cannot tell at once, since a sharded selection's pairs
+		// present theirs in any order).
+		short := make([]string, len(seen))
+		for i, o := range seen {
+			short[i] = o.short() + "…"
+		}
+		return nil, refused(fmt.Errorf("beaver: dealer: session mismatch: the %s presented session %s…, the %s only %s while it waited (%v): do the parties agree on the session?",
+			roleName(role), id.short(), roleName(1-role), strings.Join(short, ", "), why))
 	}
 	return nil, fmt.Errorf("beaver: dealer: waiting for the %s to present session %s…: %w", roleName(1-role), id.short(), why)
 }

@@ -2,11 +2,14 @@ package beaver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/selectformer/selectformer/share"
 )
@@ -436,5 +439,125 @@ func TestExpandIntoDirtyBuffers(t *testing.T) {
 	}
 	if !slices.Equal(weightMaskInto(dirty, seed, 5, 40, 50), want) {
 		t.Error("weight mask expanded into a dirty buffer differs")
+	}
+}
+
+// TestConcurrentSessionsPairByID: one dealer serving several sessions at
+// once (a sharded selection's worker pairs) pairs each party's presentation
+// with the other party's presentation of the same id, whatever the order of
+// arrival: every data-owner presentation first, then the model owner's in
+// reverse. (When presentations paired by arrival, each one superseded the
+// last and the first model-owner one met a different id.) Each pair's
+// material is its own session's: its triples reconstruct.
+func TestConcurrentSessionsPairByID(t *testing.T) {
+	const sessions = 8
+	s0, s1 := testSeeds(41)
+	d := NewDealerWithSeeds(s0, s1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var provs [sessions][2]Provider
+	var errs [sessions][2]error
+	var wg sync.WaitGroup
+	waiting := func() int {
+		d.core.mu.Lock()
+		defer d.core.mu.Unlock()
+		return len(d.core.waiting)
+	}
+	for _, p := range []int{1, 0} {
+		for j := range sessions {
+			i := j
+			if p == 0 {
+				i = sessions - 1 - j
+			}
+			provs[i][p], _ = d.Provider(p)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i][p] = provs[i][p].BindSession(ctx, SessionID{0xC0, byte(i)})
+			}()
+			if p == 1 {
+				// Wait until this presentation waits: the order is the test's.
+				for waiting() != j+1 {
+					if ctx.Err() != nil {
+						t.Fatalf("presentation %d of the data owner never waited", j)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}
+	}
+	wg.Wait()
+	for i := range sessions {
+		for p := range 2 {
+			if errs[i][p] != nil {
+				t.Fatalf("session %d, party %d: %v", i, p, errs[i][p])
+			}
+		}
+		var tr [2]Triple
+		for p := range 2 {
+			var err error
+			if tr[p], err = (Typed{provs[i][p]}).Triples(ctx, 1, 4); err != nil {
+				t.Fatalf("session %d, party %d: triples: %v", i, p, err)
+			}
+		}
+		for k := range 4 {
+			a, b, c := tr[0].A[k]+tr[1].A[k], tr[0].B[k]+tr[1].B[k], tr[0].C[k]+tr[1].C[k]
+			if a*b != c {
+				t.Fatalf("session %d: triple %d does not reconstruct: the parties were paired across sessions", i, k)
+			}
+		}
+	}
+	if n := waiting(); n != 0 {
+		t.Fatalf("%d presentations still waiting", n)
+	}
+}
+
+// TestSupersededPresentation: a party presenting the same session again
+// (its reconnection) supersedes its earlier presentation, which is refused;
+// the other party's presentation pairs with the newer one.
+func TestSupersededPresentation(t *testing.T) {
+	s0, s1 := testSeeds(42)
+	d := NewDealerWithSeeds(s0, s1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id := SessionID{0x5E}
+	first, _ := d.Provider(1)
+	firstErr := make(chan error, 1)
+	go func() { firstErr <- first.BindSession(ctx, id) }()
+	for {
+		d.core.mu.Lock()
+		n := len(d.core.waiting)
+		d.core.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the first presentation never waited")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p1, _ := d.Provider(1)
+	secondErr := make(chan error, 1)
+	go func() { secondErr <- p1.BindSession(ctx, id) }()
+	if err := <-firstErr; err == nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "superseded") {
+		t.Fatalf("the earlier presentation: %v; want refused as superseded", err)
+	}
+	p0, _ := d.Provider(0)
+	if err := p0.BindSession(ctx, id); err != nil {
+		t.Fatalf("party 0: %v", err)
+	}
+	if err := <-secondErr; err != nil {
+		t.Fatalf("the newer presentation: %v", err)
+	}
+	tr0, err := (Typed{p0}).Triples(ctx, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr1, err := (Typed{p1}).Triples(ctx, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if (tr0.A[0]+tr1.A[0])*(tr0.B[0]+tr1.B[0]) != tr0.C[0]+tr1.C[0] {
+		t.Fatal("the newer presentation's triple does not reconstruct")
 	}
 }

@@ -307,14 +307,16 @@ func TestStateFileErrors(t *testing.T) {
 }
 
 // TestSessionMismatch: the two parties present different ids: both are
-// refused and get no material.
+// refused (once the session timeout passes: a dealer serving many sessions
+// pairs presentations by id, so it cannot refuse at once), the refusal
+// names the other party's id, and neither gets material.
 func TestSessionMismatch(t *testing.T) {
 	s0, s1 := testSeeds(25)
-	srv := newServer(t, s0, s1, ServerOptions{})
+	srv := newServer(t, s0, s1, ServerOptions{SessionTimeout: 300 * time.Millisecond})
 	clients, _, errs := connectBoth(t, srv, [2]SessionID{{1}, {2}})
 	for p, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), "session mismatch") {
-			t.Fatalf("party %d: %v", p, err)
+		if err == nil || !strings.Contains(err.Error(), "session mismatch") || !strings.Contains(err.Error(), SessionID{byte(2 - p)}.short()) {
+			t.Fatalf("party %d: %v; want a mismatch naming the other party's id", p, err)
 		}
 		if clients[p] == nil {
 			t.Fatalf("party %d: no client", p)
@@ -343,7 +345,9 @@ func TestSessionMismatch(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				prov, _ := d.Provider(p)
-				errs[p] = prov.BindSession(context.Background(), SessionID{byte(p + 1)})
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				errs[p] = prov.BindSession(ctx, SessionID{byte(p + 1)})
 			}()
 		}
 		wg.Wait()
