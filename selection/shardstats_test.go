@@ -57,18 +57,37 @@ func pairOnline(c *transport.Conn, workers int) transport.Stats {
 // phases' bytes are exactly the pairs' plus the coordinators' phase
 // traffic, which is their link's whole traffic less what an unsharded run
 // from the same coin sends outside its phases (the handshake, coin,
-// bootstrap and appraisal; the sharded hello longer by K).
+// bootstrap and appraisal; the sharded hello longer by K). Dealer-free
+// (ot.Provider on every link), each worker's DealerBytes are its OT
+// traffic, and its bytes still exactly its pair link's online streams.
 func TestShardedPhaseStats(t *testing.T) {
 	p := testParams()
 	ref, refConn := unshardedRefConn(t, p)
-	srv, err := beaver.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, beaver.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newShardRig(t, 2, false)
-	r.server = srv // the pairs' dealer over links of their own: counted
-	got, errs, werrs := r.run()
-	checkSame(t, ref, got, errs, werrs)
+	t.Run("dealer", func(t *testing.T) {
+		srv, err := beaver.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, beaver.ServerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newShardRig(t, 2, false)
+		r.server = srv // the pairs' dealer over links of their own: counted
+		got, errs, werrs := r.run()
+		checkSame(t, ref, got, errs, werrs)
+		checkShardedStats(t, r, ref, got, &refConn)
+	})
+	t.Run("dealer-free", func(t *testing.T) {
+		r := newShardRig(t, 2, true)
+		got, errs, werrs := r.run()
+		checkSame(t, ref, got, errs, werrs)
+		checkShardedStats(t, r, ref, got, nil)
+	})
+}
+
+// checkShardedStats checks a sharded run's phase figures against its pair
+// connections and, given the unsharded run's connection totals refConn
+// (a run with no provider traffic on the coordinators' link), the
+// coordinators' phase traffic.
+func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*Result, refConn *[2]transport.Stats) {
+	t.Helper()
 	workers := r.p.withDefaults().Workers
 	shardsField := int64(len(`,"shards":2`))
 	for q := range 2 {
@@ -88,7 +107,7 @@ func TestShardedPhaseStats(t *testing.T) {
 				lo, hi := ShardSpan(ps.In, r.p.BatchSize, 2, k)
 				nb := (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
 				if s.Shard != k || s.Batches != nb || s.Resumed != 0 || s.Attempts != 1 || s.ForwardRounds <= 0 ||
-					s.BytesSent <= 0 || s.BytesRecv <= 0 || s.DealerBytes < 0 || q == 1 && s.DealerBytes == 0 || s.Seconds <= 0 {
+					s.BytesSent <= 0 || s.BytesRecv <= 0 || s.DealerBytes < 0 || (q == 1 || r.free) && s.DealerBytes == 0 || s.Seconds <= 0 {
 					t.Errorf("party %d phase %d: shard figures %+v (want shard %d of %d batches, 1 attempt, traffic, rounds, time)", q, i+1, s, k, nb)
 				}
 				sent, recv, dealer, rounds = sent+s.BytesSent, recv+s.BytesRecv, dealer+s.DealerBytes, max(rounds, s.ForwardRounds)
@@ -106,6 +125,9 @@ func TestShardedPhaseStats(t *testing.T) {
 			phases = phases.Add(transport.Stats{BytesSent: ps.BytesSent, BytesRecv: ps.BytesRecv})
 			rp := ref[q].Phases[i]
 			refPhases = refPhases.Add(transport.Stats{BytesSent: rp.BytesSent, BytesRecv: rp.BytesRecv})
+		}
+		if refConn == nil {
+			continue
 		}
 		// The coordinators' phase traffic: their link's whole traffic less
 		// what lies outside the phases (the unsharded run's, hellos longer

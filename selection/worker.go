@@ -84,7 +84,10 @@ const DefaultPairRetries = 20
 type PairFunc func(ctx context.Context, job *Job) (*transport.Conn, beaver.Provider, error)
 
 // RunJob runs job with the other party's worker (see Worker) and returns
-// this party's shares of the shard's entropies.
+// this party's shares of the shard's entropies, with its figures for the
+// job (ShardResult.Stats: every attempt's traffic on the pair link and
+// with its provider, forward rounds, wall time), which its coordinator
+// adds to the phase's PhaseStats.
 func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardResult, error) {
 	switch {
 	case w == nil || job == nil:
@@ -111,6 +114,8 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardRes
 		if err == nil {
 			st.Seconds = time.Since(start).Seconds()
 			res.Stats = st
+			w.logf().Info("selection: worker: job figures", "party", w.Party, "phase", job.Phase+1, "shard", job.Shard, "attempts", st.Attempts,
+				"forward_rounds", st.ForwardRounds, "bytes_sent", st.BytesSent, "bytes_recv", st.BytesRecv, "dealer_bytes", st.DealerBytes, "seconds", st.Seconds)
 			return res, nil
 		}
 		if ctx.Err() != nil || !retryable(err) || attempt >= retries {
