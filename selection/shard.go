@@ -325,6 +325,18 @@ const (
 	maxShardNanos = int64(366 * 24 * time.Hour)
 )
 
+// bounded returns s with each figure saturated at its bound (a worker's
+// honest figures are always accepted by decodeResult).
+func (s ShardStats) bounded() ShardStats {
+	s.Attempts = min(s.Attempts, maxShardAttempts)
+	s.ForwardRounds = min(s.ForwardRounds, maxShardRounds)
+	s.BytesSent = min(s.BytesSent, maxShardBytes)
+	s.BytesRecv = min(s.BytesRecv, maxShardBytes)
+	s.DealerBytes = min(s.DealerBytes, maxShardBytes)
+	s.Seconds = min(s.Seconds, float64(maxShardNanos)/1e9)
+	return s
+}
+
 // resultMagic starts an encoded ShardResult.
 const resultMagic = "SFR2"
 

@@ -188,6 +188,12 @@ func TestShardResultStats(t *testing.T) {
 			t.Errorf("%s: %+v accepted", c.name, bad.Stats)
 		}
 	}
+	// A worker saturates figures beyond the bounds: accepted.
+	huge := ShardResult{Batches: r.Batches, Stats: ShardStats{Attempts: 1 << 30, ForwardRounds: 1 << 50, BytesSent: 1 << 60,
+		BytesRecv: 1 << 60, DealerBytes: 1 << 60, Seconds: 1e12}.bounded()}
+	if got, err := decodeResult(encodeResult(&huge), j); err != nil || got.Stats.BytesSent != maxShardBytes || got.Stats.Attempts != maxShardAttempts {
+		t.Errorf("saturated figures: %+v, %v", got, err)
+	}
 	b := encodeResult(&r)
 	if _, err := decodeResult(b[:len(b)-1], j); err == nil {
 		t.Errorf("a result without its last byte accepted")

@@ -113,7 +113,7 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardRes
 		res, err := w.attempt(ctx, job, pair, &st)
 		if err == nil {
 			st.Seconds = time.Since(start).Seconds()
-			res.Stats = st
+			res.Stats = st.bounded()
 			w.logf().Info("selection: worker: job figures", "party", w.Party, "phase", job.Phase+1, "shard", job.Shard, "attempts", st.Attempts,
 				"forward_rounds", st.ForwardRounds, "bytes_sent", st.BytesSent, "bytes_recv", st.BytesRecv, "dealer_bytes", st.DealerBytes, "seconds", st.Seconds)
 			return res, nil
