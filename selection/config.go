@@ -356,7 +356,26 @@ type DataOwner struct {
 	forgeEpoch func(uint64) uint64
 }
 
-// PhaseStats are one phase's figures, as seen by one party.
+// PhaseStats are one phase's figures, as seen by one party, counted in
+// this run (batches resumed from a checkpoint cost nothing again).
+//
+// In a sharded phase (ModelOwner.Shards, DataOwner.Shards) the
+// coordinator's own figures (its link to the other coordinator:
+// QuickSelect) are added to its workers' (Shards, one per job this run
+// handed out, as each worker reported it with its shares): BytesSent and
+// BytesRecv sum the coordinators' link and every worker pair's link,
+// DealerBytes the coordinator's provider and every worker's (its own
+// dealer link, or the dealer-free provider's OT traffic on its pair
+// link). The pairs run at the same time, so their rounds overlap:
+// ForwardRounds is the largest pair's forward critical path (the
+// coordinators run no forward), SelectRounds the coordinators'; the
+// phase's critical path is their sum, and each pair's rounds are in
+// Shards. A worker's figures cover its attempts in its current process:
+// a worker that died and restarted reports those of its new life only,
+// and a shard recorded before a coordinator's restart is not run (nor
+// counted) again. The memory figures (PeakInFlight, Prefetched, Streamed,
+// PeakPrefetchBytes, BatchMaterialBytes) are the machine's that ran the
+// forward: zero for a sharded coordinator (see its workers' logs).
 type PhaseStats struct {
 	// In and Out count the candidates entering and surviving the phase.
 	In  int `json:"in"`
@@ -366,15 +385,22 @@ type PhaseStats struct {
 	Resumed int `json:"resumed"`
 	// ForwardRounds is the forward's critical path: the weight sharing plus
 	// the largest number of rounds on any batch lane's stream with the
-	// pipeline on (the lanes' rounds overlap), their sum with it off;
-	// SelectRounds those of QuickSelect.
+	// pipeline on (the lanes' rounds overlap), their sum with it off; in a
+	// sharded phase the largest of the pairs'. SelectRounds are those of
+	// QuickSelect.
 	ForwardRounds int64 `json:"forward_rounds"`
 	SelectRounds  int64 `json:"select_rounds"`
-	// BytesSent and BytesRecv are this party's online traffic in the phase.
+	// BytesSent and BytesRecv are this party's online traffic in the phase:
+	// on its link to the other party, plus, sharded, on every pair's link.
 	BytesSent int64 `json:"bytes_sent"`
 	BytesRecv int64 `json:"bytes_recv"`
-	// DealerBytes is the traffic from the dealer to this party.
+	// DealerBytes is this party's traffic with its correlated randomness's
+	// source (from and to the dealer, or the dealer-free provider's OT
+	// traffic), plus, sharded, every worker's.
 	DealerBytes int64 `json:"dealer_bytes"`
+	// Shards are the worker pairs' figures of a sharded phase, one per job
+	// this run handed out, by shard (already added to the totals above).
+	Shards []ShardStats `json:"shards,omitempty"`
 	// PeakInFlight is the most batches that ran at once (≤ Workers; 1
 	// with the pipeline off).
 	PeakInFlight int `json:"peak_in_flight,omitempty"`

@@ -74,33 +74,53 @@ func (r *runner) runShards(ctx context.Context, i int, seed share.Seed, arch sec
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errs := make([]error, len(jobs))
+	stats := make([]*ShardStats, len(jobs))
 	var wg sync.WaitGroup
 	for n, job := range jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[n] = r.runShard(ctx, job, cand, vals, prog); errs[n] != nil {
+			if stats[n], errs[n] = r.runShard(ctx, job, cand, vals, prog); errs[n] != nil {
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
+	for _, st := range stats {
+		if st != nil {
+			ps.Shards = append(ps.Shards, *st)
+		}
+	}
 	return firstCause(errs)
 }
 
-// runShard runs one job and records its result.
-func (r *runner) runShard(ctx context.Context, job *Job, cand []int, vals []uint64, prog *progress) error {
+// addShards adds the worker pairs' figures (ps.Shards) to the phase's,
+// which hold the coordinator's own: traffic and dealer bytes are summed,
+// and the forward's critical path is the largest pair's (the pairs run at
+// the same time; the coordinators run no forward).
+func (ps *PhaseStats) addShards() {
+	for _, s := range ps.Shards {
+		ps.BytesSent += s.BytesSent
+		ps.BytesRecv += s.BytesRecv
+		ps.DealerBytes += s.DealerBytes
+		ps.ForwardRounds = max(ps.ForwardRounds, s.ForwardRounds)
+	}
+}
+
+// runShard runs one job and records its result; it returns the worker's
+// figures.
+func (r *runner) runShard(ctx context.Context, job *Job, cand []int, vals []uint64, prog *progress) (*ShardStats, error) {
 	res, err := r.shards.RunShard(ctx, job)
 	if err != nil {
-		return fmt.Errorf("selection: phase %d shard %d of %d: %w", job.Phase+1, job.Shard+1, job.Shards, err)
+		return nil, fmt.Errorf("selection: phase %d shard %d of %d: %w", job.Phase+1, job.Shard+1, job.Shards, err)
 	}
 	// The runner's own check of what a ShardRunner returns.
 	if res, err = decodeResult(encodeResult(res), job); err != nil {
-		return err
+		return nil, err
 	}
 	for _, bs := range res.Batches {
 		if err := r.store.record(job.Phase, bs); err != nil {
-			return err
+			return nil, err
 		}
 		lo, hi := r.sched.Span(bs.Batch, len(cand))
 		r.stMu.Lock()
@@ -115,7 +135,7 @@ func (r *runner) runShard(ctx context.Context, job *Job, cand []int, vals []uint
 			prog.batchDone(ctx)
 		}
 	}
-	return nil
+	return &res.Stats, nil
 }
 
 // firstCause returns the first error that is not a cancellation caused by

@@ -286,11 +286,17 @@
 // worker died) runs the job again on a new connection with a new epoch,
 // from its checkpoint (Worker.Retries); a coordinator whose worker's
 // connection drops waits for the worker to come back and sends the job
-// again (WorkerPool.Wait). The selection equals an unsharded run's with the
+// again (WorkerPool.Wait). After the run the coordinator tells its workers
+// the selection is done (WorkerPool.Done), also a worker that reconnects
+// afterwards, and may wait until every one has been told
+// (WorkerPool.AwaitDone). The selection equals an unsharded run's with the
 // same coin up to the fixed-point near-ties of probabilistic truncation
-// (the pairs draw other correlated randomness). A sharded phase's
-// PhaseStats count the coordinator's own traffic and rounds (QuickSelect);
-// the forward's are the workers' (their logs).
+// (the pairs draw other correlated randomness). Each worker reports
+// its figures for its job with its shares (ShardStats: the pair link's
+// traffic, its dealer traffic, rounds, attempts, wall time), and a sharded
+// phase's PhaseStats add them to the coordinator's own (see PhaseStats:
+// bytes summed over the coordinators' link and every pair's, the forward's
+// rounds the largest pair's).
 //
 // # Progress
 //

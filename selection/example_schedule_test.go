@@ -1,7 +1,9 @@
 package selection_test
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/selectformer/selectformer/selection"
 )
@@ -38,4 +40,26 @@ func ExampleShardSpan() {
 	// K=3 shard 0: candidates [0, 80)
 	// K=3 shard 1: candidates [80, 160)
 	// K=3 shard 2: candidates [160, 230)
+}
+
+// ExampleWorkerPool_AwaitDone ends a sharded selection's coordinator side:
+// after a successful Run, Done tells the attached workers the selection is
+// over (and any that attaches later, while the pool still accepts
+// workers), and AwaitDone waits, bounded, until each has been told. Here
+// neither of the 2 workers ever connects: AwaitDone gives up at its
+// deadline and names them.
+func ExampleWorkerPool_AwaitDone() {
+	pool, err := selection.NewWorkerPool(0, 2)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... pool.Serve(ctx, listener, fingerprint) in a goroutine, and
+	// ModelOwner{Shards: pool}.Run(ctx, conn, prov) succeeded ...
+	pool.Done(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	fmt.Println(pool.AwaitDone(ctx))
+	// Output:
+	// selection: worker pool: workers [0 1] were not told that the selection is done (not connected): context deadline exceeded
 }

@@ -17,11 +17,16 @@ import (
 // workers dial the coordinator's WorkerPool) carries, on StreamWorker:
 //
 //	worker → coordinator  "SFW1" | party u8 | shard u32 (little-endian): the worker's announcement
-//	coordinator → worker  "ok", or a refusal in words (then the connection closes)
+//	coordinator → worker  "ok"; "done" (the selection is over: the worker
+//	                      exits, successfully), or a refusal in words (then
+//	                      the connection closes)
 //	coordinator → worker  'J' | EncodeJob(job)   a job
-//	worker → coordinator  'R' | result           its shares (see ShardResult), or
+//	worker → coordinator  'R' | result           its shares and figures (see ShardResult), or
 //	                      'E' | error text       the job failed (at most 4 KiB)
-//	coordinator → worker  'D'                    done: the worker exits
+//	coordinator → worker  'D'                    done: the worker exits (successfully)
+//
+// A 'D' may also come in place of the answer to the announcement (the
+// selection ended as the worker attached): the worker takes it as "done".
 const (
 	// StreamWorker is the stream of the internal connection's messages.
 	StreamWorker uint32 = 1
@@ -45,7 +50,10 @@ const DefaultWorkerWait = 10 * time.Minute
 // waits for its result; if worker k's connection drops (the worker died),
 // it waits for worker k to connect again (at most Wait, and within the
 // context) and sends the job again: the restarted worker resumes from its
-// checkpoint.
+// checkpoint. After a successful run, Done tells the workers the selection
+// is over, and a worker that attaches afterwards (one that was
+// reconnecting, or restarting) is answered "done" too; AwaitDone waits
+// until every worker has been told.
 type WorkerPool struct {
 	// Wait bounds how long RunShard waits for worker k to connect
 	// (DefaultWorkerWait when 0).
@@ -58,6 +66,12 @@ type WorkerPool struct {
 	conns         []*transport.Conn
 	changed       chan struct{} // closed and replaced when a worker attaches
 	closed        bool
+	// finished: Done was called; told[k]: worker k was told so (toldAll
+	// is closed once every worker was).
+	finished bool
+	told     []bool
+	nTold    int
+	toldAll  chan struct{}
 }
 
 // NewWorkerPool returns the pool of party's shards workers (1..MaxShards).
@@ -68,7 +82,8 @@ func NewWorkerPool(party, shards int) (*WorkerPool, error) {
 	if shards < 1 || shards > MaxShards {
 		return nil, fmt.Errorf("selection: %d shards (1..%d)", shards, MaxShards)
 	}
-	return &WorkerPool{party: party, shards: shards, conns: make([]*transport.Conn, shards), changed: make(chan struct{})}, nil
+	return &WorkerPool{party: party, shards: shards, conns: make([]*transport.Conn, shards), changed: make(chan struct{}),
+		told: make([]bool, shards), toldAll: make(chan struct{})}, nil
 }
 
 // Shards implements ShardRunner.
@@ -86,8 +101,9 @@ const announceTimeout = 30 * time.Second
 
 // Attach takes a worker's connection: it reads the worker's announcement
 // (within 30 s and ctx), refuses (and closes) another party's worker, an
-// index ≥ K and a second live worker of the same index, and otherwise
-// answers "ok" and makes it worker k's connection.
+// index ≥ K and a second live worker of the same index, answers "done"
+// (and closes) after Done, and otherwise answers "ok" and makes it worker
+// k's connection.
 func (p *WorkerPool) Attach(ctx context.Context, conn *transport.Conn) error {
 	ctx, cancel := context.WithTimeout(ctx, announceTimeout)
 	defer cancel()
@@ -114,9 +130,20 @@ func (p *WorkerPool) Attach(ctx context.Context, conn *transport.Conn) error {
 		return refuse("worker index %d, the selection has %d shards (0..%d)", k, p.shards, p.shards-1)
 	}
 	p.mu.Lock()
+	if p.finished {
+		p.mu.Unlock()
+		err := st.SendBytes(ctx, []byte("done"))
+		conn.Close()
+		if err != nil {
+			return fmt.Errorf("selection: worker pool: telling worker %d the selection is done: %w", k, err)
+		}
+		p.markTold(int(k))
+		p.logf().Info("selection: worker told the selection is done as it reconnected", "party", p.party, "shard", k)
+		return nil
+	}
 	if p.closed {
 		p.mu.Unlock()
-		return refuse("the selection is over")
+		return refuse("the coordinator is stopping (its run failed); connect again to the restarted coordinator")
 	}
 	if c := p.conns[k]; c != nil && !isDone(c) {
 		p.mu.Unlock()
@@ -239,7 +266,10 @@ func (p *WorkerPool) RunShard(ctx context.Context, job *Job) (*ShardResult, erro
 }
 
 // Done tells every connected worker that the selection is done (they
-// exit) and closes the pool: call it after a successful Run.
+// exit) and closes the pool: call it after a successful Run. A worker
+// that attaches afterwards (while the caller still accepts workers:
+// Serve, Attach) is answered "done" as well; AwaitDone waits until every
+// worker has been told.
 func (p *WorkerPool) Done(ctx context.Context) { p.close(ctx, true) }
 
 // Close closes the pool and its workers' connections without telling
@@ -250,19 +280,71 @@ func (p *WorkerPool) Close() { p.close(context.Background(), false) }
 
 func (p *WorkerPool) close(ctx context.Context, done bool) {
 	p.mu.Lock()
-	p.closed = true
+	if p.finished {
+		p.mu.Unlock()
+		return
+	}
+	p.closed, p.finished = true, done
 	conns := append([]*transport.Conn(nil), p.conns...)
 	close(p.changed)
 	p.changed = make(chan struct{})
 	p.mu.Unlock()
-	for _, c := range conns {
+	for k, c := range conns {
 		if c != nil && !isDone(c) {
-			if done {
-				_ = c.Stream(StreamWorker).SendBytes(ctx, []byte{'D'})
+			// A worker whose "done" could not be sent (its connection
+			// failing) is told when it reconnects.
+			if done && c.Stream(StreamWorker).SendBytes(ctx, []byte{'D'}) == nil {
+				p.markTold(k)
 			}
 			c.Close()
 		}
 	}
+}
+
+// markTold records that worker k was told the selection is done.
+func (p *WorkerPool) markTold(k int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.told[k] {
+		return
+	}
+	p.told[k] = true
+	if p.nTold++; p.nTold == p.shards {
+		close(p.toldAll)
+	}
+}
+
+// AwaitDone waits, after Done, until every worker has been told that the
+// selection is done (on its connection at Done, or as it attached
+// afterwards), and returns nil; or until ctx ends, and returns an error
+// naming the workers not told (they were not connected: they learn it
+// only if they attach while the pool still accepts workers, and otherwise
+// fail when they cannot reach their coordinator). Bound ctx: a worker that
+// never comes back must not hold the coordinator.
+func (p *WorkerPool) AwaitDone(ctx context.Context) error {
+	p.mu.Lock()
+	finished := p.finished
+	p.mu.Unlock()
+	if !finished {
+		return fmt.Errorf("selection: worker pool: AwaitDone before Done")
+	}
+	select {
+	case <-p.toldAll:
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var missing []int
+	for k, t := range p.told {
+		if !t {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("selection: worker pool: workers %v were not told that the selection is done (not connected): %w", missing, context.Cause(ctx))
 }
 
 // ErrWorkerRefused is wrapped by Serve's error when the coordinator
@@ -272,7 +354,9 @@ var ErrWorkerRefused = errors.New("the coordinator refused this worker")
 // Serve runs the worker on its connection to its coordinator: it announces
 // its party and shard index, then runs each job it receives (RunJob,
 // pairing with pair) and returns its result, until the coordinator says
-// the selection is done (Serve returns nil) or the connection or ctx ends.
+// the selection is done (Serve returns nil; also when it says so in answer
+// to the announcement: a worker attaching after the selection ended) or
+// the connection or ctx ends.
 // A job that fails is reported to the coordinator (its error text: the
 // internal connection stays within the party) and Serve goes on.
 func (w *Worker) Serve(ctx context.Context, coord *transport.Conn, pair PairFunc) error {
@@ -291,6 +375,10 @@ func (w *Worker) Serve(ctx context.Context, coord *transport.Conn, pair PairFunc
 	ans, err := st.RecvBytes(ctx, maxWorkerReply)
 	if err != nil {
 		return fmt.Errorf("selection: worker: announce: %w", err)
+	}
+	if string(ans) == "done" || len(ans) == 1 && ans[0] == 'D' {
+		w.logf().Info("selection: worker: the selection is done (told as it attached)", "party", w.Party, "shard", w.Shard)
+		return nil
 	}
 	if string(ans) != "ok" {
 		return fmt.Errorf("selection: worker %d: %w: %.200s", w.Shard, ErrWorkerRefused, ans)

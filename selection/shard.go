@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/strictjson"
@@ -66,7 +68,9 @@ type ShardRunner interface {
 	Shards() int
 	// RunShard has the party's worker job.Shard run job with its peer
 	// worker and returns this party's shares of the shard's entropies,
-	// every batch of the shard (checked against the job by the caller).
+	// every batch of the shard (checked against the job by the caller),
+	// with the worker's figures for the job (ShardResult.Stats, which the
+	// phase's PhaseStats add; bounded like the batches).
 	RunShard(ctx context.Context, job *Job) (*ShardResult, error)
 }
 
@@ -262,19 +266,90 @@ func (j *Job) archHash() string {
 // ShardResult is what a worker returns to its coordinator: its party's
 // shares of the entropies of every batch of its shard, each with the
 // phase's batch number and the worker pair's epoch that computed it
-// (both workers of a pair return the same numbers and epochs).
+// (both workers of a pair return the same numbers and epochs), and its
+// figures for the job.
 type ShardResult struct {
 	// Batches are the shard's batches, ascending.
 	Batches []BatchShares
+	// Stats are the worker's figures for the job (its Shard and Batches
+	// are the job's: the coordinator sets them). A ShardRunner that
+	// counts nothing leaves them zero.
+	Stats ShardStats
+}
+
+// ShardStats are one worker pair's figures for its job of a phase, as this
+// party's worker counted them: the traffic of every attempt of the job in
+// this worker process's life (a retried pair connection adds its
+// attempt's; a life that died took its figures with it). PhaseStats.Shards
+// holds one per job of the phase, and the phase's totals add them.
+type ShardStats struct {
+	// Shard is k; Batches the shard's batches, Resumed of them taken from
+	// the worker's checkpoint by its last attempt (not computed again).
+	Shard   int `json:"shard"`
+	Batches int `json:"batches"`
+	Resumed int `json:"resumed"`
+	// Attempts counts the pair connections the job took (1 + retries).
+	Attempts int `json:"attempts"`
+	// ForwardRounds is the pair's forward critical path (the weight
+	// sharing plus the largest lane's rounds, as PhaseStats.ForwardRounds),
+	// summed over the attempts that finished their forward (attempts run
+	// one after the other).
+	ForwardRounds int64 `json:"forward_rounds"`
+	// BytesSent and BytesRecv are this party's worker's online traffic on
+	// the pair link: the pair's clear control stream (hello and "done"),
+	// its control session and its batch lanes, as a run's phase counts its
+	// own (a dealer-free provider's streams on the same link excluded:
+	// they are DealerBytes).
+	BytesSent int64 `json:"bytes_sent"`
+	BytesRecv int64 `json:"bytes_recv"`
+	// DealerBytes is the worker's correlated-randomness traffic: from and
+	// to the dealer on its own dealer link, or the dealer-free provider's
+	// OT traffic on the pair link.
+	DealerBytes int64 `json:"dealer_bytes"`
+	// Seconds is the worker's wall time for the job, all attempts and the
+	// pauses between them included.
+	Seconds float64 `json:"seconds"`
+}
+
+// Bounds of a worker's figures (ShardStats) in its result message, so that
+// no sum over MaxShards pairs overflows and a corrupt message is refused
+// rather than trusted.
+const (
+	// maxShardBytes bounds each traffic figure: 4 PiB.
+	maxShardBytes = 1 << 52
+	// maxShardRounds bounds the forward rounds.
+	maxShardRounds = 1 << 40
+	// maxShardAttempts bounds the attempts.
+	maxShardAttempts = 1 << 20
+	// maxShardNanos bounds the wall time: a year.
+	maxShardNanos = int64(366 * 24 * time.Hour)
+)
+
+// bounded returns s with each figure saturated at its bound (a worker's
+// honest figures are always accepted by decodeResult).
+func (s ShardStats) bounded() ShardStats {
+	s.Attempts = min(s.Attempts, maxShardAttempts)
+	s.ForwardRounds = min(s.ForwardRounds, maxShardRounds)
+	s.BytesSent = min(s.BytesSent, maxShardBytes)
+	s.BytesRecv = min(s.BytesRecv, maxShardBytes)
+	s.DealerBytes = min(s.DealerBytes, maxShardBytes)
+	s.Seconds = min(s.Seconds, float64(maxShardNanos)/1e9)
+	return s
 }
 
 // resultMagic starts an encoded ShardResult.
-const resultMagic = "SFR1"
+const resultMagic = "SFR2"
 
-// encodeResult encodes r: "SFR1" | batch count u32 | per batch: batch u32 |
-// epoch u64 | n u32 | n × u64 shares, little-endian.
+// resultStatsLen is the size of a result's figures.
+const resultStatsLen = 4 + 4 + 8 + 8 + 8 + 8 + 8
+
+// encodeResult encodes r: "SFR2" | batch count u32 | per batch: batch u32 |
+// epoch u64 | n u32 | n × u64 shares | the figures: attempts u32 | resumed
+// u32 | forward rounds u64 | bytes sent u64 | bytes received u64 | dealer
+// bytes u64 | wall time in nanoseconds u64, little-endian. Figures outside
+// their bounds are encoded as they are (and refused by decodeResult).
 func encodeResult(r *ShardResult) []byte {
-	n := len(resultMagic) + 4
+	n := len(resultMagic) + 4 + resultStatsLen
 	for _, bs := range r.Batches {
 		n += 16 + 8*len(bs.Shares)
 	}
@@ -289,18 +364,32 @@ func encodeResult(r *ShardResult) []byte {
 			b = binary.LittleEndian.AppendUint64(b, s)
 		}
 	}
+	st := r.Stats
+	b = binary.LittleEndian.AppendUint32(b, uint32(min(max(st.Attempts, 0), math.MaxUint32)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(min(max(st.Resumed, 0), math.MaxUint32)))
+	for _, v := range []int64{st.ForwardRounds, st.BytesSent, st.BytesRecv, st.DealerBytes} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
+	}
+	ns := st.Seconds * 1e9
+	if !(ns >= 0 && ns < math.MaxInt64) { // NaN and out of range: refused when decoded
+		ns = math.MaxInt64
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(int64(ns)))
 	return b
 }
 
 // resultBound is the size of the result of job j (bytes).
 func resultBound(j *Job) int {
 	_, _, blo, bhi := j.span()
-	return len(resultMagic) + 4 + 16*(bhi-blo) + 8*len(j.Candidates)
+	return len(resultMagic) + 4 + 16*(bhi-blo) + 8*len(j.Candidates) + resultStatsLen
 }
 
 // decodeResult decodes a worker's result for job j and checks it: exactly
 // the shard's batches, ascending, each of the batch's size, of an epoch in
-// 1..MaxEpoch−1; the size is checked first (resultBound).
+// 1..MaxEpoch−1, and figures within their bounds (at most 2^20 attempts, at most
+// the shard's batches resumed, at most 2^40 rounds, 2^52 bytes each and a
+// year; 0 attempts: a ShardRunner that counts nothing); the size is checked first (resultBound). The figures' Shard and
+// Batches are the job's.
 func decodeResult(b []byte, j *Job) (*ShardResult, error) {
 	bad := func(format string, args ...any) (*ShardResult, error) {
 		return nil, withCode(AbortProtocol, fmt.Errorf("selection: shard %d result: "+format, append([]any{j.Shard + 1}, args...)...))
@@ -338,5 +427,27 @@ func decodeResult(b []byte, j *Job) (*ShardResult, error) {
 		b = b[8*n:]
 		out.Batches = append(out.Batches, BatchShares{Batch: g, Epoch: ep, Shares: sh})
 	}
+	if len(b) != resultStatsLen {
+		return bad("truncated")
+	}
+	att, res := uint64(binary.LittleEndian.Uint32(b)), uint64(binary.LittleEndian.Uint32(b[4:]))
+	var v [5]uint64
+	for i := range v {
+		v[i] = binary.LittleEndian.Uint64(b[8+8*i:])
+	}
+	switch {
+	case att > maxShardAttempts:
+		return bad("%d attempts (at most %d)", att, maxShardAttempts)
+	case res > uint64(bhi-blo):
+		return bad("%d batches resumed of %d", res, bhi-blo)
+	case v[0] > maxShardRounds:
+		return bad("%d forward rounds (at most %d)", v[0], uint64(maxShardRounds))
+	case v[1] > maxShardBytes || v[2] > maxShardBytes || v[3] > maxShardBytes:
+		return bad("traffic of %d, %d and %d bytes (at most %d each)", v[1], v[2], v[3], uint64(maxShardBytes))
+	case v[4] > uint64(maxShardNanos):
+		return bad("a wall time of %d ns (at most a year)", v[4])
+	}
+	out.Stats = ShardStats{Shard: j.Shard, Batches: bhi - blo, Resumed: int(res), Attempts: int(att), ForwardRounds: int64(v[0]),
+		BytesSent: int64(v[1]), BytesRecv: int64(v[2]), DealerBytes: int64(v[3]), Seconds: float64(v[4]) / 1e9}
 	return out, nil
 }

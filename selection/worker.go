@@ -84,7 +84,10 @@ const DefaultPairRetries = 20
 type PairFunc func(ctx context.Context, job *Job) (*transport.Conn, beaver.Provider, error)
 
 // RunJob runs job with the other party's worker (see Worker) and returns
-// this party's shares of the shard's entropies.
+// this party's shares of the shard's entropies, with its figures for the
+// job (ShardResult.Stats: every attempt's traffic on the pair link and
+// with its provider, forward rounds, wall time), which its coordinator
+// adds to the phase's PhaseStats.
 func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardResult, error) {
 	switch {
 	case w == nil || job == nil:
@@ -104,9 +107,15 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardRes
 	if pause <= 0 {
 		pause = 200 * time.Millisecond
 	}
+	start := time.Now()
+	var st ShardStats
 	for attempt := 0; ; attempt++ {
-		res, err := w.attempt(ctx, job, pair)
+		res, err := w.attempt(ctx, job, pair, &st)
 		if err == nil {
+			st.Seconds = time.Since(start).Seconds()
+			res.Stats = st.bounded()
+			w.logf().Info("selection: worker: job figures", "party", w.Party, "phase", job.Phase+1, "shard", job.Shard, "attempts", st.Attempts,
+				"forward_rounds", st.ForwardRounds, "bytes_sent", st.BytesSent, "bytes_recv", st.BytesRecv, "dealer_bytes", st.DealerBytes, "seconds", st.Seconds)
 			return res, nil
 		}
 		if ctx.Err() != nil || !retryable(err) || attempt >= retries {
@@ -152,8 +161,10 @@ func JobDir(dir string, job *Job) string {
 	return filepath.Join(dir, "job-"+hex.EncodeToString(job.Session[:8]))
 }
 
-// attempt runs job once on a new pair connection.
-func (w *Worker) attempt(ctx context.Context, job *Job, pair PairFunc) (*ShardResult, error) {
+// attempt runs job once on a new pair connection, adding its figures to
+// st (whether it succeeds or not).
+func (w *Worker) attempt(ctx context.Context, job *Job, pair PairFunc, st *ShardStats) (*ShardResult, error) {
+	st.Attempts++
 	conn, prov, err := pair(ctx, job)
 	if err != nil {
 		return nil, fmt.Errorf("selection: worker: pair connection: %w", err)
@@ -161,6 +172,27 @@ func (w *Worker) attempt(ctx context.Context, job *Job, pair PairFunc) (*ShardRe
 	defer conn.Close()
 	r := newRunner(w.Party, job.Params, conn, prov, w.Logger, nil, &checkpointStore{dir: JobDir(w.StateDir, job), party: w.Party})
 	wr := &workerRun{runner: r, w: w, job: job}
+	var d0 beaver.DealerStats
+	if prov != nil { // nil: refused by check
+		d0 = prov.Stats()
+	}
+	defer func() {
+		// The attempt's traffic: the pair's online streams (the scheduler's
+		// exist once its epoch began) and the provider's.
+		on := conn.Stream(StreamControl).Stats()
+		if r.sched != nil {
+			on = on.Add(r.sched.Online())
+		}
+		d1 := d0
+		if prov != nil {
+			d1 = prov.Stats()
+		}
+		st.BytesSent += on.BytesSent
+		st.BytesRecv += on.BytesRecv
+		st.DealerBytes += d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
+		st.ForwardRounds += wr.ps.ForwardRounds
+		st.Resumed = wr.ps.Resumed
+	}()
 	var out *ShardResult
 	_, err = guard(ctx, r, wr.check, func(ctx context.Context) (*Result, error) {
 		var err error
@@ -176,6 +208,8 @@ type workerRun struct {
 	w    *Worker
 	job  *Job
 	eval Evaluator
+	// ps are the attempt's figures (In, Batches, Resumed, ForwardRounds).
+	ps PhaseStats
 }
 
 // check checks the job against what the worker holds and prepares its
@@ -268,13 +302,14 @@ func (r *workerRun) run(ctx context.Context) (*ShardResult, error) {
 	}
 	cand := j.Candidates
 	nb := r.sched.Batches(len(cand))
-	ps := PhaseStats{In: len(cand), Batches: nb}
-	vals, pending, err := r.resumed(0, cand, nb, &ps)
+	r.ps = PhaseStats{In: len(cand), Batches: nb}
+	ps := &r.ps
+	vals, pending, err := r.resumed(0, cand, nb, ps)
 	if err != nil {
 		return nil, err
 	}
 	if len(pending) > 0 {
-		if err := r.forwardPending(ctx, 0, j.Phase, r.eval, j.Arch, cand, pending, vals, &ps); err != nil {
+		if err := r.forwardPending(ctx, 0, j.Phase, r.eval, j.Arch, cand, pending, vals, ps); err != nil {
 			return nil, err
 		}
 	}

@@ -50,11 +50,13 @@ type shardRig struct {
 	// jobs' proxies, the data owner's with its pool and embedding).
 	secure  *secureFixture
 	proxies []*proxy.Proxy
-	// pairConns[p] holds every pair connection party p's workers opened;
-	// ctrl[p] is the coordinators' clear control stream's figures.
-	pairConns [2][]*transport.Conn
-	ctrl      [2]transport.Stats
-	coord     [2]*transport.Conn
+	// pairConns[p] holds every pair connection party p's workers opened,
+	// pairPhases[p] the phase of each; ctrl[p] is the coordinators' clear
+	// control stream's figures.
+	pairConns  [2][]*transport.Conn
+	pairPhases [2][]int
+	ctrl       [2]transport.Stats
+	coord      [2]*transport.Conn
 	// server, if set, serves the worker pairs as a networked dealer (each
 	// attempt a client of its own, unwrapped).
 	server *beaver.Server
@@ -150,6 +152,7 @@ func (r *shardRig) pairFunc(p, k, life int) PairFunc {
 			}
 			r.mu.Lock()
 			r.pairConns[p] = append(r.pairConns[p], c)
+			r.pairPhases[p] = append(r.pairPhases[p], job.Phase)
 			r.mu.Unlock()
 			return c, cl, nil
 		}
@@ -164,6 +167,7 @@ func (r *shardRig) pairFunc(p, k, life int) PairFunc {
 		}
 		r.mu.Lock()
 		r.pairConns[p] = append(r.pairConns[p], c)
+		r.pairPhases[p] = append(r.pairPhases[p], job.Phase)
 		r.mu.Unlock()
 		return c, &wordSink{Provider: prov, add: func(w []uint64) {
 			r.mu.Lock()

@@ -141,7 +141,13 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		return party.StopError(ctx, err, "dataowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
-	return party.WriteResult(*out, stdout, res)
+	err = party.WriteResult(*out, stdout, res)
+	if do.Shards != nil {
+		// A worker not connected at the end (restarting) is told "done" as
+		// it reconnects: wait for it, at most -connect-timeout.
+		_ = pt.AwaitWorkers(ctx, do.Shards.(*selection.WorkerPool))
+	}
+	return err
 }
 
 // dataOwnerWorker runs the data owner's worker of a sharded selection

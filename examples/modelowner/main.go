@@ -198,7 +198,13 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		return party.StopError(ctx, err, "modelowner", *state, prog, log)
 	}
 	fmt.Fprint(stdout, party.Summary(res))
-	return party.WriteResult(*out, stdout, res)
+	err = party.WriteResult(*out, stdout, res)
+	if mo.Shards != nil {
+		// A worker not connected at the end (restarting) is told "done" as
+		// it reconnects: wait for it, at most -connect-timeout.
+		_ = pt.AwaitWorkers(ctx, mo.Shards.(*selection.WorkerPool))
+	}
+	return err
 }
 
 // modelOwnerWorker runs the model owner's worker of a sharded selection

@@ -260,7 +260,9 @@ func ParseResult(b []byte) (*selection.Result, error) {
 }
 
 // Summary formats a result as the binaries print it: the selected count,
-// then one line per phase.
+// then one line per phase (a sharded phase's totals include its worker
+// pairs', selection.PhaseStats), each followed by one line per worker pair
+// of a sharded phase.
 func Summary(r *selection.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "selected %d points (bootstrap %d)\n", len(r.Selected), len(r.Bootstrap))
@@ -268,6 +270,10 @@ func Summary(r *selection.Result) string {
 		fmt.Fprintf(&b, "phase %d: %d -> %d candidates, %d batches (%d resumed), rounds %d forward + %d select, sent %s, received %s, dealer %s, %d comparisons, %.2fs\n",
 			i+1, ph.In, ph.Out, ph.Batches, ph.Resumed, ph.ForwardRounds, ph.SelectRounds,
 			Bytes(ph.BytesSent), Bytes(ph.BytesRecv), Bytes(ph.DealerBytes), ph.Comparisons, ph.Seconds)
+		for _, s := range ph.Shards {
+			fmt.Fprintf(&b, "  pair %d: %d batches (%d resumed), %d attempts, %d forward rounds, sent %s, received %s, dealer %s, %.2fs\n",
+				s.Shard, s.Batches, s.Resumed, s.Attempts, s.ForwardRounds, Bytes(s.BytesSent), Bytes(s.BytesRecv), Bytes(s.DealerBytes), s.Seconds)
+		}
 	}
 	if a := r.Appraisal; a != nil {
 		switch a.Mode {

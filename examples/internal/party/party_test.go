@@ -78,7 +78,8 @@ func TestClassify(t *testing.T) {
 
 func TestResultRoundTrip(t *testing.T) {
 	r := &selection.Result{Selected: []int{3, 7}, Bootstrap: []int{1}, Survivors: [][]int{{3, 5, 7}, {3, 7}},
-		Phases:    []selection.PhaseStats{{In: 6, Out: 3, BytesSent: 5 << 20}, {In: 3, Out: 2}},
+		Phases: []selection.PhaseStats{{In: 6, Out: 3, BytesSent: 5 << 20, Shards: []selection.ShardStats{{Shard: 1, Batches: 2, Attempts: 1, ForwardRounds: 9, BytesSent: 2 << 20}}},
+			{In: 3, Out: 2}},
 		Appraisal: &selection.Appraisal{Mode: selection.AppraiseMean, Mean: 1.5}, Epoch: 1}
 	path := filepath.Join(t.TempDir(), "r.json")
 	if err := WriteResult(path, nil, r); err != nil {
@@ -97,7 +98,7 @@ func TestResultRoundTrip(t *testing.T) {
 		t.Fatalf("WriteResult(-): %q, %v", buf.String(), err)
 	}
 	sum := Summary(r)
-	for _, want := range []string{"selected 2 points (bootstrap 1)", "phase 1: 6 -> 3", "sent 5.0 MiB", "mean entropy of the selected set 1.5000"} {
+	for _, want := range []string{"selected 2 points (bootstrap 1)", "phase 1: 6 -> 3", "sent 5.0 MiB", "  pair 1: 2 batches (0 resumed), 1 attempts, 9 forward rounds, sent 2.0 MiB", "mean entropy of the selected set 1.5000"} {
 		if !strings.Contains(sum, want) {
 			t.Errorf("Summary lacks %q:\n%s", want, sum)
 		}

@@ -154,13 +154,41 @@ func (p *Party) ServeWorkers(ctx context.Context, party, shards int, addr string
 	return pool, ln, nil
 }
 
+// AwaitWorkers waits, after pool.Done, until every worker of pool has been
+// told that the selection is done (WorkerPool.AwaitDone): a worker not
+// connected when the run ended (restarting, or its link dropped) is told
+// "done" as it reconnects, and exits 0 rather than failing at its
+// -connect-timeout. It waits at most this party's -connect-timeout (a
+// worker that never comes back does not hold the coordinator), and
+// returns the error naming the workers not told, which it also logs; the
+// coordinator still exits 0: its selection succeeded.
+func (p *Party) AwaitWorkers(ctx context.Context, pool *selection.WorkerPool) error {
+	grace := p.flags.Endpoint.Timeout
+	if grace <= 0 {
+		grace = time.Minute
+	}
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	err := pool.AwaitDone(gctx)
+	if err != nil {
+		p.Logger.Warn("the selection is done, but not every worker was told so within -connect-timeout: those exit 3 when they cannot reach this coordinator", "connect_timeout", grace, "err", err)
+	}
+	return err
+}
+
 // RunWorker runs w (party's worker, index w.Shard) until its coordinator
 // says the selection is done: it dials the coordinator at addr (pinned to
 // the party's own fingerprint), serves its jobs, pairing each over
 // pflags' -listen or -connect (ShardEndpoint) with the provider the flags
 // choose (a dealer session per pair connection, or ot.Provider on it),
 // and dials again when the coordinator's connection drops (a restarted
-// coordinator), each time within -connect-timeout.
+// coordinator), each time within -connect-timeout. It returns nil when the
+// coordinator says the selection is done: on its connection, or in answer
+// to its announcement when it reconnects after the run (the coordinator
+// answers so for its -connect-timeout after the result, AwaitWorkers); an
+// *Error of ExitPeer when it cannot reach its coordinator in time or is
+// refused (but for "already connected" and "connect again": it dials
+// again).
 func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, addr string, stdout io.Writer, name string) error {
 	e := ShardEndpoint(p.flags.Endpoint, w.Shard)
 	pair := func(ctx context.Context, job *selection.Job) (*transport.Conn, beaver.Provider, error) {
@@ -232,7 +260,7 @@ func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, a
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, selection.ErrWorkerRefused) && !strings.Contains(err.Error(), "already connected") {
+		if errors.Is(err, selection.ErrWorkerRefused) && !strings.Contains(err.Error(), "already connected") && !strings.Contains(err.Error(), "connect again") {
 			return &Error{Code: ExitPeer, Err: err}
 		}
 		p.Logger.Warn("coordinator connection ended; connecting again", "err", err)
