@@ -141,9 +141,12 @@ func TestSelectText(t *testing.T) {
 	}{
 		{"pipelined with baseline", []string{"--compare-off"}, []string{"projected to 1000 candidates", "pipeline on, batches of 4 on 4 lanes (4 in flight", "pipeline off (baseline)", "pipeline gain: projected speed-up"}},
 		{"off", []string{"--pipeline=off"}, []string{"projected to 1000 candidates", "pipeline off, batches of 4 on 4 lanes (1 in flight", "over lan, pipeline off"}},
-		{"sharded", []string{"--pool", "5000", "--shards", "4"}, []string{"pool 5000", "projected to 5000 candidates: ", "sharded on 4 worker pairs per party (1 dealer host (shared)): 4 worker pairs per party",
-			"projected to 5000 candidates on 4 pairs: ", "× faster on 4 pairs", "link dealer↔P1 (shared by the pairs) (lan)", "link P0↔P1 pair (lan)", "link P0↔P1 coordinators (lan)",
-			"link P0 internal (lan)", "with 4 dealer host(s), one per pair instead: "}},
+		{"sharded", []string{"--pool", "5000", "--shards", "4"}, []string{"pool 5000", "projected to 5000 candidates: ", "sharded on 4 worker pairs per party (4 dealer host(s), one per pair): 4 worker pairs per party",
+			"a dealer host per pair (dealer on lan to both parties each; the reference deployment", "projected to 5000 candidates on 4 pairs: ", "× faster on 4 pairs", "link P0↔P1 pair (lan)", "link P0↔P1 coordinators (lan)",
+			"link P0 internal (lan)", "with 1 dealer host (shared) instead: "}},
+		{"sharded, one shared dealer", []string{"--pool", "5000", "--shards", "4", "--dealers", "1"}, []string{"sharded on 4 worker pairs per party (1 dealer host (shared)): 4 worker pairs per party",
+			"one dealer host serving the 4 pairs (dealer on lan to both parties): its links carry every shard's dealer traffic", "link dealer↔P1 (shared by the pairs) (lan)",
+			"with 4 dealer host(s), one per pair instead: "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +160,7 @@ func TestSelectText(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
 			}
-			if tc.name != "sharded" && strings.Contains(out.String(), "sharded") {
+			if !strings.HasPrefix(tc.name, "sharded") && strings.Contains(out.String(), "sharded") {
 				t.Errorf("output without --shards shows a sharded projection:\n%s", out.String())
 			}
 		})
@@ -501,7 +504,7 @@ func TestReportShardsOnly(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{"old main part", "## Kept section", "## Selection on K worker pairs (`mpcbench select --shards K`)",
 		"| `tiny` | 1000 | 2 | dealer on lan to both parties | 1 dealer host (shared) |", "| `tiny` | 1000 | 2 | dealer on lan to both parties | 2 dealer host(s), one per pair |",
-		"| `tiny` | 5000 | 4 | dealer on lan to both parties | 4 dealer host(s), one per pair |", "`mpcbench select --workload tiny --samples 24 --link lan --shards 4 --pool 5000 [--dealers 4]`"} {
+		"| `tiny` | 5000 | 4 | dealer on lan to both parties | 4 dealer host(s), one per pair |", "`mpcbench select --workload tiny --samples 24 --link lan --shards 4 --pool 5000 [--dealers 1]`"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}

@@ -2,7 +2,7 @@ package main
 
 // The sharded projection of the select subcommand:
 //
-//	mpcbench select ... --shards K [--dealers 1|K] [--internal-link lan|paper-wan|none] [--pool N]
+//	mpcbench select ... --shards K [--dealers K|1] [--internal-link lan|paper-wan|none] [--pool N]
 //
 // projects the sample run (one pair of machines) on K worker pairs per
 // party (bench.ProjectShards): in each phase the candidates split into K
@@ -11,10 +11,11 @@ package main
 // largest shard sets the phase's pace; the workers gather their entropy
 // shares to their coordinators over each party's internal network
 // (--internal-link); QuickSelect and the appraisal run at the full size on
-// the coordinators' link. A dealer on links of its own serves all K pairs
-// from one host (--dealers 1: its links carry every shard's traffic, a
-// floor of each phase) or one per pair (--dealers K). --shards 1 (the
-// default) prints today's output unchanged.
+// the coordinators' link. A dealer on links of its own is one host per
+// pair (the default, --dealers K: the reference deployment of
+// examples/k8s, nothing shared) or one host serving all K pairs
+// (--dealers 1: its links carry every shard's traffic, a floor of each
+// phase). --shards 1 (the default) prints today's output unchanged.
 
 import (
 	"context"
@@ -43,7 +44,7 @@ func addShardFlags(fs *flag.FlagSet) *shardFlags {
 	return &shardFlags{
 		shards: fs.Int("shards", 1, fmt.Sprintf("also project the selection on K worker pairs per party (1 to %d; 1: one pair, today's run): each pair on its own link like --link, "+
 			"the largest shard setting each phase's pace, QuickSelect at the full size on the coordinators' link", bench.MaxShards)),
-		dealers: fs.Int("dealers", 1, "with --shards K and a dealer on links of its own: 1 (one dealer host serving the K pairs, its links shared) or K (one per pair)"),
+		dealers: fs.Int("dealers", 0, "with --shards K and a dealer on links of its own: K (one dealer host per pair, the reference deployment: nothing shared; 0, the default, is K) or 1 (one dealer host serving the K pairs, its links shared)"),
 		internal: fs.String("internal-link", "lan", "with --shards: each party's internal network between its coordinator and its workers (jobs, and gathering 8 B per candidate): "+
 			strings.Join(transport.ProfileNames(), ", ")),
 	}
