@@ -519,9 +519,10 @@ func TestReportShardsOnly(t *testing.T) {
 // (120 candidates) on one pair and on K = 2 worker pairs per party, as OS
 // processes on loopback through a relay per link: both select the budget
 // (less the bootstrap),
-// and the K-pair run has 7 processes (dealer, 2 coordinators, 4 workers)
-// and 3 relayed links (the coordinators', one per pair). It builds the
-// peer binaries: skipped with -short.
+// and the K-pair run has 8 processes (a dealer per pair, the
+// coordinators sharing pair 0's, 2 coordinators, 4 workers) and 3 relayed
+// links (the coordinators', one per pair). It builds the peer binaries:
+// skipped with -short.
 func TestMeasureShardScaling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the peer binaries and runs three selections (about 40 s); skipped with -short")
@@ -539,7 +540,7 @@ func TestMeasureShardScaling(t *testing.T) {
 	if len(scale) != 2 || len(runs) != 2 {
 		t.Fatalf("%d scalings, %d runs; want one pair's and two pairs'", len(scale), len(runs))
 	}
-	for i, want := range []struct{ shards, procs, links int }{{1, 3, 1}, {2, 7, 3}} {
+	for i, want := range []struct{ shards, procs, links int }{{1, 3, 1}, {2, 8, 3}} {
 		s, m := scale[i], runs[i]
 		if s.Shards != want.shards || m.Processes != want.procs || m.LinkRelays != want.links {
 			t.Errorf("run %d: %d pairs, %d processes, %d relayed links; want %+v", i, s.Shards, m.Processes, m.LinkRelays, want)
@@ -554,8 +555,9 @@ func TestMeasureShardScaling(t *testing.T) {
 			t.Errorf("run %d: %+v, CPU %v", i, s, m.CPU)
 		}
 	}
-	// --peer-logs: every process of every run wrote its log there, at -log info.
-	for _, name := range []string{"generate-00-dealer", "generate-02-dataowner", "k1-01-modelowner", "k2-03-worker0-modelowner", "k2-06-worker1-dataowner"} {
+	// --peer-logs: every process of every run wrote its log there, at -log info
+	// (pair 1's dealer too: one dealer per pair).
+	for _, name := range []string{"generate-00-dealer", "generate-02-dataowner", "k1-01-modelowner", "k2-03-worker0-modelowner", "k2-06-worker1-dataowner", "k2-07-dealer1"} {
 		b, err := os.ReadFile(filepath.Join(logDir, name+".log"))
 		if err != nil || !strings.Contains(string(b), "level=INFO") {
 			t.Errorf("peer log %s: %v, %d bytes, want info lines", name, err, len(b))

@@ -84,8 +84,8 @@ func setPool(cfg *bench.SelectConfig, pool int) error {
 // measureShardScaling runs the measured sharded run (shards_proc.go): the
 // selection of the quickstart's MNIST demo (demo) as OS processes on loopback, on one pair and on 2, 4, ...
 // up to sc.Shards worker pairs per party (and sc.Shards itself), every
-// pair's link and the coordinators' through its own relay of cfg.Link, the
-// dealer one host on unshaped loopback. It returns each run against the
+// pair's link and the coordinators' through its own relay of cfg.Link, one
+// dealer per pair (the coordinators sharing pair 0's) on unshaped loopback. It returns each run against the
 // one pair's (bench.ShardScaling; ProjectedSeconds is ProjectShards's
 // model applied to the one-pair run's measured phases, projectFromOnePair:
 // the demo's model is no bench workload to project a sample of) and the
@@ -132,7 +132,7 @@ func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.S
 
 // printShardScaling prints the measured sharded runs.
 func printShardScaling(w io.Writer, demo shardDemo, link string, sc []bench.ShardScaling, runs []*shardMeasurement) error {
-	fmt.Fprintf(w, "measured sharded selection (quickstart MNIST demo, %d candidates, %s) as OS processes on loopback, each pair's and the coordinators' link through its own relay of %s, the dealer on unshaped loopback:\n",
+	fmt.Fprintf(w, "measured sharded selection (quickstart MNIST demo, %d candidates, %s) as OS processes on loopback, each pair's and the coordinators' link through its own relay of %s, one dealer per pair (the coordinators sharing pair 0's) on unshaped loopback:\n",
 		demo.Pool, demo, link)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "pairs\tprocesses\tlinks\twall s\tphases s\tCPU s\tCPU/wall\tspeed-up\tefficiency\tprojected s\tmodel error\tselected\t")
