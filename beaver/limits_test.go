@@ -278,8 +278,9 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 		if err != nil || b[0] != statusError || !strings.Contains(string(b), "connections") {
 			t.Fatalf("connection %d of one key: %q %v", i, b, err)
 		}
-		// The refusal says what to do: a sharded party needs K+1.
-		for _, want := range []string{fmt.Sprintf("%d connections", DefaultMaxConnsPerKey), "-max-conns K+1", "K worker pairs"} {
+		// The refusal says what to do: a sharded party needs 2 at a
+		// dealer per pair, K+1 at one dealer serving every pair.
+		for _, want := range []string{fmt.Sprintf("%d connections", DefaultMaxConnsPerKey), "2 at a dealer per pair", "-max-conns K+1", "K worker pairs"} {
 			if !strings.Contains(string(b), want) {
 				t.Errorf("refusal %q does not say %q", b[1:], want)
 			}

@@ -171,9 +171,12 @@ type ServerOptions struct {
 	// MaxConnsPerKey bounds the connections served at once per role and
 	// key, waiting for a hello or a session included (default
 	// DefaultMaxConnsPerKey); one more is refused, told why. A party
-	// sharded over K worker pairs holds K+1 at once (its coordinator and
-	// K workers, each with its own connection): set at least K+1, more to
-	// leave room for a replaced worker's reconnection.
+	// sharded over K worker pairs with a dealer per pair holds 1 at each
+	// (its worker's) and 2 at the one its coordinator shares (pair 0's):
+	// the default leaves room for reconnections of replaced pods. With
+	// one dealer serving every pair it holds K+1 there (its coordinator
+	// and K workers, each with its own connection): set at least K+1,
+	// more to leave room for a replaced worker's reconnection.
 	MaxConnsPerKey int
 	// SessionBudget is the budget of dealer work (Request.DealerWork
 	// units) of a session whose parties announce none, and the most they
@@ -376,8 +379,8 @@ func (s *Server) admit(ck connKey) (kc *keyConns, release func(), err error) {
 	s.connMu.Unlock()
 	if n >= s.opt.MaxConnsPerKey {
 		return nil, nil, fmt.Errorf("beaver: dealer: the %s already has %d connections, the most it may hold at once "+
-			"(a party sharded over K worker pairs holds K+1, its coordinator's and its workers': start the dealer with -max-conns K+1 or more, "+
-			"ServerOptions.MaxConnsPerKey in the library)", roleName(ck.role), n)
+			"(a party sharded over K worker pairs holds 2 at a dealer per pair, its worker's and, at pair 0's, its coordinator's, "+
+			"but K+1 at one dealer serving every pair: start that dealer with -max-conns K+1 or more, ServerOptions.MaxConnsPerKey in the library)", roleName(ck.role), n)
 	}
 	return kc, func() {
 		s.connMu.Lock()

@@ -50,8 +50,9 @@
 //     phase the candidates split into ShardSizes (contiguous, at batch
 //     boundaries), each pair runs its shard over its own link at the
 //     sample's measured rate so the largest shard sets the pace, a dealer
-//     host serving every pair (ShardConfig.Dealers 1) carries every
-//     shard's dealer traffic on its links (one per pair shares nothing),
+//     host per pair (the default, as deployed) shares nothing while one
+//     serving every pair (ShardConfig.Dealers 1) carries every shard's
+//     dealer traffic on its links,
 //     the workers gather 8 B per candidate to their coordinators over
 //     each party's internal network, and QuickSelect runs at the full size
 //     on the coordinators' link; with one pair it is Project exactly.

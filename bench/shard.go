@@ -49,21 +49,23 @@ type ShardConfig struct {
 	// workers; at most MaxShards).
 	Shards int `json:"shards"`
 	// Dealers is the number of dealer hosts when the run has a dealer on
-	// links of its own: 1 (the default when 0), one host serving the K
-	// pairs, whose links then carry every shard's dealer traffic; or K,
-	// each pair its own dealer (its links carry its shard's). A run
-	// without a dealer link (the dealer-free providers, or the dealer in
-	// process) ignores it.
+	// links of its own: K (the default when 0: the reference deployment,
+	// examples/k8s), each pair its own dealer, whose links carry its
+	// shard's, the coordinators drawing from pair 0's after the phase's
+	// forward; or 1, one host serving the K pairs, whose links then carry
+	// every shard's dealer traffic. A run without a dealer link (the
+	// dealer-free providers, or the dealer in process) ignores it.
 	Dealers int `json:"dealers"`
 	// Internal is each party's internal network between its coordinator
 	// and its workers (nil: transport.LAN).
 	Internal *transport.Profile `json:"-"`
 }
 
-// dealers returns the configuration's dealer hosts (1 when unset).
+// dealers returns the configuration's dealer hosts (one per pair when
+// unset).
 func (c ShardConfig) dealers() int {
 	if c.Dealers == 0 {
-		return 1
+		return c.Shards
 	}
 	return c.Dealers
 }
@@ -217,11 +219,12 @@ type ShardedProjection struct {
 //     link, its rounds on its lanes, its machine), so the phase waits for
 //     the largest shard's pair: Project's arithmetic at that shard's size
 //     (the sample's measured rate over its link);
-//   - a dealer host serving several pairs (sc.Dealers 1 with a dealer on
-//     links of its own) carries every shard's dealer traffic: its links'
-//     bandwidth bound is a floor of the pairs' part; with a dealer per
-//     pair, or the dealer-free providers (their traffic on the pair's
-//     link, in the sample's rate), nothing is shared;
+//   - with a dealer per pair (sc.Dealers K or 0, the default), or the
+//     dealer-free providers (their traffic on the pair's link, in the
+//     sample's rate), nothing is shared; a dealer host serving several
+//     pairs (sc.Dealers 1 with a dealer on links of its own) carries
+//     every shard's dealer traffic: its links' bandwidth bound is a floor
+//     of the pairs' part;
 //   - the model owner's coordinator sends each worker the phase's proxy,
 //     and each worker its coordinator GatherBytesPerCandidate per
 //     candidate, over the party's internal network (sc.Internal): one-way
@@ -443,7 +446,7 @@ func shardAssumption(sp *ShardedProjection, provider string) string {
 	case sp.DealerShared:
 		s += fmt.Sprintf("; one dealer host serving the %d pairs (%s): its links carry every shard's dealer traffic", sp.Shards, DealerPlacement(sp.DealerLinks))
 	default:
-		s += fmt.Sprintf("; a dealer host per pair (%s each)", DealerPlacement(sp.DealerLinks))
+		s += fmt.Sprintf("; a dealer host per pair (%s each; the reference deployment, the coordinators drawing from pair 0's after the phase's forward): no dealer link shared", DealerPlacement(sp.DealerLinks))
 	}
 	s += fmt.Sprintf("; jobs and gathering (%d B per candidate) on each party's internal %s network; QuickSelect at the full size on the coordinators' %s link",
 		GatherBytesPerCandidate, sp.Internal, sp.Link)

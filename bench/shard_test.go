@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -255,7 +256,7 @@ func TestProjectShardsSharedDealer(t *testing.T) {
 		}
 	}
 	for _, k := range []int{2, 4, 8} {
-		shared, err := ProjectShards(w, 0, thin, lr, cr, shardTopK, ShardConfig{Shards: k})
+		shared, err := ProjectShards(w, 0, thin, lr, cr, shardTopK, ShardConfig{Shards: k, Dealers: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -263,8 +264,18 @@ func TestProjectShardsSharedDealer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !shared.DealerShared || shared.Dealers != 1 || own.DealerShared {
-			t.Fatalf("K = %d: shared %v (%d dealers), own %v", k, shared.DealerShared, shared.Dealers, own.DealerShared)
+		if !shared.DealerShared || shared.Dealers != 1 || own.DealerShared || own.Dealers != k {
+			t.Fatalf("K = %d: shared %v (%d dealers), own %v (%d dealers)", k, shared.DealerShared, shared.Dealers, own.DealerShared, own.Dealers)
+		}
+		// The default (Dealers 0) is the deployed topology: one dealer
+		// host per pair, said so in words.
+		def, err := ProjectShards(w, 0, thin, lr, cr, shardTopK, ShardConfig{Shards: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(def, own) || !strings.Contains(def.Assumption, "a dealer host per pair") || !strings.Contains(shared.Assumption, fmt.Sprintf("one dealer host serving the %d pairs", k)) {
+			t.Errorf("K = %d: the default projection (%d dealers, shared %v, %g s, %q) is not one dealer host per pair's (%g s; shared: %q)",
+				k, def.Dealers, def.DealerShared, def.Seconds, def.Assumption, own.Seconds, shared.Assumption)
 		}
 		find := func(p *ShardedProjection, name string) LinkBound {
 			for _, l := range p.Bounds.Links {

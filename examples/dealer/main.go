@@ -31,9 +31,13 @@
 // beaver.Request.DealerWork units, a session may draw when the parties
 // announce less or nothing, default 2^50); -max-streams (streams per
 // connection and per session, 256); -max-conns (connections per party
-// key at once, 4: a party sharded over K worker pairs holds K+1, its
-// coordinator's and its K workers', so start the dealer with at least
-// K+1, more for a replaced worker's reconnection); -max-sessions (sessions kept, 1024) and -session-retention (a
+// key at once, 4: a party sharded over K worker pairs with a dealer per
+// pair, worker k's -dealer holding {shard}, holds 1 at each dealer and 2
+// at the one its coordinator uses too, pair 0's, which the default
+// covers with room for a replaced pod's reconnection; one dealer serving
+// every pair holds K+1, its coordinator's and its K workers', so start it
+// with at least K+1, more for a replaced worker's reconnection);
+// -max-sessions (sessions kept, 1024) and -session-retention (a
 // session nobody joined for that long is retired, 720h): a retired
 // session's id is refused for good, and the state file keeps only an
 // 8-byte tag of it.
@@ -72,7 +76,7 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	maxMACs := fs.Uint64("max-request-macs", 0, "refuse a matrix item of more multiply-adds than this (0: 2^36)")
 	budget := fs.Uint64("session-budget", 0, "most dealer work (beaver.Request.DealerWork units) a session may draw (0: 2^50); the parties may announce less")
 	maxStreams := fs.Int("max-streams", 0, "most streams per connection and per session (0: 256)")
-	maxConns := fs.Int("max-conns", 0, "most connections per party key at once (0: 4); a party sharded over K worker pairs (-shards K) holds K+1 at once, its coordinator's and its workers': set at least K+1")
+	maxConns := fs.Int("max-conns", 0, "most connections per party key at once (0: 4); a party sharded over K worker pairs (-shards K) holds 2 at a dealer per pair (pair 0's, which its coordinator shares) but K+1 at one dealer serving every pair, its coordinator's and its workers': there, set at least K+1")
 	maxSessions := fs.Int("max-sessions", 0, "most sessions kept; more retire the least recently used (0: 1024)")
 	retention := fs.Duration("session-retention", 0, "retire a session nobody joined for this long (0: 720h)")
 	level := fs.String("log", "info", "log level: debug, info, warn, error")

@@ -31,13 +31,13 @@ const (
 	indexAnnotation = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
 )
 
-// workload is a pod template of a Job or Deployment, with its party
+// workload is a pod template of a Job or StatefulSet, with its party
 // container.
 type workload struct {
 	m        manifest
 	ns, name string
-	job      *batchv1.Job       // nil for a Deployment
-	deploy   *appsv1.Deployment // nil for a Job
+	job      *batchv1.Job        // nil for a StatefulSet
+	sts      *appsv1.StatefulSet // nil for a Job
 	tmpl     *corev1.PodTemplateSpec
 	c        *corev1.Container // the one container
 	bin      string            // the binary the container runs: modelowner, dataowner or dealer
@@ -197,8 +197,8 @@ func loadCluster(t checker, fsys fs.FS) *cluster {
 			c.policies[o.Namespace] = append(c.policies[o.Namespace], o)
 		case *batchv1.Job:
 			add(&workload{ns: o.Namespace, name: o.Name, job: o, tmpl: &o.Spec.Template})
-		case *appsv1.Deployment:
-			add(&workload{ns: o.Namespace, name: o.Name, tmpl: &o.Spec.Template, deploy: o})
+		case *appsv1.StatefulSet:
+			add(&workload{ns: o.Namespace, name: o.Name, tmpl: &o.Spec.Template, sts: o})
 		default:
 			t.Errorf("%s: no check for %T", m, o)
 		}
@@ -359,13 +359,18 @@ func checkManifests(t checker, c *cluster) {
 
 	t.Run("restarts", func(t checker) {
 		for _, w := range c.workloads {
-			if d := w.deploy; d != nil {
-				// One pod on one seeds file: replaced, never doubled.
-				if d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || d.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
-					t.Errorf("%s: want replicas 1 and strategy Recreate (never two pods on one state)", w)
-				}
-				if d.Spec.Selector == nil || !selects(d.Spec.Selector.MatchLabels, w) {
+			if st := w.sts; st != nil {
+				// A StatefulSet never runs two pods of one ordinal: each
+				// dealer's seeds volume has one pod at a time.
+				if st.Spec.Selector == nil || !selects(st.Spec.Selector.MatchLabels, w) {
 					t.Errorf("%s: its selector does not match its pod template's labels", w)
+				}
+				if st.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+					t.Errorf("%s: podManagementPolicy %q, want Parallel (the dealers serve their pairs independently: none waits for another)", w, st.Spec.PodManagementPolicy)
+				}
+				if r := st.Spec.PersistentVolumeClaimRetentionPolicy; r == nil || r.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType ||
+					r.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+					t.Errorf("%s: want persistentVolumeClaimRetentionPolicy Retain when deleted and scaled (a dealer recreated later must keep refusing what it served)", w)
 				}
 			}
 			if w.job == nil {
@@ -395,6 +400,15 @@ func checkManifests(t checker, c *cluster) {
 				dir = path.Dir(w.flags["seeds"])
 			}
 			vm, v := mountOf(w, dir)
+			if vm != nil && v == nil && w.sts != nil {
+				// A StatefulSet's pod's own claim, from its template.
+				if ct := claimTemplate(w, vm.Name); ct != nil {
+					if vm.ReadOnly || vm.SubPathExpr != "" || !slices.Contains(ct.Spec.AccessModes, corev1.ReadWriteOnce) {
+						t.Errorf("%s: state volume %s: want it writable, whole, ReadWriteOnce (one pod's own)", w, vm.Name)
+					}
+					continue
+				}
+			}
 			if vm == nil || v == nil || v.PersistentVolumeClaim == nil {
 				t.Errorf("%s: its state %q is not on a PersistentVolumeClaim: a replacement pod would start without it", w, dir)
 				continue
@@ -523,25 +537,81 @@ func checkManifests(t checker, c *cluster) {
 		var dealer *workload
 		for _, w := range c.workloads {
 			if w.bin == "dealer" {
+				if dealer != nil {
+					t.Fatalf("%s and %s: two dealer workloads; the dealers are one StatefulSet", dealer, w)
+				}
 				dealer = w
 			}
 		}
 		if dealer == nil {
 			t.Fatalf("no dealer")
 		}
-		k, _ := strconv.Atoi(mo.flags["shards"])
-		if conns, err := strconv.Atoi(dealer.flags["max-conns"]); err != nil || conns < k+1 {
-			t.Errorf("%s: -max-conns=%q: each party connects from its coordinator and its %d workers at once, want at least %d", dealer, dealer.flags["max-conns"], k, k+1)
+		st := dealer.sts
+		if st == nil {
+			t.Fatalf("%s: want a StatefulSet, one dealer per worker pair", dealer)
 		}
+		k, _ := strconv.Atoi(mo.flags["shards"])
+		if st.Spec.Replicas == nil || int(*st.Spec.Replicas) != k {
+			t.Errorf("%s: replicas %v, want %d: one dealer per worker pair (the coordinators' -shards)", dealer, st.Spec.Replicas, k)
+		}
+		// Who dials which dealer, per party: worker j dealer j, the
+		// coordinators one they share.
+		conns := map[string]map[int]int{} // party binary -> dealer ordinal -> connections
+		coordDealer := map[string]int{}
 		for _, w := range []*workload{mo, moW, do, doW} {
 			if w.flags["provider"] != "dealer" {
 				continue
 			}
 			listen := map[string]string{"modelowner": "listen-p0", "dataowner": "listen-p1"}[w.bin]
-			_, to, port := c.dial(t, w, w.flags["dealer"])
-			if to != dealer || port != listenPort(t, dealer, listen) {
-				t.Errorf("%s: -dealer=%s reaches %s port %d, not the dealer's -%s", w, w.flags["dealer"], to, port, listen)
+			addr := w.flags["dealer"]
+			if conns[w.bin] == nil {
+				conns[w.bin] = map[int]int{}
 			}
+			if !w.worker() {
+				if strings.Contains(addr, "{shard}") {
+					t.Errorf("%s: -dealer=%s: a coordinator has no shard index ({shard} is refused)", w, addr)
+					continue
+				}
+				to, i, port := c.dialPod(t, w, addr)
+				if to != dealer || port != listenPort(t, dealer, listen) {
+					t.Errorf("%s: -dealer=%s reaches %s port %d, not the dealer's -%s", w, addr, to, port, listen)
+				}
+				coordDealer[w.bin] = i
+				conns[w.bin][i]++
+				continue
+			}
+			if !strings.Contains(addr, "{shard}") {
+				t.Errorf("%s: -dealer=%s has no {shard}: every worker would share one dealer host, whose links then carry every pair's dealer traffic", w, addr)
+				continue
+			}
+			_, n := w.indexed()
+			for j := range n {
+				got := strings.ReplaceAll(addr, "{shard}", strconv.Itoa(j))
+				to, i, port := c.dialPod(t, w, got)
+				if to != dealer || i != j || port != listenPort(t, dealer, listen) {
+					t.Errorf("%s: worker %d dials %s: %s's pod %d port %d, want dealer %d's -%s", w, j, got, to, i, port, j, listen)
+				}
+				conns[w.bin][i]++
+			}
+		}
+		if a, b := coordDealer["modelowner"], coordDealer["dataowner"]; len(coordDealer) == 2 && a != b {
+			t.Errorf("the model owner's coordinator dials dealer %d, the data owner's dealer %d: both must meet at one dealer (their session)", a, b)
+		}
+		busiest := 0
+		for _, per := range conns {
+			for _, n := range per {
+				busiest = max(busiest, n)
+			}
+		}
+		maxConns := 4 // the dealer's default
+		if v, ok := dealer.flags["max-conns"]; ok {
+			var err error
+			if maxConns, err = strconv.Atoi(v); err != nil || maxConns == 0 {
+				maxConns = 4
+			}
+		}
+		if maxConns < busiest+1 {
+			t.Errorf("%s: -max-conns=%d: a party holds %d connections at once at one dealer, want at least %d (room for a replaced pod's reconnection)", dealer, maxConns, busiest, busiest+1)
 		}
 	})
 
@@ -670,7 +740,9 @@ func checkManifests(t checker, c *cluster) {
 }
 
 // mountOf returns the volume mount holding file path p in w's container
-// (the longest mount path that is p or a parent of it) and its volume.
+// (the longest mount path that is p or a parent of it) and its volume
+// (nil where the pod has none of that name: a StatefulSet's claim
+// template, see claimTemplate, or a mistake).
 func mountOf(w *workload, p string) (*corev1.VolumeMount, *corev1.Volume) {
 	var best *corev1.VolumeMount
 	for i, vm := range w.c.VolumeMounts {
@@ -686,7 +758,66 @@ func mountOf(w *workload, p string) (*corev1.VolumeMount, *corev1.Volume) {
 			return best, &w.tmpl.Spec.Volumes[i]
 		}
 	}
-	return nil, nil
+	return best, nil // not a pod volume: a StatefulSet's claim template, or none
+}
+
+// dialPod resolves an address a pod dials, POD.SUBDOMAIN.NS.svc[.cluster.local]:PORT,
+// the stable name of a StatefulSet's pod (SUBDOMAIN its serviceName)
+// under a headless Service: the workload, the pod's ordinal and the
+// container port; the headless Service must select the workload and list
+// the port.
+func (c *cluster) dialPod(t checker, from *workload, addr string) (*workload, int, int) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(addr)
+	p, err2 := strconv.Atoi(port)
+	if err != nil || err2 != nil {
+		t.Fatalf("%s: dials %q: not host:port", from, addr)
+	}
+	parts := strings.Split(strings.TrimSuffix(host, ".cluster.local"), ".")
+	if len(parts) != 4 || parts[3] != "svc" {
+		t.Fatalf("%s: dials %q: want POD.SERVICE.NAMESPACE.svc, a StatefulSet pod's stable name", from, addr)
+	}
+	pod, sub, ns := parts[0], parts[1], parts[2]
+	for _, w := range c.workloads {
+		if w.ns != ns || w.sts == nil || w.sts.Spec.ServiceName != sub {
+			continue
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(pod, w.name+"-"))
+		if !strings.HasPrefix(pod, w.name+"-") || err != nil || i < 0 || w.sts.Spec.Replicas == nil || i >= int(*w.sts.Spec.Replicas) {
+			t.Fatalf("%s: dials %s: no pod %s in %s (pods %s-0 .. %s-%d)", from, addr, pod, w, w.name, w.name, ptrOr(w.sts.Spec.Replicas, 1)-1)
+		}
+		svc := findService(c, ns, sub)
+		if svc == nil || svc.Spec.ClusterIP != corev1.ClusterIPNone || !selects(svc.Spec.Selector, w) {
+			t.Fatalf("%s: dials %s: %s's serviceName %s is not a headless Service (clusterIP None) selecting its pods", from, addr, w, sub)
+		}
+		if !slices.ContainsFunc(svc.Spec.Ports, func(sp corev1.ServicePort) bool {
+			cp, ok := containerPort(w, sp.TargetPort)
+			return ok && cp == p && int(sp.Port) == p
+		}) {
+			t.Fatalf("%s: dials %s: headless Service %s/%s has no port %d to a container port of %s", from, addr, ns, sub, p, w)
+		}
+		return w, i, p
+	}
+	t.Fatalf("%s: dials %s: no StatefulSet with serviceName %s in namespace %s", from, addr, sub, ns)
+	return nil, 0, 0
+}
+
+// ptrOr is *p, or def for nil.
+func ptrOr(p *int32, def int) int {
+	if p == nil {
+		return def
+	}
+	return int(*p)
+}
+
+// claimTemplate returns w's StatefulSet's volume claim template name.
+func claimTemplate(w *workload, name string) *corev1.PersistentVolumeClaim {
+	for i, ct := range w.sts.Spec.VolumeClaimTemplates {
+		if ct.Name == name {
+			return &w.sts.Spec.VolumeClaimTemplates[i]
+		}
+	}
+	return nil
 }
 
 func findService(c *cluster, ns, name string) *corev1.Service {
@@ -745,11 +876,11 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dealer/dealer.yaml", "image: registry.example.com/selectformer:latest", "image: selectformer:other", "one image holds every binary"},
 		{"dataowner/coordinator.yaml", "-budget=4000", "-budget=4001", "-budget"},
 		{"dataowner/workers.yaml", "-provider=dealer", "-provider=he", "-provider"},
-		{"dealer/dealer.yaml", "-max-conns=16", "-max-conns=4", "-max-conns"},
+		{"dealer/dealer.yaml", "- -max-conns=4", "- -max-conns=2", "-max-conns=2: a party holds 2 connections"},
 		{"modelowner/workers.yaml", "-coordinator=modelowner-coordinator:7300", "-coordinator=modelowner-coordinator:7301", "no port 7301"},
 		{"dataowner/workers.yaml", "-coordinator=dataowner-coordinator:7300", "-coordinator=modelowner-coordinator:7300", "no Service modelowner-coordinator"},
 		{"modelowner/coordinator.yaml", "-connect=dataowner-peer.selectformer-do.svc:7000", "-connect=dataowner-coordinator.selectformer-do.svc:7300", "port 7300, not dataowner/coordinator.yaml (document 3) selectformer-do/dataowner-coordinator's -listen"},
-		{"modelowner/coordinator.yaml", "-dealer=dealer.selectformer-dealer.svc:7100", "-dealer=dealer.selectformer-dealer.svc:7101", "-listen-p0"},
+		{"modelowner/coordinator.yaml", "-dealer=dealer-0.dealers.selectformer-dealer.svc:7100", "-dealer=dealer-0.dealers.selectformer-dealer.svc:7101", "-listen-p0"},
 		{"dataowner/keys.example.yaml", "  dealer.crt:", "  dealr.crt:", `"dealer.crt" is not a key`},
 		{"dataowner/workers.yaml", "secretName: dataowner-identity", "secretName: dataowner-id", "no Secret dataowner-id"},
 		{"modelowner/coordinator.yaml", "claimName: modelowner-data", "claimName: modelowner-date", "no PersistentVolumeClaim modelowner-date"},
@@ -759,8 +890,25 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dataowner/workers-external.yaml", `job-completion-index: "3"`, `job-completion-index: "2"`, "not one distinct index"},
 		{"modelowner/coordinator.yaml", "  namespace: selectformer-mo", "  namespace: selectformer-do", `namespace "selectformer-do", want "selectformer-mo"`},
 		{"dealer/dealer.yaml", "-seeds=/seeds/dealer.seeds", "-seeds=/tmp/dealer.seeds", "not on a PersistentVolumeClaim"},
-		{"dealer/dealer.yaml", "type: Recreate", "type: RollingUpdate", "strategy Recreate"},
-		{"dealer/dealer.yaml", "replicas: 1", "replicas: 2", "replicas 1"},
+		// One dealer per worker pair: the workers' and the dealers' names,
+		// ports and counts agree.
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "one dealer per worker pair"},
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 5", "want 4: one dealer per worker pair"},
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "no pod dealer-3"},
+		{"dealer/dealer.yaml", "podManagementPolicy: Parallel", "podManagementPolicy: OrderedReady", "Parallel"},
+		{"dealer/dealer.yaml", "whenDeleted: Retain", "whenDeleted: Delete", "Retain"},
+		{"dealer/dealer.yaml", "serviceName: dealers", "serviceName: dealer", "no StatefulSet with serviceName dealers"},
+		{"dealer/dealer.yaml", "  name: dealers\n", "  name: dealer-pods\n", "serviceName dealers is not a headless Service"},
+		{"dealer/dealer.yaml", "clusterIP: None", "clusterIP: 10.0.0.8", "not a headless Service"},
+		{"dealer/dealer.yaml", "      port: 7101\n", "      port: 7102\n", "has no port 7101"},
+		{"dealer/dealer.yaml", "      metadata:\n        name: seeds", "      metadata:\n        name: seed", "not on a PersistentVolumeClaim"},
+		{"dealer/dealer.yaml", `accessModes: ["ReadWriteOnce"]`, `accessModes: ["ReadOnlyMany"]`, "ReadWriteOnce"},
+		{"modelowner/workers.yaml", "-dealer=dealer-{shard}.", "-dealer=dealer-0.", "has no {shard}"},
+		{"dataowner/workers.yaml", "-dealer=dealer-{shard}.dealers.selectformer-dealer.svc:7101", "-dealer=dealer-{shard}.dealers.selectformer-dealer.svc:7100", "want dealer 0's -listen-p1"},
+		{"modelowner/workers.yaml", "dealer-{shard}.dealers.selectformer-dealer", "dealer-{shard}.dealer.selectformer-dealer", "no StatefulSet with serviceName dealer "},
+		{"modelowner/workers.yaml", "dealer-{shard}.dealers.selectformer-dealer.svc", "dealer-{shard}.selectformer-dealer.svc", "want POD.SERVICE.NAMESPACE.svc"},
+		{"dataowner/coordinator.yaml", "-dealer=dealer-0.", "-dealer=dealer-1.", "the model owner's coordinator dials dealer 0, the data owner's dealer 1"},
+		{"modelowner/coordinator.yaml", "-dealer=dealer-0.", "-dealer=dealer-{shard}.", "a coordinator has no shard index"},
 		{"dealer/dealer.yaml", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: selectformer\n      app.kubernetes.io/component: dealer", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: selectformer\n      app.kubernetes.io/component: dealr", "selector does not match"},
 	} {
 		t.Run(tc.file+": "+tc.new, func(t *testing.T) {

@@ -29,7 +29,7 @@ var kinds = map[string]func() any{
 	"v1/Service":                         func() any { return new(corev1.Service) },
 	"v1/PersistentVolumeClaim":           func() any { return new(corev1.PersistentVolumeClaim) },
 	"batch/v1/Job":                       func() any { return new(batchv1.Job) },
-	"apps/v1/Deployment":                 func() any { return new(appsv1.Deployment) },
+	"apps/v1/StatefulSet":                func() any { return new(appsv1.StatefulSet) },
 	"networking.k8s.io/v1/NetworkPolicy": func() any { return new(networkingv1.NetworkPolicy) },
 }
 
@@ -134,8 +134,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		"modelowner *v1.PersistentVolumeClaim", "modelowner *v1.Service",
 		"dataowner *v1.Namespace", "dataowner *v1.Secret", "dataowner *v1.ConfigMap", "dataowner *v1.Job",
 		"dataowner *v1.PersistentVolumeClaim", "dataowner *v1.Service",
-		"dealer *v1.Namespace", "dealer *v1.Secret", "dealer *v1.ConfigMap", "dealer *v1.Deployment",
-		"dealer *v1.PersistentVolumeClaim", "dealer *v1.Service",
+		"dealer *v1.Namespace", "dealer *v1.Secret", "dealer *v1.ConfigMap", "dealer *v1.StatefulSet", "dealer *v1.Service",
 	}
 	for _, w := range want {
 		if count[w] == 0 {

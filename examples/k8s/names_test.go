@@ -17,9 +17,10 @@ import (
 
 // nameProblems returns what the API server would refuse in m's names and
 // labels: object names (a Service's an RFC 1035 label, a Namespace's an
-// RFC 1123 label, the others RFC 1123 subdomains), an Indexed Job's pod
-// hostnames ($(job-name)-$(index), RFC 1123 labels of at most 63
-// characters), label keys and values, and container and port names.
+// RFC 1123 label, the others RFC 1123 subdomains), an Indexed Job's and a
+// StatefulSet's pod hostnames ($(name)-$(index), RFC 1123 labels of at
+// most 63 characters), label keys and values, and container and port
+// names.
 func nameProblems(m manifest) []string {
 	var out []string
 	add := func(what string, errs []string) {
@@ -55,8 +56,12 @@ func nameProblems(m manifest) []string {
 			add("pod hostname "+host, content.IsDNS1123Label(host))
 		}
 	}
-	if d, ok := m.obj.(*appsv1.Deployment); ok {
-		tmpl = &d.Spec.Template
+	if st, ok := m.obj.(*appsv1.StatefulSet); ok {
+		tmpl = &st.Spec.Template
+		if st.Spec.Replicas != nil {
+			host := fmt.Sprintf("%s-%d", name, *st.Spec.Replicas-1)
+			add("pod hostname "+host, content.IsDNS1123Label(host))
+		}
 	}
 	if tmpl != nil {
 		for k, v := range tmpl.Labels {
@@ -100,6 +105,7 @@ func TestManifestNames(t *testing.T) {
 		{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "7-workers"}}, "Service name 7-workers"},
 		{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "Selectformer"}}, "Namespace name"},
 		{&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("w", 62)}, Spec: batchv1.JobSpec{CompletionMode: &long, Completions: &k}}, "pod hostname"},
+		{&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("d", 62)}, Spec: appsv1.StatefulSetSpec{Replicas: &k}}, "pod hostname " + strings.Repeat("d", 62) + "-3"},
 		{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "peers", Labels: map[string]string{"app": "a b"}}}, "label value a b"},
 	} {
 		if ps := nameProblems(manifest{obj: tc.obj}); !strings.Contains(strings.Join(ps, "\n"), tc.want) {

@@ -102,9 +102,9 @@ func writeShardSection(ctx context.Context, out string, reps []*bench.SelectRepo
 		}
 		var figRows []bench.ShardRow
 		for _, s := range samples {
-			dealers := []int{1}
+			dealers := []int{1} // no dealer link: ignored
 			if s.DealerLinks != ([2]bench.LinkSpec{}) && !bench.DealerFree(s.Provider) {
-				dealers = append(dealers, f.shards)
+				dealers = []int{f.shards, 1} // one per pair (deployed), one shared
 			}
 			for _, d := range dealers {
 				sp, err := rep.ProjectShardsFrom(s, pool, bench.ShardConfig{Shards: f.shards, Dealers: d})
@@ -122,7 +122,7 @@ func writeShardSection(ctx context.Context, out string, reps []*bench.SelectRepo
 		if f.pool != 0 {
 			flags += fmt.Sprintf(" --pool %d", f.pool)
 		}
-		note := fmt.Sprintf("`%s` on %d pairs, pool %d: `mpcbench select %s [--dealers %d]`", f.workload, f.shards, pool, flags, f.shards)
+		note := fmt.Sprintf("`%s` on %d pairs, pool %d: `mpcbench select %s [--dealers 1]`", f.workload, f.shards, pool, flags)
 		if len(rep.Deployments) > 0 {
 			note += fmt.Sprintf(" (add `--dealer-link %s,lan` for the rows with the dealer beside the data owner)", rep.Link)
 		}
@@ -172,8 +172,9 @@ func writeShardSection(ctx context.Context, out string, reps []*bench.SelectRepo
 		"and the phase waits for the largest shard. "+
 		"The model owner's coordinator sends each worker the phase's proxy (estimated as the bytes of the sample's weight sharing) and each worker sends its coordinator its party's shares of its shard's entropies "+
 		"(%d B per candidate) over the party's internal network, assumed a LAN (1 GB/s, 0.1 ms one-way); QuickSelect then runs at the phase's **full size** on the coordinators' link, as in the unsharded projection. "+
-		"A dealer on links of its own is either **one dealer host serving the K pairs** (\"1 dealer host (shared)\": its links carry every shard's dealer traffic, "+
-		"and their bandwidth bound is a floor of each phase, which the one-pair sample did not see) or **one per pair** (nothing shared; the dealer-free providers share nothing either). "+
+		"A dealer on links of its own is either **one per pair** (the deployed topology, examples/k8s, and `select --shards K`'s default: nothing shared; the dealer-free providers share nothing either) "+
+		"or **one dealer host serving the K pairs** (`--dealers 1`, \"1 dealer host (shared)\": its links carry every shard's dealer traffic, "+
+		"and their bandwidth bound is a floor of each phase, which the one-pair sample did not see). "+
 		"The bound model is the same with each phase's pairs at their largest bound instead of the sample's measured rate (what the pairs would reach if computation and communication overlapped perfectly; "+
 		"the gap to the projection is what the sample lost to start-up, scheduling and, on a shared machine, other jobs). "+
 		"Bounds: compute and latency of the largest shard's pair plus QuickSelect; bandwidth per link (each pair's, the coordinators', the dealer's, each party's internal network), the largest named. "+

@@ -4,7 +4,7 @@ package main
 //
 //	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
 //	    [--dealer-link paper-wan|lan|none|P0LINK,P1LINK] [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
-//	    [--seed S] [--timeout D] [--pool N] [--shards K [--dealers 1|K] [--internal-link lan|paper-wan|none]]
+//	    [--seed S] [--timeout D] [--pool N] [--shards K [--dealers K|1] [--internal-link lan|paper-wan|none]]
 //
 // runs a sample selection of the workload (package bench: Select) and
 // projects it to the workload's full pool (--pool: another pool size,

@@ -141,9 +141,12 @@ func TestSelectText(t *testing.T) {
 	}{
 		{"pipelined with baseline", []string{"--compare-off"}, []string{"projected to 1000 candidates", "pipeline on, batches of 4 on 4 lanes (4 in flight", "pipeline off (baseline)", "pipeline gain: projected speed-up"}},
 		{"off", []string{"--pipeline=off"}, []string{"projected to 1000 candidates", "pipeline off, batches of 4 on 4 lanes (1 in flight", "over lan, pipeline off"}},
-		{"sharded", []string{"--pool", "5000", "--shards", "4"}, []string{"pool 5000", "projected to 5000 candidates: ", "sharded on 4 worker pairs per party (1 dealer host (shared)): 4 worker pairs per party",
-			"projected to 5000 candidates on 4 pairs: ", "× faster on 4 pairs", "link dealer↔P1 (shared by the pairs) (lan)", "link P0↔P1 pair (lan)", "link P0↔P1 coordinators (lan)",
-			"link P0 internal (lan)", "with 4 dealer host(s), one per pair instead: "}},
+		{"sharded", []string{"--pool", "5000", "--shards", "4"}, []string{"pool 5000", "projected to 5000 candidates: ", "sharded on 4 worker pairs per party (4 dealer host(s), one per pair): 4 worker pairs per party",
+			"a dealer host per pair (dealer on lan to both parties each; the reference deployment", "projected to 5000 candidates on 4 pairs: ", "× faster on 4 pairs", "link P0↔P1 pair (lan)", "link P0↔P1 coordinators (lan)",
+			"link P0 internal (lan)", "with 1 dealer host (shared) instead: "}},
+		{"sharded, one shared dealer", []string{"--pool", "5000", "--shards", "4", "--dealers", "1"}, []string{"sharded on 4 worker pairs per party (1 dealer host (shared)): 4 worker pairs per party",
+			"one dealer host serving the 4 pairs (dealer on lan to both parties): its links carry every shard's dealer traffic", "link dealer↔P1 (shared by the pairs) (lan)",
+			"with 4 dealer host(s), one per pair instead: "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,7 +160,7 @@ func TestSelectText(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
 			}
-			if tc.name != "sharded" && strings.Contains(out.String(), "sharded") {
+			if !strings.HasPrefix(tc.name, "sharded") && strings.Contains(out.String(), "sharded") {
 				t.Errorf("output without --shards shows a sharded projection:\n%s", out.String())
 			}
 		})
@@ -501,7 +504,7 @@ func TestReportShardsOnly(t *testing.T) {
 	s := string(b)
 	for _, want := range []string{"old main part", "## Kept section", "## Selection on K worker pairs (`mpcbench select --shards K`)",
 		"| `tiny` | 1000 | 2 | dealer on lan to both parties | 1 dealer host (shared) |", "| `tiny` | 1000 | 2 | dealer on lan to both parties | 2 dealer host(s), one per pair |",
-		"| `tiny` | 5000 | 4 | dealer on lan to both parties | 4 dealer host(s), one per pair |", "`mpcbench select --workload tiny --samples 24 --link lan --shards 4 --pool 5000 [--dealers 4]`"} {
+		"| `tiny` | 5000 | 4 | dealer on lan to both parties | 4 dealer host(s), one per pair |", "`mpcbench select --workload tiny --samples 24 --link lan --shards 4 --pool 5000 [--dealers 1]`"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}
@@ -516,9 +519,10 @@ func TestReportShardsOnly(t *testing.T) {
 // (120 candidates) on one pair and on K = 2 worker pairs per party, as OS
 // processes on loopback through a relay per link: both select the budget
 // (less the bootstrap),
-// and the K-pair run has 7 processes (dealer, 2 coordinators, 4 workers)
-// and 3 relayed links (the coordinators', one per pair). It builds the
-// peer binaries: skipped with -short.
+// and the K-pair run has 8 processes (a dealer per pair, the
+// coordinators sharing pair 0's, 2 coordinators, 4 workers) and 3 relayed
+// links (the coordinators', one per pair). It builds the peer binaries:
+// skipped with -short.
 func TestMeasureShardScaling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the peer binaries and runs three selections (about 40 s); skipped with -short")
@@ -536,7 +540,7 @@ func TestMeasureShardScaling(t *testing.T) {
 	if len(scale) != 2 || len(runs) != 2 {
 		t.Fatalf("%d scalings, %d runs; want one pair's and two pairs'", len(scale), len(runs))
 	}
-	for i, want := range []struct{ shards, procs, links int }{{1, 3, 1}, {2, 7, 3}} {
+	for i, want := range []struct{ shards, procs, links int }{{1, 3, 1}, {2, 8, 3}} {
 		s, m := scale[i], runs[i]
 		if s.Shards != want.shards || m.Processes != want.procs || m.LinkRelays != want.links {
 			t.Errorf("run %d: %d pairs, %d processes, %d relayed links; want %+v", i, s.Shards, m.Processes, m.LinkRelays, want)
@@ -551,8 +555,9 @@ func TestMeasureShardScaling(t *testing.T) {
 			t.Errorf("run %d: %+v, CPU %v", i, s, m.CPU)
 		}
 	}
-	// --peer-logs: every process of every run wrote its log there, at -log info.
-	for _, name := range []string{"generate-00-dealer", "generate-02-dataowner", "k1-01-modelowner", "k2-03-worker0-modelowner", "k2-06-worker1-dataowner"} {
+	// --peer-logs: every process of every run wrote its log there, at -log info
+	// (pair 1's dealer too: one dealer per pair).
+	for _, name := range []string{"generate-00-dealer", "generate-02-dataowner", "k1-01-modelowner", "k2-03-worker0-modelowner", "k2-06-worker1-dataowner", "k2-07-dealer1"} {
 		b, err := os.ReadFile(filepath.Join(logDir, name+".log"))
 		if err != nil || !strings.Contains(string(b), "level=INFO") {
 			t.Errorf("peer log %s: %v, %d bytes, want info lines", name, err, len(b))

@@ -2,7 +2,7 @@ package main
 
 // The sharded projection of the select subcommand:
 //
-//	mpcbench select ... --shards K [--dealers 1|K] [--internal-link lan|paper-wan|none] [--pool N]
+//	mpcbench select ... --shards K [--dealers K|1] [--internal-link lan|paper-wan|none] [--pool N]
 //
 // projects the sample run (one pair of machines) on K worker pairs per
 // party (bench.ProjectShards): in each phase the candidates split into K
@@ -11,10 +11,11 @@ package main
 // largest shard sets the phase's pace; the workers gather their entropy
 // shares to their coordinators over each party's internal network
 // (--internal-link); QuickSelect and the appraisal run at the full size on
-// the coordinators' link. A dealer on links of its own serves all K pairs
-// from one host (--dealers 1: its links carry every shard's traffic, a
-// floor of each phase) or one per pair (--dealers K). --shards 1 (the
-// default) prints today's output unchanged.
+// the coordinators' link. A dealer on links of its own is one host per
+// pair (the default, --dealers K: the reference deployment of
+// examples/k8s, nothing shared) or one host serving all K pairs
+// (--dealers 1: its links carry every shard's traffic, a floor of each
+// phase). --shards 1 (the default) prints today's output unchanged.
 
 import (
 	"context"
@@ -43,7 +44,7 @@ func addShardFlags(fs *flag.FlagSet) *shardFlags {
 	return &shardFlags{
 		shards: fs.Int("shards", 1, fmt.Sprintf("also project the selection on K worker pairs per party (1 to %d; 1: one pair, today's run): each pair on its own link like --link, "+
 			"the largest shard setting each phase's pace, QuickSelect at the full size on the coordinators' link", bench.MaxShards)),
-		dealers: fs.Int("dealers", 1, "with --shards K and a dealer on links of its own: 1 (one dealer host serving the K pairs, its links shared) or K (one per pair)"),
+		dealers: fs.Int("dealers", 0, "with --shards K and a dealer on links of its own: K (one dealer host per pair, the reference deployment: nothing shared; 0, the default, is K) or 1 (one dealer host serving the K pairs, its links shared)"),
 		internal: fs.String("internal-link", "lan", "with --shards: each party's internal network between its coordinator and its workers (jobs, and gathering 8 B per candidate): "+
 			strings.Join(transport.ProfileNames(), ", ")),
 	}
@@ -83,8 +84,8 @@ func setPool(cfg *bench.SelectConfig, pool int) error {
 // measureShardScaling runs the measured sharded run (shards_proc.go): the
 // selection of the quickstart's MNIST demo (demo) as OS processes on loopback, on one pair and on 2, 4, ...
 // up to sc.Shards worker pairs per party (and sc.Shards itself), every
-// pair's link and the coordinators' through its own relay of cfg.Link, the
-// dealer one host on unshaped loopback. It returns each run against the
+// pair's link and the coordinators' through its own relay of cfg.Link, one
+// dealer per pair (the coordinators sharing pair 0's) on unshaped loopback. It returns each run against the
 // one pair's (bench.ShardScaling; ProjectedSeconds is ProjectShards's
 // model applied to the one-pair run's measured phases, projectFromOnePair:
 // the demo's model is no bench workload to project a sample of) and the
@@ -131,7 +132,7 @@ func measureShardScaling(ctx context.Context, cfg bench.SelectConfig, sc bench.S
 
 // printShardScaling prints the measured sharded runs.
 func printShardScaling(w io.Writer, demo shardDemo, link string, sc []bench.ShardScaling, runs []*shardMeasurement) error {
-	fmt.Fprintf(w, "measured sharded selection (quickstart MNIST demo, %d candidates, %s) as OS processes on loopback, each pair's and the coordinators' link through its own relay of %s, the dealer on unshaped loopback:\n",
+	fmt.Fprintf(w, "measured sharded selection (quickstart MNIST demo, %d candidates, %s) as OS processes on loopback, each pair's and the coordinators' link through its own relay of %s, one dealer per pair (the coordinators sharing pair 0's) on unshaped loopback:\n",
 		demo.Pool, demo, link)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "pairs\tprocesses\tlinks\twall s\tphases s\tCPU s\tCPU/wall\tspeed-up\tefficiency\tprojected s\tmodel error\tselected\t")

@@ -6,8 +6,10 @@ package main
 // the proxies (unshaped, not timed), then the selection from those proxies
 // on 1 pair and on 2, 4, ... K worker pairs per party as OS processes on
 // loopback: the coordinators' link and every worker pair's link each
-// through its own relay of the selection's link (bench.Relay), the dealer
-// (one host serving every pair, -max-conns K+2) on unshaped loopback.
+// through its own relay of the selection's link (bench.Relay), and one
+// dealer per worker pair (the deployed topology, examples/k8s: worker k
+// dials dealer k, the coordinators dealer 0, each dealer with its default
+// -max-conns) on unshaped loopback.
 
 import (
 	"bufio"
@@ -85,8 +87,10 @@ func (k *peerKit) logLevel() string {
 	return "warn"
 }
 
-// peerRole names the i-th process a run starts (the order of run).
-func peerRole(i int) string {
+// peerRole names the i-th process of a run on shards worker pairs (the
+// order of run's processes: dealer 0, the coordinators, the workers, the
+// dealers of pairs 1 .. shards−1).
+func peerRole(i, shards int) string {
 	switch i {
 	case 0:
 		return "dealer"
@@ -95,6 +99,9 @@ func peerRole(i int) string {
 	case 2:
 		return "dataowner"
 	}
+	if shards > 1 && i >= 3+2*shards {
+		return fmt.Sprintf("dealer%d", i-3-2*shards+1)
+	}
 	side := "modelowner"
 	if (i-3)%2 == 1 {
 		side = "dataowner"
@@ -102,14 +109,14 @@ func peerRole(i int) string {
 	return fmt.Sprintf("worker%d-%s", (i-3)/2, side)
 }
 
-// saveLogs writes each process's log of run name to the kit's log
-// directory, if it has one.
-func (k *peerKit) saveLogs(name string, procs []*peerProc) {
+// saveLogs writes each process's log of run name (on shards worker pairs)
+// to the kit's log directory, if it has one.
+func (k *peerKit) saveLogs(name string, shards int, procs []*peerProc) {
 	if k.logDir == "" {
 		return
 	}
 	for i, p := range procs {
-		path := filepath.Join(k.logDir, fmt.Sprintf("%s-%02d-%s.log", name, i, peerRole(i)))
+		path := filepath.Join(k.logDir, fmt.Sprintf("%s-%02d-%s.log", name, i, peerRole(i, shards)))
 		if err := os.WriteFile(path, []byte(p.stderr.String()), 0o644); err != nil {
 			k.log.Warn("peer log", "path", path, "err", err)
 		}
@@ -335,29 +342,42 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 	defer k.relays.Wait()
 	defer stopRelays()
 	dir := filepath.Join(k.dir, name)
-	dl, err := k.start(ctx, "dealer", "-cert", k.dealer[0], "-key", k.dealer[1], "-listen-p0", "127.0.0.1:0", "-listen-p1", "127.0.0.1:0",
-		"-p0-fingerprint", k.mo[0], "-p1-fingerprint", k.do[0], "-max-conns", strconv.Itoa(shards+2), "-log", k.logLevel())
-	if err != nil {
-		return nil, err
-	}
-	procs := []*peerProc{dl}
+	// One dealer per worker pair (one for one pair): dealer i serves pair
+	// i, and dealer 0 the coordinators too. Dealer 0 is the run's first
+	// process, the others its last (peerRole).
+	var procs, dealers []*peerProc
 	defer func() {
-		for _, p := range procs {
+		all := append(append([]*peerProc(nil), procs...), dealers[min(1, len(dealers)):]...)
+		for _, p := range all {
 			_ = p.cmd.Process.Kill()
 		}
-		for _, p := range procs {
+		for _, p := range all {
 			<-p.done
 		}
-		k.saveLogs(name, procs)
+		k.saveLogs(name, shards, all)
 	}()
-	l, err := dl.waitLine(ctx, "dealer listening ")
-	if err != nil {
-		return nil, err
+	var dp0, dp1 []string // each dealer's address for party 0 and party 1
+	for i := range max(1, shards) {
+		dl, err := k.start(ctx, "dealer", "-cert", k.dealer[0], "-key", k.dealer[1], "-listen-p0", "127.0.0.1:0", "-listen-p1", "127.0.0.1:0",
+			"-p0-fingerprint", k.mo[0], "-p1-fingerprint", k.do[0], "-log", k.logLevel())
+		if err != nil {
+			return nil, err
+		}
+		dealers = append(dealers, dl)
+		if i == 0 {
+			procs = append(procs, dl)
+		}
+		l, err := dl.waitLine(ctx, "dealer listening ")
+		if err != nil {
+			return nil, err
+		}
+		var a0, a1 string
+		if _, err := fmt.Sscanf(l, "p0=%s p1=%s", &a0, &a1); err != nil {
+			return nil, fmt.Errorf("dealer printed %q: %w", l, err)
+		}
+		dp0, dp1 = append(dp0, a0), append(dp1, a1)
 	}
-	var d0, d1 string
-	if _, err := fmt.Sscanf(l, "p0=%s p1=%s", &d0, &d1); err != nil {
-		return nil, fmt.Errorf("dealer printed %q: %w", l, err)
-	}
+	d0, d1 := dp0[0], dp1[0] // the coordinators' (pair 0's)
 	params := k.demo.params()
 	m := &shardMeasurement{Shards: shards}
 	start := time.Now()
@@ -422,14 +442,14 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 			ws := filepath.Join(dir, fmt.Sprintf("worker-%d", i))
 			w0, err := k.start(ctx, "modelowner", append([]string{"-worker", "-cert", k.mo[0], "-key", k.mo[1], "-peer-fingerprint", k.do[0],
 				"-connect", via, "-coordinator", moWorkers, "-shard-index", strconv.Itoa(i), "-state", ws + "-mo",
-				"-connect-timeout", "60s", "-log", k.logLevel()}, k.dealerArgs(d0)...)...)
+				"-connect-timeout", "60s", "-log", k.logLevel()}, k.dealerArgs(dp0[i])...)...)
 			if err != nil {
 				return nil, err
 			}
 			procs = append(procs, w0)
 			w1, err := k.start(ctx, "dataowner", append([]string{"-worker", "-cert", k.do[0], "-key", k.do[1], "-peer-fingerprint", k.mo[0],
 				"-listen", pair, "-coordinator", doWorkers, "-shard-index", strconv.Itoa(i), "-state", ws + "-do",
-				"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", k.logLevel()}, k.dealerArgs(d1)...)...)
+				"-pool", k.pool, "-embedding", k.ckpt, "-connect-timeout", "60s", "-log", k.logLevel()}, k.dealerArgs(dp1[i])...)...)
 			if err != nil {
 				return nil, err
 			}
@@ -443,17 +463,24 @@ func (k *peerKit) run(ctx context.Context, name, proxies string, shards int) (*s
 		}
 	}
 	m.Wall = time.Since(start)
-	_ = dl.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-dl.done:
-	case <-time.After(5 * time.Second):
-		_ = dl.cmd.Process.Kill()
-		<-dl.done
+	for _, dl := range dealers {
+		_ = dl.cmd.Process.Signal(os.Interrupt)
+	}
+	for _, dl := range dealers {
+		select {
+		case <-dl.done:
+		case <-time.After(5 * time.Second):
+			_ = dl.cmd.Process.Kill()
+			<-dl.done
+		}
 	}
 	for _, p := range procs {
 		m.CPU += p.cpu()
 	}
-	m.Processes = len(procs)
+	for _, dl := range dealers[1:] {
+		m.CPU += dl.cpu()
+	}
+	m.Processes = len(procs) + len(dealers) - 1
 	if m.Selected, m.Phases, err = readRunResult(filepath.Join(dir, "mo.json")); err != nil {
 		return nil, err
 	}

@@ -35,15 +35,17 @@ type ShardFlags struct {
 // index from when -shard-index is not given (a Kubernetes Indexed Job's).
 const ShardIndexEnv = "JOB_COMPLETION_INDEX"
 
-// ShardPlaceholder is replaced by the worker's shard index in -listen and
-// -connect.
+// ShardPlaceholder is replaced by the worker's shard index in -listen,
+// -connect and -dealer (so that worker k dials dealer k, e.g.
+// dealer-{shard}.dealers.NS.svc:7100: one dealer host per worker pair). A
+// coordinator, which has no index, refuses it (CheckMode).
 const ShardPlaceholder = "{shard}"
 
 // Register defines the flags on fs.
 func (f *ShardFlags) Register(fs *flag.FlagSet) {
 	fs.IntVar(&f.Shards, "shards", 0, "coordinator of a sharded selection: run each phase's secure forward on K worker pairs (this party's -worker processes, each paired with the other party's worker of the same index); 0 or 1: one pair, this process (the default)")
 	fs.StringVar(&f.WorkersListen, "workers-listen", "", "with -shards K ≥ 2: listen for this party's K workers on this address (mutual TLS with this party's own key pair on both ends); required with -shards ≥ 2")
-	fs.BoolVar(&f.Worker, "worker", false, "run as a worker of a sharded selection: take jobs from this party's coordinator (-coordinator), run them with the other party's worker of the same -shard-index over -listen or -connect (\""+ShardPlaceholder+"\" in the address is replaced by the index), checkpoint in -state; exits 0 when the coordinator says the selection is done")
+	fs.BoolVar(&f.Worker, "worker", false, "run as a worker of a sharded selection: take jobs from this party's coordinator (-coordinator), run them with the other party's worker of the same -shard-index over -listen or -connect, with the dealer at -dealer (\""+ShardPlaceholder+"\" in these addresses is replaced by the index: one dealer per worker pair), checkpoint in -state; exits 0 when the coordinator says the selection is done")
 	fs.StringVar(&f.Coordinator, "coordinator", "", "with -worker: the address of this party's coordinator (its -workers-listen); required with -worker")
 	fs.StringVar(&f.ShardIndex, "shard-index", "", "with -worker: this worker's index k in 0..K-1 (default: $"+ShardIndexEnv+", set by a Kubernetes Indexed Job)")
 }
@@ -67,8 +69,9 @@ func WorkerFlags(party int) map[string]bool {
 // CheckMode refuses the flags that make no sense in the mode the flags
 // select: in worker mode every flag set but those of WorkerFlags(party),
 // and a missing -coordinator or -state; as a coordinator, -coordinator and
-// -shard-index, -shards outside 0..MaxShards, and -workers-listen without
-// -shards ≥ 2 (or missing with it).
+// -shard-index, ShardPlaceholder in -dealer, -listen or -connect (a
+// coordinator has no shard index), -shards outside 0..MaxShards, and
+// -workers-listen without -shards ≥ 2 (or missing with it).
 func (f *ShardFlags) CheckMode(fs *flag.FlagSet, party int) error {
 	var set []string
 	fs.Visit(func(fl *flag.Flag) { set = append(set, fl.Name) })
@@ -85,8 +88,18 @@ func (f *ShardFlags) CheckMode(fs *flag.FlagSet, party int) error {
 		return nil
 	}
 	for _, n := range set {
-		if n == "coordinator" || n == "shard-index" {
+		switch n {
+		case "coordinator", "shard-index":
 			return Usage("-%s is used with -worker only", n)
+		case "dealer", "listen", "connect":
+			v := fs.Lookup(n).Value.String()
+			if !strings.Contains(v, ShardPlaceholder) {
+				continue
+			}
+			if n == "dealer" {
+				return Usage("-dealer %q: %s is replaced by a worker's shard index, and a coordinator has none: give the one dealer the coordinators use (with a dealer per worker pair, pair 0's, e.g. dealer-0.dealers.NS.svc:7100)", v, ShardPlaceholder)
+			}
+			return Usage("-%s %q: %s is replaced by a worker's shard index, and a coordinator has none: give the coordinator's own address", n, v, ShardPlaceholder)
 		}
 	}
 	switch {
@@ -121,9 +134,15 @@ func (f *ShardFlags) Index() (int, error) {
 // ShardEndpoint returns e with ShardPlaceholder replaced by k in its
 // addresses.
 func ShardEndpoint(e Endpoint, k int) Endpoint {
-	e.Listen = strings.ReplaceAll(e.Listen, ShardPlaceholder, strconv.Itoa(k))
-	e.Connect = strings.ReplaceAll(e.Connect, ShardPlaceholder, strconv.Itoa(k))
+	e.Listen = ShardAddress(e.Listen, k)
+	e.Connect = ShardAddress(e.Connect, k)
 	return e
+}
+
+// ShardAddress returns addr with ShardPlaceholder replaced by k: worker
+// k's -listen, -connect or -dealer address.
+func ShardAddress(addr string, k int) string {
+	return strings.ReplaceAll(addr, ShardPlaceholder, strconv.Itoa(k))
 }
 
 // ServeWorkers listens on addr for this party's workers (mutual TLS: each
@@ -180,7 +199,8 @@ func (p *Party) AwaitWorkers(ctx context.Context, pool *selection.WorkerPool) er
 // says the selection is done: it dials the coordinator at addr (pinned to
 // the party's own fingerprint), serves its jobs, pairing each over
 // pflags' -listen or -connect (ShardEndpoint) with the provider the flags
-// choose (a dealer session per pair connection, or ot.Provider on it),
+// choose (a dealer session per pair connection, at -dealer with
+// ShardPlaceholder replaced by the index, or ot.Provider on it),
 // and dials again when the coordinator's connection drops (a restarted
 // coordinator), each time within -connect-timeout. It returns nil when the
 // coordinator says the selection is done: on its connection, or in answer
@@ -190,40 +210,7 @@ func (p *Party) AwaitWorkers(ctx context.Context, pool *selection.WorkerPool) er
 // refused (but for "already connected" and "connect again": it dials
 // again).
 func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, addr string, stdout io.Writer, name string) error {
-	e := ShardEndpoint(p.flags.Endpoint, w.Shard)
-	pair := func(ctx context.Context, job *selection.Job) (*transport.Conn, beaver.Provider, error) {
-		var prov beaver.Provider
-		var dconn *transport.Conn
-		if p.flags.Provider == ProviderDealer {
-			cl, dc, err := ConnectDealerWith(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, e, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
-			if err != nil {
-				return nil, nil, err
-			}
-			prov, dconn = cl, dc
-		}
-		conn, err := Establish(ctx, e, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
-			fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, w.Shard, a)
-		})
-		if err != nil {
-			if dconn != nil {
-				dconn.Close()
-			}
-			return nil, nil, err
-		}
-		if dconn != nil {
-			go func() { <-conn.Done(); dconn.Close() }()
-		} else {
-			opts := ot.ProviderOptions{}
-			if p.flags.Provider == ProviderHE {
-				opts.Linear = ot.LinearHE
-			}
-			if prov, err = ot.NewProvider(conn, party, opts); err != nil {
-				conn.Close()
-				return nil, nil, err
-			}
-		}
-		return conn, prov, nil
-	}
+	pair := p.workerPair(party, w.Shard, stdout, name)
 	timeout := p.flags.Endpoint.Timeout
 	if timeout <= 0 {
 		timeout = time.Minute
@@ -269,5 +256,48 @@ func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, a
 			return ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+}
+
+// workerPair returns the pairing of worker shard's jobs: the dealer
+// session at -dealer (ShardAddress: worker k's own dealer where the
+// address holds ShardPlaceholder) with the provider the flags choose,
+// then the pair link over -listen or -connect (ShardEndpoint); with
+// -provider ot or he, ot.Provider on the pair link.
+func (p *Party) workerPair(party, shard int, stdout io.Writer, name string) func(context.Context, *selection.Job) (*transport.Conn, beaver.Provider, error) {
+	e := ShardEndpoint(p.flags.Endpoint, shard)
+	dealer := ShardAddress(p.flags.Dealer, shard)
+	return func(ctx context.Context, job *selection.Job) (*transport.Conn, beaver.Provider, error) {
+		var prov beaver.Provider
+		var dconn *transport.Conn
+		if p.flags.Provider == ProviderDealer {
+			cl, dc, err := ConnectDealerWith(ctx, dealer, p.ID, p.DealerPin, party, p.Options, e, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
+			if err != nil {
+				return nil, nil, err
+			}
+			prov, dconn = cl, dc
+		}
+		conn, err := Establish(ctx, e, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
+			fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, shard, a)
+		})
+		if err != nil {
+			if dconn != nil {
+				dconn.Close()
+			}
+			return nil, nil, err
+		}
+		if dconn != nil {
+			go func() { <-conn.Done(); dconn.Close() }()
+		} else {
+			opts := ot.ProviderOptions{}
+			if p.flags.Provider == ProviderHE {
+				opts.Linear = ot.LinearHE
+			}
+			if prov, err = ot.NewProvider(conn, party, opts); err != nil {
+				conn.Close()
+				return nil, nil, err
+			}
+		}
+		return conn, prov, nil
 	}
 }
