@@ -615,3 +615,60 @@ func TestEndedByCtx(t *testing.T) {
 		})
 	}
 }
+
+// TestAcceptConcurrentDialsAllServed: several connections of the pinned
+// peer dialled at once (a sharded party's coordinator and workers reaching
+// one dealer) are each served by a loop of Accepts, none dropped: the
+// handshakes still in progress when one Accept returns with the first
+// connection finish and wait for the next Accept, rather than being cut
+// short (the dialler then saw "TLS handshake: EOF" or "reading connection
+// preface: EOF", and the listener logged nothing).
+func TestAcceptConcurrentDialsAllServed(t *testing.T) {
+	const n = 6
+	for round := range 3 {
+		f := newAcceptFixture(t, Options{})
+		ctx := testCtx(t, 20*time.Second)
+		accepted := make(chan *Conn, n)
+		go func() {
+			for range n {
+				c, err := f.ln.Accept(ctx, f.p1.Fingerprint())
+				if err != nil {
+					return
+				}
+				accepted <- c
+			}
+		}()
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		conns := make(chan *Conn, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				conns <- c
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		close(conns)
+		for err := range errs {
+			t.Errorf("round %d: a concurrent dial of the pinned peer failed: %v; listener log:\n%s", round, err, f.log)
+		}
+		for c := range conns {
+			defer c.Close()
+		}
+		for i := range n {
+			select {
+			case c := <-accepted:
+				defer c.Close()
+			case <-ctx.Done():
+				t.Fatalf("round %d: %d of %d connections accepted", round, i, n)
+			}
+		}
+	}
+}

@@ -165,7 +165,20 @@ type Listener struct {
 
 	bmu     sync.Mutex
 	backlog []net.Conn // accepted as an Accept returned; authenticated by the next one
+	ready   []*Conn    // authenticated after their Accept returned with another; taken by the next one
+	cur     *acceptor  // the Accept in progress, if any
 	closed  bool
+
+	// life ends when the listener closes: it bounds the handshakes that
+	// outlive the Accept that started them (kill ends it).
+	life context.Context
+	kill context.CancelFunc
+
+	// The sockets being authenticated, over every Accept (a handshake
+	// outlives an Accept that returned with another connection).
+	pmu       sync.Mutex
+	pending   []*pendingConn // in arrival order
+	perSource map[string]int // pending sockets per source IP
 }
 
 // Listen listens on a TCP address ("host:port"; port 0 picks one).
@@ -181,7 +194,8 @@ func Listen(addr string, id *Identity, opt Options) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", addr, err)
 	}
-	return &Listener{ln: ln.(*net.TCPListener), id: id, opt: o}, nil
+	life, kill := context.WithCancel(context.Background())
+	return &Listener{ln: ln.(*net.TCPListener), id: id, opt: o, life: life, kill: kill, perSource: map[string]int{}}, nil
 }
 
 // Addr is the listening address.
@@ -191,14 +205,67 @@ func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 // pending Accept returns an error.
 func (l *Listener) Close() error {
 	err := l.ln.Close()
+	l.kill()
 	l.bmu.Lock()
 	l.closed = true
 	for _, c := range l.backlog {
 		_ = c.Close()
 	}
-	l.backlog = nil
+	for _, c := range l.ready {
+		_ = c.Close()
+	}
+	l.backlog, l.ready = nil, nil
 	l.bmu.Unlock()
 	return err
+}
+
+// keepReady hands c, authenticated after the Accept that started its
+// handshake had returned with another connection, to the Accept in
+// progress if it is pinned to c's peer, or keeps it for the next such
+// Accept (or closes it if the listener is closed). At most
+// Options.MaxPendingHandshakes wait: one more closes the oldest, logged.
+func (l *Listener) keepReady(c *Conn) {
+	l.bmu.Lock()
+	if l.closed {
+		l.bmu.Unlock()
+		_ = c.Close()
+		return
+	}
+	if a := l.cur; a != nil && a.fp == c.peerFP {
+		// Accept closes a.done as it returns, without l.bmu.
+		select {
+		case a.won <- c:
+			l.bmu.Unlock()
+			return
+		case <-a.done:
+		}
+	}
+	var drop *Conn
+	if len(l.ready) >= l.opt.MaxPendingHandshakes {
+		drop, l.ready = l.ready[0], l.ready[1:]
+	}
+	l.ready = append(l.ready, c)
+	l.bmu.Unlock()
+	if drop != nil {
+		l.opt.Log.Warn("transport: dropped an authenticated connection no Accept took", "listen", l.Addr().String(),
+			"from", drop.RemoteAddr().String(), "waiting", l.opt.MaxPendingHandshakes)
+		_ = drop.Close()
+	}
+}
+
+// takeReady returns the oldest connection kept by keepReady whose peer is
+// a's, or else makes a the Accept in progress and returns nil.
+func (l *Listener) takeReady(a *acceptor) *Conn {
+	l.bmu.Lock()
+	defer l.bmu.Unlock()
+	for i, c := range l.ready {
+		if c.peerFP == a.fp {
+			l.ready = append(l.ready[:i], l.ready[i+1:]...)
+			return c
+		}
+	}
+	l.cur = a
+	return nil
 }
 
 // stash keeps a connection accepted while an Accept was returning for the
@@ -243,8 +310,14 @@ func (l *Listener) takeBacklog() []net.Conn {
 // protocol, a timeout, an eviction) is closed, logged at warn level on
 // Options.Log, and Accept keeps waiting; the error returned when ctx ends
 // says how many were rejected and wraps the last reason (a *PinError, for a
-// wrong key). Handshakes still in progress when Accept returns are
-// abandoned and their sockets closed. Concurrent Accepts are serialized.
+// wrong key). Handshakes still in progress when Accept returns with a
+// connection go on (within their own time limits): one that succeeds is
+// kept for the next Accept pinned to the same peer, so that connections
+// the peer opens at once (a sharded party's coordinator and workers) are
+// all served, one per Accept; one that fails is logged. Handshakes still
+// in progress when Accept returns because ctx ended or the listener
+// failed are abandoned and their sockets closed. Concurrent Accepts are
+// serialized.
 func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, error) {
 	fp, err := ParseFingerprint(peerFingerprint)
 	if err != nil {
@@ -252,9 +325,27 @@ func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, e
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: accept: %w", err)
+	}
+	// The accept loop ends with this Accept; the handshakes end with the
+	// caller's ctx (until a connection is handed over) or the listener.
 	actx, cancel := context.WithCancel(ctx)
-	a := &acceptor{l: l, cfg: tlsConfig(l.id, fp, true), fp: fp,
-		won: make(chan *Conn), fatal: make(chan error, 1), perSource: make(map[string]int)}
+	hctx, hcancel := context.WithCancel(l.life)
+	detach := context.AfterFunc(ctx, hcancel)
+	a := &acceptor{l: l, cfg: tlsConfig(l.id, fp, true), fp: fp, hctx: hctx,
+		won: make(chan *Conn), done: make(chan struct{}), fatal: make(chan error, 1)}
+	if c := l.takeReady(a); c != nil {
+		detach()
+		hcancel()
+		cancel()
+		return c, nil
+	}
+	defer func() {
+		l.bmu.Lock()
+		l.cur = nil
+		l.bmu.Unlock()
+	}()
 	a.wg.Add(1)
 	go a.loop(actx)
 	var c *Conn
@@ -264,8 +355,14 @@ func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, e
 	case <-ctx.Done():
 	}
 	// Stop the accept loop (cancel first: it checks actx after every
-	// accept) and every handshake in progress.
+	// accept); with a connection, the handshakes in progress go on and
+	// keep what they authenticate for the next Accept, otherwise they are
+	// abandoned.
 	cancel()
+	if c == nil || !detach() {
+		hcancel()
+	}
+	close(a.done)
 	_ = l.ln.SetDeadline(aLongTimeAgo)
 	a.wg.Wait()
 	_ = l.ln.SetDeadline(time.Time{})
@@ -290,16 +387,16 @@ type acceptor struct {
 	l     *Listener
 	cfg   *tls.Config
 	fp    string
-	won   chan *Conn // the first authenticated connection
-	fatal chan error // the listener failed
-	wg    sync.WaitGroup
+	hctx  context.Context // the handshakes' (see Accept)
+	won   chan *Conn      // the first authenticated connection
+	done  chan struct{}   // closed as Accept returns
+	fatal chan error      // the listener failed
+	wg    sync.WaitGroup  // the accept loop
 
-	mu        sync.Mutex
-	rejected  int
-	lastAddr  string
-	lastErr   error
-	pending   []*pendingConn // in arrival order
-	perSource map[string]int // pending sockets per source IP
+	mu       sync.Mutex
+	rejected int
+	lastAddr string
+	lastErr  error
 }
 
 // pendingConn is a socket being authenticated.
@@ -307,7 +404,7 @@ type pendingConn struct {
 	raw     net.Conn
 	source  string      // the remote IP
 	spoke   atomic.Bool // its first byte arrived
-	evicted bool        // under acceptor.mu
+	evicted bool        // under Listener.pmu
 }
 
 // loop takes every socket the kernel has, authenticating each in its own
@@ -322,7 +419,7 @@ func (a *acceptor) loop(ctx context.Context) {
 			}
 			return
 		}
-		a.authenticate(ctx, raw)
+		a.authenticate(raw)
 	}
 	var backoff time.Duration
 	for {
@@ -355,29 +452,29 @@ func (a *acceptor) loop(ctx context.Context) {
 			a.l.stash(raw)
 			return
 		}
-		a.authenticate(ctx, raw)
+		a.authenticate(raw)
 	}
 }
 
 // admit registers raw as pending, evicting an older pending socket if raw
 // would exceed Options.MaxPendingHandshakes or Options.MaxPendingPerSource.
-func (a *acceptor) admit(raw net.Conn) *pendingConn {
+func (l *Listener) admit(raw net.Conn) *pendingConn {
 	p := &pendingConn{raw: raw, source: sourceIP(raw.RemoteAddr())}
-	a.mu.Lock()
+	l.pmu.Lock()
 	var victim *pendingConn
 	switch {
-	case a.perSource[p.source] >= a.l.opt.MaxPendingPerSource:
-		victim = a.oldest(p.source)
-	case len(a.pending) >= a.l.opt.MaxPendingHandshakes:
-		victim = a.oldest("")
+	case l.perSource[p.source] >= l.opt.MaxPendingPerSource:
+		victim = l.oldest(p.source)
+	case len(l.pending) >= l.opt.MaxPendingHandshakes:
+		victim = l.oldest("")
 	}
 	if victim != nil {
 		victim.evicted = true
-		a.dropLocked(victim)
+		l.dropLocked(victim)
 	}
-	a.pending = append(a.pending, p)
-	a.perSource[p.source]++
-	a.mu.Unlock()
+	l.pending = append(l.pending, p)
+	l.perSource[p.source]++
+	l.pmu.Unlock()
 	if victim != nil {
 		_ = victim.raw.Close() // its handshake fails and is logged as evicted
 	}
@@ -385,10 +482,10 @@ func (a *acceptor) admit(raw net.Conn) *pendingConn {
 }
 
 // oldest returns the oldest pending socket of source ("" for any) that has
-// not spoken, or else the oldest of source. a.mu must be held.
-func (a *acceptor) oldest(source string) *pendingConn {
+// not spoken, or else the oldest of source. l.pmu must be held.
+func (l *Listener) oldest(source string) *pendingConn {
 	var first *pendingConn
-	for _, p := range a.pending {
+	for _, p := range l.pending {
 		if source != "" && p.source != source {
 			continue
 		}
@@ -402,14 +499,14 @@ func (a *acceptor) oldest(source string) *pendingConn {
 	return first
 }
 
-// dropLocked removes p from the pending set (if it is still there); a.mu
+// dropLocked removes p from the pending set (if it is still there); l.pmu
 // must be held.
-func (a *acceptor) dropLocked(p *pendingConn) {
-	for i, q := range a.pending {
+func (l *Listener) dropLocked(p *pendingConn) {
+	for i, q := range l.pending {
 		if q == p {
-			a.pending = append(a.pending[:i], a.pending[i+1:]...)
-			if a.perSource[p.source]--; a.perSource[p.source] <= 0 {
-				delete(a.perSource, p.source)
+			l.pending = append(l.pending[:i], l.pending[i+1:]...)
+			if l.perSource[p.source]--; l.perSource[p.source] <= 0 {
+				delete(l.perSource, p.source)
 			}
 			return
 		}
@@ -428,19 +525,19 @@ func sourceIP(addr net.Addr) string {
 	return s
 }
 
-// authenticate runs the handshake of raw in a goroutine, and hands the
-// connection to Accept or logs why it was rejected.
-func (a *acceptor) authenticate(ctx context.Context, raw net.Conn) {
-	p := a.admit(raw)
-	a.wg.Add(1)
+// authenticate runs the handshake of raw in a goroutine (under a.hctx:
+// it may outlive Accept), and hands the connection to Accept, or to the
+// next Accept once this one has returned, or logs why it was rejected.
+func (a *acceptor) authenticate(raw net.Conn) {
+	ctx := a.hctx
+	p := a.l.admit(raw)
 	go func() {
-		defer a.wg.Done()
 		addr := raw.RemoteAddr().String()
 		c, err := a.handshake(ctx, p)
-		a.mu.Lock()
+		a.l.pmu.Lock()
 		evicted := p.evicted // else it can no longer be evicted:
-		a.dropLocked(p)
-		a.mu.Unlock()
+		a.l.dropLocked(p)
+		a.l.pmu.Unlock()
 		if err == nil && evicted {
 			// Evicted as its handshake ended: its socket is closed.
 			_ = c.Close()
@@ -463,8 +560,8 @@ func (a *acceptor) authenticate(ctx context.Context, raw net.Conn) {
 		c.peerFP = a.fp
 		select {
 		case a.won <- c:
-		case <-ctx.Done():
-			_ = c.Close()
+		case <-a.done:
+			a.l.keepReady(c) // for the next Accept (closed with the listener)
 		}
 	}()
 }
