@@ -672,3 +672,100 @@ func TestAcceptConcurrentDialsAllServed(t *testing.T) {
 		}
 	}
 }
+
+// TestAcceptKeptConnectionsBounded: the authenticated connections a
+// Listener keeps for a later Accept (their handshakes finished after the
+// Accept that started them had returned with another) are at most
+// Options.MaxPendingHandshakes: one more closes the oldest, logged; a
+// kept one whose peer hung up meanwhile is skipped (and closed) by the
+// next Accept, which returns the next live one in arrival order.
+func TestAcceptKeptConnectionsBounded(t *testing.T) {
+	f := newAcceptFixture(t, Options{MaxPendingHandshakes: 2})
+	ctx := testCtx(t, 20*time.Second)
+	var srv, cli [3]*Conn
+	for i := range srv {
+		ch := f.accept(ctx)
+		c, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		srv[i], cli[i] = r.c, c
+		t.Cleanup(func() { c.Close(); r.c.Close() })
+	}
+	for _, c := range srv {
+		f.ln.keepReady(c)
+	}
+	select {
+	case <-srv[0].Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the oldest kept connection beyond MaxPendingHandshakes was not closed")
+	}
+	if !strings.Contains(f.log.String(), "dropped an authenticated connection no Accept took") {
+		t.Errorf("the dropped connection was not logged; log:\n%s", f.log)
+	}
+	// srv[1]'s peer hangs up while it waits.
+	cli[1].Close()
+	select {
+	case <-srv[1].Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server side did not see its peer hang up")
+	}
+	r := <-f.accept(ctx)
+	if r.err != nil || r.c != srv[2] {
+		t.Fatalf("Accept returned %p, %v; want the live kept connection %p", r.c, r.err, srv[2])
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if r := <-f.accept(short); r.err == nil {
+		t.Fatalf("Accept returned a connection %p with none kept or dialled", r.c)
+	}
+}
+
+// TestCloseEndsHandshakesOutlivingAccept: a handshake still in progress
+// when Accept returned with another connection goes on within its own
+// time limits, but no longer than the listener: Close ends it (its socket
+// is closed at once, not after Options.FirstByteTimeout).
+func TestCloseEndsHandshakesOutlivingAccept(t *testing.T) {
+	f := newAcceptFixture(t, Options{FirstByteTimeout: time.Minute})
+	ctx := testCtx(t, 20*time.Second)
+	ch := f.accept(ctx)
+	s := silent(t, f.addr())
+	// The silent socket is taken (and pending) before the peer dials.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.ln.pmu.Lock()
+		n := len(f.ln.pending)
+		f.ln.pmu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the silent socket is not pending")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	defer r.c.Close()
+	// Accept has returned; the silent socket's handshake goes on.
+	_ = s.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	if _, err := s.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the pending socket ended when Accept returned with another: %v", err)
+	}
+	f.ln.Close()
+	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := s.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the pending socket was not closed with the listener: %v", err)
+	}
+}

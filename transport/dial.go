@@ -253,16 +253,32 @@ func (l *Listener) keepReady(c *Conn) {
 	}
 }
 
-// takeReady returns the oldest connection kept by keepReady whose peer is
-// a's, or else makes a the Accept in progress and returns nil.
+// takeReady returns the oldest live connection kept by keepReady whose
+// peer is a's (closing those of a's peer that died while they waited), or
+// else makes a the Accept in progress and returns nil.
 func (l *Listener) takeReady(a *acceptor) *Conn {
 	l.bmu.Lock()
 	defer l.bmu.Unlock()
-	for i, c := range l.ready {
-		if c.peerFP == a.fp {
-			l.ready = append(l.ready[:i], l.ready[i+1:]...)
-			return c
+	var dead []*Conn
+	defer func() {
+		for _, c := range dead {
+			_ = c.Close()
 		}
+	}()
+	for i := 0; i < len(l.ready); i++ {
+		c := l.ready[i]
+		if c.peerFP != a.fp {
+			continue
+		}
+		l.ready = append(l.ready[:i], l.ready[i+1:]...)
+		i--
+		select {
+		case <-c.Done():
+			dead = append(dead, c) // the peer hung up while it waited
+			continue
+		default:
+		}
+		return c
 	}
 	l.cur = a
 	return nil
@@ -359,13 +375,20 @@ func (l *Listener) Accept(ctx context.Context, peerFingerprint string) (*Conn, e
 	// keep what they authenticate for the next Accept, otherwise they are
 	// abandoned.
 	cancel()
-	if c == nil || !detach() {
+	if !detach() || c == nil {
 		hcancel()
 	}
 	close(a.done)
 	_ = l.ln.SetDeadline(aLongTimeAgo)
 	a.wg.Wait()
 	_ = l.ln.SetDeadline(time.Time{})
+	// The handshakes that go on end within their own time limits (or
+	// with the listener); hctx, a child of the listener's life, is
+	// released when the last one has, not kept until the listener closes.
+	go func() {
+		a.hs.Wait()
+		hcancel()
+	}()
 	if c != nil {
 		return c, nil
 	}
@@ -392,6 +415,7 @@ type acceptor struct {
 	done  chan struct{}   // closed as Accept returns
 	fatal chan error      // the listener failed
 	wg    sync.WaitGroup  // the accept loop
+	hs    sync.WaitGroup  // the handshakes it started
 
 	mu       sync.Mutex
 	rejected int
@@ -531,7 +555,9 @@ func sourceIP(addr net.Addr) string {
 func (a *acceptor) authenticate(raw net.Conn) {
 	ctx := a.hctx
 	p := a.l.admit(raw)
+	a.hs.Add(1)
 	go func() {
+		defer a.hs.Done()
 		addr := raw.RemoteAddr().String()
 		c, err := a.handshake(ctx, p)
 		a.l.pmu.Lock()

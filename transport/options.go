@@ -86,11 +86,14 @@ type Options struct {
 	// the caller's context, if it ends sooner, ends it sooner. Default
 	// DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
-	// MaxPendingHandshakes bounds the connections a Listener.Accept
-	// authenticates at once. Accept keeps taking sockets from the kernel:
-	// one beyond the bound evicts the oldest pending socket that has not
-	// sent a byte yet (or else the oldest pending one). Default
-	// DefaultMaxPendingHandshakes.
+	// MaxPendingHandshakes bounds the connections a Listener
+	// authenticates at once (over its Accepts: a handshake in progress
+	// when Accept returns with another connection goes on). Accept keeps
+	// taking sockets from the kernel: one beyond the bound evicts the
+	// oldest pending socket that has not sent a byte yet (or else the
+	// oldest pending one). It also bounds the authenticated connections a
+	// Listener keeps for a later Accept; one more closes the oldest.
+	// Default DefaultMaxPendingHandshakes.
 	MaxPendingHandshakes int
 	// MaxPendingPerSource bounds the connections from one IP address that
 	// a Listener.Accept authenticates at once; one beyond it evicts that
