@@ -1,6 +1,7 @@
 package examples_test
 
 import (
+	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -25,15 +26,20 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// shardedRun starts a sharded selection (K = 2) as processes: the two
+// shardedRun is a sharded selection (K = 2) as processes: the two
 // coordinators (the model owner on the given proxies, no generation) and
 // two workers per party, the data owner's workers listening for the model
-// owner's. It returns the coordinators, the workers' starters (to restart
-// one) and the workers.
+// owner's; the coordinators listen for their workers on fixed loopback
+// ports, so that a restarted coordinator is found again by its workers.
 type shardedRun struct {
 	mo, do  *proc
 	workers [2][]*proc
+	// start starts worker k of party (again, to restart one); startMO and
+	// startDO start the coordinators (again, with the same flags and
+	// state), the data owner's connecting to the model owner at addr.
 	start   func(party, k int) *proc
+	startMO func() (*proc, string)
+	startDO func(addr string) *proc
 	wstate  [2][]string
 }
 
@@ -41,16 +47,25 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 	t.Helper()
 	const K = 2
 	r := &shardedRun{}
+	wl := [2]string{freePort(t), freePort(t)}
 	moArgs := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
 		"-peer-fingerprint", f.path("do.crt"), "-proxies", proxies, "-pool-size", fmt.Sprint(f.pool),
 		"-connect-timeout", "20s", "-log", "warn", "-state", st[0], "-out", out + "0.json",
-		"-shards", "2", "-workers-listen", "127.0.0.1:0"}, strings.Fields(testArgs)...)
+		"-shards", "2", "-workers-listen", wl[0]}, strings.Fields(testArgs)...)
 	moArgs = append(moArgs, dealerArgs(a0, f.fp["dealer"])...)
-	r.mo = f.start(t, "modelowner", moArgs...)
-	moWorkers := strings.TrimPrefix(r.mo.waitLine(t, "modelowner workers listening "), "modelowner workers listening ")
-	addr := strings.TrimPrefix(r.mo.waitLine(t, "modelowner listening "), "modelowner listening ")
-	r.do = f.dataOwner(t, addr, a1, "-state", st[1], "-out", out+"1.json", "-shards", "2", "-workers-listen", "127.0.0.1:0")
-	doWorkers := strings.TrimPrefix(r.do.waitLine(t, "dataowner workers listening "), "dataowner workers listening ")
+	r.startMO = func() (*proc, string) {
+		mo := f.start(t, "modelowner", moArgs...)
+		mo.waitLine(t, "modelowner workers listening ")
+		return mo, strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
+	}
+	r.startDO = func(addr string) *proc {
+		do := f.dataOwner(t, addr, a1, "-state", st[1], "-out", out+"1.json", "-shards", "2", "-workers-listen", wl[1])
+		do.waitLine(t, "dataowner workers listening ")
+		return do
+	}
+	var addr string
+	r.mo, addr = r.startMO()
+	r.do = r.startDO(addr)
 	pairAddr := []string{freePort(t), freePort(t)}
 	for p := range 2 {
 		for k := range K {
@@ -60,12 +75,12 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 	r.start = func(p, k int) *proc {
 		if p == 0 {
 			args := []string{"-worker", "-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-peer-fingerprint", f.path("do.crt"),
-				"-connect", pairAddr[k], "-coordinator", moWorkers, "-shard-index", fmt.Sprint(k), "-state", r.wstate[0][k],
+				"-connect", pairAddr[k], "-coordinator", wl[0], "-shard-index", fmt.Sprint(k), "-state", r.wstate[0][k],
 				"-connect-timeout", "20s", "-log", "warn"}
 			return f.start(t, "modelowner", append(args, dealerArgs(a0, f.fp["dealer"])...)...)
 		}
 		args := []string{"-worker", "-cert", f.path("do.crt"), "-key", f.path("do.key"), "-peer-fingerprint", f.fp["mo"],
-			"-listen", pairAddr[k], "-coordinator", doWorkers, "-shard-index", fmt.Sprint(k), "-state", r.wstate[1][k],
+			"-listen", pairAddr[k], "-coordinator", wl[1], "-shard-index", fmt.Sprint(k), "-state", r.wstate[1][k],
 			"-pool", f.files.Pool, "-embedding", f.files.Checkpoint, "-connect-timeout", "20s", "-log", "warn"}
 		return f.start(t, "dataowner", append(args, dealerArgs(a1, f.path("dealer.crt"))...)...)
 	}
@@ -75,6 +90,20 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 		}
 	}
 	return r
+}
+
+// all returns the run's processes.
+func (r *shardedRun) all() []*proc {
+	return append([]*proc{r.mo, r.do}, slices.Concat(r.workers[:]...)...)
+}
+
+// stderr returns every process's standard error.
+func (r *shardedRun) stderr() string {
+	var all strings.Builder
+	for _, q := range r.all() {
+		fmt.Fprintf(&all, "--- %s:\n%s", q.name, q.stderr)
+	}
+	return all.String()
 }
 
 // jobBatches counts the batches the worker with state directory dir has
@@ -96,7 +125,7 @@ func jobBatchFiles(dir string, party int) map[string]string {
 	return out
 }
 
-// common returns a batch both workers of a pair have checkpointed ("").
+// commonBatch returns a batch both workers of a pair have checkpointed ("").
 func commonBatch(a, b map[string]string) string {
 	for k := range a {
 		if _, ok := b[k]; ok {
@@ -106,12 +135,121 @@ func commonBatch(a, b map[string]string) string {
 	return ""
 }
 
+// pairBatches returns the contents of the batch files that both workers
+// of pair k have checkpointed, by their name in jobBatchFiles, each side's.
+func (r *shardedRun) pairBatches(k int) map[string][2][]byte {
+	out := map[string][2][]byte{}
+	f0, f1 := jobBatchFiles(r.wstate[0][k], 0), jobBatchFiles(r.wstate[1][k], 1)
+	for name, p0 := range f0 {
+		p1, ok := f1[name]
+		if !ok {
+			continue
+		}
+		b0, err0 := os.ReadFile(p0)
+		b1, err1 := os.ReadFile(p1)
+		if err0 == nil && err1 == nil {
+			out[name] = [2][]byte{b0, b1}
+		}
+	}
+	return out
+}
+
+// coordBatches returns the shares of the batches party's coordinator has
+// checkpointed in its state directory dir, by "phase-i/batch-g".
+func coordBatches(t *testing.T, dir string, party int) map[string]selection.BatchShares {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
+	out := map[string]selection.BatchShares{}
+	for _, path := range m {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue // being replaced: only finished files count
+		}
+		_, _, bs, err := selection.DecodeBatchFile(b)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out[filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path)] = bs
+	}
+	return out
+}
+
+// workerJob is one job of a worker: its state directory's epoch (one per
+// attempt, so a job sent again counts another) and its batches' shares.
+type workerJob struct {
+	dir    string
+	epoch  uint64
+	shares map[string]bool // fmt.Sprint of each batch's shares
+}
+
+// workerJobs returns the jobs the workers of party (state directories
+// dirs) have checkpointed.
+func workerJobs(t *testing.T, dirs []string, party int) []workerJob {
+	t.Helper()
+	var out []workerJob
+	for _, dir := range dirs {
+		jobs, _ := filepath.Glob(filepath.Join(dir, "job-*"))
+		for _, jd := range jobs {
+			b, err := os.ReadFile(selection.StateFile(jd, party))
+			if err != nil {
+				continue
+			}
+			st, err := selection.DecodeState(b)
+			if err != nil {
+				t.Fatalf("%s: %v", jd, err)
+			}
+			j := workerJob{dir: jd, epoch: st.Epoch, shares: map[string]bool{}}
+			m, _ := filepath.Glob(filepath.Join(jd, fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
+			for _, path := range m {
+				if b, err := os.ReadFile(path); err == nil {
+					if _, _, bs, err := selection.DecodeBatchFile(b); err == nil {
+						j.shares[fmt.Sprint(bs.Shares)] = true
+					}
+				}
+			}
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// recordedJobs returns the worker jobs of party whose every batch its
+// coordinator has recorded (the coordinator records a shard's batches,
+// the worker's shares, when the worker returns the whole shard), with
+// their epochs; only the batches named in both are counted.
+func recordedJobs(jobs []workerJob, coord map[string]selection.BatchShares, both map[string]bool) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, j := range jobs {
+		n := 0
+		for name, bs := range coord {
+			if both[name] && j.shares[fmt.Sprint(bs.Shares)] {
+				n++
+			}
+		}
+		if n > 0 && n == len(j.shares) {
+			out[j.dir] = j.epoch
+		}
+	}
+	return out
+}
+
 // TestShardedProcesses runs a selection sharded over K = 2 worker pairs,
 // every party's coordinator and workers (and the dealer) as OS processes
 // on loopback: it selects what one pair selects from the same coin and
-// proxies (up to fixed-point near-ties, compareRuns); then again with the
-// model owner's worker 0 killed (SIGKILL) mid-phase and restarted by the
-// test, which resumes from its checkpoint and ends with the same result.
+// proxies (up to fixed-point near-ties, compareRuns). Then again, from the
+// same coin:
+//
+//   - kill-worker: the model owner's worker 0 killed (SIGKILL) mid-phase,
+//     once it and its peer have checkpointed a batch, and restarted by the
+//     test: it resumes from its checkpoint, keeping every batch both
+//     workers of the pair had finished (their files are unchanged: not
+//     redone), and the run ends with the same result;
+//   - kill-coordinator: the model owner's coordinator killed (SIGKILL)
+//     mid-phase, once both coordinators have recorded a shard's batches;
+//     the data owner's coordinator fails with it, the test restarts both
+//     with the same flags and state, the workers find them again and the
+//     run ends with the same result, without sending again a shard both
+//     coordinators had recorded (its workers' job epochs are unchanged).
 func TestShardedProcesses(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()
@@ -124,66 +262,132 @@ func TestShardedProcesses(t *testing.T) {
 	dl.expect(t, 0, "")
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
-	for _, kill := range []bool{false, true} {
-		name := "clean"
-		if kill {
-			name = "kill-worker"
-		}
+	for _, name := range []string{"clean", "kill-worker", "kill-coordinator"} {
 		t.Run(name, func(t *testing.T) {
 			// Each run starts from the reference's coin, so its sessions
 			// are the reference's: a dealer refuses counters it served,
 			// so each run gets a fresh one (as TestKillAndResume).
-			dl, a0, a1 := f.dealer(t) // serves until SIGTERM: the restarted worker reconnects
+			dl, a0, a1 := f.dealer(t) // serves until SIGTERM: restarted processes reconnect
 			defer dl.cmd.Process.Signal(syscall.SIGTERM)
 			start := time.Now()
 			st := [2]string{filepath.Join(dir, name+"-mo"), filepath.Join(dir, name+"-do")}
 			startFromCoin(t, [2]string{ref0, ref1}, st)
 			out := filepath.Join(dir, name)
 			r := f.sharded(t, filepath.Join(dir, name), a0, a1, filepath.Join(ref0, "proxies"), st, out)
-			if kill {
-				deadline := time.Now().Add(60 * time.Second)
-				var both string
-				for both == "" {
-					both = commonBatch(jobBatchFiles(r.wstate[0][0], 0), jobBatchFiles(r.wstate[1][0], 1))
+			deadline := time.Now().Add(60 * time.Second)
+			switch name {
+			case "kill-worker":
+				for commonBatch(jobBatchFiles(r.wstate[0][0], 0), jobBatchFiles(r.wstate[1][0], 1)) == "" {
 					if time.Now().After(deadline) {
-						t.Fatalf("no worker batch checkpointed in 60 s; stderr:\n%s\n%s", r.workers[0][0].stderr, r.workers[1][0].stderr)
+						t.Fatalf("no worker batch checkpointed in 60 s; stderr:\n%s", r.stderr())
 					}
 					time.Sleep(2 * time.Millisecond)
 				}
-				done := jobBatches(r.wstate[0][0], 0)
+				// Every batch both workers of pair 0 hold now, both
+				// finished before the kill: after the restart each must
+				// still hold it as it was, kept, not redone with fresh
+				// randomness. (Its epoch need not be 1: a pair's attempt
+				// that fails after both counted an epoch, say a dealer
+				// join refused, is retried in the next one.)
+				kept := r.pairBatches(0)
 				if err := r.workers[0][0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
 				r.workers[0][0].wait(t, 10*time.Second)
-				t.Logf("killed the model owner's worker 0 after %d checkpointed batches (%s on both sides)", done, both)
+				epochs := map[uint64]int{}
+				for _, b := range kept {
+					_, _, bs, _ := selection.DecodeBatchFile(b[0])
+					epochs[bs.Epoch]++
+				}
+				t.Logf("killed the model owner's worker 0 with %d batches checkpointed by both workers of its pair (batches by epoch: %v)", len(kept), epochs)
 				r.workers[0][0] = r.start(0, 0)
 				defer func() {
-					// The batch both had finished was kept, not redone: its
-					// file still holds the first life's epoch (1).
-					path := jobBatchFiles(r.wstate[0][0], 0)[both]
-					b, err := os.ReadFile(path)
-					if err != nil {
-						t.Fatalf("the batch %s finished before the kill is gone: %v", both, err)
+					for name, b := range kept {
+						for p, path := range []string{jobBatchFiles(r.wstate[0][0], 0)[name], jobBatchFiles(r.wstate[1][0], 1)[name]} {
+							got, err := os.ReadFile(path)
+							if err != nil {
+								t.Errorf("party %d's batch %s, finished by both workers before the kill, is gone: %v", p, name, err)
+								continue
+							}
+							if !bytes.Equal(got, b[p]) {
+								_, _, was, _ := selection.DecodeBatchFile(b[p])
+								_, _, now, _ := selection.DecodeBatchFile(got)
+								t.Errorf("party %d's batch %s, finished by both workers before the kill (epoch %d), was redone (epoch %d)", p, name, was.Epoch, now.Epoch)
+							}
+						}
 					}
-					_, _, bs, err := selection.DecodeBatchFile(b)
-					if err != nil || bs.Epoch != 1 {
-						t.Errorf("batch %s finished before the kill: epoch %d, %v; want kept from epoch 1", both, bs.Epoch, err)
+				}()
+			case "kill-coordinator":
+				// Wait until both coordinators have recorded a whole shard
+				// (a worker job's result) of a run not yet over; the
+				// worker jobs whose every batch both recorded are not to
+				// be sent again.
+				var recorded [2]map[string]uint64
+				var both map[string]bool
+				for len(recorded[0]) == 0 || len(recorded[1]) == 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("no shard recorded by both coordinators in 60 s; stderr:\n%s", r.stderr())
+					}
+					time.Sleep(2 * time.Millisecond)
+					c := [2]map[string]selection.BatchShares{coordBatches(t, st[0], 0), coordBatches(t, st[1], 1)}
+					both = map[string]bool{}
+					for name := range c[0] {
+						if _, ok := c[1][name]; ok {
+							both[name] = true
+						}
+					}
+					if len(both) == 0 {
+						continue
+					}
+					for p := range 2 {
+						recorded[p] = recordedJobs(workerJobs(t, r.wstate[p], p), c[p], both)
+					}
+				}
+				if err := r.mo.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+					t.Fatal(err)
+				}
+				r.mo.wait(t, 10*time.Second)
+				code := r.do.wait(t, 60*time.Second)
+				t.Logf("killed the model owner's coordinator with %d batches recorded by both coordinators (%d and %d worker jobs whole); the data owner's exited %d",
+					len(both), len(recorded[0]), len(recorded[1]), code)
+				if code == 0 {
+					t.Fatalf("the data owner's coordinator finished although the model owner's was killed; stderr:\n%s", r.do.stderr)
+				}
+				var addr string
+				r.mo, addr = r.startMO()
+				r.do = r.startDO(addr)
+				defer func() {
+					for p := range 2 {
+						now := workerJobs(t, r.wstate[p], p)
+						for _, j := range now {
+							if e, ok := recorded[p][j.dir]; ok && j.epoch != e {
+								t.Errorf("party %d: the job %s, recorded by both coordinators before the kill (epoch %d), was sent again (epoch %d)", p, filepath.Base(j.dir), e, j.epoch)
+							}
+						}
+					}
+					if t.Failed() {
+						t.Logf("stderr:\n%s", r.stderr())
 					}
 				}()
 			}
-			for _, p := range append([]*proc{r.mo, r.do}, slices.Concat(r.workers[:]...)...) {
+			for _, p := range r.all() {
 				if code := p.wait(t, 90*time.Second); code != 0 {
-					var all strings.Builder
-					for _, q := range append([]*proc{r.mo, r.do}, slices.Concat(r.workers[:]...)...) {
-						fmt.Fprintf(&all, "--- %s:\n%s", q.name, q.stderr)
-					}
-					t.Fatalf("%s exited %d; all stderr:\n%s", p.name, code, &all)
+					t.Fatalf("%s exited %d; all stderr:\n%s", p.name, code, r.stderr())
 				}
 			}
 			r0, r1 := readResult(t, out+"0.json"), readResult(t, out+"1.json")
 			checkAgree(t, r0, r1)
 			if !slices.Equal(r0.Bootstrap, ref.Bootstrap) {
 				t.Fatalf("bootstrap %v, one pair's %v", r0.Bootstrap, ref.Bootstrap)
+			}
+			if name == "kill-coordinator" {
+				resumed := 0
+				for _, ph := range r0.Phases {
+					resumed += ph.Resumed
+				}
+				if r0.Epoch < 2 || resumed == 0 {
+					t.Errorf("the restarted coordinators resumed %d batches in epoch %d; want the recorded shard resumed", resumed, r0.Epoch)
+				}
 			}
 			compareRuns(t, ref, r0, [2]string{ref0, ref1}, st)
 			t.Logf("sharded (%s): %v; selected %v (one pair: %v)", name, time.Since(start).Round(time.Millisecond), r0.Selected, ref.Selected)
