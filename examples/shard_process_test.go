@@ -300,6 +300,10 @@ func TestShardedProcesses(t *testing.T) {
 					epochs[bs.Epoch]++
 				}
 				t.Logf("killed the model owner's worker 0 with %d batches checkpointed by both workers of its pair (batches by epoch: %v)", len(kept), epochs)
+				if len(epochs) > 1 || epochs[1] == 0 {
+					// Why a pair attempt failed before the kill.
+					t.Logf("pair 0's workers before the kill:\n--- model owner's:\n%s--- data owner's:\n%s", r.workers[0][0].stderr, r.workers[1][0].stderr)
+				}
 				r.workers[0][0] = r.start(0, 0)
 				defer func() {
 					for name, b := range kept {
