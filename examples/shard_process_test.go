@@ -106,12 +106,6 @@ func (r *shardedRun) stderr() string {
 	return all.String()
 }
 
-// jobBatches counts the batches the worker with state directory dir has
-// checkpointed in its jobs.
-func jobBatches(dir string, party int) int {
-	return len(jobBatchFiles(dir, party))
-}
-
 // jobBatchFiles returns the batch files of the worker's jobs, by their
 // path below the worker's state directory with the party's directory
 // name replaced (so the two workers of a pair name a batch alike).
