@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/atomicfile"
 )
 
@@ -226,6 +228,45 @@ func (c *checkpointStore) prune(s *State) error {
 		}
 	}
 	return nil
+}
+
+// finishedPath is the file of a worker's job directory that marks the job
+// finished with the peer worker (see Worker.RunJob).
+func (c *checkpointStore) finishedPath() string {
+	return filepath.Join(c.dir, fmt.Sprintf("finished-p%d", c.party))
+}
+
+// markFinished records that the job of session, whose every batch this
+// worker holds, was finished with the peer worker (both said "done").
+func (c *checkpointStore) markFinished(session beaver.SessionID) error {
+	if !c.durable() {
+		return nil
+	}
+	if err := c.write(c.finishedPath(), []byte(hex.EncodeToString(session[:]))); err != nil {
+		return withCode(AbortState, fmt.Errorf("selection: worker: mark the job finished: %w", err))
+	}
+	return nil
+}
+
+// finished reports whether markFinished recorded the job of session; a
+// marker that is not the session's (or larger than one) is a *StateError.
+func (c *checkpointStore) finished(session beaver.SessionID) (bool, error) {
+	if !c.durable() {
+		return false, nil
+	}
+	path := c.finishedPath()
+	want := hex.EncodeToString(session[:])
+	b, err := atomicfile.ReadLimited(path, int64(len(want)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &StateError{Path: path, Err: err}
+	}
+	if string(b) != want {
+		return false, &StateError{Path: path, Err: fmt.Errorf("marks another job finished: give each job its own directory (selection.JobDir)")}
+	}
+	return true, nil
 }
 
 // proxiesDir is the directory of the model owner's generated proxies

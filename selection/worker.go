@@ -40,7 +40,11 @@ import (
 // and never draws a word it drew before. A job whose pair connection
 // fails (the peer worker died) is retried with a new pair connection, a
 // new handshake and a new epoch, from the checkpoint: at most Retries
-// times, Backoff apart (doubling, at most 5 s).
+// times, Backoff apart (doubling, at most 5 s). A job finished with the
+// peer (both workers said "done") is marked so in its directory: sent
+// again (its coordinator restarted, or this worker died, before the
+// coordinator had the result), it is answered from the checkpoint without
+// the peer, which does not run it again.
 type Worker struct {
 	// Party is 0 (model owner's worker) or 1 (data owner's).
 	Party int
@@ -107,6 +111,9 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardRes
 	if pause <= 0 {
 		pause = 200 * time.Millisecond
 	}
+	if res, err := w.finished(job); err != nil || res != nil {
+		return res, err
+	}
 	start := time.Now()
 	var st ShardStats
 	for attempt := 0; ; attempt++ {
@@ -129,6 +136,53 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*ShardRes
 		}
 		pause = min(2*pause, 5*time.Second)
 	}
+}
+
+// finished returns job's result from the worker's checkpoint if the job
+// was finished with the peer worker before (both said "done", each then
+// holding every batch of the shard from the same epochs: the job's
+// finished marker), and nil if not. A job sent again after it finished
+// (the worker died, or its coordinator restarted, before the coordinator
+// had its result, while the peer's coordinator had the peer's) is so
+// answered without the peer worker, which does not run the job again:
+// waiting for it would hold the phase until the retries ran out.
+func (w *Worker) finished(job *Job) (*ShardResult, error) {
+	store := &checkpointStore{dir: JobDir(w.StateDir, job), party: w.Party}
+	done, err := store.finished(job.Session)
+	if err != nil || !done {
+		return nil, err
+	}
+	r := newRunner(w.Party, job.Params, nil, nil, w.Logger, nil, store)
+	r.embHash = job.EmbeddingHash // a worker runs a job only with its coordinator's
+	st, err := r.loadState()
+	if err != nil {
+		return nil, err
+	}
+	if st == nil || st.Seed != hex.EncodeToString(job.Session[:]) || len(st.Phases) != 1 {
+		return nil, &StateError{Path: store.statePath(), Err: fmt.Errorf("the job is marked finished (%s) but this is not its checkpoint", store.finishedPath())}
+	}
+	out := jobResult(st.Phases[0].Batches, job.FirstBatch)
+	out.Stats.Resumed = len(out.Batches)
+	res, err := decodeResult(encodeResult(out), job)
+	if err != nil {
+		return nil, &StateError{Path: store.statePath(), Err: fmt.Errorf("the job is marked finished (%s) but its batches do not fit it: %w", store.finishedPath(), err)}
+	}
+	w.logf().Info("selection: worker: the job was finished with the peer worker before; its result is the checkpoint's", "party", w.Party,
+		"phase", job.Phase+1, "shard", job.Shard, "batches", len(res.Batches))
+	return res, nil
+}
+
+// jobResult is a job's result from its batches (numbered within the job),
+// numbered within the phase (from first), ascending.
+func jobResult(bs []BatchShares, first int) *ShardResult {
+	bs = slices.Clone(bs)
+	slices.SortFunc(bs, func(a, b BatchShares) int { return a.Batch - b.Batch })
+	out := &ShardResult{Batches: make([]BatchShares, len(bs))}
+	for i, b := range bs {
+		b.Batch += first
+		out.Batches[i] = b
+	}
+	return out
 }
 
 // retryable reports whether a failed attempt may be retried: anything
@@ -326,16 +380,14 @@ func (r *workerRun) run(ctx context.Context) (*ShardResult, error) {
 	}
 	r.logf().Info("selection: worker: shard done", "party", r.party, "phase", j.Phase+1, "shard", j.Shard, "shards", j.Shards,
 		"batches", nb, "resumed", ps.Resumed, "epoch", r.st.Epoch)
-	r.stMu.Lock()
-	bs := slices.Clone(r.st.Phases[0].Batches)
-	r.stMu.Unlock()
-	slices.SortFunc(bs, func(a, b BatchShares) int { return a.Batch - b.Batch })
-	out := &ShardResult{Batches: make([]BatchShares, len(bs))}
-	for i, b := range bs {
-		b.Batch += j.FirstBatch
-		out.Batches[i] = b
+	// The peer holds every batch too: the job is not run with it again
+	// (Worker.finished).
+	if err := r.store.markFinished(j.Session); err != nil {
+		return nil, err
 	}
-	return out, nil
+	r.stMu.Lock()
+	defer r.stMu.Unlock()
+	return jobResult(r.st.Phases[0].Batches, j.FirstBatch), nil
 }
 
 // shardBudget is the dealer work of the job: the phase's preparation and

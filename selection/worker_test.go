@@ -60,8 +60,10 @@ type shardRig struct {
 	// server, if set, serves the worker pairs as a networked dealer (each
 	// attempt a client of its own, unwrapped).
 	server *beaver.Server
-	// jobs counts the jobs each coordinator sent, by party and phase.
+	// jobs counts the jobs each coordinator sent, by party and phase;
+	// sent holds them.
 	jobs [2]map[int]int
+	sent [2][]*Job
 	// stopAfter > 0 makes the data owner's coordinator drop the
 	// coordinators' connection once that many batches of phase 1 are
 	// recorded (both coordinators fail: a coordinator crash).
@@ -81,6 +83,7 @@ func (c countingRunner) RunShard(ctx context.Context, job *Job) (*ShardResult, e
 		c.r.jobs[c.p] = map[int]int{}
 	}
 	c.r.jobs[c.p][job.Phase]++
+	c.r.sent[c.p] = append(c.r.sent[c.p], job)
 	c.r.mu.Unlock()
 	return c.WorkerPool.RunShard(ctx, job)
 }
@@ -720,6 +723,68 @@ func TestShardCoordinatorRestartResumes(t *testing.T) {
 		}
 	}
 	t.Logf("phase 1: %d batches resumed, %d jobs sent again", got[0].Phases[0].Resumed, r.jobs[0][0])
+}
+
+// TestShardFinishedJobSentAgain: a job the worker pair finished (both
+// said "done") and that is sent again to one worker only (its coordinator
+// restarted, or the worker died, before the coordinator had the result,
+// while the peer's coordinator had the peer's) is answered from the
+// worker's checkpoint, the coordinator's recorded shares, without a pair
+// connection: the peer worker does not run the job again, so waiting for
+// it held the phase until the retries ran out. A job not finished still
+// needs the peer.
+func TestShardFinishedJobSentAgain(t *testing.T) {
+	r := newShardRig(t, 2, false)
+	got, errs, werrs := r.run()
+	checkSame(t, unshardedRef(t, testParams()), got, errs, werrs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	noPeer := func(context.Context, *Job) (*transport.Conn, beaver.Provider, error) {
+		return nil, nil, errors.New("no peer worker runs this job")
+	}
+	for p := range 2 {
+		st, err := (&checkpointStore{dir: r.dirs[p], party: p}).load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		recorded := map[[2]int]BatchShares{}
+		for i, ph := range st.Phases {
+			for _, b := range ph.Batches {
+				recorded[[2]int{i, b.Batch}] = b
+			}
+		}
+		if len(r.sent[p]) == 0 {
+			t.Fatalf("party %d's coordinator sent no job", p)
+		}
+		for _, job := range r.sent[p] {
+			w := &Worker{Party: p, Shard: job.Shard, Evaluator: weightEvaluator{&valueEvaluator{party: p, value: shifted, square: true, fp: share.DefaultFixedPoint}},
+				StateDir: r.wdirs[p][job.Shard], Logger: quiet(), Retries: -1}
+			if p == 1 {
+				w.EmbeddingHash = "emb"
+			}
+			res, err := w.RunJob(ctx, job, noPeer)
+			if err != nil {
+				t.Fatalf("party %d, phase %d shard %d sent again: %v", p, job.Phase+1, job.Shard+1, err)
+			}
+			if res.Stats.Attempts != 0 || res.Stats.Resumed != len(res.Batches) {
+				t.Errorf("party %d, phase %d shard %d: %d attempts, %d of %d batches resumed; want 0 attempts, all resumed", p, job.Phase+1, job.Shard+1,
+					res.Stats.Attempts, res.Stats.Resumed, len(res.Batches))
+			}
+			for _, b := range res.Batches {
+				want, ok := recorded[[2]int{job.Phase, b.Batch}]
+				if !ok || want.Epoch != b.Epoch || !slices.Equal(want.Shares, b.Shares) {
+					t.Errorf("party %d, phase %d batch %d: epoch %d, not the coordinator's recorded batch (epoch %d, %v)", p, job.Phase+1, b.Batch, b.Epoch, want.Epoch, ok)
+				}
+			}
+			// Without its finished marker the job needs the peer.
+			if err := os.Remove((&checkpointStore{dir: JobDir(w.StateDir, job), party: p}).finishedPath()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.RunJob(ctx, job, noPeer); err == nil {
+				t.Fatalf("party %d, phase %d shard %d: ran without its finished marker and without the peer", p, job.Phase+1, job.Shard+1)
+			}
+		}
+	}
 }
 
 // TestShardsMismatch: coordinators of different K are refused in the
