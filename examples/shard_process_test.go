@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,8 +39,8 @@ type shardedRun struct {
 	// startDO start the coordinators (again, with the same flags and
 	// state), the data owner's connecting to the model owner at addr.
 	start   func(party, k int) *proc
-	startMO func() (*proc, string)
-	startDO func(addr string) *proc
+	startMO func(extra ...string) (*proc, string)
+	startDO func(addr string, extra ...string) *proc
 	wstate  [2][]string
 }
 
@@ -53,13 +54,13 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 		"-connect-timeout", "20s", "-log", "warn", "-state", st[0], "-out", out + "0.json",
 		"-shards", "2", "-workers-listen", wl[0]}, strings.Fields(testArgs)...)
 	moArgs = append(moArgs, dealerArgs(a0, f.fp["dealer"])...)
-	r.startMO = func() (*proc, string) {
-		mo := f.start(t, "modelowner", moArgs...)
+	r.startMO = func(extra ...string) (*proc, string) {
+		mo := f.start(t, "modelowner", append(slices.Clone(moArgs), extra...)...)
 		mo.waitLine(t, "modelowner workers listening ")
 		return mo, strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
 	}
-	r.startDO = func(addr string) *proc {
-		do := f.dataOwner(t, addr, a1, "-state", st[1], "-out", out+"1.json", "-shards", "2", "-workers-listen", wl[1])
+	r.startDO = func(addr string, extra ...string) *proc {
+		do := f.dataOwner(t, addr, a1, append([]string{"-state", st[1], "-out", out + "1.json", "-shards", "2", "-workers-listen", wl[1]}, extra...)...)
 		do.waitLine(t, "dataowner workers listening ")
 		return do
 	}
@@ -239,11 +240,14 @@ func recordedJobs(jobs []workerJob, coord map[string]selection.BatchShares, both
 //     workers of the pair had finished (their files are unchanged: not
 //     redone), and the run ends with the same result;
 //   - kill-coordinator: the model owner's coordinator killed (SIGKILL)
-//     mid-phase, once both coordinators have recorded a shard's batches;
+//     mid-phase (its worker 1 held stopped meanwhile), once both
+//     coordinators have recorded a shard's batches;
 //     the data owner's coordinator fails with it, the test restarts both
 //     with the same flags and state, the workers find them again and the
 //     run ends with the same result, without sending again a shard both
-//     coordinators had recorded (its workers' job epochs are unchanged).
+//     coordinators had recorded (the restarted coordinators log one job
+//     for phase 1, and the recorded shard's workers' job epochs are
+//     unchanged: it was not run again).
 func TestShardedProcesses(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()
@@ -316,10 +320,16 @@ func TestShardedProcesses(t *testing.T) {
 					}
 				}()
 			case "kill-coordinator":
+				// The model owner's worker 1 is stopped (SIGSTOP) until
+				// the kill, so that phase 1 cannot end before it: its
+				// shard 2 is not recorded, and the coordinators are
+				// mid-phase when one dies.
+				if err := r.workers[0][1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
 				// Wait until both coordinators have recorded a whole shard
-				// (a worker job's result) of a run not yet over; the
-				// worker jobs whose every batch both recorded are not to
-				// be sent again.
+				// (a worker job's result); the worker jobs whose every
+				// batch both recorded are not to be sent again.
 				var recorded [2]map[string]uint64
 				var both map[string]bool
 				for len(recorded[0]) == 0 || len(recorded[1]) == 0 {
@@ -345,21 +355,33 @@ func TestShardedProcesses(t *testing.T) {
 					t.Fatal(err)
 				}
 				r.mo.wait(t, 10*time.Second)
+				if err := r.workers[0][1].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+					t.Fatal(err)
+				}
 				code := r.do.wait(t, 60*time.Second)
 				t.Logf("killed the model owner's coordinator with %d batches recorded by both coordinators (%d and %d worker jobs whole); the data owner's exited %d",
 					len(both), len(recorded[0]), len(recorded[1]), code)
 				if code == 0 {
 					t.Fatalf("the data owner's coordinator finished although the model owner's was killed; stderr:\n%s", r.do.stderr)
 				}
+				// Restarted at info level: they log the jobs they send.
 				var addr string
-				r.mo, addr = r.startMO()
-				r.do = r.startDO(addr)
+				r.mo, addr = r.startMO("-log", "info")
+				r.do = r.startDO(addr, "-log", "info")
 				defer func() {
+					// Phase 1's shard 2 (worker 1's, held stopped) is the
+					// only one sent again: shard 1 was recorded by both.
+					for _, c := range []*proc{r.mo, r.do} {
+						m := regexp.MustCompile(`"selection: phase on worker pairs" party=\d phase=1 shards=2 jobs=(\d+)`).FindStringSubmatch(c.stderr.String())
+						if m == nil || m[1] != "1" {
+							t.Errorf("the restarted %s coordinator sent phase 1's jobs %v; want only the shard not recorded (jobs=1)", c.name, m)
+						}
+					}
 					for p := range 2 {
 						now := workerJobs(t, r.wstate[p], p)
 						for _, j := range now {
 							if e, ok := recorded[p][j.dir]; ok && j.epoch != e {
-								t.Errorf("party %d: the job %s, recorded by both coordinators before the kill (epoch %d), was sent again (epoch %d)", p, filepath.Base(j.dir), e, j.epoch)
+								t.Errorf("party %d: the job %s, recorded by both coordinators before the kill (epoch %d), was run again (epoch %d)", p, filepath.Base(j.dir), e, j.epoch)
 							}
 						}
 					}
