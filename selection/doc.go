@@ -286,7 +286,9 @@
 // worker died) runs the job again on a new connection with a new epoch,
 // from its checkpoint (Worker.Retries); a coordinator whose worker's
 // connection drops waits for the worker to come back and sends the job
-// again (WorkerPool.Wait). After the run the coordinator tells its workers
+// again (WorkerPool.Wait); a job both workers of the pair had finished
+// (both said "done") is answered from the worker's checkpoint without its
+// peer, which does not run it again. After the run the coordinator tells its workers
 // the selection is done (WorkerPool.Done), also a worker that reconnects
 // afterwards, and may wait until every one has been told
 // (WorkerPool.AwaitDone). The selection equals an unsharded run's with the
