@@ -42,21 +42,6 @@ func TestWorkerPoolDoneToReconnecting(t *testing.T) {
 			return nil
 		}
 	}
-	attached := func(pool *WorkerPool, k int) {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); ; {
-			pool.mu.Lock()
-			c := pool.conns[k]
-			pool.mu.Unlock()
-			if c != nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("worker %d not attached in 10 s", k)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
 
 	pool, _ := NewWorkerPool(0, 3)
 	pool.Logger = quiet()
@@ -64,7 +49,7 @@ func TestWorkerPoolDoneToReconnecting(t *testing.T) {
 		t.Errorf("AwaitDone before Done succeeded")
 	}
 	w0 := serve(pool, 0)
-	attached(pool, 0)
+	waitAttached(t, pool, 0)
 	pool.Done(ctx)
 	if err := ended("worker 0, attached at the end", w0); err != nil {
 		t.Errorf("worker 0, attached at the end: %v", err)
@@ -101,5 +86,22 @@ func TestWorkerPoolDoneToReconnecting(t *testing.T) {
 	err = ended("worker 0 after a failed run", serve(failed, 0))
 	if !errors.Is(err, ErrWorkerRefused) || !strings.Contains(err.Error(), "connect again") {
 		t.Errorf("worker 0 after a failed run: %v, want refused, to connect again", err)
+	}
+}
+
+// waitAttached waits (at most 10 s) until worker k is attached to pool.
+func waitAttached(t *testing.T, pool *WorkerPool, k int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		pool.mu.Lock()
+		c := pool.conns[k]
+		pool.mu.Unlock()
+		if c != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %d not attached in 10 s", k)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -1,7 +1,6 @@
 package selection
 
 import (
-	"context"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -16,25 +15,7 @@ import (
 // connection (every stream) at the end of the run.
 func unshardedRefConn(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
 	t.Helper()
-	var all [2]transport.Stats
-	var res [2]*Result
-	coins := fixedCoins()
-	dirs := [2]string{t.TempDir(), t.TempDir()}
-	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
-		ev := weightEvaluator{&valueEvaluator{party: party, value: shifted, square: true, fp: share.DefaultFixedPoint}}
-		defer func() { all[party] = conn.Stats() }()
-		var err error
-		if party == 0 {
-			res[0], err = (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[0], Logger: quiet(), coinSource: coins[0]}).Run(ctx, conn, prov)
-		} else {
-			res[1], err = (&DataOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[1], Logger: quiet(), coinSource: coins[1]}).Run(ctx, conn, prov)
-		}
-		return err
-	})
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs)
-	}
-	return res, all
+	return unshardedRefStats(t, p, (*transport.Conn).Stats)
 }
 
 // pairOnline is a pair connection's online traffic as a run counts it:

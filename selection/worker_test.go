@@ -357,13 +357,20 @@ func unshardedRef(t *testing.T, p Params) [2]*Result {
 // clear control stream.
 func unshardedRefCtrl(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
 	t.Helper()
-	var ctrl [2]transport.Stats
+	return unshardedRefStats(t, p, func(conn *transport.Conn) transport.Stats { return conn.Stream(StreamControl).Stats() })
+}
+
+// unshardedRefStats is unshardedRef, with stats(conn) of each party's
+// connection taken at the end of its run.
+func unshardedRefStats(t *testing.T, p Params, stats func(*transport.Conn) transport.Stats) ([2]*Result, [2]transport.Stats) {
+	t.Helper()
+	var figs [2]transport.Stats
 	var res [2]*Result
 	coins := fixedCoins()
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
 		ev := weightEvaluator{&valueEvaluator{party: party, value: shifted, square: true, fp: share.DefaultFixedPoint}}
-		defer func() { ctrl[party] = conn.Stream(StreamControl).Stats() }()
+		defer func() { figs[party] = stats(conn) }()
 		var err error
 		if party == 0 {
 			res[0], err = (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[0], Logger: quiet(), coinSource: coins[0]}).Run(ctx, conn, prov)
@@ -375,7 +382,7 @@ func unshardedRefCtrl(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
-	return res, ctrl
+	return res, figs
 }
 
 // checkSame checks that a sharded run succeeded and selected what the
@@ -530,21 +537,6 @@ func TestWorkerPoolRefuses(t *testing.T) {
 		go func() { errc <- (&Worker{Party: party, Shard: k, StateDir: t.TempDir()}).Serve(cctx, b, nil) }()
 		return errc
 	}
-	attached := func(k int) {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			pool.mu.Lock()
-			c := pool.conns[k]
-			pool.mu.Unlock()
-			if c != nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("worker %d not attached in 10 s", k)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
 	refused := func(what string, errc chan error) {
 		select {
 		case err := <-errc:
@@ -556,12 +548,12 @@ func TestWorkerPoolRefuses(t *testing.T) {
 		}
 	}
 	attach(0, 0)
-	attached(0)
+	waitAttached(t, pool, 0)
 	refused("worker index 2 of 2", attach(0, 2))
 	refused("the data owner's worker", attach(1, 1))
 	// Worker 1 attaches; a second worker 1 while it lives is refused.
 	attach(0, 1)
-	attached(1)
+	waitAttached(t, pool, 1)
 	refused("a second worker 1", attach(0, 1))
 }
 
