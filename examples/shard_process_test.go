@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/selection"
 )
 
@@ -27,10 +28,92 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// pairDealers are the dealers of a sharded run in the deployed topology
+// (examples/k8s/dealer): one dealer process per worker pair, dealer k
+// serving pair k on the loopback address 127.0.k.1 (Linux routes all of
+// 127.0.0.0/8 to the loopback interface), every dealer on the same two
+// ports, each with its own -seeds file; the coordinators use dealer 0.
+type pairDealers struct {
+	procs []*proc
+	// coord is dealer 0's address for party 0 and for party 1 (the
+	// coordinators'); worker is each party's -dealer for its workers,
+	// with {shard} in the address, which the worker binary replaces by
+	// its shard index (peer.ShardPlaceholder).
+	coord, worker [2]string
+}
+
+// dealerHost returns dealer k's loopback host (as the workers' -dealer
+// names it with k for {shard}).
+func dealerHost(k int) string { return fmt.Sprintf("127.0.%d.1", k) }
+
+// startPairDealers starts K dealers serving until SIGTERM (restarted
+// workers and coordinators reconnect), at -log info so that each logs the
+// parties it serves, with their seeds in dir/prefix-dealerK.seeds. It
+// skips the test where 127.0.1.1 cannot be bound (a system that routes
+// only 127.0.0.1 to the loopback interface).
+func (f *fixture) startPairDealers(t *testing.T, dir, prefix string, K int) *pairDealers {
+	t.Helper()
+	probe, err := net.Listen("tcp", dealerHost(1)+":0")
+	if err != nil {
+		t.Skipf("no loopback address %s here, where the dealer of worker pair 1 listens: %v", dealerHost(1), err)
+	}
+	probe.Close()
+	d := &pairDealers{}
+	var port [2]string
+	for k := range K {
+		listen := [2]string{dealerHost(k) + ":0", dealerHost(k) + ":0"}
+		if k > 0 {
+			for p := range 2 {
+				listen[p] = net.JoinHostPort(dealerHost(k), port[p])
+			}
+		}
+		p := f.start(t, "dealer", "-cert", f.path("dealer.crt"), "-key", f.path("dealer.key"),
+			"-listen-p0", listen[0], "-listen-p1", listen[1],
+			"-p0-fingerprint", f.path("mo.crt"), "-p1-fingerprint", f.fp["do"],
+			"-seeds", filepath.Join(dir, fmt.Sprintf("%s-dealer%d.seeds", prefix, k)), "-log", "info")
+		d.procs = append(d.procs, p)
+		var a [2]string
+		l := p.waitLine(t, "dealer listening ")
+		if _, err := fmt.Sscanf(l, "dealer listening p0=%s p1=%s", &a[0], &a[1]); err != nil {
+			t.Fatalf("dealer %d printed %q: %v", k, l, err)
+		}
+		if k == 0 {
+			d.coord = a
+			for p := range 2 {
+				_, port[p], _ = net.SplitHostPort(a[p])
+				d.worker[p] = "127.0." + peer.ShardPlaceholder + ".1:" + port[p]
+			}
+		}
+	}
+	return d
+}
+
+// stop ends the dealers (SIGTERM).
+func (d *pairDealers) stop() {
+	for _, p := range d.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+}
+
+// checkServed fails the test unless every dealer has served both
+// parties (a party connected to it): dealer k is reached only by worker
+// pair k's workers, dialling their -dealer with {shard} replaced by k.
+func (d *pairDealers) checkServed(t *testing.T) {
+	t.Helper()
+	for k, p := range d.procs {
+		for party := range 2 {
+			if !regexp.MustCompile(fmt.Sprintf(`msg="dealer: party connected" role="[^"]*" party=%d `, party)).MatchString(p.stderr.String()) {
+				t.Errorf("dealer %d (worker pair %d's, at %s) served no party %d; its stderr:\n%s", k, k, dealerHost(k), party, p.stderr)
+			}
+		}
+	}
+}
+
 // shardedRun is a sharded selection (K = 2) as processes: the two
 // coordinators (the model owner on the given proxies, no generation) and
 // two workers per party, the data owner's workers listening for the model
-// owner's; the coordinators listen for their workers on fixed loopback
+// owner's, worker k of each party at dealer k of dl and the coordinators
+// at dealer 0 (dl's coord); the coordinators listen for their workers on fixed loopback
 // ports, so that a restarted coordinator is found again by its workers.
 type shardedRun struct {
 	mo, do  *proc
@@ -44,7 +127,7 @@ type shardedRun struct {
 	wstate  [2][]string
 }
 
-func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [2]string, out string) *shardedRun {
+func (f *fixture) sharded(t *testing.T, dir string, dl *pairDealers, proxies string, st [2]string, out string) *shardedRun {
 	t.Helper()
 	const K = 2
 	r := &shardedRun{}
@@ -53,14 +136,14 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 		"-peer-fingerprint", f.path("do.crt"), "-proxies", proxies, "-pool-size", fmt.Sprint(f.pool),
 		"-connect-timeout", "20s", "-log", "warn", "-state", st[0], "-out", out + "0.json",
 		"-shards", "2", "-workers-listen", wl[0]}, strings.Fields(testArgs)...)
-	moArgs = append(moArgs, dealerArgs(a0, f.fp["dealer"])...)
+	moArgs = append(moArgs, dealerArgs(dl.coord[0], f.fp["dealer"])...)
 	r.startMO = func(extra ...string) (*proc, string) {
 		mo := f.start(t, "modelowner", append(slices.Clone(moArgs), extra...)...)
 		mo.waitLine(t, "modelowner workers listening ")
 		return mo, strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
 	}
 	r.startDO = func(addr string, extra ...string) *proc {
-		do := f.dataOwner(t, addr, a1, append([]string{"-state", st[1], "-out", out + "1.json", "-shards", "2", "-workers-listen", wl[1]}, extra...)...)
+		do := f.dataOwner(t, addr, dl.coord[1], append([]string{"-state", st[1], "-out", out + "1.json", "-shards", "2", "-workers-listen", wl[1]}, extra...)...)
 		do.waitLine(t, "dataowner workers listening ")
 		return do
 	}
@@ -78,12 +161,12 @@ func (f *fixture) sharded(t *testing.T, dir string, a0, a1, proxies string, st [
 			args := []string{"-worker", "-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-peer-fingerprint", f.path("do.crt"),
 				"-connect", pairAddr[k], "-coordinator", wl[0], "-shard-index", fmt.Sprint(k), "-state", r.wstate[0][k],
 				"-connect-timeout", "20s", "-log", "warn"}
-			return f.start(t, "modelowner", append(args, dealerArgs(a0, f.fp["dealer"])...)...)
+			return f.start(t, "modelowner", append(args, dealerArgs(dl.worker[0], f.fp["dealer"])...)...)
 		}
 		args := []string{"-worker", "-cert", f.path("do.crt"), "-key", f.path("do.key"), "-peer-fingerprint", f.fp["mo"],
 			"-listen", pairAddr[k], "-coordinator", wl[1], "-shard-index", fmt.Sprint(k), "-state", r.wstate[1][k],
 			"-pool", f.files.Pool, "-embedding", f.files.Checkpoint, "-connect-timeout", "20s", "-log", "warn"}
-		return f.start(t, "dataowner", append(args, dealerArgs(a1, f.path("dealer.crt"))...)...)
+		return f.start(t, "dataowner", append(args, dealerArgs(dl.worker[1], f.path("dealer.crt"))...)...)
 	}
 	for p := range 2 {
 		for k := range K {
@@ -229,10 +312,14 @@ func recordedJobs(jobs []workerJob, coord map[string]selection.BatchShares, both
 }
 
 // TestShardedProcesses runs a selection sharded over K = 2 worker pairs,
-// every party's coordinator and workers (and the dealer) as OS processes
-// on loopback: it selects what one pair selects from the same coin and
-// proxies (up to fixed-point near-ties, compareRuns). Then again, from the
-// same coin:
+// every party's coordinator and workers and a dealer per worker pair as OS
+// processes on loopback, in the deployed topology (examples/k8s): worker k
+// of each party dials dealer k through its -dealer 127.0.{shard}.1:PORT,
+// the worker binary replacing {shard} by its index, the coordinators
+// dealer 0 (pair 0's), each dealer with its own -seeds file; every dealer
+// must have served both parties (checkServed). It selects what one pair selects from the same coin and
+// proxies (up to fixed-point near-ties, compareRuns; the one pair, the
+// reference, on its one dealer). Then again, from the same coin:
 //
 //   - kill-worker: the model owner's worker 0 killed (SIGKILL) mid-phase,
 //     once it and its peer have checkpointed a batch, and restarted by the
@@ -264,14 +351,15 @@ func TestShardedProcesses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// Each run starts from the reference's coin, so its sessions
 			// are the reference's: a dealer refuses counters it served,
-			// so each run gets a fresh one (as TestKillAndResume).
-			dl, a0, a1 := f.dealer(t) // serves until SIGTERM: restarted processes reconnect
-			defer dl.cmd.Process.Signal(syscall.SIGTERM)
+			// so each run gets fresh ones (as TestKillAndResume), one
+			// per worker pair.
+			dl := f.startPairDealers(t, dir, name, 2)
+			defer dl.stop()
 			start := time.Now()
 			st := [2]string{filepath.Join(dir, name+"-mo"), filepath.Join(dir, name+"-do")}
 			startFromCoin(t, [2]string{ref0, ref1}, st)
 			out := filepath.Join(dir, name)
-			r := f.sharded(t, filepath.Join(dir, name), a0, a1, filepath.Join(ref0, "proxies"), st, out)
+			r := f.sharded(t, filepath.Join(dir, name), dl, filepath.Join(ref0, "proxies"), st, out)
 			deadline := time.Now().Add(60 * time.Second)
 			switch name {
 			case "kill-worker":
@@ -395,6 +483,7 @@ func TestShardedProcesses(t *testing.T) {
 					t.Fatalf("%s exited %d; all stderr:\n%s", p.name, code, r.stderr())
 				}
 			}
+			dl.checkServed(t)
 			r0, r1 := readResult(t, out+"0.json"), readResult(t, out+"1.json")
 			checkAgree(t, r0, r1)
 			if !slices.Equal(r0.Bootstrap, ref.Bootstrap) {
