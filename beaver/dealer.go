@@ -392,10 +392,12 @@ func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionI
 	} else {
 		// The other party paired with w meanwhile (or a newer connection
 		// superseded it): take the result (and give the session back).
+		// Its ids matched, so a timeout is not a mismatch.
 		d.mu.Unlock()
 		if r := <-w.done; r.s != nil {
 			d.leave(r.s)
 		}
+		seen = nil
 	}
 	if len(seen) > 0 {
 		// The other party was there, with other sessions: most likely the
