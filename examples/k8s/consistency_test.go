@@ -797,6 +797,9 @@ func checkDealersExternal(t checker, c *cluster, dealer *workload) {
 		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			t.Errorf("Service %s/%s: type %q, want LoadBalancer (dealer %d's public address)", s.Namespace, s.Name, s.Spec.Type, i)
 		}
+		if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+			t.Errorf("Service %s/%s: externalTrafficPolicy %q, want Local (the dealer's per-address handshake bound and loadBalancerSourceRanges need the client's own address)", s.Namespace, s.Name, s.Spec.ExternalTrafficPolicy)
+		}
 		if sel := dealer.sts.Spec.Selector; sel != nil {
 			for k, v := range sel.MatchLabels {
 				if s.Spec.Selector[k] != v {
@@ -928,6 +931,7 @@ metadata:
   namespace: selectformer-dealer
 spec:
   type: LoadBalancer
+  externalTrafficPolicy: Local
   selector:
     app.kubernetes.io/name: selectformer
     app.kubernetes.io/component: dealer
@@ -1034,6 +1038,7 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dealer/dealers-external.yaml", "      targetPort: p1\n", "      targetPort: p0\n", "dealer-0-external port 7101 (target p0)"},
 		{"dealer/dealers-external.yaml", "    - name: p1\n      port: 7101\n      targetPort: p1\n", "", "dealer-0-external: ports [7100], want both"},
 		{"dealer/dealers-external.yaml", "type: LoadBalancer", "type: ClusterIP", `dealer-0-external: type "ClusterIP", want LoadBalancer`},
+		{"dealer/dealers-external.yaml", "  externalTrafficPolicy: Local\n", "", `dealer-0-external: externalTrafficPolicy "", want Local`},
 		{"dealer/dealers-external.yaml", "    app.kubernetes.io/component: dealer\n", "", `dealer-0-external: selector app.kubernetes.io/component=""`},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 5", "no external Service selects pod dealer-4"},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", `dealer-3-external selects pod "dealer-3": not a pod of`},
