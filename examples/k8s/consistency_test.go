@@ -574,7 +574,7 @@ func checkManifests(t checker, c *cluster) {
 		}
 		k, _ := strconv.Atoi(mo.flags["shards"])
 		if st.Spec.Replicas == nil || int(*st.Spec.Replicas) != k {
-			t.Errorf("%s: replicas %v, want %d: one dealer per worker pair (the coordinators' -shards)", dealer, st.Spec.Replicas, k)
+			t.Errorf("%s: replicas %d, want %d: one dealer per worker pair (the coordinators' -shards)", dealer, ptrOr(st.Spec.Replicas, 1), k)
 		}
 		// Who dials which dealer, per party: worker j dealer j, the
 		// coordinators one they share.
@@ -1008,7 +1008,7 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dealer/dealer.yaml", "-seeds=/seeds/dealer.seeds", "-seeds=/tmp/dealer.seeds", "not on a PersistentVolumeClaim"},
 		// One dealer per worker pair: the workers' and the dealers' names,
 		// ports and counts agree.
-		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "one dealer per worker pair"},
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "dealer: replicas 3, want 4: one dealer per worker pair"},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 5", "want 4: one dealer per worker pair"},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "no pod dealer-3"},
 		{"dealer/dealer.yaml", "podManagementPolicy: Parallel", "podManagementPolicy: OrderedReady", "Parallel"},
