@@ -237,7 +237,8 @@ func (c *cluster) party(t checker, bin string) (coord, workers *workload) {
 
 // selects says whether a Service or NetworkPolicy selector picks w's pods.
 // The completion-index label is on every pod of an Indexed Job (for the
-// indices below its completions).
+// indices below its completions), the pod-name label on every pod of a
+// StatefulSet (NAME-i for the ordinals i below its replicas).
 func selects(sel map[string]string, w *workload) bool {
 	if len(sel) == 0 {
 		return false
@@ -251,11 +252,32 @@ func selects(sel map[string]string, w *workload) bool {
 			}
 			continue
 		}
+		if k == appsv1.StatefulSetPodNameLabel {
+			if _, ok := stsOrdinal(w, v); !ok {
+				return false
+			}
+			continue
+		}
 		if w.tmpl.Labels[k] != v {
 			return false
 		}
 	}
 	return true
+}
+
+// stsOrdinal returns the ordinal of the pod named pod of w's StatefulSet
+// (Kubernetes names pod i NAME-i), and whether w is a StatefulSet that has
+// such a pod (0 <= i < replicas).
+func stsOrdinal(w *workload, pod string) (int, bool) {
+	if w.sts == nil || !strings.HasPrefix(pod, w.name+"-") {
+		return 0, false
+	}
+	s := strings.TrimPrefix(pod, w.name+"-")
+	i, err := strconv.Atoi(s)
+	if err != nil || strconv.Itoa(i) != s || i < 0 || i >= ptrOr(w.sts.Spec.Replicas, 1) {
+		return 0, false
+	}
+	return i, true
 }
 
 // containerPort resolves a Service's target port in w's container.
@@ -552,7 +574,7 @@ func checkManifests(t checker, c *cluster) {
 		}
 		k, _ := strconv.Atoi(mo.flags["shards"])
 		if st.Spec.Replicas == nil || int(*st.Spec.Replicas) != k {
-			t.Errorf("%s: replicas %v, want %d: one dealer per worker pair (the coordinators' -shards)", dealer, st.Spec.Replicas, k)
+			t.Errorf("%s: replicas %d, want %d: one dealer per worker pair (the coordinators' -shards)", dealer, ptrOr(st.Spec.Replicas, 1), k)
 		}
 		// Who dials which dealer, per party: worker j dealer j, the
 		// coordinators one they share.
@@ -612,6 +634,14 @@ func checkManifests(t checker, c *cluster) {
 		}
 		if maxConns < busiest+1 {
 			t.Errorf("%s: -max-conns=%d: a party holds %d connections at once at one dealer, want at least %d (room for a replaced pod's reconnection)", dealer, maxConns, busiest, busiest+1)
+		}
+	})
+
+	t.Run("dealers' public Services", func(t checker) {
+		for _, w := range c.workloads {
+			if w.bin == "dealer" && w.sts != nil {
+				checkDealersExternal(t, c, w)
+			}
 		}
 	})
 
@@ -739,6 +769,69 @@ func checkManifests(t checker, c *cluster) {
 	})
 }
 
+// checkDealersExternal checks the optional per-dealer public Services
+// (dealer/dealers-external.yaml, for the dealers in a cluster of their own):
+// those that select a pod by the StatefulSet pod-name label. There is
+// exactly one per replica of the dealers' StatefulSet (the file is the
+// reference for a third organisation's cluster, so it must be there); ordinal
+// k's is a LoadBalancer selecting exactly pod NAME-k among the StatefulSet's
+// pods (its pod-name label and every label of the StatefulSet's selector),
+// and its ports are the dealer's two listen ports, each to the container
+// port of that number (party 0's -listen-p0, party 1's -listen-p1).
+func checkDealersExternal(t checker, c *cluster, dealer *workload) {
+	t.Helper()
+	n := ptrOr(dealer.sts.Spec.Replicas, 1)
+	want := map[int]bool{listenPort(t, dealer, "listen-p0"): true, listenPort(t, dealer, "listen-p1"): true}
+	byOrdinal := map[int][]string{}
+	for _, s := range c.services[dealer.ns] {
+		pod, ok := s.Spec.Selector[appsv1.StatefulSetPodNameLabel]
+		if !ok {
+			continue
+		}
+		i, ok := stsOrdinal(dealer, pod)
+		if !ok {
+			t.Errorf("Service %s/%s selects pod %q: not a pod of %s (pods %s-0 .. %s-%d)", s.Namespace, s.Name, pod, dealer, dealer.name, dealer.name, n-1)
+			continue
+		}
+		byOrdinal[i] = append(byOrdinal[i], s.Name)
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			t.Errorf("Service %s/%s: type %q, want LoadBalancer (dealer %d's public address)", s.Namespace, s.Name, s.Spec.Type, i)
+		}
+		if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+			t.Errorf("Service %s/%s: externalTrafficPolicy %q, want Local (the dealer's per-address handshake bound and loadBalancerSourceRanges need the client's own address)", s.Namespace, s.Name, s.Spec.ExternalTrafficPolicy)
+		}
+		if sel := dealer.sts.Spec.Selector; sel != nil {
+			for k, v := range sel.MatchLabels {
+				if s.Spec.Selector[k] != v {
+					t.Errorf("Service %s/%s: selector %s=%q, want %q as the StatefulSet %s's pods (pod %s of %s only)", s.Namespace, s.Name, k, s.Spec.Selector[k], v, dealer.name, pod, dealer)
+				}
+			}
+		}
+		seen := map[int]bool{}
+		for _, sp := range s.Spec.Ports {
+			cp, ok := containerPort(dealer, sp.TargetPort)
+			if !ok || cp != int(sp.Port) || !want[cp] {
+				t.Errorf("Service %s/%s port %d (target %s): want the dealer's listen ports %v, each to the container port of that number", s.Namespace, s.Name, sp.Port, sp.TargetPort.String(), slices.Sorted(maps.Keys(want)))
+				continue
+			}
+			seen[cp] = true
+		}
+		if len(seen) != len(want) {
+			t.Errorf("Service %s/%s: ports %v, want both of the dealer's listen ports %v (party 0's and party 1's)", s.Namespace, s.Name, slices.Sorted(maps.Keys(seen)), slices.Sorted(maps.Keys(want)))
+		}
+	}
+	for i := range n {
+		switch names := byOrdinal[i]; len(names) {
+		case 1:
+		case 0:
+			t.Errorf("no external Service selects pod %s-%d: want one per replica of %s (%d)", dealer.name, i, dealer, n)
+		default:
+			slices.Sort(names)
+			t.Errorf("Services %s all select pod %s-%d: want one per dealer", strings.Join(names, ", "), dealer.name, i)
+		}
+	}
+}
+
 // mountOf returns the volume mount holding file path p in w's container
 // (the longest mount path that is p or a parent of it) and its volume
 // (nil where the pod has none of that name: a StatefulSet's claim
@@ -829,6 +922,29 @@ func findService(c *cluster, ns, name string) *corev1.Service {
 	return nil
 }
 
+// dealerExternal1 is dealer 1's public Service in dealer/dealers-external.yaml.
+const dealerExternal1 = `---
+apiVersion: v1
+kind: Service
+metadata:
+  name: dealer-1-external
+  namespace: selectformer-dealer
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector:
+    app.kubernetes.io/name: selectformer
+    app.kubernetes.io/component: dealer
+    statefulset.kubernetes.io/pod-name: dealer-1
+  ports:
+    - name: p0
+      port: 7100
+      targetPort: p0
+    - name: p1
+      port: 7101
+      targetPort: p1
+`
+
 // TestManifestChecksCatch makes the manifests wrong one way at a time and
 // checks that TestManifestsAgree's checks name the fault (and find none in
 // the manifests as they are).
@@ -892,7 +1008,7 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dealer/dealer.yaml", "-seeds=/seeds/dealer.seeds", "-seeds=/tmp/dealer.seeds", "not on a PersistentVolumeClaim"},
 		// One dealer per worker pair: the workers' and the dealers' names,
 		// ports and counts agree.
-		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "one dealer per worker pair"},
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "dealer: replicas 3, want 4: one dealer per worker pair"},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 5", "want 4: one dealer per worker pair"},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", "no pod dealer-3"},
 		{"dealer/dealer.yaml", "podManagementPolicy: Parallel", "podManagementPolicy: OrderedReady", "Parallel"},
@@ -910,8 +1026,30 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dataowner/coordinator.yaml", "-dealer=dealer-0.", "-dealer=dealer-1.", "the model owner's coordinator dials dealer 0, the data owner's dealer 1"},
 		{"modelowner/coordinator.yaml", "-dealer=dealer-0.", "-dealer=dealer-{shard}.", "a coordinator has no shard index"},
 		{"dealer/dealer.yaml", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: selectformer\n      app.kubernetes.io/component: dealer", "  selector:\n    matchLabels:\n      app.kubernetes.io/name: selectformer\n      app.kubernetes.io/component: dealr", "selector does not match"},
+		// The dealers' public Services (dealers-external.yaml): one per
+		// replica, each selecting its own pod on both listen ports.
+		{"dealer/dealers-external.yaml", dealerExternal1, "", "no external Service selects pod dealer-1"},
+		{"dealer/dealers-external.yaml", "pod-name: dealer-3", "pod-name: dealer-2", "Services dealer-2-external, dealer-3-external all select pod dealer-2"},
+		{"dealer/dealers-external.yaml", "pod-name: dealer-3", "pod-name: dealer-2", "no external Service selects pod dealer-3"},
+		{"dealer/dealers-external.yaml", "pod-name: dealer-1", "pod-name: dealer-4", `dealer-1-external selects pod "dealer-4": not a pod of`},
+		{"dealer/dealers-external.yaml", "pod-name: dealer-1", "pod-name: dealer-01", `dealer-1-external selects pod "dealer-01": not a pod of`},
+		{"dealer/dealers-external.yaml", "pod-name: dealer-1", "pod-name: dealers-1", `dealer-1-external selects pod "dealers-1": not a pod of`},
+		{"dealer/dealers-external.yaml", "      port: 7101\n", "      port: 7102\n", "dealer-0-external port 7102 (target p1): want the dealer's listen ports [7100 7101]"},
+		{"dealer/dealers-external.yaml", "      targetPort: p1\n", "      targetPort: p0\n", "dealer-0-external port 7101 (target p0)"},
+		{"dealer/dealers-external.yaml", "    - name: p1\n      port: 7101\n      targetPort: p1\n", "", "dealer-0-external: ports [7100], want both"},
+		{"dealer/dealers-external.yaml", "type: LoadBalancer", "type: ClusterIP", `dealer-0-external: type "ClusterIP", want LoadBalancer`},
+		{"dealer/dealers-external.yaml", "  externalTrafficPolicy: Local\n", "", `dealer-0-external: externalTrafficPolicy "", want Local`},
+		{"dealer/dealers-external.yaml", "    app.kubernetes.io/component: dealer\n", "", `dealer-0-external: selector app.kubernetes.io/component=""`},
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 5", "no external Service selects pod dealer-4"},
+		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", `dealer-3-external selects pod "dealer-3": not a pod of`},
 	} {
-		t.Run(tc.file+": "+tc.new, func(t *testing.T) {
+		name := tc.new
+		if name == "" {
+			// A deletion: name it by what it deletes.
+			name = "without " + strings.Join(strings.Fields(strings.TrimPrefix(tc.old, "---")), " ")
+			name = name[:min(len(name), 80)]
+		}
+		t.Run(tc.file+": "+name, func(t *testing.T) {
 			orig := string(files[tc.file].Data)
 			mod := strings.Replace(orig, tc.old, tc.new, 1)
 			if mod == orig {
@@ -925,4 +1063,16 @@ func TestManifestChecksCatch(t *testing.T) {
 			}
 		})
 	}
+	// Without dealers-external.yaml the dealers have no public address.
+	t.Run("without dealer/dealers-external.yaml", func(t *testing.T) {
+		fsys := maps.Clone(files)
+		delete(fsys, "dealer/dealers-external.yaml")
+		msgs := check(fsys)
+		for i := range 4 {
+			want := fmt.Sprintf("no external Service selects pod dealer-%d", i)
+			if !slices.ContainsFunc(msgs, func(m string) bool { return strings.Contains(m, want) }) {
+				t.Errorf("no failure names %q; failures: %q", want, msgs)
+			}
+		}
+	})
 }

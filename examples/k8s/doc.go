@@ -5,7 +5,8 @@
 // JOB_COMPLETION_INDEX), a headless Service that gives the listening party's
 // worker k a stable name, Secrets for the keys and volumes for the pool and
 // the checkpoints; the dealers as a StatefulSet, one per worker pair (worker
-// k dials dealer-k, the coordinators dealer 0); and a Dockerfile for the
+// k dials dealer-k, the coordinators dealer 0), with one public LoadBalancer
+// Service per dealer for a dealer in its own cluster; and a Dockerfile for the
 // peer binaries (static, non-root).
 // README.md in this directory explains how each party deploys.
 //
