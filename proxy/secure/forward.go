@@ -22,8 +22,8 @@ type Batch struct {
 	Mask [][]int
 }
 
-// maskState holds the secret (or public) padding mask of one batch.
-type maskState struct {
+// paddingMask holds the secret (or public) padding mask of one batch.
+type paddingMask struct {
 	// m is the mask [B, T] as integer (0/1) shares (private) or clear words
 	// (public): the last column of a folded class block's Y_aug.
 	m *share.Tensor
@@ -47,7 +47,7 @@ type maskState struct {
 // rows whose mask word w is 0 (padded tokens) left zero, without copying xs:
 // the words, and on a bad value the error, of EncodeTensor on a copy of xs
 // with those rows cleared (a padded row's values are never encoded). The
-// words come from the word pool (share.GetWords): the caller may hand them
+// words are scratch words (share.GetWords): the caller may hand them
 // back with share.PutWords once the tensor is no longer used.
 func (p *Prepared) encodeUnpadded(xs []float64, w []uint64, B, T, H int) (*share.Tensor, error) {
 	if len(xs) != B*T*H || len(w) != B*T {
@@ -76,11 +76,15 @@ func (p *Prepared) encodeUnpadded(xs []float64, w []uint64, B, T, H int) (*share
 }
 
 // hidden returns the mask broadcast to [B, T, w] (h), making it on first use.
-func (mk *maskState) hidden(w int) *share.Tensor {
-	if mk.h == nil {
-		mk.h = broadcastLast(mk.m, w)
+func (mask *paddingMask) hidden(w int) (*share.Tensor, error) {
+	if mask.h == nil {
+		h, err := share.BroadcastLast(mask.m, w)
+		if err != nil {
+			return nil, err
+		}
+		mask.h = h
 	}
-	return mk.h
+	return mask.h, nil
 }
 
 // Forward evaluates the secure forward pass of batch candidates and returns
@@ -150,20 +154,20 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 			return nil, fmt.Errorf("secure: forward: %w", err)
 		}
 	}
-	in0 := x // this party's input shares: handed back to the word pool at the end
+	in0 := x // this party's input shares: handed back as scratch words at the end
 	if p.emb != nil {
 		if x, err = p.embed(ctx, s, x); err != nil {
 			return nil, fmt.Errorf("secure: forward embeddings: %w", err)
 		}
 	}
-	var mk *maskState
+	var padding *paddingMask
 	if p.textual() {
-		if mk, err = p.mask(ctx, s, B, in); err != nil {
+		if padding, err = p.mask(ctx, s, B, in); err != nil {
 			return nil, err
 		}
 	}
 	for i := range p.blocks {
-		if x, err = p.block(ctx, s, i, x, mk, i == len(p.blocks)-1 && !p.opt.FullLastLayer); err != nil {
+		if x, err = p.block(ctx, s, i, x, padding, i == len(p.blocks)-1 && !p.opt.FullLastLayer); err != nil {
 			return nil, fmt.Errorf("secure: forward layer %d: %w", i, err)
 		}
 	}
@@ -209,7 +213,7 @@ func maskWords(mask [][]int, B, T int) ([]uint64, error) {
 }
 
 // mask prepares the padding mask: shared by party 1 (private) or known to both.
-func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Batch) (*maskState, error) {
+func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Batch) (*paddingMask, error) {
 	a := p.arch
 	T, I2 := a.Seq, 2*a.inner()
 	L := kvBiasLayers(a, p.opt)
@@ -240,7 +244,7 @@ func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Bat
 			return nil, fmt.Errorf("secure: forward mask: %w", err)
 		}
 	}
-	st := &maskState{m: m}
+	st := &paddingMask{m: m}
 	switch {
 	case L == 0:
 		// A folded last block alone: its biases ride in its weights.
@@ -303,7 +307,7 @@ func (p *Prepared) mask(ctx context.Context, s *protocol.Session, B int, in *Bat
 }
 
 // lin computes x·W (+ b at party 0) with truncation.
-func (p *Prepared) lin(ctx context.Context, s *protocol.Session, x *share.Tensor, l linS) (*share.Tensor, error) {
+func (p *Prepared) lin(ctx context.Context, s *protocol.Session, x *share.Tensor, l preparedLinear) (*share.Tensor, error) {
 	y, err := s.MatMulWeights(ctx, x, l.w)
 	if err != nil {
 		return nil, err
@@ -319,7 +323,7 @@ func (p *Prepared) lin(ctx context.Context, s *protocol.Session, x *share.Tensor
 // key/value weights, the class token's query [B, 1, I] and every token's keys
 // and values [B, T, 2I] from the block input y [B, T, H]: both products in
 // one round (MatMulWeightsMany), both truncations in one.
-func (p *Prepared) classQKV(ctx context.Context, s *protocol.Session, y *share.Tensor, b *blockS) (q, kv *share.Tensor, err error) {
+func (p *Prepared) classQKV(ctx context.Context, s *protocol.Session, y *share.Tensor, b *preparedBlock) (q, kv *share.Tensor, err error) {
 	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{y, firstToken(y)}, []*protocol.Weight{b.kv.w, b.q.w})
 	if err != nil {
 		return nil, nil, err
@@ -348,7 +352,7 @@ func (p *Prepared) classQKV(ctx context.Context, s *protocol.Session, y *share.T
 // the result equals lin followed by (+pre and) ReLU word for word, for
 // |y + 2^k·v| < 2^62 (protocol.TruncBound, as for lin's |y|). pre receives
 // the untruncated product and k.
-func (p *Prepared) linReLU(ctx context.Context, s *protocol.Session, x *share.Tensor, l linS, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
+func (p *Prepared) linReLU(ctx context.Context, s *protocol.Session, x *share.Tensor, l preparedLinear, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
 	y, err := s.MatMulWeights(ctx, x, l.w)
 	if err != nil {
 		return nil, err
@@ -358,7 +362,7 @@ func (p *Prepared) linReLU(ctx context.Context, s *protocol.Session, x *share.Te
 
 // biasTruncReLU is linReLU after its product: y = x·W untruncated, l's bias
 // (and pre's terms) added shifted, then TruncReLU.
-func (p *Prepared) biasTruncReLU(ctx context.Context, s *protocol.Session, y *share.Tensor, l linS, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
+func (p *Prepared) biasTruncReLU(ctx context.Context, s *protocol.Session, y *share.Tensor, l preparedLinear, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
 	k := p.fp.FracBits + l.extra
 	addRowVecShifted(p.party, y, l.b, k)
 	if pre != nil {
@@ -383,7 +387,7 @@ func (p *Prepared) biasTruncReLU(ctx context.Context, s *protocol.Session, y *sh
 // truncation instead of two). Range: |P·V| < 2^(62−3f) (pvFoldMaxFracBits).
 // Padded tokens' values are zero, so they vanish from M and b2·V as from
 // P·V.
-func (p *Prepared) softmaxPV(ctx context.Context, s *protocol.Session, sc, vh *share.Tensor, b *blockS, pre func(h *share.Tensor, k uint)) (*share.Tensor, error) {
+func (p *Prepared) softmaxPV(ctx context.Context, s *protocol.Session, sc, vh *share.Tensor, b *preparedBlock, pre func(h *share.Tensor, k uint)) (*share.Tensor, error) {
 	if len(vh.Shape) != 4 || len(sc.Shape) != 4 {
 		return nil, fmt.Errorf("softmax and values: scores %v, values %v", sc.Shape, vh.Shape)
 	}
@@ -437,7 +441,7 @@ func (p *Prepared) softmaxPV(ctx context.Context, s *protocol.Session, sc, vh *s
 // mlp evaluates an approximator: lin → (+pre) → ReLU → lin, the first
 // truncation fused into the ReLU (linReLU; pre gets the untruncated hidden
 // layer and the shift to apply to its fixed-point terms).
-func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor, m *mlpS, pre func(h *share.Tensor, k uint)) (*share.Tensor, error) {
+func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor, m *preparedMLP, pre func(h *share.Tensor, k uint)) (*share.Tensor, error) {
 	h, err := p.linReLU(ctx, s, x, m.l1, pre)
 	if err != nil {
 		return nil, err
@@ -449,28 +453,28 @@ func (p *Prepared) mlp(ctx context.Context, s *protocol.Session, x *share.Tensor
 // the first (class) token's output is needed, so queries and everything after
 // the attention are computed for it alone (keys and values for all tokens,
 // or, folded with the softmax MLP, classAttention).
-func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, mk *maskState, last bool) (*share.Tensor, error) {
+func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, padding *paddingMask, last bool) (*share.Tensor, error) {
 	b := &p.blocks[i]
-	y, err := p.blockInput(ctx, s, i, x, b, mk)
+	y, err := p.blockInput(ctx, s, i, x, b, padding)
 	if err != nil {
 		return nil, err
 	}
 	var ctxv, res *share.Tensor
 	if b.cf != nil {
-		if ctxv, err = p.classAttention(ctx, s, i, y, b.cf, mk); err != nil {
+		if ctxv, err = p.classAttention(ctx, s, i, y, b.cf, padding); err != nil {
 			return nil, fmt.Errorf("class attention: %w", err)
 		}
 		res = firstToken(x)
 	} else {
 		var q, kv *share.Tensor
-		if q, kv, res, err = p.blockQKV(ctx, s, i, x, y, b, mk, last); err != nil {
+		if q, kv, res, err = p.blockQKV(ctx, s, i, x, y, b, padding, last); err != nil {
 			return nil, err
 		}
 		sc, vh, err := p.attentionScores(ctx, s, q, kv)
 		if err != nil {
 			return nil, err
 		}
-		if ctxv, err = p.attentionValues(ctx, s, i, sc, vh, b, mk); err != nil {
+		if ctxv, err = p.attentionValues(ctx, s, i, sc, vh, b, padding); err != nil {
 			return nil, err
 		}
 	}
@@ -482,12 +486,14 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 	if err != nil {
 		return nil, fmt.Errorf("attention output: %w", err)
 	}
-	addInPlace(att, res) // residual
+	if err := share.AddInPlace(att, res); err != nil { // residual
+		return nil, fmt.Errorf("attention residual: %w", err)
+	}
 	return p.blockFFN(ctx, s, att, b)
 }
 
 // classAttention computes a last block's attention context for the class
-// token alone, [B, heads, 1, dh], folded with the softmax MLP (classFoldS),
+// token alone, [B, heads, 1, dh], folded with the softmax MLP (preparedClassFold),
 // from the block's attention input y [B, T, H] (padded rows zero). Per
 // batch row, with Y_aug = [y | m] ([T, H+1]; m the mask column, all ones
 // without a mask), so that K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V],
@@ -521,7 +527,7 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 // Beaver-masked operands, the truncations and the sign circuit send bits
 // masked by their correlations, as on the unfolded path: nothing crosses
 // the wire in the clear.
-func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *classFoldS, mk *maskState) (*share.Tensor, error) {
+func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *preparedClassFold, padding *paddingMask) (*share.Tensor, error) {
 	a := p.arch
 	if len(y.Shape) != 3 || y.Shape[1] != a.Seq || y.Shape[2] != a.Hidden {
 		return nil, fmt.Errorf("input %v, want [batch, %d, %d]", y.Shape, a.Seq, a.Hidden)
@@ -532,17 +538,19 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	// Y_augᵀ [B, H+1, T]: the last row is the mask as fixed point (m·2^f:
 	// shares of the integer mask shifted, or the public mask or ones held by
 	// party 0).
-	// Scratch from the word pool (GetWords): every word is written below,
+	// Scratch words (GetWords): every word is written below,
 	// and MatMulWeightsMany keeps no reference to its operands.
 	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: share.GetWords(B * (H + 1) * T)}
 	for bi := 0; bi < B; bi++ {
 		src := y.Data[bi*T*H : (bi+1)*T*H]
 		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
-		transposeTiled(dst[:H*T], src, T, H)
+		if err := share.TransposeMatrix(dst[:H*T], src, T, H); err != nil {
+			return nil, err
+		}
 		mrow := dst[H*T:]
 		clear(mrow) // party 1's share of a public row is zero
 		switch {
-		case mk == nil:
+		case padding == nil:
 			if p.party == 0 {
 				for t := range mrow {
 					mrow[t] = 1 << f
@@ -551,12 +559,12 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 		case p.opt.PublicMask:
 			if p.party == 0 {
 				for t := range mrow {
-					mrow[t] = mk.m.Data[bi*T+t] << f
+					mrow[t] = padding.m.Data[bi*T+t] << f
 				}
 			}
 		default:
 			for t := range mrow {
-				mrow[t] = mk.m.Data[bi*T+t] << f
+				mrow[t] = padding.m.Data[bi*T+t] << f
 			}
 		}
 	}
@@ -626,10 +634,10 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
 	var fill func(h *share.Tensor, k uint)
-	if mk != nil {
-		fill = fillTerm(mk.fill, i, a.Layers, d, B, nh)
+	if padding != nil {
+		fill = fillTerm(padding.fill, i, a.Layers, d, B, nh)
 	}
-	hid, err := p.biasTruncReLU(ctx, s, pre, linS{b: cf.b1, extra: e}, fill) // f fractional bits
+	hid, err := p.biasTruncReLU(ctx, s, pre, preparedLinear{b: cf.b1, extra: e}, fill) // f fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
@@ -675,7 +683,7 @@ func (p *Prepared) truncMany(ctx context.Context, s *protocol.Session, xs []*sha
 // layernorm in the pre-norm (ViT) family, with the padded rows zeroed when a
 // padding mask is in use (layers ≥ 1, or layer 0 when the model owner embeds:
 // the data owner zeroes its own embeddings).
-func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, b *blockS, mk *maskState) (*share.Tensor, error) {
+func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, b *preparedBlock, padding *paddingMask) (*share.Tensor, error) {
 	y := x
 	var err error
 	if p.arch.Family == model.ViT {
@@ -683,9 +691,12 @@ func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x
 			return nil, fmt.Errorf("layernorm: %w", err)
 		}
 	}
-	if mk != nil && (i > 0 || p.emb != nil) {
+	if padding != nil && (i > 0 || p.emb != nil) {
 		// Zero the padded rows: their keys and values must vanish.
-		h := mk.hidden(p.arch.Hidden)
+		h, err := padding.hidden(p.arch.Hidden)
+		if err != nil {
+			return nil, fmt.Errorf("mask block input: %w", err)
+		}
 		if p.opt.PublicMask {
 			y = y.Clone()
 			for j := range y.Data {
@@ -703,8 +714,8 @@ func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x
 // res the attention output adds to: x, or only its first (class) token where
 // only the class token's output is needed (a class-query block, or the last
 // block). With a padding mask, the key and value biases of the unpadded rows
-// (mk.kvb) are added to kv.
-func (p *Prepared) blockQKV(ctx context.Context, s *protocol.Session, i int, x, y *share.Tensor, b *blockS, mk *maskState, last bool) (q, kv, res *share.Tensor, err error) {
+// (padding.kvb) are added to kv.
+func (p *Prepared) blockQKV(ctx context.Context, s *protocol.Session, i int, x, y *share.Tensor, b *preparedBlock, padding *paddingMask, last bool) (q, kv, res *share.Tensor, err error) {
 	I := p.arch.inner()
 	if b.q != nil {
 		// The class token alone reaches the head: its query (one row per
@@ -715,7 +726,7 @@ func (p *Prepared) blockQKV(ctx context.Context, s *protocol.Session, i int, x, 
 		}
 		res = firstToken(x)
 	} else {
-		qkv, err := p.lin(ctx, s, y, b.qkv) // the key and value biases are in mk.kvb
+		qkv, err := p.lin(ctx, s, y, b.qkv) // the key and value biases are in padding.kvb
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("qkv: %w", err)
 		}
@@ -724,8 +735,8 @@ func (p *Prepared) blockQKV(ctx context.Context, s *protocol.Session, i int, x, 
 			q, res = firstToken(q), firstToken(x)
 		}
 	}
-	if mk != nil {
-		addKVBias(kv, mk.kvb, i, kvBiasLayers(p.arch, p.opt), x.Shape[0]*p.arch.Seq, 2*I)
+	if padding != nil {
+		addKVBias(kv, padding.kvb, i, kvBiasLayers(p.arch, p.opt), x.Shape[0]*p.arch.Seq, 2*I)
 	}
 	return q, kv, res, nil
 }
@@ -779,14 +790,14 @@ func (p *Prepared) attentionScores(ctx context.Context, s *protocol.Session, q, 
 // (fused with V where the block has attnV, see softmaxPV), or the exact
 // softmax with the padded keys' scores shifted by −C. With a padding mask
 // the MLP's hidden layer gets layer i's fill term (fillTerm).
-func (p *Prepared) attentionValues(ctx context.Context, s *protocol.Session, i int, sc, vh *share.Tensor, b *blockS, mk *maskState) (*share.Tensor, error) {
+func (p *Prepared) attentionValues(ctx context.Context, s *protocol.Session, i int, sc, vh *share.Tensor, b *preparedBlock, padding *paddingMask) (*share.Tensor, error) {
 	var pr, ctxv *share.Tensor // P, or directly P·V (softmaxPV)
 	var err error
 	if b.attn != nil {
 		var pre func(h *share.Tensor, k uint)
-		if mk != nil {
+		if padding != nil {
 			B, nh, Tq := sc.Shape[0], sc.Shape[1], sc.Shape[2]
-			pre = fillTerm(mk.fill, i, p.arch.Layers, p.arch.MLPHidden, B, nh*Tq)
+			pre = fillTerm(padding.fill, i, p.arch.Layers, p.arch.MLPHidden, B, nh*Tq)
 		}
 		if b.attnV != nil {
 			ctxv, err = p.softmaxPV(ctx, s, sc, vh, b, pre)
@@ -797,8 +808,8 @@ func (p *Prepared) attentionValues(ctx context.Context, s *protocol.Session, i i
 			return nil, fmt.Errorf("softmax mlp: %w", err)
 		}
 	} else {
-		if mk != nil && !(p.opt.PublicMask && p.party != 0) {
-			shiftPaddedScores(sc, mk.omm, uint64(maskShift)<<p.fp.FracBits)
+		if padding != nil && !(p.opt.PublicMask && p.party != 0) {
+			shiftPaddedScores(sc, padding.omm, uint64(maskShift)<<p.fp.FracBits)
 		}
 		if pr, err = s.Softmax(ctx, sc); err != nil {
 			return nil, fmt.Errorf("softmax: %w", err)
@@ -857,7 +868,7 @@ func shiftPaddedScores(sc, omm *share.Tensor, c uint64) {
 // pre-norm (ViT): att + FFN(LN2(att)); post-norm: h = LN1(att), then
 // LN2(h + FFN(h)). A block without an FFN (a pruned proxy) returns att,
 // respectively h.
-func (p *Prepared) blockFFN(ctx context.Context, s *protocol.Session, att *share.Tensor, b *blockS) (*share.Tensor, error) {
+func (p *Prepared) blockFFN(ctx context.Context, s *protocol.Session, att *share.Tensor, b *preparedBlock) (*share.Tensor, error) {
 	if p.arch.Family == model.ViT {
 		if b.ffnIn == nil {
 			return att, nil
@@ -870,7 +881,9 @@ func (p *Prepared) blockFFN(ctx context.Context, s *protocol.Session, att *share
 		if err != nil {
 			return nil, err
 		}
-		addInPlace(f, att)
+		if err := share.AddInPlace(f, att); err != nil {
+			return nil, fmt.Errorf("ffn residual: %w", err)
+		}
 		return f, nil
 	}
 	h, err := p.layerNorm(ctx, s, att, &b.ln1)
@@ -884,7 +897,9 @@ func (p *Prepared) blockFFN(ctx context.Context, s *protocol.Session, att *share
 	if err != nil {
 		return nil, err
 	}
-	addInPlace(f, h)
+	if err := share.AddInPlace(f, h); err != nil {
+		return nil, fmt.Errorf("ffn residual: %w", err)
+	}
 	if f, err = p.layerNorm(ctx, s, f, b.ln2); err != nil {
 		return nil, fmt.Errorf("layernorm 2: %w", err)
 	}
@@ -892,7 +907,7 @@ func (p *Prepared) blockFFN(ctx context.Context, s *protocol.Session, att *share
 }
 
 // ffn evaluates the FFN of the exact model: lin → activation → lin.
-func (p *Prepared) ffn(ctx context.Context, s *protocol.Session, x *share.Tensor, b *blockS) (*share.Tensor, error) {
+func (p *Prepared) ffn(ctx context.Context, s *protocol.Session, x *share.Tensor, b *preparedBlock) (*share.Tensor, error) {
 	var h *share.Tensor
 	var err error
 	if p.arch.Act == "relu" {
@@ -913,14 +928,20 @@ func (p *Prepared) ffn(ctx context.Context, s *protocol.Session, x *share.Tensor
 // layerNorm normalises x along its last dimension: exact mean subtraction,
 // the squared deviation (Square), then either the MLP for (γ-scaled)
 // 1/√(var+ε) or CrypTen's InvSqrt and γ by MulPrivateVector; β by party 0.
-func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.Tensor, l *lnS) (*share.Tensor, error) {
+func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.Tensor, l *preparedLayerNorm) (*share.Tensor, error) {
 	H, _ := lastDim(x)
 	mu, err := s.Mean(ctx, x, -1)
 	if err != nil {
 		return nil, err
 	}
 	c := x.Clone()
-	subInPlace(c, broadcastLast(mu, H))
+	muRows, err := share.BroadcastLast(mu, H)
+	if err != nil {
+		return nil, err
+	}
+	if err := share.SubInPlace(c, muRows); err != nil {
+		return nil, err
+	}
 	sq, err := s.Square(ctx, c)
 	if err != nil {
 		return nil, err
@@ -962,7 +983,11 @@ func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.
 			return nil, err
 		}
 		r = s.MulPublicInt(r, int64(1)<<k)
-		if y, err = s.Mul(ctx, c, broadcastLast(r, H)); err != nil {
+		rRows, err := share.BroadcastLast(r, H)
+		if err != nil {
+			return nil, err
+		}
+		if y, err = s.Mul(ctx, c, rRows); err != nil {
 			return nil, err
 		}
 		if y, err = s.Trunc(ctx, y); err != nil {
@@ -1005,7 +1030,9 @@ func (p *Prepared) sigmoid(ctx context.Context, s *protocol.Session, z *share.Te
 	if err != nil {
 		return nil, err
 	}
-	addInPlace(sp, dn)
+	if err := share.AddInPlace(sp, dn); err != nil {
+		return nil, err
+	}
 	return sp, nil
 }
 
@@ -1050,11 +1077,11 @@ func (p *Prepared) head(ctx context.Context, s *protocol.Session, x *share.Tenso
 		}
 	} else {
 		if a.TanhPooler {
-			if z, err = p.lin(ctx, s, cls, *p.pool); err == nil {
+			if z, err = p.lin(ctx, s, cls, *p.pooler); err == nil {
 				z, err = p.tanh(ctx, s, z)
 			}
 		} else {
-			z, err = p.linReLU(ctx, s, cls, *p.pool, nil)
+			z, err = p.linReLU(ctx, s, cls, *p.pooler, nil)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("pooler: %w", err)

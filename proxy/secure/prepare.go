@@ -55,7 +55,7 @@ func foldsClass(a Arch, opt Options) bool {
 
 // kvBiasLayers is the number of layers whose key and value biases are added
 // as m⊗b (text families): every layer but a folded last one, whose biases
-// ride in its augmented key and value weights (classFoldS).
+// ride in its augmented key and value weights (preparedClassFold).
 func kvBiasLayers(a Arch, opt Options) int {
 	if foldsClass(a, opt) {
 		return a.Layers - 1
@@ -78,35 +78,35 @@ func (p *Prepared) foldPV() bool {
 }
 
 // lnExtraBits is the extra precision of the LayerNorm MLP's first weights,
-// which carry the 1/hidden of the variance (see lnS).
+// which carry the 1/hidden of the variance (see preparedLayerNorm).
 const lnExtraBits = 10
 
 // maskShift is the C subtracted from padded scores before an exact softmax.
 const maskShift = 32
 
-// linS is a shared affine map: the weight-mask-prepared W and, at party 0,
+// preparedLinear is a shared affine map: the weight-mask-prepared W and, at party 0,
 // the encoded bias (added after truncation by f+extra).
-type linS struct {
+type preparedLinear struct {
 	w     *protocol.Weight
 	b     []uint64
 	extra uint
 }
 
-// mlpS is a shared approximator MLP.
-type mlpS struct{ l1, l2 linS }
+// preparedMLP is a shared approximator MLP.
+type preparedMLP struct{ l1, l2 preparedLinear }
 
-// lnS is a shared LayerNorm. With the MLP: l1 maps Σ(x−μ)² to the hidden
+// preparedLayerNorm is a shared LayerNorm. With the MLP: l1 maps Σ(x−μ)² to the hidden
 // layer (its weights are W1/hidden, kept with lnExtraBits more fractional
 // bits), l2 maps the hidden layer directly to r·γ (weights W2⊗γ, bias b2·γ),
 // which folds γ into the MLP and saves MulPrivateVector's round. Exact: γ is a
 // private vector for protocol.MulPrivateVector.
-type lnS struct {
-	mlp   *mlpS
+type preparedLayerNorm struct {
+	mlp   *preparedMLP
 	gamma *protocol.Weight
 	beta  []uint64
 }
 
-// classFoldS is a last block's class-token attention folded with its
+// preparedClassFold is a last block's class-token attention folded with its
 // softmax MLP (Prepared.classAttention). With Y_aug = [Y | m] the block's
 // attention input and the padding mask column ([seq, hidden+1]):
 //
@@ -121,30 +121,30 @@ type lnS struct {
 //
 // mlp carries foldExtraBits(f) extra fractional bits, q, k and v none (see
 // prepareClassFold).
-type classFoldS struct {
-	q, mlp, k, v linS
+type preparedClassFold struct {
+	q, mlp, k, v preparedLinear
 	b1           []uint64
 }
 
-type blockS struct {
-	qkv, o linS
+type preparedBlock struct {
+	qkv, o preparedLinear
 	// cf, set in a last block whose class-token attention is folded
 	// (foldsClass), replaces qkv, q, kv, attn and attnV.
-	cf *classFoldS
+	cf *preparedClassFold
 	// q and kv, set instead of qkv in a last block that runs on the class
 	// token alone: the query columns and the key and value columns shared as
 	// two weights, so that the query is computed (and truncated, and the
 	// dealer's material made) for the class token's rows only.
-	q, kv *linS
+	q, kv *preparedLinear
 	// attn is the softmax MLP. With attnV set (foldPV), only its first layer
 	// is shared as such: its second layer W2 [d, seq] and bias b2 [seq] are
 	// shared as attnV = [W2ᵀ | b2ᵀ] ([seq, d+1]), for the products W2·V and
 	// b2·V that let P·V skip P (Prepared.softmaxPV).
-	attn          *mlpS
-	attnV         *linS
-	ln1           lnS
-	ffnIn, ffnOut *linS
-	ln2           *lnS
+	attn          *preparedMLP
+	attnV         *preparedLinear
+	ln1           preparedLayerNorm
+	ffnIn, ffnOut *preparedLinear
+	ln2           *preparedLayerNorm
 }
 
 // Prepared is a network whose weights have been shared once with the peer by
@@ -155,15 +155,15 @@ type Prepared struct {
 	opt    Options
 	party  int
 	fp     share.FixedPoint
-	blocks []blockS
-	final  *lnS
-	pool   *linS
+	blocks []preparedBlock
+	final  *preparedLayerNorm
+	pooler *preparedLinear
 	// cls is the classifier, shared only with the exact entropy; otherwise
 	// it is folded into ent's first layer (prepareHead).
-	cls *linS
+	cls *preparedLinear
 	// ent is the entropy MLP (nil: exact entropy), its first layer the
 	// classifier composed with the MLP's W1.
-	ent *mlpS
+	ent *preparedMLP
 	// fillG is G = [diag(Fill_l)·W1_l]_l, [seq, layers·d]: the padded scores'
 	// contribution (1−m)·G to every softmax MLP's first layer, computed for all
 	// layers in one MatMulWeights (private mask) or by party 0 (public mask).
@@ -175,7 +175,7 @@ type Prepared struct {
 	kvBias    *protocol.Weight
 	kvBiasEnc []uint64
 	kvBiasAll []float64
-	emb       *embS
+	emb       *preparedEmbedding
 	nextID    uint64
 }
 
@@ -210,7 +210,7 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 	}
 	p := &Prepared{arch: arch, opt: opt, party: party, fp: s.FixedPoint(), nextID: opt.WeightBase}
 	if opt.PrivateEmbeddings {
-		var e *embW
+		var e *embeddingWeights
 		if net != nil {
 			if e = net.emb; e == nil {
 				return nil, fmt.Errorf("secure: prepare: the network has no embeddings")
@@ -221,12 +221,12 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 		}
 	}
 	a := arch
-	var nb []blockW
+	var nb []blockWeights
 	if net != nil {
 		nb = net.blocks
 	}
 	for i := 0; i < a.Layers; i++ {
-		var bw *blockW
+		var bw *blockWeights
 		if nb != nil {
 			bw = &nb[i]
 		}
@@ -238,7 +238,7 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 	}
 	var err error
 	if a.Family == "vit" {
-		var f *lnW
+		var f *layerNormWeights
 		if net != nil {
 			f = net.final
 		}
@@ -248,13 +248,13 @@ func Prepare(ctx context.Context, s *protocol.Session, arch Arch, net *Net, opt 
 	} else {
 		var l *linear
 		if net != nil {
-			l = net.pool
+			l = net.pooler
 		}
 		ls, err := p.shareLin(ctx, s, l, a.Hidden, a.Hidden, 1)
 		if err != nil {
 			return nil, fmt.Errorf("secure: prepare pooler: %w", err)
 		}
-		p.pool = &ls
+		p.pooler = &ls
 	}
 	if err := p.prepareHead(ctx, s, net); err != nil {
 		return nil, err
@@ -319,7 +319,7 @@ func (p *Prepared) prepareHead(ctx context.Context, s *protocol.Session, net *Ne
 	if err != nil {
 		return fmt.Errorf("secure: prepare entropy mlp: %w", err)
 	}
-	p.ent = &mlpS{l1: first, l2: second}
+	p.ent = &preparedMLP{l1: first, l2: second}
 	return nil
 }
 
@@ -388,12 +388,12 @@ func (p *Prepared) id() uint64 { p.nextID++; return p.nextID - 1 }
 
 // shareLin shares l (party 0; nil at party 1) as an in×out weight whose
 // entries are multiplied by scale and kept with extra more fractional bits.
-func (p *Prepared) shareLin(ctx context.Context, s *protocol.Session, l *linear, in, out int, scale float64) (linS, error) {
+func (p *Prepared) shareLin(ctx context.Context, s *protocol.Session, l *linear, in, out int, scale float64) (preparedLinear, error) {
 	return p.shareLinExtra(ctx, s, l, in, out, scale, 0)
 }
 
-func (p *Prepared) shareLinExtra(ctx context.Context, s *protocol.Session, l *linear, in, out int, scale float64, extra uint) (linS, error) {
-	ls := linS{extra: extra}
+func (p *Prepared) shareLinExtra(ctx context.Context, s *protocol.Session, l *linear, in, out int, scale float64, extra uint) (preparedLinear, error) {
+	ls := preparedLinear{extra: extra}
 	var wt *share.Tensor
 	if p.party == 0 {
 		ws := l.w
@@ -429,7 +429,7 @@ func (p *Prepared) shareLinExtra(ctx context.Context, s *protocol.Session, l *li
 }
 
 // shareMLP shares an approximator in→d→out.
-func (p *Prepared) shareMLP(ctx context.Context, s *protocol.Session, m *mlpW, in, out int) (*mlpS, error) {
+func (p *Prepared) shareMLP(ctx context.Context, s *protocol.Session, m *mlpWeights, in, out int) (*preparedMLP, error) {
 	d := p.arch.MLPHidden
 	var l1, l2 *linear
 	if m != nil {
@@ -444,13 +444,13 @@ func (p *Prepared) shareMLP(ctx context.Context, s *protocol.Session, m *mlpW, i
 	if err != nil {
 		return nil, err
 	}
-	return &mlpS{l1: a, l2: b}, nil
+	return &preparedMLP{l1: a, l2: b}, nil
 }
 
-// prepareLN shares a LayerNorm (see lnS).
-func (p *Prepared) prepareLN(ctx context.Context, s *protocol.Session, l *lnW) (*lnS, error) {
+// prepareLN shares a LayerNorm (see preparedLayerNorm).
+func (p *Prepared) prepareLN(ctx context.Context, s *protocol.Session, l *layerNormWeights) (*preparedLayerNorm, error) {
 	h, d := p.arch.Hidden, p.arch.MLPHidden
-	out := &lnS{}
+	out := &preparedLayerNorm{}
 	if p.party == 0 {
 		var err error
 		if out.beta, err = encode(l.beta, p.fp.FracBits); err != nil {
@@ -504,21 +504,21 @@ func (p *Prepared) prepareLN(ctx context.Context, s *protocol.Session, l *lnW) (
 	if err != nil {
 		return nil, err
 	}
-	out.mlp = &mlpS{l1: a, l2: b}
+	out.mlp = &preparedMLP{l1: a, l2: b}
 	return out, nil
 }
 
 // prepareBlock shares one block; classOnly: the last block, which computes
 // the query of the class token alone: folded with its softmax MLP
-// (classFoldS) where foldsClass, else with its query and key/value weights
+// (preparedClassFold) where foldsClass, else with its query and key/value weights
 // shared apart.
-func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockW, classOnly bool) (blockS, error) {
+func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockWeights, classOnly bool) (preparedBlock, error) {
 	a := p.arch
 	fold := classOnly && foldsClass(a, p.opt)
-	var b blockS
+	var b preparedBlock
 	var qkv, o *linear
-	var ln1 *lnW
-	var attn *mlpW
+	var ln1 *layerNormWeights
+	var attn *mlpWeights
 	if bw != nil {
 		// Fold 1/√headDim into the query columns (weights and bias).
 		q := bw.qkv
@@ -569,7 +569,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	}
 	// A folded class block's softmax MLP is in b.cf.
 	if !fold && p.foldPV() {
-		// The first layer as such; the second as [W2ᵀ | b2ᵀ] (see blockS).
+		// The first layer as such; the second as [W2ᵀ | b2ᵀ] (see preparedBlock).
 		d, T := a.MLPHidden, a.Seq
 		var l1, wv *linear
 		if attn != nil {
@@ -590,7 +590,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 		if err != nil {
 			return b, err
 		}
-		b.attn, b.attnV = &mlpS{l1: first}, &second
+		b.attn, b.attnV = &preparedMLP{l1: first}, &second
 	} else if !fold && !a.Ablation.ExactAttnSoftmax {
 		if b.attn, err = p.shareMLP(ctx, s, attn, a.Seq, a.Seq); err != nil {
 			return b, err
@@ -603,7 +603,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	b.ln1 = *l1
 	if a.Intermediate > 0 {
 		var fi, fo *linear
-		var l2 *lnW
+		var l2 *layerNormWeights
 		if bw != nil {
 			fi, fo, l2 = bw.ffnIn, bw.ffnOut, bw.ln2
 		}
@@ -623,7 +623,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	return b, nil
 }
 
-// The folded class attention's weights (classFoldS) are encoded with f
+// The folded class attention's weights (preparedClassFold) are encoded with f
 // fractional bits, except W_mlp, which carries e = foldExtraBits(f) more (8
 // at f ≤ 16): the products Y_augᵀ·W_mlp and y₀·Wq share one truncation by
 // f, which leaves q with f fractional bits and Ŷ with f + e, and every
@@ -636,17 +636,17 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 // 2^(62−2f−e): 2^22 for f ≤ 20, as the folded head's pre-activations.
 
 // prepareClassFold shares a last block's class-token attention folded with
-// its softmax MLP (classFoldS): qkv is the block's [Wq | Wk | Wv] with its
+// its softmax MLP (preparedClassFold): qkv is the block's [Wq | Wk | Wv] with its
 // biases (1/√headDim folded into the query columns) and attn the softmax
 // MLP (both nil at party 1). Four weights: Wq [hidden, inner], W_mlp [seq,
 // 2d+1] and the augmented Wk and Wv [hidden+1, inner]; the key and value
 // biases are their last rows (multiplied by the mask column of Y_aug), so
 // the layer needs no m⊗b, and the MLP's second layer is no weight of its
 // own. Each costs one ShareWeight, once.
-func (p *Prepared) prepareClassFold(ctx context.Context, s *protocol.Session, qkv *linear, attn *mlpW) (*classFoldS, error) {
+func (p *Prepared) prepareClassFold(ctx context.Context, s *protocol.Session, qkv *linear, attn *mlpWeights) (*preparedClassFold, error) {
 	a := p.arch
 	H, I, T, d := a.Hidden, a.inner(), a.Seq, a.MLPHidden
-	cf := &classFoldS{}
+	cf := &preparedClassFold{}
 	var q, wm, wk, wv *linear
 	if qkv != nil {
 		if attn == nil || qkv.b == nil {
