@@ -372,10 +372,10 @@ func TestClassAttention(t *testing.T) {
 				}
 				var mkf, mku *paddingMask
 				if pf.textual() {
-					if mkf, err = pf.mask(ctx, s, B, in); err != nil {
+					if mkf, err = pf.shareMask(ctx, s, B, in); err != nil {
 						return o, err
 					}
-					if mku, err = pu.mask(ctx, s, B, in); err != nil {
+					if mku, err = pu.shareMask(ctx, s, B, in); err != nil {
 						return o, err
 					}
 				}

@@ -215,7 +215,7 @@ func TestBlockCost(t *testing.T) {
 				}
 				var padding *paddingMask
 				if p.textual() {
-					if padding, err = p.mask(ctx, s, B, in); err != nil {
+					if padding, err = p.shareMask(ctx, s, B, in); err != nil {
 						return twoparty.Cost{}, err
 					}
 				}
