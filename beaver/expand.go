@@ -76,17 +76,12 @@ func fillCTR(dst []uint64, key *share.AESKey, hi uint64) {
 	binary.BigEndian.PutUint64(iv[:8], hi)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), len(dst)*8)
 	key.CTR(iv).KeyStream(b)
-	if !littleEndian {
+	if !share.HostLittleEndian() {
 		for i := range dst {
 			dst[i] = binary.LittleEndian.Uint64(b[8*i:])
 		}
 	}
 }
-
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
 
 // localTotal returns the number of words of party's local parts of r.
 func localTotal(r Request, party int) int {

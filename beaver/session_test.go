@@ -15,26 +15,9 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
-
-// syncLog is a goroutine-safe log sink.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // wordsOf returns every 64-bit word of m.
 func wordsOf(m Material) []uint64 {
@@ -459,7 +442,7 @@ func TestRoleBinding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			var logs syncLog
+			var logs syncbuf.Buffer
 			srv := newServer(t, s0, s1, ServerOptions{Fingerprints: tc.fingerprints, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			cs, cc := transport.Pipe(transport.Options{})
 			defer cc.Close()
@@ -530,7 +513,7 @@ func TestRoleBindingOverTLS(t *testing.T) {
 		}
 	}
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
-	var logs syncLog
+	var logs syncbuf.Buffer
 	s0, s1 := testSeeds(28)
 	srv := newServer(t, s0, s1, ServerOptions{Fingerprints: fps, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	var lns [2]*transport.Listener

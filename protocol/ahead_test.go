@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // spyProvider records the stream-kind requests a computation draws.

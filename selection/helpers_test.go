@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/harness/sessiontest"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -120,7 +120,7 @@ func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) 
 	sessionPairFP(t, share.DefaultFixedPoint, f)
 }
 
-// The helpers shared with selection/topk's tests (internal/harness/sessiontest).
+// The helpers shared with selection/topk's tests (testharness/sessiontest).
 var (
 	sessionPairFP      = sessiontest.PairFP
 	shareFromDataOwner = sessiontest.ShareFromDataOwner

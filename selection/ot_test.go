@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // TestSecureSelectionDealerFree runs the real pipeline twice from the same

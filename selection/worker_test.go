@@ -14,9 +14,9 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 

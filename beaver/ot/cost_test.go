@@ -11,9 +11,9 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/bench"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // BenchmarkDealerFreeForward estimates the dealer-free cost per candidate of

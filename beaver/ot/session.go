@@ -226,7 +226,7 @@ func prgColumn(b cipher.Block, j0 uint64, dst []uint64) {
 	by := wordBytes(dst)
 	clear(by)
 	cipher.NewCTR(b, iv[:]).XORKeyStream(by, by)
-	if !littleEndian {
+	if !share.HostLittleEndian() {
 		for i := range dst {
 			dst[i] = binary.LittleEndian.Uint64(by[8*i:])
 		}

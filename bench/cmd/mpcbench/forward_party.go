@@ -14,7 +14,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +32,7 @@ import (
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -95,29 +95,9 @@ type child struct {
 	role   string
 	cmd    *exec.Cmd
 	lines  chan childLine
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{} // closed when the stdout reader ends
 	err    error         // the reader's error, set before done closes
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 1<<20 { // keep the head; enough to diagnose
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // next waits for the child's next stdout line.
@@ -141,7 +121,7 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 // spawn starts exe with args as the child of role and reads its stdout
 // lines in the background.
 func spawn(exe, role string, args []string) (*child, error) {
-	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
+	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncbuf.Buffer{Max: 1 << 20}, done: make(chan struct{})}
 	c.cmd.Stderr = c.stderr
 	setParentDeath(c.cmd)
 	out, err := c.cmd.StdoutPipe()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -87,7 +88,7 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 		}
 	}
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	dir := t.TempDir()
 	seeds := filepath.Join(dir, "dealer.seeds")
@@ -195,7 +196,7 @@ func TestOnceDealerEndsWhenBothLeave(t *testing.T) {
 		}
 	}
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	srv, err := beaver.NewServer(beaver.ServerOptions{Fingerprints: fps, Logger: log})
 	if err != nil {

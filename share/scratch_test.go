@@ -2,13 +2,13 @@ package share
 
 import "testing"
 
-// TestWordClasses checks the pool's size classes: a class holds at least the
+// TestWordClasses checks the scratch words' size classes: a class holds at least the
 // words asked for, wastes less than a quarter, maps its own size to itself
 // (so PutWords accepts exactly GetWords' buffers), and distinct sizes get
 // distinct classes.
 func TestWordClasses(t *testing.T) {
 	seen := map[int]int{}
-	for n := minPooledWords; n < 1<<22; n += 1 + n/7 {
+	for n := minScratchWords; n < 1<<22; n += 1 + n/7 {
 		c, size := wordClass(n)
 		if size < n || 4*(size-n) >= size {
 			t.Fatalf("n %d: class size %d", n, size)
@@ -26,12 +26,12 @@ func TestWordClasses(t *testing.T) {
 // TestGetPutWords checks GetWords' lengths and capacities, and that PutWords
 // ignores slices whose capacity is no class size.
 func TestGetPutWords(t *testing.T) {
-	for _, n := range []int{0, 1, minPooledWords - 1, minPooledWords, 5000, 1 << 20} {
+	for _, n := range []int{0, 1, minScratchWords - 1, minScratchWords, 5000, 1 << 20} {
 		w := GetWords(n)
 		if len(w) != n {
 			t.Fatalf("GetWords(%d) has length %d", n, len(w))
 		}
-		if n >= minPooledWords {
+		if n >= minScratchWords {
 			if _, size := wordClass(n); cap(w) != size {
 				t.Fatalf("GetWords(%d) has capacity %d, want the class size %d", n, cap(w), size)
 			}

@@ -10,9 +10,9 @@ import (
 	"sort"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // PairFP runs f on two protocol sessions of encoding fp (stream 5 of an

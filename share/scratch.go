@@ -8,22 +8,24 @@ import (
 // Scratch word buffers. The protocols allocate and drop large word slices at
 // every step (masked operands, received shares, the dealer's expansions);
 // in steady state the same sizes recur batch after batch, so GetWords and
-// PutWords recycle them through size-classed sync.Pools instead of asking the
-// Go heap (which zeroes every large allocation and, after the scavenger has
-// returned pages to the OS, faults them in again).
+// PutWords recycle them through size-classed free lists (one sync.Pool per
+// class) instead of asking the Go heap (which zeroes every large allocation
+// and, after the scavenger has returned pages to the OS, faults them in
+// again). ("Pool" in this module means the data owner's candidate pool; the
+// recycled buffers are called scratch words.)
 //
-// Classes: below minPooledWords words no pooling; above, sizes are rounded up
-// to a multiple of 2^(k−3) for 2^(k−1) < n ≤ 2^k, so a buffer wastes at most
-// a quarter of its words.
+// Classes: below minScratchWords words no recycling; above, sizes are
+// rounded up to a multiple of 2^(k−3) for 2^(k−1) < n ≤ 2^k, so a buffer
+// wastes at most a quarter of its words.
 
-// minPooledWords is the smallest buffer GetWords takes from a pool.
-const minPooledWords = 1 << 10
+// minScratchWords is the smallest buffer GetWords takes from a free list.
+const minScratchWords = 1 << 10
 
-// wordPools[class] holds *[]uint64 of capacity exactly classSize(class).
-var wordPools [64 * 4]sync.Pool
+// scratchClasses[class] holds *[]uint64 of capacity exactly classSize(class).
+var scratchClasses [64 * 4]sync.Pool
 
 // wordClass returns the class of a buffer of at least n words (n >
-// minPooledWords/2) and its capacity.
+// minScratchWords/2) and its capacity.
 func wordClass(n int) (class, size int) {
 	k := bits.Len(uint(n - 1)) // 2^(k-1) < n ≤ 2^k
 	step := 1 << (k - 3)
@@ -35,11 +37,11 @@ func wordClass(n int) (class, size int) {
 // unspecified (an earlier user's words): the caller must overwrite every word
 // it reads. Return it with PutWords when done, or simply drop it.
 func GetWords(n int) []uint64 {
-	if n < minPooledWords {
+	if n < minScratchWords {
 		return make([]uint64, n)
 	}
 	c, size := wordClass(n)
-	if p, ok := wordPools[c].Get().(*[]uint64); ok {
+	if p, ok := scratchClasses[c].Get().(*[]uint64); ok {
 		return (*p)[:n]
 	}
 	return make([]uint64, n, size)
@@ -47,12 +49,12 @@ func GetWords(n int) []uint64 {
 
 // PutWords hands w, obtained from GetWords, back for reuse. The caller must
 // not touch w, or any slice sharing its memory, afterwards. Slices whose
-// capacity is not a pooled class (small ones, or slices not from GetWords)
+// capacity is not a class size (small ones, or slices not from GetWords)
 // are left to the garbage collector; never pass a sub-slice of a buffer
 // whose rest is still in use.
 func PutWords(w []uint64) {
 	c := cap(w)
-	if c < minPooledWords {
+	if c < minScratchWords {
 		return
 	}
 	class, size := wordClass(c)
@@ -60,5 +62,5 @@ func PutWords(w []uint64) {
 		return
 	}
 	w = w[:0]
-	wordPools[class].Put(&w)
+	scratchClasses[class].Put(&w)
 }
