@@ -63,14 +63,21 @@ func Dial(ctx context.Context, addr string, id *Identity, peerFingerprint string
 	c, err := handshake(ctx, raw, tlsConfig(id, fp, false), o, false)
 	if err != nil {
 		if strings.Contains(err.Error(), "bad certificate") {
-			return nil, fmt.Errorf("transport: connecting to %s: the peer rejected our key (fingerprint %s; does it pin that one?): %w",
-				addr, id.Fingerprint(), err)
+			return nil, fmt.Errorf("transport: connecting to %s: %w (fingerprint %s; does it pin that one?): %w",
+				addr, ErrKeyRejected, id.Fingerprint(), err)
 		}
 		return nil, fmt.Errorf("transport: connecting to %s: %w", addr, err)
 	}
 	c.peerFP = fp
 	return c, nil
 }
+
+// ErrKeyRejected is wrapped by the error of a Dial whose peer refused this
+// side's key in the TLS handshake (it pins another one). With a
+// *PinError (the peer's key is not the pinned one) it is the failure a
+// retry cannot mend, and that nobody but the peer, or whoever answers in
+// its place, can cause.
+var ErrKeyRejected = errors.New("the peer rejected our key")
 
 // ErrHandshakeTimeout is wrapped by the error of a handshake (TLS and
 // connection preface) that did not finish within Options.HandshakeTimeout.
