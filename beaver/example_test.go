@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
 )
 
 // An in-process dealer hands each party its half of every correlation; the
@@ -89,4 +90,21 @@ func ExampleDrawSequence() {
 	// 0 triple 8 words in its last part
 	// 1 wrap 8 words in its last part
 	// error: <nil> next item on stream 4: 2
+}
+
+// A networked dealer listens with the receive limits of its connections
+// (small stream windows, a stream count), so that what a party makes it
+// buffer is bounded per connection.
+func ExampleServer_ConnOptions() {
+	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	if err != nil {
+		panic(err)
+	}
+	opt := srv.ConnOptions(transport.Options{}) // keeps a link profile or a log set here
+	fmt.Println(opt.StreamWindow, opt.MaxStreams)
+	fmt.Printf("%.1f MiB per connection\n", float64(srv.ConnBufferBound())/(1<<20))
+	// ln, err := transport.Listen(":7101", id, opt); then srv.Serve(ctx, conn, 1) for each accepted conn.
+	// Output:
+	// 65536 257
+	// 40.2 MiB per connection
 }

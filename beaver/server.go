@@ -88,6 +88,22 @@ const (
 	maxSeedReplyMsg = 1 + max(share.SeedSize, maxStatusText)
 )
 
+// The receive limits of a connection the dealer serves (Server.ConnOptions).
+// A party sends the dealer only small messages: its hello (6 bytes), its
+// session message (44), stream openings (8) and requests (40), each frame
+// charged 128 bytes more against its stream's window.
+const (
+	// DealerStreamWindow is the receive window of every stream of a
+	// dealer's connection: 64 KiB holds 390 requests, more than a batch
+	// of a selection draws in one pipelined sequence (so a batch still
+	// costs one round trip to the dealer), where the transport's default
+	// (16 MiB) let a party park 16 MiB on every stream it never announced.
+	DealerStreamWindow = 64 << 10
+	// dealerMaxFrame bounds a frame the dealer accepts (what it reads of a
+	// frame header before the window is checked).
+	dealerMaxFrame = 4 << 10
+)
+
 // The defaults of ServerOptions' limits.
 const (
 	// DefaultHandshakeTimeout bounds the wait for a party's hello.
@@ -284,6 +300,34 @@ func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) (*Server, er
 		}
 	}
 	return s, nil
+}
+
+// ConnOptions returns base with the receive limits of a connection this
+// dealer serves, for the transport.Listen of its listeners (base keeps
+// its link profile and log): a window of DealerStreamWindow per stream,
+// frames of at most 4 KiB, and at most MaxStreams + 1 streams opened by the
+// party (its control stream and the MaxStreams it may announce, whose
+// first frames may arrive before the dealer has read their openings).
+// Unread frames are then bounded per connection by ConnBufferBound, read
+// or not, announced or not (TestDealerUnannouncedStreamsBounded in
+// examples/internal/peer): with the defaults 40 MiB, and 161 MiB per party
+// key (MaxConnsPerKey connections), where the transport's defaults allowed
+// about 2 GiB per connection.
+func (s *Server) ConnOptions(base transport.Options) transport.Options {
+	base.StreamWindow = DealerStreamWindow
+	base.MaxFrame = dealerMaxFrame
+	base.MaxStreams = s.opt.MaxStreams + 1
+	return base
+}
+
+// ConnBufferBound is the most bytes of frames a party can make the dealer
+// hold on one connection made with ConnOptions (transport.Options.MaxStreams:
+// each stream queues at most about 1.25 × its window): the MaxStreams + 1
+// streams the party may open and the MaxStreams + 1 the dealer opens
+// itself (its control stream and those the party announces), 1.25 ×
+// DealerStreamWindow each.
+func (s *Server) ConnBufferBound() int64 {
+	return 2 * int64(s.opt.MaxStreams+1) * DealerStreamWindow * 5 / 4
 }
 
 // Stats returns the items served and the bytes of correction words sent.

@@ -40,7 +40,11 @@
 // -max-sessions (sessions kept, 1024) and -session-retention (a
 // session nobody joined for that long is retired, 720h): a retired
 // session's id is refused for good, and the state file keeps only an
-// 8-byte tag of it.
+// 8-byte tag of it. Its connections have 64 KiB stream windows and at most
+// -max-streams + 1 streams opened by the party (beaver.Server.ConnOptions),
+// so the frames a party can make it hold, read or not, are at most about
+// 1.25 × 64 KiB × 2 × (-max-streams + 1) per connection: 40 MiB at the
+// default 256 streams, 161 MiB for the 4 connections of one key.
 // Exit codes: see examples/README.md.
 package main
 
@@ -53,7 +57,6 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/transport"
 )
 
 // summary is the first line of -h.
@@ -133,15 +136,8 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 		Log:          log,
 	}
 	opt.Log = log // the listeners log the connections they reject
-	for p, addr := range []string{*listen0, *listen1} {
-		ln, err := transport.Listen(addr, id, opt)
-		if err != nil {
-			for _, l := range d.Listeners[:p] {
-				_ = l.Close()
-			}
-			return fmt.Errorf("dealer: %w", err)
-		}
-		d.Listeners[p] = ln
+	if err := d.Listen([2]string{*listen0, *listen1}, id, opt); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "dealer listening p0=%s p1=%s\n", d.Listeners[0].Addr(), d.Listeners[1].Addr())
 	start := time.Now()

@@ -241,10 +241,8 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 		return res, err
 	}
 	dl := &peer.Dealer{Server: srv, Fingerprints: [2]string{ids[0].Fingerprint(), ids[1].Fingerprint()}, Once: true, Log: o.log}
-	for p := range dl.Listeners {
-		if dl.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[2], o.link); err != nil {
-			return res, err
-		}
+	if err := dl.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[2], o.link); err != nil {
+		return res, err
 	}
 	dealerDone := make(chan error, 1)
 	go func() { dealerDone <- dl.Run(ctx) }()

@@ -366,7 +366,7 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 	}
 	var lns [2]*transport.Listener
 	for p := range lns {
-		if lns[p], err = transport.Listen("127.0.0.1:0", id, transport.Options{}); err != nil {
+		if lns[p], err = transport.Listen("127.0.0.1:0", id, srv.ConnOptions(transport.Options{})); err != nil {
 			return nil, err
 		}
 		defer lns[p].Close()

@@ -48,6 +48,27 @@ func RoleName(party int) string {
 	return "data owner"
 }
 
+// Listen opens the dealer's two listeners, party 0's on addrs[0] and party
+// 1's on addrs[1], with id and base (a link profile, the log) and the
+// receive limits of the dealer's connections (beaver.Server.ConnOptions:
+// small stream windows, a stream count, so that a party can make the
+// dealer buffer at most Server.ConnBufferBound per connection). On error
+// nothing is left open.
+func (d *Dealer) Listen(addrs [2]string, id *transport.Identity, base transport.Options) error {
+	opt := d.Server.ConnOptions(base)
+	for p, addr := range addrs {
+		ln, err := transport.Listen(addr, id, opt)
+		if err != nil {
+			for _, l := range d.Listeners[:p] {
+				_ = l.Close()
+			}
+			return fmt.Errorf("dealer: %w", err)
+		}
+		d.Listeners[p] = ln
+	}
+	return nil
+}
+
 // Run serves until ctx ends (nil) or, with Once, the session is over (nil).
 // It returns an error only if a listener fails. Rejected connections (a
 // wrong key, garbage, a silent socket past the handshake timeout) are logged

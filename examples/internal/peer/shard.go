@@ -218,21 +218,9 @@ func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, a
 	opt := p.Options
 	opt.Link = nil
 	for {
-		var conn *transport.Conn
-		var err error
-		deadline := time.Now().Add(timeout)
-		for {
-			dctx, cancel := context.WithDeadline(ctx, deadline)
-			conn, err = transport.Dial(dctx, addr, p.ID, p.ID.Fingerprint(), opt)
-			cancel()
-			if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		conn, err := dialRetrying(dctx, addr, p.ID, p.ID.Fingerprint(), opt, p.Logger)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -150,10 +150,8 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Log: discard}
-	for p := range d.Listeners {
-		if d.Listeners[p], err = transport.Listen(host+":0", ids[0], transport.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.Listen([2]string{host + ":0", host + ":0"}, ids[0], transport.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	dctx, dcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
