@@ -309,7 +309,7 @@ func TestEstablishDialRetriesFailedHandshakes(t *testing.T) {
 				return false
 			})
 			res := acceptOnce(ctx, ln, ids[1].Fingerprint())
-			var log lockedBuffer
+			var log syncbuf.Buffer
 			c, err := Establish(ctx, Endpoint{Connect: front, Timeout: 10 * time.Second}, ids[1], ids[0].Fingerprint(),
 				transport.Options{}, slog.New(slog.NewTextHandler(&log, nil)), nil)
 			if err != nil {
