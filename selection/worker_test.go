@@ -196,12 +196,7 @@ func (s *wordSink) Material(ctx context.Context, q beaver.Request) (beaver.Mater
 	if err != nil {
 		return m, err
 	}
-	for i, part := range m.Parts {
-		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(part) > 0 {
-			part = part[:len(part)-1]
-		}
-		s.add(part)
-	}
+	randomWords(q, m, s.add)
 	return m, nil
 }
 
