@@ -2,12 +2,14 @@ package selection
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
 )
@@ -26,7 +28,11 @@ func (d *modelOwnerRun) encodeProxy(phase int) ([]byte, error) {
 
 // runShards runs phase i's forward on the worker pairs (r.shards): each
 // shard (ShardSpan) with a batch not in the checkpoint is handed to the
-// party's worker as a Job, all at once; each returned shard's batches are
+// party's worker as a Job, all at once, with the floor of its epochs
+// recorded in the checkpoint (State.ShardFloors, raised and written by
+// each epoch the worker reports before it draws there: Job.Reached, so no
+// life of the worker, whatever its directory holds, runs at an epoch of
+// an earlier one); each returned shard's batches are
 // checked against the job, checkpointed (replacing any of the shard's
 // batches the state held, so that a shard's shares all come from one
 // worker pair's computation) and copied into vals.
@@ -61,9 +67,12 @@ func (r *runner) runShards(ctx context.Context, i int, seed share.Seed, arch sec
 				return err
 			}
 		}
-		jobs = append(jobs, &Job{Version: ProtocolVersion, Party: r.party, Params: r.p, Session: shardSession(seed, i, k, K),
+		sess := shardSession(seed, i, k, K)
+		job := &Job{Version: ProtocolVersion, Party: r.party, Params: r.p, Session: sess,
 			Phase: i, Shard: k, Shards: K, PhaseCandidates: len(cand), FirstBatch: blo, Candidates: cand[lo:hi], Arch: arch,
-			EmbeddingHash: r.embHash, Proxy: proxyBytes})
+			EmbeddingHash: r.embHash, Proxy: proxyBytes, Floor: r.shardFloor(sess)}
+		job.reached = func(_ context.Context, epoch uint64) error { return r.raiseShardFloor(sess, epoch) }
+		jobs = append(jobs, job)
 	}
 	prog := &progress{r: r, phase: i, already: ps.Resumed, total: ps.Batches, start: time.Now()}
 	prog.lastLog = prog.start
@@ -94,6 +103,48 @@ func (r *runner) runShards(ctx context.Context, i int, seed share.Seed, arch sec
 	return firstCause(errs)
 }
 
+// shardFloor is the recorded floor of the job of dealer session sess
+// (State.ShardFloors; 0 when none).
+func (r *runner) shardFloor(sess beaver.SessionID) uint64 {
+	r.stMu.Lock()
+	defer r.stMu.Unlock()
+	return r.st.ShardFloors[hex.EncodeToString(sess[:])]
+}
+
+// raiseShardFloor raises the recorded floor of the job of dealer session
+// sess to epoch and writes the checkpoint before it returns (nothing when
+// the floor is already as high): the record a worker's Job.Reached waits
+// for before it draws at epoch.
+func (r *runner) raiseShardFloor(sess beaver.SessionID, epoch uint64) error {
+	if epoch >= MaxEpoch {
+		return fmt.Errorf("selection: shard floor epoch %d (1..%d)", epoch, MaxEpoch-1)
+	}
+	key := hex.EncodeToString(sess[:])
+	r.stMu.Lock()
+	defer r.stMu.Unlock()
+	if epoch <= r.st.ShardFloors[key] {
+		return nil
+	}
+	if r.st.ShardFloors == nil {
+		r.st.ShardFloors = map[string]uint64{}
+	}
+	prev, ok := r.st.ShardFloors[key]
+	if !ok && len(r.st.ShardFloors) >= maxShardFloors {
+		return fmt.Errorf("selection: %d shard floors recorded (at most %d)", len(r.st.ShardFloors), maxShardFloors)
+	}
+	r.st.ShardFloors[key] = epoch
+	if err := r.checkpoint(); err != nil {
+		// Not written: a later report of the same epoch must write it.
+		if ok {
+			r.st.ShardFloors[key] = prev
+		} else {
+			delete(r.st.ShardFloors, key)
+		}
+		return err
+	}
+	return nil
+}
+
 // addShards adds the worker pairs' figures (ps.Shards) to the phase's,
 // which hold the coordinator's own: traffic and dealer bytes are summed,
 // and the forward's critical path is the largest pair's (the pairs run at
@@ -116,6 +167,16 @@ func (r *runner) runShard(ctx context.Context, job *Job, cand []int, vals []uint
 	}
 	// The runner's own check of what a ShardRunner returns.
 	if res, err = decodeResult(encodeResult(res), job); err != nil {
+		return nil, err
+	}
+	// The worker reported every epoch it drew at before drawing
+	// (Job.Reached); a batch of a higher one (a ShardRunner that does not
+	// relay them) raises the floor all the same.
+	var top uint64
+	for _, bs := range res.Batches {
+		top = max(top, bs.Epoch)
+	}
+	if err := r.raiseShardFloor(job.Session, top); err != nil {
 		return nil, err
 	}
 	for _, bs := range res.Batches {

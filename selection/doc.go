@@ -276,7 +276,13 @@
 // the numbers of the checkpointed batches), their own epochs, high-water
 // marks and per-job checkpoint (a restarted worker resumes its shard
 // without redoing a finished batch or drawing a word twice); the model
-// owner's worker shares the phase's weights with its own masks. Each
+// owner's worker shares the phase's weights with its own masks. A worker
+// draws at an epoch only once its coordinator has written it into its
+// checkpoint (Job.Reached, State.ShardFloors), and every job carries the
+// highest such epoch (Job.Floor), above which the worker runs: a worker
+// back with an empty directory, whatever epoch its peer announces, draws
+// no word of an earlier life (TestShardWorkerEmptyDirDrawsNothingTwice,
+// TestShardCoordinatorRestartKeepsFloors). Each
 // worker hands its party's shares of the shard's entropies to its own
 // coordinator, which checkpoints them as the phase's batches (a restarted
 // coordinator does not send a recorded shard again). Nothing new crosses

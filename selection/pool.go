@@ -16,22 +16,36 @@ import (
 // (transport's mutual TLS with the party's own key pair on both ends:
 // workers dial the coordinator's WorkerPool) carries, on StreamWorker:
 //
-//	worker → coordinator  "SFW1" | party u8 | shard u32 (little-endian): the worker's announcement
+//	worker → coordinator  "SFW2" | party u8 | shard u32 (little-endian): the worker's announcement
 //	coordinator → worker  "ok"; "done" (the selection is over: the worker
 //	                      exits, successfully), or a refusal in words (then
 //	                      the connection closes)
 //	coordinator → worker  'J' | EncodeJob(job)   a job
+//	worker → coordinator  'P' | epoch u64        the pair agreed on epoch: before it draws there
+//	coordinator → worker  'A'                    recorded (Job.Reached): the worker goes on, or
+//	                      'N' | reason           not recorded: the worker draws nothing
 //	worker → coordinator  'R' | result           its shares and figures (see ShardResult), or
 //	                      'E' | error text       the job failed (at most 4 KiB)
 //	coordinator → worker  'D'                    done: the worker exits (successfully)
 //
-// A 'D' may also come in place of the answer to the announcement (the
-// selection ended as the worker attached): the worker takes it as "done".
+// A job's 'P' and its answer come any number of times (once per attempt)
+// before its 'R' or 'E'. A 'D' may also come in place of the answer to the
+// announcement (the selection ended as the worker attached): the worker
+// takes it as "done". Announcements of "SFW1" (workers before epoch
+// reports) are refused.
 const (
 	// StreamWorker is the stream of the internal connection's messages.
 	StreamWorker uint32 = 1
 	// workerHelloMagic starts a worker's announcement.
-	workerHelloMagic = "SFW1"
+	workerHelloMagic = "SFW2"
+	// oldWorkerHelloMagic started the announcement of a worker that does
+	// not report its epochs.
+	oldWorkerHelloMagic = "SFW1"
+	// epochReportLen is the size of a worker's epoch report ('P').
+	epochReportLen = 1 + 8
+	// epochReportTimeout bounds a worker's wait for its coordinator's
+	// answer to an epoch report.
+	epochReportTimeout = 30 * time.Second
 	// maxWorkerError bounds a worker's error message.
 	maxWorkerError = 4 << 10
 	// maxWorkerReply bounds the coordinator's answer to an announcement.
@@ -118,6 +132,9 @@ func (p *WorkerPool) Attach(ctx context.Context, conn *transport.Conn) error {
 		_ = st.SendBytes(ctx, []byte("refused: "+err.Error()))
 		conn.Close()
 		return fmt.Errorf("selection: worker pool: %w", err)
+	}
+	if len(b) == len(workerHelloMagic)+5 && string(b[:len(oldWorkerHelloMagic)]) == oldWorkerHelloMagic {
+		return refuse("a worker of an older version (it does not report its epochs): run the coordinator's version")
 	}
 	if len(b) != len(workerHelloMagic)+5 || string(b[:len(workerHelloMagic)]) != workerHelloMagic {
 		return refuse("not a worker's announcement")
@@ -222,48 +239,127 @@ func (p *WorkerPool) await(ctx context.Context, k int) (*transport.Conn, error) 
 // connection dropped.
 const maxJobResends = 100
 
-// RunShard implements ShardRunner: it sends job to worker job.Shard and
-// returns the worker's checked result, sending it again to a reconnected
+// RunShard implements ShardRunner: it sends job to worker job.Shard,
+// records each epoch the worker reports before it draws there
+// (job.Reached, answered once recorded) and returns the worker's checked
+// result, sending the job again, with its raised Floor, to a reconnected
 // worker when the connection drops.
 func (p *WorkerPool) RunShard(ctx context.Context, job *Job) (*ShardResult, error) {
 	if job.Shard < 0 || job.Shard >= p.shards || job.Shards != p.shards {
 		return nil, fmt.Errorf("selection: job for shard %d of %d at a pool of %d", job.Shard, job.Shards, p.shards)
 	}
-	b, err := EncodeJob(job)
-	if err != nil {
-		return nil, err
-	}
-	msg := append([]byte{'J'}, b...)
 	for range maxJobResends {
 		c, err := p.await(ctx, job.Shard)
 		if err != nil {
 			return nil, err
 		}
-		st := c.Stream(StreamWorker)
-		rb, err := func() ([]byte, error) {
-			if err := st.SendBytes(ctx, msg); err != nil {
-				return nil, err
-			}
-			return st.RecvBytes(ctx, 1+max(resultBound(job), maxWorkerError))
-		}()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			p.logf().Warn("selection: worker connection lost; waiting for the worker to come back", "party", p.party, "shard", job.Shard, "phase", job.Phase+1, "err", err)
-			c.Close()
-			continue
+		res, err := p.runOn(ctx, c, job)
+		if !errors.Is(err, errWorkerLost) {
+			return res, err
 		}
-		switch {
-		case len(rb) > 0 && rb[0] == 'R':
-			return decodeResult(rb[1:], job)
-		case len(rb) > 0 && rb[0] == 'E' && len(rb) <= 1+maxWorkerError:
-			return nil, fmt.Errorf("worker %d failed: %s", job.Shard, rb[1:])
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		return nil, withCode(AbortProtocol, fmt.Errorf("selection: worker %d: unreadable answer", job.Shard))
+		p.logf().Warn("selection: worker connection lost; waiting for the worker to come back", "party", p.party, "shard", job.Shard, "phase", job.Phase+1, "err", err)
+		c.Close()
 	}
 	return nil, fmt.Errorf("selection: worker %d: connection lost %d times", job.Shard, maxJobResends)
 }
+
+// errWorkerLost is wrapped by runOn's error when the worker's connection
+// failed: the job is sent again once the worker is back.
+var errWorkerLost = errors.New("worker connection lost")
+
+// runOn sends job (encoded now: its Floor as last raised) on worker
+// connection c and serves the worker's epoch reports until its result.
+func (p *WorkerPool) runOn(ctx context.Context, c *transport.Conn, job *Job) (*ShardResult, error) {
+	b, err := EncodeJob(job)
+	if err != nil {
+		return nil, err
+	}
+	st := c.Stream(StreamWorker)
+	if err := st.SendBytes(ctx, append([]byte{'J'}, b...)); err != nil {
+		return nil, fmt.Errorf("%w: %w", errWorkerLost, err)
+	}
+	for {
+		rb, err := st.RecvBytes(ctx, 1+max(resultBound(job), maxWorkerError))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", errWorkerLost, err)
+		}
+		if len(rb) == 0 || rb[0] != 'P' {
+			switch {
+			case len(rb) > 0 && rb[0] == 'R':
+				return decodeResult(rb[1:], job)
+			case len(rb) > 0 && rb[0] == 'E' && len(rb) <= 1+maxWorkerError:
+				return nil, fmt.Errorf("worker %d failed: %s", job.Shard, rb[1:])
+			}
+			return nil, withCode(AbortProtocol, fmt.Errorf("selection: worker %d: unreadable answer", job.Shard))
+		}
+		epoch, err := decodeEpochReport(rb)
+		if err == nil {
+			err = job.Reached(ctx, epoch)
+		}
+		if err != nil {
+			// The worker draws nothing at the epoch; its job fails.
+			_ = st.SendBytes(ctx, []byte("Nnot recorded by the coordinator"))
+			return nil, fmt.Errorf("selection: worker %d's epoch report: %w", job.Shard, err)
+		}
+		if err := st.SendBytes(ctx, []byte{'A'}); err != nil {
+			return nil, fmt.Errorf("%w: %w", errWorkerLost, err)
+		}
+	}
+}
+
+// decodeEpochReport decodes a worker's epoch report ('P' | epoch u64) and
+// checks the epoch: 1..MaxEpoch−1.
+func decodeEpochReport(b []byte) (uint64, error) {
+	if len(b) != epochReportLen || b[0] != 'P' {
+		return 0, withCode(AbortProtocol, fmt.Errorf("selection: an epoch report of %d bytes", len(b)))
+	}
+	e := binary.LittleEndian.Uint64(b[1:])
+	if e == 0 || e >= MaxEpoch {
+		return 0, withCode(AbortProtocol, fmt.Errorf("selection: an epoch report of epoch %d (1..%d)", e, MaxEpoch-1))
+	}
+	return e, nil
+}
+
+// reportEpochs returns the relay of a job's epoch reports (Job.Reached)
+// to the coordinator on st: 'P' | epoch, then the coordinator's 'A' within
+// epochReportTimeout; anything else is an *epochReportError.
+func reportEpochs(st *transport.Stream) func(context.Context, uint64) error {
+	return func(ctx context.Context, epoch uint64) error {
+		ctx, cancel := context.WithTimeout(ctx, epochReportTimeout)
+		defer cancel()
+		msg := binary.LittleEndian.AppendUint64([]byte{'P'}, epoch)
+		if err := st.SendBytes(ctx, msg); err != nil {
+			return &epochReportError{Epoch: epoch, Err: err}
+		}
+		ans, err := st.RecvBytes(ctx, maxWorkerReply)
+		switch {
+		case err != nil:
+			return &epochReportError{Epoch: epoch, Err: err}
+		case len(ans) == 1 && ans[0] == 'A':
+			return nil
+		case len(ans) > 0 && ans[0] == 'N':
+			return &epochReportError{Epoch: epoch, Err: fmt.Errorf("%s", ans[1:])}
+		}
+		return &epochReportError{Epoch: epoch, Err: fmt.Errorf("an unreadable answer")}
+	}
+}
+
+// epochReportError is a worker's error when its coordinator did not record
+// an epoch it reported (Job.Reached): the worker draws nothing there, and
+// does not retry the job (its coordinator is gone or cannot write).
+type epochReportError struct {
+	Epoch uint64
+	Err   error
+}
+
+func (e *epochReportError) Error() string {
+	return fmt.Sprintf("selection: worker: the coordinator did not record epoch %d before the worker would draw there: %v", e.Epoch, e.Err)
+}
+
+func (e *epochReportError) Unwrap() error { return e.Err }
 
 // Done tells every connected worker that the selection is done (they
 // exit) and closes the pool: call it after a successful Run. A worker
@@ -400,6 +496,7 @@ func (w *Worker) Serve(ctx context.Context, coord *transport.Conn, pair PairFunc
 		job, err := DecodeJob(b[1:])
 		var res *ShardResult
 		if err == nil {
+			job.reached = reportEpochs(st)
 			res, err = w.RunJob(ctx, job, pair)
 		}
 		if err != nil {

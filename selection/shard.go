@@ -70,7 +70,9 @@ type ShardRunner interface {
 	// worker and returns this party's shares of the shard's entropies,
 	// every batch of the shard (checked against the job by the caller),
 	// with the worker's figures for the job (ShardResult.Stats, which the
-	// phase's PhaseStats add; bounded like the batches).
+	// phase's PhaseStats add; bounded like the batches). Each epoch the
+	// worker is about to draw at goes to job.Reached first, and a job
+	// sent again carries the raised job.Floor (see Job.Reached).
 	RunShard(ctx context.Context, job *Job) (*ShardResult, error)
 }
 
@@ -112,6 +114,43 @@ type Job struct {
 	// Proxy is the model owner's phase proxy (proxy.Proxy.Marshal); empty
 	// for the data owner, or with a substitute Evaluator.
 	Proxy []byte `json:"-"`
+	// Floor is the highest epoch at which this party's worker may have
+	// drawn correlated randomness for the job (in any of its lives), as
+	// its coordinator recorded it (State.ShardFloors; 0: none yet). The
+	// worker runs only at epochs above it, whatever its directory holds
+	// and whatever epoch the peer worker announces, so a worker that comes
+	// back with an empty directory never draws a word of an earlier life.
+	// At most MaxEpoch−2.
+	Floor uint64 `json:"floor"`
+
+	// reached, if set, records an epoch of the job durably (Reached): the
+	// coordinator's record, or, in a worker, the relay to its coordinator.
+	reached func(ctx context.Context, epoch uint64) error
+}
+
+// Reached records that the job's worker is about to draw correlated
+// randomness at epoch (1..MaxEpoch−1), and raises Floor to it: a worker
+// calls it once the pair has agreed on an epoch and before it draws
+// anything there, and draws nothing unless it returns nil. For a job its
+// coordinator made, the coordinator has written the epoch into its
+// checkpoint when Reached returns (State.ShardFloors), so a job sent
+// again carries it as Floor; a worker that received the job over its
+// internal connection (Worker.Serve) relays it to its coordinator and
+// waits for the answer. A ShardRunner that hands jobs on passes each
+// epoch its worker reports to Reached before answering (WorkerPool does),
+// and sends a job again with its raised Floor. Calls of one job's Reached
+// and EncodeJob are not concurrent.
+func (j *Job) Reached(ctx context.Context, epoch uint64) error {
+	if epoch == 0 || epoch >= MaxEpoch {
+		return fmt.Errorf("selection: job: epoch %d reached (1..%d)", epoch, MaxEpoch-1)
+	}
+	if j.reached != nil {
+		if err := j.reached(ctx, epoch); err != nil {
+			return err
+		}
+	}
+	j.Floor = max(j.Floor, epoch)
+	return nil
 }
 
 // jobMagic starts an encoded job.
@@ -167,7 +206,8 @@ func EncodeJob(j *Job) ([]byte, error) {
 // candidate count within the message and the pool), the header strictly
 // (unknown fields refused), the version, the parameters (Params.Validate),
 // the party, K in 1..MaxShards, k in 0..K−1, the phase within the
-// schedule, and the candidates: ascending, distinct pool indices, exactly
+// schedule, the floor epoch at most MaxEpoch−2, and the candidates:
+// ascending, distinct pool indices, exactly
 // the shard's ShardSpan of the phase's PhaseCandidates (at most the pool),
 // starting at FirstBatch; a data owner's job carries no proxy.
 func DecodeJob(b []byte) (*Job, error) {
@@ -218,6 +258,8 @@ func DecodeJob(b []byte) (*Job, error) {
 		return bad("phase %d of %d", j.Phase+1, len(p.Schedule))
 	case j.PhaseCandidates < 1 || j.PhaseCandidates > p.PoolSize-p.Bootstrap:
 		return bad("a phase of %d candidates (pool %d, bootstrap %d)", j.PhaseCandidates, p.PoolSize, p.Bootstrap)
+	case j.Floor > MaxEpoch-2:
+		return bad("floor epoch %d (at most %d: the job's worker must be able to run above it)", j.Floor, MaxEpoch-2)
 	}
 	lo, hi, blo, _ := j.span()
 	if uint64(hi-lo) != nc || hi == lo {

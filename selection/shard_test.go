@@ -158,7 +158,8 @@ func FuzzDecodeJob(f *testing.F) {
 	// fuzzing engine stalls on the whole 1.2 KB job as a seed; the whole
 	// job's refusals are TestJobRoundTripAndRefusals').
 	for _, h := range []string{`{"version":2,"party":1,"shard":1,"shards":2,"phase_candidates":20,"first_batch":1}`,
-		`{"version":2,"party":0,"params":{"pool_size":30,"budget":20,"bootstrap":4,"schedule":[{"keep":1}],"batch_size":16},"shards":1,"phase_candidates":26}`} {
+		`{"version":2,"party":0,"params":{"pool_size":30,"budget":20,"bootstrap":4,"schedule":[{"keep":1}],"batch_size":16},"shards":1,"phase_candidates":26}`,
+		`{"version":2,"party":0,"params":{"pool_size":30,"budget":20,"bootstrap":4,"schedule":[{"keep":1}],"batch_size":16},"shards":1,"phase_candidates":26,"floor":16777214}`} {
 		b := append([]byte("SFJ1"), binary.LittleEndian.AppendUint32(nil, uint32(len(h)))...)
 		b = append(append(b, h...), make([]byte, 32)...)
 		b = binary.LittleEndian.AppendUint32(b, 3)
@@ -174,7 +175,7 @@ func FuzzDecodeJob(f *testing.F) {
 			return
 		}
 		lo, hi := ShardSpan(j.PhaseCandidates, j.Params.withDefaults().BatchSize, j.Shards, j.Shard)
-		if len(j.Candidates) != hi-lo || j.Shard >= j.Shards || j.Shards > MaxShards {
+		if len(j.Candidates) != hi-lo || j.Shard >= j.Shards || j.Shards > MaxShards || j.Floor > MaxEpoch-2 {
 			t.Fatalf("accepted an inconsistent job: %+v", j)
 		}
 	})

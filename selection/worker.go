@@ -37,11 +37,18 @@ import (
 // finished batch checkpointed. Each job keeps its state in its own
 // subdirectory of StateDir (job-<first 16 hex digits of its session>),
 // so a restarted worker resumes a shard without redoing a finished batch
-// and never draws a word it drew before. A job whose pair connection
-// fails (the peer worker died) is retried with a new pair connection, a
-// new handshake and a new epoch, from the checkpoint: at most Retries
-// times, Backoff apart (doubling, at most 5 s). A job finished with the
-// peer (both workers said "done") is marked so in its directory: sent
+// and never draws a word it drew before. That holds without the directory
+// too (a replaced pod, a lost volume, a state deleted): each attempt runs
+// above the job's Floor, its coordinator's record of the epochs the job
+// reached, and reports the epoch the pair agreed on to the coordinator
+// (Job.Reached), which writes it before the worker draws anything there,
+// so no life of the worker runs at an epoch of an earlier one, whatever
+// epoch the peer worker announces (the pair adopts the larger). A job
+// whose pair connection fails (the peer worker died) is retried with a
+// new pair connection, a new handshake and a new epoch, from the
+// checkpoint: at most Retries times, Backoff apart (doubling, at most
+// 5 s). A job finished with the peer (both workers said "done") is
+// marked so in its directory: sent
 // again (its coordinator restarted, or this worker died, before the
 // coordinator had the result), it is answered from the checkpoint without
 // the peer, which does not run it again.
@@ -71,6 +78,10 @@ type Worker struct {
 	Retries int
 	// Backoff is the first pause before a retry (200 ms when 0).
 	Backoff time.Duration
+
+	// forgeEpoch (tests: a lying worker) replaces the epoch each attempt
+	// counts, as runner.forgeEpoch.
+	forgeEpoch func(uint64) uint64
 }
 
 // pairFinishTimeout bounds the wait for the peer worker's "done".
@@ -188,10 +199,15 @@ func jobResult(bs []BatchShares, first int) *ShardResult {
 // retryable reports whether a failed attempt may be retried: anything
 // but a refusal that another attempt would meet again (a handshake
 // mismatch, a refused epoch, a checkpoint, bad input of this worker's, a
-// peer's abort for such a reason). A dying pair connection can surface as
-// any error of the protocol (a message cut short), so those are retried,
-// at most Retries times.
+// peer's abort for such a reason) and an epoch its coordinator did not
+// record (it is gone or cannot write: the worker serves it no more). A
+// dying pair connection can surface as any error of the protocol (a
+// message cut short), so those are retried, at most Retries times.
 func retryable(err error) bool {
+	var re *epochReportError
+	if errors.As(err, &re) {
+		return false
+	}
 	var pa *PeerAbortError
 	if errors.As(err, &pa) {
 		return pa.Code == AbortInternal || pa.Code == AbortCancelled || pa.Code == AbortProtocol || pa.Code == AbortLimit
@@ -225,6 +241,7 @@ func (w *Worker) attempt(ctx context.Context, job *Job, pair PairFunc, st *Shard
 	}
 	defer conn.Close()
 	r := newRunner(w.Party, job.Params, conn, prov, w.Logger, nil, &checkpointStore{dir: JobDir(w.StateDir, job), party: w.Party})
+	r.forgeEpoch = w.forgeEpoch
 	wr := &workerRun{runner: r, w: w, job: job}
 	var d0 beaver.DealerStats
 	if prov != nil { // nil: refused by check
@@ -332,10 +349,26 @@ func (r *workerRun) run(ctx context.Context) (*ShardResult, error) {
 	} else if st.Seed != sess || !st.BootstrapDone || len(st.Phases) != 1 || st.Phases[0].Done {
 		return nil, &StateError{Path: r.store.statePath(), Err: fmt.Errorf("not a checkpoint of this shard job")}
 	}
+	if st.Epoch < j.Floor {
+		// An empty directory (a replaced pod, a lost volume, a state
+		// deleted) or an older one: the job's earlier lives drew up to
+		// the floor its coordinator recorded.
+		r.logf().Warn("selection: worker: the job's checkpoint is behind its coordinator's record; it runs above it", "party", r.party,
+			"phase", j.Phase+1, "shard", j.Shard, "state_epoch", st.Epoch, "floor", j.Floor)
+		st.Epoch = j.Floor
+	}
 	if err := r.beginEpoch(st); err != nil {
 		return nil, err
 	}
 	if err := r.pairHandshake(hsCtx); err != nil {
+		return nil, err
+	}
+	// Nothing is drawn at the agreed epoch before the coordinator has
+	// recorded it: the floor of the job's next lives.
+	if r.st.Epoch <= j.Floor {
+		return nil, withCode(AbortResume, fmt.Errorf("selection: worker: epoch %d is not above the job's floor %d; refused", r.st.Epoch, j.Floor))
+	}
+	if err := j.Reached(ctx, r.st.Epoch); err != nil {
 		return nil, err
 	}
 	if err := r.sched.Start(ctx, r.st.Epoch); err != nil {

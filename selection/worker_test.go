@@ -73,6 +73,14 @@ type shardRig struct {
 	// gate, if set, is called before each batch a worker evaluates (party,
 	// shard, phase): a test holds a shard back with it.
 	gate func(p, k, phase int)
+	// floors holds the Floor of each job each coordinator sent, as sent
+	// (sent's order).
+	floors [2][]uint64
+	// onRestart, if set, is called before a killed worker (p, k) is
+	// restarted (a test wipes its directory: a replaced pod).
+	onRestart func(p, k int)
+	// forge, if set, is party p's workers' forgeEpoch (a lying worker).
+	forge [2]func(uint64) uint64
 }
 
 // countingRunner counts the jobs a coordinator sends.
@@ -89,6 +97,7 @@ func (c countingRunner) RunShard(ctx context.Context, job *Job) (*ShardResult, e
 	}
 	c.r.jobs[c.p][job.Phase]++
 	c.r.sent[c.p] = append(c.r.sent[c.p], job)
+	c.r.floors[c.p] = append(c.r.floors[c.p], job.Floor)
 	c.r.mu.Unlock()
 	return c.WorkerPool.RunShard(ctx, job)
 }
@@ -196,12 +205,7 @@ func (s *wordSink) Material(ctx context.Context, q beaver.Request) (beaver.Mater
 	if err != nil {
 		return m, err
 	}
-	for i, part := range m.Parts {
-		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(part) > 0 {
-			part = part[:len(part)-1]
-		}
-		s.add(part)
-	}
+	randomWords(q, m, s.add)
 	return m, nil
 }
 
@@ -230,7 +234,8 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 		}
 		return 0
 	}
-	w := &Worker{Party: p, Shard: k, Evaluator: weightEvaluator{ev}, StateDir: r.wdirs[p][k], Logger: quiet(), Backoff: 10 * time.Millisecond}
+	w := &Worker{Party: p, Shard: k, Evaluator: weightEvaluator{ev}, StateDir: r.wdirs[p][k], Logger: quiet(), Backoff: 10 * time.Millisecond,
+		forgeEpoch: r.forge[p]}
 	if p == 1 {
 		w.EmbeddingHash = "emb"
 	}
@@ -248,6 +253,9 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 		err := w.Serve(wctx, b, r.pairFunc(p, k, life))
 		b.Close() // the process is gone: its connections close
 		if wctx.Err() != nil && ctx.Err() == nil {
+			if r.onRestart != nil {
+				r.onRestart(p, k)
+			}
 			r.startWorker(ctx, wg, errs, p, k)
 			return
 		}
@@ -258,6 +266,40 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 		errs[p][k] = err
 		r.mu.Unlock()
 	}()
+}
+
+// interruptPhase1 runs a selection that both coordinators abandon in
+// phase 1 (the data owner's drops their connection: a coordinator crash)
+// once both have recorded shard 1 and nothing of shard 2 (otherwise each
+// could have recorded a different shard first, and they would share
+// none): shard 2's workers wait at their first batch until the
+// coordinators stop, and shard 1's until shard 2's have got there (so
+// that shard 2's pair agreed on an epoch before the crash). The gate and
+// the stop are cleared afterwards.
+func (r *shardRig) interruptPhase1() {
+	r.t.Helper()
+	release := make(chan struct{})
+	arrived := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	var once [2]sync.Once
+	r.gate = func(p, k, phase int) {
+		if phase != 0 {
+			return
+		}
+		wait := arrived[p]
+		if k == 1 {
+			once[p].Do(func() { close(arrived[p]) })
+			wait = release
+		}
+		select {
+		case <-wait:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	r.stopAfter, r.onStop = 1, func() { close(release) }
+	if _, errs, _ := r.run(); errs[0] == nil || errs[1] == nil {
+		r.t.Fatalf("the interrupted run: %v", errs)
+	}
+	r.gate, r.onStop, r.stopAfter = nil, nil, 0
 }
 
 // run runs a sharded selection (the coin fixed) and returns the results
@@ -686,30 +728,13 @@ func TestShardedTranscript(t *testing.T) {
 func TestShardCoordinatorRestartResumes(t *testing.T) {
 	ref := unshardedRef(t, testParams())
 	r := newShardRig(t, 2, false)
-	// Shard 2 waits until the coordinators stop, so both have recorded
-	// shard 1 and nothing of shard 2 when they crash (otherwise each could
-	// have recorded a different shard first, and they would share none).
-	release := make(chan struct{})
-	r.gate = func(p, k, phase int) {
-		if k == 1 && phase == 0 {
-			select {
-			case <-release:
-			case <-time.After(30 * time.Second):
-			}
-		}
-	}
-	r.stopAfter, r.onStop = 1, func() { close(release) }
-	if _, errs, _ := r.run(); errs[0] == nil || errs[1] == nil {
-		t.Fatalf("the interrupted run: %v", errs)
-	}
-	r.gate, r.onStop = nil, nil
+	r.interruptPhase1()
 	first := [2][]int{}
 	for p := range 2 {
 		for k := range 2 {
 			first[p] = append(first[p], len(r.calls[p][k]))
 		}
 	}
-	r.stopAfter = 0
 	r.resetPools()
 	r.jobs = [2]map[int]int{}
 	got, errs, werrs := r.run()
