@@ -26,6 +26,35 @@ func gemmMicro4x16Limb(kc int, a, b, c *uint64, ldc int, add int)
 //go:noescape
 func gemmMicro4x16IFMA(kc int, a, b, c *uint64, ldc int, add int)
 
+// gemmMicro3x8AVX2 is gemmMicro8x16AVX512's contract for a 3×8 tile of
+// an A panel of plain words and a B panel packed with splitSwap32, with
+// AVX2 VPMULUDQ and VPMULLD. Implemented in gemm_amd64.s.
+//
+//go:noescape
+func gemmMicro3x8AVX2(kc int, a, b, c *uint64, ldc int, add int)
+
+// swapRows8AVX2 writes kc rows of a full 8-column B panel packed with
+// splitSwap32: the 8 words at src + p·rs words, then the same words with
+// their halves swapped, at dst + 16p words. Implemented in gemm_amd64.s.
+//
+//go:noescape
+func swapRows8AVX2(dst, src *uint64, rs, kc int)
+
+// swapRows8 is packBSwap8's full-panel copy from a row-major source (see
+// swapRows8Generic), in AVX2 where the CPU has it.
+func swapRows8(dst, src []uint64, rs, kc int) {
+	if kc <= 0 {
+		return
+	}
+	if !thisCPU.avx2 {
+		swapRows8Generic(dst, src, rs, kc)
+		return
+	}
+	_ = dst[16*kc-1]
+	_ = src[(kc-1)*rs+7]
+	swapRows8AVX2(&dst[0], &src[0], rs, kc)
+}
+
 // splitRows16Asm writes kc rows of a split B panel: the 16 words at
 // src + p·rs words, then their second words, at dst + 32p words. Implemented
 // in gemm_amd64.s.
@@ -66,7 +95,20 @@ var (
 	avx512Kernel = &gemmImpl{name: "avx512-vpmullq", mr: 8, nr: 16, kc: gemmKC, micro: microAVX512}
 	limbKernel   = &gemmImpl{name: "avx512-vpmuludq", mr: 4, nr: 16, kc: 128, split: splitHigh32, micro: microLimb}
 	ifmaKernel   = &gemmImpl{name: "avx512-ifma", mr: 4, nr: 16, kc: 128, split: splitIFMA, micro: microIFMA}
+	avx2Kernel   = &gemmImpl{name: "avx2-vpmulld", mr: 3, nr: 8, kc: gemmKC, split: splitSwap32, micro: microAVX2}
 )
+
+// microAVX2 checks the panel and tile bounds, then runs the AVX2 kernel.
+func microAVX2(kc int, ap, bp, c []uint64, ldc int, add bool) {
+	if kc <= 0 {
+		clearTile(c, 3, 8, ldc, add)
+		return
+	}
+	_ = ap[kc*3-1]
+	_ = bp[kc*16-1]
+	_ = c[2*ldc+7]
+	gemmMicro3x8AVX2(kc, &ap[0], &bp[0], &c[0], ldc, addFlag(add))
+}
 
 // microAVX512 checks the panel and tile bounds, then runs the assembly kernel.
 func microAVX512(kc int, ap, bp, c []uint64, ldc int, add bool) {
@@ -108,28 +150,10 @@ func microIFMA(kc int, ap, bp, c []uint64, ldc int, add bool) {
 	}
 }
 
-// clearTile zeroes the mr×nr tile at c unless add is set (an empty product).
-func clearTile(c []uint64, mr, nr, ldc int, add bool) {
-	if add {
-		return
-	}
-	for i := range mr {
-		clear(c[i*ldc : i*ldc+nr])
-	}
-}
-
-// addFlag is add as the assembly kernels take it.
-func addFlag(add bool) int {
-	if add {
-		return 1
-	}
-	return 0
-}
-
 // detectCPU reads the vendor, family and model with CPUID and the AVX-512
 // subsets from x/sys/cpu (which also checks that the OS saves ZMM state).
 func detectCPU() cpuInfo {
-	c := cpuInfo{avx512F: cpu.X86.HasAVX512F, avx512DQ: cpu.X86.HasAVX512DQ, avx512IFMA: cpu.X86.HasAVX512IFMA}
+	c := cpuInfo{avx2: cpu.X86.HasAVX2, avx512F: cpu.X86.HasAVX512F, avx512DQ: cpu.X86.HasAVX512DQ, avx512IFMA: cpu.X86.HasAVX512IFMA}
 	maxLeaf, b, cx, d := cpuid(0, 0)
 	var v [12]byte
 	for i, w := range []uint32{b, d, cx} {
@@ -164,5 +188,6 @@ func archKernels() []ringKernel {
 		{impl: avx512Kernel, runs: func(c cpuInfo) bool { return c.avx512F && c.avx512DQ }},
 		{impl: limbKernel, runs: func(c cpuInfo) bool { return c.avx512F }},
 		{impl: ifmaKernel, runs: func(c cpuInfo) bool { return c.avx512F && c.avx512IFMA }},
+		{impl: avx2Kernel, runs: func(c cpuInfo) bool { return c.avx2 }},
 	}
 }

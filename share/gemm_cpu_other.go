@@ -2,14 +2,14 @@
 
 package share
 
-// detectCPU reports no vendor and no AVX-512: only the generic kernel is
-// compiled in.
+// detectCPU reports no vendor, no AVX2 and no AVX-512: off amd64 (or
+// with purego) no x86 kernel is compiled in.
 func detectCPU() cpuInfo { return cpuInfo{} }
-
-// archKernels lists no kernels beyond the generic one.
-func archKernels() []ringKernel { return nil }
 
 // splitRows16 is packBSplit's full-panel copy.
 func splitRows16(dst, src []uint64, rs, kc int, split splitKind) {
 	splitRows16Generic(dst, src, rs, kc, split)
 }
+
+// swapRows8 is packBSwap8's full-panel copy from a row-major source.
+func swapRows8(dst, src []uint64, rs, kc int) { swapRows8Generic(dst, src, rs, kc) }
