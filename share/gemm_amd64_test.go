@@ -129,8 +129,9 @@ func TestCPUFamilyModel(t *testing.T) {
 // TestAVX512Masked runs this test binary again with AVX-512 masked off
 // (GODEBUG=cpu.avx512f=off, which x/sys/cpu honours) and checks what an
 // AVX-512 machine then does, as a host without AVX-512 would: the AVX2
-// kernel (generic without AVX2). On a CPU without AVX-512 it checks the
-// same choice unmasked.
+// kernel (generic without AVX2) and no 512-bit VAES key stream (256-bit
+// VAES where the CPU has VAES and AVX2). On a CPU without AVX-512 it
+// checks the same choice unmasked.
 func TestAVX512Masked(t *testing.T) {
 	if os.Getenv("SHARE_RING_KERNEL_CHILD") != "" {
 		t.Skip("child run")
@@ -141,11 +142,17 @@ func TestAVX512Masked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("child with AVX-512 masked: %v\n%s", err, out)
 	}
-	kernel := "generic"
+	kernel, ctr := "generic", "crypto-aes"
 	if cpu.X86.HasAVX2 {
 		kernel = "avx2-vpmulld"
+		if hasVAES() {
+			ctr = "vaes256"
+		}
 	}
 	if want := "kernel=" + kernel + ";"; !strings.Contains(string(out), want) {
+		t.Fatalf("child with AVX-512 masked: want %s\n%s", want, out)
+	}
+	if want := "ctr=" + ctr + ";"; !strings.Contains(string(out), want) {
 		t.Fatalf("child with AVX-512 masked: want %s\n%s", want, out)
 	}
 }

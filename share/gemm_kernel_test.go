@@ -275,7 +275,7 @@ func TestRingKernelEnvChild(t *testing.T) {
 		t.Fatalf("kernel %s: MatMulInto differs from the naive product", RingKernel())
 	}
 	_, err := GEMM()
-	fmt.Printf("kernel=%s; gemm-error=%v\n", RingKernel(), err)
+	fmt.Printf("kernel=%s; gemm-error=%v; ctr=%s;\n", RingKernel(), err, ctrPathNames[ctrPath])
 }
 
 // TestPackSplit checks the one-pass split packing (packASplit, packBSplit)
