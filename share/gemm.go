@@ -646,6 +646,17 @@ func packA(dst []uint64, a matView, mcb, kc, mr int) {
 			}
 			continue
 		}
+		if h == 3 && mr == 3 && a.cs == 1 {
+			// Full 3-row panel of a row-major block (the AVX2 kernel's):
+			// one column of three words at a time.
+			d := a.data[i0*a.rs:]
+			r0, r1, r2 := d[:kc], d[a.rs:][:kc], d[2*a.rs:][:kc]
+			for p := range kc {
+				col := pan[p*3 : p*3+3 : p*3+3]
+				col[0], col[1], col[2] = r0[p], r1[p], r2[p]
+			}
+			continue
+		}
 		for r := range h {
 			row := a.data[(i0+r)*a.rs:]
 			if a.cs == 1 {
