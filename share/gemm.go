@@ -786,21 +786,3 @@ func addFlag(add bool) int {
 func gemmGeneric(c, a, b []uint64, m, k, n int) {
 	gemmSerial(genericKernel, c, n, matView{data: a, rs: k, cs: 1}, matView{data: b, rs: n, cs: 1}, m, k, n)
 }
-
-// transposeBlock writes the n×m transpose of the m×n row-major src into dst,
-// in cache-sized tiles.
-func transposeBlock(dst, src []uint64, m, n int) {
-	const tile = 32
-	for i0 := 0; i0 < m; i0 += tile {
-		i1 := min(i0+tile, m)
-		for j0 := 0; j0 < n; j0 += tile {
-			j1 := min(j0+tile, n)
-			for i := i0; i < i1; i++ {
-				row := src[i*n : i*n+n]
-				for j := j0; j < j1; j++ {
-					dst[j*m+i] = row[j]
-				}
-			}
-		}
-	}
-}

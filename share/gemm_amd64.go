@@ -55,6 +55,26 @@ func swapRows8(dst, src []uint64, rs, kc int) {
 	swapRows8AVX2(&dst[0], &src[0], rs, kc)
 }
 
+// transposeTile4AVX2 writes the w×h transpose of the h×w block at src
+// (rows lds words apart) to dst (rows ldd words apart), 4×4 blocks at a
+// time in YMM registers; h and w are positive multiples of 4. Implemented
+// in gemm_amd64.s.
+//
+//go:noescape
+func transposeTile4AVX2(dst, src *uint64, ldd, lds, h, w int)
+
+// transposeTile4 is transposeBlock's aligned part (see
+// transposeTile4Generic), in AVX2 where the CPU has it.
+func transposeTile4(dst, src []uint64, ldd, lds, h, w int) {
+	if !thisCPU.avx2 {
+		transposeTile4Generic(dst, src, ldd, lds, h, w)
+		return
+	}
+	_ = src[(h-1)*lds+w-1]
+	_ = dst[(w-1)*ldd+h-1]
+	transposeTile4AVX2(&dst[0], &src[0], ldd, lds, h, w)
+}
+
 // splitRows16Asm writes kc rows of a split B panel: the 16 words at
 // src + p·rs words, then their second words, at dst + 32p words. Implemented
 // in gemm_amd64.s.

@@ -718,3 +718,59 @@ swaploop:
 swapdone:
 	VZEROUPPER
 	RET
+
+// func transposeTile4AVX2(dst *uint64, src *uint64, ldd int, lds int, h int, w int)
+//
+// dst[j][i] = src[i][j] for i < h, j < w (both multiples of 4, positive),
+// rows ldd and lds words apart, one 4×4 block at a time: four rows in
+// Y0–Y3, interleaved pairwise by VPUNPCKLQDQ/VPUNPCKHQDQ, their 128-bit
+// halves recombined by VPERM2I128 into the four columns. The outer loop
+// walks block rows (SI, DI advance 4 rows and 4 words), the inner one the
+// blocks of a block row (R8 over src, R9 over dst).
+TEXT ·transposeTile4AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldd+16(FP), R10
+	SHLQ $3, R10
+	MOVQ lds+24(FP), R11
+	SHLQ $3, R11
+	MOVQ h+32(FP), CX
+	MOVQ w+40(FP), DX
+	SHRQ $2, CX
+	SHRQ $2, DX
+	LEAQ (R11)(R11*2), R12 // 3·lds bytes
+	LEAQ (R10)(R10*2), R13 // 3·ldd bytes
+
+trrows:
+	MOVQ SI, R8
+	MOVQ DI, R9
+	MOVQ DX, BX
+
+trblocks:
+	VMOVDQU (R8), Y0
+	VMOVDQU (R8)(R11*1), Y1
+	VMOVDQU (R8)(R11*2), Y2
+	VMOVDQU (R8)(R12*1), Y3
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y5
+	VPUNPCKLQDQ Y3, Y2, Y6
+	VPUNPCKHQDQ Y3, Y2, Y7
+	VPERM2I128 $0x20, Y6, Y4, Y0
+	VPERM2I128 $0x20, Y7, Y5, Y1
+	VPERM2I128 $0x31, Y6, Y4, Y2
+	VPERM2I128 $0x31, Y7, Y5, Y3
+	VMOVDQU Y0, (R9)
+	VMOVDQU Y1, (R9)(R10*1)
+	VMOVDQU Y2, (R9)(R10*2)
+	VMOVDQU Y3, (R9)(R13*1)
+	ADDQ $32, R8
+	LEAQ (R9)(R10*4), R9
+	DECQ BX
+	JNZ trblocks
+
+	LEAQ (SI)(R11*4), SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ trrows
+	VZEROUPPER
+	RET

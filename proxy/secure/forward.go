@@ -538,7 +538,10 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	for bi := 0; bi < B; bi++ {
 		src := y.Data[bi*T*H : (bi+1)*T*H]
 		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
-		transposeTiled(dst[:H*T], src, T, H)
+		if err := share.TransposeInto(dst[:H*T], src, T, H); err != nil {
+			share.PutWords(yt.Data)
+			return nil, fmt.Errorf("Y_augᵀ: %w", err)
+		}
 		mrow := dst[H*T:]
 		clear(mrow) // party 1's share of a public row is zero
 		switch {

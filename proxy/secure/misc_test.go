@@ -2,7 +2,6 @@ package secure
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -129,33 +128,6 @@ func TestArchOfProxySqrtEntropy(t *testing.T) {
 			}
 			if a.SqrtEntropy != c.want {
 				t.Errorf("SqrtEntropy %v, want %v", a.SqrtEntropy, c.want)
-			}
-		})
-	}
-}
-
-// TestTransposeTiled checks the tiled transpose against the plain one on
-// shapes below, at and across the tile size, every word of dst overwritten.
-func TestTransposeTiled(t *testing.T) {
-	for _, c := range []struct{ m, n int }{{1, 1}, {1, 40}, {40, 1}, {3, 70}, {32, 32}, {33, 65}, {128, 96}} {
-		t.Run(fmt.Sprintf("%dx%d", c.m, c.n), func(t *testing.T) {
-			src := make([]uint64, c.m*c.n)
-			for i := range src {
-				src[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
-			}
-			want := make([]uint64, c.m*c.n)
-			for i := 0; i < c.m; i++ {
-				for j := 0; j < c.n; j++ {
-					want[j*c.m+i] = src[i*c.n+j]
-				}
-			}
-			got := make([]uint64, c.m*c.n)
-			for i := range got {
-				got[i] = ^uint64(0) // stale contents must all be overwritten
-			}
-			transposeTiled(got, src, c.m, c.n)
-			if !slices.Equal(got, want) {
-				t.Fatalf("transposeTiled(%d×%d) differs from the plain transpose", c.m, c.n)
 			}
 		})
 	}
