@@ -39,6 +39,12 @@ type gemmImpl struct {
 	// words), Bp kc groups of nr·bWords words (row p of the B panel
 	// likewise).
 	micro func(kc int, ap, bp, c []uint64, ldc int, add bool)
+	// direct, if set, is micro with B read in place: row p of the nr-column
+	// block at b[p*ldb:], not a packed panel. gemmSerial uses it for
+	// row-major B when A has at most directRows rows, so that each B word
+	// would serve too few products to repay packing it.
+	direct     func(kc int, ap, b []uint64, ldb int, c []uint64, ldc int, add bool)
+	directRows int
 }
 
 // splitKind names the second word that split kernels pack beside each word.
@@ -551,17 +557,25 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 		buf = make([]uint64, need)
 	}
 	ap, bBuf, tile := buf[:aSize], buf[aSize:aSize+bSize], buf[need-mr*nr:]
+	direct := impl.direct != nil && b.packed == nil && b.cs == 1 && m <= impl.directRows
 	for j0 := 0; j0 < n; j0 += ncMax {
 		nc := min(ncMax, n-j0)
 		for p0 := 0; p0 < k; p0 += kcMax {
 			kc := min(kcMax, k-p0)
 			add := p0 > 0 // the first k block writes c, later ones add to it
 			bp := bBuf
-			if b.packed != nil {
+			switch last := nc / nr * nr; {
+			case b.packed != nil:
 				bp = b.packed.data[(p0*b.packed.npad+(b.col0+j0)*kc)*bw:][:roundUp(nc, nr)*kc*bw]
-			} else if bw == 2 {
+			case direct:
+				// Full panels are read in place; only a partial last one
+				// is packed (zero-padded), at its usual offset.
+				if last < nc {
+					packBSplit(bp[last*kc*bw:], b.sub(p0, j0+last), kc, nc-last, nr, impl.split)
+				}
+			case bw == 2:
 				packBSplit(bp, b.sub(p0, j0), kc, nc, nr, impl.split)
-			} else {
+			default:
 				packB(bp, b.sub(p0, j0), kc, nc, nr)
 			}
 			for i0 := 0; i0 < m; i0 += mcMax {
@@ -574,17 +588,29 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 				for jr := 0; jr < nc; jr += nr {
 					bpan := bp[jr*kc*bw : (jr+nr)*kc*bw]
 					wd := min(nr, nc-jr)
+					var bsrc []uint64 // B in place (direct, full panel)
+					if direct && wd == nr {
+						bsrc = b.data[p0*b.rs+j0+jr:]
+					}
 					for ir := 0; ir < mcb; ir += mr {
 						apan := ap[ir*kc*aw : (ir+mr)*kc*aw]
 						h := min(mr, mcb-ir)
 						off := (i0+ir)*ldc + j0 + jr
 						if h == mr && wd == nr {
-							impl.micro(kc, apan, bpan, c[off:], ldc, add)
+							if bsrc != nil {
+								impl.direct(kc, apan, bsrc, b.rs, c[off:], ldc, add)
+							} else {
+								impl.micro(kc, apan, bpan, c[off:], ldc, add)
+							}
 							continue
 						}
 						// Edge tile: compute the whole padded tile aside and
 						// store only the part inside c.
-						impl.micro(kc, apan, bpan, tile, nr, false)
+						if bsrc != nil {
+							impl.direct(kc, apan, bsrc, b.rs, tile, nr, false)
+						} else {
+							impl.micro(kc, apan, bpan, tile, nr, false)
+						}
 						for i := range h {
 							crow := c[off+i*ldc : off+i*ldc+wd]
 							trow := tile[i*nr : i*nr+wd]

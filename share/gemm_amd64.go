@@ -33,6 +33,13 @@ func gemmMicro4x16IFMA(kc int, a, b, c *uint64, ldc int, add int)
 //go:noescape
 func gemmMicro3x8AVX2(kc int, a, b, c *uint64, ldc int, add int)
 
+// gemmMicro3x8AVX2Direct is gemmMicro3x8AVX2 with B read in place: row p
+// of the 8-column block is the 8 words at b + p·ldb words. Implemented in
+// gemm_amd64.s.
+//
+//go:noescape
+func gemmMicro3x8AVX2Direct(kc int, a, b, c *uint64, ldc int, add int, ldb int)
+
 // swapRows8AVX2 writes kc rows of a full 8-column B panel packed with
 // splitSwap32: the 8 words at src + p·rs words, then the same words with
 // their halves swapped, at dst + 16p words. Implemented in gemm_amd64.s.
@@ -118,8 +125,25 @@ var (
 	avx512Kernel = &gemmImpl{name: "avx512-vpmullq", mr: 8, nr: 16, kc: gemmKC, micro: microAVX512}
 	limbKernel   = &gemmImpl{name: "avx512-vpmuludq", mr: 4, nr: 16, kc: 128, split: splitHigh32, micro: microLimb}
 	ifmaKernel   = &gemmImpl{name: "avx512-ifma", mr: 4, nr: 16, kc: 128, split: splitIFMA, micro: microIFMA}
-	avx2Kernel   = &gemmImpl{name: "avx2-vpmulld", mr: 3, nr: 8, kc: 128, split: splitSwap32, micro: microAVX2}
+	avx2Kernel   = &gemmImpl{name: "avx2-vpmulld", mr: 3, nr: 8, kc: 128, split: splitSwap32, micro: microAVX2, direct: directAVX2, directRows: avx2DirectRows}
 )
+
+// avx2DirectRows is the most rows of A for which the AVX2 kernel reads a
+// row-major B in place instead of packing it (gemmImpl.direct).
+const avx2DirectRows = 64
+
+// directAVX2 checks the panel, block and tile bounds, then runs the AVX2
+// kernel on B in place.
+func directAVX2(kc int, ap, b []uint64, ldb int, c []uint64, ldc int, add bool) {
+	if kc <= 0 {
+		clearTile(c, 3, 8, ldc, add)
+		return
+	}
+	_ = ap[kc*3-1]
+	_ = b[(kc-1)*ldb+7]
+	_ = c[2*ldc+7]
+	gemmMicro3x8AVX2Direct(kc, &ap[0], &b[0], &c[0], ldc, addFlag(add), ldb)
+}
 
 // microAVX2 checks the panel and tile bounds, then runs the AVX2 kernel.
 func microAVX2(kc int, ap, bp, c []uint64, ldc int, add bool) {

@@ -774,3 +774,132 @@ trblocks:
 	JNZ trrows
 	VZEROUPPER
 	RET
+
+// func gemmMicro3x8AVX2Direct(kc int, a *uint64, b *uint64, c *uint64, ldc int, add int, ldb int)
+//
+// gemmMicro3x8AVX2 with B read in place instead of from a packed panel:
+// row p of the 8-column block is the 8 words at b + p·ldb words, and its
+// swapped words are made per k step with two VPSHUFDs (Y13, Y14) rather
+// than packed beside it. Two shuffles more per 24 products, against packing
+// every B word (a copy and a swapped copy, 24 bytes written per word): the
+// better trade when A has few rows, so that each B word serves few
+// products. The row ldb·8 words ahead is prefetched (R13), since rows ldb
+// words apart defeat the hardware's stream prefetch.
+TEXT ·gemmMicro3x8AVX2Direct(SB), NOSPLIT, $0-56
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), SI
+	SHLQ $3, SI
+	MOVQ ldb+48(FP), R8
+	SHLQ $3, R8
+	LEAQ (BX)(R8*8), R13
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	TESTQ CX, CX
+	JLE done
+
+loop:
+	VPSHUFD $0xb1, (BX), Y13
+	VPSHUFD $0xb1, 32(BX), Y14
+	PREFETCHT0 (R13)
+	VPBROADCASTQ 0(AX), Y12
+	VPMULUDQ (BX), Y12, Y15
+	VPADDQ Y15, Y0, Y0
+	VPMULUDQ 32(BX), Y12, Y15
+	VPADDQ Y15, Y1, Y1
+	VPMULLD Y13, Y12, Y15
+	VPADDD Y15, Y2, Y2
+	VPMULLD Y14, Y12, Y15
+	VPADDD Y15, Y3, Y3
+	VPBROADCASTQ 8(AX), Y12
+	VPMULUDQ (BX), Y12, Y15
+	VPADDQ Y15, Y4, Y4
+	VPMULUDQ 32(BX), Y12, Y15
+	VPADDQ Y15, Y5, Y5
+	VPMULLD Y13, Y12, Y15
+	VPADDD Y15, Y6, Y6
+	VPMULLD Y14, Y12, Y15
+	VPADDD Y15, Y7, Y7
+	VPBROADCASTQ 16(AX), Y12
+	VPMULUDQ (BX), Y12, Y15
+	VPADDQ Y15, Y8, Y8
+	VPMULUDQ 32(BX), Y12, Y15
+	VPADDQ Y15, Y9, Y9
+	VPMULLD Y13, Y12, Y15
+	VPADDD Y15, Y10, Y10
+	VPMULLD Y14, Y12, Y15
+	VPADDD Y15, Y11, Y11
+	ADDQ $24, AX
+	ADDQ R8, BX
+	ADDQ R8, R13
+	DECQ CX
+	JNZ loop
+
+done:
+	VPSHUFD $0xb1, Y2, Y13
+	VPADDD Y13, Y2, Y2
+	VPSLLQ $32, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VPSHUFD $0xb1, Y3, Y13
+	VPADDD Y13, Y3, Y3
+	VPSLLQ $32, Y3, Y3
+	VPADDQ Y3, Y1, Y1
+	VPSHUFD $0xb1, Y6, Y13
+	VPADDD Y13, Y6, Y6
+	VPSLLQ $32, Y6, Y6
+	VPADDQ Y6, Y4, Y4
+	VPSHUFD $0xb1, Y7, Y13
+	VPADDD Y13, Y7, Y7
+	VPSLLQ $32, Y7, Y7
+	VPADDQ Y7, Y5, Y5
+	VPSHUFD $0xb1, Y10, Y13
+	VPADDD Y13, Y10, Y10
+	VPSLLQ $32, Y10, Y10
+	VPADDQ Y10, Y8, Y8
+	VPSHUFD $0xb1, Y11, Y13
+	VPADDD Y13, Y11, Y11
+	VPSLLQ $32, Y11, Y11
+	VPADDQ Y11, Y9, Y9
+	MOVQ add+40(FP), CX
+	TESTQ CX, CX
+	JZ store
+	VPADDQ (DX), Y0, Y0
+	VPADDQ 32(DX), Y1, Y1
+	VMOVDQU Y0, (DX)
+	VMOVDQU Y1, 32(DX)
+	ADDQ SI, DX
+	VPADDQ (DX), Y4, Y4
+	VPADDQ 32(DX), Y5, Y5
+	VMOVDQU Y4, (DX)
+	VMOVDQU Y5, 32(DX)
+	ADDQ SI, DX
+	VPADDQ (DX), Y8, Y8
+	VPADDQ 32(DX), Y9, Y9
+	VMOVDQU Y8, (DX)
+	VMOVDQU Y9, 32(DX)
+	VZEROUPPER
+	RET
+
+store:
+	VMOVDQU Y0, (DX)
+	VMOVDQU Y1, 32(DX)
+	ADDQ SI, DX
+	VMOVDQU Y4, (DX)
+	VMOVDQU Y5, 32(DX)
+	ADDQ SI, DX
+	VMOVDQU Y8, (DX)
+	VMOVDQU Y9, 32(DX)
+	VZEROUPPER
+	RET
