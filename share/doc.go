@@ -33,9 +33,10 @@
 //     Intel client cores, cloud VMs that hide AVX-512). a·b mod 2^64 =
 //     a0·b0 + 2^32·(a0·b1 + a1·b0) with 32-bit halves: VPMULUDQ gives a0·b0,
 //     and one VPMULLD of a broadcast A word by the B words with their halves
-//     swapped gives both cross products (mod 2^32, summed in the two halves
-//     of the lane and folded once per tile): two multiplies and two adds per
-//     four products, a 3×8 tile; the B panels carry the swapped words.
+//     swapped (one VPSHUFD per B row) gives both cross products (mod 2^32,
+//     summed in the two halves of the lane and folded once per tile): two
+//     multiplies and two adds per four products, a 3×8 tile. With few rows
+//     of A it reads B in place instead of packing it.
 //   - arm64-madd (arm64): scalar MADD, one per product, a 4×4 tile in
 //     registers (Go assembly; its tests run under qemu-user on amd64).
 //   - generic: portable Go, on every other CPU and under the purego build

@@ -25,24 +25,23 @@ type gemmImpl struct {
 	// mr and nr are the rows and columns of the C tile one call computes.
 	mr, nr int
 	// kc is the depth of the k blocks (at most gemmKC): the packed panels of
-	// one block, kc·(mr·aWords + nr·bWords) words, should fit in L1.
+	// one block, kc·(mr+nr)·words words, should fit in L1.
 	kc int
 	// split, when not splitNone, makes the packed panels hold two words per
 	// element: the word itself and a second word derived from it
-	// (splitWords), which the kernel multiplies as limbs. Kinds that only
-	// the B panel needs (splitKind.splitsA) leave A one word per element.
+	// (splitWords), which the kernel multiplies as limbs.
 	split splitKind
 	// micro adds Ap·Bp to the mr×nr tile of c at c[0], rows ldc words apart
 	// (or, when add is false, overwrites the tile with Ap·Bp).
-	// Ap holds kc groups of mr·aWords words (column p of the A panel at
-	// Ap[p*mr*aWords:]: the mr words, then for split kernels their mr second
-	// words), Bp kc groups of nr·bWords words (row p of the B panel
-	// likewise).
+	// Ap holds kc groups of mr·words words (column p of the A panel at
+	// Ap[p*mr*words:]: the mr words, then for split kernels their mr second
+	// words), Bp kc groups of nr·words words (row p of the B panel likewise).
 	micro func(kc int, ap, bp, c []uint64, ldc int, add bool)
 	// direct, if set, is micro with B read in place: row p of the nr-column
-	// block at b[p*ldb:], not a packed panel. gemmSerial uses it for
-	// row-major B when A has at most directRows rows, so that each B word
-	// would serve too few products to repay packing it.
+	// block at b[p*ldb:], not a packed panel (a kernel of one word per
+	// element only). gemmSerial uses it for row-major B when A has at most
+	// directRows rows, so that each B word would serve too few products to
+	// repay packing it.
 	direct     func(kc int, ap, b []uint64, ldb int, c []uint64, ldc int, add bool)
 	directRows int
 }
@@ -60,40 +59,10 @@ const (
 	// and the top 12 bits of x, for kernels built on 52-bit multiply-adds
 	// (see gemm_amd64.s, gemmMicro4x16IFMA).
 	splitIFMA
-	// splitSwap32 packs x with its 32-bit halves swapped beside x, in B
-	// panels only: one 32-bit lane multiply (VPMULLD) of a word a by it
-	// gives both cross products a0·b1 and a1·b0 (see gemm_amd64.s,
-	// gemmMicro3x8AVX2).
-	splitSwap32
 )
 
-// splitsA reports whether the split also doubles the A panel (splitSwap32
-// splits B only).
-func (s splitKind) splitsA() bool { return s == splitHigh32 || s == splitIFMA }
-
-// second returns the word split packs beside x.
-func (s splitKind) second(x uint64) uint64 {
-	switch s {
-	case splitHigh32:
-		return x >> 32
-	case splitIFMA:
-		return ifmaAux(x)
-	case splitSwap32:
-		return bits.RotateLeft64(x, 32)
-	}
-	return x
-}
-
-// aWords returns how many words the kernel packs per element of A.
-func (impl *gemmImpl) aWords() int {
-	if impl.split.splitsA() {
-		return 2
-	}
-	return 1
-}
-
-// bWords returns how many words the kernel packs per element of B.
-func (impl *gemmImpl) bWords() int {
+// words returns how many words the kernel packs per element.
+func (impl *gemmImpl) words() int {
 	if impl.split == splitNone {
 		return 1
 	}
@@ -144,10 +113,6 @@ func packASplit(dst []uint64, a matView, mcb, kc, mr int, split splitKind) {
 // written in one pass; other panels are packed as one word per element and
 // split in place.
 func packBSplit(dst []uint64, b matView, kc, nc, nr int, split splitKind) {
-	if split == splitSwap32 && nr == 8 {
-		packBSwap8(dst, b, kc, nc)
-		return
-	}
 	for j0 := 0; j0 < nc; j0 += nr {
 		pan := dst[2*j0*kc : 2*(j0+nr)*kc]
 		w := min(nr, nc-j0)
@@ -185,52 +150,6 @@ func splitRows16Generic(dst, src []uint64, rs, kc int, split splitKind) {
 	}
 }
 
-// packBSwap8 is packBSplit for splitSwap32 and 8-column panels, in one pass
-// from a row-major or a transposed source: panel t holds, for each p < kc,
-// the 8 words b(p, 8t+j), then the same words with their halves swapped,
-// zero past nc.
-func packBSwap8(dst []uint64, b matView, kc, nc int) {
-	for j0 := 0; j0 < nc; j0 += 8 {
-		pan := dst[2*j0*kc : 2*(j0+8)*kc]
-		w := min(8, nc-j0)
-		switch {
-		case w == 8 && b.cs == 1:
-			swapRows8(pan, b.data[j0:], b.rs, kc)
-		case w == 8 && b.rs == 1:
-			// Transposed source: column j of the panel is a contiguous
-			// run of b; one row of 16 words is written at a time.
-			d := b.data[j0*b.cs:]
-			c0, c1, c2, c3 := d[:kc], d[b.cs:][:kc], d[2*b.cs:][:kc], d[3*b.cs:][:kc]
-			c4, c5, c6, c7 := d[4*b.cs:][:kc], d[5*b.cs:][:kc], d[6*b.cs:][:kc], d[7*b.cs:][:kc]
-			for p := range kc {
-				row := (*[16]uint64)(pan[p*16:])
-				x0, x1, x2, x3, x4, x5, x6, x7 := c0[p], c1[p], c2[p], c3[p], c4[p], c5[p], c6[p], c7[p]
-				row[0], row[1], row[2], row[3] = x0, x1, x2, x3
-				row[4], row[5], row[6], row[7] = x4, x5, x6, x7
-				row[8], row[9], row[10], row[11] = bits.RotateLeft64(x0, 32), bits.RotateLeft64(x1, 32), bits.RotateLeft64(x2, 32), bits.RotateLeft64(x3, 32)
-				row[12], row[13], row[14], row[15] = bits.RotateLeft64(x4, 32), bits.RotateLeft64(x5, 32), bits.RotateLeft64(x6, 32), bits.RotateLeft64(x7, 32)
-			}
-		default:
-			packB(pan[:8*kc], b.sub(0, j0), kc, w, 8)
-			splitWords(pan, 8*kc, 8, splitSwap32)
-		}
-	}
-}
-
-// swapRows8Generic writes kc rows of a full 8-column B panel packed with
-// splitSwap32: for each p < kc, the 8 words at src[p*rs:], then the same
-// words with their halves swapped, at dst[16p:].
-func swapRows8Generic(dst, src []uint64, rs, kc int) {
-	for p := range kc {
-		s := (*[8]uint64)(src[p*rs:])
-		row := (*[16]uint64)(dst[p*16:])
-		for j, x := range s {
-			row[j] = x
-			row[8+j] = bits.RotateLeft64(x, 32)
-		}
-	}
-}
-
 // splitWords rewrites the first n words of buf, packed panels of groups of r
 // words, into groups of 2r words: each group's r words, then the second
 // word of each (split). buf must hold 2n words. It works from the end, so
@@ -243,10 +162,19 @@ func splitWords(buf []uint64, n, r int, split splitKind) {
 	for g := n/r - 1; g >= 0; g-- {
 		src := buf[g*r : g*r+r]
 		dst := buf[2*g*r : 2*g*r+2*r]
-		for i := r - 1; i >= 0; i-- {
-			x := src[i]
-			dst[r+i] = split.second(x)
-			dst[i] = x
+		switch split {
+		case splitHigh32:
+			for i := r - 1; i >= 0; i-- {
+				x := src[i]
+				dst[r+i] = x >> 32
+				dst[i] = x
+			}
+		case splitIFMA:
+			for i := r - 1; i >= 0; i-- {
+				x := src[i]
+				dst[r+i] = ifmaAux(x)
+				dst[i] = x
+			}
 		}
 	}
 }
@@ -365,7 +293,7 @@ type PackedMatrix struct {
 	// data holds, for each block of up to impl.kc rows starting at row p0,
 	// the panels of that block at data[p0*npad*w:], panel t (columns
 	// t·nr … t·nr+nr−1, zero-padded) at offset t·nr·kc·w within the block,
-	// w = impl.bWords().
+	// w = impl.words().
 	data []uint64
 }
 
@@ -391,7 +319,7 @@ func PackMatrixTransposed(b []uint64, n, k int) (*PackedMatrix, error) {
 // packMatrix packs the k×n view b for impl.
 func packMatrix(impl *gemmImpl, b matView, k, n int) *PackedMatrix {
 	npad := roundUp(n, impl.nr)
-	w := impl.bWords()
+	w := impl.words()
 	pm := &PackedMatrix{k: k, n: n, npad: npad, impl: impl, data: make([]uint64, k*npad*w)}
 	if n == 0 {
 		return pm
@@ -540,15 +468,15 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 		}
 		return
 	}
-	mr, nr, aw, bw := impl.mr, impl.nr, impl.aWords(), impl.bWords()
+	mr, nr, w := impl.mr, impl.nr, impl.words()
 	mcMax := min(roundUp(gemmMC, mr), roundUp(m, mr))
 	ncMax := min(roundUp(gemmNC, nr), roundUp(n, nr))
 	kcMax := min(impl.kc, k)
-	bSize := kcMax * ncMax * bw
+	bSize := kcMax * ncMax * w
 	if b.packed != nil {
 		bSize = 0
 	}
-	aSize := mcMax * kcMax * aw
+	aSize := mcMax * kcMax * w
 	need := aSize + bSize + mr*nr
 	var buf []uint64
 	if p, ok := gemmBufPool.Get().(*[]uint64); ok && cap(*p) >= need {
@@ -557,7 +485,7 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 		buf = make([]uint64, need)
 	}
 	ap, bBuf, tile := buf[:aSize], buf[aSize:aSize+bSize], buf[need-mr*nr:]
-	direct := impl.direct != nil && b.packed == nil && b.cs == 1 && m <= impl.directRows
+	direct := impl.direct != nil && w == 1 && b.packed == nil && b.cs == 1 && m <= impl.directRows
 	for j0 := 0; j0 < n; j0 += ncMax {
 		nc := min(ncMax, n-j0)
 		for p0 := 0; p0 < k; p0 += kcMax {
@@ -566,34 +494,34 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 			bp := bBuf
 			switch last := nc / nr * nr; {
 			case b.packed != nil:
-				bp = b.packed.data[(p0*b.packed.npad+(b.col0+j0)*kc)*bw:][:roundUp(nc, nr)*kc*bw]
+				bp = b.packed.data[(p0*b.packed.npad+(b.col0+j0)*kc)*w:][:roundUp(nc, nr)*kc*w]
 			case direct:
 				// Full panels are read in place; only a partial last one
 				// is packed (zero-padded), at its usual offset.
 				if last < nc {
-					packBSplit(bp[last*kc*bw:], b.sub(p0, j0+last), kc, nc-last, nr, impl.split)
+					packB(bp[last*kc:], b.sub(p0, j0+last), kc, nc-last, nr)
 				}
-			case bw == 2:
+			case w == 2:
 				packBSplit(bp, b.sub(p0, j0), kc, nc, nr, impl.split)
 			default:
 				packB(bp, b.sub(p0, j0), kc, nc, nr)
 			}
 			for i0 := 0; i0 < m; i0 += mcMax {
 				mcb := min(mcMax, m-i0)
-				if aw == 2 {
+				if w == 2 {
 					packASplit(ap, a.sub(i0, p0), mcb, kc, mr, impl.split)
 				} else {
 					packA(ap, a.sub(i0, p0), mcb, kc, mr)
 				}
 				for jr := 0; jr < nc; jr += nr {
-					bpan := bp[jr*kc*bw : (jr+nr)*kc*bw]
+					bpan := bp[jr*kc*w : (jr+nr)*kc*w]
 					wd := min(nr, nc-jr)
 					var bsrc []uint64 // B in place (direct, full panel)
 					if direct && wd == nr {
 						bsrc = b.data[p0*b.rs+j0+jr:]
 					}
 					for ir := 0; ir < mcb; ir += mr {
-						apan := ap[ir*kc*aw : (ir+mr)*kc*aw]
+						apan := ap[ir*kc*w : (ir+mr)*kc*w]
 						h := min(mr, mcb-ir)
 						off := (i0+ir)*ldc + j0 + jr
 						if h == mr && wd == nr {

@@ -26,41 +26,13 @@ func gemmMicro4x16Limb(kc int, a, b, c *uint64, ldc int, add int)
 //go:noescape
 func gemmMicro4x16IFMA(kc int, a, b, c *uint64, ldc int, add int)
 
-// gemmMicro3x8AVX2 is gemmMicro8x16AVX512's contract for a 3×8 tile of
-// an A panel of plain words and a B panel packed with splitSwap32, with
-// AVX2 VPMULUDQ and VPMULLD. Implemented in gemm_amd64.s.
+// gemmMicro3x8AVX2 is gemmMicro8x16AVX512's contract for a 3×8 tile, with
+// AVX2 VPMULUDQ and VPMULLD, and B at stride ldb: row p of the 8-column
+// block is the 8 words at b + p·ldb words (ldb = 8 in a packed panel; the
+// row stride of B read in place). Implemented in gemm_amd64.s.
 //
 //go:noescape
-func gemmMicro3x8AVX2(kc int, a, b, c *uint64, ldc int, add int)
-
-// gemmMicro3x8AVX2Direct is gemmMicro3x8AVX2 with B read in place: row p
-// of the 8-column block is the 8 words at b + p·ldb words. Implemented in
-// gemm_amd64.s.
-//
-//go:noescape
-func gemmMicro3x8AVX2Direct(kc int, a, b, c *uint64, ldc int, add int, ldb int)
-
-// swapRows8AVX2 writes kc rows of a full 8-column B panel packed with
-// splitSwap32: the 8 words at src + p·rs words, then the same words with
-// their halves swapped, at dst + 16p words. Implemented in gemm_amd64.s.
-//
-//go:noescape
-func swapRows8AVX2(dst, src *uint64, rs, kc int)
-
-// swapRows8 is packBSwap8's full-panel copy from a row-major source (see
-// swapRows8Generic), in AVX2 where the CPU has it.
-func swapRows8(dst, src []uint64, rs, kc int) {
-	if kc <= 0 {
-		return
-	}
-	if !thisCPU.avx2 {
-		swapRows8Generic(dst, src, rs, kc)
-		return
-	}
-	_ = dst[16*kc-1]
-	_ = src[(kc-1)*rs+7]
-	swapRows8AVX2(&dst[0], &src[0], rs, kc)
-}
+func gemmMicro3x8AVX2(kc int, a, b, c *uint64, ldc int, add int, ldb int)
 
 // transposeTile4AVX2 writes the w×h transpose of the h×w block at src
 // (rows lds words apart) to dst (rows ldd words apart), 4×4 blocks at a
@@ -118,22 +90,26 @@ const ifmaMaxKC = 256
 
 // The AVX-512 kernels and the AVX2 one. The 2-word kernels use 128-deep k
 // blocks so that a B panel (128·16·2 words, 32 KiB) and an A panel (8 KiB)
-// stay in L1; the AVX2 kernel's (128·8·2 words, 16 KiB, and 3 KiB) fit the
-// 32 KiB L1 of the cores without AVX-512 (256-deep blocks measured up to
-// 10% slower on Zen 3).
+// stay in L1; the AVX2 kernel's 256-deep ones (16 KiB and 6 KiB) fit the
+// 32 KiB L1 of the cores without AVX-512.
 var (
 	avx512Kernel = &gemmImpl{name: "avx512-vpmullq", mr: 8, nr: 16, kc: gemmKC, micro: microAVX512}
 	limbKernel   = &gemmImpl{name: "avx512-vpmuludq", mr: 4, nr: 16, kc: 128, split: splitHigh32, micro: microLimb}
 	ifmaKernel   = &gemmImpl{name: "avx512-ifma", mr: 4, nr: 16, kc: 128, split: splitIFMA, micro: microIFMA}
-	avx2Kernel   = &gemmImpl{name: "avx2-vpmulld", mr: 3, nr: 8, kc: 128, split: splitSwap32, micro: microAVX2, direct: directAVX2, directRows: avx2DirectRows}
+	avx2Kernel   = &gemmImpl{name: "avx2-vpmulld", mr: 3, nr: 8, kc: gemmKC, micro: microAVX2, direct: directAVX2, directRows: avx2DirectRows}
 )
 
 // avx2DirectRows is the most rows of A for which the AVX2 kernel reads a
 // row-major B in place instead of packing it (gemmImpl.direct).
 const avx2DirectRows = 64
 
-// directAVX2 checks the panel, block and tile bounds, then runs the AVX2
-// kernel on B in place.
+// microAVX2 runs the AVX2 kernel on a packed B panel (rows 8 words apart).
+func microAVX2(kc int, ap, bp, c []uint64, ldc int, add bool) {
+	directAVX2(kc, ap, bp, 8, c, ldc, add)
+}
+
+// directAVX2 checks the panel, B and tile bounds, then runs the AVX2
+// kernel with B rows ldb words apart.
 func directAVX2(kc int, ap, b []uint64, ldb int, c []uint64, ldc int, add bool) {
 	if kc <= 0 {
 		clearTile(c, 3, 8, ldc, add)
@@ -142,19 +118,7 @@ func directAVX2(kc int, ap, b []uint64, ldb int, c []uint64, ldc int, add bool) 
 	_ = ap[kc*3-1]
 	_ = b[(kc-1)*ldb+7]
 	_ = c[2*ldc+7]
-	gemmMicro3x8AVX2Direct(kc, &ap[0], &b[0], &c[0], ldc, addFlag(add), ldb)
-}
-
-// microAVX2 checks the panel and tile bounds, then runs the AVX2 kernel.
-func microAVX2(kc int, ap, bp, c []uint64, ldc int, add bool) {
-	if kc <= 0 {
-		clearTile(c, 3, 8, ldc, add)
-		return
-	}
-	_ = ap[kc*3-1]
-	_ = bp[kc*16-1]
-	_ = c[2*ldc+7]
-	gemmMicro3x8AVX2(kc, &ap[0], &bp[0], &c[0], ldc, addFlag(add))
+	gemmMicro3x8AVX2(kc, &ap[0], &b[0], &c[0], ldc, addFlag(add), ldb)
 }
 
 // microAVX512 checks the panel and tile bounds, then runs the assembly kernel.

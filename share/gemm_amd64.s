@@ -559,166 +559,6 @@ splitdone:
 	VZEROUPPER
 	RET
 
-// func gemmMicro3x8AVX2(kc int, a *uint64, b *uint64, c *uint64, ldc int, add int)
-//
-// c[3×8] = a·b (add == 0) or c[3×8] += a·b (add != 0) over Z_2^64 with
-// AVX2 32-bit lane multiplies: for words x = x0 + 2^32·x1,
-// a·b mod 2^64 = a0·b0 + 2^32·(a0·b1 + a1·b0 mod 2^32). a is kc groups of
-// 3 words (one A column), b kc groups of 16 words (8 B words, then the same
-// words with their 32-bit halves swapped, b1 + 2^32·b0). VPMULUDQ of a
-// broadcast A word and a B word gives a0·b0; VPMULLD of it and the swapped
-// word gives the low 32 bits of a0·b1 and a1·b0 in the two halves of the
-// lane, summed there with VPADDD (mod 2^32 each). Two multiplies and two
-// adds per four products. Row i accumulates a0·b0 in Y(4i), Y(4i+1) and the
-// cross halves in Y(4i+2), Y(4i+3); the tile is the former plus, per lane,
-// (low + high half of the latter) << 32, once per tile. B is read from
-// memory by the multiplies; Y12 holds the broadcast A word, Y13/Y14 the
-// products.
-TEXT ·gemmMicro3x8AVX2(SB), NOSPLIT, $0-48
-	MOVQ kc+0(FP), CX
-	MOVQ a+8(FP), AX
-	MOVQ b+16(FP), BX
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), SI
-	SHLQ $3, SI
-	VPXOR Y0, Y0, Y0
-	VPXOR Y1, Y1, Y1
-	VPXOR Y2, Y2, Y2
-	VPXOR Y3, Y3, Y3
-	VPXOR Y4, Y4, Y4
-	VPXOR Y5, Y5, Y5
-	VPXOR Y6, Y6, Y6
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y10, Y10, Y10
-	VPXOR Y11, Y11, Y11
-	TESTQ CX, CX
-	JLE done
-
-loop:
-	VPBROADCASTQ 0(AX), Y12
-	VPMULUDQ 0(BX), Y12, Y13
-	VPMULUDQ 32(BX), Y12, Y14
-	VPADDQ Y13, Y0, Y0
-	VPADDQ Y14, Y1, Y1
-	VPMULLD 64(BX), Y12, Y13
-	VPMULLD 96(BX), Y12, Y14
-	VPADDD Y13, Y2, Y2
-	VPADDD Y14, Y3, Y3
-	VPBROADCASTQ 8(AX), Y12
-	VPMULUDQ 0(BX), Y12, Y13
-	VPMULUDQ 32(BX), Y12, Y14
-	VPADDQ Y13, Y4, Y4
-	VPADDQ Y14, Y5, Y5
-	VPMULLD 64(BX), Y12, Y13
-	VPMULLD 96(BX), Y12, Y14
-	VPADDD Y13, Y6, Y6
-	VPADDD Y14, Y7, Y7
-	VPBROADCASTQ 16(AX), Y12
-	VPMULUDQ 0(BX), Y12, Y13
-	VPMULUDQ 32(BX), Y12, Y14
-	VPADDQ Y13, Y8, Y8
-	VPADDQ Y14, Y9, Y9
-	VPMULLD 64(BX), Y12, Y13
-	VPMULLD 96(BX), Y12, Y14
-	VPADDD Y13, Y10, Y10
-	VPADDD Y14, Y11, Y11
-	ADDQ $24, AX
-	ADDQ $128, BX
-	DECQ CX
-	JNZ loop
-
-done:
-	VPSHUFD $0xb1, Y2, Y13
-	VPADDD Y13, Y2, Y2
-	VPSLLQ $32, Y2, Y2
-	VPADDQ Y2, Y0, Y0
-	VPSHUFD $0xb1, Y3, Y13
-	VPADDD Y13, Y3, Y3
-	VPSLLQ $32, Y3, Y3
-	VPADDQ Y3, Y1, Y1
-	VPSHUFD $0xb1, Y6, Y13
-	VPADDD Y13, Y6, Y6
-	VPSLLQ $32, Y6, Y6
-	VPADDQ Y6, Y4, Y4
-	VPSHUFD $0xb1, Y7, Y13
-	VPADDD Y13, Y7, Y7
-	VPSLLQ $32, Y7, Y7
-	VPADDQ Y7, Y5, Y5
-	VPSHUFD $0xb1, Y10, Y13
-	VPADDD Y13, Y10, Y10
-	VPSLLQ $32, Y10, Y10
-	VPADDQ Y10, Y8, Y8
-	VPSHUFD $0xb1, Y11, Y13
-	VPADDD Y13, Y11, Y11
-	VPSLLQ $32, Y11, Y11
-	VPADDQ Y11, Y9, Y9
-	MOVQ add+40(FP), CX
-	TESTQ CX, CX
-	JZ store
-	VPADDQ (DX), Y0, Y0
-	VPADDQ 32(DX), Y1, Y1
-	VMOVDQU Y0, (DX)
-	VMOVDQU Y1, 32(DX)
-	ADDQ SI, DX
-	VPADDQ (DX), Y4, Y4
-	VPADDQ 32(DX), Y5, Y5
-	VMOVDQU Y4, (DX)
-	VMOVDQU Y5, 32(DX)
-	ADDQ SI, DX
-	VPADDQ (DX), Y8, Y8
-	VPADDQ 32(DX), Y9, Y9
-	VMOVDQU Y8, (DX)
-	VMOVDQU Y9, 32(DX)
-	VZEROUPPER
-	RET
-
-store:
-	VMOVDQU Y0, (DX)
-	VMOVDQU Y1, 32(DX)
-	ADDQ SI, DX
-	VMOVDQU Y4, (DX)
-	VMOVDQU Y5, 32(DX)
-	ADDQ SI, DX
-	VMOVDQU Y8, (DX)
-	VMOVDQU Y9, 32(DX)
-	VZEROUPPER
-	RET
-
-// func swapRows8AVX2(dst *uint64, src *uint64, rs int, kc int)
-//
-// For p < kc: copies the 8 words at src + p·rs words to dst + 16p words and
-// writes them again after that with their 32-bit halves swapped: the
-// one-pass packing of a full 8-column B panel for gemmMicro3x8AVX2
-// (packBSwap8).
-TEXT ·swapRows8AVX2(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ rs+16(FP), DX
-	SHLQ $3, DX
-	MOVQ kc+24(FP), CX
-	TESTQ CX, CX
-	JLE swapdone
-
-swaploop:
-	VMOVDQU (SI), Y0
-	VMOVDQU 32(SI), Y1
-	VPSHUFD $0xb1, Y0, Y2
-	VPSHUFD $0xb1, Y1, Y3
-	VMOVDQU Y0, (DI)
-	VMOVDQU Y1, 32(DI)
-	VMOVDQU Y2, 64(DI)
-	VMOVDQU Y3, 96(DI)
-	ADDQ DX, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ swaploop
-
-swapdone:
-	VZEROUPPER
-	RET
-
 // func transposeTile4AVX2(dst *uint64, src *uint64, ldd int, lds int, h int, w int)
 //
 // dst[j][i] = src[i][j] for i < h, j < w (both multiples of 4, positive),
@@ -775,17 +615,25 @@ trblocks:
 	VZEROUPPER
 	RET
 
-// func gemmMicro3x8AVX2Direct(kc int, a *uint64, b *uint64, c *uint64, ldc int, add int, ldb int)
+// func gemmMicro3x8AVX2(kc int, a *uint64, b *uint64, c *uint64, ldc int, add int, ldb int)
 //
-// gemmMicro3x8AVX2 with B read in place instead of from a packed panel:
-// row p of the 8-column block is the 8 words at b + p·ldb words, and its
-// swapped words are made per k step with two VPSHUFDs (Y13, Y14) rather
-// than packed beside it. Two shuffles more per 24 products, against packing
-// every B word (a copy and a swapped copy, 24 bytes written per word): the
-// better trade when A has few rows, so that each B word serves few
-// products. The row ldb·8 words ahead is prefetched (R13), since rows ldb
-// words apart defeat the hardware's stream prefetch.
-TEXT ·gemmMicro3x8AVX2Direct(SB), NOSPLIT, $0-56
+// c[3×8] = a·b (add == 0) or c[3×8] += a·b (add != 0) over Z_2^64 with
+// AVX2 32-bit lane multiplies: for words x = x0 + 2^32·x1,
+// a·b mod 2^64 = a0·b0 + 2^32·(a0·b1 + a1·b0 mod 2^32). a is kc groups of
+// 3 words (one A column); row p of b is the 8 words at b + p·ldb words (a
+// packed panel, ldb = 8, or B read in place). VPMULUDQ of a broadcast A
+// word and a B row gives a0·b0; VPMULLD of it and the row with its 32-bit
+// halves swapped (b1 + 2^32·b0, made once per k step by VPSHUFD into Y13,
+// Y14) gives the low 32 bits of a0·b1 and a1·b0 in the two halves of each
+// lane, summed there with VPADDD (mod 2^32 each). Two multiplies and two
+// adds per four products; the two shuffles per 24 products run beside the
+// multiplies, which bound the loop. Row i accumulates a0·b0 in Y(4i),
+// Y(4i+1) and the cross halves in Y(4i+2), Y(4i+3); the tile is the former
+// plus, per lane, (low + high half of the latter) << 32, once per tile.
+// Y12 holds the broadcast A word, Y15 the products. The row 8·ldb words
+// ahead is prefetched (R13): B read in place has rows ldb words apart,
+// which defeats the hardware's stream prefetch.
+TEXT ·gemmMicro3x8AVX2(SB), NOSPLIT, $0-56
 	MOVQ kc+0(FP), CX
 	MOVQ a+8(FP), AX
 	MOVQ b+16(FP), BX

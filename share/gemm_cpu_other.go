@@ -11,9 +11,6 @@ func splitRows16(dst, src []uint64, rs, kc int, split splitKind) {
 	splitRows16Generic(dst, src, rs, kc, split)
 }
 
-// swapRows8 is packBSwap8's full-panel copy from a row-major source.
-func swapRows8(dst, src []uint64, rs, kc int) { swapRows8Generic(dst, src, rs, kc) }
-
 // transposeTile4 is transposeBlock's aligned part.
 func transposeTile4(dst, src []uint64, ldd, lds, h, w int) {
 	transposeTile4Generic(dst, src, ldd, lds, h, w)

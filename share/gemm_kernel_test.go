@@ -13,14 +13,13 @@ import (
 // packPanels packs the mr×kc block a (row-major) and the kc×nr block b
 // (row-major) into impl's panel layout.
 func packPanels(impl *gemmImpl, a, b []uint64, kc int) (ap, bp []uint64) {
-	ap = make([]uint64, impl.mr*kc*impl.aWords())
-	bp = make([]uint64, impl.nr*kc*impl.bWords())
+	w := impl.words()
+	ap = make([]uint64, impl.mr*kc*w)
+	bp = make([]uint64, impl.nr*kc*w)
 	packA(ap, matView{data: a, rs: kc, cs: 1}, impl.mr, kc, impl.mr)
 	packB(bp, matView{data: b, rs: impl.nr, cs: 1}, kc, impl.nr, impl.nr)
-	if impl.aWords() == 2 {
+	if w == 2 {
 		splitWords(ap, impl.mr*kc, impl.mr, impl.split)
-	}
-	if impl.bWords() == 2 {
 		splitWords(bp, impl.nr*kc, impl.nr, impl.split)
 	}
 	return ap, bp
@@ -72,8 +71,8 @@ func TestMicroKernels(t *testing.T) {
 // against a direct construction.
 func TestSplitWords(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, split := range []splitKind{splitHigh32, splitIFMA, splitSwap32} {
-		for _, r := range []int{1, 4, 8, 16} {
+	for _, split := range []splitKind{splitHigh32, splitIFMA} {
+		for _, r := range []int{1, 4, 16} {
 			n := r * 7
 			src := randWords(rng, n, "edge")
 			buf := make([]uint64, 2*n)
@@ -83,11 +82,8 @@ func TestSplitWords(t *testing.T) {
 				for i := range r {
 					x := src[g*r+i]
 					want := x >> 32
-					switch split {
-					case splitIFMA:
+					if split == splitIFMA {
 						want = x&0xfff | (x>>52)<<32
-					case splitSwap32:
-						want = x<<32 | x>>32
 					}
 					if buf[2*g*r+i] != x || buf[2*g*r+r+i] != want {
 						t.Fatalf("split %d, r %d, group %d lane %d: got %#x, %#x; want %#x, %#x", split, r, g, i, buf[2*g*r+i], buf[2*g*r+r+i], x, want)
@@ -280,63 +276,34 @@ func TestRingKernelEnvChild(t *testing.T) {
 
 // TestPackSplit checks the one-pass split packing (packASplit, packBSplit)
 // against packing one word per element and splitting in place, for
-// row-major and transposed sources, full and edge panels: the 4×16 limb
-// and IFMA layouts, and the AVX2 kernel's 8-column B panels (splitSwap32,
-// A unsplit).
+// row-major and transposed sources, full and edge panels.
 func TestPackSplit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 1))
-	for _, sp := range []struct {
-		split splitKind
-		nr    int
-	}{{splitHigh32, 16}, {splitIFMA, 16}, {splitSwap32, 8}} {
-		split, nr := sp.split, sp.nr
-		for _, s := range []struct{ rows, kc, cols int }{{4, 5, 16}, {9, 3, 35}, {3, 7, 15}, {8, 128, 32}, {1, 1, 1}, {5, 9, 8}, {2, 4, 23}} {
+	for _, split := range []splitKind{splitHigh32, splitIFMA} {
+		for _, s := range []struct{ rows, kc, cols int }{{4, 5, 16}, {9, 3, 35}, {3, 7, 15}, {8, 128, 32}, {1, 1, 1}} {
 			x := randWords(rng, s.rows*s.kc, "edge")
 			xt := transpose(x, s.rows, s.kc)
-			if split.splitsA() {
-				for _, v := range []matView{{data: x, rs: s.kc, cs: 1}, {data: xt, rs: 1, cs: s.rows}} {
-					want := make([]uint64, 2*roundUp(s.rows, 4)*s.kc)
-					packA(want, v, s.rows, s.kc, 4)
-					splitWords(want, roundUp(s.rows, 4)*s.kc, 4, split)
-					got := make([]uint64, len(want))
-					packASplit(got, v, s.rows, s.kc, 4, split)
-					if !slices.Equal(got, want) {
-						t.Fatalf("packASplit split %d %v cs %d differs", split, s, v.cs)
-					}
+			for _, v := range []matView{{data: x, rs: s.kc, cs: 1}, {data: xt, rs: 1, cs: s.rows}} {
+				want := make([]uint64, 2*roundUp(s.rows, 4)*s.kc)
+				packA(want, v, s.rows, s.kc, 4)
+				splitWords(want, roundUp(s.rows, 4)*s.kc, 4, split)
+				got := make([]uint64, len(want))
+				packASplit(got, v, s.rows, s.kc, 4, split)
+				if !slices.Equal(got, want) {
+					t.Fatalf("packASplit split %d %v cs %d differs", split, s, v.cs)
 				}
 			}
 			y := randWords(rng, s.kc*s.cols, "edge")
 			yt := transpose(y, s.kc, s.cols)
 			for _, v := range []matView{{data: y, rs: s.cols, cs: 1}, {data: yt, rs: 1, cs: s.kc}} {
-				want := make([]uint64, 2*roundUp(s.cols, nr)*s.kc)
-				packB(want, v, s.kc, s.cols, nr)
-				splitWords(want, roundUp(s.cols, nr)*s.kc, nr, split)
-				got := randWords(rng, len(want), "full") // stale words are overwritten
-				packBSplit(got, v, s.kc, s.cols, nr, split)
+				want := make([]uint64, 2*roundUp(s.cols, 16)*s.kc)
+				packB(want, v, s.kc, s.cols, 16)
+				splitWords(want, roundUp(s.cols, 16)*s.kc, 16, split)
+				got := make([]uint64, len(want))
+				packBSplit(got, v, s.kc, s.cols, 16, split)
 				if !slices.Equal(got, want) {
-					t.Fatalf("packBSplit split %d nr %d %v cs %d differs", split, nr, s, v.cs)
+					t.Fatalf("packBSplit split %d %v cs %d differs", split, s, v.cs)
 				}
-			}
-		}
-	}
-}
-
-// TestSwapRows8 checks the AVX2 kernel's full-panel copy (assembly with
-// AVX2) against the portable loop, rows 37 words apart.
-func TestSwapRows8(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 5))
-	for _, kc := range []int{0, 1, 2, 129} {
-		src := randWords(rng, max(kc, 1)*37, "edge")
-		want := make([]uint64, 16*kc)
-		got := randWords(rng, 16*kc, "full")
-		swapRows8Generic(want, src, 37, kc)
-		swapRows8(got, src, 37, kc)
-		if !slices.Equal(got, want) {
-			t.Fatalf("kc %d: differs from the portable loop", kc)
-		}
-		for p := range kc {
-			if x := src[37*p+3]; want[16*p+3] != x || want[16*p+11] != x<<32|x>>32 {
-				t.Fatalf("kc %d: word (%d, 3) not copied and swapped", kc, p)
 			}
 		}
 	}
