@@ -45,9 +45,9 @@
 // The environment variable SELECTFORMER_RING_KERNEL (RingKernelEnv) forces
 // one by name, so that every kernel can be tested and timed on any CPU that
 // runs it; GODEBUG=cpu.avx512f=off hides AVX-512 from the choice (and from
-// AESCTR), as on a host without it. A name that is unknown or that the CPU cannot run is logged and makes
-// the cpu GEMM backend return the error. All kernels give bit-identical
-// results. A right-hand operand used many times (weights) can be packed once
+// AESCTR), as on a host without it. A name that is unknown or that the CPU
+// cannot run is logged and makes the cpu GEMM backend return the error. All
+// kernels give bit-identical results. A right-hand operand used many times (weights) can be packed once
 // with PackMatrix and multiplied with MatMulPackedInto.
 //
 // The protocols' whole products go through a GEMM backend (GEMM, GEMMBackend,
