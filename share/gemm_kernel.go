@@ -16,11 +16,11 @@ import (
 // "avx512-vpmuludq" (AVX-512 F, 32×32→64-bit limb multiplies),
 // "avx512-ifma" (AVX-512 IFMA, 52-bit multiply-adds), "avx2-vpmulld" (AVX2,
 // 32-bit lane multiplies) or "arm64-madd" (arm64, scalar multiply-adds).
-// Unset, empty or "auto"
-// chooses by CPU (see RingKernel). It is read once, when the package is
-// initialised; a name that is unknown, or that this CPU cannot run, leaves the
-// automatic choice in place, is logged at the first product, and makes the
-// cpu GEMM backend (GEMM, OpenGEMM("cpu")) return the error.
+// Unset, empty or "auto" chooses by CPU (see RingKernel). It is read once,
+// when the package is initialised; a name that is unknown, or that this CPU
+// cannot run, leaves the automatic choice in place, is logged at the first
+// product, and makes the cpu GEMM backend (GEMM, OpenGEMM("cpu")) return
+// the error.
 const RingKernelEnv = "SELECTFORMER_RING_KERNEL"
 
 // cpuInfo is what the automatic kernel choice looks at.
@@ -183,8 +183,9 @@ func activeKernel() *gemmImpl {
 
 // RingKernel returns the name of the micro-kernel the CPU ring GEMM runs in
 // this process ("avx512-vpmullq", "avx512-ifma", "avx512-vpmuludq",
-// "avx2-vpmulld", "arm64-madd" or "generic"), for logs and benchmark reports: the same product takes
-// different times with different kernels (the results are bit-identical).
+// "avx2-vpmulld", "arm64-madd" or "generic"), for logs and benchmark
+// reports: the same product takes different times with different kernels
+// (the results are bit-identical).
 func RingKernel() string { return activeImpl.Load().name }
 
 // RingKernels returns the names of the ring GEMM kernels this CPU can run,
