@@ -5,25 +5,23 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// ctrPaths runs f once per key-stream implementation this host can run:
-// VAES (where the CPU has it) and crypto/aes.
-func ctrPaths(t *testing.T, f func(t *testing.T)) {
-	saved := useVAES
-	defer func() { useVAES = saved }()
-	paths := []bool{false}
-	if saved {
-		paths = append(paths, true)
-	} else {
+// eachCTRPath runs f once per key-stream implementation this host can
+// run (ctrPaths: crypto/aes, and 256- and 512-bit VAES where the CPU has
+// them), with keys made under that path.
+func eachCTRPath(t *testing.T, f func(t *testing.T)) {
+	saved := ctrPath
+	defer func() { ctrPath = saved }()
+	paths := ctrPaths()
+	if len(paths) == 1 {
 		t.Log("no VAES on this CPU: only the crypto/aes path is tested")
 	}
-	for _, v := range paths {
-		useVAES = v
-		t.Run(fmt.Sprintf("vaes=%v", v), f)
+	for _, p := range paths {
+		ctrPath = p
+		t.Run(ctrPathNames[p], f)
 	}
 }
 
@@ -43,7 +41,7 @@ func TestAESCTRMatchesCryptoCTR(t *testing.T) {
 		{"low word wraps late", 9, ^uint64(0) - 1500},
 		{"both words wrap", ^uint64(0), ^uint64(0) - 40},
 	}
-	ctrPaths(t, func(t *testing.T) {
+	eachCTRPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(27, 1))
 		for _, c := range ivs {
 			t.Run(c.name, func(t *testing.T) {
@@ -95,15 +93,12 @@ func TestNewAESKeyLength(t *testing.T) {
 
 // BenchmarkAESCTR times the key stream into a 64 KiB buffer on each path.
 func BenchmarkAESCTR(b *testing.B) {
-	saved := useVAES
-	defer func() { useVAES = saved }()
-	k, _ := NewAESKey(make([]byte, 16))
-	for _, v := range []bool{false, true} {
-		if v && !saved {
-			continue
-		}
-		useVAES = v
-		b.Run(fmt.Sprintf("vaes=%v", v), func(b *testing.B) {
+	saved := ctrPath
+	defer func() { ctrPath = saved }()
+	for _, p := range ctrPaths() {
+		ctrPath = p
+		k, _ := NewAESKey(make([]byte, 16))
+		b.Run(ctrPathNames[p], func(b *testing.B) {
 			s := k.CTR([16]byte{})
 			dst := make([]byte, 64<<10)
 			b.SetBytes(int64(len(dst)))

@@ -47,8 +47,8 @@ func (s Seed) Derive(label string) Seed {
 }
 
 // PRG expands a seed into a stream of uniformly random ring words with
-// AES-128 in counter mode (AESCTR: VAES where the CPU has it, else AES-NI
-// on amd64 and arm64). Streams for distinct
+// AES-128 in counter mode (AESCTR: 512- or 256-bit VAES where the CPU has
+// it, else AES-NI on amd64 and arm64). Streams for distinct
 // (seed, domain) pairs are independent; the same pair always yields the same
 // stream, on every host (words are read little-endian).
 // A PRG is not safe for concurrent use.

@@ -67,20 +67,3 @@ func TransposeMatrix(dst, src []uint64, m, n int) error {
 	return nil
 }
 
-// transposeBlock is TransposeMatrix on sizes already checked (moved from
-// gemm.go unchanged; TransposeLast2 calls it per matrix).
-func transposeBlock(dst, src []uint64, m, n int) {
-	const tile = 32
-	for i0 := 0; i0 < m; i0 += tile {
-		i1 := min(i0+tile, m)
-		for j0 := 0; j0 < n; j0 += tile {
-			j1 := min(j0+tile, n)
-			for i := i0; i < i1; i++ {
-				row := src[i*n : i*n+n]
-				for j := j0; j < j1; j++ {
-					dst[j*m+i] = row[j]
-				}
-			}
-		}
-	}
-}
