@@ -66,4 +66,3 @@ func TransposeMatrix(dst, src []uint64, m, n int) error {
 	transposeBlock(dst, src, m, n)
 	return nil
 }
-
