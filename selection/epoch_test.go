@@ -351,7 +351,7 @@ func TestCheckEpoch(t *testing.T) {
 // sizes or loop bounds (epoch, sequence length, the resume summary's
 // phases, batch numbers and epochs) are refused out of range.
 func TestCheckPeerHello(t *testing.T) {
-	p := testParams().withDefaults() // 230 candidates in batches of 16: 15 batches
+	p := testParams().WithDefaults() // 230 candidates in batches of 16: 15 batches
 	base := func() hello {
 		return hello{Epoch: 3, Seq: 16, Resume: summary{SeedHash: "x", BootstrapDone: true,
 			Phases: []phaseSummary{{Done: true}, {Batches: []int{0, 3, 14}, Epochs: []uint64{1, 2, 2}}}}}

@@ -129,7 +129,7 @@ var (
 
 // plainSchedule runs the schedule in the clear on value(phase, idx).
 func plainSchedule(p Params, boot []int, value func(phase, idx int) float64) [][]int {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	cand := candidates(p.PoolSize, boot)
 	var out [][]int
 	for i := range p.Schedule {

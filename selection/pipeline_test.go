@@ -146,7 +146,7 @@ func TestPipelineModesSelectAlike(t *testing.T) {
 				if r.Appraisal.Mean != ref[0].Appraisal.Mean {
 					t.Errorf("party %d: mean entropy %v, pipeline off %v: the entropies differ", party, r.Appraisal.Mean, ref[0].Appraisal.Mean)
 				}
-				p := []Params{c.p0, c.p1}[party].withDefaults()
+				p := []Params{c.p0, c.p1}[party].WithDefaults()
 				prefetched := 0
 				for i, ps := range r.Phases {
 					prefetched += ps.Prefetched
