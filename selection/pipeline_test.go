@@ -316,15 +316,3 @@ func TestSecurePipelineOnOff(t *testing.T) {
 		t.Fatalf("phase 0 off %+v, on %+v", off.Phases[0], on.Phases[0])
 	}
 }
-
-// nearTieSwaps returns how many members of a are not in b (two selections
-// of the same size: the swaps between them).
-func nearTieSwaps(a, b []int) int {
-	n := 0
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			n++
-		}
-	}
-	return n + max(0, len(b)-len(a))
-}

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/examples/dataset"
-	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -118,25 +116,7 @@ func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 				return nil, ctx.Err()
 			}
 		}
-		var x *share.Tensor
-		var err error
-		if s.Party() == 0 {
-			x, err = s.ShareInput(1, nil, len(idx))
-		} else {
-			xs := make([]float64, len(idx))
-			for j, i := range idx {
-				xs[j] = v.value(phase, i)
-			}
-			enc, err := v.fp.EncodeTensor(xs, len(xs))
-			if err != nil {
-				return nil, err
-			}
-			x, err = s.ShareInput(1, enc)
-		}
-		if err != nil || !v.square {
-			return x, err
-		}
-		return s.SquareFixed(ctx, x)
+		return sessiontest.ShareValues(ctx, s, v.fp, phase, idx, v.value, v.square)
 	}), nil
 }
 
@@ -152,11 +132,7 @@ func (f forwardFunc) Forward(ctx context.Context, s *protocol.Session, idx []int
 type weightEvaluator struct{ *valueEvaluator }
 
 func (w weightEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (selection.Forwarder, error) {
-	var g *share.Tensor
-	if s.Party() == 0 {
-		g, _ = share.FromData([]uint64{1, 2, 3, 4}, 4)
-	}
-	if _, err := s.ShareVector(ctx, wb, g, 4); err != nil {
+	if err := sessiontest.ShareWeights(ctx, s, wb); err != nil {
 		return nil, err
 	}
 	return w.valueEvaluator.Prepare(ctx, s, phase, arch, wb)
@@ -167,6 +143,13 @@ func evaluator(p int) weightEvaluator {
 	return weightEvaluator{&valueEvaluator{party: p, value: shifted, square: true, fp: share.DefaultFixedPoint}}
 }
 
+// The helpers shared with selection's tests (testharness/sessiontest).
+var (
+	common       = sessiontest.Common
+	nearTieSwaps = sessiontest.NearTieSwaps
+	randomWords  = sessiontest.RandomWords
+)
+
 // pair runs f as both parties of a twoparty.Run (a Pipe with an in-process
 // dealer of the given seeds) and returns each party's error.
 func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error) [2]error {
@@ -175,46 +158,6 @@ func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party i
 		return struct{}{}, f(ctx, p.ID, p.Conn, p.Provider)
 	})
 	return r.Err
-}
-
-// randomWords hands add the words of m that are uniformly random (a bit
-// pair's padding and a wrap pair's wrap bit left out).
-func randomWords(q beaver.Request, m beaver.Material, add func([]uint64)) {
-	for i, p := range m.Parts {
-		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(p) > 0 {
-			p = p[:len(p)-1]
-		}
-		if m.Kind == beaver.KindWrap && i == 2 {
-			continue
-		}
-		add(p)
-	}
-}
-
-// common counts the words of b that are also in a.
-func common(a, b []uint64) int {
-	set := make(map[uint64]bool, len(a))
-	for _, w := range a {
-		set[w] = true
-	}
-	n := 0
-	for _, w := range b {
-		if set[w] {
-			n++
-		}
-	}
-	return n
-}
-
-// nearTieSwaps counts the indices of a not in b (and b's surplus).
-func nearTieSwaps(a, b []int) int {
-	n := 0
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			n++
-		}
-	}
-	return n + max(0, len(b)-len(a))
 }
 
 // loadState reads party's checkpoint in dir with its batch files (the
@@ -258,41 +201,17 @@ type secureFixture struct {
 
 func newSecureFixture(t *testing.T) *secureFixture {
 	t.Helper()
-	set, err := dataset.MNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 96
-	sub, err := set.Subset(dataset.Indices(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := model.Config{Family: model.ViT, Hidden: 16, Heads: 2, Layers: 2, Intermediate: 32, LayerNormEps: 1e-12, HiddenAct: "gelu",
-		ImageSize: 28, PatchSize: 7, NumChannels: 1, Labels: model.DefaultLabels(10)}
-	target, err := model.New(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &secureFixture{pool: model.NormalizeImages(sub.Images, 1), labels: sub.Labels, target: target,
-		p: selection.Params{PoolSize: n, Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
+	pool, labels, target := sessiontest.TinyViT(t, 96)
+	return &secureFixture{pool: pool, labels: labels, target: target,
+		p: selection.Params{PoolSize: pool.Len(), Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
 			Schedule: []selection.Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 8}}}},
-		gen: proxy.Config{Plain: true, Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 8, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 1, BatchSize: 8, LR: 5e-4},
-			Points: 2000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 1}, Seed: 3, Logger: quiet()}}
+		gen: sessiontest.PlainGeneration(quiet())}
 }
 
 // owners are the fixture's two parties, on the fixed coins.
 func (f *secureFixture) owners(dirs [2]string) (*selection.ModelOwner, *selection.DataOwner) {
 	mo := &selection.ModelOwner{Params: f.p, Target: f.target, Generate: f.gen, Logger: quiet(), StateDir: dirs[0],
-		Label: func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
-			if in.Len() != len(idx) {
-				return nil, fmt.Errorf("%d inputs for %d indices", in.Len(), len(idx))
-			}
-			out := make([]int, len(idx))
-			for j, i := range idx {
-				out[j] = f.labels[i]
-			}
-			return out, nil
-		}}
+		Label: sessiontest.Labels(f.labels)}
 	do := &selection.DataOwner{Params: f.p, Pool: f.pool, Embedding: f.target, Logger: quiet(), StateDir: dirs[1]}
 	coins := fixedCoins()
 	testhook.SetCoinSource(mo, coins[0])
