@@ -67,7 +67,7 @@ type ForwardRun struct {
 	Pool             model.Input
 	Embedding        *model.Model
 	OwnEmbeddingHash string
-	// StateDir holds the run's checkpoint (required).
+	// StateDir holds the run's checkpoint and high-water marks (required).
 	StateDir string
 	// Logger receives progress (slog.Default() when nil).
 	Logger *slog.Logger
@@ -146,8 +146,11 @@ func FinishedFile(dir string, party int) string {
 // reason code) and closes conn.
 func (f *ForwardRun) Run(ctx context.Context, conn *transport.Conn, prov beaver.Provider, h ForwardHooks) (*ForwardResult, error) {
 	out := &ForwardResult{}
-	if f == nil || h.Hello == nil || h.Reached == nil || h.Finish == nil {
+	switch {
+	case f == nil || h.Hello == nil || h.Reached == nil || h.Finish == nil:
 		return out, fmt.Errorf("selection: forward run: nil run or hook")
+	case f.StateDir == "":
+		return out, fmt.Errorf("selection: forward run: a StateDir is required (a run again must know which correlated randomness it drew)")
 	}
 	r := &forwardRun{f: f, h: h, runner: newRunner(f.Party, f.Params, conn, prov, f.Logger, nil, &checkpointStore{dir: f.StateDir, party: f.Party})}
 	if conn != nil {
