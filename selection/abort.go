@@ -204,6 +204,19 @@ func withCode(code AbortCode, err error) error {
 	return &codedError{code: code, err: err}
 }
 
+// WithAbortCode gives err the abort code code (nil stays nil): a run that
+// fails with it, or with an error wrapping it, tells the peer code. A
+// ShardRunner marks so, for instance, a worker's answer that broke the
+// internal protocol (AbortProtocol).
+func WithAbortCode(code AbortCode, err error) error { return withCode(code, err) }
+
+// AbortCodeOf returns the abort code a run that fails with err tells its
+// peer (AbortInternal for an error of no public class).
+func AbortCodeOf(err error) AbortCode {
+	code, _ := classifyAbort(err)
+	return code
+}
+
 // classifyAbort returns the abort code of a failed run's error (and the
 // mismatched field of a handshake mismatch). Anything not of a public
 // class is AbortInternal.

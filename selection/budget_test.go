@@ -260,7 +260,7 @@ func TestDealerBudgetShapes(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := c.p.withDefaults()
+			p := c.p.WithDefaults()
 			perCmp, err := compareBlockWork(ctx, p.FixedPoint)
 			if err != nil {
 				t.Fatal(err)

@@ -260,51 +260,30 @@
 // # Sharding
 //
 // A selection may run each phase's secure forward on K worker pairs
-// (ModelOwner.Shards and DataOwner.Shards, a ShardRunner: WorkerPool hands
-// the jobs to the party's Worker processes over its internal, mutually
-// authenticated connections). The coordinators — the two Runs — keep
-// everything else: handshake (whose hello carries K: a mismatch is a
-// MismatchError of field "shards"), coin, bootstrap, proxies,
-// architectures, QuickSelect at full size, appraisal and checkpoints. In
-// phase i the surviving candidates are cut into K contiguous shards at
-// batch boundaries (ShardSpan, public), and the model owner's worker k and
-// the data owner's worker k run shard k over their own connection, in
-// their own dealer session (derived from the coin, i, k and K: no two
-// pairs, and no pair and the coordinators, share a word), with a pair
-// handshake in the clear (public facts only: hashes of the session, the
-// candidates, the architecture and the parameters; phase, k, K, epoch and
-// the numbers of the checkpointed batches), their own epochs, high-water
-// marks and per-job checkpoint (a restarted worker resumes its shard
-// without redoing a finished batch or drawing a word twice); the model
-// owner's worker shares the phase's weights with its own masks. A worker
-// draws at an epoch only once its coordinator has written it into its
-// checkpoint (Job.Reached, State.ShardFloors), and every job carries the
-// highest such epoch (Job.Floor), above which the worker runs: a worker
-// back with an empty directory, whatever epoch its peer announces, draws
-// no word of an earlier life (TestShardWorkerEmptyDirDrawsNothingTwice,
-// TestShardCoordinatorRestartKeepsFloors). Each
-// worker hands its party's shares of the shard's entropies to its own
-// coordinator, which checkpoints them as the phase's batches (a restarted
-// coordinator does not send a recorded shard again). Nothing new crosses
-// between the parties: the coordinators' clear messages are an unsharded
-// run's (the hello longer by K), and the pairs' are their hellos
-// (TestShardedTranscript). A worker whose pair connection fails (its peer
-// worker died) runs the job again on a new connection with a new epoch,
-// from its checkpoint (Worker.Retries); a coordinator whose worker's
-// connection drops waits for the worker to come back and sends the job
-// again (WorkerPool.Wait); a job both workers of the pair had finished
-// (both said "done") is answered from the worker's checkpoint without its
-// peer, which does not run it again. After the run the coordinator tells its workers
-// the selection is done (WorkerPool.Done), also a worker that reconnects
-// afterwards, and may wait until every one has been told
-// (WorkerPool.AwaitDone). The selection equals an unsharded run's with the
-// same coin up to the fixed-point near-ties of probabilistic truncation
-// (the pairs draw other correlated randomness). Each worker reports
-// its figures for its job with its shares (ShardStats: the pair link's
-// traffic, its dealer traffic, rounds, attempts, wall time), and a sharded
-// phase's PhaseStats add them to the coordinator's own (see PhaseStats:
-// bytes summed over the coordinators' link and every pair's, the forward's
-// rounds the largest pair's).
+// (ModelOwner.Shards and DataOwner.Shards, a ShardRunner: package
+// selection/shard's Workers hand each phase's jobs to the party's worker
+// processes over internal, mutually authenticated connections, and its
+// Worker runs them). The coordinators — the two Runs — keep everything
+// else: handshake (whose hello carries K: a mismatch is a MismatchError of
+// field "shards"), coin, bootstrap, proxies, architectures, QuickSelect at
+// full size, appraisal and checkpoints. A ShardRunner sees a phase as a
+// ShardedPhase: its public facts, this party's coin, and the only ways
+// into the coordinator's checkpoint: Record (each batch checked — its
+// number, size and epoch — and checkpointed), Floor and RaiseFloor (the
+// highest epoch at which a job's worker may have drawn, per dealer
+// session: State.ShardFloors, written before the worker draws there) and
+// AddStats (the workers' figures, bounded: ShardStats.Check); a batch it
+// leaves unrecorded fails the phase. Each worker pair runs its shard as a
+// ForwardRun, which keeps a run's guarantees (an epoch counted and
+// persisted before anything is said, never at or below its Floor,
+// persistent high-water marks, nothing drawn at the agreed epoch before
+// ForwardHooks.Reached recorded it, every batch checkpointed, an abort in
+// public words), with the pair's own handshake and close as hooks. A
+// sharded phase's PhaseStats add the workers' figures (ShardStats: bytes
+// summed over the coordinators' link and every pair's, the forward's
+// rounds the largest pair's). Package selection/shard's comment says the
+// rest: the jobs, their dealer sessions, retries, restarts and what
+// crosses between the parties.
 //
 // # Progress
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
 	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -24,11 +25,7 @@ import (
 type weightEvaluator struct{ *valueEvaluator }
 
 func (w weightEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {
-	var g *share.Tensor
-	if s.Party() == 0 {
-		g, _ = share.FromData([]uint64{1, 2, 3, 4}, 4)
-	}
-	if _, err := s.ShareVector(ctx, wb, g, 4); err != nil {
+	if err := sessiontest.ShareWeights(ctx, s, wb); err != nil {
 		return nil, err
 	}
 	return w.valueEvaluator.Prepare(ctx, s, phase, arch, wb)
@@ -81,21 +78,6 @@ func epochRunOn(t *testing.T, free bool, dirs [2]string, failAfter [2]int, setup
 		return err
 	})
 	return res, errs, rec
-}
-
-// common counts the words of b that occur in a.
-func common(a, b []uint64) int {
-	set := make(map[uint64]bool, len(a))
-	for _, w := range a {
-		set[w] = true
-	}
-	n := 0
-	for _, w := range b {
-		if set[w] {
-			n++
-		}
-	}
-	return n
 }
 
 // stateEpoch reads party's checkpointed epoch in dirs.
@@ -351,7 +333,7 @@ func TestCheckEpoch(t *testing.T) {
 // sizes or loop bounds (epoch, sequence length, the resume summary's
 // phases, batch numbers and epochs) are refused out of range.
 func TestCheckPeerHello(t *testing.T) {
-	p := testParams().withDefaults() // 230 candidates in batches of 16: 15 batches
+	p := testParams().WithDefaults() // 230 candidates in batches of 16: 15 batches
 	base := func() hello {
 		return hello{Epoch: 3, Seq: 16, Resume: summary{SeedHash: "x", BootstrapDone: true,
 			Phases: []phaseSummary{{Done: true}, {Batches: []int{0, 3, 14}, Epochs: []uint64{1, 2, 2}}}}}

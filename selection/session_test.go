@@ -32,23 +32,6 @@ func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Mater
 	return m, nil
 }
 
-// randomWords hands add the parts of m (drawn for q) whose words are
-// uniformly random, so that two draws share none of them but by drawing
-// the same material: the tail word of packed bits (its high bits cleared)
-// and the wrap pairs' shares of u·v·2^(64−f) (f random bits a word) are
-// left out.
-func randomWords(q beaver.Request, m beaver.Material, add func([]uint64)) {
-	for i, p := range m.Parts {
-		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(p) > 0 {
-			p = p[:len(p)-1]
-		}
-		if m.Kind == beaver.KindWrap && i == 2 {
-			continue
-		}
-		add(p)
-	}
-}
-
 // netRun runs one selection between the two parties over a Pipe, each with
 // a networked dealer client of srv (over its own Pipe) wrapped in a
 // recorder.

@@ -67,8 +67,9 @@ type State struct {
 	// a job it dispatched (the session's 64 hex digits), of the highest
 	// epoch at which its worker may have drawn correlated randomness for
 	// the job: raised and written before the worker draws at an epoch
-	// (Job.Reached) and never trimmed, so that a worker that comes back
-	// with an empty or older directory starts above it (Job.Floor).
+	// (ShardedPhase.RaiseFloor) and never trimmed, so that a worker that
+	// comes back with an empty or older directory starts above it
+	// (ShardedPhase.Floor, ForwardRun.Floor).
 	ShardFloors map[string]uint64 `json:"shard_floors,omitempty"`
 }
 

@@ -54,7 +54,7 @@ type runner struct {
 }
 
 func newRunner(party int, p Params, conn *transport.Conn, prov beaver.Provider, log *slog.Logger, onProgress func(Progress), store *checkpointStore) *runner {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	return &runner{party: party, p: p, conn: conn, prov: prov, log: log, onProgress: onProgress, store: store}
 }
 

@@ -43,6 +43,7 @@ import (
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/shard"
 )
 
 // summary is the first line of -h.
@@ -115,15 +116,15 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
 	if sf.Shards >= 2 {
-		pool, ln, err := pt.ServeWorkers(ctx, 1, sf.Shards, sf.WorkersListen, func(a net.Addr) {
+		workers, ln, err := pt.ServeWorkers(ctx, 1, sf.Shards, sf.WorkersListen, func(a net.Addr) {
 			fmt.Fprintf(stdout, "dataowner workers listening %s\n", a)
 		})
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
-		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
-		do.Shards = pool
+		defer workers.Close() // after a failure: the workers wait for a restarted coordinator
+		do.Shards = workers
 	}
 	prog.Step("connecting to the dealer and the model owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
@@ -135,7 +136,7 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	prog.Step("handshake with the model owner, who then labels the bootstrap sample and generates the proxies")
 	res, err := do.Run(ctx, conn, prov)
 	if err == nil && do.Shards != nil {
-		do.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
+		do.Shards.(*shard.Workers).Done(ctx) // the workers exit
 	}
 	if err != nil {
 		return party.StopError(ctx, err, "dataowner", *state, prog, log)
@@ -145,7 +146,7 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if do.Shards != nil {
 		// A worker not connected at the end (restarting) is told "done" as
 		// it reconnects: wait for it, at most -connect-timeout.
-		_ = pt.AwaitWorkers(ctx, do.Shards.(*selection.WorkerPool))
+		_ = pt.AwaitWorkers(ctx, do.Shards.(*shard.Workers))
 	}
 	return err
 }
@@ -168,6 +169,6 @@ func dataOwnerWorker(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, s
 	if err != nil {
 		return err
 	}
-	w := &selection.Worker{Party: 1, Shard: k, Pool: in, Embedding: emb, StateDir: state, Logger: pt.Logger}
+	w := &shard.Worker{Party: 1, Shard: k, Pool: in, Embedding: emb, StateDir: state, Logger: pt.Logger}
 	return pt.RunWorker(ctx, w, 1, sf.Coordinator, stdout, "dataowner")
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/shard"
 )
 
 // summary is the first line of -h.
@@ -172,15 +173,15 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		mo.Target, mo.Generate, mo.Label = target, gen, label
 	}
 	if sf.Shards >= 2 {
-		pool, ln, err := pt.ServeWorkers(ctx, 0, sf.Shards, sf.WorkersListen, func(a net.Addr) {
+		workers, ln, err := pt.ServeWorkers(ctx, 0, sf.Shards, sf.WorkersListen, func(a net.Addr) {
 			fmt.Fprintf(stdout, "modelowner workers listening %s\n", a)
 		})
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
-		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
-		mo.Shards = pool
+		defer workers.Close() // after a failure: the workers wait for a restarted coordinator
+		mo.Shards = workers
 	}
 	prog.Step("connecting to the dealer and the data owner")
 	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
@@ -192,7 +193,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	prog.Step("handshake and joint coin with the data owner")
 	res, err := mo.Run(ctx, conn, prov)
 	if err == nil && mo.Shards != nil {
-		mo.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
+		mo.Shards.(*shard.Workers).Done(ctx) // the workers exit
 	}
 	if err != nil {
 		return party.StopError(ctx, err, "modelowner", *state, prog, log)
@@ -202,7 +203,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if mo.Shards != nil {
 		// A worker not connected at the end (restarting) is told "done" as
 		// it reconnects: wait for it, at most -connect-timeout.
-		_ = pt.AwaitWorkers(ctx, mo.Shards.(*selection.WorkerPool))
+		_ = pt.AwaitWorkers(ctx, mo.Shards.(*shard.Workers))
 	}
 	return err
 }
@@ -221,6 +222,6 @@ func modelOwnerWorker(ctx context.Context, pflags *peer.PartyFlags, sf *peer.Sha
 	if err != nil {
 		return err
 	}
-	w := &selection.Worker{Party: 0, Shard: k, StateDir: state, Logger: pt.Logger}
+	w := &shard.Worker{Party: 0, Shard: k, StateDir: state, Logger: pt.Logger}
 	return pt.RunWorker(ctx, w, 0, sf.Coordinator, stdout, "modelowner")
 }

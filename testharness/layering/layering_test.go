@@ -18,27 +18,29 @@ const module = "github.com/selectformer/selectformer/"
 // import packages of a lower layer, never one of its own layer or above. A
 // library package missing here fails the test: place it when you add it.
 var layer = map[string]int{
-	"internal/prio":          0,
-	"internal/atomicfile":    0,
-	"internal/strictjson":    0,
-	"share/internal/cudadrv": 0,
-	"share":                  1,
-	"transport":              2,
-	"beaver":                 3,
-	"beaver/ot":              4,
-	"beaver/he":              3, // below beaver/ot, which runs it (ot.LinearHE)
-	"protocol":               5,
-	"nn":                     1,
-	"nn/safetensors":         2,
-	"nn/wordpiece":           2,
-	"nn/model":               3,
-	"mlp":                    4,
-	"proxy":                  6,
-	"proxy/secure":           7,
-	"selection/topk":         7,
-	"selection/lanes":        7,
-	"selection/pool":         7,
-	"selection":              8,
+	"internal/prio":               0,
+	"internal/atomicfile":         0,
+	"internal/strictjson":         0,
+	"share/internal/cudadrv":      0,
+	"share":                       1,
+	"transport":                   2,
+	"beaver":                      3,
+	"beaver/ot":                   4,
+	"beaver/he":                   3, // below beaver/ot, which runs it (ot.LinearHE)
+	"protocol":                    5,
+	"nn":                          1,
+	"nn/safetensors":              2,
+	"nn/wordpiece":                2,
+	"nn/model":                    3,
+	"mlp":                         4,
+	"proxy":                       6,
+	"proxy/secure":                7,
+	"selection/topk":              7,
+	"selection/lanes":             7,
+	"selection/pool":              7,
+	"selection":                   8,
+	"selection/shard":             9, // above selection, whose ShardRunner and ForwardRun it implements and runs
+	"selection/internal/testhook": 0,
 }
 
 // parentImports names every import of a package by a package above it in
@@ -46,12 +48,14 @@ var layer = map[string]int{
 // each one a decision: such an import also points down in layer, and one
 // not named here fails even where the layers would allow it. A package
 // missing here imports nothing of its ancestors: selection/topk,
-// selection/lanes and selection/pool nothing of selection, beaver/he
+// selection/lanes, selection/pool and selection/internal/testhook
+// nothing of selection, beaver/he
 // nothing of beaver, nn/safetensors and nn/wordpiece nothing of nn.
 var parentImports = map[string][]string{
-	"beaver/ot":    {"beaver"}, // it registers its generators with beaver's Provider core
-	"nn/model":     {"nn"},     // transformer models built from nn's layers
-	"proxy/secure": {"proxy"},  // the secure forward of proxy's proxies
+	"beaver/ot":       {"beaver"},    // it registers its generators with beaver's Provider core
+	"nn/model":        {"nn"},        // transformer models built from nn's layers
+	"proxy/secure":    {"proxy"},     // the secure forward of proxy's proxies
+	"selection/shard": {"selection"}, // a sharded phase's jobs and workers, behind selection's ShardRunner and ForwardRun
 }
 
 // outside are the trees that are not library packages: harnesses, demo

@@ -1,7 +1,10 @@
-// Package sessiontest holds the test helpers that the tests of selection
-// and selection/topk share: a pair of protocol sessions over the
-// in-process two-party runner, the data owner's sharing of its values, and
-// the plaintext reference of the top-k.
+// Package sessiontest holds the test helpers that the tests of selection,
+// selection/topk and selection/shard share: a pair of protocol sessions
+// over the in-process two-party runner, the data owner's sharing of its
+// values, the plaintext reference of the top-k, and the fixtures of whole
+// selections (the substitute forward's body, the weights it shares, the
+// words of correlated randomness two runs must not share, the tiny ViT on
+// MNIST of the secure tests and its proxy generation).
 package sessiontest
 
 import (

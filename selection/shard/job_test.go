@@ -1,18 +1,21 @@
-package selection
+package shard
 
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
 )
 
-func TestShardSpan(t *testing.T) {
+func TestSpan(t *testing.T) {
 	cases := []struct {
 		n, bs, K int
 		want     [][2]int
@@ -28,9 +31,9 @@ func TestShardSpan(t *testing.T) {
 		var got [][2]int
 		next := 0
 		for k := range c.K {
-			lo, hi := ShardSpan(c.n, c.bs, c.K, k)
+			lo, hi := Span(c.n, c.bs, c.K, k)
 			if lo != next || lo%c.bs != 0 || hi < lo {
-				t.Errorf("ShardSpan(%d, %d, %d, %d) = [%d, %d): not contiguous at a batch boundary", c.n, c.bs, c.K, k, lo, hi)
+				t.Errorf("Span(%d, %d, %d, %d) = [%d, %d): not contiguous at a batch boundary", c.n, c.bs, c.K, k, lo, hi)
 			}
 			next = hi
 			got = append(got, [2]int{lo, hi})
@@ -40,8 +43,8 @@ func TestShardSpan(t *testing.T) {
 		}
 	}
 	for _, bad := range [][4]int{{-1, 16, 2, 0}, {10, 0, 2, 0}, {10, 16, 0, 0}, {10, 16, 2, 2}, {10, 16, 2, -1}, {10, 16, MaxShards + 1, 0}} {
-		if lo, hi := ShardSpan(bad[0], bad[1], bad[2], bad[3]); lo != 0 || hi != 0 {
-			t.Errorf("ShardSpan%v = [%d, %d), want empty", bad, lo, hi)
+		if lo, hi := Span(bad[0], bad[1], bad[2], bad[3]); lo != 0 || hi != 0 {
+			t.Errorf("Span%v = [%d, %d), want empty", bad, lo, hi)
 		}
 	}
 }
@@ -49,10 +52,10 @@ func TestShardSpan(t *testing.T) {
 // testJob is a valid job: shard 1 of 2 of phase 1 of testParams' 230
 // candidates.
 func testJob() *Job {
-	p := testParams().withDefaults()
+	p := testParams().WithDefaults()
 	cand := candidates(p.PoolSize, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
-	lo, hi := ShardSpan(len(cand), p.BatchSize, 2, 1)
-	return &Job{Version: ProtocolVersion, Party: 1, Params: p, Session: shardSession(share.Seed{1}, 0, 1, 2), Phase: 0, Shard: 1,
+	lo, hi := Span(len(cand), p.BatchSize, 2, 1)
+	return &Job{Version: selection.ProtocolVersion, Party: 1, Params: p, Session: jobSession(share.Seed{1}, 0, 1, 2), Phase: 0, Shard: 1,
 		Shards: 2, PhaseCandidates: len(cand), FirstBatch: lo / p.BatchSize, Candidates: cand[lo:hi], EmbeddingHash: "emb"}
 }
 
@@ -126,26 +129,26 @@ func TestJobRoundTripAndRefusals(t *testing.T) {
 	}
 }
 
-func TestShardResultChecked(t *testing.T) {
+func TestResultChecked(t *testing.T) {
 	j := testJob()
 	p := j.Params
-	var r ShardResult
+	var r Result
 	for b := j.FirstBatch; b < 15; b++ {
 		lo, hi := b*p.BatchSize, min((b+1)*p.BatchSize, j.PhaseCandidates)
-		r.Batches = append(r.Batches, BatchShares{Batch: b, Epoch: 1, Shares: make([]uint64, hi-lo)})
+		r.Batches = append(r.Batches, selection.BatchShares{Batch: b, Epoch: 1, Shares: make([]uint64, hi-lo)})
 	}
 	if _, err := decodeResult(encodeResult(&r), j); err != nil {
 		t.Fatal(err)
 	}
-	bad := []func(r *ShardResult){
-		func(r *ShardResult) { r.Batches = r.Batches[1:] },
-		func(r *ShardResult) { r.Batches[0].Batch = 0 },
-		func(r *ShardResult) { r.Batches[0].Epoch = 0 },
-		func(r *ShardResult) { r.Batches[1].Shares = r.Batches[1].Shares[1:] },
-		func(r *ShardResult) { r.Batches[0], r.Batches[1] = r.Batches[1], r.Batches[0] },
+	bad := []func(r *Result){
+		func(r *Result) { r.Batches = r.Batches[1:] },
+		func(r *Result) { r.Batches[0].Batch = 0 },
+		func(r *Result) { r.Batches[0].Epoch = 0 },
+		func(r *Result) { r.Batches[1].Shares = r.Batches[1].Shares[1:] },
+		func(r *Result) { r.Batches[0], r.Batches[1] = r.Batches[1], r.Batches[0] },
 	}
 	for i, f := range bad {
-		c := ShardResult{Batches: slices.Clone(r.Batches)}
+		c := Result{Batches: slices.Clone(r.Batches)}
 		f(&c)
 		if _, err := decodeResult(encodeResult(&c), j); err == nil {
 			t.Errorf("case %d: accepted", i)
@@ -174,16 +177,17 @@ func FuzzDecodeJob(f *testing.F) {
 		if err != nil {
 			return
 		}
-		lo, hi := ShardSpan(j.PhaseCandidates, j.Params.withDefaults().BatchSize, j.Shards, j.Shard)
-		if len(j.Candidates) != hi-lo || j.Shard >= j.Shards || j.Shards > MaxShards || j.Floor > MaxEpoch-2 {
+		lo, hi := Span(j.PhaseCandidates, j.Params.WithDefaults().BatchSize, j.Shards, j.Shard)
+		if len(j.Candidates) != hi-lo || j.Shard >= j.Shards || j.Shards > MaxShards || j.Floor > selection.MaxEpoch-2 {
 			t.Fatalf("accepted an inconsistent job: %+v", j)
 		}
 	})
 }
 
 func TestComparePairHello(t *testing.T) {
+	sessionHash := func(id beaver.SessionID) string { return hex.EncodeToString(id[:]) }
 	j := testJob()
-	base := pairHello{Version: ProtocolVersion, Party: 0, Session: sessionHash(j.Session), Phase: 0, Shard: 1, Shards: 2,
+	base := pairHello{Version: selection.ProtocolVersion, Party: 0, Session: sessionHash(j.Session), Phase: 0, Shard: 1, Shards: 2,
 		Candidates: j.candidatesHash(), Arch: j.archHash(), ViewHash: "v", Epoch: 1}
 	peer := base
 	peer.Party = 1
@@ -198,7 +202,7 @@ func TestComparePairHello(t *testing.T) {
 	}{
 		{"version", func(h *pairHello) { h.Version++ }},
 		{"party", func(h *pairHello) { h.Party = 0 }},
-		{"shard_session", func(h *pairHello) { h.Session = sessionHash(shardSession(share.Seed{2}, 0, 1, 2)) }},
+		{"shard_session", func(h *pairHello) { h.Session = sessionHash(jobSession(share.Seed{2}, 0, 1, 2)) }},
 		{"phase", func(h *pairHello) { h.Phase = 1 }},
 		{"shard", func(h *pairHello) { h.Shard = 0 }},
 		{"shards", func(h *pairHello) { h.Shards = 3 }},
@@ -209,8 +213,8 @@ func TestComparePairHello(t *testing.T) {
 	for _, c := range cases {
 		h := peer
 		c.mod(&h)
-		var me *MismatchError
-		if err := comparePairHello(base, h); !errors.As(err, &me) || me.Field != c.field || !slices.Contains(MismatchFields, me.Field) {
+		var me *selection.MismatchError
+		if err := comparePairHello(base, h); !errors.As(err, &me) || me.Field != c.field || !slices.Contains(selection.MismatchFields, me.Field) {
 			t.Errorf("%s: %v", c.field, err)
 		}
 	}
@@ -223,14 +227,14 @@ func TestPairRetryable(t *testing.T) {
 	}{
 		{fmt.Errorf("transport: connection closed by peer: EOF"), true},
 		{context.Canceled, true},
-		{withCode(AbortProtocol, fmt.Errorf("a message cut short")), true},
-		{&PeerAbortError{Code: AbortCancelled}, true},
-		{&PeerAbortError{Code: AbortMismatch, Field: "candidates"}, false},
-		{&PeerAbortError{Code: AbortInput}, false},
-		{&MismatchError{Field: "candidates"}, false},
-		{&EpochError{Local: 1, Peer: 5000}, false},
-		{&StateError{Path: "x", Err: fmt.Errorf("bad")}, false},
-		{withCode(AbortInput, fmt.Errorf("no proxy")), false},
+		{selection.WithAbortCode(selection.AbortProtocol, fmt.Errorf("a message cut short")), true},
+		{&selection.PeerAbortError{Code: selection.AbortCancelled}, true},
+		{&selection.PeerAbortError{Code: selection.AbortMismatch, Field: "candidates"}, false},
+		{&selection.PeerAbortError{Code: selection.AbortInput}, false},
+		{&selection.MismatchError{Field: "candidates"}, false},
+		{&selection.EpochError{Local: 1, Peer: 5000}, false},
+		{&selection.StateError{Path: "x", Err: fmt.Errorf("bad")}, false},
+		{selection.WithAbortCode(selection.AbortInput, fmt.Errorf("no proxy")), false},
 	}
 	for _, c := range cases {
 		if got := retryable(c.err); got != c.want {

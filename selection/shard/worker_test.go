@@ -1,7 +1,8 @@
-package selection
+package shard
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"math"
 	"os"
@@ -15,13 +16,15 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/internal/testhook"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
 // shardRig runs sharded selections in one process: the two coordinators
-// over a pipe, each with a WorkerPool of K workers attached over pipes of
+// over a pipe, each with a Workers of K workers attached over pipes of
 // their own, the worker pairs meeting through per-shard channels (a new
 // pipe for every attempt), with the in-process dealer or, free, the
 // dealer-free ot.Provider on each pair's connection.
@@ -29,13 +32,13 @@ type shardRig struct {
 	t     *testing.T
 	K     int
 	free  bool
-	p     Params
+	p     selection.Params
 	dirs  [2]string
 	wdirs [2][]string
 	// dealer serves the worker pairs (free false).
-	dealer *beaver.Dealer
-	pools  [2]*WorkerPool
-	pairs  []chan *transport.Conn
+	dealer  *beaver.Dealer
+	workers [2]*Workers
+	pairs   []chan *transport.Conn
 
 	mu sync.Mutex
 	// words[p][k] holds the words worker (p, k) drew, one list per life.
@@ -85,34 +88,36 @@ type shardRig struct {
 
 // countingRunner counts the jobs a coordinator sends.
 type countingRunner struct {
-	*WorkerPool
+	*Workers
 	r *shardRig
 	p int
 }
 
-func (c countingRunner) RunShard(ctx context.Context, job *Job) (*ShardResult, error) {
-	c.r.mu.Lock()
-	if c.r.jobs[c.p] == nil {
-		c.r.jobs[c.p] = map[int]int{}
-	}
-	c.r.jobs[c.p][job.Phase]++
-	c.r.sent[c.p] = append(c.r.sent[c.p], job)
-	c.r.floors[c.p] = append(c.r.floors[c.p], job.Floor)
-	c.r.mu.Unlock()
-	return c.WorkerPool.RunShard(ctx, job)
+func (c countingRunner) RunPhase(ctx context.Context, ph *selection.ShardedPhase) error {
+	return runPhase(ctx, ph, c.Workers.Shards(), func(ctx context.Context, job *Job) (*Result, error) {
+		c.r.mu.Lock()
+		if c.r.jobs[c.p] == nil {
+			c.r.jobs[c.p] = map[int]int{}
+		}
+		c.r.jobs[c.p][job.Phase]++
+		c.r.sent[c.p] = append(c.r.sent[c.p], job)
+		c.r.floors[c.p] = append(c.r.floors[c.p], job.Floor)
+		c.r.mu.Unlock()
+		return c.Workers.runJob(ctx, job)
+	})
 }
 
-// counting is party p's pool, its jobs counted.
-func (r *shardRig) counting(p int) ShardRunner {
-	return countingRunner{WorkerPool: r.pools[p], r: r, p: p}
+// counting is party p's Workers, its jobs counted.
+func (r *shardRig) counting(p int) selection.ShardRunner {
+	return countingRunner{Workers: r.workers[p], r: r, p: p}
 }
 
-// resetPools gives both coordinators new worker pools (a restarted
+// resetWorkers gives both coordinators new Workers (a restarted
 // coordinator's).
-func (r *shardRig) resetPools() {
+func (r *shardRig) resetWorkers() {
 	for p := range 2 {
-		r.pools[p], _ = NewWorkerPool(p, r.K)
-		r.pools[p].Wait, r.pools[p].Logger = 5*time.Second, quiet()
+		r.workers[p], _ = NewWorkers(p, r.K)
+		r.workers[p].Wait, r.workers[p].Logger = 5*time.Second, quiet()
 	}
 }
 
@@ -120,8 +125,8 @@ func newShardRig(t *testing.T, K int, free bool) *shardRig {
 	r := &shardRig{t: t, K: K, free: free, p: testParams(), dealer: beaver.NewDealerWithSeeds(share.Seed{5}, share.Seed{6})}
 	r.dirs = [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
 	for p := range 2 {
-		r.pools[p], _ = NewWorkerPool(p, K)
-		r.pools[p].Wait, r.pools[p].Logger = 5*time.Second, quiet()
+		r.workers[p], _ = NewWorkers(p, K)
+		r.workers[p].Wait, r.workers[p].Logger = 5*time.Second, quiet()
 		r.words[p] = make([][][]uint64, K)
 		r.calls[p] = make([][]int, K)
 		for range K {
@@ -249,7 +254,7 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		go func() { _ = r.pools[p].Attach(ctx, a) }()
+		go func() { _ = r.workers[p].Attach(ctx, a) }()
 		err := w.Serve(wctx, b, r.pairFunc(p, k, life))
 		b.Close() // the process is gone: its connections close
 		if wctx.Err() != nil && ctx.Err() == nil {
@@ -304,7 +309,7 @@ func (r *shardRig) interruptPhase1() {
 
 // run runs a sharded selection (the coin fixed) and returns the results
 // and the workers' errors.
-func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
+func (r *shardRig) run() ([2]*selection.Result, [2]error, [2][]error) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -315,7 +320,7 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 			r.startWorker(ctx, &wg, &werrs, p, k)
 		}
 	}
-	var res [2]*Result
+	var res [2]*selection.Result
 	coins := fixedCoins()
 	// stop(p) is coordinator p's OnProgress with stopAfter: once both
 	// coordinators recorded stopAfter batches of phase 1, the data owner's
@@ -326,8 +331,8 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 		doConn   *transport.Conn
 		stopOnce sync.Once
 	)
-	stop := func(p int) func(Progress) {
-		return func(pr Progress) {
+	stop := func(p int) func(selection.Progress) {
+		return func(pr selection.Progress) {
 			stopMu.Lock()
 			defer stopMu.Unlock()
 			if pr.Phase == 0 {
@@ -351,17 +356,16 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 		}
 		defer func() {
 			if err == nil {
-				r.pools[p].Done(ctx) // the workers exit
+				r.workers[p].Done(ctx) // the workers exit
 			} else {
-				r.pools[p].Close()
+				r.workers[p].Close()
 			}
 		}()
-		defer func() { r.ctrl[p], r.coord[p] = conn.Stream(StreamControl).Stats(), conn }()
+		defer func() { r.ctrl[p], r.coord[p] = conn.Stream(selection.StreamControl).Stats(), conn }()
 		ev := weightEvaluator{&valueEvaluator{party: p, value: shifted, square: true, fp: share.DefaultFixedPoint}}
 		if r.secure != nil {
 			mo, do := r.secure.owners(r.dirs)
-			mo.Proxies, mo.Shards, do.Shards = r.proxies, r.pools[0], r.pools[1]
-			mo.coinSource, do.coinSource = coins[0], coins[1]
+			mo.Proxies, mo.Shards, do.Shards = r.proxies, r.workers[0], r.workers[1]
 			if p == 0 {
 				res[0], err = mo.Run(ctx, conn, prov)
 			} else {
@@ -370,13 +374,15 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 			return err
 		}
 		if p == 0 {
-			mo := &ModelOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[0], Logger: quiet(), coinSource: coins[0], Shards: r.counting(0)}
+			mo := &selection.ModelOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[0], Logger: quiet(), Shards: r.counting(0)}
+			testhook.SetCoinSource(mo, coins[0])
 			if r.stopAfter > 0 {
 				mo.OnProgress = stop(0)
 			}
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			do := &DataOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[1], Logger: quiet(), coinSource: coins[1], Shards: r.counting(1)}
+			do := &selection.DataOwner{Params: r.p, Evaluator: ev, EmbeddingHash: "emb", StateDir: r.dirs[1], Logger: quiet(), Shards: r.counting(1)}
+			testhook.SetCoinSource(do, coins[1])
 			if r.stopAfter > 0 {
 				do.OnProgress = stop(1)
 			}
@@ -402,7 +408,7 @@ func (r *shardRig) run() ([2]*Result, [2]error, [2][]error) {
 }
 
 // unshardedRef is the same selection on one pair (Shards nil).
-func unshardedRef(t *testing.T, p Params) [2]*Result {
+func unshardedRef(t *testing.T, p selection.Params) [2]*selection.Result {
 	t.Helper()
 	res, _ := unshardedRefCtrl(t, p)
 	return res
@@ -410,17 +416,17 @@ func unshardedRef(t *testing.T, p Params) [2]*Result {
 
 // unshardedRefCtrl is unshardedRef, with each party's figures of the
 // clear control stream.
-func unshardedRefCtrl(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
+func unshardedRefCtrl(t *testing.T, p selection.Params) ([2]*selection.Result, [2]transport.Stats) {
 	t.Helper()
-	return unshardedRefStats(t, p, func(conn *transport.Conn) transport.Stats { return conn.Stream(StreamControl).Stats() })
+	return unshardedRefStats(t, p, func(conn *transport.Conn) transport.Stats { return conn.Stream(selection.StreamControl).Stats() })
 }
 
 // unshardedRefStats is unshardedRef, with stats(conn) of each party's
 // connection taken at the end of its run.
-func unshardedRefStats(t *testing.T, p Params, stats func(*transport.Conn) transport.Stats) ([2]*Result, [2]transport.Stats) {
+func unshardedRefStats(t *testing.T, p selection.Params, stats func(*transport.Conn) transport.Stats) ([2]*selection.Result, [2]transport.Stats) {
 	t.Helper()
 	var figs [2]transport.Stats
-	var res [2]*Result
+	var res [2]*selection.Result
 	coins := fixedCoins()
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
@@ -428,9 +434,13 @@ func unshardedRefStats(t *testing.T, p Params, stats func(*transport.Conn) trans
 		defer func() { figs[party] = stats(conn) }()
 		var err error
 		if party == 0 {
-			res[0], err = (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[0], Logger: quiet(), coinSource: coins[0]}).Run(ctx, conn, prov)
+			mo := &selection.ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[0], Logger: quiet()}
+			testhook.SetCoinSource(mo, coins[0])
+			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			res[1], err = (&DataOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[1], Logger: quiet(), coinSource: coins[1]}).Run(ctx, conn, prov)
+			do := &selection.DataOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", StateDir: dirs[1], Logger: quiet()}
+			testhook.SetCoinSource(do, coins[1])
+			res[1], err = do.Run(ctx, conn, prov)
 		}
 		return err
 	})
@@ -442,7 +452,7 @@ func unshardedRefStats(t *testing.T, p Params, stats func(*transport.Conn) trans
 
 // checkSame checks that a sharded run succeeded and selected what the
 // unsharded one did, phase by phase.
-func checkSame(t *testing.T, ref, got [2]*Result, errs [2]error, werrs [2][]error) {
+func checkSame(t *testing.T, ref, got [2]*selection.Result, errs [2]error, werrs [2][]error) {
 	t.Helper()
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("coordinators: %v (workers: %v)", errs, werrs)
@@ -474,7 +484,7 @@ func checkSame(t *testing.T, ref, got [2]*Result, errs [2]error, werrs [2][]erro
 // with the coordinators').
 func TestShardedSelectsAsUnsharded(t *testing.T) {
 	p := testParams()
-	p.Appraisal = AppraiseMean // over the shares the workers returned
+	p.Appraisal = selection.AppraiseMean // over the shares the workers returned
 	ref := unshardedRef(t, p)
 	want := plainSchedule(p, ref[0].Bootstrap, squared)
 	for i := range want {
@@ -502,7 +512,7 @@ func TestShardedSelectsAsUnsharded(t *testing.T) {
 				for k := range 2 {
 					n := 0
 					for _, in := range append([][]int{candidates(r.p.PoolSize, ref[0].Bootstrap)}, ref[0].Survivors...)[:len(r.p.Schedule)] {
-						lo, hi := ShardSpan(len(in), r.p.BatchSize, 2, k)
+						lo, hi := Span(len(in), r.p.BatchSize, 2, k)
 						n += (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
 					}
 					if r.calls[q][k][0] != n {
@@ -545,10 +555,7 @@ func TestShardWorkerKilledResumes(t *testing.T) {
 	ents, _ := filepath.Glob(filepath.Join(r.wdirs[0][0], "job-*"))
 	kept, total := 0, 0
 	for _, dir := range ents {
-		st, err := (&checkpointStore{dir: dir, party: 0}).load()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := loadState(t, dir, 0)
 		if len(st.Phases[0].Batches) != 7 {
 			continue // phase 2's job
 		}
@@ -566,7 +573,7 @@ func TestShardWorkerKilledResumes(t *testing.T) {
 		t.Fatalf("no batch of the first life kept")
 	}
 	// Life 2 ran phase 1's remaining batches, then its phase-2 job.
-	lo, hi := ShardSpan(len(ref[0].Survivors[0]), r.p.BatchSize, 2, 0)
+	lo, hi := Span(len(ref[0].Survivors[0]), r.p.BatchSize, 2, 0)
 	phase2 := (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
 	if got := r.calls[0][0][1]; got != 7-kept+phase2 {
 		t.Errorf("the restarted worker ran %d batches; want %d (7 − %d kept, + %d of phase 2)", got, 7-kept+phase2, kept, phase2)
@@ -576,10 +583,10 @@ func TestShardWorkerKilledResumes(t *testing.T) {
 	}
 }
 
-// TestWorkerPoolRefuses: a worker index ≥ K, a second live worker of an
+// TestWorkersRefuses: a worker index ≥ K, a second live worker of an
 // index, and another party's worker are refused.
-func TestWorkerPoolRefuses(t *testing.T) {
-	pool, _ := NewWorkerPool(0, 2)
+func TestWorkersRefuses(t *testing.T) {
+	coord, _ := NewWorkers(0, 2)
 	ctx := context.Background()
 	// attach connects worker (party, k) and returns its Serve's error
 	// channel; the worker stays attached until the test ends.
@@ -587,7 +594,7 @@ func TestWorkerPoolRefuses(t *testing.T) {
 		a, b := transport.Pipe(transport.Options{})
 		cctx, cancel := context.WithCancel(ctx)
 		t.Cleanup(func() { cancel(); a.Close(); b.Close() })
-		go func() { _ = pool.Attach(ctx, a) }()
+		go func() { _ = coord.Attach(ctx, a) }()
 		errc := make(chan error, 1)
 		go func() { errc <- (&Worker{Party: party, Shard: k, StateDir: t.TempDir()}).Serve(cctx, b, nil) }()
 		return errc
@@ -603,19 +610,19 @@ func TestWorkerPoolRefuses(t *testing.T) {
 		}
 	}
 	attach(0, 0)
-	waitAttached(t, pool, 0)
+	waitAttached(t, coord, 0)
 	refused("worker index 2 of 2", attach(0, 2))
 	refused("the data owner's worker", attach(1, 1))
 	// Worker 1 attaches; a second worker 1 while it lives is refused.
 	attach(0, 1)
-	waitAttached(t, pool, 1)
+	waitAttached(t, coord, 1)
 	refused("a second worker 1", attach(0, 1))
 }
 
 // TestSecureSharded runs the real secure forward sharded: the model
 // owner's workers receive each phase's proxy in their jobs
 // (proxy.Proxy.Marshal), the data owner's embed their own copy of the
-// pool; K = 2 selects what one pair selects on the same coin and proxies,
+// coord; K = 2 selects what one pair selects on the same coin and proxies,
 // up to the fixed-point near-ties (as TestSecurePipelineOnOff compares).
 func TestSecureSharded(t *testing.T) {
 	if testing.Short() {
@@ -623,9 +630,15 @@ func TestSecureSharded(t *testing.T) {
 	}
 	f := newSecureFixture(t)
 	mo, do := f.owners([2]string{})
-	coins := fixedCoins()
-	mo.coinSource, do.coinSource = coins[0], coins[1]
-	ref, errs := f.run(t, mo, do, 0)
+	var ref [2]*selection.Result
+	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, prov beaver.Provider) (err error) {
+		if party == 0 {
+			ref[0], err = mo.Run(ctx, c, prov)
+		} else {
+			ref[1], err = do.Run(ctx, c, prov)
+		}
+		return err
+	})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -673,7 +686,7 @@ func TestSecureSharded(t *testing.T) {
 // "done" each way (public facts: hashes of the session, candidates, arch
 // and parameters, the phase, k, K, epoch and the checkpoint's batch
 // numbers), and everything else runs on the streams of a run's secure
-// forward (StreamSession and the batch lanes: masked words, whose views
+// forward (selection.StreamSession and the batch lanes: masked words, whose views
 // proxy/secure's TestViewIndependentOfPeerSecret checks); no other stream
 // carries a byte, and the shares the workers return to their
 // coordinators never cross (they travel on the party's own connection).
@@ -691,11 +704,11 @@ func TestShardedTranscript(t *testing.T) {
 		// The coordinators' connection: the control stream, the abort
 		// stream (silent) and the protocol sessions' streams only.
 		c := r.coord[p]
-		known := c.Stream(StreamControl).Stats().Add(c.Stream(StreamSession).Stats()).Add(c.Stream(StreamAbort).Stats())
+		known := c.Stream(selection.StreamControl).Stats().Add(c.Stream(selection.StreamSession).Stats()).Add(c.Stream(selection.StreamAbort).Stats())
 		for w := range r.p.Workers {
-			known = known.Add(c.Stream(StreamSlotBase + uint32(w)).Stats())
+			known = known.Add(c.Stream(selection.StreamSlotBase + uint32(w)).Stats())
 		}
-		if all := c.Stats(); all.BytesSent != known.BytesSent || c.Stream(StreamAbort).Stats().BytesSent != 0 {
+		if all := c.Stats(); all.BytesSent != known.BytesSent || c.Stream(selection.StreamAbort).Stats().BytesSent != 0 {
 			t.Errorf("party %d: coordinators' connection: %d bytes sent, %d on the known streams", p, all.BytesSent, known.BytesSent)
 		}
 	}
@@ -705,13 +718,13 @@ func TestShardedTranscript(t *testing.T) {
 			t.Errorf("party %d: %d pair connections, want one per shard and phase", p, len(r.pairConns[p]))
 		}
 		for _, c := range r.pairConns[p] {
-			ctl := c.Stream(StreamControl).Stats()
+			ctl := c.Stream(selection.StreamControl).Stats()
 			if ctl.MsgsSent != 2 || ctl.MsgsRecv != 2 || ctl.BytesSent > helloBound+transport.MessageBytes(len(`"done"`)) {
 				t.Errorf("party %d: a pair's clear control stream %+v: want its hello and \"done\" each way", p, ctl)
 			}
-			known := ctl.Add(c.Stream(StreamSession).Stats()).Add(c.Stream(StreamAbort).Stats())
+			known := ctl.Add(c.Stream(selection.StreamSession).Stats()).Add(c.Stream(selection.StreamAbort).Stats())
 			for w := range r.p.Workers {
-				known = known.Add(c.Stream(StreamSlotBase + uint32(w)).Stats())
+				known = known.Add(c.Stream(selection.StreamSlotBase + uint32(w)).Stats())
 			}
 			if all := c.Stats(); all.BytesSent != known.BytesSent || all.BytesRecv != known.BytesRecv {
 				t.Errorf("party %d: a pair connection sent %d bytes, %d on a run's streams", p, all.BytesSent, known.BytesSent)
@@ -722,7 +735,7 @@ func TestShardedTranscript(t *testing.T) {
 
 // TestShardCoordinatorRestartResumes: both coordinators fail in phase 1
 // after a shard was recorded (the data owner's drops their connection),
-// and restart with their state directories, new worker pools and the same
+// and restart with their state directories, new Workers and the same
 // workers' state directories: the phase resumes (the recorded batches are
 // not sent to the workers again) and the selection is the unsharded one.
 func TestShardCoordinatorRestartResumes(t *testing.T) {
@@ -735,7 +748,7 @@ func TestShardCoordinatorRestartResumes(t *testing.T) {
 			first[p] = append(first[p], len(r.calls[p][k]))
 		}
 	}
-	r.resetPools()
+	r.resetWorkers()
 	r.jobs = [2]map[int]int{}
 	got, errs, werrs := r.run()
 	checkSame(t, ref, got, errs, werrs)
@@ -785,11 +798,8 @@ func TestShardFinishedJobSentAgain(t *testing.T) {
 		return nil, nil, errors.New("no peer worker runs this job")
 	}
 	for p := range 2 {
-		st, err := (&checkpointStore{dir: r.dirs[p], party: p}).load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		recorded := map[[2]int]BatchShares{}
+		st := loadState(t, r.dirs[p], p)
+		recorded := map[[2]int]selection.BatchShares{}
 		for i, ph := range st.Phases {
 			for _, b := range ph.Batches {
 				recorded[[2]int{i, b.Batch}] = b
@@ -819,7 +829,7 @@ func TestShardFinishedJobSentAgain(t *testing.T) {
 				}
 			}
 			// Without its finished marker the job needs the peer.
-			if err := os.Remove((&checkpointStore{dir: JobDir(w.StateDir, job), party: p}).finishedPath()); err != nil {
+			if err := os.Remove(selection.FinishedFile(JobDir(w.StateDir, job), p)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := w.RunJob(ctx, job, noPeer); err == nil {
@@ -830,13 +840,13 @@ func TestShardFinishedJobSentAgain(t *testing.T) {
 }
 
 // TestShardsMismatch: coordinators of different K are refused in the
-// handshake (MismatchError of field "shards"), before any job.
+// handshake (selection.MismatchError of field "shards"), before any job.
 func TestShardsMismatch(t *testing.T) {
 	r := newShardRig(t, 2, false)
-	r.pools[1], _ = NewWorkerPool(1, 3)
-	r.pools[1].Wait, r.pools[1].Logger = time.Second, quiet()
+	r.workers[1], _ = NewWorkers(1, 3)
+	r.workers[1].Wait, r.workers[1].Logger = time.Second, quiet()
 	_, errs, _ := r.run()
-	var me *MismatchError
+	var me *selection.MismatchError
 	if !errors.As(errs[0], &me) && !errors.As(errs[1], &me) || me == nil || me.Field != "shards" {
 		t.Fatalf("%v, want a shards mismatch", errs)
 	}
@@ -851,7 +861,7 @@ func TestShardsMismatch(t *testing.T) {
 
 // TestShardDealerBudget: with a networked dealer, the model owner's worker
 // announces its shard's dealer budget (the phase's preparation and the
-// shard's batches, rehearsed, times DealerBudgetFactor) when it binds the
+// shard's batches, rehearsed, times selection.DealerBudgetFactor) when it binds the
 // shard's session, so the dealer serves each shard session no more than
 // that; an honest pair draws within it.
 func TestShardDealerBudget(t *testing.T) {
@@ -864,18 +874,21 @@ func TestShardDealerBudget(t *testing.T) {
 	r.server = srv
 	got, errs, werrs := r.run()
 	checkSame(t, ref, got, errs, werrs)
-	b, err := os.ReadFile(StateFile(r.dirs[0], 0))
+	b, err := os.ReadFile(selection.StateFile(r.dirs[0], 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := DecodeState(b)
+	st, err := selection.DecodeState(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, _ := st.seed()
+	var seed share.Seed
+	if n, err := hex.Decode(seed[:], []byte(st.Seed)); err != nil || n != len(seed) {
+		t.Fatalf("the coin %q: %v", st.Seed, err)
+	}
 	for i := range r.p.Schedule {
 		for k := range 2 {
-			spent, budget, ok := srv.SessionWork(shardSession(seed, i, k, 2))
+			spent, budget, ok := srv.SessionWork(jobSession(seed, i, k, 2))
 			if !ok || spent == 0 || budget == 0 || budget >= beaver.DefaultSessionBudget || spent > budget {
 				t.Errorf("phase %d shard %d: spent %d of a budget of %d (%v); want an announced budget, drawn within", i+1, k, spent, budget, ok)
 			}

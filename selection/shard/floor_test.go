@@ -1,4 +1,4 @@
-package selection
+package shard
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -17,11 +18,7 @@ import (
 // dir (State.ShardFloors).
 func coordFloors(t *testing.T, dir string, party int) map[string]uint64 {
 	t.Helper()
-	st, err := (&checkpointStore{dir: dir, party: party}).load()
-	if err != nil || st == nil {
-		t.Fatalf("party %d's checkpoint: %v", party, err)
-	}
-	return st.ShardFloors
+	return loadState(t, dir, party).ShardFloors
 }
 
 // sentJob returns the job of phase and shard that party's coordinator
@@ -125,7 +122,7 @@ func TestShardCoordinatorRestartKeepsFloors(t *testing.T) {
 		t.Fatalf("worker (0, 2) drew %d words before the restart", len(before))
 	}
 	lives := len(r.words[0][1])
-	r.resetPools()
+	r.resetWorkers()
 	r.jobs, r.sent, r.floors = [2]map[int]int{}, [2][]*Job{}, [2][]uint64{}
 	got, errs, werrs := r.run()
 	checkSame(t, ref, got, errs, werrs)
@@ -149,13 +146,13 @@ func TestEpochReportRefusals(t *testing.T) {
 	if e, err := decodeEpochReport(report(7)); err != nil || e != 7 {
 		t.Fatalf("epoch 7: %d, %v", e, err)
 	}
-	for _, b := range [][]byte{report(0), report(MaxEpoch), report(1<<64 - 1), report(7)[:8], append(report(7), 0), append([]byte{'R'}, report(7)[1:]...)} {
+	for _, b := range [][]byte{report(0), report(selection.MaxEpoch), report(1<<64 - 1), report(7)[:8], append(report(7), 0), append([]byte{'R'}, report(7)[1:]...)} {
 		if _, err := decodeEpochReport(b); err == nil {
 			t.Errorf("report %x accepted", b)
 		}
 	}
 	j := testJob()
-	for _, e := range []uint64{0, MaxEpoch} {
+	for _, e := range []uint64{0, selection.MaxEpoch} {
 		if err := j.Reached(context.Background(), e); err == nil || j.Floor != 0 {
 			t.Errorf("Reached(%d): %v, floor %d", e, err, j.Floor)
 		}
@@ -169,7 +166,7 @@ func TestEpochReportRefusals(t *testing.T) {
 	for _, f := range []struct {
 		floor uint64
 		ok    bool
-	}{{0, true}, {MaxEpoch - 2, true}, {MaxEpoch - 1, false}, {1<<64 - 1, false}} {
+	}{{0, true}, {selection.MaxEpoch - 2, true}, {selection.MaxEpoch - 1, false}, {1<<64 - 1, false}} {
 		j := testJob()
 		j.Floor = f.floor
 		b, err := EncodeJob(j)
@@ -183,40 +180,17 @@ func TestEpochReportRefusals(t *testing.T) {
 	}
 }
 
-// TestDecodeStateShardFloors: a checkpoint's shard floors are a session's
-// 64 lowercase hex digits to an epoch in 1..MaxEpoch−1.
-func TestDecodeStateShardFloors(t *testing.T) {
-	key := strings.Repeat("ab", 32)
-	for _, c := range []struct {
-		floors string
-		ok     bool
-	}{
-		{`{"` + key + `":3}`, true},
-		{`{"` + key + `":0}`, false},
-		{`{"` + key + `":16777216}`, false},
-		{`{"` + strings.ToUpper(key) + `":3}`, false},
-		{`{"` + key[:62] + `":3}`, false},
-		{`{"not hex":3}`, false},
-		{`{"` + key + `":-1}`, false},
-	} {
-		_, err := DecodeState([]byte(`{"version":1,"party":0,"view_hash":"","epoch":2,"phases":null,"shard_floors":` + c.floors + `}`))
-		if (err == nil) != c.ok {
-			t.Errorf("shard floors %s: %v", c.floors, err)
-		}
-	}
-}
-
-// TestWorkerPoolRefusesOldWorker: a worker that does not report its epochs
+// TestWorkersRefusesOldWorker: a worker that does not report its epochs
 // (its announcement "SFW1") is refused with a message saying so.
-func TestWorkerPoolRefusesOldWorker(t *testing.T) {
-	pool, _ := NewWorkerPool(0, 2)
+func TestWorkersRefusesOldWorker(t *testing.T) {
+	coord, _ := NewWorkers(0, 2)
 	a, b := transport.Pipe(transport.Options{})
 	defer a.Close()
 	defer b.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- pool.Attach(ctx, a) }()
+	go func() { errc <- coord.Attach(ctx, a) }()
 	st := b.Stream(StreamWorker)
 	if err := st.SendBytes(ctx, binary.LittleEndian.AppendUint32([]byte("SFW1\x00"), 1)); err != nil {
 		t.Fatal(err)
@@ -232,11 +206,11 @@ func TestWorkerPoolRefusesOldWorker(t *testing.T) {
 
 func FuzzDecodeEpochReport(f *testing.F) {
 	f.Add(binary.LittleEndian.AppendUint64([]byte{'P'}, 1))
-	f.Add(binary.LittleEndian.AppendUint64([]byte{'P'}, MaxEpoch))
+	f.Add(binary.LittleEndian.AppendUint64([]byte{'P'}, selection.MaxEpoch))
 	f.Add([]byte("P"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEpochReport(b)
-		if err == nil && (e == 0 || e >= MaxEpoch || len(b) != epochReportLen) {
+		if err == nil && (e == 0 || e >= selection.MaxEpoch || len(b) != epochReportLen) {
 			t.Fatalf("accepted epoch %d from %x", e, b)
 		}
 	})

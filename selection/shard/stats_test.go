@@ -1,4 +1,4 @@
-package selection
+package shard
 
 import (
 	"encoding/binary"
@@ -7,13 +7,23 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
 
+// The bounds of a worker's figures: selection.ShardStats.Bounded's
+// saturation.
+var (
+	maxFigures       = selection.ShardStats{Attempts: math.MaxInt, ForwardRounds: math.MaxInt64, BytesSent: math.MaxInt64}.Bounded()
+	maxShardAttempts = maxFigures.Attempts
+	maxShardRounds   = maxFigures.ForwardRounds
+	maxShardBytes    = maxFigures.BytesSent
+)
+
 // unshardedRefConn is unshardedRef, with each party's figures of its whole
 // connection (every stream) at the end of the run.
-func unshardedRefConn(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
+func unshardedRefConn(t *testing.T, p selection.Params) ([2]*selection.Result, [2]transport.Stats) {
 	t.Helper()
 	return unshardedRefStats(t, p, (*transport.Conn).Stats)
 }
@@ -21,16 +31,16 @@ func unshardedRefConn(t *testing.T, p Params) ([2]*Result, [2]transport.Stats) {
 // pairOnline is a pair connection's online traffic as a run counts it:
 // its clear control stream, its control session and its batch lanes.
 func pairOnline(c *transport.Conn, workers int) transport.Stats {
-	st := c.Stream(StreamControl).Stats().Add(c.Stream(StreamSession).Stats())
+	st := c.Stream(selection.StreamControl).Stats().Add(c.Stream(selection.StreamSession).Stats())
 	for w := range workers {
-		st = st.Add(c.Stream(StreamSlotBase + uint32(w)).Stats())
+		st = st.Add(c.Stream(selection.StreamSlotBase + uint32(w)).Stats())
 	}
 	return st
 }
 
-// TestShardedPhaseStats: a sharded run's PhaseStats count the worker
+// TestShardedPhaseStats: a sharded run's selection.PhaseStats count the worker
 // pairs' traffic, not only the coordinators'. For each party and phase,
-// each worker's report (ShardStats) is its job's, and the workers' bytes
+// each worker's report (selection.ShardStats) is its job's, and the workers' bytes
 // add up exactly to the bytes measured on that phase's pair connections;
 // the phase's ForwardRounds are the largest pair's, its DealerBytes at
 // least the workers' (their networked dealer's traffic: the data owner's
@@ -67,9 +77,9 @@ func TestShardedPhaseStats(t *testing.T) {
 // connections and, given the unsharded run's connection totals refConn
 // (a run with no provider traffic on the coordinators' link), the
 // coordinators' phase traffic.
-func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*Result, refConn *[2]transport.Stats) {
+func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*selection.Result, refConn *[2]transport.Stats) {
 	t.Helper()
-	workers := r.p.withDefaults().Workers
+	workers := r.p.WithDefaults().Workers
 	shardsField := int64(len(`,"shards":2`))
 	for q := range 2 {
 		var pairs, phases, refPhases transport.Stats
@@ -85,7 +95,7 @@ func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*Result, refConn *
 			}
 			var sent, recv, dealer, rounds int64
 			for k, s := range ps.Shards {
-				lo, hi := ShardSpan(ps.In, r.p.BatchSize, 2, k)
+				lo, hi := Span(ps.In, r.p.BatchSize, 2, k)
 				nb := (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
 				if s.Shard != k || s.Batches != nb || s.Resumed != 0 || s.Attempts != 1 || s.ForwardRounds <= 0 ||
 					s.BytesSent <= 0 || s.BytesRecv <= 0 || s.DealerBytes < 0 || (q == 1 || r.free) && s.DealerBytes == 0 || s.Seconds <= 0 {
@@ -127,18 +137,18 @@ func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*Result, refConn *
 	}
 }
 
-// TestShardResultStats: a worker's figures travel with its shares
+// TestResultStats: a worker's figures travel with its shares
 // (encodeResult, decodeResult) and are bounded when decoded: each out of
 // bounds is refused.
-func TestShardResultStats(t *testing.T) {
+func TestResultStats(t *testing.T) {
 	j := testJob()
 	p := j.Params
-	var r ShardResult
+	var r Result
 	for b := j.FirstBatch; b < 15; b++ {
 		lo, hi := b*p.BatchSize, min((b+1)*p.BatchSize, j.PhaseCandidates)
-		r.Batches = append(r.Batches, BatchShares{Batch: b, Epoch: 1, Shares: make([]uint64, hi-lo)})
+		r.Batches = append(r.Batches, selection.BatchShares{Batch: b, Epoch: 1, Shares: make([]uint64, hi-lo)})
 	}
-	r.Stats = ShardStats{Resumed: 3, Attempts: 2, ForwardRounds: 123, BytesSent: 1 << 30, BytesRecv: 5 << 20, DealerBytes: 7 << 40, Seconds: 12.5}
+	r.Stats = selection.ShardStats{Resumed: 3, Attempts: 2, ForwardRounds: 123, BytesSent: 1 << 30, BytesRecv: 5 << 20, DealerBytes: 7 << 40, Seconds: 12.5}
 	got, err := decodeResult(encodeResult(&r), j)
 	if err != nil {
 		t.Fatal(err)
@@ -150,28 +160,28 @@ func TestShardResultStats(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		f    func(s *ShardStats)
+		f    func(s *selection.ShardStats)
 	}{
-		{"attempts", func(s *ShardStats) { s.Attempts = maxShardAttempts + 1 }},
-		{"resumed", func(s *ShardStats) { s.Resumed = len(r.Batches) + 1 }},
-		{"rounds", func(s *ShardStats) { s.ForwardRounds = maxShardRounds + 1 }},
-		{"negative rounds", func(s *ShardStats) { s.ForwardRounds = -1 }},
-		{"bytes sent", func(s *ShardStats) { s.BytesSent = maxShardBytes + 1 }},
-		{"bytes received", func(s *ShardStats) { s.BytesRecv = -1 }},
-		{"dealer bytes", func(s *ShardStats) { s.DealerBytes = math.MaxInt64 }},
-		{"seconds", func(s *ShardStats) { s.Seconds = 400 * 24 * 3600 }},
-		{"NaN seconds", func(s *ShardStats) { s.Seconds = math.NaN() }},
+		{"attempts", func(s *selection.ShardStats) { s.Attempts = maxShardAttempts + 1 }},
+		{"resumed", func(s *selection.ShardStats) { s.Resumed = len(r.Batches) + 1 }},
+		{"rounds", func(s *selection.ShardStats) { s.ForwardRounds = maxShardRounds + 1 }},
+		{"negative rounds", func(s *selection.ShardStats) { s.ForwardRounds = -1 }},
+		{"bytes sent", func(s *selection.ShardStats) { s.BytesSent = maxShardBytes + 1 }},
+		{"bytes received", func(s *selection.ShardStats) { s.BytesRecv = -1 }},
+		{"dealer bytes", func(s *selection.ShardStats) { s.DealerBytes = math.MaxInt64 }},
+		{"seconds", func(s *selection.ShardStats) { s.Seconds = 400 * 24 * 3600 }},
+		{"NaN seconds", func(s *selection.ShardStats) { s.Seconds = math.NaN() }},
 	}
 	for _, c := range cases {
-		bad := ShardResult{Batches: r.Batches, Stats: r.Stats}
+		bad := Result{Batches: r.Batches, Stats: r.Stats}
 		c.f(&bad.Stats)
 		if _, err := decodeResult(encodeResult(&bad), j); err == nil {
 			t.Errorf("%s: %+v accepted", c.name, bad.Stats)
 		}
 	}
 	// A worker saturates figures beyond the bounds: accepted.
-	huge := ShardResult{Batches: r.Batches, Stats: ShardStats{Attempts: 1 << 30, ForwardRounds: 1 << 50, BytesSent: 1 << 60,
-		BytesRecv: 1 << 60, DealerBytes: 1 << 60, Seconds: 1e12}.bounded()}
+	huge := Result{Batches: r.Batches, Stats: selection.ShardStats{Attempts: 1 << 30, ForwardRounds: 1 << 50, BytesSent: 1 << 60,
+		BytesRecv: 1 << 60, DealerBytes: 1 << 60, Seconds: 1e12}.Bounded()}
 	if got, err := decodeResult(encodeResult(&huge), j); err != nil || got.Stats.BytesSent != maxShardBytes || got.Stats.Attempts != maxShardAttempts {
 		t.Errorf("saturated figures: %+v, %v", got, err)
 	}
@@ -191,8 +201,8 @@ func TestShardResultStats(t *testing.T) {
 func FuzzDecodeResult(f *testing.F) {
 	j := testJob()
 	j.PhaseCandidates, j.FirstBatch, j.Candidates = 20, 1, []int{30, 31, 32, 33}
-	r := ShardResult{Batches: []BatchShares{{Batch: 1, Epoch: 1, Shares: []uint64{1, 2, 3, 4}}},
-		Stats: ShardStats{Attempts: 1, ForwardRounds: 10, BytesSent: 100, BytesRecv: 100, DealerBytes: 100, Seconds: 1}}
+	r := Result{Batches: []selection.BatchShares{{Batch: 1, Epoch: 1, Shares: []uint64{1, 2, 3, 4}}},
+		Stats: selection.ShardStats{Attempts: 1, ForwardRounds: 10, BytesSent: 100, BytesRecv: 100, DealerBytes: 100, Seconds: 1}}
 	good := encodeResult(&r)
 	if _, err := decodeResult(good, j); err != nil {
 		f.Fatal(err)
