@@ -128,3 +128,100 @@ func BenchmarkDecryptShares(b *testing.B) {
 	st := benchSetup(b)
 	loop(b, func() error { _, err := st.s.DecryptShares(st.sk, st.out, benchM, benchN, st.l); return err })
 }
+
+// checkBench is the check of the sst2 product (its separate plan: one
+// check output A·(B·V) − R·V − R1 of 128×40 with layout MW 113, NW 64).
+type checkBench struct {
+	p      CheckedPlan
+	terms  []Term
+	masks  [][]uint64
+	V      []uint64
+	out    *Output
+	weight WeightSizes // B·V and V, once
+}
+
+var (
+	checkOnce sync.Once
+	checkSt   checkBench
+)
+
+func checkSetup(b *testing.B) *checkBench {
+	st := benchSetup(b)
+	checkOnce.Do(func() {
+		s := st.s
+		p, err := s.PlanChecked(benchM, benchK, benchN)
+		if err != nil || len(p.Outputs) != 2 {
+			b.Fatalf("plan %+v: %v", p, err)
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		V := fill(rng, benchN*CheckColumns, "random")
+		o := p.Outputs[1]
+		c := checkBench{p: p, V: V}
+		rnd := newDetRand(10)
+		for _, tm := range o.Terms {
+			W, err := p.Matrix(tm, st.B, V)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rows, cols := p.TermShape(tm)
+			ew, err := s.EncryptWeightsAt(st.sk, W, rows, cols, tm.Off, o.Layout, [SeedSize]byte{3}, rnd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w, err := s.LoadWeights(st.pk, ew)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ws := s.WeightSizes(rows, cols, tm.Off, o.Layout)
+			c.weight.Bytes += ws.Bytes
+			c.weight.Ciphertexts += ws.Ciphertexts
+			c.weight.P1 += ws.P1
+			c.weight.P1Compact += ws.P1Compact
+			c.terms = append(c.terms, Term{W: w, A: p.Factor(tm, st.A, st.R)})
+		}
+		c.masks, _ = p.Masks(st.R, func(n int) []uint64 { return fill(rng, n, "random") })
+		if c.out, err = s.MulMaskedSum(c.terms, o.Layout, benchM, o.Width, c.masks[1], rnd); err != nil {
+			b.Fatal(err)
+		}
+		checkSt = c
+	})
+	if checkSt.out == nil {
+		b.Fatal("setup failed")
+	}
+	return &checkSt
+}
+
+// BenchmarkCheckMulMasked is the work the check adds to P1's step for
+// 128×768·768×1536 (the check output); compare BenchmarkMulMasked. It
+// reports the bytes added per candidate and the one-time encryptions of
+// B·V and V (V shared by every weight with 1536 columns).
+func BenchmarkCheckMulMasked(b *testing.B) {
+	st, c := benchSetup(b), checkSetup(b)
+	o := c.p.Outputs[1]
+	loop(b, func() error {
+		_, err := st.s.MulMaskedSum(c.terms, o.Layout, benchM, o.Width, c.masks[1], nil)
+		return err
+	})
+	b.ReportMetric(float64(st.s.OutputSizes(c.p)[1]), "bytes/candidate")
+	b.ReportMetric(float64(c.weight.Bytes), "weight-bytes")
+	b.ReportMetric(float64(c.weight.P1), "p1-bytes")
+}
+
+// BenchmarkCheckResidual is the work the check adds to P0's step: decrypt
+// the check output and compute C0·V − D.
+func BenchmarkCheckResidual(b *testing.B) {
+	st, c := benchSetup(b), checkSetup(b)
+	o := c.p.Outputs[1]
+	C0, err := st.s.DecryptShares(st.sk, st.out, benchM, benchN, st.l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop(b, func() error {
+		d, err := st.s.DecryptShares(st.sk, c.out, benchM, o.Width, o.Layout)
+		if err != nil {
+			return err
+		}
+		_, _, err = c.p.Residual([][]uint64{C0, d}, c.V)
+		return err
+	})
+}

@@ -362,7 +362,7 @@ func TestSizesSST2(t *testing.T) {
 	sz := s.Sizes(128, 768, 1536, l)
 	want := Sizes{
 		PublicKey:         34 + 8192*216/8,
-		Weights:           50 + 2304*8192*216/8,
+		Weights:           54 + 2304*8192*216/8,
 		Output:            18 + (128*1536*68+24*8192*81)/8,
 		Dealer:            8 * 128 * 1536,
 		WeightCiphertexts: 2304,

@@ -381,16 +381,42 @@ func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
 	}
 	cb := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)
-	L := int64(len(s.p.Q))
+	w := s.WeightSizes(k, n, 0, l)
 	return Sizes{
 		PublicKey:         pkHeader + int64(ceilDiv(s.n*s.residueBits(), 8)),
-		Weights:           weightsHeader + int64(k)*int64(cb)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Weights:           w.Bytes,
 		Output:            outHeader + ceilDiv64(int64(m)*int64(n)*int64(s.p.LogQ0)+int64(rb*cb)*int64(s.n)*int64(s.p.LogQ1), 8),
 		Dealer:            8 * int64(m) * int64(n),
-		WeightCiphertexts: k * cb,
+		WeightCiphertexts: w.Ciphertexts,
 		OutputCiphertexts: rb * cb,
-		P1Weights:         int64(k*cb) * 2 * L * int64(s.n) * 8,
-		P1WeightsCompact:  int64(k*cb) * L * int64(s.n) * 8,
+		P1Weights:         w.P1,
+		P1WeightsCompact:  w.P1Compact,
+	}
+}
+
+// WeightSizes are the sizes of one encrypted weight matrix.
+type WeightSizes struct {
+	// Bytes is the EncryptedWeights message.
+	Bytes int64
+	// Ciphertexts counts its ciphertexts.
+	Ciphertexts int
+	// P1 and P1Compact are the memory of P1's prepared weights (LoadWeights,
+	// both components in the NTT domain, 8 bytes per residue; and
+	// LoadWeightsCompact, c0 only).
+	P1, P1Compact int64
+}
+
+// WeightSizes returns the sizes of a k×n weight matrix placed at the
+// columns [off, off+n) of a product and packed with l.NW (EncryptWeightsAt).
+func (s *Scheme) WeightSizes(k, n, off int, l Layout) WeightSizes {
+	_, cb := ColumnBlocks(off, n, max(l.NW, 1))
+	cts := k * cb
+	per := int64(len(s.p.Q)) * int64(s.n) * 8
+	return WeightSizes{
+		Bytes:       weightsHeader + int64(cts)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Ciphertexts: cts,
+		P1:          int64(cts) * 2 * per,
+		P1Compact:   int64(cts) * per,
 	}
 }
 
