@@ -18,6 +18,16 @@ import (
 // product, and the first failure ends the session.
 const CheckColumns = 40
 
+// CheckRows is c', the most rows a check output has. A product with more
+// rows m is checked on ρ·C0, ρ a c'×m matrix of uniform words derived from
+// a hash of P1's product output (CheckedPlan.Rho: a Fiat–Shamir challenge,
+// so P1 has fixed C0's ciphertexts, and any error in them, before it knows
+// ρ): the check output then has c' rows whatever m, one ciphertext for a
+// product of any height. A nonzero error E0 survives ρ (ρ·E0 = 0) with
+// probability at most 2^−c' per ρ, and a P1 that knows its alteration can
+// only search for such a ρ by hashing: 2^64 tries.
+const CheckRows = 64
+
 // Matrix names a matrix that a checked product encrypts, derived from P0's
 // mask B (k×n) and projection V (n×c, c = CheckColumns).
 type Matrix uint8
@@ -58,24 +68,27 @@ type PlanTerm struct {
 	Off        int // the output column of the matrix's first column
 }
 
-// PlanOutput is one output message of a checked product: Width columns
-// with layout Layout, the sum of Terms minus P1's mask. Its columns
-// [Check, Width) are check columns (none when Check = Width); output 0's
-// columns [0, N) hold the product itself.
+// PlanOutput is one output message of a checked product: Rows×Width with
+// layout Layout, the sum of Terms minus P1's mask. Its columns [Check,
+// Width) are check columns (none when Check = Width); output 0 holds the
+// product itself in its columns [0, N) (and Rows = M).
 type PlanOutput struct {
 	Layout       Layout
+	Rows         int
 	Width, Check int
 	Terms        []PlanTerm
 }
 
 // CheckedPlan is how an m×k·k×n weight-mask product is made and checked:
 // P1 sends the outputs, P0 decrypts them, C0 being output 0's first n
-// columns and D the sum of all check columns (m×c), and accepts iff
-// C0·V − D equals P1's commitment. With A P1's factor, R its share and R1
-// the sum of the masks of the check columns, honest outputs give
-// D = A·B·V − R·V − R1, hence C0·V − D = (A·B − R)·V − D = R1: P1 commits to
-// R1, which P0 then computes itself, and D is uniform (R1 is), so the check
-// reveals nothing to P0.
+// columns and D the sum of all check columns, and accepts iff X·V − D
+// equals P1's commitment, X = C0 (m rows) or, in a compressed plan, ρ·C0
+// (CheckRows rows, ρ = Rho of a hash of P1's product output). With A P1's
+// factor, R its share and R1 the sum of the check columns' masks, honest
+// outputs give D = ρ·A·B·V − ρ·R·V − R1 (ρ = I when not compressed), hence
+// X·V − D = ρ·(A·B − R)·V − D = R1: P1 commits to R1, which P0 then
+// computes itself, and D is uniform (R1 is), so the check reveals nothing
+// to P0.
 //
 // The plan is a function of the public shape (PlanChecked), the same at
 // both parties, in one of two ways:
@@ -84,20 +97,29 @@ type PlanOutput struct {
 //     A·[B | B·V] + [0 | −R·V] − [R | R1], layout ChooseLayout(m, k+n, n+c);
 //     its check columns share the ciphertexts (and their c1 halves) of the
 //     product's own where a column block has room, which makes the check
-//     nearly free for narrow products (1×768·768×768: 340 bytes more);
+//     nearly free for short, narrow products (1×768·768×768: 340 bytes
+//     more);
 //   - separate: the product A·B − R as without the check, and check outputs
-//     of c columns, A·(B·V) − R·V − R1, layout ChooseLayout(m, k+n, c), the
-//     inner dimension k + n split over several check outputs where it
-//     exceeds MaxInner.
+//     of min(m, CheckRows) rows and c columns whose sum is
+//     ρ·A·(B·V) − ρ·R·V − R1, each with the layout ChooseLayout(rows, its
+//     inner dimension, c): ρ·A·(B·V) and −ρ·R·V in one output, or each in
+//     its own when that makes no more output ciphertexts and less work (a
+//     smaller inner dimension packs more rows per block), V's rows split
+//     over several where the inner dimension would exceed MaxInner. With
+//     more than CheckRows rows the check is compressed: one 64×40 check
+//     output, 104,722 bytes, whatever m (6152×128·128×5: 4,745,928 bytes
+//     uncompressed).
 //
 // Merged is chosen when it sends no more bytes per product and encrypts no
-// more weight ciphertexts (P0's one-time upload, P1's memory) than separate;
-// the wide products go separate (128×768·768×1536: 209,426 bytes more per
-// product, 5.7%, and 768 + 1536 weight ciphertexts more once, where merging
-// would save 18 bytes for 7,680 more ciphertexts).
+// more weight ciphertexts (P0's one-time upload, P1's memory) than
+// separate: 128×768·768×1536 goes separate (104,722 bytes more per
+// product, 2.9%, and 768 + 1536 weight ciphertexts more once, V's shared
+// by the weights with 1536 columns).
 type CheckedPlan struct {
 	M, K, N int
-	Outputs []PlanOutput
+	// Compressed: the check is on ρ·C0 (CheckRows rows, Rho), not C0.
+	Compressed bool
+	Outputs    []PlanOutput
 }
 
 // PlanChecked returns the plan of an m×k·k×n product (k ≤ MaxInner).
@@ -117,7 +139,7 @@ func (s *Scheme) PlanChecked(m, k, n int) (CheckedPlan, error) {
 	if err != nil {
 		return CheckedPlan{}, err
 	}
-	merged := CheckedPlan{M: m, K: k, N: n, Outputs: []PlanOutput{{Layout: l, Width: n + c, Check: n,
+	merged := CheckedPlan{M: m, K: k, N: n, Outputs: []PlanOutput{{Layout: l, Rows: m, Width: n + c, Check: n,
 		Terms: []PlanTerm{{Matrix: MatrixMaskAug}, {Matrix: MatrixProj, Row0: 0, Row1: n, Off: n}}}}}
 	if s.planBytes(merged) <= s.planBytes(sep) && s.planCiphertexts(merged) <= s.planCiphertexts(sep) {
 		return merged, nil
@@ -138,36 +160,75 @@ func (s *Scheme) planCiphertexts(p CheckedPlan) int {
 }
 
 // planSeparate is the separate way: the product, then check outputs whose
-// inner dimensions (k for B·V, then V's rows) stay within MaxInner.
+// inner dimensions stay within MaxInner. B·V and V's rows share check
+// outputs (joint) or B·V has its own (split), whichever makes fewer output
+// ciphertexts, then less work: a smaller inner dimension allows more rows
+// per block (128×768·768×1536: one check ciphertext each for B·V and V,
+// half the work of both in one output, which RowBudget(2304) = 113 rows
+// cuts into two blocks).
 func (s *Scheme) planSeparate(m, k, n int) (CheckedPlan, error) {
-	c := CheckColumns
 	l, err := s.ChooseLayout(m, k, n)
 	if err != nil {
 		return CheckedPlan{}, err
 	}
-	p := CheckedPlan{M: m, K: k, N: n, Outputs: []PlanOutput{{Layout: l, Width: n, Check: n, Terms: []PlanTerm{{Matrix: MatrixMask}}}}}
-	terms, inner := []PlanTerm{{Matrix: MatrixMaskProj}}, k
-	flush := func() error {
-		l, err := s.ChooseLayout(m, inner, c)
-		if err != nil {
-			return err
-		}
-		p.Outputs = append(p.Outputs, PlanOutput{Layout: l, Width: c, Check: 0, Terms: terms})
-		terms, inner = nil, 0
-		return nil
-	}
-	for r0 := 0; r0 < n; {
-		if inner == s.p.MaxInner {
-			if err := flush(); err != nil {
-				return CheckedPlan{}, err
+	rows := min(m, CheckRows)
+	var best CheckedPlan
+	for _, split := range []bool{false, true} {
+		p := CheckedPlan{M: m, K: k, N: n, Compressed: rows < m,
+			Outputs: []PlanOutput{{Layout: l, Rows: m, Width: n, Check: n, Terms: []PlanTerm{{Matrix: MatrixMask}}}}}
+		terms, inner := []PlanTerm{{Matrix: MatrixMaskProj}}, k
+		flush := func() error {
+			l, err := s.ChooseLayout(rows, inner, CheckColumns)
+			if err != nil {
+				return err
 			}
+			p.Outputs = append(p.Outputs, PlanOutput{Layout: l, Rows: rows, Width: CheckColumns, Check: 0, Terms: terms})
+			terms, inner = nil, 0
+			return nil
 		}
-		r1 := min(n, r0+s.p.MaxInner-inner)
-		terms = append(terms, PlanTerm{Matrix: MatrixProj, Row0: r0, Row1: r1})
-		inner += r1 - r0
-		r0 = r1
+		for r0 := 0; r0 < n; {
+			if inner == s.p.MaxInner || split && r0 == 0 {
+				if err := flush(); err != nil {
+					return CheckedPlan{}, err
+				}
+			}
+			r1 := min(n, r0+s.p.MaxInner-inner)
+			terms = append(terms, PlanTerm{Matrix: MatrixProj, Row0: r0, Row1: r1})
+			inner += r1 - r0
+			r0 = r1
+		}
+		if err := flush(); err != nil {
+			return CheckedPlan{}, err
+		}
+		if !split || s.planOutputCiphertexts(p) < s.planOutputCiphertexts(best) ||
+			s.planOutputCiphertexts(p) == s.planOutputCiphertexts(best) && s.planWork(p) < s.planWork(best) {
+			best = p
+		}
 	}
-	return p, flush()
+	return best, nil
+}
+
+// planOutputCiphertexts is the number of p's output ciphertexts (each
+// N·LogQ1 bits of c1: with the fixed m·width·LogQ0 bits of c0, the bytes).
+func (s *Scheme) planOutputCiphertexts(p CheckedPlan) int {
+	n := 0
+	for _, o := range p.Outputs {
+		n += ceilDiv(o.Rows, o.Layout.MW) * ceilDiv(o.Width, o.Layout.NW)
+	}
+	return n
+}
+
+// planWork is P1's multiply-accumulates of p in ciphertexts: each weight
+// ciphertext times each row block of its output.
+func (s *Scheme) planWork(p CheckedPlan) int {
+	n := 0
+	for _, o := range p.Outputs {
+		for _, t := range o.Terms {
+			rows, cols := p.TermShape(t)
+			n += s.WeightSizes(rows, cols, t.Off, o.Layout).Ciphertexts * ceilDiv(o.Rows, o.Layout.MW)
+		}
+	}
+	return n
 }
 
 // planBytes is the bytes of p's output messages.
@@ -184,7 +245,7 @@ func (s *Scheme) planBytes(p CheckedPlan) int64 {
 func (s *Scheme) OutputSizes(p CheckedPlan) []int64 {
 	b := make([]int64, len(p.Outputs))
 	for i, o := range p.Outputs {
-		b[i] = s.Sizes(p.M, 1, o.Width, o.Layout).Output
+		b[i] = s.Sizes(o.Rows, 1, o.Width, o.Layout).Output
 	}
 	return b
 }
@@ -233,33 +294,53 @@ func (p CheckedPlan) Matrix(t PlanTerm, B, V []uint64) ([]uint64, error) {
 	return aug, nil
 }
 
-// Factor returns P1's plaintext factor of term t: A (m×k) for the matrices
-// derived from B, −R's columns [Row0, Row1) (R m×n) for MatrixProj.
-func (p CheckedPlan) Factor(t PlanTerm, A, R []uint64) []uint64 {
-	if t.Matrix != MatrixProj {
-		return A
+// Rho expands the challenge ρ (CheckRows×M, uniform words) of a compressed
+// plan from seed, a hash of P1's product output (package beaver/ot binds it
+// to the session and the item); nil for a plan that is not compressed.
+func (p CheckedPlan) Rho(seed [SeedSize]byte) []uint64 {
+	if !p.Compressed {
+		return nil
 	}
-	w := t.Row1 - t.Row0
-	f := make([]uint64, p.M*w)
-	for i := range p.M {
-		for j, v := range R[i*p.N+t.Row0 : i*p.N+t.Row1] {
-			f[i*w+j] = -v
-		}
-	}
-	return f
+	return share.NewPRG(share.Seed(seed), "selectformer/beaver/he/check-rows/v1").Words(CheckRows * p.M)
 }
 
-// Masks returns P1's masks of the plan's outputs (output i m×Width_i): R
-// (m×n, its share) in output 0's columns [0, n), words of fresh in the
-// check columns; and their sum R1 (m×c), to which P1 commits.
+// Factor returns P1's plaintext factor of term t of output o: A (m×k) for
+// the matrices derived from B, −R's columns [Row0, Row1) (R m×n) for
+// MatrixProj; times ρ (Rho) on the left in a compressed plan's check
+// outputs.
+func (p CheckedPlan) Factor(o int, t PlanTerm, A, R, rho []uint64) []uint64 {
+	f, w := A, p.K
+	if t.Matrix == MatrixProj {
+		w = t.Row1 - t.Row0
+		f = make([]uint64, p.M*w)
+		for i := range p.M {
+			for j, v := range R[i*p.N+t.Row0 : i*p.N+t.Row1] {
+				f[i*w+j] = -v
+			}
+		}
+	}
+	if o == 0 || rho == nil {
+		return f
+	}
+	g := make([]uint64, CheckRows*w)
+	if err := share.MatMulInto(g, rho, f, CheckRows, p.M, w); err != nil {
+		panic(err) // the shapes are the plan's
+	}
+	return g
+}
+
+// Masks returns P1's masks of the plan's outputs (output i Rows_i×Width_i):
+// R (m×n, its share) in output 0's columns [0, n), words of fresh in the
+// check columns; and their sum R1 (Rows×c of the check outputs), to which
+// P1 commits.
 func (p CheckedPlan) Masks(R []uint64, fresh func(n int) []uint64) (masks [][]uint64, R1 []uint64) {
-	m, n, c := p.M, p.N, CheckColumns
-	R1 = make([]uint64, m*c)
+	n, c := p.N, CheckColumns
+	R1 = make([]uint64, p.checkRows()*c)
 	masks = make([][]uint64, len(p.Outputs))
 	for o, out := range p.Outputs {
-		mk := make([]uint64, m*out.Width)
-		f := fresh(m * (out.Width - out.Check))
-		for i := range m {
+		mk := make([]uint64, out.Rows*out.Width)
+		f := fresh(out.Rows * (out.Width - out.Check))
+		for i := range out.Rows {
 			row := mk[i*out.Width : (i+1)*out.Width]
 			if o == 0 {
 				copy(row, R[i*n:(i+1)*n])
@@ -274,18 +355,27 @@ func (p CheckedPlan) Masks(R []uint64, fresh func(n int) []uint64) (masks [][]ui
 	return masks, R1
 }
 
-// Residual is P0's check: from the decrypted outputs (dec[i] m×Width_i,
-// DecryptShares) and its projection V (n×c) it returns its share C0
-// (m×n, output 0's first n columns) and C0·V − D (m×c), D the sum of the
+// checkRows is the rows of the check: CheckRows when compressed, M if not.
+func (p CheckedPlan) checkRows() int {
+	if p.Compressed {
+		return CheckRows
+	}
+	return p.M
+}
+
+// Residual is P0's check: from the decrypted outputs (dec[i]
+// Rows_i×Width_i, DecryptShares), its projection V (n×c) and ρ (Rho, nil
+// if not compressed) it returns its share C0 (m×n, output 0's first n
+// columns) and ρ·C0·V − D (C0·V − D if not compressed), D the sum of the
 // check columns; the check passes iff the residual is P1's R1.
-func (p CheckedPlan) Residual(dec [][]uint64, V []uint64) (C0, res []uint64, err error) {
+func (p CheckedPlan) Residual(dec [][]uint64, V, rho []uint64) (C0, res []uint64, err error) {
 	m, n, c := p.M, p.N, CheckColumns
-	if len(dec) != len(p.Outputs) || len(V) != n*c {
-		return nil, nil, fmt.Errorf("he: checked product: %d outputs, V %d words: %w", len(dec), len(V), errShape)
+	if len(dec) != len(p.Outputs) || len(V) != n*c || p.Compressed && len(rho) != CheckRows*m {
+		return nil, nil, fmt.Errorf("he: checked product: %d outputs, V %d words, ρ %d words: %w", len(dec), len(V), len(rho), errShape)
 	}
 	for i, o := range p.Outputs {
-		if len(dec[i]) != m*o.Width {
-			return nil, nil, fmt.Errorf("he: checked product: output %d of %d words, want %d: %w", i, len(dec[i]), m*o.Width, errShape)
+		if len(dec[i]) != o.Rows*o.Width {
+			return nil, nil, fmt.Errorf("he: checked product: output %d of %d words, want %d: %w", i, len(dec[i]), o.Rows*o.Width, errShape)
 		}
 	}
 	w0 := p.Outputs[0].Width
@@ -293,18 +383,26 @@ func (p CheckedPlan) Residual(dec [][]uint64, V []uint64) (C0, res []uint64, err
 	for i := range m {
 		copy(C0[i*n:(i+1)*n], dec[0][i*w0:])
 	}
-	res = make([]uint64, m*c)
-	if err := share.MatMulInto(res, C0, V, m, n, c); err != nil {
+	X := C0
+	if p.Compressed {
+		X = make([]uint64, CheckRows*n)
+		if err := share.MatMulInto(X, rho, C0, CheckRows, m, n); err != nil {
+			return nil, nil, fmt.Errorf("he: checked product: ρ·C0: %w", err)
+		}
+	}
+	r := p.checkRows()
+	res = make([]uint64, r*c)
+	if err := share.MatMulInto(res, X, V, r, n, c); err != nil {
 		return nil, nil, fmt.Errorf("he: checked product: C0·V: %w", err)
 	}
 	for o, out := range p.Outputs {
 		if out.Width-out.Check != c {
 			continue // no check columns
 		}
-		for i := range m {
-			r := res[i*c : (i+1)*c]
+		for i := range r {
+			ri := res[i*c : (i+1)*c]
 			for j, d := range dec[o][i*out.Width+out.Check : (i+1)*out.Width] {
-				r[j] -= d
+				ri[j] -= d
 			}
 		}
 	}

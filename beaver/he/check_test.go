@@ -1,9 +1,11 @@
 package he
 
 import (
+	"crypto/sha256"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -12,16 +14,16 @@ import (
 // output ciphertexts.
 type checkTamper struct {
 	weights func(s *Scheme, term int, w *Weights)
-	outputs func(s *Scheme, p CheckedPlan, outs []*Output)
+	outputs func(s *Scheme, p CheckedPlan, o int, out *Output)
 }
 
 // checkedRun runs the checked product of the plan of m×k·k×n through the
 // wire encodings: P0 encrypts each term's matrix of B (k×n) and V (n×c),
 // P1 loads them and sends the outputs for its A (m×k) and share R (m×n),
-// fresh check masks from rng, altered by tp; P0 decrypts. It returns P0's
-// C0 and residual, P1's committed R1 and the plan.
-func checkedRun(t *testing.T, s *Scheme, m, k, n int, A, B, R, V []uint64, rng *rand.Rand, tp checkTamper) (C0, res, R1 []uint64, p CheckedPlan) {
+// fresh check masks from rng, altered by tp; P0 decrypts.
+func checkedRun(t *testing.T, s *Scheme, m, k, n int, A, B, R, V []uint64, rng *rand.Rand, tp checkTamper) checked {
 	t.Helper()
+	var p CheckedPlan
 	rnd := newDetRand(rng.Uint64())
 	sk, pk, err := s.KeyGenWithSeed([SeedSize]byte{1}, rnd)
 	if err != nil {
@@ -64,24 +66,25 @@ func checkedRun(t *testing.T, s *Scheme, m, k, n int, A, B, R, V []uint64, rng *
 		}
 	}
 	masks, R1 := p.Masks(R, func(n int) []uint64 { return fill(rng, n, "random") })
-	outs := make([]*Output, len(p.Outputs))
+	// P1 computes and sends the outputs in order, ρ from output 0's bytes
+	// (a compressed plan); P0 decodes and decrypts them.
+	sizes := s.OutputSizes(p)
+	dec := make([][]uint64, len(p.Outputs))
+	var rho, rho0 []uint64
 	i := 0
 	for o, po := range p.Outputs {
 		terms := make([]Term, len(po.Terms))
 		for j, tm := range po.Terms {
-			terms[j] = Term{W: ws[i], A: p.Factor(tm, A, R)}
+			terms[j] = Term{W: ws[i], A: p.Factor(o, tm, A, R, rho)}
 			i++
 		}
-		if outs[o], err = s.MulMaskedSum(terms, po.Layout, m, po.Width, masks[o], rnd); err != nil {
+		out, err := s.MulMaskedSum(terms, po.Layout, po.Rows, po.Width, masks[o], rnd)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if tp.outputs != nil {
-		tp.outputs(s, p, outs)
-	}
-	sizes := s.OutputSizes(p)
-	dec := make([][]uint64, len(outs))
-	for o, out := range outs {
+		if tp.outputs != nil {
+			tp.outputs(s, p, o, out)
+		}
 		b, err := out.AppendBinary(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -89,19 +92,40 @@ func checkedRun(t *testing.T, s *Scheme, m, k, n int, A, B, R, V []uint64, rng *
 		if int64(len(b)) != sizes[o] {
 			t.Fatalf("output %d: %d bytes, OutputSizes says %d", o, len(b), sizes[o])
 		}
-		po := p.Outputs[o]
-		out1, err := s.DecodeOutput(b, m, po.Width)
+		if o == 0 {
+			rho = p.Rho(sha256.Sum256(b))
+			rho0 = rho
+		}
+		out1, err := s.DecodeOutput(b, po.Rows, po.Width)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if dec[o], err = s.DecryptShares(sk, out1, m, po.Width, po.Layout); err != nil {
+		if dec[o], err = s.DecryptShares(sk, out1, po.Rows, po.Width, po.Layout); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if C0, res, err = p.Residual(dec, V); err != nil {
+	C0, res, err := p.Residual(dec, V, rho0)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return C0, res, R1, p
+	D := make([]uint64, len(R1))
+	for o, po := range p.Outputs {
+		if po.Width == po.Check {
+			continue
+		}
+		for i := range po.Rows {
+			addTo(D[i*CheckColumns:(i+1)*CheckColumns], dec[o][i*po.Width+po.Check:(i+1)*po.Width])
+		}
+	}
+	return checked{C0: C0, res: res, R1: R1, D: D, p: p}
+}
+
+// checked is what checkedRun observed: P0's share C0, residual and
+// decrypted check columns (summed over the check outputs), P1's committed
+// R1, and the plan.
+type checked struct {
+	C0, res, R1, D []uint64
+	p              CheckedPlan
 }
 
 // merged reports whether p is the merged way (one output with check
@@ -113,16 +137,21 @@ func (p CheckedPlan) merged() bool { return len(p.Outputs) == 1 }
 // dimension at MaxInner.
 func TestPlanChecked(t *testing.T) {
 	s := defaultScheme
+	check := int64(82944 + CheckRows*CheckColumns*68/8 + 18) // one check output of c'×c, one ciphertext
 	for _, c := range []struct {
-		m, k, n int
-		merged  bool
-		extra   int64 // bytes beyond the unchecked product's output
+		m, k, n    int
+		merged     bool
+		compressed bool
+		extra      int64 // bytes beyond the unchecked product's output
 	}{
-		{128, 768, 1536, false, 2*82944 + 128*40*68/8 + 18}, // two check ciphertexts: MW ≤ RowBudget(2304) = 113
-		{128, 1, 1536, false, 82944 + 128*40*68/8 + 18},
-		{1, 768, 768, true, 40 * 68 / 8},           // the check columns fit in the product's last block
-		{1, 2, 1, true, 40 * 68 / 8},               // one output of 41 columns at NW = 64, as the unchecked 1
-		{768, 128, 3, true, 5*82944 + 768*40*68/8}, // 6 ciphertexts of 43 columns where 1 held 3
+		{128, 768, 1536, false, true, check},
+		{128, 1, 1536, false, true, check},
+		{769, 128, 5, false, true, check}, // batch 1's tallest product: m×c check values would be 676,224 bytes
+		{6152, 128, 5, false, true, check},
+		{24, 769, 768, true, false, 24 * 40 * 68 / 8}, // the check columns fit beside the product's
+		{1, 768, 768, true, false, 40 * 68 / 8},
+		{1, 2, 1, true, false, 40 * 68 / 8}, // one output of 41 columns at NW = 64, as the unchecked 1
+		{64, 1, 217, false, false, check},   // m ≤ c': the check is on C0 itself
 	} {
 		p, err := s.PlanChecked(c.m, c.k, c.n)
 		if err != nil {
@@ -133,8 +162,8 @@ func TestPlanChecked(t *testing.T) {
 			got += b
 		}
 		got -= s.Sizes(c.m, c.k, c.n, Layout{}).Output
-		if p.merged() != c.merged || got != c.extra {
-			t.Errorf("%d×%d·%d×%d: merged %v, %d bytes more; want %v, %d", c.m, c.k, c.k, c.n, p.merged(), got, c.merged, c.extra)
+		if p.merged() != c.merged || p.Compressed != c.compressed || got != c.extra {
+			t.Errorf("%d×%d·%d×%d: merged %v, compressed %v, %d bytes more; want %v, %v, %d", c.m, c.k, c.k, c.n, p.merged(), p.Compressed, got, c.merged, c.compressed, c.extra)
 		}
 	}
 	// k + n > MaxInner: separate, the check's inner dimension split.
@@ -174,8 +203,9 @@ var smallInner = func() *Scheme {
 
 // TestCheckedProduct: honest checked products pass (the residual is P1's
 // R1) and give C0 + C1 = A·B exactly, for merged and separate plans, a
-// check split over several outputs, weight vector triples' diag(b), edge
-// words; the messages have the sizes WeightSizes and OutputSizes give.
+// check split over several outputs, a compressed check (on ρ·C0), weight
+// vector triples' diag(b), edge words; the messages have the sizes
+// WeightSizes and OutputSizes give.
 func TestCheckedProduct(t *testing.T) {
 	for i, c := range []struct {
 		name    string
@@ -190,6 +220,8 @@ func TestCheckedProduct(t *testing.T) {
 		{"merged/diag", defaultScheme, 4, 6, 6, true, true, "edges"},
 		{"separate", defaultScheme, 64, 1, 217, false, false, "random"},
 		{"separate/split", smallInner, 3, 10, 12, false, false, "edges"},
+		{"compressed", defaultScheme, 300, 4, 3, false, false, "edges"},
+		{"compressed/diag", defaultScheme, 260, 5, 5, false, true, "random"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.name == "separate" && testing.Short() {
@@ -207,15 +239,18 @@ func TestCheckedProduct(t *testing.T) {
 				}
 			}
 			V := fill(rng, c.n*CheckColumns, "random")
-			C0, res, R1, p := checkedRun(t, c.s, c.m, c.k, c.n, A, B, R, V, rng, checkTamper{})
-			if p.merged() != c.merged {
-				t.Fatalf("plan %+v, want merged %v", p.Outputs, c.merged)
+			r := checkedRun(t, c.s, c.m, c.k, c.n, A, B, R, V, rng, checkTamper{})
+			if r.p.merged() != c.merged {
+				t.Fatalf("plan %+v, want merged %v", r.p.Outputs, c.merged)
 			}
-			if c.name == "separate/split" && len(p.Outputs) < 3 {
-				t.Fatalf("plan %+v: the check is not split", p.Outputs)
+			if c.name == "separate/split" && len(r.p.Outputs) < 3 {
+				t.Fatalf("plan %+v: the check is not split", r.p.Outputs)
 			}
-			checkShares(t, C0, R, plainMul(A, B, c.m, c.k, c.n))
-			if !slices.Equal(res, R1) {
+			if r.p.Compressed != strings.HasPrefix(c.name, "compressed") {
+				t.Fatalf("plan compressed: %v", r.p.Compressed)
+			}
+			checkShares(t, r.C0, R, plainMul(A, B, c.m, c.k, c.n))
+			if !slices.Equal(r.res, r.R1) {
 				t.Error("honest outputs fail the check")
 			}
 		})
@@ -235,10 +270,20 @@ func addBits(x u128, v u128, bits int) u128 { return x.add(v).mask(bits) }
 // scale) passes, and then C0 is exactly the honest share.
 func TestCheckCatchesTampering(t *testing.T) {
 	s := defaultScheme
-	c1Add := func(out, block, t int, v u128) func(*Scheme, CheckedPlan, []*Output) {
-		return func(s *Scheme, _ CheckedPlan, outs []*Output) {
-			b := outs[out].blocks[block]
-			b.c1[t] = addBits(b.c1[t], v, s.p.LogQ1)
+	c1Add := func(out, block, t int, v u128) func(*Scheme, CheckedPlan, int, *Output) {
+		return func(s *Scheme, _ CheckedPlan, o int, ct *Output) {
+			if o == out {
+				b := ct.blocks[block]
+				b.c1[t] = addBits(b.c1[t], v, s.p.LogQ1)
+			}
+		}
+	}
+	c0Add := func(out, block, i int, v u128) func(*Scheme, CheckedPlan, int, *Output) {
+		return func(s *Scheme, _ CheckedPlan, o int, ct *Output) {
+			if o == out {
+				b := ct.blocks[block]
+				b.c0[i] = addBits(b.c0[i], v, s.p.LogQ0)
+			}
 		}
 	}
 	unit := u128{1, 0}.shl(s.p.LogQ1 - 64) // δ = 1 at the plaintext's scale
@@ -255,16 +300,14 @@ func TestCheckCatchesTampering(t *testing.T) {
 		{"c1+2^(LogQ1-64)X^t", s, 4, 8, 12, checkTamper{outputs: c1Add(0, 0, 5, unit)}, false, true},
 		{"c1+2^63·2^(LogQ1-64)X^t", s, 4, 8, 12, checkTamper{outputs: c1Add(0, 0, 5, unit.shl(63))}, false, true},
 		{"separate/c1+2^63·2^(LogQ1-64)X^t", smallInner, 4, 8, 12, checkTamper{outputs: c1Add(0, 0, 5, unit.shl(63))}, false, true},
-		{"c0+1", s, 4, 8, 12, checkTamper{outputs: func(s *Scheme, _ CheckedPlan, outs []*Output) {
-			b := outs[0].blocks[0]
-			b.c0[1] = addBits(b.c0[1], u128{1, 0}.shl(s.p.LogQ0-64), s.p.LogQ0)
-		}}, false, true},
-		{"check column only/merged", s, 4, 8, 12, checkTamper{outputs: func(s *Scheme, p CheckedPlan, outs []*Output) {
-			// Row 0's first check column (column n, in block 0 for n < NW).
-			b := outs[0].blocks[0]
-			b.c0[p.N] = addBits(b.c0[p.N], u128{1, 0}.shl(s.p.LogQ0-1), s.p.LogQ0)
-		}}, false, false},
+		{"c0+1", s, 4, 8, 12, checkTamper{outputs: c0Add(0, 0, 1, u128{1, 0}.shl(s.p.LogQ0-64))}, false, true},
+		// Row 0's first check column (column n = 12, in block 0).
+		{"check column only/merged", s, 4, 8, 12, checkTamper{outputs: c0Add(0, 0, 12, u128{1, 0}.shl(s.p.LogQ0-1))}, false, false},
 		{"check output only/separate", smallInner, 4, 8, 12, checkTamper{outputs: c1Add(1, 0, 7, unit.shl(63))}, false, false},
+		// 300 rows: the check is on ρ·C0 (64 rows).
+		{"compressed/c1+2^63·2^(LogQ1-64)X^t", s, 300, 4, 3, checkTamper{outputs: c1Add(0, 0, 9, unit.shl(63))}, false, true},
+		{"compressed/c0+2^63 in one row", s, 300, 4, 3, checkTamper{outputs: c0Add(0, 0, 5, u128{1, 0}.shl(s.p.LogQ0-1))}, false, true},
+		{"compressed/check output only", s, 300, 4, 3, checkTamper{outputs: c1Add(1, 0, 7, unit.shl(63))}, false, false},
 		{"loaded weights c1+δX^t·s", s, 4, 8, 12, checkTamper{weights: func(s *Scheme, term int, w *Weights) {
 			if term != 0 {
 				return
@@ -299,7 +342,11 @@ func TestCheckCatchesTampering(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 13))
 			A, B, R := fill(rng, c.m*c.k, "random"), fill(rng, c.k*c.n, "random"), fill(rng, c.m*c.n, "random")
 			V := fill(rng, c.n*CheckColumns, "random")
-			C0, res, R1, _ := checkedRun(t, c.s, c.m, c.k, c.n, A, B, R, V, rng, c.tp)
+			r := checkedRun(t, c.s, c.m, c.k, c.n, A, B, R, V, rng, c.tp)
+			C0, res, R1 := r.C0, r.res, r.R1
+			if strings.HasPrefix(c.name, "compressed") != r.p.Compressed {
+				t.Fatalf("plan compressed: %v", r.p.Compressed)
+			}
 			honest := true
 			want := plainMul(A, B, c.m, c.k, c.n)
 			for j := range want {
@@ -320,47 +367,45 @@ func TestCheckCatchesTampering(t *testing.T) {
 }
 
 // TestCheckView: what the check adds to P0's view, the decrypted check
-// columns D = A·B·V − R·V − R1, is independent of P1's A: for A = 0 and A
-// = −2^63 everywhere (same B, R, V) the words of D (as fractions of 2^64)
-// pass a two-sample KS test, and fit the uniform distribution; and P0's
-// residual is R1, which P1 committed to. α = 10^-4.
+// columns D = A·B·V − R·V − R1 (ρ·A·B·V − ρ·R·V − R1 when compressed), is
+// independent of P1's A: for A = 0 and A = −2^63 everywhere (same B, R, V)
+// the words of D (as fractions of 2^64) pass a two-sample KS test, and fit
+// the uniform distribution; P0's residual is R1, which P1 committed to.
+// Merged (16×8·8×12) and compressed (300×4·4×3) plans; α = 10^-4.
 func TestCheckView(t *testing.T) {
 	s := defaultScheme
-	m, k, n := 16, 8, 12
-	rng := rand.New(rand.NewPCG(21, 21))
-	B, R := fill(rng, k*n, "random"), fill(rng, m*n, "random")
-	V := fill(rng, n*CheckColumns, "random")
-	views := func(A []uint64, runs int) []float64 {
-		var d []float64
-		for range runs {
-			C0, res, R1, p := checkedRun(t, s, m, k, n, A, B, R, V, rng, checkTamper{})
-			if !p.merged() || !slices.Equal(res, R1) {
-				t.Fatal("honest run: not the merged plan, or the check failed")
-			}
-			// D = C0·V − R1, the check columns P0 decrypted.
-			for i := range m {
-				for j := range CheckColumns {
-					var x uint64
-					for r := range n {
-						x += C0[i*n+r] * V[r*CheckColumns+j]
-					}
-					d = append(d, math.Ldexp(float64(x-R1[i*CheckColumns+j]), -64))
+	for _, c := range []struct {
+		m, k, n, runs int
+		compressed    bool
+	}{{16, 8, 12, 4, false}, {300, 4, 3, 1, true}} {
+		rng := rand.New(rand.NewPCG(21, uint64(c.m)))
+		B, R := fill(rng, c.k*c.n, "random"), fill(rng, c.m*c.n, "random")
+		V := fill(rng, c.n*CheckColumns, "random")
+		views := func(A []uint64) []float64 {
+			var d []float64
+			for range c.runs {
+				r := checkedRun(t, s, c.m, c.k, c.n, A, B, R, V, rng, checkTamper{})
+				if r.p.Compressed != c.compressed || !slices.Equal(r.res, r.R1) {
+					t.Fatalf("%d×%d·%d×%d: compressed %v, or the honest check failed", c.m, c.k, c.k, c.n, r.p.Compressed)
+				}
+				for _, x := range r.D {
+					d = append(d, math.Ldexp(float64(x), -64))
 				}
 			}
+			return d
 		}
-		return d
-	}
-	zero, ext := views(make([]uint64, m*k), 4), views(fill(nil, m*k, "min"), 4)
-	crit := ksCrit(1e-4, len(zero), len(ext))
-	if d := ks2(zero, ext); d > crit {
-		t.Errorf("the check columns depend on A: KS D = %.4f > %.4f", d, crit)
-	}
-	unif := make([]float64, len(zero))
-	for i := range unif {
-		unif[i] = rng.Float64()
-	}
-	if d := ks2(ext, unif); d > crit {
-		t.Errorf("the check columns are not uniform: KS D = %.4f > %.4f", d, crit)
+		zero, ext := views(make([]uint64, c.m*c.k)), views(fill(nil, c.m*c.k, "min"))
+		crit := ksCrit(1e-4, len(zero), len(ext))
+		if d := ks2(zero, ext); d > crit {
+			t.Errorf("%d rows: the check columns depend on A: KS D = %.4f > %.4f", c.m, d, crit)
+		}
+		unif := make([]float64, len(zero))
+		for i := range unif {
+			unif[i] = rng.Float64()
+		}
+		if d := ks2(ext, unif); d > crit {
+			t.Errorf("%d rows: the check columns are not uniform: KS D = %.4f > %.4f", c.m, d, crit)
+		}
 	}
 }
 

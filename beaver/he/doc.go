@@ -138,9 +138,14 @@
 // outputs carry, beside A·B − R, check columns D = A·(B·V) − R·V − R1 (R1
 // fresh; A·(B·V) from Enc(B·V), −R·V from Enc(V)), and P1 commits to R1;
 // P0 accepts C0 iff C0·V − D = R1. Honest outputs pass:
-// (A·B − R)·V − A·B·V + R·V + R1 = R1. The check adds nothing to P0's view:
-// D is uniform (R1 is), the flood covers its noise as every coefficient's,
-// and R1 P0 computes itself.
+// (A·B − R)·V − A·B·V + R·V + R1 = R1. A product with more than
+// CheckRows = 64 rows is checked on ρ·C0 instead, ρ a 64×m matrix of
+// uniform words expanded from a hash of P1's product output (Fiat–Shamir:
+// P1 fixes C0's ciphertexts before it knows ρ), so that the check output
+// has 64 rows whatever m: D = ρ·A·(B·V) − ρ·R·V − R1, accepted iff
+// ρ·C0·V − D = R1. The check adds nothing to P0's view: D is uniform (R1
+// is), the flood covers its noise as every coefficient's, and R1 P0
+// computes itself.
 //
 // Why it suffices against an active P1. Whatever P1 sends, P0 decrypts
 // C0 = A·B − R + E0 and D = A·B·V − R·V − R1 + E_D, A, R and R1 being the
@@ -153,10 +158,16 @@
 // that brings in a·s² with a uniform, which P1 cannot cancel with small
 // coefficients (it would need a ciphertext product, which needs keys P0
 // never makes). The check passes iff E0·V = E_D + (R1' − R1), R1' what P1
-// committed to. For E0 ≠ 0 with least 2-adic valuation v, each column of
-// V maps E0 to a value uniform on 2^v·Z_2^64: one column agrees with
-// probability 2^(v−64) ≤ 1/2 (an attacker picks δ = 2^63), c independent
-// columns with at most 2^−c = 2^−40. (One MAC key would not do over
+// committed to (ρ·E0 for E0 when compressed). For E0 ≠ 0 with least
+// 2-adic valuation v, each column of V maps E0 to a value uniform on
+// 2^v·Z_2^64: one column agrees with probability 2^(v−64) ≤ 1/2 (an
+// attacker picks δ = 2^63), c independent columns with at most
+// 2^−c = 2^−40. Compressed, the same holds unless ρ·E0 = 0, which for a
+// fixed E0 ≠ 0 has probability at most 2^−64 over ρ (64 rows, each ≤ 1/2
+// by the same valuation argument); ρ is a hash of the output that fixes
+// E0, so a P1 that knows its alteration can search for a ρ that hides it
+// only by hashing, 2^64 tries, and one that alters through the key cannot
+// tell which ρ would. (One MAC key would not do over
 // Z_2^64, whose zero divisors let 2^63·x vanish for every even key: the
 // problem SPDZ2k solves by computing modulo 2^(64+s), Cramer, Damgård,
 // Escudero, Scholl, Xing, CRYPTO 2018; independent columns are the
@@ -171,11 +182,13 @@
 // formal model: it rests on P1 being unable to make a V-dependent error
 // through the key.
 //
-// Cost (CheckedPlan, PlanChecked chooses per shape): 209,426 bytes (5.7%)
-// per candidate for 128×768·768×1536 (two check ciphertexts: the check's
-// inner dimension k + n = 2304 allows MW ≤ 113 rows), 340 bytes for
-// 1×768·768×768 (the check columns fit beside the product's); once, B·V
-// (k ciphertexts per weight) and V (n ciphertexts per n, shared by the
+// Cost (CheckedPlan, PlanChecked chooses per shape): 104,722 bytes per
+// candidate for a product of more than 64 rows (one 64×40 check output:
+// 2.9% of 128×768·768×1536, 12% of the 6152×128·128×5 of sst2 at batch 8),
+// 40·68 bits per row for the short, narrow ones (340 bytes for
+// 1×768·768×768: the check columns fit beside the product's); P1's work
+// 12% more for 128×768·768×1536 (BenchmarkCheckMulMasked); once, B·V (k
+// ciphertexts per weight) and V (n ciphertexts per n, shared by the
 // weights with n columns).
 //
 // # What P0 can do

@@ -30,8 +30,8 @@
 // session (he.WeightSizes: B, 509,607,990 bytes for 768×1536 with NW =
 // 512; B·V; V's rows, shared by the weights with the same n); per item
 // party 1 sends one header word per encrypted matrix, its outputs
-// (he.OutputSizes: 3,871,268 bytes for 128×768·768×1536, 2.46× a dealer's
-// correction, of which 209,426 the check) and a 32-byte commitment, and
+// (he.OutputSizes: 3,766,564 bytes for 128×768·768×1536, 2.39× a dealer's
+// correction, of which 104,722 the check) and a 32-byte commitment, and
 // party 0 accepts its share only if the outputs pass the check
 // (he.CheckedPlan; a failure wraps beaver.ErrCorrelationCheck and discards
 // the key). Every other kind stays on OT. The first setup message carries

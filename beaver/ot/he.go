@@ -22,9 +22,10 @@ import (
 // Cost, per item of an m×k·k×n product (he.PlanChecked's plan, public):
 // party 1 sends one header word per encrypted matrix of the plan (two or
 // three) and one message of the plan's outputs, each he.OutputSizes bytes
-// rounded up to words, plus a 32-byte commitment; the check adds 209,426
-// bytes (5.7%) to the 3,661,842 of 128×768·768×1536 and 340 bytes to a
-// narrow product such as 1×768·768×768 (he.CheckedPlan). Once per session
+// rounded up to words, plus a 32-byte commitment; the check adds 104,722
+// bytes to a product of more than 64 rows (2.9% of the 3,661,842 of
+// 128×768·768×1536) and 40·68 bits a row to a short, narrow one (340 bytes
+// to 1×768·768×768; he.CheckedPlan). Once per session
 // party 0 sends its public key and each encrypted matrix of the plans
 // (he.WeightSizes bytes, rounded up to words): a weight's B and B·V (or
 // [B | B·V]), and V's rows for each n, shared by the weights with n columns.
@@ -53,11 +54,14 @@ import (
 //     reuse its encryption with their own MW (he.MulMaskedSum).
 //  3. Party 1 sends the plan's outputs (he.MulMaskedSum of each output's
 //     terms, the mask of output 0's first n columns being its share
-//     C1 := R, the check columns' fresh) and h = SHA-256(domain ‖ session
-//     id ‖ item ‖ R1), R1 the sum of the check columns' masks (m×c);
+//     C1 := R, the check columns' fresh; in a compressed plan the check
+//     outputs' factors are ρ·A and −ρ·R, ρ expanded from SHA-256(domain ‖
+//     session id ‖ item ‖ output 0), heRowSeed) and h = SHA-256(domain ‖
+//     session id ‖ item ‖ R1), R1 the sum of the check columns' masks;
 //     A, R and the masks are drawn from the generator's secret randomness.
 //  4. Party 0 decrypts the outputs, computes its share C0 and the residual
-//     C0·V − D (he.CheckedPlan.Residual), and accepts iff its hash is h.
+//     C0·V − D or ρ·C0·V − D (he.CheckedPlan.Residual, ρ from the output 0
+//     it received), and accepts iff its hash is h.
 //     Otherwise it fails with an error wrapping beaver.ErrCorrelationCheck,
 //     discards its secret key (every later item and bind of the provider
 //     fails the same way), and returns nothing: no value derived from the
@@ -72,7 +76,9 @@ import (
 // not of V (party 1 holds V only encrypted, and party 0's decryption is
 // linear in the ciphertext, so party 1 cannot make an error that depends on
 // V through the key); passing needs E0·V = E_D + (a value party 1 fixes),
-// which for E0 ≠ 0 holds with probability at most 2^−40 over V. A C0 that
+// which for E0 ≠ 0 holds with probability at most 2^−40 over V (in a
+// compressed plan ρ·E0·V, and ρ·E0 = 0 has probability 2^−64 over ρ, which
+// party 1 learns only once its output fixed E0). A C0 that
 // passes is the product for the factor and mask party 1 encrypted, as from
 // an honest party 1; an altered C0 passes with probability at most 2^−40,
 // and the first failure ends the session and its key, so everything party 1
@@ -466,6 +472,7 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, i
 		return nil, fmt.Errorf("the HE key was discarded after a failed check: %w", h.err())
 	}
 	dec := make([][]uint64, len(it.out))
+	var rho []uint64
 	for i, o := range it.plan.Outputs {
 		nw := wordsFor(it.out[i])
 		ob, err := wordsToBytesExact(msg[:nw], it.out[i])
@@ -473,15 +480,18 @@ func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, i
 			return nil, fmt.Errorf("output %d: %w", i, err)
 		}
 		msg = msg[nw:]
-		out, err := h.sc.DecodeOutput(ob, it.m, o.Width)
+		if i == 0 {
+			rho = it.plan.Rho(heRowSeed(sid, it, ob))
+		}
+		out, err := h.sc.DecodeOutput(ob, o.Rows, o.Width)
 		if err != nil {
 			return nil, fmt.Errorf("output %d: %w", i, err)
 		}
-		if dec[i], err = h.sc.DecryptShares(sk, out, it.m, o.Width, o.Layout); err != nil {
+		if dec[i], err = h.sc.DecryptShares(sk, out, o.Rows, o.Width, o.Layout); err != nil {
 			return nil, fmt.Errorf("output %d: %w", i, err)
 		}
 	}
-	C0, res, err := it.plan.Residual(dec, V)
+	C0, res, err := it.plan.Residual(dec, V, rho)
 	if err != nil {
 		return nil, err
 	}
@@ -532,13 +542,30 @@ func (h *heState) count(key heKey, size int64) {
 	h.stats.UploadBytes += size
 }
 
-// heCommit is party 1's commitment to its check masks' sum R1 (m×c), bound
-// to the session and the item.
-func heCommit(sid beaver.SessionID, it *heItem, R1 []uint64) [heCommitWords]uint64 {
-	b := append([]byte("selectformer/beaver/ot/he/check/v1/"), sid[:]...)
+// heRowSeed is the seed of the challenge ρ of a compressed check
+// (he.CheckedPlan.Rho): a hash of party 1's product output, bound to the
+// session and the item, so that the output, and any error in it, is fixed
+// before ρ is known (Fiat–Shamir).
+func heRowSeed(sid beaver.SessionID, it *heItem, out0 []byte) [he.SeedSize]byte {
+	h := sha256.New()
+	h.Write(heItemBytes("selectformer/beaver/ot/he/rows/v1/", sid, it))
+	h.Write(out0)
+	return [he.SeedSize]byte(h.Sum(nil))
+}
+
+// heItemBytes is a domain, the session id and the item's identity.
+func heItemBytes(domain string, sid beaver.SessionID, it *heItem) []byte {
+	b := append([]byte(domain), sid[:]...)
 	for _, v := range []uint64{uint64(it.r.Kind), it.r.WeightID, uint64(it.r.Stream), it.r.Counter, uint64(it.m), uint64(it.k), uint64(it.n)} {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
+	return b
+}
+
+// heCommit is party 1's commitment to its check masks' sum R1 (m×c), bound
+// to the session and the item.
+func heCommit(sid beaver.SessionID, it *heItem, R1 []uint64) [heCommitWords]uint64 {
+	b := heItemBytes("selectformer/beaver/ot/he/check/v1/", sid, it)
 	for _, v := range R1 {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
@@ -612,15 +639,15 @@ func (p *Provider) heParty1(ctx context.Context, g *Gen, sid beaver.SessionID, i
 		}
 	}
 	masks, R1 := it.plan.Masks(R, draw)
-	var msg []uint64
+	var msg, rho []uint64
 	ti := 0
 	for o, out := range it.plan.Outputs {
 		terms := make([]he.Term, len(out.Terms))
 		for j, t := range out.Terms {
-			terms[j] = he.Term{W: entries[ti].w, A: it.plan.Factor(t, A, R)}
+			terms[j] = he.Term{W: entries[ti].w, A: it.plan.Factor(o, t, A, R, rho)}
 			ti++
 		}
-		ct, err := h.sc.MulMaskedSum(terms, out.Layout, it.m, out.Width, masks[o], h.rnd)
+		ct, err := h.sc.MulMaskedSum(terms, out.Layout, out.Rows, out.Width, masks[o], h.rnd)
 		if err != nil {
 			return nil, err
 		}
@@ -630,6 +657,9 @@ func (p *Provider) heParty1(ctx context.Context, g *Gen, sid beaver.SessionID, i
 		}
 		if int64(len(b)) != it.out[o] {
 			return nil, fmt.Errorf("output %d of %d bytes, want %d", o, len(b), it.out[o])
+		}
+		if o == 0 {
+			rho = it.plan.Rho(heRowSeed(sid, it, b))
 		}
 		msg = append(msg, bytesToWordsPad(b)...)
 	}

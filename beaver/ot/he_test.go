@@ -113,11 +113,12 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 4},
 			{Kind: beaver.KindWeightTriple, WeightID: 9, M: 1, K: 1, N: 1},
 		}},
-		{"blocks", false, false, 3, []beaver.Request{
-			// The merged plan's ChooseLayout(300, 29, 64): NW = 64, MW =
-			// 128: 3 row blocks (the last of 44 rows), 1 column block.
+		// Tall products: the separate plan with a compressed check (B and
+		// B·V uploaded per weight).
+		{"blocks", false, false, 6, []beaver.Request{
+			// ChooseLayout(300, 5, 24): NW = 32, MW = 256: 2 row blocks
+			// (the last of 44 rows), 1 column block.
 			{Kind: beaver.KindWeightTriple, WeightID: 1, M: 300, K: 5, N: 24},
-			// ChooseLayout(130, 13, 49): several row blocks of a narrow product.
 			{Kind: beaver.KindWeightTriple, WeightID: 2, M: 130, K: 4, N: 9},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 3, M: 70, N: 33},
 		}},
@@ -125,9 +126,11 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightTriple, WeightID: 4, M: 9, K: 16, N: 12},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 5, M: 9, N: 16},
 		}},
-		{"compact", false, true, 1, []beaver.Request{
+		// Both compressed (300 and 200 rows > CheckRows): B, B·V and V are
+		// uploaded once and reused with the other row count.
+		{"compact", false, true, 2, []beaver.Request{
 			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 300, K: 5, N: 24},
-			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 3, K: 5, N: 24},
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 200, K: 5, N: 24},
 		}},
 	}
 	for _, c := range cases {

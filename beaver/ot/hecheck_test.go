@@ -86,7 +86,7 @@ func outputField(it *heItem, sc *he.Scheme, o, bi int, c1 bool, idx int) (off, w
 	cb := (po.Width + l.NW - 1) / l.NW
 	for b := 0; ; b++ {
 		ib, jb := b/cb, b%cb
-		rows, cols := min(l.MW, it.m-ib*l.MW), min(l.NW, po.Width-jb*l.NW)
+		rows, cols := min(l.MW, po.Rows-ib*l.MW), min(l.NW, po.Width-jb*l.NW)
 		if b == bi {
 			if c1 {
 				return off + rows*cols*p.LogQ0 + idx*p.LogQ1, p.LogQ1
@@ -127,14 +127,18 @@ func addBits(w []uint64, off, width int, v int64, shift int) {
 // the outputs. The model owner's HE key is then discarded: its next item
 // and any bind fail the same way. A change below the decryption's rounding
 // (c1 + 1 at LogQ1 scale) passes, with the exact honest correlation. The
-// merged plan (4×8·8×12) and the separate, split one (MaxInner 16,
-// 3×10·10×12: product, check, check) both.
+// merged plan (4×8·8×12), the separate, split one (MaxInner 16,
+// 3×10·10×12: product, check, check) and the compressed one (300×4·4×3:
+// the check on ρ·C0; here the product output is altered after party 1
+// derived ρ from it, beaver/he's TestCheckCatchesTampering alters it
+// before).
 func TestHECheckCatchesTampering(t *testing.T) {
 	small := he.DefaultParams()
 	small.MaxInner = 16
 	merged := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 4, M: 4, K: 8, N: 12}
 	split := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 3, K: 10, N: 12}
 	vector := beaver.Request{Kind: beaver.KindWeightVectorTriple, WeightID: 6, M: 4, N: 5}
+	tall := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 7, M: 300, K: 4, N: 3}
 	logQ1 := he.DefaultParams().LogQ1
 	type field struct {
 		o, block int
@@ -161,6 +165,9 @@ func TestHECheckCatchesTampering(t *testing.T) {
 		{name: "loaded weights", r: merged, upload: true},
 		{name: "split/c1+2^63·2^(LogQ1-64)·X^t", params: &small, r: split, out: &field{0, 0, true, 3, 1, logQ1 - 1}},
 		{name: "split/check output only", params: &small, r: split, out: &field{2, 0, true, 3, 1, logQ1 - 1}},
+		{name: "compressed/c1+2^63·2^(LogQ1-64)·X^t", r: tall, out: &field{0, 0, true, 5, 1, logQ1 - 1}},
+		{name: "compressed/c0+2^63 in one row", r: tall, out: &field{0, 0, false, 7, 1, 67}},
+		{name: "compressed/check output only", r: tall, out: &field{1, 0, true, 5, 1, logQ1 - 1}},
 		{name: "c1+1 at LogQ1 scale (below rounding)", r: merged, out: &field{0, 0, true, 5, 1, 0}, pass: true},
 	}
 	for _, c := range cases {
@@ -172,7 +179,7 @@ func TestHECheckCatchesTampering(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.r == split && len(it.plan.Outputs) != 3 || c.r == merged && len(it.plan.Outputs) != 1 {
+			if c.r == split && len(it.plan.Outputs) != 3 || c.r == merged && len(it.plan.Outputs) != 1 || c.r == tall && !it.plan.Compressed {
 				t.Fatalf("plan %+v: not the plan the case is for", it.plan.Outputs)
 			}
 			for _, b := range it.out {
