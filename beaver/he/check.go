@@ -103,18 +103,23 @@ type PlanOutput struct {
 //     of min(m, CheckRows) rows and c columns whose sum is
 //     ρ·A·(B·V) − ρ·R·V − R1, each with the layout ChooseLayout(rows, its
 //     inner dimension, c): ρ·A·(B·V) and −ρ·R·V in one output, or each in
-//     its own when that makes no more output ciphertexts and less work (a
-//     smaller inner dimension packs more rows per block), V's rows split
+//     its own (a smaller inner dimension packs more rows per block), V's
+//     rows split
 //     over several where the inner dimension would exceed MaxInner. With
 //     more than CheckRows rows the check is compressed: one 64×40 check
 //     output, 104,722 bytes, whatever m (6152×128·128×5: 4,745,928 bytes
 //     uncompressed).
 //
-// Merged is chosen when it sends no more bytes per product and encrypts no
-// more weight ciphertexts (P0's one-time upload, P1's memory) than
-// separate: 128×768·768×1536 goes separate (104,722 bytes more per
-// product, 2.9%, and 768 + 1536 weight ciphertexts more once, V's shared
-// by the weights with 1536 columns).
+// PlanChecked takes the way of least estimated time per product: the
+// output messages' bytes plus P1's ciphertext products at workBytes each
+// (ties: fewer weight ciphertexts, P0's one-time upload and P1's memory).
+// Merged wins for short products whose check columns fit beside theirs
+// (1×128·128×2: 340 bytes more); separate where merging would multiply
+// P1's work (1×768·768×768: V's 768 rows in the product's blocks of one row
+// cost 96 more ciphertext products, while a 1×40 check output of its own
+// packs them 128 to a ciphertext: 83,302 bytes and 12 products more), and
+// for wide and tall products (128×768·768×1536: 104,722 bytes, 2.9%, and
+// 1,152 products, 6%, more).
 type CheckedPlan struct {
 	M, K, N int
 	// Compressed: the check is on ρ·C0 (CheckRows rows, Rho), not C0.
@@ -141,10 +146,22 @@ func (s *Scheme) PlanChecked(m, k, n int) (CheckedPlan, error) {
 	}
 	merged := CheckedPlan{M: m, K: k, N: n, Outputs: []PlanOutput{{Layout: l, Rows: m, Width: n + c, Check: n,
 		Terms: []PlanTerm{{Matrix: MatrixMaskAug}, {Matrix: MatrixProj, Row0: 0, Row1: n, Off: n}}}}}
-	if s.planBytes(merged) <= s.planBytes(sep) && s.planCiphertexts(merged) <= s.planCiphertexts(sep) {
+	if s.planCost(merged) < s.planCost(sep) || s.planCost(merged) == s.planCost(sep) && s.planCiphertexts(merged) <= s.planCiphertexts(sep) {
 		return merged, nil
 	}
 	return sep, nil
+}
+
+// workBytes is the exchange rate of PlanChecked's choice between plans:
+// one product of a weight ciphertext with a plaintext costs P1 about
+// 0.13 ms of a core (BenchmarkCheckMulMasked, 2-core AMD EPYC), the time
+// the paper's WAN (100 MB/s) takes for 12,800 bytes.
+const workBytes = 12_800
+
+// planCost is p's estimated per-product cost in bytes: its output messages
+// and P1's ciphertext products at workBytes each.
+func (s *Scheme) planCost(p CheckedPlan) int64 {
+	return s.planBytes(p) + workBytes*int64(s.planWork(p))
 }
 
 // planCiphertexts is the number of weight ciphertexts p encrypts.
@@ -200,22 +217,11 @@ func (s *Scheme) planSeparate(m, k, n int) (CheckedPlan, error) {
 		if err := flush(); err != nil {
 			return CheckedPlan{}, err
 		}
-		if !split || s.planOutputCiphertexts(p) < s.planOutputCiphertexts(best) ||
-			s.planOutputCiphertexts(p) == s.planOutputCiphertexts(best) && s.planWork(p) < s.planWork(best) {
+		if !split || s.planCost(p) < s.planCost(best) {
 			best = p
 		}
 	}
 	return best, nil
-}
-
-// planOutputCiphertexts is the number of p's output ciphertexts (each
-// N·LogQ1 bits of c1: with the fixed m·width·LogQ0 bits of c0, the bytes).
-func (s *Scheme) planOutputCiphertexts(p CheckedPlan) int {
-	n := 0
-	for _, o := range p.Outputs {
-		n += ceilDiv(o.Rows, o.Layout.MW) * ceilDiv(o.Width, o.Layout.NW)
-	}
-	return n
 }
 
 // planWork is P1's multiply-accumulates of p in ciphertexts: each weight

@@ -148,10 +148,14 @@ func TestPlanChecked(t *testing.T) {
 		{128, 1, 1536, false, true, check},
 		{769, 128, 5, false, true, check}, // batch 1's tallest product: m×c check values would be 676,224 bytes
 		{6152, 128, 5, false, true, check},
-		{24, 769, 768, true, false, 24 * 40 * 68 / 8}, // the check columns fit beside the product's
-		{1, 768, 768, true, false, 40 * 68 / 8},
-		{1, 2, 1, true, false, 40 * 68 / 8}, // one output of 41 columns at NW = 64, as the unchecked 1
-		{64, 1, 217, false, false, check},   // m ≤ c': the check is on C0 itself
+		// Merged would add 24·40·68 bits but double P1's work (V's 768 rows
+		// in the product's blocks of 8 rows); a check output of its own at
+		// NW = 64 packs them 4 to a ciphertext.
+		{24, 769, 768, false, false, 82944 + 24*40*68/8 + 18},
+		{1, 768, 768, false, false, 82944 + 40*68/8 + 18},
+		{1, 128, 2, true, false, 40 * 68 / 8}, // the check columns fit beside the product's
+		{1, 2, 1, true, false, 40 * 68 / 8},   // one output of 41 columns at NW = 64, as the unchecked 1
+		{64, 1, 217, false, false, check},     // m ≤ c': the check is on C0 itself
 	} {
 		p, err := s.PlanChecked(c.m, c.k, c.n)
 		if err != nil {

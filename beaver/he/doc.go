@@ -44,18 +44,26 @@
 // gives Q·(a·b mod t)/t + (e + ε)·a mod Q, |ε| ≤ 1/2: the wrap-around of
 // a·b mod t vanishes because (Q/t)·t·w = Q·w ≡ 0.
 //
-// Layout (outer product, kw = 1): the plaintext of A for row block ib and
+// Layout (outer product): the plaintext of A for row block ib and
 // inner index r holds A[ib·MW+i][r] at X^(i·NW), i < MW; weight ciphertext
 // (r, j) holds B[r][j·NW+x] at X^x, x < NW. With MW·NW ≤ N the product has
 // A[i][r]·B[r][x] at X^(i·NW+x) with no wrap, and the sum over r
 // accumulates homomorphically. NW is a power of two, so the plaintext of A
 // is a'(X^NW) and its NTT takes only D = N/NW distinct values a'(ζ), ζ the
 // roots of Y^D = −1: P1 evaluates a size-D polynomial instead of a size-N
-// NTT. ChooseLayout's rule: fewest output ciphertexts ceil(m/MW)·ceil(n/NW)
-// (they are the per-candidate bytes), then fewest weight ciphertexts
-// k·ceil(n/NW) (P0's one-time upload, P1's memory), then the largest MW.
-// For the sst2 product 128×768·768×1536: MW = 16, NW = 512, 2,304 weight
-// ciphertexts, 24 output ciphertexts.
+// NTT. When MW·NW < N (few rows of A), a weight ciphertext also packs KW
+// rows of B, row r+t at X^(t·NW+x), and A's plaintext holds A[i][r+t] at
+// X^(i·KW·NW − t·NW) (−X^(N−t·NW) for i = 0): the product sums the KW inner
+// terms at X^(i·KW·NW+x), the other terms falling where KW·NW does not
+// divide the exponent (KW a power of two, MW·KW·NW ≤ N); the plaintext is
+// still a polynomial in X^NW, and an output coefficient still sums k·MW
+// terms a·e. ChooseLayout's rule: fewest output ciphertexts
+// ceil(m/MW)·ceil(n/NW) (they are the per-candidate bytes), then fewest
+// weight ciphertexts ceil(k/KW)·ceil(n/NW) (P0's one-time upload, P1's
+// memory and work), then the largest MW. For the sst2 product
+// 128×768·768×1536: MW = 16, NW = 512, KW = 1, 2,304 weight ciphertexts, 24
+// output ciphertexts; for 1×768·768×768: MW = 1, NW = 1024, KW = 8, 96
+// weight ciphertexts (768 with KW = 1), 1 output ciphertext.
 //
 // # Security (DefaultParams)
 //
@@ -104,7 +112,7 @@
 //
 // Output message: 18 + ceil((m·n·68 + ceil(m/MW)·ceil(n/NW)·N·81)/8) bytes.
 // For 128×768·768×1536: 3,661,842 bytes per candidate, 2.33× the dealer's
-// correction (8·m·n = 1,572,864 bytes). Weights: 54 + k·ceil(n/NW)·N·27
+// correction (8·m·n = 1,572,864 bytes). Weights: 54 + ceil(k/KW)·ceil(n/NW)·N·27
 // bytes (509,607,990 once per weight matrix); public key 221,218 bytes
 // once; P1 keeps both components of every weight ciphertext in the NTT
 // domain, 2·4·N·8 bytes each (1.21 GB for this product; LoadWeightsCompact
@@ -112,7 +120,8 @@
 //
 // Work per candidate is inherent to the layout: m·k·n·2·L 64×64-bit
 // multiply-adds (L = 4 primes), 1.2·10^9 for this product — for each prime
-// and NTT slot a (ceil(m/MW)×k)·(k×ceil(n/NW)) modular GEMM — plus per
+// and NTT slot a (ceil(m/MW)×ceil(k/KW))·(ceil(k/KW)×ceil(n/NW)) modular
+// GEMM — plus per
 // output ciphertext one small NTT, two inverse NTTs and the switch.
 // Measured with go test -bench . -benchtime=3x on the 2-core development
 // machine shared with other jobs (load average 5–7, so the figures vary
@@ -182,14 +191,16 @@
 // formal model: it rests on P1 being unable to make a V-dependent error
 // through the key.
 //
-// Cost (CheckedPlan, PlanChecked chooses per shape): 104,722 bytes per
-// candidate for a product of more than 64 rows (one 64×40 check output:
-// 2.9% of 128×768·768×1536, 12% of the 6152×128·128×5 of sst2 at batch 8),
-// 40·68 bits per row for the short, narrow ones (340 bytes for
-// 1×768·768×768: the check columns fit beside the product's); P1's work
-// 12% more for 128×768·768×1536 (BenchmarkCheckMulMasked); once, B·V (k
-// ciphertexts per weight) and V (n ciphertexts per n, shared by the
-// weights with n columns).
+// Cost (CheckedPlan, PlanChecked chooses per shape), per product: 104,722
+// bytes for one of more than 64 rows (one 64×40 check output: 2.9% of
+// 128×768·768×1536, 12% of the 6152×128·128×5 of sst2 at batch 8); for
+// fewer rows, a check output of its own (83,302 bytes for 1×768·768×768)
+// or 40·68 bits per row beside the product's where that costs less
+// (1×128·128×2: 340 bytes); P1's work 4% more for 128×768·768×1536
+// (BenchmarkCheckMulMasked: 0.13 of 3.0 CPU-s), 34% and 25% more for the
+// products of an sst2 phase-0 batch of 1 and 8 candidates
+// (BenchmarkSST2Batch); once, B·V (k/KW ciphertexts per weight) and V
+// (n/KW ciphertexts per n, shared by the weights with n columns).
 //
 // # What P0 can do
 //

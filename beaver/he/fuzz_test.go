@@ -119,7 +119,33 @@ func offsetWeights(t testing.TB) (valid []byte, bad [][]byte) {
 		binary.LittleEndian.PutUint32(b[18:], off)
 		bad = append(bad, b)
 	}
+	// KW (the NW field's high half) not a power of two, or too large for
+	// the ring.
+	for _, kw := range []uint32{3, 1 << 13} {
+		b := bytes.Clone(valid)
+		binary.LittleEndian.PutUint32(b[14:], 2|kw<<16)
+		bad = append(bad, b)
+	}
 	return valid, bad
+}
+
+// kwWeights returns an encrypted 5×3 matrix packed 4 rows to a ciphertext
+// (KW = 4: two ciphertexts, the second with one row).
+func kwWeights(t testing.TB) []byte {
+	s := defaultScheme
+	sk, _, err := s.KeyGen(newDetRand(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.EncryptWeights(sk, fill(nil, 15, "edges"), 5, 3, Layout{MW: 2, NW: 4, KW: 4}, newDetRand(81))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func FuzzDecodeEncryptedWeights(f *testing.F) {
@@ -130,6 +156,7 @@ func FuzzDecodeEncryptedWeights(f *testing.F) {
 	}
 	off, bad := offsetWeights(f)
 	f.Add(off)
+	f.Add(kwWeights(f))
 	for _, b := range bad {
 		f.Add(b)
 	}
@@ -193,6 +220,9 @@ func TestDecodeBounds(t *testing.T) {
 	}
 	if w, err := s.DecodeEncryptedWeights(off, 4, 4); err != nil || w.Off != 1 || len(w.C0) != 2 {
 		t.Errorf("weights at column 1: %v", err)
+	}
+	if w, err := s.DecodeEncryptedWeights(kwWeights(t), 8, 4); err != nil || w.Layout.KW != 4 || len(w.C0) != 2 {
+		t.Errorf("weights with KW = 4: %v", err)
 	}
 	for i, b := range malformed(pk, tagPublicKey) {
 		if _, err := s.DecodePublicKey(b); !errors.Is(err, ErrMalformed) {

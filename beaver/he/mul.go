@@ -42,7 +42,8 @@ func (s *Scheme) MulMasked(w *Weights, A []uint64, m int, R []uint64, rnd io.Rea
 }
 
 // MulMaskedLayout is MulMasked with the output blocks of layout l instead
-// of the weights' own: l.NW must be the weights' (the packing of B), while
+// of the weights' own: l.NW and l.KW must be the weights' (the packing of
+// B), while
 // l.MW, the rows of A per block, may be any valid one (MW ≤ RowBudget(k), for
 // which the noise budget holds, and MW·NW ≤ N). Weights encrypted once thus
 // serve products with any number of rows m at the layout ChooseLayout(m, k, n)
@@ -66,7 +67,7 @@ type Term struct {
 // MulMaskedSum is MulMaskedLayout for a sum of products: it returns
 // encryptions of Σ_t A_t·B_t − R, an m×n product with layout l (R m×n),
 // each B_t placed at its columns (zero elsewhere). Every W_t must be packed
-// with l.NW and lie within the n columns, and the inner dimensions must
+// with l.NW and l.KW and lie within the n columns, and the inner dimensions must
 // satisfy Σ_t K_t ≤ MaxInner and l.MW ≤ RowBudget(Σ_t K_t): the noise of an
 // output coefficient is that of one product with inner dimension Σ_t K_t,
 // so the noise budget and the flood are those of such a product.
@@ -96,8 +97,8 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 		if w.pk != terms[0].W.pk {
 			return nil, nil, fmt.Errorf("he: mul masked: product %d with weights loaded under another public key: %w", i, errShape)
 		}
-		if w.layout.NW != l.NW {
-			return nil, nil, fmt.Errorf("he: mul masked: layout %d×%d for weights packed with NW = %d: %w", l.MW, l.NW, w.layout.NW, errShape)
+		if w.layout.NW != l.NW || w.layout.kw() != l.kw() {
+			return nil, nil, fmt.Errorf("he: mul masked: layout %v for weights packed with NW = %d, KW = %d: %w", l, w.layout.NW, w.layout.kw(), errShape)
 		}
 		if len(t.A) != m*w.k || w.off+w.n > n {
 			return nil, nil, fmt.Errorf("he: mul masked: product %d: A %d words for %d×%d, columns [%d, %d) of %d: %w", i, len(t.A), m, w.k, w.off, w.off+w.n, n, errShape)
@@ -168,7 +169,7 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 			var fb [24]byte
 			for i := range rows {
 				for x := range cols {
-					pos := i*l.NW + x
+					pos := i*l.stride() + x
 					rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
 					var f [3]uint64
 					if s.floodLog > 0 {
@@ -193,7 +194,7 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 			for i := range rows {
 				for x := range cols {
 					for p := range L {
-						res[p] = c0.Coeffs[p][i*l.NW+x]
+						res[p] = c0.Coeffs[p][i*l.stride()+x]
 					}
 					ob.c0[i*cols+x] = s.modSwitch(&s.ms0, res)
 				}
@@ -216,13 +217,14 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []uint64, T int) {
 	w, A := t.W, t.A
 	k, cb := w.k, w.cb
+	kw, kb := l.kw(), l.innerBlocks(w.k) // r below counts blocks of KW rows of B
 	L, N := len(s.p.Q), s.n
 	plan := w.plan
 	D := plan.d
 	tiles := N / T
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
 	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
-	chunk := max(1, min(k, (16<<20)/(rb*L*D*8)))
+	chunk := max(1, min(kb, (16<<20)/(rb*L*D*8)))
 	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
 	if w.c1 == nil {
 		chunk = max(1, min(chunk, (16<<20)/(cb*L*N*8)))
@@ -232,8 +234,8 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []u
 		}
 	}
 	ev := make([]uint64, rb*chunk*L*D)
-	for r0 := 0; r0 < k; r0 += chunk {
-		r1 := min(k, r0+chunk)
+	for r0 := 0; r0 < kb; r0 += chunk {
+		r1 := min(kb, r0+chunk)
 		nr := r1 - r0
 		c1 := w.c1[min(r0*cb, len(w.c1)):]
 		if w.c1 == nil {
@@ -245,9 +247,26 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []u
 		parallel(rb*nr, func(t int) {
 			ib, rr := t/nr, t%nr
 			rows := min(l.MW, m-ib*l.MW)
-			col := make([]uint64, rows)
-			for i := range rows {
-				col[i] = A[(ib*l.MW+i)*k+r0+rr]
+			var col []uint64 // A's plaintext as a polynomial in Y = X^NW (Y^D = −1)
+			if kw == 1 {
+				col = make([]uint64, rows)
+				for i := range rows {
+					col[i] = A[(ib*l.MW+i)*k+r0+rr]
+				}
+			} else {
+				// A[i][r·KW+t] at Y^(i·KW−t): for i = 0, t > 0 that is
+				// −Y^(D−t).
+				col = make([]uint64, D)
+				for i := range rows {
+					for t := range min(kw, k-(r0+rr)*kw) {
+						v := A[(ib*l.MW+i)*k+(r0+rr)*kw+t]
+						if e := i*kw - t; e >= 0 {
+							col[e] = v
+						} else {
+							col[D+e] = -v
+						}
+					}
+				}
 			}
 			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
 		})

@@ -11,7 +11,9 @@ import (
 
 // EncryptedWeights is P0's message carrying its encrypted weight mask B
 // (k×n): k·ceil(n/NW) seeded ciphertexts, ciphertext (r, j) encrypting
-// B[r][j·NW : (j+1)·NW] as the polynomial Σ_x B[r][j·NW+x]·X^x. Only c0
+// B[r][j·NW : (j+1)·NW] as the polynomial Σ_x B[r][j·NW+x]·X^x (with
+// Layout.KW > 1, ceil(k/KW)·ceil(n/NW), ciphertext (rb, j) holding the KW
+// rows rb·KW+t at X^(t·NW+x)). Only c0
 // crosses (in the NTT domain); c1 is expanded from Seed and the ciphertext's
 // index. It is sent once per weight matrix and reused for every candidate.
 //
@@ -27,7 +29,7 @@ type EncryptedWeights struct {
 	Off    int            // the product's column of B's first column
 	Layout Layout         // packing (NW is used here; MW by MulMasked)
 	Seed   [SeedSize]byte // public seed of the c1 halves
-	C0     []ring.Poly    // k·cb polynomials (cb = ColumnBlocks), index r·cb+j, NTT domain
+	C0     []ring.Poly    // ceil(k/KW)·cb polynomials (cb = ColumnBlocks), index rb·cb+j, NTT domain
 	s      *Scheme
 }
 
@@ -71,21 +73,26 @@ func (s *Scheme) EncryptWeightsAt(sk *SecretKey, B []uint64, k, n, off int, l La
 		return nil, err
 	}
 	jb0, cb := ColumnBlocks(off, n, l.NW)
-	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, Seed: seed, C0: make([]ring.Poly, k*cb), s: s}
-	parallel(k*cb, func(idx int) {
-		r, j := idx/cb, idx%cb
+	kb, kw := l.innerBlocks(k), l.kw()
+	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, Seed: seed, C0: make([]ring.Poly, kb*cb), s: s}
+	parallel(kb*cb, func(idx int) {
+		rb, j := idx/cb, idx%cb
 		a := s.rq.NewPoly()
 		s.uniform(prngFor(seed[:], domWeights, uint64(idx)), a)
 		e := s.rq.NewPoly()
 		ring.NewGaussianSampler(prngFor(ekey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
-		// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW).
+		// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
+		// row rb·KW+t of B sits at X^(t·NW).
 		lo := (jb0 + j) * l.NW
 		x0, x1 := max(off, lo)-lo, min(off+n, lo+l.NW)-lo
-		row := B[r*n+lo+x0-off : r*n+lo+x1-off]
-		for i, q := range s.p.Q {
-			c := e.Coeffs[i][x0:x1]
-			for x, v := range row {
-				c[x] = addMod(c[x], s.encode(v, i), q)
+		for t := range min(kw, k-rb*kw) {
+			r := rb*kw + t
+			row := B[r*n+lo+x0-off : r*n+lo+x1-off]
+			for i, q := range s.p.Q {
+				c := e.Coeffs[i][t*l.NW+x0 : t*l.NW+x1]
+				for x, v := range row {
+					c[x] = addMod(c[x], s.encode(v, i), q)
+				}
 			}
 		}
 		s.rq.NTT(e, e)
@@ -150,7 +157,7 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 		return nil, fmt.Errorf("he: load weights %d×%d at column %d: %w", ew.K, ew.N, ew.Off, errShape)
 	}
 	jb0, cb := ColumnBlocks(ew.Off, ew.N, ew.Layout.NW)
-	if len(ew.C0) != ew.K*cb {
+	if len(ew.C0) != ew.Layout.innerBlocks(ew.K)*cb {
 		return nil, fmt.Errorf("he: load weights %d×%d with %d ciphertexts: %w", ew.K, ew.N, len(ew.C0), errShape)
 	}
 	if err := s.checkPoly(pk.P0); err != nil {

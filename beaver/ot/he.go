@@ -132,6 +132,7 @@ type heKey struct {
 	k, n       int
 	row0, row1 int
 	off, nw    int
+	kw         int // the packing's KW (he.Layout)
 }
 
 // heTerm is one term of an item's plan: its key, its output's layout and
@@ -218,7 +219,7 @@ func seedFor(sid beaver.SessionID, key *heKey) [he.SeedSize]byte {
 	}
 	b = append(b, "weights"...)
 	for _, v := range []uint64{uint64(key.matrix), uint64(key.kind), key.id, uint64(key.k), uint64(key.n),
-		uint64(key.row0), uint64(key.row1), uint64(key.off), uint64(key.nw)} {
+		uint64(key.row0), uint64(key.row1), uint64(key.off), uint64(key.nw), uint64(key.kw)} {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
 	return sha256.Sum256(b)
@@ -390,7 +391,7 @@ func (h *heState) item(r beaver.Request) (*heItem, error) {
 	it := &heItem{r: r, m: m, k: k, n: n, plan: plan, out: h.sc.OutputSizes(plan)}
 	for _, o := range plan.Outputs {
 		for _, t := range o.Terms {
-			key := heKey{matrix: t.Matrix, kind: r.Kind, id: r.WeightID, k: k, n: n, off: t.Off, nw: o.Layout.NW}
+			key := heKey{matrix: t.Matrix, kind: r.Kind, id: r.WeightID, k: k, n: n, off: t.Off, nw: o.Layout.NW, kw: max(o.Layout.KW, 1)}
 			if t.Matrix == he.MatrixProj { // V is shared by every weight with n columns
 				key.kind, key.id, key.k, key.row0, key.row1 = 0, 0, 0, t.Row0, t.Row1
 			}
@@ -705,9 +706,9 @@ func (p *Provider) heLoad(ctx context.Context, g *Gen, sid beaver.SessionID, t h
 // String names the encryption key stands for (in errors).
 func (key heKey) String() string {
 	if key.matrix == he.MatrixProj {
-		return fmt.Sprintf("encrypted projection rows [%d, %d) for %d columns (offset %d, NW %d)", key.row0, key.row1, key.n, key.off, key.nw)
+		return fmt.Sprintf("encrypted projection rows [%d, %d) for %d columns (offset %d, NW %d, KW %d)", key.row0, key.row1, key.n, key.off, key.nw, key.kw)
 	}
-	return fmt.Sprintf("encrypted weight %d (%v %d×%d: %v, offset %d, NW %d)", key.id, key.kind, key.k, key.n, key.matrix, key.off, key.nw)
+	return fmt.Sprintf("encrypted weight %d (%v %d×%d: %v, offset %d, NW %d, KW %d)", key.id, key.kind, key.k, key.n, key.matrix, key.off, key.nw, key.kw)
 }
 
 // sendChunked sends b zero-padded to words, in messages of at most
