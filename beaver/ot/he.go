@@ -24,9 +24,11 @@ import (
 // three) and one message of the plan's outputs, each he.OutputSizes bytes
 // rounded up to words, plus a 32-byte commitment; the check adds 104,722
 // bytes to a product of more than 64 rows (2.9% of the 3,661,842 of
-// 128×768·768×1536) and 40·68 bits a row to a short, narrow one (340 bytes
-// to 1×768·768×768; he.CheckedPlan). Once per session
-// party 0 sends its public key and each encrypted matrix of the plans
+// 128×768·768×1536), one check output to a short one (83,302 bytes for
+// 1×768·768×768) or 40·68 bits a row beside a short, narrow one's (340
+// bytes for 1×128·128×2; he.CheckedPlan; bench/TWOHOSTS.md step 5 has an
+// sst2 candidate's). Once per session party 0 sends its public key and
+// each encrypted matrix of the plans
 // (he.WeightSizes bytes, rounded up to words): a weight's B and B·V (or
 // [B | B·V]), and V's rows for each n, shared by the weights with n columns.
 //
@@ -43,7 +45,7 @@ import (
 //  1. Party 1 sends one word per term of p (he.PlanTerm, in order): heHave
 //     if it already holds party 0's encryption of the term's matrix (B, B·V,
 //     [B | B·V] for (kind, weight id, k, n), or V's rows for n) packed with
-//     the term's output's NW at the term's offset, heNeed if not.
+//     the term's output's NW and KW at the term's offset, heNeed if not.
 //  2. For each heNeed, in order, party 0 sends that encryption
 //     (he.EncryptWeightsAt, its public seed derived from the session id and
 //     the term's key: party 1 refuses another), in messages of at most
