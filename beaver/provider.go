@@ -2,8 +2,17 @@ package beaver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
+
+// ErrCorrelationCheck is wrapped by a provider's error when the peer's
+// part in making a correlation failed a check that binds it (the peer
+// altered a message it sent, e.g. the dealer-free HE provider's outputs,
+// whose check the model owner runs before it uses any of them). The party
+// that sees it holds nothing derived from the failed item, must not go on,
+// and tells the peer a public reason (selection's AbortCorrelation).
+var ErrCorrelationCheck = errors.New("a correlation check failed: the peer's message does not match what it committed to")
 
 // Provider hands this party its part of each correlation. It is a small
 // core: one request method per kind of correlation (Material for the

@@ -83,6 +83,12 @@ const (
 	// high-water marks say it drew before (beaver.ErrReuse): either would
 	// reuse correlated randomness (a forged or rolled-back checkpoint).
 	AbortResume AbortCode = 10
+	// AbortCorrelation: a check of the peer's part in making correlated
+	// randomness failed (beaver.ErrCorrelationCheck: with -provider he, the
+	// data owner's outputs did not match what it committed to). The party
+	// holds nothing derived from the failed item, and its provider's key
+	// is discarded.
+	AbortCorrelation AbortCode = 11
 )
 
 // abortWording is the public wording of each code.
@@ -97,6 +103,7 @@ var abortWording = map[AbortCode]string{
 	AbortProtocol:          "a message it received broke the protocol",
 	AbortLimit:             "a message it received exceeded a size bound",
 	AbortResume:            "it refused to resume: the announced epoch or a restored checkpoint would reuse correlated randomness (restore both parties' latest state, or start a new session)",
+	AbortCorrelation:       "a message it received failed the check of the correlated randomness: it was altered (the session's key is discarded; nothing derived from it was used)",
 }
 
 // String returns the code's public wording ("unknown abort code N" for a
@@ -239,6 +246,8 @@ func classifyAbort(err error) (AbortCode, string) {
 		return AbortStateParams, ""
 	case errors.As(err, &ee), errors.Is(err, beaver.ErrReuse):
 		return AbortResume, ""
+	case errors.Is(err, beaver.ErrCorrelationCheck):
+		return AbortCorrelation, ""
 	case errors.As(err, &se):
 		return AbortState, ""
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -287,10 +287,28 @@ func (s *Scheme) FloodLog() int { return s.floodLog }
 // holds MW entries of one column of A at X^(i·NW), i < MW, and a weight
 // ciphertext NW entries of one row of B at X^j, j < NW. MW·NW ≤ N, so one
 // product yields MW·NW outputs at X^(i·NW+j) with no wrap-around.
+//
+// With KW > 1 a weight ciphertext also packs KW rows of B, row r+t at
+// X^(t·NW+j), and A's plaintext holds A[i][r+t] at X^(i·KW·NW − t·NW): the
+// product sums the KW inner terms at X^(i·KW·NW+j) (MW·KW·NW ≤ N; KW a power
+// of two, so the other terms, which land at offsets that are not multiples
+// of KW·NW, never meet an output). A product with few rows then needs
+// KW times fewer weight ciphertexts: 96 instead of 768 for 1×768·768×768.
 type Layout struct {
 	MW int // rows of A per plaintext
 	NW int // columns of B per weight ciphertext (a power of two)
+	KW int // rows of B per weight ciphertext (a power of two; 0 means 1)
 }
+
+// kw returns KW, 0 meaning 1.
+func (l Layout) kw() int { return max(l.KW, 1) }
+
+// stride is the distance of two rows of A's outputs in a block, KW·NW.
+func (l Layout) stride() int { return l.kw() * l.NW }
+
+// innerBlocks is the number of weight ciphertexts per column block of a
+// matrix with k rows, ceil(k/KW).
+func (l Layout) innerBlocks(k int) int { return ceilDiv(k, l.kw()) }
 
 // RowBudget returns the most rows of A one plaintext may pack (the layout's
 // MW, before the ring's MW·NW ≤ N) for a product with inner dimension k:
@@ -307,21 +325,25 @@ func (s *Scheme) RowBudget(k int) int {
 
 // checkLayout reports whether l is a valid layout for s and a product with
 // inner dimension k (MW ≤ RowBudget(k); k = 1 checks the shape only, for a
-// party that does not compute the product).
+// party that does not compute the product). KW does not change the noise:
+// an output coefficient still sums k·MW terms a·e, KW of them from each
+// ciphertext product.
 func (s *Scheme) checkLayout(l Layout, k int) error {
+	kw := l.kw()
 	rows := s.RowBudget(k)
-	if l.NW < 1 || l.MW < 1 || l.MW > rows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
-		return fmt.Errorf("he: layout %d×%d invalid for inner dimension %d (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, k, rows, s.n)
+	if l.NW < 1 || l.MW < 1 || l.KW < 0 || l.MW > rows || l.NW > s.n || kw > s.n || l.MW*kw*l.NW > s.n || l.NW&(l.NW-1) != 0 || kw&(kw-1) != 0 {
+		return fmt.Errorf("he: layout %d×%d×%d invalid for inner dimension %d (MW ≤ %d, MW·KW·NW ≤ %d, NW and KW powers of two)", l.MW, l.NW, kw, k, rows, s.n)
 	}
 	return nil
 }
 
-// ChooseLayout returns the layout for an m×k·k×n product. NW is a power of
-// two (so the NTT of A's sparse plaintexts is a size-N/NW evaluation) and
-// MW = min(RowBudget(k), N/NW, m). The rule: fewest output ciphertexts
-// ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are m·n·LogQ0 + that
-// count·N·LogQ1 bits); among those, fewest weight ciphertexts k·ceil(n/NW)
-// (P0's one-time upload and P1's memory); then the largest MW.
+// ChooseLayout returns the layout for an m×k·k×n product. NW and KW are
+// powers of two (so the NTT of A's sparse plaintexts is a size-N/NW
+// evaluation) and MW = min(RowBudget(k), N/(KW·NW), m). The rule: fewest
+// output ciphertexts ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are
+// m·n·LogQ0 + that count·N·LogQ1 bits); among those, fewest weight
+// ciphertexts ceil(k/KW)·ceil(n/NW) (P0's one-time upload, P1's memory and
+// its work per candidate); then the largest MW.
 func (s *Scheme) ChooseLayout(m, k, n int) (Layout, error) {
 	return s.ChooseLayoutWithin(m, k, n, math.MaxInt64)
 }
@@ -338,14 +360,19 @@ func (s *Scheme) ChooseLayoutWithin(m, k, n int, maxP1 int64) (Layout, error) {
 	best, bestOut, bestW := Layout{}, math.MaxInt, math.MaxInt
 	for nw := 1; nw <= s.n; nw *= 2 {
 		cb := ceilDiv(n, nw)
-		mw := min(s.RowBudget(k), s.n/nw, m)
-		l := Layout{MW: mw, NW: nw}
-		if s.Sizes(m, k, n, l).P1Weights > maxP1 {
-			continue
-		}
-		out := ceilDiv(m, mw) * cb
-		if out < bestOut || (out == bestOut && (cb < bestW || (cb == bestW && mw > best.MW))) {
-			best, bestOut, bestW = l, out, cb
+		for kw := 1; kw*nw <= s.n; kw *= 2 {
+			l := Layout{NW: nw}
+			if kw > 1 {
+				l.KW = kw
+			}
+			l.MW = min(s.RowBudget(k), s.n/(kw*nw), m)
+			if s.Sizes(m, k, n, l).P1Weights > maxP1 {
+				continue
+			}
+			out, w := ceilDiv(m, l.MW)*cb, l.innerBlocks(k)*cb
+			if out < bestOut || (out == bestOut && (w < bestW || (w == bestW && l.MW > best.MW))) {
+				best, bestOut, bestW = l, out, w
+			}
 		}
 	}
 	if bestOut == math.MaxInt {
@@ -381,16 +408,42 @@ func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
 	}
 	cb := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)
-	L := int64(len(s.p.Q))
+	w := s.WeightSizes(k, n, 0, l)
 	return Sizes{
 		PublicKey:         pkHeader + int64(ceilDiv(s.n*s.residueBits(), 8)),
-		Weights:           weightsHeader + int64(k)*int64(cb)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Weights:           w.Bytes,
 		Output:            outHeader + ceilDiv64(int64(m)*int64(n)*int64(s.p.LogQ0)+int64(rb*cb)*int64(s.n)*int64(s.p.LogQ1), 8),
 		Dealer:            8 * int64(m) * int64(n),
-		WeightCiphertexts: k * cb,
+		WeightCiphertexts: w.Ciphertexts,
 		OutputCiphertexts: rb * cb,
-		P1Weights:         int64(k*cb) * 2 * L * int64(s.n) * 8,
-		P1WeightsCompact:  int64(k*cb) * L * int64(s.n) * 8,
+		P1Weights:         w.P1,
+		P1WeightsCompact:  w.P1Compact,
+	}
+}
+
+// WeightSizes are the sizes of one encrypted weight matrix.
+type WeightSizes struct {
+	// Bytes is the EncryptedWeights message.
+	Bytes int64
+	// Ciphertexts counts its ciphertexts.
+	Ciphertexts int
+	// P1 and P1Compact are the memory of P1's prepared weights (LoadWeights,
+	// both components in the NTT domain, 8 bytes per residue; and
+	// LoadWeightsCompact, c0 only).
+	P1, P1Compact int64
+}
+
+// WeightSizes returns the sizes of a k×n weight matrix placed at the
+// columns [off, off+n) of a product and packed with l.NW (EncryptWeightsAt).
+func (s *Scheme) WeightSizes(k, n, off int, l Layout) WeightSizes {
+	_, cb := ColumnBlocks(off, n, max(l.NW, 1))
+	cts := l.innerBlocks(k) * cb
+	per := int64(len(s.p.Q)) * int64(s.n) * 8
+	return WeightSizes{
+		Bytes:       weightsHeader + int64(cts)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Ciphertexts: cts,
+		P1:          int64(cts) * 2 * per,
+		P1Compact:   int64(cts) * per,
 	}
 }
 

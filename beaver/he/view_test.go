@@ -33,7 +33,7 @@ func noiseView(t *testing.T, s *Scheme, A []uint64, seed uint64) (pre, post []fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, raws, err := s.mulMaskedRaw(w, A, m, R, rnd, false)
+	out, raws, err := s.mulMaskedRaw([]Term{{W: w, A: A}}, l, m, n, R, rnd, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,9 +60,10 @@ const (
 	// (WeightTriples, WeightVectorTriples): Θ(m·k·n) bytes per item.
 	LinearOT Linear = 0
 	// LinearHE makes them with package beaver/he (Nimbus layout): the model
-	// owner uploads each encrypted mask once per session, and per item the
-	// data owner sends one output message of about 68 bits per output word
-	// plus its ciphertexts' second halves.
+	// owner uploads each encrypted mask (and its projections) once per
+	// session, and per item the data owner sends its outputs, about 68 bits
+	// per output word plus its ciphertexts' second halves, with check
+	// columns the model owner verifies before it uses its share.
 	LinearHE Linear = 1
 )
 
@@ -97,8 +98,9 @@ func (l Linear) String() string {
 // shape. With LinearOT, WeightTriple and WeightVectorTriple requests run the
 // vector-OLE generator with that fixed mask; with LinearHE they run package
 // beaver/he's protocol on the stream's generator (he.go): party 0 uploads
-// each encrypted mask once per session, party 1 keeps it in a cache all
-// streams share, and per item sends one header word and one output message.
+// each encrypted mask and projection once per session, party 1 keeps them
+// in a cache all streams share, and per item sends its header words and one
+// message of outputs, which party 0 checks before it returns its share.
 //
 // Stats reports the OT traffic (payload bytes of the base OTs and of every
 // generator) in DealerStats' fields; OTStats gives the detail. To run the
@@ -233,17 +235,27 @@ func (p *Provider) Party() int { return p.party }
 // with the peer (Setup on stream StreamBase: 3 rounds, 19,552 bytes per
 // party), which fails with ErrSessionMismatch when the peer binds another
 // id and with ErrModeMismatch when it runs another Linear mode or other HE
-// parameters. With LinearHE party 0 then makes a fresh key pair and sends
-// its public key (one more message on StreamBase, he.Sizes.PublicKey
-// rounded up to words: 221,224 bytes with he.DefaultParams). Binding again to the same id is a no-op; another id is an error, and
-// so is any bind after a failed Setup (the base-OT stream is out of step).
+// parameters. With LinearHE party 0 then makes a fresh key pair, its public
+// seed derived from id, and sends its public key (one more message on
+// StreamBase, he.Sizes.PublicKey rounded up to words: 221,224 bytes with
+// he.DefaultParams). Binding again to the same id is a no-op; another id is
+// an error, and so is any bind after a failed Setup (the base-OT stream is
+// out of step) or, with LinearHE, after a failed check of the peer's
+// outputs (the key is discarded: the error wraps
+// beaver.ErrCorrelationCheck).
 func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	p.bindMu.Lock()
 	defer p.bindMu.Unlock()
 	p.mu.Lock()
 	sess, bindErr := p.sess, p.bindErr
 	p.mu.Unlock()
+	var heErr error
+	if p.he != nil {
+		heErr = p.he.err()
+	}
 	switch {
+	case heErr != nil:
+		return fmt.Errorf("ot: party %d: bind session %s: the HE key was discarded after a failed check: %w", p.party, short(id), heErr)
 	case bindErr != nil:
 		return fmt.Errorf("ot: party %d: bind session %s: an earlier setup failed: %w", p.party, short(id), bindErr)
 	case sess != nil && sess.ID() == id:
@@ -259,13 +271,13 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	cfg := setupConfig(LinearOT, nil)
 	rounds := int64(3)
 	if p.linear == LinearHE {
-		fp := p.he.sc.Params().Fingerprint()
+		fp := p.he.fingerprint()
 		cfg = setupConfig(LinearHE, &fp)
 		rounds++
 	}
 	s, err := setup(ctx, c, p.party, id, cfg)
 	if err == nil && p.linear == LinearHE {
-		err = p.he.keys(ctx, c, p.party)
+		err = p.he.keys(ctx, c, p.party, id)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

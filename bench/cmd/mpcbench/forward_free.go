@@ -133,7 +133,8 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, provider strin
 		cfg.Shape, cfg.Layers, cfg.Heads, cfg.MLPHidden, cfg.Seq, cfg.Batch, provider)
 	fmt.Fprintf(stdout, "setup (base OTs%s): p0 sent %d, p1 sent %d bytes, %.2f s\n", map[bool]string{true: ", HE public key"}[provider == "he"], p0.setup.BytesSent, p1.setup.BytesSent, max(p0.setupSec, p1.setupSec))
 	if provider == "he" {
-		fmt.Fprintf(stdout, "HE: %d encrypted weight matrices uploaded (%d bytes), %d weight-mask items\n", p0.he.Uploads, p0.he.UploadBytes, p0.he.Items)
+		fmt.Fprintf(stdout, "HE: %d encrypted weight matrices (B, B·V or [B | B·V]) and %d of projection rows uploaded (%d bytes), %d weight-mask items\n",
+			p0.he.Uploads, p0.he.Projections, p0.he.UploadBytes, p0.he.Items)
 	}
 	for i := range p0.runs {
 		a, b := p0.runs[i], p1.runs[i]
