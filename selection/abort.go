@@ -89,6 +89,11 @@ const (
 	// holds nothing derived from the failed item, and its provider's key
 	// is discarded.
 	AbortCorrelation AbortCode = 11
+	// AbortOpening: a bootstrap point the data owner sent does not open
+	// its commitment to its pool (its candidate, salt or Merkle path do
+	// not lead to the root it announced), or its input is not the one the
+	// opened candidate gives. The model owner labels nothing.
+	AbortOpening AbortCode = 12
 )
 
 // abortWording is the public wording of each code.
@@ -104,6 +109,7 @@ var abortWording = map[AbortCode]string{
 	AbortLimit:             "a message it received exceeded a size bound",
 	AbortResume:            "it refused to resume: the announced epoch or a restored checkpoint would reuse correlated randomness (restore both parties' latest state, or start a new session)",
 	AbortCorrelation:       "a message it received failed the check of the correlated randomness: it was altered (the session's key is discarded; nothing derived from it was used)",
+	AbortOpening:           "a bootstrap point does not match the data owner's commitment to its pool (nothing was labelled)",
 }
 
 // String returns the code's public wording ("unknown abort code N" for a
@@ -120,7 +126,7 @@ func (c AbortCode) String() string {
 // parties in the clear.
 var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "pool_size", "budget",
 	"bootstrap", "schedule", "batch_size", "workers", "appraisal", "embedding_hash", "view_hash", "shards",
-	"shard_session", "phase", "shard", "candidates", "arch"}
+	"shard_session", "phase", "shard", "candidates", "arch", "pool_root"}
 
 // PeerAbortError is a party's error when its peer ended the session and
 // said why: the peer's run failed (bad input, a setting rejected before the

@@ -13,6 +13,7 @@ import (
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/lanes"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -282,6 +283,18 @@ type ModelOwner struct {
 	Threshold float64
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator
+	// ItemInput, if set, turns the data owner's committed candidates
+	// (their canonical bytes, package selection/purchase) into the input
+	// the target takes, for sequences of seq tokens (the length the data
+	// owner announces; pool.Pool.Input does it for pool files). With it
+	// the model owner requires the data owner's commitment to its pool
+	// (a hello without one is a mismatch of field "pool_root"), and
+	// labels the bootstrap points it derives from their verified
+	// openings, refusing a sample whose inputs differ (AbortOpening).
+	// Without it, a commitment the data owner sends is still recorded and
+	// the bootstrap's openings verified, but the inputs labelled are the
+	// ones sent beside them, unchecked against the opened candidates.
+	ItemInput func(items [][]byte, seq int) (model.Input, error)
 	// Shards, if set, makes this Run a sharded selection's coordinator:
 	// each phase's secure forward runs on the model owner's K workers
 	// (a ShardRunner: selection/shard's Workers), each paired with the data owner's
@@ -325,6 +338,16 @@ type DataOwner struct {
 	Embedding *model.Model
 	// Evaluator, if set, replaces the secure forward.
 	Evaluator Evaluator
+	// Items, if set, are the pool's candidates as canonical bytes
+	// (pool.Pool implements it, with the bytes mkpool writes), candidate i
+	// the same as Pool's: the data owner commits to all of them (package
+	// selection/purchase: a Merkle root of salted hashes, the salts from a
+	// seed it keeps in StateDir, or in memory without one) and announces
+	// the root in its hello, before the coin toss; the bootstrap's points
+	// then go with their openings, and Deliver writes the bundle of the
+	// purchased candidates. A resumed session recomputes the root and
+	// refuses to go on with a pool that no longer gives it.
+	Items purchase.Items
 	// Shards, if set, makes this Run a sharded selection's coordinator
 	// (see ModelOwner.Shards; the data owner's workers hold their own
 	// copies of the pool).
@@ -347,6 +370,15 @@ type DataOwner struct {
 
 	mu       sync.Mutex
 	revealed *Revealed // without StateDir: the bootstrap sent by a Run of this value
+	// poolSeed and bought are, without StateDir, the salt seed of this
+	// value's commitment (drawn once) and the state of its last finished
+	// Run (what Deliver delivers).
+	poolSeed *purchase.Seed
+	bought   *State
+	// shareOffset, if set (tests), adds its value to this party's share of
+	// candidate idx's score in phase (a data owner that shifts its
+	// shares: TestAuditFlagsShiftedShares).
+	shareOffset func(phase, idx int) float64
 	// onAbort, if set (tests), sees the model owner's abort message as
 	// received.
 	onAbort func(b []byte)
@@ -450,6 +482,19 @@ type Result struct {
 	Survivors [][]int `json:"survivors"`
 	// Phases holds each phase's statistics (this party's view).
 	Phases []PhaseStats `json:"phases"`
+	// Tiers holds, per phase, what its comparison outcomes revealed of
+	// the order of its survivors (aligned with Survivors): a survivor of
+	// a lower tier was revealed ahead of every survivor of a higher one
+	// (topk.TopKTiers). Both parties learn them; the audit of a purchase
+	// checks the delivered candidates' scores against them.
+	Tiers [][]int `json:"tiers,omitempty"`
+	// Commitment is the data owner's commitment to its pool, as recorded
+	// in the handshake (nil without one; see DataOwner.Items).
+	Commitment *PoolCommitment `json:"commitment,omitempty"`
+	// OpeningBytes is the size of the bootstrap's openings message (the
+	// sample's salts, Merkle paths and canonical bytes), sent in this run
+	// (0 without a commitment or a bootstrap).
+	OpeningBytes int64 `json:"opening_bytes,omitempty"`
 	// Appraisal is set when Params.Appraisal asked for one.
 	Appraisal *Appraisal `json:"appraisal,omitempty"`
 	// Epoch is the run number of this state directory (1 for a fresh run).

@@ -89,6 +89,10 @@ type hello struct {
 	// Shards is K of a sharded run (ModelOwner.Shards), absent (0)
 	// without one, so that an unsharded hello is unchanged.
 	Shards int `json:"shards,omitempty"`
+	// PoolRoot is the data owner's commitment to its pool (64 hex digits;
+	// absent without one): announced before the coin toss fixes the
+	// bootstrap (see DataOwner.Items).
+	PoolRoot string `json:"pool_root,omitempty"`
 }
 
 // newHello builds this party's hello.

@@ -141,6 +141,9 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 	if err != nil {
 		return err
 	}
+	if boot, err = d.receiveOpenings(ctx, idx, boot); err != nil {
+		return err
+	}
 	if err := d.makeProxies(ctx, idx, boot); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -13,9 +14,11 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection/lanes"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
@@ -52,6 +55,16 @@ type runCfg struct {
 	sqrtScores bool
 	// shards, if set, are the parties' ShardRunners.
 	shards [2]ShardRunner
+	// items are the data owner's Items (its commitment); itemInput the
+	// model owner's ItemInput; shareOffset the data owner's shift of its
+	// shares (all unset: none). dataOwner, if set, receives the data
+	// owner before it runs.
+	items       purchase.Items
+	itemInput   func(items [][]byte, seq int) (model.Input, error)
+	shareOffset func(phase, idx int) float64
+	dataOwner   func(*DataOwner)
+	// coins, if set, are the parties' contributions to the coin toss.
+	coins [2][]byte
 }
 
 func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
@@ -75,10 +88,21 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 			log = quiet()
 		}
 		if p == 0 {
-			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold, Shards: c.shards[0]}
+			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold, Shards: c.shards[0],
+				ItemInput: c.itemInput}
+			if c.coins[0] != nil {
+				mo.coinSource = bytes.NewReader(c.coins[0])
+			}
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress, Shards: c.shards[1]}
+			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress, Shards: c.shards[1],
+				Items: c.items, shareOffset: c.shareOffset}
+			if c.coins[1] != nil {
+				do.coinSource = bytes.NewReader(c.coins[1])
+			}
+			if c.dataOwner != nil {
+				c.dataOwner(do)
+			}
 			res[1], err = do.Run(ctx, conn, prov)
 		}
 		return err

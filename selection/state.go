@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -37,6 +39,11 @@ type PhaseState struct {
 	// surviving pool indices (ascending).
 	Done      bool  `json:"done"`
 	Survivors []int `json:"survivors,omitempty"`
+	// Tiers holds, once Done, each survivor's tier (aligned with
+	// Survivors): what the phase's comparison outcomes revealed of their
+	// order (topk.TopKTiers), kept for the audit of a purchase. Absent in
+	// checkpoints written before tiers were kept.
+	Tiers []int `json:"tiers,omitempty"`
 }
 
 // State is one party's checkpoint, written atomically to its state
@@ -63,6 +70,10 @@ type State struct {
 	// the clear, written before it is sent and never trimmed (nil until
 	// then, and always nil for the model owner).
 	Revealed *Revealed `json:"revealed,omitempty"`
+	// Pool is the data owner's commitment to its pool in this session
+	// (nil without one): the root both parties record in the handshake,
+	// before the coin (see PoolState).
+	Pool *PoolState `json:"pool,omitempty"`
 	// ShardFloors is a sharded coordinator's record, per dealer session of
 	// a job it dispatched (the session's 64 hex digits), of the highest
 	// epoch at which its worker may have drawn correlated randomness for
@@ -71,6 +82,35 @@ type State struct {
 	// comes back with an empty or older directory starts above it
 	// (ShardedPhase.Floor, ForwardRun.Floor).
 	ShardFloors map[string]uint64 `json:"shard_floors,omitempty"`
+}
+
+// PoolState is a party's record of the data owner's commitment to its
+// pool (package selection/purchase): the root, announced by the data owner
+// in its hello before the coin toss, and the sequence length it announced
+// (the model owner's audit tokenizes delivered texts to it). The data
+// owner also keeps the secret seed of the salts, which a delivery needs;
+// the model owner never has it.
+type PoolState struct {
+	// Root is the commitment (64 hex digits).
+	Root purchase.Root `json:"root"`
+	// Size is the number of candidates committed to (Params.PoolSize).
+	Size int `json:"size"`
+	// Seq is the data owner's announced sequence length.
+	Seq int `json:"seq"`
+	// Seed is the data owner's salt seed (64 hex digits; empty at the
+	// model owner).
+	Seed string `json:"seed,omitempty"`
+}
+
+// seed decodes the data owner's salt seed.
+func (p *PoolState) seed() (purchase.Seed, error) {
+	var s purchase.Seed
+	b, err := hex.DecodeString(p.Seed)
+	if err != nil || len(b) != len(s) {
+		return s, fmt.Errorf("selection: state: bad pool commitment seed")
+	}
+	copy(s[:], b)
+	return s, nil
 }
 
 // maxShardFloors bounds State.ShardFloors: a job per phase and shard, for
@@ -204,6 +244,20 @@ func DecodeState(b []byte) (*State, error) {
 	if err := checkShardFloors(s.ShardFloors); err != nil {
 		return nil, err
 	}
+	if pl := s.Pool; pl != nil {
+		switch {
+		case pl.Root.IsZero() || pl.Size <= 0 || pl.Size > purchase.MaxPool:
+			return nil, fmt.Errorf("selection: state: a pool commitment without a root, or of %d candidates", pl.Size)
+		case pl.Seq < 0 || pl.Seq > secure.MaxWidth:
+			return nil, fmt.Errorf("selection: state: pool commitment of sequences of %d tokens", pl.Seq)
+		case s.Party == 0 && pl.Seed != "":
+			return nil, fmt.Errorf("selection: state: the model owner holds a pool commitment's seed")
+		case s.Party == 1:
+			if _, err := pl.seed(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if s.BootstrapDone && s.Seed == "" {
 		return nil, fmt.Errorf("selection: state: bootstrap done without a coin")
 	}
@@ -219,6 +273,9 @@ func DecodeState(b []byte) (*State, error) {
 		}
 		if !slices.IsSorted(ph.Survivors) {
 			return nil, fmt.Errorf("selection: state: phase %d: survivors not ascending", i+1)
+		}
+		if len(ph.Tiers) != 0 && len(ph.Tiers) != len(ph.Survivors) || slices.ContainsFunc(ph.Tiers, func(t int) bool { return t < 0 }) {
+			return nil, fmt.Errorf("selection: state: phase %d: %d tiers for %d survivors", i+1, len(ph.Tiers), len(ph.Survivors))
 		}
 	}
 	return &s, nil
@@ -328,7 +385,7 @@ func (s *State) reconcile(mine, peer summary) {
 			continue
 		}
 		ph := &s.Phases[i]
-		ph.Done, ph.Survivors = false, nil
+		ph.Done, ph.Survivors, ph.Tiers = false, nil, nil
 		keep := ph.Batches[:0]
 		for _, b := range ph.Batches {
 			// Kept only if the peer holds the same batch from the same run

@@ -41,6 +41,13 @@ type runner struct {
 	// model owner's encoded proxy of a phase for its workers' jobs.
 	shards   ShardRunner
 	jobProxy func(phase int) ([]byte, error)
+	// requireCommitment (the model owner with ItemInput) refuses a data
+	// owner that commits to no pool; openingBytes is the size of the
+	// bootstrap's openings message of this run.
+	requireCommitment bool
+	openingBytes      int64
+	// shareOffset (tests, the data owner) shifts its shares of scores.
+	shareOffset func(phase, idx int) float64
 	// dealerBudget, if set, returns the session budget the party
 	// announces to a networked dealer when it binds the session (the model
 	// owner's DealerBudget of its proxies; see coin).
@@ -168,6 +175,9 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	if r.shards != nil {
 		mine.Shards = r.shards.Shards()
 	}
+	if r.party == 1 && r.st.Pool != nil {
+		mine.PoolRoot = r.st.Pool.Root.String()
+	}
 	var peer hello
 	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer, maxHelloMessage(r.p)); err != nil {
 		if peer.Version != 0 { // the peer's hello arrived: a mismatch explains its leaving
@@ -184,6 +194,9 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 		return peer, err
 	}
 	if err := r.st.checkRevealed(peer.Resume); err != nil {
+		return peer, err
+	}
+	if err := r.recordCommitment(peer); err != nil {
 		return peer, err
 	}
 	if peer.Epoch > r.st.Epoch {
@@ -278,6 +291,10 @@ func (r *runner) selectAll(ctx context.Context, seed share.Seed, eval Evaluator,
 		res.Survivors = append(res.Survivors, append([]int(nil), cand...))
 	}
 	res.Selected = append([]int(nil), cand...)
+	for _, ph := range r.st.Phases {
+		res.Tiers = append(res.Tiers, append([]int(nil), ph.Tiers...))
+	}
+	res.Commitment, res.OpeningBytes = r.commitment(), r.openingBytes
 	if r.p.Appraisal != AppraiseNone {
 		a, err := r.appraise(ctx, lastVals, lastKeys, cand, archs[len(archs)-1].SqrtEntropy, threshold)
 		if err != nil {
@@ -324,7 +341,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
-		pos, sst, err := topk.TopK(ctx, ctrl, t, cand, keep, prg)
+		pos, tiers, sst, err := topk.TopKTiers(ctx, ctrl, t, cand, keep, prg)
 		if err != nil {
 			return ps, nil, fmt.Errorf("selection: phase %d: %w", i+1, err)
 		}
@@ -334,7 +351,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			surv[j] = cand[p]
 		}
 		r.stMu.Lock()
-		ph.Done, ph.Survivors = true, surv
+		ph.Done, ph.Survivors, ph.Tiers = true, surv, tiers
 		err = r.checkpoint()
 		r.stMu.Unlock()
 		if err != nil {
@@ -423,6 +440,12 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 		}
 		if err != nil {
 			return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
+		}
+		if r.shareOffset != nil {
+			for j, i := range cand[lo:hi] {
+				w, _ := r.p.FixedPoint.Encode(r.shareOffset(phase, i))
+				t.Data[j] += w
+			}
 		}
 		bs := BatchShares{Batch: b, Epoch: r.st.Epoch, Shares: append([]uint64(nil), t.Data...)}
 		err = r.store.record(phase, bs)
