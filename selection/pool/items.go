@@ -2,7 +2,6 @@ package pool
 
 import (
 	"fmt"
-	"math"
 	"unicode/utf8"
 )
 
@@ -15,22 +14,40 @@ import (
 // holds).
 
 // AppendItem appends candidate i's canonical bytes to dst; with Len it
-// makes a Pool the purchase.Items of a commitment. A pixel outside [0, 1]
-// is an error.
+// makes a Pool the purchase.Items of a commitment. An image's are its Raw
+// bytes where the decoder kept them, else its Pixels converted (a pixel
+// outside [0, 1] is an error).
 func (p *Pool) AppendItem(dst []byte, i int) ([]byte, error) {
 	if i < 0 || i >= p.Len() {
 		return dst, fmt.Errorf("pool: candidate %d of %d", i, p.Len())
 	}
 	if p.Images != nil {
-		for j, v := range p.Images.Pixels[i] {
+		if raw := p.Images.Raw; len(raw) == p.Len() && len(raw[i]) == len(p.Images.Pixels[i]) {
+			return append(dst, raw[i]...), nil
+		}
+		px := p.Images.Pixels[i]
+		n := len(dst)
+		dst = append(dst, make([]byte, len(px))...)
+		for j, v := range px {
 			if !(v >= 0 && v <= 1) {
-				return dst, fmt.Errorf("pool: image %d pixel %d = %v outside [0, 1]", i, j, v)
+				return dst[:n], fmt.Errorf("pool: image %d pixel %d = %v outside [0, 1]", i, j, v)
 			}
-			dst = append(dst, byte(math.Round(v*255)))
+			dst[n+j] = roundByte(v * 255)
 		}
 		return dst, nil
 	}
 	return append(dst, p.Texts.Texts[i]...), nil
+}
+
+// roundByte is byte(math.Round(x)) for x in [0, 255] (EncodeImages'
+// rounding), without math.Round's cost: x + 0.5 truncated, less one where
+// the addition itself rounded up past a half.
+func roundByte(x float64) byte {
+	r := byte(x + 0.5)
+	if x < float64(r)-0.5 {
+		r--
+	}
+	return r
 }
 
 // FromItems returns the pool of kind that holds items, candidates' canonical
@@ -67,6 +84,7 @@ func FromItems(kind Kind, width, height int, items [][]byte) (*Pool, error) {
 			}
 			s.Pixels[i] = px
 		}
+		s.Raw = items
 		return &Pool{Images: s}, nil
 	case KindTexts:
 		s := &Texts{Texts: make([]string, len(items))}

@@ -119,8 +119,10 @@ func ParseRoot(s string) (Root, error) {
 }
 
 // salter derives the salts of a seed: salt_i is AES-256 (key SHA-256 of
-// saltLabel and the seed) of the two blocks (i, 0) and (i, 1), a PRF of
-// the seed, so revealing some salts tells nothing about the others.
+// saltLabel and the seed) of the counter blocks 2i and 2i + 1 (128-bit
+// big-endian), that is bytes 32i to 32i + 31 of the key's CTR key stream
+// from IV 0: a PRF of the seed, so revealing some salts tells nothing
+// about the others.
 type salter struct{ b cipher.Block }
 
 func newSalter(seed Seed) salter {
@@ -136,24 +138,33 @@ func newSalter(seed Seed) salter {
 
 // salt returns candidate i's salt.
 func (s salter) salt(i int) [SaltSize]byte {
-	var in [16]byte
 	var out [SaltSize]byte
-	binary.LittleEndian.PutUint64(in[:8], uint64(i))
-	s.b.Encrypt(out[:16], in[:])
-	in[8] = 1
-	s.b.Encrypt(out[16:], in[:])
+	s.fill(out[:], i)
 	return out
+}
+
+// fill writes the salts of candidates lo, lo+1, … into dst (32 bytes each)
+// from the CTR key stream at block 2·lo.
+func (s salter) fill(dst []byte, lo int) {
+	var iv [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(iv[8:], 2*uint64(lo))
+	clear(dst)
+	cipher.NewCTR(s.b, iv[:]).XORKeyStream(dst, dst)
 }
 
 // leafHash is SHA-256(0x00 ‖ salt ‖ item).
 func leafHash(salt [SaltSize]byte, item []byte) [HashSize]byte {
-	h := sha256.New()
-	h.Write([]byte{leafPrefix})
-	h.Write(salt[:])
-	h.Write(item)
-	var out [HashSize]byte
-	h.Sum(out[:0])
-	return out
+	b := make([]byte, 0, leafPre+len(item))
+	return sha256.Sum256(append(leafPrefixed(b, salt), item...))
+}
+
+// leafPre is the length of a leaf's prefix: 0x00 and the salt.
+const leafPre = 1 + SaltSize
+
+// leafPrefixed returns dst[:0] with a leaf's prefix, 0x00 and the salt.
+func leafPrefixed(dst []byte, salt [SaltSize]byte) []byte {
+	dst = append(dst[:0], leafPrefix)
+	return append(dst, salt[:]...)
 }
 
 // innerHash is SHA-256(0x01 ‖ left ‖ right).
@@ -229,20 +240,31 @@ func (t *Tree) leafLevel() ([][HashSize]byte, error) {
 	workers := min(runtime.GOMAXPROCS(0), max(1, t.n/1024))
 	chunk := (t.n + workers - 1) / workers
 	errs := make([]error, workers)
+	s := t.salts
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*chunk, min((w+1)*chunk, t.n)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// The salts come a batch at a time from the key stream; the
+			// item is appended after the prefix: one hash call and no
+			// allocation per leaf.
+			const batch = 1024
+			salts := make([]byte, batch*SaltSize)
 			var buf []byte
 			for i := lo; i < hi; i++ {
+				if (i-lo)%batch == 0 {
+					s.fill(salts, i)
+				}
+				j := (i - lo) % batch * SaltSize
+				buf = append(append(buf[:0], leafPrefix), salts[j:j+SaltSize]...)
 				var err error
-				if buf, err = t.item(buf[:0], i); err != nil {
+				if buf, err = t.item(buf, i); err != nil {
 					errs[w] = err
 					return
 				}
-				leaves[i] = leafHash(t.salts.salt(i), buf)
+				leaves[i] = sha256.Sum256(buf)
 			}
 		}()
 	}
@@ -250,7 +272,7 @@ func (t *Tree) leafLevel() ([][HashSize]byte, error) {
 	return leaves, errors.Join(errs...)
 }
 
-// item appends candidate i's bytes to dst, bounded.
+// item appends candidate i's bytes to dst, bounded (dst may hold a prefix).
 func (t *Tree) item(dst []byte, i int) ([]byte, error) {
 	b, err := t.items.AppendItem(dst, i)
 	if err != nil {
@@ -262,13 +284,26 @@ func (t *Tree) item(dst []byte, i int) ([]byte, error) {
 	return b, nil
 }
 
-// parents hashes a level's pairs; an odd last node is carried up unchanged
-// (as RFC 6962's tree of a size that is not a power of two).
+// parents hashes a level's pairs, on all cores for a large level; an odd
+// last node is carried up unchanged (as RFC 6962's tree of a size that is
+// not a power of two).
 func parents(level [][HashSize]byte) [][HashSize]byte {
 	out := make([][HashSize]byte, (len(level)+1)/2)
-	for i := range len(level) / 2 {
-		out[i] = innerHash(level[2*i], level[2*i+1])
+	pairs := len(level) / 2
+	workers := min(runtime.GOMAXPROCS(0), max(1, pairs/4096))
+	chunk := (pairs + workers - 1) / workers
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*chunk, min((w+1)*chunk, pairs)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				out[i] = innerHash(level[2*i], level[2*i+1])
+			}
+		}()
 	}
+	wg.Wait()
 	if len(level)%2 == 1 {
 		out[len(out)-1] = level[len(level)-1]
 	}
