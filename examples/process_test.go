@@ -245,14 +245,17 @@ func readResult(t *testing.T, path string) *selection.Result {
 }
 
 // TestThreeProcesses runs dealer, model owner and data owner as three OS
-// processes over loopback TLS and checks that they agree.
+// processes over loopback TLS and checks that they agree; then the
+// purchase: the data owner delivers, the model owner verifies
+// (checkPurchase).
 func TestThreeProcesses(t *testing.T) {
 	f := getFixture(t)
 	out := t.TempDir()
 	start := time.Now()
+	dirs := [2]string{filepath.Join(out, "state-mo"), filepath.Join(out, "state-do")}
 	dl, a0, a1 := f.dealer(t, "-once")
-	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"))
-	do := f.dataOwner(t, addr, a1, "-out", filepath.Join(out, "do.json"))
+	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"), "-state", dirs[0])
+	do := f.dataOwner(t, addr, a1, "-out", filepath.Join(out, "do.json"), "-state", dirs[1])
 	for _, p := range []*proc{mo, do, dl} {
 		if code := p.wait(t, 90*time.Second); code != 0 {
 			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
@@ -261,6 +264,7 @@ func TestThreeProcesses(t *testing.T) {
 	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
 	t.Logf("three processes: %v; selected %v", time.Since(start).Round(time.Millisecond), r0.Selected)
 	checkAgree(t, r0, r1)
+	checkPurchase(t, f, dirs, r0, f.files.Pool, f.files.Checkpoint)
 }
 
 // TestTwoProcessesDealerFree runs a selection with no dealer: the model owner
@@ -362,18 +366,19 @@ func getTextFixture(t *testing.T) (*fixture, *textFixture) {
 func TestThreeProcessesText(t *testing.T) {
 	f, tf := getTextFixture(t)
 	out := t.TempDir()
+	dirs := [2]string{filepath.Join(out, "state-mo"), filepath.Join(out, "state-do")}
 	start := time.Now()
 	dl, a0, a1 := f.dealer(t, "-once")
 	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
 		"-peer-fingerprint", f.path("do.crt"), "-dealer", a0, "-dealer-fingerprint", f.fp["dealer"],
 		"-model", tf.files.Checkpoint, "-labels", tf.files.Labels, "-pool-size", fmt.Sprint(tf.pool),
-		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json")}, strings.Fields(textArgs)...)
+		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json"), "-state", dirs[0]}, strings.Fields(textArgs)...)
 	mo := f.start(t, "modelowner", args...)
 	addr := strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
 	args = append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", addr,
 		"-peer-fingerprint", f.fp["mo"], "-dealer", a1, "-dealer-fingerprint", f.path("dealer.crt"),
 		"-pool", tf.files.Pool, "-embedding", tf.files.Checkpoint, "-seq", "16",
-		"-connect-timeout", "20s", "-log", "info", "-out", filepath.Join(out, "do.json")}, strings.Fields(textArgs)...)
+		"-connect-timeout", "20s", "-log", "info", "-out", filepath.Join(out, "do.json"), "-state", dirs[1]}, strings.Fields(textArgs)...)
 	do := f.start(t, "dataowner", args...)
 	for _, p := range []*proc{mo, do, dl} {
 		if code := p.wait(t, 90*time.Second); code != 0 {
@@ -404,6 +409,7 @@ func TestThreeProcessesText(t *testing.T) {
 	if strings.Contains(log, "selection: progress") {
 		t.Errorf("data owner's log has the engine's progress lines:\n%s", log)
 	}
+	checkPurchase(t, f, dirs, r0, tf.files.Pool, tf.files.Checkpoint)
 }
 
 // TestPreGeneratedProxies runs a selection whose model owner reuses the

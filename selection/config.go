@@ -295,6 +295,10 @@ type ModelOwner struct {
 	// the bootstrap's openings verified, but the inputs labelled are the
 	// ones sent beside them, unchecked against the opened candidates.
 	ItemInput func(items [][]byte, seq int) (model.Input, error)
+	// RequireCommitment refuses a data owner that does not commit to its
+	// pool (ItemInput implies it): a buyer that means to verify what it
+	// is delivered (the modelowner binary sets it).
+	RequireCommitment bool
 	// Shards, if set, makes this Run a sharded selection's coordinator:
 	// each phase's secure forward runs on the model owner's K workers
 	// (a ShardRunner: selection/shard's Workers), each paired with the data owner's

@@ -36,7 +36,7 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 		runner: newRunner(0, m.Params, conn, prov, m.Logger, m.OnProgress, &checkpointStore{dir: m.StateDir, party: 0})}
 	d.onAbort = m.onAbort
 	d.shards = m.Shards
-	d.requireCommitment = m.ItemInput != nil
+	d.requireCommitment = m.RequireCommitment || m.ItemInput != nil
 	d.jobProxy = d.encodeProxy
 	return guard(ctx, d.runner, d.check, d.run)
 }

@@ -59,6 +59,9 @@ const summary = "modelowner runs party 0 of a private data selection: it holds t
 func main() { peer.Exec("modelowner", summary, modelOwner, party.Classify) }
 
 func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return verify(args[1:], stdout, stderr)
+	}
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 0, "data owner")
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
@@ -122,6 +125,9 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
+	// Only from a data owner that commits to its pool (before the coin
+	// toss), so that 'modelowner verify' can check what it delivers.
+	mo.RequireCommitment = true
 	if *proxiesDir != "" {
 		for i := range params.Schedule {
 			p, err := proxy.Load(selection.ProxyDir(*proxiesDir, i))
@@ -133,6 +139,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err := party.CheckProxies(params.Schedule, mo.Proxies, *proxiesDir); err != nil {
 			return err
 		}
+		mo.ItemInput = party.BuyerItemInput(mo.Proxies[0].Model.Config, "", "", log)
 	} else {
 		target, err := model.Load(*modelDir, model.LoadOptions{})
 		if err != nil {
@@ -171,6 +178,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 			label = prog.Labeler(label)
 		}
 		mo.Target, mo.Generate, mo.Label = target, gen, label
+		mo.ItemInput = party.BuyerItemInput(target.Config, *modelDir, lf.Vocab, log)
 	}
 	if sf.Shards >= 2 {
 		workers, ln, err := pt.ServeWorkers(ctx, 0, sf.Shards, sf.WorkersListen, func(a net.Addr) {
