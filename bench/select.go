@@ -242,6 +242,10 @@ type PartyRun struct {
 	// Selected is selection's result: the pool indices chosen beyond the
 	// bootstrap sample, ascending.
 	Selected []int `json:"selected,omitempty"`
+	// Bootstrap is the bootstrap's size; OpeningBytes the size of its
+	// openings message (selection.Result.OpeningBytes).
+	Bootstrap    int   `json:"bootstrap,omitempty"`
+	OpeningBytes int64 `json:"opening_bytes,omitempty"`
 }
 
 // RunSelectParty runs party's side of a sample run of cfg over conn with
@@ -279,7 +283,11 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 		mo := &selection.ModelOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log}
 		res, err = mo.Run(ctx, conn, prov)
 	case 1:
-		do := &selection.DataOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log}
+		// The data owner commits to synthetic candidates of the
+		// workload's size, so that the run counts the root in its hello
+		// and the bootstrap's openings.
+		do := &selection.DataOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log,
+			Items: synthItems{n: params.PoolSize, size: w.ItemBytes()}}
 		res, err = do.Run(ctx, conn, prov)
 	default:
 		return nil, fmt.Errorf("bench: select: party %d", party)
@@ -287,7 +295,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if err != nil {
 		return nil, fmt.Errorf("bench: select %s party %d: %w", w.Name, party, err)
 	}
-	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds(), Selected: res.Selected}
+	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds(), Selected: res.Selected, Bootstrap: len(res.Bootstrap), OpeningBytes: res.OpeningBytes}
 	if len(res.Phases) != len(w.Phases) {
 		return nil, fmt.Errorf("bench: select: %d phase results for %d phases", len(res.Phases), len(w.Phases))
 	}
@@ -539,6 +547,10 @@ type SampleRun struct {
 	RSSP0          uint64 `json:"rss_p0,omitempty"`
 	RSSP1          uint64 `json:"rss_p1,omitempty"`
 	RSSDealer      uint64 `json:"rss_dealer,omitempty"`
+	// Commitment is what the data owner's commitment to its pool added
+	// (the root in its hello, the bootstrap's openings); nil in runs
+	// recorded before it.
+	Commitment *CommitmentCost `json:"commitment,omitempty"`
 }
 
 // Part is the cost of one part of a phase (both parties).
@@ -638,6 +650,11 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		return nil, fmt.Errorf("bench: select: the parties selected different indices (%d and %d)", len(p0.Selected), len(p1.Selected))
 	}
 	r.Selected = p0.Selected
+	if p0.OpeningBytes != p1.OpeningBytes {
+		return nil, fmt.Errorf("bench: select: the parties counted openings of %d and %d bytes", p0.OpeningBytes, p1.OpeningBytes)
+	}
+	cc := commitmentCost(w, p1.Bootstrap, p1.OpeningBytes)
+	r.Commitment = &cc
 	for i := range w.Phases {
 		a, b := p0.Phases[i], p1.Phases[i]
 		if a.Stats.In != b.Stats.In || a.Stats.Out != b.Stats.Out || a.Stats.Comparisons != b.Stats.Comparisons {

@@ -327,27 +327,11 @@ func TestBootstrapOpeningRefused(t *testing.T) {
 	both, _, target := sessiontest.TinyViT(t, 2*n)
 	poolA, _ := both.Select(seqInts(0, n))
 	poolB, _ := both.Select(seqInts(n, 2*n))
-	imgs := func(in model.Input) *pool.Pool {
-		px := make([][]float64, in.Len())
-		for i, row := range in.Pixels {
-			px[i] = make([]float64, len(row)/target.Config.NumChannels)
-			for j := range px[i] {
-				px[i][j] = float64(uint8((row[j]+1)/2*255+0.5)) / 255 // one channel, quantised
-			}
-		}
-		return &pool.Pool{Images: &pool.Images{Width: target.Config.ImageSize, Height: target.Config.ImageSize, Pixels: px}}
-	}
-	pa, pb := imgs(poolA), imgs(poolB)
+	pa, pb := imagePool(poolA, target.Config), imagePool(poolB, target.Config)
 	input := func(p *pool.Pool) model.Input {
 		return model.NormalizeImages(p.Images.Pixels, target.Config.NumChannels)
 	}
-	itemInput := func(items [][]byte, seq int) (model.Input, error) {
-		p, err := pool.FromItems(pool.KindImages, target.Config.ImageSize, target.Config.ImageSize, items)
-		if err != nil {
-			return model.Input{}, err
-		}
-		return input(p), nil
-	}
+	itemInput := imageItemInput(target.Config)
 	params := Params{PoolSize: n, Budget: 20, Bootstrap: 8, BatchSize: 16, Workers: 2,
 		Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 1, MLPHidden: 4}}}}
 	for _, c := range []struct {
@@ -417,10 +401,99 @@ func (s *switchItems) AppendItem(dst []byte, i int) ([]byte, error) {
 	return s.a.AppendItem(dst, i)
 }
 
+// imagePool is the pool of grey images whose model input (of a ViT of
+// configuration cfg) is in: the pixels quantised to bytes, as a pool file
+// holds them.
+func imagePool(in model.Input, cfg model.Config) *pool.Pool {
+	px := make([][]float64, in.Len())
+	for i, row := range in.Pixels {
+		px[i] = make([]float64, len(row)/cfg.NumChannels)
+		for j := range px[i] {
+			px[i][j] = float64(uint8((row[j]+1)/2*255+0.5)) / 255
+		}
+	}
+	return &pool.Pool{Images: &pool.Images{Width: cfg.ImageSize, Height: cfg.ImageSize, Pixels: px}}
+}
+
+// imageItemInput is the model owner's ItemInput for a ViT of
+// configuration cfg: the committed images as its input.
+func imageItemInput(cfg model.Config) func(items [][]byte, seq int) (model.Input, error) {
+	return func(items [][]byte, seq int) (model.Input, error) {
+		p, err := pool.FromItems(pool.KindImages, cfg.ImageSize, cfg.ImageSize, items)
+		if err != nil {
+			return model.Input{}, err
+		}
+		return p.Input(cfg, nil, 0)
+	}
+}
+
+// checkProxyDelivery delivers the purchase of the data owner do (its
+// StateDir, or its last Run) and verifies it against the model owner's
+// result res with the audit of the proxies' plaintext scores at the
+// documented tolerance: every purchased candidate verifies, every selected
+// one is audited, none is flagged.
+func checkProxyDelivery(t *testing.T, do *DataOwner, res *Result, proxies []*proxy.Proxy, cfg model.Config) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := do.Deliver(&b, purchase.Format{Kind: purchase.KindImages, Width: cfg.ImageSize, Height: cfg.ImageSize, Channels: 1}); err != nil {
+		t.Fatal(err)
+	}
+	want, orders, err := res.Purchase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := res.Commitment.Seq
+	in := imageItemInput(cfg)
+	a := &purchase.Audit{Phases: orders, Score: purchase.ProxyScorer(proxies, func(items [][]byte) (model.Input, error) { return in(items, seq) })}
+	for _, p := range proxies {
+		tol, err := purchase.ProxyTolerance(p, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Tolerance = append(a.Tolerance, tol)
+	}
+	rep, err := purchase.Verify(&b, want, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := 0
+	for _, it := range rep.Items {
+		if it.Audit != nil {
+			outcomes += it.Audit.Outcomes
+		}
+	}
+	if !rep.OK() || rep.Verified != len(want.Indices) || rep.Audited != len(res.Selected) || outcomes == 0 {
+		t.Fatalf("an honest delivery: verified %d of %d, failed %d, audited %d of %d in %d outcomes, flagged %d (%v)",
+			rep.Verified, len(want.Indices), rep.Failed, rep.Audited, len(res.Selected), outcomes/2, rep.Flagged, flagged(rep))
+	}
+	t.Logf("delivery of %d candidates verified; audit: %d selected checked in %d outcomes at tolerances %v, none flagged", rep.Verified, rep.Audited, outcomes/2, a.Tolerance)
+}
+
 func seqInts(lo, hi int) []int {
 	out := make([]int, 0, hi-lo)
 	for i := lo; i < hi; i++ {
 		out = append(out, i)
 	}
 	return out
+}
+
+// TestPurchaseSharded: in a sharded selection the coordinators keep the
+// commitment (the root is over the whole pool, the workers never see it)
+// and the revealed order, so the delivery of a sharded run verifies and
+// audits as an unsharded one's.
+func TestPurchaseSharded(t *testing.T) {
+	p := testParams()
+	items := valueItems(p.PoolSize, 'A')
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	runner := phaseRunner{k: 2, f: clearShares}
+	res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, items: items, shards: [2]ShardRunner{runner, runner}})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if res[0].Commitment == nil || *res[0].Commitment != *res[1].Commitment {
+		t.Fatalf("commitments %+v, %+v", res[0].Commitment, res[1].Commitment)
+	}
+	if rep := deliverAndVerify(t, dirs, items, nil); !rep.OK() || rep.Audited != len(res[0].Selected) {
+		t.Fatalf("sharded delivery: %+v", rep)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/selection/pool"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/sessiontest"
 	"github.com/selectformer/selectformer/transport"
@@ -27,7 +28,9 @@ import (
 // secureFixture is a tiny ViT target (untrained: its entropies are all
 // near ln 10, many near-ties) with 96 MNIST candidates.
 type secureFixture struct {
-	pool   model.Input
+	pool model.Input
+	// items are the pool's images as the data owner commits to them.
+	items  *pool.Pool
 	labels []int
 	target *model.Model
 	p      Params
@@ -38,7 +41,7 @@ type secureFixture struct {
 func newSecureFixture(t *testing.T) *secureFixture {
 	t.Helper()
 	pool, labels, target := sessiontest.TinyViT(t, 96)
-	return &secureFixture{pool: pool, labels: labels, target: target,
+	return &secureFixture{pool: pool, labels: labels, target: target, items: imagePool(pool, target.Config),
 		p: Params{PoolSize: pool.Len(), Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
 			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 8}}}},
 		gen: sessiontest.PlainGeneration(quiet())}
@@ -46,8 +49,8 @@ func newSecureFixture(t *testing.T) *secureFixture {
 
 func (f *secureFixture) owners(dirs [2]string) (*ModelOwner, *DataOwner) {
 	mo := &ModelOwner{Params: f.p, Target: f.target, Generate: f.gen, Logger: quiet(), StateDir: dirs[0],
-		Label: sessiontest.Labels(f.labels)}
-	do := &DataOwner{Params: f.p, Pool: f.pool, Embedding: f.target, Logger: quiet(), StateDir: dirs[1]}
+		Label: sessiontest.Labels(f.labels), ItemInput: imageItemInput(f.target.Config)}
+	do := &DataOwner{Params: f.p, Pool: f.pool, Embedding: f.target, Logger: quiet(), StateDir: dirs[1], Items: f.items}
 	return mo, do
 }
 
@@ -94,6 +97,8 @@ func TestSecureSelectionMatchesPlaintext(t *testing.T) {
 		t.Fatal("parties disagree")
 	}
 	checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
+	// The purchase, from this data owner's memory (no state directory).
+	checkProxyDelivery(t, do, res[0], mo.Proxies, f.target.Config)
 	// The bootstrap inputs travel uncompressed on the control stream: the
 	// length of a compressed bootstrap would depend on the data owner's
 	// private points.

@@ -403,6 +403,10 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if c := s.Commitment; c != nil {
+		fmt.Fprintf(w, "commitment to the pool: root %d B in the data owner's hello; bootstrap openings %s for %d candidates of %d B (projected to the pool's bootstrap: %s)\n",
+			c.RootBytes, bench.FormatBytes(float64(c.OpeningBytes)), c.Openings, c.ItemBytes, bench.FormatBytes(float64(c.ProjectedOpeningBytes)))
+	}
 	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, limitingText(p))
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2])
 	printLinkBounds(w, p)
