@@ -41,6 +41,7 @@ func checkPurchase(t *testing.T, f *fixture, dirs [2]string, r0 *selection.Resul
 	}
 	lines = runLines(t, f, 0, "modelowner", "verify", "-state", dirs[0], "-model", modelDir, bundle)
 	summary := lines[len(lines)-1]
+	t.Logf("modelowner verify of the honest bundle:\n%s", strings.Join(lines, "\n"))
 	want := fmt.Sprintf("modelowner verified %d of %d purchased candidates; audit: %d candidates checked in ", bought, bought, len(r0.Selected))
 	if !strings.HasPrefix(summary, want) || !strings.HasSuffix(summary, ", 0 flagged") {
 		t.Fatalf("verify printed %q, want %q… 0 flagged", summary, want)

@@ -73,12 +73,15 @@
 //     embedding_hash mismatch shows both hashes short and says what to do
 //     (EmbeddingHint: the proxies share the target's embedding tables, so
 //     both parties load the same checkpoint, and fine-tuning freezes the
-//     embeddings). The data owner also announces the padded sequence length.
+//     embeddings). The data owner also announces the padded sequence length
+//     and, with DataOwner.Items, the root of its commitment to the pool
+//     (see The purchase), which both parties record before the coin.
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
 //     the bootstrap sample and every QuickSelect sample (share.NewPRG).
 //  3. Bootstrap: the data owner sends the sampled candidates' inputs in the
-//     clear; the model owner labels them (ModelOwner.Label) and runs
+//     clear (with their openings against its commitment, which the model
+//     owner checks first); the model owner labels them (ModelOwner.Label) and runs
 //     proxy.Generate, unless pre-generated Proxies (or a substitute
 //     Evaluator) are given. It then announces each phase's public
 //     architecture, which the data owner checks against the schedule and
@@ -119,7 +122,10 @@
 //     revealing only comparison outcomes: the order of random samples,
 //     each candidate's rank among a sample or bucket among a step's pivots
 //     and the order of the last group around the cut, a function of the
-//     entropies' ranks only (package selection/topk details it).
+//     entropies' ranks only (package selection/topk details it). Both
+//     parties keep what the outcomes say of the survivors' order (their
+//     tiers, PhaseState.Tiers and Result.Tiers) for the audit of the
+//     purchase.
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).
@@ -127,6 +133,21 @@
 //     announced with the architectures), the selected scores are squared
 //     first (one Square and one truncation), so the value is always a mean
 //     entropy.
+//
+// # The purchase
+//
+// A DataOwner with Items commits to every candidate of its pool before
+// anything is revealed (package selection/purchase: a Merkle root of
+// salted candidates, the salts from a seed it keeps in its state), and its
+// bootstrap points carry their openings. After the selection,
+// DataOwner.Deliver writes the bundle of the purchased candidates (the
+// bootstrap and the selected ones), and the model owner checks it with
+// purchase.Verify against Result.Purchase (or ReadPurchase of its state
+// directory): each candidate the one committed to, in order, none missing;
+// with a purchase.Audit, each delivered candidate's plaintext score
+// against the order its phases revealed. A ModelOwner with ItemInput (or
+// RequireCommitment) buys only from a data owner that commits, and with
+// ItemInput labels the bootstrap inputs the opened candidates give.
 //
 // # Checks before anything is revealed, and failures
 //

@@ -15,7 +15,8 @@
 // -model is a model directory (config.json + model.safetensors, as written by
 // model.Save or a Hugging Face ViT/BERT/DistilBERT checkpoint); the data
 // owner's pool holds images for a ViT, texts for a BERT or DistilBERT (the
-// model owner needs no tokenizer: the data owner tokenizes). The bootstrap
+// data owner tokenizes; the model owner uses the checkpoint's tokenizer, if
+// it has one, to check the bootstrap's committed texts). The bootstrap
 // sample is labelled when it arrives, one of three ways: -label-cmd runs a
 // command on its points, exported in the pool's own format, which writes
 // their labels; -label-dir writes the points into a directory and waits
@@ -35,6 +36,18 @@
 // any connection. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer
 // or handshake failure, 4 bad input file, 5 the bootstrap was not labelled,
 // 130 interrupted (see examples/README.md).
+//
+// The model owner buys only from a data owner that commits to its pool
+// before the bootstrap (package selection/purchase), and checks every
+// bootstrap point against that commitment before labelling it. After the
+// selection,
+//
+//	modelowner verify -state state-mo/ -model checkpoint/ purchase.bundle
+//
+// checks the data owner's delivery ('dataowner deliver') against the
+// recorded commitment and the selected indices, names each candidate that
+// fails, and audits the delivered candidates' scores against the order the
+// selection revealed; exit 6 when the delivery is not what was bought.
 package main
 
 import (
