@@ -1,9 +1,7 @@
 package examples_test
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +14,7 @@ import (
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/selection/pool"
 	"github.com/selectformer/selectformer/selection/purchase"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
 )
 
 // checkPurchase runs the purchase after a finished selection whose parties
@@ -68,12 +67,19 @@ func checkPurchase(t *testing.T, f *fixture, dirs [2]string, r0 *selection.Resul
 	}
 	swapped := []int{r0.Selected[0], r0.Selected[3], r0.Selected[len(r0.Selected)-1]}
 	forged := filepath.Join(out, "forged.bundle")
-	rewriteBundleFile(t, bundle, forged, func(op purchase.Opening) purchase.Opening {
+	honest, err := os.ReadFile(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := sessiontest.RewriteBundle(t, honest, func(op purchase.Opening) purchase.Opening {
 		if slices.Contains(swapped, op.Index) {
 			op.Item = other(op.Index)
 		}
 		return op
 	})
+	if err := os.WriteFile(forged, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	lines = runLines(t, f, 6, "modelowner", "verify", "-state", dirs[0], "-model", modelDir, forged)
 	t.Logf("modelowner verify of the forged bundle:\n%s", strings.Join(lines, "\n"))
 	named := regexp.MustCompile(`^candidate (\d+) \(record \d+\): its data, salt or path do not match the commitment`)
@@ -118,38 +124,29 @@ func runLines(t *testing.T, f *fixture, code int, name string, args ...string) [
 	return lines
 }
 
-// rewriteBundleFile copies the bundle in to out, each record through edit.
-func rewriteBundleFile(t *testing.T, in, out string, edit func(purchase.Opening) purchase.Opening) {
-	t.Helper()
-	b, err := os.ReadFile(in)
-	if err != nil {
+// TestPurchaseCommandErrors: the purchase subcommands' usage errors exit
+// 2, a missing or foreign checkpoint exits 4, and -h exits 0.
+func TestPurchaseCommandErrors(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.bundle")
+	if err := os.WriteFile(junk, []byte("not a bundle"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r, err := purchase.NewBundleReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	w, err := purchase.NewBundleWriter(&buf, r.Header())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		op, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(edit(op)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		has  string
+	}{
+		{"dataowner", []string{"deliver"}, 2, "-state"},
+		{"dataowner", []string{"deliver", "-state", dir, "-pool", f.files.Pool, "-out", filepath.Join(dir, "b")}, 4, "state-p1.json"},
+		{"dataowner", []string{"deliver", "-h"}, 0, "Usage: dataowner deliver"},
+		{"modelowner", []string{"verify", "-state", dir}, 2, "one bundle file"},
+		{"modelowner", []string{"verify", "-state", dir, junk}, 4, "state-p0.json"},
+		{"modelowner", []string{"verify", "-h"}, 0, "Usage: modelowner verify"},
+	} {
+		p := f.start(t, c.name, c.args...)
+		p.expect(t, c.code, c.has)
 	}
 }

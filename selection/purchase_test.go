@@ -65,8 +65,9 @@ func deliverAndVerify(t *testing.T, dirs [2]string, items purchase.Items, edit f
 	if err := do.Deliver(&b, purchase.Format{}); err != nil {
 		t.Fatal(err)
 	}
+	bundle := b.Bytes()
 	if edit != nil {
-		b = rewriteBundle(t, b.Bytes(), edit)
+		bundle = sessiontest.RewriteBundle(t, bundle, edit)
 	}
 	res, err := ReadPurchase(dirs[0], 0)
 	if err != nil {
@@ -76,41 +77,11 @@ func deliverAndVerify(t *testing.T, dirs [2]string, items purchase.Items, edit f
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := purchase.Verify(&b, want, valueAudit(orders))
+	rep, err := purchase.Verify(bytes.NewReader(bundle), want, valueAudit(orders))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rep
-}
-
-// rewriteBundle passes every record of the bundle b through edit.
-func rewriteBundle(t *testing.T, b []byte, edit func(purchase.Opening) purchase.Opening) bytes.Buffer {
-	t.Helper()
-	r, err := purchase.NewBundleReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	w, err := purchase.NewBundleWriter(&out, r.Header())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		op, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Write(edit(op)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // flagged returns the pool indices the report's audit flags.

@@ -104,13 +104,22 @@ type PoolState struct {
 
 // seed decodes the data owner's salt seed.
 func (p *PoolState) seed() (purchase.Seed, error) {
-	var s purchase.Seed
-	b, err := hex.DecodeString(p.Seed)
-	if err != nil || len(b) != len(s) {
+	s, err := decodeHex32(p.Seed)
+	if err != nil {
 		return s, fmt.Errorf("selection: state: bad pool commitment seed")
 	}
-	copy(s[:], b)
 	return s, nil
+}
+
+// decodeHex32 decodes 32 bytes from 64 hex digits.
+func decodeHex32(s string) ([32]byte, error) {
+	var out [32]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(out) {
+		return out, fmt.Errorf("not 64 hex digits")
+	}
+	copy(out[:], b)
+	return out, nil
 }
 
 // maxShardFloors bounds State.ShardFloors: a job per phase and shard, for
@@ -300,12 +309,10 @@ func checkShardFloors(f map[string]uint64) error {
 }
 
 func (s *State) seed() (share.Seed, error) {
-	var seed share.Seed
-	b, err := hex.DecodeString(s.Seed)
-	if err != nil || len(b) != len(seed) {
+	seed, err := decodeHex32(s.Seed)
+	if err != nil {
 		return seed, fmt.Errorf("selection: state: bad coin seed")
 	}
-	copy(seed[:], b)
 	return seed, nil
 }
 

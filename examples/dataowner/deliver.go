@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,12 +19,7 @@ const deliverSummary = "dataowner deliver writes the bundle of a finished select
 // bundle of the purchase of the selection whose checkpoint is in DIR (the
 // run's -state), from the pool it committed to (the run's -pool).
 func deliver(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("dataowner deliver", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nUsage of dataowner deliver:\n", deliverSummary)
-		fs.PrintDefaults()
-	}
+	fs := party.SubcommandFlags("dataowner deliver", deliverSummary, "dataowner deliver -state DIR -pool FILE -out BUNDLE [-force]", stderr)
 	state := fs.String("state", "", "the state directory of the selection's run (its checkpoint holds the selection and the commitment's secret seed); required")
 	poolPath := fs.String("pool", "", "the pool file the run committed to (its -pool); required")
 	out := fs.String("out", "", "the bundle file to write (format: package selection/purchase); required")

@@ -24,12 +24,7 @@ const verifySummary = "modelowner verify checks a data owner's delivery (the bun
 
 // verify is 'modelowner verify -state DIR [flags] BUNDLE'.
 func verify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("modelowner verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nUsage: modelowner verify -state DIR [flags] BUNDLE\n", verifySummary)
-		fs.PrintDefaults()
-	}
+	fs := party.SubcommandFlags("modelowner verify", verifySummary, "modelowner verify -state DIR [flags] BUNDLE", stderr)
 	state := fs.String("state", "", "the state directory of the model owner's run (its checkpoint holds the recorded commitment, the selection and what each phase revealed); required")
 	modelDir := fs.String("model", "", "the target model directory of the run: the audit's image size, or its tokenizer for texts (default: the proxies' configuration; texts then need -vocab)")
 	proxiesDir := fs.String("proxies", "", "the phases' proxies, DIR/phase-<n> (default: STATE/proxies)")

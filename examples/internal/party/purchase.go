@@ -1,7 +1,9 @@
 package party
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/selectformer/selectformer/nn/model"
@@ -66,4 +68,17 @@ func BuyerItemInput(cfg model.Config, modelDir, vocabPath string, log *slog.Logg
 		return nil
 	}
 	return ItemInput(cfg, tok)
+}
+
+// SubcommandFlags is the flag set of a party binary's subcommand (dataowner
+// deliver, modelowner verify): -h prints its summary, the usage line and
+// the flags to stderr.
+func SubcommandFlags(name, summary, usage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nUsage: %s\n", summary, usage)
+		fs.PrintDefaults()
+	}
+	return fs
 }
