@@ -152,19 +152,18 @@ func (s salter) fill(dst []byte, lo int) {
 	cipher.NewCTR(s.b, iv[:]).XORKeyStream(dst, dst)
 }
 
-// leafHash is SHA-256(0x00 ‖ salt ‖ item).
+// leafHash is SHA-256(0x00 ‖ salt ‖ item), streamed (no copy of the
+// item); Commit hashes its leaves in one buffer instead.
 func leafHash(salt [SaltSize]byte, item []byte) [HashSize]byte {
-	b := make([]byte, 0, leafPre+len(item))
-	return sha256.Sum256(append(leafPrefixed(b, salt), item...))
-}
-
-// leafPre is the length of a leaf's prefix: 0x00 and the salt.
-const leafPre = 1 + SaltSize
-
-// leafPrefixed returns dst[:0] with a leaf's prefix, 0x00 and the salt.
-func leafPrefixed(dst []byte, salt [SaltSize]byte) []byte {
-	dst = append(dst[:0], leafPrefix)
-	return append(dst, salt[:]...)
+	h := sha256.New()
+	var pre [1 + SaltSize]byte
+	pre[0] = leafPrefix
+	copy(pre[1:], salt[:])
+	h.Write(pre[:])
+	h.Write(item)
+	var out [HashSize]byte
+	h.Sum(out[:0])
+	return out
 }
 
 // innerHash is SHA-256(0x01 ‖ left ‖ right).

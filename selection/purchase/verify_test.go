@@ -2,12 +2,17 @@ package purchase
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // bundleOf writes the bundle of the candidates idx of tr as the records
@@ -162,5 +167,70 @@ func TestBundleHeaderBounds(t *testing.T) {
 	var w bytes.Buffer
 	if err := WriteBundle(&w, tr, []int{1}, Format{Kind: KindImages, Width: 2, Height: 2, Channels: 1}); err == nil {
 		t.Fatal("WriteBundle writes an item of another size than the format's")
+	}
+}
+
+// madeItems are n candidates of size bytes made from their index on
+// demand: a large pool that takes no memory.
+type madeItems struct{ n, size int }
+
+func (m madeItems) Len() int { return m.n }
+func (m madeItems) AppendItem(dst []byte, i int) ([]byte, error) {
+	n := len(dst)
+	dst = append(dst, make([]byte, m.size)...)
+	binary.LittleEndian.PutUint64(dst[n:], uint64(i))
+	return dst, nil
+}
+
+// TestVerifyStreams verifies a 32 MiB bundle streamed through a pipe from
+// the data owner's writer (its items made on demand) while sampling the
+// heap, the collector set to run at 20% growth: the heap grows by a few
+// items' worth, not by the bundle (a verifier that read the bundle whole
+// would hold all of it).
+func TestVerifyStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("32 MiB through a pipe")
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
+	const n, size = 1024, 32 << 10
+	items := madeItems{n, size}
+	tr, _ := Commit(items, seedOf(4))
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(WriteBundle(pw, tr, all, Format{})) }()
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+		}
+	}()
+	rep, err := Verify(pr, Expect{Root: tr.Root(), PoolSize: n, Indices: all}, nil)
+	close(stop)
+	<-done
+	if err != nil || !rep.OK() {
+		t.Fatalf("%v %+v", err, rep)
+	}
+	grew := int64(peak.Load()) - int64(base.HeapInuse)
+	t.Logf("verified %d MiB streamed; the heap grew by at most %.1f MiB", n*size>>20, float64(grew)/(1<<20))
+	if grew > 8<<20 {
+		t.Fatalf("the heap grew by %d MiB verifying a %d MiB bundle", grew>>20, n*size>>20)
 	}
 }
