@@ -80,9 +80,10 @@ type Material struct {
 	Parts [][]uint64
 }
 
-// check returns an error unless m has the kind and part lengths of party's
-// material for r.
-func (m Material) check(r Request, party int) error {
+// Check returns an error unless m has the kind and part lengths of party's
+// material for r: what Typed checks of every answer, and what a provider
+// or a test can check of its own.
+func (m Material) Check(r Request, party int) error {
 	if m.Kind != r.Kind {
 		return fmt.Errorf("beaver: %v: provider returned %v material", r, m.Kind)
 	}
@@ -124,7 +125,7 @@ func (t Typed) draw(ctx context.Context, r Request) (Material, error) {
 	if err != nil {
 		return Material{}, err
 	}
-	if err := m.check(r, t.Party()); err != nil {
+	if err := m.Check(r, t.Party()); err != nil {
 		return Material{}, fmt.Errorf("%w (provider %T)", err, t.Provider)
 	}
 	return m, nil

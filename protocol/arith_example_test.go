@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -18,7 +18,7 @@ func Example() {
 	c0, c1 := transport.Pipe(transport.Options{})
 	defer c0.Close()
 	defer c1.Close()
-	dealer, err := beaver.NewDealer()
+	dealer, err := dealer.New()
 	if err != nil {
 		panic(err)
 	}

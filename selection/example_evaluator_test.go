@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection"
@@ -41,7 +41,7 @@ func (scores) Forward(ctx context.Context, s *protocol.Session, idx []int) (*sha
 func Example_evaluator() {
 	params := selection.Params{PoolSize: 100, Budget: 12, Bootstrap: 2, BatchSize: 16,
 		Schedule: []selection.Phase{{Keep: 0.5}, {}}, Appraisal: selection.AppraiseMean}
-	dealer, _ := beaver.NewDealer()
+	dealer, _ := dealer.New()
 	c0, c1 := transport.Pipe(transport.Options{}) // transport.Dial / Listen between hosts
 	defer c0.Close()
 	defer c1.Close()

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -18,7 +18,7 @@ import (
 // with its target model, the data owner with its pool and the public
 // checkpoint's embedding tables, a dealer and a pipe between them. Between
 // hosts, each party runs its half alone: transport.Listen / transport.Dial
-// for the connection and beaver.Connect for a networked dealer (see
+// for the connection and dealer.Connect for a networked dealer (see
 // ExampleModelOwner_Run and ExampleDataOwner_Run).
 func Example() {
 	ctx := context.Background()
@@ -27,7 +27,7 @@ func Example() {
 	params := selection.Params{PoolSize: 64, Budget: 20, Bootstrap: 16, Schedule: schedule} // public, equal on both sides
 	quiet := slog.New(slog.DiscardHandler)
 
-	dealer, _ := beaver.NewDealer()               // beaver.Connect(ctx, dealerConn, party) between hosts
+	dealer, _ := dealer.New()                     // dealer.Connect(ctx, dealerConn, party) between hosts
 	c0, c1 := transport.Pipe(transport.Options{}) // transport.Listen / transport.Dial between hosts
 	defer c0.Close()
 	defer c1.Close()

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -51,7 +51,7 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 		}
 		ids[i] = id
 	}
-	dealer, err := beaver.NewDealer()
+	dealer, err := dealer.New()
 	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}

@@ -41,7 +41,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
@@ -236,7 +236,7 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 		}
 		ids[i] = id
 	}
-	srv, err := beaver.NewServer(beaver.ServerOptions{Logger: o.log})
+	srv, err := dealer.NewServer(dealer.ServerOptions{Logger: o.log})
 	if err != nil {
 		return res, err
 	}

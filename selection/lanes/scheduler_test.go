@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -17,7 +17,7 @@ import (
 // failing batch's error is returned rather than the cancellation it causes
 // in the other slots; weight ids are distinct per phase and epoch.
 func TestSchedulerAssignsBatches(t *testing.T) {
-	dealer, err := beaver.NewDealer()
+	dealer, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 // no lanes or batches, overlapping or overflowing streams) is an error, and
 // so is an epoch outside 1..MaxEpoch−1.
 func TestNewRefuses(t *testing.T) {
-	dealer, err := beaver.NewDealer()
+	dealer, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}

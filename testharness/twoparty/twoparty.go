@@ -1,7 +1,7 @@
 // Package twoparty runs both parties of a two-party computation in one
 // process: two ends of an in-memory transport.Pipe (optionally with link
-// emulation), an in-process beaver.Dealer (or, with Config.DealerLinks, a
-// networked beaver.Server behind link-emulated pipes of its own: the dealer
+// emulation), an in-process dealer.Dealer (or, with Config.DealerLinks, a
+// networked dealer.Server behind link-emulated pipes of its own: the dealer
 // as a third host), and one goroutine per party. When
 // one party fails, the run cancels the other: the failing party's connection
 // closes at once, as that of a peer process that exits would (the other
@@ -15,7 +15,7 @@
 // It imports transport, beaver and share only, so protocol's own tests can
 // use it; callers open their protocol.Session on Party.Conn and
 // Party.Provider. Real deployments run each party in its own process over
-// transport.Dial and a networked dealer (beaver.Connect).
+// transport.Dial and a networked dealer (dealer.Connect).
 package twoparty
 
 import (
@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -36,7 +37,7 @@ import (
 // dealer of fresh random seeds.
 type Config struct {
 	// Seeds, if not both zero, make the dealer deterministic
-	// (beaver.NewDealerWithSeeds); otherwise the dealer draws fresh seeds.
+	// (dealer.NewWithSeeds); otherwise the dealer draws fresh seeds.
 	Seeds [2]share.Seed
 	// Transport configures both ends of the pipe; Transport.Link emulates
 	// a link in both directions.
@@ -49,11 +50,11 @@ type Config struct {
 	CancelGrace time.Duration
 	// DealerLinks, when either is set, puts the dealer behind links of its
 	// own, as a third host: the run serves the correlated randomness from a
-	// networked dealer (beaver.Server, with Seeds where set) over one
+	// networked dealer (dealer.Server, with Seeds where set) over one
 	// in-memory pipe per party, emulating DealerLinks[p] on party p's
 	// (nil: an unemulated pipe), so that every dealer word and request
 	// crosses a link as it would between hosts. Party.Provider is then a
-	// *beaver.Client (party 0's draws dealer words too,
+	// *dealer.Client (party 0's draws dealer words too,
 	// ConnectOptions.DealerWords), which hands out nothing before
 	// BindSession: selection binds its sessions; other callers must. With
 	// both nil the dealer is in process and its words are function calls.
@@ -223,20 +224,20 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.Provider, error), stop func(), err error) {
 	seeded := cfg.Seeds != ([2]share.Seed{})
 	if cfg.DealerLinks == [2]*transport.Profile{} {
-		var dealer *beaver.Dealer
+		var d *dealer.Dealer
 		if seeded {
-			dealer = beaver.NewDealerWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
-		} else if dealer, err = beaver.NewDealer(); err != nil {
+			d = dealer.NewWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
+		} else if d, err = dealer.New(); err != nil {
 			return nil, nil, err
 		}
-		return dealer.Provider, func() {}, nil
+		return d.Provider, func() {}, nil
 	}
-	opt := beaver.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	var srv *beaver.Server
+	opt := dealer.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var srv *dealer.Server
 	if seeded {
-		srv, err = beaver.NewServerWithSeeds(cfg.Seeds[0], cfg.Seeds[1], opt)
+		srv, err = dealer.NewServerWithSeeds(cfg.Seeds[0], cfg.Seeds[1], opt)
 	} else {
-		srv, err = beaver.NewServer(opt)
+		srv, err = dealer.NewServer(opt)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -251,7 +252,7 @@ func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.
 		}
 		wg.Wait()
 	}
-	var clients [2]*beaver.Client
+	var clients [2]*dealer.Client
 	for p := range 2 {
 		cs, cc := transport.Pipe(transport.Options{Link: cfg.DealerLinks[p]})
 		conns = append(conns, cs, cc)
@@ -260,7 +261,7 @@ func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.
 			defer wg.Done()
 			_ = srv.Serve(sctx, cs, p)
 		}()
-		if clients[p], err = beaver.ConnectWith(sctx, cc, p, beaver.ConnectOptions{DealerWords: p == 0}); err != nil {
+		if clients[p], err = dealer.ConnectWith(sctx, cc, p, dealer.ConnectOptions{DealerWords: p == 0}); err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("party %d: %w", p, err)
 		}

@@ -44,7 +44,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
@@ -669,7 +669,7 @@ func selectParty(ctx context.Context, role string, id *transport.Identity, fp ma
 		return nil, fmt.Errorf("dial dealer: %w", err)
 	}
 	defer dc.Close()
-	prov, err := beaver.Connect(ctx, dc, party)
+	prov, err := dealer.Connect(ctx, dc, party)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -129,7 +130,7 @@ func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.W
 		}
 		return prov, nopCloser{}, conn, nil
 	}
-	prov, dconn, err := ConnectDealerWith(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, p.flags.Endpoint, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
+	prov, dconn, err := ConnectDealerWith(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, p.flags.Endpoint, dealer.ConnectOptions{Budget: p.flags.DealerBudget})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/selection/shard"
 	"github.com/selectformer/selectformer/transport"
@@ -254,12 +255,12 @@ func (p *Party) RunWorker(ctx context.Context, w *shard.Worker, party int, addr 
 // -provider ot or he, ot.Provider on the pair link.
 func (p *Party) workerPair(party, k int, stdout io.Writer, name string) func(context.Context, *shard.Job) (*transport.Conn, beaver.Provider, error) {
 	e := ShardEndpoint(p.flags.Endpoint, k)
-	dealer := ShardAddress(p.flags.Dealer, k)
+	dealerAddr := ShardAddress(p.flags.Dealer, k)
 	return func(ctx context.Context, job *shard.Job) (*transport.Conn, beaver.Provider, error) {
 		var prov beaver.Provider
 		var dconn *transport.Conn
 		if p.flags.Provider == ProviderDealer {
-			cl, dc, err := ConnectDealerWith(ctx, dealer, p.ID, p.DealerPin, party, p.Options, e, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
+			cl, dc, err := ConnectDealerWith(ctx, dealerAddr, p.ID, p.DealerPin, party, p.Options, e, dealer.ConnectOptions{Budget: p.flags.DealerBudget})
 			if err != nil {
 				return nil, nil, err
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -145,7 +146,7 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 		t.Skipf("no loopback address %s here: %v", host, err)
 	}
 	probe.Close()
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 	}
 	defer peerLn.Close()
 	type side struct {
-		prov *beaver.Client
+		prov *dealer.Client
 		conn *transport.Conn
 		err  error
 	}
@@ -203,7 +204,7 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 	for q := range provs {
 		go func() {
 			var err error
-			if err = provs[q].(*beaver.Client).BindSession(ctx, sid); err == nil {
+			if err = provs[q].(*dealer.Client).BindSession(ctx, sid); err == nil {
 				tr[q], err = (beaver.Typed{Provider: provs[q]}).Triples(ctx, 1, 4)
 			}
 			errs <- err

@@ -1,91 +1,16 @@
-package beaver
+package dealer
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
-)
-
-// Networked dealer. A Server holds the seeds of the dealer and serves each
-// party over its own transport.Conn (TLS-authenticated when made with
-// transport.Dial/Listen); the caller says which role the connection is bound
-// to (the listener it came in on, which pins that role's key):
-//
-//   - On the control stream (id 0) the party sends a 6-byte hello ("SFDL",
-//     version 3, party; party 0 adds 2 to its byte to draw dealer words of
-//     its own, ConnectOptions.DealerWords). A hello claiming another role than the
-//     connection's, or a connection whose key is not the role's pinned key
-//     (ServerOptions.Fingerprints), is refused: the party receives an error
-//     status (one byte 1 followed by an error text naming both roles), the
-//     refusal is logged, and the connection ends without a byte of
-//     material. Otherwise it receives the status byte 0.
-//   - When the party knows the session id (see SessionID) it sends a
-//     44-byte session message ("SFSN", id, the session budget it announces
-//     as a little-endian uint64: ConnectOptions.Budget, 0 for none). The
-//     dealer waits until the other role has presented an id too, refuses
-//     both if the ids differ, and otherwise replies with the status byte 0
-//     and the party's 32-byte session seed (never the dealer's own seed).
-//     The session's budget is the smaller of the two announcements (the
-//     dealer's ServerOptions.SessionBudget where neither announces one, and
-//     at most that). Party 0 is then done (it expands all its material of
-//     the built-in kinds locally) unless it asked for dealer words in its
-//     hello: then it is served like party 1.
-//   - Party 1 announces each of its provider streams on the control stream
-//     with an 8-byte open message (provider stream, transport stream ≥ 1,
-//     little-endian uint32s) and then, on that transport stream, sends one
-//     40-byte request per item (see Request.AppendBinary) and receives a
-//     status message (one byte 0, or 1 followed by an error text) and, on
-//     success, the item's dealer words (Request.CorrectionWords).
-//
-// The server checks every request (sizes, no counter reused on a stream of
-// the session, one shape per weight id, the request's stream matches the
-// transport stream's) and answers a bad request with an error status
-// rather than dying. It bounds what a party can make it do: each request's
-// parts and multiply-adds (MaxRequestWords, MaxRequestMACs, checked before
-// anything is allocated), the session's total work (its budget, counted in
-// Request.DealerWork units), the streams of a connection and of a session
-// (MaxStreams), the items in progress per role and key
-// (MaxConcurrentRequests), the connections per role and key
-// (MaxConnsPerKey, the hello and session waits included) and the live
-// sessions (MaxSessions, SessionRetention). With a StateFile, the
-// high-water marks of every session's streams survive a restart, so a
-// restarted dealer refuses counters it served before.
-
-const (
-	helloMagic     = "SFDL"
-	helloVersion   = 4
-	sessionMagic   = "SFSN"
-	controlID      = 0
-	statusOK       = 0
-	statusError    = 1
-	maxStatusText  = 4096
-	sessionMsgSize = len(sessionMagic) + len(SessionID{}) + 8
-)
-
-// The largest message each side accepts on the dealer connection, checked by
-// the receive on the size the sender announces, before anything is
-// allocated (transport.Stream.RecvBytes).
-const (
-	// helloMsgSize is a party's hello: magic, version, party.
-	helloMsgSize = len(helloMagic) + 2
-	// openMsgSize is a data stream's opening: provider stream, transport
-	// stream.
-	openMsgSize = 8
-	// maxStatusMsg is a status reply without payload: OK, or a refusal and
-	// its text.
-	maxStatusMsg = 1 + maxStatusText
-	// maxSeedReplyMsg is the reply to a session id: OK and the session
-	// seed, or a refusal and its text.
-	maxSeedReplyMsg = 1 + max(share.SeedSize, maxStatusText)
 )
 
 // The receive limits of a connection the dealer serves (Server.ConnOptions).
@@ -129,7 +54,7 @@ const (
 	// is being torn down.
 	DefaultMaxConnsPerKey = 4
 	// DefaultSessionBudget is a session's budget of dealer work
-	// (Request.DealerWork units) when neither party announces one: 2^50,
+	// (beaver.Request.DealerWork units) when neither party announces one: 2^50,
 	// about 10^15 words and multiply-adds, generous enough for the largest
 	// benchmarked selection (qqp-bert). Parties that know their
 	// computation announce its work instead (ConnectOptions.Budget).
@@ -167,8 +92,8 @@ type ServerOptions struct {
 	Logger *slog.Logger
 
 	// MaxRequestWords bounds the words of every part of one request
-	// (Request.MaxPartWords; default DefaultMaxRequestWords, at most
-	// MaxItemWords) and MaxRequestMACs its multiply-adds (Request.MACs;
+	// (beaver.Request.MaxPartWords; default DefaultMaxRequestWords, at most
+	// MaxItemWords) and MaxRequestMACs its multiply-adds (beaver.Request.MACs;
 	// default DefaultMaxRequestMACs): a larger request is refused before
 	// anything is allocated for it.
 	MaxRequestWords int
@@ -194,7 +119,7 @@ type ServerOptions struct {
 	// and K workers, each with its own connection): set at least K+1,
 	// more to leave room for a replaced worker's reconnection.
 	MaxConnsPerKey int
-	// SessionBudget is the budget of dealer work (Request.DealerWork
+	// SessionBudget is the budget of dealer work (beaver.Request.DealerWork
 	// units) of a session whose parties announce none, and the most they
 	// may announce (default DefaultSessionBudget). A request beyond what
 	// is left of its session's budget is refused.
@@ -247,15 +172,15 @@ func NewServer(opt ServerOptions) (*Server, error) {
 }
 
 // NewServerWithSeeds returns a dealer with the given seeds: for a session id
-// it serves exactly the material of NewDealerWithSeeds(seed0, seed1) for
+// it serves exactly the material of NewWithSeeds(seed0, seed1) for
 // that id. With opt.StateFile it loads (or creates) the state file; a
 // malformed one, or one written for other seeds, is an error wrapping
 // ErrBadStateFile.
 func NewServerWithSeeds(seed0, seed1 share.Seed, opt ServerOptions) (*Server, error) {
-	if opt.MaxRequestWords < 0 || opt.MaxRequestWords > MaxItemWords || opt.MaxStreams < 0 || opt.MaxStreams > maxStreamsPerSession ||
+	if opt.MaxRequestWords < 0 || opt.MaxRequestWords > beaver.MaxItemWords || opt.MaxStreams < 0 || opt.MaxStreams > beaver.MaxSessionStreams ||
 		opt.MaxConcurrentRequests < 0 || opt.MaxConnsPerKey < 0 || opt.MaxSessions < 0 || opt.MaxSessions > maxStateSessions || opt.SessionRetention < 0 {
 		return nil, fmt.Errorf("beaver: new server: a limit out of range (MaxRequestWords ≤ %d, MaxStreams ≤ %d, MaxSessions ≤ %d, none negative)",
-			MaxItemWords, maxStreamsPerSession, maxStateSessions)
+			beaver.MaxItemWords, beaver.MaxSessionStreams, maxStateSessions)
 	}
 	if opt.HandshakeTimeout <= 0 {
 		opt.HandshakeTimeout = DefaultHandshakeTimeout
@@ -331,14 +256,14 @@ func (s *Server) ConnBufferBound() int64 {
 }
 
 // Stats returns the items served and the bytes of correction words sent.
-func (s *Server) Stats() DealerStats {
-	return DealerStats{BytesRecv: 8 * s.core.words.Load(), Items: s.core.items.Load()}
+func (s *Server) Stats() beaver.DealerStats {
+	return beaver.DealerStats{BytesRecv: 8 * s.core.words.Load(), Items: s.core.items.Load()}
 }
 
-// SessionWork returns the dealer work (Request.DealerWork units) session
+// SessionWork returns the dealer work (beaver.Request.DealerWork units) session
 // id has drawn so far and its budget (0 while no party has joined it);
 // ok is false for a session the dealer does not know.
-func (s *Server) SessionWork(id SessionID) (spent, budget uint64, ok bool) {
+func (s *Server) SessionWork(id beaver.SessionID) (spent, budget uint64, ok bool) {
 	d := s.core
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -383,7 +308,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		return err
 	}
 	defer s.core.leave(sess)
-	log.Info("dealer: session opened", "session", sess.id.short())
+	log.Info("dealer: session opened", "session", sess.id.Short())
 	if role == 0 && !words {
 		return nil
 	}
@@ -581,7 +506,7 @@ func (s *Server) idleWatchdog(ctx context.Context, wg *sync.WaitGroup, stop cont
 // end of its reply.
 func (s *Server) serveStream(ctx context.Context, sess *coreSession, role int, st *transport.Stream, pstream uint32, sem chan struct{}, touch func()) {
 	for {
-		b, err := st.RecvBytes(ctx, requestSize)
+		b, err := st.RecvBytes(ctx, beaver.RequestSize)
 		if err != nil {
 			return
 		}
@@ -603,7 +528,7 @@ func (s *Server) serveStream(ctx context.Context, sess *coreSession, role int, s
 // stream failed.
 func (s *Server) serveOne(ctx context.Context, sess *coreSession, role int, st *transport.Stream, pstream uint32, b []byte) bool {
 	var corr []uint64
-	r, err := DecodeRequest(b)
+	r, err := beaver.DecodeRequest(b)
 	if err == nil && r.Stream != pstream {
 		err = fmt.Errorf("beaver: request for stream %d on the transport stream of provider stream %d", r.Stream, pstream)
 	}
@@ -615,351 +540,4 @@ func (s *Server) serveOne(ctx context.Context, sess *coreSession, role int, st *
 		return st.SendBytes(ctx, msg[:min(len(msg), maxStatusMsg)]) == nil
 	}
 	return st.SendBytes(ctx, []byte{statusOK}) == nil && st.SendWords(ctx, corr) == nil
-}
-
-// helloWords is added to party 0's hello byte to draw dealer words.
-const helloWords = 2
-
-func encodeHello(party int, words bool) []byte {
-	b := byte(party)
-	if words && party == 0 {
-		b += helloWords
-	}
-	return append([]byte(helloMagic), helloVersion, b)
-}
-
-// decodeHello returns the party of a hello and whether party 0 asks for
-// dealer words.
-func decodeHello(b []byte) (party int, words bool, err error) {
-	if len(b) != len(helloMagic)+2 || string(b[:4]) != helloMagic {
-		return 0, false, fmt.Errorf("malformed hello (%d bytes)", len(b))
-	}
-	if b[4] != helloVersion {
-		return 0, false, fmt.Errorf("hello version %d, want %d", b[4], helloVersion)
-	}
-	if b[5] == helloWords {
-		return 0, true, nil
-	}
-	if b[5] > 1 {
-		return 0, false, fmt.Errorf("hello from party %d, want 0 or 1", b[5])
-	}
-	return int(b[5]), false, nil
-}
-
-func encodeSession(id SessionID, budget uint64) []byte {
-	b := append([]byte(sessionMagic), id[:]...)
-	return binary.LittleEndian.AppendUint64(b, budget)
-}
-
-func decodeSession(b []byte) (SessionID, uint64, error) {
-	var id SessionID
-	if len(b) != sessionMsgSize || string(b[:len(sessionMagic)]) != sessionMagic {
-		return id, 0, fmt.Errorf("malformed session message (%d bytes)", len(b))
-	}
-	n := copy(id[:], b[len(sessionMagic):])
-	return id, binary.LittleEndian.Uint64(b[len(sessionMagic)+n:]), nil
-}
-
-// decodeStatus parses a dealer reply: status 0 followed by exactly payload
-// bytes (returned), or status 1 followed by an error text (returned as an
-// error).
-func decodeStatus(b []byte, payload int) ([]byte, error) {
-	switch {
-	case len(b) == 0:
-		return nil, errors.New("empty dealer reply")
-	case b[0] == statusError:
-		text := b[1:min(len(b), 1+maxStatusText)]
-		return nil, fmt.Errorf("dealer refused: %s", strings.ToValidUTF8(string(text), "?"))
-	case b[0] != statusOK:
-		return nil, fmt.Errorf("malformed dealer reply (status %d)", b[0])
-	case len(b) != 1+payload:
-		return nil, fmt.Errorf("malformed dealer reply (%d bytes, want %d)", len(b), 1+payload)
-	}
-	return b[1:], nil
-}
-
-func decodeOpen(b []byte) (pstream, tid uint32, err error) {
-	if len(b) != openMsgSize {
-		return 0, 0, fmt.Errorf("malformed open message (%d bytes, want %d)", len(b), openMsgSize)
-	}
-	pstream = binary.LittleEndian.Uint32(b)
-	tid = binary.LittleEndian.Uint32(b[4:])
-	if tid == controlID {
-		return 0, 0, errors.New("open message names the control stream")
-	}
-	return pstream, tid, nil
-}
-
-// Client is a party's Provider backed by a networked dealer (Server); draw
-// typed material through Typed{client}. It hands out no material before
-// BindSession. Party 0's client expands everything locally
-// after the session handshake (unless it connected with
-// ConnectOptions.DealerWords); party 1's fetches its dealer words over the
-// connection, one transport stream per provider stream.
-type Client struct {
-	*seededProvider
-	conn   *transport.Conn
-	ctl    *transport.Stream
-	budget uint64
-	words  bool // the party draws dealer words
-	// shapes is the budget set by SetSessionBudget (0: none).
-	shapes atomic.Uint64
-}
-
-// SessionBudgeter is implemented by the providers that announce a session
-// budget to a dealer when they bind a session (*Client) and by the wrappers
-// that pass it on to the provider they wrap (*Marked).
-// Selection's model owner calls it before BindSession with the budget the
-// selection's public shapes need (selection.DealerBudget).
-type SessionBudgeter interface {
-	// AnnouncesBudget reports whether SetSessionBudget reaches a dealer
-	// (for a wrapper: whether the provider it wraps announces budgets), so
-	// that a caller computes a budget only when it counts.
-	AnnouncesBudget() bool
-	// SetSessionBudget sets the budget of dealer work (Request.DealerWork
-	// units) computed from the computation's shapes, announced at the next
-	// BindSession.
-	SetSessionBudget(work uint64)
-}
-
-var (
-	_ SessionBudgeter = (*Client)(nil)
-	_ SessionBudgeter = (*Marked)(nil)
-)
-
-// SetSessionBudget implements SessionBudgeter: the client announces the
-// smaller of work and ConnectOptions.Budget when it binds its session (0
-// stands for none, either way; the dealer serves the smaller of the two
-// parties' announcements). Called after BindSession it changes nothing
-// for the bound session (a dealer never raises a session's budget).
-func (c *Client) SetSessionBudget(work uint64) { c.shapes.Store(work) }
-
-// AnnouncesBudget implements SessionBudgeter: a client announces its
-// budget when it binds its session.
-func (c *Client) AnnouncesBudget() bool { return true }
-
-// announcedBudget is the budget the client announces at BindSession: the
-// smaller nonzero one of ConnectOptions.Budget and SetSessionBudget's, 0
-// when neither is set.
-func (c *Client) announcedBudget() uint64 {
-	b, w := c.budget, c.shapes.Load()
-	if b == 0 || w != 0 && w < b {
-		return w
-	}
-	return b
-}
-
-// ConnectOptions configure a Client (ConnectWith). The zero value selects
-// the defaults.
-type ConnectOptions struct {
-	// Budget is the session budget this party announces to the dealer at
-	// BindSession: the most dealer work (Request.DealerWork units) the
-	// session may draw, over all its connections. The dealer serves the
-	// smaller of the two parties' announcements (at most its own
-	// ServerOptions.SessionBudget, which it also uses when neither
-	// announces one: 0). Both parties of an honest computation know its
-	// shapes, so each can announce what it needs (Work of a rehearsal's
-	// requests, with room for resumes): then a data owner cannot make the
-	// dealer work more than the model owner allows.
-	Budget uint64
-	// DealerWords, for party 0, keeps the connection open after the
-	// session handshake to draw dealer words of its own: needed only for a
-	// kind whose dealer words go to party 0 (Correlation.DealtTo; no
-	// built-in kind). Party 1 always draws dealer words.
-	DealerWords bool
-}
-
-// Connect is ConnectWith with the default options (no announced budget).
-func Connect(ctx context.Context, conn *transport.Conn, party int) (*Client, error) {
-	return ConnectWith(ctx, conn, party, ConnectOptions{})
-}
-
-// ConnectWith performs the role handshake with a Server over conn as party
-// (0 or 1) and returns the party's Provider, to be bound to the
-// computation's session with BindSession before use. A dealer that refuses
-// the role (the connection is bound to the other role) is an error naming
-// both. The connection stays owned by the caller (close it when done).
-func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt ConnectOptions) (*Client, error) {
-	if party != 0 && party != 1 {
-		return nil, fmt.Errorf("beaver: connect as party %d, want 0 or 1", party)
-	}
-	ctl := conn.Stream(controlID)
-	if err := ctl.SendBytes(ctx, encodeHello(party, opt.DealerWords)); err != nil {
-		return nil, fmt.Errorf("beaver: connect to dealer: %w", err)
-	}
-	b, err := ctl.RecvBytes(ctx, maxStatusMsg)
-	if err != nil {
-		return nil, fmt.Errorf("beaver: connect to dealer: receive reply: %w", err)
-	}
-	if _, err := decodeStatus(b, 0); err != nil {
-		return nil, fmt.Errorf("beaver: connect to dealer as the %s: %w", roleName(party), err)
-	}
-	c := &Client{conn: conn, ctl: ctl, budget: opt.Budget, words: party == 1 || opt.DealerWords}
-	c.seededProvider = newSeededProvider(party, c.bindSession, nil)
-	return c, nil
-}
-
-// bindSession presents id to the dealer and returns the session seed.
-func (c *Client) bindSession(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
-	var seed share.Seed
-	if err := c.ctl.SendBytes(ctx, encodeSession(id, c.announcedBudget())); err != nil {
-		return seed, nil, fmt.Errorf("send session id: %w", err)
-	}
-	b, err := c.ctl.RecvBytes(ctx, maxSeedReplyMsg)
-	if err != nil {
-		return seed, nil, fmt.Errorf("receive session seed: %w", err)
-	}
-	p, err := decodeStatus(b, share.SeedSize)
-	if err != nil {
-		return seed, nil, err
-	}
-	copy(seed[:], p)
-	if !c.words {
-		return seed, nil, nil
-	}
-	return seed, &netCorrector{party: c.party, conn: c.conn, ctl: c.ctl, streams: make(map[uint32]*clientStream), next: 1}, nil
-}
-
-// netCorrector fetches a party's dealer words from a networked dealer.
-type netCorrector struct {
-	party int
-	conn  *transport.Conn
-	ctl   *transport.Stream
-
-	mu      sync.Mutex // guards streams, next and sends on ctl
-	streams map[uint32]*clientStream
-	next    uint32
-}
-
-type clientStream struct {
-	mu sync.Mutex
-	st *transport.Stream
-	// broken, once set, fails every later request: a sequence that failed
-	// part-way may have left replies in flight (under mu).
-	broken error
-}
-
-// stream returns the transport stream of provider stream ps, announcing it to
-// the server on first use.
-func (n *netCorrector) stream(ctx context.Context, ps uint32) (*clientStream, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if cs, ok := n.streams[ps]; ok {
-		return cs, nil
-	}
-	tid := n.next
-	msg := binary.LittleEndian.AppendUint32(nil, ps)
-	msg = binary.LittleEndian.AppendUint32(msg, tid)
-	if err := n.ctl.SendBytes(ctx, msg); err != nil {
-		return nil, fmt.Errorf("open dealer stream: %w", err)
-	}
-	n.next++
-	cs := &clientStream{st: n.conn.Stream(tid)}
-	n.streams[ps] = cs
-	return cs, nil
-}
-
-func (n *netCorrector) correct(ctx context.Context, r Request) ([]uint64, int64, int64, error) {
-	cs, err := n.stream(ctx, r.Stream)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.broken != nil {
-		return nil, 0, 0, cs.broken
-	}
-	before := cs.st.Stats()
-	cost := func() (int64, int64) {
-		d := cs.st.Stats().Sub(before)
-		return d.BytesSent, d.BytesRecv
-	}
-	req, err := r.AppendBinary(make([]byte, 0, requestSize))
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	if err := cs.st.SendBytes(ctx, req); err != nil {
-		s, rc := cost()
-		return nil, s, rc, fmt.Errorf("send request: %w", err)
-	}
-	corr, err := cs.reply(ctx, r, n.party)
-	s, rc := cost()
-	return corr, s, rc, err
-}
-
-// correctSeq implements seqCorrector: it sends every request of rs (one
-// provider stream, counters assigned in order) from a goroutine while it
-// reads the replies in order, so the sequence costs one round trip to the
-// dealer rather than one per request.
-func (n *netCorrector) correctSeq(ctx context.Context, rs []Request, deliver func(i int, corr []uint64) error) (int64, int64, error) {
-	if len(rs) == 0 {
-		return 0, 0, nil
-	}
-	cs, err := n.stream(ctx, rs[0].Stream)
-	if err != nil {
-		return 0, 0, err
-	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.broken != nil {
-		return 0, 0, cs.broken
-	}
-	before := cs.st.Stats()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	sent := make(chan error, 1)
-	go func() {
-		buf := make([]byte, 0, requestSize)
-		for _, r := range rs {
-			b, err := r.AppendBinary(buf[:0])
-			if err == nil {
-				err = cs.st.SendBytes(ctx, b)
-			}
-			if err != nil {
-				sent <- fmt.Errorf("send request %v: %w", r, err)
-				return
-			}
-		}
-		sent <- nil
-	}()
-	for i, r := range rs {
-		var corr []uint64
-		if corr, err = cs.reply(ctx, r, n.party); err == nil {
-			err = deliver(i, corr)
-		}
-		if err != nil {
-			break
-		}
-	}
-	if err != nil {
-		cancel() // stop the sender
-	}
-	if serr := <-sent; err == nil {
-		err = serr
-	}
-	if err != nil {
-		cs.broken = fmt.Errorf("dealer stream of provider stream %d is out of step after a failed sequence: %w", rs[0].Stream, err)
-	}
-	d := cs.st.Stats().Sub(before)
-	return d.BytesSent, d.BytesRecv, err
-}
-
-// reply receives the dealer's reply to party's request r: its status, then
-// its dealer words.
-func (cs *clientStream) reply(ctx context.Context, r Request, party int) ([]uint64, error) {
-	status, err := cs.st.RecvBytes(ctx, maxStatusMsg)
-	if err != nil {
-		return nil, fmt.Errorf("receive status: %w", err)
-	}
-	if len(status) == 0 || status[0] != statusOK {
-		if len(status) > 0 && status[0] == statusError {
-			return nil, fmt.Errorf("dealer refused: %s", status[1:])
-		}
-		return nil, fmt.Errorf("malformed dealer status (%d bytes)", len(status))
-	}
-	corr := make([]uint64, r.CorrectionWords(party))
-	if err := cs.st.RecvWords(ctx, corr); err != nil {
-		return nil, fmt.Errorf("receive correction: %w", err)
-	}
-	return corr, nil
 }
