@@ -21,8 +21,10 @@ var ErrCorrelationCheck = errors.New("a correlation check failed: the peer's mes
 // through the typed helpers of Typed (Typed{p}.Triples(ctx, stream, n) and
 // so on), which build the Request and check the shape of what comes back;
 // a new provider (prefetching, dealer-free, instrumented) implements only
-// these methods, and a wrapper embeds the Provider it wraps and overrides
-// what it changes (usually Material alone; see Marked).
+// these methods (Counters keeps its positions), and a wrapper embeds the
+// Provider it wraps, overrides what it changes (usually Material alone;
+// see beaver/marks) and implements Unwrap, so that As finds the optional
+// behaviour of what it wraps.
 //
 // All methods are safe for concurrent use on distinct streams and return an
 // error rather than panic on bad requests; Material blocks until the

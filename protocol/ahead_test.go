@@ -24,6 +24,9 @@ type spyProvider struct {
 	reqs []beaver.Request
 }
 
+// Unwrap implements beaver.Wrapper.
+func (s *spyProvider) Unwrap() beaver.Provider { return s.Provider }
+
 func (p *spyProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	p.mu.Lock()
 	p.reqs = append(p.reqs, r)
@@ -349,6 +352,9 @@ type seqCounter struct {
 	pf       *Prefetch
 	maxAhead int64
 }
+
+// Unwrap implements beaver.Wrapper.
+func (s *seqCounter) Unwrap() beaver.Provider { return s.Provider }
 
 func (c *seqCounter) MaterialSeq(ctx context.Context, rs []beaver.Request, deliver func(int, beaver.Material) error) error {
 	c.mu.Lock()

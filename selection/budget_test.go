@@ -224,6 +224,9 @@ type workCounter struct {
 	work atomic.Uint64
 }
 
+// Unwrap implements beaver.Wrapper.
+func (w *workCounter) Unwrap() beaver.Provider { return w.Provider }
+
 func (w *workCounter) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	w.work.Add(r.DealerWork())
 	return w.Provider.Material(ctx, r)

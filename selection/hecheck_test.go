@@ -101,6 +101,9 @@ type heCountProvider struct {
 	errs    []error
 }
 
+// Unwrap implements beaver.Wrapper.
+func (h *heCountProvider) Unwrap() beaver.Provider { return h.Provider }
+
 func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	m, err := p.Provider.Material(ctx, r)
 	if r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {

@@ -22,6 +22,9 @@ type recorder struct {
 	words []uint64
 }
 
+// Unwrap implements beaver.Wrapper.
+func (r *recorder) Unwrap() beaver.Provider { return r.Provider }
+
 func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
 	m, err := r.Provider.Material(ctx, q)
 	if err != nil {

@@ -17,6 +17,9 @@ type mangler struct {
 	f func(m beaver.Material) beaver.Material
 }
 
+// Unwrap implements beaver.Wrapper.
+func (m mangler) Unwrap() beaver.Provider { return m.Provider }
+
 func (w mangler) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	m, err := w.Provider.Material(ctx, r)
 	if err != nil {

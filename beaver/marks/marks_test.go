@@ -199,6 +199,9 @@ type probeProvider struct {
 	before func()
 }
 
+// Unwrap implements beaver.Wrapper.
+func (p *probeProvider) Unwrap() beaver.Provider { return p.Provider }
+
 func (p *probeProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	p.before()
 	return p.Provider.Material(ctx, r)
@@ -310,6 +313,9 @@ type releasing struct {
 	beaver.Provider
 	calls [][2]uint64
 }
+
+// Unwrap implements beaver.Wrapper.
+func (r *releasing) Unwrap() beaver.Provider { return r.Provider }
 
 func (r *releasing) ReleaseWeights(lo, hi uint64) { r.calls = append(r.calls, [2]uint64{lo, hi}) }
 

@@ -206,6 +206,9 @@ type wordSink struct {
 	add func([]uint64)
 }
 
+// Unwrap implements beaver.Wrapper.
+func (w *wordSink) Unwrap() beaver.Provider { return w.Provider }
+
 func (s *wordSink) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
 	m, err := s.Provider.Material(ctx, q)
 	if err != nil {

@@ -37,6 +37,9 @@ type timedProvider struct {
 	cost map[string]*kindCost
 }
 
+// Unwrap implements beaver.Wrapper.
+func (t *timedProvider) Unwrap() beaver.Provider { return t.Provider }
+
 func (t *timedProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	before := t.Provider.Stats()
 	t0 := time.Now()
