@@ -250,15 +250,15 @@ func TestPrefetchServes(t *testing.T) {
 		{"aborted", boom, nil, 0, "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dealer, err := dealer.New()
+			d, err := dealer.New()
 			if err != nil {
 				t.Fatal(err)
 			}
-			prov, err := dealer.Provider(0)
+			prov, err := d.Provider(0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct, err := dealer.Provider(0)
+			direct, err := d.Provider(0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -110,11 +110,11 @@ func TestDecodeArchsBomb(t *testing.T) {
 // width only in the first case.
 func TestDataOwnerChecksArchsWithItsEmbedding(t *testing.T) {
 	f := newSecureFixture(t)
-	dealer, err := dealer.New()
+	d, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov, err := dealer.Provider(1)
+	prov, err := d.Provider(1)
 	if err != nil {
 		t.Fatal(err)
 	}

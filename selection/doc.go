@@ -21,7 +21,7 @@
 //	params := selection.Params{PoolSize: 64, Budget: 20, Bootstrap: 16, Schedule: schedule} // public, equal on both sides
 //	quiet := slog.New(slog.DiscardHandler)
 //
-//	dealer, _ := dealer.New()               // dealer.Connect(ctx, dealerConn, party) between hosts
+//	d, _ := dealer.New()                          // dealer.Connect(ctx, dealerConn, party) between hosts
 //	c0, c1 := transport.Pipe(transport.Options{}) // transport.Listen / transport.Dial between hosts
 //	defer c0.Close()
 //	defer c1.Close()
@@ -31,14 +31,14 @@
 //	wg.Add(2)
 //	go func() { // model owner (party 0)
 //		defer wg.Done()
-//		prov, _ := dealer.Provider(0)
+//		prov, _ := d.Provider(0)
 //		mo := &selection.ModelOwner{Params: params, Target: target, Generate: proxy.Config{Seed: 1},
 //			Label: labelBootstrap, Logger: quiet}
 //		res[0], errs[0] = mo.Run(ctx, c0, prov)
 //	}()
 //	go func() { // data owner (party 1)
 //		defer wg.Done()
-//		prov, _ := dealer.Provider(1)
+//		prov, _ := d.Provider(1)
 //		do := &selection.DataOwner{Params: params, Pool: pool, Embedding: target, Logger: quiet}
 //		res[1], errs[1] = do.Run(ctx, c1, prov)
 //	}()

@@ -148,7 +148,11 @@ func TestHECheckAbortsSelection(t *testing.T) {
 	var res [2]*Result
 	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, _ beaver.Provider) error {
 		conn := []*transport.Conn{p0c, p1c}[party]
-		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{Linear: ot.LinearHE})
+		l, err := ot.NewLattice(ot.LatticeOptions{})
+		if err != nil {
+			return err
+		}
+		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{WeightMasks: l})
 		if err != nil {
 			return err
 		}

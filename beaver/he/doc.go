@@ -4,8 +4,8 @@
 // holds the mask B (k×n, fixed per weight matrix); P1 (the data owner) holds
 // A (m×k, fresh per candidate) and chooses its share C1 := R uniformly; P0
 // learns C0 = A·B − R. It is the cryptographic core only: package
-// beaver/ot's provider runs it for the weight-mask kinds with
-// ProviderOptions{Linear: ot.LinearHE} (-provider he).
+// beaver/ot's provider runs it for the weight-mask kinds with its
+// WeightMaskGenerator ot.Lattice (-provider he).
 //
 // # Protocol (Nimbus layout, Cheetah encoding)
 //

@@ -51,7 +51,7 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 		}
 		ids[i] = id
 	}
-	dealer, err := dealer.New()
+	dl, err := dealer.New()
 	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}
@@ -86,7 +86,7 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prov, err := dealer.Provider(p)
+			prov, err := dl.Provider(p)
 			if err != nil {
 				errs[p] = err
 				cancel()

@@ -29,6 +29,7 @@ var layer = map[string]int{
 	"beaver/marks":                4, // a wrapper of any provider
 	"beaver/ot":                   4,
 	"beaver/he":                   3, // below beaver/ot, whose lattice weight masks run it
+	"beaver/source":               5, // above the providers it names and opens
 	"protocol":                    5,
 	"nn":                          1,
 	"nn/safetensors":              2,
@@ -57,6 +58,7 @@ var parentImports = map[string][]string{
 	"beaver/dealer":   {"beaver"},    // the dealers serve beaver's kinds behind its Provider core
 	"beaver/marks":    {"beaver"},    // it wraps a beaver.Provider
 	"beaver/ot":       {"beaver"},    // it registers its generators with beaver's Provider core
+	"beaver/source":   {"beaver"},    // a source opens a beaver.Provider
 	"nn/model":        {"nn"},        // transformer models built from nn's layers
 	"proxy/secure":    {"proxy"},     // the secure forward of proxy's proxies
 	"selection/shard": {"selection"}, // a sharded phase's jobs and workers, behind selection's ShardRunner and ForwardRun

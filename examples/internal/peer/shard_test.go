@@ -14,6 +14,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -181,8 +182,10 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 
 	_, dport, _ := net.SplitHostPort(d.Listeners[0].Addr().String())
 	_, pport, _ := net.SplitHostPort(peerLn.Addr().String())
+	src, _ := source.ByName(source.Default)
 	p := &Party{
-		flags: PartyFlags{Provider: ProviderDealer, Dealer: "127.0.0." + ShardPlaceholder + ":" + dport,
+		Source: src,
+		flags: PartyFlags{Provider: source.Default, Dealer: "127.0.0." + ShardPlaceholder + ":" + dport,
 			Endpoint: Endpoint{Connect: "127.0.0." + ShardPlaceholder + ":" + pport, Timeout: 5 * time.Second}},
 		ID: ids[1], PeerPin: ids[2].Fingerprint(), DealerPin: ids[0].Fingerprint(), Logger: discard,
 	}
