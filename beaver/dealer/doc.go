@@ -16,8 +16,8 @@
 //
 // Every stream key is derived from the dealer's seed and a session id both
 // parties contribute to and present (session.go), so no item is ever served
-// to two computations. The networked dealer (server.go; its wire format in
-// wire.go) binds each connection to a role by its listener and pinned key,
+// to two computations. The networked dealer (server.go, serve.go; its wire
+// format in wire.go) binds each connection to a role by its listener and pinned key,
 // refuses a hello for the other role, and with a state file (state.go)
 // refuses after a restart every counter it served before. It also bounds
 // what a party can make it do (ServerOptions): each request's size, a
@@ -26,9 +26,9 @@
 // smaller of it and the budget a computation derives from its shapes,
 // beaver.SessionBudgeter, as selection's model owner does), streams, items
 // in progress, connections per key and the sessions it keeps; retired
-// sessions are refused for good. The dealer core (core.go) pairs the two
-// parties of each session and checks every request, whichever way it
-// arrives. Package beaver/marks does the same on a party's side, for the
+// sessions are refused for good. The dealer core (core.go) checks every
+// request, whichever way it arrives, and pairs the two parties of each
+// session (join.go). Package beaver/marks does the same on a party's side, for the
 // material the party expands itself (the dealer never sees party 0's
 // counters).
 //

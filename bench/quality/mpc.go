@@ -55,11 +55,11 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}
-	ln, err := transport.Listen("127.0.0.1:0", ids[0], transport.Options{})
+	lb, err := twoparty.NewLoopback(ids, transport.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}
-	defer ln.Close()
+	defer lb.Close()
 	labels := d.PoolY
 	gen.Logger = log
 	var genSeconds float64 // written by the model owner's goroutine, read after wg.Wait
@@ -86,12 +86,7 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 	open := func(ctx context.Context, p int) (source.Opened, error) {
 		return src.Open(ctx, source.Env{
 			Party: p,
-			Peer: func(ctx context.Context) (*transport.Conn, error) {
-				if p == 0 {
-					return ln.Accept(ctx, ids[1].Fingerprint())
-				}
-				return transport.Dial(ctx, ln.Addr().String(), ids[1], ids[0].Fingerprint(), transport.Options{})
-			},
+			Peer:  lb.Peer(p),
 			Dealer: func(context.Context) (beaver.Provider, io.Closer, error) {
 				prov, err := dl.Provider(p)
 				return prov, io.NopCloser(nil), err // nothing to close in process

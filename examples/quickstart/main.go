@@ -248,11 +248,11 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 	}
 	dealerDone := make(chan error, 1)
 	go func() { dealerDone <- dl.Run(ctx) }()
-	ln, err := transport.Listen("127.0.0.1:0", ids[0], o.link)
+	lb, err := twoparty.NewLoopback([2]*transport.Identity{ids[0], ids[1]}, o.link)
 	if err != nil {
 		return res, err
 	}
-	defer ln.Close()
+	defer lb.Close()
 
 	gen := generateConfig(d, o)
 	gen.Logger = o.log
@@ -273,13 +273,7 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 		return src.Open(ctx, source.Env{
 			Party: p,
 			Peer: func(ctx context.Context) (*transport.Conn, error) {
-				var conn *transport.Conn
-				var err error
-				if p == 0 {
-					conn, err = ln.Accept(ctx, ids[1].Fingerprint())
-				} else {
-					conn, err = transport.Dial(ctx, ln.Addr().String(), ids[1], ids[0].Fingerprint(), o.link)
-				}
+				conn, err := lb.Peer(p)(ctx)
 				if err != nil {
 					return nil, peer.WithCode(peer.ExitPeer, err)
 				}

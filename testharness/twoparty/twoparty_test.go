@@ -355,11 +355,11 @@ func TestRunOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ln, err := transport.Listen("127.0.0.1:0", ids[0], transport.Options{})
+	lb, err := twoparty.NewLoopback(ids, transport.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer lb.Close()
 	d, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
@@ -369,12 +369,7 @@ func TestRunOpen(t *testing.T) {
 	open := func(ctx context.Context, p int) (source.Opened, error) {
 		return src.Open(ctx, source.Env{
 			Party: p,
-			Peer: func(ctx context.Context) (*transport.Conn, error) {
-				if p == 0 {
-					return ln.Accept(ctx, ids[1].Fingerprint())
-				}
-				return transport.Dial(ctx, ln.Addr().String(), ids[1], ids[0].Fingerprint(), transport.Options{})
-			},
+			Peer:  lb.Peer(p),
 			Dealer: func(context.Context) (beaver.Provider, io.Closer, error) {
 				prov, err := d.Provider(p)
 				return prov, countCloser{&closes}, err
