@@ -212,8 +212,9 @@
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. When
 // the model owner's provider announces session budgets to a networked
-// dealer (beaver.SessionBudgeter: a dealer.Client, wrapped or not), Run
-// first sets it to DealerBudget of the proxies the phases will run
+// dealer (beaver.SessionBudgeter, found with beaver.As: a dealer.Client,
+// wrapped or not), Run first sets it to DealerBudget of the proxies the
+// phases will run
 // (derived before they exist, from the target and the generation settings,
 // or from the given or saved proxies): the data owner, whose requests the
 // dealer serves, can then draw at most twice what an honest selection of
