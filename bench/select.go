@@ -75,6 +75,9 @@ type SelectConfig struct {
 
 	// resume (tests) lets a run resume from StateDir's checkpoints.
 	resume bool
+	// beforeBatch (tests), if set, is called by each party before it
+	// meters a batch: a test delays one party's batches with it.
+	beforeBatch func(party int)
 }
 
 // PipelineNames are the values of SelectConfig.Pipeline.
@@ -202,7 +205,9 @@ type PartyPhase struct {
 	// Stats are selection's statistics of the phase.
 	Stats selection.PhaseStats `json:"stats"`
 	// Prepare is the weight sharing; Forward the batches (Seconds from the
-	// first batch's start to the last one's end); Batches and Candidates
+	// first batch's start to the last one's end, Dealer from the weight
+	// sharing's end, where the prefetching of the batches' material
+	// starts, to the last batch's end); Batches and Candidates
 	// count them; RoundsPerBatch is the largest round count of one batch.
 	Prepare        Span  `json:"prepare"`
 	Forward        Span  `json:"forward"`
@@ -267,7 +272,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch}
 	hash := "bench/" + w.Name
 	start := time.Now()
 	var res *selection.Result
@@ -338,6 +343,8 @@ type synthEvaluator struct {
 	seed    uint64
 	prov    beaver.Provider
 	onPhase func(int)
+	// beforeBatch is SelectConfig.beforeBatch.
+	beforeBatch func(party int)
 
 	mu     sync.Mutex
 	meters map[int]*phaseMeter
@@ -345,9 +352,12 @@ type synthEvaluator struct {
 
 // phaseMeter accumulates one phase's costs.
 type phaseMeter struct {
-	mu                     sync.Mutex
-	prepare, forward       Span
-	first, last            time.Time
+	mu               sync.Mutex
+	prepare, forward Span
+	first, last      time.Time
+	// dealerStart is the provider's count when the weight sharing ended,
+	// dealerEnd when the phase's last batch ended: no item is in flight
+	// at either point, so both parties count the same items.
 	dealerStart, dealerEnd beaver.DealerStats
 	slotRounds             map[*protocol.Session]int64
 	batches, candidates    int
@@ -430,6 +440,13 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	}
 	c := meter.Since()
 	m.prepare = Span{Stream: c.Stream, Dealer: c.Dealer, Seconds: time.Since(start).Seconds()}
+	// The forward's provider traffic counts from here, not from the first
+	// batch's start: the lanes' producers fetch the first batches'
+	// material before the batches start (selection/lanes), each party at
+	// its own pace, so a count from each party's first batch would leave
+	// out a part of the items one party sent and the other received
+	// (TestSelectTinyDealerFree: every byte counted once each way).
+	m.dealerStart = e.prov.Stats()
 	e.mu.Lock()
 	if e.meters == nil {
 		e.meters = map[int]*phaseMeter{}
@@ -462,10 +479,13 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		// meter.
 		return f.p.Forward(ctx, s, len(idx), in)
 	}
+	if f.e.beforeBatch != nil {
+		f.e.beforeBatch(f.e.party)
+	}
 	m := f.m
 	m.mu.Lock()
 	if m.first.IsZero() {
-		m.first, m.dealerStart = time.Now(), f.e.prov.Stats()
+		m.first = time.Now()
 	}
 	m.mu.Unlock()
 	s0 := s.Stream().Stats()
