@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -279,7 +280,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		pr.Link = link.Name
 		lat = link.Latency.Seconds()
 	}
-	dealer := !DealerFree(linkRun.Provider) && linkRun.DealerLinks != [2]LinkSpec{}
+	dealer := !source.DealerFree(linkRun.Provider) && linkRun.DealerLinks != [2]LinkSpec{}
 	if dealer {
 		pr.DealerLinks = linkRun.DealerLinks
 	}
@@ -313,7 +314,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	}
 	if link != nil {
 		b0, b1 := pr.BytesP0, pr.BytesP1
-		if DealerFree(linkRun.Provider) {
+		if source.DealerFree(linkRun.Provider) {
 			// No dealer: the provider's traffic shares the parties' link,
 			// each party's in the direction it sent it (its DealerUp: the
 			// bytes party p sent are the bytes the other received, so

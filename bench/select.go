@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection"
@@ -53,13 +53,14 @@ type SelectConfig struct {
 	Seed uint64
 	// Logger receives selection's progress (discarded when nil).
 	Logger *slog.Logger
-	// Provider names where the correlated randomness comes from: "dealer"
-	// (the default when empty: an in-process dealer) or "ot" (no dealer:
+	// Provider names where the correlated randomness comes from, a source
+	// of package beaver/source: "dealer" (the default when empty: the
+	// run's dealer, in process or behind DealerLinks) or "ot" (no dealer:
 	// the parties make it themselves by oblivious transfer over their own
 	// connection, ot.Provider; in-process runs only) or "he" (as "ot", but
-	// the weight-mask correlations by lattice encryption, ot.LinearHE).
-	// With "ot" and "he" the phases' dealer bytes are the parties' own
-	// traffic of the provider.
+	// the weight-mask correlations by lattice encryption, ot.Lattice).
+	// With a dealer-free source the phases' dealer bytes are the parties'
+	// own traffic of the provider.
 	Provider string
 	// Pipeline is the batch scheduler's mode of both parties
 	// (selection.Params.Pipeline): "on" (the default when empty: every
@@ -74,6 +75,9 @@ type SelectConfig struct {
 
 	// resume (tests) lets a run resume from StateDir's checkpoints.
 	resume bool
+	// beforeBatch (tests), if set, is called by each party before it
+	// meters a batch: a test delays one party's batches with it.
+	beforeBatch func(party int)
 }
 
 // PipelineNames are the values of SelectConfig.Pipeline.
@@ -129,7 +133,7 @@ func (c SelectConfig) Check() error {
 	}
 	if c.DealerLinks != [2]*transport.Profile{} {
 		switch {
-		case DealerFree(c.Provider):
+		case c.source().DealerFree:
 			return fmt.Errorf("bench: select: the provider %q has no dealer to put behind a link", c.Provider)
 		case c.Link == nil:
 			return fmt.Errorf("bench: select: dealer links need a link between the parties")
@@ -146,38 +150,34 @@ func (c SelectConfig) dealerSpecs() [2]LinkSpec {
 	return [2]LinkSpec{SpecOf(c.DealerLinks[0]), SpecOf(c.DealerLinks[1])}
 }
 
-// ProviderNames are the values of SelectConfig.Provider.
-var ProviderNames = []string{"dealer", "ot", "he"}
-
-// DealerFree reports whether provider (a value of SelectConfig.Provider)
-// makes the correlations over the parties' own link, with no dealer.
-func DealerFree(provider string) bool { return provider == "ot" || provider == "he" }
+// source returns the source c.Provider names (source.Default when empty;
+// the zero Source, which Check refuses, when no source has the name).
+func (c SelectConfig) source() source.Source {
+	name := c.Provider
+	if name == "" {
+		name = source.Default
+	}
+	s, _ := source.ByName(name)
+	return s
+}
 
 // checkProvider checks c.Provider.
 func (c SelectConfig) checkProvider() error {
-	switch c.Provider {
-	case "", "dealer", "ot", "he":
-		return nil
+	if c.source().Open == nil {
+		return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, source.Names())
 	}
-	return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, ProviderNames)
+	return nil
 }
 
-// provider returns party p's provider of a run: the run's dealer, or a
-// dealer-free OT provider on the parties' connection (with "he", its
-// weight-mask correlations by lattice encryption).
-func (c SelectConfig) provider(p *twoparty.Party) (beaver.Provider, error) {
-	if !DealerFree(c.Provider) {
-		return p.Provider, nil
-	}
-	opts := ot.ProviderOptions{}
-	if c.Provider == "he" {
-		opts.Linear = ot.LinearHE
-	}
-	prov, err := ot.NewProvider(p.Conn, p.ID, opts)
+// provider returns party p's provider of a run from the source
+// c.Provider names: the run's dealer, or a dealer-free provider on the
+// parties' connection.
+func (c SelectConfig) provider(ctx context.Context, p *twoparty.Party) (beaver.Provider, error) {
+	op, err := c.source().Open(ctx, source.InProcess(p.ID, p.Conn, p.Provider))
 	if err != nil {
 		return nil, fmt.Errorf("bench: select: %w", err)
 	}
-	return prov, nil
+	return op.Provider, nil
 }
 
 func (c SelectConfig) samples() int {
@@ -205,7 +205,9 @@ type PartyPhase struct {
 	// Stats are selection's statistics of the phase.
 	Stats selection.PhaseStats `json:"stats"`
 	// Prepare is the weight sharing; Forward the batches (Seconds from the
-	// first batch's start to the last one's end); Batches and Candidates
+	// first batch's start to the last one's end, Dealer from the weight
+	// sharing's end, where the prefetching of the batches' material
+	// starts, to the last batch's end); Batches and Candidates
 	// count them; RoundsPerBatch is the largest round count of one batch.
 	Prepare        Span  `json:"prepare"`
 	Forward        Span  `json:"forward"`
@@ -274,7 +276,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch}
 	hash := "bench/" + w.Name
 	start := time.Now()
 	var res *selection.Result
@@ -349,6 +351,8 @@ type synthEvaluator struct {
 	seed    uint64
 	prov    beaver.Provider
 	onPhase func(int)
+	// beforeBatch is SelectConfig.beforeBatch.
+	beforeBatch func(party int)
 
 	mu     sync.Mutex
 	meters map[int]*phaseMeter
@@ -356,9 +360,12 @@ type synthEvaluator struct {
 
 // phaseMeter accumulates one phase's costs.
 type phaseMeter struct {
-	mu                     sync.Mutex
-	prepare, forward       Span
-	first, last            time.Time
+	mu               sync.Mutex
+	prepare, forward Span
+	first, last      time.Time
+	// dealerStart is the provider's count when the weight sharing ended,
+	// dealerEnd when the phase's last batch ended: no item is in flight
+	// at either point, so both parties count the same items.
 	dealerStart, dealerEnd beaver.DealerStats
 	slotRounds             map[*protocol.Session]int64
 	batches, candidates    int
@@ -441,6 +448,13 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	}
 	c := meter.Since()
 	m.prepare = Span{Stream: c.Stream, Dealer: c.Dealer, Seconds: time.Since(start).Seconds()}
+	// The forward's provider traffic counts from here, not from the first
+	// batch's start: the lanes' producers fetch the first batches'
+	// material before the batches start (selection/lanes), each party at
+	// its own pace, so a count from each party's first batch would leave
+	// out a part of the items one party sent and the other received
+	// (TestSelectTinyDealerFree: every byte counted once each way).
+	m.dealerStart = e.prov.Stats()
 	e.mu.Lock()
 	if e.meters == nil {
 		e.meters = map[int]*phaseMeter{}
@@ -473,10 +487,13 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		// meter.
 		return f.p.Forward(ctx, s, len(idx), in)
 	}
+	if f.e.beforeBatch != nil {
+		f.e.beforeBatch(f.e.party)
+	}
 	m := f.m
 	m.mu.Lock()
 	if m.first.IsZero() {
-		m.first, m.dealerStart = time.Now(), f.e.prov.Stats()
+		m.first = time.Now()
 	}
 	m.mu.Unlock()
 	s0 := s.Stream().Stats()
@@ -716,7 +733,7 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	sampler := StartHeapSampler(0)
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}, DealerLinks: cfg.DealerLinks},
 		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
-			prov, err := pc.provider(p)
+			prov, err := pc.provider(ctx, p)
 			if err != nil {
 				return nil, err
 			}

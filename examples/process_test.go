@@ -292,7 +292,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 	}
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
-	for _, provider := range []string{peer.ProviderOT, peer.ProviderHE} {
+	for _, provider := range []string{"ot", "he"} { // the dealer-free sources (beaver/source)
 		t.Run(provider, func(t *testing.T) {
 			st0, st1 := filepath.Join(dir, provider+"-mo"), filepath.Join(dir, provider+"-do")
 			startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/marks"
 	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -80,7 +81,7 @@ const (
 	AbortLimit AbortCode = 9
 	// AbortResume: the party refused to resume at the epoch the peer
 	// announced (an *EpochError), or at positions its persistent
-	// high-water marks say it drew before (beaver.ErrReuse): either would
+	// high-water marks say it drew before (marks.ErrReuse): either would
 	// reuse correlated randomness (a forged or rolled-back checkpoint).
 	AbortResume AbortCode = 10
 	// AbortCorrelation: a check of the peer's part in making correlated
@@ -250,7 +251,7 @@ func classifyAbort(err error) (AbortCode, string) {
 		return AbortBootstrapRevealed, ""
 	case errors.Is(err, errOtherParams):
 		return AbortStateParams, ""
-	case errors.As(err, &ee), errors.Is(err, beaver.ErrReuse):
+	case errors.As(err, &ee), errors.Is(err, marks.ErrReuse):
 		return AbortResume, ""
 	case errors.Is(err, beaver.ErrCorrelationCheck):
 		return AbortCorrelation, ""

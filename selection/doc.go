@@ -12,7 +12,7 @@
 // model owner with its target model, the data owner with its pool and the
 // public checkpoint's embedding tables, an in-process dealer and a pipe.
 // Between hosts each party runs its half alone, over transport.Listen /
-// transport.Dial and a networked dealer (beaver.Connect): see
+// transport.Dial and a networked dealer (dealer.Connect): see
 // ExampleModelOwner_Run and ExampleDataOwner_Run.
 //
 //	ctx := context.Background()
@@ -21,7 +21,7 @@
 //	params := selection.Params{PoolSize: 64, Budget: 20, Bootstrap: 16, Schedule: schedule} // public, equal on both sides
 //	quiet := slog.New(slog.DiscardHandler)
 //
-//	dealer, _ := beaver.NewDealer()               // beaver.Connect(ctx, dealerConn, party) between hosts
+//	d, _ := dealer.New()                          // dealer.Connect(ctx, dealerConn, party) between hosts
 //	c0, c1 := transport.Pipe(transport.Options{}) // transport.Listen / transport.Dial between hosts
 //	defer c0.Close()
 //	defer c1.Close()
@@ -31,14 +31,14 @@
 //	wg.Add(2)
 //	go func() { // model owner (party 0)
 //		defer wg.Done()
-//		prov, _ := dealer.Provider(0)
+//		prov, _ := d.Provider(0)
 //		mo := &selection.ModelOwner{Params: params, Target: target, Generate: proxy.Config{Seed: 1},
 //			Label: labelBootstrap, Logger: quiet}
 //		res[0], errs[0] = mo.Run(ctx, c0, prov)
 //	}()
 //	go func() { // data owner (party 1)
 //		defer wg.Done()
-//		prov, _ := dealer.Provider(1)
+//		prov, _ := d.Provider(1)
 //		do := &selection.DataOwner{Params: params, Pool: pool, Embedding: target, Logger: quiet}
 //		res[1], errs[1] = do.Run(ctx, c1, prov)
 //	}()
@@ -199,7 +199,7 @@
 //	proxies/phase-<n>/                    the model owner's generated proxy of phase n, numbered
 //	                                      from 1 (ProxyDir; proxy.Load)
 //	marks-p<p>.json                       the high-water marks of the correlated randomness the
-//	                                      party drew, per session (beaver.Marked; MarksFile names it)
+//	                                      party drew, per session (marks.Provider; MarksFile names it)
 //
 // Phases are numbered from 1 wherever a person reads them — errors, log
 // attributes ("phase=1"), progress, summaries, the ParseSchedule messages
@@ -233,8 +233,9 @@
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. When
 // the model owner's provider announces session budgets to a networked
-// dealer (beaver.SessionBudgeter: a beaver.Client, wrapped or not), Run
-// first sets it to DealerBudget of the proxies the phases will run
+// dealer (beaver.SessionBudgeter, found with beaver.As: a dealer.Client,
+// wrapped or not), Run first sets it to DealerBudget of the proxies the
+// phases will run
 // (derived before they exist, from the target and the generation settings,
 // or from the given or saved proxies): the data owner, whose requests the
 // dealer serves, can then draw at most twice what an honest selection of
@@ -260,16 +261,16 @@
 // fewer than 2^40 items per stream (phases, a lane's batches and a batch's
 // items are bounded: lanes.MaxPhases, lanes.MaxLaneBatches and
 // lanes.MaxBatchItems, the last checked before each draw). A fresh dealer
-// (beaver.NewDealer) after a restart is also fine.
+// (dealer.New) after a restart is also fine.
 //
 // Independently of the epochs, each party keeps persistent high-water
-// marks of the positions it drew (beaver.Marked, in MarksFile: per stream
+// marks of the positions it drew (marks.Provider, in MarksFile: per stream
 // counter and for weight ids, reserved an epoch at a time and written to
 // disk before the material is drawn). Run wraps the party's provider in
 // it, so no restart draws an item at a position the party drew before in
 // the session, nor hands out a weight mask twice, whatever the peer says
 // or its own state file was rolled back to: such a run fails with an
-// error wrapping beaver.ErrReuse before anything is drawn. This matters
+// error wrapping marks.ErrReuse before anything is drawn. This matters
 // most to the model owner, who expands its material locally from its
 // session seed: the dealer never sees its counters.
 //

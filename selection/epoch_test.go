@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/marks"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -232,8 +233,8 @@ func TestMarksRefuseRolledBackState(t *testing.T) {
 		t.Errorf("the rolled-back model owner drew %d words of the second run again (of %d it drew)", n, len(rec.words))
 	}
 	var pe *PeerAbortError
-	if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
-		t.Errorf("model owner: %v, want a refusal wrapping beaver.ErrReuse, or the data owner's AbortResume", errs[0])
+	if !errors.Is(errs[0], marks.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
+		t.Errorf("model owner: %v, want a refusal wrapping marks.ErrReuse, or the data owner's AbortResume", errs[0])
 	}
 	if errs[1] == nil {
 		t.Error("data owner: the run went through")
@@ -247,7 +248,7 @@ func TestMarksRefuseRolledBackState(t *testing.T) {
 // owner that forges its epoch 2^24 − 1 ahead is refused by the model owner
 // before anything is drawn (*EpochError, the data owner told AbortResume);
 // both parties rolled back to an earlier checkpoint are refused by their
-// marks (beaver.ErrReuse) or by the peer's.
+// marks (marks.ErrReuse) or by the peer's.
 func TestEpochAttacksDealerFree(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -280,8 +281,8 @@ func TestEpochAttacksDealerFree(t *testing.T) {
 			rollBack(t, dirs, saved)
 			return nil, func(t *testing.T, errs [2]error) {
 				var pe *PeerAbortError
-				if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
-					t.Errorf("model owner: %v, want a refusal wrapping beaver.ErrReuse, or the data owner's AbortResume", errs[0])
+				if !errors.Is(errs[0], marks.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
+					t.Errorf("model owner: %v, want a refusal wrapping marks.ErrReuse, or the data owner's AbortResume", errs[0])
 				}
 				if errs[1] == nil {
 					t.Error("data owner: the rolled-back run went through")

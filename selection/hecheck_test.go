@@ -101,6 +101,9 @@ type heCountProvider struct {
 	errs    []error
 }
 
+// Unwrap implements beaver.Wrapper.
+func (h *heCountProvider) Unwrap() beaver.Provider { return h.Provider }
+
 func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	m, err := p.Provider.Material(ctx, r)
 	if r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
@@ -145,7 +148,11 @@ func TestHECheckAbortsSelection(t *testing.T) {
 	var res [2]*Result
 	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, _ beaver.Provider) error {
 		conn := []*transport.Conn{p0c, p1c}[party]
-		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{Linear: ot.LinearHE})
+		l, err := ot.NewLattice(ot.LatticeOptions{})
+		if err != nil {
+			return err
+		}
+		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{WeightMasks: l})
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
@@ -386,7 +387,7 @@ func TestRunErrors(t *testing.T) {
 		t.Logf("model owner: %v", errs[0])
 	})
 	t.Run("wrong provider", func(t *testing.T) {
-		d := beaver.NewDealerWithSeeds(share.Seed{1}, share.Seed{2})
+		d := dealer.NewWithSeeds(share.Seed{1}, share.Seed{2})
 		c0, c1 := transport.Pipe(transport.Options{})
 		defer c0.Close()
 		defer c1.Close()

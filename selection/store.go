@@ -41,7 +41,7 @@ func (c *checkpointStore) durable() bool { return c.dir != "" }
 // statePath is the state file.
 func (c *checkpointStore) statePath() string { return StateFile(c.dir, c.party) }
 
-// MarksFile returns party's file of high-water marks (beaver.Marked) in dir:
+// MarksFile returns party's file of high-water marks (marks.Provider) in dir:
 // the positions of correlated randomness the party has drawn, per session.
 func MarksFile(dir string, party int) string {
 	return filepath.Join(dir, fmt.Sprintf("marks-p%d.json", party))

@@ -50,6 +50,9 @@ var ctrPathNames = [...]string{ctrStd: "crypto-aes", ctrVAES2: "vaes256", ctrVAE
 // register: four 16-byte blocks.
 const ctrGroup = 64
 
+// ctrGroupBlocks is the number of 16-byte counter blocks in a group.
+const ctrGroupBlocks = ctrGroup / 16
+
 // NewAESKey expands a 16-byte AES-128 key. Other lengths are refused.
 func NewAESKey(key []byte) (*AESKey, error) {
 	if len(key) != 16 {
@@ -119,23 +122,34 @@ func (s *AESCTR) XORKeyStream(dst, src []byte) {
 }
 
 // groups writes the key stream of the next len(b)/ctrGroup block groups
-// into b (a multiple of ctrGroup bytes) and advances the counter.
+// into b (a multiple of ctrGroup bytes) and advances the counter. The
+// vector code adds to the low counter word without carrying, so a call is
+// cut where the low word wraps: whole groups before it and after it go
+// through the vector code, and the one group that straddles it (when the
+// wrap is not at a group boundary) block by block, carrying into hi.
 func (s *AESCTR) groups(b []byte) {
-	blocks := uint64(len(b) / 16)
-	if s.lo+blocks-1 < s.lo {
-		// The low counter word wraps inside b (about one stream in 2^64
-		// per block): carry block by block.
-		s.blocksGeneric(b)
-		return
-	}
-	if ctrPath == ctrVAES4 {
-		ctrVAES(&s.key.rk, &b[0], len(b)/ctrGroup, s.hi, s.lo)
-	} else {
-		ctrVAES256(&s.key.rk2, &b[0], len(b)/ctrGroup, s.hi, s.lo)
-	}
-	s.lo += blocks
-	if s.lo == 0 {
-		s.hi++
+	for len(b) > 0 {
+		g := uint64(len(b) / ctrGroup)
+		// Whole groups before the low word wraps: 2^64 − lo blocks remain
+		// (none to wrap when lo is 0).
+		if left := -s.lo / ctrGroupBlocks; s.lo != 0 && left < g {
+			g = left
+		}
+		if g == 0 {
+			s.blocksGeneric(b[:ctrGroup])
+			b = b[ctrGroup:]
+			continue
+		}
+		if ctrPath == ctrVAES4 {
+			ctrVAES(&s.key.rk, &b[0], int(g), s.hi, s.lo)
+		} else {
+			ctrVAES256(&s.key.rk2, &b[0], int(g), s.hi, s.lo)
+		}
+		s.lo += g * ctrGroupBlocks
+		if s.lo == 0 {
+			s.hi++
+		}
+		b = b[g*ctrGroup:]
 	}
 }
 

@@ -4,8 +4,8 @@
 // holds the mask B (k×n, fixed per weight matrix); P1 (the data owner) holds
 // A (m×k, fresh per candidate) and chooses its share C1 := R uniformly; P0
 // learns C0 = A·B − R. It is the cryptographic core only: package
-// beaver/ot's provider runs it for the weight-mask kinds with
-// ProviderOptions{Linear: ot.LinearHE} (-provider he).
+// beaver/ot's provider runs it for the weight-mask kinds with its
+// WeightMaskGenerator ot.Lattice (-provider he).
 //
 // # Protocol (Nimbus layout, Cheetah encoding)
 //
@@ -34,8 +34,8 @@
 //
 // # Scheme
 //
-// Ring R_Q = Z_Q[X]/(X^N+1), N = 8192, Q the product of four 54-bit
-// NTT-friendly primes (log2 Q ≈ 216), arithmetic by lattigo v6's ring
+// Ring R_Q = Z_Q[X]/(X^N+1), N = 8192, Q the product of two 55-bit and
+// two 54-bit NTT-friendly primes (log2 Q ≈ 218), arithmetic by lattigo v6's ring
 // package (RNS, NTT, samplers). Secret s uniform ternary; errors discrete
 // Gaussian σ = 3.2 truncated at 6σ (|e| ≤ B_e = 19). The plaintext modulus
 // is t = 2^64 with coefficient encoding and rounded scaling: a weight
@@ -68,52 +68,84 @@
 // # Security (DefaultParams)
 //
 // P1 sees P0's public key and weight ciphertexts: RLWE samples under s with
-// N = 8192, log2 Q ≤ 216, ternary secret, σ = 3.2. The Homomorphic
+// N = 8192, log2 Q ≤ 218, ternary secret, σ = 3.2. The Homomorphic
 // Encryption Standard (M. Albrecht et al., "Homomorphic Encryption Security
 // Standard", HomomorphicEncryption.org, Toronto, November 2018; its table
 // for secrets uniform in {−1, 0, 1}, σ ≈ 3.2, 128-bit classical security)
 // allows log2 q ≤ 218 at n = 8192 — the bound SEAL enforces as
 // CoeffModulus::MaxBitCount(8192, sec_level_type::tc128) = 218
-// (seal_he_std_parms_128_tc). Our Q is below 2^216. The seeded halves c1 are expanded with AES-256-CTR from public
-// seeds (a seeded ciphertext is as secure as one with a uniform c1 in the
-// random-oracle/PRG model, as in lattigo's and SEAL's seeded ciphertexts).
+// (seal_he_std_parms_128_tc). Our Q is below 2^218. NewScheme refuses any
+// Params below that table for its N (27, 54, 109, 218 bits for N = 2^10 …
+// 2^13), with σ below the standard's 8/√(2π) ≈ 3.19 or errors truncated
+// below 6σ (TestParamsSecurity). The seeded halves c1 are expanded with
+// AES-256-CTR from public seeds (a seeded ciphertext is as secure as one
+// with a uniform c1 in the random-oracle/PRG model, as in lattigo's and
+// SEAL's seeded ciphertexts).
 //
 // P0 sees each output ciphertext (c0', c1') and knows s and every error it
 // sampled. The ciphertext's c1 = Σ_r a_r·c1_r would reveal A (P0 knows the
 // c1_r), so P1 adds (u·p0 + e0, u·p1 + e1), an encryption of zero under the
 // public key with a fresh ternary u: c1 + u·p1 + e1 is pseudorandom by RLWE
-// with secret u (same N, Q, σ). The phase c0 + c1·s = Δ·(A·B − R) + ν with
-// A-dependent noise ν; P1 adds to every coefficient that holds an output a
-// flood uniform in [−F, F), F = 2^f, f = ceil(log2 Bν) + λ, Bν the worst
-// case of |ν|, so the phase P0 decrypts is within statistical distance
-// Bν/(2F) ≤ 2^−(λ+1) per coefficient of one that does not depend on A, u or
-// e1 (λ = 64: 2^−65.7 per coefficient; a union bound over the 2^36
-// coefficients of a 69,300-candidate selection with six products each
-// leaves 2^−29). The modulus switch is a function of the flooded
+// with secret u (same N, Q, σ). The phase c0 + c1·s = Δ·(A·B − R) + ν has
+// the noise ν = Σ z·c + η: K terms (K ≤ MaxInner·MaxRows = 2^18, RowBudget),
+// each an entry z of P1's factor (A; −R in check columns; ρ·A and −ρ·R in
+// a compressed check) lifted to [−2^63, 2^63) times c = e + ε, P0's
+// encryption error plus the rounding of its encoding (|ε| ≤ 1/2), and
+// η = u·e_pk + e1·s + e0 minus the rounding of Δ·R, |η| ≤ (2N+1)·B_e + 1/2.
+// P1 adds to every coefficient that holds an output a flood U uniform in
+// [−2^f, 2^f). For a fixed ν, ν + U is within statistical distance
+// |ν|/2^(f+1) of U. Replacing P0's phases by Δ·C0 + U one coefficient at a
+// time, each step costs the mean of that distance over everything else P0
+// sees (which may fix A: P0 later sees E = X1 − A), that is E|ν|/2^(f+1),
+// the mean over P1's factor and P0's errors (Scheme.DistanceLog). For a
+// semi-honest P0 the errors are lattigo's truncated Gaussian, independent
+// and symmetric (E[e²] = 10.32 at σ = 3.2, 6σ: errSecondMoment,
+// TestErrSecondMoment), and P1's factor entries are uniform words
+// (E[z²] = 2^126/3 + 1/6), pairwise independent (in a compressed check, ρ
+// is independent of A in the random-oracle model and, with m > 64 columns,
+// has two rows equal or zero mod 2 with probability ≤ 3·2^−65), so
+//
+//	E|ν| ≤ √(E[ν²]) ≤ √(K·(E[e²] + 1/4)·E[z²] + K²·2^61) + |η| ≈ 2^72.91
+//
+// (TestMeanNoise measures 0.79 of it; the worst case, |z| = 2^63 and
+// |e| = B_e in every term, is Bν ≈ 2^85.29). The flood is
+// f = ceil(log2 E|ν|) + λ = 73 + 79 = 152, so each coefficient is within
+// 2^−80.09 of its simulation, and by the union bound 2^39 coefficients
+// within 2^−41.09: NewScheme refuses a λ that does not give 2^−40
+// (StatisticalSecurity) over 2^39 (LogSelectionOutputs), no flood included
+// (TestStatisticalDistance). The largest selections of bench.Workloads, at
+// their batch sizes (product outputs and check columns, from the weight-mask
+// requests of each phase's forward and PlanChecked: go test ./bench -run x
+// -bench HEOutputs -benchtime 1x): the exact DistilBERT over SST-2,
+// 2.72·10^11 coefficients ≈ 2^37.99 (39,900 candidates, 6.82·10^6 each),
+// 2^−42.11; qqp-bert 5.77·10^10 ≈ 2^35.75, 2^−44.34; cifar10-vitsmall
+// 5.09·10^9, 2^−47.8; sst2-distilbert 1.60·10^9, 2^−49.5. (A P0 that chose
+// its errors anywhere within B_e, E[c²] ≤ 19.5², would see 2^−77.5 per
+// coefficient.) The modulus switch is a function of the flooded
 // ciphertext, so it reveals nothing more. Coefficients that hold no output
 // are not sent.
 //
 // # Noise budget (DefaultParams; NewScheme checks it for every Params)
 //
-//	ν before flooding, per output coefficient, k·MW ≤ MaxInner·MaxRows = 4096·64
+//	ν before flooding, per output coefficient, worst case, k·MW ≤ MaxInner·MaxRows = 4096·64
 //	(RowBudget: MW ≤ MaxRows at k = MaxInner, up to 32× more rows at k = 128):
 //	  Σ_r (e_r + ε_r)·a_r : k·MW·(B_e + 1/2)·2^63 = 4096·64·19.5·2^63 ≈ 2^85.29
 //	  u·e_pk + e1·s + e0  : (2N + 1)·B_e ≈ 2^18.2
 //	  rounding of Δ·R     : 1/2
-//	  Bν ≈ 2^85.29, flood f = 86 + 64 = 150.
+//	  Bν ≈ 2^85.29; the flood f = ceil(log2 E|ν|) + λ = 73 + 79 = 152.
 //	Modulus switch to 2^LogQ0 (c0, 68 bits) and 2^LogQ1 (c1, 81 bits): the
 //	rounding errors ε0, ε1 satisfy |ε| ≤ 1/2 + 2^−8 (2^−8: the fixed-point
 //	CRT), and ε1 is multiplied by s (‖s‖₁ ≤ N).
 //	Exact decryption needs 2^64·((Bν + F)/Q + (1/2+2^−8)/2^68 + N·(1/2+2^−8)/2^81) < 1/2:
-//	  2^64·(2^150.0/2^216.0 + 2^−68.99 + 2^−68.99) = 0.250 + 0.031 + 0.031 = 0.313 < 1/2.
-//	One more flood bit (λ = 65) gives 0.563: TestParamsExactnessBoundary.
+//	  2^64·(2^152.0/2^218.0 + 2^−68.99 + 2^−68.99) = 0.250 + 0.031 + 0.031 = 0.313 < 1/2.
+//	One more flood bit (λ = 80) gives 0.563: TestParamsExactnessBoundary.
 //
 // # Costs (Sizes gives them exactly)
 //
 // Output message: 18 + ceil((m·n·68 + ceil(m/MW)·ceil(n/NW)·N·81)/8) bytes.
 // For 128×768·768×1536: 3,661,842 bytes per candidate, 2.33× the dealer's
-// correction (8·m·n = 1,572,864 bytes). Weights: 54 + ceil(k/KW)·ceil(n/NW)·N·27
-// bytes (509,607,990 once per weight matrix); public key 221,218 bytes
+// correction (8·m·n = 1,572,864 bytes). Weights: 54 + ceil(k/KW)·ceil(n/NW)·N·218/8
+// bytes (514,326,582 once per weight matrix); public key 223,266 bytes
 // once; P1 keeps both components of every weight ciphertext in the NTT
 // domain, 2·4·N·8 bytes each (1.21 GB for this product; LoadWeightsCompact
 // keeps c0 only, 0.60 GB, and regenerates c1 per candidate).
@@ -207,7 +239,7 @@
 // P0 holds the key, and nothing checks its messages. It controls p0 of the
 // public key and the c0 of every encryption it sends, hence the noise P1's
 // secrets multiply: the re-randomiser u multiplies the public key's noise,
-// A the weights'. A P0 that makes that noise exceed the flood (2^150)
+// A the weights'. A P0 that makes that noise exceed the flood (2^152)
 // reads u·e or A·e from the phase it decrypts, so A (and with A, the data
 // owner's input X1 from the opened E = X1 − A). The public seeds of p1 and
 // of the weights' c1 are derived from the session id (package beaver/ot),

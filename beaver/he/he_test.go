@@ -376,8 +376,8 @@ func TestSizesSST2(t *testing.T) {
 	l, _ := s.ChooseLayout(128, 768, 1536)
 	sz := s.Sizes(128, 768, 1536, l)
 	want := Sizes{
-		PublicKey:         34 + 8192*216/8,
-		Weights:           54 + 2304*8192*216/8,
+		PublicKey:         34 + 8192*218/8,
+		Weights:           54 + 2304*8192*218/8,
 		Output:            18 + (128*1536*68+24*8192*81)/8,
 		Dealer:            8 * 128 * 1536,
 		WeightCiphertexts: 2304,
@@ -434,11 +434,7 @@ func TestRejects(t *testing.T) {
 		t.Errorf("wrong layout: %v", err)
 	}
 	// Keys and weights of another Scheme are refused, not a panic.
-	p := DefaultParams()
-	p.LogN = 12
-	p.Q = []uint64{0x3fffffffef8001, 0x3fffffffeb8001, 0x3fffffffe7c001}
-	p.MaxInner, p.MaxRows, p.FloodBits = 64, 8, 16
-	other, err := NewScheme(p)
+	other, err := NewScheme(DefaultParams()) // equal parameters, another Scheme
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,12 +33,17 @@ type Params struct {
 	// pack up to max(MaxRows, MaxRows·MaxInner/k) rows (RowBudget) within
 	// the same budget.
 	MaxRows int
-	// FloodBits is the statistical hiding parameter λ of the noise flooding:
-	// the flood is uniform in [−2^f, 2^f) with f = ceil(log2 Bν) + λ, Bν the
-	// worst-case noise before flooding, so each output coefficient P0
-	// decrypts is within statistical distance 2^−(λ+1) of one whose noise
-	// does not depend on A. Zero disables flooding (tests only: then the
-	// output ciphertexts leak A-dependent noise).
+	// FloodBits is λ, the statistical margin of the noise flooding: the
+	// flood is uniform in [−2^f, 2^f) with f = ceil(log2 E|ν|) + λ, E|ν|
+	// the bound on the mean size of the noise before flooding (over P1's
+	// factor and P0's errors), so that each output coefficient P0 decrypts
+	// is within statistical distance 2^−(λ+1) of one whose noise does not
+	// depend on P1's inputs (Scheme.DistanceLog; package documentation,
+	// "Security"). NewScheme refuses a λ (zero included) that leaves the
+	// distance over 2^LogSelectionOutputs coefficients above
+	// 2^−StatisticalSecurity, and one whose flood, added to the worst-case
+	// noise, makes decryption inexact: for DefaultParams, λ = 79 is the
+	// largest and 78 the smallest it allows.
 	FloodBits int
 	// LogQ0 and LogQ1 are the bit sizes of the moduli 2^LogQ0 and 2^LogQ1 to
 	// which the output ciphertexts' c0 and c1 are switched before sending.
@@ -46,26 +51,55 @@ type Params struct {
 }
 
 // DefaultParams returns the parameters of the package documentation:
-// N = 8192, Q the product of four 54-bit primes (log2 Q ≈ 216 ≤ 218, the
-// HE-standard bound for 128-bit classical security at N = 8192 with a
-// ternary secret and σ = 3.2), MaxInner = 4096, MaxRows = 64, λ = 64, and
-// output moduli 2^68 (c0) and 2^81 (c1).
+// N = 8192, Q the product of two 55-bit and two 54-bit primes
+// (log2 Q ≈ 218, the HE-standard bound for 128-bit classical security at
+// N = 8192 with a ternary secret and σ = 3.2), MaxInner = 4096,
+// MaxRows = 64, λ = 79 (a flood of 2^152: statistical distance
+// 2^−80.09 per output coefficient, 2^−41.09 over 2^39), and output moduli
+// 2^68 (c0) and 2^81 (c1).
 func DefaultParams() Params {
 	return Params{
 		LogN: 13,
 		Q: []uint64{
+			0x7ffffffffb4001, 0x7fffffffeac001,
 			0x3fffffffef8001, 0x3fffffffeb8001,
-			0x3fffffffe7c001, 0x3fffffffe64001,
 		},
 		Sigma:     3.2,
 		ErrBound:  19.2, // 6σ, lattigo's rlwe.DefaultNoiseBound
 		MaxInner:  4096,
 		MaxRows:   64,
-		FloodBits: 64,
+		FloodBits: 79,
 		LogQ0:     68,
 		LogQ1:     81,
 	}
 }
+
+// StatisticalSecurity is s, the statistical security NewScheme requires:
+// P0's view of 2^LogSelectionOutputs output coefficients is within
+// statistical distance 2^−s of one that does not depend on P1's inputs.
+const StatisticalSecurity = 40
+
+// LogSelectionOutputs is log2 of the number of output coefficients
+// (product outputs and check columns) the statistical bound is stated for:
+// 2^39 ≈ 5.5·10^11, twice the largest workload's selection (the exact
+// DistilBERT over SST-2's 39,900 candidates decrypts 2.72·10^11 ≈ 2^37.99;
+// qqp-bert 5.77·10^10 ≈ 2^35.75; package documentation, "Security").
+const LogSelectionOutputs = 39
+
+// maxLogQ128 is the Homomorphic Encryption Standard's table of the largest
+// log2 q for 128-bit classical security with a secret uniform in
+// {−1, 0, 1} and error σ ≈ 3.2 (M. Albrecht et al., "Homomorphic Encryption
+// Security Standard", HomomorphicEncryption.org, November 2018, Table 1;
+// SEAL's CoeffModulus::MaxBitCount(n, sec_level_type::tc128)), by log2 n.
+var maxLogQ128 = map[int]int{10: 27, 11: 54, 12: 109, 13: 218, 14: 438, 15: 881}
+
+// minSigma is the error width the standard's table assumes: a discrete
+// Gaussian of parameter s = 8, σ = 8/√(2π) ≈ 3.19.
+var minSigma = 8 / math.Sqrt(2*math.Pi)
+
+// minErrBoundSigmas is the least truncation of the error, in σ: 6σ, as
+// SEAL's and lattigo's samplers truncate.
+const minErrBoundSigmas = 6
 
 // decPrimes are the two 60-bit NTT-friendly primes (for N ≤ 2^13) of the
 // auxiliary ring in which P0 computes c1·s exactly (|c1·s| < N·2^LogQ1 <
@@ -85,7 +119,8 @@ type Scheme struct {
 	rd       *ring.Ring // auxiliary ring for exact c1·s at P0
 	bErr     uint64     // integer bound on sampled errors
 	floodLog int        // flood is uniform in [−2^floodLog, 2^floodLog); 0 = none
-	noiseLog float64    // log2 of the pre-flood noise bound Bν
+	noiseLog float64    // log2 of the pre-flood worst-case noise bound Bν
+	meanLog  float64    // log2 of the bound on the mean of |ν| (meanNoise)
 
 	// Encoding round(Q·v/2^64) = dFloor·v + round(qModT·v/2^64).
 	dFloor []uint64 // floor(Q/2^64) mod q_i
@@ -124,20 +159,59 @@ func (p Params) Fingerprint() [32]byte {
 	return sha256.Sum256(b)
 }
 
-// Validate reports whether p is usable: sizes in range and, above all,
-// decryption exact in the worst case (see the package documentation).
+// Validate reports whether p is usable (NewScheme): sizes in range,
+// 128-bit security by the HE standard's table, the statistical bound of the
+// flood, and decryption exact in the worst case (see the package
+// documentation).
 func (p Params) Validate() error {
 	_, err := NewScheme(p)
 	return err
 }
 
-// NewScheme checks p and precomputes its constants. It fails when the
-// worst-case noise of a product with inner dimension MaxInner and MaxRows
-// rows per block, plus the flood and the modulus-switching errors, could make
-// decryption inexact.
+// NewScheme checks p and precomputes its constants. It refuses parameters
+// below 128-bit security: log2 Q above the HE standard's bound for N
+// (maxLogQ128: 218 bits at N = 8192), σ below 8/√(2π) ≈ 3.19 or errors
+// truncated below 6σ, and a flood that leaves the statistical distance over
+// 2^LogSelectionOutputs output coefficients above 2^−StatisticalSecurity
+// (FloodBits 0 included). It also fails when the worst-case noise of a
+// product with inner dimension MaxInner and MaxRows rows per block, plus the
+// flood and the modulus-switching errors, could make decryption inexact.
 func NewScheme(p Params) (*Scheme, error) {
-	if p.LogN < 4 || p.LogN > 13 {
-		return nil, fmt.Errorf("he: LogN %d outside [4, 13]", p.LogN)
+	s, err := newScheme(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSecurity(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkSecurity refuses s's parameters when they are below 128-bit
+// computational or the stated statistical security (NewScheme).
+func (s *Scheme) checkSecurity() error {
+	p := s.p
+	if b := s.rq.Modulus().BitLen(); b > maxLogQ128[p.LogN] {
+		return fmt.Errorf("he: log2 Q = %d above %d, the HE standard's bound for 128-bit security at N = %d with a ternary secret", b, maxLogQ128[p.LogN], s.n)
+	}
+	if p.Sigma < minSigma || p.ErrBound < minErrBoundSigmas*p.Sigma*(1-1e-9) {
+		return fmt.Errorf("he: error σ = %v truncated at %v: the HE standard's table assumes σ ≥ 8/√(2π) ≈ %.4f, truncated at %dσ or more", p.Sigma, p.ErrBound, minSigma, minErrBoundSigmas)
+	}
+	if p.FloodBits == 0 {
+		return fmt.Errorf("he: no flood (FloodBits 0): P0's decryptions would show noise that depends on P1's inputs")
+	}
+	if d := s.DistanceLog(1 << LogSelectionOutputs); d > -StatisticalSecurity {
+		return fmt.Errorf("he: flood 2^%d (FloodBits %d) leaves a statistical distance of 2^%.2f over 2^%d output coefficients, above 2^−%d",
+			s.floodLog, p.FloodBits, d, LogSelectionOutputs, StatisticalSecurity)
+	}
+	return nil
+}
+
+// newScheme is NewScheme without checkSecurity: the ring, exactness and
+// size checks only (tests build an unflooded scheme with it).
+func newScheme(p Params) (*Scheme, error) {
+	if _, ok := maxLogQ128[p.LogN]; !ok || p.LogN > 13 {
+		return nil, fmt.Errorf("he: LogN %d outside [10, 13] (the HE standard's table starts at N = 1024; the decryption ring stops at 8192)", p.LogN)
 	}
 	if len(p.Q) < 1 || len(p.Q) > 16 {
 		return nil, fmt.Errorf("he: %d moduli, want 1..16", len(p.Q))
@@ -196,9 +270,10 @@ func NewScheme(p Params) (*Scheme, error) {
 	bound.Mul(bound, new(big.Float).SetMantExp(big.NewFloat(1), 63))
 	bound.Add(bound, big.NewFloat(float64(2*n+1)*float64(s.bErr)+0.5))
 	s.noiseLog = log2Float(bound)
+	s.meanLog = math.Log2(s.meanNoise(float64(p.MaxInner) * float64(p.MaxRows)))
 	total := new(big.Float).SetPrec(256).Set(bound)
 	if p.FloodBits > 0 {
-		s.floodLog = int(math.Ceil(s.noiseLog)) + p.FloodBits
+		s.floodLog = int(math.Ceil(s.meanLog)) + p.FloodBits
 		if s.floodLog+1 > 191 {
 			return nil, fmt.Errorf("he: flood 2^%d too large", s.floodLog)
 		}
@@ -238,6 +313,53 @@ func NewScheme(p Params) (*Scheme, error) {
 	p0, p1 := new(big.Int).SetUint64(decPrimes[0]), new(big.Int).SetUint64(decPrimes[1])
 	s.d0Inv = new(big.Int).ModInverse(p0, p1).Uint64()
 	return s, nil
+}
+
+// meanNoise is the bound on E|ν|, the mean size of the noise ν of an output
+// coefficient before flooding that sums K terms z·c (K ≤ MaxInner·MaxRows:
+// RowBudget), over P1's factor and P0's encryption errors (package
+// documentation, "Security"):
+//
+//	E|ν| ≤ √(K·E[c²]·E[z²] + K²·2^61) + (2N+1)·B_e + 1/2,
+//
+// z P1's factor entries (uniform words lifted to [−2^63, 2^63):
+// E[z²] = 2^126/3 + 1/6, pairwise |E[z·z']| ≤ 2^63), c = e + ε P0's
+// encryption error plus the rounding of its encoding (E[c²] ≤ E[e²] + 1/4,
+// |E[c·c']| ≤ 1/4), and the re-randomisation and R's rounding at their
+// worst case.
+func (s *Scheme) meanNoise(K float64) float64 {
+	z2 := 0x1p126/3 + 1.0/6
+	c2 := errSecondMoment(s.p.Sigma, s.p.ErrBound) + 0.25
+	return math.Sqrt(K*c2*z2+K*K*0x1p61) + float64(2*s.n+1)*float64(s.bErr) + 0.5
+}
+
+// errSecondMoment returns E[e²] for an error e of lattigo's
+// ring.DiscreteGaussian{Sigma: sigma, Bound: bound}: |e| = round(σ·|g|), g
+// standard normal, conditioned on σ·|g| ≤ bound, and a uniform sign. It is
+// rounded up by 2^−20 (relative) for the float64 arithmetic.
+func errSecondMoment(sigma, bound float64) float64 {
+	// P(σ|g| ≥ x) = erfc(x/(σ√2)).
+	tail := func(x float64) float64 { return math.Erfc(x / (sigma * math.Sqrt2)) }
+	var m float64
+	for k := 1.0; k-0.5 <= bound; k++ {
+		m += k * k * (tail(k-0.5) - tail(math.Min(k+0.5, bound)))
+	}
+	return m / (1 - tail(bound)) * (1 + 0x1p-20)
+}
+
+// DistanceLog returns log2 of the bound on the statistical distance between
+// P0's view of outputs output coefficients (product outputs and check
+// columns, under one key or several) and one that does not depend on P1's
+// inputs: by the union bound, outputs times the bound per coefficient,
+// E|ν|/2^(f+1) ≤ 2^−(λ+1) (the distance of ν + U from U, U uniform on the
+// 2^(f+1) integers of the flood, is |ν|/2^(f+1); package documentation,
+// "Security"). It is at most 0 (a distance of 1: no flood). DistanceLog(1)
+// is the bound per coefficient.
+func (s *Scheme) DistanceLog(outputs int64) float64 {
+	if s.floodLog == 0 {
+		return 0
+	}
+	return min(0, s.meanLog-float64(s.floodLog+1)+math.Log2(float64(max(outputs, 1))))
 }
 
 func newMSConst(qs []uint64, Q *big.Int, l int) msConst {

@@ -139,10 +139,10 @@ func TestViews(t *testing.T) {
 		t.Errorf("flooded noise not uniform: KS D = %.4f", d)
 	}
 
-	// Control: no flood; the same test detects A.
+	// Control: no flood (which NewScheme refuses); the same test detects A.
 	p := DefaultParams()
 	p.FloodBits = 0
-	sNo, err := NewScheme(p)
+	sNo, err := newScheme(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,9 @@ type recorder struct {
 	reqs []beaver.Request
 }
 
+// Unwrap implements beaver.Wrapper.
+func (r *recorder) Unwrap() beaver.Provider { return r.Provider }
+
 func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, q)

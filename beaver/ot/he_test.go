@@ -23,7 +23,7 @@ func hePair(t testing.TB, o0, o1 ProviderOptions) (ps [2]*Provider, rec [2]*stre
 	for i, c := range []*transport.Conn{c0, c1} {
 		rec[i] = &streamRec{conns: map[uint32]*recConn{}}
 		var err error
-		ps[i], err = newProvider(rec[i].opener(c), i, []ProviderOptions{o0, o1}[i])
+		ps[i], err = newProvider(rec[i].opener(c), i, own(t, []ProviderOptions{o0, o1}[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,10 +41,10 @@ func hePair(t testing.TB, o0, o1 ProviderOptions) (ps [2]*Provider, rec [2]*stre
 	return ps, rec, errs
 }
 
-// heProviders returns a bound pair of LinearHE providers.
+// heProviders returns a bound pair of providers with Lattice weight masks.
 func heProviders(t testing.TB) (p0, p1 *Provider, rec [2]*streamRec) {
 	t.Helper()
-	return heProvidersWith(t, ProviderOptions{Linear: LinearHE})
+	return heProvidersWith(t, withLattice(t, LatticeOptions{}))
 }
 
 // heProvidersWith returns a bound pair of providers with options o.
@@ -57,10 +57,10 @@ func heProvidersWith(t testing.TB, o ProviderOptions) (p0, p1 *Provider, rec [2]
 	return ps[0], ps[1], rec
 }
 
-// itemKeys returns the keys of the encryptions a LinearHE item of r uses.
+// itemKeys returns the keys of the encryptions a Lattice item of r uses.
 func itemKeys(t testing.TB, p *Provider, r beaver.Request) []heKey {
 	t.Helper()
-	it, err := p.he.item(r)
+	it, err := p.lat().item(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func edgeWords(n int) []uint64 {
 }
 
 // TestHEProviderCorrelations draws the weight-mask kinds (and an OT kind in
-// between) from LinearHE providers and checks every correlation
+// between) from Lattice providers and checks every correlation
 // C0 + C1 = A·B with B party 0's WeightMask of the id, over shapes with one
 // and several output blocks, a row block cut short, and edge words in A
 // and B; a second request of a weight whose layout has the same NW uploads
@@ -135,14 +135,14 @@ func TestHEProviderCorrelations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p0, p1, _ := heProvidersWith(t, ProviderOptions{Linear: LinearHE, HECompact: c.compact})
-			if p1.he.compact != c.compact {
-				t.Fatal("HECompact not applied")
+			p0, p1, _ := heProvidersWith(t, withLattice(t, LatticeOptions{Compact: c.compact}))
+			if p1.lat().compact != c.compact {
+				t.Fatal("LatticeOptions.Compact not applied")
 			}
 			ctx := testCtx(t)
 			if c.edges {
 				p0.mask = func(_ beaver.SessionID, _ uint64, k, n int) []uint64 { return edgeWords(k * n) }
-				p1.he.draw = edgeWords
+				p1.lat().draw = edgeWords
 			}
 			uploads := map[heKey]bool{}
 			for i, r := range c.reqs {
@@ -173,7 +173,7 @@ func TestHEProviderCorrelations(t *testing.T) {
 				t.Errorf("%d encrypted weight matrices, want %d", weights, c.uploads)
 			}
 			for p, pr := range []*Provider{p0, p1} {
-				if st := pr.HEStats(); st.Uploads != weights || st.Projections != projs {
+				if st := pr.lat().Stats(); st.Uploads != weights || st.Projections != projs {
 					t.Errorf("party %d: %d uploads and %d projections, want %d and %d (one per key)", p, st.Uploads, st.Projections, weights, projs)
 				}
 			}
@@ -190,11 +190,11 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	ctx := testCtx(t)
 	const streams = 4
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 11, M: 8, K: 6, N: 40}
-	it, err := p0.he.item(r)
+	it, err := p0.lat().item(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := p0.he.sc
+	sc := p0.lat().sc
 	s0, s1 := p0.Stats(), p1.Stats()
 	// Setup: base OTs and, from party 0, the public key.
 	pk := 8 * int64(wordsFor(sc.Sizes(1, 1, 1, he.Layout{}).PublicKey))
@@ -258,11 +258,11 @@ func TestHEProviderSharedUpload(t *testing.T) {
 		t.Error("sent and received bytes do not mirror")
 	}
 	want := HEStats{Uploads: 1, Projections: 1, UploadBytes: upBytes, Items: streams}
-	if st := p0.HEStats(); st != want {
+	if st := p0.lat().Stats(); st != want {
 		t.Errorf("party 0 HE stats %+v, want %+v", st, want)
 	}
 	want.Held = 1
-	if st := p1.HEStats(); st != want {
+	if st := p1.lat().Stats(); st != want {
 		t.Errorf("party 1 HE stats %+v, want %+v", st, want)
 	}
 	if d0.Items != streams || d1.Items != streams {
@@ -281,17 +281,17 @@ func TestHEReleaseWeights(t *testing.T) {
 	out := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 2 << 32, M: 2, K: 2, N: 3}
 	drawPair(t, ctx, p0, p1, in)
 	drawPair(t, ctx, p0, p1, out)
-	if st := p1.HEStats(); st.Held != 2 || st.Released != 0 {
+	if st := p1.lat().Stats(); st.Held != 2 || st.Released != 0 {
 		t.Fatalf("before: %+v, want 2 held", st)
 	}
 	var rel beaver.WeightReleaser = p1
 	rel.ReleaseWeights(1<<32, 2<<32) // phase 1's ids of epoch 0
-	if st := p1.HEStats(); st.Held != 1 || st.Released != 1 {
+	if st := p1.lat().Stats(); st.Held != 1 || st.Released != 1 {
 		t.Fatalf("after: %+v, want 1 held and 1 released", st)
 	}
 	p0.ReleaseWeights(0, 1<<40)   // party 0 holds no weights: nothing to drop
 	drawPair(t, ctx, p0, p1, out) // still held: no upload
-	if st := p0.HEStats(); st.Uploads != 2 {
+	if st := p0.lat().Stats(); st.Uploads != 2 {
 		t.Fatalf("party 0 uploaded %d times, want 2", st.Uploads)
 	}
 	ctx1, cancel := context.WithCancel(ctx)
@@ -320,9 +320,9 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		p0, p1, _ := heProviders(t)
 		ctx := testCtx(t)
 		drawPair(t, ctx, p0, p1, r)
-		p1.he.mu.Lock()
-		clear(p1.he.cache)
-		p1.he.mu.Unlock()
+		p1.lat().mu.Lock()
+		clear(p1.lat().cache)
+		p1.lat().mu.Unlock()
 		ctx1, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
@@ -338,7 +338,7 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		if err := <-done; err == nil {
 			t.Fatal("party 1 succeeded")
 		}
-		if st := p0.HEStats(); st.Uploads != 1 {
+		if st := p0.lat().Stats(); st.Uploads != 1 {
 			t.Fatalf("party 0 uploaded %d times", st.Uploads)
 		}
 	})
@@ -349,7 +349,7 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		e := &heEntry{done: make(chan struct{}), err: nil}
 		close(e.done)
 		for _, key := range itemKeys(t, p1, r) {
-			p1.he.cache[key] = e
+			p1.lat().cache[key] = e
 		}
 		ctx1, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -367,8 +367,9 @@ func TestHEProviderRefusesResend(t *testing.T) {
 	})
 }
 
-// TestHEProviderModeMismatch: parties that run different linear modes, or
-// LinearHE with different parameters, both fail at BindSession with
+// TestHEProviderModeMismatch: parties whose weight masks are made
+// differently (VectorOLE, Lattice, another way), or by Lattices with
+// different parameters, both fail at BindSession with
 // ErrModeMismatch, and the error says what differs.
 func TestHEProviderModeMismatch(t *testing.T) {
 	other := he.DefaultParams()
@@ -378,9 +379,10 @@ func TestHEProviderModeMismatch(t *testing.T) {
 		o0, o1 ProviderOptions
 		want   string
 	}{
-		{"he-ot", ProviderOptions{Linear: LinearHE}, ProviderOptions{}, "linear mode"},
-		{"ot-he", ProviderOptions{}, ProviderOptions{Linear: LinearHE}, "linear mode"},
-		{"params", ProviderOptions{Linear: LinearHE}, ProviderOptions{Linear: LinearHE, HEParams: &other}, "other HE parameters"},
+		{"he-ot", withLattice(t, LatticeOptions{}), ProviderOptions{}, "linear mode"},
+		{"ot-he", ProviderOptions{}, withLattice(t, LatticeOptions{}), "linear mode"},
+		{"params", withLattice(t, LatticeOptions{}), withLattice(t, LatticeOptions{Params: &other}), "other HE parameters"},
+		{"foreign", ProviderOptions{WeightMasks: foreignMasks{}}, ProviderOptions{}, "linear mode"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -392,15 +394,23 @@ func TestHEProviderModeMismatch(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewProvider(nil, 0, ProviderOptions{Linear: 9}); err == nil {
+	if _, err := NewProvider(nil, 0, ProviderOptions{}); err == nil {
 		t.Error("nil connection accepted")
 	}
-	if _, err := newProvider(func(uint32) Conn { return nil }, 0, ProviderOptions{Linear: 9}); err == nil {
-		t.Error("unknown linear mode accepted")
+	bad := he.DefaultParams()
+	bad.LogN = 3
+	if _, err := NewLattice(LatticeOptions{Params: &bad}); err == nil {
+		t.Error("a lattice with invalid parameters accepted")
 	}
 }
 
-// TestHEProviderView: what party 0 receives of a LinearHE item (the header
+// foreignMasks is a WeightMaskGenerator of another way (9): its peer must
+// refuse it.
+type foreignMasks struct{ VectorOLE }
+
+func (foreignMasks) Fingerprint() [32]byte { return [32]byte{9} }
+
+// TestHEProviderView: what party 0 receives of a Lattice item (the header
 // words and the message of outputs and commitment, the output's fixed
 // 18-byte header left out) looks uniform whatever party 1's A, R and check
 // masks: the χ² test of TestViews with party 1's randomness fixed to all
@@ -413,9 +423,9 @@ func TestHEProviderView(t *testing.T) {
 	for i, secret := range []uint64{0, ^uint64(0)} {
 		p0, p1, rec := heProviders(t)
 		ctx := testCtx(t)
-		p1.he.draw = constWords(secret)
+		p1.lat().draw = constWords(secret)
 		drawPair(t, ctx, p0, p1, r)
-		it, err := p0.he.item(r)
+		it, err := p0.lat().item(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +456,7 @@ func TestHEProviderView(t *testing.T) {
 	}
 }
 
-// FuzzHEPeer plays one LinearHE item against a scripted peer whose messages
+// FuzzHEPeer plays one Lattice item against a scripted peer whose messages
 // are arbitrary bytes (cut at the lengths the request implies, as the
 // transport guarantees): party 0 receives a header word and an output
 // message, party 1 encrypted weights. Each is refused with an error or
@@ -483,23 +493,44 @@ func FuzzHEPeer(f *testing.F) {
 	gid := uint32(1000)
 	f.Fuzz(func(t *testing.T, party int, data []byte) {
 		p := []*Provider{p0, p1}[party&1]
-		p.he.mu.Lock()
-		clear(p.he.sent)
-		clear(p.he.cache)
+		p.lat().mu.Lock()
+		clear(p.lat().sent)
+		clear(p.lat().cache)
 		if len(data)%2 == 1 {
 			for _, key := range keys {
-				p.he.sent[key] = true // party 0: the header "have" is then valid
+				p.lat().sent[key] = true // party 0: the header "have" is then valid
 			}
 		}
-		p.he.mu.Unlock()
+		p.lat().mu.Unlock()
 		gid++
 		g, err := p.sess.NewGen(&scriptConn{data: data, limit: 4}, gid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := p.heGenerate(testCtx(t), g, testSID, r)
+		ps, err := p.lat().Generate(testCtx(t), g, p.item(testSID, r))
 		if err == nil && (len(ps) != 2 || len(ps[1]) != r.M*r.N) {
 			t.Fatalf("accepted with parts %v", ps)
 		}
 	})
+}
+
+// TestLatticeServesOneProvider: a Lattice holds one provider's session
+// state (its key, its uploads), so a second Setup (a second provider, or
+// a second session, given the same generator) is refused rather than
+// mixing two sessions' keys.
+func TestLatticeServesOneProvider(t *testing.T) {
+	l, err := NewLattice(LatticeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if rounds, err := l.Setup(ctx, &scriptConn{}, 0, testSID); err != nil || rounds != 1 {
+		t.Fatalf("first setup: %d rounds, %v", rounds, err)
+	}
+	if _, err := l.Setup(ctx, &scriptConn{}, 0, beaver.SessionID{9}); err == nil || !strings.Contains(err.Error(), "already serves") {
+		t.Fatalf("second setup: %v", err)
+	}
+	if fp, vfp := l.Fingerprint(), (VectorOLE{}).Fingerprint(); fp[0] != wayLattice || vfp != [32]byte{wayVectorOLE} {
+		t.Fatalf("fingerprints %x, %x", fp[:4], vfp[:4])
+	}
 }

@@ -47,14 +47,14 @@ func (c *tamperConn) RecvWords(ctx context.Context, dst []uint64) error {
 	return err
 }
 
-// tamperPair returns a bound pair of LinearHE providers with options o
+// tamperPair returns a bound pair of Lattice providers with options o
 // whose party 1 alters its generator streams' traffic as tc says.
 func tamperPair(t *testing.T, o ProviderOptions, tc *tamperConn) (p0, p1 *Provider) {
 	t.Helper()
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	var err error
-	if p0, err = newProvider(func(id uint32) Conn { return c0.Stream(id) }, 0, o); err != nil {
+	if p0, err = newProvider(func(id uint32) Conn { return c0.Stream(id) }, 0, own(t, o)); err != nil {
 		t.Fatal(err)
 	}
 	open1 := func(id uint32) Conn {
@@ -64,7 +64,7 @@ func tamperPair(t *testing.T, o ProviderOptions, tc *tamperConn) (p0, p1 *Provid
 		tc.Conn = c1.Stream(id)
 		return tc
 	}
-	if p1, err = newProvider(open1, 1, o); err != nil {
+	if p1, err = newProvider(open1, 1, own(t, o)); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testCtx(t)
@@ -172,10 +172,10 @@ func TestHECheckCatchesTampering(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := ProviderOptions{Linear: LinearHE, HEParams: c.params}
+			o := withLattice(t, LatticeOptions{Params: c.params})
 			tc := &tamperConn{}
 			p0, p1 := tamperPair(t, o, tc)
-			it, err := p0.he.item(c.r)
+			it, err := p0.lat().item(c.r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,14 +190,14 @@ func TestHECheckCatchesTampering(t *testing.T) {
 			case c.out != nil:
 				f := c.out
 				tc.out = func(w []uint64) {
-					off, width := outputField(it, p0.he.sc, f.o, f.block, f.c1, f.idx)
+					off, width := outputField(it, p0.lat().sc, f.o, f.block, f.c1, f.idx)
 					addBits(w, off, width, f.delta, f.shift)
 				}
 			case c.commit:
 				tc.out = func(w []uint64) { w[len(w)-1] ^= 1 }
 			case c.upload:
 				tm := it.terms[0]
-				tc.inWords = wordsFor(p0.he.sc.WeightSizes(tm.rows, tm.cols, tm.t.Off, tm.l).Bytes)
+				tc.inWords = wordsFor(p0.lat().sc.WeightSizes(tm.rows, tm.cols, tm.t.Off, tm.l).Bytes)
 				// The first residue of the first ciphertext's c0 (54 bits,
 				// below its modulus but for a 2^−54 chance).
 				tc.in = func(w []uint64) { addBits(w, 8*54, 1, 1, 0) }
@@ -233,7 +233,7 @@ func TestHECheckCatchesTampering(t *testing.T) {
 			if !errors.Is(err, beaver.ErrCorrelationCheck) || m0.Parts != nil {
 				t.Fatalf("model owner: %v with %d parts, want beaver.ErrCorrelationCheck and nothing", err, len(m0.Parts))
 			}
-			if st := p0.HEStats(); st.Items != 0 {
+			if st := p0.lat().Stats(); st.Items != 0 {
 				t.Errorf("model owner counts %d items made", st.Items)
 			}
 			// The key is gone: another item (on another stream) and a bind fail.
@@ -245,9 +245,9 @@ func TestHECheckCatchesTampering(t *testing.T) {
 			if err := p0.BindSession(ctx, testSID); !errors.Is(err, beaver.ErrCorrelationCheck) {
 				t.Errorf("bind after a failed check: %v", err)
 			}
-			p0.he.mu.Lock()
-			sk := p0.he.sk
-			p0.he.mu.Unlock()
+			p0.lat().mu.Lock()
+			sk := p0.lat().sk
+			p0.lat().mu.Unlock()
 			if sk != nil {
 				t.Error("the secret key is kept after a failed check")
 			}
@@ -263,7 +263,7 @@ func TestHECheckCatchesTampering(t *testing.T) {
 // seed is refused, the derived one accepted.
 func TestHEProviderRefusesChosenSeeds(t *testing.T) {
 	_, p1, _ := heProviders(t)
-	sc := p1.he.sc
+	sc := p1.lat().sc
 	ctx := testCtx(t)
 	sk, _, err := sc.KeyGen(nil)
 	if err != nil {
@@ -283,7 +283,7 @@ func TestHEProviderRefusesChosenSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := newHEState(he.DefaultParams())
+			h, err := NewLattice(LatticeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -294,7 +294,7 @@ func TestHEProviderRefusesChosenSeeds(t *testing.T) {
 		})
 	}
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 9, M: 2, K: 2, N: 3}
-	it, err := p1.he.item(r)
+	it, err := p1.lat().item(r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestHEProviderRefusesChosenSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p1.heLoad(ctx, g, testSID, tm); (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "seed") {
+			if _, err := p1.lat().load(ctx, g, testSID, tm); (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "seed") {
 				t.Fatalf("weights with the %s seed: %v", c.name, err)
 			}
 		})

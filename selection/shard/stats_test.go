@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -55,7 +55,7 @@ func TestShardedPhaseStats(t *testing.T) {
 	p := testParams()
 	ref, refConn := unshardedRefConn(t, p)
 	t.Run("dealer", func(t *testing.T) {
-		srv, err := beaver.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, beaver.ServerOptions{})
+		srv, err := dealer.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, dealer.ServerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

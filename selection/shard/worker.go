@@ -91,7 +91,7 @@ const DefaultPairRetries = 20
 // PairFunc establishes a job's pair connection to the other party's
 // worker of the same shard index, and this worker's provider of
 // correlated randomness for it (a networked dealer's client,
-// beaver.Connect, or ot.NewProvider on the pair connection; RunJob binds
+// dealer.Connect, or ot.NewProvider on the pair connection; RunJob binds
 // it to the job's session). It is called again for every retry; the
 // connection is closed after each attempt.
 type PairFunc func(ctx context.Context, job *Job) (*transport.Conn, beaver.Provider, error)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -36,7 +37,7 @@ type shardRig struct {
 	dirs  [2]string
 	wdirs [2][]string
 	// dealer serves the worker pairs (free false).
-	dealer  *beaver.Dealer
+	dealer  *dealer.Dealer
 	workers [2]*Workers
 	pairs   []chan *transport.Conn
 
@@ -62,7 +63,7 @@ type shardRig struct {
 	coord      [2]*transport.Conn
 	// server, if set, serves the worker pairs as a networked dealer (each
 	// attempt a client of its own, unwrapped).
-	server *beaver.Server
+	server *dealer.Server
 	// jobs counts the jobs each coordinator sent, by party and phase;
 	// sent holds them.
 	jobs [2]map[int]int
@@ -122,7 +123,7 @@ func (r *shardRig) resetWorkers() {
 }
 
 func newShardRig(t *testing.T, K int, free bool) *shardRig {
-	r := &shardRig{t: t, K: K, free: free, p: testParams(), dealer: beaver.NewDealerWithSeeds(share.Seed{5}, share.Seed{6})}
+	r := &shardRig{t: t, K: K, free: free, p: testParams(), dealer: dealer.NewWithSeeds(share.Seed{5}, share.Seed{6})}
 	r.dirs = [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
 	for p := range 2 {
 		r.workers[p], _ = NewWorkers(p, K)
@@ -167,7 +168,7 @@ func (r *shardRig) pairFunc(p, k, life int) PairFunc {
 			ds, dc := transport.Pipe(transport.Options{})
 			go func() { _ = r.server.Serve(context.WithoutCancel(ctx), ds, p); ds.Close() }()
 			go func() { <-c.Done(); dc.Close() }()
-			cl, err := beaver.Connect(ctx, dc, p)
+			cl, err := dealer.Connect(ctx, dc, p)
 			if err != nil {
 				c.Close()
 				return nil, nil, err
@@ -204,6 +205,9 @@ type wordSink struct {
 	beaver.Provider
 	add func([]uint64)
 }
+
+// Unwrap implements beaver.Wrapper.
+func (w *wordSink) Unwrap() beaver.Provider { return w.Provider }
 
 func (s *wordSink) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
 	m, err := s.Provider.Material(ctx, q)
@@ -865,7 +869,7 @@ func TestShardsMismatch(t *testing.T) {
 // shard's session, so the dealer serves each shard session no more than
 // that; an honest pair draws within it.
 func TestShardDealerBudget(t *testing.T) {
-	srv, err := beaver.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, beaver.ServerOptions{})
+	srv, err := dealer.NewServerWithSeeds(share.Seed{9}, share.Seed{10}, dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -889,7 +893,7 @@ func TestShardDealerBudget(t *testing.T) {
 	for i := range r.p.Schedule {
 		for k := range 2 {
 			spent, budget, ok := srv.SessionWork(jobSession(seed, i, k, 2))
-			if !ok || spent == 0 || budget == 0 || budget >= beaver.DefaultSessionBudget || spent > budget {
+			if !ok || spent == 0 || budget == 0 || budget >= dealer.DefaultSessionBudget || spent > budget {
 				t.Errorf("phase %d shard %d: spent %d of a budget of %d (%v); want an announced budget, drawn within", i+1, k, spent, budget, ok)
 			}
 		}

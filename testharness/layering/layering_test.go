@@ -25,8 +25,11 @@ var layer = map[string]int{
 	"share":                       1,
 	"transport":                   2,
 	"beaver":                      3,
+	"beaver/dealer":               4, // the dealers, beside the other providers
+	"beaver/marks":                4, // a wrapper of any provider
 	"beaver/ot":                   4,
-	"beaver/he":                   3, // below beaver/ot, which runs it (ot.LinearHE)
+	"beaver/he":                   3, // below beaver/ot, whose lattice weight masks run it
+	"beaver/source":               5, // above the providers it names and opens
 	"protocol":                    5,
 	"nn":                          1,
 	"nn/safetensors":              2,
@@ -53,7 +56,10 @@ var layer = map[string]int{
 // nothing of selection, beaver/he
 // nothing of beaver, nn/safetensors and nn/wordpiece nothing of nn.
 var parentImports = map[string][]string{
+	"beaver/dealer":   {"beaver"},    // the dealers serve beaver's kinds behind its Provider core
+	"beaver/marks":    {"beaver"},    // it wraps a beaver.Provider
 	"beaver/ot":       {"beaver"},    // it registers its generators with beaver's Provider core
+	"beaver/source":   {"beaver"},    // a source opens a beaver.Provider
 	"nn/model":        {"nn"},        // transformer models built from nn's layers
 	"proxy/secure":    {"proxy"},     // the secure forward of proxy's proxies
 	"selection/shard": {"selection"}, // a sharded phase's jobs and workers, behind selection's ShardRunner and ForwardRun

@@ -1,8 +1,10 @@
 // Package twoparty runs both parties of a two-party computation in one
 // process: two ends of an in-memory transport.Pipe (optionally with link
-// emulation), an in-process beaver.Dealer (or, with Config.DealerLinks, a
-// networked beaver.Server behind link-emulated pipes of its own: the dealer
-// as a third host), and one goroutine per party. When
+// emulation), an in-process dealer.Dealer (or, with Config.DealerLinks, a
+// networked dealer.Server behind link-emulated pipes of its own: the dealer
+// as a third host), or each party's end opened by Config.Open (a source of
+// beaver/source over loopback TLS: the quickstart, bench/quality), and one
+// goroutine per party. When
 // one party fails, the run cancels the other: the failing party's connection
 // closes at once, as that of a peer process that exits would (the other
 // party still reads what was sent before, then sees the connection end), and
@@ -11,11 +13,11 @@
 // party's error is reported first.
 //
 // It is the one in-process runner of the module: the tests of protocol,
-// proxy/secure and selection and the bench harness (bench.RunLocal) use it.
-// It imports transport, beaver and share only, so protocol's own tests can
-// use it; callers open their protocol.Session on Party.Conn and
-// Party.Provider. Real deployments run each party in its own process over
-// transport.Dial and a networked dealer (beaver.Connect).
+// proxy/secure and selection, the bench harness (bench.RunLocal,
+// bench/quality) and the quickstart use it. It imports transport, share and
+// the beaver packages only, so protocol's own tests can use it; callers
+// open their protocol.Session on Party.Conn and Party.Provider. Real deployments run each party in its own process over
+// transport.Dial and a networked dealer (dealer.Connect).
 package twoparty
 
 import (
@@ -28,6 +30,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -36,7 +40,7 @@ import (
 // dealer of fresh random seeds.
 type Config struct {
 	// Seeds, if not both zero, make the dealer deterministic
-	// (beaver.NewDealerWithSeeds); otherwise the dealer draws fresh seeds.
+	// (dealer.NewWithSeeds); otherwise the dealer draws fresh seeds.
 	Seeds [2]share.Seed
 	// Transport configures both ends of the pipe; Transport.Link emulates
 	// a link in both directions.
@@ -49,15 +53,23 @@ type Config struct {
 	CancelGrace time.Duration
 	// DealerLinks, when either is set, puts the dealer behind links of its
 	// own, as a third host: the run serves the correlated randomness from a
-	// networked dealer (beaver.Server, with Seeds where set) over one
+	// networked dealer (dealer.Server, with Seeds where set) over one
 	// in-memory pipe per party, emulating DealerLinks[p] on party p's
 	// (nil: an unemulated pipe), so that every dealer word and request
 	// crosses a link as it would between hosts. Party.Provider is then a
-	// *beaver.Client (party 0's draws dealer words too,
+	// *dealer.Client (party 0's draws dealer words too,
 	// ConnectOptions.DealerWords), which hands out nothing before
 	// BindSession: selection binds its sessions; other callers must. With
 	// both nil the dealer is in process and its words are function calls.
 	DealerLinks [2]*transport.Profile
+	// Open, if set, opens each party's end itself, in the party's
+	// goroutine, instead of the run's pipe and dealer (Seeds, Transport and
+	// DealerLinks are then unused): its connection to the other party (over
+	// loopback TLS, say) and its provider, opened from a source of package
+	// beaver/source. The run closes both (the connection, then
+	// Opened.Closer) once both parties are done, and a party's connection
+	// at once when it fails, as with the pipe.
+	Open func(ctx context.Context, party int) (source.Opened, error)
 }
 
 // DefaultCancelGrace is the default Config.CancelGrace.
@@ -140,17 +152,30 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 	res := &Result[T]{}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	provider, stopDealer, err := startDealer(ctx, cfg)
-	if err != nil {
-		err = fmt.Errorf("twoparty: dealer: %w", err)
-		res.Err = [2]error{err, err}
-		return res, err
+	open := cfg.Open
+	if open == nil {
+		var stop func()
+		var err error
+		if open, stop, err = pipeAndDealer(ctx, cfg); err != nil {
+			res.Err = [2]error{err, err}
+			return res, err
+		}
+		defer stop()
 	}
-	defer stopDealer()
-	c0, c1 := transport.Pipe(cfg.Transport)
-	defer c0.Close()
-	defer c1.Close()
-	conns := [2]*transport.Conn{c0, c1}
+	var (
+		conns  [2]*transport.Conn // each set by its party before it can fail
+		closed [2]io.Closer       // each party's Opened.Closer
+	)
+	defer func() {
+		for id := range 2 {
+			if conns[id] != nil {
+				conns[id].Close()
+			}
+			if closed[id] != nil {
+				closed[id].Close()
+			}
+		}
+	}()
 
 	grace := cfg.CancelGrace
 	if grace == 0 {
@@ -190,14 +215,17 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 				// Unblock the other party: end the connection, as a
 				// failing peer process would (its context is cancelled
 				// after the grace).
-				conns[id].Close()
+				if conns[id] != nil {
+					conns[id].Close()
+				}
 			}()
-			prov, perr := provider(id)
-			if perr != nil {
-				err = fmt.Errorf("twoparty: provider: %w", perr)
+			op, oerr := open(ctx, id)
+			if oerr != nil {
+				err = fmt.Errorf("twoparty: %w", oerr)
 				return
 			}
-			p := &Party{ID: id, Conn: conns[id], Provider: prov, sync: meet}
+			conns[id], closed[id] = op.Conn, op.Closer
+			p := &Party{ID: id, Conn: op.Conn, Provider: op.Provider, sync: meet}
 			res.Out[id], err = f(ctx, p)
 		}()
 	}
@@ -216,6 +244,31 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 	return res, errors.Join(errs...)
 }
 
+// pipeAndDealer returns the open of a run without Config.Open: each
+// party's end of one transport.Pipe and its provider from the run's
+// dealer (startDealer); stop ends the dealer.
+func pipeAndDealer(ctx context.Context, cfg Config) (open func(context.Context, int) (source.Opened, error), stop func(), err error) {
+	provider, stopDealer, err := startDealer(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("twoparty: dealer: %w", err)
+	}
+	c0, c1 := transport.Pipe(cfg.Transport)
+	conns := [2]*transport.Conn{c0, c1}
+	stop = func() {
+		c0.Close() // Run closes them first; a failed open leaves them to stop
+		c1.Close()
+		stopDealer()
+	}
+	open = func(_ context.Context, id int) (source.Opened, error) {
+		prov, err := provider(id)
+		if err != nil {
+			return source.Opened{}, fmt.Errorf("provider: %w", err)
+		}
+		return source.Opened{Provider: prov, Conn: conns[id], Closer: nopCloser{}}, nil
+	}
+	return open, stop, nil
+}
+
 // startDealer starts the run's dealer: in process, or (Config.DealerLinks)
 // a networked server over one link-emulated pipe per party, both parties
 // connected. provider returns party p's provider; stop ends the server's
@@ -223,20 +276,20 @@ func Run[T any](ctx context.Context, cfg Config, f func(ctx context.Context, p *
 func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.Provider, error), stop func(), err error) {
 	seeded := cfg.Seeds != ([2]share.Seed{})
 	if cfg.DealerLinks == [2]*transport.Profile{} {
-		var dealer *beaver.Dealer
+		var d *dealer.Dealer
 		if seeded {
-			dealer = beaver.NewDealerWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
-		} else if dealer, err = beaver.NewDealer(); err != nil {
+			d = dealer.NewWithSeeds(cfg.Seeds[0], cfg.Seeds[1])
+		} else if d, err = dealer.New(); err != nil {
 			return nil, nil, err
 		}
-		return dealer.Provider, func() {}, nil
+		return d.Provider, func() {}, nil
 	}
-	opt := beaver.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	var srv *beaver.Server
+	opt := dealer.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var srv *dealer.Server
 	if seeded {
-		srv, err = beaver.NewServerWithSeeds(cfg.Seeds[0], cfg.Seeds[1], opt)
+		srv, err = dealer.NewServerWithSeeds(cfg.Seeds[0], cfg.Seeds[1], opt)
 	} else {
-		srv, err = beaver.NewServer(opt)
+		srv, err = dealer.NewServer(opt)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -251,7 +304,7 @@ func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.
 		}
 		wg.Wait()
 	}
-	var clients [2]*beaver.Client
+	var clients [2]*dealer.Client
 	for p := range 2 {
 		cs, cc := transport.Pipe(transport.Options{Link: cfg.DealerLinks[p]})
 		conns = append(conns, cs, cc)
@@ -260,7 +313,7 @@ func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.
 			defer wg.Done()
 			_ = srv.Serve(sctx, cs, p)
 		}()
-		if clients[p], err = beaver.ConnectWith(sctx, cc, p, beaver.ConnectOptions{DealerWords: p == 0}); err != nil {
+		if clients[p], err = dealer.ConnectWith(sctx, cc, p, dealer.ConnectOptions{DealerWords: p == 0}); err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("party %d: %w", p, err)
 		}
@@ -308,3 +361,7 @@ func (m *Meter) Since() Cost {
 	return Cost{Stream: m.s.Stream().Stats().Sub(m.stream),
 		Dealer: beaver.DealerStats{BytesRecv: d.BytesRecv - m.dealer.BytesRecv, BytesSent: d.BytesSent - m.dealer.BytesSent, Items: d.Items - m.dealer.Items}}
 }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/twoparty"
@@ -329,5 +333,84 @@ func TestRunDealerLinks(t *testing.T) {
 	}
 	if linked[1].took < 2*lat {
 		t.Errorf("party 1's draw over a %v link took %v, want at least a round trip", lat, linked[1].took)
+	}
+}
+
+// countCloser counts its Close calls.
+type countCloser struct{ n *atomic.Int64 }
+
+func (c countCloser) Close() error { c.n.Add(1); return nil }
+
+// TestRunOpen: with Config.Open each party opens its own end (here the
+// dealer source of beaver/source over loopback TLS and an in-process
+// dealer, as the quickstart and bench/quality do): the parties compute on
+// it, and the run closes what they opened once both are done; a party that
+// cannot open fails the run with its error, and the other is cancelled.
+func TestRunOpen(t *testing.T) {
+	ctx := context.Background()
+	ids := [2]*transport.Identity{}
+	for p := range ids {
+		var err error
+		if ids[p], err = transport.GenerateIdentity(fmt.Sprint("party", p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lb, err := twoparty.NewLoopback(ids, transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	d, err := dealer.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var closes atomic.Int64
+	src, _ := source.ByName("dealer")
+	open := func(ctx context.Context, p int) (source.Opened, error) {
+		return src.Open(ctx, source.Env{
+			Party: p,
+			Peer:  lb.Peer(p),
+			Dealer: func(context.Context) (beaver.Provider, io.Closer, error) {
+				prov, err := d.Provider(p)
+				return prov, countCloser{&closes}, err
+			},
+		})
+	}
+	r, err := twoparty.Run(ctx, twoparty.Config{Open: open}, func(ctx context.Context, p *twoparty.Party) (uint64, error) {
+		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), p.Provider, share.DefaultFixedPoint)
+		if err != nil {
+			return 0, err
+		}
+		x, err := share.NewTensor(1)
+		if err != nil {
+			return 0, err
+		}
+		x.Data[0] = uint64(3 + p.ID) // shares 3 and 4 of 7
+		y, err := s.Mul(ctx, x, x)
+		if err != nil {
+			return 0, err
+		}
+		return y.Data[0], nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Out[0] + r.Out[1]; got != 49 {
+		t.Fatalf("(3+4)² over TLS = %d", got)
+	}
+	if closes.Load() != 2 {
+		t.Fatalf("closed %d of the parties' dealer connections, want 2", closes.Load())
+	}
+
+	refused := errors.New("no dealer today")
+	_, err = twoparty.Run(ctx, twoparty.Config{CancelGrace: -1, Open: func(ctx context.Context, p int) (source.Opened, error) {
+		if p == 1 {
+			return source.Opened{}, refused
+		}
+		<-ctx.Done() // party 0 waits for a peer that never comes
+		return source.Opened{}, ctx.Err()
+	}}, func(ctx context.Context, p *twoparty.Party) (int, error) { return 0, nil })
+	if !errors.Is(err, refused) || !strings.HasPrefix(err.Error(), "party 1: twoparty: ") {
+		t.Fatalf("open failure: %v", err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
@@ -360,7 +361,7 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 // serveDealer serves party 0's handshake and party 1's session on two
 // loopback listeners and returns what it served once party 1 hangs up.
 func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]string, enc *json.Encoder) (*beaver.DealerStats, error) {
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +429,7 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 		return nil, fmt.Errorf("dial dealer: %w", err)
 	}
 	defer dc.Close()
-	prov, err := beaver.Connect(ctx, dc, party)
+	prov, err := dealer.Connect(ctx, dc, party)
 	if err != nil {
 		return nil, err
 	}

@@ -209,7 +209,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log.Info("mpcbench report: ops")
 	var opsRes []Result
 	for _, op := range ops() {
-		r, err := measure(ctx, op, sc, nil, true, "dealer")
+		r, err := measure(ctx, op, sc, nil, true, defaultSource())
 		if err != nil {
 			return fmt.Errorf("report: ops: %w", err)
 		}

@@ -44,7 +44,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
@@ -91,7 +92,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		bandwidth:    fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
 		rtt:          fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
 		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
-		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties, no dealer (in-process only): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)"),
+		provider:     fs.String("provider", source.Default, "correlated randomness from an in-process dealer (dealer) or made by the parties, no dealer (in-process only): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)"),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
 		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
 		dealerLink: fs.String("dealer-link", "", "the dealer as a third host: its link to both parties ("+strings.Join(transport.ProfileNames(), ", ")+
@@ -124,8 +125,8 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 	if *f.batch < 0 || *f.workers < 0 || *f.samples < 0 {
 		return bench.SelectConfig{}, fmt.Errorf("negative --batch, --workers or --samples")
 	}
-	if *f.provider != "dealer" && !bench.DealerFree(*f.provider) {
-		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer, ot or he", *f.provider)
+	if _, err := sourceFlag("", *f.provider); err != nil {
+		return bench.SelectConfig{}, err
 	}
 	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider, Pipeline: selection.PipelineMode(*f.pipeline)}
 	if *f.pipeline != string(selection.PipelineOn) && *f.pipeline != string(selection.PipelineOff) {
@@ -199,7 +200,7 @@ func (f *selectFlags) dealerLinks(link *transport.Profile, provider string) ([2]
 	var out [2]*transport.Profile
 	v := strings.TrimSpace(*f.dealerLink)
 	if v == "" {
-		if link == nil || bench.DealerFree(provider) {
+		if link == nil || source.DealerFree(provider) {
 			return out, nil
 		}
 		return [2]*transport.Profile{link, link}, nil
@@ -226,7 +227,7 @@ func (f *selectFlags) dealerLinks(link *transport.Profile, provider string) ([2]
 		switch {
 		case link == nil:
 			return out, fmt.Errorf("--dealer-link %q needs a link between the parties (--link or --bandwidth/--rtt)", v)
-		case bench.DealerFree(provider):
+		case source.DealerFree(provider):
 			return out, fmt.Errorf("--dealer-link %q: the provider %s has no dealer", v, provider)
 		}
 	}
@@ -299,7 +300,7 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return printShardScaling(stdout, shardDemoRun, fmt.Sprintf("%s (%.3g MB/s per direction, %v one way)", cfg.Link.Name, float64(cfg.Link.Bandwidth)/1e6, cfg.Link.Latency), scale, runs)
 	}
-	if *processes && bench.DealerFree(cfg.Provider) {
+	if *processes && source.DealerFree(cfg.Provider) {
 		return fmt.Errorf("select: --processes runs the dealer as a process: it cannot be combined with --provider %s", cfg.Provider)
 	}
 	if *compareOff && (cfg.Pipeline == selection.PipelineOff || cfg.Link == nil) {
@@ -673,7 +674,7 @@ func selectParty(ctx context.Context, role string, id *transport.Identity, fp ma
 		return nil, fmt.Errorf("dial dealer: %w", err)
 	}
 	defer dc.Close()
-	prov, err := beaver.Connect(ctx, dc, party)
+	prov, err := dealer.Connect(ctx, dc, party)
 	if err != nil {
 		return nil, err
 	}

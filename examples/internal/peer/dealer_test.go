@@ -13,15 +13,16 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
 // connectParties connects both parties (identities ids[1], ids[2]) to dealer
 // d (identity ids[0]) and binds them to session sid.
-func connectParties(ctx context.Context, t *testing.T, d *Dealer, ids []*transport.Identity, e Endpoint, sid beaver.SessionID) ([2]*beaver.Client, [2]*transport.Conn) {
+func connectParties(ctx context.Context, t *testing.T, d *Dealer, ids []*transport.Identity, e Endpoint, sid beaver.SessionID) ([2]*dealer.Client, [2]*transport.Conn) {
 	t.Helper()
-	var provs [2]*beaver.Client
+	var provs [2]*dealer.Client
 	var conns [2]*transport.Conn
 	for p := range provs {
 		var err error
@@ -51,7 +52,7 @@ func waitOnceDealer(ctx context.Context, t *testing.T, conns [2]*transport.Conn,
 
 // bindBoth binds both parties' clients to session id (concurrently: the
 // dealer pairs them).
-func bindBoth(t *testing.T, provs [2]*beaver.Client, id beaver.SessionID) {
+func bindBoth(t *testing.T, provs [2]*dealer.Client, id beaver.SessionID) {
 	t.Helper()
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -97,7 +98,7 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(s0, s1, seeds, beaver.ServerOptions{Fingerprints: fps, Logger: log})
+	srv, err := NewServer(s0, s1, seeds, dealer.ServerOptions{Fingerprints: fps, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,8 +174,8 @@ func TestDealerStateFile(t *testing.T) {
 	if err := os.WriteFile(StateFile(seeds), []byte(`{"version":1,"se`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewServer(s0, s1, seeds, beaver.ServerOptions{})
-	if Code(err) != ExitInput || !errors.Is(err, beaver.ErrBadStateFile) || !strings.Contains(err.Error(), StateFile(seeds)) {
+	_, err = NewServer(s0, s1, seeds, dealer.ServerOptions{})
+	if Code(err) != ExitInput || !errors.Is(err, dealer.ErrBadStateFile) || !strings.Contains(err.Error(), StateFile(seeds)) {
 		t.Fatalf("corrupted state file: %v (code %d)", err, Code(err))
 	}
 }
@@ -197,7 +198,7 @@ func TestOnceDealerEndsWhenBothLeave(t *testing.T) {
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
 	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	srv, err := beaver.NewServer(beaver.ServerOptions{Fingerprints: fps, Logger: log})
+	srv, err := dealer.NewServer(dealer.ServerOptions{Fingerprints: fps, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestOnceDealerEndsWhenBothLeave(t *testing.T) {
 // with its pinned key and a valid hello, opens 16 streams it never
 // announces and fills each as far as the dealer's flow control lets it (2 MiB
 // at most). The dealer never reads them: its heap grows by at most 16 ×
-// 1.25 × beaver.DealerStreamWindow (and 2 MiB of slack), within
+// 1.25 × dealer.DealerStreamWindow (and 2 MiB of slack), within
 // Server.ConnBufferBound for the connection, and the connection stays up (the
 // bound is the window, not a hang-up). Before, the dealer's connections had
 // the transport's default windows: 16 MiB a stream, 16 streams grew its heap
@@ -262,7 +263,7 @@ func TestDealerUnannouncedStreamsBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ids := identities(t, 3) // dealer, model owner, data owner
-	srv, err := beaver.NewServer(beaver.ServerOptions{Logger: discard})
+	srv, err := dealer.NewServer(dealer.ServerOptions{Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestDealerUnannouncedStreamsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := beaver.Connect(ctx, c, 1); err != nil { // the hello: the dealer now waits for a session id
+	if _, err := dealer.Connect(ctx, c, 1); err != nil { // the hello: the dealer now waits for a session id
 		t.Fatal(err)
 	}
 
@@ -307,14 +308,14 @@ func TestDealerUnannouncedStreamsBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-	bound := int64(streams) * beaver.DealerStreamWindow * 5 / 4
+	bound := int64(streams) * dealer.DealerStreamWindow * 5 / 4
 	t.Logf("16 unannounced streams, %d bytes sent on each (of %d tried): the heap grew by %.2f MiB (bound %.2f MiB + 2 MiB; per connection %.1f MiB)",
 		sent[0], perStream, float64(grew)/(1<<20), float64(bound)/(1<<20), float64(srv.ConnBufferBound())/(1<<20))
 	if c.Err() != nil {
 		t.Fatalf("the dealer dropped the connection: %v", c.Err())
 	}
 	for i, n := range sent {
-		if n < beaver.DealerStreamWindow/2 {
+		if n < dealer.DealerStreamWindow/2 {
 			t.Fatalf("stream %d: only %d bytes sent: the attack did not fill the window", i, n)
 		}
 	}

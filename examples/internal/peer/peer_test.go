@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -130,7 +131,7 @@ func TestDealerOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/selection/shard"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -247,45 +246,21 @@ func (p *Party) RunWorker(ctx context.Context, w *shard.Worker, party int, addr 
 	}
 }
 
-// workerPair returns the pairing of worker k's jobs: the dealer
-// session at -dealer (ShardAddress: worker k's own dealer where the
-// address holds ShardPlaceholder) with the provider the flags choose,
-// then the pair link over -listen or -connect (ShardEndpoint); with
-// -provider ot or he, ot.Provider on the pair link.
+// workerPair returns the pairing of worker k's jobs: the source -provider
+// names, opened for each job with the dealer at -dealer (ShardAddress:
+// worker k's own dealer where the address holds ShardPlaceholder) and the
+// pair link over -listen or -connect (ShardEndpoint); the dealer's
+// connection closes with the pair link.
 func (p *Party) workerPair(party, k int, stdout io.Writer, name string) func(context.Context, *shard.Job) (*transport.Conn, beaver.Provider, error) {
-	e := ShardEndpoint(p.flags.Endpoint, k)
-	dealer := ShardAddress(p.flags.Dealer, k)
+	env := p.env(party, ShardEndpoint(p.flags.Endpoint, k), ShardAddress(p.flags.Dealer, k), func(a net.Addr) {
+		fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, k, a)
+	})
 	return func(ctx context.Context, job *shard.Job) (*transport.Conn, beaver.Provider, error) {
-		var prov beaver.Provider
-		var dconn *transport.Conn
-		if p.flags.Provider == ProviderDealer {
-			cl, dc, err := ConnectDealerWith(ctx, dealer, p.ID, p.DealerPin, party, p.Options, e, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
-			if err != nil {
-				return nil, nil, err
-			}
-			prov, dconn = cl, dc
-		}
-		conn, err := Establish(ctx, e, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
-			fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, k, a)
-		})
+		op, err := p.Source.Open(ctx, env)
 		if err != nil {
-			if dconn != nil {
-				dconn.Close()
-			}
 			return nil, nil, err
 		}
-		if dconn != nil {
-			go func() { <-conn.Done(); dconn.Close() }()
-		} else {
-			opts := ot.ProviderOptions{}
-			if p.flags.Provider == ProviderHE {
-				opts.Linear = ot.LinearHE
-			}
-			if prov, err = ot.NewProvider(conn, party, opts); err != nil {
-				conn.Close()
-				return nil, nil, err
-			}
-		}
-		return conn, prov, nil
+		go func() { <-op.Conn.Done(); op.Closer.Close() }()
+		return op.Conn, op.Provider, nil
 	}
 }

@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/marks"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -24,7 +27,7 @@ import (
 // owner's connection (hello and session done, the seed received), the
 // model owner's client and the data owner's Serve error, delivered when
 // Serve returns.
-func rawParty1(t *testing.T, srv *Server, id SessionID) (*transport.Conn, *Client, <-chan error) {
+func rawParty1(t *testing.T, srv *Server, id beaver.SessionID) (*transport.Conn, *Client, <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -93,19 +96,19 @@ func openRaw(ctx context.Context, c *transport.Conn, ps, tid uint32) error {
 func TestOversizedRequestRefusedWithoutAllocation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s0, s1 := testSeeds(40)
-	conn, _, _ := rawParty1(t, newServer(t, s0, s1, ServerOptions{}), SessionID{40})
+	s0, s1 := beavertest.Seeds(40)
+	conn, _, _ := rawParty1(t, newServer(t, s0, s1, ServerOptions{}), beaver.SessionID{40})
 	if err := openRaw(ctx, conn, 3, 7); err != nil {
 		t.Fatal(err)
 	}
 	st := conn.Stream(7)
 	for _, tc := range []struct {
 		name string
-		r    Request
+		r    beaver.Request
 		want string
 	}{
-		{"words", Request{Kind: KindSquare, Stream: 3, N: DefaultMaxRequestWords + 1}, "words per part"},
-		{"multiply-adds", Request{Kind: KindMatTriple, Stream: 3, Counter: 1, Batch: 1, M: 1 << 12, K: 1 << 13, N: 1 << 12}, "multiply-adds"},
+		{"words", beaver.Request{Kind: beaver.KindSquare, Stream: 3, N: DefaultMaxRequestWords + 1}, "words per part"},
+		{"multiply-adds", beaver.Request{Kind: beaver.KindMatTriple, Stream: 3, Counter: 1, Batch: 1, M: 1 << 12, K: 1 << 13, N: 1 << 12}, "multiply-adds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := tc.r.AppendBinary(nil)
@@ -140,29 +143,29 @@ func TestOversizedRequestRefusedWithoutAllocation(t *testing.T) {
 // any amount.
 func TestSessionBudgetExhausted(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(41)
+	s0, s1 := beavertest.Seeds(41)
 	srv := newServer(t, s0, s1, ServerOptions{})
-	r := Request{Kind: KindTriple, Stream: 3, N: 100}
+	r := beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 100}
 	const items = 10
 	budget := items * r.DealerWork()
-	id := SessionID{41}
-	clients, _, errs := connectBothWith(t, srv, [2]SessionID{id, id}, [2]ConnectOptions{{Budget: budget}, {Budget: 1 << 60}})
+	id := beaver.SessionID{41}
+	clients, _, errs := connectBothWith(t, srv, [2]beaver.SessionID{id, id}, [2]ConnectOptions{{Budget: budget}, {Budget: 1 << 60}})
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	p := [2]Provider{clients[0], clients[1]}
+	p := [2]beaver.Provider{clients[0], clients[1]}
 	for i := range items {
-		if _, err := getBoth(ctx, p, r); err != nil {
+		if _, err := beavertest.DrawEach(ctx, p, r); err != nil {
 			t.Fatalf("item %d within the budget: %v", i, err)
 		}
 	}
-	if _, err := getBoth(ctx, p, Request{Kind: KindTriple, Stream: 4, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
+	if _, err := beavertest.DrawEach(ctx, p, beaver.Request{Kind: beaver.KindTriple, Stream: 4, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
 		t.Fatalf("an item beyond the budget: %v", err)
 	}
 	// A reconnection of both parties announcing more does not refill it.
-	clients, _, errs = connectBothWith(t, srv, [2]SessionID{id, id}, [2]ConnectOptions{{Budget: 1 << 60}, {Budget: 1 << 60}})
+	clients, _, errs = connectBothWith(t, srv, [2]beaver.SessionID{id, id}, [2]ConnectOptions{{Budget: 1 << 60}, {Budget: 1 << 60}})
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -171,7 +174,7 @@ func TestSessionBudgetExhausted(t *testing.T) {
 	if err := clients[0].Seek(5, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := getBoth(ctx, [2]Provider{clients[0], clients[1]}, Request{Kind: KindTriple, Stream: 5, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
+	if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{clients[0], clients[1]}, beaver.Request{Kind: beaver.KindTriple, Stream: 5, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
 		t.Fatalf("an item beyond the budget after a reconnection: %v", err)
 	}
 }
@@ -183,10 +186,10 @@ func TestSessionBudgetExhausted(t *testing.T) {
 func TestTooManyStreamsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s0, s1 := testSeeds(42)
+	s0, s1 := beavertest.Seeds(42)
 	srv := newServer(t, s0, s1, ServerOptions{})
 	t.Run("per connection", func(t *testing.T) {
-		conn, _, served := rawParty1(t, srv, SessionID{42})
+		conn, _, served := rawParty1(t, srv, beaver.SessionID{42})
 		for i := range DefaultMaxStreams + 1 {
 			if err := openRaw(ctx, conn, uint32(i), uint32(i+1)); err != nil {
 				break // the dealer may have hung up already
@@ -202,14 +205,14 @@ func TestTooManyStreamsRefused(t *testing.T) {
 		}
 	})
 	t.Run("per session", func(t *testing.T) {
-		id := SessionID{43}
+		id := beaver.SessionID{43}
 		draw := func(conn *transport.Conn, from, to int) string {
 			for i := from; i < to; i++ {
 				tid := uint32(i - from + 1)
 				if err := openRaw(ctx, conn, uint32(i), tid); err != nil {
 					t.Fatal(err)
 				}
-				b, _ := Request{Kind: KindTriple, Stream: uint32(i), N: 1}.AppendBinary(nil)
+				b, _ := beaver.Request{Kind: beaver.KindTriple, Stream: uint32(i), N: 1}.AppendBinary(nil)
 				st := conn.Stream(tid)
 				if err := st.SendBytes(ctx, b); err != nil {
 					t.Fatal(err)
@@ -246,7 +249,7 @@ func TestTooManyStreamsRefused(t *testing.T) {
 func TestTooManyConnectionsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s0, s1 := testSeeds(44)
+	s0, s1 := beavertest.Seeds(44)
 	srv := newServer(t, s0, s1, ServerOptions{})
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -293,13 +296,13 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 // state file instead of rewriting and syncing it once each under the
 // dealer's lock, and the marks still hold after a restart.
 func TestStateWritesBatched(t *testing.T) {
-	s0, s1 := testSeeds(45)
+	s0, s1 := beavertest.Seeds(45)
 	path := filepath.Join(t.TempDir(), "dealer.seeds.state")
 	const streams = 1000
 	opt := ServerOptions{StateFile: path, MaxStreams: 2 * streams}
 	srv := newServer(t, s0, s1, opt)
 	d := srv.core
-	id := SessionID{45}
+	id := beaver.SessionID{45}
 	var sess [2]*coreSession
 	var wg sync.WaitGroup
 	for role := range 2 {
@@ -323,7 +326,7 @@ func TestStateWritesBatched(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := d.serve(sess[1], 1, Request{Kind: KindTriple, Stream: uint32(i + 1), N: 4}); err != nil {
+			if _, err := d.serve(sess[1], 1, beaver.Request{Kind: beaver.KindTriple, Stream: uint32(i + 1), N: 4}); err != nil {
 				errs <- err
 			}
 		}()
@@ -350,7 +353,7 @@ func TestStateWritesBatched(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range streams {
-		if _, err := d2.serve(s2[1], 1, Request{Kind: KindTriple, Stream: uint32(i + 1), N: 4}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
+		if _, err := d2.serve(s2[1], 1, beaver.Request{Kind: beaver.KindTriple, Stream: uint32(i + 1), N: 4}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
 			t.Fatalf("stream %d after a restart: %v", i+1, err)
 		}
 	}
@@ -363,7 +366,7 @@ func TestStateWritesBatched(t *testing.T) {
 // record for ever.
 func TestStateFileShrinksAfterRetirement(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(46)
+	s0, s1 := beavertest.Seeds(46)
 	path := filepath.Join(t.TempDir(), "dealer.seeds.state")
 	opt := ServerOptions{StateFile: path, MaxSessions: 4, SessionRetention: time.Hour}
 	srv := newServer(t, s0, s1, opt)
@@ -375,9 +378,9 @@ func TestStateFileShrinksAfterRetirement(t *testing.T) {
 		return fi.Size()
 	}
 	session := func(srv *Server, i byte) error {
-		return oneSession(srv, SessionID{46, i}, func(p [2]Provider) {
+		return oneSession(srv, beaver.SessionID{46, i}, func(p [2]beaver.Provider) {
 			for st := range uint32(2) {
-				if _, err := getBoth(ctx, p, Request{Kind: KindTriple, Stream: st, N: 1}); err != nil {
+				if _, err := beavertest.DrawEach(ctx, p, beaver.Request{Kind: beaver.KindTriple, Stream: st, N: 1}); err != nil {
 					t.Error(err)
 				}
 			}
@@ -416,11 +419,11 @@ func TestStateFileShrinksAfterRetirement(t *testing.T) {
 // oneSession connects both parties to srv over pipes, binds session id,
 // runs use (if the binding succeeded), closes the connections and returns
 // once the dealer is done with them; it returns the binding's error.
-func oneSession(srv *Server, id SessionID, use func([2]Provider)) error {
+func oneSession(srv *Server, id beaver.SessionID, use func([2]beaver.Provider)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var served, bound sync.WaitGroup
-	var p [2]Provider
+	var p [2]beaver.Provider
 	var errs [2]error
 	var conns []*transport.Conn
 	for party := range 2 {
@@ -460,14 +463,14 @@ func oneSession(srv *Server, id SessionID, use func([2]Provider)) error {
 // serving resumes once a write succeeds (the group commit keeps the
 // restart safety of the per-request writes it replaces).
 func TestStateWriteFailureServesNothing(t *testing.T) {
-	s0, s1 := testSeeds(47)
+	s0, s1 := beavertest.Seeds(47)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "dealer.seeds.state")
 	d := newServer(t, s0, s1, ServerOptions{StateFile: path}).core
-	id := SessionID{47}
+	id := beaver.SessionID{47}
 	var sess [2]*coreSession
 	var wg sync.WaitGroup
 	for role := range 2 {
@@ -485,14 +488,14 @@ func TestStateWriteFailureServesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	for c := range uint64(2) {
-		if _, err := d.serve(sess[1], 1, Request{Kind: KindTriple, Stream: 3, Counter: c, N: 1}); err == nil || !strings.Contains(err.Error(), "save dealer state") {
+		if _, err := d.serve(sess[1], 1, beaver.Request{Kind: beaver.KindTriple, Stream: 3, Counter: c, N: 1}); err == nil || !strings.Contains(err.Error(), "save dealer state") {
 			t.Fatalf("counter %d served without a written mark: %v", c, err)
 		}
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.serve(sess[1], 1, Request{Kind: KindTriple, Stream: 3, Counter: 2, N: 1}); err != nil {
+	if _, err := d.serve(sess[1], 1, beaver.Request{Kind: beaver.KindTriple, Stream: 3, Counter: 2, N: 1}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := loadDealerState(path, d.state.seeds)
@@ -508,10 +511,10 @@ func TestStateWriteFailureServesNothing(t *testing.T) {
 // last-use times or retired ids) is read: its marks still hold, and it is
 // written back in the current format.
 func TestStateFileVersion1(t *testing.T) {
-	s0, s1 := testSeeds(48)
+	s0, s1 := beavertest.Seeds(48)
 	path := filepath.Join(t.TempDir(), "dealer.seeds.state")
 	tag := seedsTag(s0, s1)
-	id := SessionID{48}
+	id := beaver.SessionID{48}
 	v1 := `{"version":1,"seeds":"` + hex.EncodeToString(tag[:]) + `","sessions":[{"id":"` + id.String() + `","keys":["",""],"marks":{"3":65536}}]}`
 	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
 		t.Fatal(err)
@@ -524,8 +527,8 @@ func TestStateFileVersion1(t *testing.T) {
 	if !strings.Contains(string(b), `"version":2`) || !strings.Contains(string(b), `"last":`) {
 		t.Fatalf("state file not rewritten in version 2: %s", b)
 	}
-	err = oneSession(srv, id, func(p [2]Provider) {
-		if _, err := getBoth(context.Background(), p, Request{Kind: KindTriple, Stream: 3, N: 1}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
+	err = oneSession(srv, id, func(p [2]beaver.Provider) {
+		if _, err := beavertest.DrawEach(context.Background(), p, beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 1}); err == nil || !strings.Contains(err.Error(), "high-water mark") {
 			t.Errorf("counter 0 below a version 1 mark: %v", err)
 		}
 	})
@@ -536,14 +539,15 @@ func TestStateFileVersion1(t *testing.T) {
 
 // TestSetSessionBudget: a client announces the smaller of its
 // ConnectOptions.Budget and the budget set by SetSessionBudget (0 meaning
-// none), also through the Marked wrapper selection puts around it, and the
+// none), also through the marks wrapper selection puts around it (found with
+// beaver.As), and the
 // dealer serves the smaller of the two parties' announcements; a budget
 // set after the bind changes nothing. Clients used to announce
 // ConnectOptions.Budget alone.
 func TestSetSessionBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s0, s1 := testSeeds(47)
+	s0, s1 := beavertest.Seeds(47)
 	srv := newServer(t, s0, s1, ServerOptions{})
 	cases := []struct {
 		opt, shapes [2]uint64
@@ -556,7 +560,7 @@ func TestSetSessionBudget(t *testing.T) {
 		{[2]uint64{0, 0}, [2]uint64{0, 0}, DefaultSessionBudget},
 	}
 	for i, c := range cases {
-		id := SessionID{47, byte(i)}
+		id := beaver.SessionID{47, byte(i)}
 		var wg, served sync.WaitGroup
 		errs := make([]error, 2)
 		var conns []*transport.Conn
@@ -576,18 +580,19 @@ func TestSetSessionBudget(t *testing.T) {
 					errs[party] = err
 					return
 				}
-				m, err := NewMarked(cl, "", MarkedOptions{})
+				m, err := marks.New(cl, "", marks.Options{})
 				if err != nil {
 					errs[party] = err
 					return
 				}
-				if !m.AnnouncesBudget() {
-					errs[party] = errors.New("a marked client does not announce budgets")
+				b, ok := beaver.As[beaver.SessionBudgeter](m)
+				if !ok {
+					errs[party] = errors.New("a marked client's SessionBudgeter is not found")
 					return
 				}
-				m.SetSessionBudget(c.shapes[party])
+				b.SetSessionBudget(c.shapes[party])
 				errs[party] = m.BindSession(ctx, id)
-				m.SetSessionBudget(1) // too late: changes nothing
+				b.SetSessionBudget(1) // too late: changes nothing
 			}()
 		}
 		wg.Wait()

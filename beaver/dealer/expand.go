@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"encoding/binary"
@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -16,7 +17,7 @@ import (
 // (an item would need 2^64 blocks to reach the next counter), and streams and
 // kinds have independent keys. A party's masks are local and only the words
 // that make the relation hold (e.g. C1 = a·b − C0) come from the dealer, who
-// expands both parties' streams itself to compute them (Correlation.Deal);
+// expands both parties' streams itself to compute them (beaver.Correlation.Deal);
 // for every built-in kind party 0's material is entirely local and only
 // party 1 gets dealer words.
 
@@ -29,7 +30,7 @@ type keyCache struct {
 }
 
 type keyID struct {
-	kind   Kind
+	kind   beaver.Kind
 	stream uint32
 }
 
@@ -50,7 +51,7 @@ func blockFor(seed share.Seed, label string) *share.AESKey {
 	return b
 }
 
-func (c *keyCache) block(kind Kind, stream uint32) *share.AESKey {
+func (c *keyCache) block(kind beaver.Kind, stream uint32) *share.AESKey {
 	id := keyID{kind, stream}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,23 +85,23 @@ func fillCTR(dst []uint64, key *share.AESKey, hi uint64) {
 }
 
 // localTotal returns the number of words of party's local parts of r.
-func localTotal(r Request, party int) int {
+func localTotal(r beaver.Request, party int) int {
 	total := 0
-	for _, s := range r.localWords(party) {
+	for _, s := range r.LocalWords(party) {
 		total += s
 	}
 	return total
 }
 
 // expandLocal returns party's locally derived parts of a valid request.
-func expandLocal(keys *keyCache, r Request) [][]uint64 {
+func expandLocal(keys *keyCache, r beaver.Request) [][]uint64 {
 	return expandLocalInto(make([]uint64, localTotal(r, keys.party)), keys, r)
 }
 
 // expandLocalInto is expandLocal into all (localTotal words, whatever they
 // held): the parts are consecutive slices of all.
-func expandLocalInto(all []uint64, keys *keyCache, r Request) [][]uint64 {
-	sizes := r.localWords(keys.party)
+func expandLocalInto(all []uint64, keys *keyCache, r beaver.Request) [][]uint64 {
+	sizes := r.LocalWords(keys.party)
 	fillCTR(all, keys.block(r.Kind, r.Stream), r.Counter)
 	parts := make([][]uint64, len(sizes))
 	off := 0
@@ -114,10 +115,10 @@ func expandLocalInto(all []uint64, keys *keyCache, r Request) [][]uint64 {
 // deal computes both parties' dealer words of a valid request r (out[p]
 // has r.CorrectionWords(p) words) from their local parts and, for a kind
 // with a Mask, the model owner's weight mask.
-func deal(r Request, x Expansion) ([2][]uint64, error) {
+func deal(r beaver.Request, x beaver.Expansion) ([2][]uint64, error) {
 	var out [2][]uint64
-	c := r.Kind.spec()
-	if c == nil {
+	c, ok := beaver.Lookup(r.Kind)
+	if !ok {
 		return out, fmt.Errorf("beaver: dealer words for %v: unknown kind", r)
 	}
 	for p := range out {
@@ -130,7 +131,8 @@ func deal(r Request, x Expansion) ([2][]uint64, error) {
 }
 
 // assemble builds party's material of a valid request r from its local
-// parts and its dealer words (see Correlation.Assemble).
-func assemble(party int, r Request, local [][]uint64, dealt []uint64) Material {
-	return Material{Kind: r.Kind, Parts: r.Kind.spec().Assemble(r, party, local, dealt)}
+// parts and its dealer words (see beaver.Correlation.Assemble).
+func assemble(party int, r beaver.Request, local [][]uint64, dealt []uint64) beaver.Material {
+	c, _ := beaver.Lookup(r.Kind) // known: r is valid
+	return beaver.Material{Kind: r.Kind, Parts: c.Assemble(r, party, local, dealt)}
 }

@@ -1,4 +1,4 @@
-package beaver
+package marks
 
 import (
 	"bytes"
@@ -6,39 +6,33 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 )
 
+// defaultChunk is the marks' chunk with Options.ChunkBits 0.
+const defaultChunk = 1 << 16
+
 // markedPair returns both parties' providers of a fresh in-process dealer
-// with seeds (s0, s1), each wrapped in a Marked on its file in dir, bound to
+// with seeds (s0, s1), each wrapped in a Provider on its file in dir, bound to
 // session id: one "process lifetime" of the two parties.
-func markedPair(t *testing.T, seed byte, dir string, id SessionID, opt MarkedOptions) [2]*Marked {
+func markedPair(t *testing.T, seed byte, dir string, id beaver.SessionID, opt Options) [2]*Provider {
 	t.Helper()
-	d := NewDealerWithSeeds(testSeeds(seed))
-	var out [2]*Marked
-	var errs [2]error
-	var wg sync.WaitGroup
+	d := dealer.NewWithSeeds(beavertest.Seeds(seed))
+	var out [2]*Provider
 	for p := range 2 {
 		inner, err := d.Provider(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if out[p], err = NewMarked(inner, filepath.Join(dir, []string{"marks-p0.json", "marks-p1.json"}[p]), opt); err != nil {
+		if out[p], err = New(inner, filepath.Join(dir, []string{"marks-p0.json", "marks-p1.json"}[p]), opt); err != nil {
 			t.Fatal(err)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[p] = out[p].BindSession(context.Background(), id)
-		}()
 	}
-	wg.Wait()
-	for p, err := range errs {
-		if err != nil {
-			t.Fatalf("party %d: bind: %v", p, err)
-		}
-	}
+	beavertest.BindBoth(t, [2]beaver.Provider{out[0], out[1]}, id)
 	return out
 }
 
@@ -55,35 +49,35 @@ func markedPair(t *testing.T, seed byte, dir string, id SessionID, opt MarkedOpt
 func TestMarkedNeverRedrawsAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	id := SessionID{42}
+	id := beaver.SessionID{42}
 	const stream, base = 5, 1000
-	draw := func(p [2]*Marked) []uint64 {
+	draw := func(p [2]*Provider) []uint64 {
 		var all []uint64
-		for _, r := range sessionRequests {
+		for _, r := range beavertest.Mix {
 			r.Stream = stream
-			m, err := getBoth(ctx, [2]Provider{p[0], p[1]}, r)
+			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p[0], p[1]}, r)
 			if err != nil {
 				t.Fatal(err)
 			}
-			all = append(all, wordsOf(m[0])...)
+			all = append(all, beavertest.Words(m[0])...)
 		}
 		return all
 	}
 
-	first := markedPair(t, 1, dir, id, MarkedOptions{})
+	first := markedPair(t, 1, dir, id, Options{})
 	for _, p := range first {
 		if err := p.Seek(stream, base); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := draw(first)
-	mask, err := Typed{first[0]}.WeightMask(ctx, 7, 4, 4)
+	mask, err := beaver.Typed{Provider: first[0]}.WeightMask(ctx, 7, 4, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before = append(before, mask...)
 	// Within one lifetime: a weight mask once, no seek backwards.
-	if _, err := (Typed{first[0]}).WeightMask(ctx, 7, 4, 4); !errors.Is(err, ErrReuse) {
+	if _, err := (beaver.Typed{Provider: first[0]}).WeightMask(ctx, 7, 4, 4); !errors.Is(err, ErrReuse) {
 		t.Fatalf("second mask of weight 7 in one lifetime: %v", err)
 	}
 	if err := first[0].Seek(stream, base); err == nil {
@@ -91,61 +85,64 @@ func TestMarkedNeverRedrawsAcrossRestart(t *testing.T) {
 	}
 
 	// Restart: a fresh dealer, fresh providers, the same session and files.
-	again := markedPair(t, 1, dir, id, MarkedOptions{})
+	again := markedPair(t, 1, dir, id, Options{})
 	p0 := again[0]
 	for _, pos := range []uint64{0, base, base + 3} {
 		if err := p0.Seek(stream, pos); !errors.Is(err, ErrReuse) {
 			t.Errorf("seek to %d below the mark: %v", pos, err)
 		}
 	}
-	if _, err := (Typed{p0}).Triples(ctx, stream, 4); !errors.Is(err, ErrReuse) {
+	if _, err := (beaver.Typed{Provider: p0}).Triples(ctx, stream, 4); !errors.Is(err, ErrReuse) {
 		t.Errorf("material at counter 0 of a marked stream: %v", err)
 	}
-	err = DrawSequence(ctx, p0, []Request{{Kind: KindTriple, Stream: stream, N: 4}}, func(int, Material) error { return nil })
+	err = beaver.DrawSequence(ctx, p0, []beaver.Request{{Kind: beaver.KindTriple, Stream: stream, N: 4}}, func(int, beaver.Material) error { return nil })
 	if !errors.Is(err, ErrReuse) {
 		t.Errorf("sequence at counter 0 of a marked stream: %v", err)
 	}
 	for _, w := range []uint64{7, 8} { // 8: never drawn, but below the reserved mark
-		if _, err := (Typed{p0}).WeightMask(ctx, w, 4, 4); !errors.Is(err, ErrReuse) {
+		if _, err := (beaver.Typed{Provider: p0}).WeightMask(ctx, w, 4, 4); !errors.Is(err, ErrReuse) {
 			t.Errorf("weight mask %d below the mark: %v", w, err)
 		}
 	}
-	// Above the marks (one reserveChunk): fine, and fresh.
+	// Above the marks (one defaultChunk): fine, and fresh.
 	for _, p := range again {
-		if err := p.Seek(stream, reserveChunk); err != nil {
+		if err := p.Seek(stream, defaultChunk); err != nil {
 			t.Fatal(err)
 		}
 	}
 	after := draw(again)
-	m2, err := Typed{p0}.WeightMask(ctx, reserveChunk, 4, 4)
+	m2, err := beaver.Typed{Provider: p0}.WeightMask(ctx, defaultChunk, 4, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	after = append(after, m2...)
-	if s := shared(before, after); len(s) > 0 {
+	if s := beavertest.Shared(before, after); len(s) > 0 {
 		t.Fatalf("the restarted party drew %d words it drew before", len(s))
 	}
 
 	// The comparison catches a redraw: the same positions without the
 	// marks reproduce the first lifetime's material.
-	d := NewDealerWithSeeds(testSeeds(1))
-	raw := [2]Provider{}
-	raw[0], raw[1] = boundPair(t, d, id)
+	d := dealer.NewWithSeeds(beavertest.Seeds(1))
+	var raw [2]beaver.Provider
+	for p := range raw {
+		raw[p], _ = d.Provider(p)
+	}
+	beavertest.BindBoth(t, raw, id)
 	for _, p := range raw {
 		if err := p.Seek(stream, base); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var redraw []uint64
-	for _, r := range sessionRequests {
+	for _, r := range beavertest.Mix {
 		r.Stream = stream
-		m, err := getBoth(ctx, raw, r)
+		m, err := beavertest.DrawEach(ctx, raw, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		redraw = append(redraw, wordsOf(m[0])...)
+		redraw = append(redraw, beavertest.Words(m[0])...)
 	}
-	if s := shared(before, redraw); len(s) != len(redraw) {
+	if s := beavertest.Shared(before, redraw); len(s) != len(redraw) {
 		t.Fatalf("an unmarked redraw reproduced %d of %d words", len(s), len(redraw))
 	}
 }
@@ -157,10 +154,10 @@ func TestMarkedNeverRedrawsAcrossRestart(t *testing.T) {
 func TestMarkedReservesBeforeDrawing(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	id := SessionID{9}
-	p := markedPair(t, 2, dir, id, MarkedOptions{ChunkBits: 4})
+	id := beaver.SessionID{9}
+	p := markedPair(t, 2, dir, id, Options{ChunkBits: 4})
 	var seen [2]uint64
-	probe := &probeProvider{Provider: p[0].p, before: func() {
+	probe := &probeProvider{Provider: p[0].Provider, before: func() {
 		f, err := loadMarkFile(filepath.Join(dir, "marks-p0.json"))
 		if err != nil || f == nil {
 			t.Errorf("no mark file before the draw: %v", err)
@@ -168,8 +165,8 @@ func TestMarkedReservesBeforeDrawing(t *testing.T) {
 		}
 		seen[0], seen[1] = f.sessions[id].marks[3], f.sessions[id].weights
 	}}
-	p[0].p = probe
-	if _, err := (Typed{p[0]}).Triples(ctx, 3, 1); err != nil {
+	p[0].Provider = probe
+	if _, err := (beaver.Typed{Provider: p[0]}).Triples(ctx, 3, 1); err != nil {
 		t.Fatal(err)
 	}
 	if seen[0] != 16 {
@@ -178,17 +175,17 @@ func TestMarkedReservesBeforeDrawing(t *testing.T) {
 	if err := p[0].Seek(3, 30); err != nil {
 		t.Fatal(err)
 	}
-	rs := make([]Request, 5)
+	rs := make([]beaver.Request, 5)
 	for i := range rs {
-		rs[i] = Request{Kind: KindTriple, Stream: 3, N: 1}
+		rs[i] = beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 1}
 	}
-	if err := DrawSequence(ctx, p[0], rs, func(int, Material) error { return nil }); err != nil {
+	if err := beaver.DrawSequence(ctx, p[0], rs, func(int, beaver.Material) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if seen[0] != 48 { // counters 30..34 → rounded up past 34
 		t.Fatalf("mark of stream 3 before a sequence at 30..34: %d, want 48", seen[0])
 	}
-	if _, err := (Typed{p[0]}).WeightMask(ctx, 33, 2, 2); err != nil {
+	if _, err := (beaver.Typed{Provider: p[0]}).WeightMask(ctx, 33, 2, 2); err != nil {
 		t.Fatal(err)
 	}
 	if seen[1] != 48 {
@@ -198,11 +195,14 @@ func TestMarkedReservesBeforeDrawing(t *testing.T) {
 
 // probeProvider calls before ahead of every draw.
 type probeProvider struct {
-	Provider
+	beaver.Provider
 	before func()
 }
 
-func (p *probeProvider) Material(ctx context.Context, r Request) (Material, error) {
+// Unwrap implements beaver.Wrapper.
+func (p *probeProvider) Unwrap() beaver.Provider { return p.Provider }
+
+func (p *probeProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	p.before()
 	return p.Provider.Material(ctx, r)
 }
@@ -214,67 +214,67 @@ func (p *probeProvider) WeightMask(ctx context.Context, id uint64, k, n int) ([]
 
 func TestMarkedErrors(t *testing.T) {
 	ctx := context.Background()
-	d := NewDealerWithSeeds(testSeeds(3))
+	d := dealer.NewWithSeeds(beavertest.Seeds(3))
 	p0, _ := d.Provider(0)
-	if _, err := NewMarked(nil, "", MarkedOptions{}); err == nil {
+	if _, err := New(nil, "", Options{}); err == nil {
 		t.Error("nil provider accepted")
 	}
-	if _, err := NewMarked(p0, "", MarkedOptions{ChunkBits: 64}); err == nil {
+	if _, err := New(p0, "", Options{ChunkBits: 64}); err == nil {
 		t.Error("chunk of 2^64 accepted")
 	}
-	m, err := NewMarked(p0, "", MarkedOptions{})
+	m, err := New(p0, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (Typed{m}).Triples(ctx, 1, 1); err == nil {
+	if _, err := (beaver.Typed{Provider: m}).Triples(ctx, 1, 1); err == nil {
 		t.Error("material drawn without a session")
 	}
-	if _, err := (Typed{m}).WeightMask(ctx, 1, 1, 1); err == nil {
+	if _, err := (beaver.Typed{Provider: m}).WeightMask(ctx, 1, 1, 1); err == nil {
 		t.Error("weight mask drawn without a session")
 	}
-	if err := m.BindSession(ctx, SessionID{}); err == nil {
+	if err := m.BindSession(ctx, beaver.SessionID{}); err == nil {
 		t.Error("zero session id accepted")
 	}
 
 	dir := t.TempDir()
 	path := filepath.Join(dir, "marks.json")
 	p1, _ := d.Provider(1)
-	m1, err := NewMarked(p1, path, MarkedOptions{})
+	m1, err := New(p1, path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m1.mu.Lock()
-	m1.sess = &markedSession{id: SessionID{1}, rec: &markRecord{marks: map[uint32]uint64{}}}
+	m1.sess = &markedSession{id: beaver.SessionID{1}, rec: &markRecord{marks: map[uint32]uint64{}}}
 	if err := m1.saveLocked(m1.sess); err != nil {
 		t.Fatal(err)
 	}
 	m1.mu.Unlock()
-	if _, err := NewMarked(p0, path, MarkedOptions{}); !errors.Is(err, ErrBadMarkFile) {
+	if _, err := New(p0, path, Options{}); !errors.Is(err, ErrBadFile) {
 		t.Errorf("party 1's file for party 0: %v", err)
 	}
 	for name, content := range map[string]string{
 		"garbage":         "{",
 		"version":         `{"version":2,"party":0,"sessions":[]}`,
-		"zero id":         `{"version":1,"party":0,"sessions":[{"id":"` + SessionID{}.String() + `","marks":{},"weights":0}]}`,
+		"zero id":         `{"version":1,"party":0,"sessions":[{"id":"` + beaver.SessionID{}.String() + `","marks":{},"weights":0}]}`,
 		"unknown field":   `{"version":1,"party":0,"sessions":[],"x":1}`,
 		"trailing":        `{"version":1,"party":0,"sessions":[]}{}`,
-		"negative mark":   `{"version":1,"party":0,"sessions":[{"id":"` + SessionID{1}.String() + `","marks":{"1":-1},"weights":0}]}`,
-		"duplicate id":    `{"version":1,"party":0,"sessions":[{"id":"` + SessionID{1}.String() + `"},{"id":"` + SessionID{1}.String() + `"}]}`,
+		"negative mark":   `{"version":1,"party":0,"sessions":[{"id":"` + beaver.SessionID{1}.String() + `","marks":{"1":-1},"weights":0}]}`,
+		"duplicate id":    `{"version":1,"party":0,"sessions":[{"id":"` + beaver.SessionID{1}.String() + `"},{"id":"` + beaver.SessionID{1}.String() + `"}]}`,
 		"party 2":         `{"version":1,"party":2,"sessions":[]}`,
-		"overflowed mark": `{"version":1,"party":0,"sessions":[{"id":"` + SessionID{1}.String() + `","marks":{"1":18446744073709551616}}]}`,
+		"overflowed mark": `{"version":1,"party":0,"sessions":[{"id":"` + beaver.SessionID{1}.String() + `","marks":{"1":18446744073709551616}}]}`,
 	} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := NewMarked(p0, path, MarkedOptions{}); !errors.Is(err, ErrBadMarkFile) {
+		if _, err := New(p0, path, Options{}); !errors.Is(err, ErrBadFile) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
 func FuzzDecodeMarkFile(f *testing.F) {
-	mf := &markFile{party: 1, sessions: map[SessionID]*markRecord{
-		{1}: {marks: map[uint32]uint64{2: reserveChunk, 16: 1 << 41}, weights: 3 << 40},
+	mf := &markFile{party: 1, sessions: map[beaver.SessionID]*markRecord{
+		{1}: {marks: map[uint32]uint64{2: defaultChunk, 16: 1 << 41}, weights: 3 << 40},
 		{2}: {marks: map[uint32]uint64{}},
 	}}
 	b, err := mf.encode()
@@ -288,8 +288,8 @@ func FuzzDecodeMarkFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mf, err := decodeMarkFile(b)
 		if err != nil {
-			if !errors.Is(err, ErrBadMarkFile) {
-				t.Fatalf("error %v does not wrap ErrBadMarkFile", err)
+			if !errors.Is(err, ErrBadFile) {
+				t.Fatalf("error %v does not wrap ErrBadFile", err)
 			}
 			return
 		}
@@ -310,33 +310,42 @@ func FuzzDecodeMarkFile(f *testing.F) {
 
 // releasing is a provider that records ReleaseWeights calls.
 type releasing struct {
-	Provider
+	beaver.Provider
 	calls [][2]uint64
 }
 
+// Unwrap implements beaver.Wrapper.
+func (r *releasing) Unwrap() beaver.Provider { return r.Provider }
+
 func (r *releasing) ReleaseWeights(lo, hi uint64) { r.calls = append(r.calls, [2]uint64{lo, hi}) }
 
-// TestMarkedReleasesWeights: Marked passes ReleaseWeights on to a provider
-// that holds weights (selection releases each phase's through it), and to
-// one that does not, nothing happens.
+// TestMarkedReleasesWeights: selection finds the wrapped provider's
+// ReleaseWeights through the marks (beaver.As, as it releases each phase's
+// weights), and finds none where the wrapped provider holds no weights.
 func TestMarkedReleasesWeights(t *testing.T) {
-	d, err := NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p0, _ := d.Provider(0)
 	inner := &releasing{Provider: p0}
-	m, err := NewMarked(inner, "", MarkedOptions{})
+	m, err := New(inner, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.ReleaseWeights(3, 9)
+	wr, ok := beaver.As[beaver.WeightReleaser](beaver.Typed{Provider: m})
+	if !ok {
+		t.Fatal("the wrapped provider's ReleaseWeights is not found through the marks")
+	}
+	wr.ReleaseWeights(3, 9)
 	if len(inner.calls) != 1 || inner.calls[0] != [2]uint64{3, 9} {
 		t.Fatalf("wrapped provider saw %v, want [[3 9]]", inner.calls)
 	}
-	plain, err := NewMarked(p0, "", MarkedOptions{})
+	plain, err := New(p0, "", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain.ReleaseWeights(0, 1) // a dealer provider holds no weights: no effect, no panic
+	if _, ok := beaver.As[beaver.WeightReleaser](plain); ok {
+		t.Fatal("a dealer provider holds no weights, but a WeightReleaser was found")
+	}
 }

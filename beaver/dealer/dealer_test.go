@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"context"
@@ -11,58 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 )
 
-func testSeeds(b byte) (share.Seed, share.Seed) {
-	var s share.Seed
-	s[0] = b
-	return s.Derive("beaver-test/0"), s.Derive("beaver-test/1")
-}
-
 // boundPair returns d's providers of both parties bound to session id.
-func boundPair(t *testing.T, d *Dealer, id SessionID) (Provider, Provider) {
+func boundPair(t *testing.T, d *Dealer, id beaver.SessionID) (beaver.Provider, beaver.Provider) {
 	t.Helper()
-	var provs [2]Provider
-	var errs [2]error
-	var wg sync.WaitGroup
+	var ps [2]beaver.Provider
 	for p := range 2 {
-		provs[p], _ = d.Provider(p)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[p] = provs[p].BindSession(context.Background(), id)
-		}()
+		ps[p], _ = d.Provider(p)
 	}
-	wg.Wait()
-	for p, err := range errs {
-		if err != nil {
-			t.Fatalf("party %d: %v", p, err)
-		}
-	}
-	return provs[0], provs[1]
-}
-
-// getBoth fetches r from both parties' providers and checks that each
-// party's material has the layout Request.PartWords documents.
-func getBoth(ctx context.Context, p [2]Provider, r Request) ([2]Material, error) {
-	var out [2]Material
-	for i := range 2 {
-		m, err := p[i].Material(ctx, r)
-		if err != nil {
-			return out, fmt.Errorf("party %d: %w", i, err)
-		}
-		if err := m.check(r, i); err != nil {
-			return out, fmt.Errorf("party %d: %w", i, err)
-		}
-		out[i] = m
-	}
-	return out, nil
+	beavertest.BindBoth(t, ps, id)
+	return ps[0], ps[1]
 }
 
 // checkRelation verifies that the two parties' material of r reconstructs to
 // a valid correlation. w0 returns party 0's weight mask for an id and shape.
-func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []uint64) error {
+func checkRelation(r beaver.Request, m [2]beaver.Material, mask func(id uint64, k, n int) []uint64) error {
 	add := func(a, b []uint64) []uint64 {
 		out := make([]uint64, len(a))
 		_ = share.AddVec(out, a, b)
@@ -77,21 +44,21 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 	}
 	p0, p1 := m[0].Parts, m[1].Parts
 	switch r.Kind {
-	case KindTriple:
+	case beaver.KindTriple:
 		a, b, c := add(p0[0], p1[0]), add(p0[1], p1[1]), add(p0[2], p1[2])
 		for i := range c {
 			if c[i] != a[i]*b[i] {
 				return fmt.Errorf("triple %d: c != a·b", i)
 			}
 		}
-	case KindSquare:
+	case beaver.KindSquare:
 		a, s := add(p0[0], p1[0]), add(p0[1], p1[1])
 		for i := range s {
 			if s[i] != a[i]*a[i] {
 				return fmt.Errorf("square %d: a2 != a²", i)
 			}
 		}
-	case KindMatTriple:
+	case beaver.KindMatTriple:
 		a, b, c := add(p0[0], p1[0]), add(p0[1], p1[1]), add(p0[2], p1[2])
 		want := make([]uint64, len(c))
 		if err := share.BatchMatMulInto(want, a, b, r.Batch, r.M, r.K, r.N); err != nil {
@@ -100,9 +67,9 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 		if !slices.Equal(c, want) {
 			return fmt.Errorf("mat triple: C != A·B")
 		}
-	case KindWeightTriple, KindWeightVectorTriple:
+	case beaver.KindWeightTriple, beaver.KindWeightVectorTriple:
 		wantA := r.M * r.K
-		if r.Kind == KindWeightVectorTriple {
+		if r.Kind == beaver.KindWeightVectorTriple {
 			wantA = r.M * r.N
 		}
 		if p0[0] != nil || len(p1[0]) != wantA {
@@ -110,7 +77,7 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 		}
 		c := add(p0[1], p1[1])
 		want := make([]uint64, len(c))
-		if r.Kind == KindWeightTriple {
+		if r.Kind == beaver.KindWeightTriple {
 			if err := share.MatMulInto(want, p1[0], mask(r.WeightID, r.K, r.N), r.M, r.K, r.N); err != nil {
 				return err
 			}
@@ -123,14 +90,14 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 		if !slices.Equal(c, want) {
 			return fmt.Errorf("%v: C != A·B", r.Kind)
 		}
-	case KindAND:
+	case beaver.KindAND:
 		a, b, c := xor(p0[0], p1[0]), xor(p0[1], p1[1]), xor(p0[2], p1[2])
 		for i := range c {
 			if c[i] != a[i]&b[i] {
 				return fmt.Errorf("and triple %d", i)
 			}
 		}
-	case KindCrossAND:
+	case beaver.KindCrossAND:
 		if p0[1] != nil || p1[0] != nil {
 			return fmt.Errorf("cross and: party 0 got B or party 1 got A")
 		}
@@ -140,7 +107,7 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 				return fmt.Errorf("cross and %d", i)
 			}
 		}
-	case KindWrap:
+	case beaver.KindWrap:
 		if p0[1] != nil || p1[0] != nil {
 			return fmt.Errorf("wrap: party 0 got V or party 1 got U")
 		}
@@ -151,7 +118,7 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 				return fmt.Errorf("wrap pair %d", i)
 			}
 		}
-	case KindBitPair:
+	case beaver.KindBitPair:
 		packed := xor(p0[0], p1[0])
 		arith, a, ar := add(p0[1], p1[1]), add(p0[2], p1[2]), add(p0[3], p1[3])
 		for i := range arith {
@@ -171,19 +138,19 @@ func checkRelation(r Request, m [2]Material, mask func(id uint64, k, n int) []ui
 
 // randomRequest returns a small random request of a built-in kind on
 // stream.
-func randomRequest(rng *rand.Rand, stream uint32) Request {
-	kinds := []Kind{KindTriple, KindSquare, KindMatTriple, KindWeightTriple, KindWeightVectorTriple, KindAND, KindCrossAND, KindWrap, KindBitPair}
-	r := Request{Kind: kinds[rng.IntN(len(kinds))], Stream: stream}
+func randomRequest(rng *rand.Rand, stream uint32) beaver.Request {
+	kinds := []beaver.Kind{beaver.KindTriple, beaver.KindSquare, beaver.KindMatTriple, beaver.KindWeightTriple, beaver.KindWeightVectorTriple, beaver.KindAND, beaver.KindCrossAND, beaver.KindWrap, beaver.KindBitPair}
+	r := beaver.Request{Kind: kinds[rng.IntN(len(kinds))], Stream: stream}
 	switch r.Kind {
-	case KindMatTriple:
+	case beaver.KindMatTriple:
 		r.Batch, r.M, r.K, r.N = 1+rng.IntN(2), 1+rng.IntN(3), 1+rng.IntN(3), 1+rng.IntN(3)
-	case KindWeightTriple:
+	case beaver.KindWeightTriple:
 		r.WeightID = uint64(rng.IntN(3))
 		r.M, r.K, r.N = 1+rng.IntN(3), 2+int(r.WeightID), 3
-	case KindWeightVectorTriple:
+	case beaver.KindWeightVectorTriple:
 		r.WeightID = uint64(10 + rng.IntN(3))
 		r.M, r.N = 1+rng.IntN(3), 4
-	case KindWrap:
+	case beaver.KindWrap:
 		r.N = rng.IntN(70)
 		r.FracBits = uint(1 + rng.IntN(62))
 	default:
@@ -194,36 +161,36 @@ func randomRequest(rng *rand.Rand, stream uint32) Request {
 
 func TestDealerAllKinds(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(1)
-	d := NewDealerWithSeeds(s0, s1)
+	s0, s1 := beavertest.Seeds(1)
+	d := NewWithSeeds(s0, s1)
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
 	mask := func(id uint64, k, n int) []uint64 {
-		m, err := Typed{p0}.WeightMask(ctx, id, k, n)
+		m, err := beaver.Typed{Provider: p0}.WeightMask(ctx, id, k, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	tests := []Request{
-		{Kind: KindTriple, N: 100},
-		{Kind: KindTriple, N: 0},
-		{Kind: KindSquare, N: 33},
-		{Kind: KindMatTriple, Batch: 3, M: 4, K: 5, N: 6},
-		{Kind: KindWeightTriple, WeightID: 7, M: 9, K: 5, N: 4},
-		{Kind: KindWeightTriple, WeightID: 7, M: 2, K: 5, N: 4},
-		{Kind: KindWeightVectorTriple, WeightID: 8, M: 3, N: 5},
-		{Kind: KindAND, N: 10},
-		{Kind: KindCrossAND, N: 10},
-		{Kind: KindWrap, N: 50, FracBits: 16},
-		{Kind: KindWrap, N: 50, FracBits: 62},
-		{Kind: KindWrap, N: 128, FracBits: 1},
-		{Kind: KindBitPair, N: 100},
-		{Kind: KindBitPair, N: 128},
+	tests := []beaver.Request{
+		{Kind: beaver.KindTriple, N: 100},
+		{Kind: beaver.KindTriple, N: 0},
+		{Kind: beaver.KindSquare, N: 33},
+		{Kind: beaver.KindMatTriple, Batch: 3, M: 4, K: 5, N: 6},
+		{Kind: beaver.KindWeightTriple, WeightID: 7, M: 9, K: 5, N: 4},
+		{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 5, N: 4},
+		{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 5},
+		{Kind: beaver.KindAND, N: 10},
+		{Kind: beaver.KindCrossAND, N: 10},
+		{Kind: beaver.KindWrap, N: 50, FracBits: 16},
+		{Kind: beaver.KindWrap, N: 50, FracBits: 62},
+		{Kind: beaver.KindWrap, N: 128, FracBits: 1},
+		{Kind: beaver.KindBitPair, N: 100},
+		{Kind: beaver.KindBitPair, N: 128},
 	}
 	for _, r := range tests {
 		t.Run(r.String(), func(t *testing.T) {
-			m, err := getBoth(ctx, [2]Provider{p0, p1}, r)
+			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,7 +199,7 @@ func TestDealerAllKinds(t *testing.T) {
 			}
 		})
 	}
-	if _, err := (Typed{p1}).WeightMask(ctx, 7, 5, 4); err == nil {
+	if _, err := (beaver.Typed{Provider: p1}).WeightMask(ctx, 7, 5, 4); err == nil {
 		t.Error("party 1 got a weight mask")
 	}
 	st := p1.Stats()
@@ -249,7 +216,7 @@ func TestDealerAllKinds(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	ctx := context.Background()
-	d, err := NewDealer()
+	d, err := New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,24 +229,27 @@ func TestBadRequests(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"negative n", func() error { _, err := Typed{p1}.Triples(ctx, 0, -1); return err }},
-		{"huge n", func() error { _, err := Typed{p1}.Triples(ctx, 0, MaxItemWords+1); return err }},
-		{"huge matrix", func() error { _, err := Typed{p1}.MatTriples(ctx, 0, 1<<10, 1<<10, 1<<10, 1); return err }},
-		{"wrap f=0", func() error { _, err := Typed{p1}.WrapPairs(ctx, 0, 3, 0); return err }},
-		{"wrap f=63", func() error { _, err := Typed{p1}.WrapPairs(ctx, 0, 3, 63); return err }},
-		{"weight mask party 1", func() error { _, err := Typed{p1}.WeightMask(ctx, 1, 2, 2); return err }},
-		{"weight mask negative", func() error { _, err := Typed{p0}.WeightMask(ctx, 1, -2, 2); return err }},
+		{"negative n", func() error { _, err := beaver.Typed{Provider: p1}.Triples(ctx, 0, -1); return err }},
+		{"huge n", func() error { _, err := beaver.Typed{Provider: p1}.Triples(ctx, 0, beaver.MaxItemWords+1); return err }},
+		{"huge matrix", func() error {
+			_, err := beaver.Typed{Provider: p1}.MatTriples(ctx, 0, 1<<10, 1<<10, 1<<10, 1)
+			return err
+		}},
+		{"wrap f=0", func() error { _, err := beaver.Typed{Provider: p1}.WrapPairs(ctx, 0, 3, 0); return err }},
+		{"wrap f=63", func() error { _, err := beaver.Typed{Provider: p1}.WrapPairs(ctx, 0, 3, 63); return err }},
+		{"weight mask party 1", func() error { _, err := beaver.Typed{Provider: p1}.WeightMask(ctx, 1, 2, 2); return err }},
+		{"weight mask negative", func() error { _, err := beaver.Typed{Provider: p0}.WeightMask(ctx, 1, -2, 2); return err }},
 		{"weight reshaped", func() error {
-			if _, err := (Typed{p1}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
+			if _, err := (beaver.Typed{Provider: p1}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
 				return nil // first use must succeed: report no error to fail the test
 			}
-			_, err := Typed{p1}.WeightTriple(ctx, 0, 5, 1, 3, 3)
+			_, err := beaver.Typed{Provider: p1}.WeightTriple(ctx, 0, 5, 1, 3, 3)
 			return err
 		}},
 		{"canceled", func() error {
 			c, cancel := context.WithCancel(ctx)
 			cancel()
-			_, err := Typed{p1}.Triples(c, 0, 1)
+			_, err := beaver.Typed{Provider: p1}.Triples(c, 0, 1)
 			return err
 		}},
 		{"seek back", func() error {
@@ -300,12 +270,12 @@ func TestBadRequests(t *testing.T) {
 
 func TestSeekPosition(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(2)
-	d := NewDealerWithSeeds(s0, s1)
+	s0, s1 := beavertest.Seeds(2)
+	d := NewWithSeeds(s0, s1)
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
 	for range 5 {
-		if _, err := (Typed{p0}).Triples(ctx, 3, 4); err != nil {
+		if _, err := (beaver.Typed{Provider: p0}).Triples(ctx, 3, 4); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -321,16 +291,16 @@ func TestSeekPosition(t *testing.T) {
 	if err := p1.Seek(3, 5); err != nil {
 		t.Fatal(err)
 	}
-	t0, err := Typed{p0}.Triples(ctx, 3, 4)
+	t0, err := beaver.Typed{Provider: p0}.Triples(ctx, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t1, err := Typed{p1}.Triples(ctx, 3, 4)
+	t1, err := beaver.Typed{Provider: p1}.Triples(ctx, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Request{Kind: KindTriple, N: 4}
-	m := [2]Material{{KindTriple, [][]uint64{t0.A, t0.B, t0.C}}, {KindTriple, [][]uint64{t1.A, t1.B, t1.C}}}
+	r := beaver.Request{Kind: beaver.KindTriple, N: 4}
+	m := [2]beaver.Material{{Kind: beaver.KindTriple, Parts: [][]uint64{t0.A, t0.B, t0.C}}, {Kind: beaver.KindTriple, Parts: [][]uint64{t1.A, t1.B, t1.C}}}
 	if err := checkRelation(r, m, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -338,13 +308,13 @@ func TestSeekPosition(t *testing.T) {
 	if err := q0.Seek(3, 5); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := Typed{q0}.Triples(ctx, 3, 4)
+	again, _ := beaver.Typed{Provider: q0}.Triples(ctx, 3, 4)
 	if !slices.Equal(again.A, t0.A) {
 		t.Fatal("seek: different material at the same position")
 	}
 	// A stale party 1 (position behind the dealer's) is refused reuse.
 	q1, _ := d.Provider(1)
-	if _, err := (Typed{q1}).Triples(ctx, 3, 4); err == nil {
+	if _, err := (beaver.Typed{Provider: q1}).Triples(ctx, 3, 4); err == nil {
 		t.Fatal("dealer served a used counter again")
 	}
 }
@@ -358,12 +328,12 @@ func TestManyConcurrentRequests(t *testing.T) {
 	}
 	const streams = 8
 	ctx := context.Background()
-	s0, s1 := testSeeds(3)
-	d := NewDealerWithSeeds(s0, s1)
+	s0, s1 := beavertest.Seeds(3)
+	d := NewWithSeeds(s0, s1)
 	p0, _ := d.Provider(0)
 	p1, _ := d.Provider(1)
 	maskOf := func(id uint64, k, n int) []uint64 {
-		m, _ := Typed{p0}.WeightMask(ctx, id, k, n)
+		m, _ := beaver.Typed{Provider: p0}.WeightMask(ctx, id, k, n)
 		return m
 	}
 	var wg sync.WaitGroup
@@ -376,7 +346,7 @@ func TestManyConcurrentRequests(t *testing.T) {
 			masks := map[[3]uint64][]uint64{}
 			for range total / streams {
 				r := randomRequest(rng, uint32(st))
-				m, err := getBoth(ctx, [2]Provider{p0, p1}, r)
+				m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, r)
 				if err != nil {
 					errs[st] = err
 					return
@@ -414,11 +384,11 @@ func TestExpandIntoDirtyBuffers(t *testing.T) {
 	var seed share.Seed
 	seed[0] = 9
 	keys := newKeyCache(seed, 1)
-	for _, r := range []Request{
-		{Kind: KindTriple, Stream: 1, Counter: 3, N: 2000},
-		{Kind: KindMatTriple, Stream: 2, Batch: 2, M: 30, K: 20, N: 40},
-		{Kind: KindBitPair, Stream: 3, N: 3000},
-		{Kind: KindWrap, Stream: 4, N: 5000, FracBits: 16},
+	for _, r := range []beaver.Request{
+		{Kind: beaver.KindTriple, Stream: 1, Counter: 3, N: 2000},
+		{Kind: beaver.KindMatTriple, Stream: 2, Batch: 2, M: 30, K: 20, N: 40},
+		{Kind: beaver.KindBitPair, Stream: 3, N: 3000},
+		{Kind: beaver.KindWrap, Stream: 4, N: 5000, FracBits: 16},
 	} {
 		want := expandLocal(keys, r)
 		dirty := make([]uint64, localTotal(r, 1))
@@ -451,11 +421,11 @@ func TestExpandIntoDirtyBuffers(t *testing.T) {
 // material is its own session's: its triples reconstruct.
 func TestConcurrentSessionsPairByID(t *testing.T) {
 	const sessions = 8
-	s0, s1 := testSeeds(41)
-	d := NewDealerWithSeeds(s0, s1)
+	s0, s1 := beavertest.Seeds(41)
+	d := NewWithSeeds(s0, s1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var provs [sessions][2]Provider
+	var provs [sessions][2]beaver.Provider
 	var errs [sessions][2]error
 	var wg sync.WaitGroup
 	waiting := func() int {
@@ -473,7 +443,7 @@ func TestConcurrentSessionsPairByID(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs[i][p] = provs[i][p].BindSession(ctx, SessionID{0xC0, byte(i)})
+				errs[i][p] = provs[i][p].BindSession(ctx, beaver.SessionID{0xC0, byte(i)})
 			}()
 			if p == 1 {
 				// Wait until this presentation waits: the order is the test's.
@@ -493,10 +463,10 @@ func TestConcurrentSessionsPairByID(t *testing.T) {
 				t.Fatalf("session %d, party %d: %v", i, p, errs[i][p])
 			}
 		}
-		var tr [2]Triple
+		var tr [2]beaver.Triple
 		for p := range 2 {
 			var err error
-			if tr[p], err = (Typed{provs[i][p]}).Triples(ctx, 1, 4); err != nil {
+			if tr[p], err = (beaver.Typed{Provider: provs[i][p]}).Triples(ctx, 1, 4); err != nil {
 				t.Fatalf("session %d, party %d: triples: %v", i, p, err)
 			}
 		}
@@ -516,11 +486,11 @@ func TestConcurrentSessionsPairByID(t *testing.T) {
 // (its reconnection) supersedes its earlier presentation, which is refused;
 // the other party's presentation pairs with the newer one.
 func TestSupersededPresentation(t *testing.T) {
-	s0, s1 := testSeeds(42)
-	d := NewDealerWithSeeds(s0, s1)
+	s0, s1 := beavertest.Seeds(42)
+	d := NewWithSeeds(s0, s1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	id := SessionID{0x5E}
+	id := beaver.SessionID{0x5E}
 	first, _ := d.Provider(1)
 	firstErr := make(chan error, 1)
 	go func() { firstErr <- first.BindSession(ctx, id) }()
@@ -549,11 +519,11 @@ func TestSupersededPresentation(t *testing.T) {
 	if err := <-secondErr; err != nil {
 		t.Fatalf("the newer presentation: %v", err)
 	}
-	tr0, err := (Typed{p0}).Triples(ctx, 1, 1)
+	tr0, err := (beaver.Typed{Provider: p0}).Triples(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr1, err := (Typed{p1}).Triples(ctx, 1, 1)
+	tr1, err := (beaver.Typed{Provider: p1}).Triples(ctx, 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

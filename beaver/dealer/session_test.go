@@ -1,11 +1,10 @@
-package beaver
+package dealer
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,82 +13,44 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
-// wordsOf returns every 64-bit word of m.
-func wordsOf(m Material) []uint64 {
-	var out []uint64
-	for _, p := range m.Parts {
-		out = append(out, p...)
-	}
-	return out
-}
-
-// sessionRequests is a fixed mix of every kind (sizes whose words are all
-// uniform: BitPair and Wrap sizes are multiples of 64, so no word is a
-// masked tail, and Wrap's f = 62 leaves 62 random bits in each share of its
-// product, where f = 16 would leave 16 and words would repeat by chance).
-var sessionRequests = []Request{
-	{Kind: KindTriple, Stream: 2, N: 200},
-	{Kind: KindSquare, Stream: 2, N: 100},
-	{Kind: KindMatTriple, Stream: 3, Batch: 2, M: 8, K: 16, N: 8},
-	{Kind: KindWeightTriple, Stream: 3, WeightID: 1, M: 16, K: 32, N: 16},
-	{Kind: KindWeightVectorTriple, Stream: 4, WeightID: 2, M: 16, N: 32},
-	{Kind: KindAND, Stream: 4, N: 128},
-	{Kind: KindCrossAND, Stream: 5, N: 128},
-	{Kind: KindWrap, Stream: 5, N: 128, FracBits: 62},
-	{Kind: KindBitPair, Stream: 6, N: 256},
-}
-
-// sessionWords draws sessionRequests (twice each) from both providers,
+// sessionWords draws beavertest.Mix (twice each) from both providers,
 // checks every relation, and returns all words both parties received,
 // the weight masks of party 0 included.
-func sessionWords(t *testing.T, p0, p1 Provider) []uint64 {
+func sessionWords(t *testing.T, p0, p1 beaver.Provider) []uint64 {
 	t.Helper()
 	ctx := context.Background()
 	var all []uint64
 	mask := func(id uint64, k, n int) []uint64 {
-		m, err := Typed{p0}.WeightMask(ctx, id, k, n)
+		m, err := beaver.Typed{Provider: p0}.WeightMask(ctx, id, k, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
 	for range 2 {
-		for _, r := range sessionRequests {
-			m, err := getBoth(ctx, [2]Provider{p0, p1}, r)
+		for _, r := range beavertest.Mix {
+			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, r)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := checkRelation(r, m, mask); err != nil {
 				t.Fatal(err)
 			}
-			all = append(all, wordsOf(m[0])...)
-			all = append(all, wordsOf(m[1])...)
+			all = append(all, beavertest.Words(m[0])...)
+			all = append(all, beavertest.Words(m[1])...)
 		}
 	}
 	all = append(all, mask(1, 32, 16)...)
 	all = append(all, mask(2, 1, 32)...)
 	all = append(all, mask(3, 64, 64)...)
 	return all
-}
-
-// shared returns the words of b that also occur in a.
-func shared(a, b []uint64) []uint64 {
-	set := make(map[uint64]bool, len(a))
-	for _, w := range a {
-		set[w] = true
-	}
-	var out []uint64
-	for _, w := range b {
-		if set[w] {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // TestSessionsNeverShareMaterial is the regression test of the reuse
@@ -101,16 +62,16 @@ func shared(a, b []uint64) []uint64 {
 // id reproduces its material exactly (which is what made the old dealer
 // repeat itself, and shows the comparison would catch a repeat).
 func TestSessionsNeverShareMaterial(t *testing.T) {
-	s0, s1 := testSeeds(20)
-	x, err := NewSessionID()
+	s0, s1 := beavertest.Seeds(20)
+	x, err := beaver.NewSessionID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	y, err := NewSessionID()
+	y, err := beaver.NewSessionID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(id SessionID) []uint64 {
+	run := func(id beaver.SessionID) []uint64 {
 		// A fresh server with the same seeds: a restarted dealer.
 		p0, p1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), id)
 		return sessionWords(t, p0, p1)
@@ -119,27 +80,27 @@ func TestSessionsNeverShareMaterial(t *testing.T) {
 	if len(wx) < 20000 {
 		t.Fatalf("only %d words", len(wx))
 	}
-	if c := shared(wx, wy); len(c) != 0 {
-		t.Fatalf("sessions %s… and %s… share %d of %d words of material", x.short(), y.short(), len(c), len(wx))
+	if c := beavertest.Shared(wx, wy); len(c) != 0 {
+		t.Fatalf("sessions %s… and %s… share %d of %d words of material", x.Short(), y.Short(), len(c), len(wx))
 	}
 	if !slices.Equal(wx, wx2) {
 		t.Fatal("the same session id gave different material")
 	}
 	t.Run("in-process", func(t *testing.T) {
-		d := NewDealerWithSeeds(s0, s1)
+		d := NewWithSeeds(s0, s1)
 		a0, a1 := boundPair(t, d, x)
 		b0, b1 := boundPair(t, d, y)
 		ix, iy := sessionWords(t, a0, a1), sessionWords(t, b0, b1)
 		if !slices.Equal(ix, wx) {
 			t.Fatal("in-process and networked material of one session differ")
 		}
-		if c := shared(ix, iy); len(c) != 0 {
+		if c := beavertest.Shared(ix, iy); len(c) != 0 {
 			t.Fatalf("in-process sessions share %d words", len(c))
 		}
 		// And neither is the default session's material.
 		c0, _ := d.Provider(0)
 		c1, _ := d.Provider(1)
-		if c := shared(ix, sessionWords(t, c0, c1)); len(c) != 0 {
+		if c := beavertest.Shared(ix, sessionWords(t, c0, c1)); len(c) != 0 {
 			t.Fatalf("session and default session share %d words", len(c))
 		}
 	})
@@ -151,17 +112,17 @@ func TestSessionsNeverShareMaterial(t *testing.T) {
 // the persisted mark (a resumed run), and serves other sessions afresh.
 func TestRestartedDealerRefusesServedPositions(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(21)
+	s0, s1 := beavertest.Seeds(21)
 	path := filepath.Join(t.TempDir(), "dealer.seeds.state")
-	x := SessionID{21}
+	x := beaver.SessionID{21}
 	opt := ServerOptions{StateFile: path}
 	p0, p1, _ := startSession(t, newServer(t, s0, s1, opt), x)
 	for range 5 {
-		if _, err := getBoth(ctx, [2]Provider{p0, p1}, Request{Kind: KindTriple, Stream: 3, N: 4}); err != nil {
+		if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 4}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := getBoth(ctx, [2]Provider{p0, p1}, Request{Kind: KindAND, Stream: 7, N: 2}); err != nil {
+	if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, beaver.Request{Kind: beaver.KindAND, Stream: 7, N: 2}); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -189,15 +150,15 @@ func TestRestartedDealerRefusesServedPositions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := Request{Kind: KindTriple, Stream: tc.stream, N: 4}
-			for _, p := range []Provider{q0, q1} {
+			r := beaver.Request{Kind: beaver.KindTriple, Stream: tc.stream, N: 4}
+			for _, p := range []beaver.Provider{q0, q1} {
 				if p.Position(tc.stream) < tc.seek {
 					if err := p.Seek(tc.stream, tc.seek); err != nil {
 						t.Fatal(err)
 					}
 				}
 			}
-			m, err := getBoth(ctx, [2]Provider{q0, q1}, r)
+			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{q0, q1}, r)
 			if tc.ok {
 				if err != nil {
 					t.Fatal(err)
@@ -217,14 +178,14 @@ func TestRestartedDealerRefusesServedPositions(t *testing.T) {
 		})
 	}
 	// A new session on the restarted dealer starts at 0.
-	r0, r1, _ := startSession(t, newServer(t, s0, s1, opt), SessionID{22})
-	if _, err := getBoth(ctx, [2]Provider{r0, r1}, Request{Kind: KindTriple, Stream: 3, N: 4}); err != nil {
+	r0, r1, _ := startSession(t, newServer(t, s0, s1, opt), beaver.SessionID{22})
+	if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{r0, r1}, beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 4}); err != nil {
 		t.Fatal(err)
 	}
 	// Without its state file the restarted dealer would serve position 0
 	// again: the refusal above comes from the file.
 	f0, f1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), x)
-	if _, err := getBoth(ctx, [2]Provider{f0, f1}, Request{Kind: KindTriple, Stream: 3, N: 4}); err != nil {
+	if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{f0, f1}, beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 4}); err != nil {
 		t.Fatalf("a dealer without state refused: %v", err)
 	}
 }
@@ -233,7 +194,7 @@ func TestRestartedDealerRefusesServedPositions(t *testing.T) {
 // refused at start (ErrBadStateFile, the file named); a session recorded
 // for other keys is refused to these.
 func TestStateFileErrors(t *testing.T) {
-	s0, s1 := testSeeds(23)
+	s0, s1 := beavertest.Seeds(23)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
 	if _, err := NewServerWithSeeds(s0, s1, ServerOptions{StateFile: good}); err != nil {
@@ -243,7 +204,7 @@ func TestStateFileErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o0, o1 := testSeeds(24)
+	o0, o1 := beavertest.Seeds(24)
 	other := filepath.Join(dir, "other")
 	if _, err := NewServerWithSeeds(o0, o1, ServerOptions{StateFile: other}); err != nil {
 		t.Fatal(err)
@@ -274,13 +235,13 @@ func TestStateFileErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st.sessions[SessionID{1}] = &persisted{keys: [2]string{"aa", "bb"}, marks: map[uint32]uint64{3: reserveChunk}}
+		st.sessions[beaver.SessionID{1}] = &persisted{keys: [2]string{"aa", "bb"}, marks: map[uint32]uint64{3: reserveChunk}}
 		path := filepath.Join(dir, "keys")
 		if err := st.save(path); err != nil {
 			t.Fatal(err)
 		}
 		srv := newServer(t, s0, s1, ServerOptions{StateFile: path})
-		_, _, errs := connectBoth(t, srv, [2]SessionID{{1}, {1}})
+		_, _, errs := connectBoth(t, srv, [2]beaver.SessionID{{1}, {1}})
 		for p, err := range errs {
 			if err == nil || !strings.Contains(err.Error(), "was served to the") {
 				t.Fatalf("party %d: %v", p, err)
@@ -294,11 +255,11 @@ func TestStateFileErrors(t *testing.T) {
 // pairs presentations by id, so it cannot refuse at once), the refusal
 // names the other party's id, and neither gets material.
 func TestSessionMismatch(t *testing.T) {
-	s0, s1 := testSeeds(25)
+	s0, s1 := beavertest.Seeds(25)
 	srv := newServer(t, s0, s1, ServerOptions{SessionTimeout: 300 * time.Millisecond})
-	clients, _, errs := connectBoth(t, srv, [2]SessionID{{1}, {2}})
+	clients, _, errs := connectBoth(t, srv, [2]beaver.SessionID{{1}, {2}})
 	for p, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), "session mismatch") || !strings.Contains(err.Error(), SessionID{byte(2 - p)}.short()) {
+		if err == nil || !strings.Contains(err.Error(), "session mismatch") || !strings.Contains(err.Error(), beaver.SessionID{byte(2 - p)}.Short()) {
 			t.Fatalf("party %d: %v; want a mismatch naming the other party's id", p, err)
 		}
 		if clients[p] == nil {
@@ -307,12 +268,12 @@ func TestSessionMismatch(t *testing.T) {
 		if _, ok := clients[p].Session(); ok {
 			t.Fatalf("party %d bound after a refusal", p)
 		}
-		if _, err := (Typed{clients[p]}).Triples(context.Background(), 1, 1); err == nil || !strings.Contains(err.Error(), "no session bound") {
+		if _, err := (beaver.Typed{Provider: clients[p]}).Triples(context.Background(), 1, 1); err == nil || !strings.Contains(err.Error(), "no session bound") {
 			t.Fatalf("party %d drew material without a session: %v", p, err)
 		}
 	}
 	t.Run("zero id", func(t *testing.T) {
-		_, _, errs := connectBoth(t, srv, [2]SessionID{{}, {}})
+		_, _, errs := connectBoth(t, srv, [2]beaver.SessionID{{}, {}})
 		for p, err := range errs {
 			if err == nil || !strings.Contains(err.Error(), "zero session id") {
 				t.Fatalf("party %d: %v", p, err)
@@ -320,7 +281,7 @@ func TestSessionMismatch(t *testing.T) {
 		}
 	})
 	t.Run("in-process", func(t *testing.T) {
-		d := NewDealerWithSeeds(s0, s1)
+		d := NewWithSeeds(s0, s1)
 		var errs [2]error
 		var wg sync.WaitGroup
 		for p := range 2 {
@@ -330,7 +291,7 @@ func TestSessionMismatch(t *testing.T) {
 				prov, _ := d.Provider(p)
 				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 				defer cancel()
-				errs[p] = prov.BindSession(ctx, SessionID{byte(p + 1)})
+				errs[p] = prov.BindSession(ctx, beaver.SessionID{byte(p + 1)})
 			}()
 		}
 		wg.Wait()
@@ -351,7 +312,7 @@ func TestSessionMismatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.BindSession(context.Background(), SessionID{3}); err == nil || !strings.Contains(err.Error(), "did not present") {
+		if err := c.BindSession(context.Background(), beaver.SessionID{3}); err == nil || !strings.Contains(err.Error(), "did not present") {
 			t.Fatalf("bind: %v", err)
 		}
 		if err := <-done; !errors.Is(err, ErrRefused) {
@@ -364,61 +325,44 @@ func TestSessionMismatch(t *testing.T) {
 // sessions.
 func TestProviderBinding(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(26)
-	d := NewDealerWithSeeds(s0, s1)
-	a0, a1 := boundPair(t, d, SessionID{1})
-	if err := a0.BindSession(ctx, SessionID{1}); err != nil {
+	s0, s1 := beavertest.Seeds(26)
+	d := NewWithSeeds(s0, s1)
+	a0, a1 := boundPair(t, d, beaver.SessionID{1})
+	if err := a0.BindSession(ctx, beaver.SessionID{1}); err != nil {
 		t.Fatalf("binding again to the same id: %v", err)
 	}
-	if err := a0.BindSession(ctx, SessionID{2}); err == nil || !strings.Contains(err.Error(), "already serves") {
+	if err := a0.BindSession(ctx, beaver.SessionID{2}); err == nil || !strings.Contains(err.Error(), "already serves") {
 		t.Fatalf("rebinding to another id: %v", err)
 	}
-	if id, ok := a1.Session(); !ok || id != (SessionID{1}) {
+	if id, ok := a1.Session(); !ok || id != (beaver.SessionID{1}) {
 		t.Fatalf("session %v %v", id, ok)
 	}
 	// A provider that drew default-session material cannot join a session.
 	u, _ := d.Provider(0)
-	if _, err := (Typed{u}).Triples(ctx, 1, 1); err != nil {
+	if _, err := (beaver.Typed{Provider: u}).Triples(ctx, 1, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.BindSession(ctx, SessionID{3}); err == nil {
+	if err := u.BindSession(ctx, beaver.SessionID{3}); err == nil {
 		t.Fatal("a provider of the default session was bound to another")
 	}
 	// Fresh providers of session 1 in the same dealer: party 1 cannot get
 	// the counters party 1 already used there.
-	if _, err := getBoth(ctx, [2]Provider{a0, a1}, Request{Kind: KindTriple, Stream: 4, N: 2}); err != nil {
+	if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{a0, a1}, beaver.Request{Kind: beaver.KindTriple, Stream: 4, N: 2}); err != nil {
 		t.Fatal(err)
 	}
-	_, b1 := boundPair(t, d, SessionID{1})
-	if _, err := (Typed{b1}).Triples(ctx, 4, 2); err == nil || !strings.Contains(err.Error(), "reuses") {
+	_, b1 := boundPair(t, d, beaver.SessionID{1})
+	if _, err := (beaver.Typed{Provider: b1}).Triples(ctx, 4, 2); err == nil || !strings.Contains(err.Error(), "reuses") {
 		t.Fatalf("reused counter in a re-bound session: %v", err)
 	}
 	// A wrapper that embeds a Provider forwards the binding: it cannot
 	// lose it (as an optional interface could) and so cannot move its
 	// provider to another session either.
-	w := struct{ Provider }{a0}
-	if err := w.BindSession(ctx, SessionID{1}); err != nil {
+	w := struct{ beaver.Provider }{a0}
+	if err := w.BindSession(ctx, beaver.SessionID{1}); err != nil {
 		t.Fatalf("wrapper, same session: %v", err)
 	}
-	if err := w.BindSession(ctx, SessionID{2}); err == nil || !strings.Contains(err.Error(), "already serves") {
+	if err := w.BindSession(ctx, beaver.SessionID{2}); err == nil || !strings.Contains(err.Error(), "already serves") {
 		t.Fatalf("wrapper moved its provider to another session: %v", err)
-	}
-}
-
-func TestReserve(t *testing.T) {
-	tests := []struct{ c, want uint64 }{
-		{0, reserveChunk},
-		{reserveChunk - 1, reserveChunk},
-		{reserveChunk, 2 * reserveChunk},
-		{1<<40 + 5, 1<<40 + reserveChunk},
-		{2<<40 - 1, 2 << 40}, // never past the next multiple of 2^40 (an epoch)
-		{math.MaxUint64 - 1, math.MaxUint64},
-		{math.MaxUint64 - reserveChunk, math.MaxUint64},
-	}
-	for _, tc := range tests {
-		if got := reserve(tc.c); got != tc.want || got <= tc.c {
-			t.Errorf("reserve(%d) = %d, want %d", tc.c, got, tc.want)
-		}
 	}
 }
 
@@ -428,7 +372,7 @@ func TestReserve(t *testing.T) {
 // is refused with an error naming both roles, the refusal is logged, and
 // the peer receives one error message and no byte of material.
 func TestRoleBinding(t *testing.T) {
-	s0, s1 := testSeeds(27)
+	s0, s1 := beavertest.Seeds(27)
 	for _, tc := range []struct {
 		name          string
 		claim, bound  int
@@ -478,12 +422,12 @@ func TestRoleBinding(t *testing.T) {
 			}
 			// No byte of material: the session message is never read, and
 			// after the one error message the connection ends.
-			if err := ctl.SendBytes(ctx, encodeSession(SessionID{1}, 0)); err == nil {
+			if err := ctl.SendBytes(ctx, encodeSession(beaver.SessionID{1}, 0)); err == nil {
 				if b, err := ctl.RecvBytes(ctx, maxSeedReplyMsg); err == nil {
 					t.Fatalf("received %d more bytes after the refusal", len(b))
 				}
 			}
-			for _, seed := range []share.Seed{s0, s1, sessionSeed(s0, SessionID{1}, 0), sessionSeed(s1, SessionID{1}, 1)} {
+			for _, seed := range []share.Seed{s0, s1, sessionSeed(s0, beaver.SessionID{1}, 0), sessionSeed(s1, beaver.SessionID{1}, 1)} {
 				if bytes.Contains(reply, seed[:8]) {
 					t.Fatal("the refusal carries seed bytes")
 				}
@@ -514,7 +458,7 @@ func TestRoleBindingOverTLS(t *testing.T) {
 	}
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
 	var logs syncbuf.Buffer
-	s0, s1 := testSeeds(28)
+	s0, s1 := beavertest.Seeds(28)
 	srv := newServer(t, s0, s1, ServerOptions{Fingerprints: fps, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	var lns [2]*transport.Listener
 	serveErr := [2]chan error{make(chan error, 4), make(chan error, 4)}
@@ -576,7 +520,7 @@ func TestRoleBindingOverTLS(t *testing.T) {
 			defer wg.Done()
 			cl, err := Connect(ctx, dial(role, role), role)
 			if err == nil {
-				err = cl.BindSession(ctx, SessionID{28})
+				err = cl.BindSession(ctx, beaver.SessionID{28})
 			}
 			clients[role], errs[role] = cl, err
 		}()
@@ -587,13 +531,13 @@ func TestRoleBindingOverTLS(t *testing.T) {
 			t.Fatalf("party %d: %v", p, err)
 		}
 	}
-	r := Request{Kind: KindWeightTriple, Stream: 1, WeightID: 4, M: 2, K: 3, N: 2}
-	m, err := getBoth(ctx, [2]Provider{clients[0], clients[1]}, r)
+	r := beaver.Request{Kind: beaver.KindWeightTriple, Stream: 1, WeightID: 4, M: 2, K: 3, N: 2}
+	m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{clients[0], clients[1]}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := checkRelation(r, m, func(id uint64, k, n int) []uint64 {
-		w, _ := Typed{clients[0]}.WeightMask(ctx, id, k, n)
+		w, _ := beaver.Typed{Provider: clients[0]}.WeightMask(ctx, id, k, n)
 		return w
 	}); err != nil {
 		t.Fatal(err)
@@ -603,8 +547,8 @@ func TestRoleBindingOverTLS(t *testing.T) {
 func FuzzDecodeHandshake(f *testing.F) {
 	f.Add(encodeHello(0, false))
 	f.Add(encodeHello(1, false))
-	f.Add(encodeSession(SessionID{1, 2, 3}, 0))
-	f.Add(encodeSession(SessionID{4}, 1<<40))
+	f.Add(encodeSession(beaver.SessionID{1, 2, 3}, 0))
+	f.Add(encodeSession(beaver.SessionID{4}, 1<<40))
 	f.Add(append([]byte{statusOK}, make([]byte, share.SeedSize)...))
 	f.Add(append([]byte{statusError}, "no"...))
 	f.Add([]byte{})
@@ -624,11 +568,11 @@ func FuzzDecodeHandshake(f *testing.F) {
 }
 
 func FuzzDecodeDealerState(f *testing.F) {
-	s0, s1 := testSeeds(29)
-	st := &dealerState{seeds: seedsTag(s0, s1), sessions: map[SessionID]*persisted{
+	s0, s1 := beavertest.Seeds(29)
+	st := &dealerState{seeds: seedsTag(s0, s1), sessions: map[beaver.SessionID]*persisted{
 		{1}: {keys: [2]string{"ab", ""}, marks: map[uint32]uint64{2: reserveChunk, 16: 1 << 41}},
 		{2}: {marks: map[uint32]uint64{}, last: 1700000000, budget: 1 << 40, spent: 12345},
-	}, retired: map[retiredTag]struct{}{tagOf(SessionID{3}): {}, tagOf(SessionID{4}): {}}}
+	}, retired: map[retiredTag]struct{}{tagOf(beaver.SessionID{3}): {}, tagOf(beaver.SessionID{4}): {}}}
 	b, err := st.encode()
 	if err != nil {
 		f.Fatal(err)

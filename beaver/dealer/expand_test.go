@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"crypto/aes"

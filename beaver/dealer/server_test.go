@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"context"
@@ -11,18 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 	"github.com/selectformer/selectformer/transport"
 )
 
-var _ Provider = (*Client)(nil)
+var _ beaver.Provider = (*Client)(nil)
 
 // startServer serves both parties of srv over pipes and returns their
 // clients, bound to a fresh session; everything stops at the end of the
 // test.
 func startServer(t *testing.T, srv *Server) (p0, p1 *Client, conns [2]*transport.Conn) {
 	t.Helper()
-	id, err := NewSessionID()
+	id, err := beaver.NewSessionID()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,9 +32,9 @@ func startServer(t *testing.T, srv *Server) (p0, p1 *Client, conns [2]*transport
 }
 
 // startSession is startServer for session id.
-func startSession(t *testing.T, srv *Server, id SessionID) (p0, p1 *Client, conns [2]*transport.Conn) {
+func startSession(t *testing.T, srv *Server, id beaver.SessionID) (p0, p1 *Client, conns [2]*transport.Conn) {
 	t.Helper()
-	clients, conns, errs := connectBoth(t, srv, [2]SessionID{id, id})
+	clients, conns, errs := connectBoth(t, srv, [2]beaver.SessionID{id, id})
 	for p, err := range errs {
 		if err != nil {
 			t.Fatalf("party %d: %v", p, err)
@@ -44,13 +46,13 @@ func startSession(t *testing.T, srv *Server, id SessionID) (p0, p1 *Client, conn
 // connectBoth serves both parties of srv over pipes; party p connects and
 // binds session ids[p] (concurrently: the dealer pairs the two). The
 // servers and pipes stop at the end of the test.
-func connectBoth(t *testing.T, srv *Server, ids [2]SessionID) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
+func connectBoth(t *testing.T, srv *Server, ids [2]beaver.SessionID) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
 	t.Helper()
 	return connectBothWith(t, srv, ids, [2]ConnectOptions{})
 }
 
 // connectBothWith is connectBoth with party p connecting with opts[p].
-func connectBothWith(t *testing.T, srv *Server, ids [2]SessionID, opts [2]ConnectOptions) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
+func connectBothWith(t *testing.T, srv *Server, ids [2]beaver.SessionID, opts [2]ConnectOptions) (clients [2]*Client, conns [2]*transport.Conn, errs [2]error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -99,18 +101,18 @@ func newServer(t *testing.T, s0, s1 share.Seed, opt ServerOptions) *Server {
 // from the in-process dealer and the networked one.
 func TestNetworkedMatchesInProcess(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(5)
-	id := SessionID{5, 5}
-	ip0, ip1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
+	s0, s1 := beavertest.Seeds(5)
+	id := beaver.SessionID{5, 5}
+	ip0, ip1 := boundPair(t, NewWithSeeds(s0, s1), id)
 	np0, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), id)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 200 {
 		r := randomRequest(rng, uint32(i%3))
-		a, err := getBoth(ctx, [2]Provider{ip0, ip1}, r)
+		a, err := beavertest.DrawEach(ctx, [2]beaver.Provider{ip0, ip1}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := getBoth(ctx, [2]Provider{np0, np1}, r)
+		b, err := beavertest.DrawEach(ctx, [2]beaver.Provider{np0, np1}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +124,7 @@ func TestNetworkedMatchesInProcess(t *testing.T) {
 			}
 		}
 		if err := checkRelation(r, b, func(id uint64, k, n int) []uint64 {
-			m, _ := Typed{np0}.WeightMask(ctx, id, k, n)
+			m, _ := beaver.Typed{Provider: np0}.WeightMask(ctx, id, k, n)
 			return m
 		}); err != nil {
 			t.Fatal(err)
@@ -140,7 +142,7 @@ func TestNetworkedMatchesInProcess(t *testing.T) {
 // TestServerConcurrentStreams runs many streams against one server at once.
 func TestServerConcurrentStreams(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(6)
+	s0, s1 := beavertest.Seeds(6)
 	p0, p1, _ := startServer(t, newServer(t, s0, s1, ServerOptions{}))
 	const streams, per = 16, 100
 	var wg sync.WaitGroup
@@ -152,10 +154,10 @@ func TestServerConcurrentStreams(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(st), 3))
 			for range per {
 				r := randomRequest(rng, uint32(100+st))
-				m, err := getBoth(ctx, [2]Provider{p0, p1}, r)
+				m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, r)
 				if err == nil {
 					err = checkRelation(r, m, func(id uint64, k, n int) []uint64 {
-						w, _ := Typed{p0}.WeightMask(ctx, id, k, n)
+						w, _ := beaver.Typed{Provider: p0}.WeightMask(ctx, id, k, n)
 						return w
 					})
 				}
@@ -178,17 +180,17 @@ func TestServerConcurrentStreams(t *testing.T) {
 func TestServerBadRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s0, s1 := testSeeds(7)
+	s0, s1 := beavertest.Seeds(7)
 	_, p1, conns := startServer(t, newServer(t, s0, s1, ServerOptions{}))
-	if _, err := (Typed{p1}).Triples(ctx, 4, 10); err != nil { // opens transport stream 1 for provider stream 4
+	if _, err := (beaver.Typed{Provider: p1}).Triples(ctx, 4, 10); err != nil { // opens transport stream 1 for provider stream 4
 		t.Fatal(err)
 	}
 	st := conns[1].Stream(1)
-	good, _ := Request{Kind: KindTriple, Stream: 4, Counter: 5, N: 3}.AppendBinary(nil)
-	wrongStream, _ := Request{Kind: KindTriple, Stream: 5, Counter: 6, N: 3}.AppendBinary(nil)
-	reuse, _ := Request{Kind: KindTriple, Stream: 4, Counter: 0, N: 3}.AppendBinary(nil)
+	good, _ := beaver.Request{Kind: beaver.KindTriple, Stream: 4, Counter: 5, N: 3}.AppendBinary(nil)
+	wrongStream, _ := beaver.Request{Kind: beaver.KindTriple, Stream: 5, Counter: 6, N: 3}.AppendBinary(nil)
+	reuse, _ := beaver.Request{Kind: beaver.KindTriple, Stream: 4, Counter: 0, N: 3}.AppendBinary(nil)
 	huge := slices.Clone(good)
-	binary.LittleEndian.PutUint32(huge[36:], MaxItemWords+1)
+	binary.LittleEndian.PutUint32(huge[36:], beaver.MaxItemWords+1)
 	badKind := slices.Clone(good)
 	badKind[1] = 99
 	tests := []struct {
@@ -226,7 +228,7 @@ func TestServerBadRequests(t *testing.T) {
 	}
 	// The provider's own next request on stream 4 has counter 1 < 6: refused
 	// as reuse (the raw request above moved the dealer's counter past it).
-	if _, err := (Typed{p1}).Triples(ctx, 4, 1); err == nil || !strings.Contains(err.Error(), "reuses") {
+	if _, err := (beaver.Typed{Provider: p1}).Triples(ctx, 4, 1); err == nil || !strings.Contains(err.Error(), "reuses") {
 		t.Fatalf("reused counter: %v", err)
 	}
 }
@@ -234,7 +236,7 @@ func TestServerBadRequests(t *testing.T) {
 func TestServerHandshake(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s0, s1 := testSeeds(8)
+	s0, s1 := beavertest.Seeds(8)
 	srv := newServer(t, s0, s1, ServerOptions{})
 	tests := []struct {
 		name  string
@@ -258,7 +260,7 @@ func TestServerHandshake(t *testing.T) {
 		})
 	}
 	t.Run("silent client", func(t *testing.T) {
-		s0, s1 := testSeeds(9)
+		s0, s1 := beavertest.Seeds(9)
 		s := newServer(t, s0, s1, ServerOptions{})
 		s.opt.HandshakeTimeout = 50 * time.Millisecond
 		cs, cc := transport.Pipe(transport.Options{})
@@ -269,7 +271,7 @@ func TestServerHandshake(t *testing.T) {
 		}
 	})
 	t.Run("idle party 1", func(t *testing.T) {
-		s0, s1 := testSeeds(9)
+		s0, s1 := beavertest.Seeds(9)
 		s := newServer(t, s0, s1, ServerOptions{IdleTimeout: 100 * time.Millisecond})
 		var done [2]chan error
 		var clients [2]chan error
@@ -282,7 +284,7 @@ func TestServerHandshake(t *testing.T) {
 			go func() {
 				c, err := Connect(ctx, cc, p)
 				if err == nil {
-					err = c.BindSession(ctx, SessionID{9})
+					err = c.BindSession(ctx, beaver.SessionID{9})
 				}
 				clients[p] <- err
 			}()
@@ -307,11 +309,11 @@ func TestServerHandshake(t *testing.T) {
 }
 
 func FuzzDecodeRequest(f *testing.F) {
-	for _, r := range []Request{
-		{Kind: KindTriple, N: 3},
-		{Kind: KindMatTriple, Stream: 2, Counter: 9, Batch: 2, M: 3, K: 4, N: 5},
-		{Kind: KindWeightTriple, WeightID: 1 << 40, M: 1, K: 2, N: 3},
-		{Kind: KindWrap, N: 10, FracBits: 16},
+	for _, r := range []beaver.Request{
+		{Kind: beaver.KindTriple, N: 3},
+		{Kind: beaver.KindMatTriple, Stream: 2, Counter: 9, Batch: 2, M: 3, K: 4, N: 5},
+		{Kind: beaver.KindWeightTriple, WeightID: 1 << 40, M: 1, K: 2, N: 3},
+		{Kind: beaver.KindWrap, N: 10, FracBits: 16},
 		{Kind: 10, WeightID: 3, K: 2, N: 2}, // refused: kind 10 was the weight mask's, no request kind
 	} {
 		b, err := r.AppendBinary(nil)
@@ -322,7 +324,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := DecodeRequest(b)
+		r, err := beaver.DecodeRequest(b)
 		if err != nil {
 			return
 		}

@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"context"
@@ -9,30 +9,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 	"github.com/selectformer/selectformer/transport"
 )
 
 // sequentialOnly hides a provider's MaterialSeq: DrawSequence then draws
 // one item at a time.
-type sequentialOnly struct{ Provider }
+type sequentialOnly struct{ beaver.Provider }
 
 // TestDrawSequenceMatchesMaterial: a sequence drawn at once gives every
 // party the same items, at the same counters, as one Material call per
 // item, from the in-process and from the networked dealer.
 func TestDrawSequenceMatchesMaterial(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(7)
-	id := SessionID{7}
+	s0, s1 := beavertest.Seeds(7)
+	id := beaver.SessionID{7}
 	rng := rand.New(rand.NewPCG(7, 8))
-	var seq []Request
+	var seq []beaver.Request
 	for range 60 {
 		seq = append(seq, randomRequest(rng, 3))
 	}
 	// The reference: one Material call per item, at counters 5, 6, ...
-	ref0, ref1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
-	var want [2][]Material
-	for p, ref := range []Provider{ref0, ref1} {
+	ref0, ref1 := boundPair(t, NewWithSeeds(s0, s1), id)
+	var want [2][]beaver.Material
+	for p, ref := range []beaver.Provider{ref0, ref1} {
 		if err := ref.Seek(3, 5); err != nil {
 			t.Fatal(err)
 		}
@@ -44,30 +46,30 @@ func TestDrawSequenceMatchesMaterial(t *testing.T) {
 			want[p] = append(want[p], m)
 		}
 	}
-	ip0, ip1 := boundPair(t, NewDealerWithSeeds(s0, s1), id)
+	ip0, ip1 := boundPair(t, NewWithSeeds(s0, s1), id)
 	np0, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), id)
 	for _, tc := range []struct {
 		name  string
-		provs [2]Provider
+		provs [2]beaver.Provider
 	}{
-		{"in-process", [2]Provider{ip0, ip1}},
-		{"networked", [2]Provider{np0, np1}},
+		{"in-process", [2]beaver.Provider{ip0, ip1}},
+		{"networked", [2]beaver.Provider{np0, np1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for p, prov := range tc.provs {
-				if _, ok := prov.(Sequencer); !ok {
+				if _, ok := prov.(beaver.Sequencer); !ok {
 					t.Fatalf("party %d: %T is not a Sequencer", p, prov)
 				}
 				if err := prov.Seek(3, 5); err != nil {
 					t.Fatal(err)
 				}
 				got := 0
-				err := DrawSequence(ctx, prov, seq, func(i int, m Material) error {
+				err := beaver.DrawSequence(ctx, prov, seq, func(i int, m beaver.Material) error {
 					if i != got {
 						t.Fatalf("item %d delivered as %d", got, i)
 					}
 					got++
-					if err := m.check(seq[i], p); err != nil {
+					if err := m.Check(seq[i], p); err != nil {
 						return err
 					}
 					for j := range want[p][i].Parts {
@@ -95,9 +97,9 @@ func TestDrawSequenceMatchesMaterial(t *testing.T) {
 // deadline: the test can fail).
 func TestDrawSequencePipelines(t *testing.T) {
 	const n = 40
-	seq := make([]Request, n)
+	seq := make([]beaver.Request, n)
 	for i := range seq {
-		seq[i] = Request{Kind: KindTriple, Stream: 2, N: 1 + i%5}
+		seq[i] = beaver.Request{Kind: beaver.KindTriple, Stream: 2, N: 1 + i%5}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -119,17 +121,17 @@ func TestDrawSequencePipelines(t *testing.T) {
 			go gatedDealer(ctx, cs, n)
 			c, err := Connect(ctx, cc, 1)
 			if err == nil {
-				err = c.BindSession(ctx, SessionID{1})
+				err = c.BindSession(ctx, beaver.SessionID{1})
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var prov Provider = c
+			var prov beaver.Provider = c
 			if !tc.pipelined {
 				prov = sequentialOnly{c}
 			}
 			got := 0
-			err = DrawSequence(ctx, prov, seq, func(int, Material) error { got++; return nil })
+			err = beaver.DrawSequence(ctx, prov, seq, func(int, beaver.Material) error { got++; return nil })
 			if tc.pipelined && (err != nil || got != n) {
 				t.Fatalf("%d of %d items, error %v", got, n, err)
 			}
@@ -166,13 +168,13 @@ func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
 		return
 	}
 	st := conn.Stream(tid)
-	var reqs []Request
+	var reqs []beaver.Request
 	for range n {
-		b, err := st.RecvBytes(ctx, requestSize)
+		b, err := st.RecvBytes(ctx, beaver.RequestSize)
 		if err != nil {
 			return
 		}
-		r, err := DecodeRequest(b)
+		r, err := beaver.DecodeRequest(b)
 		if err != nil {
 			return
 		}
@@ -190,21 +192,21 @@ func gatedDealer(ctx context.Context, conn *transport.Conn, n int) {
 // dealer stream refusing further requests rather than out of step.
 func TestDrawSequenceErrors(t *testing.T) {
 	ctx := context.Background()
-	s0, s1 := testSeeds(8)
-	p0, p1 := boundPair(t, NewDealerWithSeeds(s0, s1), SessionID{8})
-	tri := Request{Kind: KindTriple, Stream: 1, N: 4}
+	s0, s1 := beavertest.Seeds(8)
+	p0, p1 := boundPair(t, NewWithSeeds(s0, s1), beaver.SessionID{8})
+	tri := beaver.Request{Kind: beaver.KindTriple, Stream: 1, N: 4}
 	for _, tc := range []struct {
 		name string
-		seq  []Request
+		seq  []beaver.Request
 		want string
 	}{
-		{"two streams", []Request{tri, {Kind: KindTriple, Stream: 2, N: 4}}, "stream 2"},
-		{"counter set", []Request{{Kind: KindTriple, Stream: 1, N: 4, Counter: 3}}, "counters"},
-		{"invalid", []Request{{Kind: KindTriple, Stream: 1, N: -1}}, "item 0"},
+		{"two streams", []beaver.Request{tri, {Kind: beaver.KindTriple, Stream: 2, N: 4}}, "stream 2"},
+		{"counter set", []beaver.Request{{Kind: beaver.KindTriple, Stream: 1, N: 4, Counter: 3}}, "counters"},
+		{"invalid", []beaver.Request{{Kind: beaver.KindTriple, Stream: 1, N: -1}}, "item 0"},
 	} {
-		for p, prov := range []Provider{p0, p1} {
+		for p, prov := range []beaver.Provider{p0, p1} {
 			before := prov.Position(1)
-			err := DrawSequence(ctx, prov, tc.seq, func(int, Material) error { return nil })
+			err := beaver.DrawSequence(ctx, prov, tc.seq, func(int, beaver.Material) error { return nil })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s, party %d: error %v, want one mentioning %q", tc.name, p, err, tc.want)
 			}
@@ -214,10 +216,10 @@ func TestDrawSequenceErrors(t *testing.T) {
 		}
 	}
 
-	_, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), SessionID{9})
+	_, np1, _ := startSession(t, newServer(t, s0, s1, ServerOptions{}), beaver.SessionID{9})
 	stop := errors.New("consumer gave up")
-	seq := []Request{tri, tri, tri}
-	err := DrawSequence(ctx, np1, seq, func(i int, _ Material) error {
+	seq := []beaver.Request{tri, tri, tri}
+	err := beaver.DrawSequence(ctx, np1, seq, func(i int, _ beaver.Material) error {
 		if i == 1 {
 			return stop
 		}
@@ -229,7 +231,7 @@ func TestDrawSequenceErrors(t *testing.T) {
 	if _, err := np1.Material(ctx, tri); err == nil || !strings.Contains(err.Error(), "out of step") {
 		t.Errorf("request after a failed sequence: error %v, want one saying the stream is out of step", err)
 	}
-	if _, err := np1.Material(ctx, Request{Kind: KindTriple, Stream: 4, N: 1}); err != nil {
+	if _, err := np1.Material(ctx, beaver.Request{Kind: beaver.KindTriple, Stream: 4, N: 1}); err != nil {
 		t.Errorf("another stream is unaffected: %v", err)
 	}
 }

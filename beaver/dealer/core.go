@@ -1,15 +1,13 @@
-package beaver
+package dealer
 
 import (
-	"context"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/share"
 )
@@ -32,7 +30,7 @@ type dealerCore struct {
 
 	mu       sync.Mutex
 	state    *dealerState // persisted view: session keys and marks
-	sessions map[SessionID]*coreSession
+	sessions map[beaver.SessionID]*coreSession
 	// waiting holds each party's presentations of a session id that wait for
 	// the other party's presentation of the same id: one dealer serves many
 	// sessions at once (a sharded selection's worker pairs), so presentations
@@ -51,12 +49,12 @@ type dealerCore struct {
 }
 
 // coreLimits are a networked dealer's bounds (ServerOptions); the zero value,
-// the in-process dealer's, bounds nothing beyond Request.Validate and the
-// fixed maxStreamsPerSession.
+// the in-process dealer's, bounds nothing beyond beaver.Request.Validate and the
+// fixed beaver.MaxSessionStreams.
 type coreLimits struct {
 	maxWords   int    // words of any part of one request (0: MaxItemWords)
 	maxMACs    uint64 // multiply-adds of one request (0: any)
-	maxStreams int    // streams of one session (0: maxStreamsPerSession)
+	maxStreams int    // streams of one session (0: beaver.MaxSessionStreams)
 	// budget is a session's budget of work when the parties announce none,
 	// and the most they may announce (0: unlimited).
 	budget      uint64
@@ -66,7 +64,7 @@ type coreLimits struct {
 
 // coreSession is the dealer's state of one session.
 type coreSession struct {
-	id    SessionID
+	id    beaver.SessionID
 	seeds [2]share.Seed // the parties' session seeds
 	keys  [2]*keyCache
 	rec   *persisted // keys of the pairing, high-water marks, budget (shared with state)
@@ -83,45 +81,12 @@ type coreSession struct {
 	active int
 }
 
-// waitKey is a presentation's session id and party.
-type waitKey struct {
-	id   SessionID
-	role int
-}
-
-// maxSeenIDs bounds the other party's ids a waiting presentation records.
-const maxSeenIDs = 4
-
-// joiner is a party waiting in join for the other party's id.
-type joiner struct {
-	id     SessionID
-	key    string
-	budget uint64
-	done   chan joinResult
-	// seen are ids the other party presented while this one waited (at most
-	// maxSeenIDs; d.mu guards it): what a timeout reports when the parties
-	// do not agree on the session.
-	seen []SessionID
-}
-
-// note records id among the other party's ids j saw. d.mu must be held.
-func (j *joiner) note(id SessionID) {
-	if len(j.seen) < maxSeenIDs && !slices.Contains(j.seen, id) {
-		j.seen = append(j.seen, id)
-	}
-}
-
-type joinResult struct {
-	s   *coreSession
-	err error
-}
-
 func newDealerCore(seed0, seed1 share.Seed) *dealerCore {
 	return &dealerCore{
 		seeds:    [2]share.Seed{seed0, seed1},
 		now:      time.Now,
-		state:    &dealerState{seeds: seedsTag(seed0, seed1), sessions: map[SessionID]*persisted{}, retired: map[retiredTag]struct{}{}},
-		sessions: make(map[SessionID]*coreSession),
+		state:    &dealerState{seeds: seedsTag(seed0, seed1), sessions: map[beaver.SessionID]*persisted{}, retired: map[retiredTag]struct{}{}},
+		sessions: make(map[beaver.SessionID]*coreSession),
 		waiting:  make(map[waitKey]*joiner),
 	}
 }
@@ -188,7 +153,7 @@ func (d *dealerCore) persist(g uint64) error {
 // sessionLocked returns the session id, creating it (from the persisted
 // record, if any) on first use; created reports whether it has no record
 // yet. d.mu must be held.
-func (d *dealerCore) sessionLocked(id SessionID) (s *coreSession, created bool) {
+func (d *dealerCore) sessionLocked(id beaver.SessionID) (s *coreSession, created bool) {
 	if s := d.sessions[id]; s != nil {
 		return s, false
 	}
@@ -216,12 +181,12 @@ func (d *dealerCore) sessionLocked(id SessionID) (s *coreSession, created bool) 
 func (d *dealerCore) defaultSession() *coreSession {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	s, _ := d.sessionLocked(SessionID{})
+	s, _ := d.sessionLocked(beaver.SessionID{})
 	return s
 }
 
 // pairingError checks that session id may be served to role's key.
-func (d *dealerCore) pairingErrorLocked(id SessionID, role int, key string) error {
+func (d *dealerCore) pairingErrorLocked(id beaver.SessionID, role int, key string) error {
 	rec := d.state.sessions[id]
 	if rec == nil || rec.keys[role] == key {
 		return nil
@@ -233,13 +198,13 @@ func (d *dealerCore) pairingErrorLocked(id SessionID, role int, key string) erro
 		return k
 	}
 	return refused(fmt.Errorf("beaver: dealer: session %s… was served to the %s with key %s, now presented with key %s",
-		id.short(), roleName(role), show(rec.keys[role]), show(key)))
+		id.Short(), roleName(role), show(rec.keys[role]), show(key)))
 }
 
 // retiredErrorLocked refuses a retired session id.
-func (d *dealerCore) retiredErrorLocked(id SessionID) error {
+func (d *dealerCore) retiredErrorLocked(id beaver.SessionID) error {
 	if _, ok := d.state.retired[tagOf(id)]; ok {
-		return refused(fmt.Errorf("beaver: dealer: session %s… is retired (unused for longer than the dealer keeps sessions, or evicted by newer ones) and is never served again", id.short()))
+		return refused(fmt.Errorf("beaver: dealer: session %s… is retired (unused for longer than the dealer keeps sessions, or evicted by newer ones) and is never served again", id.Short()))
 	}
 	return nil
 }
@@ -247,14 +212,14 @@ func (d *dealerCore) retiredErrorLocked(id SessionID) error {
 // retireLocked drops session id's record and keeps its tag, so that the id
 // is refused from now on. d.mu must be held; the change is written with
 // the next write.
-func (d *dealerCore) retireLocked(id SessionID) {
+func (d *dealerCore) retireLocked(id beaver.SessionID) {
 	delete(d.state.sessions, id)
 	delete(d.sessions, id)
 	d.state.retired[tagOf(id)] = struct{}{}
 }
 
 // inactiveLocked reports whether no connection serves session id.
-func (d *dealerCore) inactiveLocked(id SessionID) bool {
+func (d *dealerCore) inactiveLocked(id beaver.SessionID) bool {
 	s := d.sessions[id]
 	return s == nil || s.active == 0
 }
@@ -282,7 +247,7 @@ func (d *dealerCore) makeRoomLocked() error {
 			return refused(fmt.Errorf("beaver: dealer: %d sessions retired, the most one state file keeps: start the dealer with fresh seeds", maxRetired))
 		}
 		var (
-			oldest SessionID
+			oldest beaver.SessionID
 			found  bool
 			last   int64
 		)
@@ -299,177 +264,9 @@ func (d *dealerCore) makeRoomLocked() error {
 	return nil
 }
 
-// sessionBudget returns the budget of a session whose parties announced a
-// (0: none): the smaller announcement, at most the dealer's limit.
-func (d *dealerCore) sessionBudget(a [2]uint64) uint64 {
-	b := d.lim.budget
-	for _, x := range a {
-		if x != 0 && (b == 0 || x < b) {
-			b = x
-		}
-	}
-	return b
-}
-
-// join pairs role's presentation of session id (with the role's key
-// fingerprint and the session budget it announces, 0 for none) with the
-// other role's presentation of the same id: it waits until the other role
-// presents it (or ctx ends, gone is closed, or timeout passes; then, if the
-// other role presented only other ids meanwhile, the refusal says "session
-// mismatch" and names them), and refuses when the id is the reserved zero
-// id, when the session was served to other keys or was retired, or when no
-// new session may be kept. Both parties get
-// the session, whose budget is the smaller announcement (see
-// sessionBudget; a later join may lower it, never raise it); each must call
-// leave when its connection ends.
-func (d *dealerCore) join(ctx context.Context, gone <-chan struct{}, id SessionID, role int, key string, budget uint64, timeout time.Duration) (*coreSession, error) {
-	if id.IsZero() {
-		return nil, refused(fmt.Errorf("beaver: dealer: the %s presented the zero session id", roleName(role)))
-	}
-	d.mu.Lock()
-	if err := d.retiredErrorLocked(id); err != nil {
-		d.mu.Unlock()
-		return nil, err
-	}
-	if err := d.pairingErrorLocked(id, role, key); err != nil {
-		d.mu.Unlock()
-		return nil, err
-	}
-	if other := d.waiting[waitKey{id, 1 - role}]; other != nil {
-		delete(d.waiting, waitKey{id, 1 - role})
-		keys, budgets := [2]string{}, [2]uint64{}
-		keys[role], keys[1-role] = key, other.key
-		budgets[role], budgets[1-role] = budget, other.budget
-		s, gen, err := d.openLocked(id, keys, budgets)
-		d.mu.Unlock()
-		if err == nil {
-			// The session's record is durable before either party gets
-			// its seed (party 0's seed is all its material).
-			if err = d.persist(gen); err != nil {
-				d.leave(s)
-				d.leave(s)
-				s, err = nil, fmt.Errorf("beaver: dealer: open session %s…: %w", id.short(), err)
-			}
-		}
-		other.done <- joinResult{s, err}
-		return s, err
-	}
-	wk := waitKey{id, role}
-	if old := d.waiting[wk]; old != nil {
-		old.done <- joinResult{err: refused(fmt.Errorf("beaver: dealer: superseded by a newer connection of the %s presenting session %s…", roleName(role), id.short()))}
-	}
-	w := &joiner{id: id, key: key, budget: budget, done: make(chan joinResult, 1)}
-	for k, o := range d.waiting {
-		if k.role == 1-role {
-			w.note(k.id)
-			o.note(id)
-		}
-	}
-	d.waiting[wk] = w
-	d.mu.Unlock()
-
-	if timeout <= 0 {
-		timeout = DefaultSessionTimeout
-	}
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	var why error
-	select {
-	case r := <-w.done:
-		return r.s, r.err
-	case <-ctx.Done():
-		why = ctx.Err()
-	case <-gone:
-		why = fmt.Errorf("connection closed")
-	case <-t.C:
-		why = refused(fmt.Errorf("beaver: dealer: the %s did not present a session within %v", roleName(1-role), timeout))
-	}
-	d.mu.Lock()
-	seen := slices.Clone(w.seen)
-	if d.waiting[wk] == w {
-		delete(d.waiting, wk)
-		d.mu.Unlock()
-	} else {
-		// The other party paired with w meanwhile (or a newer connection
-		// superseded it): take the result (and give the session back).
-		// Its ids matched, so a timeout is not a mismatch.
-		d.mu.Unlock()
-		if r := <-w.done; r.s != nil {
-			d.leave(r.s)
-		}
-		seen = nil
-	}
-	if len(seen) > 0 {
-		// The other party was there, with other sessions: most likely the
-		// parties do not agree on this one (a dealer serving several
-		// sessions cannot tell at once, since a sharded selection's pairs
-		// present theirs in any order).
-		short := make([]string, len(seen))
-		for i, o := range seen {
-			short[i] = o.short() + "…"
-		}
-		return nil, refused(fmt.Errorf("beaver: dealer: session mismatch: the %s presented session %s…, the %s only %s while it waited (%v): do the parties agree on the session?",
-			roleName(role), id.short(), roleName(1-role), strings.Join(short, ", "), why))
-	}
-	return nil, fmt.Errorf("beaver: dealer: waiting for the %s to present session %s…: %w", roleName(1-role), id.short(), why)
-}
-
-// openLocked returns session id for the pairing keys and the budgets both
-// parties announced, recording a new session's keys, and the gen to
-// persist before the session is used. Both joins count as active. d.mu
-// must be held.
-func (d *dealerCore) openLocked(id SessionID, keys [2]string, budgets [2]uint64) (*coreSession, uint64, error) {
-	for r := range 2 {
-		if err := d.pairingErrorLocked(id, r, keys[r]); err != nil {
-			return nil, 0, err
-		}
-	}
-	d.pruneLocked()
-	if err := d.retiredErrorLocked(id); err != nil {
-		return nil, 0, err
-	}
-	if d.state.sessions[id] == nil {
-		if err := d.makeRoomLocked(); err != nil {
-			return nil, 0, err
-		}
-	}
-	s, created := d.sessionLocked(id)
-	if created {
-		s.rec.keys = keys
-		d.state.sessions[id] = s.rec
-		d.gen++
-	}
-	if b := d.sessionBudget(budgets); s.rec.budget == 0 || b != 0 && b < s.rec.budget {
-		s.rec.budget = b
-	}
-	s.rec.last = d.now().Unix()
-	s.active += 2
-	return s, d.gen, nil
-}
-
-// leave ends one join of session s (its connection is done) and writes the
-// state, so that the work it charged is kept.
-func (d *dealerCore) leave(s *coreSession) {
-	d.mu.Lock()
-	s.active--
-	d.gen++
-	g := d.gen
-	d.mu.Unlock()
-	_ = d.persist(g) // best effort: the next write keeps it otherwise
-}
-
-// reserve returns the persisted mark that covers counter c: c+1 rounded up
-// to a multiple of reserveChunk (saturating).
-func reserve(c uint64) uint64 {
-	if c >= math.MaxUint64-reserveChunk {
-		return math.MaxUint64
-	}
-	return (c + reserveChunk) &^ (reserveChunk - 1)
-}
-
 // checkLimits refuses a request beyond the dealer's size limits, before
 // anything is allocated for it.
-func (d *dealerCore) checkLimits(r Request) error {
+func (d *dealerCore) checkLimits(r beaver.Request) error {
 	if d.lim.maxWords > 0 && r.MaxPartWords() > d.lim.maxWords {
 		return fmt.Errorf("beaver: dealer: %v: a part of %d words exceeds the dealer's limit of %d words per part", r, r.MaxPartWords(), d.lim.maxWords)
 	}
@@ -482,14 +279,14 @@ func (d *dealerCore) checkLimits(r Request) error {
 // serve checks r, asked by party, against session s and returns party's
 // dealer words. Each party's counters are checked on their own: a kind
 // whose dealer words go to both parties is asked for by both.
-func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, error) {
+func (d *dealerCore) serve(s *coreSession, party int, r beaver.Request) ([]uint64, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if !r.dealtTo(party) {
+	if !r.DealtTo(party) {
 		return nil, fmt.Errorf("beaver: dealer: %v: the %s gets no dealer words of kind %v", r, roleName(party), r.Kind)
 	}
-	c := r.Kind.spec()
+	c, _ := beaver.Lookup(r.Kind) // known: r is valid
 	if r.Counter == math.MaxUint64 {
 		return nil, fmt.Errorf("beaver: dealer: %v: counter space of stream %d exhausted", r, r.Stream)
 	}
@@ -497,7 +294,7 @@ func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, erro
 		return nil, err
 	}
 	work := r.DealerWork()
-	maxStreams := maxStreamsPerSession
+	maxStreams := beaver.MaxSessionStreams
 	if d.lim.maxStreams > 0 {
 		maxStreams = d.lim.maxStreams
 	}
@@ -506,7 +303,7 @@ func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, erro
 	if r.Counter < next {
 		d.mu.Unlock()
 		if m := s.rec.marks[r.Stream]; r.Counter < m && d.statePath != "" {
-			return nil, fmt.Errorf("beaver: dealer: %v reuses a counter: session %s… stream %d was served up to %d (persisted high-water mark %d)", r, s.id.short(), r.Stream, next, m)
+			return nil, fmt.Errorf("beaver: dealer: %v reuses a counter: session %s… stream %d was served up to %d (persisted high-water mark %d)", r, s.id.Short(), r.Stream, next, m)
 		}
 		return nil, fmt.Errorf("beaver: dealer: %v reuses a counter (stream %d is at %d)", r, r.Stream, next)
 	}
@@ -539,7 +336,7 @@ func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, erro
 	var need uint64
 	if d.statePath != "" {
 		if r.Counter >= s.rec.marks[r.Stream] {
-			s.rec.marks[r.Stream] = reserve(r.Counter)
+			s.rec.marks[r.Stream] = beaver.ReserveMark(r.Counter, reserveChunk)
 			d.gen++
 			s.markGen[r.Stream] = d.gen
 		}
@@ -559,7 +356,7 @@ func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, erro
 	buf0, buf1 := share.GetWords(localTotal(r, 0)), share.GetWords(localTotal(r, 1))
 	defer share.PutWords(buf0)
 	defer share.PutWords(buf1)
-	x := Expansion{Local: [2][][]uint64{expandLocalInto(buf0, s.keys[0], r), expandLocalInto(buf1, s.keys[1], r)}}
+	x := beaver.Expansion{Local: [2][][]uint64{expandLocalInto(buf0, s.keys[0], r), expandLocalInto(buf1, s.keys[1], r)}}
 	if c.Mask != nil {
 		k, n := c.Mask(r)
 		x.Mask = weightMaskInto(share.GetWords(k*n), s.seeds[0], r.WeightID, k, n)
@@ -572,88 +369,4 @@ func (d *dealerCore) serve(s *coreSession, party int, r Request) ([]uint64, erro
 	d.items.Add(1)
 	d.words.Add(int64(len(out[party])))
 	return out[party], nil
-}
-
-// Dealer is the in-process dealer: it holds both parties' seeds and hands each
-// party a Provider. Each party's provider expands its masks locally and
-// takes only its dealer words from the dealer (party 1's of every built-in
-// kind; party 0's material of those is all local), by a function call
-// instead of a network message (its DealerStats count the bytes those words
-// would have cost on a wire). Used by
-// tests, the quickstart and benchmarks where all parties share a process.
-//
-// Material is keyed by session like the networked dealer's: a provider bound
-// with BindSession (as selection does, with the id both parties drew) gets
-// that session's material once the other party's provider has presented the
-// same id; a provider used without binding gets the dealer's default session
-// (the zero id), shared by all such providers of this Dealer. Within a
-// session the dealer refuses any counter of a party already served.
-type Dealer struct {
-	core *dealerCore
-}
-
-// NewDealer returns an in-process dealer with fresh random seeds.
-func NewDealer() (*Dealer, error) {
-	s0, err := share.NewSeed()
-	if err != nil {
-		return nil, fmt.Errorf("beaver: new dealer: %w", err)
-	}
-	s1, err := share.NewSeed()
-	if err != nil {
-		return nil, fmt.Errorf("beaver: new dealer: %w", err)
-	}
-	return NewDealerWithSeeds(s0, s1), nil
-}
-
-// NewDealerWithSeeds returns an in-process dealer with the given seeds (seed0
-// for party 0, seed1 for party 1): reproducible material for tests, the same
-// as a networked Server with the same seeds for the same session id.
-func NewDealerWithSeeds(seed0, seed1 share.Seed) *Dealer {
-	return &Dealer{core: newDealerCore(seed0, seed1)}
-}
-
-// Provider returns a new Provider for party (0 or 1). Each call returns a
-// fresh provider whose streams start at counter 0; a party should use one.
-func (d *Dealer) Provider(party int) (Provider, error) {
-	if party != 0 && party != 1 {
-		return nil, fmt.Errorf("beaver: provider for party %d, want 0 or 1", party)
-	}
-	core := d.core
-	src := func(s *coreSession) corrector { return inProcess{core, s, party} }
-	bind := func(ctx context.Context, id SessionID) (share.Seed, corrector, error) {
-		s, err := core.join(ctx, nil, id, party, "", 0, DefaultSessionTimeout)
-		if err != nil {
-			return share.Seed{}, nil, err
-		}
-		return s.seeds[party], src(s), nil
-	}
-	auto := func() (SessionID, share.Seed, corrector) {
-		s := core.defaultSession()
-		return s.id, s.seeds[party], src(s)
-	}
-	return newSeededProvider(party, bind, auto), nil
-}
-
-// Stats returns the items the dealer served and the bytes of correction words
-// they amount to.
-func (d *Dealer) Stats() DealerStats {
-	return DealerStats{BytesRecv: 8 * d.core.words.Load(), Items: d.core.items.Load()}
-}
-
-// inProcess hands party its dealer words of session s by a function call.
-type inProcess struct {
-	d     *dealerCore
-	s     *coreSession
-	party int
-}
-
-func (c inProcess) correct(ctx context.Context, r Request) ([]uint64, int64, int64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, 0, 0, err
-	}
-	out, err := c.d.serve(c.s, c.party, r)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	return out, requestSize, 8 * int64(len(out)), nil
 }

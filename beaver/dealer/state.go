@@ -1,4 +1,4 @@
-package beaver
+package dealer
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"slices"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/share"
@@ -58,8 +59,6 @@ const (
 	reserveChunk = 1 << 16
 	// maxStateFile bounds the state file read back.
 	maxStateFile = 256 << 20
-	// maxStreamsPerSession bounds the streams of one session.
-	maxStreamsPerSession = 1 << 16
 	// maxKeyLen bounds a stored key fingerprint.
 	maxKeyLen = 128
 	// maxStateSessions bounds the live sessions of a state file read back
@@ -76,7 +75,7 @@ var ErrBadStateFile = errors.New("bad dealer state file")
 // dealerState is the decoded state file.
 type dealerState struct {
 	seeds    [32]byte
-	sessions map[SessionID]*persisted
+	sessions map[beaver.SessionID]*persisted
 	retired  map[retiredTag]struct{}
 }
 
@@ -99,7 +98,7 @@ type persisted struct {
 type retiredTag [8]byte
 
 // tagOf returns the retired tag of id.
-func tagOf(id SessionID) retiredTag {
+func tagOf(id beaver.SessionID) retiredTag {
 	h := sha256.Sum256(append([]byte("selectformer/beaver/retired/v1"), id[:]...))
 	var t retiredTag
 	copy(t[:], h[:])
@@ -168,34 +167,34 @@ func decodeDealerState(b []byte) (*dealerState, error) {
 	if len(j.Sessions) > maxStateSessions {
 		return nil, bad("%d sessions, at most %d", len(j.Sessions), maxStateSessions)
 	}
-	st := &dealerState{sessions: make(map[SessionID]*persisted, len(j.Sessions)), retired: map[retiredTag]struct{}{}}
+	st := &dealerState{sessions: make(map[beaver.SessionID]*persisted, len(j.Sessions)), retired: map[retiredTag]struct{}{}}
 	sb, err := hex.DecodeString(j.Seeds)
 	if err != nil || len(sb) != len(st.seeds) {
 		return nil, bad("seeds tag %q", j.Seeds)
 	}
 	copy(st.seeds[:], sb)
 	for i, s := range j.Sessions {
-		id, err := ParseSessionID(s.ID)
+		id, err := beaver.ParseSessionID(s.ID)
 		if err != nil || id.IsZero() {
 			return nil, bad("session %d: id %q", i, s.ID)
 		}
 		if _, dup := st.sessions[id]; dup {
-			return nil, bad("session %s listed twice", id.short())
+			return nil, bad("session %s listed twice", id.Short())
 		}
 		for r, k := range s.Keys {
 			if !validKey(k) {
-				return nil, bad("session %s: key of party %d %q", id.short(), r, k)
+				return nil, bad("session %s: key of party %d %q", id.Short(), r, k)
 			}
 		}
-		if len(s.Marks) > maxStreamsPerSession {
-			return nil, bad("session %s: %d streams, at most %d", id.short(), len(s.Marks), maxStreamsPerSession)
+		if len(s.Marks) > beaver.MaxSessionStreams {
+			return nil, bad("session %s: %d streams, at most %d", id.Short(), len(s.Marks), beaver.MaxSessionStreams)
 		}
 		marks := s.Marks
 		if marks == nil {
 			marks = map[uint32]uint64{}
 		}
 		if s.Last < 0 {
-			return nil, bad("session %s: last joined at %d", id.short(), s.Last)
+			return nil, bad("session %s: last joined at %d", id.Short(), s.Last)
 		}
 		st.sessions[id] = &persisted{keys: s.Keys, marks: marks, last: s.Last, budget: s.Budget, spent: s.Spent}
 	}
@@ -217,7 +216,7 @@ func decodeDealerState(b []byte) (*dealerState, error) {
 	}
 	for id := range st.sessions {
 		if _, ok := st.retired[tagOf(id)]; ok {
-			return nil, bad("session %s is both live and retired", id.short())
+			return nil, bad("session %s is both live and retired", id.Short())
 		}
 	}
 	return st, nil
@@ -226,11 +225,11 @@ func decodeDealerState(b []byte) (*dealerState, error) {
 // encode returns the state file's bytes (sessions in id order).
 func (st *dealerState) encode() ([]byte, error) {
 	j := stateJSON{Version: stateVersion, Seeds: hex.EncodeToString(st.seeds[:]), Sessions: make([]sessionJSON, 0, len(st.sessions))}
-	ids := make([]SessionID, 0, len(st.sessions))
+	ids := make([]beaver.SessionID, 0, len(st.sessions))
 	for id := range st.sessions {
 		ids = append(ids, id)
 	}
-	slices.SortFunc(ids, func(a, b SessionID) int { return bytes.Compare(a[:], b[:]) })
+	slices.SortFunc(ids, func(a, b beaver.SessionID) int { return bytes.Compare(a[:], b[:]) })
 	for _, id := range ids {
 		p := st.sessions[id]
 		marks := p.marks
@@ -263,7 +262,7 @@ func (st *dealerState) encode() ([]byte, error) {
 func loadDealerState(path string, tag [32]byte) (*dealerState, error) {
 	b, err := atomicfile.ReadLimited(path, maxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &dealerState{seeds: tag, sessions: map[SessionID]*persisted{}, retired: map[retiredTag]struct{}{}}, nil
+		return &dealerState{seeds: tag, sessions: map[beaver.SessionID]*persisted{}, retired: map[retiredTag]struct{}{}}, nil
 	}
 	if errors.Is(err, atomicfile.ErrTooLarge) {
 		return nil, fmt.Errorf("beaver: dealer state %s: %w: %w", path, ErrBadStateFile, err)

@@ -1,5 +1,5 @@
 //go:build race
 
-package beaver
+package dealer
 
 const raceEnabled = true
