@@ -126,6 +126,21 @@ func Choices() string {
 	return strings.Join(n[:len(n)-1], ", ") + " or " + n[len(n)-1]
 }
 
+// Usage describes the registered sources for a flag's help, each name
+// with its Doc: "dealer (…), ot (…) or he (…)".
+func Usage() string {
+	mu.RLock()
+	defer mu.RUnlock()
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s (%s)", n, byName[n].Doc)
+	}
+	if len(parts) <= 1 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
 // InProcess returns the Env of party in a process that holds both
 // parties: their connection is already open (conn), and its dealer, if
 // any, is a provider in hand (an in-process dealer's, or a networked

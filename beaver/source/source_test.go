@@ -25,6 +25,16 @@ func TestBuiltIn(t *testing.T) {
 	if got := source.Choices(); got != "dealer, ot or he" {
 		t.Fatalf("choices %q", got)
 	}
+	// The flags' help lists every source with its Doc, in order.
+	usage, at := source.Usage(), 0
+	for _, n := range source.Names() {
+		s, _ := source.ByName(n)
+		i := strings.Index(usage[at:], n+" ("+s.Doc+")")
+		if i < 0 {
+			t.Fatalf("usage %q: no %s with its doc after byte %d", usage, n, at)
+		}
+		at += i + len(n)
+	}
 	for _, c := range []struct {
 		name string
 		free bool

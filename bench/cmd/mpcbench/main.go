@@ -134,7 +134,7 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tiny := fs.Bool("tiny", false, "tiny shapes (for tests)")
 	prefetch := fs.Bool("prefetch", true, "make correlated randomness ahead (offline) so seconds is online time only")
 	only := fs.String("only", "", "comma-separated op names to run (default all)")
-	provider := fs.String("provider", source.Default, "correlated randomness from the in-process dealer (dealer), made by the parties by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)")
+	provider := fs.String("provider", source.Default, "where the correlated randomness comes from (in process): "+source.Usage())
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

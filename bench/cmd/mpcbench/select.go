@@ -92,7 +92,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		bandwidth:    fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
 		rtt:          fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
 		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
-		provider:     fs.String("provider", source.Default, "correlated randomness from an in-process dealer (dealer) or made by the parties, no dealer (in-process only): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)"),
+		provider:     fs.String("provider", source.Default, "where the correlated randomness comes from (in process): "+source.Usage()),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
 		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
 		dealerLink: fs.String("dealer-link", "", "the dealer as a third host: its link to both parties ("+strings.Join(transport.ProfileNames(), ", ")+

@@ -39,7 +39,7 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 	fs.StringVar(&f.Endpoint.Connect, "connect", "", "connect to the "+peerName+" at this address (or use -listen)")
 	fs.DurationVar(&f.Endpoint.Timeout, "connect-timeout", time.Minute, "how long to wait for the "+peerName+" and the dealer")
 	fs.StringVar(&f.PeerFingerprint, "peer-fingerprint", "", "the "+peerName+"'s fingerprint or certificate file; required")
-	fs.StringVar(&f.Provider, "provider", source.Default, "where the correlated randomness comes from: dealer (a networked dealer, -dealer), ot (no dealer: both parties make it by oblivious transfer over their own connection) or he (no dealer: as ot, but the products with the model owner's weights by lattice encryption, each weight matrix uploaded once)")
+	fs.StringVar(&f.Provider, "provider", source.Default, "where the correlated randomness comes from: "+source.Usage())
 	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required with -provider dealer (with -worker, \"%s\" in it is replaced by the shard index: one dealer per worker pair)", party, ShardPlaceholder))
 	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required with -provider dealer")
 	fs.Uint64Var(&f.DealerBudget, "dealer-budget", 0, "the most dealer work (beaver.Request.DealerWork units) this party lets the session draw; the dealer serves the smaller of the two parties' announcements (0: none; the model owner announces the smaller of this and selection.DealerBudget of its proxies' shapes, and the dealer's -session-budget caps both)")
