@@ -288,11 +288,14 @@ func TestResumeWithAnotherRootRefused(t *testing.T) {
 
 // TestBootstrapOpeningRefused: the model owner checks every bootstrap
 // point against the data owner's commitment before it labels anything. A
-// data owner whose bootstrap items are not those it committed to (its
-// opening fails), or whose bootstrap inputs are not those of the
-// candidates it opens, is refused with AbortOpening, and the Label
-// function is never called; the honest data owner's bootstrap is labelled
-// from the committed candidates.
+// data owner whose bootstrap points are not the candidates it committed
+// to (pool A committed, pool B's inputs sent and its items opened with
+// pool A's salts and paths: only the openings' check sees it, with or
+// without ItemInput), or whose bootstrap inputs are not those of the
+// candidates it opens (only the inputs' comparison sees it), is refused
+// with AbortOpening, and the Label function is never called; the honest
+// data owner's bootstrap is labelled from the committed candidates.
+// Each dishonest case fails if its check in receiveOpenings is removed.
 func TestBootstrapOpeningRefused(t *testing.T) {
 	const n = 48
 	both, _, target := sessiontest.TinyViT(t, 2*n)
@@ -309,18 +312,24 @@ func TestBootstrapOpeningRefused(t *testing.T) {
 		name  string
 		items purchase.Items
 		rows  model.Input
-		code  AbortCode
+		// noItemInput: the model owner cannot turn items into inputs
+		// (a text target without a tokenizer); it checks the openings
+		// only.
+		noItemInput bool
+		code        AbortCode
 	}{
-		{"items switched after the commitment", &switchItems{a: pa, b: pb}, input(pa), AbortOpening},
-		{"inputs of another pool", pa, input(pb), AbortOpening},
-		{"honest", pa, input(pa), 0},
+		{"points of another pool than committed", &switchItems{a: pa, b: pb}, input(pb), false, AbortOpening},
+		{"points of another pool, no ItemInput", &switchItems{a: pa, b: pb}, input(pa), true, AbortOpening},
+		{"items switched after the commitment", &switchItems{a: pa, b: pb}, input(pa), false, AbortOpening},
+		{"inputs of another pool", pa, input(pb), false, AbortOpening},
+		{"honest", pa, input(pa), false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			labelled := false
 			stop := errors.New("stop after the label")
 			errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
 				if party == 0 {
-					mo := &ModelOwner{Params: params, Target: target, ItemInput: itemInput, Logger: quiet(), Generate: sessiontest.PlainGeneration(quiet()),
+					mo := &ModelOwner{Params: params, Target: target, ItemInput: itemInput, RequireCommitment: true, Logger: quiet(), Generate: sessiontest.PlainGeneration(quiet()),
 						Label: func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
 							labelled = true
 							if want, _ := input(pa).Select(idx); !sameInput(in, want) {
@@ -328,6 +337,9 @@ func TestBootstrapOpeningRefused(t *testing.T) {
 							}
 							return nil, stop // no proxies needed: the bootstrap check is done
 						}}
+					if c.noItemInput {
+						mo.ItemInput = nil
+					}
 					_, err := mo.Run(ctx, conn, prov)
 					return err
 				}
