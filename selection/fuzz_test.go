@@ -11,7 +11,6 @@ import (
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/secure"
-
 	"github.com/selectformer/selectformer/selection/purchase"
 )
 

@@ -2,6 +2,7 @@ package purchase
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -53,6 +54,30 @@ func FuzzDecodeOpenings(f *testing.F) {
 			if op.Index != idx[k] || len(op.Path) != PathLen(op.Index, 1000) || len(op.Item) > 64 {
 				t.Fatalf("decoded %+v for candidate %d", op, idx[k])
 			}
+		}
+	})
+}
+
+// FuzzParseRoot parses arbitrary roots (the data owner's hello carries
+// one, state and result files another): never a panic, and what parses is
+// 64 hex digits that print back as the same root.
+func FuzzParseRoot(f *testing.F) {
+	tr, _ := Commit(randomItems(3, 8, 3), seedOf(3))
+	f.Add(tr.Root().String())
+	f.Add(strings.ToUpper(tr.Root().String()))
+	f.Add(tr.Root().String()[:63] + "g")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRoot(s)
+		if err != nil {
+			return
+		}
+		if len(s) != 2*HashSize || !strings.EqualFold(r.String(), s) {
+			t.Fatalf("%q parsed as %s", s, r)
+		}
+		var u Root
+		if err := u.UnmarshalText([]byte(s)); err != nil || u != r {
+			t.Fatalf("UnmarshalText(%q) = %s, %v; ParseRoot gave %s", s, u, err, r)
 		}
 	})
 }
