@@ -276,7 +276,8 @@ func TestThreeProcesses(t *testing.T) {
 // same; the entropies must match the dealer run's within a few units in the
 // last place (probabilistic truncation makes each product's last bit depend
 // on the correlated randomness), and the survivors may differ only by
-// near-ties at the selection boundary (compareRuns).
+// near-ties at the selection boundary (compareRuns). The purchase of each
+// run delivers, verifies and audits as the dealer run's (checkPurchase).
 func TestTwoProcessesDealerFree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("minutes of OT generation; skipped with -short")
@@ -318,6 +319,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 				}
 			}
 			compareRuns(t, ref, r0, [2]string{ref0, ref1}, [2]string{st0, st1})
+			checkPurchase(t, f, [2]string{st0, st1}, r0, f.files.Pool, f.files.Checkpoint)
 		})
 	}
 }

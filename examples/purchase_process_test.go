@@ -25,8 +25,9 @@ import (
 // evaluated pool A, delivers for three selected candidates the items of a
 // pool B of the same sizes and shapes (other pixels, or other texts of the
 // same lengths) with pool A's salts and paths: verify exits 6 and names
-// exactly those three.
-func checkPurchase(t *testing.T, f *fixture, dirs [2]string, r0 *selection.Result, poolPath, modelDir string) {
+// exactly those three. verifyArgs go to 'modelowner verify' before the
+// bundle (-proxies DIR for a run whose proxies are not in its state).
+func checkPurchase(t *testing.T, f *fixture, dirs [2]string, r0 *selection.Result, poolPath, modelDir string, verifyArgs ...string) {
 	t.Helper()
 	if r0.Commitment == nil || r0.OpeningBytes == 0 {
 		t.Fatalf("the selection recorded no commitment (%+v) or no bootstrap openings", r0.Commitment)
@@ -38,7 +39,11 @@ func checkPurchase(t *testing.T, f *fixture, dirs [2]string, r0 *selection.Resul
 	if !strings.HasPrefix(lines[len(lines)-1], fmt.Sprintf("dataowner delivered %d candidates", bought)) {
 		t.Fatalf("deliver printed %q", lines)
 	}
-	lines = runLines(t, f, 0, "modelowner", "verify", "-state", dirs[0], "-model", modelDir, bundle)
+	verify := func(code int, bundle string) []string {
+		args := append([]string{"verify", "-state", dirs[0], "-model", modelDir}, verifyArgs...)
+		return runLines(t, f, code, "modelowner", append(args, bundle)...)
+	}
+	lines = verify(0, bundle)
 	summary := lines[len(lines)-1]
 	t.Logf("modelowner verify of the honest bundle:\n%s", strings.Join(lines, "\n"))
 	want := fmt.Sprintf("modelowner verified %d of %d purchased candidates; audit: %d candidates checked in ", bought, bought, len(r0.Selected))
@@ -80,7 +85,7 @@ func checkPurchase(t *testing.T, f *fixture, dirs [2]string, r0 *selection.Resul
 	if err := os.WriteFile(forged, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lines = runLines(t, f, 6, "modelowner", "verify", "-state", dirs[0], "-model", modelDir, forged)
+	lines = verify(6, forged)
 	t.Logf("modelowner verify of the forged bundle:\n%s", strings.Join(lines, "\n"))
 	named := regexp.MustCompile(`^candidate (\d+) \(record \d+\): its data, salt or path do not match the commitment`)
 	var got []int

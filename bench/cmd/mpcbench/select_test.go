@@ -155,7 +155,8 @@ func TestSelectText(t *testing.T) {
 				t.Fatalf("%v\n%s", err, errw.String())
 			}
 			for _, want := range append([]string{"workload tiny", "projected to ", "limiting bound", "bounds: bandwidth", "prefetch held P0/P1",
-				"dealer on lan to both parties", "link dealer↔P1 (lan): busiest direction", "link P0↔P1 (lan)", "CPU "}, tc.want...) {
+				"dealer on lan to both parties", "link dealer↔P1 (lan): busiest direction", "link P0↔P1 (lan)", "CPU ",
+				"commitment to the pool: root 79 B in the data owner's hello; bootstrap openings "}, tc.want...) {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("output lacks %q:\n%s", want, out.String())
 				}
