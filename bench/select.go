@@ -73,6 +73,12 @@ type SelectConfig struct {
 	// prefetch.
 	MemoryBudget int64
 
+	// OwnProcess reports that the party runs alone in its OS process (the
+	// children of mpcbench select --processes): its phases then record
+	// the process's CPU seconds (Span.CPUSeconds), each party's own, which
+	// a projection charges to the party's own host.
+	OwnProcess bool
+
 	// resume (tests) lets a run resume from StateDir's checkpoints.
 	resume bool
 	// beforeBatch (tests), if set, is called by each party before it
@@ -198,6 +204,12 @@ type Span struct {
 	Dealer beaver.DealerStats `json:"dealer"`
 	// Seconds is the part's wall time.
 	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the CPU time (user + system) of the party's process
+	// during the part, recorded only when the party runs alone in its
+	// process (SelectConfig.OwnProcess): the forward's from the weight
+	// sharing's end, where its provider starts making the batches'
+	// material, to the last batch's end.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // PartyPhase is one party's record of one phase of a sample run.
@@ -276,7 +288,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch, ownProcess: cfg.OwnProcess}
 	hash := "bench/" + w.Name
 	start := time.Now()
 	var res *selection.Result
@@ -307,6 +319,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 			pp.Prepare, pp.Forward = m.prepare, m.forward
 			pp.Forward.Seconds = m.last.Sub(m.first).Seconds()
 			pp.Forward.Dealer = subDealer(m.dealerEnd, m.dealerStart)
+			pp.Forward.CPUSeconds = (m.cpuEnd - m.cpuStart).Seconds()
 			pp.Forward.Stream.Rounds = criticalRounds(m.slotRounds, cfg.pipeline())
 			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
 			pp.Steady = m.steady(LanesInFlight(w, string(cfg.pipeline())))
@@ -353,6 +366,9 @@ type synthEvaluator struct {
 	onPhase func(int)
 	// beforeBatch is SelectConfig.beforeBatch.
 	beforeBatch func(party int)
+	// ownProcess is SelectConfig.OwnProcess: the meters read the
+	// process's CPU time.
+	ownProcess bool
 
 	mu     sync.Mutex
 	meters map[int]*phaseMeter
@@ -367,10 +383,13 @@ type phaseMeter struct {
 	// dealerEnd when the phase's last batch ended: no item is in flight
 	// at either point, so both parties count the same items.
 	dealerStart, dealerEnd beaver.DealerStats
-	slotRounds             map[*protocol.Session]int64
-	batches, candidates    int
-	maxBatchRounds         int64
-	ends                   []batchEnd
+	// cpuStart and cpuEnd are the process's CPU time at the same points
+	// (zero unless the party runs alone in its process).
+	cpuStart, cpuEnd    time.Duration
+	slotRounds          map[*protocol.Session]int64
+	batches, candidates int
+	maxBatchRounds      int64
+	ends                []batchEnd
 }
 
 // batchEnd is when a batch of n candidates finished.
@@ -398,6 +417,15 @@ func (m *phaseMeter) steady(lanes int) Steady {
 		st.Candidates += e.n
 	}
 	return st
+}
+
+// cpu returns the process's CPU time if the party runs alone in its
+// process, else 0.
+func (e *synthEvaluator) cpu() time.Duration {
+	if !e.ownProcess {
+		return 0
+	}
+	return processCPU()
 }
 
 func (e *synthEvaluator) meter(phase int) *phaseMeter {
@@ -441,7 +469,7 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 		return &synthForwarder{e: e, p: p, m: &phaseMeter{slotRounds: map[*protocol.Session]int64{}}, phase: phase}, nil
 	}
 	m := &phaseMeter{slotRounds: map[*protocol.Session]int64{}}
-	start, meter := time.Now(), NewMeter(s)
+	start, meter, cpu0 := time.Now(), NewMeter(s), e.cpu()
 	p, err := secure.Prepare(ctx, s, arch, net, secure.Options{WeightBase: weightBase})
 	if err != nil {
 		return nil, err
@@ -454,7 +482,8 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	// its own pace, so a count from each party's first batch would leave
 	// out a part of the items one party sent and the other received
 	// (TestSelectTinyDealerFree: every byte counted once each way).
-	m.dealerStart = e.prov.Stats()
+	m.dealerStart, m.cpuStart = e.prov.Stats(), e.cpu()
+	m.prepare.CPUSeconds = (m.cpuStart - cpu0).Seconds()
 	e.mu.Lock()
 	if e.meters == nil {
 		e.meters = map[int]*phaseMeter{}
@@ -504,7 +533,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 	c := s.Stream().Stats().Sub(s0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last, m.dealerEnd = time.Now(), f.e.prov.Stats()
+	m.last, m.dealerEnd, m.cpuEnd = time.Now(), f.e.prov.Stats(), f.e.cpu()
 	m.forward.Stream = m.forward.Stream.Add(c)
 	m.slotRounds[s] += c.Rounds
 	m.batches++
@@ -570,6 +599,18 @@ type SampleRun struct {
 	Commitment *CommitmentCost `json:"commitment,omitempty"`
 }
 
+// PerParty reports whether every phase of the run holds each party's own
+// CPU time of its weight sharing and forward (each party ran alone in its
+// process: mpcbench select --processes).
+func (r *SampleRun) PerParty() bool {
+	for _, ph := range r.Phases {
+		if !ph.Prepare.PerParty() || !ph.Forward.PerParty() {
+			return false
+		}
+	}
+	return len(r.Phases) > 0
+}
+
 // Part is the cost of one part of a phase (both parties).
 type Part struct {
 	// Rounds on the critical path.
@@ -588,7 +629,14 @@ type Part struct {
 	DealerDown [2]int64 `json:"dealer_down,omitzero"`
 	DealerUp   [2]int64 `json:"dealer_up,omitzero"`
 	Seconds    float64  `json:"seconds"`
+	// CPUSeconds[p] is party p's CPU time during the part, measured when
+	// each party ran alone in its process (Span.CPUSeconds; zero
+	// otherwise).
+	CPUSeconds [2]float64 `json:"cpu_seconds,omitzero"`
 }
+
+// PerParty reports whether the part holds each party's own CPU time.
+func (p Part) PerParty() bool { return p.CPUSeconds[0] > 0 && p.CPUSeconds[1] > 0 }
 
 // dealerDirections returns the part's dealer bytes each way per party.
 func (p Part) dealerDirections() (down, up [2]int64) {
@@ -691,7 +739,8 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		part := func(x, y Span) Part {
 			return Part{Rounds: max(x.Stream.Rounds, y.Stream.Rounds), BytesP0: x.Stream.BytesSent, BytesP1: y.Stream.BytesSent,
 				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds),
-				DealerDown: [2]int64{x.Dealer.BytesRecv, y.Dealer.BytesRecv}, DealerUp: [2]int64{x.Dealer.BytesSent, y.Dealer.BytesSent}}
+				DealerDown: [2]int64{x.Dealer.BytesRecv, y.Dealer.BytesRecv}, DealerUp: [2]int64{x.Dealer.BytesSent, y.Dealer.BytesSent},
+				CPUSeconds: [2]float64{x.CPUSeconds, y.CPUSeconds}}
 		}
 		ph.Prepare, ph.Forward = part(a.Prepare, b.Prepare), part(a.Forward, b.Forward)
 		ph.Steady = a.Steady

@@ -251,6 +251,46 @@ func TestProject(t *testing.T) {
 	}
 }
 
+// TestProjectOwnHosts: a compute run that holds each party's own CPU
+// seconds (each party alone in its process) charges the busier party's
+// CPU to a host of its own, per phase (by hand: the tiny workload's 950
+// and 450 candidates from samples of fakeRun's sizes, 2 cores each);
+// without them the compute bound stays the shared run's wall time.
+func TestProjectOwnHosts(t *testing.T) {
+	w := TinyWorkload
+	topk := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k, Seconds: 0.5}, nil }
+	comp := fakeRun(w, 0.1)
+	comp.Cores = 2
+	var want float64
+	for i := range comp.Phases {
+		ph := &comp.Phases[i]
+		c := float64(ph.Candidates)
+		// P0 busier in the forward of phase 1, P1 in phase 2; P0's
+		// weight sharing the larger in both.
+		ph.Prepare.CPUSeconds = [2]float64{3, 1}
+		ph.Forward.CPUSeconds = [2]float64{0.3 * c, 0.2 * c}
+		full := []float64{950, 450}[i]
+		if i == 1 {
+			ph.Forward.CPUSeconds = [2]float64{0.1 * c, 0.4 * c}
+		}
+		want += max(3+ph.Forward.CPUSeconds[0]/c*full, 1+ph.Forward.CPUSeconds[1]/c*full)/2 + 0.5
+	}
+	if !comp.PerParty() {
+		t.Fatal("per-party CPU not recognised")
+	}
+	p, err := Project(w, 0, nil, comp, comp, topk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ComputeHosts != ComputeOwn || p.ComputeCores != 2 || math.Abs(p.Bounds.ComputeSeconds-want) > 1e-9 {
+		t.Errorf("compute %q on %d cores: %g s, want own hosts of 2 cores, %g s", p.ComputeHosts, p.ComputeCores, p.Bounds.ComputeSeconds, want)
+	}
+	comp.Phases[1].Forward.CPUSeconds[1] = 0 // one party's CPU missing
+	if p, err = Project(w, 0, nil, comp, comp, topk); err != nil || p.ComputeHosts != ComputeShared {
+		t.Errorf("a run without every party's CPU projected on %q hosts (%v)", p.ComputeHosts, err)
+	}
+}
+
 // TestProjectPipelineModes checks the projected critical path in each
 // pipeline mode (numbers by hand): the tiny workload at its pool of 1000
 // has 950 and 450 candidates in batches of 4 (238 and 113 batches) on 4

@@ -537,7 +537,7 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 	for _, r := range reps {
 		if len(r.Workload.Paper) > 0 {
 			d := r.Workload.Paper[0]
-			p("`%s`: %s projected (%s) against the paper's %s, %s-bound", r.Workload.Name, hoursText(r.Projection.Hours), bench.DealerPlacement(r.Sample.DealerLinks), hoursText(d.Hours), r.Projection.Limiting)
+			p("`%s`: %s projected (%s) against the paper's %s, %s-bound", r.Workload.Name, hoursText(r.Projection.Hours), r.Sample.Placement(), hoursText(d.Hours), r.Projection.Limiting)
 			if l := r.Projection.LimitingLink; r.Projection.Limiting == bench.BoundBandwidth && l != "" {
 				p(" on the %s link", l)
 			}
