@@ -27,9 +27,10 @@ var ErrStuck = errors.New("bench: the run is stuck")
 // bytes per frame as they cross (a message of 500 MB over 10 MB/s moves
 // bytes all along), and a round trip of the emulated WANs is well under a
 // second. What a healthy run may spend with no byte moving is compute
-// between exchanges: the longest is the model owner encrypting one weight
-// matrix of the he provider (sst2-distilbert's 768×1536: about a minute
-// on 2 cores), a few times below this.
+// between exchanges and between batches: the longest are a phase's
+// preparation and the model owner encrypting one weight matrix of the he
+// provider (sst2-distilbert's 768×1536: 5–7 s, bench/TWOHOSTS.md), far
+// below this on a loaded machine too.
 const DefaultStall = 10 * time.Minute
 
 // progress is what the watchdog of one in-process run watches: each
