@@ -619,3 +619,76 @@ func TestHEProviderNoCrossStreamWait(t *testing.T) {
 	}
 	checkMaterial(t, ra, m0, a.m, mask)
 }
+
+// TestHEUploadRefusals: party 0 refuses a malformed request, a second
+// request for a key, and more than heMaxPending requests for keys none of
+// its items needed, each with its public reason, and queues a request for
+// a key an item needed; party 1 stops at a refusal, naming the reason, and
+// at an encryption it did not ask for.
+func TestHEUploadRefusals(t *testing.T) {
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
+	fresh := func(t *testing.T) (*Lattice, *heItem) {
+		h, err := NewLattice(LatticeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := h.item(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, it
+	}
+	ask := func(key heKey) []uint64 { return append([]uint64{heRequest}, key.words()...) }
+	other := func(i int) heKey {
+		return heKey{kind: beaver.KindWeightTriple, id: uint64(1000 + i), k: 2, n: 3, nw: 64, kw: 1}
+	}
+	cases := []struct {
+		name string
+		reqs func(it *heItem) [][]uint64
+		code uint64
+		err  error
+	}{
+		{"queued", func(it *heItem) [][]uint64 { return [][]uint64{ask(it.terms[0].key)} }, 0, nil},
+		{"malformed", func(it *heItem) [][]uint64 {
+			return [][]uint64{append([]uint64{heRequest + 1}, it.terms[0].key.words()...)}
+		}, heRefuseMalformed, he.ErrMalformed},
+		{"field out of range", func(it *heItem) [][]uint64 { return [][]uint64{{heRequest, 1, 1, 5, 1 << 40, 3, 0, 0, 0, 64, 1}} }, heRefuseMalformed, he.ErrMalformed},
+		{"twice", func(it *heItem) [][]uint64 { return [][]uint64{ask(it.terms[0].key), ask(it.terms[0].key)} }, heRefuseResent, ErrWeightResent},
+		{"too many", func(*heItem) [][]uint64 {
+			var out [][]uint64
+			for i := range heMaxPending + 1 {
+				out = append(out, ask(other(i)))
+			}
+			return out
+		}, heRefuseTooMany, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, it := fresh(t)
+			h.need(testSID, it, func(k, n int) []uint64 { return make([]uint64, k*n) })
+			reqs := c.reqs(it)
+			for i, w := range reqs {
+				if ok := h.request(w); ok != (i < len(reqs)-1 || c.code == 0) {
+					t.Fatalf("request %d: serving on %v", i, ok)
+				}
+			}
+			if h.refusal != c.code || c.code == 0 && (len(h.queue) != 1 || h.upErr != nil) {
+				t.Fatalf("refusal %d (want %d), %d queued, %v", h.refusal, c.code, len(h.queue), h.upErr)
+			}
+			if c.code != 0 && (h.upErr == nil || c.err != nil && !errors.Is(h.upErr, c.err)) {
+				t.Fatalf("service error %v, want one wrapping %v", h.upErr, c.err)
+			}
+		})
+	}
+	// Party 1: a refusal names its reason; an encryption it did not ask
+	// for is refused.
+	h, it := fresh(t)
+	refusal := append([]uint64{heRefused, heRefuseResent}, it.terms[0].key.words()...)
+	if err := h.replies(testCtx(t), &scriptConn{data: wordsToBytes(refusal), limit: 1}); err == nil || !strings.Contains(err.Error(), "asked again") {
+		t.Fatalf("refusal: %v", err)
+	}
+	upload := append([]uint64{heUpload, 0}, it.terms[0].key.words()...)
+	if err := h.replies(testCtx(t), &scriptConn{data: wordsToBytes(upload), limit: 1}); !errors.Is(err, he.ErrMalformed) || !strings.Contains(err.Error(), "not asked for") {
+		t.Fatalf("an encryption not asked for: %v", err)
+	}
+}

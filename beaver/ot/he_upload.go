@@ -247,8 +247,8 @@ func (h *Lattice) request(w []uint64) bool {
 	key, err := decodeKey(w[1:])
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	refuse := func(code uint64, err error) bool {
-		h.refusal, h.refused = code, key
+	deny := func(code uint64, err error) bool {
+		h.refusal, h.refused = code, key // the sender sends it (refuse)
 		h.failUploadsLocked(err)
 		return false
 	}
@@ -256,9 +256,9 @@ func (h *Lattice) request(w []uint64) bool {
 	case h.upErr != nil:
 		return false
 	case w[0] != heRequest || err != nil:
-		return refuse(heRefuseMalformed, fmt.Errorf("malformed request from the peer (%#x): %w", w[0], he.ErrMalformed))
+		return deny(heRefuseMalformed, fmt.Errorf("malformed request from the peer (%#x): %w", w[0], he.ErrMalformed))
 	case h.asked[key]:
-		return refuse(heRefuseResent, fmt.Errorf("%v: %w", key, ErrWeightResent))
+		return deny(heRefuseResent, fmt.Errorf("%v: %w", key, ErrWeightResent))
 	}
 	if _, ok := h.made[key]; ok {
 		h.asked[key] = true
@@ -267,7 +267,7 @@ func (h *Lattice) request(w []uint64) bool {
 		return true
 	}
 	if h.pending >= heMaxPending {
-		return refuse(heRefuseTooMany, fmt.Errorf("the peer asked for more than %d encryptions no item needed", heMaxPending))
+		return deny(heRefuseTooMany, fmt.Errorf("the peer asked for more than %d encryptions no item needed", heMaxPending))
 	}
 	h.asked[key] = true
 	h.pending++
