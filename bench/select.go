@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -79,11 +80,33 @@ type SelectConfig struct {
 	// a projection charges to the party's own host.
 	OwnProcess bool
 
+	// Stall is the watchdog of an in-process run (RunSelect): a run in
+	// which no batch finishes and no byte crosses the parties' link for
+	// this long is stuck, and is cancelled with an error wrapping
+	// ErrStuck that says where each party stands and what its goroutines
+	// wait on (logged in full to Logger). DefaultStall when 0; negative:
+	// no watchdog.
+	Stall time.Duration
+
 	// resume (tests) lets a run resume from StateDir's checkpoints.
 	resume bool
 	// beforeBatch (tests), if set, is called by each party before it
-	// meters a batch: a test delays one party's batches with it.
-	beforeBatch func(party int)
+	// meters a batch: a test delays one party's batches with it, or
+	// plants a stall.
+	beforeBatch func(ctx context.Context, party int)
+	// progress is what RunSelect's watchdog watches (nil: none).
+	progress *progress
+}
+
+// stall returns the watchdog's threshold (0: none).
+func (c SelectConfig) stall() time.Duration {
+	switch {
+	case c.Stall < 0:
+		return 0
+	case c.Stall == 0:
+		return DefaultStall
+	}
+	return c.Stall
 }
 
 // PipelineNames are the values of SelectConfig.Pipeline.
@@ -288,7 +311,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch, ownProcess: cfg.OwnProcess}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch, ownProcess: cfg.OwnProcess, progress: cfg.progress}
 	hash := "bench/" + w.Name
 	start := time.Now()
 	var res *selection.Result
@@ -365,7 +388,9 @@ type synthEvaluator struct {
 	prov    beaver.Provider
 	onPhase func(int)
 	// beforeBatch is SelectConfig.beforeBatch.
-	beforeBatch func(party int)
+	beforeBatch func(ctx context.Context, party int)
+	// progress, if set, counts the batches done for a watchdog.
+	progress *progress
 	// ownProcess is SelectConfig.OwnProcess: the meters read the
 	// process's CPU time.
 	ownProcess bool
@@ -446,6 +471,7 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	if e.onPhase != nil {
 		e.onPhase(phase)
 	}
+	e.progress.setPhase(e.party, phase)
 	want, err := e.w.Arch(phase)
 	if err != nil {
 		return nil, err
@@ -517,7 +543,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		return f.p.Forward(ctx, s, len(idx), in)
 	}
 	if f.e.beforeBatch != nil {
-		f.e.beforeBatch(f.e.party)
+		f.e.beforeBatch(ctx, f.e.party)
 	}
 	m := f.m
 	m.mu.Lock()
@@ -531,6 +557,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		return nil, err
 	}
 	c := s.Stream().Stats().Sub(s0)
+	f.e.progress.batchDone(f.e.party)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.last, m.dealerEnd, m.cpuEnd = time.Now(), f.e.prov.Stats(), f.e.cpu()
@@ -778,10 +805,17 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	}
 	pc := cfg
 	pc.StateDir = dir // both parties' files are per party (state-p<p>.json)
+	pc.progress = newProgress()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if stall := cfg.stall(); stall > 0 {
+		go pc.progress.watch(ctx, cancel, stall, min(max(stall/20, 10*time.Millisecond), 5*time.Second), cfg.Logger)
+	}
 	load, cpu0 := LoadAverage(), processCPU()
 	sampler := StartHeapSampler(0)
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}, DealerLinks: cfg.DealerLinks},
 		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
+			pc.progress.conns[p.ID].Store(p.Conn)
 			prov, err := pc.provider(ctx, p)
 			if err != nil {
 				return nil, err
@@ -789,6 +823,9 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 			return RunSelectParty(ctx, p.ID, p.Conn, prov, pc, sampler.SetPhase)
 		})
 	peaks := sampler.Stop()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStuck) {
+		return nil, fmt.Errorf("bench: select: %w", cause)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: select: %w", err)
 	}

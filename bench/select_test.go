@@ -706,7 +706,7 @@ func FuzzDecodeSelectReport(f *testing.F) {
 func TestSelectTinyDealerFree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	late := func(party int) {
+	late := func(_ context.Context, party int) {
 		if party == 1 {
 			time.Sleep(20 * time.Millisecond)
 		}

@@ -29,9 +29,10 @@
 // default, the generators above) and Lattice (he.go, he_item.go; the peer
 // binaries' -provider he), which makes them with package beaver/he: party 0
 // sends its public key at BindSession and each encrypted matrix once per
-// session (he.WeightSizes: B, 509,607,990 bytes for 768×1536 with NW =
-// 512; B·V; V's rows, shared by the weights with the same n); per item
-// party 1 sends one header word per encrypted matrix, its outputs
+// session, as party 1 asks for it on the session stream (he_upload.go;
+// he.WeightSizes: B, 509,607,990 bytes for 768×1536 with NW = 512; B·V;
+// V's rows, shared by the weights with the same n); per item party 1 sends
+// one message on the item's stream: a tag word, its outputs
 // (he.OutputSizes: 3,766,564 bytes for 128×768·768×1536, 2.39× a dealer's
 // correction, of which 104,722 the check) and a 32-byte commitment, and
 // party 0 accepts its share only if the outputs pass the check
@@ -40,6 +41,19 @@
 // the generator's fingerprint (its way and, for a Lattice, the HE
 // parameters' fingerprint bound to the protocol version), so parties that
 // disagree fail with ErrModeMismatch.
+//
+// No stream waits on another's protocol: an item on a stream waits only
+// for the stream's earlier items, the peer's half of itself, and (a
+// Lattice's) the upload service on the session stream, whose goroutines
+// wait on nothing but each other. The streams of the two parties then
+// never wait on each other through what each party holds (its compute
+// slots, its prefetch budget, the order of its lanes), whatever the lanes,
+// batches and budgets of package selection/lanes (issue 38: on d5bf317 a
+// Lattice's party 1 made an item wait for the stream that loaded its
+// encryption; TestHEProviderNoCrossStreamWait). Code that calls a Provider
+// must keep its side of the bargain: a party must not hold back a stream's
+// next request until another stream's item is done (package protocol's
+// sessions give their compute slot back while they wait for material).
 //
 // Provider puts the generators behind beaver.Provider: NewProvider(conn,
 // party, opts) on the parties' own transport connection runs Setup at

@@ -679,3 +679,28 @@ func TestProjectFromOnePair(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectStallFlag checks --stall: the watchdog's threshold
+// (bench.DefaultStall by default), none with 0, a negative one refused.
+func TestSelectStallFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+		ok   bool
+	}{
+		{nil, bench.DefaultStall, true},
+		{[]string{"--stall", "30s"}, 30 * time.Second, true},
+		{[]string{"--stall", "0"}, -1, true},
+		{[]string{"--stall", "-1s"}, 0, false},
+	} {
+		fs := newFlagSet("select", io.Discard)
+		sf := addSelectFlags(fs)
+		if err := fs.Parse(append([]string{"--workload", "tiny"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := sf.config()
+		if (err == nil) != tc.ok || err == nil && cfg.Stall != tc.want {
+			t.Errorf("%q: stall %v, %v; want %v (ok %v)", tc.args, cfg.Stall, err, tc.want, tc.ok)
+		}
+	}
+}
