@@ -165,7 +165,7 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	// off by default): it carries the bootstrap, the data owner's private
 	// points, and the length of a compressed message would depend on their
 	// content. Its other messages (hello, coin, architectures) are small.
-	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
+	mine := newHello(r.party, r.p, r.embHash, r.seq, beaver.Describe(r.prov), r.st.Epoch, r.st.summarize())
 	if r.shards != nil {
 		mine.Shards = r.shards.Shards()
 	}
