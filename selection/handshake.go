@@ -89,10 +89,10 @@ type hello struct {
 	Seq int `json:"seq"`
 	// Provider and ProviderParams describe how the party's provider makes
 	// its correlations (beaver.Describe): both must be the peer's.
-	Provider       string `json:"provider"`
-	ProviderParams string `json:"provider_params,omitempty"`
-	Epoch         uint64  `json:"epoch"`
-	Resume        summary `json:"resume"`
+	Provider       string  `json:"provider"`
+	ProviderParams string  `json:"provider_params,omitempty"`
+	Epoch          uint64  `json:"epoch"`
+	Resume         summary `json:"resume"`
 	// Shards is K of a sharded run (ModelOwner.Shards), absent (0)
 	// without one, so that an unsharded hello is unchanged.
 	Shards int `json:"shards,omitempty"`
