@@ -46,7 +46,7 @@ var (
 // phase, so a kill lands mid-phase).
 const (
 	testPool = 120
-	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -workers 2"
+	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -inflight 2"
 )
 
 func getFixture(t *testing.T) *fixture {
@@ -95,6 +95,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if fix != nil {
 		_ = os.RemoveAll(fix.dir)
+	}
+	if helpDir != "" {
+		_ = os.RemoveAll(helpDir)
 	}
 	os.Exit(code)
 }
@@ -334,7 +337,7 @@ var (
 
 const (
 	textPool = 48
-	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -workers 2"
+	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -inflight 2"
 )
 
 func getTextFixture(t *testing.T) (*fixture, *textFixture) {
@@ -606,7 +609,7 @@ func TestInterrupt(t *testing.T) {
 
 // finishedBatches counts the batches party's checkpoint in dir holds (the
 // selection package keeps each finished batch in its own file,
-// batches-p<party>/phase-<i>/batch-<b>.bin).
+// selection.BatchDir's batch-<b>.bin).
 func finishedBatches(dir string, party int) int {
 	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
 	return len(m)
@@ -924,7 +927,7 @@ func idxs(n int) []int {
 func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]float64, epochs map[int]uint64, mixed []int) {
 	t.Helper()
 	read := func(dir string, party int) map[int]selection.BatchShares {
-		m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), fmt.Sprintf("phase-%d", phase), "batch-*.bin"))
+		m, _ := filepath.Glob(filepath.Join(selection.BatchDir(dir, party, phase), "batch-*.bin"))
 		out := map[int]selection.BatchShares{}
 		for _, path := range m {
 			b, err := os.ReadFile(path)

@@ -171,8 +171,9 @@
 // parties may share one directory):
 //
 //	state-p<p>.json                       the State (DecodeState; StateFile names it)
-//	batches-p<p>/phase-<i>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile;
-//	                                      i and b are 0-based file indices, as in the file's header):
+//	batches-p<p>/phase-<n>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile;
+//	                                      phase n numbered from 1 (BatchDir; the file's header holds
+//	                                      n−1), b the 0-based batch index:
 //	                                      "SFB1" | party u8 | 3 zero bytes | phase u32 | batch u32 |
 //	                                      epoch u64 | n u32 | n × u64 shares | CRC-32C, little-endian
 //	proxies/phase-<n>/                    the model owner's generated proxy of phase n, numbered
@@ -181,9 +182,11 @@
 //	                                      party drew, per session (marks.Provider; MarksFile names it)
 //
 // Phases are numbered from 1 wherever a person reads them — errors, log
-// attributes ("phase=1"), progress, summaries, the ParseSchedule messages
-// and proxy directories — while the API indexes them from 0 (Params.Schedule,
-// Result.Phases, Progress.Phase) and so do the batch files' internal names.
+// attributes ("phase=1"), progress, summaries, the ParseSchedule messages,
+// proxy and batch directories — while the API indexes them from 0
+// (Params.Schedule, Result.Phases, Progress.Phase) and so do the batch
+// files' headers. A state directory written before the batch directories
+// were numbered from 1 is renamed to this layout when a run loads it.
 //
 // Restarting both parties with the same state
 // directories (and a new connection) resumes: the parties exchange summaries
