@@ -344,7 +344,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	}
 	c1, d1 := r.online().Sub(c0), r.prov.Stats()
 	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
-	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
+	ps.RandomnessBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.addShards()
 	ps.Seconds = time.Since(start).Seconds()
 	r.logf().Info("selection: phase done", "party", r.party, "phase", i+1, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,

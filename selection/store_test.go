@@ -1,11 +1,13 @@
 package selection
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -191,5 +193,28 @@ func TestLegacyBatchDirsLoad(t *testing.T) {
 				t.Errorf("a batch of phase 2: %v", err)
 			}
 		})
+	}
+}
+
+// TestResultReadsLegacyDealerBytes: a result written before the traffic of
+// correlated randomness was named randomness_bytes (dealer_bytes, in both
+// modes) still decodes, phases and shards alike; the new name wins when
+// both are present (issue 39).
+func TestResultReadsLegacyDealerBytes(t *testing.T) {
+	var r Result
+	in := `{"selected":[1],"phases":[{"in":4,"dealer_bytes":7,"shards":[{"shard":1,"dealer_bytes":5}]},{"randomness_bytes":9,"dealer_bytes":3}]}`
+	if err := json.Unmarshal([]byte(in), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Phases) != 2 || r.Phases[0].In != 4 || r.Phases[0].RandomnessBytes != 7 || r.Phases[0].Shards[0].Shard != 1 ||
+		r.Phases[0].Shards[0].RandomnessBytes != 5 || r.Phases[1].RandomnessBytes != 9 {
+		t.Fatalf("decoded %+v", r.Phases)
+	}
+	out, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), `"randomness_bytes":7`) || strings.Contains(string(out), "dealer_bytes") {
+		t.Fatalf("encoded %s", out)
 	}
 }
