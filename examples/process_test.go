@@ -107,6 +107,7 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	lines  chan string
+	stdout *syncbuf.Buffer // all of stdout (lines also go to lines, while it has room)
 	stderr *syncbuf.Buffer
 	done   chan struct{}
 	code   int
@@ -115,7 +116,7 @@ type proc struct {
 func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(filepath.Join(f.bin, name), args...), lines: make(chan string, 100),
-		stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
+		stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -127,6 +128,7 @@ func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			p.stdout.Write([]byte(sc.Text() + "\n"))
 			select {
 			case p.lines <- sc.Text():
 			default:
@@ -312,7 +314,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 				t.Fatalf("bootstrap %v, dealer run %v", r0.Bootstrap, ref.Bootstrap)
 			}
 			for i, ph := range r0.Phases {
-				if ph.DealerBytes == 0 {
+				if ph.RandomnessBytes == 0 {
 					t.Errorf("phase %d: no OT traffic counted: %+v", i, ph)
 				}
 			}
@@ -581,13 +583,13 @@ func TestInterrupt(t *testing.T) {
 		if err := mo.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		mo.expect(t, peer.ExitInterrupted, "; rerun with the same flags and -state "+st0+" to resume\n")
+		mo.expect(t, peer.ExitInterrupted, "; rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state "+st0+") to resume\n")
 		msg := mo.stderr.String()
 		if !regexp.MustCompile(`(?m)^interrupted: modelowner stopped in phase [12] of 2 after \d+ of \d+ batches; `).MatchString(msg) ||
 			strings.Contains(msg, "context canceled") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 			t.Fatalf("the interrupted model owner printed:\n%s", msg)
 		}
-		do.expect(t, peer.ExitPeer, "rerun both parties with the same flags (here -state "+st1+") to resume")
+		do.expect(t, peer.ExitPeer, "the model owner ended the session: its run was cancelled or ran out of time; rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state "+st1+") to resume\n")
 		t.Logf("model owner:\n%sdata owner:\n%s", msg, do.stderr)
 		// The rerun resumes.
 		out := filepath.Join(dir, "out")
@@ -641,8 +643,10 @@ func TestPeerFailures(t *testing.T) {
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0)
 		do := f.dataOwner(t, addr, a1, "-budget", "41")
-		do.expect(t, peer.ExitPeer, "budget mismatch")
-		mo.expect(t, peer.ExitPeer, "budget mismatch")
+		// Named by the flag, both values as the flag takes them, on both
+		// sides; a configuration to fix (exit 2), not a peer failure.
+		do.expect(t, peer.ExitUsage, "handshake: -budget mismatch: this data owner has -budget 41, the model owner -budget 40; both parties must pass the same -budget\n")
+		mo.expect(t, peer.ExitUsage, "handshake: -budget mismatch: this model owner has -budget 40, the data owner -budget 41; both parties must pass the same -budget\n")
 		dl.expect(t, peer.ExitOK, "session over, both parties gone")
 		for _, role := range []string{`role="model owner"`, `role="data owner"`} {
 			if !strings.Contains(dl.stderr.String(), `msg="dealer: party left before drawing material" `+role) {
