@@ -70,10 +70,14 @@ func TestMismatchBeforeTheCoin(t *testing.T) {
 			t.Errorf("the data owner's checkpoint holds a coin (%q), a revealed sample (%+v) or a bootstrap: the mismatch came after the coin", st.Seed, st.Revealed)
 		}
 	}
-	// oneLine checks that the binary's stderr ends with want, on one line
-	// of its own, with no wire JSON.
+	// oneLine checks that the binary exited with the mismatch code and
+	// that its stderr ends with want, on one line of its own, with no wire
+	// JSON.
 	oneLine := func(t *testing.T, p *proc, want string) {
 		t.Helper()
+		if code := p.wait(t, 60*time.Second); code != peer.ExitUsage {
+			t.Errorf("%s exited %d, want %d", p.name, code, peer.ExitUsage)
+		}
 		last, n := lastLine(p.stderr.String())
 		if last != p.name+": "+want || n != 1 || strings.Contains(last, `{"`) {
 			t.Errorf("%s ended with %d line(s), the last:\n%s\nwant:\n%s: %s\nstderr:\n%s", p.name, n, last, p.name, want, p.stderr)
@@ -83,23 +87,23 @@ func TestMismatchBeforeTheCoin(t *testing.T) {
 		st1 := filepath.Join(t.TempDir(), "do")
 		mo, addr := f.modelOwner(t, "", "-provider", "ot")
 		do := f.dataOwner(t, addr, "", "-provider", "he", "-state", st1)
-		do.expect(t, peer.ExitUsage, "")
-		mo.expect(t, peer.ExitUsage, "")
+		do.wait(t, 60*time.Second)
+		mo.wait(t, 60*time.Second)
+		noCoin(t, st1)
 		oneLine(t, do, "handshake: -provider mismatch: this data owner has -provider he, the model owner -provider ot; both parties must pass the same -provider")
 		oneLine(t, mo, "handshake: -provider mismatch: this model owner has -provider ot, the data owner -provider he; both parties must pass the same -provider")
-		noCoin(t, st1)
 	})
 	t.Run("schedule", func(t *testing.T) {
 		st1 := filepath.Join(t.TempDir(), "do")
 		dl, a0, a1 := f.dealer(t, "-once")
 		mo, addr := f.modelOwner(t, a0)
 		do := f.dataOwner(t, addr, a1, "-schedule", "1:2:4@0.4,2:2:8", "-state", st1)
-		do.expect(t, peer.ExitUsage, "")
-		mo.expect(t, peer.ExitUsage, "")
+		do.wait(t, 60*time.Second)
+		mo.wait(t, 60*time.Second)
 		dl.expect(t, peer.ExitOK, "")
+		noCoin(t, st1)
 		oneLine(t, do, "handshake: -schedule mismatch: this data owner has -schedule 1:2:4@0.4,2:2:8@1, the model owner -schedule 1:2:4@0.5,2:2:8@1; both parties must pass the same -schedule")
 		oneLine(t, mo, "handshake: -schedule mismatch: this model owner has -schedule 1:2:4@0.5,2:2:8@1, the data owner -schedule 1:2:4@0.4,2:2:8@1; both parties must pass the same -schedule")
-		noCoin(t, st1)
 	})
 	t.Run("seq", func(t *testing.T) {
 		// The model owner's -public texts are tokenized to 8 tokens, the
@@ -119,13 +123,13 @@ func TestMismatchBeforeTheCoin(t *testing.T) {
 			"-pool", tf.files.Pool, "-embedding", tf.files.Checkpoint, "-seq", "16", "-state", st1,
 			"-connect-timeout", "20s", "-log", "warn"}, strings.Fields(textArgs)...)
 		do := f.start(t, "dataowner", args...)
-		do.expect(t, peer.ExitUsage, "")
-		mo.expect(t, peer.ExitUsage, "")
+		do.wait(t, 60*time.Second)
+		mo.wait(t, 60*time.Second)
 		dl.expect(t, peer.ExitOK, "")
+		noCoin(t, st1)
 		hint := "the model owner's -public texts are tokenized to -public-seq tokens, which must be the data owner's -seq (0 on either side: the checkpoint's max_position_embeddings)"
 		oneLine(t, do, "handshake: -seq mismatch: this data owner has -seq 16, the model owner -public-seq 8; "+hint)
 		oneLine(t, mo, "handshake: -public-seq mismatch: this model owner has -public-seq 8, the data owner -seq 16; "+hint)
-		noCoin(t, st1)
 	})
 }
 

@@ -64,21 +64,28 @@
 //  1. Handshake in the clear (stream StreamControl): protocol version,
 //     fixed-point parameters, pool size, budget, bootstrap size, schedule,
 //     batch size, workers, appraisal mode, the SHA-256 of the public embedding
-//     tables (model.EmbeddingHash) and a hash of each side's whole view. Any
-//     difference ends the run with a *MismatchError naming the field and both
-//     values (Field is one of version, party, fixed_point.frac_bits,
-//     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
-//     batch_size, workers, appraisal, embedding_hash, view_hash, and
-//     shards in a sharded run: see Sharding). An
-//     embedding_hash mismatch shows both hashes short and says what to do
-//     (EmbeddingHint: the proxies share the target's embedding tables, so
-//     both parties load the same checkpoint, and fine-tuning freezes the
-//     embeddings). The data owner also announces the padded sequence length.
+//     tables (model.EmbeddingHash), a hash of each side's whole view, how
+//     its provider makes the correlations (beaver.Describe: "dealer", "ot"
+//     or "he", and a digest of the HE parameters) and the sequence length
+//     of its inputs (the data owner's padded pool; the model owner's
+//     Generate.Public texts, 0 without). Any difference (of the sequence
+//     lengths, when both announce one) ends the run on both sides, before
+//     the coin, with a *MismatchError naming the field and both values, in
+//     the syntax they are parsed from (Field is one of version, party,
+//     fixed_point.frac_bits, fixed_point.int_bits, provider,
+//     provider_params, pool_size, budget, bootstrap, schedule, batch_size,
+//     workers, appraisal, seq, embedding_hash, view_hash, and shards in a
+//     sharded run: see Sharding). An embedding_hash mismatch shows both
+//     hashes short and says what to do (EmbeddingHint: the proxies share
+//     the target's embedding tables, so both parties load the same
+//     checkpoint, and fine-tuning freezes the embeddings).
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
 //     the bootstrap sample and every QuickSelect sample (share.NewPRG).
 //  3. Bootstrap: the data owner sends the sampled candidates' inputs in the
-//     clear; the model owner labels them (ModelOwner.Label) and runs
+//     clear; the model owner labels them (ModelOwner.Label; the labels
+//     are checkpointed, State.Labelled, before anything else, and a
+//     restart that receives the same points reuses them) and runs
 //     proxy.Generate, unless pre-generated Proxies (or a substitute
 //     Evaluator) are given. It then announces each phase's public
 //     architecture, which the data owner checks against the schedule and

@@ -398,8 +398,8 @@ func nonZero(c []int) int {
 // generateConfig is the quickstart's proxy generation: the library's
 // defaults (the measured-best generation), distilling on the first -public
 // digits of the checkpoint's public split, with the quickstart's lighter
-// setting (-mlp-points, -mixes) so that the whole demo takes about 30 s on 2
-// cores.
+// setting (-mlp-points, -mixes) so that the whole demo takes about 40
+// CPU-seconds (examples/README.md has the measurement).
 func generateConfig(d *demo.Demo, o options) proxy.Config {
 	var pub model.Input
 	if o.public > 0 {
