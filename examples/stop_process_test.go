@@ -226,6 +226,60 @@ func TestPeerKilledOneLine(t *testing.T) {
 	t.Logf("model owner: %s", last)
 }
 
+// TestDealerKilledOneLine: the dealer is killed (SIGKILL) mid-phase; each
+// party ends with one line saying where it stopped and to restart the
+// dealer, then both parties with their -state (on d5bf317 the party whose
+// dealer link broke printed the chain of its dealer request, the other
+// "its run failed"), and the three restarted resume.
+func TestDealerKilledOneLine(t *testing.T) {
+	f := getFixture(t)
+	dir := t.TempDir()
+	st0, st1, seeds := filepath.Join(dir, "mo"), filepath.Join(dir, "do"), filepath.Join(dir, "dealer.seeds")
+	dl, a0, a1 := f.dealer(t, "-seeds", seeds)
+	mo, addr := f.modelOwner(t, a0, "-state", st0)
+	do := f.dataOwner(t, addr, a1, "-state", st1)
+	deadline := time.Now().Add(60 * time.Second)
+	for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
+		select {
+		case <-mo.done:
+			t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no batch checkpointed in 60 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := dl.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	dl.wait(t, 10*time.Second)
+	for p, st := range map[*proc]string{mo: st0, do: st1} {
+		if code := p.wait(t, 60*time.Second); code != peer.ExitFailure && code != peer.ExitPeer {
+			t.Errorf("%s exited %d", p.name, code)
+		}
+		last, n := lastLine(p.stderr.String())
+		want := regexp.MustCompile(`^` + p.name + `: stopped in phase [12] of 2 after \d+ of \d+ batches: .*; ` +
+			regexp.QuoteMeta("rerun the dealer") + `.*` + regexp.QuoteMeta("then both parties with the same flags and their -state (here -state "+st+") to resume") + `$`)
+		if n != 1 || !want.MatchString(last) || strings.Contains(last, "transport") {
+			t.Errorf("%s ended with %d line(s), the last:\n%s\nstderr:\n%s", p.name, n, last, p.stderr)
+		}
+		t.Logf("%s", last)
+	}
+	if !strings.Contains(mo.stderr.String()+do.stderr.String(), "the connection to the dealer was lost") {
+		t.Errorf("neither party says the dealer was lost:\n%s\n%s", mo.stderr, do.stderr)
+	}
+	// The rerun the line asks for resumes.
+	dl, a0, a1 = f.dealer(t, "-seeds", seeds)
+	defer dl.cmd.Process.Signal(syscall.SIGTERM)
+	out := filepath.Join(dir, "out")
+	mo, addr = f.modelOwner(t, a0, "-state", st0, "-out", out+"0.json")
+	do = f.dataOwner(t, addr, a1, "-state", st1, "-out", out+"1.json")
+	mo.expect(t, 0, "")
+	do.expect(t, 0, "")
+	checkAgree(t, readResult(t, out+"0.json"), readResult(t, out+"1.json"))
+}
+
 // TestOutDashIsJSONOnly: with -out -, stdout holds the result's JSON and
 // nothing else (the summary goes to stderr), so it can be piped to a JSON
 // reader. On d5bf317 the summary came first on stdout.

@@ -2,6 +2,7 @@ package party
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -70,6 +71,9 @@ func RunCoordinator(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, r 
 	prov, dconn, conn, err := pt.Connect(ctx, r.Party, r.Name, info)
 	if err != nil {
 		return stop.Error(ctx, err)
+	}
+	if c, ok := dconn.(interface{ Err() error }); ok {
+		stop.DealerLost = func() bool { err := c.Err(); return err != nil && !errors.Is(err, transport.ErrClosed) }
 	}
 	defer dconn.Close()
 	defer conn.Close()

@@ -85,6 +85,9 @@ func TestStopError(t *testing.T) {
 				"rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state st-mo) to resume"},
 		{"peer-killed-dealer-free", live, Stop{Command: "dataowner", Party: 1, State: "st-do"}, lost, peer.ExitFailure,
 			"stopped while handshake and joint coin with the data owner: the connection to the model owner was lost (it crashed or was killed, or the link dropped); rerun both parties with the same flags and their -state (here -state st-do) to resume"},
+		{"dealer-gone", live, Stop{Command: "modelowner", State: "st-mo", Dealer: true, DealerLost: func() bool { return true }}, chain, peer.ExitFailure,
+			"stopped while handshake and joint coin with the data owner: the connection to the dealer was lost (it stopped, or the link dropped); " +
+				"rerun the dealer (with the same -seeds, if it had them), then both parties with the same flags and their -state (here -state st-mo) to resume"},
 		{"peer-killed-no-state", live, Stop{Command: "dataowner", Party: 1}, lost, peer.ExitFailure,
 			"…no -state was given, so a rerun starts over (pass -state DIR to both parties to be able to resume)"},
 		{"peer-interrupted", live, Stop{Command: "dataowner", Party: 1, State: "st-do"},

@@ -195,6 +195,9 @@ type Stop struct {
 	// have to be restarted too (a -once dealer exits when both parties are
 	// gone).
 	Dealer bool
+	// DealerLost, if set, reports whether the party's connection to its
+	// dealer died (the dealer stopped, or the link dropped).
+	DealerLost func() bool
 	// Prog says where the run was (Progress.Where).
 	Prog *Progress
 	// Log gets the error chain at Debug level.
@@ -202,14 +205,18 @@ type Stop struct {
 }
 
 // rerun says exactly what to restart to resume: both parties with their
-// -state (this one's named), and the dealer, when there is one, if it has
-// exited; without -state, that a rerun starts over.
-func (s Stop) rerun() string {
+// -state (this one's named), and the dealer, when there is one: if it has
+// exited, or (dealerGone) in any case; without -state, that a rerun
+// starts over.
+func (s Stop) rerun(dealerGone bool) string {
 	if s.State == "" {
 		return "no -state was given, so a rerun starts over (pass -state DIR to both parties to be able to resume)"
 	}
 	procs := "both parties"
-	if s.Dealer {
+	switch {
+	case dealerGone:
+		procs = "the dealer (with the same -seeds, if it had them), then both parties"
+	case s.Dealer:
 		procs = "the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties"
 	}
 	return fmt.Sprintf("rerun %s with the same flags and their -state (here -state %s) to resume", procs, s.State)
@@ -222,9 +229,9 @@ func (s Stop) rerun() string {
 //     error (peer.Interrupted);
 //   - the two parties' flags differ: a FlagMismatch (peer.ExitUsage);
 //   - the peer crashed or the link dropped (selection.ErrConnectionLost),
-//     or the peer ended the session for a reason a rerun can mend (it was
-//     interrupted, failed, or could not label): where it stopped, why, and
-//     what to rerun;
+//     the dealer's connection died (DealerLost), or the peer ended the
+//     session for a reason a rerun can mend (it was interrupted, failed,
+//     or could not label): where it stopped, why, and what to rerun;
 //   - anything else, and nil, as it is.
 func (s Stop) Error(ctx context.Context, err error) error {
 	if err == nil {
@@ -234,14 +241,17 @@ func (s Stop) Error(ctx context.Context, err error) error {
 		s.Log.Debug("stopped", "err", err)
 	}
 	if ctx.Err() != nil {
-		return peer.Interrupted(s.Command, s.Prog.Where(), s.rerun(), err)
+		return peer.Interrupted(s.Command, s.Prog.Where(), s.rerun(false), err)
 	}
 	if fm := flagMismatch(s.Party, err); fm != err {
 		return peer.ConfigError(fm)
 	}
 	var cause string
+	dealerGone := s.DealerLost != nil && s.DealerLost()
 	var pa *selection.PeerAbortError
 	switch {
+	case dealerGone:
+		cause = "the connection to the dealer was lost (it stopped, or the link dropped)"
 	case errors.As(err, &pa):
 		switch pa.Code {
 		case selection.AbortCancelled, selection.AbortInternal, selection.AbortInput:
@@ -258,7 +268,7 @@ func (s Stop) Error(ctx context.Context, err error) error {
 	if w := s.Prog.Where(); w != "" {
 		line += " " + w
 	}
-	return peer.WithCode(peer.Code(Classify(err)), &oneLine{text: line + ": " + cause + "; " + s.rerun(), err: err})
+	return peer.WithCode(peer.Code(Classify(err)), &oneLine{text: line + ": " + cause + "; " + s.rerun(dealerGone), err: err})
 }
 
 // oneLine is an error printed as text, wrapping the error it explains.
