@@ -487,23 +487,9 @@ func TestKillAndResume(t *testing.T) {
 	do = f.dataOwner(t, addr, a1, "-state", st1)
 	// Kill the model owner once the data owner has checkpointed a batch of
 	// phase 1 (or phase 2) but before the run ends.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		// Both must have checkpointed a batch, else none is resumed.
-		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
-			t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
-			break
-		}
-		select {
-		case <-do.done:
-			t.Fatalf("data owner exited (%d) before any batch was checkpointed; stderr:\n%s", do.code, do.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no batch checkpointed in 60 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	// Both must have checkpointed a batch, else none is resumed.
+	b0, b1 := waitCheckpointed(t, do, st0, st1)
+	t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
 	if err := mo.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -568,18 +554,7 @@ func TestInterrupt(t *testing.T) {
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0, "-state", st0)
 		do := f.dataOwner(t, addr, a1, "-state", st1)
-		deadline := time.Now().Add(60 * time.Second)
-		for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
-			select {
-			case <-mo.done:
-				t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no batch checkpointed in 60 s")
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		waitCheckpointed(t, mo, st0, st1)
 		if err := mo.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
@@ -607,6 +582,28 @@ func TestInterrupt(t *testing.T) {
 			t.Fatal("the rerun resumed no batch")
 		}
 	})
+}
+
+// waitCheckpointed waits until both parties, of state directories st0 and
+// st1, have checkpointed a batch, and returns how many each has; it fails
+// the test if p exits first or after 60 s.
+func waitCheckpointed(t *testing.T, p *proc, st0, st1 string) (int, int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
+			return b0, b1
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%d) before any batch was checkpointed; stderr:\n%s", p.name, p.code, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no batch checkpointed in 60 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }
 
 // finishedBatches counts the batches party's checkpoint in dir holds (the

@@ -199,18 +199,7 @@ func TestPeerKilledOneLine(t *testing.T) {
 	dl, a0, a1 := f.dealer(t, "-once")
 	mo, addr := f.modelOwner(t, a0, "-state", st0)
 	do := f.dataOwner(t, addr, a1, "-state", st1)
-	deadline := time.Now().Add(60 * time.Second)
-	for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
-		select {
-		case <-mo.done:
-			t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no batch checkpointed in 60 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitCheckpointed(t, mo, st0, st1)
 	if err := do.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -238,18 +227,7 @@ func TestDealerKilledOneLine(t *testing.T) {
 	dl, a0, a1 := f.dealer(t, "-seeds", seeds)
 	mo, addr := f.modelOwner(t, a0, "-state", st0)
 	do := f.dataOwner(t, addr, a1, "-state", st1)
-	deadline := time.Now().Add(60 * time.Second)
-	for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
-		select {
-		case <-mo.done:
-			t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no batch checkpointed in 60 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitCheckpointed(t, mo, st0, st1)
 	if err := dl.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
