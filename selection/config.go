@@ -276,7 +276,11 @@ type ModelOwner struct {
 	// Generate configures proxy generation; its Phases are taken from
 	// Params.Schedule.
 	Generate proxy.Config
-	// Label labels the bootstrap sample (required when proxies are generated).
+	// Label labels the bootstrap sample (required when proxies are
+	// generated). With a StateDir it is called at most once per sample of
+	// a session: its labels are checkpointed (State.Labelled) before the
+	// proxies are generated, and a resumed run that receives the same
+	// points reuses them, whatever it stopped in.
 	Label Labeler
 	// Threshold is the private threshold of AppraiseThreshold; Run refuses
 	// one outside the fixed-point range before the session.
