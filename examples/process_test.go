@@ -965,7 +965,7 @@ func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]
 }
 
 // startFromCoin writes into the state directories to[p] each party's state
-// of from[p] with its progress removed (no bootstrap, no phases): a fresh
+// of from[p] with its progress removed (no bootstrap, no labels, no phases): a fresh
 // run from the same joint coin, and so the same selection.
 func startFromCoin(t *testing.T, from, to [2]string) {
 	t.Helper()
@@ -978,7 +978,7 @@ func startFromCoin(t *testing.T, from, to [2]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		s.BootstrapDone, s.Bootstrap, s.Phases, s.Labelled = false, nil, nil, nil
 		if b, err = json.Marshal(s); err != nil {
 			t.Fatal(err)
 		}
