@@ -189,12 +189,13 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 	return nil
 }
 
-// label returns the labels of the bootstrap sample idx: those an earlier
-// run recorded in the checkpoint for the same points, or m.Label's, which
+// label returns the labels of the bootstrap sample idx of inputs boot:
+// those an earlier run recorded in the checkpoint for the same points
+// (indices and inputs), or m.Label's, which
 // are recorded (State.Labelled) the moment they exist, before the proxies
 // are generated, so that no restart asks for them again.
 func (d *modelOwnerRun) label(ctx context.Context, idx []int, boot model.Input) ([]int, error) {
-	if labels, ok := d.st.labelsOf(idx); ok {
+	if labels, ok := d.st.labelsOf(idx, boot); ok {
 		d.logf().Info("selection: bootstrap labels from the checkpoint (labelled by an earlier run)", "points", len(idx))
 		return labels, nil
 	}
@@ -210,7 +211,7 @@ func (d *modelOwnerRun) label(ctx context.Context, idx []int, boot model.Input) 
 			return nil, withCode(AbortInput, fmt.Errorf("selection: bootstrap: label %d", l))
 		}
 	}
-	d.st.Labelled = &BootstrapLabels{Bootstrap: slices.Clone(idx), Labels: slices.Clone(labels)}
+	d.st.Labelled = &BootstrapLabels{Bootstrap: slices.Clone(idx), Points: pointsHash(boot), Labels: slices.Clone(labels)}
 	if err := d.checkpoint(); err != nil {
 		return nil, withCode(AbortState, fmt.Errorf("selection: bootstrap: record the labels: %w", err))
 	}

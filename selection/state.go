@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -67,8 +68,8 @@ type State struct {
 	// written the moment Label returns them, before the proxies are
 	// generated, and never trimmed: a run that stops after it (in
 	// generation, or in any phase) and resumes on a sample of the same
-	// points reuses them, so nobody is asked to label twice (nil until
-	// then, and always nil for the data owner).
+	// points (the same indices and inputs) reuses them, so nobody is asked
+	// to label twice (nil until then, and always nil for the data owner).
 	Labelled *BootstrapLabels `json:"labelled,omitempty"`
 	// ShardFloors is a sharded coordinator's record, per dealer session of
 	// a job it dispatched (the session's 64 hex digits), of the highest
@@ -102,15 +103,28 @@ type Revealed struct {
 type BootstrapLabels struct {
 	// Bootstrap holds the sample's pool indices, ascending.
 	Bootstrap []int `json:"bootstrap"`
+	// Points is the SHA-256 (hex) of the sample's inputs as labelled
+	// (pointsHash): labels are reused for the same inputs only, so a data
+	// owner that sends other points under the same indices after a
+	// restart gets them labelled, not the old labels.
+	Points string `json:"points"`
 	// Labels holds their classes, in the order of Bootstrap.
 	Labels []int `json:"labels"`
 }
 
-// labelsOf returns the recorded labels of the bootstrap sample idx, if
-// the checkpoint holds those of exactly these points.
-func (s *State) labelsOf(idx []int) ([]int, bool) {
+// pointsHash is the SHA-256 (hex) of bootstrap inputs, as the model owner
+// decoded them.
+func pointsHash(in model.Input) string {
+	b, _ := json.Marshal(in)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// labelsOf returns the recorded labels of the bootstrap sample idx of
+// inputs in, if the checkpoint holds those of exactly these points.
+func (s *State) labelsOf(idx []int, in model.Input) ([]int, bool) {
 	l := s.Labelled
-	if l == nil || !slices.Equal(l.Bootstrap, idx) {
+	if l == nil || !slices.Equal(l.Bootstrap, idx) || l.Points != pointsHash(in) {
 		return nil, false
 	}
 	return slices.Clone(l.Labels), true
@@ -128,6 +142,9 @@ func checkLabelled(party int, l *BootstrapLabels) error {
 	}
 	if len(l.Labels) != len(l.Bootstrap) {
 		return fmt.Errorf("selection: state: %d bootstrap labels for %d points", len(l.Labels), len(l.Bootstrap))
+	}
+	if b, err := hex.DecodeString(l.Points); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("selection: state: labelled points' hash %.70q", l.Points)
 	}
 	for i, b := range l.Bootstrap {
 		if b < 0 || i > 0 && b <= l.Bootstrap[i-1] {

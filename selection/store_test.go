@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/selectformer/selectformer/nn/model"
 )
 
 // TestCheckpointStore: what save and record write, load reads back (the
@@ -216,5 +218,26 @@ func TestResultReadsLegacyDealerBytes(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `"randomness_bytes":7`) || strings.Contains(string(out), "dealer_bytes") {
 		t.Fatalf("encoded %s", out)
+	}
+}
+
+// TestLabelsOfSamePointsOnly: recorded bootstrap labels are reused only
+// for the same indices and the same inputs: a data owner that sends other
+// points under the recorded indices after a restart gets them labelled
+// afresh, not given the old labels.
+func TestLabelsOfSamePointsOnly(t *testing.T) {
+	in := model.Input{Pixels: [][]float64{{0.5}, {0.25}}}
+	st := &State{Labelled: &BootstrapLabels{Bootstrap: []int{3, 7}, Points: pointsHash(in), Labels: []int{1, 0}}}
+	if l, ok := st.labelsOf([]int{3, 7}, in); !ok || !slices.Equal(l, []int{1, 0}) {
+		t.Fatalf("same points: %v, %v", l, ok)
+	}
+	if _, ok := st.labelsOf([]int{3, 7}, model.Input{Pixels: [][]float64{{0.5}, {0.75}}}); ok {
+		t.Error("labels reused for other inputs under the same indices")
+	}
+	if _, ok := st.labelsOf([]int{3, 8}, in); ok {
+		t.Error("labels reused for other indices")
+	}
+	if _, ok := (&State{}).labelsOf([]int{3, 7}, in); ok {
+		t.Error("labels found in a state without any")
 	}
 }
