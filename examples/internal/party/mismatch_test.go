@@ -88,6 +88,11 @@ func TestStopError(t *testing.T) {
 		{"dealer-gone", live, Stop{Command: "modelowner", State: "st-mo", Dealer: true, DealerLost: func() bool { return true }}, chain, peer.ExitFailure,
 			"stopped while handshake and joint coin with the data owner: the connection to the dealer was lost (it stopped, or the link dropped); " +
 				"rerun the dealer (with the same -seeds, if it had them), then both parties with the same flags and their -state (here -state st-mo) to resume"},
+		// A dealer drops the survivor's link once the peer is gone: the
+		// peer's loss is the cause.
+		{"peer-killed-dealer-dropped", live, Stop{Command: "modelowner", State: "st-mo", Dealer: true, DealerLost: func() bool { return true }}, lost, peer.ExitFailure,
+			"stopped while handshake and joint coin with the data owner: the connection to the data owner was lost (it crashed or was killed, or the link dropped); " +
+				"rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state st-mo) to resume"},
 		{"peer-killed-no-state", live, Stop{Command: "dataowner", Party: 1}, lost, peer.ExitFailure,
 			"…no -state was given, so a rerun starts over (pass -state DIR to both parties to be able to resume)"},
 		{"peer-interrupted", live, Stop{Command: "dataowner", Party: 1, State: "st-do"},

@@ -228,10 +228,11 @@ func (s Stop) rerun(dealerGone bool) string {
 //   - stopped by SIGINT or SIGTERM (ctx ended): a peer.ExitInterrupted
 //     error (peer.Interrupted);
 //   - the two parties' flags differ: a FlagMismatch (peer.ExitUsage);
-//   - the peer crashed or the link dropped (selection.ErrConnectionLost),
-//     the dealer's connection died (DealerLost), or the peer ended the
-//     session for a reason a rerun can mend (it was interrupted, failed,
-//     or could not label): where it stopped, why, and what to rerun;
+//   - the peer ended the session for a reason a rerun can mend (it was
+//     interrupted, failed, or could not label), the peer crashed or the
+//     link dropped (selection.ErrConnectionLost), or else the dealer's
+//     connection died (DealerLost): where it stopped, why, and what to
+//     rerun;
 //   - anything else, and nil, as it is.
 func (s Stop) Error(ctx context.Context, err error) error {
 	if err == nil {
@@ -246,12 +247,13 @@ func (s Stop) Error(ctx context.Context, err error) error {
 	if fm := flagMismatch(s.Party, err); fm != err {
 		return peer.ConfigError(fm)
 	}
+	// The peer's word or its loss comes first: a dealer drops a party's
+	// connection when its session's other party is gone, so a dealer
+	// link found dead after the peer left is not the cause.
 	var cause string
-	dealerGone := s.DealerLost != nil && s.DealerLost()
+	dealerGone := false
 	var pa *selection.PeerAbortError
 	switch {
-	case dealerGone:
-		cause = "the connection to the dealer was lost (it stopped, or the link dropped)"
 	case errors.As(err, &pa):
 		switch pa.Code {
 		case selection.AbortCancelled, selection.AbortInternal, selection.AbortInput:
@@ -261,6 +263,9 @@ func (s Stop) Error(ctx context.Context, err error) error {
 		}
 	case errors.Is(err, selection.ErrConnectionLost):
 		cause = fmt.Sprintf("the connection to the %s was lost (it crashed or was killed, or the link dropped)", roleNames[1-s.Party])
+	case s.DealerLost != nil && s.DealerLost():
+		dealerGone = true
+		cause = "the connection to the dealer was lost (it stopped, or the link dropped)"
 	default:
 		return err
 	}
