@@ -754,7 +754,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		}
 		ph := PhaseRun{Phase: i, Proxy: w.Phases[i].String(), Candidates: a.Stats.In, Kept: a.Stats.Out, Batches: a.Stats.Batches,
 			Rounds:  a.Stats.ForwardRounds + a.Stats.SelectRounds,
-			BytesP0: a.Stats.BytesSent, BytesP1: b.Stats.BytesSent, DealerBytes: a.Stats.DealerBytes + b.Stats.DealerBytes,
+			BytesP0: a.Stats.BytesSent, BytesP1: b.Stats.BytesSent, DealerBytes: a.Stats.RandomnessBytes + b.Stats.RandomnessBytes,
 			Seconds: max(a.Stats.Seconds, b.Stats.Seconds), Comparisons: a.Stats.Comparisons, Steps: a.Stats.Steps,
 			RoundsPerBatch: max(a.RoundsPerBatch, b.RoundsPerBatch),
 			PeakInFlight:   max(a.Stats.PeakInFlight, b.Stats.PeakInFlight), Prefetched: a.Stats.Prefetched,
@@ -781,7 +781,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 			DealerBytes: max(0, ph.DealerBytes-ph.Prepare.DealerBytes-ph.Forward.DealerBytes),
 			Seconds:     max(0, rest(a), rest(b))}
 		for p, pp := range []PartyPhase{a, b} {
-			ph.Select.DealerDown[p] = max(0, pp.Stats.DealerBytes-dealerTotal(pp.Prepare.Dealer)-dealerTotal(pp.Forward.Dealer))
+			ph.Select.DealerDown[p] = max(0, pp.Stats.RandomnessBytes-dealerTotal(pp.Prepare.Dealer)-dealerTotal(pp.Forward.Dealer))
 		}
 		r.Phases = append(r.Phases, ph)
 	}

@@ -46,7 +46,7 @@ var (
 // phase, so a kill lands mid-phase).
 const (
 	testPool = 120
-	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -workers 2"
+	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -inflight 2"
 )
 
 func getFixture(t *testing.T) *fixture {
@@ -96,6 +96,9 @@ func TestMain(m *testing.M) {
 	if fix != nil {
 		_ = os.RemoveAll(fix.dir)
 	}
+	if helpDir != "" {
+		_ = os.RemoveAll(helpDir)
+	}
 	os.Exit(code)
 }
 
@@ -104,6 +107,7 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	lines  chan string
+	stdout *syncbuf.Buffer // all of stdout (lines also go to lines, while it has room)
 	stderr *syncbuf.Buffer
 	done   chan struct{}
 	code   int
@@ -112,7 +116,7 @@ type proc struct {
 func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(filepath.Join(f.bin, name), args...), lines: make(chan string, 100),
-		stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
+		stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -124,6 +128,7 @@ func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			p.stdout.Write([]byte(sc.Text() + "\n"))
 			select {
 			case p.lines <- sc.Text():
 			default:
@@ -314,7 +319,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 				t.Fatalf("bootstrap %v, dealer run %v", r0.Bootstrap, ref.Bootstrap)
 			}
 			for i, ph := range r0.Phases {
-				if ph.DealerBytes == 0 {
+				if ph.RandomnessBytes == 0 {
 					t.Errorf("phase %d: no OT traffic counted: %+v", i, ph)
 				}
 			}
@@ -340,7 +345,7 @@ var (
 
 const (
 	textPool = 48
-	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -workers 2"
+	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -inflight 2"
 )
 
 func getTextFixture(t *testing.T) (*fixture, *textFixture) {
@@ -490,23 +495,9 @@ func TestKillAndResume(t *testing.T) {
 	do = f.dataOwner(t, addr, a1, "-state", st1)
 	// Kill the model owner once the data owner has checkpointed a batch of
 	// phase 1 (or phase 2) but before the run ends.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		// Both must have checkpointed a batch, else none is resumed.
-		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
-			t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
-			break
-		}
-		select {
-		case <-do.done:
-			t.Fatalf("data owner exited (%d) before any batch was checkpointed; stderr:\n%s", do.code, do.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no batch checkpointed in 60 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	// Both must have checkpointed a batch, else none is resumed.
+	b0, b1 := waitCheckpointed(t, do, st0, st1)
+	t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
 	if err := mo.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -571,28 +562,17 @@ func TestInterrupt(t *testing.T) {
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0, "-state", st0)
 		do := f.dataOwner(t, addr, a1, "-state", st1)
-		deadline := time.Now().Add(60 * time.Second)
-		for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
-			select {
-			case <-mo.done:
-				t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no batch checkpointed in 60 s")
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		waitCheckpointed(t, mo, st0, st1)
 		if err := mo.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		mo.expect(t, peer.ExitInterrupted, "; rerun with the same flags and -state "+st0+" to resume\n")
+		mo.expect(t, peer.ExitInterrupted, "; rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state "+st0+") to resume\n")
 		msg := mo.stderr.String()
 		if !regexp.MustCompile(`(?m)^interrupted: modelowner stopped in phase [12] of 2 after \d+ of \d+ batches; `).MatchString(msg) ||
 			strings.Contains(msg, "context canceled") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 			t.Fatalf("the interrupted model owner printed:\n%s", msg)
 		}
-		do.expect(t, peer.ExitPeer, "rerun both parties with the same flags (here -state "+st1+") to resume")
+		do.expect(t, peer.ExitPeer, "the model owner ended the session: its run was cancelled or ran out of time; rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state "+st1+") to resume\n")
 		t.Logf("model owner:\n%sdata owner:\n%s", msg, do.stderr)
 		// The rerun resumes.
 		out := filepath.Join(dir, "out")
@@ -612,9 +592,31 @@ func TestInterrupt(t *testing.T) {
 	})
 }
 
+// waitCheckpointed waits until both parties, of state directories st0 and
+// st1, have checkpointed a batch, and returns how many each has; it fails
+// the test if p exits first or after 60 s.
+func waitCheckpointed(t *testing.T, p *proc, st0, st1 string) (int, int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
+			return b0, b1
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%d) before any batch was checkpointed; stderr:\n%s", p.name, p.code, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no batch checkpointed in 60 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // finishedBatches counts the batches party's checkpoint in dir holds (the
 // selection package keeps each finished batch in its own file,
-// batches-p<party>/phase-<i>/batch-<b>.bin).
+// selection.BatchDir's batch-<b>.bin).
 func finishedBatches(dir string, party int) int {
 	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
 	return len(m)
@@ -646,8 +648,10 @@ func TestPeerFailures(t *testing.T) {
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0)
 		do := f.dataOwner(t, addr, a1, "-budget", "41")
-		do.expect(t, peer.ExitPeer, "budget mismatch")
-		mo.expect(t, peer.ExitPeer, "budget mismatch")
+		// Named by the flag, both values as the flag takes them, on both
+		// sides; a configuration to fix (exit 2), not a peer failure.
+		do.expect(t, peer.ExitUsage, "handshake: -budget mismatch: this data owner has -budget 41, the model owner -budget 40; both parties must pass the same -budget\n")
+		mo.expect(t, peer.ExitUsage, "handshake: -budget mismatch: this model owner has -budget 40, the data owner -budget 41; both parties must pass the same -budget\n")
 		dl.expect(t, peer.ExitOK, "session over, both parties gone")
 		for _, role := range []string{`role="model owner"`, `role="data owner"`} {
 			if !strings.Contains(dl.stderr.String(), `msg="dealer: party left before drawing material" `+role) {
@@ -932,7 +936,7 @@ func idxs(n int) []int {
 func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]float64, epochs map[int]uint64, mixed []int) {
 	t.Helper()
 	read := func(dir string, party int) map[int]selection.BatchShares {
-		m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), fmt.Sprintf("phase-%d", phase), "batch-*.bin"))
+		m, _ := filepath.Glob(filepath.Join(selection.BatchDir(dir, party, phase), "batch-*.bin"))
 		out := map[int]selection.BatchShares{}
 		for _, path := range m {
 			b, err := os.ReadFile(path)
@@ -969,7 +973,7 @@ func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]
 }
 
 // startFromCoin writes into the state directories to[p] each party's state
-// of from[p] with its progress removed (no bootstrap, no phases): a fresh
+// of from[p] with its progress removed (no bootstrap, no labels, no phases): a fresh
 // run from the same joint coin, and so the same selection.
 func startFromCoin(t *testing.T, from, to [2]string) {
 	t.Helper()
@@ -982,7 +986,7 @@ func startFromCoin(t *testing.T, from, to [2]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		s.BootstrapDone, s.Bootstrap, s.Phases, s.Labelled = false, nil, nil, nil
 		if b, err = json.Marshal(s); err != nil {
 			t.Fatal(err)
 		}

@@ -125,9 +125,16 @@ func (c AbortCode) String() string {
 // MismatchFields are the handshake fields a MismatchError (and an
 // AbortMismatch message) may name: public parameters, announced by both
 // parties in the clear.
-var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "pool_size", "budget",
-	"bootstrap", "schedule", "batch_size", "workers", "appraisal", "embedding_hash", "view_hash", "shards",
+var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "provider", "provider_params",
+	"pool_size", "budget", "bootstrap", "schedule", "batch_size", "workers", "appraisal", "seq", "embedding_hash", "view_hash", "shards",
 	"shard_session", "phase", "shard", "candidates", "arch", "pool_root"}
+
+// ErrConnectionLost is wrapped by the error of a run whose connection to
+// the peer died before the run failed, with no abort from the peer: the
+// peer crashed or was killed, or the link dropped. Nobody told the other
+// side why; restarting both parties with their state directories resumes
+// the selection.
+var ErrConnectionLost = errors.New("selection: the connection to the peer was lost")
 
 // PeerAbortError is a party's error when its peer ended the session and
 // said why: the peer's run failed (bad input, a setting rejected before the
@@ -377,9 +384,13 @@ func (a *abortWatch) fail(err error) error {
 		if perr := a.peerErr(); perr != nil && !local {
 			return perr
 		}
-		// No abort can reach the peer; the details still go to the log.
-		a.log.Warn("selection: run failed; the connection to the peer is gone, so it is not told", "party", a.party, "err", err)
-		return err
+		// No abort can reach the peer; the details go to the debug log.
+		if local {
+			return err
+		}
+		a.log.Warn("selection: run failed: the connection to the peer was lost, so it is not told", "party", a.party, "conn", a.conn.Err())
+		a.log.Debug("selection: run failed", "party", a.party, "err", err)
+		return fmt.Errorf("%w: %w", ErrConnectionLost, err)
 	}
 	if a.peerErr() == nil {
 		msg := encodeAbort(a.party, err)

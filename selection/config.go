@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -276,7 +277,11 @@ type ModelOwner struct {
 	// Generate configures proxy generation; its Phases are taken from
 	// Params.Schedule.
 	Generate proxy.Config
-	// Label labels the bootstrap sample (required when proxies are generated).
+	// Label labels the bootstrap sample (required when proxies are
+	// generated). With a StateDir it is called at most once per sample of
+	// a session: its labels are checkpointed (State.Labelled) before the
+	// proxies are generated, and a resumed run that receives the same
+	// points reuses them, whatever it stopped in.
 	Label Labeler
 	// Threshold is the private threshold of AppraiseThreshold; Run refuses
 	// one outside the fixed-point range before the session.
@@ -403,7 +408,7 @@ type DataOwner struct {
 // QuickSelect) are added to its workers' (Shards, one per job this run
 // handed out, as each worker reported it with its shares): BytesSent and
 // BytesRecv sum the coordinators' link and every worker pair's link,
-// DealerBytes the coordinator's provider and every worker's (its own
+// RandomnessBytes the coordinator's provider and every worker's (its own
 // dealer link, or the dealer-free provider's OT traffic on its pair
 // link). The pairs run at the same time, so their rounds overlap:
 // ForwardRounds is the largest pair's forward critical path (the
@@ -433,10 +438,12 @@ type PhaseStats struct {
 	// on its link to the other party, plus, sharded, on every pair's link.
 	BytesSent int64 `json:"bytes_sent"`
 	BytesRecv int64 `json:"bytes_recv"`
-	// DealerBytes is this party's traffic with its correlated randomness's
-	// source (from and to the dealer, or the dealer-free provider's OT
-	// traffic), plus, sharded, every worker's.
-	DealerBytes int64 `json:"dealer_bytes"`
+	// RandomnessBytes is this party's traffic of correlated randomness:
+	// from and to the dealer, or, dealer-free, the OT and HE traffic with
+	// the peer that makes it; plus, sharded, every worker's. (Results
+	// written before it was named so hold it as "dealer_bytes", which
+	// decodes into it.)
+	RandomnessBytes int64 `json:"randomness_bytes"`
 	// Shards are the worker pairs' figures of a sharded phase, one per job
 	// this run handed out, by shard (already added to the totals above).
 	Shards []ShardStats `json:"shards,omitempty"`
@@ -503,4 +510,31 @@ type Result struct {
 	Appraisal *Appraisal `json:"appraisal,omitempty"`
 	// Epoch is the run number of this state directory (1 for a fresh run).
 	Epoch uint64 `json:"epoch"`
+}
+
+// UnmarshalJSON decodes PhaseStats, also from a result written before
+// RandomnessBytes was named so (legacyRandomness).
+func (s *PhaseStats) UnmarshalJSON(b []byte) error {
+	type plain PhaseStats // without this method
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	return legacyRandomness(b, &s.RandomnessBytes)
+}
+
+// legacyRandomness decodes the "dealer_bytes" of the JSON object b, the
+// name of RandomnessBytes in results written before, into *n unless b
+// sets it under its name.
+func legacyRandomness(b []byte, n *int64) error {
+	var v struct {
+		Randomness *int64 `json:"randomness_bytes"`
+		Dealer     *int64 `json:"dealer_bytes"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Dealer != nil && v.Randomness == nil {
+		*n = *v.Dealer
+	}
+	return nil
 }

@@ -31,6 +31,7 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add(b)
 	good.Party, good.Revealed, good.ShardFloors = 0, nil, map[string]uint64{strings.Repeat("0a", 32): 3}
 	good.Pool.Seed = ""
+	good.Labelled = &BootstrapLabels{Bootstrap: []int{3, 5}, Points: strings.Repeat("ab", 32), Labels: []int{1, 0}}
 	b, _ = json.Marshal(good)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -201,6 +202,9 @@ func TestDecodeBootstrapBomb(t *testing.T) {
 	}
 }
 
+// pointsHex is a well-formed State.Labelled.Points.
+var pointsHex = strings.Repeat("ab", 32)
+
 func TestDecodeStateErrors(t *testing.T) {
 	cases := []struct{ name, in string }{
 		{"not json", `{`},
@@ -212,6 +216,11 @@ func TestDecodeStateErrors(t *testing.T) {
 		{"done without survivors", `{"version":1,"party":0,"seed":"` + seedHex + `","bootstrap_done":true,"phases":[{"done":true}]}`},
 		{"unfinished earlier phase", `{"version":1,"party":0,"seed":"` + seedHex + `","bootstrap_done":true,"phases":[{},{}]}`},
 		{"unsorted survivors", `{"version":1,"party":0,"seed":"` + seedHex + `","bootstrap_done":true,"phases":[{"done":true,"survivors":[3,1]}]}`},
+		{"labels of a data owner", `{"version":1,"party":1,"labelled":{"bootstrap":[1],"points":"` + pointsHex + `","labels":[0]}}`},
+		{"labels not one per point", `{"version":1,"party":0,"labelled":{"bootstrap":[1,2],"points":"` + pointsHex + `","labels":[0]}}`},
+		{"labelled indices unsorted", `{"version":1,"party":0,"labelled":{"bootstrap":[2,1],"points":"` + pointsHex + `","labels":[0,1]}}`},
+		{"negative label", `{"version":1,"party":0,"labelled":{"bootstrap":[1],"points":"` + pointsHex + `","labels":[-1]}}`},
+		{"labelled points unhashed", `{"version":1,"party":0,"labelled":{"bootstrap":[1],"points":"ab","labels":[0]}}`},
 	}
 	for _, c := range cases {
 		if _, err := DecodeState([]byte(c.in)); err == nil {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,6 +151,67 @@ func TestSecureResume(t *testing.T) {
 	// State, batch shares and the saved proxies are owner-only.
 	checkPrivateModes(t, dirs[0])
 	checkPrivateModes(t, dirs[1])
+}
+
+// TestLabelsNeverAskedTwice: the data owner vanishes while the model owner
+// generates the proxies, after the bootstrap was labelled; restarted with
+// their state directories, both meet on the same coin, the data owner
+// re-sends the same points, and the model owner reuses the labels its
+// checkpoint recorded the moment they existed: Label is called once in
+// all (issue 39: a restart asked the annotators again; fails on the old
+// code, where the second run calls Label).
+func TestLabelsNeverAskedTwice(t *testing.T) {
+	f := newSecureFixture(t)
+	dirs := [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
+	var calls atomic.Int32
+	counting := func(drop func()) Labeler {
+		return func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
+			calls.Add(1)
+			labels, err := sessiontest.Labels(f.labels)(ctx, idx, in)
+			if drop != nil {
+				drop() // the data owner dies as generation starts
+			}
+			return labels, err
+		}
+	}
+	mo, do := f.owners(dirs)
+	var doConn atomic.Pointer[transport.Conn]
+	mo.Label = counting(func() { doConn.Load().Close() })
+	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, prov beaver.Provider) error {
+		if party == 0 {
+			_, err := mo.Run(ctx, c, prov)
+			return err
+		}
+		doConn.Store(c)
+		_, err := do.Run(ctx, c, prov)
+		return err
+	})
+	if errs[0] == nil {
+		t.Fatal("the model owner finished although its peer vanished during generation")
+	}
+	b, err := os.ReadFile(StateFile(dirs[0], 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := DecodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.BootstrapDone || st.Labelled == nil || len(st.Labelled.Labels) != f.p.Bootstrap {
+		t.Fatalf("after the interrupted generation: bootstrap done %v, labels %+v; want the labels recorded, the bootstrap not done", st.BootstrapDone, st.Labelled)
+	}
+	mo, do = f.owners(dirs)
+	mo.Label = counting(nil)
+	res, errs := f.run(t, mo, do, 0)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("Label called %d times; want once", n)
+	}
+	if !slices.Equal(res[0].Bootstrap, st.Labelled.Bootstrap) || !slices.Equal(res[0].Selected, res[1].Selected) {
+		t.Fatalf("bootstrap %v (labelled %v), selected %v / %v", res[0].Bootstrap, st.Labelled.Bootstrap, res[0].Selected, res[1].Selected)
+	}
 }
 
 // checkPlain compares a secure selection with the plaintext pipeline on the

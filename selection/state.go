@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
@@ -74,6 +75,13 @@ type State struct {
 	// (nil without one): the root both parties record in the handshake,
 	// before the coin (see PoolState).
 	Pool *PoolState `json:"pool,omitempty"`
+	// Labelled is the model owner's record of the bootstrap labels,
+	// written the moment Label returns them, before the proxies are
+	// generated, and never trimmed: a run that stops after it (in
+	// generation, or in any phase) and resumes on a sample of the same
+	// points (the same indices and inputs) reuses them, so nobody is asked
+	// to label twice (nil until then, and always nil for the data owner).
+	Labelled *BootstrapLabels `json:"labelled,omitempty"`
 	// ShardFloors is a sharded coordinator's record, per dealer session of
 	// a job it dispatched (the session's 64 hex digits), of the highest
 	// epoch at which its worker may have drawn correlated randomness for
@@ -138,6 +146,64 @@ type Revealed struct {
 	Seed string `json:"seed"`
 	// Bootstrap holds the pool indices sent, ascending.
 	Bootstrap []int `json:"bootstrap"`
+}
+
+// BootstrapLabels are the labels of a bootstrap sample (State.Labelled).
+type BootstrapLabels struct {
+	// Bootstrap holds the sample's pool indices, ascending.
+	Bootstrap []int `json:"bootstrap"`
+	// Points is the SHA-256 (hex) of the sample's inputs as labelled
+	// (pointsHash): labels are reused for the same inputs only, so a data
+	// owner that sends other points under the same indices after a
+	// restart gets them labelled, not the old labels.
+	Points string `json:"points"`
+	// Labels holds their classes, in the order of Bootstrap.
+	Labels []int `json:"labels"`
+}
+
+// pointsHash is the SHA-256 (hex) of bootstrap inputs, as the model owner
+// decoded them.
+func pointsHash(in model.Input) string {
+	b, _ := json.Marshal(in)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// labelsOf returns the recorded labels of the bootstrap sample idx of
+// inputs in, if the checkpoint holds those of exactly these points.
+func (s *State) labelsOf(idx []int, in model.Input) ([]int, bool) {
+	l := s.Labelled
+	if l == nil || !slices.Equal(l.Bootstrap, idx) || l.Points != pointsHash(in) {
+		return nil, false
+	}
+	return slices.Clone(l.Labels), true
+}
+
+// checkLabelled refuses a record of bootstrap labels (State.Labelled) of
+// a data owner, whose indices are not ascending and distinct, or whose
+// labels are negative or not one per index.
+func checkLabelled(party int, l *BootstrapLabels) error {
+	if l == nil {
+		return nil
+	}
+	if party != 0 {
+		return fmt.Errorf("selection: state: party %d with a model owner's record of bootstrap labels", party)
+	}
+	if len(l.Labels) != len(l.Bootstrap) {
+		return fmt.Errorf("selection: state: %d bootstrap labels for %d points", len(l.Labels), len(l.Bootstrap))
+	}
+	if b, err := hex.DecodeString(l.Points); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("selection: state: labelled points' hash %.70q", l.Points)
+	}
+	for i, b := range l.Bootstrap {
+		if b < 0 || i > 0 && b <= l.Bootstrap[i-1] {
+			return fmt.Errorf("selection: state: labelled indices not ascending and distinct")
+		}
+		if l.Labels[i] < 0 {
+			return fmt.Errorf("selection: state: bootstrap label %d", l.Labels[i])
+		}
+	}
+	return nil
 }
 
 func (r *Revealed) clone() *Revealed {
@@ -251,6 +317,9 @@ func DecodeState(b []byte) (*State, error) {
 		}
 	}
 	if err := checkShardFloors(s.ShardFloors); err != nil {
+		return nil, err
+	}
+	if err := checkLabelled(s.Party, s.Labelled); err != nil {
 		return nil, err
 	}
 	if pl := s.Pool; pl != nil {

@@ -172,7 +172,7 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	// off by default): it carries the bootstrap, the data owner's private
 	// points, and the length of a compressed message would depend on their
 	// content. Its other messages (hello, coin, architectures) are small.
-	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
+	mine := newHello(r.party, r.p, r.embHash, r.seq, beaver.Describe(r.prov), r.st.Epoch, r.st.summarize())
 	if r.shards != nil {
 		mine.Shards = r.shards.Shards()
 	}
@@ -361,7 +361,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	}
 	c1, d1 := r.online().Sub(c0), r.prov.Stats()
 	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
-	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
+	ps.RandomnessBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.addShards()
 	ps.Seconds = time.Since(start).Seconds()
 	r.logf().Info("selection: phase done", "party", r.party, "phase", i+1, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,

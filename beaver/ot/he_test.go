@@ -346,6 +346,32 @@ func TestHEProviderRefusesResend(t *testing.T) {
 	})
 }
 
+// TestProviderDescribe: a provider describes its way by the peer
+// binaries' -provider name and, for a Lattice, the digest of its HE
+// parameters, so that selection's hello can refuse a difference before
+// any session is bound (issue 39); beaver.Describe finds it through a
+// wrapper.
+func TestProviderDescribe(t *testing.T) {
+	other := he.DefaultParams()
+	other.FloodBits--
+	describe := func(o ProviderOptions) beaver.Description {
+		c0, _ := transport.Pipe(transport.Options{})
+		defer c0.Close()
+		p, err := NewProvider(c0, 0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return beaver.Describe(beaver.Typed{Provider: p})
+	}
+	ole, lat, lat2 := describe(ProviderOptions{}), describe(withLattice(t, LatticeOptions{})), describe(withLattice(t, LatticeOptions{Params: &other}))
+	if ole != (beaver.Description{Source: "ot"}) {
+		t.Errorf("VectorOLE: %+v", ole)
+	}
+	if lat.Source != "he" || len(lat.Params) != 62 || lat2.Source != "he" || lat2.Params == lat.Params {
+		t.Errorf("Lattice: %+v; other parameters: %+v", lat, lat2)
+	}
+}
+
 // TestHEProviderModeMismatch: parties whose weight masks are made
 // differently (VectorOLE, Lattice, another way), or by Lattices with
 // different parameters, both fail at BindSession with

@@ -3,6 +3,7 @@ package ot
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -398,6 +399,19 @@ func (p *Provider) Seek(stream uint32, pos uint64) error { return p.pos.Seek(str
 // ProviderOptions.WeightMasks set another), e.g. to read a Lattice's
 // Stats.
 func (p *Provider) WeightMasks() WeightMaskGenerator { return p.masks }
+
+// Describe implements beaver.Describer: the way of the WeightMaskGenerator
+// ("ot" for VectorOLE, "he" for a Lattice) and, for a Lattice, the digest
+// of its HE parameters and protocol (the rest of its Fingerprint), which
+// BindSession's setup would also compare.
+func (p *Provider) Describe() beaver.Description {
+	fp := p.masks.Fingerprint()
+	d := beaver.Description{Source: wayName(fp[0])}
+	if rest := [31]byte(fp[1:]); rest != [31]byte{} {
+		d.Params = hex.EncodeToString(rest[:])
+	}
+	return d
+}
 
 // ReleaseWeights implements beaver.WeightReleaser: the WeightMaskGenerator
 // drops what it holds for the weight ids in [lo, hi) (a Lattice's party 1

@@ -135,8 +135,7 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
 	return party.RunCoordinator(ctx, pt, &sf, party.Role{Party: 1, Name: "dataowner",
-		Connecting: "connecting to the dealer and the model owner",
-		Running:    "handshake with the model owner, who then labels the bootstrap sample and generates the proxies",
+		Running: "handshake with the model owner, who then labels the bootstrap sample and generates the proxies",
 		Run: func(ctx context.Context, shards selection.ShardRunner, conn *transport.Conn, prov beaver.Provider) (*selection.Result, error) {
 			do.Shards = shards
 			return do.Run(ctx, conn, prov)

@@ -195,7 +195,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		mo.ItemInput = party.BuyerItemInput(target.Config, *modelDir, lf.Vocab, log)
 	}
 	return party.RunCoordinator(ctx, pt, &sf, party.Role{Party: 0, Name: "modelowner",
-		Connecting: "connecting to the dealer and the data owner", Running: "handshake and joint coin with the data owner",
+		Running: "handshake and joint coin with the data owner",
 		Run: func(ctx context.Context, shards selection.ShardRunner, conn *transport.Conn, prov beaver.Provider) (*selection.Result, error) {
 			mo.Shards = shards
 			return mo.Run(ctx, conn, prov)
