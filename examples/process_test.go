@@ -252,7 +252,9 @@ func readResult(t *testing.T, path string) *selection.Result {
 // TestThreeProcesses runs dealer, model owner and data owner as three OS
 // processes over loopback TLS and checks that they agree; then the
 // purchase: the data owner delivers, the model owner verifies
-// (checkPurchase).
+// (checkPurchase). The data owner writes its result with -out -: its
+// stdout is the JSON and nothing else, the summary going to stderr (on
+// d5bf317 the summary came first on stdout, issue 39).
 func TestThreeProcesses(t *testing.T) {
 	f := getFixture(t)
 	out := t.TempDir()
@@ -260,13 +262,20 @@ func TestThreeProcesses(t *testing.T) {
 	dirs := [2]string{filepath.Join(out, "state-mo"), filepath.Join(out, "state-do")}
 	dl, a0, a1 := f.dealer(t, "-once")
 	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"), "-state", dirs[0])
-	do := f.dataOwner(t, addr, a1, "-out", filepath.Join(out, "do.json"), "-state", dirs[1])
+	do := f.dataOwner(t, addr, a1, "-out", "-", "-state", dirs[1])
 	for _, p := range []*proc{mo, do, dl} {
 		if code := p.wait(t, 90*time.Second); code != 0 {
 			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
 		}
 	}
-	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
+	r0 := readResult(t, filepath.Join(out, "mo.json"))
+	r1, err := party.ParseResult([]byte(do.stdout.String()))
+	if err != nil {
+		t.Fatalf("the data owner's stdout (-out -) is not the result's JSON only: %v\n%s", err, do.stdout)
+	}
+	if want := fmt.Sprintf("selected %d points (bootstrap %d)", len(r1.Selected), len(r1.Bootstrap)); !strings.Contains(do.stderr.String(), want) {
+		t.Errorf("the data owner's summary is not on stderr:\n%s", do.stderr)
+	}
 	t.Logf("three processes: %v; selected %v", time.Since(start).Round(time.Millisecond), r0.Selected)
 	checkAgree(t, r0, r1)
 	checkPurchase(t, f, dirs, r0, f.files.Pool, f.files.Checkpoint)

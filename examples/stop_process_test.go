@@ -1,13 +1,11 @@
 package examples_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -256,31 +254,6 @@ func TestDealerKilledOneLine(t *testing.T) {
 	mo.expect(t, 0, "")
 	do.expect(t, 0, "")
 	checkAgree(t, readResult(t, out+"0.json"), readResult(t, out+"1.json"))
-}
-
-// TestOutDashIsJSONOnly: with -out -, stdout holds the result's JSON and
-// nothing else (the summary goes to stderr), so it can be piped to a JSON
-// reader. On d5bf317 the summary came first on stdout.
-func TestOutDashIsJSONOnly(t *testing.T) {
-	f := getFixture(t)
-	out := t.TempDir()
-	dl, a0, a1 := f.dealer(t, "-once")
-	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"))
-	do := f.dataOwner(t, addr, a1, "-out", "-")
-	for _, p := range []*proc{mo, do, dl} {
-		p.expect(t, 0, "")
-	}
-	var r selection.Result
-	if err := json.Unmarshal([]byte(do.stdout.String()), &r); err != nil {
-		t.Fatalf("the data owner's stdout is not JSON only: %v\n%s", err, do.stdout)
-	}
-	checkAgree(t, readResult(t, filepath.Join(out, "mo.json")), &r)
-	if !strings.Contains(do.stderr.String(), fmt.Sprintf("selected %d points (bootstrap %d)", len(r.Selected), len(r.Bootstrap))) {
-		t.Errorf("the summary is not on stderr:\n%s", do.stderr)
-	}
-	if !slices.Equal(r.Selected, readResult(t, filepath.Join(out, "mo.json")).Selected) {
-		t.Fatal("parties disagree")
-	}
 }
 
 // TestListenInUseIsLocal: a party whose -listen address is taken exits

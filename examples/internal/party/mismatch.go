@@ -68,6 +68,10 @@ var mismatchFlags = map[string]flagOf{
 	"shards":     alike("-shards"),
 	"seq": {name: [2]string{"-public-seq", "-seq"}, write: [2]func(string) string{as("-public-seq"), as("-seq")},
 		hint: "the model owner's -public texts are tokenized to -public-seq tokens, which must be the data owner's -seq (0 on either side: the checkpoint's max_position_embeddings)"},
+	"pool_root": {name: [2]string{"-state", "-pool"}, write: [2]func(string) string{
+		func(v string) string { return "-state (the pool root recorded in this session: " + v + ")" },
+		func(v string) string { return "-pool (pool root " + v + ")" }},
+		hint: "the data owner must resume with the -pool it committed to in this session (and its -state), or both parties start a new session with fresh -state directories"},
 	"embedding_hash": {name: [2]string{"-model", "-embedding"}, write: [2]func(string) string{
 		func(v string) string { return "-model (embeddings " + v + ")" },
 		func(v string) string { return "-embedding (embeddings " + v + ")" }},

@@ -39,6 +39,8 @@ func TestFlagMismatch(t *testing.T) {
 		{1, selection.MismatchError{Field: "embedding_hash", Local: "abc…", Peer: "def…", Hint: selection.EmbeddingHint},
 			"handshake: -embedding mismatch: this data owner has -embedding (embeddings abc…), the model owner -model (embeddings def…); the two parties embed"},
 		{0, selection.MismatchError{Field: "provider_params", Local: "0011…", Peer: "2233…"}, "this model owner has -provider he (HE parameters 0011…), the data owner -provider he (HE parameters 2233…); "},
+		{0, selection.MismatchError{Field: "pool_root", Local: "ba205b08…", Peer: "0f1e2d3c…"},
+			"handshake: -state mismatch: this model owner has -state (the pool root recorded in this session: ba205b08…), the data owner -pool (pool root 0f1e2d3c…); the data owner must resume with the -pool it committed to"},
 		// No flag sets the protocol version: the library's words.
 		{0, selection.MismatchError{Field: "version", Local: "2", Peer: "3"}, "selection: handshake: version mismatch: local 2, peer 3"},
 	} {
