@@ -180,3 +180,31 @@ func BenchmarkWeightTriple(b *testing.B) {
 	b.ReportMetric(8*float64(s1.WordsSent)/N, "B-sent-P1/op")
 	b.ReportMetric(float64(s0.Rounds)/N, "rounds/op")
 }
+
+// BenchmarkKinds measures both parties' CPU per call of the OT-made kinds
+// at sizes of a sst2 candidate's items (cross ANDs, AND triples, elementwise
+// triples, a matrix triple, wrap pairs), in one process over an in-memory
+// pipe: cpu-ms/op is the two parties' CPU together.
+func BenchmarkKinds(b *testing.B) {
+	g0, g1 := genPairRaw(b)
+	ctx := testCtx(b)
+	for _, c := range []struct {
+		name string
+		f    func(g *Gen) error
+	}{
+		{"crossand/words=4096", func(g *Gen) error { _, err := g.CrossANDTriples(ctx, 4096); return err }},
+		{"and/words=4096", func(g *Gen) error { _, err := g.ANDTriples(ctx, 4096); return err }},
+		{"triples/n=16384", func(g *Gen) error { _, err := g.Triples(ctx, 16384); return err }},
+		{"mattriple/8x24x16x8", func(g *Gen) error { _, err := g.MatTriples(ctx, 8, 24, 16, 8); return err }},
+		{"wrap/n=65536", func(g *Gen) error { _, err := g.WrapPairs(ctx, 65536, 16); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cpu0 := cpuSeconds(b)
+			for b.Loop() {
+				both(b, func() (struct{}, error) { return struct{}{}, c.f(g0) },
+					func() (struct{}, error) { return struct{}{}, c.f(g1) })
+			}
+			b.ReportMetric((cpuSeconds(b)-cpu0)/float64(b.N)*1e3, "cpu-ms/op")
+		})
+	}
+}
