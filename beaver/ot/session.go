@@ -84,10 +84,11 @@ const (
 // the first message carries it, so parties that disagree fail with
 // ErrSessionMismatch instead of producing garbage; it also carries the
 // provider's WeightMaskGenerator (VectorOLE's for Setup; see
-// ProviderOptions.WeightMasks), so parties that run different generators
-// fail with ErrModeMismatch. The hash key mixes the id
-// with a fresh nonce of each party, so even a repeated id never repeats a
-// key. The base-OT secrets (Δ, seeds) are fresh on every Setup.
+// ProviderOptions.WeightMasks) and the OT extension (SoftSpokenOT, k = 4),
+// so parties that run different generators or extensions fail with
+// ErrModeMismatch. The hash and PRG keys mix the id with a fresh nonce of
+// each party, so even a repeated id never repeats a key. The base-OT
+// secrets (Δ, seeds) are fresh on every Setup.
 func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Session, error) {
 	return setup(ctx, c, party, sid, VectorOLE{}.Fingerprint())
 }
