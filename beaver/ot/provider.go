@@ -35,7 +35,7 @@ type ProviderOptions struct {
 	// Party 1 ignores it.
 	MaskSeed share.Seed
 	// WeightMasks makes the weight-mask correlations (KindWeightTriple,
-	// KindWeightVectorTriple); nil means VectorOLE (vector OLE on IKNP
+	// KindWeightVectorTriple); nil means VectorOLE (vector OLE on
 	// correlated OTs). A Lattice makes them by RLWE encryption of the
 	// model owner's masks (package beaver/he, he.go). Every other kind runs
 	// on OT whatever the generator. Both parties must use the same
