@@ -145,3 +145,44 @@ func TestHelloReceiveBounded(t *testing.T) {
 		t.Fatalf("got %v, want ErrTooLarge", err)
 	}
 }
+
+// TestExchangeReadsQueuedMessageAfterAbort: a peer that finds a mismatch
+// sends its hello, then aborts, which cancels this party's handshake
+// context. The hello is queued before the abort is seen, so exchangeJSON
+// must still hand it over, whatever the receive's select picks: under load
+// TestMismatchBeforeTheCoin/seq's data owner reported "(not compared
+// here)" instead of its own comparison when the cancellation won. Each of
+// the rounds below starts the receive with the context already cancelled
+// and the message queued (on 306f1b7 the hello was lost in round 0, in
+// three runs of three).
+func TestExchangeReadsQueuedMessageAfterAbort(t *testing.T) {
+	c0, c1 := transport.Pipe(transport.Options{})
+	defer c0.Close()
+	defer c1.Close()
+	bg, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	for i := range 32 {
+		id := StreamControl + uint32(2*i)
+		if err := c1.Stream(id).SendBytes(bg, []byte(`{"version":7,"seq":32}`)); err != nil {
+			t.Fatal(err)
+		}
+		// Frames arrive in order: once this marker is read, the hello is
+		// queued on this side, as it is when the peer's abort arrives.
+		if err := c1.Stream(id+1).SendBytes(bg, []byte("abort")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c0.Stream(id+1).RecvBytes(bg, 16); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(bg)
+		cancel()
+		var peer hello
+		err := exchangeJSON(ctx, c0.Stream(id), hello{Version: 7}, &peer, 1<<10)
+		if err == nil {
+			t.Fatalf("round %d: exchange on an ended context succeeded", i)
+		}
+		if peer.Version != 7 || peer.Seq != 32 {
+			t.Fatalf("round %d: the peer's queued hello was lost (%+v) when the context ended: %v", i, peer, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -285,11 +286,17 @@ func maxHelloMessage(p Params) int {
 	return int(min(n, maxControlMessage))
 }
 
+// lateMessageWait bounds how long exchangeJSON reads a peer's message
+// after its context ended: the message is queued already when the peer's
+// abort arrived, so the wait only ends a read of a connection that died.
+const lateMessageWait = time.Second
+
 // exchangeJSON sends v and receives the peer's message, of at most max
-// bytes, into out. When the
-// peer's message arrived but the send failed (the peer already left), out is
-// filled and the send error returned, so the caller can still report what
-// the peer said.
+// bytes, into out. When the peer's message arrived but the send failed (the
+// peer already left), or ctx ended (the peer's abort) with the message
+// queued, out is filled and the error returned, so the caller can still
+// report what the peer said.
+
 func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any, max int) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -300,6 +307,17 @@ func exchangeJSON(ctx context.Context, st *transport.Stream, v, out any, max int
 	rb, rerr := st.RecvBytes(ctx, max)
 	serr := <-errc
 	if rerr != nil {
+		if ctx.Err() != nil {
+			// The peer's abort (which cancels ctx) follows its message on
+			// the same connection, so that message is already queued: a
+			// receive on a cancelled context picks at random between the
+			// two. Read it, so the caller can tell why the peer left.
+			lateCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lateMessageWait)
+			if lb, lerr := st.RecvBytes(lateCtx, max); lerr == nil && len(lb) <= max {
+				_ = json.Unmarshal(lb, out) // best effort: the error below stands
+			}
+			cancel()
+		}
 		if serr != nil {
 			return fmt.Errorf("send: %w", serr)
 		}
