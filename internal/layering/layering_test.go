@@ -30,6 +30,7 @@ var layer = map[string]int{
 	"nn/safetensors":         2,
 	"nn/wordpiece":           2,
 	"nn/model":               3,
+	"nn/mlm":                 4,
 	"mlp":                    4,
 	"proxy":                  6,
 	"proxy/secure":           7,
