@@ -160,6 +160,23 @@ func TestWordNetSubset(t *testing.T) {
 	if _, err := NounSubset(s, []string{"noun.unicorn"}, 5, 1); err == nil {
 		t.Fatal("an unknown class was drawn")
 	}
+	two, err := Supersenses(s, []string{"noun.food", "noun.animal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.Len() != 600 || !slices.Equal(two.ClassNames, []string{"food", "animal"}) {
+		t.Fatalf("%d texts of classes %v, want 600 of food, animal", two.Len(), two.ClassNames)
+	}
+	for i, l := range two.Labels {
+		if j := slices.Index(s.Texts, two.Texts[i]); s.ClassNames[s.Labels[j]] != "noun."+two.ClassNames[l] {
+			t.Fatalf("%q labelled %s, is %s", two.Texts[i], two.ClassNames[l], s.ClassNames[s.Labels[j]])
+		}
+	}
+	for _, bad := range [][]string{{"noun.unicorn"}, {"noun.food", "noun.food"}} {
+		if _, err := Supersenses(s, bad); err == nil {
+			t.Errorf("classes %v accepted", bad)
+		}
+	}
 }
 
 func FuzzReadGCIDE(f *testing.F) {

@@ -171,3 +171,29 @@ func NounSubset(all *TextSet, classes []string, perClass int, seed uint64) (*Tex
 	}
 	return out, nil
 }
+
+// Supersenses keeps the texts of all (a NounTextSet or WordNetSubset) whose
+// supersense is one of classes and relabels them by their index in
+// classes; ClassNames are the classes without their "noun." prefix. A
+// class that is not a supersense of all, or one given twice, is an error.
+func Supersenses(all *TextSet, classes []string) (*TextSet, error) {
+	id := map[int]int{}
+	out := &TextSet{ClassNames: make([]string, len(classes))}
+	for i, c := range classes {
+		k := slices.Index(all.ClassNames, c)
+		if k < 0 {
+			return nil, fmt.Errorf("wordnet: class %q is not a noun supersense (%s)", c, strings.Join(all.ClassNames, ", "))
+		}
+		if _, dup := id[k]; dup {
+			return nil, fmt.Errorf("wordnet: class %q given twice", c)
+		}
+		id[k] = i
+		out.ClassNames[i] = strings.TrimPrefix(c, "noun.")
+	}
+	for i, t := range all.Texts {
+		if c, ok := id[all.Labels[i]]; ok {
+			out.Texts, out.Labels = append(out.Texts, t), append(out.Labels, c)
+		}
+	}
+	return out, nil
+}

@@ -40,7 +40,7 @@ func TestPretrainReproducible(t *testing.T) {
 	for i := range dirs {
 		dirs[i] = t.TempDir()
 		args := []string{"-corpus", corpus, "-out", dirs[i], "-steps", "6", "-vocab", "90", "-hidden", "16", "-heads", "2",
-			"-seq", "16", "-batch", "4", "-holdout-every", "10", "-eval-every", "3", "-log", "warn"}
+			"-seq", "16", "-batch", "4", "-holdout-every", "10", "-eval-every", "3", "-log", "warn", "-probe-train", "0"}
 		if err := run(args, io.Discard); err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +70,16 @@ func TestPretrainReproducible(t *testing.T) {
 		if !strings.Contains(string(card), want) {
 			t.Errorf("the model card lacks %q:\n%s", want, card)
 		}
+	}
+	// -card rewrites the card with the probe, the weights untouched.
+	before, _ := os.ReadFile(filepath.Join(dirs[0], model.WeightsFile))
+	if err := run([]string{"-out", dirs[0], "-card", "-probe-train", "100", "-probe-test", "100", "-probe-epochs", "1", "-log", "warn"}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dirs[0], model.WeightsFile))
+	card, _ = os.ReadFile(filepath.Join(dirs[0], "README.md"))
+	if !bytes.Equal(before, after) || !strings.Contains(string(card), "## Probe") || !strings.Contains(string(card), "from a random initialisation") {
+		t.Errorf("-card: weights unchanged %v; card:\n%s", bytes.Equal(before, after), card)
 	}
 	if err := run([]string{"-corpus", corpus}, io.Discard); err == nil {
 		t.Error("no -out was accepted")
