@@ -144,8 +144,8 @@ func WordNetSubset() (*TextSet, error) {
 }
 
 // WordNetSubsetClasses are the supersenses of the bundled WordNet subset.
-var WordNetSubsetClasses = []string{"noun.artifact", "noun.person", "noun.plant", "noun.animal", "noun.act",
-	"noun.communication", "noun.state", "noun.location", "noun.substance", "noun.food"}
+var WordNetSubsetClasses = []string{"noun.artifact", "noun.person", "noun.plant", "noun.animal", "noun.location",
+	"noun.substance", "noun.food", "noun.body", "noun.object", "noun.quantity"}
 
 // NounSubset draws up to perClass synsets of each of classes from all (a
 // NounTextSet) and returns them shuffled, ClassNames kept; it is
