@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/examples/pretrained"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -370,5 +371,60 @@ func TestSOTU(t *testing.T) {
 	s.NPM = ""
 	if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "datasets-sotu") {
 		t.Errorf("without the package: %v", err)
+	}
+}
+
+// TestWordNetTarget prepares the WordNet task from the committed subset:
+// the target is the committed pretrained BERT (its architecture and
+// vocabulary) with a new head of the ten supersenses, fine-tuned with its
+// embeddings frozen (they stay the public checkpoint's), the pool
+// long-tailed; without a pretrained checkpoint the target is a DistilBERT
+// trained from scratch.
+func TestWordNetTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fine-tunes a target (a few seconds)")
+	}
+	cfg, err := Defaults(WordNet, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Setting.Pretrain.Epochs = 8
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := Prepare(cfg.Setting, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _, err := pretrained.Load(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, r := d.Target.Config, ref.Config; c.Family != model.BERT || c.VocabSize != r.VocabSize || c.Hidden != r.Hidden || c.Layers != r.Layers || c.MaxPositions != r.MaxPositions {
+		t.Fatalf("target %+v, not the pretrained checkpoint's architecture %+v", c, r)
+	}
+	if len(d.Classes) != 10 || d.Classes[0] != "artifact" || d.Public.Len() != 200 || d.Test.Len() != 200 {
+		t.Fatalf("classes %v, public %d, test %d", d.Classes, d.Public.Len(), d.Test.Len())
+	}
+	counts, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(d.Pool.Len()), 10)
+	if counts[0] <= 3*counts[9] {
+		t.Fatalf("pool class mix %v: not long-tailed", counts)
+	}
+	if !(d.TargetAcc > 0.2) {
+		t.Fatalf("target accuracy %.3f after fine-tuning: not above chance (0.1) by far", d.TargetAcc)
+	}
+	h0, _ := model.EmbeddingHash(d.Target)
+	if h1, _ := model.EmbeddingHash(ref); h0 != h1 {
+		t.Fatal("fine-tuning on the public split moved the embeddings: the data owner's public tables would not be the target's")
+	}
+	cfg.Setting.Pretrained = ""
+	cfg.Setting.Pretrain.Epochs, cfg.Setting.Pretrain.FreezeEmbeddings = 1, false
+	if d, err = Prepare(cfg.Setting, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if d.Target.Config.Family != model.DistilBERT || d.Target.Config.Hidden != 64 {
+		t.Fatalf("from scratch: a %s of hidden %d", d.Target.Config.Family, d.Target.Config.Hidden)
+	}
+	cfg.Setting.Classes = []string{"noun.animal", "noun.unicorn"}
+	if _, err := Prepare(cfg.Setting, quiet); err == nil || !strings.Contains(err.Error(), "noun.unicorn") {
+		t.Fatalf("an unknown class: %v", err)
 	}
 }

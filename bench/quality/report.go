@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 )
 
@@ -180,8 +181,18 @@ func (r *Result) Markdown(command string) string {
 	fmt.Fprintf(&b, "### Setting\n\n")
 	fmt.Fprintf(&b, "- Data: %s.\n", d.Source)
 	poolMix, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(n), d.NumClasses())
-	fmt.Fprintf(&b, "- Public split (the model owner's): %d examples; the target, %s, is pretrained on it (%d epochs, lr %g): test accuracy **%s%%**.\n",
-		d.Public.Len(), describeTarget(d), s.Pretrain.Epochs, s.Pretrain.LR, pct(d.TargetAcc))
+	how := "is pretrained on it"
+	if s.Pretrained != "" {
+		how = "is fine-tuned on it"
+	}
+	if s.Pretrain.FreezeEmbeddings {
+		how += " with its embeddings frozen"
+		if s.FineTune.FreezeEmbeddings {
+			how += " (in every fine-tuning below too: the data owner embeds its texts with the public checkpoint's tables)"
+		}
+	}
+	fmt.Fprintf(&b, "- Public split (the model owner's): %d examples; the target, %s, %s (%d epochs, lr %g): test accuracy **%s%%**.\n",
+		d.Public.Len(), describeTarget(d), how, s.Pretrain.Epochs, s.Pretrain.LR, pct(d.TargetAcc))
 	fmt.Fprintf(&b, "- Test set: %d examples, balanced. Pool (the data owner's, unlabelled to the model owner): %d examples, class mix %s.\n",
 		d.Test.Len(), n, mixString(d.Classes, intsToFloats(poolMix)))
 	fmt.Fprintf(&b, "- Purchase = bootstrap (%.0f%% of the pool = %d random points, labelled by the model owner) + selected points; budgets %s of the pool in all.\n",
@@ -391,7 +402,13 @@ func (r *Result) acceptance() string {
 
 func describeTarget(d *Data) string {
 	cfg := d.Target.Config
-	return fmt.Sprintf("a %s of %d layers, hidden %d, %d heads", cfg.Family, cfg.Layers, cfg.Hidden, cfg.Heads)
+	desc := fmt.Sprintf("a %s of %d layers, hidden %d, %d heads", cfg.Family, cfg.Layers, cfg.Hidden, cfg.Heads)
+	if p := d.Setting.Pretrained; p != "" {
+		desc = fmt.Sprintf("the pretrained %s (`%s`: %s, vocabulary %d, masked-language-model pretraining, bench/cmd/pretrain) with a new classification head", p, p, desc, cfg.VocabSize)
+	} else if cfg.Family != model.ViT {
+		desc += fmt.Sprintf(", vocabulary %d built from the public split, trained from scratch", cfg.VocabSize)
+	}
+	return desc
 }
 
 func intsToFloats(v []int) []float64 {

@@ -54,7 +54,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quality", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ds := fs.String("dataset", quality.MNIST, "data set: mnist, spam or sotu (State of the Union passages by era; needs --npm)")
+	ds := fs.String("dataset", quality.MNIST, "data set: mnist, spam, sotu (State of the Union passages by era; needs --npm) or wordnet (WordNet definitions by supersense, on the pretrained BERT)")
 	seeds := fs.Int("seeds", 5, "repetitions (bootstrap, random selection, fine-tuning order)")
 	mpcSeeds := fs.Int("mpc-seeds", -1, "seeds that run Ours through the MPC pipeline (-1: all)")
 	budgets := fs.String("budgets", "20,30,40", "purchase sizes in percent of the pool, bootstrap included")
@@ -84,6 +84,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&ov.fineTuneLR, "finetune-lr", 0, "learning rate of fine-tuning (0: default)")
 	fs.BoolVar(&ov.replay, "replay", false, "fine-tune on the public split and the purchase together")
 	fs.BoolVar(&ov.shift, "shift", false, "spam with --npm: public split from the older corpus, pool and test from the newer")
+	wordNet := fs.String("wordnet", "", "wordnet: the WordNet 3.0 database directory (Debian package wordnet-base: /usr/share/wordnet; default: the committed subset)")
+	pretrained := fs.String("pretrained", "", "text data sets: directory of a pretrained BERT (bench/cmd/pretrain) to fine-tune as the target (default: wordnet's committed checkpoint; the others train a DistilBERT from scratch)")
+	classes := fs.String("classes", "", "wordnet: the noun supersenses to classify, comma-separated, the pool's most common first (default: "+strings.Join(quality.WordNetClasses, ",")+")")
+	fromScratch := fs.Bool("from-scratch", false, "wordnet: train the target from scratch instead (a DistilBERT of hidden 64, vocabulary from the public split)")
 	eras := fs.String("eras", "", "sotu: the first year of each era, comma-separated, the first 1790 (default: 1790,1830,1870,1910,1950,1990)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("flag -log: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	cfg, err := quality.Defaults(*ds, *npm != "", *small)
+	cfg, err := quality.Defaults(*ds, *npm != "" || *wordNet != "", *small)
 	if err != nil {
 		return err
 	}
@@ -106,7 +110,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	cfg.Setting.NPM = *npm
+	cfg.Setting.NPM, cfg.Setting.WordNet = *npm, *wordNet
+	if *pretrained != "" {
+		cfg.Setting.Pretrained = *pretrained
+	}
+	if *fromScratch {
+		cfg.Setting.Pretrained = ""
+	}
+	if *pretrained != "" || *fromScratch {
+		// A pretrained target keeps the public checkpoint's embeddings (the
+		// data owner's); one trained from scratch learns its own.
+		frozen := cfg.Setting.Pretrained != ""
+		cfg.Setting.Pretrain.FreezeEmbeddings, cfg.Setting.FineTune.FreezeEmbeddings = frozen, frozen
+	}
+	if *classes != "" {
+		cfg.Setting.Classes = strings.Split(*classes, ",")
+	}
 	cfg.Seeds, cfg.Jobs, cfg.Logger = *seeds, *jobs, log
 	cfg.SecureSeeds = *mpcSeeds
 	if cfg.SecureSeeds < 0 {
