@@ -24,8 +24,12 @@
 // the dealer, modelowner and dataowner binaries; with -export DIR -text, the
 // text counterpart: a tiny BERT trained on part of the bundled SpamAssassin
 // mails (its model directory holds its WordPiece vocab.txt), a text pool of
-// other mails and their labels by class name. On a terminal, a progress bar
-// shows each phase.
+// other mails and their labels by class name; with -export DIR -wordnet, a
+// text selection with the committed pretrained BERT (package
+// examples/pretrained) from start to end: that checkpoint as the public one,
+// the model owner's target fine-tuned from it on WordNet definitions, the
+// data owner's texts as a CSV for mkpool and a labelling script for the
+// model owner's -label-cmd. On a terminal, a progress bar shows each phase.
 package main
 
 import (
@@ -62,14 +66,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type options struct {
-	demo     demo.Config
-	params   selection.Params
-	link     transport.Options
-	points   int
-	public   int
-	mixes    int
-	log      *slog.Logger
-	progress *party.Progress
+	demo   demo.Config
+	params selection.Params
+	link   transport.Options
+	points int
+	public int
+	mixes  int
+	// wordNetEpochs is -epochs when given with -wordnet (0: the demo's
+	// default for a frozen-embedding fine-tuning).
+	wordNetEpochs int
+	log           *slog.Logger
+	progress      *party.Progress
 }
 
 func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -81,7 +88,7 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	fs.Lookup("bootstrap").DefValue, pf.Bootstrap = "100", 100
 	fs.Lookup("appraisal").DefValue, pf.Appraisal = "mean", "mean"
 	fs.Uint64Var(&o.demo.Seed, "seed", 1, "seed of the data splits and the pretraining")
-	fs.IntVar(&o.demo.Epochs, "epochs", 12, "epochs of pretraining of the public checkpoint")
+	fs.IntVar(&o.demo.Epochs, "epochs", 12, "epochs of pretraining of the public checkpoint (-wordnet: of fine-tuning the model owner's target, default 40)")
 	fs.Float64Var(&o.demo.RareFrac, "rare", 0.1, "fraction of the rarest class kept in the long-tailed pool (1: balanced)")
 	fs.IntVar(&o.points, "mlp-points", 50_000, "size of each MLP's training set in proxy generation (the lighter setting of the quickstart; 0: the library's default, 300000 and more)")
 	fs.IntVar(&o.public, "public", 300, "public digits (from the checkpoint's pretraining split) the model owner distils its proxies on besides the bootstrap (0: the bootstrap alone)")
@@ -89,10 +96,16 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	link := fs.String("link", "", "emulate a link between the parties: lan, paper-wan or none")
 	export := fs.String("export", "", "write the demo's files and identities to this directory and print the peer-binary commands, instead of running")
 	text := fs.Bool("text", false, "with -export: the text demo (tiny BERT, pool of SpamAssassin mails) instead of MNIST")
+	wordNet := fs.Bool("wordnet", false, "with -export: the pretrained text demo (the committed pretrained BERT fine-tuned on WordNet definitions, a CSV of other definitions for mkpool, a -label-cmd labeller) instead of MNIST")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "epochs" {
+			o.wordNetEpochs = o.demo.Epochs
+		}
+	})
 	o.progress = party.NewProgress(stderr, party.IsTerminal(stderr))
 	defer o.progress.Close()
 	var err error
@@ -121,11 +134,20 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if *text && o.demo.Pool > 1200 {
 		return peer.Usage("-pool %d: the text demo has at most 1200 mails for the pool", o.demo.Pool)
 	}
+	if *wordNet && (*export == "" || *text) {
+		return peer.Usage("-wordnet needs -export and not -text (the quickstart itself runs the MNIST demo)")
+	}
+	if *wordNet && o.demo.Pool > 2500 {
+		return peer.Usage("-pool %d: the pretrained text demo has at most 2500 definitions for the pool", o.demo.Pool)
+	}
 	pf.PoolSize = o.demo.Pool
 	if o.params, err = pf.Params(); err != nil {
 		return err
 	}
 	o.demo.Logger = o.log
+	if *export != "" && *wordNet {
+		return exportWordNet(*export, o, pf, stdout)
+	}
 	if *export != "" {
 		return exportFiles(*export, o, pf, *text, stdout)
 	}
@@ -343,6 +365,51 @@ func exportFiles(dir string, o options, pf party.ParamFlags, text bool, stdout i
 		}
 		poolSize = d.Pool.Len()
 	}
+	if err := writeIdentities(dir); err != nil {
+		return err
+	}
+	common := fmt.Sprintf("-budget %d -bootstrap %d -schedule %s -appraisal %q", pf.Budget, pf.Bootstrap, pf.Schedule, pf.Appraisal)
+	fmt.Fprintf(stdout, "wrote %s, %s, %s and identities under %s; run, in three shells:\n\n", f.Pool, f.Labels, f.Checkpoint, dir)
+	fmt.Fprintf(stdout, "go run ./examples/dealer -cert %[1]s/dealer.crt -key %[1]s/dealer.key -listen-p0 127.0.0.1:7100 -listen-p1 127.0.0.1:7101 -p0-fingerprint %[1]s/modelowner.crt -p1-fingerprint %[1]s/dataowner.crt -once\n", dir)
+	fmt.Fprintf(stdout, "go run ./examples/modelowner -cert %[1]s/modelowner.crt -key %[1]s/modelowner.key -listen 127.0.0.1:7000 -peer-fingerprint %[1]s/dataowner.crt -dealer 127.0.0.1:7100 -dealer-fingerprint %[1]s/dealer.crt -model %[2]s -labels %[3]s -pool-size %[4]d %[5]s -state %[1]s/state-mo\n",
+		dir, f.Checkpoint, f.Labels, poolSize, common)
+	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[2]s -embedding %[3]s%[4]s %[5]s -state %[1]s/state-do\n",
+		dir, f.Pool, f.Checkpoint, doExtra, common)
+	return nil
+}
+
+// exportWordNet writes the pretrained text demo's files and identities and
+// prints the commands of a text selection from start to end: the data owner
+// builds its pool from a CSV with mkpool and embeds it with the public
+// pretrained checkpoint, the model owner selects with its fine-tuned
+// target and labels the bootstrap through a -label-cmd script.
+func exportWordNet(dir string, o options, pf party.ParamFlags, stdout io.Writer) error {
+	d, err := demo.PrepareWordNet(demo.WordNetConfig{Seed: o.demo.Seed, Pool: o.demo.Pool, Epochs: o.wordNetEpochs, Logger: o.log})
+	if err != nil {
+		return err
+	}
+	f, err := d.WriteFiles(dir)
+	if err != nil {
+		return peer.WithCode(peer.ExitFailure, err)
+	}
+	if err := writeIdentities(dir); err != nil {
+		return err
+	}
+	seq := d.Config.Seq
+	common := fmt.Sprintf("-budget %d -bootstrap %d -schedule %s -appraisal %q", pf.Budget, pf.Bootstrap, pf.Schedule, pf.Appraisal)
+	fmt.Fprintf(stdout, "wrote %s (the data owner's texts), %s (the public pretrained checkpoint), %s (the model owner's target, fine-tuned on %d labelled definitions), %s and %s (the model owner's labeller and its answers), %s (the model owner's own texts) and identities under %s; run, the first in the data owner's shell, then the three parties in three shells:\n\n",
+		f.Texts, f.Pretrained, f.Target, d.Public.Len(), f.Labeller, f.Answers, f.Public, dir)
+	fmt.Fprintf(stdout, "go run ./examples/mkpool texts -csv %[1]s -column text -out %[2]s/pool.jsonl.gz\n", f.Texts, dir)
+	fmt.Fprintf(stdout, "go run ./examples/dealer -cert %[1]s/dealer.crt -key %[1]s/dealer.key -listen-p0 127.0.0.1:7100 -listen-p1 127.0.0.1:7101 -p0-fingerprint %[1]s/modelowner.crt -p1-fingerprint %[1]s/dataowner.crt -once\n", dir)
+	fmt.Fprintf(stdout, "go run ./examples/modelowner -cert %[1]s/modelowner.crt -key %[1]s/modelowner.key -listen 127.0.0.1:7000 -peer-fingerprint %[1]s/dataowner.crt -dealer 127.0.0.1:7100 -dealer-fingerprint %[1]s/dealer.crt -model %[2]s -label-cmd 'sh %[3]s' -public %[4]s -public-seq %[5]d -pool-size %[6]d %[7]s -state %[1]s/state-mo\n",
+		dir, f.Target, f.Labeller, f.Public, seq, d.Pool.Len(), common)
+	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[1]s/pool.jsonl.gz -embedding %[2]s -seq %[3]d %[4]s -state %[1]s/state-do\n",
+		dir, f.Pretrained, seq, common)
+	return nil
+}
+
+// writeIdentities writes the three parties' identities into dir.
+func writeIdentities(dir string) error {
 	for _, name := range []string{"modelowner", "dataowner", "dealer"} {
 		id, err := transport.GenerateIdentity(name)
 		if err != nil {
@@ -352,13 +419,6 @@ func exportFiles(dir string, o options, pf party.ParamFlags, text bool, stdout i
 			return err
 		}
 	}
-	common := fmt.Sprintf("-budget %d -bootstrap %d -schedule %s -appraisal %q", pf.Budget, pf.Bootstrap, pf.Schedule, pf.Appraisal)
-	fmt.Fprintf(stdout, "wrote %s, %s, %s and identities under %s; run, in three shells:\n\n", f.Pool, f.Labels, f.Checkpoint, dir)
-	fmt.Fprintf(stdout, "go run ./examples/dealer -cert %[1]s/dealer.crt -key %[1]s/dealer.key -listen-p0 127.0.0.1:7100 -listen-p1 127.0.0.1:7101 -p0-fingerprint %[1]s/modelowner.crt -p1-fingerprint %[1]s/dataowner.crt -once\n", dir)
-	fmt.Fprintf(stdout, "go run ./examples/modelowner -cert %[1]s/modelowner.crt -key %[1]s/modelowner.key -listen 127.0.0.1:7000 -peer-fingerprint %[1]s/dataowner.crt -dealer 127.0.0.1:7100 -dealer-fingerprint %[1]s/dealer.crt -model %[2]s -labels %[3]s -pool-size %[4]d %[5]s -state %[1]s/state-mo\n",
-		dir, f.Checkpoint, f.Labels, poolSize, common)
-	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[2]s -embedding %[3]s%[4]s %[5]s -state %[1]s/state-do\n",
-		dir, f.Pool, f.Checkpoint, doExtra, common)
 	return nil
 }
 

@@ -89,6 +89,9 @@ func TestQuickstartFlags(t *testing.T) {
 		{[]string{"-public", "-1"}, peer.ExitUsage, "-public -1 outside"},
 		{[]string{"-mixes", "-2"}, peer.ExitUsage, "-mixes -2"},
 		{[]string{"-text", "-export", "x", "-pool", "1300"}, peer.ExitUsage, "at most 1200 mails"},
+		{[]string{"-wordnet"}, peer.ExitUsage, "-wordnet needs -export"},
+		{[]string{"-wordnet", "-text", "-export", "x"}, peer.ExitUsage, "-wordnet needs -export and not -text"},
+		{[]string{"-wordnet", "-export", "x", "-pool", "2600"}, peer.ExitUsage, "at most 2500 definitions"},
 		{[]string{"-h"}, peer.ExitOK, "-export"},
 	} {
 		var out, errb bytes.Buffer
@@ -141,6 +144,39 @@ func TestQuickstartExportText(t *testing.T) {
 		t.Errorf("labels.txt starts %.20q (%v), want a class name", labels, err)
 	}
 	for _, want := range []string{"-pool-size 60", "-pool " + dir + "/pool.jsonl.gz", "-seq 16 "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("export output lacks %q:\n%s", want, &out)
+		}
+	}
+}
+
+// TestQuickstartExportWordNet: -export -wordnet writes the pretrained text
+// demo (a CSV of texts, the public pretrained checkpoint, the fine-tuned
+// target with its tokenizer.json, the labeller script and its answers) and
+// prints the commands of a text selection from start to end: mkpool from
+// the CSV, the model owner labelling through -label-cmd, the data owner
+// embedding with the pretrained checkpoint.
+func TestQuickstartExportWordNet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fine-tunes a model; skipped with -short")
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"-export", dir, "-wordnet", "-epochs", "1", "-pool", "60", "-budget", "16", "-bootstrap", "8"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, &errb)
+	}
+	for _, f := range []string{"texts.csv", "answers.txt", "label.sh", "public.jsonl.gz", "gcide-bert-mini/config.json", "gcide-bert-mini/model.safetensors",
+		"gcide-bert-mini/tokenizer.json", "target/config.json", "target/model.safetensors", "target/tokenizer.json", "dealer.crt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	answers, err := os.ReadFile(filepath.Join(dir, "answers.txt"))
+	if n := strings.Count(string(answers), "\n"); err != nil || n != 60 {
+		t.Errorf("answers.txt: %d lines (%v), want 60", n, err)
+	}
+	for _, want := range []string{"./examples/mkpool texts -csv " + dir + "/texts.csv -column text -out " + dir + "/pool.jsonl.gz",
+		"-label-cmd 'sh " + dir + "/label.sh'", "-model " + dir + "/target ", "-pool-size 60", "-embedding " + dir + "/gcide-bert-mini -seq 32 "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("export output lacks %q:\n%s", want, &out)
 		}
