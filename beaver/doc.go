@@ -17,8 +17,8 @@
 // dealer traffic (Stats). Protocols draw through Typed, whose helpers
 // (Triples, MatTriples, WeightMask, WrapPairs, ...) build the request and
 // check the shape of the answer. A new provider implements the core; a
-// wrapper embeds the Provider it wraps and overrides Material (see
-// Marked).
+// wrapper embeds the Provider it wraps, overrides Material and implements
+// Unwrap (see As).
 //
 // Each kind of correlation is one descriptor (Correlation: its name, the
 // size fields it uses and their bounds, each party's part sizes and dealer
@@ -30,34 +30,21 @@
 // (toykind_test.go adds one in a single file).
 //
 // Material is also keyed by session (see SessionID and
-// Provider.BindSession): every stream key is derived from the dealer's seed
-// and a session id both parties contribute to and present, so no item is
-// ever served to two computations. The networked dealer (Server) binds each
-// connection to a role by its listener and pinned key, refuses a hello for
-// the other role, and with a state file refuses after a restart every
-// counter it served before. It also bounds what a party can make it do
-// (ServerOptions): each request's size, a session's total work (the
-// smaller of the budgets both parties announce, counted in
-// Request.DealerWork units: ConnectOptions.Budget, or the smaller of it and
-// the budget a computation derives from its shapes, SessionBudgeter, as
-// selection's model owner does), streams, items in progress, connections per
-// key and the sessions it keeps; retired sessions are refused for good.
-// Marked does the same on a party's side, for the
-// material the party expands itself (the dealer never sees party 0's
-// counters): wrapped in it, a provider keeps persistent per-session
-// high-water marks of its stream counters and weight ids and refuses, after
-// any restart, every position it may have drawn (ErrReuse).
+// Provider.BindSession): no item is ever served to two computations.
 //
-// Providers: Dealer is the in-process dealer (tests, the quickstart,
-// benchmarks); Server is the networked dealer, a third host that parties
-// reach with Connect (a Client); a Sequencer draws a known sequence of
-// items at once (DrawSequence), on which protocol.Prefetch fetches a
-// rehearsed computation's material ahead of its run. Each party
-// expands its masks from a seed it shares with the dealer and receives the
-// dealer words its kind gives it (for every built-in kind only party 1 gets
-// any; a networked model owner draws its own with
-// ConnectOptions.DealerWords). DealerStats counts that traffic, apart from
-// the parties' online traffic.
+// This package is the vocabulary of correlated randomness and nothing
+// more: the Provider core, requests and kinds, the session id, the
+// stream counters every provider keeps (Counters, ReserveMark), drawing a
+// sequence (Sequencer, DrawSequence) and the optional behaviour a caller
+// finds through wrappers (As, Wrapper, WeightReleaser, SessionBudgeter).
+// The providers live in packages of their own: beaver/dealer (the
+// in-process dealer, the networked dealer Server and its Client, their
+// seeded expansion and the dealer's state file), beaver/ot (no dealer:
+// OT extension, the weight masks by vector OLE or by lattice encryption,
+// beaver/he), beaver/marks (a party's persistent high-water marks, a
+// wrapper of any provider), and beaver/source names them for the
+// binaries (one name, one source). The dealers count their traffic as
+// DealerStats, apart from the parties' online traffic.
 //
 // # Trust
 //

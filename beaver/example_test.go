@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 )
 
 // An in-process dealer hands each party its half of every correlation; the
@@ -12,7 +13,7 @@ import (
 // a Provider.
 func Example() {
 	ctx := context.Background()
-	d, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		panic(err)
 	}
@@ -35,12 +36,13 @@ func Example() {
 	// party 0 dealer bytes: 0 party 1: 24
 }
 
-// A provider wrapper embeds the Provider it wraps and overrides Material,
-// the one request method: this one counts the items drawn per kind. Typed
-// helpers work on it unchanged.
+// A provider wrapper embeds the Provider it wraps, overrides Material, the
+// one request method, and says what it wraps with Unwrap: this one counts
+// the items drawn per kind. Typed helpers work on it unchanged, and As
+// finds it (or anything it wraps) behind other wrappers.
 func ExampleProvider_wrapper() {
 	ctx := context.Background()
-	d, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		panic(err)
 	}
@@ -51,8 +53,14 @@ func ExampleProvider_wrapper() {
 	_, _ = p.Triples(ctx, 1, 4)
 	_, _ = p.WrapPairs(ctx, 2, 4, 16)
 	fmt.Println(c.n[beaver.KindTriple], "triple items,", c.n[beaver.KindWrap], "wrap item")
+	found, ok := beaver.As[*counting](p) // through Typed, itself a wrapper
+	fmt.Println(ok, found == c)
+	_, ok = beaver.As[beaver.WeightReleaser](p) // the dealer's provider holds no weights
+	fmt.Println(ok)
 	// Output:
 	// 2 triple items, 1 wrap item
+	// true true
+	// false
 }
 
 // counting counts the requests per kind (not safe for concurrent use).
@@ -66,6 +74,9 @@ func (c *counting) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 	return c.Provider.Material(ctx, r)
 }
 
+// Unwrap implements beaver.Wrapper.
+func (c *counting) Unwrap() beaver.Provider { return c.Provider }
+
 // The items a computation will draw are known ahead (protocol.Rehearse
 // learns them by rehearsing it, without a dealer); DrawSequence draws them
 // at once (from a networked dealer: one round trip for the whole sequence).
@@ -75,7 +86,7 @@ func ExampleDrawSequence() {
 		{Kind: beaver.KindTriple, Stream: 4, N: 8},             // 8 triples,
 		{Kind: beaver.KindWrap, Stream: 4, N: 8, FracBits: 16}, // then 8 wrap pairs
 	}
-	d, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		panic(err)
 	}

@@ -2,8 +2,17 @@ package beaver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
+
+// ErrCorrelationCheck is wrapped by a provider's error when the peer's
+// part in making a correlation failed a check that binds it (the peer
+// altered a message it sent, e.g. the dealer-free HE provider's outputs,
+// whose check the model owner runs before it uses any of them). The party
+// that sees it holds nothing derived from the failed item, must not go on,
+// and tells the peer a public reason (selection's AbortCorrelation).
+var ErrCorrelationCheck = errors.New("a correlation check failed: the peer's message does not match what it committed to")
 
 // Provider hands this party its part of each correlation. It is a small
 // core: one request method per kind of correlation (Material for the
@@ -12,8 +21,10 @@ import (
 // through the typed helpers of Typed (Typed{p}.Triples(ctx, stream, n) and
 // so on), which build the Request and check the shape of what comes back;
 // a new provider (prefetching, dealer-free, instrumented) implements only
-// these methods, and a wrapper embeds the Provider it wraps and overrides
-// what it changes (usually Material alone; see Marked).
+// these methods (Counters keeps its positions), and a wrapper embeds the
+// Provider it wraps, overrides what it changes (usually Material alone;
+// see beaver/marks) and implements Unwrap, so that As finds the optional
+// behaviour of what it wraps.
 //
 // All methods are safe for concurrent use on distinct streams and return an
 // error rather than panic on bad requests; Material blocks until the
@@ -71,9 +82,10 @@ type Material struct {
 	Parts [][]uint64
 }
 
-// check returns an error unless m has the kind and part lengths of party's
-// material for r.
-func (m Material) check(r Request, party int) error {
+// Check returns an error unless m has the kind and part lengths of party's
+// material for r: what Typed checks of every answer, and what a provider
+// or a test can check of its own.
+func (m Material) Check(r Request, party int) error {
 	if m.Kind != r.Kind {
 		return fmt.Errorf("beaver: %v: provider returned %v material", r, m.Kind)
 	}
@@ -115,7 +127,7 @@ func (t Typed) draw(ctx context.Context, r Request) (Material, error) {
 	if err != nil {
 		return Material{}, err
 	}
-	if err := m.check(r, t.Party()); err != nil {
+	if err := m.Check(r, t.Party()); err != nil {
 		return Material{}, fmt.Errorf("%w (provider %T)", err, t.Provider)
 	}
 	return m, nil

@@ -2,7 +2,6 @@ package beaver_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -10,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/beavertest"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -23,26 +24,9 @@ var providerKinds = []struct {
 }{
 	{"dealer", dealerPair},
 	{"networked dealer", func(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
-		return networkedPair(t, id, beaver.ConnectOptions{DealerWords: true})
+		return networkedPair(t, id, dealer.ConnectOptions{DealerWords: true})
 	}},
 	{"ot", otPair},
-}
-
-// bindBoth binds both providers to id at once (each waits for the other).
-func bindBoth(t *testing.T, ps [2]beaver.Provider, id beaver.SessionID) {
-	t.Helper()
-	var errs [2]error
-	var wg sync.WaitGroup
-	for p := range 2 {
-		wg.Add(1)
-		go func() { defer wg.Done(); errs[p] = ps[p].BindSession(context.Background(), id) }()
-	}
-	wg.Wait()
-	for p, err := range errs {
-		if err != nil {
-			t.Fatalf("party %d: bind: %v", p, err)
-		}
-	}
 }
 
 func testSeeds() (share.Seed, share.Seed) {
@@ -53,7 +37,7 @@ func testSeeds() (share.Seed, share.Seed) {
 
 // dealerPair returns the providers of an in-process dealer.
 func dealerPair(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
-	d := beaver.NewDealerWithSeeds(testSeeds())
+	d := dealer.NewWithSeeds(testSeeds())
 	var ps [2]beaver.Provider
 	for p := range 2 {
 		var err error
@@ -61,15 +45,15 @@ func dealerPair(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
 			t.Fatal(err)
 		}
 	}
-	bindBoth(t, ps, id)
+	beavertest.BindBoth(t, ps, id)
 	return ps
 }
 
 // networkedPair returns the clients of a networked dealer served over
 // in-memory connections, party 0's connected with opt0.
-func networkedPair(t *testing.T, id beaver.SessionID, opt0 beaver.ConnectOptions) [2]beaver.Provider {
+func networkedPair(t *testing.T, id beaver.SessionID, opt0 dealer.ConnectOptions) [2]beaver.Provider {
 	s0, s1 := testSeeds()
-	srv, err := beaver.NewServerWithSeeds(s0, s1, beaver.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv, err := dealer.NewServerWithSeeds(s0, s1, dealer.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,18 +69,18 @@ func networkedPair(t *testing.T, id beaver.SessionID, opt0 beaver.ConnectOptions
 			_ = srv.Serve(ctx, cs, p)
 		}()
 		t.Cleanup(func() { cc.Close() })
-		opt := beaver.ConnectOptions{}
+		opt := dealer.ConnectOptions{}
 		if p == 0 {
 			opt = opt0
 		}
-		c, err := beaver.ConnectWith(ctx, cc, p, opt)
+		c, err := dealer.ConnectWith(ctx, cc, p, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ps[p] = c
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	bindBoth(t, ps, id)
+	beavertest.BindBoth(t, ps, id)
 	return ps
 }
 
@@ -112,42 +96,8 @@ func otPair(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
 			t.Fatal(err)
 		}
 	}
-	bindBoth(t, ps, id)
+	beavertest.BindBoth(t, ps, id)
 	return ps
-}
-
-// drawBoth draws r from both providers at once (the OT provider makes it
-// jointly) and checks each party's material against the kind's shapes.
-func drawBoth(ps [2]beaver.Provider, r beaver.Request) ([2]beaver.Material, error) {
-	var ms [2]beaver.Material
-	var errs [2]error
-	var wg sync.WaitGroup
-	for p := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ms[p], errs[p] = ps[p].Material(context.Background(), r)
-		}()
-	}
-	wg.Wait()
-	for p := range 2 {
-		if errs[p] != nil {
-			return ms, fmt.Errorf("party %d: %w", p, errs[p])
-		}
-		if ms[p].Kind != r.Kind {
-			return ms, fmt.Errorf("party %d: %v material for %v", p, ms[p].Kind, r)
-		}
-		want := r.PartWords(p)
-		if len(ms[p].Parts) != len(want) {
-			return ms, fmt.Errorf("party %d: %d parts, want %d", p, len(ms[p].Parts), len(want))
-		}
-		for i, w := range want {
-			if len(ms[p].Parts[i]) != w {
-				return ms, fmt.Errorf("party %d: part %d has %d words, want %d", p, i, len(ms[p].Parts[i]), w)
-			}
-		}
-	}
-	return ms, nil
 }
 
 // checkItem draws r from both providers and checks that the material
@@ -159,7 +109,7 @@ func checkItem(t *testing.T, ps [2]beaver.Provider, r beaver.Request) {
 	if !ok {
 		t.Fatalf("%v is not registered", r.Kind)
 	}
-	ms, err := drawBoth(ps, r)
+	ms, err := beavertest.DrawBoth(context.Background(), ps, r)
 	if err != nil {
 		t.Fatalf("%v: %v", r, err)
 	}
@@ -272,11 +222,11 @@ func TestUnknownKinds(t *testing.T) {
 	for _, pk := range providerKinds {
 		t.Run(pk.name, func(t *testing.T) {
 			ps := pk.pair(t, beaver.SessionID{8})
-			_, err := drawBoth(ps, beaver.Request{Kind: 251, N: 1})
+			_, err := beavertest.DrawBoth(context.Background(), ps, beaver.Request{Kind: 251, N: 1})
 			if err == nil || !strings.Contains(err.Error(), "unknown kind") {
 				t.Fatalf("unregistered kind: %v", err)
 			}
-			_, err = drawBoth(ps, beaver.Request{Kind: kindNoOT, N: 2})
+			_, err = beavertest.DrawBoth(context.Background(), ps, beaver.Request{Kind: kindNoOT, N: 2})
 			if pk.name == "ot" {
 				if err == nil || !strings.Contains(err.Error(), "toynoot has no OT generator") {
 					t.Fatalf("kind without a generator: %v", err)

@@ -99,9 +99,10 @@ func (r Request) Validate() error {
 	return nil
 }
 
-// localWords returns the words of each part of party's local expansion of
-// a valid request.
-func (r Request) localWords(party int) []int {
+// LocalWords returns the words of each part of party's local expansion of
+// a valid request (Correlation.Local): what a seeded provider expands from
+// its session seed, and a dealer for both parties.
+func (r Request) LocalWords(party int) []int {
 	if c := r.Kind.spec(); c != nil {
 		return c.Local(r, party)
 	}
@@ -126,7 +127,7 @@ func (r Request) PartWords(party int) []int {
 func (r Request) MaxPartWords() int {
 	m := max(r.CorrectionWords(0), r.CorrectionWords(1))
 	for p := range 2 {
-		for _, w := range r.localWords(p) {
+		for _, w := range r.LocalWords(p) {
 			m = max(m, w)
 		}
 	}
@@ -163,7 +164,7 @@ func (r Request) MACs() uint64 {
 func (r Request) DealerWork() uint64 {
 	w := uint64(r.CorrectionWords(0)) + uint64(r.CorrectionWords(1)) + uint64(r.maskWords()) + r.MACs()
 	for p := range 2 {
-		for _, n := range r.localWords(p) {
+		for _, n := range r.LocalWords(p) {
 			w += uint64(n)
 		}
 	}
@@ -191,15 +192,16 @@ func (r Request) CorrectionWords(party int) int {
 	return 0
 }
 
-// dealtTo reports whether the kind of r gives party dealer words, so that
-// party asks the dealer for every item of it.
-func (r Request) dealtTo(party int) bool {
+// DealtTo reports whether the kind of r gives party dealer words
+// (Correlation.DealtTo), so that party asks the dealer for every item of
+// it.
+func (r Request) DealtTo(party int) bool {
 	c := r.Kind.spec()
 	return c != nil && c.DealtTo[party]
 }
 
-// requestSize is the length of an encoded Request.
-const requestSize = 40
+// RequestSize is the length of an encoded Request (AppendBinary).
+const RequestSize = 40
 
 // requestVersion is the first byte of every encoded request.
 const requestVersion = 1
@@ -231,8 +233,8 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 // request (an unknown kind among them) is an error.
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
-	if len(b) != requestSize {
-		return r, fmt.Errorf("beaver: request of %d bytes, want %d", len(b), requestSize)
+	if len(b) != RequestSize {
+		return r, fmt.Errorf("beaver: request of %d bytes, want %d", len(b), RequestSize)
 	}
 	if b[0] != requestVersion {
 		return r, fmt.Errorf("beaver: request version %d, want %d", b[0], requestVersion)

@@ -3,7 +3,6 @@ package beaver
 import (
 	"context"
 	"fmt"
-	"math"
 )
 
 // Sequencer is implemented by providers that draw a known sequence of items
@@ -21,20 +20,11 @@ type Sequencer interface {
 	MaterialSeq(ctx context.Context, rs []Request, deliver func(i int, m Material) error) error
 }
 
-// seqCorrector is a corrector that pipelines a sequence of requests.
-type seqCorrector interface {
-	corrector
-	// correctSeq returns the corrections of rs (one stream, counters
-	// assigned, in counter order) to deliver in order, and the dealer
-	// traffic the sequence cost.
-	correctSeq(ctx context.Context, rs []Request, deliver func(i int, corr []uint64) error) (sent, recv int64, err error)
-}
-
 // DrawSequence draws rs, all of one stream, from p in order and hands each
 // item to deliver: through p's MaterialSeq when p is a Sequencer, otherwise
 // by one Material call per item. It stops at the first error and returns it.
 func DrawSequence(ctx context.Context, p Provider, rs []Request, deliver func(i int, m Material) error) error {
-	if err := checkSequence(rs); err != nil {
+	if err := CheckSequence(rs); err != nil {
 		return err
 	}
 	if sq, ok := p.(Sequencer); ok {
@@ -52,9 +42,9 @@ func DrawSequence(ctx context.Context, p Provider, rs []Request, deliver func(i 
 	return nil
 }
 
-// checkSequence checks that rs are valid requests of one stream with zero
-// counters.
-func checkSequence(rs []Request) error {
+// CheckSequence checks that rs are valid requests of one stream with zero
+// counters: what a Sequencer checks before it draws a sequence.
+func CheckSequence(rs []Request) error {
 	for i, r := range rs {
 		if err := r.Validate(); err != nil {
 			return fmt.Errorf("beaver: sequence item %d: %w", i, err)
@@ -67,75 +57,4 @@ func checkSequence(rs []Request) error {
 		}
 	}
 	return nil
-}
-
-var _ Sequencer = (*seededProvider)(nil)
-
-// MaterialSeq implements Sequencer. Party 0 expands every item locally;
-// party 1 pipelines the sequence's corrections when its dealer is networked.
-func (p *seededProvider) MaterialSeq(ctx context.Context, rs []Request, deliver func(i int, m Material) error) error {
-	if err := checkSequence(rs); err != nil {
-		return err
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("beaver: sequence: %w", err)
-	}
-	s, err := p.session()
-	if err != nil {
-		return fmt.Errorf("beaver: sequence: %w", err)
-	}
-	st := rs[0].Stream
-	p.mu.Lock()
-	base := p.pos[st]
-	if uint64(len(rs)) > math.MaxUint64-base {
-		p.mu.Unlock()
-		return fmt.Errorf("beaver: sequence of %d items: counter space of stream %d exhausted", len(rs), st)
-	}
-	p.pos[st] = base + uint64(len(rs))
-	p.mu.Unlock()
-	seq := make([]Request, len(rs))
-	for i, r := range rs {
-		r.Counter = base + uint64(i)
-		seq[i] = r
-	}
-	item := func(i int, corr []uint64) error {
-		r := seq[i]
-		if want := r.CorrectionWords(p.party); len(corr) != want {
-			return fmt.Errorf("beaver: %v: dealer sent %d words, want %d", r, len(corr), want)
-		}
-		p.items.Add(1)
-		return deliver(i, assemble(p.party, r, expandLocal(s.keys, r), corr))
-	}
-	if sc, ok := s.src.(seqCorrector); ok && dealtToAll(seq, p.party) {
-		sent, recv, err := sc.correctSeq(ctx, seq, item)
-		p.bytesSent.Add(sent)
-		p.bytesRecv.Add(recv)
-		if err != nil {
-			return fmt.Errorf("beaver: sequence of %d items on stream %d: %w", len(seq), st, err)
-		}
-		return nil
-	}
-	for i, r := range seq {
-		corr, err := p.correction(ctx, s, r)
-		if err != nil {
-			return err
-		}
-		if err := item(i, corr); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// dealtToAll reports whether every request of rs gives party dealer words.
-func dealtToAll(rs []Request, party int) bool {
-	for _, r := range rs {
-		if !r.dealtTo(party) {
-			return false
-		}
-	}
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/ot"
 )
 
@@ -139,7 +140,7 @@ func checkSequence(t *testing.T, ps [2]beaver.Provider, rs []beaver.Request) {
 // toy kind; the built-in kinds, whose dealer words all go to party 1, need
 // no such option.
 func TestToyKindNeedsDealerWords(t *testing.T) {
-	ps := networkedPair(t, beaver.SessionID{10}, beaver.ConnectOptions{})
+	ps := networkedPair(t, beaver.SessionID{10}, dealer.ConnectOptions{})
 	checkItem(t, ps, beaver.Request{Kind: beaver.KindTriple, Stream: 1, N: 4})
 	_, err := ps[0].Material(context.Background(), beaver.Request{Kind: kindToy, Stream: 2, N: 4})
 	if err == nil || !strings.Contains(err.Error(), "ConnectOptions.DealerWords") {

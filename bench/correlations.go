@@ -38,6 +38,9 @@ type kindCounter struct {
 	use map[beaver.Kind]*KindUse
 }
 
+// Unwrap implements beaver.Wrapper.
+func (k *kindCounter) Unwrap() beaver.Provider { return k.Provider }
+
 func newKindCounter(p beaver.Provider) *kindCounter {
 	return &kindCounter{Provider: p, use: make(map[beaver.Kind]*KindUse)}
 }

@@ -157,6 +157,9 @@ type requestTracer struct {
 	reqs   []tracedRequest
 }
 
+// Unwrap implements beaver.Wrapper.
+func (r *requestTracer) Unwrap() beaver.Provider { return r.Provider }
+
 type tracedRequest struct {
 	round int64
 	kind  string

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -161,6 +162,16 @@ func DealerPlacement(links [2]LinkSpec) string {
 	return fmt.Sprintf("dealer on %s to P0, %s to P1", links[0].Name, links[1].Name)
 }
 
+// Placement says where the run's correlated randomness came from: no
+// dealer (a dealer-free source: the parties' own link carried it), or the
+// dealer's place (DealerPlacement).
+func (r *SampleRun) Placement() string {
+	if source.DealerFree(r.Provider) {
+		return fmt.Sprintf("no dealer (-provider %s: the parties make the correlated randomness over their own link)", r.Provider)
+	}
+	return DealerPlacement(r.DealerLinks)
+}
+
 // Limiting returns the largest bound's name.
 func (b Bounds) Limiting() string {
 	switch {
@@ -201,6 +212,14 @@ type Projection struct {
 	// over-link sample (SampleRun.DealerLinks; zero: in process).
 	DealerLinks [2]LinkSpec       `json:"dealer_links,omitzero"`
 	Phases      []PhaseProjection `json:"phases"`
+	// ComputeHosts says where the compute bound charges the parties' CPU:
+	// ComputeShared (both parties on one machine: the wall time of the run
+	// without a link, where they took turns on its cores) or ComputeOwn
+	// (each party on a host of its own with ComputeCores cores: the larger
+	// of the parties' CPU seconds ÷ ComputeCores, from a run with each
+	// party in its own process). Empty in projections made before.
+	ComputeHosts string `json:"compute_hosts,omitempty"`
+	ComputeCores int    `json:"compute_cores,omitempty"`
 	// TooSmall, when not empty, says why the sample was too small to
 	// project from (SteadySampleBatches): a phase of the over-link sample
 	// ran fewer batches than twice the lanes in flight, so no steady rate
@@ -209,6 +228,12 @@ type Projection struct {
 	// `mpcbench report --regenerate` refuses it.
 	TooSmall string `json:"too_small,omitempty"`
 }
+
+// The values of Projection.ComputeHosts.
+const (
+	ComputeShared = "shared"
+	ComputeOwn    = "own"
+)
 
 // SteadySampleBatches is the fewest batches a phase of a sample must run
 // for its steady rate to be measured (see Project): the first wave of lanes
@@ -273,13 +298,17 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		return nil, fmt.Errorf("bench: project: sample run with pipeline %q", mode)
 	}
 	lanes := LanesInFlight(w, mode)
-	pr := &Projection{Workload: w.Name, Pool: n, Link: "none", Pipeline: mode, Lanes: lanes}
+	pr := &Projection{Workload: w.Name, Pool: n, Link: "none", Pipeline: mode, Lanes: lanes, ComputeHosts: ComputeShared}
+	own := computeRun.PerParty()
+	if own {
+		pr.ComputeHosts, pr.ComputeCores = ComputeOwn, max(computeRun.Cores, 1)
+	}
 	var lat float64
 	if link != nil {
 		pr.Link = link.Name
 		lat = link.Latency.Seconds()
 	}
-	dealer := !DealerFree(linkRun.Provider) && linkRun.DealerLinks != [2]LinkSpec{}
+	dealer := !source.DealerFree(linkRun.Provider) && linkRun.DealerLinks != [2]LinkSpec{}
 	if dealer {
 		pr.DealerLinks = linkRun.DealerLinks
 	}
@@ -294,6 +323,12 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 			return nil, err
 		}
 		ph := pairPhase(w, i, c, lanes, lr, cr)
+		prepareCompute := cr.Prepare.Seconds
+		if own {
+			var all float64
+			ph.ForwardComputeSeconds, all = ownHostSeconds(cr, float64(c)/float64(cr.Candidates), pr.ComputeCores)
+			prepareCompute = all - ph.ForwardComputeSeconds
+		}
 		ph.Kept, ph.TopK, ph.ExpectedComparisons = kept[i], tk, ExpectedComparisons(c, kept[i])
 		ph.Rounds += tk.Rounds
 		ph.BytesP0 += tk.BytesP0
@@ -302,7 +337,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		ph.DealerDown[1] += tk.DealerBytes
 		ph.TopKSeconds = topKSeconds(tk, link)
 		ph.Seconds = lr.Prepare.Seconds + ph.ForwardSeconds + ph.TopKSeconds
-		ph.ComputeSeconds = cr.Prepare.Seconds + ph.ForwardComputeSeconds + tk.Seconds
+		ph.ComputeSeconds = prepareCompute + ph.ForwardComputeSeconds + tk.Seconds
 		pr.Phases = append(pr.Phases, ph)
 		pr.Seconds += ph.Seconds
 		pr.Rounds += ph.Rounds
@@ -313,7 +348,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	}
 	if link != nil {
 		b0, b1 := pr.BytesP0, pr.BytesP1
-		if DealerFree(linkRun.Provider) {
+		if source.DealerFree(linkRun.Provider) {
 			// No dealer: the provider's traffic shares the parties' link,
 			// each party's in the direction it sent it (its DealerUp: the
 			// bytes party p sent are the bytes the other received, so
@@ -405,6 +440,21 @@ func pairPhase(w Workload, i, c, lanes int, lr, cr PhaseRun) PhaseProjection {
 	ph.Seconds = lr.Prepare.Seconds + ph.ForwardSeconds
 	ph.ComputeSeconds = cr.Prepare.Seconds + ph.ForwardComputeSeconds
 	return ph
+}
+
+// ownHostSeconds is a phase's compute time (the forward's, and the
+// weight sharing's with it) with each party on a host of its own of cores
+// cores: the busier party's CPU seconds, the forward's scaled by per (the
+// projected candidates ÷ the sample's), spread over its cores. It assumes
+// the party keeps its cores busy (its lanes run at once), so it is a lower
+// bound, as the other bounds are.
+func ownHostSeconds(cr PhaseRun, per float64, cores int) (forward, phase float64) {
+	for p := range 2 {
+		f := cr.Forward.CPUSeconds[p] * per / float64(cores)
+		forward = max(forward, f)
+		phase = max(phase, cr.Prepare.CPUSeconds[p]/float64(cores)+f)
+	}
+	return forward, phase
 }
 
 // topKSeconds is QuickSelect's time over link (nil: none): its compute,

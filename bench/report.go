@@ -110,9 +110,9 @@ func WriteSelectSummary(w io.Writer, reps []*SelectReport) error {
 		proj := "**" + hours(p.Hours) + "**"
 		if p.TooSmall != "" {
 			proj = hours(p.Hours) + " ⚠ sample too small"
-			warnings = append(warnings, fmt.Sprintf("⚠ `%s` (%s, %s): %s.", r.Workload.Name, modeString(run, p), DealerPlacement(run.DealerLinks), p.TooSmall))
+			warnings = append(warnings, fmt.Sprintf("⚠ `%s` (%s, %s): %s.", r.Workload.Name, modeString(run, p), run.Placement(), p.TooSmall))
 		}
-		fmt.Fprintf(bw, "| `%s` | %d | %s | %s | %d, %.0f s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), DealerPlacement(run.DealerLinks),
+		fmt.Fprintf(bw, "| `%s` | %d | %s | %s | %d, %.0f s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Workload.Name, p.Pool, modeString(run, p), run.Placement(),
 			run.Samples, run.Seconds, proj, bandwidthBound(p), hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), limiting(p), runCPU(run, r), paper, ratio)
 	}
 	for _, r := range reps {
@@ -238,7 +238,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 		fmt.Fprintf(bw, ", prefetch budget %s per party", FormatBytes(float64(b)))
 	}
 	fmt.Fprint(bw, ". ")
-	fmt.Fprintf(bw, "Link: %s; %s. CPU: %s.\n\n", r.LinkString(), DealerPlacement(r.Sample.DealerLinks), runCPU(r.Sample, r))
+	fmt.Fprintf(bw, "Link: %s; %s. CPU: %s.\n\n", r.LinkString(), r.Sample.Placement(), runCPU(r.Sample, r))
 	fmt.Fprintf(bw, "Sample run (%d synthetic candidates, random weights; the whole pipeline with checkpoints; %.1f s over the link", r.Sample.Samples, r.MeasuredSeconds)
 	if r.Compute != nil {
 		fmt.Fprintf(bw, ", %.1f s without", r.Compute.Seconds)

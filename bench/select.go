@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -53,13 +53,14 @@ type SelectConfig struct {
 	Seed uint64
 	// Logger receives selection's progress (discarded when nil).
 	Logger *slog.Logger
-	// Provider names where the correlated randomness comes from: "dealer"
-	// (the default when empty: an in-process dealer) or "ot" (no dealer:
+	// Provider names where the correlated randomness comes from, a source
+	// of package beaver/source: "dealer" (the default when empty: the
+	// run's dealer, in process or behind DealerLinks) or "ot" (no dealer:
 	// the parties make it themselves by oblivious transfer over their own
 	// connection, ot.Provider; in-process runs only) or "he" (as "ot", but
-	// the weight-mask correlations by lattice encryption, ot.LinearHE).
-	// With "ot" and "he" the phases' dealer bytes are the parties' own
-	// traffic of the provider.
+	// the weight-mask correlations by lattice encryption, ot.Lattice).
+	// With a dealer-free source the phases' dealer bytes are the parties'
+	// own traffic of the provider.
 	Provider string
 	// Pipeline is the batch scheduler's mode of both parties
 	// (selection.Params.Pipeline): "on" (the default when empty: every
@@ -72,8 +73,17 @@ type SelectConfig struct {
 	// prefetch.
 	MemoryBudget int64
 
+	// OwnProcess reports that the party runs alone in its OS process (the
+	// children of mpcbench select --processes): its phases then record
+	// the process's CPU seconds (Span.CPUSeconds), each party's own, which
+	// a projection charges to the party's own host.
+	OwnProcess bool
+
 	// resume (tests) lets a run resume from StateDir's checkpoints.
 	resume bool
+	// beforeBatch (tests), if set, is called by each party before it
+	// meters a batch: a test delays one party's batches with it.
+	beforeBatch func(party int)
 }
 
 // PipelineNames are the values of SelectConfig.Pipeline.
@@ -129,7 +139,7 @@ func (c SelectConfig) Check() error {
 	}
 	if c.DealerLinks != [2]*transport.Profile{} {
 		switch {
-		case DealerFree(c.Provider):
+		case c.source().DealerFree:
 			return fmt.Errorf("bench: select: the provider %q has no dealer to put behind a link", c.Provider)
 		case c.Link == nil:
 			return fmt.Errorf("bench: select: dealer links need a link between the parties")
@@ -146,38 +156,34 @@ func (c SelectConfig) dealerSpecs() [2]LinkSpec {
 	return [2]LinkSpec{SpecOf(c.DealerLinks[0]), SpecOf(c.DealerLinks[1])}
 }
 
-// ProviderNames are the values of SelectConfig.Provider.
-var ProviderNames = []string{"dealer", "ot", "he"}
-
-// DealerFree reports whether provider (a value of SelectConfig.Provider)
-// makes the correlations over the parties' own link, with no dealer.
-func DealerFree(provider string) bool { return provider == "ot" || provider == "he" }
+// source returns the source c.Provider names (source.Default when empty;
+// the zero Source, which Check refuses, when no source has the name).
+func (c SelectConfig) source() source.Source {
+	name := c.Provider
+	if name == "" {
+		name = source.Default
+	}
+	s, _ := source.ByName(name)
+	return s
+}
 
 // checkProvider checks c.Provider.
 func (c SelectConfig) checkProvider() error {
-	switch c.Provider {
-	case "", "dealer", "ot", "he":
-		return nil
+	if c.source().Open == nil {
+		return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, source.Names())
 	}
-	return fmt.Errorf("bench: select: provider %q: want one of %v", c.Provider, ProviderNames)
+	return nil
 }
 
-// provider returns party p's provider of a run: the run's dealer, or a
-// dealer-free OT provider on the parties' connection (with "he", its
-// weight-mask correlations by lattice encryption).
-func (c SelectConfig) provider(p *twoparty.Party) (beaver.Provider, error) {
-	if !DealerFree(c.Provider) {
-		return p.Provider, nil
-	}
-	opts := ot.ProviderOptions{}
-	if c.Provider == "he" {
-		opts.Linear = ot.LinearHE
-	}
-	prov, err := ot.NewProvider(p.Conn, p.ID, opts)
+// provider returns party p's provider of a run from the source
+// c.Provider names: the run's dealer, or a dealer-free provider on the
+// parties' connection.
+func (c SelectConfig) provider(ctx context.Context, p *twoparty.Party) (beaver.Provider, error) {
+	op, err := c.source().Open(ctx, source.InProcess(p.ID, p.Conn, p.Provider))
 	if err != nil {
 		return nil, fmt.Errorf("bench: select: %w", err)
 	}
-	return prov, nil
+	return op.Provider, nil
 }
 
 func (c SelectConfig) samples() int {
@@ -198,6 +204,12 @@ type Span struct {
 	Dealer beaver.DealerStats `json:"dealer"`
 	// Seconds is the part's wall time.
 	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the CPU time (user + system) of the party's process
+	// during the part, recorded only when the party runs alone in its
+	// process (SelectConfig.OwnProcess): the forward's from the weight
+	// sharing's end, where its provider starts making the batches'
+	// material, to the last batch's end.
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // PartyPhase is one party's record of one phase of a sample run.
@@ -205,7 +217,9 @@ type PartyPhase struct {
 	// Stats are selection's statistics of the phase.
 	Stats selection.PhaseStats `json:"stats"`
 	// Prepare is the weight sharing; Forward the batches (Seconds from the
-	// first batch's start to the last one's end); Batches and Candidates
+	// first batch's start to the last one's end, Dealer from the weight
+	// sharing's end, where the prefetching of the batches' material
+	// starts, to the last batch's end); Batches and Candidates
 	// count them; RoundsPerBatch is the largest round count of one batch.
 	Prepare        Span  `json:"prepare"`
 	Forward        Span  `json:"forward"`
@@ -270,7 +284,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch, ownProcess: cfg.OwnProcess}
 	hash := "bench/" + w.Name
 	start := time.Now()
 	var res *selection.Result
@@ -297,6 +311,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 			pp.Prepare, pp.Forward = m.prepare, m.forward
 			pp.Forward.Seconds = m.last.Sub(m.first).Seconds()
 			pp.Forward.Dealer = subDealer(m.dealerEnd, m.dealerStart)
+			pp.Forward.CPUSeconds = (m.cpuEnd - m.cpuStart).Seconds()
 			pp.Forward.Stream.Rounds = criticalRounds(m.slotRounds, cfg.pipeline())
 			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
 			pp.Steady = m.steady(LanesInFlight(w, string(cfg.pipeline())))
@@ -341,6 +356,11 @@ type synthEvaluator struct {
 	seed    uint64
 	prov    beaver.Provider
 	onPhase func(int)
+	// beforeBatch is SelectConfig.beforeBatch.
+	beforeBatch func(party int)
+	// ownProcess is SelectConfig.OwnProcess: the meters read the
+	// process's CPU time.
+	ownProcess bool
 
 	mu     sync.Mutex
 	meters map[int]*phaseMeter
@@ -348,14 +368,20 @@ type synthEvaluator struct {
 
 // phaseMeter accumulates one phase's costs.
 type phaseMeter struct {
-	mu                     sync.Mutex
-	prepare, forward       Span
-	first, last            time.Time
+	mu               sync.Mutex
+	prepare, forward Span
+	first, last      time.Time
+	// dealerStart is the provider's count when the weight sharing ended,
+	// dealerEnd when the phase's last batch ended: no item is in flight
+	// at either point, so both parties count the same items.
 	dealerStart, dealerEnd beaver.DealerStats
-	slotRounds             map[*protocol.Session]int64
-	batches, candidates    int
-	maxBatchRounds         int64
-	ends                   []batchEnd
+	// cpuStart and cpuEnd are the process's CPU time at the same points
+	// (zero unless the party runs alone in its process).
+	cpuStart, cpuEnd    time.Duration
+	slotRounds          map[*protocol.Session]int64
+	batches, candidates int
+	maxBatchRounds      int64
+	ends                []batchEnd
 }
 
 // batchEnd is when a batch of n candidates finished.
@@ -383,6 +409,15 @@ func (m *phaseMeter) steady(lanes int) Steady {
 		st.Candidates += e.n
 	}
 	return st
+}
+
+// cpu returns the process's CPU time if the party runs alone in its
+// process, else 0.
+func (e *synthEvaluator) cpu() time.Duration {
+	if !e.ownProcess {
+		return 0
+	}
+	return processCPU()
 }
 
 func (e *synthEvaluator) meter(phase int) *phaseMeter {
@@ -426,13 +461,21 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 		return &synthForwarder{e: e, p: p, m: &phaseMeter{slotRounds: map[*protocol.Session]int64{}}, phase: phase}, nil
 	}
 	m := &phaseMeter{slotRounds: map[*protocol.Session]int64{}}
-	start, meter := time.Now(), NewMeter(s)
+	start, meter, cpu0 := time.Now(), NewMeter(s), e.cpu()
 	p, err := secure.Prepare(ctx, s, arch, net, secure.Options{WeightBase: weightBase})
 	if err != nil {
 		return nil, err
 	}
 	c := meter.Since()
 	m.prepare = Span{Stream: c.Stream, Dealer: c.Dealer, Seconds: time.Since(start).Seconds()}
+	// The forward's provider traffic counts from here, not from the first
+	// batch's start: the lanes' producers fetch the first batches'
+	// material before the batches start (selection/lanes), each party at
+	// its own pace, so a count from each party's first batch would leave
+	// out a part of the items one party sent and the other received
+	// (TestSelectTinyDealerFree: every byte counted once each way).
+	m.dealerStart, m.cpuStart = e.prov.Stats(), e.cpu()
+	m.prepare.CPUSeconds = (m.cpuStart - cpu0).Seconds()
 	e.mu.Lock()
 	if e.meters == nil {
 		e.meters = map[int]*phaseMeter{}
@@ -465,10 +508,13 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		// meter.
 		return f.p.Forward(ctx, s, len(idx), in)
 	}
+	if f.e.beforeBatch != nil {
+		f.e.beforeBatch(f.e.party)
+	}
 	m := f.m
 	m.mu.Lock()
 	if m.first.IsZero() {
-		m.first, m.dealerStart = time.Now(), f.e.prov.Stats()
+		m.first = time.Now()
 	}
 	m.mu.Unlock()
 	s0 := s.Stream().Stats()
@@ -479,7 +525,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 	c := s.Stream().Stats().Sub(s0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last, m.dealerEnd = time.Now(), f.e.prov.Stats()
+	m.last, m.dealerEnd, m.cpuEnd = time.Now(), f.e.prov.Stats(), f.e.cpu()
 	m.forward.Stream = m.forward.Stream.Add(c)
 	m.slotRounds[s] += c.Rounds
 	m.batches++
@@ -541,6 +587,18 @@ type SampleRun struct {
 	RSSDealer      uint64 `json:"rss_dealer,omitempty"`
 }
 
+// PerParty reports whether every phase of the run holds each party's own
+// CPU time of its weight sharing and forward (each party ran alone in its
+// process: mpcbench select --processes).
+func (r *SampleRun) PerParty() bool {
+	for _, ph := range r.Phases {
+		if !ph.Prepare.PerParty() || !ph.Forward.PerParty() {
+			return false
+		}
+	}
+	return len(r.Phases) > 0
+}
+
 // Part is the cost of one part of a phase (both parties).
 type Part struct {
 	// Rounds on the critical path.
@@ -559,7 +617,14 @@ type Part struct {
 	DealerDown [2]int64 `json:"dealer_down,omitzero"`
 	DealerUp   [2]int64 `json:"dealer_up,omitzero"`
 	Seconds    float64  `json:"seconds"`
+	// CPUSeconds[p] is party p's CPU time during the part, measured when
+	// each party ran alone in its process (Span.CPUSeconds; zero
+	// otherwise).
+	CPUSeconds [2]float64 `json:"cpu_seconds,omitzero"`
 }
+
+// PerParty reports whether the part holds each party's own CPU time.
+func (p Part) PerParty() bool { return p.CPUSeconds[0] > 0 && p.CPUSeconds[1] > 0 }
 
 // dealerDirections returns the part's dealer bytes each way per party.
 func (p Part) dealerDirections() (down, up [2]int64) {
@@ -657,7 +722,8 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		part := func(x, y Span) Part {
 			return Part{Rounds: max(x.Stream.Rounds, y.Stream.Rounds), BytesP0: x.Stream.BytesSent, BytesP1: y.Stream.BytesSent,
 				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds),
-				DealerDown: [2]int64{x.Dealer.BytesRecv, y.Dealer.BytesRecv}, DealerUp: [2]int64{x.Dealer.BytesSent, y.Dealer.BytesSent}}
+				DealerDown: [2]int64{x.Dealer.BytesRecv, y.Dealer.BytesRecv}, DealerUp: [2]int64{x.Dealer.BytesSent, y.Dealer.BytesSent},
+				CPUSeconds: [2]float64{x.CPUSeconds, y.CPUSeconds}}
 		}
 		ph.Prepare, ph.Forward = part(a.Prepare, b.Prepare), part(a.Forward, b.Forward)
 		ph.Steady = a.Steady
@@ -699,7 +765,7 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	sampler := StartHeapSampler(0)
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}, DealerLinks: cfg.DealerLinks},
 		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
-			prov, err := pc.provider(p)
+			prov, err := pc.provider(ctx, p)
 			if err != nil {
 				return nil, err
 			}

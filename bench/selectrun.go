@@ -186,8 +186,14 @@ func (r *SelectReport) Gain() (PipelineGain, bool) {
 	return g, true
 }
 
-// ComputeRun returns the run without a link.
+// ComputeRun returns the run the compute bound comes from: the separate
+// processes' run when it holds each party's own CPU seconds (each party
+// then on a host of its own: Projection.ComputeHosts), else the run
+// without a link, both parties on this machine.
 func (r *SelectReport) ComputeRun() *SampleRun {
+	if r.Processes != nil && r.Processes.PerParty() {
+		return r.Processes
+	}
 	if r.Compute != nil {
 		return r.Compute
 	}
@@ -401,6 +407,13 @@ func (r *SelectReport) Compare(proc *SampleRun, tol float64) (*CrossCheck, error
 	add("projected hours", r.Projection.Hours, pp.Hours)
 	cc.ProcessesProjection = pp
 	r.Processes, r.CrossCheck = proc, cc
+	if proc.PerParty() {
+		// Each party's CPU measured on its own: the compute bound charges
+		// it to the party's own host (ComputeRun).
+		if r.Projection, err = r.Project(r.Projection.Pool); err != nil {
+			return nil, err
+		}
+	}
 	return cc, nil
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -420,7 +421,7 @@ func ProjectShards(w Workload, n int, link *transport.Profile, linkRun, computeR
 // sent it (up), or, for runs recorded without the directions, all of
 // dealerBytes on the busiest direction (as Project counts it).
 func partiesBytes(provider string, b0, b1 int64, up [2]int64, dealerBytes int64) (int64, int64) {
-	if !DealerFree(provider) {
+	if !source.DealerFree(provider) {
 		return b0, b1
 	}
 	switch {
@@ -439,7 +440,7 @@ func shardAssumption(sp *ShardedProjection, provider string) string {
 	}
 	s := fmt.Sprintf("%d worker pairs per party, each pair on its own %s link and on machines like the sample's (its shard at the sample's measured rate)", sp.Shards, sp.Link)
 	switch {
-	case DealerFree(provider):
+	case source.DealerFree(provider):
 		s += fmt.Sprintf("; no dealer: each pair makes its own correlations (the %s provider) on its link", provider)
 	case sp.DealerLinks == [2]LinkSpec{}:
 		s += "; the dealer in process (its links not counted)"

@@ -2,7 +2,6 @@ package examples_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -24,6 +23,7 @@ import (
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 )
 
 // The fixture: the four binaries built once, a small demo pool with its
@@ -104,32 +104,15 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	code   int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(filepath.Join(f.bin, name), args...), lines: make(chan string, 100),
-		stderr: &syncBuffer{}, done: make(chan struct{})}
+		stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -305,7 +288,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 	}
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
-	for _, provider := range []string{peer.ProviderOT, peer.ProviderHE} {
+	for _, provider := range []string{"ot", "he"} { // the dealer-free sources (beaver/source)
 		t.Run(provider, func(t *testing.T) {
 			st0, st1 := filepath.Join(dir, provider+"-mo"), filepath.Join(dir, provider+"-do")
 			startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})

@@ -17,11 +17,11 @@ import (
 	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/selection/pool"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // TestPublicInputsBinaryMatchesLibrary: the modelowner binary with a file of

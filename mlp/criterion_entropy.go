@@ -22,15 +22,7 @@ func init() {
 
 // entropy returns −Σ p log p of softmax(x) in nats.
 func entropy(x []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range x {
-		m = max(m, v)
-	}
-	s := 0.0
-	for _, v := range x {
-		s += math.Exp(v - m)
-	}
-	lse := m + math.Log(s)
+	lse := nn.LogSumExp(x)
 	h := 0.0
 	for _, v := range x {
 		p := math.Exp(v - lse)

@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/selectformer/selectformer/nn"
 )
@@ -72,4 +73,13 @@ func ExampleRecorder() {
 	}
 	fmt.Println("softmax rows recorded:", rows) // 1 sample × 2 heads × 5 queries
 	// Output: softmax rows recorded: 10
+}
+
+// LogSumExp normalises logits stably: log softmax(x)_j = x_j − LogSumExp(x),
+// even where exp(x_j) overflows.
+func ExampleLogSumExp() {
+	logits := []float64{1000, 1000}
+	lse := nn.LogSumExp(logits)
+	fmt.Printf("%.4f %.4f\n", lse-1000, math.Exp(logits[0]-lse))
+	// Output: 0.6931 0.5000
 }

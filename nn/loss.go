@@ -20,7 +20,7 @@ func CrossEntropy(logits *Tensor, labels []int) (float64, *Tensor, error) {
 			return 0, nil, fmt.Errorf("cross-entropy: label %d of sample %d outside [0,%d)", y, i, c)
 		}
 		row := logits.Data[i*c : (i+1)*c]
-		loss -= row[y] - logSumExp(row)
+		loss -= row[y] - LogSumExp(row)
 		p.Data[i*c+y]--
 	}
 	inv := 1 / float64(n)
@@ -30,7 +30,11 @@ func CrossEntropy(logits *Tensor, labels []int) (float64, *Tensor, error) {
 	return loss * inv, p, nil
 }
 
-func logSumExp(row []float64) float64 {
+// LogSumExp returns log Σ_j exp(row[j]), computed stably as
+// m + log Σ_j exp(row[j] − m) with m the largest entry (so large logits do
+// not overflow); an empty row gives −Inf. It is the normaliser of
+// softmax(row): log softmax(row)_j = row[j] − LogSumExp(row).
+func LogSumExp(row []float64) float64 {
 	m := math.Inf(-1)
 	for _, v := range row {
 		m = max(m, v)
@@ -51,7 +55,7 @@ func Entropy(logits *Tensor) []float64 {
 	for i := range out {
 		row := logits.Data[i*c : (i+1)*c]
 		SoftmaxRows(row, p, c)
-		lse := logSumExp(row)
+		lse := LogSumExp(row)
 		h := 0.0
 		for j, v := range row {
 			h -= p[j] * (v - lse)

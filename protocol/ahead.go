@@ -293,6 +293,9 @@ type aheadProvider struct {
 	pf *Prefetch
 }
 
+// Unwrap implements beaver.Wrapper.
+func (a *aheadProvider) Unwrap() beaver.Provider { return a.Provider }
+
 // Material implements beaver.Provider.
 func (q *aheadProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	if r.Stream != q.pf.stream {

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // spyProvider records the stream-kind requests a computation draws.
@@ -22,6 +23,9 @@ type spyProvider struct {
 	mu   sync.Mutex
 	reqs []beaver.Request
 }
+
+// Unwrap implements beaver.Wrapper.
+func (s *spyProvider) Unwrap() beaver.Provider { return s.Provider }
 
 func (p *spyProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	p.mu.Lock()
@@ -246,15 +250,15 @@ func TestPrefetchServes(t *testing.T) {
 		{"aborted", boom, nil, 0, "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dealer, err := beaver.NewDealer()
+			d, err := dealer.New()
 			if err != nil {
 				t.Fatal(err)
 			}
-			prov, err := dealer.Provider(0)
+			prov, err := d.Provider(0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			direct, err := dealer.Provider(0)
+			direct, err := d.Provider(0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,12 +309,12 @@ func TestPrefetchServes(t *testing.T) {
 // to the base provider without consuming the script.
 func TestPrefetchWrap(t *testing.T) {
 	ctx := context.Background()
-	dealer := beaver.NewDealerWithSeeds(share.Seed{3}, share.Seed{4})
-	base, err := dealer.Provider(0)
+	d := dealer.NewWithSeeds(share.Seed{3}, share.Seed{4})
+	base, err := d.Provider(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct, err := beaver.NewDealerWithSeeds(share.Seed{3}, share.Seed{4}).Provider(0)
+	direct, err := dealer.NewWithSeeds(share.Seed{3}, share.Seed{4}).Provider(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,6 +352,9 @@ type seqCounter struct {
 	pf       *Prefetch
 	maxAhead int64
 }
+
+// Unwrap implements beaver.Wrapper.
+func (s *seqCounter) Unwrap() beaver.Provider { return s.Provider }
 
 func (c *seqCounter) MaterialSeq(ctx context.Context, rs []beaver.Request, deliver func(int, beaver.Material) error) error {
 	c.mu.Lock()
@@ -398,8 +405,8 @@ func TestPrefetchWindow(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seeds := [2]share.Seed{{5}, {6}}
-			base, _ := beaver.NewDealerWithSeeds(seeds[0], seeds[1]).Provider(0)
-			ref, _ := beaver.NewDealerWithSeeds(seeds[0], seeds[1]).Provider(0)
+			base, _ := dealer.NewWithSeeds(seeds[0], seeds[1]).Provider(0)
+			ref, _ := dealer.NewWithSeeds(seeds[0], seeds[1]).Provider(0)
 			pf := NewPrefetchWindow(sc, stream, 0, tc.window)
 			c := &seqCounter{Provider: base, pf: pf}
 			want := NewPrefetch(sc, stream)
@@ -434,7 +441,7 @@ func TestPrefetchWindow(t *testing.T) {
 		})
 	}
 	t.Run("cancelled", func(t *testing.T) {
-		base, _ := beaver.NewDealerWithSeeds(share.Seed{7}, share.Seed{8}).Provider(0)
+		base, _ := dealer.NewWithSeeds(share.Seed{7}, share.Seed{8}).Provider(0)
 		pf := NewPrefetchWindow(sc, stream, 0, 2*item)
 		cctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -18,7 +18,7 @@ func Example() {
 	c0, c1 := transport.Pipe(transport.Options{})
 	defer c0.Close()
 	defer c1.Close()
-	dealer, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		panic(err)
 	}
@@ -30,7 +30,7 @@ func Example() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			prov, _ := dealer.Provider(p)
+			prov, _ := d.Provider(p)
 			s, err := protocol.NewSession(ctx, p, conn.Stream(1), prov, fp)
 			if err != nil {
 				panic(err)

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // bothParties runs f as party 0 and party 1 on two sessions over an
-// in-memory connection with an in-process dealer (internal/harness/twoparty; between
+// in-memory connection with an in-process dealer (testharness/twoparty; between
 // hosts, each party opens its session on a transport.Dial connection with a
-// beaver.Connect provider), and returns party 0's result.
+// dealer.Connect provider), and returns party 0's result.
 func bothParties[T any](f func(ctx context.Context, s *protocol.Session) T) T {
 	r, err := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (T, error) {
 		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), p.Provider, share.DefaultFixedPoint)

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // TestComputeGateReleasedWhileWaiting runs two sessions of party 0 under a

@@ -178,25 +178,13 @@ func weightedCrossEntropy(logits *nn.Tensor, y []int, w []float64) (float64, *nn
 	loss = 0
 	for i, yi := range y {
 		row := logits.Data[i*c : (i+1)*c]
-		lse := logSumExp(row)
+		lse := nn.LogSumExp(row)
 		loss += w[yi] * (lse - row[yi])
 		for j := 0; j < c; j++ {
 			dl.Data[i*c+j] *= w[yi]
 		}
 	}
 	return loss / float64(len(y)), dl, nil
-}
-
-func logSumExp(row []float64) float64 {
-	m := math.Inf(-1)
-	for _, v := range row {
-		m = max(m, v)
-	}
-	s := 0.0
-	for _, v := range row {
-		s += math.Exp(v - m)
-	}
-	return m + math.Log(s)
 }
 
 // ConcatInputs returns the samples of a followed by those of b (same kind of
@@ -378,7 +366,7 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 					wy = ts.w[y]
 				}
 				nn.SoftmaxRows(row, pt, c)
-				loss += (1 - alpha) * wy * (logSumExp(row) - row[y]) / B
+				loss += (1 - alpha) * wy * (nn.LogSumExp(row) - row[y]) / B
 				for j := range g {
 					v := pt[j]
 					if j == y {
@@ -394,12 +382,12 @@ func (p *Proxy) distillInVivo(ctx context.Context, ts *teacherSet, cfg Config, s
 					scaled[j] = row[j] / T
 				}
 				nn.SoftmaxRows(scaled, pt, c)
-				lsP := logSumExp(scaled)
+				lsP := nn.LogSumExp(scaled)
 				for j := range scaled {
 					scaled[j] = tl[j] / T
 				}
 				nn.SoftmaxRows(scaled, qt, c)
-				lsQ := logSumExp(scaled)
+				lsQ := nn.LogSumExp(scaled)
 				kl := 0.0
 				for j := range g {
 					if qt[j] > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/marks"
 	"github.com/selectformer/selectformer/internal/strictjson"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -80,9 +81,15 @@ const (
 	AbortLimit AbortCode = 9
 	// AbortResume: the party refused to resume at the epoch the peer
 	// announced (an *EpochError), or at positions its persistent
-	// high-water marks say it drew before (beaver.ErrReuse): either would
+	// high-water marks say it drew before (marks.ErrReuse): either would
 	// reuse correlated randomness (a forged or rolled-back checkpoint).
 	AbortResume AbortCode = 10
+	// AbortCorrelation: a check of the peer's part in making correlated
+	// randomness failed (beaver.ErrCorrelationCheck: with -provider he, the
+	// data owner's outputs did not match what it committed to). The party
+	// holds nothing derived from the failed item, and its provider's key
+	// is discarded.
+	AbortCorrelation AbortCode = 11
 )
 
 // abortWording is the public wording of each code.
@@ -97,6 +104,7 @@ var abortWording = map[AbortCode]string{
 	AbortProtocol:          "a message it received broke the protocol",
 	AbortLimit:             "a message it received exceeded a size bound",
 	AbortResume:            "it refused to resume: the announced epoch or a restored checkpoint would reuse correlated randomness (restore both parties' latest state, or start a new session)",
+	AbortCorrelation:       "a message it received failed the check of the correlated randomness: it was altered (the session's key is discarded; nothing derived from it was used)",
 }
 
 // String returns the code's public wording ("unknown abort code N" for a
@@ -204,6 +212,19 @@ func withCode(code AbortCode, err error) error {
 	return &codedError{code: code, err: err}
 }
 
+// WithAbortCode gives err the abort code code (nil stays nil): a run that
+// fails with it, or with an error wrapping it, tells the peer code. A
+// ShardRunner marks so, for instance, a worker's answer that broke the
+// internal protocol (AbortProtocol).
+func WithAbortCode(code AbortCode, err error) error { return withCode(code, err) }
+
+// AbortCodeOf returns the abort code a run that fails with err tells its
+// peer (AbortInternal for an error of no public class).
+func AbortCodeOf(err error) AbortCode {
+	code, _ := classifyAbort(err)
+	return code
+}
+
 // classifyAbort returns the abort code of a failed run's error (and the
 // mismatched field of a handshake mismatch). Anything not of a public
 // class is AbortInternal.
@@ -224,8 +245,10 @@ func classifyAbort(err error) (AbortCode, string) {
 		return AbortBootstrapRevealed, ""
 	case errors.Is(err, errOtherParams):
 		return AbortStateParams, ""
-	case errors.As(err, &ee), errors.Is(err, beaver.ErrReuse):
+	case errors.As(err, &ee), errors.Is(err, marks.ErrReuse):
 		return AbortResume, ""
+	case errors.Is(err, beaver.ErrCorrelationCheck):
+		return AbortCorrelation, ""
 	case errors.As(err, &se):
 		return AbortState, ""
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

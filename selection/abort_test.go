@@ -43,6 +43,7 @@ func TestAbortMessage(t *testing.T) {
 		{"cancelled", 0, fmt.Errorf("selection: phase 1: %w", context.Canceled), AbortCancelled, "", "cancelled"},
 		{"protocol", 1, withCode(AbortProtocol, errors.New("selection: decode architectures: x")), AbortProtocol, "", "broke the protocol"},
 		{"limit", 1, withCode(AbortLimit, errors.New("selection: architectures message of 9999999 bytes")), AbortLimit, "", "size bound"},
+		{"correlation check", 0, fmt.Errorf("selection: phase 1: ot: weighttriple w3 2×2·2×3 stream 16 #7: weight 3 (2×2·2×3): the outputs' check failed: %w", beaver.ErrCorrelationCheck), AbortCorrelation, "", "failed the check"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -110,11 +110,11 @@ func TestDecodeArchsBomb(t *testing.T) {
 // width only in the first case.
 func TestDataOwnerChecksArchsWithItsEmbedding(t *testing.T) {
 	f := newSecureFixture(t)
-	dealer, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov, err := dealer.Provider(1)
+	prov, err := d.Provider(1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func DealerBudget(ctx context.Context, p Params, archs []secure.Arch) (uint64, e
 // dealerBudget is DealerBudget rehearsing each phase with eval (party 0's
 // side: a substitute Evaluator's, or the proxies' own).
 func dealerBudget(ctx context.Context, p Params, eval Evaluator, archs []secure.Arch) (uint64, error) {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}

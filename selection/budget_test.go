@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -24,13 +25,13 @@ import (
 // closes the data owner's connection after that many batches of phase 1 (a
 // dropped link). It returns both errors and the data owner's client, still
 // connected (closed at the test's end).
-func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, opts [2]beaver.ConnectOptions, stopAfter int) ([2]*Result, [2]error, *beaver.Client) {
+func netOwners(t *testing.T, srv *dealer.Server, mo *ModelOwner, do *DataOwner, opts [2]dealer.ConnectOptions, stopAfter int) ([2]*Result, [2]error, *dealer.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	c0, c1 := transport.Pipe(transport.Options{})
 	conns := [2]*transport.Conn{c0, c1}
-	var clients [2]*beaver.Client
+	var clients [2]*dealer.Client
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait)
 	for party := range 2 {
@@ -42,7 +43,7 @@ func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, 
 			defer ds.Close()
 			_ = srv.Serve(ctx, ds, party)
 		}()
-		cl, err := beaver.ConnectWith(ctx, dc, party, opts[party])
+		cl, err := dealer.ConnectWith(ctx, dc, party, opts[party])
 		if err != nil {
 			t.Fatalf("party %d: connect to the dealer: %v", party, err)
 		}
@@ -91,11 +92,11 @@ func netOwners(t *testing.T, srv *beaver.Server, mo *ModelOwner, do *DataOwner, 
 func TestDealerBudgetHonestSelection(t *testing.T) {
 	f := newSecureFixture(t)
 	mo, do := f.owners([2]string{})
-	srv, err := beaver.NewServerWithSeeds(share.Seed{51}, share.Seed{52}, beaver.ServerOptions{})
+	srv, err := dealer.NewServerWithSeeds(share.Seed{51}, share.Seed{52}, dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{}, 0)
+	res, errs, cl := netOwners(t, srv, mo, do, [2]dealer.ConnectOptions{}, 0)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -109,7 +110,7 @@ func TestDealerBudgetHonestSelection(t *testing.T) {
 	}
 	ratio := float64(spent) / float64(budget)
 	t.Logf("dealer work: %d of a budget of %d (%.3f)", spent, budget, ratio)
-	if budget >= beaver.DefaultSessionBudget || spent > budget || spent*10 < budget {
+	if budget >= dealer.DefaultSessionBudget || spent > budget || spent*10 < budget {
 		t.Fatalf("dealer work %d, session budget %d: want the budget within 10× of the work", spent, budget)
 	}
 	archs := make([]secure.Arch, len(mo.Proxies))
@@ -136,19 +137,19 @@ func TestDealerBudgetHonestSelection(t *testing.T) {
 func TestDealerBudgetCoversResume(t *testing.T) {
 	f := newSecureFixture(t)
 	dirs := [2]string{t.TempDir(), t.TempDir()}
-	srv, err := beaver.NewServerWithSeeds(share.Seed{55}, share.Seed{56}, beaver.ServerOptions{})
+	srv, err := dealer.NewServerWithSeeds(share.Seed{55}, share.Seed{56}, dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mo, do := f.owners(dirs)
-	_, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{}, 1)
+	_, errs, cl := netOwners(t, srv, mo, do, [2]dealer.ConnectOptions{}, 1)
 	if errs[0] == nil && errs[1] == nil {
 		t.Fatal("the interrupted run completed")
 	}
 	id, _ := cl.Session()
 	first, announced, _ := srv.SessionWork(id)
 	mo, do = f.owners(dirs)
-	res, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{}, 0)
+	res, errs, cl := netOwners(t, srv, mo, do, [2]dealer.ConnectOptions{}, 0)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -157,7 +158,7 @@ func TestDealerBudgetCoversResume(t *testing.T) {
 	}
 	spent, budget, _ := srv.SessionWork(id)
 	t.Logf("dealer work: %d before the drop, %d in all, of a budget of %d (%.3f)", first, spent, budget, float64(spent)/float64(budget))
-	if spent > budget || budget >= beaver.DefaultSessionBudget || budget != announced {
+	if spent > budget || budget >= dealer.DefaultSessionBudget || budget != announced {
 		t.Fatalf("dealer work %d, budget %d (first run's %d)", spent, budget, announced)
 	}
 }
@@ -174,11 +175,11 @@ func TestDealerBudgetStopsGreedyDataOwner(t *testing.T) {
 	}
 	mo := &ModelOwner{Params: p, Evaluator: mk(0), EmbeddingHash: "emb", Logger: quiet()}
 	do := &DataOwner{Params: p, Evaluator: mk(1), EmbeddingHash: "emb", Logger: quiet()}
-	srv, err := beaver.NewServerWithSeeds(share.Seed{53}, share.Seed{54}, beaver.ServerOptions{})
+	srv, err := dealer.NewServerWithSeeds(share.Seed{53}, share.Seed{54}, dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errs, cl := netOwners(t, srv, mo, do, [2]beaver.ConnectOptions{{}, {Budget: 1 << 60}}, 0)
+	_, errs, cl := netOwners(t, srv, mo, do, [2]dealer.ConnectOptions{{}, {Budget: 1 << 60}}, 0)
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -223,6 +224,9 @@ type workCounter struct {
 	work atomic.Uint64
 }
 
+// Unwrap implements beaver.Wrapper.
+func (w *workCounter) Unwrap() beaver.Provider { return w.Provider }
+
 func (w *workCounter) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	w.work.Add(r.DealerWork())
 	return w.Provider.Material(ctx, r)
@@ -260,7 +264,7 @@ func TestDealerBudgetShapes(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := c.p.withDefaults()
+			p := c.p.WithDefaults()
 			perCmp, err := compareBlockWork(ctx, p.FixedPoint)
 			if err != nil {
 				t.Fatal(err)

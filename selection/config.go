@@ -92,7 +92,10 @@ type Params struct {
 	Appraisal AppraisalMode `json:"appraisal"`
 }
 
-func (p Params) withDefaults() Params {
+// WithDefaults returns p with the defaults of its zero fields filled in
+// (the fixed-point encoding, BatchSize, Workers, Pipeline, MemoryBudget),
+// as a run uses it.
+func (p Params) WithDefaults() Params {
 	if p.FixedPoint == (share.FixedPoint{}) {
 		p.FixedPoint = share.DefaultFixedPoint
 	}
@@ -140,7 +143,7 @@ const MaxWorkers = 64
 
 // Validate checks the parameters (after defaults).
 func (p Params) Validate() error {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	if err := p.FixedPoint.Validate(); err != nil {
 		return fmt.Errorf("selection: params: %w", err)
 	}
@@ -184,12 +187,12 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// checkLanes checks that every lane's batches fit the lane's dealer
+// CheckLanes checks that every lane's batches fit the lane's dealer
 // counters (lanes.MaxLaneBatches). Run checks it with the parameters' real
 // pool size (Validate does not: binaries validate their flags with a
 // placeholder pool size before reading the pool).
-func (p Params) checkLanes() error {
-	p = p.withDefaults()
+func (p Params) CheckLanes() error {
+	p = p.WithDefaults()
 	if p.BatchSize <= 0 || p.Workers <= 0 {
 		return nil // Validate reports these
 	}
@@ -281,7 +284,7 @@ type ModelOwner struct {
 	Evaluator Evaluator
 	// Shards, if set, makes this Run a sharded selection's coordinator:
 	// each phase's secure forward runs on the model owner's K workers
-	// (ShardRunner, e.g. a WorkerPool), each paired with the data owner's
+	// (a ShardRunner: selection/shard's Workers), each paired with the data owner's
 	// worker of the same index, instead of on conn; everything else
 	// (handshake, coin, bootstrap, proxies, QuickSelect, appraisal,
 	// checkpoints) stays here. nil: one pair, today's run. Both parties

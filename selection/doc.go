@@ -12,7 +12,7 @@
 // model owner with its target model, the data owner with its pool and the
 // public checkpoint's embedding tables, an in-process dealer and a pipe.
 // Between hosts each party runs its half alone, over transport.Listen /
-// transport.Dial and a networked dealer (beaver.Connect): see
+// transport.Dial and a networked dealer (dealer.Connect): see
 // ExampleModelOwner_Run and ExampleDataOwner_Run.
 //
 //	ctx := context.Background()
@@ -21,7 +21,7 @@
 //	params := selection.Params{PoolSize: 64, Budget: 20, Bootstrap: 16, Schedule: schedule} // public, equal on both sides
 //	quiet := slog.New(slog.DiscardHandler)
 //
-//	dealer, _ := beaver.NewDealer()               // beaver.Connect(ctx, dealerConn, party) between hosts
+//	d, _ := dealer.New()                          // dealer.Connect(ctx, dealerConn, party) between hosts
 //	c0, c1 := transport.Pipe(transport.Options{}) // transport.Listen / transport.Dial between hosts
 //	defer c0.Close()
 //	defer c1.Close()
@@ -31,14 +31,14 @@
 //	wg.Add(2)
 //	go func() { // model owner (party 0)
 //		defer wg.Done()
-//		prov, _ := dealer.Provider(0)
+//		prov, _ := d.Provider(0)
 //		mo := &selection.ModelOwner{Params: params, Target: target, Generate: proxy.Config{Seed: 1},
 //			Label: labelBootstrap, Logger: quiet}
 //		res[0], errs[0] = mo.Run(ctx, c0, prov)
 //	}()
 //	go func() { // data owner (party 1)
 //		defer wg.Done()
-//		prov, _ := dealer.Provider(1)
+//		prov, _ := d.Provider(1)
 //		do := &selection.DataOwner{Params: params, Pool: pool, Embedding: target, Logger: quiet}
 //		res[1], errs[1] = do.Run(ctx, c1, prov)
 //	}()
@@ -178,7 +178,7 @@
 //	proxies/phase-<n>/                    the model owner's generated proxy of phase n, numbered
 //	                                      from 1 (ProxyDir; proxy.Load)
 //	marks-p<p>.json                       the high-water marks of the correlated randomness the
-//	                                      party drew, per session (beaver.Marked; MarksFile names it)
+//	                                      party drew, per session (marks.Provider; MarksFile names it)
 //
 // Phases are numbered from 1 wherever a person reads them — errors, log
 // attributes ("phase=1"), progress, summaries, the ParseSchedule messages
@@ -212,8 +212,9 @@
 // material, so two selections never share a word even with the same dealer
 // seeds, and a resumed selection (same coin) stays in its session. When
 // the model owner's provider announces session budgets to a networked
-// dealer (beaver.SessionBudgeter: a beaver.Client, wrapped or not), Run
-// first sets it to DealerBudget of the proxies the phases will run
+// dealer (beaver.SessionBudgeter, found with beaver.As: a dealer.Client,
+// wrapped or not), Run first sets it to DealerBudget of the proxies the
+// phases will run
 // (derived before they exist, from the target and the generation settings,
 // or from the given or saved proxies): the data owner, whose requests the
 // dealer serves, can then draw at most twice what an honest selection of
@@ -239,16 +240,16 @@
 // fewer than 2^40 items per stream (phases, a lane's batches and a batch's
 // items are bounded: lanes.MaxPhases, lanes.MaxLaneBatches and
 // lanes.MaxBatchItems, the last checked before each draw). A fresh dealer
-// (beaver.NewDealer) after a restart is also fine.
+// (dealer.New) after a restart is also fine.
 //
 // Independently of the epochs, each party keeps persistent high-water
-// marks of the positions it drew (beaver.Marked, in MarksFile: per stream
+// marks of the positions it drew (marks.Provider, in MarksFile: per stream
 // counter and for weight ids, reserved an epoch at a time and written to
 // disk before the material is drawn). Run wraps the party's provider in
 // it, so no restart draws an item at a position the party drew before in
 // the session, nor hands out a weight mask twice, whatever the peer says
 // or its own state file was rolled back to: such a run fails with an
-// error wrapping beaver.ErrReuse before anything is drawn. This matters
+// error wrapping marks.ErrReuse before anything is drawn. This matters
 // most to the model owner, who expands its material locally from its
 // session seed: the dealer never sees its counters.
 //
@@ -260,45 +261,30 @@
 // # Sharding
 //
 // A selection may run each phase's secure forward on K worker pairs
-// (ModelOwner.Shards and DataOwner.Shards, a ShardRunner: WorkerPool hands
-// the jobs to the party's Worker processes over its internal, mutually
-// authenticated connections). The coordinators — the two Runs — keep
-// everything else: handshake (whose hello carries K: a mismatch is a
-// MismatchError of field "shards"), coin, bootstrap, proxies,
-// architectures, QuickSelect at full size, appraisal and checkpoints. In
-// phase i the surviving candidates are cut into K contiguous shards at
-// batch boundaries (ShardSpan, public), and the model owner's worker k and
-// the data owner's worker k run shard k over their own connection, in
-// their own dealer session (derived from the coin, i, k and K: no two
-// pairs, and no pair and the coordinators, share a word), with a pair
-// handshake in the clear (public facts only: hashes of the session, the
-// candidates, the architecture and the parameters; phase, k, K, epoch and
-// the numbers of the checkpointed batches), their own epochs, high-water
-// marks and per-job checkpoint (a restarted worker resumes its shard
-// without redoing a finished batch or drawing a word twice); the model
-// owner's worker shares the phase's weights with its own masks. Each
-// worker hands its party's shares of the shard's entropies to its own
-// coordinator, which checkpoints them as the phase's batches (a restarted
-// coordinator does not send a recorded shard again). Nothing new crosses
-// between the parties: the coordinators' clear messages are an unsharded
-// run's (the hello longer by K), and the pairs' are their hellos
-// (TestShardedTranscript). A worker whose pair connection fails (its peer
-// worker died) runs the job again on a new connection with a new epoch,
-// from its checkpoint (Worker.Retries); a coordinator whose worker's
-// connection drops waits for the worker to come back and sends the job
-// again (WorkerPool.Wait); a job both workers of the pair had finished
-// (both said "done") is answered from the worker's checkpoint without its
-// peer, which does not run it again. After the run the coordinator tells its workers
-// the selection is done (WorkerPool.Done), also a worker that reconnects
-// afterwards, and may wait until every one has been told
-// (WorkerPool.AwaitDone). The selection equals an unsharded run's with the
-// same coin up to the fixed-point near-ties of probabilistic truncation
-// (the pairs draw other correlated randomness). Each worker reports
-// its figures for its job with its shares (ShardStats: the pair link's
-// traffic, its dealer traffic, rounds, attempts, wall time), and a sharded
-// phase's PhaseStats add them to the coordinator's own (see PhaseStats:
-// bytes summed over the coordinators' link and every pair's, the forward's
-// rounds the largest pair's).
+// (ModelOwner.Shards and DataOwner.Shards, a ShardRunner: package
+// selection/shard's Workers hand each phase's jobs to the party's worker
+// processes over internal, mutually authenticated connections, and its
+// Worker runs them). The coordinators — the two Runs — keep everything
+// else: handshake (whose hello carries K: a mismatch is a MismatchError of
+// field "shards"), coin, bootstrap, proxies, architectures, QuickSelect at
+// full size, appraisal and checkpoints. A ShardRunner sees a phase as a
+// ShardedPhase: its public facts, this party's coin, and the only ways
+// into the coordinator's checkpoint: Record (each batch checked — its
+// number, size and epoch — and checkpointed), Floor and RaiseFloor (the
+// highest epoch at which a job's worker may have drawn, per dealer
+// session: State.ShardFloors, written before the worker draws there) and
+// AddStats (the workers' figures, bounded: ShardStats.Check); a batch it
+// leaves unrecorded fails the phase. Each worker pair runs its shard as a
+// ForwardRun, which keeps a run's guarantees (an epoch counted and
+// persisted before anything is said, never at or below its Floor,
+// persistent high-water marks, nothing drawn at the agreed epoch before
+// ForwardHooks.Reached recorded it, every batch checkpointed, an abort in
+// public words), with the pair's own handshake and close as hooks. A
+// sharded phase's PhaseStats add the workers' figures (ShardStats: bytes
+// summed over the coordinators' link and every pair's, the forward's
+// rounds the largest pair's). Package selection/shard's comment says the
+// rest: the jobs, their dealer sessions, retries, restarts and what
+// crosses between the parties.
 //
 // # Progress
 //

@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/marks"
 	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -24,11 +26,7 @@ import (
 type weightEvaluator struct{ *valueEvaluator }
 
 func (w weightEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase int, arch secure.Arch, wb uint64) (Forwarder, error) {
-	var g *share.Tensor
-	if s.Party() == 0 {
-		g, _ = share.FromData([]uint64{1, 2, 3, 4}, 4)
-	}
-	if _, err := s.ShareVector(ctx, wb, g, 4); err != nil {
+	if err := sessiontest.ShareWeights(ctx, s, wb); err != nil {
 		return nil, err
 	}
 	return w.valueEvaluator.Prepare(ctx, s, phase, arch, wb)
@@ -81,21 +79,6 @@ func epochRunOn(t *testing.T, free bool, dirs [2]string, failAfter [2]int, setup
 		return err
 	})
 	return res, errs, rec
-}
-
-// common counts the words of b that occur in a.
-func common(a, b []uint64) int {
-	set := make(map[uint64]bool, len(a))
-	for _, w := range a {
-		set[w] = true
-	}
-	n := 0
-	for _, w := range b {
-		if set[w] {
-			n++
-		}
-	}
-	return n
 }
 
 // stateEpoch reads party's checkpointed epoch in dirs.
@@ -250,8 +233,8 @@ func TestMarksRefuseRolledBackState(t *testing.T) {
 		t.Errorf("the rolled-back model owner drew %d words of the second run again (of %d it drew)", n, len(rec.words))
 	}
 	var pe *PeerAbortError
-	if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
-		t.Errorf("model owner: %v, want a refusal wrapping beaver.ErrReuse, or the data owner's AbortResume", errs[0])
+	if !errors.Is(errs[0], marks.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
+		t.Errorf("model owner: %v, want a refusal wrapping marks.ErrReuse, or the data owner's AbortResume", errs[0])
 	}
 	if errs[1] == nil {
 		t.Error("data owner: the run went through")
@@ -265,7 +248,7 @@ func TestMarksRefuseRolledBackState(t *testing.T) {
 // owner that forges its epoch 2^24 − 1 ahead is refused by the model owner
 // before anything is drawn (*EpochError, the data owner told AbortResume);
 // both parties rolled back to an earlier checkpoint are refused by their
-// marks (beaver.ErrReuse) or by the peer's.
+// marks (marks.ErrReuse) or by the peer's.
 func TestEpochAttacksDealerFree(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -298,8 +281,8 @@ func TestEpochAttacksDealerFree(t *testing.T) {
 			rollBack(t, dirs, saved)
 			return nil, func(t *testing.T, errs [2]error) {
 				var pe *PeerAbortError
-				if !errors.Is(errs[0], beaver.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
-					t.Errorf("model owner: %v, want a refusal wrapping beaver.ErrReuse, or the data owner's AbortResume", errs[0])
+				if !errors.Is(errs[0], marks.ErrReuse) && !(errors.As(errs[0], &pe) && pe.Code == AbortResume) {
+					t.Errorf("model owner: %v, want a refusal wrapping marks.ErrReuse, or the data owner's AbortResume", errs[0])
 				}
 				if errs[1] == nil {
 					t.Error("data owner: the rolled-back run went through")
@@ -351,7 +334,7 @@ func TestCheckEpoch(t *testing.T) {
 // sizes or loop bounds (epoch, sequence length, the resume summary's
 // phases, batch numbers and epochs) are refused out of range.
 func TestCheckPeerHello(t *testing.T) {
-	p := testParams().withDefaults() // 230 candidates in batches of 16: 15 batches
+	p := testParams().WithDefaults() // 230 candidates in batches of 16: 15 batches
 	base := func() hello {
 		return hello{Epoch: 3, Seq: 16, Resume: summary{SeedHash: "x", BootstrapDone: true,
 			Phases: []phaseSummary{{Done: true}, {Batches: []int{0, 3, 14}, Epochs: []uint64{1, 2, 2}}}}}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection"
@@ -41,7 +41,7 @@ func (scores) Forward(ctx context.Context, s *protocol.Session, idx []int) (*sha
 func Example_evaluator() {
 	params := selection.Params{PoolSize: 100, Budget: 12, Bootstrap: 2, BatchSize: 16,
 		Schedule: []selection.Phase{{Keep: 0.5}, {}}, Appraisal: selection.AppraiseMean}
-	dealer, _ := beaver.NewDealer()
+	d, _ := dealer.New()
 	c0, c1 := transport.Pipe(transport.Options{}) // transport.Dial / Listen between hosts
 	defer c0.Close()
 	defer c1.Close()
@@ -50,7 +50,7 @@ func Example_evaluator() {
 	wg.Add(2)
 	go func() { // model owner
 		defer wg.Done()
-		prov, _ := dealer.Provider(0)
+		prov, _ := d.Provider(0)
 		mo := &selection.ModelOwner{Params: params, Evaluator: scores{}, EmbeddingHash: "public-checkpoint", Logger: slog.New(slog.DiscardHandler)}
 		var err error
 		if res[0], err = mo.Run(context.Background(), c0, prov); err != nil {
@@ -59,7 +59,7 @@ func Example_evaluator() {
 	}()
 	go func() { // data owner
 		defer wg.Done()
-		prov, _ := dealer.Provider(1)
+		prov, _ := d.Provider(1)
 		do := &selection.DataOwner{Params: params, Evaluator: scores{}, EmbeddingHash: "public-checkpoint", Logger: slog.New(slog.DiscardHandler)}
 		var err error
 		if res[1], err = do.Run(context.Background(), c1, prov); err != nil {

@@ -5,7 +5,7 @@ import (
 	"log"
 	"log/slog"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -40,7 +40,7 @@ func ExampleModelOwner_Run() {
 		log.Fatal(err)
 	}
 	defer dealerConn.Close()
-	prov, err := beaver.Connect(ctx, dealerConn, 0)
+	prov, err := dealer.Connect(ctx, dealerConn, 0)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func ExampleDataOwner_Run() {
 		log.Fatal(err)
 	}
 	defer dealerConn.Close()
-	prov, err := beaver.Connect(ctx, dealerConn, 1)
+	prov, err := dealer.Connect(ctx, dealerConn, 1)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -18,7 +18,7 @@ import (
 // with its target model, the data owner with its pool and the public
 // checkpoint's embedding tables, a dealer and a pipe between them. Between
 // hosts, each party runs its half alone: transport.Listen / transport.Dial
-// for the connection and beaver.Connect for a networked dealer (see
+// for the connection and dealer.Connect for a networked dealer (see
 // ExampleModelOwner_Run and ExampleDataOwner_Run).
 func Example() {
 	ctx := context.Background()
@@ -27,7 +27,7 @@ func Example() {
 	params := selection.Params{PoolSize: 64, Budget: 20, Bootstrap: 16, Schedule: schedule} // public, equal on both sides
 	quiet := slog.New(slog.DiscardHandler)
 
-	dealer, _ := beaver.NewDealer()               // beaver.Connect(ctx, dealerConn, party) between hosts
+	d, _ := dealer.New()                          // dealer.Connect(ctx, dealerConn, party) between hosts
 	c0, c1 := transport.Pipe(transport.Options{}) // transport.Listen / transport.Dial between hosts
 	defer c0.Close()
 	defer c1.Close()
@@ -37,14 +37,14 @@ func Example() {
 	wg.Add(2)
 	go func() { // model owner (party 0)
 		defer wg.Done()
-		prov, _ := dealer.Provider(0)
+		prov, _ := d.Provider(0)
 		mo := &selection.ModelOwner{Params: params, Target: target, Generate: proxy.Config{Seed: 1},
 			Label: labelBootstrap, Logger: quiet}
 		res[0], errs[0] = mo.Run(ctx, c0, prov)
 	}()
 	go func() { // data owner (party 1)
 		defer wg.Done()
-		prov, _ := dealer.Provider(1)
+		prov, _ := d.Provider(1)
 		do := &selection.DataOwner{Params: params, Pool: pool, Embedding: target, Logger: quiet}
 		res[1], errs[1] = do.Run(ctx, c1, prov)
 	}()

@@ -3,6 +3,7 @@ package selection
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"runtime"
 	"strings"
 	"testing"
@@ -23,6 +24,9 @@ func FuzzDecodeState(f *testing.F) {
 	good.Revealed = &Revealed{ViewHash: "x", Seed: good.Seed, Bootstrap: []int{3, 5}}
 	b, _ = json.Marshal(good)
 	f.Add(b)
+	good.Party, good.Revealed, good.ShardFloors = 0, nil, map[string]uint64{strings.Repeat("0a", 32): 3}
+	b, _ = json.Marshal(good)
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := DecodeState(b)
 		if err != nil {
@@ -39,6 +43,14 @@ func FuzzDecodeState(f *testing.F) {
 		}
 		if a, c := s.summarize(), s2.summarize(); a.SeedHash != c.SeedHash || len(a.Phases) != len(c.Phases) {
 			t.Fatal("summary changed")
+		}
+		if !maps.Equal(s.ShardFloors, s2.ShardFloors) {
+			t.Fatal("shard floors changed")
+		}
+		for _, e := range s.ShardFloors {
+			if e == 0 || e >= MaxEpoch {
+				t.Fatalf("accepted a shard floor of epoch %d", e)
+			}
 		}
 	})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/internal/testhook"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -39,6 +40,14 @@ const EmbeddingHint = "the two parties embed with different tables; the proxies 
 	"so both parties must load the same checkpoint (the data owner's Embedding is the model owner's target checkpoint " +
 	"or the pretrained one it was fine-tuned from), and fine-tuning the target must freeze its embeddings " +
 	"(model.TrainConfig.FreezeEmbeddings)"
+
+// HashMismatch is the mismatch of field between two hashes, local and
+// peer, each shortened for display to as many hex digits as tell them
+// apart (at least 12).
+func HashMismatch(field, local, peer string) *MismatchError {
+	l, p := shortHashes(local, peer)
+	return &MismatchError{Field: field, Local: l, Peer: p}
+}
 
 // shortHashes shortens two differing hashes to 12 hex digits for display,
 // keeping as many digits as it takes to tell them apart.
@@ -131,8 +140,9 @@ func compareHello(local, peer hello) error {
 				return &MismatchError{Field: "party", Local: fmt.Sprint(local.Party), Peer: fmt.Sprint(peer.Party) + " (both claim the same role)"}
 			}
 			if c.field == "embedding_hash" {
-				l, p := shortHashes(local.EmbeddingHash, peer.EmbeddingHash)
-				return &MismatchError{Field: c.field, Local: l, Peer: p, Hint: EmbeddingHint}
+				me := HashMismatch(c.field, local.EmbeddingHash, peer.EmbeddingHash)
+				me.Hint = EmbeddingHint
+				return me
 			}
 			return &MismatchError{Field: c.field, Local: fmt.Sprint(c.l), Peer: fmt.Sprint(c.p)}
 		}
@@ -296,6 +306,19 @@ func coinContribution(src io.Reader) ([32]byte, error) {
 		return r, fmt.Errorf("selection: coin toss: %w", err)
 	}
 	return r, nil
+}
+
+// The tests of selection's subpackages fix a party's coin through
+// testhook (the owners' coinSource).
+func init() {
+	testhook.SetCoinSource = func(owner any, src io.Reader) {
+		switch o := owner.(type) {
+		case *ModelOwner:
+			o.coinSource = src
+		case *DataOwner:
+			o.coinSource = src
+		}
+	}
 }
 
 // coinCommit is party 0's commitment to its contribution r.

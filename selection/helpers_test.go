@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/internal/harness/sessiontest"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -75,25 +75,7 @@ func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 				return nil, ctx.Err()
 			}
 		}
-		var x *share.Tensor
-		var err error
-		if s.Party() == 0 {
-			x, err = s.ShareInput(1, nil, len(idx))
-		} else {
-			xs := make([]float64, len(idx))
-			for j, i := range idx {
-				xs[j] = v.value(phase, i)
-			}
-			enc, err := v.fp.EncodeTensor(xs, len(xs))
-			if err != nil {
-				return nil, err
-			}
-			x, err = s.ShareInput(1, enc)
-		}
-		if err != nil || !v.square {
-			return x, err
-		}
-		return s.SquareFixed(ctx, x)
+		return sessiontest.ShareValues(ctx, s, v.fp, phase, idx, v.value, v.square)
 	}), nil
 }
 
@@ -120,16 +102,20 @@ func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) 
 	sessionPairFP(t, share.DefaultFixedPoint, f)
 }
 
-// The helpers shared with selection/topk's tests (internal/harness/sessiontest).
+// The helpers shared with selection/topk's and selection/shard's tests
+// (testharness/sessiontest).
 var (
 	sessionPairFP      = sessiontest.PairFP
 	shareFromDataOwner = sessiontest.ShareFromDataOwner
 	plainTopK          = sessiontest.PlainTopK
+	common             = sessiontest.Common
+	nearTieSwaps       = sessiontest.NearTieSwaps
+	randomWords        = sessiontest.RandomWords
 )
 
 // plainSchedule runs the schedule in the clear on value(phase, idx).
 func plainSchedule(p Params, boot []int, value func(phase, idx int) float64) [][]int {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	cand := candidates(p.PoolSize, boot)
 	var out [][]int
 	for i := range p.Schedule {

@@ -255,6 +255,18 @@ func (d *modelOwnerRun) shareThreshold(s *protocol.Session) (*share.Tensor, erro
 	return t, nil
 }
 
+// encodeProxy is the model owner's proxy of phase for its workers' jobs
+// (nil with a substitute Evaluator, which the workers hold themselves).
+func (d *modelOwnerRun) encodeProxy(phase int) ([]byte, error) {
+	if d.m.Evaluator != nil {
+		return nil, nil
+	}
+	if phase < 0 || phase >= len(d.m.Proxies) || d.m.Proxies[phase] == nil {
+		return nil, fmt.Errorf("selection: phase %d: no proxy for the workers", phase+1)
+	}
+	return d.m.Proxies[phase].Marshal()
+}
+
 // tossCoinModelOwner is the model owner's side of the coin toss (see
 // coinCommit): it commits to r0, receives r1, opens r0.
 func tossCoinModelOwner(ctx context.Context, st *transport.Stream) (share.Seed, error) {

@@ -10,15 +10,16 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // TestSecureSelectionDealerFree runs the real pipeline twice from the same
 // coin (the second run starts from the first's state files, progress
 // removed): once with the in-process dealer, once with no dealer at all, the
 // parties generating every correlation by OT over their own connection
-// (ot.Provider), in both of its modes: the weight-mask correlations by OT
-// (ot.LinearOT) or by lattice encryption (ot.LinearHE). The bootstrap follows from the coin and must be identical;
+// (ot.Provider), with both of its weight-mask generators: vector OLE
+// (ot.VectorOLE) or lattice encryption (ot.Lattice). The bootstrap follows
+// from the coin and must be identical;
 // the survivors of every phase must be the dealer run's, except for
 // candidates whose plaintext entropies lie within the secure forward's
 // fixed-point error of the boundary (probabilistic truncation makes each
@@ -38,8 +39,11 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 	checkPlain(t, mo.Proxies, f.pool, f.p, ref[0])
 	proxies := mo.Proxies
 
-	for _, mode := range []ot.Linear{ot.LinearOT, ot.LinearHE} {
-		t.Run(mode.String(), func(t *testing.T) {
+	for _, mode := range []struct {
+		name    string
+		lattice bool // the weight masks by an ot.Lattice, else by vector OLE
+	}{{"ot", false}, {"he", true}} {
+		t.Run(mode.name, func(t *testing.T) {
 			dirs := [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
 			for p := range 2 {
 				b, err := os.ReadFile(StateFile(refDirs[p], p))
@@ -65,7 +69,15 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 			var res [2]*Result
 			var ots [2]*ot.Provider
 			r, _ := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
-				prov, err := ot.NewProvider(p.Conn, p.ID, ot.ProviderOptions{Linear: mode})
+				var opts ot.ProviderOptions
+				if mode.lattice {
+					l, err := ot.NewLattice(ot.LatticeOptions{})
+					if err != nil {
+						return struct{}{}, err
+					}
+					opts.WeightMasks = l
+				}
+				prov, err := ot.NewProvider(p.Conn, p.ID, opts)
 				if err != nil {
 					return struct{}{}, err
 				}
@@ -92,13 +104,22 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 				if s.Items == 0 || s.BytesSent == 0 {
 					t.Fatalf("party %d drew nothing from the OT provider: %+v", p, s)
 				}
-				t.Logf("party %d: OT traffic %+v, %+v, HE %+v", p, s, prov.OTStats(), prov.HEStats())
-				if mode == ot.LinearHE && prov.HEStats().Items == 0 {
+				t.Logf("party %d: OT traffic %+v, %+v", p, s, prov.OTStats())
+				l, ok := prov.WeightMasks().(*ot.Lattice)
+				if ok != mode.lattice {
+					t.Fatalf("party %d: weight masks %T", p, prov.WeightMasks())
+				}
+				if !ok {
+					continue
+				}
+				st := l.Stats()
+				t.Logf("party %d: HE %+v", p, st)
+				if st.Items == 0 {
 					t.Fatalf("party %d: no weight-mask item made with HE", p)
 				}
 				// Every phase's encrypted weights were dropped once its
 				// forward was done (beaver.WeightReleaser).
-				if st := prov.HEStats(); mode == ot.LinearHE && p == 1 && (st.Held != 0 || st.Released != st.Uploads) {
+				if p == 1 && (st.Held != 0 || st.Released != st.Uploads) {
 					t.Fatalf("party 1 holds %d encrypted weights after the run, released %d of %d", st.Held, st.Released, st.Uploads)
 				}
 			}

@@ -146,7 +146,7 @@ func TestPipelineModesSelectAlike(t *testing.T) {
 				if r.Appraisal.Mean != ref[0].Appraisal.Mean {
 					t.Errorf("party %d: mean entropy %v, pipeline off %v: the entropies differ", party, r.Appraisal.Mean, ref[0].Appraisal.Mean)
 				}
-				p := []Params{c.p0, c.p1}[party].withDefaults()
+				p := []Params{c.p0, c.p1}[party].WithDefaults()
 				prefetched := 0
 				for i, ps := range r.Phases {
 					prefetched += ps.Prefetched
@@ -315,16 +315,4 @@ func TestSecurePipelineOnOff(t *testing.T) {
 	if off.Phases[0].PeakInFlight != 1 || on.Phases[0].PeakInFlight < 1 || on.Phases[0].ForwardRounds >= off.Phases[0].ForwardRounds {
 		t.Fatalf("phase 0 off %+v, on %+v", off.Phases[0], on.Phases[0])
 	}
-}
-
-// nearTieSwaps returns how many members of a are not in b (two selections
-// of the same size: the swaps between them).
-func nearTieSwaps(a, b []int) int {
-	n := 0
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			n++
-		}
-	}
-	return n + max(0, len(b)-len(a))
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -332,7 +333,7 @@ func TestFailureTellsPeer(t *testing.T) {
 // test if the parties have not both returned within limit.
 func pairNoClose(t *testing.T, limit time.Duration, f func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error) [2]error {
 	t.Helper()
-	d := beaver.NewDealerWithSeeds(share.Seed{7}, share.Seed{8})
+	d := dealer.NewWithSeeds(share.Seed{7}, share.Seed{8})
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	conns := [2]*transport.Conn{c0, c1}

@@ -18,7 +18,7 @@ const ProgressLogInterval = 5 * time.Second
 
 // Run runs the model owner's side of a selection over conn, drawing
 // correlated randomness from prov (party 0's provider), which it wraps in a
-// beaver.Marked whose high-water marks live in StateDir (MarksFile; in
+// marks.Provider whose high-water marks live in StateDir (MarksFile; in
 // memory without one), so that no run draws at a position of the session
 // drawn before (see the package comment).
 //
@@ -42,7 +42,7 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 
 // Run runs the data owner's side of a selection over conn, drawing
 // correlated randomness from prov (party 1's provider), wrapped in a
-// beaver.Marked as ModelOwner.Run does.
+// marks.Provider as ModelOwner.Run does.
 //
 // Everything Run can check (parameters, pool, embedding weights) is checked
 // before it says anything to the model owner. The bootstrap sample is

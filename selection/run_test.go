@@ -13,10 +13,12 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -49,6 +51,8 @@ type runCfg struct {
 	// sqrtScores: the proxies' architectures announce √H scores
 	// (secure.Arch.SqrtEntropy), which the appraisal squares.
 	sqrtScores bool
+	// shards, if set, are the parties' ShardRunners.
+	shards [2]ShardRunner
 }
 
 func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
@@ -72,10 +76,10 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 			log = quiet()
 		}
 		if p == 0 {
-			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold}
+			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold, Shards: c.shards[0]}
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress}
+			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress, Shards: c.shards[1]}
 			res[1], err = do.Run(ctx, conn, prov)
 		}
 		return err
@@ -232,10 +236,10 @@ func TestParamsValidate(t *testing.T) {
 	big := ok
 	big.PoolSize, big.BatchSize, big.Workers = 1<<30, 1, 1
 	big.Budget = ok.Budget
-	if err := big.checkLanes(); err == nil {
+	if err := big.CheckLanes(); err == nil {
 		t.Error("lanes: no error")
 	}
-	if err := ok.checkLanes(); err != nil {
+	if err := ok.CheckLanes(); err != nil {
 		t.Error(err)
 	}
 }
@@ -359,7 +363,7 @@ func TestRunErrors(t *testing.T) {
 		t.Logf("model owner: %v", errs[0])
 	})
 	t.Run("wrong provider", func(t *testing.T) {
-		d := beaver.NewDealerWithSeeds(share.Seed{1}, share.Seed{2})
+		d := dealer.NewWithSeeds(share.Seed{1}, share.Seed{2})
 		c0, c1 := transport.Pipe(transport.Options{})
 		defer c0.Close()
 		defer c1.Close()
@@ -384,7 +388,7 @@ func TestRunErrors(t *testing.T) {
 }
 
 func TestCompareHelloFields(t *testing.T) {
-	p := testParams().withDefaults()
+	p := testParams().WithDefaults()
 	base := newHello(0, p, "emb", 0, 1, summary{})
 	peer := newHello(1, p, "emb", 0, 1, summary{})
 	if err := compareHello(base, peer); err != nil {
@@ -476,7 +480,7 @@ func TestProgressCallback(t *testing.T) {
 // the log said phase=0 for the summary's phase 1).
 func TestPhasesNumberedFromOne(t *testing.T) {
 	p := testParams()
-	var logs lockedLog
+	var logs syncbuf.Buffer
 	_, errs := runSelection(t, runCfg{p: [2]Params{p, p}, logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
@@ -496,24 +500,6 @@ func TestPhasesNumberedFromOne(t *testing.T) {
 	if errs[1] == nil || !strings.Contains(errs[1].Error(), "selection: phase 1 batch") {
 		t.Fatalf("failure in the first phase: %v", errs[1])
 	}
-}
-
-// lockedLog is a log sink safe for concurrent use.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestEmbeddingMismatchHint: parties whose embedding tables differ get an

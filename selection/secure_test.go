@@ -12,11 +12,10 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/examples/dataset"
-	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -38,44 +37,16 @@ type secureFixture struct {
 
 func newSecureFixture(t *testing.T) *secureFixture {
 	t.Helper()
-	set, err := dataset.MNIST()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 96
-	sub, err := set.Subset(dataset.Indices(n))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := model.Config{Family: model.ViT, Hidden: 16, Heads: 2, Layers: 2, Intermediate: 32, LayerNormEps: 1e-12, HiddenAct: "gelu",
-		ImageSize: 28, PatchSize: 7, NumChannels: 1, Labels: model.DefaultLabels(10)}
-	target, err := model.New(cfg, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &secureFixture{pool: model.NormalizeImages(sub.Images, 1), labels: sub.Labels, target: target,
-		p: Params{PoolSize: n, Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
+	pool, labels, target := sessiontest.TinyViT(t, 96)
+	return &secureFixture{pool: pool, labels: labels, target: target,
+		p: Params{PoolSize: pool.Len(), Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
 			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 8}}}},
-		// The paper's plain generation: these tests are about the pipeline,
-		// checkpoints and the plaintext agreement of all-MLP proxies, whose
-		// scores two runs reproduce within a few ulps (the default's exact
-		// softmax in the last phase moves them by up to 0.001 nats).
-		gen: proxy.Config{Plain: true, Tune: proxy.TrainConfig{Epochs: 1, BatchSize: 8, LR: 1e-3}, InVivo: proxy.TrainConfig{Epochs: 1, BatchSize: 8, LR: 5e-4},
-			Points: 2000, MLP: mlp.TrainConfig{BatchSize: 128, LR: 1e-2, Epochs: 1}, Seed: 3, Logger: quiet()}}
+		gen: sessiontest.PlainGeneration(quiet())}
 }
 
 func (f *secureFixture) owners(dirs [2]string) (*ModelOwner, *DataOwner) {
 	mo := &ModelOwner{Params: f.p, Target: f.target, Generate: f.gen, Logger: quiet(), StateDir: dirs[0],
-		Label: func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
-			if in.Len() != len(idx) {
-				return nil, fmt.Errorf("%d inputs for %d indices", in.Len(), len(idx))
-			}
-			out := make([]int, len(idx))
-			for j, i := range idx {
-				out[j] = f.labels[i]
-			}
-			return out, nil
-		}}
+		Label: sessiontest.Labels(f.labels)}
 	do := &DataOwner{Params: f.p, Pool: f.pool, Embedding: f.target, Logger: quiet(), StateDir: dirs[1]}
 	return mo, do
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -21,6 +22,9 @@ type recorder struct {
 	words []uint64
 }
 
+// Unwrap implements beaver.Wrapper.
+func (r *recorder) Unwrap() beaver.Provider { return r.Provider }
+
 func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
 	m, err := r.Provider.Material(ctx, q)
 	if err != nil {
@@ -28,19 +32,14 @@ func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Mater
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, p := range m.Parts {
-		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(p) > 0 {
-			p = p[:len(p)-1] // the tail word has its high bits cleared
-		}
-		r.words = append(r.words, p...)
-	}
+	randomWords(q, m, func(w []uint64) { r.words = append(r.words, w...) })
 	return m, nil
 }
 
 // netRun runs one selection between the two parties over a Pipe, each with
 // a networked dealer client of srv (over its own Pipe) wrapped in a
 // recorder.
-func netRun(t *testing.T, srv *beaver.Server, p Params, dirs [2]string, failAfter [2]int) ([2]*Result, [2]error, [2]*recorder) {
+func netRun(t *testing.T, srv *dealer.Server, p Params, dirs [2]string, failAfter [2]int) ([2]*Result, [2]error, [2]*recorder) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -60,7 +59,7 @@ func netRun(t *testing.T, srv *beaver.Server, p Params, dirs [2]string, failAfte
 			defer ds.Close()
 			_ = srv.Serve(ctx, ds, party)
 		}()
-		cl, err := beaver.Connect(ctx, dc, party)
+		cl, err := dealer.Connect(ctx, dc, party)
 		if err != nil {
 			t.Fatalf("party %d: connect to the dealer: %v", party, err)
 		}
@@ -97,7 +96,7 @@ func TestSelectionsNeverShareDealerMaterial(t *testing.T) {
 	var words [2][]uint64
 	var ids [2]beaver.SessionID
 	for run := range 2 {
-		srv, err := beaver.NewServerWithSeeds(seeds[0], seeds[1], beaver.ServerOptions{})
+		srv, err := dealer.NewServerWithSeeds(seeds[0], seeds[1], dealer.ServerOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,9 +143,9 @@ func TestSelectionsNeverShareDealerMaterial(t *testing.T) {
 func TestResumeAgainstRestartedDealer(t *testing.T) {
 	p := testParams()
 	seeds := [2]share.Seed{{9}, {10}}
-	opt := beaver.ServerOptions{StateFile: t.TempDir() + "/dealer.seeds.state"}
+	opt := dealer.ServerOptions{StateFile: t.TempDir() + "/dealer.seeds.state"}
 	dirs := [2]string{t.TempDir(), t.TempDir()}
-	srv, err := beaver.NewServerWithSeeds(seeds[0], seeds[1], opt)
+	srv, err := dealer.NewServerWithSeeds(seeds[0], seeds[1], opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +154,7 @@ func TestResumeAgainstRestartedDealer(t *testing.T) {
 		t.Fatalf("interrupted run: %v", errs)
 	}
 	first, _ := recs[0].Session()
-	srv, err = beaver.NewServerWithSeeds(seeds[0], seeds[1], opt)
+	srv, err = dealer.NewServerWithSeeds(seeds[0], seeds[1], opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,19 @@ type State struct {
 	// the clear, written before it is sent and never trimmed (nil until
 	// then, and always nil for the model owner).
 	Revealed *Revealed `json:"revealed,omitempty"`
+	// ShardFloors is a sharded coordinator's record, per dealer session of
+	// a job it dispatched (the session's 64 hex digits), of the highest
+	// epoch at which its worker may have drawn correlated randomness for
+	// the job: raised and written before the worker draws at an epoch
+	// (ShardedPhase.RaiseFloor) and never trimmed, so that a worker that
+	// comes back with an empty or older directory starts above it
+	// (ShardedPhase.Floor, ForwardRun.Floor).
+	ShardFloors map[string]uint64 `json:"shard_floors,omitempty"`
 }
+
+// maxShardFloors bounds State.ShardFloors: a job per phase and shard, for
+// every K a session was run with.
+const maxShardFloors = 1 << 20
 
 // Revealed records what a data owner has sent in the clear in a session:
 // the pool indices of its bootstrap sample and the joint coin they were
@@ -189,6 +201,9 @@ func DecodeState(b []byte) (*State, error) {
 			return nil, fmt.Errorf("selection: state: bootstrap differs from the revealed sample")
 		}
 	}
+	if err := checkShardFloors(s.ShardFloors); err != nil {
+		return nil, err
+	}
 	if s.BootstrapDone && s.Seed == "" {
 		return nil, fmt.Errorf("selection: state: bootstrap done without a coin")
 	}
@@ -207,6 +222,24 @@ func DecodeState(b []byte) (*State, error) {
 		}
 	}
 	return &s, nil
+}
+
+// checkShardFloors refuses a record of shard floors (State.ShardFloors)
+// with more than maxShardFloors entries, a key that is not a session's 64
+// lowercase hex digits, or a floor outside 1..MaxEpoch−1.
+func checkShardFloors(f map[string]uint64) error {
+	if len(f) > maxShardFloors {
+		return fmt.Errorf("selection: state: %d shard floors (at most %d)", len(f), maxShardFloors)
+	}
+	for k, e := range f {
+		if b, err := hex.DecodeString(k); err != nil || len(b) != 32 || hex.EncodeToString(b) != k {
+			return fmt.Errorf("selection: state: shard floor of %.70q: not a session's 64 lowercase hex digits", k)
+		}
+		if e == 0 || e >= MaxEpoch {
+			return fmt.Errorf("selection: state: shard floor %d (1..%d)", e, MaxEpoch-1)
+		}
+	}
+	return nil
 }
 
 func (s *State) seed() (share.Seed, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/marks"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/lanes"
@@ -54,7 +55,7 @@ type runner struct {
 }
 
 func newRunner(party int, p Params, conn *transport.Conn, prov beaver.Provider, log *slog.Logger, onProgress func(Progress), store *checkpointStore) *runner {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	return &runner{party: party, p: p, conn: conn, prov: prov, log: log, onProgress: onProgress, store: store}
 }
 
@@ -125,7 +126,7 @@ func (r *runner) beginEpoch(st *State) error {
 	return r.markProvider()
 }
 
-// markProvider wraps the party's provider in a beaver.Marked whose marks
+// markProvider wraps the party's provider in a marks.Provider whose marks
 // live in the state directory (MarksFile; in memory without one), so that
 // no restart of this party draws correlated randomness at a position it
 // drew before in the session, whatever epoch the handshake settles on: the
@@ -136,7 +137,7 @@ func (r *runner) markProvider() error {
 	if r.store.durable() {
 		path = MarksFile(r.store.dir, r.party)
 	}
-	m, err := beaver.NewMarked(r.prov, path, beaver.MarkedOptions{ChunkBits: EpochShift})
+	m, err := marks.New(r.prov, path, marks.Options{ChunkBits: EpochShift})
 	if err != nil {
 		return &StateError{Path: path, Err: err}
 	}
@@ -234,8 +235,8 @@ func (r *runner) coin(ctx context.Context, toss func(context.Context, *transport
 // announceBudget hands the runner's dealerBudget to a provider that
 // announces session budgets (see coin).
 func (r *runner) announceBudget(ctx context.Context) error {
-	b, ok := r.prov.(beaver.SessionBudgeter)
-	if !ok || !b.AnnouncesBudget() || r.dealerBudget == nil {
+	b, ok := beaver.As[beaver.SessionBudgeter](r.prov)
+	if !ok || r.dealerBudget == nil {
 		return nil
 	}
 	w, err := r.dealerBudget(ctx)
@@ -396,7 +397,7 @@ func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evalu
 	// The phase's weights are never drawn again: a provider that
 	// holds state per weight (the dealer-free provider's encrypted
 	// weights, GBs a phase) drops it.
-	if wr, ok := r.prov.(beaver.WeightReleaser); ok {
+	if wr, ok := beaver.As[beaver.WeightReleaser](r.prov); ok {
 		wr.ReleaseWeights(r.sched.WeightBase(slot), r.sched.WeightBase(slot+1))
 	}
 	ps.ForwardRounds = ctrl.Stream().Stats().Rounds - r0 + rs.Rounds

@@ -41,7 +41,7 @@ func (c *checkpointStore) durable() bool { return c.dir != "" }
 // statePath is the state file.
 func (c *checkpointStore) statePath() string { return StateFile(c.dir, c.party) }
 
-// MarksFile returns party's file of high-water marks (beaver.Marked) in dir:
+// MarksFile returns party's file of high-water marks (marks.Provider) in dir:
 // the positions of correlated randomness the party has drawn, per session.
 func MarksFile(dir string, party int) string {
 	return filepath.Join(dir, fmt.Sprintf("marks-p%d.json", party))
@@ -230,14 +230,13 @@ func (c *checkpointStore) prune(s *State) error {
 	return nil
 }
 
-// finishedPath is the file of a worker's job directory that marks the job
-// finished with the peer worker (see Worker.RunJob).
-func (c *checkpointStore) finishedPath() string {
-	return filepath.Join(c.dir, fmt.Sprintf("finished-p%d", c.party))
-}
+// finishedPath is the file that marks a ForwardRun finished with the peer
+// (FinishedFile).
+func (c *checkpointStore) finishedPath() string { return FinishedFile(c.dir, c.party) }
 
-// markFinished records that the job of session, whose every batch this
-// worker holds, was finished with the peer worker (both said "done").
+// markFinished records that the ForwardRun of session, whose every batch
+// this party holds, was finished with the peer (both sides' Finish
+// returned).
 func (c *checkpointStore) markFinished(session beaver.SessionID) error {
 	if !c.durable() {
 		return nil
@@ -264,7 +263,7 @@ func (c *checkpointStore) finished(session beaver.SessionID) (bool, error) {
 		return false, &StateError{Path: path, Err: err}
 	}
 	if string(b) != want {
-		return false, &StateError{Path: path, Err: fmt.Errorf("marks another job finished: give each job its own directory (selection.JobDir)")}
+		return false, &StateError{Path: path, Err: fmt.Errorf("marks another job finished: give each job its own directory (shard.JobDir)")}
 	}
 	return true, nil
 }

@@ -47,7 +47,7 @@ func (d *modelOwnerRun) check() error {
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
-	if err := e.p.checkLanes(); err != nil {
+	if err := e.p.CheckLanes(); err != nil {
 		return err
 	}
 	if err := e.checkProvider(); err != nil {
@@ -144,7 +144,7 @@ func (r *dataOwnerRun) check() error {
 	if err := e.p.Validate(); err != nil {
 		return err
 	}
-	if err := e.p.checkLanes(); err != nil {
+	if err := e.p.CheckLanes(); err != nil {
 		return err
 	}
 	if err := e.checkProvider(); err != nil {

@@ -11,7 +11,8 @@ import (
 // crypto/cipher.NewCTR(aes.NewCipher(key), iv), byte for byte (the counter
 // block is a 128-bit big-endian integer incremented per block), made with
 // 512-bit vector AES (VAES, AVX-512) thirty-two blocks at a time where the
-// CPU has it, and by crypto/aes (AES-NI) otherwise. The PRG and the beaver
+// CPU has it, with 256-bit VAES and AVX2 sixteen blocks at a time where it
+// has those but no AVX-512, and by crypto/aes (AES-NI) otherwise. The PRG and the beaver
 // package's material expansion use it. An AESCTR is not safe for concurrent
 // use; its key (NewAESKey) is, and may start any number of streams.
 type AESCTR struct {
@@ -28,13 +29,29 @@ type AESCTR struct {
 
 // AESKey is an expanded AES-128 key for AESCTR streams.
 type AESKey struct {
-	rk    [176]byte // the 11 round keys, FIPS-197 byte order, as AESENC takes them
+	rk [176]byte // the 11 round keys, FIPS-197 byte order, as AESENC takes them
+	// rk2 holds each round key twice, a 256-bit operand for the AVX2
+	// path's VAESENC (set only where that path runs).
+	rk2   [352]byte
 	block cipher.Block
 }
+
+// The key-stream implementations (ctrPath).
+const (
+	ctrStd   = iota // crypto/cipher's CTR (AES-NI)
+	ctrVAES2        // 256-bit VAES with AVX2
+	ctrVAES4        // 512-bit VAES with AVX-512
+)
+
+// ctrPathNames names the implementations for tests and benchmarks.
+var ctrPathNames = [...]string{ctrStd: "crypto-aes", ctrVAES2: "vaes256", ctrVAES4: "vaes512"}
 
 // ctrGroup is the number of key-stream bytes the vector code makes per
 // register: four 16-byte blocks.
 const ctrGroup = 64
+
+// ctrGroupBlocks is the number of 16-byte counter blocks in a group.
+const ctrGroupBlocks = ctrGroup / 16
 
 // NewAESKey expands a 16-byte AES-128 key. Other lengths are refused.
 func NewAESKey(key []byte) (*AESKey, error) {
@@ -45,7 +62,14 @@ func NewAESKey(key []byte) (*AESKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("share: aes: %w", err)
 	}
-	return &AESKey{rk: AES128RoundKeys([16]byte(key)), block: b}, nil
+	k := &AESKey{rk: AES128RoundKeys([16]byte(key)), block: b}
+	if ctrPath == ctrVAES2 {
+		for r := range 11 {
+			copy(k.rk2[32*r:], k.rk[16*r:16*r+16])
+			copy(k.rk2[32*r+16:], k.rk[16*r:16*r+16])
+		}
+	}
+	return k, nil
 }
 
 // Block returns the key's crypto/aes block cipher.
@@ -54,7 +78,7 @@ func (k *AESKey) Block() cipher.Block { return k.block }
 // CTR returns the key stream of k from the counter block iv.
 func (k *AESKey) CTR(iv [16]byte) *AESCTR {
 	s := &AESCTR{key: k, hi: binary.BigEndian.Uint64(iv[:8]), lo: binary.BigEndian.Uint64(iv[8:]), kOff: ctrGroup}
-	if !useVAES {
+	if ctrPath == ctrStd {
 		s.std = cipher.NewCTR(k.block, iv[:])
 	}
 	return s
@@ -98,19 +122,34 @@ func (s *AESCTR) XORKeyStream(dst, src []byte) {
 }
 
 // groups writes the key stream of the next len(b)/ctrGroup block groups
-// into b (a multiple of ctrGroup bytes) and advances the counter.
+// into b (a multiple of ctrGroup bytes) and advances the counter. The
+// vector code adds to the low counter word without carrying, so a call is
+// cut where the low word wraps: whole groups before it and after it go
+// through the vector code, and the one group that straddles it (when the
+// wrap is not at a group boundary) block by block, carrying into hi.
 func (s *AESCTR) groups(b []byte) {
-	blocks := uint64(len(b) / 16)
-	if s.lo+blocks-1 < s.lo {
-		// The low counter word wraps inside b (about one stream in 2^64
-		// per block): carry block by block.
-		s.blocksGeneric(b)
-		return
-	}
-	ctrVAES(&s.key.rk, &b[0], len(b)/ctrGroup, s.hi, s.lo)
-	s.lo += blocks
-	if s.lo == 0 {
-		s.hi++
+	for len(b) > 0 {
+		g := uint64(len(b) / ctrGroup)
+		// Whole groups before the low word wraps: 2^64 − lo blocks remain
+		// (none to wrap when lo is 0).
+		if left := -s.lo / ctrGroupBlocks; s.lo != 0 && left < g {
+			g = left
+		}
+		if g == 0 {
+			s.blocksGeneric(b[:ctrGroup])
+			b = b[ctrGroup:]
+			continue
+		}
+		if ctrPath == ctrVAES4 {
+			ctrVAES(&s.key.rk, &b[0], int(g), s.hi, s.lo)
+		} else {
+			ctrVAES256(&s.key.rk2, &b[0], int(g), s.hi, s.lo)
+		}
+		s.lo += g * ctrGroupBlocks
+		if s.lo == 0 {
+			s.hi++
+		}
+		b = b[g*ctrGroup:]
 	}
 }
 

@@ -2,9 +2,16 @@
 
 package share
 
-// useVAES is false where there is no assembly implementation.
-var useVAES = false
+// ctrPath is crypto/aes where there is no assembly implementation.
+var ctrPath = ctrStd
+
+// ctrPaths lists the one key-stream implementation compiled in.
+func ctrPaths() []int { return []int{ctrStd} }
 
 func ctrVAES(rk *[176]byte, dst *byte, groups int, hi, lo uint64) {
 	panic("share: ctrVAES without assembly")
+}
+
+func ctrVAES256(rk2 *[352]byte, dst *byte, groups int, hi, lo uint64) {
+	panic("share: ctrVAES256 without assembly")
 }

@@ -5,32 +5,39 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
-	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 )
 
-// ctrPaths runs f once per key-stream implementation this host can run:
-// VAES (where the CPU has it) and crypto/aes.
-func ctrPaths(t *testing.T, f func(t *testing.T)) {
-	saved := useVAES
-	defer func() { useVAES = saved }()
-	paths := []bool{false}
-	if saved {
-		paths = append(paths, true)
-	} else {
-		t.Log("no VAES on this CPU: only the crypto/aes path is tested")
+// eachCTRPath runs f once per key-stream implementation (crypto/aes, and
+// 256- and 512-bit VAES), with keys made under that path; a path this host
+// cannot run (ctrPaths) is a skipped subtest that says what it needs.
+func eachCTRPath(t *testing.T, f func(t *testing.T)) {
+	saved := ctrPath
+	defer func() { ctrPath = saved }()
+	needs := [...]string{
+		ctrVAES2: "VAES and AVX2 with the OS saving YMM state, in a build with assembly (amd64, not purego)",
+		ctrVAES4: "AVX-512 F and BW and VAES with the OS saving ZMM state, in a build with assembly (amd64, not purego); GODEBUG=cpu.avx512f=off masks it",
 	}
-	for _, v := range paths {
-		useVAES = v
-		t.Run(fmt.Sprintf("vaes=%v", v), f)
+	for _, p := range []int{ctrStd, ctrVAES2, ctrVAES4} {
+		t.Run(ctrPathNames[p], func(t *testing.T) {
+			if !slices.Contains(ctrPaths(), p) {
+				t.Skipf("this host cannot run the %s path: it needs %s", ctrPathNames[p], needs[p])
+			}
+			ctrPath = p
+			f(t)
+		})
 	}
 }
 
 // TestAESCTRMatchesCryptoCTR checks that AESCTR's key stream is
 // crypto/cipher's AES-128-CTR stream byte for byte: random keys, counter
 // blocks whose low word wraps within the stream (the carry into the high
-// word), and calls of every awkward length, before and after whole groups.
+// word: the test checks that it did wrap), and calls of every awkward
+// length, before and after whole groups.
 func TestAESCTRMatchesCryptoCTR(t *testing.T) {
 	lengths := []int{0, 1, 15, 16, 17, 63, 64, 65, 100, 511, 512, 513, 2048 + 7, 20000, 3, 40}
 	ivs := []struct {
@@ -40,10 +47,10 @@ func TestAESCTRMatchesCryptoCTR(t *testing.T) {
 		{"zero", 0, 0},
 		{"random", 0x0123456789abcdef, 0xfedcba9876543210},
 		{"low word wraps early", 7, ^uint64(0) - 2},
-		{"low word wraps late", 9, ^uint64(0) - 1500},
+		{"low word wraps late", 9, ^uint64(0) - 1000}, // in the 20,000-byte call
 		{"both words wrap", ^uint64(0), ^uint64(0) - 40},
 	}
-	ctrPaths(t, func(t *testing.T) {
+	eachCTRPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(27, 1))
 		for _, c := range ivs {
 			t.Run(c.name, func(t *testing.T) {
@@ -79,7 +86,90 @@ func TestAESCTRMatchesCryptoCTR(t *testing.T) {
 						t.Fatalf("call %d (%d bytes): key stream differs from crypto/cipher's CTR", i, n)
 					}
 				}
+				// The case tests the carry only if its stream does cross
+				// the wrap: ceil(total/16) blocks from lo.
+				total := uint64(0)
+				for _, n := range lengths {
+					total += uint64(n)
+				}
+				if _, carry := bits.Add64(c.lo, (total+15)/16-1, 0); strings.Contains(c.name, "wraps") && carry == 0 {
+					t.Fatalf("case %q: the low word never wraps in %d bytes", c.name, total)
+				}
 			})
+		}
+	})
+}
+
+// TestAESCTRWrapInLongCall: one KeyStream call of 4 MiB whose low counter
+// word wraps inside it, at a block inside a group and at a group boundary
+// (and with the high word wrapping too), matches crypto/cipher's CTR byte
+// for byte on every path this host runs: the vector code stops before the
+// wrap, the straddling group carries block by block, and the vector code
+// resumes after it. crypto/cipher's stream is first checked against AES of
+// the explicit 128-bit big-endian counter blocks around the wrap, so the
+// reference has the semantics AESCTR documents.
+func TestAESCTRWrapInLongCall(t *testing.T) {
+	const size = 4<<20 + 48 // one call; not a whole number of groups
+	const prefix = 23       // a first call that leaves part of a group made ahead
+	cases := []struct {
+		name   string
+		hi, lo uint64
+	}{
+		{"wrap inside a group", 0x0123456789abcdef, ^uint64(0) - 100_002}, // 2^64 − 100,003
+		{"wrap at a group boundary", 0x0123456789abcdef, ^uint64(0) - 100_003},
+		{"both words wrap", ^uint64(0), ^uint64(0) - 200_000},
+	}
+	var key [16]byte
+	rng := rand.New(rand.NewPCG(38, 1))
+	binary.LittleEndian.PutUint64(key[:8], rng.Uint64())
+	binary.LittleEndian.PutUint64(key[8:], rng.Uint64())
+	blk, err := aes.NewCipher(key[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([][]byte, len(cases))
+	for i, c := range cases {
+		var iv [16]byte
+		binary.BigEndian.PutUint64(iv[:8], c.hi)
+		binary.BigEndian.PutUint64(iv[8:], c.lo)
+		want[i] = make([]byte, prefix+size)
+		cipher.NewCTR(blk, iv[:]).XORKeyStream(want[i], want[i])
+		// The reference: block j is AES(hi‖lo + j), 128-bit.
+		skip := -c.lo
+		for j := skip - 3; j < skip+3; j++ {
+			var ctr, ks [16]byte
+			lo, carry := bits.Add64(c.lo, j, 0)
+			binary.BigEndian.PutUint64(ctr[:8], c.hi+carry)
+			binary.BigEndian.PutUint64(ctr[8:], lo)
+			blk.Encrypt(ks[:], ctr[:])
+			if !bytes.Equal(want[i][16*j:16*j+16], ks[:]) {
+				t.Fatalf("%s: crypto/cipher's CTR block %d is not AES of the 128-bit counter %#x‖%#x", c.name, j, c.hi+carry, lo)
+			}
+		}
+	}
+	for _, c := range cases {
+		// The wrap is inside the long call, past the prefix's group.
+		if w := -c.lo; w*16 <= prefix+ctrGroup || w*16 >= prefix+size-ctrGroup {
+			t.Fatalf("%s: the low word wraps at block %d, not inside the long call", c.name, w)
+		}
+	}
+	eachCTRPath(t, func(t *testing.T) {
+		k, err := NewAESKey(key[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cases {
+			var iv [16]byte
+			binary.BigEndian.PutUint64(iv[:8], c.hi)
+			binary.BigEndian.PutUint64(iv[8:], c.lo)
+			s := k.CTR(iv)
+			got := make([]byte, prefix+size)
+			s.KeyStream(got[:prefix])
+			s.KeyStream(got[prefix:])
+			if j := firstDiff(got, want[i]); j >= 0 {
+				t.Errorf("%s: the %d-byte call differs from crypto/cipher's CTR from byte %d (block %d; the low word wraps at block %d)",
+					c.name, size, j, j/16, -c.lo)
+			}
 		}
 	})
 }
@@ -95,15 +185,12 @@ func TestNewAESKeyLength(t *testing.T) {
 
 // BenchmarkAESCTR times the key stream into a 64 KiB buffer on each path.
 func BenchmarkAESCTR(b *testing.B) {
-	saved := useVAES
-	defer func() { useVAES = saved }()
-	k, _ := NewAESKey(make([]byte, 16))
-	for _, v := range []bool{false, true} {
-		if v && !saved {
-			continue
-		}
-		useVAES = v
-		b.Run(fmt.Sprintf("vaes=%v", v), func(b *testing.B) {
+	saved := ctrPath
+	defer func() { ctrPath = saved }()
+	for _, p := range ctrPaths() {
+		ctrPath = p
+		k, _ := NewAESKey(make([]byte, 16))
+		b.Run(ctrPathNames[p], func(b *testing.B) {
 			s := k.CTR([16]byte{})
 			dst := make([]byte, 64<<10)
 			b.SetBytes(int64(len(dst)))

@@ -3,6 +3,7 @@ package share
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"gonum.org/v1/gonum/blas"
@@ -136,7 +137,9 @@ var ringKernelBenchShapes = []struct {
 
 // BenchmarkRingKernels times every kernel this CPU can run on the sst2
 // proxy's shapes through the exported products (all cores), forced through
-// the kernel selector, and reports multiply-adds per second.
+// the kernel selector, and reports multiply-adds per second, and on Linux
+// per second of the process's CPU time (MAC/CPU-s: per core, whatever
+// share of the cores the run got).
 func BenchmarkRingKernels(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 8))
 	for _, s := range ringKernelBenchShapes {
@@ -151,12 +154,16 @@ func BenchmarkRingKernels(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer restore()
+				cpu0, ok := processCPUSeconds()
 				for b.Loop() {
 					if err := BatchMatMulInto(c, a, bm, s.batch, s.m, s.k, s.n); err != nil {
 						b.Fatal(err)
 					}
 				}
 				b.ReportMetric(macs*float64(b.N)/b.Elapsed().Seconds(), "MAC/s")
+				if cpu1, _ := processCPUSeconds(); ok && cpu1 > cpu0 {
+					b.ReportMetric(macs*float64(b.N)/(cpu1-cpu0), "MAC/CPU-s")
+				}
 			})
 		}
 	}
@@ -164,7 +171,10 @@ func BenchmarkRingKernels(b *testing.B) {
 
 // BenchmarkMicroKernels times each micro-kernel alone on one core, on
 // packed panels that stay in L1 (the kernel's own k block), the figure
-// to set beside its µop count: multiply-adds per second per core.
+// to set beside its µop count: multiply-adds per second per core. On
+// Linux it also reports them per second of the thread's own CPU time
+// (MAC/CPU-s), which other processes sharing the core do not lower: the
+// figure to read on a loaded machine.
 func BenchmarkMicroKernels(b *testing.B) {
 	rng := rand.New(rand.NewPCG(6, 9))
 	for _, impl := range gemmKernels() {
@@ -174,10 +184,17 @@ func BenchmarkMicroKernels(b *testing.B) {
 		ap, bp := packPanels(impl, a, bm, kc)
 		c := make([]uint64, impl.mr*impl.nr)
 		b.Run(fmt.Sprintf("%s/%dx%dx%d", impl.name, impl.mr, kc, impl.nr), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0, ok := threadCPUSeconds()
 			for b.Loop() {
 				impl.micro(kc, ap, bp, c, impl.nr, true)
 			}
-			b.ReportMetric(float64(impl.mr*kc*impl.nr)*float64(b.N)/b.Elapsed().Seconds(), "MAC/s")
+			macs := float64(impl.mr*kc*impl.nr) * float64(b.N)
+			b.ReportMetric(macs/b.Elapsed().Seconds(), "MAC/s")
+			if cpu1, _ := threadCPUSeconds(); ok && cpu1 > cpu0 {
+				b.ReportMetric(macs/(cpu1-cpu0), "MAC/CPU-s")
+			}
 		})
 	}
 }

@@ -29,14 +29,25 @@
 //     a 4×16 tile. Never chosen automatically (six µops per eight products,
 //     more than either of the others); kept for CPUs whose VPMULLQ and IFMA
 //     are slow, and as a check.
+//   - avx2-vpmulld (AVX2): for x86 CPUs without AVX-512 (Zen 2 and 3, most
+//     Intel client cores, cloud VMs that hide AVX-512). a·b mod 2^64 =
+//     a0·b0 + 2^32·(a0·b1 + a1·b0) with 32-bit halves: VPMULUDQ gives a0·b0,
+//     and one VPMULLD of a broadcast A word by the B words with their halves
+//     swapped (one VPSHUFD per B row) gives both cross products (mod 2^32,
+//     summed in the two halves of the lane and folded once per tile): two
+//     multiplies and two adds per four products, a 3×8 tile. With few rows
+//     of A it reads B in place instead of packing it.
+//   - arm64-madd (arm64): scalar MADD, one per product, a 4×4 tile in
+//     registers (Go assembly; its tests run under qemu-user on amd64).
 //   - generic: portable Go, on every other CPU and under the purego build
 //     tag.
 //
 // The environment variable SELECTFORMER_RING_KERNEL (RingKernelEnv) forces
-// one by name, so that every kernel can be tested and timed on any AVX-512
-// CPU; a name that is unknown or that the CPU cannot run is logged and makes
-// the cpu GEMM backend return the error. All kernels give bit-identical
-// results. A right-hand operand used many times (weights) can be packed once
+// one by name, so that every kernel can be tested and timed on any CPU that
+// runs it; GODEBUG=cpu.avx512f=off hides AVX-512 from the choice (and from
+// AESCTR), as on a host without it. A name that is unknown or that the CPU
+// cannot run is logged and makes the cpu GEMM backend return the error. All
+// kernels give bit-identical results. A right-hand operand used many times (weights) can be packed once
 // with PackMatrix and multiplied with MatMulPackedInto.
 //
 // The protocols' whole products go through a GEMM backend (GEMM, GEMMBackend,

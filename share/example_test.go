@@ -130,3 +130,17 @@ func ExampleRingKernel() {
 	// Output:
 	// true true
 }
+
+// A per-row value (here a mask word per token) spread over the row's width,
+// then removed from a tensor in place.
+func ExampleBroadcastLast() {
+	mask := &share.Tensor{Shape: []int{2}, Data: []uint64{1, 0}}
+	m, _ := share.BroadcastLast(mask, 3)
+	fmt.Println(m.Shape, m.Data)
+	x := &share.Tensor{Shape: []int{2, 3}, Data: []uint64{5, 6, 7, 8, 9, 10}}
+	_ = share.SubInPlace(x, m)
+	fmt.Println(x.Data)
+	// Output:
+	// [2 3] [1 1 1 0 0 0]
+	// [4 5 6 8 9 10]
+}

@@ -37,6 +37,13 @@ type gemmImpl struct {
 	// Ap[p*mr*words:]: the mr words, then for split kernels their mr second
 	// words), Bp kc groups of nr·words words (row p of the B panel likewise).
 	micro func(kc int, ap, bp, c []uint64, ldc int, add bool)
+	// direct, if set, is micro with B read in place: row p of the nr-column
+	// block at b[p*ldb:], not a packed panel (a kernel of one word per
+	// element only). gemmSerial uses it for row-major B when A has at most
+	// directRows rows, so that each B word would serve too few products to
+	// repay packing it.
+	direct     func(kc int, ap, b []uint64, ldb int, c []uint64, ldc int, add bool)
+	directRows int
 }
 
 // splitKind names the second word that split kernels pack beside each word.
@@ -478,17 +485,25 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 		buf = make([]uint64, need)
 	}
 	ap, bBuf, tile := buf[:aSize], buf[aSize:aSize+bSize], buf[need-mr*nr:]
+	direct := impl.direct != nil && w == 1 && b.packed == nil && b.cs == 1 && m <= impl.directRows
 	for j0 := 0; j0 < n; j0 += ncMax {
 		nc := min(ncMax, n-j0)
 		for p0 := 0; p0 < k; p0 += kcMax {
 			kc := min(kcMax, k-p0)
 			add := p0 > 0 // the first k block writes c, later ones add to it
 			bp := bBuf
-			if b.packed != nil {
+			switch last := nc / nr * nr; {
+			case b.packed != nil:
 				bp = b.packed.data[(p0*b.packed.npad+(b.col0+j0)*kc)*w:][:roundUp(nc, nr)*kc*w]
-			} else if w == 2 {
+			case direct:
+				// Full panels are read in place; only a partial last one
+				// is packed (zero-padded), at its usual offset.
+				if last < nc {
+					packB(bp[last*kc:], b.sub(p0, j0+last), kc, nc-last, nr)
+				}
+			case w == 2:
 				packBSplit(bp, b.sub(p0, j0), kc, nc, nr, impl.split)
-			} else {
+			default:
 				packB(bp, b.sub(p0, j0), kc, nc, nr)
 			}
 			for i0 := 0; i0 < m; i0 += mcMax {
@@ -501,17 +516,29 @@ func gemmSerial(impl *gemmImpl, c []uint64, ldc int, a, b matView, m, k, n int) 
 				for jr := 0; jr < nc; jr += nr {
 					bpan := bp[jr*kc*w : (jr+nr)*kc*w]
 					wd := min(nr, nc-jr)
+					var bsrc []uint64 // B in place (direct, full panel)
+					if direct && wd == nr {
+						bsrc = b.data[p0*b.rs+j0+jr:]
+					}
 					for ir := 0; ir < mcb; ir += mr {
 						apan := ap[ir*kc*w : (ir+mr)*kc*w]
 						h := min(mr, mcb-ir)
 						off := (i0+ir)*ldc + j0 + jr
 						if h == mr && wd == nr {
-							impl.micro(kc, apan, bpan, c[off:], ldc, add)
+							if bsrc != nil {
+								impl.direct(kc, apan, bsrc, b.rs, c[off:], ldc, add)
+							} else {
+								impl.micro(kc, apan, bpan, c[off:], ldc, add)
+							}
 							continue
 						}
 						// Edge tile: compute the whole padded tile aside and
 						// store only the part inside c.
-						impl.micro(kc, apan, bpan, tile, nr, false)
+						if bsrc != nil {
+							impl.direct(kc, apan, bsrc, b.rs, tile, nr, false)
+						} else {
+							impl.micro(kc, apan, bpan, tile, nr, false)
+						}
 						for i := range h {
 							crow := c[off+i*ldc : off+i*ldc+wd]
 							trow := tile[i*nr : i*nr+wd]
@@ -570,6 +597,17 @@ func packA(dst []uint64, a matView, mcb, kc, mr int) {
 				col := pan[p*8 : p*8+8 : p*8+8]
 				col[0], col[1], col[2], col[3] = r0[p], r1[p], r2[p], r3[p]
 				col[4], col[5], col[6], col[7] = r4[p], r5[p], r6[p], r7[p]
+			}
+			continue
+		}
+		if h == 3 && mr == 3 && a.cs == 1 {
+			// Full 3-row panel of a row-major block (the AVX2 kernel's):
+			// one column of three words at a time.
+			d := a.data[i0*a.rs:]
+			r0, r1, r2 := d[:kc], d[a.rs:][:kc], d[2*a.rs:][:kc]
+			for p := range kc {
+				col := pan[p*3 : p*3+3 : p*3+3]
+				col[0], col[1], col[2] = r0[p], r1[p], r2[p]
 			}
 			continue
 		}
@@ -679,26 +717,26 @@ func microGeneric2x4(kc int, ap, bp, c []uint64, ldc int, add bool) {
 	s[3] += c13
 }
 
+// clearTile zeroes the mr×nr tile at c unless add is set (an empty product).
+func clearTile(c []uint64, mr, nr, ldc int, add bool) {
+	if add {
+		return
+	}
+	for i := range mr {
+		clear(c[i*ldc : i*ldc+nr])
+	}
+}
+
+// addFlag is add as the assembly kernels take it.
+func addFlag(add bool) int {
+	if add {
+		return 1
+	}
+	return 0
+}
+
 // gemmGeneric sets c = a·b for row-major m×k · k×n with the portable kernel
 // on the calling goroutine; the reference for accelerated kernels.
 func gemmGeneric(c, a, b []uint64, m, k, n int) {
 	gemmSerial(genericKernel, c, n, matView{data: a, rs: k, cs: 1}, matView{data: b, rs: n, cs: 1}, m, k, n)
-}
-
-// transposeBlock writes the n×m transpose of the m×n row-major src into dst,
-// in cache-sized tiles.
-func transposeBlock(dst, src []uint64, m, n int) {
-	const tile = 32
-	for i0 := 0; i0 < m; i0 += tile {
-		i1 := min(i0+tile, m)
-		for j0 := 0; j0 < n; j0 += tile {
-			j1 := min(j0+tile, n)
-			for i := i0; i < i1; i++ {
-				row := src[i*n : i*n+n]
-				for j := j0; j < j1; j++ {
-					dst[j*m+i] = row[j]
-				}
-			}
-		}
-	}
 }

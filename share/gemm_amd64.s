@@ -558,3 +558,196 @@ splitifmaloop:
 splitdone:
 	VZEROUPPER
 	RET
+
+// func transposeTile4AVX2(dst *uint64, src *uint64, ldd int, lds int, h int, w int)
+//
+// dst[j][i] = src[i][j] for i < h, j < w (both multiples of 4, positive),
+// rows ldd and lds words apart, one 4×4 block at a time: four rows in
+// Y0–Y3, interleaved pairwise by VPUNPCKLQDQ/VPUNPCKHQDQ, their 128-bit
+// halves recombined by VPERM2I128 into the four columns. The outer loop
+// walks block rows (SI, DI advance 4 rows and 4 words), the inner one the
+// blocks of a block row (R8 over src, R9 over dst).
+TEXT ·transposeTile4AVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ldd+16(FP), R10
+	SHLQ $3, R10
+	MOVQ lds+24(FP), R11
+	SHLQ $3, R11
+	MOVQ h+32(FP), CX
+	MOVQ w+40(FP), DX
+	SHRQ $2, CX
+	SHRQ $2, DX
+	LEAQ (R11)(R11*2), R12 // 3·lds bytes
+	LEAQ (R10)(R10*2), R13 // 3·ldd bytes
+
+trrows:
+	MOVQ SI, R8
+	MOVQ DI, R9
+	MOVQ DX, BX
+
+trblocks:
+	VMOVDQU (R8), Y0
+	VMOVDQU (R8)(R11*1), Y1
+	VMOVDQU (R8)(R11*2), Y2
+	VMOVDQU (R8)(R12*1), Y3
+	VPUNPCKLQDQ Y1, Y0, Y4
+	VPUNPCKHQDQ Y1, Y0, Y5
+	VPUNPCKLQDQ Y3, Y2, Y6
+	VPUNPCKHQDQ Y3, Y2, Y7
+	VPERM2I128 $0x20, Y6, Y4, Y0
+	VPERM2I128 $0x20, Y7, Y5, Y1
+	VPERM2I128 $0x31, Y6, Y4, Y2
+	VPERM2I128 $0x31, Y7, Y5, Y3
+	VMOVDQU Y0, (R9)
+	VMOVDQU Y1, (R9)(R10*1)
+	VMOVDQU Y2, (R9)(R10*2)
+	VMOVDQU Y3, (R9)(R13*1)
+	ADDQ $32, R8
+	LEAQ (R9)(R10*4), R9
+	DECQ BX
+	JNZ trblocks
+
+	LEAQ (SI)(R11*4), SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ trrows
+	VZEROUPPER
+	RET
+
+// func gemmMicro3x8AVX2(kc int, a *uint64, b *uint64, c *uint64, ldc int, add int, ldb int)
+//
+// c[3×8] = a·b (add == 0) or c[3×8] += a·b (add != 0) over Z_2^64 with
+// AVX2 32-bit lane multiplies: for words x = x0 + 2^32·x1,
+// a·b mod 2^64 = a0·b0 + 2^32·(a0·b1 + a1·b0 mod 2^32). a is kc groups of
+// 3 words (one A column); row p of b is the 8 words at b + p·ldb words (a
+// packed panel, ldb = 8, or B read in place). VPMULUDQ of a broadcast A
+// word and a B row gives a0·b0; VPMULLD of it and the row with its 32-bit
+// halves swapped (b1 + 2^32·b0, made once per k step by VPSHUFD into Y13,
+// Y14) gives the low 32 bits of a0·b1 and a1·b0 in the two halves of each
+// lane, summed there with VPADDD (mod 2^32 each). Two multiplies and two
+// adds per four products; the two shuffles per 24 products run beside the
+// multiplies, which bound the loop. Row i accumulates a0·b0 in Y(4i),
+// Y(4i+1) and the cross halves in Y(4i+2), Y(4i+3); the tile is the former
+// plus, per lane, (low + high half of the latter) << 32, once per tile.
+// Y12 holds the broadcast A word, Y15 the products. The row 8·ldb words
+// ahead is prefetched (R13): B read in place has rows ldb words apart,
+// which defeats the hardware's stream prefetch.
+TEXT ·gemmMicro3x8AVX2(SB), NOSPLIT, $0-56
+	MOVQ kc+0(FP), CX
+	MOVQ a+8(FP), AX
+	MOVQ b+16(FP), BX
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), SI
+	SHLQ $3, SI
+	MOVQ ldb+48(FP), R8
+	SHLQ $3, R8
+	LEAQ (BX)(R8*8), R13
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	VPXOR Y11, Y11, Y11
+	TESTQ CX, CX
+	JLE done
+
+loop:
+	VPSHUFD $0xb1, (BX), Y13
+	VPSHUFD $0xb1, 32(BX), Y14
+	PREFETCHT0 (R13)
+	VPBROADCASTQ 0(AX), Y12
+	VPMULUDQ (BX), Y12, Y15
+	VPADDQ Y15, Y0, Y0
+	VPMULUDQ 32(BX), Y12, Y15
+	VPADDQ Y15, Y1, Y1
+	VPMULLD Y13, Y12, Y15
+	VPADDD Y15, Y2, Y2
+	VPMULLD Y14, Y12, Y15
+	VPADDD Y15, Y3, Y3
+	VPBROADCASTQ 8(AX), Y12
+	VPMULUDQ (BX), Y12, Y15
+	VPADDQ Y15, Y4, Y4
+	VPMULUDQ 32(BX), Y12, Y15
+	VPADDQ Y15, Y5, Y5
+	VPMULLD Y13, Y12, Y15
+	VPADDD Y15, Y6, Y6
+	VPMULLD Y14, Y12, Y15
+	VPADDD Y15, Y7, Y7
+	VPBROADCASTQ 16(AX), Y12
+	VPMULUDQ (BX), Y12, Y15
+	VPADDQ Y15, Y8, Y8
+	VPMULUDQ 32(BX), Y12, Y15
+	VPADDQ Y15, Y9, Y9
+	VPMULLD Y13, Y12, Y15
+	VPADDD Y15, Y10, Y10
+	VPMULLD Y14, Y12, Y15
+	VPADDD Y15, Y11, Y11
+	ADDQ $24, AX
+	ADDQ R8, BX
+	ADDQ R8, R13
+	DECQ CX
+	JNZ loop
+
+done:
+	VPSHUFD $0xb1, Y2, Y13
+	VPADDD Y13, Y2, Y2
+	VPSLLQ $32, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VPSHUFD $0xb1, Y3, Y13
+	VPADDD Y13, Y3, Y3
+	VPSLLQ $32, Y3, Y3
+	VPADDQ Y3, Y1, Y1
+	VPSHUFD $0xb1, Y6, Y13
+	VPADDD Y13, Y6, Y6
+	VPSLLQ $32, Y6, Y6
+	VPADDQ Y6, Y4, Y4
+	VPSHUFD $0xb1, Y7, Y13
+	VPADDD Y13, Y7, Y7
+	VPSLLQ $32, Y7, Y7
+	VPADDQ Y7, Y5, Y5
+	VPSHUFD $0xb1, Y10, Y13
+	VPADDD Y13, Y10, Y10
+	VPSLLQ $32, Y10, Y10
+	VPADDQ Y10, Y8, Y8
+	VPSHUFD $0xb1, Y11, Y13
+	VPADDD Y13, Y11, Y11
+	VPSLLQ $32, Y11, Y11
+	VPADDQ Y11, Y9, Y9
+	MOVQ add+40(FP), CX
+	TESTQ CX, CX
+	JZ store
+	VPADDQ (DX), Y0, Y0
+	VPADDQ 32(DX), Y1, Y1
+	VMOVDQU Y0, (DX)
+	VMOVDQU Y1, 32(DX)
+	ADDQ SI, DX
+	VPADDQ (DX), Y4, Y4
+	VPADDQ 32(DX), Y5, Y5
+	VMOVDQU Y4, (DX)
+	VMOVDQU Y5, 32(DX)
+	ADDQ SI, DX
+	VPADDQ (DX), Y8, Y8
+	VPADDQ 32(DX), Y9, Y9
+	VMOVDQU Y8, (DX)
+	VMOVDQU Y9, 32(DX)
+	VZEROUPPER
+	RET
+
+store:
+	VMOVDQU Y0, (DX)
+	VMOVDQU Y1, 32(DX)
+	ADDQ SI, DX
+	VMOVDQU Y4, (DX)
+	VMOVDQU Y5, 32(DX)
+	ADDQ SI, DX
+	VMOVDQU Y8, (DX)
+	VMOVDQU Y9, 32(DX)
+	VZEROUPPER
+	RET

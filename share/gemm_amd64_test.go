@@ -4,6 +4,7 @@ package share
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -12,8 +13,9 @@ import (
 
 // TestAVX512Selected checks the kernel installed at start-up: the automatic
 // choice for this CPU (VPMULLQ on AMD with AVX-512 F+DQ, IFMA on other
-// vendors with IFMA, generic without AVX-512), unless RingKernelEnv forces
-// one; and that CPUID's vendor matches /proc/cpuinfo's where there is one.
+// vendors with IFMA, the AVX2 kernel without AVX-512 but with AVX2, generic
+// without either), unless RingKernelEnv forces one; and that CPUID's vendor
+// matches /proc/cpuinfo's where there is one.
 func TestAVX512Selected(t *testing.T) {
 	if f, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for line := range strings.Lines(string(f)) {
@@ -25,7 +27,7 @@ func TestAVX512Selected(t *testing.T) {
 			}
 		}
 	}
-	if thisCPU.avx512F != cpu.X86.HasAVX512F || thisCPU.avx512DQ != cpu.X86.HasAVX512DQ || thisCPU.avx512IFMA != cpu.X86.HasAVX512IFMA {
+	if thisCPU.avx2 != cpu.X86.HasAVX2 || thisCPU.avx512F != cpu.X86.HasAVX512F || thisCPU.avx512DQ != cpu.X86.HasAVX512DQ || thisCPU.avx512IFMA != cpu.X86.HasAVX512IFMA {
 		t.Fatalf("detected %v, x/sys/cpu says F %v DQ %v IFMA %v", thisCPU, cpu.X86.HasAVX512F, cpu.X86.HasAVX512DQ, cpu.X86.HasAVX512IFMA)
 	}
 	want := "generic"
@@ -35,6 +37,8 @@ func TestAVX512Selected(t *testing.T) {
 		want = "avx512-ifma"
 	case cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ:
 		want = "avx512-vpmullq"
+	case cpu.X86.HasAVX2:
+		want = "avx2-vpmulld"
 	}
 	if env := os.Getenv(RingKernelEnv); env != "" && env != "auto" {
 		t.Skipf("%s=%s forces the kernel", RingKernelEnv, env)
@@ -43,17 +47,20 @@ func TestAVX512Selected(t *testing.T) {
 		t.Fatalf("kernel %s installed on %v, want %s", got, thisCPU, want)
 	}
 	if want == "generic" {
-		t.Skip("CPU lacks AVX-512 F+DQ: the assembly kernels are not tested here")
+		t.Skip("CPU lacks AVX2 and AVX-512: the assembly kernels are not tested here")
 	}
 }
 
 // TestResolveRingKernel checks the automatic choice and the parsing of
 // RingKernelEnv on CPUs described by hand: Intel with and without IFMA, AMD
-// Zen 4 with IFMA, a CPU without AVX-512.
+// Zen 4 with IFMA, AMD Zen 3 and Zen 4 with AVX2 but no AVX-512 (a VM that
+// hides it), a CPU with neither.
 func TestResolveRingKernel(t *testing.T) {
-	emerald := cpuInfo{vendor: "GenuineIntel", family: 6, model: 207, avx512F: true, avx512DQ: true, avx512IFMA: true}
-	skylakeX := cpuInfo{vendor: "GenuineIntel", family: 6, model: 85, avx512F: true, avx512DQ: true}
-	zen4 := cpuInfo{vendor: "AuthenticAMD", family: 25, model: 17, avx512F: true, avx512DQ: true, avx512IFMA: true}
+	emerald := cpuInfo{vendor: "GenuineIntel", family: 6, model: 207, avx2: true, avx512F: true, avx512DQ: true, avx512IFMA: true}
+	skylakeX := cpuInfo{vendor: "GenuineIntel", family: 6, model: 85, avx2: true, avx512F: true, avx512DQ: true}
+	zen4 := cpuInfo{vendor: "AuthenticAMD", family: 25, model: 17, avx2: true, avx512F: true, avx512DQ: true, avx512IFMA: true}
+	zen4VM := cpuInfo{vendor: "AuthenticAMD", family: 25, model: 17, avx2: true}
+	zen3 := cpuInfo{vendor: "AuthenticAMD", family: 25, model: 1, avx2: true}
 	old := cpuInfo{vendor: "AuthenticAMD", family: 23, model: 49}
 	for _, tc := range []struct {
 		cpu     cpuInfo
@@ -67,6 +74,14 @@ func TestResolveRingKernel(t *testing.T) {
 		{zen4, "", "avx512-vpmullq", ""},
 		{zen4, "  Auto\n", "avx512-vpmullq", ""},
 		{old, "", "generic", ""},
+		{zen3, "", "avx2-vpmulld", ""},
+		{zen4VM, "auto", "avx2-vpmulld", ""},
+		{zen4VM, "generic", "generic", ""},
+		{zen4, "AVX2-VPMULLD", "avx2-vpmulld", ""},
+		{emerald, "avx2-vpmulld", "avx2-vpmulld", ""},
+		{zen3, "avx512-vpmullq", "avx2-vpmulld", "cannot run"},
+		{old, "avx2-vpmulld", "generic", "cannot run"},
+		{zen3, "arm64-madd", "avx2-vpmulld", "no such ring GEMM kernel"},
 		{emerald, "avx512-vpmullq", "avx512-vpmullq", ""},
 		{emerald, "AVX512-VPMULUDQ", "avx512-vpmuludq", ""},
 		{emerald, "generic", "generic", ""},
@@ -108,5 +123,36 @@ func TestCPUFamilyModel(t *testing.T) {
 		if f, m := cpuFamilyModel(tc.eax); f != tc.family || m != tc.model {
 			t.Errorf("%#x: family %d model %d, want %d %d", tc.eax, f, m, tc.family, tc.model)
 		}
+	}
+}
+
+// TestAVX512Masked runs this test binary again with AVX-512 masked off
+// (GODEBUG=cpu.avx512f=off, which x/sys/cpu honours) and checks what an
+// AVX-512 machine then does, as a host without AVX-512 would: the AVX2
+// kernel (generic without AVX2) and no 512-bit VAES key stream (256-bit
+// VAES where the CPU has VAES and AVX2). On a CPU without AVX-512 it
+// checks the same choice unmasked.
+func TestAVX512Masked(t *testing.T) {
+	if os.Getenv("SHARE_RING_KERNEL_CHILD") != "" {
+		t.Skip("child run")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRingKernelEnvChild$", "-test.v")
+	cmd.Env = append(os.Environ(), RingKernelEnv+"=", "SHARE_RING_KERNEL_CHILD=1", GEMMEnv+"=", "GODEBUG=cpu.avx512f=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child with AVX-512 masked: %v\n%s", err, out)
+	}
+	kernel, ctr := "generic", "crypto-aes"
+	if cpu.X86.HasAVX2 {
+		kernel = "avx2-vpmulld"
+		if hasVAES() {
+			ctr = "vaes256"
+		}
+	}
+	if want := "kernel=" + kernel + ";"; !strings.Contains(string(out), want) {
+		t.Fatalf("child with AVX-512 masked: want %s\n%s", want, out)
+	}
+	if want := "ctr=" + ctr + ";"; !strings.Contains(string(out), want) {
+		t.Fatalf("child with AVX-512 masked: want %s\n%s", want, out)
 	}
 }

@@ -13,12 +13,14 @@ import (
 // RingKernelEnv is the environment variable that forces the micro-kernel of
 // the CPU ring GEMM by name (see RingKernels): "generic" (portable Go, every
 // CPU), "avx512-vpmullq" (AVX-512 F+DQ, 64-bit lane multiplies),
-// "avx512-vpmuludq" (AVX-512 F, 32×32→64-bit limb multiplies) or
-// "avx512-ifma" (AVX-512 IFMA, 52-bit multiply-adds). Unset, empty or "auto"
-// chooses by CPU (see RingKernel). It is read once, when the package is
-// initialised; a name that is unknown, or that this CPU cannot run, leaves the
-// automatic choice in place, is logged at the first product, and makes the
-// cpu GEMM backend (GEMM, OpenGEMM("cpu")) return the error.
+// "avx512-vpmuludq" (AVX-512 F, 32×32→64-bit limb multiplies),
+// "avx512-ifma" (AVX-512 IFMA, 52-bit multiply-adds), "avx2-vpmulld" (AVX2,
+// 32-bit lane multiplies) or "arm64-madd" (arm64, scalar multiply-adds).
+// Unset, empty or "auto" chooses by CPU (see RingKernel). It is read once,
+// when the package is initialised; a name that is unknown, or that this CPU
+// cannot run, leaves the automatic choice in place, is logged at the first
+// product, and makes the cpu GEMM backend (GEMM, OpenGEMM("cpu")) return
+// the error.
 const RingKernelEnv = "SELECTFORMER_RING_KERNEL"
 
 // cpuInfo is what the automatic kernel choice looks at.
@@ -28,19 +30,24 @@ type cpuInfo struct {
 	vendor string
 	// family and model are CPUID's display family and model (0 off x86).
 	family, model int
+	// avx2 is AVX2 (false where the OS does not enable the YMM state).
+	avx2 bool
 	// avx512F, avx512DQ and avx512IFMA are the CPU's AVX-512 subsets (false
 	// where the OS does not enable the ZMM state).
 	avx512F, avx512DQ, avx512IFMA bool
 }
 
 // String describes the CPU for logs: "GenuineIntel family 6 model 207,
-// AVX-512 F DQ IFMA".
+// AVX2, AVX-512 F DQ IFMA".
 func (c cpuInfo) String() string {
 	v := c.vendor
 	if v == "" {
 		v = "unknown vendor"
 	}
 	s := fmt.Sprintf("%s family %d model %d", v, c.family, c.model)
+	if c.avx2 {
+		s += ", AVX2"
+	}
 	var ext []string
 	for _, f := range []struct {
 		has  bool
@@ -80,6 +87,10 @@ var ringKernelTable = append([]ringKernel{
 //     products stay below the limb kernel's six (three VPMULUDQ, three
 //     VPADDQ), so avx512-vpmuludq is never the automatic choice (bench/
 //     RESULTS.md, "Ring GEMM kernels", has the counts).
+//   - avx2-vpmulld without AVX-512 F+DQ but with AVX2: two multiplies and
+//     two adds per four products (VPMULUDQ and VPMULLD), against scalar
+//     IMUL's one product per cycle at best.
+//   - arm64-madd on arm64: one MADD per product, a 4×4 tile in registers.
 //   - generic otherwise.
 func autoKernelName(c cpuInfo) string {
 	amd := c.vendor == "AuthenticAMD" || c.vendor == "HygonGenuine"
@@ -87,7 +98,7 @@ func autoKernelName(c cpuInfo) string {
 	if !amd {
 		want = append(want, "avx512-ifma")
 	}
-	want = append(want, "avx512-vpmullq", "generic")
+	want = append(want, "avx512-vpmullq", "avx2-vpmulld", "arm64-madd", "generic")
 	for _, name := range want {
 		if k, ok := findRingKernel(name); ok && k.runs(c) {
 			return name
@@ -171,9 +182,10 @@ func activeKernel() *gemmImpl {
 }
 
 // RingKernel returns the name of the micro-kernel the CPU ring GEMM runs in
-// this process ("avx512-vpmullq", "avx512-ifma", "avx512-vpmuludq" or
-// "generic"), for logs and benchmark reports: the same product takes
-// different times with different kernels (the results are bit-identical).
+// this process ("avx512-vpmullq", "avx512-ifma", "avx512-vpmuludq",
+// "avx2-vpmulld", "arm64-madd" or "generic"), for logs and benchmark
+// reports: the same product takes different times with different kernels
+// (the results are bit-identical).
 func RingKernel() string { return activeImpl.Load().name }
 
 // RingKernels returns the names of the ring GEMM kernels this CPU can run,
@@ -181,7 +193,7 @@ func RingKernel() string { return activeImpl.Load().name }
 func RingKernels() []string { return slices.Clone(ringKernelNames(thisCPU)) }
 
 // RingKernelCPU describes the CPU as the kernel choice saw it: CPUID vendor,
-// family and model, and its AVX-512 subsets.
+// family and model, AVX2, and its AVX-512 subsets.
 func RingKernelCPU() string { return thisCPU.String() }
 
 // setRingKernel makes the kernel called name ("" or "auto": the automatic

@@ -271,7 +271,7 @@ func TestRingKernelEnvChild(t *testing.T) {
 		t.Fatalf("kernel %s: MatMulInto differs from the naive product", RingKernel())
 	}
 	_, err := GEMM()
-	fmt.Printf("kernel=%s; gemm-error=%v\n", RingKernel(), err)
+	fmt.Printf("kernel=%s; gemm-error=%v; ctr=%s;\n", RingKernel(), err, ctrPathNames[ctrPath])
 }
 
 // TestPackSplit checks the one-pass split packing (packASplit, packBSplit)
@@ -340,6 +340,8 @@ func TestCPUInfoString(t *testing.T) {
 	}{
 		{cpuInfo{vendor: "AuthenticAMD", family: 26, model: 2, avx512F: true, avx512DQ: true, avx512IFMA: true}, "AuthenticAMD family 26 model 2, AVX-512 F DQ IFMA"},
 		{cpuInfo{vendor: "GenuineIntel", family: 6, model: 85, avx512F: true, avx512DQ: true}, "GenuineIntel family 6 model 85, AVX-512 F DQ"},
+		{cpuInfo{vendor: "AuthenticAMD", family: 25, model: 1, avx2: true}, "AuthenticAMD family 25 model 1, AVX2, no AVX-512"},
+		{cpuInfo{vendor: "AuthenticAMD", family: 25, model: 17, avx2: true, avx512F: true, avx512DQ: true}, "AuthenticAMD family 25 model 17, AVX2, AVX-512 F DQ"},
 		{cpuInfo{}, "unknown vendor family 0 model 0, no AVX-512"},
 	} {
 		if got := tc.c.String(); got != tc.want {
@@ -348,5 +350,35 @@ func TestCPUInfoString(t *testing.T) {
 	}
 	if RingKernelCPU() != thisCPU.String() {
 		t.Fatalf("RingKernelCPU() = %q, want %q", RingKernelCPU(), thisCPU.String())
+	}
+}
+
+// TestGEMMDirect runs every kernel that can read B in place (gemmImpl.direct)
+// both ways on every test shape, forced by its row limit: B in place
+// (full panels unpacked, a partial last panel packed) and B packed, each
+// against the naive product, with junk in c, for a row-major B (the direct
+// path) and a transposed one (always packed).
+func TestGEMMDirect(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 7))
+	for _, impl := range gemmKernels() {
+		if impl.direct == nil {
+			continue
+		}
+		for _, rows := range []int{0, 1 << 30} {
+			forced := *impl
+			forced.directRows = rows
+			for _, s := range gemmTestShapes {
+				a := randWords(rng, s.m*s.k, "edge")
+				b := randWords(rng, s.k*s.n, "full")
+				want := naiveMatMul(a, b, s.m, s.k, s.n)
+				for _, bv := range []matView{{data: b, rs: s.n, cs: 1}, {data: transpose(b, s.k, s.n), rs: 1, cs: s.k}} {
+					c := randWords(rng, s.m*s.n, "full")
+					gemmSerial(&forced, c, s.n, matView{data: a, rs: s.k, cs: 1}, bv, s.m, s.k, s.n)
+					if !slices.Equal(c, want) {
+						t.Fatalf("%s, direct rows ≤ %d, %v, B cs %d: differs from the naive product", impl.name, rows, s, bv.cs)
+					}
+				}
+			}
+		}
 	}
 }

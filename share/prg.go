@@ -47,8 +47,8 @@ func (s Seed) Derive(label string) Seed {
 }
 
 // PRG expands a seed into a stream of uniformly random ring words with
-// AES-128 in counter mode (AESCTR: VAES where the CPU has it, else AES-NI
-// on amd64 and arm64). Streams for distinct
+// AES-128 in counter mode (AESCTR: 512- or 256-bit VAES where the CPU has
+// it, else AES-NI on amd64 and arm64). Streams for distinct
 // (seed, domain) pairs are independent; the same pair always yields the same
 // stream, on every host (words are read little-endian).
 // A PRG is not safe for concurrent use.
@@ -83,10 +83,13 @@ func NewPRG(seed Seed, domain string) *PRG {
 
 // littleEndian is true on hosts whose native byte order is little-endian, where
 // a []uint64 can be filled through its bytes directly.
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// HostLittleEndian reports whether this host stores words little-endian, so
+// that a []uint64 filled through its bytes (a key stream written into the
+// words' memory) holds the little-endian words of those bytes without a
+// byte swap: the one test of the byte order for every package that does so.
+func HostLittleEndian() bool { return littleEndian }
 
 // wordBytes returns the memory of w as bytes (native order).
 func wordBytes(w []uint64) []byte {

@@ -310,3 +310,12 @@ func TestKeyStreamOverwritesDirtyDestination(t *testing.T) {
 		}
 	}
 }
+
+// TestHostLittleEndian: the reported byte order is the one a word's memory
+// shows.
+func TestHostLittleEndian(t *testing.T) {
+	b := wordBytes([]uint64{0x0102030405060708})
+	if got, want := HostLittleEndian(), b[0] == 0x08; got != want {
+		t.Fatalf("HostLittleEndian() = %v, the first byte of 0x0102030405060708 in memory is %#x", got, b[0])
+	}
+}

@@ -89,7 +89,8 @@ func TestRingSliceOps(t *testing.T) {
 	}
 }
 
-func firstDiff(x, y []uint64) int {
+// firstDiff returns the first index where x and y differ, or −1.
+func firstDiff[T comparable](x, y []T) int {
 	for i := range x {
 		if x[i] != y[i] {
 			return i

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -16,25 +15,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 )
 
 // logBuffer collects a Listener's log lines; safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // count is the number of log lines containing every one of subs.
 func (l *logBuffer) count(subs ...string) int {

@@ -369,28 +369,37 @@ func TestAcceptSilentFloodDoesNotKeepPeerOut(t *testing.T) {
 }
 
 // TestAcceptPerSourceEviction: a source at its per-source bound evicts its
-// own oldest silent socket; a socket that has sent its first bytes (a
-// ClientHello cut short) is kept while silent ones remain.
+// own oldest silent socket (no whole ClientHello record for 200 ms: a
+// partial hello counts as silent); a socket that has sent a whole
+// ClientHello is kept while silent ones remain, and so is the youngest
+// silent socket, whose ClientHello may be on its way.
 func TestAcceptPerSourceEviction(t *testing.T) {
-	f := newAcceptFixture(t, Options{MaxPendingPerSource: 2, HandshakeTimeout: 3 * time.Second})
+	f := newAcceptFixture(t, Options{MaxPendingPerSource: 3, HandshakeTimeout: 5 * time.Second})
 	ctx := testCtx(t, 10*time.Second)
 	res := f.accept(ctx)
-	talker := silent(t, f.addr())
 	hello := clientHello(t, f)
-	if _, err := talker.Write(hello[:len(hello)/2]); err != nil {
+	talker := silent(t, f.addr()) // a whole ClientHello, then nothing
+	if _, err := talker.Write(hello); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	first := silent(t, f.addr())
-	time.Sleep(50 * time.Millisecond)
-	second := silent(t, f.addr()) // evicts first, not talker
-	if !closedByPeer(first, 2*time.Second) {
-		t.Fatal("the oldest silent socket was not evicted")
+	partial := silent(t, f.addr()) // half a ClientHello: silent
+	if _, err := partial.Write(hello[:len(hello)/2]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	young := silent(t, f.addr())
+	time.Sleep(20 * time.Millisecond)
+	_ = silent(t, f.addr()) // evicts partial: silent for 200 ms, unlike talker and young
+	if !closedByPeer(partial, 2*time.Second) {
+		t.Fatal("the oldest silent socket (half a ClientHello) was not evicted")
 	}
 	if closedByPeer(talker, 200*time.Millisecond) {
-		t.Fatal("the socket that spoke was evicted before a silent one")
+		t.Fatal("the socket that sent a whole ClientHello was evicted before a silent one")
 	}
-	_ = second
+	if closedByPeer(young, 10*time.Millisecond) {
+		t.Fatal("the youngest socket was evicted")
+	}
 	cc, err := Dial(ctx, f.addr(), f.p1, f.p0.Fingerprint(), Options{})
 	if err != nil {
 		t.Fatalf("the real peer could not connect: %v", err)

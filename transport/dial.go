@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"github.com/selectformer/selectformer/internal/prio"
@@ -62,14 +63,21 @@ func Dial(ctx context.Context, addr string, id *Identity, peerFingerprint string
 	c, err := handshake(ctx, raw, tlsConfig(id, fp, false), o, false)
 	if err != nil {
 		if strings.Contains(err.Error(), "bad certificate") {
-			return nil, fmt.Errorf("transport: connecting to %s: the peer rejected our key (fingerprint %s; does it pin that one?): %w",
-				addr, id.Fingerprint(), err)
+			return nil, fmt.Errorf("transport: connecting to %s: %w (fingerprint %s; does it pin that one?): %w",
+				addr, ErrKeyRejected, id.Fingerprint(), err)
 		}
 		return nil, fmt.Errorf("transport: connecting to %s: %w", addr, err)
 	}
 	c.peerFP = fp
 	return c, nil
 }
+
+// ErrKeyRejected is wrapped by the error of a Dial whose peer refused this
+// side's key in the TLS handshake (it pins another one). With a
+// *PinError (the peer's key is not the pinned one) it is the failure a
+// retry cannot mend, and that nobody but the peer, or whoever answers in
+// its place, can cause.
+var ErrKeyRejected = errors.New("the peer rejected our key")
 
 // ErrHandshakeTimeout is wrapped by the error of a handshake (TLS and
 // connection preface) that did not finish within Options.HandshakeTimeout.
@@ -312,15 +320,20 @@ func (l *Listener) takeBacklog() []net.Conn {
 // concurrently, so that sockets which connect and stay silent (or go slow)
 // cannot keep the pinned peer out:
 //
-//   - a socket must send its first byte (a TLS ClientHello) within
+//   - a socket must send its whole first TLS record (the ClientHello) within
 //     Options.FirstByteTimeout of being accepted, and finish the handshake
 //     within Options.HandshakeTimeout after that;
 //   - at most Options.MaxPendingHandshakes sockets are authenticated at once,
 //     at most Options.MaxPendingPerSource of them from one IP address; a new
-//     socket beyond either bound evicts the oldest pending socket (of its
-//     source, for the per-source bound) that has not sent a byte yet, or the
-//     oldest pending one if all have, so that a flood of silent sockets only
-//     ever evicts its own kind and a peer whose ClientHello arrived is kept.
+//     socket beyond either bound evicts a pending socket of its own source
+//     (for the per-source bound) or of the source with the most pending
+//     sockets: the oldest that has been silent for 200 ms (no whole
+//     ClientHello record: a byte or a partial hello counts as silent), or
+//     else the oldest. A flood of silent, one-byte or partial sockets thus
+//     only ever evicts its own kind; the pinned peer's socket, silent only
+//     while its ClientHello is on the way, is never evicted for being the
+//     youngest, and only a source with more sockets pending than the peer's
+//     loses one first (TestAcceptOneByteFloodDoesNotEvictPeer).
 //
 // A connection that fails (a wrong key, bytes that are not TLS or not this
 // protocol, a timeout, an eviction) is closed, logged at warn level on
@@ -427,7 +440,8 @@ type acceptor struct {
 type pendingConn struct {
 	raw     net.Conn
 	source  string      // the remote IP
-	spoke   atomic.Bool // its first byte arrived
+	at      time.Time   // when it was admitted
+	spoke   atomic.Bool // its whole first TLS record (the ClientHello) arrived
 	evicted bool        // under Listener.pmu
 }
 
@@ -483,14 +497,15 @@ func (a *acceptor) loop(ctx context.Context) {
 // admit registers raw as pending, evicting an older pending socket if raw
 // would exceed Options.MaxPendingHandshakes or Options.MaxPendingPerSource.
 func (l *Listener) admit(raw net.Conn) *pendingConn {
-	p := &pendingConn{raw: raw, source: sourceIP(raw.RemoteAddr())}
+	now := time.Now()
+	p := &pendingConn{raw: raw, source: sourceIP(raw.RemoteAddr()), at: now}
 	l.pmu.Lock()
 	var victim *pendingConn
 	switch {
 	case l.perSource[p.source] >= l.opt.MaxPendingPerSource:
-		victim = l.oldest(p.source)
+		victim = l.victim(p.source, now)
 	case len(l.pending) >= l.opt.MaxPendingHandshakes:
-		victim = l.oldest("")
+		victim = l.victim("", now)
 	}
 	if victim != nil {
 		victim.evicted = true
@@ -505,22 +520,38 @@ func (l *Listener) admit(raw net.Conn) *pendingConn {
 	return p
 }
 
-// oldest returns the oldest pending socket of source ("" for any) that has
-// not spoken, or else the oldest of source. l.pmu must be held.
-func (l *Listener) oldest(source string) *pendingConn {
-	var first *pendingConn
-	for _, p := range l.pending {
+// helloGrace is how long a new socket may stay without a whole ClientHello
+// record before it counts as silent for eviction (at most half
+// Options.FirstByteTimeout): a real peer's ClientHello follows its TCP
+// handshake at once, so it is in well before this unless a segment is lost.
+const helloGrace = 200 * time.Millisecond
+
+// victim returns the pending socket to close for a new one: of source, or
+// of the source with the most pending sockets when source is ""; of those,
+// the oldest that has been silent (no whole ClientHello record) for
+// helloGrace, or else the oldest. A flood of silent or one-byte sockets
+// therefore only ever evicts its own kind, and a socket is never evicted
+// because it is the youngest: the pinned peer's socket, silent for the
+// moment its ClientHello takes to arrive, is the last of its source to go,
+// and its source is the last to be chosen unless it has the most sockets
+// pending. l.pmu must be held.
+func (l *Listener) victim(source string, now time.Time) *pendingConn {
+	grace := min(helloGrace, l.opt.FirstByteTimeout/2)
+	var best *pendingConn
+	var bestCount int
+	var bestSilent bool
+	for _, p := range l.pending { // in arrival order: the first of equals is the oldest
 		if source != "" && p.source != source {
 			continue
 		}
-		if !p.spoke.Load() {
-			return p
-		}
-		if first == nil {
-			first = p
+		count := l.perSource[p.source]
+		silent := !p.spoke.Load() && now.Sub(p.at) >= grace
+		switch {
+		case best == nil, count > bestCount, count == bestCount && silent && !bestSilent:
+			best, bestCount, bestSilent = p, count, silent
 		}
 	}
-	return first
+	return best
 }
 
 // dropLocked removes p from the pending set (if it is still there); l.pmu
@@ -592,33 +623,71 @@ func (a *acceptor) authenticate(raw net.Conn) {
 	}()
 }
 
-// handshake waits up to Options.FirstByteTimeout for p's first byte, then
-// runs the server handshake on it.
+// handshake waits up to Options.FirstByteTimeout (from p's admission) for
+// p's first TLS record, then runs the server handshake on it.
 func (a *acceptor) handshake(ctx context.Context, p *pendingConn) (*Conn, error) {
 	raw := p.raw
 	o := a.l.opt
-	first := make([]byte, 1)
 	stop := interruptOnCancel(ctx, func() { _ = raw.SetReadDeadline(aLongTimeAgo) })
-	_ = raw.SetReadDeadline(time.Now().Add(o.FirstByteTimeout))
-	_, err := io.ReadFull(raw, first)
+	_ = raw.SetReadDeadline(p.at.Add(o.FirstByteTimeout))
+	first, hello, err := readFirstRecord(raw)
 	interrupted := stop()
 	if err != nil {
 		_ = raw.Close()
 		var ne net.Error
 		switch {
 		case interrupted:
-			return nil, fmt.Errorf("waiting for the first byte: %w", ctx.Err())
+			return nil, fmt.Errorf("waiting for the ClientHello: %w", ctx.Err())
 		case errors.As(err, &ne) && ne.Timeout():
-			return nil, fmt.Errorf("%w (no first byte within %v, Options.FirstByteTimeout)", ErrHandshakeTimeout, o.FirstByteTimeout)
+			return nil, fmt.Errorf("%w (no whole ClientHello within %v, Options.FirstByteTimeout)", ErrHandshakeTimeout, o.FirstByteTimeout)
 		}
-		return nil, fmt.Errorf("waiting for the first byte: %w", err)
+		return nil, fmt.Errorf("waiting for the ClientHello: %w", err)
 	}
-	p.spoke.Store(true)
+	if hello {
+		p.spoke.Store(true)
+	}
 	_ = raw.SetReadDeadline(time.Time{})
 	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
 	return handshake(ctx, &prefixConn{Conn: raw, prefix: first}, a.cfg, o, true)
+}
+
+// The first TLS record of a real peer: a handshake record (content type
+// 22, major version 3) of at most 2^14 bytes (RFC 8446 §5.1) whose body
+// starts a ClientHello (handshake type 1).
+const (
+	recordHeaderSize   = 5
+	recordHandshake    = 0x16
+	maxPlaintextRecord = 1 << 14
+	handshakeHello     = 1
+)
+
+// readFirstRecord reads the first TLS record of a new socket: its header
+// and, if that is the header of a handshake record of at most 2^14 bytes,
+// its body; hello reports whether it read a whole record that starts a
+// ClientHello. Bytes that cannot begin such a record are returned as soon
+// as they are seen, for the TLS handshake to refuse them ("not TLS").
+func readFirstRecord(r io.Reader) (b []byte, hello bool, err error) {
+	b = make([]byte, recordHeaderSize)
+	if _, err := io.ReadFull(r, b[:1]); err != nil {
+		return nil, false, err
+	}
+	if b[0] != recordHandshake {
+		return b[:1], false, nil
+	}
+	if _, err := io.ReadFull(r, b[1:]); err != nil {
+		return nil, false, err
+	}
+	n := int(binary.BigEndian.Uint16(b[3:]))
+	if b[1] != 3 || n == 0 || n > maxPlaintextRecord {
+		return b, false, nil
+	}
+	b = append(b, make([]byte, n)...)
+	if _, err := io.ReadFull(r, b[recordHeaderSize:]); err != nil {
+		return nil, false, err
+	}
+	return b, b[recordHeaderSize] == handshakeHello, nil
 }
 
 // prefixConn is a net.Conn whose first reads return prefix.

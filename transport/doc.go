@@ -20,14 +20,16 @@
 // closed, logged at warn level on Options.Log and skipped, so it can neither
 // delay the pinned peer nor end the wait before its context. Accept never
 // leaves sockets in the kernel's backlog: it takes every one at once, gives
-// it Options.FirstByteTimeout (2 s) to send its first byte, and
-// authenticates at most Options.MaxPendingHandshakes (64) at a time, at most
-// Options.MaxPendingPerSource (16) from one IP address; a socket beyond
-// either bound evicts the oldest pending one that has not sent a byte (of
-// its own address, for the per-address bound), or else the oldest. A flood
-// of silent connections therefore only evicts itself: under 100 silent
-// connects a second the pinned peer gets in within milliseconds
-// (TestAcceptSilentFloodDoesNotKeepPeerOut, TestAcceptMoreSilentSocketsThanSlots,
+// it Options.FirstByteTimeout (2 s) to send its whole first TLS record (the
+// ClientHello), and authenticates at most Options.MaxPendingHandshakes (64)
+// at a time, at most Options.MaxPendingPerSource (16) from one IP address; a
+// socket beyond either bound evicts a pending one of its own address (for
+// the per-address bound) or of the address with the most pending: the
+// oldest that has sent no whole ClientHello for 200 ms, or else the oldest.
+// A flood of silent, one-byte or partial connections therefore only evicts
+// itself, and never the pinned peer's socket in the moment before its
+// ClientHello arrives (TestAcceptFloodDoesNotEvictPeer,
+// TestAcceptSilentFloodDoesNotKeepPeerOut, TestAcceptMoreSilentSocketsThanSlots,
 // TestAcceptPerSourceEviction, TestAcceptSilentSocketDoesNotBlockPeer).
 //
 // # Streams, frames and flow control

@@ -152,3 +152,34 @@ func FuzzServerHandshake(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadFirstRecord: whatever a new socket sends, the listener's reader
+// of its first TLS record never panics, reads at most one header and 2^14
+// bytes of body, returns a prefix of what was sent (for the TLS handshake
+// to go on from), and counts as a ClientHello only a whole handshake record
+// whose body starts with the ClientHello type.
+func FuzzReadFirstRecord(f *testing.F) {
+	f.Add([]byte{recordHandshake})
+	f.Add([]byte{recordHandshake, 3, 1, 0, 4, handshakeHello, 0, 0, 0})
+	f.Add([]byte{recordHandshake, 3, 1, 0xff, 0xff, 1, 2, 3})
+	f.Add([]byte{recordHandshake, 3, 1, 0, 0})
+	f.Add([]byte("GET / HTTP/1.1\r\n\r\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, hello, err := readFirstRecord(bytes.NewReader(data))
+		if err != nil {
+			if b != nil {
+				t.Fatalf("returned %d bytes with the error %v", len(b), err)
+			}
+			return
+		}
+		if len(b) > recordHeaderSize+maxPlaintextRecord || !bytes.HasPrefix(data, b) {
+			t.Fatalf("returned %x, not a bounded prefix of %x", b, data)
+		}
+		want := len(b) > recordHeaderSize && data[0] == recordHandshake && data[1] == 3 &&
+			int(binary.BigEndian.Uint16(data[3:5])) == len(b)-recordHeaderSize && b[recordHeaderSize] == handshakeHello
+		if hello != want {
+			t.Fatalf("hello %v for %x (read %x)", hello, data, b)
+		}
+	})
+}

@@ -169,8 +169,8 @@ func TestTLSDialAcceptAndPinning(t *testing.T) {
 				if !errors.Is(serr, context.DeadlineExceeded) {
 					t.Fatalf("server error %v: Accept returned before its deadline", serr)
 				}
-				if cerr == nil {
-					t.Fatal("client connected although the server rejected it")
+				if !errors.Is(cerr, ErrKeyRejected) {
+					t.Fatalf("client error %v, want ErrKeyRejected", cerr)
 				}
 			}
 		})

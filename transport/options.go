@@ -24,8 +24,8 @@ const (
 	// DefaultMaxPendingPerSource bounds the handshakes a Listener.Accept
 	// runs at once for one source IP address.
 	DefaultMaxPendingPerSource = 16
-	// DefaultFirstByteTimeout is how long a Listener waits for the first
-	// byte (of the TLS ClientHello) of a new socket.
+	// DefaultFirstByteTimeout is how long a Listener waits for the whole
+	// first TLS record (the ClientHello) of a new socket.
 	DefaultFirstByteTimeout = 2 * time.Second
 
 	minFrame      = 64
@@ -89,11 +89,12 @@ type Options struct {
 	// MaxPendingHandshakes bounds the connections a Listener
 	// authenticates at once (over its Accepts: a handshake in progress
 	// when Accept returns with another connection goes on). Accept keeps
-	// taking sockets from the kernel: one beyond the bound evicts the
-	// oldest pending socket that has not sent a byte yet (or else the
-	// oldest pending one). It also bounds the authenticated connections a
-	// Listener keeps for a later Accept; one more closes the oldest.
-	// Default DefaultMaxPendingHandshakes.
+	// taking sockets from the kernel: one beyond the bound evicts a
+	// pending socket of the source address with the most pending, its
+	// oldest silent one (no whole ClientHello for 200 ms) or else its
+	// oldest (see Listener.Accept). It also bounds the authenticated
+	// connections a Listener keeps for a later Accept; one more closes the
+	// oldest. Default DefaultMaxPendingHandshakes.
 	MaxPendingHandshakes int
 	// MaxPendingPerSource bounds the connections from one IP address that
 	// a Listener.Accept authenticates at once; one beyond it evicts that
@@ -101,8 +102,9 @@ type Options struct {
 	// another address's. Default DefaultMaxPendingPerSource.
 	MaxPendingPerSource int
 	// FirstByteTimeout bounds how long a Listener.Accept waits for a new
-	// socket's first byte (a real peer sends its TLS ClientHello at once),
-	// before HandshakeTimeout starts. Default DefaultFirstByteTimeout.
+	// socket's whole first TLS record, its ClientHello (a real peer sends
+	// it at once), before HandshakeTimeout starts. Default
+	// DefaultFirstByteTimeout.
 	FirstByteTimeout time.Duration
 	// Log receives a warning for every connection a Listener rejects (a
 	// wrong key, bytes that are not TLS, a handshake timeout); nil means

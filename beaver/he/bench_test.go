@@ -1,6 +1,7 @@
 package he
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"syscall"
@@ -127,4 +128,215 @@ func BenchmarkMulMaskedCompact(b *testing.B) {
 func BenchmarkDecryptShares(b *testing.B) {
 	st := benchSetup(b)
 	loop(b, func() error { _, err := st.s.DecryptShares(st.sk, st.out, benchM, benchN, st.l); return err })
+}
+
+// checkBench is the check of the sst2 product: its compressed plan's check
+// outputs (ρ·A·(B·V) − R1 and −ρ·R·V − R1', one ciphertext of 64×40 each).
+type checkBench struct {
+	p      CheckedPlan
+	terms  [][]Term // per check output
+	masks  [][]uint64
+	V, rho []uint64
+	outs   []*Output
+	weight WeightSizes // B·V and V, once
+}
+
+var (
+	checkOnce sync.Once
+	checkSt   checkBench
+)
+
+func checkSetup(b *testing.B) *checkBench {
+	st := benchSetup(b)
+	checkOnce.Do(func() {
+		s := st.s
+		p, err := s.PlanChecked(benchM, benchK, benchN)
+		if err != nil || len(p.Outputs) < 2 {
+			b.Fatalf("plan %+v: %v", p, err)
+		}
+		rng := rand.New(rand.NewPCG(5, 6))
+		V := fill(rng, benchN*CheckColumns, "random")
+		c := checkBench{p: p, V: V, rho: p.Rho([SeedSize]byte{4})}
+		c.masks, _ = p.Masks(st.R, func(n int) []uint64 { return fill(rng, n, "random") })
+		rnd := newDetRand(10)
+		for i, o := range p.Outputs[1:] {
+			var terms []Term
+			for _, tm := range o.Terms {
+				W, err := p.Matrix(tm, st.B, V)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows, cols := p.TermShape(tm)
+				ew, err := s.EncryptWeightsAt(st.sk, W, rows, cols, tm.Off, o.Layout, [SeedSize]byte{3}, rnd)
+				if err != nil {
+					b.Fatal(err)
+				}
+				w, err := s.LoadWeights(st.pk, ew)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ws := s.WeightSizes(rows, cols, tm.Off, o.Layout)
+				c.weight.Bytes += ws.Bytes
+				c.weight.Ciphertexts += ws.Ciphertexts
+				c.weight.P1 += ws.P1
+				c.weight.P1Compact += ws.P1Compact
+				terms = append(terms, Term{W: w, A: p.Factor(i+1, tm, st.A, st.R, c.rho)})
+			}
+			out, err := s.MulMaskedSum(terms, o.Layout, o.Rows, o.Width, c.masks[i+1], rnd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.terms = append(c.terms, terms)
+			c.outs = append(c.outs, out)
+		}
+		checkSt = c
+	})
+	if checkSt.outs == nil {
+		b.Fatal("setup failed")
+	}
+	return &checkSt
+}
+
+// BenchmarkCheckMulMasked is the work the check adds to P1's step for
+// 128×768·768×1536 (the check outputs); compare BenchmarkMulMasked. It
+// reports the bytes added per candidate and the one-time encryptions of
+// B·V and V (V shared by every weight with 1536 columns).
+func BenchmarkCheckMulMasked(b *testing.B) {
+	st, c := benchSetup(b), checkSetup(b)
+	var extra int64
+	for _, v := range st.s.OutputSizes(c.p)[1:] {
+		extra += v
+	}
+	loop(b, func() error {
+		for i, o := range c.p.Outputs[1:] {
+			if _, err := st.s.MulMaskedSum(c.terms[i], o.Layout, o.Rows, o.Width, c.masks[i+1], nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	b.ReportMetric(float64(extra), "bytes/candidate")
+	b.ReportMetric(float64(c.weight.Bytes), "weight-bytes")
+	b.ReportMetric(float64(c.weight.P1), "p1-bytes")
+}
+
+// BenchmarkCheckResidual is the work the check adds to P0's step: decrypt
+// the check outputs and compute C0·V − D.
+func BenchmarkCheckResidual(b *testing.B) {
+	st, c := benchSetup(b), checkSetup(b)
+	C0, err := st.s.DecryptShares(st.sk, st.out, benchM, benchN, st.l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop(b, func() error {
+		dec := [][]uint64{C0}
+		for i, o := range c.p.Outputs[1:] {
+			d, err := st.s.DecryptShares(st.sk, c.outs[i], o.Rows, o.Width, o.Layout)
+			if err != nil {
+				return err
+			}
+			dec = append(dec, d)
+		}
+		_, _, err := c.p.Residual(dec, c.V, c.rho)
+		return err
+	})
+}
+
+// sst2Batches are the weight products (m, k, n) of one batch of the sst2
+// phase-0 proxy ⟨1L,12H,2⟩ at sequence 128, batches of 1 and 8 candidates
+// (the requests of `mpcbench forward -shape distilbert -layers 1 -mlp-dim 2
+// [-batch 8]`).
+var sst2Batches = map[int][][3]int{
+	1: {{769, 128, 5}, {3, 769, 768}, {2, 769, 768}, {1, 2, 768}, {1, 768, 768}, {1, 768, 768}, {1, 768, 768},
+		{1, 128, 2}, {1, 1, 2}, {1, 768, 2}, {1, 2, 1}},
+	8: {{6152, 128, 5}, {24, 769, 768}, {16, 769, 768}, {8, 2, 768}, {8, 768, 768}, {8, 768, 768}, {8, 768, 768},
+		{8, 128, 2}, {8, 1, 2}, {8, 768, 2}, {8, 2, 1}},
+}
+
+// BenchmarkSST2Batch is P1's HE work for the weight products of one batch
+// of the sst2 phase-0 proxy (1 and 8 candidates), unchecked (MulMasked of
+// each product) and checked (every output of each CheckedPlan); one op is
+// one batch.
+func BenchmarkSST2Batch(b *testing.B) {
+	for _, batch := range []int{1, 8} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) { sst2Batch(b, sst2Batches[batch]) })
+	}
+}
+
+func sst2Batch(b *testing.B, shapes [][3]int) {
+	st := benchSetup(b)
+	s := st.s
+	type prod struct {
+		unchecked Term
+		ul        Layout
+		p         CheckedPlan
+		terms     [][]Term
+		masks     [][]uint64
+		R         []uint64
+	}
+	var prods []prod
+	rng := rand.New(rand.NewPCG(7, 8))
+	rnd := newDetRand(11)
+	load := func(W []uint64, k, n, off int, l Layout) *Weights {
+		ew, err := s.EncryptWeightsAt(st.sk, W, k, n, off, l, [SeedSize]byte{5}, rnd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := s.LoadWeights(st.pk, ew)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return w
+	}
+	for _, sh := range shapes {
+		m, k, n := sh[0], sh[1], sh[2]
+		A, B, R := fill(rng, m*k, "random"), fill(rng, k*n, "random"), fill(rng, m*n, "random")
+		V := fill(rng, n*CheckColumns, "random")
+		ul, err := s.ChooseLayout(m, k, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := s.PlanChecked(m, k, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		pr := prod{unchecked: Term{W: load(B, k, n, 0, ul), A: A}, ul: ul, p: p, R: R}
+		pr.masks, _ = p.Masks(R, func(n int) []uint64 { return fill(rng, n, "random") })
+		rho := p.Rho([SeedSize]byte{6})
+		for o, po := range p.Outputs {
+			var terms []Term
+			for _, tm := range po.Terms {
+				W, err := p.Matrix(tm, B, V)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows, cols := p.TermShape(tm)
+				terms = append(terms, Term{W: load(W, rows, cols, tm.Off, po.Layout), A: p.Factor(o, tm, A, R, rho)})
+			}
+			pr.terms = append(pr.terms, terms)
+		}
+		prods = append(prods, pr)
+	}
+	b.Run("unchecked", func(b *testing.B) {
+		loop(b, func() error {
+			for _, pr := range prods {
+				if _, err := s.MulMaskedSum([]Term{pr.unchecked}, pr.ul, pr.p.M, pr.p.N, pr.R, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	b.Run("checked", func(b *testing.B) {
+		loop(b, func() error {
+			for _, pr := range prods {
+				for o, po := range pr.p.Outputs {
+					if _, err := s.MulMaskedSum(pr.terms[o], po.Layout, po.Rows, po.Width, pr.masks[o], nil); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	})
 }

@@ -72,7 +72,7 @@ func (s *Scheme) phases(sk *SecretKey, out *Output, m, n int, l Layout) ([]u128,
 		s.rd.INTT(z, z)
 		for i := range rows {
 			for x := range cols {
-				pos := i*l.NW + x
+				pos := i*l.stride() + x
 				z0, z1 := z.Coeffs[0][pos], z.Coeffs[1][pos]
 				h := mulMod(subMod(z1, z0%p1, p1), s.d0Inv, p1)
 				hh, hl := bits.Mul64(p0, h)

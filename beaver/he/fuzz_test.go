@@ -97,10 +97,67 @@ func FuzzDecodeOutput(f *testing.F) {
 	})
 }
 
+// offsetWeights returns an encrypted 1×2 matrix placed at the columns
+// [1, 3) of a product with NW = 2 (two ciphertexts, the check columns'
+// placement), and variants of its offset field: beyond 2^24 columns, and
+// one that changes the ciphertext count its length implies.
+func offsetWeights(t testing.TB) (valid []byte, bad [][]byte) {
+	s := defaultScheme
+	sk, _, err := s.KeyGen(newDetRand(78))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.EncryptWeightsAt(sk, []uint64{1 << 63, 7}, 1, 2, 1, Layout{MW: 1, NW: 2}, [SeedSize]byte{9}, newDetRand(79))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if valid, err = w.AppendBinary(nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []uint32{1 << 24, 0xffffffff, 2} {
+		b := bytes.Clone(valid)
+		binary.LittleEndian.PutUint32(b[18:], off)
+		bad = append(bad, b)
+	}
+	// KW (the NW field's high half) not a power of two, or too large for
+	// the ring.
+	for _, kw := range []uint32{3, 1 << 13} {
+		b := bytes.Clone(valid)
+		binary.LittleEndian.PutUint32(b[14:], 2|kw<<16)
+		bad = append(bad, b)
+	}
+	return valid, bad
+}
+
+// kwWeights returns an encrypted 5×3 matrix packed 4 rows to a ciphertext
+// (KW = 4: two ciphertexts, the second with one row).
+func kwWeights(t testing.TB) []byte {
+	s := defaultScheme
+	sk, _, err := s.KeyGen(newDetRand(80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.EncryptWeights(sk, fill(nil, 15, "edges"), 5, 3, Layout{MW: 2, NW: 4, KW: 4}, newDetRand(81))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := w.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func FuzzDecodeEncryptedWeights(f *testing.F) {
 	_, ew, _ := smallMessages(f)
 	f.Add(ew)
 	for _, b := range malformed(ew, tagWeights) {
+		f.Add(b)
+	}
+	off, bad := offsetWeights(f)
+	f.Add(off)
+	f.Add(kwWeights(f))
+	for _, b := range bad {
 		f.Add(b)
 	}
 	s := defaultScheme
@@ -155,10 +212,17 @@ func TestDecodeBounds(t *testing.T) {
 			t.Errorf("output variant %d: %v", i, err)
 		}
 	}
-	for i, b := range malformed(ew, tagWeights) {
+	off, bad := offsetWeights(t)
+	for i, b := range append(malformed(ew, tagWeights), bad...) {
 		if _, err := s.DecodeEncryptedWeights(b, 4, 4); !errors.Is(err, ErrMalformed) {
 			t.Errorf("weights variant %d: %v", i, err)
 		}
+	}
+	if w, err := s.DecodeEncryptedWeights(off, 4, 4); err != nil || w.Off != 1 || len(w.C0) != 2 {
+		t.Errorf("weights at column 1: %v", err)
+	}
+	if w, err := s.DecodeEncryptedWeights(kwWeights(t), 8, 4); err != nil || w.Layout.KW != 4 || len(w.C0) != 2 {
+		t.Errorf("weights with KW = 4: %v", err)
 	}
 	for i, b := range malformed(pk, tagPublicKey) {
 		if _, err := s.DecodePublicKey(b); !errors.Is(err, ErrMalformed) {

@@ -157,6 +157,12 @@ func TestCorrectness(t *testing.T) {
 		{"one-word", 1, 1, 1, Layout{}, "edges", "edges", "edges"},
 		{"full-block/D=16", 16, 3, 512, Layout{MW: 16, NW: 512}, "random", "random", "random"},
 		{"tall-narrow/MW>MaxRows", 1500, 3, 5, Layout{}, "random", "edges", "random"}, // RowBudget(3): MW = 1024 > MaxRows
+		// KW rows of B per ciphertext: a last block cut short, the whole
+		// ring (MW·KW·NW = N: the terms that wrap around the top), and the
+		// direct evaluation path (N/NW = 16).
+		{"kw/partial-blocks", 5, 10, 20, Layout{MW: 2, NW: 32, KW: 4}, "edges", "edges", "edges"},
+		{"kw/full-ring", 4, 200, 16, Layout{MW: 4, NW: 16, KW: 128}, "min", "max", "random"},
+		{"kw/direct-eval", 3, 7, 300, Layout{MW: 3, NW: 512, KW: 4}, "edges", "random", "edges"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -203,6 +209,9 @@ func TestWorstCaseInner(t *testing.T) {
 	}{
 		{"k=MaxInner", s.p.MaxInner, Layout{MW: s.p.MaxRows, NW: s.n / s.p.MaxRows}},
 		{"k=MaxInner/32", narrow, Layout{MW: s.RowBudget(narrow), NW: s.n / s.RowBudget(narrow)}},
+		// KW rows of B per ciphertext: each output sums KW inner terms of
+		// one ciphertext product (ChooseLayout's for 128×4096·4096×2).
+		{"k=MaxInner/KW=64", s.p.MaxInner, Layout{MW: s.p.MaxRows, NW: 2, KW: 64}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.l.MW*c.k != s.p.MaxRows*s.p.MaxInner {
@@ -229,7 +238,12 @@ func worstCase(t *testing.T, s *Scheme, k int, l Layout) {
 			row[j] = 1 << 63
 		}
 	}
-	ew, err := s.EncryptWeights(sk, row, 1, n, l, rnd)
+	kw := l.kw()
+	rows := make([]uint64, 0, kw*n) // one block of KW rows
+	for range kw {
+		rows = append(rows, row...)
+	}
+	ew, err := s.EncryptWeights(sk, rows, kw, n, l, rnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,11 +251,11 @@ func worstCase(t *testing.T, s *Scheme, k int, l Layout) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb := w1.cb
+	cb, kb := w1.cb, k/kw
 	w := *w1
 	w.k = k
-	w.c0, w.c1 = make([]ring.Poly, k*cb), make([]ring.Poly, k*cb)
-	for r := range k {
+	w.c0, w.c1 = make([]ring.Poly, kb*cb), make([]ring.Poly, kb*cb)
+	for r := range kb {
 		copy(w.c0[r*cb:], w1.c0)
 		copy(w.c1[r*cb:], w1.c1)
 	}
@@ -320,9 +334,10 @@ func TestChooseLayout(t *testing.T) {
 		{128, 768, 1536, Layout{MW: 16, NW: 512}, 24}, // sst2 product of the brief
 		{128, 768, 768, Layout{MW: 32, NW: 256}, 12},
 		{128, 768, 3072, Layout{MW: 8, NW: 1024}, 48},
-		{128, 4096, 2, Layout{MW: 64, NW: 2}, 2},   // k = MaxInner: MaxRows rows
-		{128, 768, 2, Layout{MW: 128, NW: 2}, 1},   // RowBudget(768) = 341
-		{6152, 128, 5, Layout{MW: 1024, NW: 8}, 7}, // the folded class attention's Y_augᵀ·W_mlp at batch 8 (97 with MW ≤ 64)
+		{128, 4096, 2, Layout{MW: 64, NW: 2, KW: 64}, 2}, // k = MaxInner: MaxRows rows; 64 weight ciphertexts, not 4096
+		{128, 768, 2, Layout{MW: 128, NW: 2, KW: 32}, 1}, // RowBudget(768) = 341
+		{1, 768, 768, Layout{MW: 1, NW: 1024, KW: 8}, 1}, // 96 weight ciphertexts, not 768
+		{6152, 128, 5, Layout{MW: 1024, NW: 8}, 7},       // the folded class attention's Y_augᵀ·W_mlp at batch 8 (97 with MW ≤ 64)
 		{1, 1, 1, Layout{MW: 1, NW: 1}, 1},
 	}
 	for _, c := range []struct{ k, want int }{{4096, 64}, {768, 341}, {128, 2048}, {64, 4096}, {1, 8192}, {0, 8192}} {
@@ -361,8 +376,8 @@ func TestSizesSST2(t *testing.T) {
 	l, _ := s.ChooseLayout(128, 768, 1536)
 	sz := s.Sizes(128, 768, 1536, l)
 	want := Sizes{
-		PublicKey:         34 + 8192*216/8,
-		Weights:           50 + 2304*8192*216/8,
+		PublicKey:         34 + 8192*218/8,
+		Weights:           54 + 2304*8192*218/8,
 		Output:            18 + (128*1536*68+24*8192*81)/8,
 		Dealer:            8 * 128 * 1536,
 		WeightCiphertexts: 2304,
@@ -419,11 +434,7 @@ func TestRejects(t *testing.T) {
 		t.Errorf("wrong layout: %v", err)
 	}
 	// Keys and weights of another Scheme are refused, not a panic.
-	p := DefaultParams()
-	p.LogN = 12
-	p.Q = []uint64{0x3fffffffef8001, 0x3fffffffeb8001, 0x3fffffffe7c001}
-	p.MaxInner, p.MaxRows, p.FloodBits = 64, 8, 16
-	other, err := NewScheme(p)
+	other, err := NewScheme(DefaultParams()) // equal parameters, another Scheme
 	if err != nil {
 		t.Fatal(err)
 	}

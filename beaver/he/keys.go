@@ -99,6 +99,23 @@ func (s *Scheme) KeyGen(rnd io.Reader) (*SecretKey, *PublicKey, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	return s.keyGen(key, [SeedSize]byte(seed))
+}
+
+// KeyGenWithSeed is KeyGen with the public key's seed given: a seed both
+// parties derive (from their joint session id), so that P0 cannot choose
+// p1, which P1's re-randomisation multiplies (P1 refuses a public key with
+// another seed). rnd supplies 32 bytes of key material (crypto/rand when
+// nil).
+func (s *Scheme) KeyGenWithSeed(seed [SeedSize]byte, rnd io.Reader) (*SecretKey, *PublicKey, error) {
+	key, err := keyFrom(rnd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.keyGen(key, seed)
+}
+
+func (s *Scheme) keyGen(key []byte, seed [SeedSize]byte) (*SecretKey, *PublicKey, error) {
 	ts, err := ring.NewTernarySampler(prngFor(key, domSecret, 0), s.rq, ring.Ternary{P: 2.0 / 3}, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("he: ternary sampler: %w", err)
@@ -122,8 +139,7 @@ func (s *Scheme) KeyGen(rnd io.Reader) (*SecretKey, *PublicKey, error) {
 	s.liftSmall(sk.coef, s.rd, sk.sD)
 	s.rd.NTT(sk.sD, sk.sD)
 
-	pk := &PublicKey{P0: s.rq.NewPoly(), s: s}
-	copy(pk.Seed[:], seed)
+	pk := &PublicKey{Seed: seed, P0: s.rq.NewPoly(), s: s}
 	p1 := s.pkP1(pk)
 	e := s.rq.NewPoly()
 	ring.NewGaussianSampler(prngFor(key, domErr, 0), s.rq, s.gauss(), false).Read(e)

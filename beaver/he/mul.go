@@ -31,13 +31,19 @@ type outBlock struct {
 // weights, minus R, re-randomised with a fresh encryption of zero under the
 // public key, flooded and switched down. rnd supplies 32 bytes of key
 // material for the re-randomisation and flood (crypto/rand when nil).
+// Weights placed at an offset (EncryptWeightsAt) give an m×(Off+n) product
+// whose first Off columns are −R's.
 func (s *Scheme) MulMasked(w *Weights, A []uint64, m int, R []uint64, rnd io.Reader) (*Output, error) {
-	out, _, err := s.mulMaskedRaw(w, A, m, R, rnd, true)
+	if w == nil || w.sc != s {
+		return nil, errScheme
+	}
+	out, _, err := s.mulMaskedRaw([]Term{{W: w, A: A}}, w.layout, m, w.off+w.n, R, rnd, true)
 	return out, err
 }
 
 // MulMaskedLayout is MulMasked with the output blocks of layout l instead
-// of the weights' own: l.NW must be the weights' (the packing of B), while
+// of the weights' own: l.NW and l.KW must be the weights' (the packing of
+// B), while
 // l.MW, the rows of A per block, may be any valid one (MW ≤ RowBudget(k), for
 // which the noise budget holds, and MW·NW ≤ N). Weights encrypted once thus
 // serve products with any number of rows m at the layout ChooseLayout(m, k, n)
@@ -47,38 +53,71 @@ func (s *Scheme) MulMaskedLayout(w *Weights, l Layout, A []uint64, m int, R []ui
 	if w == nil || w.sc != s {
 		return nil, errScheme
 	}
-	if l.NW != w.layout.NW {
-		return nil, fmt.Errorf("he: mul masked: layout %d×%d for weights packed with NW = %d: %w", l.MW, l.NW, w.layout.NW, errShape)
-	}
-	if err := s.checkLayout(l, w.k); err != nil {
-		return nil, err
-	}
-	wl := *w // shares the read-only polynomials and plan
-	wl.layout = l
-	out, _, err := s.mulMaskedRaw(&wl, A, m, R, rnd, true)
+	return s.MulMaskedSum([]Term{{W: w, A: A}}, l, m, w.off+w.n, R, rnd)
+}
+
+// Term is one product of a sum MulMaskedSum encrypts: the plaintext matrix
+// A (m×W.K(), row-major) times the encrypted weights W, whose columns are
+// the product's columns [W.Off(), W.Off()+W.N()).
+type Term struct {
+	W *Weights
+	A []uint64
+}
+
+// MulMaskedSum is MulMaskedLayout for a sum of products: it returns
+// encryptions of Σ_t A_t·B_t − R, an m×n product with layout l (R m×n),
+// each B_t placed at its columns (zero elsewhere). Every W_t must be packed
+// with l.NW and l.KW and lie within the n columns, and the inner dimensions must
+// satisfy Σ_t K_t ≤ MaxInner and l.MW ≤ RowBudget(Σ_t K_t): the noise of an
+// output coefficient is that of one product with inner dimension Σ_t K_t,
+// so the noise budget and the flood are those of such a product.
+func (s *Scheme) MulMaskedSum(terms []Term, l Layout, m, n int, R []uint64, rnd io.Reader) (*Output, error) {
+	out, _, err := s.mulMaskedRaw(terms, l, m, n, R, rnd, true)
 	return out, err
 }
 
 // rawBlock is an output ciphertext before the modulus switch (tests).
 type rawBlock struct{ c0, c1 ring.Poly }
 
-// mulMaskedRaw does MulMasked; with final false it also returns the output
-// ciphertexts in R_Q before the switch (for the view tests).
-func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.Reader, final bool) (*Output, []rawBlock, error) {
-	if w == nil || w.sc != s {
-		return nil, nil, errScheme
+// mulMaskedRaw does MulMaskedSum; with final false it also returns the
+// output ciphertexts in R_Q before the switch (for the view tests).
+func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd io.Reader, final bool) (*Output, []rawBlock, error) {
+	if len(terms) == 0 {
+		return nil, nil, fmt.Errorf("he: mul masked: no product: %w", errShape)
 	}
-	k, n, l := w.k, w.n, w.layout
-	if m < 1 || m > 1<<24 || len(A) != m*k || len(R) != m*n {
-		return nil, nil, fmt.Errorf("he: mul masked: A %d words, R %d words for %d×%d·%d×%d: %w", len(A), len(R), m, k, k, n, errShape)
+	if m < 1 || m > 1<<24 || n < 1 || n > maxDim || len(R) != m*n {
+		return nil, nil, fmt.Errorf("he: mul masked: R %d words for %d×%d: %w", len(R), m, n, errShape)
+	}
+	inner := 0
+	for i, t := range terms {
+		w := t.W
+		if w == nil || w.sc != s {
+			return nil, nil, errScheme
+		}
+		if w.pk != terms[0].W.pk {
+			return nil, nil, fmt.Errorf("he: mul masked: product %d with weights loaded under another public key: %w", i, errShape)
+		}
+		if w.layout.NW != l.NW || w.layout.kw() != l.kw() {
+			return nil, nil, fmt.Errorf("he: mul masked: layout %v for weights packed with NW = %d, KW = %d: %w", l, w.layout.NW, w.layout.kw(), errShape)
+		}
+		if len(t.A) != m*w.k || w.off+w.n > n {
+			return nil, nil, fmt.Errorf("he: mul masked: product %d: A %d words for %d×%d, columns [%d, %d) of %d: %w", i, len(t.A), m, w.k, w.off, w.off+w.n, n, errShape)
+		}
+		inner += w.k
+	}
+	if inner > s.p.MaxInner {
+		return nil, nil, fmt.Errorf("he: mul masked: inner dimensions sum to %d, above MaxInner %d: %w", inner, s.p.MaxInner, errShape)
+	}
+	if err := s.checkLayout(l, inner); err != nil {
+		return nil, nil, err
 	}
 	key, err := keyFrom(rnd)
 	if err != nil {
 		return nil, nil, err
 	}
-	cb := w.cb
+	cbOut := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)
-	nb := rb * cb
+	nb := rb * cbOut
 	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, nb), s: s}
 	var raws []rawBlock
 	if !final {
@@ -86,8 +125,6 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 	}
 	L := len(s.p.Q)
 	N := s.n
-	plan := w.plan
-	D := plan.d
 	// 128-bit accumulators, index ((bi·2+comp)·L+p)·N+x, NTT domain.
 	accLo := make([]uint64, nb*2*L*N)
 	accHi := make([]uint64, nb*2*L*N)
@@ -97,57 +134,12 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 	for T > 64 && nb*32*T > 256<<10 {
 		T /= 2
 	}
-	tiles := N / T
-	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
-	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
-	chunk := max(1, min(k, (16<<20)/(rb*L*D*8)))
-	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
-	if w.c1 == nil {
-		chunk = max(1, min(chunk, (16<<20)/(cb*L*N*8)))
-		c1buf = make([]ring.Poly, chunk*cb)
-		for i := range c1buf {
-			c1buf[i] = s.rq.NewPoly()
-		}
+	for _, t := range terms {
+		s.accumulate(t, l, m, rb, cbOut, accLo, accHi, T)
 	}
-	ev := make([]uint64, rb*chunk*L*D)
-	for r0 := 0; r0 < k; r0 += chunk {
-		r1 := min(k, r0+chunk)
-		nr := r1 - r0
-		c1 := w.c1[min(r0*cb, len(w.c1)):]
-		if w.c1 == nil {
-			parallel(nr*cb, func(i int) {
-				s.uniform(prngFor(w.seed[:], domWeights, uint64(r0*cb+i)), c1buf[i])
-			})
-			c1 = c1buf
-		}
-		parallel(rb*nr, func(t int) {
-			ib, rr := t/nr, t%nr
-			rows := min(l.MW, m-ib*l.MW)
-			col := make([]uint64, rows)
-			for i := range rows {
-				col[i] = A[(ib*l.MW+i)*k+r0+rr]
-			}
-			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
-		})
-		parallel(L*tiles, func(t int) {
-			p, x0 := t/tiles, (t%tiles)*T
-			idx := plan.idx[p][x0 : x0+T]
-			for r := r0; r < r1; r++ {
-				for jb := range cb {
-					w0 := w.c0[r*cb+jb].Coeffs[p][x0 : x0+T]
-					w1 := c1[(r-r0)*cb+jb].Coeffs[p][x0 : x0+T]
-					for ib := range rb {
-						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
-						o0 := (((ib*cb+jb)*2)*L+p)*N + x0
-						o1 := (((ib*cb+jb)*2+1)*L+p)*N + x0
-						macGather(accLo[o0:o0+T], accHi[o0:o0+T], accLo[o1:o1+T], accHi[o1:o1+T], e, idx, w0, w1)
-					}
-				}
-			}
-		})
-	}
+	pk0, pk1 := terms[0].W.pk0, terms[0].W.pk1
 	parallel(nb, func(bi int) {
-		ib, jb := bi/cb, bi%cb
+		ib, jb := bi/cbOut, bi%cbOut
 		rows := min(l.MW, m-ib*l.MW)
 		c0, c1, u := s.rq.NewPoly(), s.rq.NewPoly(), s.rq.NewPoly()
 		res := make([]uint64, L)
@@ -165,8 +157,8 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 			}
 			ts.Read(u)
 			s.rq.NTT(u, u)
-			s.rq.MulCoeffsBarrettThenAdd(u, w.pk0, c0)
-			s.rq.MulCoeffsBarrettThenAdd(u, w.pk1, c1)
+			s.rq.MulCoeffsBarrettThenAdd(u, pk0, c0)
+			s.rq.MulCoeffsBarrettThenAdd(u, pk1, c1)
 			s.rq.INTT(c0, c0)
 			s.rq.INTT(c1, c1)
 			g := ring.NewGaussianSampler(prngFor(key, domMask, uint64(3*bi+1)), s.rq, s.gauss(), false)
@@ -177,7 +169,7 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 			var fb [24]byte
 			for i := range rows {
 				for x := range cols {
-					pos := i*l.NW + x
+					pos := i*l.stride() + x
 					rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
 					var f [3]uint64
 					if s.floodLog > 0 {
@@ -202,7 +194,7 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 			for i := range rows {
 				for x := range cols {
 					for p := range L {
-						res[p] = c0.Coeffs[p][i*l.NW+x]
+						res[p] = c0.Coeffs[p][i*l.stride()+x]
 					}
 					ob.c0[i*cols+x] = s.modSwitch(&s.ms0, res)
 				}
@@ -217,6 +209,85 @@ func (s *Scheme) mulMaskedRaw(w *Weights, A []uint64, m int, R []uint64, rnd io.
 		}
 	})
 	return out, raws, nil
+}
+
+// accumulate adds the homomorphic product t.A·Enc(B_t) to the accumulators
+// of an output with rb row blocks and cbOut column blocks (tiles of T
+// coefficients).
+func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []uint64, T int) {
+	w, A := t.W, t.A
+	k, cb := w.k, w.cb
+	kw, kb := l.kw(), l.innerBlocks(w.k) // r below counts blocks of KW rows of B
+	L, N := len(s.p.Q), s.n
+	plan := w.plan
+	D := plan.d
+	tiles := N / T
+	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
+	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
+	chunk := max(1, min(kb, (16<<20)/(rb*L*D*8)))
+	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
+	if w.c1 == nil {
+		chunk = max(1, min(chunk, (16<<20)/(cb*L*N*8)))
+		c1buf = make([]ring.Poly, chunk*cb)
+		for i := range c1buf {
+			c1buf[i] = s.rq.NewPoly()
+		}
+	}
+	ev := make([]uint64, rb*chunk*L*D)
+	for r0 := 0; r0 < kb; r0 += chunk {
+		r1 := min(kb, r0+chunk)
+		nr := r1 - r0
+		c1 := w.c1[min(r0*cb, len(w.c1)):]
+		if w.c1 == nil {
+			parallel(nr*cb, func(i int) {
+				s.uniform(prngFor(w.seed[:], domWeights, uint64(r0*cb+i)), c1buf[i])
+			})
+			c1 = c1buf
+		}
+		parallel(rb*nr, func(t int) {
+			ib, rr := t/nr, t%nr
+			rows := min(l.MW, m-ib*l.MW)
+			var col []uint64 // A's plaintext as a polynomial in Y = X^NW (Y^D = −1)
+			if kw == 1 {
+				col = make([]uint64, rows)
+				for i := range rows {
+					col[i] = A[(ib*l.MW+i)*k+r0+rr]
+				}
+			} else {
+				// A[i][r·KW+t] at Y^(i·KW−t): for i = 0, t > 0 that is
+				// −Y^(D−t).
+				col = make([]uint64, D)
+				for i := range rows {
+					for t := range min(kw, k-(r0+rr)*kw) {
+						v := A[(ib*l.MW+i)*k+(r0+rr)*kw+t]
+						if e := i*kw - t; e >= 0 {
+							col[e] = v
+						} else {
+							col[D+e] = -v
+						}
+					}
+				}
+			}
+			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
+		})
+		parallel(L*tiles, func(t int) {
+			p, x0 := t/tiles, (t%tiles)*T
+			idx := plan.idx[p][x0 : x0+T]
+			for r := r0; r < r1; r++ {
+				for jb := range cb {
+					w0 := w.c0[r*cb+jb].Coeffs[p][x0 : x0+T]
+					w1 := c1[(r-r0)*cb+jb].Coeffs[p][x0 : x0+T]
+					for ib := range rb {
+						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
+						bo := ib*cbOut + w.jb0 + jb // the output block
+						o0 := ((bo*2)*L+p)*N + x0
+						o1 := ((bo*2+1)*L+p)*N + x0
+						macGather(accLo[o0:o0+T], accHi[o0:o0+T], accLo[o1:o1+T], accHi[o1:o1+T], e, idx, w0, w1)
+					}
+				}
+			}
+		})
+	}
 }
 
 // floodWords reads a uniform integer of nb bits (little-endian words) from b.

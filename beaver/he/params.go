@@ -33,12 +33,17 @@ type Params struct {
 	// pack up to max(MaxRows, MaxRows·MaxInner/k) rows (RowBudget) within
 	// the same budget.
 	MaxRows int
-	// FloodBits is the statistical hiding parameter λ of the noise flooding:
-	// the flood is uniform in [−2^f, 2^f) with f = ceil(log2 Bν) + λ, Bν the
-	// worst-case noise before flooding, so each output coefficient P0
-	// decrypts is within statistical distance 2^−(λ+1) of one whose noise
-	// does not depend on A. Zero disables flooding (tests only: then the
-	// output ciphertexts leak A-dependent noise).
+	// FloodBits is λ, the statistical margin of the noise flooding: the
+	// flood is uniform in [−2^f, 2^f) with f = ceil(log2 E|ν|) + λ, E|ν|
+	// the bound on the mean size of the noise before flooding (over P1's
+	// factor and P0's errors), so that each output coefficient P0 decrypts
+	// is within statistical distance 2^−(λ+1) of one whose noise does not
+	// depend on P1's inputs (Scheme.DistanceLog; package documentation,
+	// "Security"). NewScheme refuses a λ (zero included) that leaves the
+	// distance over 2^LogSelectionOutputs coefficients above
+	// 2^−StatisticalSecurity, and one whose flood, added to the worst-case
+	// noise, makes decryption inexact: for DefaultParams, λ = 79 is the
+	// largest and 78 the smallest it allows.
 	FloodBits int
 	// LogQ0 and LogQ1 are the bit sizes of the moduli 2^LogQ0 and 2^LogQ1 to
 	// which the output ciphertexts' c0 and c1 are switched before sending.
@@ -46,26 +51,55 @@ type Params struct {
 }
 
 // DefaultParams returns the parameters of the package documentation:
-// N = 8192, Q the product of four 54-bit primes (log2 Q ≈ 216 ≤ 218, the
-// HE-standard bound for 128-bit classical security at N = 8192 with a
-// ternary secret and σ = 3.2), MaxInner = 4096, MaxRows = 64, λ = 64, and
-// output moduli 2^68 (c0) and 2^81 (c1).
+// N = 8192, Q the product of two 55-bit and two 54-bit primes
+// (log2 Q ≈ 218, the HE-standard bound for 128-bit classical security at
+// N = 8192 with a ternary secret and σ = 3.2), MaxInner = 4096,
+// MaxRows = 64, λ = 79 (a flood of 2^152: statistical distance
+// 2^−80.09 per output coefficient, 2^−41.09 over 2^39), and output moduli
+// 2^68 (c0) and 2^81 (c1).
 func DefaultParams() Params {
 	return Params{
 		LogN: 13,
 		Q: []uint64{
+			0x7ffffffffb4001, 0x7fffffffeac001,
 			0x3fffffffef8001, 0x3fffffffeb8001,
-			0x3fffffffe7c001, 0x3fffffffe64001,
 		},
 		Sigma:     3.2,
 		ErrBound:  19.2, // 6σ, lattigo's rlwe.DefaultNoiseBound
 		MaxInner:  4096,
 		MaxRows:   64,
-		FloodBits: 64,
+		FloodBits: 79,
 		LogQ0:     68,
 		LogQ1:     81,
 	}
 }
+
+// StatisticalSecurity is s, the statistical security NewScheme requires:
+// P0's view of 2^LogSelectionOutputs output coefficients is within
+// statistical distance 2^−s of one that does not depend on P1's inputs.
+const StatisticalSecurity = 40
+
+// LogSelectionOutputs is log2 of the number of output coefficients
+// (product outputs and check columns) the statistical bound is stated for:
+// 2^39 ≈ 5.5·10^11, twice the largest workload's selection (the exact
+// DistilBERT over SST-2's 39,900 candidates decrypts 2.72·10^11 ≈ 2^37.99;
+// qqp-bert 5.77·10^10 ≈ 2^35.75; package documentation, "Security").
+const LogSelectionOutputs = 39
+
+// maxLogQ128 is the Homomorphic Encryption Standard's table of the largest
+// log2 q for 128-bit classical security with a secret uniform in
+// {−1, 0, 1} and error σ ≈ 3.2 (M. Albrecht et al., "Homomorphic Encryption
+// Security Standard", HomomorphicEncryption.org, November 2018, Table 1;
+// SEAL's CoeffModulus::MaxBitCount(n, sec_level_type::tc128)), by log2 n.
+var maxLogQ128 = map[int]int{10: 27, 11: 54, 12: 109, 13: 218, 14: 438, 15: 881}
+
+// minSigma is the error width the standard's table assumes: a discrete
+// Gaussian of parameter s = 8, σ = 8/√(2π) ≈ 3.19.
+var minSigma = 8 / math.Sqrt(2*math.Pi)
+
+// minErrBoundSigmas is the least truncation of the error, in σ: 6σ, as
+// SEAL's and lattigo's samplers truncate.
+const minErrBoundSigmas = 6
 
 // decPrimes are the two 60-bit NTT-friendly primes (for N ≤ 2^13) of the
 // auxiliary ring in which P0 computes c1·s exactly (|c1·s| < N·2^LogQ1 <
@@ -85,7 +119,8 @@ type Scheme struct {
 	rd       *ring.Ring // auxiliary ring for exact c1·s at P0
 	bErr     uint64     // integer bound on sampled errors
 	floodLog int        // flood is uniform in [−2^floodLog, 2^floodLog); 0 = none
-	noiseLog float64    // log2 of the pre-flood noise bound Bν
+	noiseLog float64    // log2 of the pre-flood worst-case noise bound Bν
+	meanLog  float64    // log2 of the bound on the mean of |ν| (meanNoise)
 
 	// Encoding round(Q·v/2^64) = dFloor·v + round(qModT·v/2^64).
 	dFloor []uint64 // floor(Q/2^64) mod q_i
@@ -124,20 +159,59 @@ func (p Params) Fingerprint() [32]byte {
 	return sha256.Sum256(b)
 }
 
-// Validate reports whether p is usable: sizes in range and, above all,
-// decryption exact in the worst case (see the package documentation).
+// Validate reports whether p is usable (NewScheme): sizes in range,
+// 128-bit security by the HE standard's table, the statistical bound of the
+// flood, and decryption exact in the worst case (see the package
+// documentation).
 func (p Params) Validate() error {
 	_, err := NewScheme(p)
 	return err
 }
 
-// NewScheme checks p and precomputes its constants. It fails when the
-// worst-case noise of a product with inner dimension MaxInner and MaxRows
-// rows per block, plus the flood and the modulus-switching errors, could make
-// decryption inexact.
+// NewScheme checks p and precomputes its constants. It refuses parameters
+// below 128-bit security: log2 Q above the HE standard's bound for N
+// (maxLogQ128: 218 bits at N = 8192), σ below 8/√(2π) ≈ 3.19 or errors
+// truncated below 6σ, and a flood that leaves the statistical distance over
+// 2^LogSelectionOutputs output coefficients above 2^−StatisticalSecurity
+// (FloodBits 0 included). It also fails when the worst-case noise of a
+// product with inner dimension MaxInner and MaxRows rows per block, plus the
+// flood and the modulus-switching errors, could make decryption inexact.
 func NewScheme(p Params) (*Scheme, error) {
-	if p.LogN < 4 || p.LogN > 13 {
-		return nil, fmt.Errorf("he: LogN %d outside [4, 13]", p.LogN)
+	s, err := newScheme(p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.checkSecurity(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// checkSecurity refuses s's parameters when they are below 128-bit
+// computational or the stated statistical security (NewScheme).
+func (s *Scheme) checkSecurity() error {
+	p := s.p
+	if b := s.rq.Modulus().BitLen(); b > maxLogQ128[p.LogN] {
+		return fmt.Errorf("he: log2 Q = %d above %d, the HE standard's bound for 128-bit security at N = %d with a ternary secret", b, maxLogQ128[p.LogN], s.n)
+	}
+	if p.Sigma < minSigma || p.ErrBound < minErrBoundSigmas*p.Sigma*(1-1e-9) {
+		return fmt.Errorf("he: error σ = %v truncated at %v: the HE standard's table assumes σ ≥ 8/√(2π) ≈ %.4f, truncated at %dσ or more", p.Sigma, p.ErrBound, minSigma, minErrBoundSigmas)
+	}
+	if p.FloodBits == 0 {
+		return fmt.Errorf("he: no flood (FloodBits 0): P0's decryptions would show noise that depends on P1's inputs")
+	}
+	if d := s.DistanceLog(1 << LogSelectionOutputs); d > -StatisticalSecurity {
+		return fmt.Errorf("he: flood 2^%d (FloodBits %d) leaves a statistical distance of 2^%.2f over 2^%d output coefficients, above 2^−%d",
+			s.floodLog, p.FloodBits, d, LogSelectionOutputs, StatisticalSecurity)
+	}
+	return nil
+}
+
+// newScheme is NewScheme without checkSecurity: the ring, exactness and
+// size checks only (tests build an unflooded scheme with it).
+func newScheme(p Params) (*Scheme, error) {
+	if _, ok := maxLogQ128[p.LogN]; !ok || p.LogN > 13 {
+		return nil, fmt.Errorf("he: LogN %d outside [10, 13] (the HE standard's table starts at N = 1024; the decryption ring stops at 8192)", p.LogN)
 	}
 	if len(p.Q) < 1 || len(p.Q) > 16 {
 		return nil, fmt.Errorf("he: %d moduli, want 1..16", len(p.Q))
@@ -196,9 +270,10 @@ func NewScheme(p Params) (*Scheme, error) {
 	bound.Mul(bound, new(big.Float).SetMantExp(big.NewFloat(1), 63))
 	bound.Add(bound, big.NewFloat(float64(2*n+1)*float64(s.bErr)+0.5))
 	s.noiseLog = log2Float(bound)
+	s.meanLog = math.Log2(s.meanNoise(float64(p.MaxInner) * float64(p.MaxRows)))
 	total := new(big.Float).SetPrec(256).Set(bound)
 	if p.FloodBits > 0 {
-		s.floodLog = int(math.Ceil(s.noiseLog)) + p.FloodBits
+		s.floodLog = int(math.Ceil(s.meanLog)) + p.FloodBits
 		if s.floodLog+1 > 191 {
 			return nil, fmt.Errorf("he: flood 2^%d too large", s.floodLog)
 		}
@@ -238,6 +313,53 @@ func NewScheme(p Params) (*Scheme, error) {
 	p0, p1 := new(big.Int).SetUint64(decPrimes[0]), new(big.Int).SetUint64(decPrimes[1])
 	s.d0Inv = new(big.Int).ModInverse(p0, p1).Uint64()
 	return s, nil
+}
+
+// meanNoise is the bound on E|ν|, the mean size of the noise ν of an output
+// coefficient before flooding that sums K terms z·c (K ≤ MaxInner·MaxRows:
+// RowBudget), over P1's factor and P0's encryption errors (package
+// documentation, "Security"):
+//
+//	E|ν| ≤ √(K·E[c²]·E[z²] + K²·2^61) + (2N+1)·B_e + 1/2,
+//
+// z P1's factor entries (uniform words lifted to [−2^63, 2^63):
+// E[z²] = 2^126/3 + 1/6, pairwise |E[z·z']| ≤ 2^63), c = e + ε P0's
+// encryption error plus the rounding of its encoding (E[c²] ≤ E[e²] + 1/4,
+// |E[c·c']| ≤ 1/4), and the re-randomisation and R's rounding at their
+// worst case.
+func (s *Scheme) meanNoise(K float64) float64 {
+	z2 := 0x1p126/3 + 1.0/6
+	c2 := errSecondMoment(s.p.Sigma, s.p.ErrBound) + 0.25
+	return math.Sqrt(K*c2*z2+K*K*0x1p61) + float64(2*s.n+1)*float64(s.bErr) + 0.5
+}
+
+// errSecondMoment returns E[e²] for an error e of lattigo's
+// ring.DiscreteGaussian{Sigma: sigma, Bound: bound}: |e| = round(σ·|g|), g
+// standard normal, conditioned on σ·|g| ≤ bound, and a uniform sign. It is
+// rounded up by 2^−20 (relative) for the float64 arithmetic.
+func errSecondMoment(sigma, bound float64) float64 {
+	// P(σ|g| ≥ x) = erfc(x/(σ√2)).
+	tail := func(x float64) float64 { return math.Erfc(x / (sigma * math.Sqrt2)) }
+	var m float64
+	for k := 1.0; k-0.5 <= bound; k++ {
+		m += k * k * (tail(k-0.5) - tail(math.Min(k+0.5, bound)))
+	}
+	return m / (1 - tail(bound)) * (1 + 0x1p-20)
+}
+
+// DistanceLog returns log2 of the bound on the statistical distance between
+// P0's view of outputs output coefficients (product outputs and check
+// columns, under one key or several) and one that does not depend on P1's
+// inputs: by the union bound, outputs times the bound per coefficient,
+// E|ν|/2^(f+1) ≤ 2^−(λ+1) (the distance of ν + U from U, U uniform on the
+// 2^(f+1) integers of the flood, is |ν|/2^(f+1); package documentation,
+// "Security"). It is at most 0 (a distance of 1: no flood). DistanceLog(1)
+// is the bound per coefficient.
+func (s *Scheme) DistanceLog(outputs int64) float64 {
+	if s.floodLog == 0 {
+		return 0
+	}
+	return min(0, s.meanLog-float64(s.floodLog+1)+math.Log2(float64(max(outputs, 1))))
 }
 
 func newMSConst(qs []uint64, Q *big.Int, l int) msConst {
@@ -287,10 +409,28 @@ func (s *Scheme) FloodLog() int { return s.floodLog }
 // holds MW entries of one column of A at X^(i·NW), i < MW, and a weight
 // ciphertext NW entries of one row of B at X^j, j < NW. MW·NW ≤ N, so one
 // product yields MW·NW outputs at X^(i·NW+j) with no wrap-around.
+//
+// With KW > 1 a weight ciphertext also packs KW rows of B, row r+t at
+// X^(t·NW+j), and A's plaintext holds A[i][r+t] at X^(i·KW·NW − t·NW): the
+// product sums the KW inner terms at X^(i·KW·NW+j) (MW·KW·NW ≤ N; KW a power
+// of two, so the other terms, which land at offsets that are not multiples
+// of KW·NW, never meet an output). A product with few rows then needs
+// KW times fewer weight ciphertexts: 96 instead of 768 for 1×768·768×768.
 type Layout struct {
 	MW int // rows of A per plaintext
 	NW int // columns of B per weight ciphertext (a power of two)
+	KW int // rows of B per weight ciphertext (a power of two; 0 means 1)
 }
+
+// kw returns KW, 0 meaning 1.
+func (l Layout) kw() int { return max(l.KW, 1) }
+
+// stride is the distance of two rows of A's outputs in a block, KW·NW.
+func (l Layout) stride() int { return l.kw() * l.NW }
+
+// innerBlocks is the number of weight ciphertexts per column block of a
+// matrix with k rows, ceil(k/KW).
+func (l Layout) innerBlocks(k int) int { return ceilDiv(k, l.kw()) }
 
 // RowBudget returns the most rows of A one plaintext may pack (the layout's
 // MW, before the ring's MW·NW ≤ N) for a product with inner dimension k:
@@ -307,21 +447,25 @@ func (s *Scheme) RowBudget(k int) int {
 
 // checkLayout reports whether l is a valid layout for s and a product with
 // inner dimension k (MW ≤ RowBudget(k); k = 1 checks the shape only, for a
-// party that does not compute the product).
+// party that does not compute the product). KW does not change the noise:
+// an output coefficient still sums k·MW terms a·e, KW of them from each
+// ciphertext product.
 func (s *Scheme) checkLayout(l Layout, k int) error {
+	kw := l.kw()
 	rows := s.RowBudget(k)
-	if l.NW < 1 || l.MW < 1 || l.MW > rows || l.NW > s.n || l.MW*l.NW > s.n || l.NW&(l.NW-1) != 0 {
-		return fmt.Errorf("he: layout %d×%d invalid for inner dimension %d (MW ≤ %d, MW·NW ≤ %d, NW a power of two)", l.MW, l.NW, k, rows, s.n)
+	if l.NW < 1 || l.MW < 1 || l.KW < 0 || l.MW > rows || l.NW > s.n || kw > s.n || l.MW*kw*l.NW > s.n || l.NW&(l.NW-1) != 0 || kw&(kw-1) != 0 {
+		return fmt.Errorf("he: layout %d×%d×%d invalid for inner dimension %d (MW ≤ %d, MW·KW·NW ≤ %d, NW and KW powers of two)", l.MW, l.NW, kw, k, rows, s.n)
 	}
 	return nil
 }
 
-// ChooseLayout returns the layout for an m×k·k×n product. NW is a power of
-// two (so the NTT of A's sparse plaintexts is a size-N/NW evaluation) and
-// MW = min(RowBudget(k), N/NW, m). The rule: fewest output ciphertexts
-// ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are m·n·LogQ0 + that
-// count·N·LogQ1 bits); among those, fewest weight ciphertexts k·ceil(n/NW)
-// (P0's one-time upload and P1's memory); then the largest MW.
+// ChooseLayout returns the layout for an m×k·k×n product. NW and KW are
+// powers of two (so the NTT of A's sparse plaintexts is a size-N/NW
+// evaluation) and MW = min(RowBudget(k), N/(KW·NW), m). The rule: fewest
+// output ciphertexts ceil(m/MW)·ceil(n/NW) (the per-candidate bytes are
+// m·n·LogQ0 + that count·N·LogQ1 bits); among those, fewest weight
+// ciphertexts ceil(k/KW)·ceil(n/NW) (P0's one-time upload, P1's memory and
+// its work per candidate); then the largest MW.
 func (s *Scheme) ChooseLayout(m, k, n int) (Layout, error) {
 	return s.ChooseLayoutWithin(m, k, n, math.MaxInt64)
 }
@@ -338,14 +482,19 @@ func (s *Scheme) ChooseLayoutWithin(m, k, n int, maxP1 int64) (Layout, error) {
 	best, bestOut, bestW := Layout{}, math.MaxInt, math.MaxInt
 	for nw := 1; nw <= s.n; nw *= 2 {
 		cb := ceilDiv(n, nw)
-		mw := min(s.RowBudget(k), s.n/nw, m)
-		l := Layout{MW: mw, NW: nw}
-		if s.Sizes(m, k, n, l).P1Weights > maxP1 {
-			continue
-		}
-		out := ceilDiv(m, mw) * cb
-		if out < bestOut || (out == bestOut && (cb < bestW || (cb == bestW && mw > best.MW))) {
-			best, bestOut, bestW = l, out, cb
+		for kw := 1; kw*nw <= s.n; kw *= 2 {
+			l := Layout{NW: nw}
+			if kw > 1 {
+				l.KW = kw
+			}
+			l.MW = min(s.RowBudget(k), s.n/(kw*nw), m)
+			if s.Sizes(m, k, n, l).P1Weights > maxP1 {
+				continue
+			}
+			out, w := ceilDiv(m, l.MW)*cb, l.innerBlocks(k)*cb
+			if out < bestOut || (out == bestOut && (w < bestW || (w == bestW && l.MW > best.MW))) {
+				best, bestOut, bestW = l, out, w
+			}
 		}
 	}
 	if bestOut == math.MaxInt {
@@ -381,16 +530,42 @@ func (s *Scheme) Sizes(m, k, n int, l Layout) Sizes {
 	}
 	cb := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)
-	L := int64(len(s.p.Q))
+	w := s.WeightSizes(k, n, 0, l)
 	return Sizes{
 		PublicKey:         pkHeader + int64(ceilDiv(s.n*s.residueBits(), 8)),
-		Weights:           weightsHeader + int64(k)*int64(cb)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Weights:           w.Bytes,
 		Output:            outHeader + ceilDiv64(int64(m)*int64(n)*int64(s.p.LogQ0)+int64(rb*cb)*int64(s.n)*int64(s.p.LogQ1), 8),
 		Dealer:            8 * int64(m) * int64(n),
-		WeightCiphertexts: k * cb,
+		WeightCiphertexts: w.Ciphertexts,
 		OutputCiphertexts: rb * cb,
-		P1Weights:         int64(k*cb) * 2 * L * int64(s.n) * 8,
-		P1WeightsCompact:  int64(k*cb) * L * int64(s.n) * 8,
+		P1Weights:         w.P1,
+		P1WeightsCompact:  w.P1Compact,
+	}
+}
+
+// WeightSizes are the sizes of one encrypted weight matrix.
+type WeightSizes struct {
+	// Bytes is the EncryptedWeights message.
+	Bytes int64
+	// Ciphertexts counts its ciphertexts.
+	Ciphertexts int
+	// P1 and P1Compact are the memory of P1's prepared weights (LoadWeights,
+	// both components in the NTT domain, 8 bytes per residue; and
+	// LoadWeightsCompact, c0 only).
+	P1, P1Compact int64
+}
+
+// WeightSizes returns the sizes of a k×n weight matrix placed at the
+// columns [off, off+n) of a product and packed with l.NW (EncryptWeightsAt).
+func (s *Scheme) WeightSizes(k, n, off int, l Layout) WeightSizes {
+	_, cb := ColumnBlocks(off, n, max(l.NW, 1))
+	cts := l.innerBlocks(k) * cb
+	per := int64(len(s.p.Q)) * int64(s.n) * 8
+	return WeightSizes{
+		Bytes:       weightsHeader + int64(cts)*int64(ceilDiv(s.n*s.residueBits(), 8)),
+		Ciphertexts: cts,
+		P1:          int64(cts) * 2 * per,
+		P1Compact:   int64(cts) * per,
 	}
 }
 

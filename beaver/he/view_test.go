@@ -33,7 +33,7 @@ func noiseView(t *testing.T, s *Scheme, A []uint64, seed uint64) (pre, post []fl
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, raws, err := s.mulMaskedRaw(w, A, m, R, rnd, false)
+	out, raws, err := s.mulMaskedRaw([]Term{{W: w, A: A}}, l, m, n, R, rnd, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +139,10 @@ func TestViews(t *testing.T) {
 		t.Errorf("flooded noise not uniform: KS D = %.4f", d)
 	}
 
-	// Control: no flood; the same test detects A.
+	// Control: no flood (which NewScheme refuses); the same test detects A.
 	p := DefaultParams()
 	p.FloodBits = 0
-	sNo, err := NewScheme(p)
+	sNo, err := newScheme(p)
 	if err != nil {
 		t.Fatal(err)
 	}

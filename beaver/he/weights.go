@@ -11,15 +11,34 @@ import (
 
 // EncryptedWeights is P0's message carrying its encrypted weight mask B
 // (k×n): k·ceil(n/NW) seeded ciphertexts, ciphertext (r, j) encrypting
-// B[r][j·NW : (j+1)·NW] as the polynomial Σ_x B[r][j·NW+x]·X^x. Only c0
+// B[r][j·NW : (j+1)·NW] as the polynomial Σ_x B[r][j·NW+x]·X^x (with
+// Layout.KW > 1, ceil(k/KW)·ceil(n/NW), ciphertext (rb, j) holding the KW
+// rows rb·KW+t at X^(t·NW+x)). Only c0
 // crosses (in the NTT domain); c1 is expanded from Seed and the ciphertext's
 // index. It is sent once per weight matrix and reused for every candidate.
+//
+// With an offset Off > 0 (EncryptWeightsAt) B's columns are the columns
+// [Off, Off+n) of a wider product: its ciphertexts are those of the column
+// blocks jb = floor(Off/NW) … floor((Off+n−1)/NW) of the product, block jb
+// holding B[r][jb·NW+x−Off] at X^x, zero where no column of B falls
+// (ColumnBlocks counts them). A product sums such weights into one output
+// (MulMaskedSum); the check of party 1's outputs (CheckedPlan) places its
+// check columns this way.
 type EncryptedWeights struct {
 	K, N   int            // shape of B
+	Off    int            // the product's column of B's first column
 	Layout Layout         // packing (NW is used here; MW by MulMasked)
 	Seed   [SeedSize]byte // public seed of the c1 halves
-	C0     []ring.Poly    // k·ceil(n/NW) polynomials, index r·ceil(n/NW)+j, NTT domain
+	C0     []ring.Poly    // ceil(k/KW)·cb polynomials (cb = ColumnBlocks), index rb·cb+j, NTT domain
 	s      *Scheme
+}
+
+// ColumnBlocks returns the column blocks of NW columns that the columns
+// [off, off+n) of a product touch: the first, jb0 = floor(off/nw), and
+// their number cb (the ciphertexts per row of weights placed there).
+func ColumnBlocks(off, n, nw int) (jb0, cb int) {
+	jb0 = off / nw
+	return jb0, (off+n-1)/nw - jb0 + 1
 }
 
 // EncryptWeights is P0's encryption of its weight mask B (k×n, row-major)
@@ -27,37 +46,53 @@ type EncryptedWeights struct {
 // material (crypto/rand when nil): the public seed and the key of the
 // errors.
 func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, rnd io.Reader) (*EncryptedWeights, error) {
+	seed, err := keyFrom(rnd)
+	if err != nil {
+		return nil, err
+	}
+	return s.EncryptWeightsAt(sk, B, k, n, 0, l, [SeedSize]byte(seed), rnd)
+}
+
+// EncryptWeightsAt is EncryptWeights of B (k×n) placed at the columns
+// [off, off+n) of a product (see EncryptedWeights), with the public seed
+// seed of the ciphertexts' c1 halves (a seed both parties derive, so that
+// P0 does not choose them). rnd supplies 32 bytes of key material for the
+// errors (crypto/rand when nil).
+func (s *Scheme) EncryptWeightsAt(sk *SecretKey, B []uint64, k, n, off int, l Layout, seed [SeedSize]byte, rnd io.Reader) (*EncryptedWeights, error) {
 	if sk == nil || sk.sc != s {
 		return nil, errScheme
 	}
-	if k < 1 || k > s.p.MaxInner || n < 1 || len(B) != k*n {
-		return nil, fmt.Errorf("he: encrypt weights %d×%d (MaxInner %d) from %d words: %w", k, n, s.p.MaxInner, len(B), errShape)
+	if k < 1 || k > s.p.MaxInner || n < 1 || off < 0 || off > maxDim-n || len(B) != k*n {
+		return nil, fmt.Errorf("he: encrypt weights %d×%d at column %d (MaxInner %d) from %d words: %w", k, n, off, s.p.MaxInner, len(B), errShape)
 	}
 	if err := s.checkLayout(l, k); err != nil {
-		return nil, err
-	}
-	seed, err := keyFrom(rnd)
-	if err != nil {
 		return nil, err
 	}
 	ekey, err := keyFrom(rnd)
 	if err != nil {
 		return nil, err
 	}
-	cb := ceilDiv(n, l.NW)
-	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, k*cb), s: s}
-	copy(ew.Seed[:], seed)
-	parallel(k*cb, func(idx int) {
-		r, j := idx/cb, idx%cb
+	jb0, cb := ColumnBlocks(off, n, l.NW)
+	kb, kw := l.innerBlocks(k), l.kw()
+	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, Seed: seed, C0: make([]ring.Poly, kb*cb), s: s}
+	parallel(kb*cb, func(idx int) {
+		rb, j := idx/cb, idx%cb
 		a := s.rq.NewPoly()
-		s.uniform(prngFor(seed, domWeights, uint64(idx)), a)
+		s.uniform(prngFor(seed[:], domWeights, uint64(idx)), a)
 		e := s.rq.NewPoly()
 		ring.NewGaussianSampler(prngFor(ekey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
-		row := B[r*n+j*l.NW : r*n+min((j+1)*l.NW, n)]
-		for i, q := range s.p.Q {
-			c := e.Coeffs[i]
-			for x, v := range row {
-				c[x] = addMod(c[x], s.encode(v, i), q)
+		// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
+		// row rb·KW+t of B sits at X^(t·NW).
+		lo := (jb0 + j) * l.NW
+		x0, x1 := max(off, lo)-lo, min(off+n, lo+l.NW)-lo
+		for t := range min(kw, k-rb*kw) {
+			r := rb*kw + t
+			row := B[r*n+lo+x0-off : r*n+lo+x1-off]
+			for i, q := range s.p.Q {
+				c := e.Coeffs[i][t*l.NW+x0 : t*l.NW+x1]
+				for x, v := range row {
+					c[x] = addMod(c[x], s.encode(v, i), q)
+				}
 			}
 		}
 		s.rq.NTT(e, e)
@@ -74,10 +109,12 @@ func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, r
 // and may serve concurrent MulMasked calls.
 type Weights struct {
 	k, n, cb int
+	off, jb0 int // columns [off, off+n) of the product, from block jb0
 	layout   Layout
 	c0, c1   []ring.Poly // c1 nil: regenerated from seed (LoadWeightsCompact)
 	seed     [SeedSize]byte
 	sc       *Scheme
+	pk       *PublicKey // the key the weights were loaded with
 	pk0, pk1 ring.Poly
 	plan     *evalPlan
 }
@@ -87,6 +124,9 @@ func (w *Weights) K() int { return w.k }
 
 // N returns the number of columns of B.
 func (w *Weights) N() int { return w.n }
+
+// Off returns the product's column of B's first column.
+func (w *Weights) Off() int { return w.off }
 
 // Layout returns the layout the weights were encrypted with.
 func (w *Weights) Layout() Layout { return w.layout }
@@ -113,8 +153,11 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	if err := s.checkLayout(ew.Layout, ew.K); err != nil {
 		return nil, err
 	}
-	cb := ceilDiv(ew.N, ew.Layout.NW)
-	if ew.K < 1 || ew.K > s.p.MaxInner || ew.N < 1 || len(ew.C0) != ew.K*cb {
+	if ew.K < 1 || ew.K > s.p.MaxInner || ew.N < 1 || ew.Off < 0 || ew.Off > maxDim-ew.N {
+		return nil, fmt.Errorf("he: load weights %d×%d at column %d: %w", ew.K, ew.N, ew.Off, errShape)
+	}
+	jb0, cb := ColumnBlocks(ew.Off, ew.N, ew.Layout.NW)
+	if len(ew.C0) != ew.Layout.innerBlocks(ew.K)*cb {
 		return nil, fmt.Errorf("he: load weights %d×%d with %d ciphertexts: %w", ew.K, ew.N, len(ew.C0), errShape)
 	}
 	if err := s.checkPoly(pk.P0); err != nil {
@@ -129,7 +172,7 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	if err != nil {
 		return nil, err
 	}
-	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, layout: ew.Layout, c0: ew.C0, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
+	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, off: ew.Off, jb0: jb0, layout: ew.Layout, c0: ew.C0, pk: pk, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
 	if !expand {
 		return w, nil
 	}

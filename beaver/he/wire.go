@@ -14,10 +14,10 @@ const (
 	tagPublicKey = 'K'
 	tagWeights   = 'W'
 	tagOutput    = 'O'
-	wireVersion  = 1
+	wireVersion  = 2 // 2: the weights' column offset
 
 	pkHeader      = 2 + SeedSize
-	weightsHeader = 2 + 16 + SeedSize
+	weightsHeader = 2 + 16 + 4 + SeedSize
 	outHeader     = 2 + 16
 )
 
@@ -183,7 +183,7 @@ func appendHeader(b []byte, tag byte, d0, d1 int, l Layout) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(d0))
 	b = binary.LittleEndian.AppendUint32(b, uint32(d1))
 	b = binary.LittleEndian.AppendUint32(b, uint32(l.MW))
-	return binary.LittleEndian.AppendUint32(b, uint32(l.NW))
+	return binary.LittleEndian.AppendUint32(b, uint32(l.NW)|uint32(l.KW)<<16) // NW < 2^16, KW ≤ 2^13
 }
 
 // readHeader reads a header of tag with two dimensions bounded by max0 and
@@ -193,7 +193,7 @@ func (s *Scheme) readHeader(data []byte, tag byte, max0, max1 int) (d0, d1 int, 
 		return 0, 0, l, fmt.Errorf("he: bad header: %w", ErrMalformed)
 	}
 	u := func(i int) int { return int(binary.LittleEndian.Uint32(data[2+4*i:])) }
-	d0, d1, l = u(0), u(1), Layout{MW: u(2), NW: u(3)}
+	d0, d1, l = u(0), u(1), Layout{MW: u(2), NW: u(3) & 0xffff, KW: u(3) >> 16}
 	if d0 < 1 || d1 < 1 || d0 > min(max0, maxDim) || d1 > min(max1, maxDim) {
 		return 0, 0, l, fmt.Errorf("he: dimensions %d×%d outside 1..%d×1..%d: %w", d0, d1, min(max0, maxDim), min(max1, maxDim), ErrMalformed)
 	}
@@ -212,7 +212,10 @@ func (ew *EncryptedWeights) AppendBinary(b []byte) ([]byte, error) {
 	if err := s.checkLayout(ew.Layout, ew.K); err != nil {
 		return nil, err
 	}
-	if ew.K < 1 || ew.N < 1 || ew.K > maxDim || ew.N > maxDim || len(ew.C0) != ew.K*ceilDiv(ew.N, ew.Layout.NW) {
+	if ew.K < 1 || ew.N < 1 || ew.K > maxDim || ew.N > maxDim || ew.Off < 0 || ew.Off > maxDim-ew.N {
+		return nil, fmt.Errorf("he: encode weights %d×%d at column %d: %w", ew.K, ew.N, ew.Off, errShape)
+	}
+	if _, cb := ColumnBlocks(ew.Off, ew.N, ew.Layout.NW); len(ew.C0) != ew.Layout.innerBlocks(ew.K)*cb {
 		return nil, fmt.Errorf("he: encode weights %d×%d with %d ciphertexts: %w", ew.K, ew.N, len(ew.C0), errShape)
 	}
 	for _, c := range ew.C0 {
@@ -221,6 +224,7 @@ func (ew *EncryptedWeights) AppendBinary(b []byte) ([]byte, error) {
 		}
 	}
 	b = appendHeader(b, tagWeights, ew.K, ew.N, ew.Layout)
+	b = binary.LittleEndian.AppendUint32(b, uint32(ew.Off))
 	b = append(b, ew.Seed[:]...)
 	w := &bitWriter{buf: b}
 	for _, c := range ew.C0 {
@@ -232,19 +236,28 @@ func (ew *EncryptedWeights) AppendBinary(b []byte) ([]byte, error) {
 
 // DecodeEncryptedWeights decodes P0's encrypted weights, refusing (before
 // allocating anything) more than maxK rows (and MaxInner) or maxN columns,
-// and any length other than the one the header implies.
+// an offset beyond 2^24 columns, and any length other than the one the
+// header implies.
 func (s *Scheme) DecodeEncryptedWeights(data []byte, maxK, maxN int) (*EncryptedWeights, error) {
 	k, n, l, err := s.readHeader(data, tagWeights, min(maxK, s.p.MaxInner), maxN)
 	if err != nil {
 		return nil, fmt.Errorf("he: weights: %w", err)
 	}
-	cts := int64(k) * int64(ceilDiv(n, l.NW))
+	if len(data) < weightsHeader {
+		return nil, fmt.Errorf("he: weights: %d bytes, shorter than the header: %w", len(data), ErrMalformed)
+	}
+	off := int(binary.LittleEndian.Uint32(data[18:]))
+	if off > maxDim-n {
+		return nil, fmt.Errorf("he: weights %d×%d at column %d beyond 2^24: %w", k, n, off, ErrMalformed)
+	}
+	_, cb := ColumnBlocks(off, n, l.NW)
+	cts := int64(l.innerBlocks(k)) * int64(cb)
 	per := s.polyBytes()
 	if int64(len(data)) < weightsHeader || cts != (int64(len(data))-weightsHeader)/per || (int64(len(data))-weightsHeader)%per != 0 {
 		return nil, fmt.Errorf("he: weights %d×%d: %d bytes, want %d: %w", k, n, len(data), weightsHeader+cts*per, ErrMalformed)
 	}
-	ew := &EncryptedWeights{K: k, N: n, Layout: l, C0: make([]ring.Poly, cts), s: s}
-	copy(ew.Seed[:], data[18:weightsHeader])
+	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, C0: make([]ring.Poly, cts), s: s}
+	copy(ew.Seed[:], data[22:weightsHeader])
 	for i := range ew.C0 {
 		off := weightsHeader + int64(i)*per
 		r := &bitReader{buf: data[off : off+per]}

@@ -16,10 +16,6 @@ type Block struct{ Lo, Hi uint64 }
 
 func (b Block) xor(c Block) Block { return Block{b.Lo ^ c.Lo, b.Hi ^ c.Hi} }
 
-// littleEndian reports whether the host stores words little-endian, in which
-// case word and block slices are viewed as bytes without copying.
-var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
-
 // blockBytes returns the memory of b as bytes (valid on any host; the byte
 // order is the host's).
 func blockBytes(b []Block) []byte {
@@ -62,7 +58,7 @@ func (f *fixedAES) encrypt(dst, src []Block) {
 	if len(src) == 0 {
 		return
 	}
-	if useAESNI && littleEndian {
+	if useAESNI && share.HostLittleEndian() {
 		encryptBlocksAsm(&f.rk, &dst[0], &src[0], len(src))
 		return
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/bench"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // BenchmarkDealerFreeForward estimates the dealer-free cost per candidate of
@@ -43,6 +43,9 @@ type recorder struct {
 	mu   sync.Mutex
 	reqs []beaver.Request
 }
+
+// Unwrap implements beaver.Wrapper.
+func (r *recorder) Unwrap() beaver.Provider { return r.Provider }
 
 func (r *recorder) Material(ctx context.Context, q beaver.Request) (beaver.Material, error) {
 	r.mu.Lock()

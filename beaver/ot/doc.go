@@ -24,15 +24,22 @@
 //     mask B of party 0: 64·m·k OTs and 260·m·k·n bytes of corrections,
 //     i.e. a product's worth of traffic (see the cost note below).
 //
-// LinearHE (ProviderOptions.Linear, the peer binaries' -provider he) makes
-// the two weight-mask kinds with package beaver/he instead (he.go): party 0
-// sends its public key at BindSession and each encrypted weight mask once
-// per session (he.Sizes.Weights, 509,607,986 bytes for 768×1536 with NW =
-// 512); per item party 1 sends one header word and he.Sizes.Output bytes
-// (3,661,842 for 128×768·768×1536, 2.33× a dealer's correction), both
-// rounded up to words. Every other kind stays on OT. The first setup
-// message carries the mode and the HE parameters' fingerprint, so parties
-// that disagree fail with ErrModeMismatch.
+// The two weight-mask kinds are made by the Provider's WeightMaskGenerator
+// (weightmask.go), a plug with two implementations: VectorOLE (the
+// default, the generators above) and Lattice (he.go, he_item.go; the peer
+// binaries' -provider he), which makes them with package beaver/he: party 0
+// sends its public key at BindSession and each encrypted matrix once per
+// session (he.WeightSizes: B, 509,607,990 bytes for 768×1536 with NW =
+// 512; B·V; V's rows, shared by the weights with the same n); per item
+// party 1 sends one header word per encrypted matrix, its outputs
+// (he.OutputSizes: 3,766,564 bytes for 128×768·768×1536, 2.39× a dealer's
+// correction, of which 104,722 the check) and a 32-byte commitment, and
+// party 0 accepts its share only if the outputs pass the check
+// (he.CheckedPlan; a failure wraps beaver.ErrCorrelationCheck and discards
+// the key). Every other kind stays on OT. The first setup message carries
+// the generator's fingerprint (its way and, for a Lattice, the HE
+// parameters' fingerprint bound to the protocol version), so parties that
+// disagree fail with ErrModeMismatch.
 //
 // Provider puts the generators behind beaver.Provider: NewProvider(conn,
 // party, opts) on the parties' own transport connection runs Setup at
@@ -43,8 +50,9 @@
 //
 // The Provider serves a beaver kind through the Generator registered for
 // it (Register: one call per kind, in the file of its family: arith.go,
-// matrix.go, binary.go); a kind with no generator is refused with an error
-// naming it. correlations.go holds what the generators share (the Gilboa
+// matrix.go, binary.go) or, for a kind with a weight mask, its
+// WeightMaskGenerator: one lookup in a table made at NewProvider; a kind
+// with neither is refused with an error naming it. correlations.go holds what the generators share (the Gilboa
 // products, random and Δ-correlated OTs).
 //
 // The correlation-robust hash is the tweakable TMMO construction of Guo,
@@ -56,7 +64,11 @@
 //
 // Security: semi-honest, as the project's threat model (IKNP without the
 // KOS consistency check). A party's view is uniform words of public lengths
-// whatever the peer's secrets (TestViews).
+// whatever the peer's secrets (TestViews). The exception is a Lattice's
+// weight-mask items, whose outputs party 0 checks against an active party
+// 1 (he.go, TestHECheckCatchesTampering); an active party 0 there is not
+// prevented from reading party 1's masks through oversized noise (package
+// beaver/he, "What P0 can do").
 //
 // Cost note (BenchmarkWeightTriple, one token row through one 768×768
 // projection): party 0 sends 153 MB, party 1 786 KB, 21 rounds. For a

@@ -2,6 +2,8 @@ package ot
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,66 +12,149 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/he"
+	"github.com/selectformer/selectformer/share"
 )
 
-// The weight-mask correlations of LinearHE: package beaver/he's protocol
-// (Nimbus layout, Cheetah encoding) on a stream's generator.
+// The weight-mask correlations of a Lattice (the WeightMaskGenerator of
+// -provider he): package beaver/he's protocol
+// (Nimbus layout, Cheetah encoding) on a stream's generator, with every
+// output checked by party 0 before it is used (he.CheckedPlan).
+//
+// Cost, per item of an m×k·k×n product (he.PlanChecked's plan, public):
+// party 1 sends one header word per encrypted matrix of the plan (two or
+// three) and one message of the plan's outputs, each he.OutputSizes bytes
+// rounded up to words, plus a 32-byte commitment; the check adds 104,722
+// bytes to a product of more than 64 rows (2.9% of the 3,661,842 of
+// 128×768·768×1536), one check output to a short one (83,302 bytes for
+// 1×768·768×768) or 40·68 bits a row beside a short, narrow one's (340
+// bytes for 1×128·128×2; he.CheckedPlan; bench/TWOHOSTS.md step 5 has an
+// sst2 candidate's). Once per session party 0 sends its public key and
+// each encrypted matrix of the plans
+// (he.WeightSizes bytes, rounded up to words): a weight's B and B·V (or
+// [B | B·V]), and V's rows for each n, shared by the weights with n columns.
 //
 // Per session (BindSession, stream StreamBase): party 0 makes a key pair
-// and sends its public key.
+// whose public seed is derived from the session id, sends the public key,
+// and draws the secret seed of its projections V (n×he.CheckColumns, one
+// per n, uniform words).
 //
 // Per item (on the item's generator stream), for a product A·B with A
 // party 1's fresh mask (m×k) and B party 0's weight mask (k×n; for
-// KindWeightVectorTriple B = diag(b), b the 1×n mask, so k = n), the layout
-// l = ChooseLayout(m, k, n) of the public shapes:
+// KindWeightVectorTriple B = diag(b), b the 1×n mask, so k = n), the plan
+// p = he.PlanChecked(m, k, n) of the public shapes:
 //
-//  1. Party 1 sends one word: heHave if it already holds party 0's encrypted
-//     B for (kind, weight id, k, n) packed with l.NW columns per ciphertext,
-//     heNeed if not.
-//  2. On heNeed, party 0 sends its encrypted B (he.Sizes.Weights bytes,
-//     zero-padded to words, in messages of at most heChunkWords words),
-//     encrypted with l; party 1 decodes it within the request's shape and
-//     loads it. Party 0 serves each (kind, id, k, n, l.NW) once per session
-//     and refuses a second heNeed with ErrWeightResent; heHave for weights
-//     it never sent is an error too. Items with other row counts m whose
-//     layouts share NW reuse the weights with their own MW
-//     (he.MulMaskedLayout), so a weight is uploaded once per NW its items'
-//     layouts use (once, when all items of a weight have the same m).
-//  3. Party 1 sends he.MulMasked's output (he.Sizes.Output bytes,
-//     zero-padded to words) with its A and its share C1 := R, both drawn
-//     from the generator's secret randomness; party 0 decrypts its share C0.
+//  1. Party 1 sends one word per term of p (he.PlanTerm, in order): heHave
+//     if it already holds party 0's encryption of the term's matrix (B, B·V,
+//     [B | B·V] for (kind, weight id, k, n), or V's rows for n) packed with
+//     the term's output's NW and KW at the term's offset, heNeed if not.
+//  2. For each heNeed, in order, party 0 sends that encryption
+//     (he.EncryptWeightsAt, its public seed derived from the session id and
+//     the term's key: party 1 refuses another), in messages of at most
+//     heChunkWords words; party 1 decodes it within the term's shape and
+//     loads it. Party 0 serves each key once per session and refuses a
+//     second heNeed with ErrWeightResent; heHave for a key it never sent is
+//     an error too. Items with other row counts m whose plans share a key
+//     reuse its encryption with their own MW (he.MulMaskedSum).
+//  3. Party 1 sends the plan's outputs (he.MulMaskedSum of each output's
+//     terms, the mask of output 0's first n columns being its share
+//     C1 := R, the check columns' fresh; in a compressed plan the check
+//     outputs' factors are ρ·A and −ρ·R, ρ expanded from SHA-256(domain ‖
+//     session id ‖ item ‖ output 0), heRowSeed) and h = SHA-256(domain ‖
+//     session id ‖ item ‖ R1), R1 the sum of the check columns' masks;
+//     A, R and the masks are drawn from the generator's secret randomness.
+//  4. Party 0 decrypts the outputs, computes its share C0 and the residual
+//     C0·V − D or ρ·C0·V − D (he.CheckedPlan.Residual, ρ from the output 0
+//     it received), and accepts iff its hash is h.
+//     Otherwise it fails with an error wrapping beaver.ErrCorrelationCheck,
+//     discards its secret key (every later item and bind of the provider
+//     fails the same way), and returns nothing: no value derived from the
+//     item's outputs leaves the provider, so none can be opened, compared
+//     or revealed. Honest outputs pass, and the check reveals nothing to
+//     party 0 (it computes R1 itself; D is uniform).
 //
-// Party 1 keeps the loaded weights in a cache of the provider shared by all
-// streams (for the whole session: he.Sizes.P1Weights each, or half with
-// ProviderOptions.HECompact); streams that need the same weights at once
-// wait for the one that loads them (only it sends heNeed). That wait is the
-// only one across streams: the first item of a weight on another stream
-// completes once the loading stream's item has been drawn by party 0 too,
-// so party 0 must not hold that stream back until the waiting one's item
-// is done (selection's lanes do not: a lane without prefetched material
-// draws directly).
+// Why it suffices against a data owner that alters what it sends (its
+// outputs, its header, or the encryptions it holds): see package beaver/he,
+// "Active security". Briefly: any change moves C0 by E0 and D by E_D with
+// E0, E_D functions of party 0's key and noise and of party 1's choices but
+// not of V (party 1 holds V only encrypted, and party 0's decryption is
+// linear in the ciphertext, so party 1 cannot make an error that depends on
+// V through the key); passing needs E0·V = E_D + (a value party 1 fixes),
+// which for E0 ≠ 0 holds with probability at most 2^−40 over V (in a
+// compressed plan ρ·E0·V, and ρ·E0 = 0 has probability 2^−64 over ρ, which
+// party 1 learns only once its output fixed E0). A C0 that
+// passes is the product for the factor and mask party 1 encrypted, as from
+// an honest party 1; an altered C0 passes with probability at most 2^−40,
+// and the first failure ends the session and its key, so everything party 1
+// learns from outcomes about party 0's key is the index of the first
+// failure: at most log2(items + 1) bits.
+//
+// Party 1 keeps the loaded encryptions in a cache of the provider shared
+// by all streams (for the whole session: he.WeightSizes.P1 each, or
+// P1Compact with LatticeOptions.Compact); streams that need the same
+// encryption at once wait for the one that loads it (only it sends
+// heNeed): an item claims the keys nobody claimed yet, waits for those
+// claimed before (always by an earlier item, so waits never form a cycle),
+// then sends its header and loads its own. That wait is the only one across
+// streams: the first item of a weight on another stream completes once the
+// loading stream's item has been drawn by party 0 too, so party 0 must not
+// hold that stream back until the waiting one's item is done (selection's
+// lanes do not: a lane without prefetched material draws directly).
 
-// Header words of party 1's first message of a LinearHE item.
+// Header words of party 1's first message of a Lattice item, one per term.
 const (
-	heHave uint64 = 0x4845_4841_5645 // "HEHAVE": party 1 holds the weights
-	heNeed uint64 = 0x4845_4e45_4544 // "HENEED": party 0 must send them
+	heHave uint64 = 0x4845_4841_5645 // "HEHAVE": party 1 holds the encryption
+	heNeed uint64 = 0x4845_4e45_4544 // "HENEED": party 0 must send it
 )
 
 // heChunkWords bounds each message of encrypted weights (64 MiB), below
 // transport's MaxMessage whatever the weights' size.
 const heChunkWords = 8 << 20
 
+// heCommitWords is the size of party 1's commitment to its check masks
+// (SHA-256).
+const heCommitWords = sha256.Size / 8
+
+// heProtocol is mixed into the HE parameters' fingerprint of the setup
+// message: peers running another version of this protocol fail the setup
+// with ErrModeMismatch.
+const heProtocol = "selectformer/beaver/ot/he protocol v2 (checked outputs)"
+
 // ErrWeightResent is returned by party 0 when party 1 asks for encrypted
 // weights it was already sent in this session: an honest party 1 keeps
 // them, so the request is refused rather than uploading them again.
 var ErrWeightResent = errors.New("ot: the peer asked again for encrypted weights it was already sent")
 
-// heKey names one upload of encrypted weights: the weight, its shape and
-// its packing NW.
+// heKey names one upload: the encryption of a plan term's matrix packed
+// with nw at its offset. The matrices derived from a weight's mask name it
+// (kind, id, k, n); V's rows name only n and the rows (V is shared by every
+// weight with n columns).
 type heKey struct {
-	kind     beaver.Kind
-	id       uint64
-	k, n, nw int
+	matrix     he.Matrix
+	kind       beaver.Kind
+	id         uint64
+	k, n       int
+	row0, row1 int
+	off, nw    int
+	kw         int // the packing's KW (he.Layout)
+}
+
+// heTerm is one term of an item's plan: its key, its output's layout and
+// its matrix's shape.
+type heTerm struct {
+	key        heKey
+	t          he.PlanTerm
+	l          he.Layout
+	rows, cols int
+}
+
+// heItem is an item's public plan: its terms, in order, and the sizes of
+// its output messages.
+type heItem struct {
+	r       beaver.Request
+	m, k, n int
+	plan    he.CheckedPlan
+	terms   []heTerm
+	out     []int64 // bytes of each output message
 }
 
 // heEntry is party 1's cache entry: done is closed once w (or err) is set.
@@ -79,50 +164,133 @@ type heEntry struct {
 	err  error
 }
 
-// heState is a LinearHE provider's state.
-type heState struct {
+// Lattice is the WeightMaskGenerator that makes the weight-mask
+// correlations with package beaver/he (Nimbus layout, Cheetah encoding),
+// every output checked by party 0 before it is used: the protocol above.
+// The model owner uploads each encrypted mask (and its projections) once
+// per session, and per item the data owner sends its outputs, about 68
+// bits per output word plus its ciphertexts' second halves, with check
+// columns the model owner verifies. It holds one provider's session state
+// (party 0's key, the uploads; party 1's cache of encryptions): make one
+// per Provider (NewLattice).
+type Lattice struct {
 	sc *he.Scheme
-	sk *he.SecretKey // party 0
 	pk *he.PublicKey // party 0's key (party 1: as received)
-	// rnd, when set, replaces crypto/rand for KeyGen, EncryptWeights and
-	// MulMasked (tests).
+	// rnd, when set, replaces crypto/rand for KeyGen, EncryptWeightsAt,
+	// MulMaskedSum and the projections' seed (tests).
 	rnd io.Reader
 	// compact: party 1 loads with he.LoadWeightsCompact.
 	compact bool
 	// draw, when set, replaces the generator's secret randomness of party
-	// 1's A and R (view tests fix it).
+	// 1's A, R and check masks (view tests fix it).
 	draw func(n int) []uint64
 
-	mu    sync.Mutex
-	sent  map[heKey]bool     // party 0: uploads made
-	cache map[heKey]*heEntry // party 1: weights held or being loaded
-	stats HEStats
+	mu     sync.Mutex
+	setUp  bool               // Setup ran: the generator serves one provider
+	sk     *he.SecretKey      // party 0; nil once a check failed
+	vseed  share.Seed         // party 0: secret seed of the projections V
+	failed error              // party 0: the failed check that ended the key
+	sent   map[heKey]bool     // party 0: uploads made
+	cache  map[heKey]*heEntry // party 1: encryptions held or being loaded
+	stats  HEStats
 }
 
-// HEStats counts a LinearHE provider's weight uploads (party 0: sent;
-// party 1: received and loaded) and the items it made with them.
+// HEStats counts a Lattice's uploads (party 0: sent; party 1:
+// received and loaded) and the items it made with them.
 type HEStats struct {
-	Uploads     int64 // encrypted weight matrices sent or received
-	UploadBytes int64 // their bytes (he.Sizes.Weights each, before padding)
-	Items       int64 // weight-mask items made with HE
+	Uploads     int64 // encrypted weight matrices (B, B·V or [B | B·V]) sent or received
+	Projections int64 // encrypted row blocks of projections V sent or received (party 1 keeps them for the session)
+	UploadBytes int64 // the bytes of both (he.WeightSizes.Bytes each, before padding)
+	Items       int64 // weight-mask items made with HE (party 0: whose outputs passed the check)
 	Held        int64 // party 1: encrypted weight matrices held now (loaded, not released)
 	Released    int64 // party 1: encrypted weight matrices dropped by ReleaseWeights
 }
 
-func newHEState(p he.Params) (*heState, error) {
-	sc, err := he.NewScheme(p)
-	if err != nil {
-		return nil, err
-	}
-	return &heState{sc: sc, sent: map[heKey]bool{}, cache: map[heKey]*heEntry{}}, nil
+// LatticeOptions configure NewLattice; the zero value is usable.
+type LatticeOptions struct {
+	// Params are the HE parameters; nil means he.DefaultParams(). Both
+	// parties must use the same (BindSession compares their
+	// fingerprints).
+	Params *he.Params
+	// Compact makes party 1 keep the encrypted weights with
+	// he.LoadWeightsCompact: half the memory (he.Sizes.P1WeightsCompact),
+	// their seeded halves regenerated for every item (about a fifth more
+	// work). Only party 1's memory and time depend on it; the messages are
+	// the same.
+	Compact bool
 }
 
-// keys runs the LinearHE part of the session setup on c: party 0 makes a
-// key pair and sends the public key, party 1 receives and decodes it.
-func (h *heState) keys(ctx context.Context, c Conn, party int) error {
+// NewLattice returns a lattice WeightMaskGenerator for one Provider
+// (ProviderOptions.WeightMasks).
+func NewLattice(opts LatticeOptions) (*Lattice, error) {
+	params := he.DefaultParams()
+	if opts.Params != nil {
+		params = *opts.Params
+	}
+	sc, err := he.NewScheme(params)
+	if err != nil {
+		return nil, fmt.Errorf("ot: lattice weight masks: %w", err)
+	}
+	return &Lattice{sc: sc, compact: opts.Compact, sent: map[heKey]bool{}, cache: map[heKey]*heEntry{}}, nil
+}
+
+var _ WeightMaskGenerator = (*Lattice)(nil)
+
+// Fingerprint implements WeightMaskGenerator: the lattice way, and the HE
+// parameters' fingerprint bound to this protocol's version.
+func (h *Lattice) Fingerprint() [32]byte {
+	fp := h.sc.Params().Fingerprint()
+	d := sha256.Sum256(append([]byte(heProtocol), fp[:]...))
+	c := [32]byte{wayLattice}
+	copy(c[1:], d[:])
+	return c
+}
+
+// seedFor derives the public seed of what (the public key, or the
+// encryption of key) from the session id: a function of the joint coin, so
+// that party 0 does not choose the c1 halves party 1 multiplies.
+func seedFor(sid beaver.SessionID, key *heKey) [he.SeedSize]byte {
+	b := append([]byte("selectformer/beaver/ot/he/seed/v1/"), sid[:]...)
+	if key == nil {
+		return sha256.Sum256(append(b, "public key"...))
+	}
+	b = append(b, "weights"...)
+	for _, v := range []uint64{uint64(key.matrix), uint64(key.kind), key.id, uint64(key.k), uint64(key.n),
+		uint64(key.row0), uint64(key.row1), uint64(key.off), uint64(key.nw), uint64(key.kw)} {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	return sha256.Sum256(b)
+}
+
+// Setup implements WeightMaskGenerator, in one round: party 0 makes a key
+// pair with the seed derived from sid and sends the public key; party 1
+// receives and decodes it, refusing another seed. A Lattice serves one
+// provider and session: a second Setup is an error.
+func (h *Lattice) Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (int64, error) {
+	h.mu.Lock()
+	again := h.setUp
+	h.setUp = true
+	h.mu.Unlock()
+	if again {
+		return 0, errors.New("he: this lattice weight-mask generator already serves a session (make one per provider)")
+	}
+	return 1, h.keys(ctx, c, party, sid)
+}
+
+// keys runs the key exchange of Setup.
+func (h *Lattice) keys(ctx context.Context, c Conn, party int, sid beaver.SessionID) error {
 	size := h.sc.Sizes(1, 1, 1, he.Layout{}).PublicKey
+	seed := seedFor(sid, nil)
 	if party == 0 {
-		sk, pk, err := h.sc.KeyGen(h.rnd)
+		rnd := h.rnd
+		if rnd == nil {
+			rnd = rand.Reader
+		}
+		var vseed share.Seed
+		if _, err := io.ReadFull(rnd, vseed[:]); err != nil {
+			return fmt.Errorf("he projection seed: %w", err)
+		}
+		sk, pk, err := h.sc.KeyGenWithSeed(seed, h.rnd)
 		if err != nil {
 			return fmt.Errorf("he key generation: %w", err)
 		}
@@ -133,7 +301,9 @@ func (h *heState) keys(ctx context.Context, c Conn, party int) error {
 		if err := c.SendWords(ctx, bytesToWordsPad(b)); err != nil {
 			return fmt.Errorf("send he public key: %w", err)
 		}
-		h.sk, h.pk = sk, pk
+		h.mu.Lock()
+		h.sk, h.pk, h.vseed = sk, pk, vseed
+		h.mu.Unlock()
 		return nil
 	}
 	w := make([]uint64, wordsFor(size))
@@ -148,38 +318,65 @@ func (h *heState) keys(ctx context.Context, c Conn, party int) error {
 	if err != nil {
 		return fmt.Errorf("he public key: %w", err)
 	}
+	if pk.Seed != seed {
+		return fmt.Errorf("he public key: its seed is not the one derived from the session id: %w", he.ErrMalformed)
+	}
 	h.pk = pk
 	return nil
 }
 
-// HEStats returns the LinearHE counters (zero with LinearOT).
-func (p *Provider) HEStats() HEStats {
-	if p.he == nil {
-		return HEStats{}
+// err returns the failed check that ended party 0's key, if any.
+func (h *Lattice) err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.failed
+}
+
+// fail ends party 0's key after a failed check: the secret key is dropped,
+// and every later item and bind fails with err.
+func (h *Lattice) fail(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failed == nil {
+		h.failed = err
 	}
-	p.he.mu.Lock()
-	defer p.he.mu.Unlock()
-	st := p.he.stats
-	st.Held = int64(len(p.he.cache))
+	h.sk = nil
+}
+
+// projection returns party 0's projection V for n columns (n×c).
+func (h *Lattice) projection(n int) []uint64 {
+	dom := binary.LittleEndian.AppendUint64([]byte("selectformer/beaver/ot/he/projection/v1/"), uint64(n))
+	return share.NewPRG(h.vseed, string(dom)).Words(n * he.CheckColumns)
+}
+
+// Stats returns the counters of the uploads and items so far.
+func (h *Lattice) Stats() HEStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.stats
+	for key := range h.cache {
+		if key.matrix != he.MatrixProj {
+			st.Held++
+		}
+	}
 	return st
 }
 
-// ReleaseWeights implements beaver.WeightReleaser: party 1 drops the
+// Release implements WeightMaskGenerator: party 1 drops the
 // encrypted weights it holds for the weight ids in [lo, hi) (a selection
 // phase's, once its forward is done: several GB of prepared ciphertexts a
-// phase). Weights still loading are kept. Party 0 keeps its record of the
-// uploads, so a later request for a released id is refused
-// (ErrWeightResent) rather than uploaded again. Without LinearHE it does
-// nothing.
-func (p *Provider) ReleaseWeights(lo, hi uint64) {
-	if p.he == nil || lo >= hi {
+// phase). Weights still loading are kept, and so are the projections V,
+// which weights of later phases with the same n share. Party 0 keeps its
+// record of the uploads, so a later request for a released id is refused
+// (ErrWeightResent) rather than uploaded again.
+func (h *Lattice) Release(lo, hi uint64) {
+	if lo >= hi {
 		return
 	}
-	h := p.he
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for key, e := range h.cache {
-		if key.id < lo || key.id >= hi {
+		if key.matrix == he.MatrixProj || key.id < lo || key.id >= hi {
 			continue
 		}
 		select {
@@ -191,270 +388,10 @@ func (p *Provider) ReleaseWeights(lo, hi uint64) {
 	}
 }
 
-// heGenerate makes this party's parts of a weight-mask item r with HE on
-// generator g (see the protocol above): party 0 (nil, C0), party 1 (A, C1).
-func (p *Provider) heGenerate(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request) ([][]uint64, error) {
-	h := p.he
-	m, k, n := r.M, r.K, r.N
-	if r.Kind == beaver.KindWeightVectorTriple {
-		k = n // A ⊙ b = A·diag(b)
+// String names the encryption key stands for (in errors).
+func (key heKey) String() string {
+	if key.matrix == he.MatrixProj {
+		return fmt.Sprintf("encrypted projection rows [%d, %d) for %d columns (offset %d, NW %d, KW %d)", key.row0, key.row1, key.n, key.off, key.nw, key.kw)
 	}
-	what := fmt.Sprintf("he %v", r.Kind)
-	if k > h.sc.Params().MaxInner {
-		return nil, fmt.Errorf("%s: inner dimension %d above the HE parameters' MaxInner %d", what, k, h.sc.Params().MaxInner)
-	}
-	if _, err := checkSize(what, m, k); err != nil {
-		return nil, err
-	}
-	if _, err := checkSize(what, m, n); err != nil {
-		return nil, err
-	}
-	l, err := h.sc.ChooseLayout(m, k, n)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	key := heKey{kind: r.Kind, id: r.WeightID, k: k, n: n, nw: l.NW}
-	sz := h.sc.Sizes(m, k, n, l)
-	if err := g.begin(ctx, what); err != nil {
-		return nil, err
-	}
-	var ps [][]uint64
-	if p.party == 0 {
-		ps, err = p.heParty0(ctx, g, sid, r, key, l, sz)
-	} else {
-		ps, err = p.heParty1(ctx, g, m, key, l, sz)
-	}
-	if err == nil {
-		h.mu.Lock()
-		h.stats.Items++
-		h.mu.Unlock()
-	}
-	return ps, g.end(what, err)
-}
-
-// heParty0 is party 0's side of one item.
-func (p *Provider) heParty0(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request, key heKey, l he.Layout, sz he.Sizes) ([][]uint64, error) {
-	h := p.he
-	hdr, err := g.exchange(ctx, nil, 1)
-	if err != nil {
-		return nil, fmt.Errorf("receive header: %w", err)
-	}
-	switch hdr[0] {
-	case heNeed:
-		h.mu.Lock()
-		if h.sent[key] {
-			h.mu.Unlock()
-			return nil, fmt.Errorf("weight %d (%d×%d, NW %d): %w", key.id, key.k, key.n, key.nw, ErrWeightResent)
-		}
-		h.sent[key] = true
-		h.mu.Unlock()
-		var B []uint64
-		if r.Kind == beaver.KindWeightVectorTriple {
-			b := p.mask(sid, r.WeightID, 1, key.n)
-			B = make([]uint64, key.n*key.n)
-			for j, v := range b {
-				B[j*key.n+j] = v
-			}
-		} else {
-			B = p.mask(sid, r.WeightID, key.k, key.n)
-		}
-		ew, err := h.sc.EncryptWeights(h.sk, B, key.k, key.n, l, h.rnd)
-		if err != nil {
-			return nil, err
-		}
-		b, err := ew.AppendBinary(make([]byte, 0, sz.Weights))
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(b)) != sz.Weights {
-			return nil, fmt.Errorf("encrypted weights of %d bytes, want %d", len(b), sz.Weights)
-		}
-		if err := g.sendChunked(ctx, b); err != nil {
-			return nil, fmt.Errorf("send encrypted weights %d: %w", key.id, err)
-		}
-		h.mu.Lock()
-		h.stats.Uploads++
-		h.stats.UploadBytes += sz.Weights
-		h.mu.Unlock()
-	case heHave:
-		h.mu.Lock()
-		sent := h.sent[key]
-		h.mu.Unlock()
-		if !sent {
-			return nil, fmt.Errorf("the peer claims to hold encrypted weights %d (%d×%d, NW %d) that were never sent", key.id, key.k, key.n, key.nw)
-		}
-	default:
-		return nil, fmt.Errorf("malformed header word %#x", hdr[0])
-	}
-	ow, err := g.exchange(ctx, nil, wordsFor(sz.Output))
-	if err != nil {
-		return nil, fmt.Errorf("receive output: %w", err)
-	}
-	ob, err := wordsToBytesExact(ow, sz.Output)
-	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	out, err := h.sc.DecodeOutput(ob, r.M, key.n)
-	if err != nil {
-		return nil, err
-	}
-	c0, err := h.sc.DecryptShares(h.sk, out, r.M, key.n, l)
-	if err != nil {
-		return nil, err
-	}
-	return parts(nil, c0), nil
-}
-
-// heParty1 is party 1's side of one item.
-func (p *Provider) heParty1(ctx context.Context, g *Gen, m int, key heKey, l he.Layout, sz he.Sizes) ([][]uint64, error) {
-	h := p.he
-	draw := g.draw
-	if h.draw != nil {
-		draw = h.draw
-	}
-	A := draw(m * key.k)
-	R := draw(m * key.n)
-	h.mu.Lock()
-	e := h.cache[key]
-	owner := e == nil
-	if owner {
-		e = &heEntry{done: make(chan struct{})}
-		h.cache[key] = e
-	}
-	h.mu.Unlock()
-	if owner {
-		e.w, e.err = p.heLoad(ctx, g, key, l, sz)
-		close(e.done)
-		if e.err != nil {
-			return nil, e.err
-		}
-	} else {
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("wait for encrypted weights %d: %w", key.id, ctx.Err())
-		}
-		if e.err != nil {
-			return nil, fmt.Errorf("encrypted weights %d: loading them on another stream failed: %w", key.id, e.err)
-		}
-		if _, err := g.exchange(ctx, []uint64{heHave}, 0); err != nil {
-			return nil, fmt.Errorf("send header: %w", err)
-		}
-	}
-	out, err := h.sc.MulMaskedLayout(e.w, l, A, m, R, h.rnd)
-	if err != nil {
-		return nil, err
-	}
-	b, err := out.AppendBinary(make([]byte, 0, sz.Output))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) != sz.Output {
-		return nil, fmt.Errorf("output of %d bytes, want %d", len(b), sz.Output)
-	}
-	if _, err := g.exchange(ctx, bytesToWordsPad(b), 0); err != nil {
-		return nil, fmt.Errorf("send output: %w", err)
-	}
-	// For KindWeightVectorTriple A is m×n and A·diag(b) = A ⊙ b.
-	return parts(A, R), nil
-}
-
-// heLoad asks party 0 for the encrypted weights of key and loads them.
-func (p *Provider) heLoad(ctx context.Context, g *Gen, key heKey, l he.Layout, sz he.Sizes) (*he.Weights, error) {
-	h := p.he
-	if _, err := g.exchange(ctx, []uint64{heNeed}, 0); err != nil {
-		return nil, fmt.Errorf("send header: %w", err)
-	}
-	b, err := g.recvChunked(ctx, sz.Weights)
-	if err != nil {
-		return nil, fmt.Errorf("receive encrypted weights %d: %w", key.id, err)
-	}
-	ew, err := h.sc.DecodeEncryptedWeights(b, key.k, key.n)
-	if err != nil {
-		return nil, fmt.Errorf("encrypted weights %d: %w", key.id, err)
-	}
-	if ew.K != key.k || ew.N != key.n || ew.Layout != l {
-		return nil, fmt.Errorf("encrypted weights %d: %d×%d layout %v, want %d×%d layout %v", key.id, ew.K, ew.N, ew.Layout, key.k, key.n, l)
-	}
-	load := h.sc.LoadWeights
-	if h.compact {
-		load = h.sc.LoadWeightsCompact
-	}
-	w, err := load(h.pk, ew)
-	if err != nil {
-		return nil, fmt.Errorf("encrypted weights %d: %w", key.id, err)
-	}
-	h.mu.Lock()
-	h.stats.Uploads++
-	h.stats.UploadBytes += sz.Weights
-	h.mu.Unlock()
-	return w, nil
-}
-
-// sendChunked sends b zero-padded to words, in messages of at most
-// heChunkWords words.
-func (g *Gen) sendChunked(ctx context.Context, b []byte) error {
-	for off := 0; off < len(b); off += 8 * heChunkWords {
-		end := min(len(b), off+8*heChunkWords)
-		if _, err := g.exchange(ctx, bytesToWordsPad(b[off:end]), 0); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// recvChunked receives the size bytes sendChunked sent (size > 0, known to
-// both parties), checking the padding.
-func (g *Gen) recvChunked(ctx context.Context, size int64) ([]byte, error) {
-	b := make([]byte, 0, size)
-	for off := int64(0); off < size; off += 8 * heChunkWords {
-		n := min(size-off, 8*heChunkWords)
-		w, err := g.exchange(ctx, nil, wordsFor(n))
-		if err != nil {
-			return nil, err
-		}
-		c, err := wordsToBytesExact(w, n)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, c...)
-	}
-	return b, nil
-}
-
-// wordsFor is the number of words that hold size bytes.
-func wordsFor(size int64) int { return int((size + 7) / 8) }
-
-// bytesToWordsPad packs b little-endian into words, the last one
-// zero-padded.
-func bytesToWordsPad(b []byte) []uint64 {
-	w := make([]uint64, (len(b)+7)/8)
-	full := len(b) / 8
-	for i := range full {
-		w[i] = binary.LittleEndian.Uint64(b[8*i:])
-	}
-	if full < len(w) {
-		var last [8]byte
-		copy(last[:], b[8*full:])
-		w[full] = binary.LittleEndian.Uint64(last[:])
-	}
-	return w
-}
-
-// wordsToBytesExact unpacks the first size bytes of w (wordsFor(size)
-// words), refusing non-zero padding.
-func wordsToBytesExact(w []uint64, size int64) ([]byte, error) {
-	if int64(len(w)) != int64(wordsFor(size)) {
-		return nil, fmt.Errorf("%d words for %d bytes: %w", len(w), size, he.ErrMalformed)
-	}
-	b := make([]byte, 0, 8*len(w))
-	for _, x := range w {
-		b = binary.LittleEndian.AppendUint64(b, x)
-	}
-	for _, x := range b[size:] {
-		if x != 0 {
-			return nil, fmt.Errorf("non-zero padding: %w", he.ErrMalformed)
-		}
-	}
-	return b[:size], nil
+	return fmt.Sprintf("encrypted weight %d (%v %d×%d: %v, offset %d, NW %d, KW %d)", key.id, key.kind, key.k, key.n, key.matrix, key.off, key.nw, key.kw)
 }

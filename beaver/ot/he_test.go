@@ -23,7 +23,7 @@ func hePair(t testing.TB, o0, o1 ProviderOptions) (ps [2]*Provider, rec [2]*stre
 	for i, c := range []*transport.Conn{c0, c1} {
 		rec[i] = &streamRec{conns: map[uint32]*recConn{}}
 		var err error
-		ps[i], err = newProvider(rec[i].opener(c), i, []ProviderOptions{o0, o1}[i])
+		ps[i], err = newProvider(rec[i].opener(c), i, own(t, []ProviderOptions{o0, o1}[i]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,10 +41,10 @@ func hePair(t testing.TB, o0, o1 ProviderOptions) (ps [2]*Provider, rec [2]*stre
 	return ps, rec, errs
 }
 
-// heProviders returns a bound pair of LinearHE providers.
+// heProviders returns a bound pair of providers with Lattice weight masks.
 func heProviders(t testing.TB) (p0, p1 *Provider, rec [2]*streamRec) {
 	t.Helper()
-	return heProvidersWith(t, ProviderOptions{Linear: LinearHE})
+	return heProvidersWith(t, withLattice(t, LatticeOptions{}))
 }
 
 // heProvidersWith returns a bound pair of providers with options o.
@@ -55,6 +55,20 @@ func heProvidersWith(t testing.TB, o ProviderOptions) (p0, p1 *Provider, rec [2]
 		t.Fatalf("bind: %v / %v", errs[0], errs[1])
 	}
 	return ps[0], ps[1], rec
+}
+
+// itemKeys returns the keys of the encryptions a Lattice item of r uses.
+func itemKeys(t testing.TB, p *Provider, r beaver.Request) []heKey {
+	t.Helper()
+	it, err := p.lat().item(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]heKey, len(it.terms))
+	for i, tm := range it.terms {
+		keys[i] = tm.key
+	}
+	return keys
 }
 
 // drawPair draws r from both providers at once.
@@ -76,7 +90,7 @@ func edgeWords(n int) []uint64 {
 }
 
 // TestHEProviderCorrelations draws the weight-mask kinds (and an OT kind in
-// between) from LinearHE providers and checks every correlation
+// between) from Lattice providers and checks every correlation
 // C0 + C1 = A·B with B party 0's WeightMask of the id, over shapes with one
 // and several output blocks, a row block cut short, and edge words in A
 // and B; a second request of a weight whose layout has the same NW uploads
@@ -99,11 +113,12 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 8, M: 3, N: 4},
 			{Kind: beaver.KindWeightTriple, WeightID: 9, M: 1, K: 1, N: 1},
 		}},
-		{"blocks", false, false, 3, []beaver.Request{
-			// ChooseLayout(70, 200): NW = 256, MW = 32: 3 row blocks (the
-			// last of 6 rows), 1 column block.
-			{Kind: beaver.KindWeightTriple, WeightID: 1, M: 70, K: 5, N: 200},
-			// ChooseLayout(130, 9): several row blocks of a narrow product.
+		// Tall products: the separate plan with a compressed check (B and
+		// B·V uploaded per weight).
+		{"blocks", false, false, 6, []beaver.Request{
+			// ChooseLayout(300, 5, 24): NW = 32, MW = 256: 2 row blocks
+			// (the last of 44 rows), 1 column block.
+			{Kind: beaver.KindWeightTriple, WeightID: 1, M: 300, K: 5, N: 24},
 			{Kind: beaver.KindWeightTriple, WeightID: 2, M: 130, K: 4, N: 9},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 3, M: 70, N: 33},
 		}},
@@ -111,21 +126,23 @@ func TestHEProviderCorrelations(t *testing.T) {
 			{Kind: beaver.KindWeightTriple, WeightID: 4, M: 9, K: 16, N: 12},
 			{Kind: beaver.KindWeightVectorTriple, WeightID: 5, M: 9, N: 16},
 		}},
-		{"compact", false, true, 1, []beaver.Request{
-			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 70, K: 5, N: 200},
-			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 3, K: 5, N: 200},
+		// Both compressed (300 and 200 rows > CheckRows): B, B·V and V are
+		// uploaded once and reused with the other row count.
+		{"compact", false, true, 2, []beaver.Request{
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 300, K: 5, N: 24},
+			{Kind: beaver.KindWeightTriple, WeightID: 6, M: 200, K: 5, N: 24},
 		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p0, p1, _ := heProvidersWith(t, ProviderOptions{Linear: LinearHE, HECompact: c.compact})
-			if p1.he.compact != c.compact {
-				t.Fatal("HECompact not applied")
+			p0, p1, _ := heProvidersWith(t, withLattice(t, LatticeOptions{Compact: c.compact}))
+			if p1.lat().compact != c.compact {
+				t.Fatal("LatticeOptions.Compact not applied")
 			}
 			ctx := testCtx(t)
 			if c.edges {
 				p0.mask = func(_ beaver.SessionID, _ uint64, k, n int) []uint64 { return edgeWords(k * n) }
-				p1.he.draw = edgeWords
+				p1.lat().draw = edgeWords
 			}
 			uploads := map[heKey]bool{}
 			for i, r := range c.reqs {
@@ -139,23 +156,25 @@ func TestHEProviderCorrelations(t *testing.T) {
 					return w
 				})
 				if r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
-					k := r.K
-					if r.Kind == beaver.KindWeightVectorTriple {
-						k = r.N
+					for _, key := range itemKeys(t, p0, r) {
+						uploads[key] = true
 					}
-					l, err := p0.he.sc.ChooseLayout(r.M, k, r.N)
-					if err != nil {
-						t.Fatal(err)
-					}
-					uploads[heKey{r.Kind, r.WeightID, k, r.N, l.NW}] = true
 				}
 			}
-			if len(uploads) != c.uploads {
-				t.Errorf("%d weights and packings, want %d", len(uploads), c.uploads)
+			var weights, projs int64
+			for key := range uploads {
+				if key.matrix == he.MatrixProj {
+					projs++
+				} else {
+					weights++
+				}
+			}
+			if weights != int64(c.uploads) {
+				t.Errorf("%d encrypted weight matrices, want %d", weights, c.uploads)
 			}
 			for p, pr := range []*Provider{p0, p1} {
-				if got := pr.HEStats().Uploads; got != int64(len(uploads)) {
-					t.Errorf("party %d: %d uploads, want %d (one per weight and layout)", p, got, len(uploads))
+				if st := pr.lat().Stats(); st.Uploads != weights || st.Projections != projs {
+					t.Errorf("party %d: %d uploads and %d projections, want %d and %d (one per key)", p, st.Uploads, st.Projections, weights, projs)
 				}
 			}
 		})
@@ -171,15 +190,14 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	ctx := testCtx(t)
 	const streams = 4
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 11, M: 8, K: 6, N: 40}
-	sc := p0.he.sc
-	l, err := sc.ChooseLayout(r.M, r.K, r.N)
+	it, err := p0.lat().item(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sz := sc.Sizes(r.M, r.K, r.N, l)
+	sc := p0.lat().sc
 	s0, s1 := p0.Stats(), p1.Stats()
 	// Setup: base OTs and, from party 0, the public key.
-	pk := 8 * int64(wordsFor(sz.PublicKey))
+	pk := 8 * int64(wordsFor(sc.Sizes(1, 1, 1, he.Layout{}).PublicKey))
 	if s0.BytesSent != 19552+pk || s1.BytesSent != 19552 || s0.BytesRecv != 19552 || s1.BytesRecv != 19552+pk {
 		t.Fatalf("setup bytes: party 0 sent %d recv %d, party 1 sent %d recv %d; want 19552+%d public key", s0.BytesSent, s0.BytesRecv, s1.BytesSent, s1.BytesRecv, pk)
 	}
@@ -217,23 +235,35 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	for s := range streams {
 		checkMaterial(t, r, res[s][0], res[s][1], mask)
 	}
-	up := 8 * int64(wordsFor(sz.Weights))
-	item := 8 + 8*int64(wordsFor(sz.Output))
+	// Party 0 sends each encryption of the plan once; party 1 per item one
+	// header word per term, the padded outputs and the 32-byte commitment.
+	var up, upBytes int64
+	item := int64(8*len(it.terms) + 8*heCommitWords)
+	for _, tm := range it.terms {
+		b := sc.WeightSizes(tm.rows, tm.cols, tm.t.Off, tm.l).Bytes
+		up += 8 * int64(wordsFor(b))
+		upBytes += b
+	}
+	for _, b := range it.out {
+		item += 8 * int64(wordsFor(b))
+	}
 	d0, d1 := p0.Stats(), p1.Stats()
 	if got := d0.BytesSent - s0.BytesSent; got != up {
-		t.Errorf("party 0 sent %d bytes, want one upload of %d (he.Sizes.Weights %d padded)", got, up, sz.Weights)
+		t.Errorf("party 0 sent %d bytes, want the plan's encryptions once, %d", got, up)
 	}
 	if got := d1.BytesSent - s1.BytesSent; got != streams*item {
-		t.Errorf("party 1 sent %d bytes, want %d items × %d (header word + he.Sizes.Output %d padded)", got, streams, item, sz.Output)
+		t.Errorf("party 1 sent %d bytes, want %d items × %d (header words, he.OutputSizes %v padded, commitment)", got, streams, item, it.out)
 	}
 	if d0.BytesRecv-s0.BytesRecv != d1.BytesSent-s1.BytesSent || d1.BytesRecv-s1.BytesRecv != d0.BytesSent-s0.BytesSent {
 		t.Error("sent and received bytes do not mirror")
 	}
-	if st := p0.HEStats(); st.Uploads != 1 || st.UploadBytes != sz.Weights || st.Items != streams {
-		t.Errorf("party 0 HE stats %+v, want 1 upload of %d bytes, %d items", st, sz.Weights, streams)
+	want := HEStats{Uploads: 1, Projections: 1, UploadBytes: upBytes, Items: streams}
+	if st := p0.lat().Stats(); st != want {
+		t.Errorf("party 0 HE stats %+v, want %+v", st, want)
 	}
-	if st := p1.HEStats(); st.Uploads != 1 || st.Items != streams {
-		t.Errorf("party 1 HE stats %+v, want 1 upload, %d items", st, streams)
+	want.Held = 1
+	if st := p1.lat().Stats(); st != want {
+		t.Errorf("party 1 HE stats %+v, want %+v", st, want)
 	}
 	if d0.Items != streams || d1.Items != streams {
 		t.Errorf("items %d / %d, want %d", d0.Items, d1.Items, streams)
@@ -251,17 +281,17 @@ func TestHEReleaseWeights(t *testing.T) {
 	out := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 2 << 32, M: 2, K: 2, N: 3}
 	drawPair(t, ctx, p0, p1, in)
 	drawPair(t, ctx, p0, p1, out)
-	if st := p1.HEStats(); st.Held != 2 || st.Released != 0 {
+	if st := p1.lat().Stats(); st.Held != 2 || st.Released != 0 {
 		t.Fatalf("before: %+v, want 2 held", st)
 	}
 	var rel beaver.WeightReleaser = p1
 	rel.ReleaseWeights(1<<32, 2<<32) // phase 1's ids of epoch 0
-	if st := p1.HEStats(); st.Held != 1 || st.Released != 1 {
+	if st := p1.lat().Stats(); st.Held != 1 || st.Released != 1 {
 		t.Fatalf("after: %+v, want 1 held and 1 released", st)
 	}
 	p0.ReleaseWeights(0, 1<<40)   // party 0 holds no weights: nothing to drop
 	drawPair(t, ctx, p0, p1, out) // still held: no upload
-	if st := p0.HEStats(); st.Uploads != 2 {
+	if st := p0.lat().Stats(); st.Uploads != 2 {
 		t.Fatalf("party 0 uploaded %d times, want 2", st.Uploads)
 	}
 	ctx1, cancel := context.WithCancel(ctx)
@@ -290,9 +320,9 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		p0, p1, _ := heProviders(t)
 		ctx := testCtx(t)
 		drawPair(t, ctx, p0, p1, r)
-		p1.he.mu.Lock()
-		clear(p1.he.cache)
-		p1.he.mu.Unlock()
+		p1.lat().mu.Lock()
+		clear(p1.lat().cache)
+		p1.lat().mu.Unlock()
 		ctx1, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
@@ -308,7 +338,7 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		if err := <-done; err == nil {
 			t.Fatal("party 1 succeeded")
 		}
-		if st := p0.HEStats(); st.Uploads != 1 {
+		if st := p0.lat().Stats(); st.Uploads != 1 {
 			t.Fatalf("party 0 uploaded %d times", st.Uploads)
 		}
 	})
@@ -318,11 +348,9 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		// A party 1 that claims to hold the weights.
 		e := &heEntry{done: make(chan struct{}), err: nil}
 		close(e.done)
-		l, err := p1.he.sc.ChooseLayout(r.M, r.K, r.N)
-		if err != nil {
-			t.Fatal(err)
+		for _, key := range itemKeys(t, p1, r) {
+			p1.lat().cache[key] = e
 		}
-		p1.he.cache[heKey{r.Kind, r.WeightID, r.K, r.N, l.NW}] = e
 		ctx1, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
@@ -330,7 +358,7 @@ func TestHEProviderRefusesResend(t *testing.T) {
 			_, err := p1.Material(ctx1, r)
 			done <- err
 		}()
-		_, err = p0.Material(ctx, r)
+		_, err := p0.Material(ctx, r)
 		if err == nil || !strings.Contains(err.Error(), "never sent") {
 			t.Fatalf("party 0: %v, want a refusal of weights never sent", err)
 		}
@@ -339,8 +367,9 @@ func TestHEProviderRefusesResend(t *testing.T) {
 	})
 }
 
-// TestHEProviderModeMismatch: parties that run different linear modes, or
-// LinearHE with different parameters, both fail at BindSession with
+// TestHEProviderModeMismatch: parties whose weight masks are made
+// differently (VectorOLE, Lattice, another way), or by Lattices with
+// different parameters, both fail at BindSession with
 // ErrModeMismatch, and the error says what differs.
 func TestHEProviderModeMismatch(t *testing.T) {
 	other := he.DefaultParams()
@@ -350,9 +379,10 @@ func TestHEProviderModeMismatch(t *testing.T) {
 		o0, o1 ProviderOptions
 		want   string
 	}{
-		{"he-ot", ProviderOptions{Linear: LinearHE}, ProviderOptions{}, "linear mode"},
-		{"ot-he", ProviderOptions{}, ProviderOptions{Linear: LinearHE}, "linear mode"},
-		{"params", ProviderOptions{Linear: LinearHE}, ProviderOptions{Linear: LinearHE, HEParams: &other}, "other HE parameters"},
+		{"he-ot", withLattice(t, LatticeOptions{}), ProviderOptions{}, "linear mode"},
+		{"ot-he", ProviderOptions{}, withLattice(t, LatticeOptions{}), "linear mode"},
+		{"params", withLattice(t, LatticeOptions{}), withLattice(t, LatticeOptions{Params: &other}), "other HE parameters"},
+		{"foreign", ProviderOptions{WeightMasks: foreignMasks{}}, ProviderOptions{}, "linear mode"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -364,32 +394,47 @@ func TestHEProviderModeMismatch(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewProvider(nil, 0, ProviderOptions{Linear: 9}); err == nil {
+	if _, err := NewProvider(nil, 0, ProviderOptions{}); err == nil {
 		t.Error("nil connection accepted")
 	}
-	if _, err := newProvider(func(uint32) Conn { return nil }, 0, ProviderOptions{Linear: 9}); err == nil {
-		t.Error("unknown linear mode accepted")
+	bad := he.DefaultParams()
+	bad.LogN = 3
+	if _, err := NewLattice(LatticeOptions{Params: &bad}); err == nil {
+		t.Error("a lattice with invalid parameters accepted")
 	}
 }
 
-// TestHEProviderView: what party 0 receives of a LinearHE item (the header
-// word and the output message, its fixed 18-byte header left out) looks
-// uniform whatever party 1's A and R: the χ² test of TestViews with party
-// 1's randomness fixed to all zeros and to all ones. (What party 1
-// receives, the encrypted weights, is pseudorandom by RLWE; beaver/he's
-// view tests cover the ciphertexts themselves.)
+// foreignMasks is a WeightMaskGenerator of another way (9): its peer must
+// refuse it.
+type foreignMasks struct{ VectorOLE }
+
+func (foreignMasks) Fingerprint() [32]byte { return [32]byte{9} }
+
+// TestHEProviderView: what party 0 receives of a Lattice item (the header
+// words and the message of outputs and commitment, the output's fixed
+// 18-byte header left out) looks uniform whatever party 1's A, R and check
+// masks: the χ² test of TestViews with party 1's randomness fixed to all
+// zeros and to all ones. (What party 1 receives, the encrypted matrices, is
+// pseudorandom by RLWE; beaver/he's view tests cover the ciphertexts and
+// the check columns P0 decrypts.)
 func TestHEProviderView(t *testing.T) {
-	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1, M: 16, K: 8, N: 64}
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1, M: 16, K: 8, N: 16}
 	var views [2][]uint64
 	for i, secret := range []uint64{0, ^uint64(0)} {
 		p0, p1, rec := heProviders(t)
 		ctx := testCtx(t)
-		p1.he.draw = constWords(secret)
+		p1.lat().draw = constWords(secret)
 		drawPair(t, ctx, p0, p1, r)
-		msgs := rec[0].msgs()
+		it, err := p0.lat().item(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(it.out) != 1 {
+			t.Fatalf("plan with %d outputs, want the merged one", len(it.out))
+		}
 		var out []uint64
-		for _, m := range msgs {
-			if len(m) > 1 {
+		for _, m := range rec[0].msgs() {
+			if len(m) == wordsFor(it.out[0])+heCommitWords {
 				out = m
 			}
 		}
@@ -411,7 +456,7 @@ func TestHEProviderView(t *testing.T) {
 	}
 }
 
-// FuzzHEPeer plays one LinearHE item against a scripted peer whose messages
+// FuzzHEPeer plays one Lattice item against a scripted peer whose messages
 // are arbitrary bytes (cut at the lengths the request implies, as the
 // transport guarantees): party 0 receives a header word and an output
 // message, party 1 encrypted weights. Each is refused with an error or
@@ -419,37 +464,73 @@ func TestHEProviderView(t *testing.T) {
 func FuzzHEPeer(f *testing.F) {
 	p0, p1, _ := heProviders(f)
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
-	l, err := p0.he.sc.ChooseLayout(r.M, r.K, r.N)
-	if err != nil {
-		f.Fatal(err)
+	keys := itemKeys(f, p0, r)
+	var have, need []byte
+	for range keys {
+		have = binary.LittleEndian.AppendUint64(have, heHave)
+		need = binary.LittleEndian.AppendUint64(need, heNeed)
 	}
-	key := heKey{r.Kind, r.WeightID, r.K, r.N, l.NW}
-	var have, need [8]byte
-	binary.LittleEndian.PutUint64(have[:], heHave)
-	binary.LittleEndian.PutUint64(need[:], heNeed)
-	f.Add(0, have[:])
-	f.Add(0, append(have[:], 1))
-	f.Add(0, need[:])
+	f.Add(0, have)
+	f.Add(0, append(have, 1))
+	f.Add(0, need)
+	f.Add(0, append(have[:8], need[8:]...))
 	f.Add(1, []byte{})
-	f.Add(1, need[:])
+	f.Add(1, need)
+	// A real item's messages: party 0's upload and party 1's outputs.
+	{
+		pa, pb, rec := heProviders(f)
+		drawPair(f, testCtx(f), pa, pb, r)
+		var b0, b1 []byte
+		for _, m := range rec[0].msgs() {
+			b0 = append(b0, wordsToBytes(m)...)
+		}
+		for _, m := range rec[1].msgs() {
+			b1 = append(b1, wordsToBytes(m)...)
+		}
+		f.Add(0, b1) // what party 0 received: header and outputs
+		f.Add(1, b0) // what party 1 received: the public key and uploads
+	}
 	gid := uint32(1000)
 	f.Fuzz(func(t *testing.T, party int, data []byte) {
 		p := []*Provider{p0, p1}[party&1]
-		p.he.mu.Lock()
-		clear(p.he.sent)
-		clear(p.he.cache)
+		p.lat().mu.Lock()
+		clear(p.lat().sent)
+		clear(p.lat().cache)
 		if len(data)%2 == 1 {
-			p.he.sent[key] = true // party 0: the header "have" is then valid
+			for _, key := range keys {
+				p.lat().sent[key] = true // party 0: the header "have" is then valid
+			}
 		}
-		p.he.mu.Unlock()
+		p.lat().mu.Unlock()
 		gid++
 		g, err := p.sess.NewGen(&scriptConn{data: data, limit: 4}, gid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := p.heGenerate(testCtx(t), g, testSID, r)
+		ps, err := p.lat().Generate(testCtx(t), g, p.item(testSID, r))
 		if err == nil && (len(ps) != 2 || len(ps[1]) != r.M*r.N) {
 			t.Fatalf("accepted with parts %v", ps)
 		}
 	})
+}
+
+// TestLatticeServesOneProvider: a Lattice holds one provider's session
+// state (its key, its uploads), so a second Setup (a second provider, or
+// a second session, given the same generator) is refused rather than
+// mixing two sessions' keys.
+func TestLatticeServesOneProvider(t *testing.T) {
+	l, err := NewLattice(LatticeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t)
+	if rounds, err := l.Setup(ctx, &scriptConn{}, 0, testSID); err != nil || rounds != 1 {
+		t.Fatalf("first setup: %d rounds, %v", rounds, err)
+	}
+	if _, err := l.Setup(ctx, &scriptConn{}, 0, beaver.SessionID{9}); err == nil || !strings.Contains(err.Error(), "already serves") {
+		t.Fatalf("second setup: %v", err)
+	}
+	if fp, vfp := l.Fingerprint(), (VectorOLE{}).Fingerprint(); fp[0] != wayLattice || vfp != [32]byte{wayVectorOLE} {
+		t.Fatalf("fingerprints %x, %x", fp[:4], vfp[:4])
+	}
 }

@@ -169,3 +169,36 @@ func matmul(a, b []uint64, batch, m, k, n int) []uint64 {
 	}
 	return c
 }
+
+// withLattice returns provider options whose weight masks are made by a
+// Lattice with options lo (own gives each provider a Lattice of its own).
+func withLattice(t testing.TB, lo LatticeOptions) ProviderOptions {
+	t.Helper()
+	l, err := NewLattice(lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ProviderOptions{WeightMasks: l}
+}
+
+// own returns o with a Lattice of its own where o has one (a Lattice
+// serves one provider): a fresh one with the same parameters and
+// compactness.
+func own(t testing.TB, o ProviderOptions) ProviderOptions {
+	t.Helper()
+	if l, ok := o.WeightMasks.(*Lattice); ok {
+		params := l.sc.Params()
+		nl, err := NewLattice(LatticeOptions{Params: &params, Compact: l.compact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.WeightMasks = nl
+	}
+	return o
+}
+
+// lat returns p's Lattice (nil if its weight masks are made otherwise).
+func (p *Provider) lat() *Lattice {
+	l, _ := p.masks.(*Lattice)
+	return l
+}

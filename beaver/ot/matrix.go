@@ -8,20 +8,13 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
-// The matrix kinds' generators: batched matrix triples and the weight
-// triples masked by the model owner's weight mask.
+// The matrix kinds' generator: batched matrix triples. The weight triples
+// masked by the model owner's weight mask (Gen.WeightTriples,
+// Gen.WeightVectorTriples) are the VectorOLE WeightMaskGenerator's.
 func init() {
 	Register(beaver.KindMatTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
 		t, err := g.MatTriples(ctx, it.Batch, it.M, it.K, it.N)
 		return parts(t.A, t.B, t.C), err
-	})
-	Register(beaver.KindWeightTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
-		w, err := g.WeightTriples(ctx, it.WeightMask(it.K, it.N), it.M, it.K, it.N)
-		return parts(w.A, w.C), err
-	})
-	Register(beaver.KindWeightVectorTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
-		w, err := g.WeightVectorTriples(ctx, it.WeightMask(1, it.N), it.M, it.N)
-		return parts(w.A, w.C), err
 	})
 }
 

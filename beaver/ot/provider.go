@@ -3,13 +3,13 @@ package ot
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/he"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -33,48 +33,14 @@ type ProviderOptions struct {
 	// reveals W − B for the same B again. Zero means a fresh random seed.
 	// Party 1 ignores it.
 	MaskSeed share.Seed
-	// Linear chooses how the weight-mask correlations (KindWeightTriple,
-	// KindWeightVectorTriple) are made: LinearOT (the zero value) by vector
-	// OLE on IKNP correlated OTs, LinearHE by RLWE encryption of the model
-	// owner's masks (package beaver/he, see he.go). Every other kind runs on
-	// OT in both modes. Both parties must choose the same mode: BindSession
-	// fails on both sides with ErrModeMismatch otherwise.
-	Linear Linear
-	// HEParams are the parameters of LinearHE; nil means he.DefaultParams().
-	// Both parties must use the same (BindSession compares their
-	// fingerprints). Ignored with LinearOT.
-	HEParams *he.Params
-	// HECompact makes party 1 keep the encrypted weights with
-	// he.LoadWeightsCompact: half the memory (he.Sizes.P1WeightsCompact),
-	// their seeded halves regenerated for every item (about a fifth more
-	// work). Only party 1's memory and time depend on it; the messages are
-	// the same.
-	HECompact bool
-}
-
-// Linear is a Provider's way of making the weight-mask correlations.
-type Linear uint8
-
-const (
-	// LinearOT makes them by vector OLE on IKNP correlated OTs
-	// (WeightTriples, WeightVectorTriples): Θ(m·k·n) bytes per item.
-	LinearOT Linear = 0
-	// LinearHE makes them with package beaver/he (Nimbus layout): the model
-	// owner uploads each encrypted mask once per session, and per item the
-	// data owner sends one output message of about 68 bits per output word
-	// plus its ciphertexts' second halves.
-	LinearHE Linear = 1
-)
-
-// String returns "ot" or "he" (the names of the -provider flags).
-func (l Linear) String() string {
-	switch l {
-	case LinearOT:
-		return "ot"
-	case LinearHE:
-		return "he"
-	}
-	return fmt.Sprintf("linear(%d)", uint8(l))
+	// WeightMasks makes the weight-mask correlations (KindWeightTriple,
+	// KindWeightVectorTriple); nil means VectorOLE (vector OLE on IKNP
+	// correlated OTs). A Lattice makes them by RLWE encryption of the
+	// model owner's masks (package beaver/he, he.go). Every other kind runs
+	// on OT whatever the generator. Both parties must use the same
+	// generator with the same parameters: BindSession fails on both sides
+	// with ErrModeMismatch otherwise. Give each provider its own.
+	WeightMasks WeightMaskGenerator
 }
 
 // Provider is a beaver.Provider with no dealer: the two parties make every
@@ -94,11 +60,15 @@ func (l Linear) String() string {
 //
 // Weight masks (WeightMask, party 0 only) are expanded from the model
 // owner's MaskSeed and the session, the same for every request of an id and
-// shape. With LinearOT, WeightTriple and WeightVectorTriple requests run the
-// vector-OLE generator with that fixed mask; with LinearHE they run package
-// beaver/he's protocol on the stream's generator (he.go): party 0 uploads
-// each encrypted mask once per session, party 1 keeps it in a cache all
-// streams share, and per item sends one header word and one output message.
+// shape. WeightTriple and WeightVectorTriple requests run the provider's
+// WeightMaskGenerator with that fixed mask: VectorOLE's generators, or
+// Lattice's run of package beaver/he's protocol on the stream's generator
+// (he.go: party 0 uploads each encrypted mask and projection once per
+// session, party 1 keeps them in a cache all streams share, and per item
+// sends its header words and one message of outputs, which party 0 checks
+// before it returns its share). Every other kind runs the Generator
+// registered for it (Register); Provider.generate looks the kind up in a
+// table of both, made at NewProvider.
 //
 // Stats reports the OT traffic (payload bytes of the base OTs and of every
 // generator) in DealerStats' fields; OTStats gives the detail. To run the
@@ -114,18 +84,23 @@ type Provider struct {
 	// mask expands party 0's weight masks (p.weightMask; a view test fixes
 	// the mask).
 	mask func(sid beaver.SessionID, id uint64, k, n int) []uint64
-	// linear is the mode of the weight-mask kinds; he its state (LinearHE).
-	linear Linear
-	he     *heState
+	// masks makes the weight-mask kinds; gens is the Generator of every
+	// kind the provider serves (the registered ones and masks.Generate).
+	masks WeightMaskGenerator
+	gens  map[beaver.Kind]Generator
+
+	pos beaver.Counters // the stream positions (Position, Seek)
 
 	bindMu sync.Mutex // serializes BindSession
-	mu     sync.Mutex // guards sess, bindErr, pos, streams
+	mu     sync.Mutex // guards sess, bindErr, streams
 	sess   *Session
 	// bindErr is the failure of an earlier Setup: the base-OT stream is
 	// then out of step, so the provider stays unusable.
 	bindErr error
-	pos     map[uint32]uint64
-	streams map[uint32]*provStream
+	// checkErr is the first correlation check that failed
+	// (beaver.ErrCorrelationCheck): the provider binds no session after it.
+	checkErr atomic.Pointer[error]
+	streams  map[uint32]*provStream
 
 	setup                       Stats // the base OTs' traffic, set once at bind
 	bytesRecv, bytesSent, items atomic.Int64
@@ -159,8 +134,8 @@ func newProvider(open func(uint32) Conn, party int, opts ProviderOptions) (*Prov
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("ot: new provider: party %d, want 0 or 1", party)
 	}
-	p := &Provider{party: party, base: opts.StreamBase, maskSeed: opts.MaskSeed,
-		pos: map[uint32]uint64{}, streams: map[uint32]*provStream{}}
+	p := &Provider{party: party, base: opts.StreamBase, maskSeed: opts.MaskSeed, masks: opts.WeightMasks,
+		streams: map[uint32]*provStream{}}
 	if p.base == 0 {
 		p.base = DefaultStreamBase
 	}
@@ -175,21 +150,17 @@ func newProvider(open func(uint32) Conn, party int, opts ProviderOptions) (*Prov
 		p.maskSeed = s
 	}
 	p.mask = p.weightMask
-	switch opts.Linear {
-	case LinearOT:
-	case LinearHE:
-		params := he.DefaultParams()
-		if opts.HEParams != nil {
-			params = *opts.HEParams
+	if p.masks == nil {
+		p.masks = VectorOLE{}
+	}
+	p.gens = make(map[beaver.Kind]Generator, len(generators)+2)
+	for k, g := range generators {
+		p.gens[k] = g
+	}
+	for _, k := range beaver.Kinds() {
+		if c, _ := beaver.Lookup(k); c.Mask != nil {
+			p.gens[k] = p.masks.Generate
 		}
-		h, err := newHEState(params)
-		if err != nil {
-			return nil, fmt.Errorf("ot: new provider: %w", err)
-		}
-		h.compact = opts.HECompact
-		p.linear, p.he = LinearHE, h
-	default:
-		return nil, fmt.Errorf("ot: new provider: unknown linear mode %v", opts.Linear)
 	}
 	p.open = func(id uint32) Conn { return &countConn{Conn: open(id), p: p} }
 	return p, nil
@@ -232,11 +203,15 @@ func (p *Provider) Party() int { return p.party }
 // BindSession implements beaver.Provider: it runs the session's base OTs
 // with the peer (Setup on stream StreamBase: 3 rounds, 19,552 bytes per
 // party), which fails with ErrSessionMismatch when the peer binds another
-// id and with ErrModeMismatch when it runs another Linear mode or other HE
-// parameters. With LinearHE party 0 then makes a fresh key pair and sends
-// its public key (one more message on StreamBase, he.Sizes.PublicKey
-// rounded up to words: 221,224 bytes with he.DefaultParams). Binding again to the same id is a no-op; another id is an error, and
-// so is any bind after a failed Setup (the base-OT stream is out of step).
+// id and with ErrModeMismatch when it runs another WeightMaskGenerator or
+// other parameters of it, then the generator's own setup on the same
+// stream (a Lattice's: party 0 makes a fresh key pair, its public seed
+// derived from id, and sends its public key, one more message:
+// he.Sizes.PublicKey rounded up to words, 221,224 bytes with
+// he.DefaultParams). Binding again to the same id is a no-op; another id is
+// an error, and so is any bind after a failed Setup (the base-OT stream is
+// out of step) or after a failed check of the peer's part in an item (the
+// error wraps beaver.ErrCorrelationCheck).
 func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	p.bindMu.Lock()
 	defer p.bindMu.Unlock()
@@ -244,6 +219,8 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	sess, bindErr := p.sess, p.bindErr
 	p.mu.Unlock()
 	switch {
+	case p.checkErr.Load() != nil:
+		return fmt.Errorf("ot: party %d: bind session %s: a correlation check failed: %w", p.party, short(id), *p.checkErr.Load())
 	case bindErr != nil:
 		return fmt.Errorf("ot: party %d: bind session %s: an earlier setup failed: %w", p.party, short(id), bindErr)
 	case sess != nil && sess.ID() == id:
@@ -256,16 +233,12 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	c := p.open(p.base)
 	before := p.bytesSent.Load()
 	beforeR := p.bytesRecv.Load()
-	cfg := setupConfig(LinearOT, nil)
 	rounds := int64(3)
-	if p.linear == LinearHE {
-		fp := p.he.sc.Params().Fingerprint()
-		cfg = setupConfig(LinearHE, &fp)
-		rounds++
-	}
-	s, err := setup(ctx, c, p.party, id, cfg)
-	if err == nil && p.linear == LinearHE {
-		err = p.he.keys(ctx, c, p.party)
+	s, err := setup(ctx, c, p.party, id, p.masks.Fingerprint())
+	if err == nil {
+		var r int64
+		r, err = p.masks.Setup(ctx, c, p.party, id)
+		rounds += r
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -315,15 +288,9 @@ func (p *Provider) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	p.mu.Lock()
-	c := p.pos[r.Stream]
-	if c == math.MaxUint64 {
-		p.mu.Unlock()
-		return beaver.Material{}, fmt.Errorf("ot: %v: counter space of stream %d exhausted", r.Kind, r.Stream)
+	if r.Counter, err = p.pos.Take(r.Stream, 1); err != nil {
+		return beaver.Material{}, fmt.Errorf("ot: %v: %w", r.Kind, err)
 	}
-	p.pos[r.Stream] = c + 1
-	p.mu.Unlock()
-	r.Counter = c
 	g := st.gen.Load()
 	if g == nil {
 		var err error
@@ -355,29 +322,31 @@ func (p *Provider) stream(sess *Session, id uint32) (*provStream, error) {
 	return st, nil
 }
 
-// generate runs the registered Generator of r's kind (Register) and lays
-// the result out as beaver.Material.
+// generate runs the Generator of r's kind (gens: a registered one, or the
+// WeightMaskGenerator's) and lays the result out as beaver.Material. A
+// failed correlation check ends the provider's binds.
 func (p *Provider) generate(ctx context.Context, g *Gen, sid beaver.SessionID, r beaver.Request) (beaver.Material, error) {
-	if p.linear == LinearHE && (r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple) {
-		ps, err := p.heGenerate(ctx, g, sid, r)
-		if err != nil {
-			return beaver.Material{}, err
-		}
-		return beaver.Material{Kind: r.Kind, Parts: ps}, nil
-	}
-	gen, ok := generators[r.Kind]
+	gen, ok := p.gens[r.Kind]
 	if !ok {
 		return beaver.Material{}, fmt.Errorf("kind %v has no OT generator (ot.Register): the OT provider does not serve it", r.Kind)
 	}
-	it := Item{Request: r, Party: p.party, WeightMask: func(int, int) []uint64 { return nil }}
-	if p.party == 0 {
-		it.WeightMask = func(k, n int) []uint64 { return p.mask(sid, r.WeightID, k, n) }
-	}
-	ps, err := gen(ctx, g, it)
+	ps, err := gen(ctx, g, p.item(sid, r))
 	if err != nil {
+		if errors.Is(err, beaver.ErrCorrelationCheck) {
+			p.checkErr.CompareAndSwap(nil, &err)
+		}
 		return beaver.Material{}, err
 	}
 	return beaver.Material{Kind: r.Kind, Parts: ps}, nil
+}
+
+// item is what a generator makes for r in session sid.
+func (p *Provider) item(sid beaver.SessionID, r beaver.Request) Item {
+	it := Item{Request: r, Party: p.party, Session: sid, WeightMask: func(int, int) []uint64 { return nil }}
+	if p.party == 0 {
+		it.WeightMask = func(k, n int) []uint64 { return p.mask(sid, r.WeightID, k, n) }
+	}
+	return it
 }
 
 // WeightMask implements beaver.Provider: party 0's mask of weight id (k×n),
@@ -413,23 +382,21 @@ func (p *Provider) weightMask(sid beaver.SessionID, id uint64, k, n int) []uint6
 }
 
 // Position implements beaver.Provider.
-func (p *Provider) Position(stream uint32) uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.pos[stream]
-}
+func (p *Provider) Position(stream uint32) uint64 { return p.pos.Position(stream) }
 
 // Seek implements beaver.Provider: it moves stream's counter to pos
 // (forward only, as for the dealer; the material never depends on it).
-func (p *Provider) Seek(stream uint32, pos uint64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cur := p.pos[stream]; pos < cur {
-		return fmt.Errorf("ot: seek stream %d back from %d to %d", stream, cur, pos)
-	}
-	p.pos[stream] = pos
-	return nil
-}
+func (p *Provider) Seek(stream uint32, pos uint64) error { return p.pos.Seek(stream, pos) }
+
+// WeightMasks returns the provider's WeightMaskGenerator (VectorOLE unless
+// ProviderOptions.WeightMasks set another), e.g. to read a Lattice's
+// Stats.
+func (p *Provider) WeightMasks() WeightMaskGenerator { return p.masks }
+
+// ReleaseWeights implements beaver.WeightReleaser: the WeightMaskGenerator
+// drops what it holds for the weight ids in [lo, hi) (a Lattice's party 1
+// its encrypted weights; VectorOLE holds nothing).
+func (p *Provider) ReleaseWeights(lo, hi uint64) { p.masks.Release(lo, hi) }
 
 // Stats implements beaver.Provider with the OT traffic: the payload bytes
 // this party sent and received on the base-OT and generator streams, and

@@ -57,15 +57,17 @@ func (s *Session) ID() beaver.SessionID { return s.sid }
 var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
 
 // ErrModeMismatch is returned by the provider's setup when the peer runs
-// another linear mode (ProviderOptions.Linear) or other HE parameters.
+// another WeightMaskGenerator (ProviderOptions.WeightMasks) or other
+// parameters of it (a Lattice's HE parameters).
 var ErrModeMismatch = errors.New("ot: the peer runs another provider mode")
 
 const (
 	setupNonceLen = 32
 	// setupConfigLen is the size of the provider configuration block of the
-	// first setup message: the linear mode (byte 0) and the SHA-256
-	// fingerprint of the HE parameters truncated to 31 bytes (zero with
-	// LinearOT).
+	// first setup message: the WeightMaskGenerator's Fingerprint (its way,
+	// byte 0, and a digest of its parameters: for a Lattice the SHA-256
+	// fingerprint of its HE parameters and protocol truncated to 31 bytes,
+	// zero for VectorOLE).
 	setupConfigLen = 32
 	msgAWords      = (len(beaver.SessionID{}) + setupConfigLen + setupNonceLen + baseMsgALen) / 8
 	msgBWords      = baseMsgBLen / 8
@@ -80,23 +82,13 @@ const (
 // from a joint coin toss; the zero id is refused, as by a networked dealer);
 // the first message carries it, so parties that disagree fail with
 // ErrSessionMismatch instead of producing garbage; it also carries the
-// provider's mode (LinearOT for Setup; see ProviderOptions.Linear), so
-// parties that run different modes fail with ErrModeMismatch. The hash key mixes the id
+// provider's WeightMaskGenerator (VectorOLE's for Setup; see
+// ProviderOptions.WeightMasks), so parties that run different generators
+// fail with ErrModeMismatch. The hash key mixes the id
 // with a fresh nonce of each party, so even a repeated id never repeats a
 // key. The base-OT secrets (Δ, seeds) are fresh on every Setup.
 func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Session, error) {
-	return setup(ctx, c, party, sid, setupConfig(LinearOT, nil))
-}
-
-// setupConfig is the configuration block of the first setup message for
-// mode (and, with LinearHE, the HE parameters' fingerprint fp).
-func setupConfig(mode Linear, fp *[32]byte) [setupConfigLen]byte {
-	var c [setupConfigLen]byte
-	c[0] = byte(mode)
-	if fp != nil {
-		copy(c[1:], fp[:])
-	}
-	return c
+	return setup(ctx, c, party, sid, VectorOLE{}.Fingerprint())
 }
 
 // setup is Setup with the provider configuration block cfg, which the peer
@@ -136,9 +128,9 @@ func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, cfg [se
 	p1 = p1[len(sid):]
 	if peerCfg := [setupConfigLen]byte(p1[:setupConfigLen]); peerCfg != cfg {
 		if peerCfg[0] != cfg[0] {
-			return nil, fmt.Errorf("ot: setup: the peer runs linear mode %v, this party %v: %w", Linear(peerCfg[0]), Linear(cfg[0]), ErrModeMismatch)
+			return nil, fmt.Errorf("ot: setup: the peer runs linear mode %v, this party %v: %w", wayName(peerCfg[0]), wayName(cfg[0]), ErrModeMismatch)
 		}
-		return nil, fmt.Errorf("ot: setup: linear mode %v with other HE parameters than this party's (fingerprint %x…, this party %x…): %w", Linear(cfg[0]), peerCfg[1:9], cfg[1:9], ErrModeMismatch)
+		return nil, fmt.Errorf("ot: setup: linear mode %v with other HE parameters than this party's (fingerprint %x…, this party %x…): %w", wayName(cfg[0]), peerCfg[1:9], cfg[1:9], ErrModeMismatch)
 	}
 	p1 = p1[setupConfigLen:]
 	peerNonce, peerA := p1[:setupNonceLen], p1[setupNonceLen:]
@@ -226,7 +218,7 @@ func prgColumn(b cipher.Block, j0 uint64, dst []uint64) {
 	by := wordBytes(dst)
 	clear(by)
 	cipher.NewCTR(b, iv[:]).XORKeyStream(by, by)
-	if !littleEndian {
+	if !share.HostLittleEndian() {
 		for i := range dst {
 			dst[i] = binary.LittleEndian.Uint64(by[8*i:])
 		}

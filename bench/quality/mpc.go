@@ -2,17 +2,19 @@ package quality
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -41,8 +43,6 @@ type SecureRun struct {
 // over MPC, and QuickSelect keeps the budget on the shared entropies.
 func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen proxy.Config, log *slog.Logger) (*SecureRun, error) {
 	start := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var ids [2]*transport.Identity
 	for i, name := range []string{"model-owner", "data-owner"} {
 		id, err := transport.GenerateIdentity(name)
@@ -51,15 +51,15 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 		}
 		ids[i] = id
 	}
-	dealer, err := beaver.NewDealer()
+	dl, err := dealer.New()
 	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}
-	ln, err := transport.Listen("127.0.0.1:0", ids[0], transport.Options{})
+	lb, err := twoparty.NewLoopback(ids, transport.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}
-	defer ln.Close()
+	defer lb.Close()
 	labels := d.PoolY
 	gen.Logger = log
 	var genSeconds float64 // written by the model owner's goroutine, read after wg.Wait
@@ -79,46 +79,30 @@ func SecureSelect(ctx context.Context, d *Data, params selection.Params, gen pro
 			return out, nil
 		}}
 	do := &selection.DataOwner{Params: params, Pool: d.Pool, Embedding: d.Target, Logger: log}
-	var res [2]*selection.Result
-	var errs [2]error
-	var wg sync.WaitGroup
-	for p := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prov, err := dealer.Provider(p)
-			if err != nil {
-				errs[p] = err
-				cancel()
-				return
-			}
-			var conn *transport.Conn
-			if p == 0 {
-				conn, err = ln.Accept(ctx, ids[1].Fingerprint())
-			} else {
-				conn, err = transport.Dial(ctx, ln.Addr().String(), ids[1], ids[0].Fingerprint(), transport.Options{})
-			}
-			if err != nil {
-				errs[p] = err
-				cancel()
-				return
-			}
-			defer conn.Close()
-			if p == 0 {
-				res[p], err = mo.Run(ctx, conn, prov)
-			} else {
-				res[p], err = do.Run(ctx, conn, prov)
-			}
-			if err != nil {
-				errs[p] = fmt.Errorf("party %d: %w", p, err)
-				cancel()
-			}
-		}()
+	// The dealer source (beaver/source) for each party: the in-process
+	// dealer's provider, then the peer over loopback TLS, both parties in
+	// this process (twoparty.Run).
+	src, _ := source.ByName(source.Default)
+	open := func(ctx context.Context, p int) (source.Opened, error) {
+		return src.Open(ctx, source.Env{
+			Party: p,
+			Peer:  lb.Peer(p),
+			Dealer: func(context.Context) (beaver.Provider, io.Closer, error) {
+				prov, err := dl.Provider(p)
+				return prov, io.NopCloser(nil), err // nothing to close in process
+			},
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	r, err := twoparty.Run(ctx, twoparty.Config{Open: open, CancelGrace: -1}, func(ctx context.Context, p *twoparty.Party) (*selection.Result, error) {
+		if p.ID == 0 {
+			return mo.Run(ctx, p.Conn, p.Provider)
+		}
+		return do.Run(ctx, p.Conn, p.Provider)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("secure select: %w", err)
 	}
+	res := r.Out
 	if !slices.Equal(res[0].Selected, res[1].Selected) || !slices.Equal(res[0].Bootstrap, res[1].Bootstrap) {
 		return nil, fmt.Errorf("secure select: the parties disagree on the selection")
 	}

@@ -40,12 +40,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/shard"
+	"github.com/selectformer/selectformer/transport"
 )
 
 // summary is the first line of -h.
@@ -117,40 +119,13 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
-	if sf.Shards >= 2 {
-		pool, ln, err := pt.ServeWorkers(ctx, 1, sf.Shards, sf.WorkersListen, func(a net.Addr) {
-			fmt.Fprintf(stdout, "dataowner workers listening %s\n", a)
-		})
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
-		do.Shards = pool
-	}
-	prog.Step("connecting to the dealer and the model owner")
-	prov, dconn, conn, err := pt.Connect(ctx, 1, "dataowner", stdout)
-	if err != nil {
-		return party.StopError(ctx, err, "dataowner", *state, prog, log)
-	}
-	defer dconn.Close()
-	defer conn.Close()
-	prog.Step("handshake with the model owner, who then labels the bootstrap sample and generates the proxies")
-	res, err := do.Run(ctx, conn, prov)
-	if err == nil && do.Shards != nil {
-		do.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
-	}
-	if err != nil {
-		return party.StopError(ctx, err, "dataowner", *state, prog, log)
-	}
-	fmt.Fprint(stdout, party.Summary(res))
-	err = party.WriteResult(*out, stdout, res)
-	if do.Shards != nil {
-		// A worker not connected at the end (restarting) is told "done" as
-		// it reconnects: wait for it, at most -connect-timeout.
-		_ = pt.AwaitWorkers(ctx, do.Shards.(*selection.WorkerPool))
-	}
-	return err
+	return party.RunCoordinator(ctx, pt, &sf, party.Role{Party: 1, Name: "dataowner",
+		Connecting: "connecting to the dealer and the model owner",
+		Running:    "handshake with the model owner, who then labels the bootstrap sample and generates the proxies",
+		Run: func(ctx context.Context, shards selection.ShardRunner, conn *transport.Conn, prov beaver.Provider) (*selection.Result, error) {
+			do.Shards = shards
+			return do.Run(ctx, conn, prov)
+		}}, *state, *out, prog, stdout)
 }
 
 // embeddingLoad reads the embedding checkpoint: the data owner uses its
@@ -177,6 +152,6 @@ func dataOwnerWorker(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, s
 	if err != nil {
 		return err
 	}
-	w := &selection.Worker{Party: 1, Shard: k, Pool: in, Embedding: emb, StateDir: state, Logger: pt.Logger}
+	w := &shard.Worker{Party: 1, Shard: k, Pool: in, Embedding: emb, StateDir: state, Logger: pt.Logger}
 	return pt.RunWorker(ctx, w, 1, sf.Coordinator, stdout, "dataowner")
 }

@@ -24,7 +24,7 @@
 // session's high-water marks in FILE.state, both mode 0600): a restarted
 // dealer refuses every position it served before.
 //
-// It bounds what a party can make it do (beaver.ServerOptions; 0 keeps the
+// It bounds what a party can make it do (dealer.ServerOptions; 0 keeps the
 // default): -max-request-words (words of any part of one item, default
 // 2^25) and -max-request-macs (multiply-adds of one matrix item, 2^36),
 // both checked before anything is allocated; -session-budget (the work, in
@@ -40,7 +40,11 @@
 // -max-sessions (sessions kept, 1024) and -session-retention (a
 // session nobody joined for that long is retired, 720h): a retired
 // session's id is refused for good, and the state file keeps only an
-// 8-byte tag of it.
+// 8-byte tag of it. Its connections have 64 KiB stream windows and at most
+// -max-streams + 1 streams opened by the party (dealer.Server.ConnOptions),
+// so the frames a party can make it hold, read or not, are at most about
+// 1.25 × 64 KiB × 2 × (-max-streams + 1) per connection: 40 MiB at the
+// default 256 streams, 161 MiB for the 4 connections of one key.
 // Exit codes: see examples/README.md.
 package main
 
@@ -52,16 +56,16 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/examples/internal/peer"
-	"github.com/selectformer/selectformer/transport"
 )
 
 // summary is the first line of -h.
 const summary = "dealer serves the correlated randomness (Beaver triples, wrap pairs for truncation, ...) of a selectformer session to both parties; it never sees an input."
 
-func main() { peer.Exec("dealer", summary, dealer, nil) }
+func main() { peer.Exec("dealer", summary, serve, nil) }
 
-func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	cert := fs.String("cert", "", "this dealer's certificate (PEM, from keygen); required")
 	key := fs.String("key", "", "this dealer's private key (PEM, from keygen); required")
 	listen0 := fs.String("listen-p0", "", "address for the model owner (party 0), e.g. :7100; required")
@@ -118,7 +122,7 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 	if err != nil {
 		return err
 	}
-	srv, err := peer.NewServer(s0, s1, *seeds, beaver.ServerOptions{
+	srv, err := peer.NewServer(s0, s1, *seeds, dealer.ServerOptions{
 		IdleTimeout: *idle, Fingerprints: pins, Logger: log,
 		MaxRequestWords: *maxWords, MaxRequestMACs: *maxMACs, SessionBudget: *budget, MaxStreams: *maxStreams,
 		MaxConnsPerKey: *maxConns, MaxSessions: *maxSessions, SessionRetention: *retention,
@@ -133,15 +137,8 @@ func dealer(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr
 		Log:          log,
 	}
 	opt.Log = log // the listeners log the connections they reject
-	for p, addr := range []string{*listen0, *listen1} {
-		ln, err := transport.Listen(addr, id, opt)
-		if err != nil {
-			for _, l := range d.Listeners[:p] {
-				_ = l.Close()
-			}
-			return fmt.Errorf("dealer: %w", err)
-		}
-		d.Listeners[p] = ln
+	if err := d.Listen([2]string{*listen0, *listen1}, id, opt); err != nil {
+		return err
 	}
 	fmt.Fprintf(stdout, "dealer listening p0=%s p1=%s\n", d.Listeners[0].Addr(), d.Listeners[1].Addr())
 	start := time.Now()

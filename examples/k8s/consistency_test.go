@@ -126,6 +126,7 @@ func (r *recorder) Run(name string, f func(checker)) {
 // cluster is every decoded manifest, indexed for the checks.
 type cluster struct {
 	ms         []manifest
+	text       map[string]string // file -> its text
 	namespaces map[string]string // directory -> its Namespace
 	services   map[string][]*corev1.Service
 	secrets    map[string]*corev1.Secret                // ns/name
@@ -145,10 +146,17 @@ func loadCluster(t checker, fsys fs.FS) *cluster {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	c := &cluster{ms: ms, namespaces: map[string]string{}, services: map[string][]*corev1.Service{},
+	c := &cluster{ms: ms, text: map[string]string{}, namespaces: map[string]string{}, services: map[string][]*corev1.Service{},
 		secrets: map[string]*corev1.Secret{}, configMaps: map[string]*corev1.ConfigMap{},
 		pvcs: map[string]*corev1.PersistentVolumeClaim{}, policies: map[string][]*networkingv1.NetworkPolicy{}}
 	for _, m := range ms {
+		if _, ok := c.text[m.file]; !ok {
+			b, err := fs.ReadFile(fsys, m.file)
+			if err != nil {
+				t.Fatalf("%v", err)
+			}
+			c.text[m.file] = string(b)
+		}
 		if ns, ok := m.obj.(*corev1.Namespace); ok {
 			dir := path.Dir(m.file)
 			if old, dup := c.namespaces[dir]; dup {
@@ -637,6 +645,12 @@ func checkManifests(t checker, c *cluster) {
 		}
 	})
 
+	t.Run("public Services", func(t checker) {
+		for _, m := range c.ms {
+			checkPublicService(t, c, m)
+		}
+	})
+
 	t.Run("dealers' public Services", func(t checker) {
 		for _, w := range c.workloads {
 			if w.bin == "dealer" && w.sts != nil {
@@ -769,6 +783,27 @@ func checkManifests(t checker, c *cluster) {
 	})
 }
 
+// checkPublicService checks a Service reachable from outside its cluster
+// (type LoadBalancer or NodePort, in m): it keeps each client's own source
+// address (externalTrafficPolicy: Local), which the listener behind it
+// needs for its per-address handshake bound (transport.Options.MaxPendingPerSource:
+// with Cluster, every client would share a node's address, a stranger's
+// flood with the parties), and its file says how to narrow it to the
+// clients' addresses (loadBalancerSourceRanges).
+func checkPublicService(t checker, c *cluster, m manifest) {
+	t.Helper()
+	s, ok := m.obj.(*corev1.Service)
+	if !ok || (s.Spec.Type != corev1.ServiceTypeLoadBalancer && s.Spec.Type != corev1.ServiceTypeNodePort) {
+		return
+	}
+	if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
+		t.Errorf("Service %s/%s: externalTrafficPolicy %q, want Local (a public Service: the listener's per-address handshake bound and loadBalancerSourceRanges need the client's own address)", s.Namespace, s.Name, s.Spec.ExternalTrafficPolicy)
+	}
+	if !strings.Contains(c.text[m.file], "loadBalancerSourceRanges") {
+		t.Errorf("%s: Service %s/%s is public, but its file does not say how to narrow it to the clients' addresses (loadBalancerSourceRanges)", m, s.Namespace, s.Name)
+	}
+}
+
 // checkDealersExternal checks the optional per-dealer public Services
 // (dealer/dealers-external.yaml, for the dealers in a cluster of their own):
 // those that select a pod by the StatefulSet pod-name label. There is
@@ -796,9 +831,6 @@ func checkDealersExternal(t checker, c *cluster, dealer *workload) {
 		byOrdinal[i] = append(byOrdinal[i], s.Name)
 		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			t.Errorf("Service %s/%s: type %q, want LoadBalancer (dealer %d's public address)", s.Namespace, s.Name, s.Spec.Type, i)
-		}
-		if s.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal {
-			t.Errorf("Service %s/%s: externalTrafficPolicy %q, want Local (the dealer's per-address handshake bound and loadBalancerSourceRanges need the client's own address)", s.Namespace, s.Name, s.Spec.ExternalTrafficPolicy)
 		}
 		if sel := dealer.sts.Spec.Selector; sel != nil {
 			for k, v := range sel.MatchLabels {
@@ -1039,6 +1071,14 @@ func TestManifestChecksCatch(t *testing.T) {
 		{"dealer/dealers-external.yaml", "    - name: p1\n      port: 7101\n      targetPort: p1\n", "", "dealer-0-external: ports [7100], want both"},
 		{"dealer/dealers-external.yaml", "type: LoadBalancer", "type: ClusterIP", `dealer-0-external: type "ClusterIP", want LoadBalancer`},
 		{"dealer/dealers-external.yaml", "  externalTrafficPolicy: Local\n", "", `dealer-0-external: externalTrafficPolicy "", want Local`},
+		// Every public Service keeps its clients' addresses and says how
+		// to narrow them.
+		{"dealer/dealers-external.yaml", "with loadBalancerSourceRanges", "with source ranges", "dealer-0-external is public, but its file does not say how to narrow it"},
+		{"dataowner/workers-external.yaml", "  externalTrafficPolicy: Local\n", "", `dataowner-worker-0-external: externalTrafficPolicy "", want Local`},
+		{"dataowner/workers-external.yaml", "  externalTrafficPolicy: Local\n", "  externalTrafficPolicy: Cluster\n", `dataowner-worker-0-external: externalTrafficPolicy "Cluster", want Local`},
+		{"dataowner/workers-external.yaml", "with loadBalancerSourceRanges", "with source ranges", "dataowner-worker-3-external is public, but its file does not say how to narrow it"},
+		{"dataowner/coordinator.yaml", "type: ClusterIP", "type: LoadBalancer", `dataowner-peer: externalTrafficPolicy "", want Local`},
+		{"dataowner/coordinator.yaml", "type: ClusterIP", "type: NodePort", `dataowner-peer: externalTrafficPolicy "", want Local`},
 		{"dealer/dealers-external.yaml", "    app.kubernetes.io/component: dealer\n", "", `dealer-0-external: selector app.kubernetes.io/component=""`},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 5", "no external Service selects pod dealer-4"},
 		{"dealer/dealer.yaml", "replicas: 4", "replicas: 3", `dealer-3-external selects pod "dealer-3": not a pod of`},

@@ -42,14 +42,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/shard"
+	"github.com/selectformer/selectformer/transport"
 )
 
 // summary is the first line of -h.
@@ -171,40 +173,12 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		}
 		mo.Target, mo.Generate, mo.Label = target, gen, label
 	}
-	if sf.Shards >= 2 {
-		pool, ln, err := pt.ServeWorkers(ctx, 0, sf.Shards, sf.WorkersListen, func(a net.Addr) {
-			fmt.Fprintf(stdout, "modelowner workers listening %s\n", a)
-		})
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		defer pool.Close() // after a failure: the workers wait for a restarted coordinator
-		mo.Shards = pool
-	}
-	prog.Step("connecting to the dealer and the data owner")
-	prov, dconn, conn, err := pt.Connect(ctx, 0, "modelowner", stdout)
-	if err != nil {
-		return party.StopError(ctx, err, "modelowner", *state, prog, log)
-	}
-	defer dconn.Close()
-	defer conn.Close()
-	prog.Step("handshake and joint coin with the data owner")
-	res, err := mo.Run(ctx, conn, prov)
-	if err == nil && mo.Shards != nil {
-		mo.Shards.(*selection.WorkerPool).Done(ctx) // the workers exit
-	}
-	if err != nil {
-		return party.StopError(ctx, err, "modelowner", *state, prog, log)
-	}
-	fmt.Fprint(stdout, party.Summary(res))
-	err = party.WriteResult(*out, stdout, res)
-	if mo.Shards != nil {
-		// A worker not connected at the end (restarting) is told "done" as
-		// it reconnects: wait for it, at most -connect-timeout.
-		_ = pt.AwaitWorkers(ctx, mo.Shards.(*selection.WorkerPool))
-	}
-	return err
+	return party.RunCoordinator(ctx, pt, &sf, party.Role{Party: 0, Name: "modelowner",
+		Connecting: "connecting to the dealer and the data owner", Running: "handshake and joint coin with the data owner",
+		Run: func(ctx context.Context, shards selection.ShardRunner, conn *transport.Conn, prov beaver.Provider) (*selection.Result, error) {
+			mo.Shards = shards
+			return mo.Run(ctx, conn, prov)
+		}}, *state, *out, prog, stdout)
 }
 
 // modelOwnerWorker runs the model owner's worker of a sharded selection
@@ -221,6 +195,6 @@ func modelOwnerWorker(ctx context.Context, pflags *peer.PartyFlags, sf *peer.Sha
 	if err != nil {
 		return err
 	}
-	w := &selection.Worker{Party: 0, Shard: k, StateDir: state, Logger: pt.Logger}
+	w := &shard.Worker{Party: 0, Shard: k, StateDir: state, Logger: pt.Logger}
 	return pt.RunWorker(ctx, w, 0, sf.Coordinator, stdout, "modelowner")
 }

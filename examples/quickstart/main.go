@@ -42,16 +42,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/examples/internal/demo"
 	"github.com/selectformer/selectformer/examples/internal/party"
 	"github.com/selectformer/selectformer/examples/internal/peer"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -258,23 +260,21 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 		}
 		ids[i] = id
 	}
-	srv, err := beaver.NewServer(beaver.ServerOptions{Logger: o.log})
+	srv, err := dealer.NewServer(dealer.ServerOptions{Logger: o.log})
 	if err != nil {
 		return res, err
 	}
 	dl := &peer.Dealer{Server: srv, Fingerprints: [2]string{ids[0].Fingerprint(), ids[1].Fingerprint()}, Once: true, Log: o.log}
-	for p := range dl.Listeners {
-		if dl.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[2], o.link); err != nil {
-			return res, err
-		}
+	if err := dl.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[2], o.link); err != nil {
+		return res, err
 	}
 	dealerDone := make(chan error, 1)
 	go func() { dealerDone <- dl.Run(ctx) }()
-	ln, err := transport.Listen("127.0.0.1:0", ids[0], o.link)
+	lb, err := twoparty.NewLoopback([2]*transport.Identity{ids[0], ids[1]}, o.link)
 	if err != nil {
 		return res, err
 	}
-	defer ln.Close()
+	defer lb.Close()
 
 	gen := generateConfig(d, o)
 	gen.Logger = o.log
@@ -286,46 +286,40 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 	do := &selection.DataOwner{Params: o.params, Pool: d.PoolInput(), Embedding: d.Checkpoint, Logger: log}
 	ep := peer.Endpoint{Timeout: 30 * time.Second}
 
-	var wg sync.WaitGroup
-	var errs [2]error
-	for p := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			prov, dconn, err := peer.ConnectDealer(ctx, dl.Listeners[p].Addr().String(), ids[p], ids[2].Fingerprint(), p, o.link, ep)
-			if err != nil {
-				errs[p] = err
-				cancel()
-				return
-			}
-			defer dconn.Close()
-			var conn *transport.Conn
-			if p == 0 {
-				conn, err = ln.Accept(ctx, ids[1].Fingerprint())
-			} else {
-				conn, err = transport.Dial(ctx, ln.Addr().String(), ids[1], ids[0].Fingerprint(), o.link)
-			}
-			if err != nil {
-				errs[p] = peer.WithCode(peer.ExitPeer, err)
-				cancel()
-				return
-			}
-			defer conn.Close()
-			if p == 0 {
-				res[p], err = mo.Run(ctx, conn, prov)
-			} else {
-				res[p], err = do.Run(ctx, conn, prov)
-			}
-			if err != nil {
-				errs[p] = fmt.Errorf("party %d: %w", p, err)
-				cancel()
-			}
-		}()
+	// The dealer source (beaver/source) for each party: the dealer first,
+	// then the peer over loopback TLS, both parties in this process
+	// (twoparty.Run: a failing party ends its connection and the other's
+	// run).
+	src, _ := source.ByName(source.Default)
+	open := func(ctx context.Context, p int) (source.Opened, error) {
+		return src.Open(ctx, source.Env{
+			Party: p,
+			Peer: func(ctx context.Context) (*transport.Conn, error) {
+				conn, err := lb.Peer(p)(ctx)
+				if err != nil {
+					return nil, peer.WithCode(peer.ExitPeer, err)
+				}
+				return conn, nil
+			},
+			Dealer: func(ctx context.Context) (beaver.Provider, io.Closer, error) {
+				prov, dconn, err := peer.ConnectDealer(ctx, dl.Listeners[p].Addr().String(), ids[p], ids[2].Fingerprint(), p, o.link, ep)
+				if err != nil {
+					return nil, nil, err
+				}
+				return prov, dconn, nil
+			},
+		})
 	}
-	wg.Wait()
-	if err := errors.Join(errs[:]...); err != nil {
+	r, err := twoparty.Run(ctx, twoparty.Config{Open: open, CancelGrace: -1}, func(ctx context.Context, p *twoparty.Party) (*selection.Result, error) {
+		if p.ID == 0 {
+			return mo.Run(ctx, p.Conn, p.Provider)
+		}
+		return do.Run(ctx, p.Conn, p.Provider)
+	})
+	if err != nil {
 		return res, err
 	}
+	res = r.Out
 	select {
 	case err := <-dealerDone:
 		if err != nil {

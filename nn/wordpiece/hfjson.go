@@ -54,7 +54,8 @@ type hfNormalizer struct {
 //   - model.type must be "WordPiece"; model.vocab maps each token to its id,
 //     the ids 0..n-1 each once; model.unk_token (default "[UNK]"),
 //     model.continuing_subword_prefix (default "##") and
-//     model.max_input_chars_per_word (default 100) are honoured;
+//     model.max_input_chars_per_word (default 100; a larger value is
+//     clamped to MaxInputCharsPerWord, 100) are honoured;
 //   - normalizer must be a BertNormalizer (its lowercase flag, default true,
 //     selects the uncased behaviour; clean_text and handle_chinese_chars
 //     must not be false and strip_accents must be null or equal lowercase,
@@ -120,7 +121,7 @@ func parseTokenizerJSON(b []byte) (*Tokenizer, error) {
 		if *m.MaxInputCharsPerWord < 1 {
 			return nil, fmt.Errorf("tokenizer.json: model.max_input_chars_per_word %d is not positive", *m.MaxInputCharsPerWord)
 		}
-		maxChars = *m.MaxInputCharsPerWord
+		maxChars = min(*m.MaxInputCharsPerWord, MaxInputCharsPerWord)
 	}
 	tokens, err := vocabTokens(m.Vocab)
 	if err != nil {

@@ -1,11 +1,13 @@
 package wordpiece
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,6 +183,9 @@ func FuzzReadTokenizerJSON(f *testing.F) {
 	f.Add([]byte(`{"model":{"type":"WordPiece","vocab":{"[PAD]":0,"[UNK]":1,"[CLS]":2,"[SEP]":3}},"normalizer":null}`))
 	f.Add([]byte(`{"model":{"type":"WordPiece","unk_token":"x","continuing_subword_prefix":"","vocab":{"x":3}}}`))
 	f.Add([]byte(`{"model":{"type":"WordPiece","vocab":{"[PAD]":0,"[PAD]":1}}}`))
+	f.Add(hfJSON(f, []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "##" + strings.Repeat("a", 200)}, func(m map[string]any) {
+		m["model"].(map[string]any)["max_input_chars_per_word"] = 1_000_000_000
+	}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tok, err := ReadTokenizerJSON(strings.NewReader(string(b)))
 		if err != nil {
@@ -193,4 +198,95 @@ func FuzzReadTokenizerJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// naivePieces is greedy longest-match-first WordPiece as BERT writes it:
+// every end of the word, longest first, at every start (a word longer than
+// maxChars is unknown). It is the reference the tokenizer must agree with.
+func naivePieces(v *Vocab, maxChars int, word string) []string {
+	if len([]rune(word)) > maxChars {
+		return []string{v.tokens[v.unk]}
+	}
+	var out []string
+	r := []rune(word)
+	for start := 0; start < len(r); {
+		end := len(r)
+		for ; end > start; end-- {
+			piece := string(r[start:end])
+			if start > 0 {
+				piece = v.prefix + piece
+			}
+			if _, ok := v.ids[piece]; ok {
+				out = append(out, piece)
+				break
+			}
+		}
+		if end == start {
+			return []string{v.tokens[v.unk]}
+		}
+		start = end
+	}
+	return out
+}
+
+// TestTokenizeLinear (issue 36, item 5): a tokenizer.json may set
+// max_input_chars_per_word to 10^9, and the greedy longest match tried every
+// end of a word at every start: one 16,000-character word took 6.0 s
+// (1.3·10^8 vocabulary lookups). The value is clamped to
+// MaxInputCharsPerWord (100), and the longest match at a start is sought
+// among pieces no longer than the vocabulary's longest token: a text costs
+// at most min(longest token, 100) lookups per character, here counted, and
+// the pieces are BERT's (naivePieces).
+func TestTokenizeLinear(t *testing.T) {
+	base := []string{"[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "##a", "b", "##b"}
+	hostile := append(append([]string(nil), base...), "##"+strings.Repeat("a", 99)+"b", strings.Repeat("a", 16000)+"b")
+	words100 := strings.Repeat(strings.Repeat("a", 100)+" ", 160) // 16,000 characters of 100-character words
+	for _, tc := range []struct {
+		name   string
+		tokens []string
+		text   string
+		pieces int // the number of pieces
+		perChr int // the most lookups per character of text
+	}{
+		{"16000-char word", base, strings.Repeat("a", 16000), 1, 0},
+		{"16000 chars in words of 100", base, words100, 16000, 5}, // "[PAD]": the longest token, 5 characters
+		{"16000-char word, hostile vocab", hostile, strings.Repeat("a", 16000), 1, 0},
+		{"16000 chars in words of 100, hostile vocab", hostile, words100, 16000, MaxInputCharsPerWord},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := hfJSON(t, tc.tokens, func(m map[string]any) {
+				m["model"].(map[string]any)["max_input_chars_per_word"] = 1_000_000_000
+			})
+			tok, err := ReadTokenizerJSON(bytes.NewReader(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tok.maxChars != MaxInputCharsPerWord {
+				t.Fatalf("max_input_chars_per_word 10^9 became %d, want it clamped to %d", tok.maxChars, MaxInputCharsPerWord)
+			}
+			lookups := 0
+			tok.onLookup = func() { lookups++ }
+			got := tok.Tokenize(tc.text)
+			t.Logf("%d characters, %d pieces, %d lookups", len(tc.text), len(got), lookups)
+			if len(got) != tc.pieces {
+				t.Fatalf("%d pieces, want %d", len(got), tc.pieces)
+			}
+			if lookups > tc.perChr*len(tc.text) {
+				t.Fatalf("%d vocabulary lookups for %d characters, want at most %d per character", lookups, len(tc.text), tc.perChr)
+			}
+			var want []string
+			ref := map[string][]string{} // the words repeat
+			for _, w := range BasicTokenize(tc.text, true) {
+				p, ok := ref[w]
+				if !ok {
+					p = naivePieces(tok.vocab, tok.maxChars, w)
+					ref[w] = p
+				}
+				want = append(want, p...)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("pieces differ from BERT's greedy longest match")
+			}
+		})
+	}
 }

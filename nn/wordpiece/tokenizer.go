@@ -3,7 +3,10 @@ package wordpiece
 import "unicode/utf8"
 
 // MaxInputCharsPerWord is the longest word (in characters) that WordPiece
-// splits; longer words become [UNK], as in BERT.
+// splits; longer words become [UNK], as in BERT. It is also the most a
+// tokenizer.json's max_input_chars_per_word may raise it to (a larger value
+// is clamped to it; Hugging Face's default is 100 too), so that a word
+// costs at most MaxInputCharsPerWord vocabulary lookups per character.
 const MaxInputCharsPerWord = 100
 
 // Tokenizer turns text into BERT word pieces and model inputs. It is safe for
@@ -12,6 +15,8 @@ type Tokenizer struct {
 	vocab     *Vocab
 	lowerCase bool
 	maxChars  int // longest word split; longer ones are unknown
+	// onLookup, if set (by tests), is called on every vocabulary lookup.
+	onLookup func()
 }
 
 // Encoding is the model input for one text (or text pair): token ids,
@@ -37,9 +42,15 @@ func (t *Tokenizer) LowerCase() bool { return t.lowerCase }
 // Tokenize splits text into word pieces: BasicTokenize, then greedy
 // longest-match-first WordPiece on every word, continuation pieces carrying
 // the "##" prefix (the vocabulary's ContinuationPrefix). A word longer than
-// MaxInputCharsPerWord characters (or a tokenizer.json's
+// MaxInputCharsPerWord characters (or a tokenizer.json's smaller
 // max_input_chars_per_word), or one that cannot be covered by vocabulary
 // pieces, becomes a single [UNK] (the vocabulary's unknown token).
+//
+// Cost: linear in the text. The longest match at a position is sought
+// among pieces no longer than the vocabulary's longest token (nor than the
+// word), so a word costs at most min(longest token, MaxInputCharsPerWord)
+// vocabulary lookups per character, and a longer word costs none
+// (TestTokenizeLinear).
 func (t *Tokenizer) Tokenize(text string) []string {
 	var out []string
 	for _, w := range BasicTokenize(text, t.lowerCase) {
@@ -55,14 +66,25 @@ func (t *Tokenizer) appendWordPieces(out []string, word string) []string {
 	}
 	n := len(out)
 	for start := 0; start < len(word); {
-		end := len(word)
+		// Continuation pieces are looked up without their "##" prefix, so
+		// no string is built per candidate.
+		m, longest := t.vocab.ids, t.vocab.longest
+		if start > 0 {
+			m, longest = t.vocab.cont, t.vocab.longestCont
+		}
+		// The first candidate is the longest piece any token could match.
+		end := start
+		for range longest {
+			if end == len(word) {
+				break
+			}
+			_, size := utf8.DecodeRuneInString(word[end:])
+			end += size
+		}
 		found := -1
 		for end > start {
-			// Continuation pieces are looked up without their "##" prefix,
-			// so no string is built per candidate.
-			m := t.vocab.ids
-			if start > 0 {
-				m = t.vocab.cont
+			if t.onLookup != nil {
+				t.onLookup()
 			}
 			if id, ok := m[word[start:end]]; ok {
 				found = id

@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // Special tokens.
@@ -38,6 +39,7 @@ type Vocab struct {
 	tokens                   []string
 	ids                      map[string]int
 	cont                     map[string]int // continuation tokens ("##x") keyed by x
+	longest, longestCont     int            // the most characters of a key of ids, of cont
 	prefix                   string         // the continuation prefix
 	pad, unk, cls, sep, mask int
 }
@@ -75,8 +77,10 @@ func NewVocabWith(tokens []string, opt VocabOptions) (*Vocab, error) {
 			return nil, fmt.Errorf("vocab: token %q at ids %d and %d", t, j, i)
 		}
 		v.ids[t] = i
+		v.longest = max(v.longest, utf8.RuneCountInString(t))
 		if rest, ok := strings.CutPrefix(t, prefix); ok && rest != "" {
 			v.cont[rest] = i
+			v.longestCont = max(v.longestCont, utf8.RuneCountInString(rest))
 		}
 	}
 	for _, s := range []struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -219,12 +220,19 @@ func FuzzEncode(f *testing.F) {
 	f.Add("UNwant\u00E9d,running", 16, true)
 	f.Add("ah\u535A\u63A8zz \x00\xff", 3, false)
 	f.Add(strings.Repeat("a", 200), 0, true)
+	f.Add(strings.Repeat("a", 100)+" "+strings.Repeat("aé漢", 33)+"a!", 0, true)
 	f.Fuzz(func(t *testing.T, text string, maxLen int, lower bool) {
 		maxLen %= 512
 		tok := NewTokenizer(v, lower)
 		for _, p := range tok.Tokenize(text) {
 			if _, ok := v.ID(p); !ok {
 				t.Fatalf("token %q not in vocabulary", p)
+			}
+		}
+		// The longest match bounded by the longest token is BERT's.
+		for _, w := range BasicTokenize(text, lower) {
+			if got, want := tok.appendWordPieces(nil, w), naivePieces(v, tok.maxChars, w); !slices.Equal(got, want) {
+				t.Fatalf("word %q: pieces %q, BERT's %q", w, got, want)
 			}
 		}
 		for _, e := range []Encoding{tok.Encode(text, maxLen), tok.EncodePair(text, text+" x", maxLen)} {

@@ -7,10 +7,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // classFoldCase is a last block whose class-token attention is folded
@@ -148,7 +148,7 @@ func plainClassContext(net *Net, ys []float64, mask [][]int, B int, f, e uint) [
 		}
 		return 1
 	})
-	mw := &mlpW{w1: rndMLP(blk.attn.w1, one), b1: rnd(blk.attn.b1, one), w2: rndMLP(blk.attn.w2, one), b2: rndMLP(blk.attn.b2, one), fill: blk.attn.fill}
+	mw := &mlpWeights{w1: rndMLP(blk.attn.w1, one), b1: rnd(blk.attn.b1, one), w2: rndMLP(blk.attn.w2, one), b2: rndMLP(blk.attn.b2, one), fill: blk.attn.fill}
 	out := make([]float64, B*I)
 	for b := 0; b < B; b++ {
 		m := func(t int) float64 {
@@ -370,12 +370,12 @@ func TestClassAttention(t *testing.T) {
 				if err != nil {
 					return o, err
 				}
-				var mkf, mku *maskState
+				var mkf, mku *paddingMask
 				if pf.textual() {
-					if mkf, err = pf.mask(ctx, s, B, in); err != nil {
+					if mkf, err = pf.shareMask(ctx, s, B, in); err != nil {
 						return o, err
 					}
-					if mku, err = pu.mask(ctx, s, B, in); err != nil {
+					if mku, err = pu.shareMask(ctx, s, B, in); err != nil {
 						return o, err
 					}
 				}

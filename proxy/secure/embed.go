@@ -20,18 +20,18 @@ import (
 // MulPrivateVector, β by party 0). Cost: P1 msg(B·T·rows), plus a truncation
 // (ViT) or the exact LayerNorm (text, 32 rounds of InvSqrt and 6 more).
 
-// embW is the model owner's clear embedding layer.
-type embW struct {
-	table []float64 // [rows, hidden]: word then type rows (text) or the patch projection (ViT)
-	add   []float64 // [seq, hidden]: positions (+ class token / patch bias for ViT)
-	ln    *lnW      // text: embedding LayerNorm (exact)
+// embeddingWeights is the model owner's clear embedding layer.
+type embeddingWeights struct {
+	table []float64         // [rows, hidden]: word then type rows (text) or the patch projection (ViT)
+	add   []float64         // [seq, hidden]: positions (+ class token / patch bias for ViT)
+	ln    *layerNormWeights // text: embedding LayerNorm (exact)
 }
 
-// embS is the shared embedding layer.
-type embS struct {
+// preparedEmbedding is the shared embedding layer.
+type preparedEmbedding struct {
 	table *protocol.Weight
 	add   []uint64
-	ln    *lnS
+	ln    *preparedLayerNorm
 }
 
 // EmbedRows returns the data owner's private-embedding input of a batch for a
@@ -103,10 +103,10 @@ func typeRows(cfg model.Config) int {
 }
 
 // embFrom extracts the embedding layer of m for inputs of seq tokens.
-func embFrom(m *model.Model, seq int) (*embW, error) {
+func embFrom(m *model.Model, seq int) (*embeddingWeights, error) {
 	c := m.Config
 	h := c.Hidden
-	e := &embW{add: make([]float64, seq*h)}
+	e := &embeddingWeights{add: make([]float64, seq*h)}
 	if c.Family == model.ViT {
 		l := fromLinear(m.Patch)
 		if l.out != h || len(m.PosEmb.Value.Data) != seq*h {
@@ -146,10 +146,10 @@ func embedRowsOf(cfg model.Config) int {
 
 // prepareEmb shares the embedding table and, for text, the embedding
 // LayerNorm's γ.
-func (p *Prepared) prepareEmb(ctx context.Context, s *protocol.Session, e *embW) error {
+func (p *Prepared) prepareEmb(ctx context.Context, s *protocol.Session, e *embeddingWeights) error {
 	a := p.arch
 	h := a.Hidden
-	out := &embS{}
+	out := &preparedEmbedding{}
 	var tbl *share.Tensor
 	if p.party == 0 {
 		enc, err := encode(e.table, p.fp.FracBits)
@@ -169,7 +169,7 @@ func (p *Prepared) prepareEmb(ctx context.Context, s *protocol.Session, e *embW)
 	}
 	out.table = w
 	if p.textual() {
-		ln := &lnS{}
+		ln := &preparedLayerNorm{}
 		var g *share.Tensor
 		if p.party == 0 {
 			enc, err := encode(e.ln.gamma, p.fp.FracBits)

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // TestFoldedHeadMatchesUnfolded checks the head with the classifier folded
@@ -63,7 +63,7 @@ func TestFoldedHeadMatchesUnfolded(t *testing.T) {
 			// entropy MLP on standardised logits.
 			net := &Net{Arch: a,
 				cls: linear{in: H, out: C, w: gauss(H*C, 2/math.Sqrt(float64(H))), b: gauss(C, 0.5)},
-				ent: &mlpW{in: C, d: d, out: 1, w1: gauss(C*d, 1/math.Sqrt(float64(C))), b1: gauss(d, 0.5),
+				ent: &mlpWeights{in: C, d: d, out: 1, w1: gauss(C*d, 1/math.Sqrt(float64(C))), b1: gauss(d, 0.5),
 					w2: gauss(d, 1/math.Sqrt(float64(d))), b2: gauss(1, 0.3)}}
 			if tc.noClsBias {
 				net.cls.b = nil
@@ -91,7 +91,7 @@ func TestFoldedHeadMatchesUnfolded(t *testing.T) {
 				p := &Prepared{arch: a, party: s.Party(), fp: s.FixedPoint()}
 				var nw *Net
 				var cl *linear
-				var em *mlpW
+				var em *mlpWeights
 				if s.Party() == 0 {
 					nw, cl, em = net, &net.cls, net.ent
 				}

@@ -104,8 +104,9 @@ func TestLinReLUMatchesUnfused(t *testing.T) {
 							}
 						})
 					} else if y, err = p.lin(ctx, s, x, ls); err == nil {
-						addInPlace(y, f)
-						y, err = s.ReLU(ctx, y)
+						if err = share.AddInPlace(y, f); err == nil {
+							y, err = s.ReLU(ctx, y)
+						}
 					}
 					return out{y, s.Stream().Stats().Rounds - before}, err
 				})

@@ -2,7 +2,6 @@ package secure
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -134,47 +133,26 @@ func TestArchOfProxySqrtEntropy(t *testing.T) {
 	}
 }
 
-// TestTransposeTiled checks the tiled transpose against the plain one on
-// shapes below, at and across the tile size, every word of dst overwritten.
-func TestTransposeTiled(t *testing.T) {
-	for _, c := range []struct{ m, n int }{{1, 1}, {1, 40}, {40, 1}, {3, 70}, {32, 32}, {33, 65}, {128, 96}} {
-		t.Run(fmt.Sprintf("%dx%d", c.m, c.n), func(t *testing.T) {
-			src := make([]uint64, c.m*c.n)
-			for i := range src {
-				src[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
-			}
-			want := make([]uint64, c.m*c.n)
-			for i := 0; i < c.m; i++ {
-				for j := 0; j < c.n; j++ {
-					want[j*c.m+i] = src[i*c.n+j]
-				}
-			}
-			got := make([]uint64, c.m*c.n)
-			for i := range got {
-				got[i] = ^uint64(0) // stale contents must all be overwritten
-			}
-			transposeTiled(got, src, c.m, c.n)
-			if !slices.Equal(got, want) {
-				t.Fatalf("transposeTiled(%d×%d) differs from the plain transpose", c.m, c.n)
-			}
-		})
-	}
-}
-
 // TestMaskHiddenLazy checks that the mask broadcast to the hidden size is
-// made only when asked for, equals broadcastLast and is made once.
+// made only when asked for, equals share.BroadcastLast and is made once.
 func TestMaskHiddenLazy(t *testing.T) {
 	m := &share.Tensor{Shape: []int{2, 3}, Data: []uint64{1, 1, 0, 1, 0, 0}}
-	mk := &maskState{m: m}
-	if mk.h != nil {
+	padding := &paddingMask{m: m}
+	if padding.h != nil {
 		t.Fatal("mask broadcast made before use")
 	}
-	h := mk.hidden(4)
-	want := broadcastLast(m, 4)
+	h, err := padding.hidden(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := share.BroadcastLast(m, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(h.Shape, want.Shape) || !slices.Equal(h.Data, want.Data) {
 		t.Fatalf("hidden(4) = %v %v, want %v %v", h.Shape, h.Data, want.Shape, want.Data)
 	}
-	if mk.hidden(4) != h {
+	if again, err := padding.hidden(4); err != nil || again != h {
 		t.Fatal("hidden made the broadcast twice")
 	}
 }
@@ -184,9 +162,9 @@ func TestMaskHiddenLazy(t *testing.T) {
 // padded row's NaN never read), and the same error for a bad value in an
 // unpadded row.
 func TestEncodeUnpadded(t *testing.T) {
-	const B, T, H = 2, 3, 200 // large enough for the word pool
+	const B, T, H = 2, 3, 200 // large enough for recycled scratch words
 	p := &Prepared{fp: share.DefaultFixedPoint}
-	// Leave a dirty buffer of the size in the pool: the padded rows must
+	// Leave a dirty scratch buffer of the size behind: the padded rows must
 	// still come out zero.
 	dirty := share.GetWords(B * T * H)
 	for i := range dirty {

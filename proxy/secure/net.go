@@ -133,28 +133,28 @@ type linear struct {
 	w, b    []float64 // b may be nil
 }
 
-// mlpW is a clear approximator MLP in→d→out with weights [in,d] and [d,out].
-type mlpW struct {
+// mlpWeights is a clear approximator MLP in→d→out with weights [in,d] and [d,out].
+type mlpWeights struct {
 	in, d, out int
 	w1, b1     []float64
 	w2, b2     []float64
 	fill       []float64 // attention softmax only
 }
 
-// lnW is a clear LayerNorm: γ, β and, unless exact, the inverse square root MLP.
-type lnW struct {
+// layerNormWeights is a clear LayerNorm: γ, β and, unless exact, the inverse square root MLP.
+type layerNormWeights struct {
 	gamma, beta []float64
-	inv         *mlpW // nil: exact (protocol.InvSqrt)
+	inv         *mlpWeights // nil: exact (protocol.InvSqrt)
 }
 
-// blockW is one encoder block's clear weights.
-type blockW struct {
+// blockWeights is one encoder block's clear weights.
+type blockWeights struct {
 	qkv, o  linear
-	attn    *mlpW // nil: exact softmax
-	ln1     lnW
+	attn    *mlpWeights // nil: exact softmax
+	ln1     layerNormWeights
 	ffnIn   *linear
 	ffnOut  *linear
-	ln2     *lnW
+	ln2     *layerNormWeights
 	scaleQK float64
 }
 
@@ -164,12 +164,12 @@ type blockW struct {
 type Net struct {
 	// Arch is the public architecture.
 	Arch   Arch
-	blocks []blockW
-	final  *lnW    // ViT's final LayerNorm
-	pool   *linear // BERT pooler / DistilBERT pre-classifier
+	blocks []blockWeights
+	final  *layerNormWeights // ViT's final LayerNorm
+	pooler *linear           // BERT pooler / DistilBERT pre-classifier
 	cls    linear
-	ent    *mlpW // nil: exact entropy
-	emb    *embW // private embeddings (nil: public)
+	ent    *mlpWeights       // nil: exact entropy
+	emb    *embeddingWeights // private embeddings (nil: public)
 }
 
 // transpose returns the [cols, rows] copy of a row-major [rows, cols] matrix.
@@ -194,18 +194,18 @@ func fromLinear(l *nn.Linear) linear {
 }
 
 // fromMLP converts an mlp.MLP (nil stays nil).
-func fromMLP(m *mlp.MLP) *mlpW {
+func fromMLP(m *mlp.MLP) *mlpWeights {
 	if m == nil {
 		return nil
 	}
 	w1, b1, w2, b2 := m.Weights()
 	in, d, out := m.In(), m.Hidden(), m.Out()
-	return &mlpW{in: in, d: d, out: out, w1: transpose(w1, d, in), b1: b1, w2: transpose(w2, out, d), b2: b2,
+	return &mlpWeights{in: in, d: d, out: out, w1: transpose(w1, d, in), b1: b1, w2: transpose(w2, out, d), b2: b2,
 		fill: append([]float64(nil), m.Fill...)}
 }
 
-func fromLN(ln *nn.LayerNorm, inv *mlp.MLP) *lnW {
-	return &lnW{gamma: append([]float64(nil), ln.Gamma.Value.Data...), beta: append([]float64(nil), ln.Beta.Value.Data...), inv: fromMLP(inv)}
+func fromLN(ln *nn.LayerNorm, inv *mlp.MLP) *layerNormWeights {
+	return &layerNormWeights{gamma: append([]float64(nil), ln.Gamma.Value.Data...), beta: append([]float64(nil), ln.Beta.Value.Data...), inv: fromMLP(inv)}
 }
 
 // entropyHidden returns the entropy MLP's hidden width.
@@ -294,11 +294,11 @@ func FromProxy(p *proxy.Proxy, seq int) (*Net, error) {
 
 // blockFrom copies a block's attention, LayerNorms and FFN (MLPs are set by
 // the caller).
-func blockFrom(b *nn.Block, a Arch) (blockW, error) {
+func blockFrom(b *nn.Block, a Arch) (blockWeights, error) {
 	att := b.Attn
 	q, k, v := fromLinear(att.Q), fromLinear(att.K), fromLinear(att.V)
 	if q.out != a.inner() || k.out != a.inner() || v.out != a.inner() || q.in != a.Hidden {
-		return blockW{}, fmt.Errorf("attention projections %d/%d/%d wide, want %d", q.out, k.out, v.out, a.inner())
+		return blockWeights{}, fmt.Errorf("attention projections %d/%d/%d wide, want %d", q.out, k.out, v.out, a.inner())
 	}
 	// One matrix [hidden, 3·inner]: columns Q | K | V.
 	w3 := 3 * a.inner()
@@ -313,7 +313,7 @@ func blockFrom(b *nn.Block, a Arch) (blockW, error) {
 			copy(qkv.b[j*a.inner():], l.b)
 		}
 	}
-	bw := blockW{qkv: qkv, o: fromLinear(att.O), ln1: *fromLN(b.LN1, nil), scaleQK: 1 / math.Sqrt(float64(a.HeadDim))}
+	bw := blockWeights{qkv: qkv, o: fromLinear(att.O), ln1: *fromLN(b.LN1, nil), scaleQK: 1 / math.Sqrt(float64(a.HeadDim))}
 	if b.FFN != nil {
 		in, out := fromLinear(b.FFN.In), fromLinear(b.FFN.Out)
 		bw.ffnIn, bw.ffnOut = &in, &out
@@ -333,10 +333,10 @@ func (n *Net) headFrom(m *model.Model, finalInv *mlp.MLP) error {
 		}
 	case m.Pooler != nil:
 		l := fromLinear(m.Pooler)
-		n.pool = &l
+		n.pooler = &l
 	case m.PreClassifier != nil:
 		l := fromLinear(m.PreClassifier)
-		n.pool = &l
+		n.pooler = &l
 	}
 	n.cls = fromLinear(m.Classifier)
 	return nil
@@ -422,26 +422,26 @@ func RandomNet(a Arch, seed uint64) (*Net, error) {
 	lin := func(in, out int) linear {
 		return linear{in: in, out: out, w: gauss(in*out, 0.02), b: gauss(out, 0.02)}
 	}
-	mkD := func(in, out, d int) *mlpW {
-		return &mlpW{in: in, d: d, out: out, w1: gauss(in*d, 0.5/math.Sqrt(float64(in))), b1: gauss(d, 0.1),
+	randomMLPHidden := func(in, out, d int) *mlpWeights {
+		return &mlpWeights{in: in, d: d, out: out, w1: gauss(in*d, 0.5/math.Sqrt(float64(in))), b1: gauss(d, 0.1),
 			w2: gauss(d*out, 0.5/math.Sqrt(float64(d))), b2: gauss(out, 0.1), fill: gauss(in, 1)}
 	}
-	mk := func(in, out int) *mlpW { return mkD(in, out, a.MLPHidden) }
-	ln := func() *lnW {
-		l := &lnW{gamma: make([]float64, a.Hidden), beta: make([]float64, a.Hidden)}
+	randomMLP := func(in, out int) *mlpWeights { return randomMLPHidden(in, out, a.MLPHidden) }
+	ln := func() *layerNormWeights {
+		l := &layerNormWeights{gamma: make([]float64, a.Hidden), beta: make([]float64, a.Hidden)}
 		for i := range l.gamma {
 			l.gamma[i] = 1
 		}
 		if !a.Ablation.ExactLayerNorm {
-			l.inv = mk(1, 1)
+			l.inv = randomMLP(1, 1)
 		}
 		return l
 	}
 	n := &Net{Arch: a}
 	for range a.Layers {
-		b := blockW{qkv: lin(a.Hidden, 3*a.inner()), o: lin(a.inner(), a.Hidden), ln1: *ln(), scaleQK: 1 / math.Sqrt(float64(a.HeadDim))}
+		b := blockWeights{qkv: lin(a.Hidden, 3*a.inner()), o: lin(a.inner(), a.Hidden), ln1: *ln(), scaleQK: 1 / math.Sqrt(float64(a.HeadDim))}
 		if !a.Ablation.ExactAttnSoftmax {
-			b.attn = mk(a.Seq, a.Seq)
+			b.attn = randomMLP(a.Seq, a.Seq)
 		}
 		if a.Intermediate > 0 {
 			in, out := lin(a.Hidden, a.Intermediate), lin(a.Intermediate, a.Hidden)
@@ -453,14 +453,14 @@ func RandomNet(a Arch, seed uint64) (*Net, error) {
 		n.final = ln()
 	} else {
 		l := lin(a.Hidden, a.Hidden)
-		n.pool = &l
+		n.pooler = &l
 	}
 	n.cls = lin(a.Hidden, a.Labels)
 	if !a.Ablation.ExactEntropy {
-		n.ent = mkD(a.Labels, 1, a.entropyHidden())
+		n.ent = randomMLPHidden(a.Labels, 1, a.entropyHidden())
 	}
 	if a.EmbedRows > 0 {
-		n.emb = &embW{table: gauss(a.EmbedRows*a.Hidden, 0.02), add: gauss(a.Seq*a.Hidden, 0.02)}
+		n.emb = &embeddingWeights{table: gauss(a.EmbedRows*a.Hidden, 0.02), add: gauss(a.Seq*a.Hidden, 0.02)}
 		if a.Family != model.ViT {
 			n.emb.ln = ln()
 		}
@@ -480,12 +480,12 @@ func (n *Net) check() error {
 	okLin := func(l *linear, in, out int) bool {
 		return l != nil && l.in == in && l.out == out && len(l.w) == in*out && (l.b == nil || len(l.b) == out)
 	}
-	okMLPD := func(m *mlpW, in, out, d int) bool {
+	okMLPD := func(m *mlpWeights, in, out, d int) bool {
 		return m != nil && m.in == in && m.out == out && m.d == d && len(m.w1) == in*m.d && len(m.b1) == m.d &&
 			len(m.w2) == m.d*out && len(m.b2) == out
 	}
-	okMLP := func(m *mlpW, in, out int) bool { return okMLPD(m, in, out, a.MLPHidden) }
-	okLN := func(l *lnW) bool {
+	okMLP := func(m *mlpWeights, in, out int) bool { return okMLPD(m, in, out, a.MLPHidden) }
+	okLN := func(l *layerNormWeights) bool {
 		return l != nil && len(l.gamma) == a.Hidden && len(l.beta) == a.Hidden && (a.Ablation.ExactLayerNorm || okMLP(l.inv, 1, 1))
 	}
 	for i := range n.blocks {
@@ -504,7 +504,7 @@ func (n *Net) check() error {
 		if !okLN(n.final) {
 			return fmt.Errorf("secure: final LayerNorm does not fit %+v", a)
 		}
-	} else if !okLin(n.pool, a.Hidden, a.Hidden) {
+	} else if !okLin(n.pooler, a.Hidden, a.Hidden) {
 		return fmt.Errorf("secure: pooler does not fit %+v", a)
 	}
 	if !okLin(&n.cls, a.Hidden, a.Labels) {

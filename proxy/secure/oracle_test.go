@@ -14,6 +14,10 @@ import (
 // (entropy alone: 1.3e-2, see protocol.Entropy).
 const oracleMaxErr = 0.1
 
+// oracleTextSpearman is TestForwardOracleText's least rank correlation
+// (derived from its spread, see there).
+const oracleTextSpearman = 0.77
+
 func TestForwardOracleFidelity(t *testing.T) {
 	f := getViT(t)
 	m := f.target
@@ -67,8 +71,13 @@ func TestForwardOracleText(t *testing.T) {
 	t.Logf("oracle: rounds %d, bytes p0 %d p1 %d; max abs error %.4f nats, Spearman %.5f, top-20%% overlap %.3f",
 		cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
 	// This target's entropies are spaced more closely than protocol.Entropy's
-	// own error (~1e-2), so the ranks are only loosely preserved.
-	if maxErr > oracleMaxErr || rho < 0.8 {
-		t.Errorf("oracle fidelity: max abs error %.4f (≤ %g), Spearman %.5f (≥ 0.8)", maxErr, oracleMaxErr, rho)
+	// own error (~1e-2), so the ranks are only loosely preserved, and the
+	// rank correlation varies from run to run: the parties' input-sharing
+	// seeds are fresh (protocol.NewSession), and so are the truncations'
+	// errors. Over 24 runs (go test -count=24 -run TestForwardOracleText)
+	// it lay in [0.795, 0.824], mean 0.813, σ 0.0086: the bound is the
+	// mean − 5σ. A broken forward's ranks are unrelated (≈ 0).
+	if maxErr > oracleMaxErr || rho < oracleTextSpearman {
+		t.Errorf("oracle fidelity: max abs error %.4f (≤ %g), Spearman %.5f (≥ %g)", maxErr, oracleMaxErr, rho, oracleTextSpearman)
 	}
 }

@@ -3,9 +3,9 @@ package secure
 import (
 	"context"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // localConfig configures runLocal: the encoding (default

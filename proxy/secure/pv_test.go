@@ -95,7 +95,7 @@ func TestSoftmaxPVMatchesUnfolded(t *testing.T) {
 			seeds := [2]share.Seed{{byte(ci), 5}, {byte(ci), 6}}
 			r, err := runLocal(context.Background(), localConfig{FixedPoint: fp, Seeds: seeds}, func(ctx context.Context, s *protocol.Session) (out, error) {
 				var o out
-				var bw *blockW
+				var bw *blockWeights
 				if s.Party() == 0 {
 					bw = &net.blocks[0]
 				}

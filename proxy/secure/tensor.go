@@ -71,55 +71,6 @@ func addRowVecShifted(party int, x *share.Tensor, v []uint64, k uint) {
 	}
 }
 
-// broadcastLast repeats each element of v (shape [...]) w times along a new
-// last dimension: [..., w].
-func broadcastLast(v *share.Tensor, w int) *share.Tensor {
-	shape := append(slices.Clone(v.Shape), w)
-	out := &share.Tensor{Shape: shape, Data: make([]uint64, len(v.Data)*w)}
-	for i, a := range v.Data {
-		row := out.Data[i*w : (i+1)*w]
-		for j := range row {
-			row[j] = a
-		}
-	}
-	return out
-}
-
-// transposeTiled writes src, an m×n row-major matrix, transposed into dst
-// (n×m, every word overwritten), in 32×32 tiles so that neither side is
-// walked at a stride of a whole row for long: a plain loop writing dst
-// column by column misses the cache on every word once m is a few hundred
-// words (classAttention's Y_augᵀ, 128×768 per batch row).
-func transposeTiled(dst, src []uint64, m, n int) {
-	const tile = 32
-	for i0 := 0; i0 < m; i0 += tile {
-		i1 := min(i0+tile, m)
-		for j0 := 0; j0 < n; j0 += tile {
-			j1 := min(j0+tile, n)
-			for i := i0; i < i1; i++ {
-				row := src[i*n+j0 : i*n+j1]
-				for j, v := range row {
-					dst[(j0+j)*m+i] = v
-				}
-			}
-		}
-	}
-}
-
-// subInPlace computes x −= y elementwise (same length).
-func subInPlace(x, y *share.Tensor) {
-	for i := range x.Data {
-		x.Data[i] -= y.Data[i]
-	}
-}
-
-// addInPlace computes x += y elementwise (same length).
-func addInPlace(x, y *share.Tensor) {
-	for i := range x.Data {
-		x.Data[i] += y.Data[i]
-	}
-}
-
 // encode returns round(x·2^bits) as ring words, failing on values that do not
 // fit in 2^61 (NaN, Inf, or absurdly large weights).
 func encode(xs []float64, bits uint) ([]uint64, error) {

@@ -8,12 +8,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/mlp"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 const textSeq = 12
@@ -213,20 +213,20 @@ func TestBlockCost(t *testing.T) {
 				if err != nil {
 					return twoparty.Cost{}, err
 				}
-				var mk *maskState
+				var padding *paddingMask
 				if p.textual() {
-					if mk, err = p.mask(ctx, s, B, in); err != nil {
+					if padding, err = p.shareMask(ctx, s, B, in); err != nil {
 						return twoparty.Cost{}, err
 					}
 				}
 				m := twoparty.NewMeter(s)
-				if _, err := p.block(ctx, s, layer, x, mk, last); err != nil {
+				if _, err := p.block(ctx, s, layer, x, padding, last); err != nil {
 					return twoparty.Cost{}, err
 				}
 				// The mask broadcast to the hidden size is made only for a
 				// block input it zeroes (layers ≥ 1, or an embedding).
-				if need := layer > 0 || p.emb != nil; mk != nil && (mk.h != nil) != need {
-					return twoparty.Cost{}, fmt.Errorf("layer %d: mask broadcast made %v, needed %v", layer, mk.h != nil, need)
+				if need := layer > 0 || p.emb != nil; padding != nil && (padding.h != nil) != need {
+					return twoparty.Cost{}, fmt.Errorf("layer %d: mask broadcast made %v, needed %v", layer, padding.h != nil, need)
 				}
 				return m.Since(), nil
 			})

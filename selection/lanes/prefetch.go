@@ -23,6 +23,9 @@ type laneProvider struct {
 	cur atomic.Pointer[phaseFetch]
 }
 
+// Unwrap implements beaver.Wrapper.
+func (l *laneProvider) Unwrap() beaver.Provider { return l.Provider }
+
 func newLaneProvider(p beaver.Provider, s *Scheduler) *laneProvider {
 	return &laneProvider{Provider: p, s: s}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -19,14 +19,14 @@ import (
 // started at epoch 1.
 func startPair(t *testing.T, c Config) [2]*Scheduler {
 	t.Helper()
-	dealer := beaver.NewDealerWithSeeds(share.Seed{1}, share.Seed{2})
+	d := dealer.NewWithSeeds(share.Seed{1}, share.Seed{2})
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	var s [2]*Scheduler
 	var errs [2]error
 	var wg sync.WaitGroup
 	for party, conn := range []*transport.Conn{c0, c1} {
-		prov, err := dealer.Provider(party)
+		prov, err := d.Provider(party)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -241,7 +241,7 @@ func (s *Scheduler) position() error {
 
 // Bind keys all further correlated randomness by the dealer session id,
 // then positions the streams again (where they already are): a provider
-// that keeps persistent high-water marks per session (beaver.Marked, as
+// that keeps persistent high-water marks per session (marks.Provider, as
 // selection wraps it) checks the epoch's counters against the session's marks
 // before anything is drawn.
 func (s *Scheduler) Bind(ctx context.Context, id beaver.SessionID) error {

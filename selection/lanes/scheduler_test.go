@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -17,7 +17,7 @@ import (
 // failing batch's error is returned rather than the cancellation it causes
 // in the other slots; weight ids are distinct per phase and epoch.
 func TestSchedulerAssignsBatches(t *testing.T) {
-	dealer, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for party, c := range []*transport.Conn{c0, c1} {
-		prov, err := dealer.Provider(party)
+		prov, err := d.Provider(party)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,11 +111,11 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 // no lanes or batches, overlapping or overflowing streams) is an error, and
 // so is an epoch outside 1..MaxEpoch−1.
 func TestNewRefuses(t *testing.T) {
-	dealer, err := beaver.NewDealer()
+	d, err := dealer.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p0, _ := dealer.Provider(0)
+	p0, _ := d.Provider(0)
 	c0, c1 := transport.Pipe(transport.Options{})
 	defer c0.Close()
 	defer c1.Close()

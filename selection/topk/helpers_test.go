@@ -1,11 +1,11 @@
 package topk
 
 import (
-	"github.com/selectformer/selectformer/internal/harness/sessiontest"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
 )
 
-// The helpers shared with selection's tests (internal/harness/sessiontest).
+// The helpers shared with selection's tests (testharness/sessiontest).
 var (
 	sessionPairFP      = sessiontest.PairFP
 	shareFromDataOwner = sessiontest.ShareFromDataOwner

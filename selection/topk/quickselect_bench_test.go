@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // paperWAN is the emulated paper link of bench/RESULTS.md: 50 ms each way

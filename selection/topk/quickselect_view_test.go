@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
 // viewChiSquareLimit bounds the two-sample chi-square statistic of two byte

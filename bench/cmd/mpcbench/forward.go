@@ -41,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/transport"
@@ -56,7 +57,7 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	perParty := fs.Bool("per-party", false, "run the dealer and each party as its own process (loopback TLS) and report each one's peak memory")
 	timeout := fs.Duration("timeout", time.Hour, "with --per-party: give up (and kill the child processes) after this long")
 	byKind := fs.Bool("by-kind", false, "also print the correlated randomness drawn per candidate, kind by kind (not with --per-party)")
-	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer), or made by the parties with no dealer (in process; runs the forward twice in one session and prints the provider's traffic and time per kind): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)")
+	provider := fs.String("provider", source.Default, "where the correlated randomness comes from (in process; a dealer-free source runs the forward twice in one session and prints its traffic and time per kind): "+source.Usage())
 	byModule := fs.Bool("by-module", false, "print where the bytes go: per step and module of a proxy's forward, the bytes each party sends and the dealer bytes each receives per candidate (not with --per-party; --json prints bench.ModuleTable)")
 	bf := addBenchFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -66,14 +67,17 @@ func runForward(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return fmt.Errorf("forward: %w", err)
 	}
-	if *provider != "dealer" {
-		if !bench.DealerFree(*provider) {
-			return fmt.Errorf("forward: --provider %q: want dealer, ot or he", *provider)
-		}
+	src, err := sourceFlag("forward: ", *provider)
+	if err != nil {
+		return err
+	}
+	// A source with a dealer is measured on the run's in-process dealer
+	// (bench.Forward); a dealer-free one by runForwardFree.
+	if src.DealerFree {
 		if *perParty || *asJSON || *byKind {
-			return fmt.Errorf("forward: --provider %s prints its own table: drop --per-party, --json and --by-kind", *provider)
+			return fmt.Errorf("forward: --provider %s prints its own table: drop --per-party, --json and --by-kind", src.Name)
 		}
-		return runForwardFree(ctx, cfg, *provider, stdout)
+		return runForwardFree(ctx, cfg, src, stdout)
 	}
 	if *byModule {
 		if *perParty || *byKind || cfg.Exact {

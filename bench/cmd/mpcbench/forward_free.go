@@ -12,10 +12,11 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/bench"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -36,6 +37,9 @@ type timedProvider struct {
 	mu   sync.Mutex
 	cost map[string]*kindCost
 }
+
+// Unwrap implements beaver.Wrapper.
+func (t *timedProvider) Unwrap() beaver.Provider { return t.Provider }
 
 func (t *timedProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	before := t.Provider.Stats()
@@ -71,7 +75,7 @@ type freeRun struct {
 	setup    beaver.DealerStats
 	setupSec float64
 	runs     [2]freeForward
-	he       ot.HEStats
+	he       *ot.HEStats // the Lattice's uploads (nil: no lattice weight masks)
 }
 
 type freeForward struct {
@@ -81,26 +85,25 @@ type freeForward struct {
 }
 
 // runForwardFree runs the forward of cfg twice in one session between two
-// in-process parties whose correlations come from an ot.Provider on their
-// own pipe (LinearHE with provider "he"), and prints, per run, the online
-// cost and the provider's traffic each way and time per kind. The first run
-// includes the one-time uploads of encrypted weights (he); the second, on
-// the same weight ids, is the steady state of every later candidate.
-func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, provider string, stdout io.Writer) error {
+// in-process parties whose correlations come from the dealer-free source
+// src on their own pipe (an ot.Provider: "he" makes its weight masks with
+// an ot.Lattice), and prints, per run, the online cost and the provider's
+// traffic each way and time per kind. The first run includes the one-time
+// uploads of encrypted weights (a Lattice's); the second, on the same
+// weight ids, is the steady state of every later candidate.
+func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Source, stdout io.Writer) error {
+	provider := src.Name
 	sid, err := beaver.NewSessionID()
 	if err != nil {
 		return err
 	}
-	opts := ot.ProviderOptions{}
-	if provider == "he" {
-		opts.Linear = ot.LinearHE
-	}
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}}, func(ctx context.Context, p *twoparty.Party) (freeRun, error) {
 		var out freeRun
-		otp, err := ot.NewProvider(p.Conn, p.ID, opts)
+		opened, err := src.Open(ctx, source.InProcess(p.ID, p.Conn, nil))
 		if err != nil {
 			return out, err
 		}
+		otp := opened.Provider
 		t0 := time.Now()
 		if err := otp.BindSession(ctx, sid); err != nil {
 			return out, err
@@ -122,7 +125,12 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, provider strin
 			out.runs[i] = freeForward{fwd: *f, kinds: tp.take(),
 				total: beaver.DealerStats{BytesSent: after.BytesSent - before.BytesSent, BytesRecv: after.BytesRecv - before.BytesRecv, Items: after.Items - before.Items}}
 		}
-		out.he = otp.HEStats()
+		if o, ok := beaver.As[*ot.Provider](otp); ok {
+			if l, ok := o.WeightMasks().(*ot.Lattice); ok {
+				st := l.Stats()
+				out.he = &st
+			}
+		}
 		return out, nil
 	})
 	if err != nil {
@@ -131,9 +139,10 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, provider strin
 	p0, p1 := r.Out[0], r.Out[1]
 	fmt.Fprintf(stdout, "%s L=%d W=%d d=%d seq=%d batch=%d, --provider %s, one session, two forward runs on the same weights\n",
 		cfg.Shape, cfg.Layers, cfg.Heads, cfg.MLPHidden, cfg.Seq, cfg.Batch, provider)
-	fmt.Fprintf(stdout, "setup (base OTs%s): p0 sent %d, p1 sent %d bytes, %.2f s\n", map[bool]string{true: ", HE public key"}[provider == "he"], p0.setup.BytesSent, p1.setup.BytesSent, max(p0.setupSec, p1.setupSec))
-	if provider == "he" {
-		fmt.Fprintf(stdout, "HE: %d encrypted weight matrices uploaded (%d bytes), %d weight-mask items\n", p0.he.Uploads, p0.he.UploadBytes, p0.he.Items)
+	fmt.Fprintf(stdout, "setup (base OTs%s): p0 sent %d, p1 sent %d bytes, %.2f s\n", map[bool]string{true: ", HE public key"}[p0.he != nil], p0.setup.BytesSent, p1.setup.BytesSent, max(p0.setupSec, p1.setupSec))
+	if p0.he != nil {
+		fmt.Fprintf(stdout, "HE: %d encrypted weight matrices (B, B·V or [B | B·V]) and %d of projection rows uploaded (%d bytes), %d weight-mask items\n",
+			p0.he.Uploads, p0.he.Projections, p0.he.UploadBytes, p0.he.Items)
 	}
 	for i := range p0.runs {
 		a, b := p0.runs[i], p1.runs[i]

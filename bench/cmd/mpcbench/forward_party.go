@@ -14,7 +14,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,9 +29,11 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -95,29 +96,9 @@ type child struct {
 	role   string
 	cmd    *exec.Cmd
 	lines  chan childLine
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{} // closed when the stdout reader ends
 	err    error         // the reader's error, set before done closes
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.b.Len() > 1<<20 { // keep the head; enough to diagnose
-		return len(p), nil
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // next waits for the child's next stdout line.
@@ -141,7 +122,7 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 // spawn starts exe with args as the child of role and reads its stdout
 // lines in the background.
 func spawn(exe, role string, args []string) (*child, error) {
-	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
+	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncbuf.Buffer{Max: 1 << 20}, done: make(chan struct{})}
 	c.cmd.Stderr = c.stderr
 	setParentDeath(c.cmd)
 	out, err := c.cmd.StdoutPipe()
@@ -380,13 +361,13 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 // serveDealer serves party 0's handshake and party 1's session on two
 // loopback listeners and returns what it served once party 1 hangs up.
 func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]string, enc *json.Encoder) (*beaver.DealerStats, error) {
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		return nil, err
 	}
 	var lns [2]*transport.Listener
 	for p := range lns {
-		if lns[p], err = transport.Listen("127.0.0.1:0", id, transport.Options{}); err != nil {
+		if lns[p], err = transport.Listen("127.0.0.1:0", id, srv.ConnOptions(transport.Options{})); err != nil {
 			return nil, err
 		}
 		defer lns[p].Close()
@@ -448,7 +429,7 @@ func runParty(ctx context.Context, role string, id *transport.Identity, fp map[s
 		return nil, fmt.Errorf("dial dealer: %w", err)
 	}
 	defer dc.Close()
-	prov, err := beaver.Connect(ctx, dc, party)
+	prov, err := dealer.Connect(ctx, dc, party)
 	if err != nil {
 		return nil, err
 	}

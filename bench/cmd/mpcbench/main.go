@@ -16,7 +16,7 @@
 // beaver/ot) over their own pipe, dealer_bytes counts that OT traffic (both
 // directions, base OTs included) and the offline time includes it. With
 // --provider he the weight-mask correlations are made by lattice encryption
-// instead (ot.LinearHE: the encrypted weights and the HE outputs are counted
+// instead (ot.Lattice: the encrypted weights and the HE outputs are counted
 // in dealer_bytes too).
 //
 // Ops are registered by Op entries (ops.go); the arithmetic ones live in
@@ -43,7 +43,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -134,12 +134,13 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	tiny := fs.Bool("tiny", false, "tiny shapes (for tests)")
 	prefetch := fs.Bool("prefetch", true, "make correlated randomness ahead (offline) so seconds is online time only")
 	only := fs.String("only", "", "comma-separated op names to run (default all)")
-	provider := fs.String("provider", "dealer", "correlated randomness from the in-process dealer (dealer), made by the parties by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)")
+	provider := fs.String("provider", source.Default, "where the correlated randomness comes from (in process): "+source.Usage())
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *provider != "dealer" && !bench.DealerFree(*provider) {
-		return fmt.Errorf("ops: --provider %q: want dealer, ot or he", *provider)
+	src, err := sourceFlag("ops: ", *provider)
+	if err != nil {
+		return err
 	}
 	var link *transport.Profile
 	if *linkName != "" && *linkName != "none" {
@@ -168,7 +169,7 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			continue
 		}
 		t0 := time.Now()
-		r, err := measure(ctx, op, sc, link, *prefetch, *provider)
+		r, err := measure(ctx, op, sc, link, *prefetch, src)
 		if err != nil {
 			return fmt.Errorf("ops: %w", err)
 		}
@@ -190,4 +191,21 @@ func runOps(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%.4f\t%.4f\t%s\t\n", r.Op, r.Shape, r.N, r.Rounds, r.BytesP0, r.BytesP1, r.DealerBytes, r.Seconds, r.OfflineSeconds, model)
 	}
 	return tw.Flush()
+}
+
+// sourceFlag returns the source of correlated randomness --provider
+// names; an unknown name is an error starting with prefix.
+func sourceFlag(prefix, name string) (source.Source, error) {
+	src, ok := source.ByName(name)
+	if !ok {
+		return src, fmt.Errorf("%s--provider %q: want %s", prefix, name, source.Choices())
+	}
+	return src, nil
+}
+
+// defaultSource returns the source the commands use by default (the
+// in-process dealer).
+func defaultSource() source.Source {
+	src, _ := source.ByName(source.Default)
+	return src
 }

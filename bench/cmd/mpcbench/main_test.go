@@ -195,15 +195,18 @@ func TestForwardPartyBadArgs(t *testing.T) {
 // TestForwardDealerFree runs forward --provider he on the tiny shape: the
 // first run uploads every weight matrix once (party 0 sends them: 11, the
 // one-layer proxy's folded class attention needing no key/value bias
-// weight for m⊗b; 12 before), the second sends nothing from party 0 for
-// the weight triples, and the kinds add up to the provider's traffic.
+// weight for m⊗b; 12 before), with its check (he.CheckedPlan: 8 merged as
+// [B | B·V], 3 as B and B·V, so 14 encrypted weight matrices, and 7 blocks
+// of projection rows, shared by the weights with the same n), the second
+// sends nothing from party 0 for the weight triples, and the kinds add up
+// to the provider's traffic.
 func TestForwardDealerFree(t *testing.T) {
 	var out, errw bytes.Buffer
 	if err := run(context.Background(), []string{"forward", "--shape", "tiny", "--provider", "he"}, &out, &errw); err != nil {
 		t.Fatalf("%v\n%s", err, errw.String())
 	}
 	s := out.String()
-	for _, want := range []string{"HE: 11 encrypted weight matrices uploaded", "run 2 (later candidates: steady state)", "| weighttriple | 11 | 0 | "} {
+	for _, want := range []string{"HE: 14 encrypted weight matrices (B, B·V or [B | B·V]) and 7 of projection rows uploaded", "run 2 (later candidates: steady state)", "| weighttriple | 11 | 0 | "} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}

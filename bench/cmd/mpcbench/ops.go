@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/bench"
-	"github.com/selectformer/selectformer/internal/harness/twoparty"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -173,35 +172,31 @@ type partyRun struct {
 }
 
 // runOp runs op once as both parties (twoparty.Run: a fresh transport.Pipe,
-// with link emulation on both directions when link is set, and a fresh
-// in-process dealer, or with provider "ot" or "he" an ot.Provider on the
-// pipe whose base OTs count as offline time). With a script per party (rehearse), all material
+// with link emulation on both directions when link is set) on the provider
+// src opens: a fresh in-process dealer's, or for a dealer-free source
+// (ot, he) one on the pipe whose session binding (the base OTs) counts as
+// offline time. With a script per party (rehearse), all material
 // is drawn ahead by a protocol.Prefetch (offline phase, timed apart). Both
 // parties start the timed step together.
-func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, scripts *[2]protocol.Script, provider string) ([2]partyRun, error) {
-	useOT := bench.DealerFree(provider)
+func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, scripts *[2]protocol.Script, src source.Source) ([2]partyRun, error) {
+	free := src.DealerFree // the parties make the material: binding runs the base OTs
 	sid, err := beaver.NewSessionID()
 	if err != nil {
 		return [2]partyRun{}, err
 	}
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: link}}, func(ctx context.Context, p *twoparty.Party) (partyRun, error) {
 		var out partyRun
-		base := p.Provider
-		if useOT {
-			t0 := time.Now()
-			opts := ot.ProviderOptions{}
-			if provider == "he" {
-				opts.Linear = ot.LinearHE
-			}
-			otp, err := ot.NewProvider(p.Conn, p.ID, opts)
-			if err != nil {
-				return out, err
-			}
-			if err := otp.BindSession(ctx, sid); err != nil {
+		t0 := time.Now()
+		opened, err := src.Open(ctx, source.InProcess(p.ID, p.Conn, p.Provider))
+		if err != nil {
+			return out, err
+		}
+		base := opened.Provider
+		if free {
+			if err := base.BindSession(ctx, sid); err != nil {
 				return out, err
 			}
 			out.offline = time.Since(t0)
-			base = otp
 		}
 		prov := base
 		if scripts != nil {
@@ -226,17 +221,17 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 		if err := p.Barrier(ctx); err != nil {
 			return out, err
 		}
-		t0 := time.Now()
+		t1 := time.Now()
 		if err := run(ctx); err != nil {
 			return out, err
 		}
-		out.elapsed = time.Since(t0)
+		out.elapsed = time.Since(t1)
 		out.stats = st.Stats().Sub(before)
 		d := base.Stats()
 		switch {
-		case useOT && scripts != nil:
+		case free && scripts != nil:
 			out.dealer = d // base OTs and all material were made ahead
-		case useOT:
+		case free:
 			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv, Items: d.Items - dBefore.Items} // base OTs included
 		case scripts != nil:
 			out.dealer = d // all material was made ahead
@@ -256,9 +251,9 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 // requests it draws, and the measured run draws all that material ahead
 // (offline_seconds) so seconds is the online phase alone. provider is
 // "dealer", "ot" or "he" (the requests do not depend on the provider).
-func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, provider string) (Result, error) {
+func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, src source.Source) (Result, error) {
 	shape, n := op.Shape(sc)
-	res := Result{Op: op.Name, Shape: shape, N: n, Provider: provider}
+	res := Result{Op: op.Name, Shape: shape, N: n, Provider: src.Name}
 
 	var scripts *[2]protocol.Script
 	if prefetch {
@@ -277,7 +272,7 @@ func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, pref
 			}
 		}
 	}
-	runs, err := runOp(ctx, op, sc, link, scripts, provider)
+	runs, err := runOp(ctx, op, sc, link, scripts, src)
 	if err != nil {
 		return res, err
 	}

@@ -209,7 +209,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log.Info("mpcbench report: ops")
 	var opsRes []Result
 	for _, op := range ops() {
-		r, err := measure(ctx, op, sc, nil, true, "dealer")
+		r, err := measure(ctx, op, sc, nil, true, defaultSource())
 		if err != nil {
 			return fmt.Errorf("report: ops: %w", err)
 		}
@@ -537,7 +537,7 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 	for _, r := range reps {
 		if len(r.Workload.Paper) > 0 {
 			d := r.Workload.Paper[0]
-			p("`%s`: %s projected (%s) against the paper's %s, %s-bound", r.Workload.Name, hoursText(r.Projection.Hours), bench.DealerPlacement(r.Sample.DealerLinks), hoursText(d.Hours), r.Projection.Limiting)
+			p("`%s`: %s projected (%s) against the paper's %s, %s-bound", r.Workload.Name, hoursText(r.Projection.Hours), r.Sample.Placement(), hoursText(d.Hours), r.Projection.Limiting)
 			if l := r.Projection.LimitingLink; r.Projection.Limiting == bench.BoundBandwidth && l != "" {
 				p(" on the %s link", l)
 			}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/bench"
 )
 
@@ -103,7 +104,7 @@ func writeShardSection(ctx context.Context, out string, reps []*bench.SelectRepo
 		var figRows []bench.ShardRow
 		for _, s := range samples {
 			dealers := []int{1} // no dealer link: ignored
-			if s.DealerLinks != ([2]bench.LinkSpec{}) && !bench.DealerFree(s.Provider) {
+			if s.DealerLinks != ([2]bench.LinkSpec{}) && !source.DealerFree(s.Provider) {
 				dealers = []int{f.shards, 1} // one per pair (deployed), one shared
 			}
 			for _, d := range dealers {

@@ -17,6 +17,12 @@ package main
 // the parties' connection through a linkem relay (bench.Relay) with the
 // link, and the report cross-checks that run against the in-process
 // emulation: the command fails if they differ by more than --tolerance.
+// With a dealer-free --provider (ot, he) there is no dealer process: two
+// hosts, the parties' link carrying the correlations too. Each party then
+// measures its own CPU seconds per phase and its peak RSS, and the
+// projection's compute bound charges the busier party's CPU to a host of
+// its own with this machine's cores (bench.Projection.ComputeHosts) instead
+// of both parties to this machine.
 // --dealer-link places the dealer as a third host: behind a link of that
 // profile to each party (two comma-separated profiles: to P0, to P1; "none":
 // in process, no link); by default on the parties' link (a custom
@@ -29,6 +35,7 @@ package main
 // over the link with the pipeline off and reports the speed-up.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -45,6 +52,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/bench"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
@@ -91,7 +100,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		bandwidth:    fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
 		rtt:          fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
 		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
-		provider:     fs.String("provider", "dealer", "correlated randomness from an in-process dealer (dealer) or made by the parties, no dealer (in-process only): by OT (ot), or by OT with the weight-mask correlations by lattice encryption (he)"),
+		provider:     fs.String("provider", source.Default, "where the correlated randomness comes from (in process): "+source.Usage()),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
 		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
 		dealerLink: fs.String("dealer-link", "", "the dealer as a third host: its link to both parties ("+strings.Join(transport.ProfileNames(), ", ")+
@@ -124,8 +133,8 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 	if *f.batch < 0 || *f.workers < 0 || *f.samples < 0 {
 		return bench.SelectConfig{}, fmt.Errorf("negative --batch, --workers or --samples")
 	}
-	if *f.provider != "dealer" && !bench.DealerFree(*f.provider) {
-		return bench.SelectConfig{}, fmt.Errorf("--provider %q: want dealer, ot or he", *f.provider)
+	if _, err := sourceFlag("", *f.provider); err != nil {
+		return bench.SelectConfig{}, err
 	}
 	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider, Pipeline: selection.PipelineMode(*f.pipeline)}
 	if *f.pipeline != string(selection.PipelineOn) && *f.pipeline != string(selection.PipelineOff) {
@@ -199,7 +208,7 @@ func (f *selectFlags) dealerLinks(link *transport.Profile, provider string) ([2]
 	var out [2]*transport.Profile
 	v := strings.TrimSpace(*f.dealerLink)
 	if v == "" {
-		if link == nil || bench.DealerFree(provider) {
+		if link == nil || source.DealerFree(provider) {
 			return out, nil
 		}
 		return [2]*transport.Profile{link, link}, nil
@@ -226,7 +235,7 @@ func (f *selectFlags) dealerLinks(link *transport.Profile, provider string) ([2]
 		switch {
 		case link == nil:
 			return out, fmt.Errorf("--dealer-link %q needs a link between the parties (--link or --bandwidth/--rtt)", v)
-		case bench.DealerFree(provider):
+		case source.DealerFree(provider):
 			return out, fmt.Errorf("--dealer-link %q: the provider %s has no dealer", v, provider)
 		}
 	}
@@ -240,6 +249,9 @@ func selectChildArgs(cfg bench.SelectConfig, timeout time.Duration) []string {
 	args := []string{"--workload", w.Name, "--samples", strconv.Itoa(cfg.Samples), "--batch", strconv.Itoa(w.BatchSize),
 		"--workers", strconv.Itoa(w.Workers), "--seed", strconv.FormatUint(cfg.Seed, 10), "--link", "none", "--timeout", timeout.String(),
 		"--pipeline", string(pipelineOf(cfg))}
+	if cfg.Provider != "" {
+		args = append(args, "--provider", cfg.Provider)
+	}
 	switch {
 	case cfg.MemoryBudget < 0:
 		args = append(args, "--memory-budget", "0")
@@ -298,9 +310,6 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("select: --processes with --shards %d: %w", sc.Shards, err)
 		}
 		return printShardScaling(stdout, shardDemoRun, fmt.Sprintf("%s (%.3g MB/s per direction, %v one way)", cfg.Link.Name, float64(cfg.Link.Bandwidth)/1e6, cfg.Link.Latency), scale, runs)
-	}
-	if *processes && bench.DealerFree(cfg.Provider) {
-		return fmt.Errorf("select: --processes runs the dealer as a process: it cannot be combined with --provider %s", cfg.Provider)
 	}
 	if *compareOff && (cfg.Pipeline == selection.PipelineOff || cfg.Link == nil) {
 		return errors.New("select: --compare-off needs --pipeline=on and a link")
@@ -385,7 +394,7 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	p := rep.Projection
 	fmt.Fprintf(w, "workload %s (%s), pool %d, link %s\n", rep.Workload.Name, rep.Workload.Target, rep.Workload.Pool, rep.LinkString())
 	s := rep.Sample
-	fmt.Fprintf(w, "%s", bench.DealerPlacement(s.DealerLinks))
+	fmt.Fprintf(w, "%s", s.Placement())
 	for q, l := range s.DealerLinks {
 		if !l.None() {
 			fmt.Fprintf(w, "; dealer↔P%d %s", q, l)
@@ -404,8 +413,11 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, limitingText(p))
-	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2])
+	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h (%s)\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2], computeHostsText(p))
 	printLinkBounds(w, p)
+	if pr := rep.Processes; pr != nil && pr.PerParty() {
+		printPartyCPU(w, pr)
+	}
 	if p.TooSmall != "" {
 		fmt.Fprintf(w, "WARNING: %s\n", p.TooSmall)
 	}
@@ -450,9 +462,32 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	return nil
 }
 
-// runSelectProcesses runs the sample run of cfg over its link as three
-// child processes: the dealer, party 0 listening, and party 1 dialling party
-// 0 through a relay (bench.Relay, linkem's) that applies the link.
+// computeHostsText says where a projection's compute bound charges the
+// parties' CPU.
+func computeHostsText(p *bench.Projection) string {
+	if p.ComputeHosts == bench.ComputeOwn {
+		return fmt.Sprintf("each party on a host of its own with %d cores: the busier party's CPU seconds from the separate processes' run", p.ComputeCores)
+	}
+	return "both parties on this machine: the run without a link"
+}
+
+// printPartyCPU prints each party's CPU seconds and peak RSS per phase of
+// a run with each party in its own process, per candidate too.
+func printPartyCPU(w io.Writer, run *bench.SampleRun) {
+	fmt.Fprintf(w, "each party in its own process: peak RSS P0 %s, P1 %s\n", bench.FormatBytes(float64(run.RSSP0)), bench.FormatBytes(float64(run.RSSP1)))
+	for _, ph := range run.Phases {
+		f := ph.Forward.CPUSeconds
+		fmt.Fprintf(w, "  phase %d: CPU-s P0 %.2f + %.4f per candidate, P1 %.2f + %.4f per candidate (weight sharing + forward)\n", ph.Phase+1,
+			ph.Prepare.CPUSeconds[0], f[0]/float64(max(ph.Candidates, 1)), ph.Prepare.CPUSeconds[1], f[1]/float64(max(ph.Candidates, 1)))
+	}
+}
+
+// runSelectProcesses runs the sample run of cfg over its link as child
+// processes: the dealer (none with a dealer-free source: the two parties
+// then make the correlations over their own link), party 0 listening, and
+// party 1 dialling party 0 through a relay (bench.Relay, linkem's) that
+// applies the link. Each party measures its own CPU seconds per phase
+// (bench.SelectConfig.OwnProcess) and its peak RSS.
 func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.SelectConfig, stderr io.Writer) (*bench.SampleRun, error) {
 	exe, err := executable()
 	if err != nil {
@@ -497,13 +532,16 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 		return l.Listen, nil
 	}
 	load := bench.LoadAverage()
-	dealer, err := start("dealer")
-	if err != nil {
-		return nil, err
-	}
-	dl, err := listen(dealer)
-	if err != nil {
-		return nil, err
+	free := source.DealerFree(cfg.Provider)
+	var dealer *child
+	dl := &listenMsg{}
+	if !free {
+		if dealer, err = start("dealer"); err != nil {
+			return nil, err
+		}
+		if dl, err = listen(dealer); err != nil {
+			return nil, err
+		}
 	}
 	// The relays, linkem's, in this process: in front of the dealer's
 	// listener of each party it has a link to, and between the parties.
@@ -527,7 +565,7 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	}
 	dealerAddr := dl.Dealer
 	for q, prof := range cfg.DealerLinks {
-		if prof != nil {
+		if prof != nil && !free {
 			if dealerAddr[q], err = relay(dl.Dealer[q], prof); err != nil {
 				return nil, err
 			}
@@ -551,6 +589,10 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	}
 	var reps [3]*partyReport
 	for i, c := range []*child{p0, p1, dealer} {
+		if c == nil {
+			reps[i] = &partyReport{Role: "dealer"}
+			continue
+		}
 		l, err := c.next(ctx)
 		if err != nil {
 			return nil, err
@@ -645,8 +687,10 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	return enc.Encode(childLine{Report: rep})
 }
 
-// selectParty connects to the dealer and the other party and runs the
-// party's side of the sample run.
+// selectParty opens the party's source of correlated randomness (cfg's
+// provider: through the dealer at dealerAddr, or dealer-free over the
+// parties' connection), connects to the other party and runs the party's
+// side of the sample run, alone in this process.
 func selectParty(ctx context.Context, role string, id *transport.Identity, fp map[string]string, cfg bench.SelectConfig,
 	dealerAddr, peerAddr string, enc *json.Encoder, onPhase func(int)) (*bench.PartyRun, error) {
 	party := 0
@@ -664,25 +708,45 @@ func selectParty(ctx context.Context, role string, id *transport.Identity, fp ma
 			return nil, err
 		}
 	}
-	dc, err := transport.Dial(ctx, dealerAddr, id, fp["dealer"], transport.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("dial dealer: %w", err)
+	src, ok := source.ByName(cmp.Or(cfg.Provider, source.Default))
+	if !ok {
+		return nil, fmt.Errorf("provider %q: want %s", cfg.Provider, source.Choices())
 	}
-	defer dc.Close()
-	prov, err := beaver.Connect(ctx, dc, party)
+	env := source.Env{Party: party, Peer: func(ctx context.Context) (*transport.Conn, error) {
+		var pc *transport.Conn
+		var err error
+		if party == 0 {
+			pc, err = ln.Accept(ctx, fp["p1"])
+		} else {
+			pc, err = transport.Dial(ctx, peerAddr, id, fp["p0"], transport.Options{})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("connect to the other party: %w", err)
+		}
+		return pc, nil
+	}}
+	if dealerAddr != "" {
+		env.Dealer = func(ctx context.Context) (beaver.Provider, io.Closer, error) {
+			dc, err := transport.Dial(ctx, dealerAddr, id, fp["dealer"], transport.Options{})
+			if err != nil {
+				return nil, nil, fmt.Errorf("dial dealer: %w", err)
+			}
+			prov, err := dealer.Connect(ctx, dc, party)
+			if err != nil {
+				dc.Close()
+				return nil, nil, err
+			}
+			return prov, dc, nil
+		}
+	}
+	op, err := src.Open(ctx, env)
 	if err != nil {
 		return nil, err
 	}
-	var pc *transport.Conn
-	if party == 0 {
-		pc, err = ln.Accept(ctx, fp["p1"])
-	} else {
-		pc, err = transport.Dial(ctx, peerAddr, id, fp["p0"], transport.Options{})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("connect to the other party: %w", err)
-	}
+	defer op.Closer.Close()
+	pc, prov := op.Conn, op.Provider
 	defer pc.Close()
+	cfg.OwnProcess = true
 	res, err := bench.RunSelectParty(ctx, party, pc, prov, cfg, onPhase)
 	if err != nil {
 		return nil, err

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -216,32 +217,15 @@ type peerProc struct {
 	name   string
 	cmd    *exec.Cmd
 	lines  chan string
-	stderr *lockedBuffer
+	stderr *syncbuf.Buffer
 	done   chan struct{}
 	err    error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // start starts a binary of the kit; it is killed when ctx ends.
 func (k *peerKit) start(ctx context.Context, name string, args ...string) (*peerProc, error) {
 	p := &peerProc{name: name, cmd: exec.CommandContext(ctx, filepath.Join(k.bin, name), args...), lines: make(chan string, 16),
-		stderr: &lockedBuffer{}, done: make(chan struct{})}
+		stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 )
 
 // testLogger logs to buf without time stamps.
@@ -234,7 +235,7 @@ level=INFO msg=progress phase=1/2 batches=0/8 percent=0
 // TestProgressStepSpinner: on a terminal a step draws a spinner with its
 // name, which the first phase's bar replaces on a line of its own.
 func TestProgressStepSpinner(t *testing.T) {
-	var buf syncBuf
+	var buf syncbuf.Buffer
 	p := NewProgress(&buf, true)
 	f := p.Func(1, testLogger(&bytes.Buffer{}))
 	p.Step("pretraining")
@@ -247,21 +248,4 @@ func TestProgressStepSpinner(t *testing.T) {
 	if i < 0 || j < i || !strings.Contains(out[i:j], "\n") {
 		t.Fatalf("terminal output %q: want the step's spinner, then the phase's bar on its own line", out)
 	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -9,31 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
-
-// lockedBuffer is a log sink safe for concurrent use.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func identities(t *testing.T, n int) []*transport.Identity {
 	t.Helper()
@@ -91,17 +74,15 @@ func TestDealerServesPartiesPastStrays(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ids := identities(t, 4) // dealer, p0, p1, stranger
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Once: true, Log: log}
-	for p := range d.Listeners {
-		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{Log: log}); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[0], transport.Options{Log: log}); err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -150,7 +131,7 @@ func TestEstablishListenWaitsForPinnedPeer(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			logs := &lockedBuffer{}
+			logs := &syncbuf.Buffer{}
 			log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			addrc := make(chan string, 1)
 			type result struct {
@@ -204,6 +185,55 @@ func TestEstablishListenWaitsForPinnedPeer(t *testing.T) {
 	}
 }
 
+// relayFront listens on loopback and relays each connection to target,
+// but for those that spoil (given the connection's index, from 0) takes
+// and ends itself; it returns the front's address.
+func relayFront(t *testing.T, target string, spoil func(i int, c net.Conn) bool) string {
+	t.Helper()
+	front, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { front.Close() })
+	go func() {
+		for i := 0; ; i++ {
+			c, err := front.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if spoil(i, c) {
+					return
+				}
+				b, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				done := make(chan struct{}, 2)
+				go func() { _, _ = io.Copy(b, c); done <- struct{}{} }()
+				go func() { _, _ = io.Copy(c, b); done <- struct{}{} }()
+				<-done
+			}()
+		}
+	}()
+	return front.Addr().String()
+}
+
+// acceptOnce runs ln.Accept for the pinned fingerprint in a goroutine.
+func acceptOnce(ctx context.Context, ln *transport.Listener, fingerprint string) <-chan error {
+	res := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept(ctx, fingerprint)
+		if err == nil {
+			c.Close()
+		}
+		res <- err
+	}()
+	return res
+}
+
 // TestEstablishDialRetriesBusyListener: a listener that does not answer the
 // dialling party's first handshakes (500 ms limit) is retried until it
 // answers, and the party connects within its own timeout. The busy listener
@@ -219,47 +249,17 @@ func TestEstablishDialRetriesBusyListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	front, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer front.Close()
 	opens := time.Now().Add(time.Second)
-	go func() {
-		for {
-			c, err := front.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if time.Until(opens) > 0 {
-					time.Sleep(2 * time.Second) // busy: no answer within the dialler's limit
-					return
-				}
-				b, err := net.Dial("tcp", ln.Addr().String())
-				if err != nil {
-					return
-				}
-				defer b.Close()
-				done := make(chan struct{}, 2)
-				go func() { _, _ = io.Copy(b, c); done <- struct{}{} }()
-				go func() { _, _ = io.Copy(c, b); done <- struct{}{} }()
-				<-done
-			}()
+	front := relayFront(t, ln.Addr().String(), func(_ int, c net.Conn) bool {
+		if time.Until(opens) > 0 {
+			time.Sleep(2 * time.Second) // busy: no answer within the dialler's limit
+			return true
 		}
-	}()
-	type result struct {
-		c   *transport.Conn
-		err error
-	}
-	res := make(chan result, 1)
-	go func() {
-		c, err := ln.Accept(ctx, ids[1].Fingerprint())
-		res <- result{c, err}
-	}()
+		return false
+	})
+	res := acceptOnce(ctx, ln, ids[1].Fingerprint())
 	start := time.Now()
-	c, err := Establish(ctx, Endpoint{Connect: front.Addr().String(), Timeout: 10 * time.Second}, ids[1], ids[0].Fingerprint(),
+	c, err := Establish(ctx, Endpoint{Connect: front, Timeout: 10 * time.Second}, ids[1], ids[0].Fingerprint(),
 		transport.Options{HandshakeTimeout: 500 * time.Millisecond}, discard, nil)
 	if err != nil {
 		t.Fatalf("Establish: %v", err)
@@ -268,9 +268,92 @@ func TestEstablishDialRetriesBusyListener(t *testing.T) {
 	if d := time.Since(start); d < 900*time.Millisecond {
 		t.Fatalf("connected after %v, before the listener answered", d)
 	}
-	r := <-res
-	if r.err != nil {
-		t.Fatal(r.err)
+	if err := <-res; err != nil {
+		t.Fatal(err)
 	}
-	r.c.Close()
+}
+
+// TestEstablishDialRetriesFailedHandshakes (issue 36, item 1): a dialling
+// party whose socket is closed or reset during the handshake, as a listener
+// does to the sockets it evicts under a stranger's flood, dials again with
+// back-off and connects within its timeout; before, it retried only a
+// refused connection and a handshake timeout, and exited 3 at the first
+// "TLS handshake: EOF". A key mismatch is not retried: it fails at once.
+func TestEstablishDialRetriesFailedHandshakes(t *testing.T) {
+	ids := identities(t, 3)
+	for _, tc := range []struct {
+		name  string
+		spoil func(c net.Conn) // what the front does to the first connections
+	}{
+		{"closed-after-the-hello", func(c net.Conn) {
+			_, _ = c.Read(make([]byte, 1))
+		}},
+		{"reset", func(c net.Conn) {
+			_ = c.(*net.TCPConn).SetLinger(0)
+		}},
+		{"closed-at-once", func(net.Conn) {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ln, err := transport.Listen("127.0.0.1:0", ids[0], transport.Options{Log: discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			const spoiled = 3
+			front := relayFront(t, ln.Addr().String(), func(i int, c net.Conn) bool {
+				if i < spoiled {
+					tc.spoil(c)
+					return true
+				}
+				return false
+			})
+			res := acceptOnce(ctx, ln, ids[1].Fingerprint())
+			var log syncbuf.Buffer
+			c, err := Establish(ctx, Endpoint{Connect: front, Timeout: 10 * time.Second}, ids[1], ids[0].Fingerprint(),
+				transport.Options{}, slog.New(slog.NewTextHandler(&log, nil)), nil)
+			if err != nil {
+				t.Fatalf("Establish: %v", err)
+			}
+			defer c.Close()
+			if err := <-res; err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(log.String(), "connection attempt failed; retrying"); n != spoiled {
+				t.Fatalf("%d retries logged, want %d; log:\n%s", n, spoiled, log.String())
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name           string
+		server, pinned *transport.Identity // the listener's key, and the key its Accept pins
+		want           func(error) bool
+	}{
+		{"their-key-wrong-not-retried", ids[2], ids[1], func(err error) bool {
+			var pe *transport.PinError
+			return errors.As(err, &pe)
+		}},
+		{"our-key-refused-not-retried", ids[0], ids[2], func(err error) bool { return errors.Is(err, transport.ErrKeyRejected) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			ln, err := transport.Listen("127.0.0.1:0", tc.server, transport.Options{Log: discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			acceptOnce(ctx, ln, tc.pinned.Fingerprint())
+			start := time.Now()
+			_, err = Establish(ctx, Endpoint{Connect: ln.Addr().String(), Timeout: 10 * time.Second}, ids[1], ids[0].Fingerprint(),
+				transport.Options{}, discard, nil)
+			if !tc.want(err) || Code(err) != ExitPeer {
+				t.Fatalf("Establish: %v, want an ExitPeer key mismatch", err)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("a key mismatch took %v: it was retried", d)
+			}
+		})
+	}
 }

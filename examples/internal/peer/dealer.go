@@ -10,7 +10,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/internal/atomicfile"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
@@ -28,7 +28,7 @@ import (
 // It logs (Info) each party connecting and leaving, by role ("model owner",
 // "data owner") and address, never by key, and why a connection ended.
 type Dealer struct {
-	Server       *beaver.Server
+	Server       *dealer.Server
 	Listeners    [2]*transport.Listener
 	Fingerprints [2]string
 	// Once ends Run when the session is over: both parties have connected
@@ -46,6 +46,27 @@ func RoleName(party int) string {
 		return "model owner"
 	}
 	return "data owner"
+}
+
+// Listen opens the dealer's two listeners, party 0's on addrs[0] and party
+// 1's on addrs[1], with id and base (a link profile, the log) and the
+// receive limits of the dealer's connections (dealer.Server.ConnOptions:
+// small stream windows, a stream count, so that a party can make the
+// dealer buffer at most Server.ConnBufferBound per connection). On error
+// nothing is left open.
+func (d *Dealer) Listen(addrs [2]string, id *transport.Identity, base transport.Options) error {
+	opt := d.Server.ConnOptions(base)
+	for p, addr := range addrs {
+		ln, err := transport.Listen(addr, id, opt)
+		if err != nil {
+			for _, l := range d.Listeners[:p] {
+				_ = l.Close()
+			}
+			return fmt.Errorf("dealer: %w", err)
+		}
+		d.Listeners[p] = ln
+	}
+	return nil
 }
 
 // Run serves until ctx ends (nil) or, with Once, the session is over (nil).
@@ -94,7 +115,7 @@ func (d *Dealer) Run(ctx context.Context) error {
 					switch {
 					case ctx.Err() != nil:
 						d.Log.Info("dealer: party left", "role", RoleName(party), "party", party, "addr", addr, "reason", "the dealer is stopping")
-					case errors.Is(err, beaver.ErrRefused):
+					case errors.Is(err, dealer.ErrRefused):
 						// The refusal itself is logged (Warn) by the
 						// server; a party that hangs up before asking for
 						// material (both quit on a handshake mismatch)
@@ -110,7 +131,7 @@ func (d *Dealer) Run(ctx context.Context) error {
 					}
 					// A hello claiming the other role is no session of
 					// this party's (the key is pinned, the role is wrong).
-					var re *beaver.RoleError
+					var re *dealer.RoleError
 					mu.Lock()
 					open[party]--
 					if !errors.As(err, &re) {
@@ -149,10 +170,10 @@ func StateFile(seeds string) string {
 // NewServer returns the networked dealer for seeds (see Seeds) with its
 // state file (see StateFile) and options; a malformed state file, or one of
 // other seeds, is an ExitInput error naming the file.
-func NewServer(s0, s1 share.Seed, seedsPath string, opt beaver.ServerOptions) (*beaver.Server, error) {
+func NewServer(s0, s1 share.Seed, seedsPath string, opt dealer.ServerOptions) (*dealer.Server, error) {
 	opt.StateFile = StateFile(seedsPath)
-	srv, err := beaver.NewServerWithSeeds(s0, s1, opt)
-	if errors.Is(err, beaver.ErrBadStateFile) {
+	srv, err := dealer.NewServerWithSeeds(s0, s1, opt)
+	if errors.Is(err, dealer.ErrBadStateFile) {
 		return nil, &Error{Code: ExitInput, Err: fmt.Errorf("dealer: %w", err)}
 	}
 	if err != nil {

@@ -6,20 +6,23 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
 )
 
 // connectParties connects both parties (identities ids[1], ids[2]) to dealer
 // d (identity ids[0]) and binds them to session sid.
-func connectParties(ctx context.Context, t *testing.T, d *Dealer, ids []*transport.Identity, e Endpoint, sid beaver.SessionID) ([2]*beaver.Client, [2]*transport.Conn) {
+func connectParties(ctx context.Context, t *testing.T, d *Dealer, ids []*transport.Identity, e Endpoint, sid beaver.SessionID) ([2]*dealer.Client, [2]*transport.Conn) {
 	t.Helper()
-	var provs [2]*beaver.Client
+	var provs [2]*dealer.Client
 	var conns [2]*transport.Conn
 	for p := range provs {
 		var err error
@@ -49,7 +52,7 @@ func waitOnceDealer(ctx context.Context, t *testing.T, conns [2]*transport.Conn,
 
 // bindBoth binds both parties' clients to session id (concurrently: the
 // dealer pairs them).
-func bindBoth(t *testing.T, provs [2]*beaver.Client, id beaver.SessionID) {
+func bindBoth(t *testing.T, provs [2]*dealer.Client, id beaver.SessionID) {
 	t.Helper()
 	var errs [2]error
 	var wg sync.WaitGroup
@@ -87,7 +90,7 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 		}
 	}
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	dir := t.TempDir()
 	seeds := filepath.Join(dir, "dealer.seeds")
@@ -95,15 +98,13 @@ func TestDealerRefusesWrongRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(s0, s1, seeds, beaver.ServerOptions{Fingerprints: fps, Logger: log})
+	srv, err := NewServer(s0, s1, seeds, dealer.ServerOptions{Fingerprints: fps, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &Dealer{Server: srv, Fingerprints: fps, Once: true, Log: log}
-	for p := range d.Listeners {
-		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[0], transport.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -173,8 +174,8 @@ func TestDealerStateFile(t *testing.T) {
 	if err := os.WriteFile(StateFile(seeds), []byte(`{"version":1,"se`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewServer(s0, s1, seeds, beaver.ServerOptions{})
-	if Code(err) != ExitInput || !errors.Is(err, beaver.ErrBadStateFile) || !strings.Contains(err.Error(), StateFile(seeds)) {
+	_, err = NewServer(s0, s1, seeds, dealer.ServerOptions{})
+	if Code(err) != ExitInput || !errors.Is(err, dealer.ErrBadStateFile) || !strings.Contains(err.Error(), StateFile(seeds)) {
 		t.Fatalf("corrupted state file: %v (code %d)", err, Code(err))
 	}
 }
@@ -195,17 +196,15 @@ func TestOnceDealerEndsWhenBothLeave(t *testing.T) {
 		}
 	}
 	fps := [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	srv, err := beaver.NewServer(beaver.ServerOptions{Fingerprints: fps, Logger: log})
+	srv, err := dealer.NewServer(dealer.ServerOptions{Fingerprints: fps, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &Dealer{Server: srv, Fingerprints: fps, Once: true, Log: log}
-	for p := range d.Listeners {
-		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[0], transport.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
@@ -248,5 +247,79 @@ func TestOnceDealerEndsWhenBothLeave(t *testing.T) {
 				t.Errorf("party %d's key in the dealer's log line %q", p, line)
 			}
 		}
+	}
+}
+
+// TestDealerUnannouncedStreamsBounded (issue 36, item 4): the data owner,
+// with its pinned key and a valid hello, opens 16 streams it never
+// announces and fills each as far as the dealer's flow control lets it (2 MiB
+// at most). The dealer never reads them: its heap grows by at most 16 ×
+// 1.25 × dealer.DealerStreamWindow (and 2 MiB of slack), within
+// Server.ConnBufferBound for the connection, and the connection stays up (the
+// bound is the window, not a hang-up). Before, the dealer's connections had
+// the transport's default windows: 16 MiB a stream, 16 streams grew its heap
+// by 255 MiB (32 MiB here, where the party stops at 2 MiB a stream).
+func TestDealerUnannouncedStreamsBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ids := identities(t, 3) // dealer, model owner, data owner
+	srv, err := dealer.NewServer(dealer.ServerOptions{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Log: discard}
+	if err := d.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[0], transport.Options{Log: discard}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	c, err := transport.Dial(ctx, d.Listeners[1].Addr().String(), ids[2], ids[0].Fingerprint(), transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := dealer.Connect(ctx, c, 1); err != nil { // the hello: the dealer now waits for a session id
+		t.Fatal(err)
+	}
+
+	const streams, perStream = 16, 2 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	msg := make([]byte, 1024)
+	var sent [streams]int
+	for i := range sent {
+		st := c.Stream(uint32(100 + i)) // never announced on the control stream
+		for sent[i] < perStream {
+			sctx, scancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			err := st.SendBytes(sctx, msg)
+			scancel()
+			if err != nil {
+				break // no credit left: the dealer's window is full
+			}
+			sent[i] += len(msg)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // the last frames reach the dealer
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	bound := int64(streams) * dealer.DealerStreamWindow * 5 / 4
+	t.Logf("16 unannounced streams, %d bytes sent on each (of %d tried): the heap grew by %.2f MiB (bound %.2f MiB + 2 MiB; per connection %.1f MiB)",
+		sent[0], perStream, float64(grew)/(1<<20), float64(bound)/(1<<20), float64(srv.ConnBufferBound())/(1<<20))
+	if c.Err() != nil {
+		t.Fatalf("the dealer dropped the connection: %v", c.Err())
+	}
+	for i, n := range sent {
+		if n < dealer.DealerStreamWindow/2 {
+			t.Fatalf("stream %d: only %d bytes sent: the attack did not fill the window", i, n)
+		}
+	}
+	if grew > bound+2<<20 {
+		t.Fatalf("16 unannounced streams grew the dealer's heap by %.1f MiB, want at most %.1f MiB + 2 MiB", float64(grew)/(1<<20), float64(bound)/(1<<20))
 	}
 }

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -38,7 +39,7 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 	fs.StringVar(&f.Endpoint.Connect, "connect", "", "connect to the "+peerName+" at this address (or use -listen)")
 	fs.DurationVar(&f.Endpoint.Timeout, "connect-timeout", time.Minute, "how long to wait for the "+peerName+" and the dealer")
 	fs.StringVar(&f.PeerFingerprint, "peer-fingerprint", "", "the "+peerName+"'s fingerprint or certificate file; required")
-	fs.StringVar(&f.Provider, "provider", ProviderDealer, "where the correlated randomness comes from: "+ProviderDealer+" (a networked dealer, -dealer), "+ProviderOT+" (no dealer: both parties make it by oblivious transfer over their own connection) or "+ProviderHE+" (no dealer: as "+ProviderOT+", but the products with the model owner's weights by lattice encryption, each weight matrix uploaded once)")
+	fs.StringVar(&f.Provider, "provider", source.Default, "where the correlated randomness comes from: "+source.Usage())
 	fs.StringVar(&f.Dealer, "dealer", "", fmt.Sprintf("the dealer's address for party %d; required with -provider dealer (with -worker, \"%s\" in it is replaced by the shard index: one dealer per worker pair)", party, ShardPlaceholder))
 	fs.StringVar(&f.DealerFingerprint, "dealer-fingerprint", "", "the dealer's fingerprint or certificate file; required with -provider dealer")
 	fs.Uint64Var(&f.DealerBudget, "dealer-budget", 0, "the most dealer work (beaver.Request.DealerWork units) this party lets the session draw; the dealer serves the smaller of the two parties' announcements (0: none; the model owner announces the smaller of this and selection.DealerBudget of its proxies' shapes, and the dealer's -session-budget caps both)")
@@ -48,7 +49,9 @@ func (f *PartyFlags) Register(fs *flag.FlagSet, party int, peerName string) {
 
 // Party is what PartyFlags resolve to.
 type Party struct {
-	flags     PartyFlags
+	flags PartyFlags
+	// Source is the source of correlated randomness -provider names.
+	Source    source.Source
 	ID        *transport.Identity
 	PeerPin   string
 	DealerPin string
@@ -67,21 +70,23 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 		return nil, err
 	}
 	p := &Party{flags: *f, Logger: log}
-	switch f.Provider {
-	case ProviderDealer:
+	src, ok := source.ByName(f.Provider)
+	switch {
+	case !ok:
+		return nil, Usage("-provider %q: want %s", f.Provider, source.Choices())
+	case src.DealerFree:
+		if f.Dealer != "" || f.DealerFingerprint != "" || f.DealerBudget != 0 {
+			return nil, Usage("-dealer, -dealer-fingerprint and -dealer-budget are not used with -provider %s", f.Provider)
+		}
+	default:
 		if err := Require("dealer", f.Dealer); err != nil {
 			return nil, err
 		}
 		if p.DealerPin, err = Fingerprint("dealer-fingerprint", f.DealerFingerprint); err != nil {
 			return nil, err
 		}
-	case ProviderOT, ProviderHE:
-		if f.Dealer != "" || f.DealerFingerprint != "" || f.DealerBudget != 0 {
-			return nil, Usage("-dealer, -dealer-fingerprint and -dealer-budget are not used with -provider %s", f.Provider)
-		}
-	default:
-		return nil, Usage("-provider %q: want %s, %s or %s", f.Provider, ProviderDealer, ProviderOT, ProviderHE)
 	}
+	p.Source = src
 	if p.PeerPin, err = Fingerprint("peer-fingerprint", f.PeerFingerprint); err != nil {
 		return nil, err
 	}
@@ -95,54 +100,38 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 	return p, nil
 }
 
-// The values of -provider.
-const (
-	ProviderDealer = "dealer"
-	ProviderOT     = "ot"
-	// ProviderHE is ProviderOT with the weight-mask correlations made by
-	// lattice encryption (ot.LinearHE).
-	ProviderHE = "he"
-)
-
-// Connect connects to the dealer as party (with -provider dealer) and then
-// to the peer (listening or dialling per the flags; name is printed with the
-// listening address). With -provider ot or he there is no dealer: the
-// provider is an ot.Provider (ot.LinearHE with he) on the peer connection (its OT traffic on dedicated streams
-// of that TLS connection) and the returned closer does nothing. The caller
+// Connect opens the source -provider names as party: with a dealer
+// source it connects to the dealer (-dealer) first, then to the peer
+// (listening or dialling per the flags; name is printed with the
+// listening address); a dealer-free source makes the correlations on the
+// peer connection (ot.Provider, its OT traffic on dedicated streams of
+// that TLS connection) and the returned closer does nothing. The caller
 // closes both.
 func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.Writer) (beaver.Provider, io.Closer, *transport.Conn, error) {
-	if p.flags.Provider == ProviderOT || p.flags.Provider == ProviderHE {
-		conn, err := Establish(ctx, p.flags.Endpoint, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
-			fmt.Fprintf(stdout, "%s listening %s\n", name, a)
-		})
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		opts := ot.ProviderOptions{}
-		if p.flags.Provider == ProviderHE {
-			opts.Linear = ot.LinearHE
-		}
-		prov, err := ot.NewProvider(conn, party, opts)
-		if err != nil {
-			conn.Close()
-			return nil, nil, nil, err
-		}
-		return prov, nopCloser{}, conn, nil
-	}
-	prov, dconn, err := ConnectDealerWith(ctx, p.flags.Dealer, p.ID, p.DealerPin, party, p.Options, p.flags.Endpoint, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	conn, err := Establish(ctx, p.flags.Endpoint, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
+	op, err := p.Source.Open(ctx, p.env(party, p.flags.Endpoint, p.flags.Dealer, func(a net.Addr) {
 		fmt.Fprintf(stdout, "%s listening %s\n", name, a)
-	})
+	}))
 	if err != nil {
-		dconn.Close()
 		return nil, nil, nil, err
 	}
-	return prov, dconn, conn, nil
+	return op.Provider, op.Closer, op.Conn, nil
 }
 
-type nopCloser struct{}
-
-func (nopCloser) Close() error { return nil }
+// env is the source.Env of party: the peer over e (onListen is called
+// with a listening address), the networked dealer at dealerAddr with the
+// party's -dealer-budget.
+func (p *Party) env(party int, e Endpoint, dealerAddr string, onListen func(net.Addr)) source.Env {
+	return source.Env{
+		Party: party,
+		Peer: func(ctx context.Context) (*transport.Conn, error) {
+			return Establish(ctx, e, p.ID, p.PeerPin, p.Options, p.Logger, onListen)
+		},
+		Dealer: func(ctx context.Context) (beaver.Provider, io.Closer, error) {
+			cl, dconn, err := ConnectDealerWith(ctx, dealerAddr, p.ID, p.DealerPin, party, p.Options, e, dealer.ConnectOptions{Budget: p.flags.DealerBudget})
+			if err != nil {
+				return nil, nil, err
+			}
+			return cl, dconn, nil
+		},
+	}
+}

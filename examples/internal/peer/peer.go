@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strings"
@@ -245,13 +246,12 @@ func (e Endpoint) Validate(listenFlag, connectFlag string) error {
 }
 
 // Establish opens the authenticated connection to the peer pinned by
-// fingerprint. Dialling retries while the peer is not yet listening or does
-// not answer the handshake in time (until the timeout); a handshake failure
-// (wrong key on either side) is not retried. Listening, it waits for the pinned peer until the timeout: a
-// stranger, garbage or a silent socket is logged at warn level on log and
-// skipped, and the timeout's error names the last one. Every failure is an
-// ExitPeer error. onListen, if not nil, is
-// called with the bound address once listening.
+// fingerprint. Dialling, it retries every failure but a key mismatch (see
+// dialRetrying) until the timeout. Listening, it waits for the pinned peer
+// until the timeout: a stranger, garbage or a silent socket is logged at
+// warn level on log and skipped, and the timeout's error names the last
+// one. Every failure is an ExitPeer error. onListen, if not nil, is called
+// with the bound address once listening.
 func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerprint string, opt transport.Options, log *slog.Logger, onListen func(net.Addr)) (*transport.Conn, error) {
 	if e.Timeout <= 0 {
 		e.Timeout = time.Minute
@@ -277,27 +277,56 @@ func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerpr
 		}
 		return c, nil
 	}
+	c, err := dialRetrying(ctx, e.Connect, id, fingerprint, opt, log)
+	if err != nil {
+		return nil, &Error{Code: ExitPeer, Err: err}
+	}
+	return c, nil
+}
+
+// The pauses between a dialler's attempts: doubling from the first to the
+// last, each drawn from [pause/2, 3·pause/2) so that diallers that failed
+// together (the workers of a party) do not retry in step.
+const (
+	firstRetryPause = 100 * time.Millisecond
+	maxRetryPause   = 2 * time.Second
+)
+
+// dialRetrying dials the peer at addr pinned by fingerprint until it
+// connects or ctx ends, and returns the last failure then. It retries every
+// failure but a key mismatch (transport.PinError: the peer's key is not the
+// pinned one; transport.ErrKeyRejected: the peer refuses ours), which a
+// retry cannot mend and which nobody but the peer, or whoever answers in its
+// place, can cause: a peer not listening yet, a handshake that timed out,
+// and a socket closed or reset during the handshake (a listener that evicted
+// it under a flood of strangers' connections, a restarting peer) are all
+// tried again, after a pause that doubles from 100 ms to 2 s
+// (TestEstablishDialRetriesFailedHandshakes). Every party dialler (a
+// party's peer connection, its workers' connections to their coordinator
+// and to their pair, a dealer client) dials through it.
+func dialRetrying(ctx context.Context, addr string, id *transport.Identity, fingerprint string, opt transport.Options, log *slog.Logger) (*transport.Conn, error) {
+	pause := firstRetryPause
 	for {
-		c, err := transport.Dial(ctx, e.Connect, id, fingerprint, opt)
+		c, err := transport.Dial(ctx, addr, id, fingerprint, opt)
 		if err == nil {
 			return c, nil
 		}
-		refused, busy := errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, transport.ErrHandshakeTimeout)
-		if !(refused || busy) || ctx.Err() != nil {
-			return nil, &Error{Code: ExitPeer, Err: err}
+		var pe *transport.PinError
+		if errors.As(err, &pe) || errors.Is(err, transport.ErrKeyRejected) || ctx.Err() != nil {
+			return nil, err
 		}
-		if busy {
-			// The peer's listener did not answer in time (a slow link,
-			// or a flood that evicted our socket). Try again.
-			log.Warn("no handshake answer from the peer; retrying", "addr", e.Connect, "err", err)
+		wait := pause/2 + rand.N(pause)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			log.Debug("peer not listening yet; retrying", "addr", addr, "pause", wait)
 		} else {
-			log.Debug("peer not listening yet; retrying", "addr", e.Connect)
+			log.Warn("connection attempt failed; retrying", "addr", addr, "pause", wait, "err", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, &Error{Code: ExitPeer, Err: fmt.Errorf("connecting to %s: %w", e.Connect, err)}
-		case <-time.After(100 * time.Millisecond):
+			return nil, fmt.Errorf("%w; gave up: %w", err, ctx.Err())
+		case <-time.After(wait):
 		}
+		pause = min(2*pause, maxRetryPause)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -130,15 +131,13 @@ func TestDealerOverTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Once: true, Log: discard}
-	for p := range d.Listeners {
-		if d.Listeners[p], err = transport.Listen("127.0.0.1:0", ids[0], transport.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.Listen([2]string{"127.0.0.1:0", "127.0.0.1:0"}, ids[0], transport.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/ot"
-	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/shard"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -103,8 +102,8 @@ func (f *ShardFlags) CheckMode(fs *flag.FlagSet, party int) error {
 		}
 	}
 	switch {
-	case f.Shards < 0 || f.Shards > selection.MaxShards:
-		return Usage("-shards %d: want 0..%d", f.Shards, selection.MaxShards)
+	case f.Shards < 0 || f.Shards > shard.MaxShards:
+		return Usage("-shards %d: want 0..%d", f.Shards, shard.MaxShards)
 	case f.Shards >= 2 && f.WorkersListen == "":
 		return Usage("-shards %d needs -workers-listen (where this party's workers connect)", f.Shards)
 	case f.Shards < 2 && f.WorkersListen != "":
@@ -115,7 +114,7 @@ func (f *ShardFlags) CheckMode(fs *flag.FlagSet, party int) error {
 
 // Index returns the worker's shard index: -shard-index, else $ShardIndexEnv
 // (a usage error if neither is set or it is not a number in
-// 0..selection.MaxShards−1; the coordinator refuses an index ≥ its K).
+// 0..shard.MaxShards−1; the coordinator refuses an index ≥ its K).
 func (f *ShardFlags) Index() (int, error) {
 	s, from := f.ShardIndex, "-shard-index"
 	if s == "" {
@@ -125,8 +124,8 @@ func (f *ShardFlags) Index() (int, error) {
 		return 0, Usage("a worker needs -shard-index or $%s (its shard index)", ShardIndexEnv)
 	}
 	k, err := strconv.Atoi(s)
-	if err != nil || k < 0 || k >= selection.MaxShards {
-		return 0, Usage("%s %q: want a number in 0..%d", from, s, selection.MaxShards-1)
+	if err != nil || k < 0 || k >= shard.MaxShards {
+		return 0, Usage("%s %q: want a number in 0..%d", from, s, shard.MaxShards-1)
 	}
 	return k, nil
 }
@@ -147,15 +146,15 @@ func ShardAddress(addr string, k int) string {
 
 // ServeWorkers listens on addr for this party's workers (mutual TLS: each
 // must present the party's own key, pinned by its fingerprint) and returns
-// the pool to set as the coordinator's Shards, serving until ctx ends; the
-// caller closes the pool (WorkerPool.Close tells the workers to exit) and
-// the listener. onListen, if set, is called with the bound address.
-func (p *Party) ServeWorkers(ctx context.Context, party, shards int, addr string, onListen func(net.Addr)) (*selection.WorkerPool, io.Closer, error) {
-	pool, err := selection.NewWorkerPool(party, shards)
+// the shard.Workers to set as the coordinator's Shards, serving until ctx
+// ends; the caller closes them (shard.Workers.Close; Done tells the
+// workers to exit) and the listener. onListen, if set, is called with the bound address.
+func (p *Party) ServeWorkers(ctx context.Context, party, shards int, addr string, onListen func(net.Addr)) (*shard.Workers, io.Closer, error) {
+	ws, err := shard.NewWorkers(party, shards)
 	if err != nil {
 		return nil, nil, Usage("%v", err)
 	}
-	pool.Logger = p.Logger
+	ws.Logger = p.Logger
 	opt := p.Options
 	opt.Link = nil // the party's own machines: no emulated link
 	ln, err := transport.Listen(addr, p.ID, opt)
@@ -166,29 +165,29 @@ func (p *Party) ServeWorkers(ctx context.Context, party, shards int, addr string
 		onListen(ln.Addr())
 	}
 	go func() {
-		if err := pool.Serve(ctx, ln, p.ID.Fingerprint()); err != nil {
+		if err := ws.Serve(ctx, ln, p.ID.Fingerprint()); err != nil {
 			p.Logger.Warn("worker listener stopped", "err", err)
 		}
 	}()
-	return pool, ln, nil
+	return ws, ln, nil
 }
 
-// AwaitWorkers waits, after pool.Done, until every worker of pool has been
-// told that the selection is done (WorkerPool.AwaitDone): a worker not
+// AwaitWorkers waits, after ws.Done, until every worker of ws has been
+// told that the selection is done (shard.Workers.AwaitDone): a worker not
 // connected when the run ended (restarting, or its link dropped) is told
 // "done" as it reconnects, and exits 0 rather than failing at its
 // -connect-timeout. It waits at most this party's -connect-timeout (a
 // worker that never comes back does not hold the coordinator), and
 // returns the error naming the workers not told, which it also logs; the
 // coordinator still exits 0: its selection succeeded.
-func (p *Party) AwaitWorkers(ctx context.Context, pool *selection.WorkerPool) error {
+func (p *Party) AwaitWorkers(ctx context.Context, ws *shard.Workers) error {
 	grace := p.flags.Endpoint.Timeout
 	if grace <= 0 {
 		grace = time.Minute
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
-	err := pool.AwaitDone(gctx)
+	err := ws.AwaitDone(gctx)
 	if err != nil {
 		p.Logger.Warn("the selection is done, but not every worker was told so within -connect-timeout: those exit 3 when they cannot reach this coordinator", "connect_timeout", grace, "err", err)
 	}
@@ -209,7 +208,7 @@ func (p *Party) AwaitWorkers(ctx context.Context, pool *selection.WorkerPool) er
 // *Error of ExitPeer when it cannot reach its coordinator in time or is
 // refused (but for "already connected" and "connect again": it dials
 // again).
-func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, addr string, stdout io.Writer, name string) error {
+func (p *Party) RunWorker(ctx context.Context, w *shard.Worker, party int, addr string, stdout io.Writer, name string) error {
 	pair := p.workerPair(party, w.Shard, stdout, name)
 	timeout := p.flags.Endpoint.Timeout
 	if timeout <= 0 {
@@ -218,21 +217,9 @@ func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, a
 	opt := p.Options
 	opt.Link = nil
 	for {
-		var conn *transport.Conn
-		var err error
-		deadline := time.Now().Add(timeout)
-		for {
-			dctx, cancel := context.WithDeadline(ctx, deadline)
-			conn, err = transport.Dial(dctx, addr, p.ID, p.ID.Fingerprint(), opt)
-			cancel()
-			if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		conn, err := dialRetrying(dctx, addr, p.ID, p.ID.Fingerprint(), opt, p.Logger)
+		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -247,7 +234,7 @@ func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, a
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, selection.ErrWorkerRefused) && !strings.Contains(err.Error(), "already connected") && !strings.Contains(err.Error(), "connect again") {
+		if errors.Is(err, shard.ErrWorkerRefused) && !strings.Contains(err.Error(), "already connected") && !strings.Contains(err.Error(), "connect again") {
 			return &Error{Code: ExitPeer, Err: err}
 		}
 		p.Logger.Warn("coordinator connection ended; connecting again", "err", err)
@@ -259,45 +246,21 @@ func (p *Party) RunWorker(ctx context.Context, w *selection.Worker, party int, a
 	}
 }
 
-// workerPair returns the pairing of worker shard's jobs: the dealer
-// session at -dealer (ShardAddress: worker k's own dealer where the
-// address holds ShardPlaceholder) with the provider the flags choose,
-// then the pair link over -listen or -connect (ShardEndpoint); with
-// -provider ot or he, ot.Provider on the pair link.
-func (p *Party) workerPair(party, shard int, stdout io.Writer, name string) func(context.Context, *selection.Job) (*transport.Conn, beaver.Provider, error) {
-	e := ShardEndpoint(p.flags.Endpoint, shard)
-	dealer := ShardAddress(p.flags.Dealer, shard)
-	return func(ctx context.Context, job *selection.Job) (*transport.Conn, beaver.Provider, error) {
-		var prov beaver.Provider
-		var dconn *transport.Conn
-		if p.flags.Provider == ProviderDealer {
-			cl, dc, err := ConnectDealerWith(ctx, dealer, p.ID, p.DealerPin, party, p.Options, e, beaver.ConnectOptions{Budget: p.flags.DealerBudget})
-			if err != nil {
-				return nil, nil, err
-			}
-			prov, dconn = cl, dc
-		}
-		conn, err := Establish(ctx, e, p.ID, p.PeerPin, p.Options, p.Logger, func(a net.Addr) {
-			fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, shard, a)
-		})
+// workerPair returns the pairing of worker k's jobs: the source -provider
+// names, opened for each job with the dealer at -dealer (ShardAddress:
+// worker k's own dealer where the address holds ShardPlaceholder) and the
+// pair link over -listen or -connect (ShardEndpoint); the dealer's
+// connection closes with the pair link.
+func (p *Party) workerPair(party, k int, stdout io.Writer, name string) func(context.Context, *shard.Job) (*transport.Conn, beaver.Provider, error) {
+	env := p.env(party, ShardEndpoint(p.flags.Endpoint, k), ShardAddress(p.flags.Dealer, k), func(a net.Addr) {
+		fmt.Fprintf(stdout, "%s worker %d listening %s\n", name, k, a)
+	})
+	return func(ctx context.Context, job *shard.Job) (*transport.Conn, beaver.Provider, error) {
+		op, err := p.Source.Open(ctx, env)
 		if err != nil {
-			if dconn != nil {
-				dconn.Close()
-			}
 			return nil, nil, err
 		}
-		if dconn != nil {
-			go func() { <-conn.Done(); dconn.Close() }()
-		} else {
-			opts := ot.ProviderOptions{}
-			if p.flags.Provider == ProviderHE {
-				opts.Linear = ot.LinearHE
-			}
-			if prov, err = ot.NewProvider(conn, party, opts); err != nil {
-				conn.Close()
-				return nil, nil, err
-			}
-		}
-		return conn, prov, nil
+		go func() { <-op.Conn.Done(); op.Closer.Close() }()
+		return op.Conn, op.Provider, nil
 	}
 }

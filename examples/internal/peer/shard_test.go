@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -145,15 +147,13 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 		t.Skipf("no loopback address %s here: %v", host, err)
 	}
 	probe.Close()
-	srv, err := beaver.NewServer(beaver.ServerOptions{})
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &Dealer{Server: srv, Fingerprints: [2]string{ids[1].Fingerprint(), ids[2].Fingerprint()}, Log: discard}
-	for p := range d.Listeners {
-		if d.Listeners[p], err = transport.Listen(host+":0", ids[0], transport.Options{}); err != nil {
-			t.Fatal(err)
-		}
+	if err := d.Listen([2]string{host + ":0", host + ":0"}, ids[0], transport.Options{}); err != nil {
+		t.Fatal(err)
 	}
 	dctx, dcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -166,7 +166,7 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 	}
 	defer peerLn.Close()
 	type side struct {
-		prov *beaver.Client
+		prov *dealer.Client
 		conn *transport.Conn
 		err  error
 	}
@@ -182,8 +182,10 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 
 	_, dport, _ := net.SplitHostPort(d.Listeners[0].Addr().String())
 	_, pport, _ := net.SplitHostPort(peerLn.Addr().String())
+	src, _ := source.ByName(source.Default)
 	p := &Party{
-		flags: PartyFlags{Provider: ProviderDealer, Dealer: "127.0.0." + ShardPlaceholder + ":" + dport,
+		Source: src,
+		flags: PartyFlags{Provider: source.Default, Dealer: "127.0.0." + ShardPlaceholder + ":" + dport,
 			Endpoint: Endpoint{Connect: "127.0.0." + ShardPlaceholder + ":" + pport, Timeout: 5 * time.Second}},
 		ID: ids[1], PeerPin: ids[2].Fingerprint(), DealerPin: ids[0].Fingerprint(), Logger: discard,
 	}
@@ -205,7 +207,7 @@ func TestWorkerPairDialsItsDealer(t *testing.T) {
 	for q := range provs {
 		go func() {
 			var err error
-			if err = provs[q].(*beaver.Client).BindSession(ctx, sid); err == nil {
+			if err = provs[q].(*dealer.Client).BindSession(ctx, sid); err == nil {
 				tr[q], err = (beaver.Typed{Provider: provs[q]}).Triples(ctx, 1, 4)
 			}
 			errs <- err

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/selectformer/selectformer/selection"
+	"github.com/selectformer/selectformer/selection/shard"
 	"github.com/selectformer/selectformer/transport"
 )
 
 // TestWorkerToldDoneAfterRun: a coordinator's workers over mutual TLS on
 // loopback (ServeWorkers, RunWorker, in process). When the selection ends
-// (WorkerPool.Done), a worker attached exits without error, and so does a
+// (shard.Workers.Done), a worker attached exits without error, and so does a
 // worker that reconnects only afterwards (restarting, or its link dropped):
 // it is told "done", not refused, so a Kubernetes Indexed Job does not fail
 // an index of a selection that succeeded; AwaitWorkers then returns at
@@ -32,19 +32,19 @@ func TestWorkerToldDoneAfterRun(t *testing.T) {
 	p.flags.Endpoint.Timeout = 10 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	serve := func(shards int) (*selection.WorkerPool, io.Closer, string) {
+	serve := func(shards int) (*shard.Workers, io.Closer, string) {
 		addrc := make(chan net.Addr, 1)
-		pool, ln, err := p.ServeWorkers(ctx, 0, shards, "127.0.0.1:0", func(a net.Addr) { addrc <- a })
+		ws, ln, err := p.ServeWorkers(ctx, 0, shards, "127.0.0.1:0", func(a net.Addr) { addrc <- a })
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ln.Close() })
-		return pool, ln, (<-addrc).String()
+		return ws, ln, (<-addrc).String()
 	}
 	worker := func(k int, addr string) chan error {
 		errc := make(chan error, 1)
 		go func() {
-			w := &selection.Worker{Party: 0, Shard: k, StateDir: t.TempDir(), Logger: log}
+			w := &shard.Worker{Party: 0, Shard: k, StateDir: t.TempDir(), Logger: log}
 			errc <- p.RunWorker(ctx, w, 0, addr, io.Discard, "modelowner")
 		}()
 		return errc
@@ -60,10 +60,10 @@ func TestWorkerToldDoneAfterRun(t *testing.T) {
 		}
 	}
 
-	pool, ln, addr := serve(2)
+	ws, ln, addr := serve(2)
 	w0 := worker(0, addr)
 	time.Sleep(200 * time.Millisecond) // worker 0 attaches (if not, it is told as it does)
-	pool.Done(ctx)
+	ws.Done(ctx)
 	if err := ended("worker 0", w0); err != nil {
 		t.Errorf("worker 0, attached at the end: %v, want nil (exit 0)", err)
 	}
@@ -71,7 +71,7 @@ func TestWorkerToldDoneAfterRun(t *testing.T) {
 		t.Errorf("worker 1, connecting after the end: %v, want nil (exit 0)", err)
 	}
 	start := time.Now()
-	if err := p.AwaitWorkers(ctx, pool); err != nil || time.Since(start) > 5*time.Second {
+	if err := p.AwaitWorkers(ctx, ws); err != nil || time.Since(start) > 5*time.Second {
 		t.Errorf("AwaitWorkers with both workers told: %v after %v", err, time.Since(start))
 	}
 	ln.Close()
@@ -79,10 +79,10 @@ func TestWorkerToldDoneAfterRun(t *testing.T) {
 	// Worker 1 of a new selection never comes back: the coordinator waits
 	// its -connect-timeout, no longer.
 	p.flags.Endpoint.Timeout = 300 * time.Millisecond
-	pool, _, addr = serve(2)
-	pool.Done(ctx)
+	ws, _, addr = serve(2)
+	ws.Done(ctx)
 	start = time.Now()
-	if err := p.AwaitWorkers(ctx, pool); err == nil || time.Since(start) > 10*time.Second {
+	if err := p.AwaitWorkers(ctx, ws); err == nil || time.Since(start) > 10*time.Second {
 		t.Errorf("AwaitWorkers with no worker back: %v after %v; want an error at -connect-timeout", err, time.Since(start))
 	}
 

@@ -1,5 +1,0 @@
-//go:build race
-
-package beaver
-
-const raceEnabled = true

@@ -1,0 +1,48 @@
+package source
+
+import (
+	"context"
+
+	"github.com/selectformer/selectformer/beaver/ot"
+)
+
+// The dealer-free sources: the parties make every correlation themselves
+// by oblivious transfer over their own connection (beaver/ot), the
+// weight-mask correlations by vector OLE ("ot") or by lattice encryption
+// ("he", ot.Lattice: each weight matrix uploaded once per session).
+func init() {
+	Register(Source{
+		Name:       "ot",
+		Doc:        "no dealer: the parties make it by oblivious transfer over their own connection",
+		DealerFree: true,
+		Open:       openOT(func() (ot.WeightMaskGenerator, error) { return ot.VectorOLE{}, nil }),
+	})
+	Register(Source{
+		Name:       "he",
+		Doc:        "no dealer: as ot, but the products with the model owner's weights by lattice encryption, each weight matrix uploaded once",
+		DealerFree: true,
+		Open: openOT(func() (ot.WeightMaskGenerator, error) {
+			return ot.NewLattice(ot.LatticeOptions{})
+		}),
+	})
+}
+
+// openOT returns the Open of an ot.Provider on the peer connection whose
+// weight masks come from masks (a fresh generator per provider).
+func openOT(masks func() (ot.WeightMaskGenerator, error)) func(context.Context, Env) (Opened, error) {
+	return func(ctx context.Context, env Env) (Opened, error) {
+		conn, err := env.Peer(ctx)
+		if err != nil {
+			return Opened{}, err
+		}
+		m, err := masks()
+		if err == nil {
+			var prov *ot.Provider
+			if prov, err = ot.NewProvider(conn, env.Party, ot.ProviderOptions{WeightMasks: m}); err == nil {
+				return Opened{Provider: prov, Conn: conn, Closer: nopCloser{}}, nil
+			}
+		}
+		conn.Close()
+		return Opened{}, err
+	}
+}

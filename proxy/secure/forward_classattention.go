@@ -1,0 +1,175 @@
+package secure
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/selectformer/selectformer/protocol"
+	"github.com/selectformer/selectformer/share"
+)
+
+// The last block's attention for the class token alone, folded with its
+// softmax MLP (Prepared.classAttention): no token's keys, values or scores.
+
+// classAttention computes a last block's attention context for the class
+// token alone, [B, heads, 1, dh], folded with the softmax MLP (preparedClassFold),
+// from the block's attention input y [B, T, H] (padded rows zero). Per
+// batch row, with Y_aug = [y | m] ([T, H+1]; m the mask column, all ones
+// without a mask), so that K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V],
+// and e = foldExtraBits(f) the extra fractional bits of W_mlp:
+//
+//  1. Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]) and the class row's query
+//     q = y₀·Wq + b_Q in one MatMulWeightsMany and one truncation by f
+//     (q keeps f fractional bits, Ŷ f + e);
+//  2. G = Ŷ[:, :d]ᵀ·[Wk; b_K] = W1ᵀ·K ([d, I]) and N = Ŷ[:, d:]ᵀ·[Wv; b_V]
+//     = [W2·V; b2·V] ([d+1, I]) in one MatMulWeightsMany and one
+//     truncation by f (f + e fractional bits);
+//  3. the softmax MLP's hidden layer h = ReLU(q_h·G_hᵀ + b1 (+ fill)) of
+//     every head, q_h·G_hᵀ = q_h·K_hᵀ·W1 = sc_h·W1, in one shared × shared
+//     MatMul and one TruncReLU by f + e, b1 and the padded scores' fill
+//     term added shifted before it (biasTruncReLU, fillTerm);
+//  4. the context h·N_h[:d] + N_h[d] = (h·W2 + b2)·V_h = P_h·V_h in one
+//     shared × shared MatMul, N_h[d] (each party its share) added shifted
+//     by f, the public 1.0's product with it, and one truncation by f + e.
+//
+// 1 + 1 + 1 + 1 + 1 + 7 + 1 + 1 = 14 rounds, as the unfolded path, but the
+// data owner opens Y_augᵀ (B·(H+1)·T words) and Ŷ (B·(2d+1)·(H+1)) instead
+// of y and the scores and V, the products with the model owner's weights
+// have (H+1)·(2d+1) + I + (2d+1)·I outputs per batch row instead of
+// T·2I + I + T·d + I·(d+1), and no shared × shared product has T rows
+// (BlockCost). Every product carries 2f + e fractional bits before its
+// truncation, so |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1 + fill| and the contexts
+// must stay below 2^(62−2f−e), 2^22 at f = 16 (protocol.TruncBound).
+//
+// View: the data owner's openings of its weight products' inputs are
+// masked by the weight triples (X1 − A), the shared × shared products open
+// Beaver-masked operands, the truncations and the sign circuit send bits
+// masked by their correlations, as on the unfolded path: nothing crosses
+// the wire in the clear.
+func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *preparedClassFold, padding *paddingMask) (*share.Tensor, error) {
+	a := p.arch
+	if len(y.Shape) != 3 || y.Shape[1] != a.Seq || y.Shape[2] != a.Hidden {
+		return nil, fmt.Errorf("input %v, want [batch, %d, %d]", y.Shape, a.Seq, a.Hidden)
+	}
+	B, T, H, I, nh, dh, d := y.Shape[0], a.Seq, a.Hidden, a.inner(), a.Heads, a.HeadDim, a.MLPHidden
+	f := p.fp.FracBits
+	d2 := 2*d + 1
+	// Y_augᵀ [B, H+1, T]: the last row is the mask as fixed point (m·2^f:
+	// shares of the integer mask shifted, or the public mask or ones held by
+	// party 0).
+	// Scratch words (GetWords): every word is written below,
+	// and MatMulWeightsMany keeps no reference to its operands.
+	yt := &share.Tensor{Shape: []int{B, H + 1, T}, Data: share.GetWords(B * (H + 1) * T)}
+	for bi := 0; bi < B; bi++ {
+		src := y.Data[bi*T*H : (bi+1)*T*H]
+		dst := yt.Data[bi*(H+1)*T : (bi+1)*(H+1)*T]
+		if err := share.TransposeMatrix(dst[:H*T], src, T, H); err != nil {
+			return nil, err
+		}
+		mrow := dst[H*T:]
+		clear(mrow) // party 1's share of a public row is zero
+		switch {
+		case padding == nil:
+			if p.party == 0 {
+				for t := range mrow {
+					mrow[t] = 1 << f
+				}
+			}
+		case p.opt.PublicMask:
+			if p.party == 0 {
+				for t := range mrow {
+					mrow[t] = padding.m.Data[bi*T+t] << f
+				}
+			}
+		default:
+			for t := range mrow {
+				mrow[t] = padding.m.Data[bi*T+t] << f
+			}
+		}
+	}
+	// 1. Ŷ and the class rows' queries.
+	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{yt, firstToken(y)}, []*protocol.Weight{cf.mlp.w, cf.q.w})
+	share.PutWords(yt.Data)
+	if err != nil {
+		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
+	}
+	// One truncation by f + q's extra bits: q keeps f fractional bits, Ŷ
+	// f + e (W_mlp's e extra bits more than Wq's).
+	if cf.mlp.extra < cf.q.extra || cf.k.extra != cf.v.extra {
+		return nil, fmt.Errorf("extra bits: W_mlp %d, Wq %d, Wk %d, Wv %d", cf.mlp.extra, cf.q.extra, cf.k.extra, cf.v.extra)
+	}
+	e := cf.mlp.extra - cf.q.extra
+	if ys, err = p.truncMany(ctx, s, ys, f+cf.q.extra); err != nil {
+		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
+	}
+	yh, q := ys[0], ys[1] // [B, H+1, 2d+1] (f + e fractional bits), [B, 1, I] (f)
+	addRowVec(p.party, q, cf.q.b)
+	// 2. G and N.
+	yhT, err := share.TransposeLast2(yh) // [B, 2d+1, H+1]
+	if err != nil {
+		return nil, err
+	}
+	g1 := &share.Tensor{Shape: []int{B, d, H + 1}, Data: share.GetWords(B * d * (H + 1))[:0]}
+	g2 := &share.Tensor{Shape: []int{B, d + 1, H + 1}, Data: share.GetWords(B * (d + 1) * (H + 1))[:0]}
+	for bi := 0; bi < B; bi++ {
+		blk := yhT.Data[bi*d2*(H+1) : (bi+1)*d2*(H+1)]
+		g1.Data = append(g1.Data, blk[:d*(H+1)]...)
+		g2.Data = append(g2.Data, blk[d*(H+1):]...)
+	}
+	gn, err := s.MatMulWeightsMany(ctx, []*share.Tensor{g1, g2}, []*protocol.Weight{cf.k.w, cf.v.w})
+	share.PutWords(g1.Data)
+	share.PutWords(g2.Data)
+	if err != nil {
+		return nil, fmt.Errorf("keys and values folded: %w", err)
+	}
+	if gn, err = p.truncMany(ctx, s, gn, f+cf.k.extra); err != nil {
+		return nil, fmt.Errorf("keys and values folded: %w", err)
+	}
+	g, n := gn[0], gn[1] // [B, d, I], [B, d+1, I], f + e fractional bits
+	// 3. h = ReLU(q_h·G_hᵀ + b1 (+ fill)), every head.
+	qh, err := share.SplitHeads(q, nh) // [B, nh, 1, dh]
+	if err != nil {
+		return nil, err
+	}
+	gt := &share.Tensor{Shape: []int{B, nh, dh, d}, Data: make([]uint64, B*nh*dh*d)}
+	nt := &share.Tensor{Shape: []int{B, nh, d, dh}, Data: make([]uint64, B*nh*d*dh)}
+	nb := make([]uint64, B*nh*dh)
+	for bi := 0; bi < B; bi++ {
+		gb, nbk := g.Data[bi*d*I:(bi+1)*d*I], n.Data[bi*(d+1)*I:(bi+1)*(d+1)*I]
+		for h := 0; h < nh; h++ {
+			gd := gt.Data[(bi*nh+h)*dh*d : (bi*nh+h+1)*dh*d]
+			nd := nt.Data[(bi*nh+h)*d*dh : (bi*nh+h+1)*d*dh]
+			for j := 0; j < d; j++ {
+				for c := 0; c < dh; c++ {
+					gd[c*d+j] = gb[j*I+h*dh+c]
+				}
+				copy(nd[j*dh:(j+1)*dh], nbk[j*I+h*dh:j*I+(h+1)*dh])
+			}
+			copy(nb[(bi*nh+h)*dh:(bi*nh+h+1)*dh], nbk[d*I+h*dh:d*I+(h+1)*dh])
+		}
+	}
+	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, 1, d], 2f + e fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("softmax mlp: %w", err)
+	}
+	var fill func(h *share.Tensor, k uint)
+	if padding != nil {
+		fill = fillTerm(padding.fill, i, a.Layers, d, B, nh)
+	}
+	hid, err := p.biasTruncReLU(ctx, s, pre, preparedLinear{b: cf.b1, extra: e}, fill) // f fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("softmax mlp: %w", err)
+	}
+	// 4. P·V = h·N[:d] + N[d].
+	out, err := s.MatMul(ctx, hid, nt) // [B, nh, 1, dh], 2f + e fractional bits
+	if err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	for j, v := range nb {
+		out.Data[j] += v << f
+	}
+	if out, err = s.TruncBy(ctx, out, f+e); err != nil {
+		return nil, fmt.Errorf("attention values: %w", err)
+	}
+	return out, nil
+}

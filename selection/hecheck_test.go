@@ -1,0 +1,189 @@
+package selection
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// Header words of a -provider he item (beaver/ot/he.go): the data owner's
+// first message of an item is one of them per encrypted matrix, its next
+// the outputs.
+const (
+	heHaveWord uint64 = 0x4845_4841_5645
+	heNeedWord uint64 = 0x4845_4e45_4544
+)
+
+// heRelay carries the OT providers' traffic between the model owner's
+// provider and the data owner's (each on a pipe of its own), as a data owner
+// whose provider alters what it sends would: it adds 2^63·2^(LogQ1−64) to
+// coefficient 5 of the first output ciphertext's c1 in the first
+// -provider he item (the attack of issue 36), and records on which stream
+// and after how many untouched items.
+type heRelay struct {
+	mu       sync.Mutex
+	header   map[uint32]bool // the stream's last data-owner message was an item header
+	items    map[uint32]int  // items forwarded untouched, per beaver stream
+	tampered bool
+	stream   uint32 // the altered item's beaver stream
+	before   int    // items forwarded untouched on it before
+}
+
+func isHEHeader(b []byte) bool {
+	if len(b) == 0 || len(b)%8 != 0 {
+		return false
+	}
+	for i := 0; i < len(b); i += 8 {
+		if w := binary.LittleEndian.Uint64(b[i:]); w != heHaveWord && w != heNeedWord {
+			return false
+		}
+	}
+	return true
+}
+
+// alter applies the attack to an outputs message b: output 0's header
+// (tag, version, m, width, MW, NW), then block 0's c0 (rows·cols values of
+// 68 bits) and c1 (81 bits each).
+func alter(b []byte) {
+	u := func(i int) int { return int(binary.LittleEndian.Uint32(b[2+4*i:])) }
+	m, width, mw, nw := u(0), u(1), u(2), u(3)
+	bit := 8*18 + min(mw, m)*min(nw, width)*68 + 5*81 + 80 // bit 80 of c1[5]: + 2^80 mod 2^81
+	b[bit/8] ^= 1 << (bit % 8)
+}
+
+// forward relays stream id from src to dst until either ends; fromDO marks
+// the data owner's direction.
+func (r *heRelay) forward(ctx context.Context, src, dst *transport.Conn, id uint32, fromDO bool) {
+	for {
+		b, err := src.Stream(id).RecvBytes(ctx, 1<<30)
+		if err != nil {
+			dst.Close()
+			return
+		}
+		if fromDO && id != ot.DefaultStreamBase {
+			s := id - ot.DefaultStreamBase - 1
+			r.mu.Lock()
+			switch {
+			case isHEHeader(b):
+				r.header[id] = true
+			case r.header[id]:
+				r.header[id] = false
+				if !r.tampered && len(b) > 18 && b[0] == 'O' {
+					alter(b)
+					r.tampered, r.stream, r.before = true, s, r.items[s]
+				} else {
+					r.items[s]++
+				}
+			}
+			r.mu.Unlock()
+		}
+		if err := dst.Stream(id).SendBytes(ctx, b); err != nil {
+			src.Close()
+			return
+		}
+	}
+}
+
+// heCountProvider counts the weight-mask items its provider hands out, and
+// the ones it refuses, per beaver stream.
+type heCountProvider struct {
+	*ot.Provider
+	mu      sync.Mutex
+	ok, bad map[uint32]int
+	errs    []error
+}
+
+// Unwrap implements beaver.Wrapper.
+func (h *heCountProvider) Unwrap() beaver.Provider { return h.Provider }
+
+func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	m, err := p.Provider.Material(ctx, r)
+	if r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
+		p.mu.Lock()
+		if err == nil {
+			p.ok[r.Stream]++
+		} else {
+			p.bad[r.Stream]++
+			p.errs = append(p.errs, err)
+		}
+		p.mu.Unlock()
+	}
+	return m, err
+}
+
+// TestHECheckAbortsSelection: in a -provider he selection whose data owner
+// adds δ·2^(LogQ1−64)·X^t (δ = 2^63) to the c1 of its first HE output
+// (which on 69b02c1 moved the model owner's share by δ·s[pos−t] and so
+// leaked its key through the comparisons), the model owner's check fails:
+// its run ends with beaver.ErrCorrelationCheck, the data owner receives the
+// public reason AbortCorrelation, and the model owner never held a share
+// of the altered item — it handed out exactly the items before it on that
+// stream and refused that one, so nothing derived from it was opened,
+// compared or revealed (and no phase finished).
+func TestHECheckAbortsSelection(t *testing.T) {
+	f := newSecureFixture(t)
+	mo, do := f.owners([2]string{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// The providers' own pipes, joined by the relay.
+	p0c, r0 := transport.Pipe(transport.Options{})
+	r1, p1c := transport.Pipe(transport.Options{})
+	for _, c := range []*transport.Conn{p0c, r0, r1, p1c} {
+		t.Cleanup(func() { c.Close() })
+	}
+	relay := &heRelay{header: map[uint32]bool{}, items: map[uint32]int{}}
+	for id := ot.DefaultStreamBase; id < ot.DefaultStreamBase+130; id++ {
+		go relay.forward(ctx, r0, r1, id, false)
+		go relay.forward(ctx, r1, r0, id, true)
+	}
+	var prov0 *heCountProvider
+	var res [2]*Result
+	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, _ beaver.Provider) error {
+		conn := []*transport.Conn{p0c, p1c}[party]
+		l, err := ot.NewLattice(ot.LatticeOptions{})
+		if err != nil {
+			return err
+		}
+		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{WeightMasks: l})
+		if err != nil {
+			return err
+		}
+		if party == 0 {
+			prov0 = &heCountProvider{Provider: prov, ok: map[uint32]int{}, bad: map[uint32]int{}}
+			res[0], err = mo.Run(ctx, c, prov0)
+		} else {
+			res[1], err = do.Run(ctx, c, prov)
+		}
+		return err
+	})
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	if !relay.tampered {
+		t.Fatalf("no HE output was altered; errors %v", errs)
+	}
+	if !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
+		t.Fatalf("model owner: %v, want beaver.ErrCorrelationCheck", errs[0])
+	}
+	var pe *PeerAbortError
+	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
+		t.Fatalf("data owner: %v, want the model owner's abort AbortCorrelation", errs[1])
+	}
+	prov0.mu.Lock()
+	defer prov0.mu.Unlock()
+	if got := prov0.ok[relay.stream]; got != relay.before || prov0.bad[relay.stream] == 0 {
+		t.Fatalf("stream %d: the model owner handed out %d weight items and refused %d; want the %d before the altered one, and a refusal",
+			relay.stream, got, prov0.bad[relay.stream], relay.before)
+	}
+	if res[0] != nil || res[1] != nil {
+		t.Fatal("a party returned a result")
+	}
+	t.Logf("altered item %d of stream %d; model owner: %v; data owner: %v", relay.before, relay.stream, errs[0], errs[1])
+}

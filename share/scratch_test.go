@@ -1,0 +1,52 @@
+package share
+
+import "testing"
+
+// TestWordClasses checks the scratch words' size classes: a class holds at least the
+// words asked for, wastes less than a quarter, maps its own size to itself
+// (so PutWords accepts exactly GetWords' buffers), and distinct sizes get
+// distinct classes.
+func TestWordClasses(t *testing.T) {
+	seen := map[int]int{}
+	for n := minScratchWords; n < 1<<22; n += 1 + n/7 {
+		c, size := wordClass(n)
+		if size < n || 4*(size-n) >= size {
+			t.Fatalf("n %d: class size %d", n, size)
+		}
+		if c2, s2 := wordClass(size); c2 != c || s2 != size {
+			t.Fatalf("n %d: size %d maps to class %d size %d, not %d", n, size, c2, s2, c)
+		}
+		if old, ok := seen[c]; ok && old != size {
+			t.Fatalf("class %d holds sizes %d and %d", c, old, size)
+		}
+		seen[c] = size
+	}
+}
+
+// TestGetPutWords checks GetWords' lengths and capacities, and that PutWords
+// ignores slices whose capacity is no class size.
+func TestGetPutWords(t *testing.T) {
+	for _, n := range []int{0, 1, minScratchWords - 1, minScratchWords, 5000, 1 << 20} {
+		w := GetWords(n)
+		if len(w) != n {
+			t.Fatalf("GetWords(%d) has length %d", n, len(w))
+		}
+		if n >= minScratchWords {
+			if _, size := wordClass(n); cap(w) != size {
+				t.Fatalf("GetWords(%d) has capacity %d, want the class size %d", n, cap(w), size)
+			}
+		}
+		for i := range w {
+			w[i] = 7
+		}
+		PutWords(w)
+	}
+	// A slice whose capacity is no class size is never handed out again.
+	odd := make([]uint64, 3000)
+	PutWords(odd)
+	for range 10 {
+		if w := GetWords(3000); &w[0] == &odd[0] {
+			t.Fatal("GetWords returned a buffer PutWords should have ignored")
+		}
+	}
+}
