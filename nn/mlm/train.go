@@ -140,20 +140,6 @@ func Mask(seqs [][]int, v *wordpiece.Vocab, rate float64, rng *rand.Rand) (Maske
 	return out, nil
 }
 
-// Encode runs m's embeddings and encoder layers on in: the last layer's
-// output [B, T, hidden].
-func Encode(m *model.Model, in model.Input) (*nn.Tensor, error) {
-	x, mask, err := m.Embed(in)
-	if err != nil {
-		return nil, err
-	}
-	for i, b := range m.Blocks {
-		if x, err = b.Forward(x, mask); err != nil {
-			return nil, fmt.Errorf("layer %d: %w", i, err)
-		}
-	}
-	return x, nil
-}
 
 // gather returns the rows pos of x [B, T, H] as [len(pos), H].
 func gather(x *nn.Tensor, pos []int) *nn.Tensor {
@@ -179,7 +165,7 @@ func scatter(g *nn.Tensor, pos []int, shape []int) *nn.Tensor {
 // Loss returns the masked-token cross-entropy and top-1 accuracy of m with
 // hd on a masked batch (a forward pass only).
 func Loss(m *model.Model, hd *Head, b Masked) (loss, acc float64, err error) {
-	x, err := Encode(m, b.Input)
+	x, err := m.Encode(b.Input)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -203,7 +189,7 @@ func Loss(m *model.Model, hd *Head, b Masked) (loss, acc float64, err error) {
 // step runs one forward and backward pass of a masked batch and returns its
 // loss; the gradients accumulate.
 func step(m *model.Model, hd *Head, b Masked) (float64, error) {
-	x, err := Encode(m, b.Input)
+	x, err := m.Encode(b.Input)
 	if err != nil {
 		return 0, err
 	}
@@ -219,13 +205,7 @@ func step(m *model.Model, hd *Head, b Masked) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	dx := scatter(dg, b.Positions, x.Shape)
-	for i := len(m.Blocks) - 1; i >= 0; i-- {
-		if dx, err = m.Blocks[i].Backward(dx); err != nil {
-			return 0, fmt.Errorf("layer %d: %w", i, err)
-		}
-	}
-	return loss, m.EmbedBackward(dx)
+	return loss, m.EncodeBackward(scatter(dg, b.Positions, x.Shape))
 }
 
 // Train pretrains m (a BERT or DistilBERT encoder; its pooler or

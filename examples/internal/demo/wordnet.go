@@ -45,15 +45,10 @@ func (c WordNetConfig) withDefaults() (WordNetConfig, error) {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Public, 500)
-	def(&c.Pool, 300)
-	def(&c.Seq, 32)
-	def(&c.Epochs, 40)
+	orDefault(&c.Public, 500)
+	orDefault(&c.Pool, 300)
+	orDefault(&c.Seq, 32)
+	orDefault(&c.Epochs, 40)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
