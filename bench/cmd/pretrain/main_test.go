@@ -78,7 +78,7 @@ func TestPretrainReproducible(t *testing.T) {
 	}
 	after, _ := os.ReadFile(filepath.Join(dirs[0], model.WeightsFile))
 	card, _ = os.ReadFile(filepath.Join(dirs[0], "README.md"))
-	if !bytes.Equal(before, after) || !strings.Contains(string(card), "## Probe") || !strings.Contains(string(card), "from a random initialisation") {
+	if !bytes.Equal(before, after) || !strings.Contains(string(card), "## Probe") || !strings.Contains(string(card), "from a random initialisation") || !strings.Contains(string(card), "embeddings frozen") {
 		t.Errorf("-card: weights unchanged %v; card:\n%s", bytes.Equal(before, after), card)
 	}
 	if err := run([]string{"-corpus", corpus}, io.Discard); err == nil {
