@@ -264,6 +264,32 @@ func TestOursIsTheLibraryDefault(t *testing.T) {
 	}
 }
 
+// TestWordNetGeneration: the WordNet setting's Ours is the library's
+// default with unweighted label losses (NoClassBalance), the rest of the
+// resolved default kept; the reduced setting applies Small on top of it.
+func TestWordNetGeneration(t *testing.T) {
+	pub := model.Input{IDs: make([][]int, 500)}
+	d := &Data{Public: pub}
+	for _, small := range []bool{false, true} {
+		cfg, err := Defaults(WordNet, true, small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := seedConfigs(&cfg, d, 3, 200)
+		r := g.resolved
+		if r.Distill == nil || r.Distill.BalanceClasses || r.Distill.Extra.Len() != 500 || !finalExact(r) {
+			t.Fatalf("small %v: resolved %+v, distill %+v: want the default distillation, classes unweighted", small, r, r.Distill)
+		}
+		if wantPoints := map[bool]int{false: proxy.DefaultObservedPoints, true: 20000}[small]; r.Points != wantPoints {
+			t.Errorf("small %v: %d points per MLP, want %d", small, r.Points, wantPoints)
+		}
+	}
+	cfg, _ := Defaults(MNIST, true, false)
+	if r := seedConfigs(&cfg, d, 3, 200).resolved; !r.Distill.BalanceClasses {
+		t.Error("MNIST's Ours lost the library's class-balanced losses")
+	}
+}
+
 // TestPhase1: what a first phase keeps of the Oracle's selection.
 func TestPhase1(t *testing.T) {
 	p := selection.Params{PoolSize: 10, Bootstrap: 2, Schedule: []selection.Phase{{Keep: 0.5}, {}}}
@@ -376,7 +402,7 @@ func TestSOTU(t *testing.T) {
 
 // TestWordNetTarget prepares the WordNet task from the committed subset:
 // the target is the committed pretrained BERT (its architecture and
-// vocabulary) with a new head of the ten supersenses, fine-tuned with its
+// vocabulary) with a new head of the five supersenses, fine-tuned with its
 // embeddings frozen (they stay the public checkpoint's), the pool
 // long-tailed; without a pretrained checkpoint the target is a DistilBERT
 // trained from scratch.
@@ -401,15 +427,15 @@ func TestWordNetTarget(t *testing.T) {
 	if c, r := d.Target.Config, ref.Config; c.Family != model.BERT || c.VocabSize != r.VocabSize || c.Hidden != r.Hidden || c.Layers != r.Layers || c.MaxPositions != r.MaxPositions {
 		t.Fatalf("target %+v, not the pretrained checkpoint's architecture %+v", c, r)
 	}
-	if len(d.Classes) != 10 || d.Classes[0] != "artifact" || d.Public.Len() != 200 || d.Test.Len() != 200 {
+	if len(d.Classes) != 5 || d.Classes[0] != "artifact" || d.Public.Len() != 200 || d.Test.Len() != 100 {
 		t.Fatalf("classes %v, public %d, test %d", d.Classes, d.Public.Len(), d.Test.Len())
 	}
-	counts, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(d.Pool.Len()), 10)
-	if counts[0] <= 3*counts[9] {
+	counts, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(d.Pool.Len()), 5)
+	if counts[0] <= 3*counts[4] {
 		t.Fatalf("pool class mix %v: not long-tailed", counts)
 	}
-	if !(d.TargetAcc > 0.2) {
-		t.Fatalf("target accuracy %.3f after fine-tuning: not above chance (0.1) by far", d.TargetAcc)
+	if !(d.TargetAcc > 0.35) {
+		t.Fatalf("target accuracy %.3f after fine-tuning: not above chance (0.2) by far", d.TargetAcc)
 	}
 	h0, _ := model.EmbeddingHash(d.Target)
 	if h1, _ := model.EmbeddingHash(ref); h0 != h1 {

@@ -203,7 +203,7 @@ func (r *Result) Markdown(command string) string {
 	}
 	fmt.Fprintf(&b, "- Every method's purchase fine-tunes the pretrained checkpoint%s: %d epochs, batch %d, lr %g, AdamW (weight decay %g), warm-up %.0f%%, then test accuracy. The fine-tuning seed is shared by the methods of a seed (paired comparison).\n",
 		replay, s.FineTune.Epochs, s.FineTune.BatchSize, s.FineTune.LR, s.FineTune.WeightDecay, 100*s.FineTune.WarmupFrac)
-	fmt.Fprintf(&b, "- Oracle = the target's own entropy in the clear, after adapting it to the bootstrap the way proxy generation adapts M_g (%d epochs, lr %g, embeddings frozen): what selecting with the target over MPC would give. Oracle (checkpoint) = the unadapted checkpoint's entropy.\n",
+	fmt.Fprintf(&b, "- Oracle = the target's own entropy in the clear, after adapting it to the bootstrap the way proxy generation adapts M_g (%d epochs, lr %g, embeddings frozen, every example weighing alike): what selecting with the target over MPC would give. Oracle (checkpoint) = the unadapted checkpoint's entropy.\n",
 		c.Generate.Tune.Epochs, c.Generate.Tune.LR)
 	ours, g := oursConfig(&c, d, 1, nb)
 	fmt.Fprintf(&b, "- Ours: schedule %s; 1 phase %s; 3 phases %s (numbers after × are how many candidates a phase keeps, in multiples of the final selection).",
@@ -220,7 +220,7 @@ func (r *Result) Markdown(command string) string {
 		if dd.Extra.Len() == 0 {
 			on = "the bootstrap alone (no public inputs: the library's fallback)"
 		}
-		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on %s, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v.",
+		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on %s, class-balanced label loss %v (in M_g's tuning too), entropy MLP toward the teacher's entropy %v.",
 			dd.Weight, max(1, dd.Temperature), on, dd.BalanceClasses, dd.TeacherEntropy)
 		if dd.Mixup > 0 {
 			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", dd.Mixup)

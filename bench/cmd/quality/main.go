@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	finalSoftmax := fs.String("final-softmax", "exact", "attention softmax of Ours' last phase: exact (protocol.Softmax over MPC) or mlp (the paper's MLP)")
 	entHidden := fs.Int("entropy-hidden", -1, "hidden width of Ours' entropy MLPs (0: each phase's d; -1: default)")
 	sqrtEnt := fs.Bool("sqrt-entropy", true, "with --distill, the entropy MLP is calibrated to √H (false: to H)")
+	balance := fs.Bool("balance-classes", true, "with --distill, M_g's tuning and the proxies' label loss weigh each class by its inverse frequency in the bootstrap (the library's default, but wordnet's; false: plain cross-entropy, as the Oracle's adaptation to the bootstrap)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
 	publicDistill := fs.Bool("public-distill", true, "Ours distils on the public split too (false: the library's fallback for a model owner without inputs of its own, the bootstrap and mixes of it alone)")
 	schedule := fs.String("schedule", "", "Ours' main schedule, phases l:w:d×times (times: how many candidates the phase keeps, in multiples of the final selection; the last phase none), comma-separated, e.g. 2:4:8x2.5,2:4:16 (default: the data set's)")
@@ -78,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&ov.public, "public", 0, "size of the public pretraining split (0: the data set's default)")
 	fs.IntVar(&ov.testPerClass, "test-per-class", 0, "test examples per class (0: default)")
 	fs.IntVar(&ov.pool, "pool", 0, "cap on the pool size (0: default)")
+	fs.IntVar(&ov.perClass, "per-class", 0, "wordnet: synsets drawn of every class before the splits (0: default, 1200 with --wordnet, all of the committed subset's)")
 	fs.Float64Var(&ov.rare, "rare", 0, "skew of the pool: fraction kept of the rarest class (0: default)")
 	fs.IntVar(&ov.pretrainEpochs, "pretrain-epochs", 0, "epochs of pretraining (0: default)")
 	fs.IntVar(&ov.fineTuneEpochs, "finetune-epochs", 0, "epochs of fine-tuning on a purchase (0: default)")
@@ -188,6 +190,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			g.Distill = &d
 		})
 	}
+	if !*balance {
+		tweaks = append(tweaks, quality.NoClassBalance)
+	}
 	if len(tweaks) > 0 {
 		cfg.Tweak = func(g *proxy.Config) {
 			for _, t := range tweaks {
@@ -222,9 +227,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 type overrides struct {
-	public, testPerClass, pool, pretrainEpochs, fineTuneEpochs int
-	rare, fineTuneLR                                           float64
-	replay, shift                                              bool
+	public, testPerClass, pool, perClass, pretrainEpochs, fineTuneEpochs int
+	rare, fineTuneLR                                                     float64
+	replay, shift                                                        bool
 }
 
 func (o overrides) apply(s *quality.Setting) {
@@ -236,6 +241,7 @@ func (o overrides) apply(s *quality.Setting) {
 	set(&s.Public, o.public)
 	set(&s.TestPerClass, o.testPerClass)
 	set(&s.Pool, o.pool)
+	set(&s.PerClass, o.perClass)
 	set(&s.Pretrain.Epochs, o.pretrainEpochs)
 	set(&s.FineTune.Epochs, o.fineTuneEpochs)
 	if o.rare > 0 {
