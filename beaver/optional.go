@@ -71,3 +71,34 @@ type SessionBudgeter interface {
 	// BindSession.
 	SetSessionBudget(work uint64)
 }
+
+// Describer is implemented by the providers whose two parties must make
+// their correlations the same way (a dealer's client and the dealer-free
+// provider, whose parties must run the same generator with the same
+// parameters). Selection announces Describe (found with As) in its hello
+// and refuses a difference by name before the coin, so a party never binds
+// a session, nor sends its bootstrap, to a peer that makes its
+// correlations otherwise.
+type Describer interface {
+	// Describe says publicly how the provider makes its correlations.
+	Describe() Description
+}
+
+// Description says publicly how a provider makes its correlations.
+type Description struct {
+	// Source is the way, by the names of the peer binaries' -provider
+	// flag (beaver/source): "dealer", "ot" or "he".
+	Source string
+	// Params is a digest (hex) of the parameters of the way that both
+	// parties must share (the HE parameters of "he"); "" when it has none.
+	Params string
+}
+
+// Describe returns the Description of the first provider of p's chain that
+// is a Describer (As), the zero Description when none is.
+func Describe(p Provider) Description {
+	if d, ok := As[Describer](p); ok {
+		return d.Describe()
+	}
+	return Description{}
+}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -79,11 +80,33 @@ type SelectConfig struct {
 	// a projection charges to the party's own host.
 	OwnProcess bool
 
+	// Stall is the watchdog of an in-process run (RunSelect): a run in
+	// which no batch finishes and no byte crosses the parties' link for
+	// this long is stuck, and is cancelled with an error wrapping
+	// ErrStuck that says where each party stands and what its goroutines
+	// wait on (logged in full to Logger). DefaultStall when 0; negative:
+	// no watchdog.
+	Stall time.Duration
+
 	// resume (tests) lets a run resume from StateDir's checkpoints.
 	resume bool
 	// beforeBatch (tests), if set, is called by each party before it
-	// meters a batch: a test delays one party's batches with it.
-	beforeBatch func(party int)
+	// meters a batch: a test delays one party's batches with it, or
+	// plants a stall.
+	beforeBatch func(ctx context.Context, party int)
+	// progress is what RunSelect's watchdog watches (nil: none).
+	progress *progress
+}
+
+// stall returns the watchdog's threshold (0: none).
+func (c SelectConfig) stall() time.Duration {
+	switch {
+	case c.Stall < 0:
+		return 0
+	case c.Stall == 0:
+		return DefaultStall
+	}
+	return c.Stall
 }
 
 // PipelineNames are the values of SelectConfig.Pipeline.
@@ -256,6 +279,10 @@ type PartyRun struct {
 	// Selected is selection's result: the pool indices chosen beyond the
 	// bootstrap sample, ascending.
 	Selected []int `json:"selected,omitempty"`
+	// Bootstrap is the bootstrap's size; OpeningBytes the size of its
+	// openings message (selection.Result.OpeningBytes).
+	Bootstrap    int   `json:"bootstrap,omitempty"`
+	OpeningBytes int64 `json:"opening_bytes,omitempty"`
 }
 
 // RunSelectParty runs party's side of a sample run of cfg over conn with
@@ -284,7 +311,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch, ownProcess: cfg.OwnProcess}
+	ev := &synthEvaluator{w: w, party: party, seed: cfg.Seed, prov: prov, onPhase: onPhase, beforeBatch: cfg.beforeBatch, ownProcess: cfg.OwnProcess, progress: cfg.progress}
 	hash := "bench/" + w.Name
 	start := time.Now()
 	var res *selection.Result
@@ -293,7 +320,11 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 		mo := &selection.ModelOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log}
 		res, err = mo.Run(ctx, conn, prov)
 	case 1:
-		do := &selection.DataOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log}
+		// The data owner commits to synthetic candidates of the
+		// workload's size, so that the run counts the root in its hello
+		// and the bootstrap's openings.
+		do := &selection.DataOwner{Params: params, Evaluator: ev, EmbeddingHash: hash, StateDir: dir, Logger: log,
+			Items: synthItems{n: params.PoolSize, size: w.ItemBytes()}}
 		res, err = do.Run(ctx, conn, prov)
 	default:
 		return nil, fmt.Errorf("bench: select: party %d", party)
@@ -301,7 +332,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 	if err != nil {
 		return nil, fmt.Errorf("bench: select %s party %d: %w", w.Name, party, err)
 	}
-	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds(), Selected: res.Selected}
+	out := &PartyRun{Party: party, Seconds: time.Since(start).Seconds(), Selected: res.Selected, Bootstrap: len(res.Bootstrap), OpeningBytes: res.OpeningBytes}
 	if len(res.Phases) != len(w.Phases) {
 		return nil, fmt.Errorf("bench: select: %d phase results for %d phases", len(res.Phases), len(w.Phases))
 	}
@@ -357,7 +388,9 @@ type synthEvaluator struct {
 	prov    beaver.Provider
 	onPhase func(int)
 	// beforeBatch is SelectConfig.beforeBatch.
-	beforeBatch func(party int)
+	beforeBatch func(ctx context.Context, party int)
+	// progress, if set, counts the batches done for a watchdog.
+	progress *progress
 	// ownProcess is SelectConfig.OwnProcess: the meters read the
 	// process's CPU time.
 	ownProcess bool
@@ -438,6 +471,7 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	if e.onPhase != nil {
 		e.onPhase(phase)
 	}
+	e.progress.setPhase(e.party, phase)
 	want, err := e.w.Arch(phase)
 	if err != nil {
 		return nil, err
@@ -509,7 +543,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		return f.p.Forward(ctx, s, len(idx), in)
 	}
 	if f.e.beforeBatch != nil {
-		f.e.beforeBatch(f.e.party)
+		f.e.beforeBatch(ctx, f.e.party)
 	}
 	m := f.m
 	m.mu.Lock()
@@ -523,6 +557,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 		return nil, err
 	}
 	c := s.Stream().Stats().Sub(s0)
+	f.e.progress.batchDone(f.e.party)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.last, m.dealerEnd, m.cpuEnd = time.Now(), f.e.prov.Stats(), f.e.cpu()
@@ -585,6 +620,10 @@ type SampleRun struct {
 	RSSP0          uint64 `json:"rss_p0,omitempty"`
 	RSSP1          uint64 `json:"rss_p1,omitempty"`
 	RSSDealer      uint64 `json:"rss_dealer,omitempty"`
+	// Commitment is what the data owner's commitment to its pool added
+	// (the root in its hello, the bootstrap's openings); nil in runs
+	// recorded before it.
+	Commitment *CommitmentCost `json:"commitment,omitempty"`
 }
 
 // PerParty reports whether every phase of the run holds each party's own
@@ -703,6 +742,11 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		return nil, fmt.Errorf("bench: select: the parties selected different indices (%d and %d)", len(p0.Selected), len(p1.Selected))
 	}
 	r.Selected = p0.Selected
+	if p0.OpeningBytes != p1.OpeningBytes {
+		return nil, fmt.Errorf("bench: select: the parties counted openings of %d and %d bytes", p0.OpeningBytes, p1.OpeningBytes)
+	}
+	cc := commitmentCost(w, p1.Bootstrap, p1.OpeningBytes)
+	r.Commitment = &cc
 	for i := range w.Phases {
 		a, b := p0.Phases[i], p1.Phases[i]
 		if a.Stats.In != b.Stats.In || a.Stats.Out != b.Stats.Out || a.Stats.Comparisons != b.Stats.Comparisons {
@@ -710,7 +754,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 		}
 		ph := PhaseRun{Phase: i, Proxy: w.Phases[i].String(), Candidates: a.Stats.In, Kept: a.Stats.Out, Batches: a.Stats.Batches,
 			Rounds:  a.Stats.ForwardRounds + a.Stats.SelectRounds,
-			BytesP0: a.Stats.BytesSent, BytesP1: b.Stats.BytesSent, DealerBytes: a.Stats.DealerBytes + b.Stats.DealerBytes,
+			BytesP0: a.Stats.BytesSent, BytesP1: b.Stats.BytesSent, DealerBytes: a.Stats.RandomnessBytes + b.Stats.RandomnessBytes,
 			Seconds: max(a.Stats.Seconds, b.Stats.Seconds), Comparisons: a.Stats.Comparisons, Steps: a.Stats.Steps,
 			RoundsPerBatch: max(a.RoundsPerBatch, b.RoundsPerBatch),
 			PeakInFlight:   max(a.Stats.PeakInFlight, b.Stats.PeakInFlight), Prefetched: a.Stats.Prefetched,
@@ -737,7 +781,7 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 			DealerBytes: max(0, ph.DealerBytes-ph.Prepare.DealerBytes-ph.Forward.DealerBytes),
 			Seconds:     max(0, rest(a), rest(b))}
 		for p, pp := range []PartyPhase{a, b} {
-			ph.Select.DealerDown[p] = max(0, pp.Stats.DealerBytes-dealerTotal(pp.Prepare.Dealer)-dealerTotal(pp.Forward.Dealer))
+			ph.Select.DealerDown[p] = max(0, pp.Stats.RandomnessBytes-dealerTotal(pp.Prepare.Dealer)-dealerTotal(pp.Forward.Dealer))
 		}
 		r.Phases = append(r.Phases, ph)
 	}
@@ -761,10 +805,17 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	}
 	pc := cfg
 	pc.StateDir = dir // both parties' files are per party (state-p<p>.json)
+	pc.progress = newProgress()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if stall := cfg.stall(); stall > 0 {
+		go pc.progress.watch(ctx, cancel, stall, min(max(stall/20, 10*time.Millisecond), 5*time.Second), cfg.Logger)
+	}
 	load, cpu0 := LoadAverage(), processCPU()
 	sampler := StartHeapSampler(0)
 	r, err := twoparty.Run(ctx, twoparty.Config{Transport: transport.Options{Link: cfg.Link}, DealerLinks: cfg.DealerLinks},
 		func(ctx context.Context, p *twoparty.Party) (*PartyRun, error) {
+			pc.progress.conns[p.ID].Store(p.Conn)
 			prov, err := pc.provider(ctx, p)
 			if err != nil {
 				return nil, err
@@ -772,6 +823,9 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 			return RunSelectParty(ctx, p.ID, p.Conn, prov, pc, sampler.SetPhase)
 		})
 	peaks := sampler.Stop()
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStuck) {
+		return nil, fmt.Errorf("bench: select: %w", cause)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("bench: select: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"slices"
@@ -513,6 +514,15 @@ func TestSelectTiny(t *testing.T) {
 		if run == nil || len(run.Phases) != len(w.Phases) || run.Seconds <= 0 || run.PeakHeapAll == 0 {
 			t.Fatalf("run %+v", run)
 		}
+		// The commitment: the bootstrap's openings, each 45 bytes, the
+		// item and at most ⌈log2 n⌉ hashes, after a 4-byte count.
+		c, n := run.Commitment, w.Samples
+		per := int64(45 + w.ItemBytes())
+		if c == nil || c.Openings == 0 || c.ItemBytes != 4*w.Seq || c.RootBytes != 79 ||
+			c.OpeningBytes < 4+int64(c.Openings)*per || c.OpeningBytes > 4+int64(c.Openings)*(per+32*int64(bits.Len(uint(n-1)))) ||
+			c.ProjectedOpeningBytes <= c.OpeningBytes {
+			t.Errorf("commitment %+v", c)
+		}
 		for i, ph := range run.Phases {
 			fw, err := Forward(context.Background(), w.Forward(i, 2))
 			if err != nil {
@@ -696,7 +706,7 @@ func FuzzDecodeSelectReport(f *testing.F) {
 func TestSelectTinyDealerFree(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	late := func(party int) {
+	late := func(_ context.Context, party int) {
 		if party == 1 {
 			time.Sleep(20 * time.Millisecond)
 		}

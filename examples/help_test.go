@@ -2,10 +2,13 @@ package examples_test
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -23,15 +26,9 @@ func TestHelp(t *testing.T) {
 		{"dataowner", "-embedding"},
 		{"quickstart", "-export"},
 		{"mkpool", "images -dir DIR"},
+		{"mksubsets", "-spam-max-bytes"},
 	}
-	dir := t.TempDir()
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
-	for _, b := range bins {
-		args = append(args, "./"+b.name)
-	}
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir := helpBins(t)
 	for _, b := range bins {
 		for _, h := range []string{"-h", "--help"} {
 			t.Run(b.name+h, func(t *testing.T) {
@@ -53,6 +50,91 @@ func TestHelp(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// helpNames are the example binaries.
+var helpNames = []string{"keygen", "dealer", "modelowner", "dataowner", "quickstart", "mkpool", "mksubsets"}
+
+var (
+	helpOnce sync.Once
+	helpDir  string
+	helpErr  error
+)
+
+// helpBins builds every example binary once (helpNames) and returns their
+// directory.
+func helpBins(t *testing.T) string {
+	t.Helper()
+	helpOnce.Do(func() {
+		if helpDir, helpErr = os.MkdirTemp("", "selectformer-help-"); helpErr != nil {
+			return
+		}
+		args := []string{"build", "-o", helpDir + string(filepath.Separator)}
+		for _, n := range helpNames {
+			args = append(args, "./"+binDir(n))
+		}
+		if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil {
+			helpErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if helpErr != nil {
+		t.Fatal(helpErr)
+	}
+	return helpDir
+}
+
+// binDir is the package directory, under examples/, of binary name.
+func binDir(name string) string {
+	if name == "mksubsets" {
+		return "dataset/cmd/mksubsets"
+	}
+	return name
+}
+
+// TestHelpFlagsDocumented: every flag each binary's -h lists is documented
+// in README.md or examples/README.md (as `-name`, or -name in a command
+// line), so the READMEs match the binaries (issue 39: -pipeline and
+// -memory-budget were documented nowhere).
+func TestHelpFlagsDocumented(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries; skipped with -short")
+	}
+	var docs strings.Builder
+	for _, p := range []string{"../README.md", "README.md"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?:^|[\\s`(\\[])-([a-z][a-z0-9-]*)").FindAllStringSubmatch(docs.String(), -1) {
+		documented[m[1]] = true
+	}
+	dir := helpBins(t)
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)`)
+	for _, n := range helpNames {
+		// mkpool's flags are its subcommands'.
+		helps := [][]string{{"-h"}}
+		if n == "mkpool" {
+			helps = [][]string{{"images", "-h"}, {"texts", "-h"}}
+		}
+		for _, h := range helps {
+			out, err := exec.Command(filepath.Join(dir, n), h...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s %s: %v\n%s", n, h, err, out)
+			}
+			flags := flagLine.FindAllStringSubmatch(string(out), -1)
+			if len(flags) == 0 {
+				t.Fatalf("%s %s lists no flag:\n%s", n, h, out)
+			}
+			for _, f := range flags {
+				if !documented[f[1]] {
+					t.Errorf("%s -%s is in -h but documented in neither README.md nor examples/README.md", n, f[1])
+				}
+			}
 		}
 	}
 }

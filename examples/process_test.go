@@ -46,7 +46,7 @@ var (
 // phase, so a kill lands mid-phase).
 const (
 	testPool = 120
-	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -workers 2"
+	testArgs = "-budget 40 -bootstrap 20 -schedule 1:2:4@0.5,2:2:8 -batch 16 -inflight 2"
 )
 
 func getFixture(t *testing.T) *fixture {
@@ -96,6 +96,9 @@ func TestMain(m *testing.M) {
 	if fix != nil {
 		_ = os.RemoveAll(fix.dir)
 	}
+	if helpDir != "" {
+		_ = os.RemoveAll(helpDir)
+	}
 	os.Exit(code)
 }
 
@@ -104,6 +107,7 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	lines  chan string
+	stdout *syncbuf.Buffer // all of stdout (lines also go to lines, while it has room)
 	stderr *syncbuf.Buffer
 	done   chan struct{}
 	code   int
@@ -112,7 +116,7 @@ type proc struct {
 func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: exec.Command(filepath.Join(f.bin, name), args...), lines: make(chan string, 100),
-		stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
+		stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -124,6 +128,7 @@ func (f *fixture) start(t *testing.T, name string, args ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			p.stdout.Write([]byte(sc.Text() + "\n"))
 			select {
 			case p.lines <- sc.Text():
 			default:
@@ -245,22 +250,35 @@ func readResult(t *testing.T, path string) *selection.Result {
 }
 
 // TestThreeProcesses runs dealer, model owner and data owner as three OS
-// processes over loopback TLS and checks that they agree.
+// processes over loopback TLS and checks that they agree; then the
+// purchase: the data owner delivers, the model owner verifies
+// (checkPurchase). The data owner writes its result with -out -: its
+// stdout is the JSON and nothing else, the summary going to stderr (on
+// d5bf317 the summary came first on stdout, issue 39).
 func TestThreeProcesses(t *testing.T) {
 	f := getFixture(t)
 	out := t.TempDir()
 	start := time.Now()
+	dirs := [2]string{filepath.Join(out, "state-mo"), filepath.Join(out, "state-do")}
 	dl, a0, a1 := f.dealer(t, "-once")
-	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"))
-	do := f.dataOwner(t, addr, a1, "-out", filepath.Join(out, "do.json"))
+	mo, addr := f.modelOwner(t, a0, "-out", filepath.Join(out, "mo.json"), "-state", dirs[0])
+	do := f.dataOwner(t, addr, a1, "-out", "-", "-state", dirs[1])
 	for _, p := range []*proc{mo, do, dl} {
 		if code := p.wait(t, 90*time.Second); code != 0 {
 			t.Fatalf("%s exited %d; stderr:\n%s", p.name, code, p.stderr)
 		}
 	}
-	r0, r1 := readResult(t, filepath.Join(out, "mo.json")), readResult(t, filepath.Join(out, "do.json"))
+	r0 := readResult(t, filepath.Join(out, "mo.json"))
+	r1, err := party.ParseResult([]byte(do.stdout.String()))
+	if err != nil {
+		t.Fatalf("the data owner's stdout (-out -) is not the result's JSON only: %v\n%s", err, do.stdout)
+	}
+	if want := fmt.Sprintf("selected %d points (bootstrap %d)", len(r1.Selected), len(r1.Bootstrap)); !strings.Contains(do.stderr.String(), want) {
+		t.Errorf("the data owner's summary is not on stderr:\n%s", do.stderr)
+	}
 	t.Logf("three processes: %v; selected %v", time.Since(start).Round(time.Millisecond), r0.Selected)
 	checkAgree(t, r0, r1)
+	checkPurchase(t, f, dirs, r0, f.files.Pool, f.files.Checkpoint)
 }
 
 // TestTwoProcessesDealerFree runs a selection with no dealer: the model owner
@@ -272,7 +290,8 @@ func TestThreeProcesses(t *testing.T) {
 // same; the entropies must match the dealer run's within a few units in the
 // last place (probabilistic truncation makes each product's last bit depend
 // on the correlated randomness), and the survivors may differ only by
-// near-ties at the selection boundary (compareRuns).
+// near-ties at the selection boundary (compareRuns). The purchase of each
+// run delivers, verifies and audits as the dealer run's (checkPurchase).
 func TestTwoProcessesDealerFree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("minutes of OT generation; skipped with -short")
@@ -309,11 +328,12 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 				t.Fatalf("bootstrap %v, dealer run %v", r0.Bootstrap, ref.Bootstrap)
 			}
 			for i, ph := range r0.Phases {
-				if ph.DealerBytes == 0 {
+				if ph.RandomnessBytes == 0 {
 					t.Errorf("phase %d: no OT traffic counted: %+v", i, ph)
 				}
 			}
 			compareRuns(t, ref, r0, [2]string{ref0, ref1}, [2]string{st0, st1})
+			checkPurchase(t, f, [2]string{st0, st1}, r0, f.files.Pool, f.files.Checkpoint)
 		})
 	}
 }
@@ -334,7 +354,7 @@ var (
 
 const (
 	textPool = 48
-	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -workers 2"
+	textArgs = "-budget 16 -bootstrap 8 -schedule 1:2:4@0.5,2:2:4 -batch 8 -inflight 2"
 )
 
 func getTextFixture(t *testing.T) (*fixture, *textFixture) {
@@ -362,18 +382,19 @@ func getTextFixture(t *testing.T) (*fixture, *textFixture) {
 func TestThreeProcessesText(t *testing.T) {
 	f, tf := getTextFixture(t)
 	out := t.TempDir()
+	dirs := [2]string{filepath.Join(out, "state-mo"), filepath.Join(out, "state-do")}
 	start := time.Now()
 	dl, a0, a1 := f.dealer(t, "-once")
 	args := append([]string{"-cert", f.path("mo.crt"), "-key", f.path("mo.key"), "-listen", "127.0.0.1:0",
 		"-peer-fingerprint", f.path("do.crt"), "-dealer", a0, "-dealer-fingerprint", f.fp["dealer"],
 		"-model", tf.files.Checkpoint, "-labels", tf.files.Labels, "-pool-size", fmt.Sprint(tf.pool),
-		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json")}, strings.Fields(textArgs)...)
+		"-mlp-points", "2000", "-connect-timeout", "20s", "-log", "warn", "-out", filepath.Join(out, "mo.json"), "-state", dirs[0]}, strings.Fields(textArgs)...)
 	mo := f.start(t, "modelowner", args...)
 	addr := strings.TrimPrefix(mo.waitLine(t, "modelowner listening "), "modelowner listening ")
 	args = append([]string{"-cert", f.path("do.crt"), "-key", f.path("do.key"), "-connect", addr,
 		"-peer-fingerprint", f.fp["mo"], "-dealer", a1, "-dealer-fingerprint", f.path("dealer.crt"),
 		"-pool", tf.files.Pool, "-embedding", tf.files.Checkpoint, "-seq", "16",
-		"-connect-timeout", "20s", "-log", "info", "-out", filepath.Join(out, "do.json")}, strings.Fields(textArgs)...)
+		"-connect-timeout", "20s", "-log", "info", "-out", filepath.Join(out, "do.json"), "-state", dirs[1]}, strings.Fields(textArgs)...)
 	do := f.start(t, "dataowner", args...)
 	for _, p := range []*proc{mo, do, dl} {
 		if code := p.wait(t, 90*time.Second); code != 0 {
@@ -404,6 +425,7 @@ func TestThreeProcessesText(t *testing.T) {
 	if strings.Contains(log, "selection: progress") {
 		t.Errorf("data owner's log has the engine's progress lines:\n%s", log)
 	}
+	checkPurchase(t, f, dirs, r0, tf.files.Pool, tf.files.Checkpoint)
 }
 
 // TestPreGeneratedProxies runs a selection whose model owner reuses the
@@ -482,23 +504,9 @@ func TestKillAndResume(t *testing.T) {
 	do = f.dataOwner(t, addr, a1, "-state", st1)
 	// Kill the model owner once the data owner has checkpointed a batch of
 	// phase 1 (or phase 2) but before the run ends.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		// Both must have checkpointed a batch, else none is resumed.
-		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
-			t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
-			break
-		}
-		select {
-		case <-do.done:
-			t.Fatalf("data owner exited (%d) before any batch was checkpointed; stderr:\n%s", do.code, do.stderr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no batch checkpointed in 60 s")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	// Both must have checkpointed a batch, else none is resumed.
+	b0, b1 := waitCheckpointed(t, do, st0, st1)
+	t.Logf("killing the model owner after %d/%d finished batches", b0, b1)
 	if err := mo.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -563,28 +571,17 @@ func TestInterrupt(t *testing.T) {
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0, "-state", st0)
 		do := f.dataOwner(t, addr, a1, "-state", st1)
-		deadline := time.Now().Add(60 * time.Second)
-		for finishedBatches(st0, 0) == 0 || finishedBatches(st1, 1) == 0 {
-			select {
-			case <-mo.done:
-				t.Fatalf("model owner exited (%d) before any batch was checkpointed; stderr:\n%s", mo.code, mo.stderr)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("no batch checkpointed in 60 s")
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
+		waitCheckpointed(t, mo, st0, st1)
 		if err := mo.cmd.Process.Signal(os.Interrupt); err != nil {
 			t.Fatal(err)
 		}
-		mo.expect(t, peer.ExitInterrupted, "; rerun with the same flags and -state "+st0+" to resume\n")
+		mo.expect(t, peer.ExitInterrupted, "; rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state "+st0+") to resume\n")
 		msg := mo.stderr.String()
 		if !regexp.MustCompile(`(?m)^interrupted: modelowner stopped in phase [12] of 2 after \d+ of \d+ batches; `).MatchString(msg) ||
 			strings.Contains(msg, "context canceled") || strings.Count(strings.TrimSpace(msg), "\n") != 0 {
 			t.Fatalf("the interrupted model owner printed:\n%s", msg)
 		}
-		do.expect(t, peer.ExitPeer, "rerun both parties with the same flags (here -state "+st1+") to resume")
+		do.expect(t, peer.ExitPeer, "the model owner ended the session: its run was cancelled or ran out of time; rerun the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties with the same flags and their -state (here -state "+st1+") to resume\n")
 		t.Logf("model owner:\n%sdata owner:\n%s", msg, do.stderr)
 		// The rerun resumes.
 		out := filepath.Join(dir, "out")
@@ -604,9 +601,31 @@ func TestInterrupt(t *testing.T) {
 	})
 }
 
+// waitCheckpointed waits until both parties, of state directories st0 and
+// st1, have checkpointed a batch, and returns how many each has; it fails
+// the test if p exits first or after 60 s.
+func waitCheckpointed(t *testing.T, p *proc, st0, st1 string) (int, int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b0, b1 := finishedBatches(st0, 0), finishedBatches(st1, 1); b0 > 0 && b1 > 0 {
+			return b0, b1
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%d) before any batch was checkpointed; stderr:\n%s", p.name, p.code, p.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no batch checkpointed in 60 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 // finishedBatches counts the batches party's checkpoint in dir holds (the
 // selection package keeps each finished batch in its own file,
-// batches-p<party>/phase-<i>/batch-<b>.bin).
+// selection.BatchDir's batch-<b>.bin).
 func finishedBatches(dir string, party int) int {
 	m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), "phase-*", "batch-*.bin"))
 	return len(m)
@@ -638,8 +657,10 @@ func TestPeerFailures(t *testing.T) {
 		defer dl.cmd.Process.Signal(syscall.SIGTERM)
 		mo, addr := f.modelOwner(t, a0)
 		do := f.dataOwner(t, addr, a1, "-budget", "41")
-		do.expect(t, peer.ExitPeer, "budget mismatch")
-		mo.expect(t, peer.ExitPeer, "budget mismatch")
+		// Named by the flag, both values as the flag takes them, on both
+		// sides; a configuration to fix (exit 2), not a peer failure.
+		do.expect(t, peer.ExitUsage, "handshake: -budget mismatch: this data owner has -budget 41, the model owner -budget 40; both parties must pass the same -budget\n")
+		mo.expect(t, peer.ExitUsage, "handshake: -budget mismatch: this model owner has -budget 40, the data owner -budget 41; both parties must pass the same -budget\n")
 		dl.expect(t, peer.ExitOK, "session over, both parties gone")
 		for _, role := range []string{`role="model owner"`, `role="data owner"`} {
 			if !strings.Contains(dl.stderr.String(), `msg="dealer: party left before drawing material" `+role) {
@@ -924,7 +945,7 @@ func idxs(n int) []int {
 func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]float64, epochs map[int]uint64, mixed []int) {
 	t.Helper()
 	read := func(dir string, party int) map[int]selection.BatchShares {
-		m, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), fmt.Sprintf("phase-%d", phase), "batch-*.bin"))
+		m, _ := filepath.Glob(filepath.Join(selection.BatchDir(dir, party, phase), "batch-*.bin"))
 		out := map[int]selection.BatchShares{}
 		for _, path := range m {
 			b, err := os.ReadFile(path)
@@ -961,7 +982,7 @@ func batchEntropies(t *testing.T, dir0, dir1 string, phase int) (vals map[int][]
 }
 
 // startFromCoin writes into the state directories to[p] each party's state
-// of from[p] with its progress removed (no bootstrap, no phases): a fresh
+// of from[p] with its progress removed (no bootstrap, no labels, no phases): a fresh
 // run from the same joint coin, and so the same selection.
 func startFromCoin(t *testing.T, from, to [2]string) {
 	t.Helper()
@@ -974,7 +995,7 @@ func startFromCoin(t *testing.T, from, to [2]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.BootstrapDone, s.Bootstrap, s.Phases = false, nil, nil
+		s.BootstrapDone, s.Bootstrap, s.Phases, s.Labelled = false, nil, nil, nil
 		if b, err = json.Marshal(s); err != nil {
 			t.Fatal(err)
 		}

@@ -100,19 +100,23 @@ func TestPublicInputsBinaryMatchesLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	poolIn, _, err := party.PoolInput(f.files.Pool, f.files.Checkpoint, target, "", 0)
+	// The data owner's pool: its inputs, and its candidates (the binary's
+	// commitment, recorded in the state files, is to them).
+	pl, poolIn, err := party.ReadPool(f.files.Pool, f.files.Checkpoint, target, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run, err := twoparty.Run(context.Background(), twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (*selection.Result, error) {
 		if p.ID == 0 {
-			// The binary's settings: -mlp-points 4000, -gen-seed 1.
+			// The binary's settings: -mlp-points 4000, -gen-seed 1, the
+			// bootstrap labelled from the committed candidates.
 			m := &selection.ModelOwner{Params: params, Target: target, Generate: proxy.Config{Points: 4000, Seed: 1, Public: pub},
-				Label: party.OracleLabeler(labels), StateDir: lib[0], Logger: quiet}
+				Label: party.OracleLabeler(labels), StateDir: lib[0], Logger: quiet,
+				RequireCommitment: true, ItemInput: party.ItemInput(target.Config, nil)}
 			return m.Run(ctx, p.Conn, p.Provider)
 		}
-		d := &selection.DataOwner{Params: params, Pool: poolIn, Embedding: target, StateDir: lib[1], Logger: quiet}
+		d := &selection.DataOwner{Params: params, Pool: poolIn, Items: pl, Embedding: target, StateDir: lib[1], Logger: quiet}
 		return d.Run(ctx, p.Conn, p.Provider)
 	})
 	if err != nil {

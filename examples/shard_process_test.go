@@ -319,7 +319,9 @@ func recordedJobs(jobs []workerJob, coord map[string]selection.BatchShares, both
 // dealer 0 (pair 0's), each dealer with its own -seeds file; every dealer
 // must have served both parties (checkServed). It selects what one pair selects from the same coin and
 // proxies (up to fixed-point near-ties, compareRuns; the one pair, the
-// reference, on its one dealer). Then again, from the same coin:
+// reference, on its one dealer), and its purchase delivers, verifies and
+// audits as an unsharded run's (checkPurchase: the coordinators hold the
+// commitment). Then again, from the same coin:
 //
 //   - kill-worker: the model owner's worker 0 killed (SIGKILL) mid-phase,
 //     once it and its peer have checkpointed a batch, and restarted by the
@@ -499,6 +501,9 @@ func TestShardedProcesses(t *testing.T) {
 				}
 			}
 			compareRuns(t, ref, r0, [2]string{ref0, ref1}, st)
+			if name == "clean" {
+				checkPurchase(t, f, st, r0, f.files.Pool, f.files.Checkpoint, "-proxies", filepath.Join(ref0, "proxies"))
+			}
 			t.Logf("sharded (%s): %v; selected %v (one pair: %v)", name, time.Since(start).Round(time.Millisecond), r0.Selected, ref.Selected)
 		})
 	}

@@ -47,7 +47,7 @@ func Rehearse(ctx context.Context, party int, streamID uint32, fp share.FixedPoi
 	if err := op(ctx, dry); err != nil {
 		return Script{}, err
 	}
-	return dry.prov.Provider.(*rehearsalProvider).script(streamID), nil
+	return dry.src.(*rehearsalProvider).script(streamID), nil
 }
 
 // Prefetch is the material of one Script drawn ahead on one stream: Draw
@@ -149,6 +149,10 @@ func (f *Prefetch) release(i int) {
 	f.wcond.Broadcast()
 	f.wmu.Unlock()
 }
+
+// Ready reports whether Material would return at once: the next item (or
+// the draw's failure) is drawn.
+func (f *Prefetch) Ready() bool { return len(f.items) > 0 }
 
 // Len returns the number of items of the script.
 func (f *Prefetch) Len() int { return len(f.reqs) }
@@ -259,7 +263,7 @@ func (s *Session) Ahead(ctx context.Context, op func(ctx context.Context, s *Ses
 	if len(sc.Requests) == 0 {
 		return op(ctx, s)
 	}
-	base := s.prov.Provider
+	base := s.src
 	pf := NewPrefetch(sc, s.StreamID())
 	dctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -268,9 +272,9 @@ func (s *Session) Ahead(ctx context.Context, op func(ctx context.Context, s *Ses
 		defer wg.Done()
 		_ = pf.Draw(dctx, base) // Material reports the error
 	}()
-	s.prov.Provider = pf.Wrap(base)
+	s.setProvider(pf.Wrap(base))
 	err = op(ctx, s)
-	s.prov.Provider = base
+	s.setProvider(base)
 	cancel()
 	wg.Wait()
 	if n := pf.Served(); err == nil && n != pf.Len() {
@@ -295,6 +299,12 @@ type aheadProvider struct {
 
 // Unwrap implements beaver.Wrapper.
 func (a *aheadProvider) Unwrap() beaver.Provider { return a.Provider }
+
+// Ready implements MaterialReady: a request of f's stream is at hand once
+// its item is drawn; any other is drawn from base, which may wait.
+func (q *aheadProvider) Ready(r beaver.Request) bool {
+	return r.Stream == q.pf.stream && q.pf.Ready()
+}
 
 // Material implements beaver.Provider.
 func (q *aheadProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/internal/prio"
 )
 
@@ -21,10 +22,18 @@ import (
 // the younger ones fill the gaps it leaves.
 //
 // A session holds its slot from Enter to Leave except while it waits for
-// its peer: code run between them must not wait for another session of the
-// same gate (or for anything such a session must do first), or the gate
-// can run out of slots with every holder waiting (call Leave before such a
-// wait).
+// its peer or for correlated randomness that is not at hand: code run
+// between them must not wait for another session of the same gate (or for
+// anything such a session must do first), or the gate can run out of slots
+// with every holder waiting (call Leave before such a wait). Drawing
+// material is such a wait unless the provider has it at hand
+// (MaterialReady): a dealer-free provider makes each item with the peer on
+// the item's stream, so the peer's half of the item may wait for a slot of
+// the peer's gate, whose holders may wait for material whose halves this
+// party's waiting sessions would draw; on d5bf317 that cycle stopped
+// mpcbench's dealer-free selections (issue 38;
+// TestComputeGateReleasedWhileDrawing, and bench's
+// TestSelectDealerFreeNoHang for the whole pipeline).
 //
 // A ComputeGate is safe for concurrent use.
 type ComputeGate struct {
@@ -100,4 +109,43 @@ func (s *Session) waitEnd(ctx context.Context, err error) error {
 	}
 	s.held = true
 	return err
+}
+
+// MaterialReady is implemented by providers that know whether a request's
+// material is at hand (drawn ahead: Prefetch.Wrap's provider, the batch
+// lanes' provider of package selection/lanes). A session in a compute gate
+// keeps its slot while it takes material at hand, and gives the slot back
+// while it waits for any other (draws): the providers that do not
+// implement it are waited for, as the peer is.
+type MaterialReady interface {
+	// Ready reports whether Material(ctx, r) would return at once.
+	Ready(r beaver.Request) bool
+}
+
+// draws is a session's provider as its protocols draw from it: its
+// Material gives the session's compute slot back while it waits for
+// material that is not at hand (see ComputeGate).
+type draws struct {
+	beaver.Provider
+	s *Session
+}
+
+// Unwrap implements beaver.Wrapper.
+func (d *draws) Unwrap() beaver.Provider { return d.Provider }
+
+// Material implements beaver.Provider.
+func (d *draws) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	s := d.s
+	if s.gate == nil || !s.held {
+		return d.Provider.Material(ctx, r)
+	}
+	if mr, ok := d.Provider.(MaterialReady); ok && mr.Ready(r) {
+		return d.Provider.Material(ctx, r)
+	}
+	s.waitStart()
+	m, err := d.Provider.Material(ctx, r)
+	if err = s.waitEnd(ctx, err); err != nil {
+		return beaver.Material{}, err
+	}
+	return m, nil
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/twoparty"
 )
@@ -169,4 +171,92 @@ func ExampleComputeGate() {
 	}
 	fmt.Println(r.Out[0], r.Out[1])
 	// Output: [100 102] [100 102]
+}
+
+// blockingProvider's Material blocks until release is closed.
+type blockingProvider struct {
+	beaver.Provider
+	release <-chan struct{}
+}
+
+func (b *blockingProvider) Unwrap() beaver.Provider { return b.Provider }
+
+func (b *blockingProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return beaver.Material{}, ctx.Err()
+	}
+	return b.Provider.Material(ctx, r)
+}
+
+// TestComputeGateReleasedWhileDrawing runs two sessions of party 0 under a
+// gate of one slot: session 0 holds the slot and draws material that is not
+// at hand, which comes only once session 1 has computed (as a dealer-free
+// item comes once the peer's half of it is drawn, which may wait for a slot
+// of the peer's gate held by sessions waiting on this party's). Unless a
+// draw that waits gives the slot back, the run deadlocks (on d5bf317 it
+// did). Material at hand (a drawn Prefetch) keeps the slot: the other
+// session does not get it in between.
+func TestComputeGateReleasedWhileDrawing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gate := NewComputeGate(1)
+	_, err := twoparty.Run(ctx, twoparty.Config{}, func(ctx context.Context, p *twoparty.Party) (struct{}, error) {
+		computed := make(chan struct{})
+		// Session 0's first item, drawn ahead (at hand); its other items,
+		// here on stream 99, come once session 1 has computed.
+		sc := Script{Requests: []beaver.Request{{Kind: beaver.KindTriple, N: 1}}}
+		pf := NewPrefetch(sc, 10)
+		var ss [2]*Session
+		for i := range ss {
+			prov := beaver.Provider(p.Provider)
+			if i == 0 {
+				prov = pf.Wrap(&blockingProvider{Provider: p.Provider, release: computed})
+			}
+			s, err := NewSession(ctx, p.ID, p.Conn.Stream(uint32(10+i)), prov, share.DefaultFixedPoint)
+			if err != nil {
+				return struct{}{}, err
+			}
+			ss[i] = s
+		}
+		if p.ID == 1 {
+			return struct{}{}, nil // party 1 draws nothing
+		}
+		if err := pf.Draw(ctx, p.Provider); err != nil {
+			return struct{}{}, err
+		}
+		if err := ss[0].Enter(ctx, gate, 0); err != nil {
+			return struct{}{}, err
+		}
+		var entered atomic.Bool
+		errc := make(chan error, 1)
+		go func() {
+			if err := ss[1].Enter(ctx, gate, 1); err != nil {
+				errc <- err
+				return
+			}
+			entered.Store(true)
+			close(computed) // session 1 computed: session 0's item comes
+			ss[1].Leave()
+			errc <- nil
+		}()
+		for gate.g.Waiting() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := ss[0].Provider().Triples(ctx, 10, 1); err != nil {
+			return struct{}{}, err
+		}
+		if entered.Load() {
+			t.Error("session 1 took the slot while session 0 took material at hand")
+		}
+		if _, err := ss[0].Provider().Triples(ctx, 99, 1); err != nil {
+			return struct{}{}, err
+		}
+		ss[0].Leave()
+		return struct{}{}, <-errc
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
 }

@@ -18,8 +18,13 @@ type Session struct {
 	// dry marks a rehearsal session (NewRehearsal): it has no stream, sends
 	// nothing, receives zeros and multiplies no matrices; sid is its
 	// stream id.
-	dry  bool
-	sid  uint32
+	dry bool
+	sid uint32
+	// src is the session's provider (Ahead swaps it for the duration of a
+	// computation), and prov the protocols' typed view of it, drawing
+	// through draws (gate.go: a draw that must wait gives the compute slot
+	// back).
+	src  beaver.Provider
 	prov beaver.Typed
 	fp   share.FixedPoint
 
@@ -71,7 +76,8 @@ func NewSession(ctx context.Context, party int, stream *transport.Stream, prov b
 	}
 	var theirs share.Seed
 	copy(theirs[:], b)
-	s := &Session{party: party, stream: stream, prov: beaver.Typed{Provider: prov}, fp: fp}
+	s := &Session{party: party, stream: stream, fp: fp}
+	s.setProvider(prov)
 	domain := fmt.Sprintf("input/stream=%d", stream.ID())
 	s.inputPRG[party] = share.NewPRG(mine, domain)
 	s.inputPRG[1-party] = share.NewPRG(theirs, domain)
@@ -95,7 +101,8 @@ func NewRehearsal(party int, streamID uint32, fp share.FixedPoint) (*Session, er
 	if err := fp.Validate(); err != nil {
 		return nil, fmt.Errorf("protocol: rehearsal: %w", err)
 	}
-	s := &Session{party: party, dry: true, sid: streamID, prov: beaver.Typed{Provider: &rehearsalProvider{party: party}}, fp: fp, gemm: zeroGEMM{}}
+	s := &Session{party: party, dry: true, sid: streamID, fp: fp, gemm: zeroGEMM{}}
+	s.setProvider(&rehearsalProvider{party: party})
 	var zero share.Seed
 	domain := fmt.Sprintf("rehearsal/stream=%d", streamID)
 	s.inputPRG[0] = share.NewPRG(zero, domain)
@@ -139,8 +146,16 @@ func (s *Session) FixedPoint() share.FixedPoint { return s.fp }
 func (s *Session) Stream() *transport.Stream { return s.stream }
 
 // Provider returns the session's source of correlated randomness, with the
-// typed helpers (s.Provider().Triples(ctx, s.StreamID(), n), ...).
+// typed helpers (s.Provider().Triples(ctx, s.StreamID(), n), ...). Draws
+// through it give the session's compute slot back while they wait (see
+// ComputeGate); its Unwrap is the provider the session was given.
 func (s *Session) Provider() beaver.Typed { return s.prov }
+
+// setProvider makes p the session's provider.
+func (s *Session) setProvider(p beaver.Provider) {
+	s.src = p
+	s.prov = beaver.Typed{Provider: &draws{Provider: p, s: s}}
+}
 
 // ShareInput secret-shares a tensor owned by party owner, at no communication:
 // the owner passes its clear tensor x and receives x − r; the other party

@@ -90,6 +90,11 @@ const (
 	// holds nothing derived from the failed item, and its provider's key
 	// is discarded.
 	AbortCorrelation AbortCode = 11
+	// AbortOpening: a bootstrap point the data owner sent does not open
+	// its commitment to its pool (its candidate, salt or Merkle path do
+	// not lead to the root it announced), or its input is not the one the
+	// opened candidate gives. The model owner labels nothing.
+	AbortOpening AbortCode = 12
 )
 
 // abortWording is the public wording of each code.
@@ -105,6 +110,7 @@ var abortWording = map[AbortCode]string{
 	AbortLimit:             "a message it received exceeded a size bound",
 	AbortResume:            "it refused to resume: the announced epoch or a restored checkpoint would reuse correlated randomness (restore both parties' latest state, or start a new session)",
 	AbortCorrelation:       "a message it received failed the check of the correlated randomness: it was altered (the session's key is discarded; nothing derived from it was used)",
+	AbortOpening:           "a bootstrap point does not match the data owner's commitment to its pool (nothing was labelled)",
 }
 
 // String returns the code's public wording ("unknown abort code N" for a
@@ -119,9 +125,16 @@ func (c AbortCode) String() string {
 // MismatchFields are the handshake fields a MismatchError (and an
 // AbortMismatch message) may name: public parameters, announced by both
 // parties in the clear.
-var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "pool_size", "budget",
-	"bootstrap", "schedule", "batch_size", "workers", "appraisal", "embedding_hash", "view_hash", "shards",
-	"shard_session", "phase", "shard", "candidates", "arch"}
+var MismatchFields = []string{"version", "party", "fixed_point.frac_bits", "fixed_point.int_bits", "provider", "provider_params",
+	"pool_size", "budget", "bootstrap", "schedule", "batch_size", "workers", "appraisal", "seq", "embedding_hash", "view_hash", "shards",
+	"shard_session", "phase", "shard", "candidates", "arch", "pool_root"}
+
+// ErrConnectionLost is wrapped by the error of a run whose connection to
+// the peer died before the run failed, with no abort from the peer: the
+// peer crashed or was killed, or the link dropped. Nobody told the other
+// side why; restarting both parties with their state directories resumes
+// the selection.
+var ErrConnectionLost = errors.New("selection: the connection to the peer was lost")
 
 // PeerAbortError is a party's error when its peer ended the session and
 // said why: the peer's run failed (bad input, a setting rejected before the
@@ -371,9 +384,13 @@ func (a *abortWatch) fail(err error) error {
 		if perr := a.peerErr(); perr != nil && !local {
 			return perr
 		}
-		// No abort can reach the peer; the details still go to the log.
-		a.log.Warn("selection: run failed; the connection to the peer is gone, so it is not told", "party", a.party, "err", err)
-		return err
+		// No abort can reach the peer; the details go to the debug log.
+		if local {
+			return err
+		}
+		a.log.Warn("selection: run failed: the connection to the peer was lost, so it is not told", "party", a.party, "conn", a.conn.Err())
+		a.log.Debug("selection: run failed", "party", a.party, "err", err)
+		return fmt.Errorf("%w: %w", ErrConnectionLost, err)
 	}
 	if a.peerErr() == nil {
 		msg := encodeAbort(a.party, err)

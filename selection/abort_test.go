@@ -18,6 +18,8 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/transport"
+
+	"github.com/selectformer/selectformer/selection/purchase"
 )
 
 // TestAbortMessage: an abort carries the party and the public reason code
@@ -146,6 +148,17 @@ func TestDecodeStateRevealed(t *testing.T) {
 		{"other params", func(s *State) { s.Revealed.ViewHash = "w" }, "other parameters"},
 		{"unsorted", func(s *State) { s.Revealed.Bootstrap = []int{5, 2} }, "ascending"},
 		{"other sample", func(s *State) { s.Bootstrap = []int{2, 6} }, "differs"},
+		{"pool commitment", func(s *State) { s.Pool = &PoolState{Root: purchase.Root{1}, Size: 9, Seed: seed} }, ""},
+		{"commitment without a root", func(s *State) { s.Pool = &PoolState{Size: 9, Seed: seed} }, "without a root"},
+		{"commitment of no candidates", func(s *State) { s.Pool = &PoolState{Root: purchase.Root{1}, Seed: seed} }, "0 candidates"},
+		{"commitment without its seed", func(s *State) { s.Pool = &PoolState{Root: purchase.Root{1}, Size: 9} }, "seed"},
+		{"model owner with a seed", func(s *State) {
+			s.Party, s.Revealed = 0, nil
+			s.Pool = &PoolState{Root: purchase.Root{1}, Size: 9, Seed: seed}
+		}, "seed"},
+		{"tiers of other survivors", func(s *State) {
+			s.Phases = []PhaseState{{Done: true, Survivors: []int{1, 4}, Tiers: []int{0}}}
+		}, "tiers"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 // A finished batch's shares live in their own file, written once, so that a
 // checkpoint after a batch costs O(batch) and not O(pool):
 //
-//	StateDir/batches-p<party>/phase-<i>/batch-<b>.bin
+//	StateDir/batches-p<party>/phase-<n>/batch-<b>.bin
 //
-// Format (little-endian): "SFB1", party u8, 3 zero bytes, phase u32,
+// with n the phase's number from 1 (BatchDir). Format (little-endian):
+// "SFB1", party u8, 3 zero bytes, phase u32 (0-based),
 // batch u32, epoch u64, n u32, n shares u64, CRC-32C of everything before.
 
 const batchMagic = "SFB1"

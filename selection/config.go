@@ -2,6 +2,7 @@ package selection
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/lanes"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -275,13 +277,33 @@ type ModelOwner struct {
 	// Generate configures proxy generation; its Phases are taken from
 	// Params.Schedule.
 	Generate proxy.Config
-	// Label labels the bootstrap sample (required when proxies are generated).
+	// Label labels the bootstrap sample (required when proxies are
+	// generated). With a StateDir it is called at most once per sample of
+	// a session: its labels are checkpointed (State.Labelled) before the
+	// proxies are generated, and a resumed run that receives the same
+	// points reuses them, whatever it stopped in.
 	Label Labeler
 	// Threshold is the private threshold of AppraiseThreshold; Run refuses
 	// one outside the fixed-point range before the session.
 	Threshold float64
 	// Evaluator, if set, replaces the secure forward of the proxies.
 	Evaluator Evaluator
+	// ItemInput, if set, turns the data owner's committed candidates
+	// (their canonical bytes, package selection/purchase) into the input
+	// the target takes, for sequences of seq tokens (the length the data
+	// owner announces; pool.Pool.Input does it for pool files). With it
+	// the model owner requires the data owner's commitment to its pool
+	// (a hello without one is a mismatch of field "pool_root"), and
+	// labels the bootstrap points it derives from their verified
+	// openings, refusing a sample whose inputs differ (AbortOpening).
+	// Without it, a commitment the data owner sends is still recorded and
+	// the bootstrap's openings verified, but the inputs labelled are the
+	// ones sent beside them, unchecked against the opened candidates.
+	ItemInput func(items [][]byte, seq int) (model.Input, error)
+	// RequireCommitment refuses a data owner that does not commit to its
+	// pool (ItemInput implies it): a buyer that means to verify what it
+	// is delivered (the modelowner binary sets it).
+	RequireCommitment bool
 	// Shards, if set, makes this Run a sharded selection's coordinator:
 	// each phase's secure forward runs on the model owner's K workers
 	// (a ShardRunner: selection/shard's Workers), each paired with the data owner's
@@ -325,6 +347,16 @@ type DataOwner struct {
 	Embedding *model.Model
 	// Evaluator, if set, replaces the secure forward.
 	Evaluator Evaluator
+	// Items, if set, are the pool's candidates as canonical bytes
+	// (pool.Pool implements it, with the bytes mkpool writes), candidate i
+	// the same as Pool's: the data owner commits to all of them (package
+	// selection/purchase: a Merkle root of salted hashes, the salts from a
+	// seed it keeps in StateDir, or in memory without one) and announces
+	// the root in its hello, before the coin toss; the bootstrap's points
+	// then go with their openings, and Deliver writes the bundle of the
+	// purchased candidates. A resumed session recomputes the root and
+	// refuses to go on with a pool that no longer gives it.
+	Items purchase.Items
 	// Shards, if set, makes this Run a sharded selection's coordinator
 	// (see ModelOwner.Shards; the data owner's workers hold their own
 	// copies of the pool).
@@ -347,6 +379,15 @@ type DataOwner struct {
 
 	mu       sync.Mutex
 	revealed *Revealed // without StateDir: the bootstrap sent by a Run of this value
+	// poolSeed and bought are, without StateDir, the salt seed of this
+	// value's commitment (drawn once) and the state of its last finished
+	// Run (what Deliver delivers).
+	poolSeed *purchase.Seed
+	bought   *State
+	// shareOffset, if set (tests), adds its value to this party's share of
+	// candidate idx's score in phase (a data owner that shifts its
+	// shares: TestAuditFlagsShiftedShares).
+	shareOffset func(phase, idx int) float64
 	// onAbort, if set (tests), sees the model owner's abort message as
 	// received.
 	onAbort func(b []byte)
@@ -367,7 +408,7 @@ type DataOwner struct {
 // QuickSelect) are added to its workers' (Shards, one per job this run
 // handed out, as each worker reported it with its shares): BytesSent and
 // BytesRecv sum the coordinators' link and every worker pair's link,
-// DealerBytes the coordinator's provider and every worker's (its own
+// RandomnessBytes the coordinator's provider and every worker's (its own
 // dealer link, or the dealer-free provider's OT traffic on its pair
 // link). The pairs run at the same time, so their rounds overlap:
 // ForwardRounds is the largest pair's forward critical path (the
@@ -397,10 +438,12 @@ type PhaseStats struct {
 	// on its link to the other party, plus, sharded, on every pair's link.
 	BytesSent int64 `json:"bytes_sent"`
 	BytesRecv int64 `json:"bytes_recv"`
-	// DealerBytes is this party's traffic with its correlated randomness's
-	// source (from and to the dealer, or the dealer-free provider's OT
-	// traffic), plus, sharded, every worker's.
-	DealerBytes int64 `json:"dealer_bytes"`
+	// RandomnessBytes is this party's traffic of correlated randomness:
+	// from and to the dealer, or, dealer-free, the OT and HE traffic with
+	// the peer that makes it; plus, sharded, every worker's. (Results
+	// written before it was named so hold it as "dealer_bytes", which
+	// decodes into it.)
+	RandomnessBytes int64 `json:"randomness_bytes"`
 	// Shards are the worker pairs' figures of a sharded phase, one per job
 	// this run handed out, by shard (already added to the totals above).
 	Shards []ShardStats `json:"shards,omitempty"`
@@ -450,8 +493,48 @@ type Result struct {
 	Survivors [][]int `json:"survivors"`
 	// Phases holds each phase's statistics (this party's view).
 	Phases []PhaseStats `json:"phases"`
+	// Tiers holds, per phase, what its comparison outcomes revealed of
+	// the order of its survivors (aligned with Survivors): a survivor of
+	// a lower tier was revealed ahead of every survivor of a higher one
+	// (topk.TopKTiers). Both parties learn them; the audit of a purchase
+	// checks the delivered candidates' scores against them.
+	Tiers [][]int `json:"tiers,omitempty"`
+	// Commitment is the data owner's commitment to its pool, as recorded
+	// in the handshake (nil without one; see DataOwner.Items).
+	Commitment *PoolCommitment `json:"commitment,omitempty"`
+	// OpeningBytes is the size of the bootstrap's openings message (the
+	// sample's salts, Merkle paths and canonical bytes), sent in this run
+	// (0 without a commitment or a bootstrap).
+	OpeningBytes int64 `json:"opening_bytes,omitempty"`
 	// Appraisal is set when Params.Appraisal asked for one.
 	Appraisal *Appraisal `json:"appraisal,omitempty"`
 	// Epoch is the run number of this state directory (1 for a fresh run).
 	Epoch uint64 `json:"epoch"`
+}
+
+// UnmarshalJSON decodes PhaseStats, also from a result written before
+// RandomnessBytes was named so (legacyRandomness).
+func (s *PhaseStats) UnmarshalJSON(b []byte) error {
+	type plain PhaseStats // without this method
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	return legacyRandomness(b, &s.RandomnessBytes)
+}
+
+// legacyRandomness decodes the "dealer_bytes" of the JSON object b, the
+// name of RandomnessBytes in results written before, into *n unless b
+// sets it under its name.
+func legacyRandomness(b []byte, n *int64) error {
+	var v struct {
+		Randomness *int64 `json:"randomness_bytes"`
+		Dealer     *int64 `json:"dealer_bytes"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Dealer != nil && v.Randomness == nil {
+		*n = *v.Dealer
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
 	"github.com/selectformer/selectformer/selection/lanes"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -24,6 +25,9 @@ type dataOwnerRun struct {
 	*runner
 	d    *DataOwner
 	eval Evaluator // d.Evaluator, or the embedding of the pool (set by check)
+	// tree is the commitment to d.Items (nil without them; set by
+	// commitPool).
+	tree *purchase.Tree
 	// archEmb is the embedding model the received architectures are
 	// checked against (set by check; nil with a substitute Evaluator,
 	// which checks what it needs).
@@ -51,6 +55,9 @@ func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
 	}
 	if !r.store.durable() {
 		r.logf().Warn("selection: data owner without a StateDir: a restarted process cannot recognise a session whose bootstrap sample it already sent")
+	}
+	if err := r.commitPool(st); err != nil {
+		return nil, err
 	}
 	if err := r.beginEpoch(st); err != nil {
 		return nil, err
@@ -83,6 +90,16 @@ func (r *dataOwnerRun) run(ctx context.Context) (*Result, error) {
 	// 6. Phases and appraisal.
 	if err := r.selectAll(ctx, seed, r.eval, archs, receiveThreshold, res); err != nil {
 		return nil, err
+	}
+	if !r.store.durable() {
+		b, _ := json.Marshal(r.st)
+		st, err := DecodeState(b)
+		if err != nil {
+			return nil, err
+		}
+		r.d.mu.Lock()
+		r.d.bought = st
+		r.d.mu.Unlock()
 	}
 	return res, nil
 }
@@ -133,6 +150,9 @@ func (r *dataOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 	}
 	if err := r.ctrl.SendBytes(ctx, b); err != nil {
 		return fmt.Errorf("selection: bootstrap: send: %w", err)
+	}
+	if r.openingBytes, err = r.sendOpenings(ctx, idx); err != nil {
+		return err
 	}
 	return r.bootstrapDone(idx)
 }

@@ -64,21 +64,32 @@
 //  1. Handshake in the clear (stream StreamControl): protocol version,
 //     fixed-point parameters, pool size, budget, bootstrap size, schedule,
 //     batch size, workers, appraisal mode, the SHA-256 of the public embedding
-//     tables (model.EmbeddingHash) and a hash of each side's whole view. Any
-//     difference ends the run with a *MismatchError naming the field and both
-//     values (Field is one of version, party, fixed_point.frac_bits,
-//     fixed_point.int_bits, pool_size, budget, bootstrap, schedule,
-//     batch_size, workers, appraisal, embedding_hash, view_hash, and
-//     shards in a sharded run: see Sharding). An
-//     embedding_hash mismatch shows both hashes short and says what to do
-//     (EmbeddingHint: the proxies share the target's embedding tables, so
-//     both parties load the same checkpoint, and fine-tuning freezes the
-//     embeddings). The data owner also announces the padded sequence length.
+//     tables (model.EmbeddingHash), a hash of each side's whole view, how
+//     its provider makes the correlations (beaver.Describe: "dealer", "ot"
+//     or "he", and a digest of the HE parameters) and the sequence length
+//     of its inputs (the data owner's padded pool; the model owner's
+//     Generate.Public texts, 0 without). Any difference (of the sequence
+//     lengths, when both announce one) ends the run on both sides, before
+//     the coin, with a *MismatchError naming the field and both values, in
+//     the syntax they are parsed from (Field is one of version, party,
+//     fixed_point.frac_bits, fixed_point.int_bits, provider,
+//     provider_params, pool_size, budget, bootstrap, schedule, batch_size,
+//     workers, appraisal, seq, embedding_hash, view_hash, and shards in a
+//     sharded run: see Sharding). An embedding_hash mismatch shows both
+//     hashes short and says what to do (EmbeddingHint: the proxies share
+//     the target's embedding tables, so both parties load the same
+//     checkpoint, and fine-tuning freezes the embeddings). With
+//     DataOwner.Items the data owner also announces the root of its
+//     commitment to the pool (see The purchase), which both parties record
+//     before the coin.
 //  2. Joint coin toss (commit–reveal: party 0 sends SHA-256 of r0, party 1
 //     sends r1, party 0 opens r0; seed = SHA-256(r0‖r1)). The seed drives
 //     the bootstrap sample and every QuickSelect sample (share.NewPRG).
 //  3. Bootstrap: the data owner sends the sampled candidates' inputs in the
-//     clear; the model owner labels them (ModelOwner.Label) and runs
+//     clear (with their openings against its commitment, which the model
+//     owner checks first); the model owner labels them (ModelOwner.Label; the labels
+//     are checkpointed, State.Labelled, before anything else, and a
+//     restart that receives the same points reuses them) and runs
 //     proxy.Generate, unless pre-generated Proxies (or a substitute
 //     Evaluator) are given. It then announces each phase's public
 //     architecture, which the data owner checks against the schedule and
@@ -119,7 +130,10 @@
 //     revealing only comparison outcomes: the order of random samples,
 //     each candidate's rank among a sample or bucket among a step's pivots
 //     and the order of the last group around the cut, a function of the
-//     entropies' ranks only (package selection/topk details it).
+//     entropies' ranks only (package selection/topk details it). Both
+//     parties keep what the outcomes say of the survivors' order (their
+//     tiers, PhaseState.Tiers and Result.Tiers) for the audit of the
+//     purchase.
 //  5. Appraisal (optional): the mean entropy of the final set is revealed
 //     (AppraiseMean), or only the bit "mean > threshold" for the model
 //     owner's private threshold (AppraiseThreshold, one CompareReveal).
@@ -127,6 +141,21 @@
 //     announced with the architectures), the selected scores are squared
 //     first (one Square and one truncation), so the value is always a mean
 //     entropy.
+//
+// # The purchase
+//
+// A DataOwner with Items commits to every candidate of its pool before
+// anything is revealed (package selection/purchase: a Merkle root of
+// salted candidates, the salts from a seed it keeps in its state), and its
+// bootstrap points carry their openings. After the selection,
+// DataOwner.Deliver writes the bundle of the purchased candidates (the
+// bootstrap and the selected ones), and the model owner checks it with
+// purchase.Verify against Result.Purchase (or ReadPurchase of its state
+// directory): each candidate the one committed to, in order, none missing;
+// with a purchase.Audit, each delivered candidate's plaintext score
+// against the order its phases revealed. A ModelOwner with ItemInput (or
+// RequireCommitment) buys only from a data owner that commits, and with
+// ItemInput labels the bootstrap inputs the opened candidates give.
 //
 // # Checks before anything is revealed, and failures
 //
@@ -171,8 +200,9 @@
 // parties may share one directory):
 //
 //	state-p<p>.json                       the State (DecodeState; StateFile names it)
-//	batches-p<p>/phase-<i>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile;
-//	                                      i and b are 0-based file indices, as in the file's header):
+//	batches-p<p>/phase-<n>/batch-<b>.bin  one finished batch's entropy shares (DecodeBatchFile;
+//	                                      phase n numbered from 1 (BatchDir; the file's header holds
+//	                                      n−1), b the 0-based batch index:
 //	                                      "SFB1" | party u8 | 3 zero bytes | phase u32 | batch u32 |
 //	                                      epoch u64 | n u32 | n × u64 shares | CRC-32C, little-endian
 //	proxies/phase-<n>/                    the model owner's generated proxy of phase n, numbered
@@ -181,9 +211,11 @@
 //	                                      party drew, per session (marks.Provider; MarksFile names it)
 //
 // Phases are numbered from 1 wherever a person reads them — errors, log
-// attributes ("phase=1"), progress, summaries, the ParseSchedule messages
-// and proxy directories — while the API indexes them from 0 (Params.Schedule,
-// Result.Phases, Progress.Phase) and so do the batch files' internal names.
+// attributes ("phase=1"), progress, summaries, the ParseSchedule messages,
+// proxy and batch directories — while the API indexes them from 0
+// (Params.Schedule, Result.Phases, Progress.Phase) and so do the batch
+// files' headers. A state directory written before the batch directories
+// were numbered from 1 is renamed to this layout when a run loads it.
 //
 // Restarting both parties with the same state
 // directories (and a new connection) resumes: the parties exchange summaries

@@ -11,6 +11,7 @@ import (
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/purchase"
 )
 
 func FuzzDecodeState(f *testing.F) {
@@ -24,7 +25,13 @@ func FuzzDecodeState(f *testing.F) {
 	good.Revealed = &Revealed{ViewHash: "x", Seed: good.Seed, Bootstrap: []int{3, 5}}
 	b, _ = json.Marshal(good)
 	f.Add(b)
+	good.Pool = &PoolState{Root: purchase.Root{1}, Size: 40, Seq: 50, Seed: strings.Repeat("0b", 32)}
+	good.Phases[0].Tiers = []int{0, 0}
+	b, _ = json.Marshal(good)
+	f.Add(b)
 	good.Party, good.Revealed, good.ShardFloors = 0, nil, map[string]uint64{strings.Repeat("0a", 32): 3}
+	good.Pool.Seed = ""
+	good.Labelled = &BootstrapLabels{Bootstrap: []int{3, 5}, Points: strings.Repeat("ab", 32), Labels: []int{1, 0}}
 	b, _ = json.Marshal(good)
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -46,6 +53,17 @@ func FuzzDecodeState(f *testing.F) {
 		}
 		if !maps.Equal(s.ShardFloors, s2.ShardFloors) {
 			t.Fatal("shard floors changed")
+		}
+		if (s.Pool == nil) != (s2.Pool == nil) || s.Pool != nil && *s.Pool != *s2.Pool {
+			t.Fatal("pool commitment changed")
+		}
+		if s.Pool != nil && (s.Pool.Size <= 0 || s.Party == 0 && s.Pool.Seed != "") {
+			t.Fatalf("accepted a commitment %+v at party %d", s.Pool, s.Party)
+		}
+		for _, ph := range s.Phases {
+			if len(ph.Tiers) != 0 && len(ph.Tiers) != len(ph.Survivors) {
+				t.Fatalf("accepted %d tiers for %d survivors", len(ph.Tiers), len(ph.Survivors))
+			}
 		}
 		for _, e := range s.ShardFloors {
 			if e == 0 || e >= MaxEpoch {
@@ -184,6 +202,9 @@ func TestDecodeBootstrapBomb(t *testing.T) {
 	}
 }
 
+// pointsHex is a well-formed State.Labelled.Points.
+var pointsHex = strings.Repeat("ab", 32)
+
 func TestDecodeStateErrors(t *testing.T) {
 	cases := []struct{ name, in string }{
 		{"not json", `{`},
@@ -195,6 +216,11 @@ func TestDecodeStateErrors(t *testing.T) {
 		{"done without survivors", `{"version":1,"party":0,"seed":"` + seedHex + `","bootstrap_done":true,"phases":[{"done":true}]}`},
 		{"unfinished earlier phase", `{"version":1,"party":0,"seed":"` + seedHex + `","bootstrap_done":true,"phases":[{},{}]}`},
 		{"unsorted survivors", `{"version":1,"party":0,"seed":"` + seedHex + `","bootstrap_done":true,"phases":[{"done":true,"survivors":[3,1]}]}`},
+		{"labels of a data owner", `{"version":1,"party":1,"labelled":{"bootstrap":[1],"points":"` + pointsHex + `","labels":[0]}}`},
+		{"labels not one per point", `{"version":1,"party":0,"labelled":{"bootstrap":[1,2],"points":"` + pointsHex + `","labels":[0]}}`},
+		{"labelled indices unsorted", `{"version":1,"party":0,"labelled":{"bootstrap":[2,1],"points":"` + pointsHex + `","labels":[0,1]}}`},
+		{"negative label", `{"version":1,"party":0,"labelled":{"bootstrap":[1],"points":"` + pointsHex + `","labels":[-1]}}`},
+		{"labelled points unhashed", `{"version":1,"party":0,"labelled":{"bootstrap":[1],"points":"ab","labels":[0]}}`},
 	}
 	for _, c := range cases {
 		if _, err := DecodeState([]byte(c.in)); err == nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -83,19 +84,30 @@ type hello struct {
 	Appraisal     string  `json:"appraisal"`
 	EmbeddingHash string  `json:"embedding_hash"`
 	ViewHash      string  `json:"view_hash"`
-	Seq           int     `json:"seq"`
-	Epoch         uint64  `json:"epoch"`
-	Resume        summary `json:"resume"`
+	// Seq is the sequence length of the inputs: the data owner's pool's,
+	// or the model owner's -public texts' (0: none, any length).
+	Seq int `json:"seq"`
+	// Provider and ProviderParams describe how the party's provider makes
+	// its correlations (beaver.Describe): both must be the peer's.
+	Provider       string  `json:"provider"`
+	ProviderParams string  `json:"provider_params,omitempty"`
+	Epoch          uint64  `json:"epoch"`
+	Resume         summary `json:"resume"`
 	// Shards is K of a sharded run (ModelOwner.Shards), absent (0)
 	// without one, so that an unsharded hello is unchanged.
 	Shards int `json:"shards,omitempty"`
+	// PoolRoot is the data owner's commitment to its pool (64 hex digits;
+	// absent without one): announced before the coin toss fixes the
+	// bootstrap (see DataOwner.Items).
+	PoolRoot string `json:"pool_root,omitempty"`
 }
 
 // newHello builds this party's hello.
-func newHello(party int, p Params, embHash string, seq int, epoch uint64, sum summary) hello {
+func newHello(party int, p Params, embHash string, seq int, prov beaver.Description, epoch uint64, sum summary) hello {
 	h := hello{Version: ProtocolVersion, Party: party, FracBits: p.FixedPoint.FracBits, IntBits: p.FixedPoint.IntBits,
 		PoolSize: p.PoolSize, Budget: p.Budget, Bootstrap: p.Bootstrap, Schedule: p.Schedule, BatchSize: p.BatchSize,
-		Workers: p.Workers, Appraisal: string(p.Appraisal), EmbeddingHash: embHash, Seq: seq, Epoch: epoch, Resume: sum}
+		Workers: p.Workers, Appraisal: string(p.Appraisal), EmbeddingHash: embHash, Seq: seq,
+		Provider: prov.Source, ProviderParams: prov.Params, Epoch: epoch, Resume: sum}
 	h.ViewHash = viewHash(p, embHash)
 	return h
 }
@@ -111,41 +123,58 @@ func viewHash(p Params, embHash string) string {
 	return hex.EncodeToString(s[:])
 }
 
-// compareHello returns the first mismatch between the local and peer hellos.
+// compareHello returns the first mismatch between the local and peer
+// hellos: every public parameter both parties must pass alike, how their
+// providers make the correlations (beaver.Describe: the peer binaries'
+// -provider and the HE parameters) and the sequence length (when both
+// announce one). Values are written in the syntax they are parsed from (a
+// schedule as ParseSchedule reads it), hashes shortened (HashMismatch).
 func compareHello(local, peer hello) error {
-	js := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	str := func(v any) string { return fmt.Sprint(v) }
+	none := func(s string) string {
+		if s == "" {
+			return "(none)"
+		}
+		return s
+	}
 	checks := []struct {
 		field   string
-		l, p    any
+		l, p    string
 		differs bool
 	}{
-		{"version", local.Version, peer.Version, local.Version != peer.Version},
-		{"party", local.Party, 1 - peer.Party, local.Party == peer.Party},
-		{"fixed_point.frac_bits", local.FracBits, peer.FracBits, local.FracBits != peer.FracBits},
-		{"fixed_point.int_bits", local.IntBits, peer.IntBits, local.IntBits != peer.IntBits},
-		{"pool_size", local.PoolSize, peer.PoolSize, local.PoolSize != peer.PoolSize},
-		{"budget", local.Budget, peer.Budget, local.Budget != peer.Budget},
-		{"bootstrap", local.Bootstrap, peer.Bootstrap, local.Bootstrap != peer.Bootstrap},
-		{"schedule", js(local.Schedule), js(peer.Schedule), js(local.Schedule) != js(peer.Schedule)},
-		{"batch_size", local.BatchSize, peer.BatchSize, local.BatchSize != peer.BatchSize},
-		{"workers", local.Workers, peer.Workers, local.Workers != peer.Workers},
-		{"appraisal", local.Appraisal, peer.Appraisal, local.Appraisal != peer.Appraisal},
-		{"embedding_hash", local.EmbeddingHash, peer.EmbeddingHash, local.EmbeddingHash != peer.EmbeddingHash},
-		{"view_hash", local.ViewHash, peer.ViewHash, local.ViewHash != peer.ViewHash},
-		{"shards", local.Shards, peer.Shards, local.Shards != peer.Shards},
+		{"version", str(local.Version), str(peer.Version), local.Version != peer.Version},
+		{"party", str(local.Party), str(peer.Party) + " (both claim the same role)", local.Party == peer.Party},
+		{"fixed_point.frac_bits", str(local.FracBits), str(peer.FracBits), local.FracBits != peer.FracBits},
+		{"fixed_point.int_bits", str(local.IntBits), str(peer.IntBits), local.IntBits != peer.IntBits},
+		{"provider", none(local.Provider), none(peer.Provider), local.Provider != peer.Provider},
+		{"provider_params", "", "", local.ProviderParams != peer.ProviderParams},
+		{"pool_size", str(local.PoolSize), str(peer.PoolSize), local.PoolSize != peer.PoolSize},
+		{"budget", str(local.Budget), str(peer.Budget), local.Budget != peer.Budget},
+		{"bootstrap", str(local.Bootstrap), str(peer.Bootstrap), local.Bootstrap != peer.Bootstrap},
+		{"schedule", FormatSchedule(local.Schedule), FormatSchedule(peer.Schedule), !slices.Equal(local.Schedule, peer.Schedule)},
+		{"batch_size", str(local.BatchSize), str(peer.BatchSize), local.BatchSize != peer.BatchSize},
+		{"workers", str(local.Workers), str(peer.Workers), local.Workers != peer.Workers},
+		{"appraisal", none(local.Appraisal), none(peer.Appraisal), local.Appraisal != peer.Appraisal},
+		{"seq", str(local.Seq), str(peer.Seq), local.Seq > 0 && peer.Seq > 0 && local.Seq != peer.Seq},
+		{"embedding_hash", "", "", local.EmbeddingHash != peer.EmbeddingHash},
+		{"view_hash", "", "", local.ViewHash != peer.ViewHash},
+		{"shards", str(local.Shards), str(peer.Shards), local.Shards != peer.Shards},
 	}
 	for _, c := range checks {
-		if c.differs {
-			if c.field == "party" {
-				return &MismatchError{Field: "party", Local: fmt.Sprint(local.Party), Peer: fmt.Sprint(peer.Party) + " (both claim the same role)"}
-			}
-			if c.field == "embedding_hash" {
-				me := HashMismatch(c.field, local.EmbeddingHash, peer.EmbeddingHash)
-				me.Hint = EmbeddingHint
-				return me
-			}
-			return &MismatchError{Field: c.field, Local: fmt.Sprint(c.l), Peer: fmt.Sprint(c.p)}
+		if !c.differs {
+			continue
 		}
+		switch c.field {
+		case "provider_params":
+			return HashMismatch(c.field, local.ProviderParams, peer.ProviderParams)
+		case "embedding_hash":
+			me := HashMismatch(c.field, local.EmbeddingHash, peer.EmbeddingHash)
+			me.Hint = EmbeddingHint
+			return me
+		case "view_hash":
+			return HashMismatch(c.field, local.ViewHash, peer.ViewHash)
+		}
+		return &MismatchError{Field: c.field, Local: c.l, Peer: c.p}
 	}
 	return nil
 }

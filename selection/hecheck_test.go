@@ -14,13 +14,9 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// Header words of a -provider he item (beaver/ot/he.go): the data owner's
-// first message of an item is one of them per encrypted matrix, its next
-// the outputs.
-const (
-	heHaveWord uint64 = 0x4845_4841_5645
-	heNeedWord uint64 = 0x4845_4e45_4544
-)
+// heOutputsWord is the first word of the data owner's message of a
+// -provider he item (beaver/ot/he.go): its tag, before the outputs.
+const heOutputsWord uint64 = 0x4845_4f55_5450
 
 // heRelay carries the OT providers' traffic between the model owner's
 // provider and the data owner's (each on a pipe of its own), as a data owner
@@ -30,23 +26,15 @@ const (
 // and after how many untouched items.
 type heRelay struct {
 	mu       sync.Mutex
-	header   map[uint32]bool // the stream's last data-owner message was an item header
-	items    map[uint32]int  // items forwarded untouched, per beaver stream
+	items    map[uint32]int // items forwarded untouched, per beaver stream
 	tampered bool
 	stream   uint32 // the altered item's beaver stream
 	before   int    // items forwarded untouched on it before
 }
 
-func isHEHeader(b []byte) bool {
-	if len(b) == 0 || len(b)%8 != 0 {
-		return false
-	}
-	for i := 0; i < len(b); i += 8 {
-		if w := binary.LittleEndian.Uint64(b[i:]); w != heHaveWord && w != heNeedWord {
-			return false
-		}
-	}
-	return true
+// isHEOutputs reports whether b is the data owner's message of an item.
+func isHEOutputs(b []byte) bool {
+	return len(b) > 8+18 && len(b)%8 == 0 && binary.LittleEndian.Uint64(b) == heOutputsWord && b[8] == 'O'
 }
 
 // alter applies the attack to an outputs message b: output 0's header
@@ -68,20 +56,14 @@ func (r *heRelay) forward(ctx context.Context, src, dst *transport.Conn, id uint
 			dst.Close()
 			return
 		}
-		if fromDO && id != ot.DefaultStreamBase {
+		if fromDO && id != ot.DefaultStreamBase && isHEOutputs(b) {
 			s := id - ot.DefaultStreamBase - 1
 			r.mu.Lock()
-			switch {
-			case isHEHeader(b):
-				r.header[id] = true
-			case r.header[id]:
-				r.header[id] = false
-				if !r.tampered && len(b) > 18 && b[0] == 'O' {
-					alter(b)
-					r.tampered, r.stream, r.before = true, s, r.items[s]
-				} else {
-					r.items[s]++
-				}
+			if !r.tampered {
+				alter(b[8:])
+				r.tampered, r.stream, r.before = true, s, r.items[s]
+			} else {
+				r.items[s]++
 			}
 			r.mu.Unlock()
 		}
@@ -139,7 +121,7 @@ func TestHECheckAbortsSelection(t *testing.T) {
 	for _, c := range []*transport.Conn{p0c, r0, r1, p1c} {
 		t.Cleanup(func() { c.Close() })
 	}
-	relay := &heRelay{header: map[uint32]bool{}, items: map[uint32]int{}}
+	relay := &heRelay{items: map[uint32]int{}}
 	for id := ot.DefaultStreamBase; id < ot.DefaultStreamBase+130; id++ {
 		go relay.forward(ctx, r0, r1, id, false)
 		go relay.forward(ctx, r1, r0, id, true)

@@ -150,6 +150,4 @@ func coinToss(ctx context.Context, st *transport.Stream, party int) (share.Seed,
 }
 
 // phaseDir is the directory of party's batch files of phase in dir.
-func phaseDir(dir string, party, phase int) string {
-	return (&checkpointStore{dir: dir, party: party}).phaseDir(phase)
-}
+var phaseDir = BatchDir

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/selectformer/selectformer/nn/model"
@@ -141,6 +142,9 @@ func (d *modelOwnerRun) bootstrap(ctx context.Context, seed share.Seed) error {
 	if err != nil {
 		return err
 	}
+	if boot, err = d.receiveOpenings(ctx, idx, boot); err != nil {
+		return err
+	}
 	if err := d.makeProxies(ctx, idx, boot); err != nil {
 		return err
 	}
@@ -168,12 +172,9 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 		return nil
 	}
 	if m.Proxies == nil {
-		labels, err := m.Label(ctx, idx, boot)
+		labels, err := d.label(ctx, idx, boot)
 		if err != nil {
-			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: label: %w", err))
-		}
-		if len(labels) != len(idx) {
-			return withCode(AbortInput, fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx)))
+			return err
 		}
 		r, err := proxy.Generate(ctx, m.Target, boot, labels, m.generateConfig(d.p))
 		if err != nil {
@@ -189,6 +190,35 @@ func (d *modelOwnerRun) makeProxies(ctx context.Context, idx []int, boot model.I
 		}
 	}
 	return nil
+}
+
+// label returns the labels of the bootstrap sample idx of inputs boot:
+// those an earlier run recorded in the checkpoint for the same points
+// (indices and inputs), or m.Label's, which
+// are recorded (State.Labelled) the moment they exist, before the proxies
+// are generated, so that no restart asks for them again.
+func (d *modelOwnerRun) label(ctx context.Context, idx []int, boot model.Input) ([]int, error) {
+	if labels, ok := d.st.labelsOf(idx, boot); ok {
+		d.logf().Info("selection: bootstrap labels from the checkpoint (labelled by an earlier run)", "points", len(idx))
+		return labels, nil
+	}
+	labels, err := d.m.Label(ctx, idx, boot)
+	if err != nil {
+		return nil, withCode(AbortInput, fmt.Errorf("selection: bootstrap: label: %w", err))
+	}
+	if len(labels) != len(idx) {
+		return nil, withCode(AbortInput, fmt.Errorf("selection: bootstrap: %d labels for %d samples", len(labels), len(idx)))
+	}
+	for _, l := range labels {
+		if l < 0 {
+			return nil, withCode(AbortInput, fmt.Errorf("selection: bootstrap: label %d", l))
+		}
+	}
+	d.st.Labelled = &BootstrapLabels{Bootstrap: slices.Clone(idx), Points: pointsHash(boot), Labels: slices.Clone(labels)}
+	if err := d.checkpoint(); err != nil {
+		return nil, withCode(AbortState, fmt.Errorf("selection: bootstrap: record the labels: %w", err))
+	}
+	return labels, nil
 }
 
 // loadProxies reloads the proxies saved by an earlier run of the session.

@@ -37,6 +37,7 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 		t.Fatal(errs)
 	}
 	checkPlain(t, mo.Proxies, f.pool, f.p, ref[0])
+	checkProxyDelivery(t, do, ref[0], mo.Proxies, f.target.Config)
 	proxies := mo.Proxies
 
 	for _, mode := range []struct {
@@ -99,6 +100,7 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 				t.Fatalf("bootstrap %v, dealer run %v", res[0].Bootstrap, ref[0].Bootstrap)
 			}
 			checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
+			checkProxyDelivery(t, do, res[0], mo.Proxies, f.target.Config)
 			for p, prov := range ots {
 				s := prov.Stats()
 				if s.Items == 0 || s.BytesSent == 0 {

@@ -36,6 +36,7 @@ func (m *ModelOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.
 		runner: newRunner(0, m.Params, conn, prov, m.Logger, m.OnProgress, &checkpointStore{dir: m.StateDir, party: 0})}
 	d.onAbort = m.onAbort
 	d.shards = m.Shards
+	d.requireCommitment = m.RequireCommitment || m.ItemInput != nil
 	d.jobProxy = d.encodeProxy
 	return guard(ctx, d.runner, d.check, d.run)
 }
@@ -65,6 +66,7 @@ func (d *DataOwner) Run(ctx context.Context, conn *transport.Conn, prov beaver.P
 	r := &dataOwnerRun{d: d,
 		runner: newRunner(1, d.Params, conn, prov, d.Logger, d.OnProgress, store)}
 	r.forgeEpoch = d.forgeEpoch
+	r.shareOffset = d.shareOffset
 	r.onAbort = d.onAbort
 	r.shards = d.Shards
 	return guard(ctx, r.runner, r.check, r.run)

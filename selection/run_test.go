@@ -1,8 +1,10 @@
 package selection
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -14,9 +16,11 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/dealer"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection/lanes"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/syncbuf"
 	"github.com/selectformer/selectformer/transport"
@@ -53,6 +57,16 @@ type runCfg struct {
 	sqrtScores bool
 	// shards, if set, are the parties' ShardRunners.
 	shards [2]ShardRunner
+	// items are the data owner's Items (its commitment); itemInput the
+	// model owner's ItemInput; shareOffset the data owner's shift of its
+	// shares (all unset: none). dataOwner, if set, receives the data
+	// owner before it runs.
+	items       purchase.Items
+	itemInput   func(items [][]byte, seq int) (model.Input, error)
+	shareOffset func(phase, idx int) float64
+	dataOwner   func(*DataOwner)
+	// coins, if set, are the parties' contributions to the coin toss.
+	coins [2][]byte
 }
 
 func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
@@ -76,10 +90,21 @@ func runSelection(t *testing.T, c runCfg) ([2]*Result, [2]error) {
 			log = quiet()
 		}
 		if p == 0 {
-			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold, Shards: c.shards[0]}
+			mo := &ModelOwner{Params: c.p[0], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[0], Logger: log, Threshold: c.threshold, Shards: c.shards[0],
+				ItemInput: c.itemInput}
+			if c.coins[0] != nil {
+				mo.coinSource = bytes.NewReader(c.coins[0])
+			}
 			res[0], err = mo.Run(ctx, conn, prov)
 		} else {
-			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress, Shards: c.shards[1]}
+			do := &DataOwner{Params: c.p[1], Evaluator: ev, EmbeddingHash: h, StateDir: c.dirs[1], Logger: log, OnProgress: c.onProgress, Shards: c.shards[1],
+				Items: c.items, shareOffset: c.shareOffset}
+			if c.coins[1] != nil {
+				do.coinSource = bytes.NewReader(c.coins[1])
+			}
+			if c.dataOwner != nil {
+				c.dataOwner(do)
+			}
 			res[1], err = do.Run(ctx, conn, prov)
 		}
 		return err
@@ -387,21 +412,38 @@ func TestRunErrors(t *testing.T) {
 	})
 }
 
+// TestCompareHelloFields: every field both parties must agree on is
+// compared, named, and reported with both values in the syntax it is
+// parsed from (a schedule as ParseSchedule reads it, not wire JSON); the
+// sequence length only when both parties announce one (issue 39).
 func TestCompareHelloFields(t *testing.T) {
 	p := testParams().WithDefaults()
-	base := newHello(0, p, "emb", 0, 1, summary{})
-	peer := newHello(1, p, "emb", 0, 1, summary{})
+	ot := beaver.Description{Source: "ot"}
+	base := newHello(0, p, "emb", 0, ot, 1, summary{})
+	peer := newHello(1, p, "emb", 0, ot, 1, summary{})
 	if err := compareHello(base, peer); err != nil {
 		t.Fatal(err)
 	}
+	otherSched := slices.Clone(p.Schedule)
+	otherSched[0].Keep = 0.25
 	cases := []struct {
-		field string
-		mod   func(h *hello)
+		field       string
+		mod         func(h *hello)
+		local, peer string // "" skips the check of the values
 	}{
-		{"version", func(h *hello) { h.Version++ }},
-		{"party", func(h *hello) { h.Party = 0 }},
-		{"view_hash", func(h *hello) { h.ViewHash = "x" }},
-		{"shards", func(h *hello) { h.Shards = 2 }},
+		{"version", func(h *hello) { h.Version++ }, "", ""},
+		{"party", func(h *hello) { h.Party = 0 }, "", ""},
+		{"provider", func(h *hello) { h.Provider = "he" }, "ot", "he"},
+		{"provider", func(h *hello) { h.Provider = "" }, "ot", "(none)"},
+		{"provider_params", func(h *hello) { h.ProviderParams = "00112233445566778899" }, "(none)", "001122334455…"},
+		{"budget", func(h *hello) { h.Budget++ }, fmt.Sprint(p.Budget), fmt.Sprint(p.Budget + 1)},
+		{"schedule", func(h *hello) { h.Schedule = otherSched }, FormatSchedule(p.Schedule), FormatSchedule(otherSched)},
+		{"batch_size", func(h *hello) { h.BatchSize++ }, fmt.Sprint(p.BatchSize), fmt.Sprint(p.BatchSize + 1)},
+		{"workers", func(h *hello) { h.Workers++ }, "", ""},
+		{"appraisal", func(h *hello) { h.Appraisal = "mean" }, "(none)", "mean"},
+		{"embedding_hash", func(h *hello) { h.EmbeddingHash = "other" }, "", ""},
+		{"view_hash", func(h *hello) { h.ViewHash = "x" }, "", ""},
+		{"shards", func(h *hello) { h.Shards = 2 }, "0", "2"},
 	}
 	for _, c := range cases {
 		h := peer
@@ -409,6 +451,26 @@ func TestCompareHelloFields(t *testing.T) {
 		var me *MismatchError
 		if err := compareHello(base, h); !errors.As(err, &me) || me.Field != c.field || !slices.Contains(MismatchFields, me.Field) {
 			t.Errorf("%s: %v", c.field, err)
+			continue
+		}
+		if c.local != "" && (me.Local != c.local || me.Peer != c.peer) {
+			t.Errorf("%s: values %q, %q; want %q, %q", c.field, me.Local, me.Peer, c.local, c.peer)
+		}
+	}
+	if !strings.Contains(FormatSchedule(p.Schedule), ":") {
+		t.Fatalf("schedule formatted as %q", FormatSchedule(p.Schedule))
+	}
+	// The sequence length: compared when both announce one.
+	for _, tc := range []struct {
+		local, peer int
+		differs     bool
+	}{{0, 32, false}, {16, 0, false}, {32, 32, false}, {16, 32, true}} {
+		l, h := base, peer
+		l.Seq, h.Seq = tc.local, tc.peer
+		var me *MismatchError
+		err := compareHello(l, h)
+		if got := errors.As(err, &me) && me.Field == "seq"; got != tc.differs || tc.differs && (me.Local != fmt.Sprint(tc.local) || me.Peer != fmt.Sprint(tc.peer)) {
+			t.Errorf("seq %d vs %d: %v", tc.local, tc.peer, err)
 		}
 	}
 }

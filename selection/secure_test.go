@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
+	"github.com/selectformer/selectformer/selection/pool"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/sessiontest"
 	"github.com/selectformer/selectformer/transport"
@@ -27,7 +30,9 @@ import (
 // secureFixture is a tiny ViT target (untrained: its entropies are all
 // near ln 10, many near-ties) with 96 MNIST candidates.
 type secureFixture struct {
-	pool   model.Input
+	pool model.Input
+	// items are the pool's images as the data owner commits to them.
+	items  *pool.Pool
 	labels []int
 	target *model.Model
 	p      Params
@@ -38,7 +43,7 @@ type secureFixture struct {
 func newSecureFixture(t *testing.T) *secureFixture {
 	t.Helper()
 	pool, labels, target := sessiontest.TinyViT(t, 96)
-	return &secureFixture{pool: pool, labels: labels, target: target,
+	return &secureFixture{pool: pool, labels: labels, target: target, items: imagePool(pool, target.Config),
 		p: Params{PoolSize: pool.Len(), Budget: 40, Bootstrap: 24, BatchSize: 16, Workers: 2,
 			Schedule: []Phase{{Proxy: proxy.Shape{Layers: 1, Heads: 2, MLPHidden: 8}, Keep: 0.5}, {Proxy: proxy.Shape{Layers: 2, Heads: 2, MLPHidden: 8}}}},
 		gen: sessiontest.PlainGeneration(quiet())}
@@ -46,8 +51,8 @@ func newSecureFixture(t *testing.T) *secureFixture {
 
 func (f *secureFixture) owners(dirs [2]string) (*ModelOwner, *DataOwner) {
 	mo := &ModelOwner{Params: f.p, Target: f.target, Generate: f.gen, Logger: quiet(), StateDir: dirs[0],
-		Label: sessiontest.Labels(f.labels)}
-	do := &DataOwner{Params: f.p, Pool: f.pool, Embedding: f.target, Logger: quiet(), StateDir: dirs[1]}
+		Label: sessiontest.Labels(f.labels), ItemInput: imageItemInput(f.target.Config)}
+	do := &DataOwner{Params: f.p, Pool: f.pool, Embedding: f.target, Logger: quiet(), StateDir: dirs[1], Items: f.items}
 	return mo, do
 }
 
@@ -94,6 +99,8 @@ func TestSecureSelectionMatchesPlaintext(t *testing.T) {
 		t.Fatal("parties disagree")
 	}
 	checkPlain(t, mo.Proxies, f.pool, f.p, res[0])
+	// The purchase, from this data owner's memory (no state directory).
+	checkProxyDelivery(t, do, res[0], mo.Proxies, f.target.Config)
 	// The bootstrap inputs travel uncompressed on the control stream: the
 	// length of a compressed bootstrap would depend on the data owner's
 	// private points.
@@ -144,6 +151,67 @@ func TestSecureResume(t *testing.T) {
 	// State, batch shares and the saved proxies are owner-only.
 	checkPrivateModes(t, dirs[0])
 	checkPrivateModes(t, dirs[1])
+}
+
+// TestLabelsNeverAskedTwice: the data owner vanishes while the model owner
+// generates the proxies, after the bootstrap was labelled; restarted with
+// their state directories, both meet on the same coin, the data owner
+// re-sends the same points, and the model owner reuses the labels its
+// checkpoint recorded the moment they existed: Label is called once in
+// all (issue 39: a restart asked the annotators again; fails on the old
+// code, where the second run calls Label).
+func TestLabelsNeverAskedTwice(t *testing.T) {
+	f := newSecureFixture(t)
+	dirs := [2]string{filepath.Join(t.TempDir(), "mo"), filepath.Join(t.TempDir(), "do")}
+	var calls atomic.Int32
+	counting := func(drop func()) Labeler {
+		return func(ctx context.Context, idx []int, in model.Input) ([]int, error) {
+			calls.Add(1)
+			labels, err := sessiontest.Labels(f.labels)(ctx, idx, in)
+			if drop != nil {
+				drop() // the data owner dies as generation starts
+			}
+			return labels, err
+		}
+	}
+	mo, do := f.owners(dirs)
+	var doConn atomic.Pointer[transport.Conn]
+	mo.Label = counting(func() { doConn.Load().Close() })
+	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, prov beaver.Provider) error {
+		if party == 0 {
+			_, err := mo.Run(ctx, c, prov)
+			return err
+		}
+		doConn.Store(c)
+		_, err := do.Run(ctx, c, prov)
+		return err
+	})
+	if errs[0] == nil {
+		t.Fatal("the model owner finished although its peer vanished during generation")
+	}
+	b, err := os.ReadFile(StateFile(dirs[0], 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := DecodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.BootstrapDone || st.Labelled == nil || len(st.Labelled.Labels) != f.p.Bootstrap {
+		t.Fatalf("after the interrupted generation: bootstrap done %v, labels %+v; want the labels recorded, the bootstrap not done", st.BootstrapDone, st.Labelled)
+	}
+	mo, do = f.owners(dirs)
+	mo.Label = counting(nil)
+	res, errs := f.run(t, mo, do, 0)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("Label called %d times; want once", n)
+	}
+	if !slices.Equal(res[0].Bootstrap, st.Labelled.Bootstrap) || !slices.Equal(res[0].Selected, res[1].Selected) {
+		t.Fatalf("bootstrap %v (labelled %v), selected %v / %v", res[0].Bootstrap, st.Labelled.Bootstrap, res[0].Selected, res[1].Selected)
+	}
 }
 
 // checkPlain compares a secure selection with the plaintext pipeline on the

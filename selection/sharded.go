@@ -3,6 +3,7 @@ package selection
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math"
@@ -205,7 +206,7 @@ func (ps *PhaseStats) addShards() {
 	for _, s := range ps.Shards {
 		ps.BytesSent += s.BytesSent
 		ps.BytesRecv += s.BytesRecv
-		ps.DealerBytes += s.DealerBytes
+		ps.RandomnessBytes += s.RandomnessBytes
 		ps.ForwardRounds = max(ps.ForwardRounds, s.ForwardRounds)
 	}
 }
@@ -232,13 +233,14 @@ type ShardStats struct {
 	// the pair link: the pair's clear control stream (hello and "done"),
 	// its control session and its batch lanes, as a run's phase counts its
 	// own (a dealer-free provider's streams on the same link excluded:
-	// they are DealerBytes).
+	// they are RandomnessBytes).
 	BytesSent int64 `json:"bytes_sent"`
 	BytesRecv int64 `json:"bytes_recv"`
-	// DealerBytes is the worker's correlated-randomness traffic: from and
-	// to the dealer on its own dealer link, or the dealer-free provider's
-	// OT traffic on the pair link.
-	DealerBytes int64 `json:"dealer_bytes"`
+	// RandomnessBytes is the worker's traffic of correlated randomness:
+	// from and to the dealer on its own dealer link, or the dealer-free
+	// provider's OT and HE traffic on the pair link ("dealer_bytes" in
+	// results written before, which decodes into it).
+	RandomnessBytes int64 `json:"randomness_bytes"`
 	// Seconds is the worker's wall time for the job, all attempts and the
 	// pauses between them included.
 	Seconds float64 `json:"seconds"`
@@ -266,7 +268,7 @@ func (s ShardStats) Bounded() ShardStats {
 	s.ForwardRounds = min(s.ForwardRounds, maxShardRounds)
 	s.BytesSent = min(s.BytesSent, maxShardBytes)
 	s.BytesRecv = min(s.BytesRecv, maxShardBytes)
-	s.DealerBytes = min(s.DealerBytes, maxShardBytes)
+	s.RandomnessBytes = min(s.RandomnessBytes, maxShardBytes)
 	s.Seconds = min(s.Seconds, maxShardSeconds)
 	return s
 }
@@ -282,10 +284,20 @@ func (s ShardStats) Check() error {
 		return fmt.Errorf("%d batches resumed of %d", s.Resumed, s.Batches)
 	case s.ForwardRounds < 0 || s.ForwardRounds > maxShardRounds:
 		return fmt.Errorf("%d forward rounds (at most %d)", s.ForwardRounds, int64(maxShardRounds))
-	case min(s.BytesSent, s.BytesRecv, s.DealerBytes) < 0 || max(s.BytesSent, s.BytesRecv, s.DealerBytes) > maxShardBytes:
-		return fmt.Errorf("traffic of %d, %d and %d bytes (0..%d each)", s.BytesSent, s.BytesRecv, s.DealerBytes, int64(maxShardBytes))
+	case min(s.BytesSent, s.BytesRecv, s.RandomnessBytes) < 0 || max(s.BytesSent, s.BytesRecv, s.RandomnessBytes) > maxShardBytes:
+		return fmt.Errorf("traffic of %d, %d and %d bytes (0..%d each)", s.BytesSent, s.BytesRecv, s.RandomnessBytes, int64(maxShardBytes))
 	case !(s.Seconds >= 0 && s.Seconds <= maxShardSeconds) || math.IsNaN(s.Seconds):
 		return fmt.Errorf("a wall time of %g s (at most a year)", s.Seconds)
 	}
 	return nil
+}
+
+// UnmarshalJSON decodes ShardStats, also from a result written before
+// RandomnessBytes was named so (legacyRandomness).
+func (s *ShardStats) UnmarshalJSON(b []byte) error {
+	type plain ShardStats // without this method
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	return legacyRandomness(b, &s.RandomnessBytes)
 }

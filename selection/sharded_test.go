@@ -65,7 +65,7 @@ func TestShardedPhaseHooks(t *testing.T) {
 		if err := clearShares(ctx, ph); err != nil {
 			return err
 		}
-		return ph.AddStats(ShardStats{Shard: 0, Batches: ph.Batches(), Attempts: 1, ForwardRounds: 7, BytesSent: 100, BytesRecv: 90, DealerBytes: 10, Seconds: 1})
+		return ph.AddStats(ShardStats{Shard: 0, Batches: ph.Batches(), Attempts: 1, ForwardRounds: 7, BytesSent: 100, BytesRecv: 90, RandomnessBytes: 10, Seconds: 1})
 	}
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	runner := phaseRunner{k: 2, f: good}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/selectformer/selectformer/nn/model"
+	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/purchase"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -37,6 +40,11 @@ type PhaseState struct {
 	// surviving pool indices (ascending).
 	Done      bool  `json:"done"`
 	Survivors []int `json:"survivors,omitempty"`
+	// Tiers holds, once Done, each survivor's tier (aligned with
+	// Survivors): what the phase's comparison outcomes revealed of their
+	// order (topk.TopKTiers), kept for the audit of a purchase. Absent in
+	// checkpoints written before tiers were kept.
+	Tiers []int `json:"tiers,omitempty"`
 }
 
 // State is one party's checkpoint, written atomically to its state
@@ -63,6 +71,17 @@ type State struct {
 	// the clear, written before it is sent and never trimmed (nil until
 	// then, and always nil for the model owner).
 	Revealed *Revealed `json:"revealed,omitempty"`
+	// Pool is the data owner's commitment to its pool in this session
+	// (nil without one): the root both parties record in the handshake,
+	// before the coin (see PoolState).
+	Pool *PoolState `json:"pool,omitempty"`
+	// Labelled is the model owner's record of the bootstrap labels,
+	// written the moment Label returns them, before the proxies are
+	// generated, and never trimmed: a run that stops after it (in
+	// generation, or in any phase) and resumes on a sample of the same
+	// points (the same indices and inputs) reuses them, so nobody is asked
+	// to label twice (nil until then, and always nil for the data owner).
+	Labelled *BootstrapLabels `json:"labelled,omitempty"`
 	// ShardFloors is a sharded coordinator's record, per dealer session of
 	// a job it dispatched (the session's 64 hex digits), of the highest
 	// epoch at which its worker may have drawn correlated randomness for
@@ -71,6 +90,44 @@ type State struct {
 	// comes back with an empty or older directory starts above it
 	// (ShardedPhase.Floor, ForwardRun.Floor).
 	ShardFloors map[string]uint64 `json:"shard_floors,omitempty"`
+}
+
+// PoolState is a party's record of the data owner's commitment to its
+// pool (package selection/purchase): the root, announced by the data owner
+// in its hello before the coin toss, and the sequence length it announced
+// (the model owner's audit tokenizes delivered texts to it). The data
+// owner also keeps the secret seed of the salts, which a delivery needs;
+// the model owner never has it.
+type PoolState struct {
+	// Root is the commitment (64 hex digits).
+	Root purchase.Root `json:"root"`
+	// Size is the number of candidates committed to (Params.PoolSize).
+	Size int `json:"size"`
+	// Seq is the data owner's announced sequence length.
+	Seq int `json:"seq"`
+	// Seed is the data owner's salt seed (64 hex digits; empty at the
+	// model owner).
+	Seed string `json:"seed,omitempty"`
+}
+
+// seed decodes the data owner's salt seed.
+func (p *PoolState) seed() (purchase.Seed, error) {
+	s, err := decodeHex32(p.Seed)
+	if err != nil {
+		return s, fmt.Errorf("selection: state: bad pool commitment seed")
+	}
+	return s, nil
+}
+
+// decodeHex32 decodes 32 bytes from 64 hex digits.
+func decodeHex32(s string) ([32]byte, error) {
+	var out [32]byte
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(out) {
+		return out, fmt.Errorf("not 64 hex digits")
+	}
+	copy(out[:], b)
+	return out, nil
 }
 
 // maxShardFloors bounds State.ShardFloors: a job per phase and shard, for
@@ -89,6 +146,64 @@ type Revealed struct {
 	Seed string `json:"seed"`
 	// Bootstrap holds the pool indices sent, ascending.
 	Bootstrap []int `json:"bootstrap"`
+}
+
+// BootstrapLabels are the labels of a bootstrap sample (State.Labelled).
+type BootstrapLabels struct {
+	// Bootstrap holds the sample's pool indices, ascending.
+	Bootstrap []int `json:"bootstrap"`
+	// Points is the SHA-256 (hex) of the sample's inputs as labelled
+	// (pointsHash): labels are reused for the same inputs only, so a data
+	// owner that sends other points under the same indices after a
+	// restart gets them labelled, not the old labels.
+	Points string `json:"points"`
+	// Labels holds their classes, in the order of Bootstrap.
+	Labels []int `json:"labels"`
+}
+
+// pointsHash is the SHA-256 (hex) of bootstrap inputs, as the model owner
+// decoded them.
+func pointsHash(in model.Input) string {
+	b, _ := json.Marshal(in)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// labelsOf returns the recorded labels of the bootstrap sample idx of
+// inputs in, if the checkpoint holds those of exactly these points.
+func (s *State) labelsOf(idx []int, in model.Input) ([]int, bool) {
+	l := s.Labelled
+	if l == nil || !slices.Equal(l.Bootstrap, idx) || l.Points != pointsHash(in) {
+		return nil, false
+	}
+	return slices.Clone(l.Labels), true
+}
+
+// checkLabelled refuses a record of bootstrap labels (State.Labelled) of
+// a data owner, whose indices are not ascending and distinct, or whose
+// labels are negative or not one per index.
+func checkLabelled(party int, l *BootstrapLabels) error {
+	if l == nil {
+		return nil
+	}
+	if party != 0 {
+		return fmt.Errorf("selection: state: party %d with a model owner's record of bootstrap labels", party)
+	}
+	if len(l.Labels) != len(l.Bootstrap) {
+		return fmt.Errorf("selection: state: %d bootstrap labels for %d points", len(l.Labels), len(l.Bootstrap))
+	}
+	if b, err := hex.DecodeString(l.Points); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("selection: state: labelled points' hash %.70q", l.Points)
+	}
+	for i, b := range l.Bootstrap {
+		if b < 0 || i > 0 && b <= l.Bootstrap[i-1] {
+			return fmt.Errorf("selection: state: labelled indices not ascending and distinct")
+		}
+		if l.Labels[i] < 0 {
+			return fmt.Errorf("selection: state: bootstrap label %d", l.Labels[i])
+		}
+	}
+	return nil
 }
 
 func (r *Revealed) clone() *Revealed {
@@ -204,6 +319,23 @@ func DecodeState(b []byte) (*State, error) {
 	if err := checkShardFloors(s.ShardFloors); err != nil {
 		return nil, err
 	}
+	if err := checkLabelled(s.Party, s.Labelled); err != nil {
+		return nil, err
+	}
+	if pl := s.Pool; pl != nil {
+		switch {
+		case pl.Root.IsZero() || pl.Size <= 0 || pl.Size > purchase.MaxPool:
+			return nil, fmt.Errorf("selection: state: a pool commitment without a root, or of %d candidates", pl.Size)
+		case pl.Seq < 0 || pl.Seq > secure.MaxWidth:
+			return nil, fmt.Errorf("selection: state: pool commitment of sequences of %d tokens", pl.Seq)
+		case s.Party == 0 && pl.Seed != "":
+			return nil, fmt.Errorf("selection: state: the model owner holds a pool commitment's seed")
+		case s.Party == 1:
+			if _, err := pl.seed(); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if s.BootstrapDone && s.Seed == "" {
 		return nil, fmt.Errorf("selection: state: bootstrap done without a coin")
 	}
@@ -219,6 +351,9 @@ func DecodeState(b []byte) (*State, error) {
 		}
 		if !slices.IsSorted(ph.Survivors) {
 			return nil, fmt.Errorf("selection: state: phase %d: survivors not ascending", i+1)
+		}
+		if len(ph.Tiers) != 0 && len(ph.Tiers) != len(ph.Survivors) || slices.ContainsFunc(ph.Tiers, func(t int) bool { return t < 0 }) {
+			return nil, fmt.Errorf("selection: state: phase %d: %d tiers for %d survivors", i+1, len(ph.Tiers), len(ph.Survivors))
 		}
 	}
 	return &s, nil
@@ -243,12 +378,10 @@ func checkShardFloors(f map[string]uint64) error {
 }
 
 func (s *State) seed() (share.Seed, error) {
-	var seed share.Seed
-	b, err := hex.DecodeString(s.Seed)
-	if err != nil || len(b) != len(seed) {
+	seed, err := decodeHex32(s.Seed)
+	if err != nil {
 		return seed, fmt.Errorf("selection: state: bad coin seed")
 	}
-	copy(seed[:], b)
 	return seed, nil
 }
 
@@ -328,7 +461,7 @@ func (s *State) reconcile(mine, peer summary) {
 			continue
 		}
 		ph := &s.Phases[i]
-		ph.Done, ph.Survivors = false, nil
+		ph.Done, ph.Survivors, ph.Tiers = false, nil, nil
 		keep := ph.Batches[:0]
 		for _, b := range ph.Batches {
 			// Kept only if the peer holds the same batch from the same run

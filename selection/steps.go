@@ -42,6 +42,13 @@ type runner struct {
 	// model owner's encoded proxy of a phase for its workers' jobs.
 	shards   ShardRunner
 	jobProxy func(phase int) ([]byte, error)
+	// requireCommitment (the model owner with ItemInput) refuses a data
+	// owner that commits to no pool; openingBytes is the size of the
+	// bootstrap's openings message of this run.
+	requireCommitment bool
+	openingBytes      int64
+	// shareOffset (tests, the data owner) shifts its shares of scores.
+	shareOffset func(phase, idx int) float64
 	// dealerBudget, if set, returns the session budget the party
 	// announces to a networked dealer when it binds the session (the model
 	// owner's DealerBudget of its proxies; see coin).
@@ -165,9 +172,12 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 	// off by default): it carries the bootstrap, the data owner's private
 	// points, and the length of a compressed message would depend on their
 	// content. Its other messages (hello, coin, architectures) are small.
-	mine := newHello(r.party, r.p, r.embHash, r.seq, r.st.Epoch, r.st.summarize())
+	mine := newHello(r.party, r.p, r.embHash, r.seq, beaver.Describe(r.prov), r.st.Epoch, r.st.summarize())
 	if r.shards != nil {
 		mine.Shards = r.shards.Shards()
+	}
+	if r.party == 1 && r.st.Pool != nil {
+		mine.PoolRoot = r.st.Pool.Root.String()
 	}
 	var peer hello
 	if err := exchangeJSON(hsCtx, r.ctrl, mine, &peer, maxHelloMessage(r.p)); err != nil {
@@ -185,6 +195,9 @@ func (r *runner) handshake(hsCtx context.Context) (hello, error) {
 		return peer, err
 	}
 	if err := r.st.checkRevealed(peer.Resume); err != nil {
+		return peer, err
+	}
+	if err := r.recordCommitment(peer); err != nil {
 		return peer, err
 	}
 	if peer.Epoch > r.st.Epoch {
@@ -279,6 +292,10 @@ func (r *runner) selectAll(ctx context.Context, seed share.Seed, eval Evaluator,
 		res.Survivors = append(res.Survivors, append([]int(nil), cand...))
 	}
 	res.Selected = append([]int(nil), cand...)
+	for _, ph := range r.st.Phases {
+		res.Tiers = append(res.Tiers, append([]int(nil), ph.Tiers...))
+	}
+	res.Commitment, res.OpeningBytes = r.commitment(), r.openingBytes
 	if r.p.Appraisal != AppraiseNone {
 		a, err := r.appraise(ctx, lastVals, lastKeys, cand, archs[len(archs)-1].SqrtEntropy, threshold)
 		if err != nil {
@@ -325,7 +342,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 		}
 		t, _ := share.FromData(vals, len(vals))
 		prg := share.NewPRG(seed, fmt.Sprintf("selectformer/selection/pivots/phase-%d", i))
-		pos, sst, err := topk.TopK(ctx, ctrl, t, cand, keep, prg)
+		pos, tiers, sst, err := topk.TopKTiers(ctx, ctrl, t, cand, keep, prg)
 		if err != nil {
 			return ps, nil, fmt.Errorf("selection: phase %d: %w", i+1, err)
 		}
@@ -335,7 +352,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 			surv[j] = cand[p]
 		}
 		r.stMu.Lock()
-		ph.Done, ph.Survivors = true, surv
+		ph.Done, ph.Survivors, ph.Tiers = true, surv, tiers
 		err = r.checkpoint()
 		r.stMu.Unlock()
 		if err != nil {
@@ -344,7 +361,7 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	}
 	c1, d1 := r.online().Sub(c0), r.prov.Stats()
 	ps.BytesSent, ps.BytesRecv = c1.BytesSent, c1.BytesRecv
-	ps.DealerBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
+	ps.RandomnessBytes = d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	ps.addShards()
 	ps.Seconds = time.Since(start).Seconds()
 	r.logf().Info("selection: phase done", "party", r.party, "phase", i+1, "in", ps.In, "out", ps.Out, "comparisons", ps.Comparisons,
@@ -424,6 +441,12 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 		}
 		if err != nil {
 			return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
+		}
+		if r.shareOffset != nil {
+			for j, i := range cand[lo:hi] {
+				w, _ := r.p.FixedPoint.Encode(r.shareOffset(phase, i))
+				t.Data[j] += w
+			}
 		}
 		bs := BatchShares{Batch: b, Epoch: r.st.Epoch, Shares: append([]uint64(nil), t.Data...)}
 		err = r.store.record(phase, bs)

@@ -60,14 +60,89 @@ func ProxyDir(dir string, phase int) string {
 	return filepath.Join(dir, fmt.Sprintf("phase-%d", n))
 }
 
-// batchRoot is the directory of the party's batch files.
-func (c *checkpointStore) batchRoot() string {
-	return filepath.Join(c.dir, fmt.Sprintf("batches-p%d", c.party))
+// BatchDir returns the directory of party's batch files of phase (0-based,
+// as Params.Schedule indexes it) in the state directory dir:
+// dir/batches-p<party>/phase-<n> with n = phase+1, the phase's number as
+// logs, errors, progress and summaries print it. A state directory written
+// before phases were numbered from 1 (its batches-p<party> has a phase-0)
+// is renamed to this layout when a run loads it.
+func BatchDir(dir string, party, phase int) string {
+	return filepath.Join(batchRoot(dir, party), phaseName(phase))
 }
 
+// batchRoot is the directory of party's batch files in dir.
+func batchRoot(dir string, party int) string {
+	return filepath.Join(dir, fmt.Sprintf("batches-p%d", party))
+}
+
+// phaseName is the name of phase's directory (phase 0-based): phase-<n>,
+// n = phase+1.
+func phaseName(phase int) string { return fmt.Sprintf("phase-%d", phase+1) }
+
+// phaseOf parses a phase directory's name (phaseName) into its 0-based
+// phase.
+func phaseOf(name string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "phase-"))
+	if err != nil || !strings.HasPrefix(name, "phase-") || n < 1 {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// batchRoot is the directory of the party's batch files.
+func (c *checkpointStore) batchRoot() string { return batchRoot(c.dir, c.party) }
+
 // phaseDir is the directory of phase's batch files.
-func (c *checkpointStore) phaseDir(phase int) string {
-	return filepath.Join(c.batchRoot(), fmt.Sprintf("phase-%d", phase))
+func (c *checkpointStore) phaseDir(phase int) string { return BatchDir(c.dir, c.party, phase) }
+
+// legacyRoot is where renumber moves a batch directory of the layout
+// numbered from 0 while it renames its phases.
+func (c *checkpointStore) legacyRoot() string { return c.batchRoot() + ".numbered-from-0" }
+
+// renumber renames the batch directories of a state directory written
+// before phases were numbered from 1 (batches-p<party>/phase-0, phase-1,
+// ...) to BatchDir's layout (phase-1, phase-2, ...): it moves the root
+// aside (one atomic rename), then each phase-i into a fresh root as
+// phase-(i+1), then removes what is left of the old root. A crash at any
+// step is finished by the next load (the moved-aside root is the marker),
+// and no two directories of either layout are ever mixed in one root.
+func (c *checkpointStore) renumber() error {
+	root, old := c.batchRoot(), c.legacyRoot()
+	if fi, err := os.Stat(filepath.Join(root, "phase-0")); err == nil && fi.IsDir() {
+		if _, err := os.Stat(old); err == nil {
+			return &StateError{Path: old, Err: fmt.Errorf("a batch directory numbered from 0 beside %s, which is too: remove one", root)}
+		}
+		if err := os.Rename(root, old); err != nil {
+			return &StateError{Path: root, Err: fmt.Errorf("renumber the phases from 1: %w", err)}
+		}
+	}
+	ents, err := os.ReadDir(old)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &StateError{Path: old, Err: err}
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return &StateError{Path: root, Err: err}
+	}
+	for _, e := range ents {
+		i, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "phase-"))
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "phase-") || err != nil || i < 0 {
+			continue // dropped with the old root
+		}
+		to := filepath.Join(root, phaseName(i))
+		if _, err := os.Stat(to); err == nil {
+			return &StateError{Path: to, Err: fmt.Errorf("exists while phase-%d of %s is renumbered into it", i, old)}
+		}
+		if err := os.Rename(filepath.Join(old, e.Name()), to); err != nil {
+			return &StateError{Path: to, Err: fmt.Errorf("renumber the phases from 1: %w", err)}
+		}
+	}
+	if err := os.RemoveAll(old); err != nil {
+		return &StateError{Path: old, Err: err}
+	}
+	return nil
 }
 
 // batchPath is the file of one batch.
@@ -105,6 +180,9 @@ func (c *checkpointStore) load() (*State, error) {
 	}
 	if s.Party != c.party {
 		return nil, &StateError{Path: path, Err: fmt.Errorf("belongs to party %d", s.Party)}
+	}
+	if err := c.renumber(); err != nil {
+		return nil, err
 	}
 	if err := c.loadBatches(s); err != nil {
 		return nil, err
@@ -202,8 +280,8 @@ func (c *checkpointStore) prune(s *State) error {
 		return fmt.Errorf("selection: prune state: %w", err)
 	}
 	for _, e := range ents {
-		ph, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "phase-"))
-		if err != nil || ph >= len(s.Phases) {
+		ph, ok := phaseOf(e.Name())
+		if !ok || ph >= len(s.Phases) {
 			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
 				return fmt.Errorf("selection: prune state: %w", err)
 			}

@@ -41,7 +41,10 @@ func checkWeights(what string, ps []*nn.Param) error {
 	return nil
 }
 
-// check validates the model owner's inputs; it fills d.embHash.
+// check validates the model owner's inputs; it fills d.embHash and, when
+// it generates proxies distilling on public texts (Generate.Public), d.seq:
+// their sequence length, which its hello announces so that a data owner
+// whose pool has another is refused before the coin.
 func (d *modelOwnerRun) check() error {
 	m, e := d.m, d
 	if err := e.p.Validate(); err != nil {
@@ -96,6 +99,9 @@ func (d *modelOwnerRun) check() error {
 	}
 	if m.Target == nil {
 		return fmt.Errorf("selection: model owner: need a Target, Proxies or an Evaluator")
+	}
+	if pub := m.Generate.Public; len(pub.IDs) > 0 {
+		e.seq = len(pub.IDs[0])
 	}
 	if m.Label == nil {
 		return fmt.Errorf("selection: model owner: generating proxies needs a Label function (ModelOwner.Label) for the bootstrap sample")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/testharness/beavertest"
 )
 
@@ -159,5 +160,21 @@ func TestMaterialRequests(t *testing.T) {
 	}
 	if _, err := d.core.serve(d.core.defaultSession(), 1, mask); err == nil || !strings.Contains(err.Error(), "unknown kind") {
 		t.Fatalf("dealer served a weight mask: %v", err)
+	}
+}
+
+// TestProviderDescribe: the in-process dealer's providers and a networked
+// dealer's client (the same seeded provider) describe themselves as
+// "dealer", the -provider name selection's hello compares.
+func TestProviderDescribe(t *testing.T) {
+	d := NewWithSeeds(share.Seed{1}, share.Seed{2})
+	for party := range 2 {
+		p, err := d.Provider(party)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := beaver.Describe(p); got != (beaver.Description{Source: "dealer"}) {
+			t.Errorf("party %d: %+v", party, got)
+		}
 	}
 }

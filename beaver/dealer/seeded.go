@@ -56,6 +56,12 @@ func newSeededProvider(party int, bind func(context.Context, beaver.SessionID) (
 // Party implements beaver.Provider.
 func (p *seededProvider) Party() int { return p.party }
 
+// Describe implements beaver.Describer: a dealer makes the correlations
+// (in process or over the network alike).
+func (p *seededProvider) Describe() beaver.Description {
+	return beaver.Description{Source: "dealer"}
+}
+
 // BindSession implements beaver.Provider.
 func (p *seededProvider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	p.bindMu.Lock()

@@ -66,27 +66,19 @@ func hexString(b []byte) string {
 	return string(out)
 }
 
-// TestColsToRows checks the IKNP column→row transpose against a per-bit
-// reference on a 128×256 matrix.
-func TestColsToRows(t *testing.T) {
+// TestTranspose128 checks the column→row transpose of one 128-OT block
+// against a per-bit reference.
+func TestTranspose128(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	nw := 4
-	cols := make([]uint64, 128*nw)
+	var cols [baseCount]Block
 	for i := range cols {
-		cols[i] = rng.Uint64()
+		cols[i] = Block{rng.Uint64(), rng.Uint64()}
 	}
-	rows := make([]Block, 64*nw)
-	colsToRows(rows, cols, nw)
-	for j := range 64 * nw {
+	rows := make([]Block, 128)
+	transpose128(rows, &cols)
+	for j := range 128 {
 		for i := range 128 {
-			want := (cols[i*nw+j/64] >> (j % 64)) & 1
-			var got uint64
-			if i < 64 {
-				got = (rows[j].Lo >> i) & 1
-			} else {
-				got = (rows[j].Hi >> (i - 64)) & 1
-			}
-			if got != want {
+			if got, want := bitOf(rows[j], i), bitOf(cols[i], j); got != want {
 				t.Fatalf("row %d bit %d = %d, want %d", j, i, got, want)
 			}
 		}
@@ -113,12 +105,11 @@ func BenchmarkAESBlocks(b *testing.B) {
 }
 
 func BenchmarkTranspose(b *testing.B) {
-	nw := 1024
-	cols := make([]uint64, 128*nw)
-	rows := make([]Block, 64*nw)
-	b.SetBytes(int64(8 * len(cols)))
+	var cols [baseCount]Block
+	rows := make([]Block, 128)
+	b.SetBytes(16 * 128)
 	for b.Loop() {
-		colsToRows(rows, cols, nw)
+		transpose128(rows, &cols)
 	}
 }
 

@@ -32,8 +32,9 @@ func init() {
 // Triples returns this party's shares of n elementwise triples c = a·b over
 // Z_2^64. Each party draws its shares of a and b; the cross products
 // a0·b1 and a1·b0 are Gilboa products, 64 OTs each, one per direction.
-// Cost per triple and party: 1,024 bytes of IKNP matrix and 260 bytes of
-// corrections sent, 2 rounds in all (per 6,500 triples or so, one more).
+// Cost per triple and party: 256 bytes of extension matrix (4 per OT,
+// matrixWords) and 260 bytes of corrections sent, 2 rounds in all (per
+// 16,000 triples or so, one more).
 func (g *Gen) Triples(ctx context.Context, n int) (beaver.Triple, error) {
 	if _, err := checkSize("triples", n); err != nil {
 		return beaver.Triple{}, err
@@ -56,7 +57,7 @@ func (g *Gen) Triples(ctx context.Context, n int) (beaver.Triple, error) {
 
 // SquarePairs returns shares of n square pairs (a, a²): a² = a0² + a1² +
 // 2·a0·a1, one Gilboa product (party 1 chooses with a1, party 0's
-// correlation is 2·a0). Party 1 sends 1,024 bytes per pair, party 0 260.
+// correlation is 2·a0). Party 1 sends 256 bytes per pair, party 0 260.
 func (g *Gen) SquarePairs(ctx context.Context, n int) (beaver.SquarePair, error) {
 	if _, err := checkSize("square pairs", n); err != nil {
 		return beaver.SquarePair{}, err
@@ -96,8 +97,8 @@ func (g *Gen) SquarePairs(ctx context.Context, n int) (beaver.SquarePair, error)
 // beaver.WrapPair): party 0 draws its bits u, party 1 its bits v, and one
 // correlated OT per pair, party 1 choosing with v against party 0's
 // correlation u, gives shares of u·v modulo 2^f, which both shift to the top
-// f bits. Party 1 sends 16 bytes of IKNP matrix per pair, party 0 f bits of
-// corrections (2 bytes at f = 16), 2 rounds.
+// f bits. Party 1 sends 4 bytes of extension matrix per pair, party 0 f
+// bits of corrections (2 bytes at f = 16), 2 rounds.
 func (g *Gen) WrapPairs(ctx context.Context, n int, fracBits uint) (beaver.WrapPair, error) {
 	if _, err := checkSize("wrap pairs", n); err != nil {
 		return beaver.WrapPair{}, err
@@ -156,7 +157,7 @@ func (g *Gen) WrapPairs(ctx context.Context, n int, fracBits uint) (beaver.WrapP
 // A·r = A0ρ0 + A1ρ1 + ρ1·A0(1−2ρ0) + ρ0·A1(1−2ρ1): one OT per bit and
 // direction, party 1 choosing with ρ1 against party 0's correlation
 // (ρ0, A0(1−2ρ0)), party 0 choosing with ρ0 against A1(1−2ρ1). Per bit each
-// party sends 16 bytes of IKNP matrix; party 0 16 and party 1 8 bytes of
+// party sends 4 bytes of extension matrix; party 0 16 and party 1 8 bytes of
 // corrections; 2 rounds.
 func (g *Gen) BitPairs(ctx context.Context, n int) (beaver.BitPair, error) {
 	if _, err := checkSize("bit pairs", n); err != nil {

@@ -2,9 +2,10 @@ package ot
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // cpuSeconds returns the process's user+system CPU time so far.
@@ -36,52 +37,119 @@ func BenchmarkRandomOTs(b *testing.B) {
 			}
 			g0, g1 := genPairRaw(b)
 			ctx := testCtx(b)
-			b.ResetTimer()
-			start, cpu0 := time.Now(), cpuSeconds(b)
-			for b.Loop() {
+			otRate(b, n, func() {
 				both(b, func() (ROT, error) { return g0.RandomOTs(ctx, n, 0) },
 					func() (ROT, error) { return g1.RandomOTs(ctx, n, 0) })
-			}
-			ots := float64(n) * float64(b.N)
-			b.ReportMetric(ots/time.Since(start).Seconds()/1e6, "MOT/s")
-			// Both parties' CPU time together: the rate two dedicated cores
-			// (one per party) would reach is about twice this.
-			b.ReportMetric(ots/(cpuSeconds(b)-cpu0)/1e6, "MOT/cpu-s")
+			})
 		})
 	}
 }
 
-// BenchmarkOTParts splits one party's random-OT work per 2^20 OTs: the
-// column PRG (AES-CTR), the transpose, and the hash (4 fixed-key AES per OT
-// on the sender, 2 on the receiver).
-func BenchmarkOTParts(b *testing.B) {
+// BenchmarkCorrelatedOTs measures the extension's Δ-correlated OTs (the
+// COT q_j = t_j ⊕ r_j·Δ, no hash) per k, both parties in this process over
+// an in-memory pipe, 2^20 OTs a call.
+func BenchmarkCorrelatedOTs(b *testing.B) {
 	const n = 1 << 20
+	for _, k := range []int{1, 2, 4, 5, 6, 8} {
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			s0, s1 := fakePair(b, k, rand.New(rand.NewPCG(1, 1)))
+			g0, g1, _, _ := fakeGens(b, s0, s1, 1)
+			ctx := testCtx(b)
+			otRate(b, n, func() {
+				both(b, func() (DeltaOT, error) { return g0.DeltaOTs(ctx, n, 0) },
+					func() (DeltaOT, error) { return g1.DeltaOTs(ctx, n, 0) })
+			})
+		})
+	}
+}
+
+// otRate runs f (ots OTs, both parties) under b.Loop and reports MOT/s and
+// the OTs per CPU-second of the process (both parties' CPU together: two
+// dedicated cores, one per party, would reach about twice it).
+func otRate(b *testing.B, ots int, f func()) {
+	cpu0 := cpuSeconds(b)
+	for b.Loop() {
+		f()
+	}
+	n := float64(ots) * float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds()/1e6, "MOT/s")
+	b.ReportMetric(n/(cpuSeconds(b)-cpu0)/1e6, "MOT/cpu-s")
+}
+
+// perOT runs f under b.Loop on one locked OS thread and reports the time
+// per OT of ots OTs per call: wall (ns/OT) and the thread's CPU time
+// (cpu-ns/OT, unaffected by other processes sharing the cores).
+func perOT(b *testing.B, ots int, f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c0, ok := threadCPUSeconds()
+	for b.Loop() {
+		f()
+	}
+	n := float64(b.N) * float64(ots)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/OT")
+	if c1, ok1 := threadCPUSeconds(); ok && ok1 {
+		b.ReportMetric((c1-c0)*1e9/n, "cpu-ns/OT")
+	}
+}
+
+// BenchmarkExtension measures each party's extension work alone (no
+// transport), per k: the receiver's extend (leaf PRG, tree sums,
+// corrections, transpose) and the sender's, 2^16 OTs a call, per OT of one
+// party on one core. The parts split one 128-OT block of the receiver at
+// k = spokenK: the leaf PRG (2^k/k AES blocks per OT), the tree sums and
+// the transpose; and the sender's hash of random OTs (4 AES per OT).
+func BenchmarkExtension(b *testing.B) {
+	const n = 1 << 16
+	for _, k := range []int{1, 2, 4, 5, 6, 8} {
+		s := fakeSessionK(b, 0, k)
+		g, err := s.NewGen(nil, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		choices := g.prg.Words(n / 64)
+		msg, _, _ := g.rcv.extend(choices, n) // grows the trees
+		g.snd.extend(msg, n)
+		b.Run(fmt.Sprintf("k=%d/receiver", k), func(b *testing.B) {
+			perOT(b, n, func() { g.rcv.extend(choices, n) })
+		})
+		msg, _, _ = g.rcv.extend(choices, n)
+		b.Run(fmt.Sprintf("k=%d/sender", k), func(b *testing.B) {
+			perOT(b, n, func() { g.snd.extend(msg, n) })
+		})
+	}
 	s := fakeSession(b, 0)
 	g, err := s.NewGen(nil, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
-	nw := n / 64
-	cols := make([]uint64, baseCount*nw)
-	rows := make([]Block, n)
-	out := make([]Block, n)
-	b.Run("prg", func(b *testing.B) {
-		for b.Loop() {
-			for i := range baseCount {
-				prgColumn(g.snd.cols[i], 0, cols[i*nw:(i+1)*nw])
+	g.rcv.extend(make([]uint64, 2), 128)
+	leaves := g.rcv.leaves
+	var sc spokenScratch
+	b.Run("part=leaf-prg", func(b *testing.B) {
+		perOT(b, 128, func() { sc.leafBlocks(s.prg, leaves, 1) })
+	})
+	r := make([]Block, len(leaves))
+	var v [maxSpokenK]Block
+	b.Run("part=tree-sums", func(b *testing.B) {
+		perOT(b, 128, func() {
+			copy(r, leaves)
+			for t := range s.ext.sizes {
+				s.ext.treeSums(t, r, g.rcv.sums, 1, v[:])
 			}
-		}
+		})
 	})
-	b.Run("transpose", func(b *testing.B) {
-		for b.Loop() {
-			colsToRows(rows, cols, nw)
-		}
+	rows := make([]Block, 128)
+	b.Run("part=transpose", func(b *testing.B) {
+		perOT(b, 128, func() { transpose128(rows, &sc.cols) })
 	})
-	b.Run("hash-sender", func(b *testing.B) {
-		for b.Loop() {
+	out := make([]Block, 1<<16)
+	rows = make([]Block, 1<<16)
+	b.Run("part=hash-sender", func(b *testing.B) {
+		perOT(b, len(rows), func() {
 			g.h.hashBlocks(out, rows, Block{}, 0)
 			g.h.hashBlocks(out, rows, g.snd.delta, 0)
-		}
+		})
 	})
 }
 
@@ -111,4 +179,32 @@ func BenchmarkWeightTriple(b *testing.B) {
 	b.ReportMetric(8*float64(s0.WordsSent)/N, "B-sent-P0/op")
 	b.ReportMetric(8*float64(s1.WordsSent)/N, "B-sent-P1/op")
 	b.ReportMetric(float64(s0.Rounds)/N, "rounds/op")
+}
+
+// BenchmarkKinds measures both parties' CPU per call of the OT-made kinds
+// at sizes of a sst2 candidate's items (cross ANDs, AND triples, elementwise
+// triples, a matrix triple, wrap pairs), in one process over an in-memory
+// pipe: cpu-ms/op is the two parties' CPU together.
+func BenchmarkKinds(b *testing.B) {
+	g0, g1 := genPairRaw(b)
+	ctx := testCtx(b)
+	for _, c := range []struct {
+		name string
+		f    func(g *Gen) error
+	}{
+		{"crossand/words=4096", func(g *Gen) error { _, err := g.CrossANDTriples(ctx, 4096); return err }},
+		{"and/words=4096", func(g *Gen) error { _, err := g.ANDTriples(ctx, 4096); return err }},
+		{"triples/n=16384", func(g *Gen) error { _, err := g.Triples(ctx, 16384); return err }},
+		{"mattriple/8x24x16x8", func(g *Gen) error { _, err := g.MatTriples(ctx, 8, 24, 16, 8); return err }},
+		{"wrap/n=65536", func(g *Gen) error { _, err := g.WrapPairs(ctx, 65536, 16); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cpu0 := cpuSeconds(b)
+			for b.Loop() {
+				both(b, func() (struct{}, error) { return struct{}{}, c.f(g0) },
+					func() (struct{}, error) { return struct{}{}, c.f(g1) })
+			}
+			b.ReportMetric((cpuSeconds(b)-cpu0)/float64(b.N)*1e3, "cpu-ms/op")
+		})
+	}
 }

@@ -31,7 +31,7 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 		u, t, tj0 = g.rcv.extend(choices, pr)
 		g.stats.OTsReceived += int64(pr)
 	}
-	in, err := g.exchange(ctx, u, 2*ps)
+	in, err := g.exchange(ctx, u, g.snd.words(ps))
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -66,8 +66,8 @@ func packLSB(h []uint64, n int) []uint64 {
 // random OTs per triple, one per direction (ALSZ13 §5): in the OT where this
 // party sends (messages m0, m1) it sets b = m0⊕m1 and u = m0, in the one
 // where it receives with random choice a it gets v = m_a; then
-// c = a∧b ⊕ u ⊕ v. No corrections: 1,024 bytes per word (16 per triple) from
-// each party, one round.
+// c = a∧b ⊕ u ⊕ v. No corrections: 256 bytes per word (4 per triple) of
+// extension matrix from each party, one round.
 func (g *Gen) ANDTriples(ctx context.Context, words int) (beaver.BitTriple, error) {
 	n, err := checkSize("AND triples", words, 64)
 	if err != nil {
@@ -91,8 +91,8 @@ func (g *Gen) ANDTriples(ctx context.Context, words int) (beaver.BitTriple, erro
 
 // CrossANDTriples returns AND triples for a bit u of party 0 times a bit v of
 // party 1 (see beaver.BitTriple): one OT per triple with party 1 choosing v and a
-// one-bit correction u from party 0. Party 1 sends 16 bytes per triple,
-// party 0 one bit.
+// one-bit correction u from party 0. Party 1 sends 4 bytes of extension
+// matrix per triple, party 0 one bit.
 func (g *Gen) CrossANDTriples(ctx context.Context, words int) (beaver.BitTriple, error) {
 	if _, err := checkSize("cross AND triples", words, 64); err != nil {
 		return beaver.BitTriple{}, err

@@ -17,8 +17,8 @@ type ROT struct {
 	M       []Block // receiver
 }
 
-// DeltaOT is one party's part of correlated OTs over GF(2)^128 (the raw IKNP
-// output): the sender gets its Δ and Q, the receiver random Choices and
+// DeltaOT is one party's part of correlated OTs over GF(2)^128 (the raw
+// extension output): the sender gets its Δ and Q, the receiver random Choices and
 // T[j] = Q[j] ⊕ choice_j·Δ.
 type DeltaOT struct {
 	Delta   Block   // sender
@@ -116,7 +116,7 @@ func (g *Gen) crossMat(ctx context.Context, rs matShape, L []uint64, ss matShape
 
 // RandomOTs runs n random OTs with 128-bit messages in which party sender is
 // the sender: M0[j] = H(j, q_j), M1[j] = H(j, q_j ⊕ Δ), the receiver's
-// M[j] = H(j, t_j). The receiver sends 16 bytes per OT, one round.
+// M[j] = H(j, t_j). The receiver sends 4 bytes per OT, one round.
 func (g *Gen) RandomOTs(ctx context.Context, n, sender int) (ROT, error) {
 	var r ROT
 	err := g.deltaOTs(ctx, n, sender, "random OTs", func(j0 uint64, d DeltaOT) {
@@ -133,15 +133,15 @@ func (g *Gen) RandomOTs(ctx context.Context, n, sender int) (ROT, error) {
 }
 
 // DeltaOTs runs n correlated OTs over GF(2)^128 with random choices in which
-// party sender is the sender (see DeltaOT): the IKNP output without the
-// hash. The receiver sends 16 bytes per OT, one round.
+// party sender is the sender (see DeltaOT): the extension's output without
+// the hash. The receiver sends 4 bytes per OT, one round.
 func (g *Gen) DeltaOTs(ctx context.Context, n, sender int) (DeltaOT, error) {
 	var r DeltaOT
 	err := g.deltaOTs(ctx, n, sender, "Δ-OTs", func(_ uint64, d DeltaOT) { r = d })
 	return r, err
 }
 
-// deltaOTs runs the IKNP extension for n OTs in one direction and hands the
+// deltaOTs runs the extension for n OTs in one direction and hands the
 // index of the first OT and the result to done, under the generator's lock.
 func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done func(uint64, DeltaOT)) error {
 	if _, err := checkSize(what, n); err != nil {
@@ -155,7 +155,7 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 	}
 	p := (n + 127) &^ 127
 	if g.party == sender {
-		in, err := g.exchange(ctx, nil, 2*p)
+		in, err := g.exchange(ctx, nil, g.snd.words(p))
 		if err != nil {
 			return g.end(what, err)
 		}

@@ -17,8 +17,10 @@ import (
 // is a = h0. The receiver computes c = H_w(j, t_j) + r·d, so that
 // c − a = r·x mod 2^bits[t]: additive shares (−a, c) of r·x.
 //
-// Both directions of a call run at once, chunk by chunk. Chunk i's matrix U
-// travels in the same message as chunk i−1's corrections, so a call of C
+// Both directions of a call run at once, chunk by chunk. Chunk i's
+// extension message (softspoken.go: the trees in a generator's first call,
+// then 4 bytes per OT) travels in the same message as chunk i−1's
+// corrections, so a call of C
 // chunks takes C+1 rounds (2 for anything that fits in one chunk).
 
 // cotDir is the public shape of one direction (both parties know it).
@@ -46,11 +48,11 @@ type chunk struct{ g0, g1 int }
 // ots returns the OTs of the chunk padded to a multiple of 128.
 func (c chunk) ots() int { return (64*(c.g1-c.g0) + 127) &^ 127 }
 
-func (d cotDir) chunks() []chunk {
+func (d cotDir) chunks(ext *spoken) []chunk {
 	if d.groups == 0 {
 		return nil
 	}
-	per := max(2, chunkTarget/(1024+d.bitsPerGroup()/8)) &^ 1
+	per := max(2, chunkTarget/(8*ext.matrixWords(64)+d.bitsPerGroup()/8)) &^ 1
 	var out []chunk
 	for g := 0; g < d.groups; g += per {
 		out = append(out, chunk{g, min(g+per, d.groups)})
@@ -91,7 +93,7 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 	if len(rcv.choice) < rcv.dir.groups {
 		return fmt.Errorf("internal: %d choice words for %d groups", len(rcv.choice), rcv.dir.groups)
 	}
-	sch, rch := snd.dir.chunks(), rcv.dir.chunks()
+	sch, rch := snd.dir.chunks(g.snd.shape), rcv.dir.chunks(g.rcv.shape)
 	rounds := max(len(sch), len(rch)) + 1
 	if len(sch) == 0 && len(rch) == 0 {
 		return nil
@@ -118,7 +120,7 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 		}
 		inU := 0
 		if it < len(sch) {
-			inU = 2 * sch[it].ots()
+			inU = g.snd.words(sch[it].ots())
 		}
 		inD := 0
 		if it >= 1 && it-1 < len(rch) {

@@ -1,21 +1,27 @@
 // Package ot makes the correlated randomness of package beaver between the
 // two parties themselves, with no dealer: base OTs with circl's ot/simot,
-// IKNP OT extension, and generators of every correlation the online suite
-// consumes, each returned as the beaver struct of the dealer mode.
+// SoftSpokenOT OT extension (softspoken.go), and generators of every
+// correlation the online suite consumes, each returned as the beaver struct
+// of the dealer mode.
 //
 // A session (Setup, keyed by the beaver.SessionID both parties agreed) runs
 // 128 base OTs in each direction once: 3 rounds, 19,552 bytes per party.
-// Generators (Session.NewGen, one per stream id) then extend them:
+// Generators (Session.NewGen, one per stream id) then extend them with
+// SoftSpokenOT at k = 4 (Roy, CRYPTO 2022): the extension receiver sends 4
+// bytes per OT (one bit per 4-bit tree of Δ; IKNP sent 16), and in a
+// generator's first call in each direction its 32 GGM trees, 4,096 bytes;
+// each party computes 4 AES blocks of leaf PRG per OT (16 leaves per tree
+// for every 128 OTs). The generators:
 //
-//   - RandomOTs, DeltaOTs: random / Δ-correlated OTs, 16 bytes per OT from
+//   - RandomOTs, DeltaOTs: random / Δ-correlated OTs, 4 bytes per OT from
 //     the receiver, one round.
 //   - ANDTriples: bit-packed AND triples from two random OTs each (ALSZ13),
-//     16 bytes per triple and party, one round; CrossANDTriples for u∧v.
+//     4 bytes per triple and party, one round; CrossANDTriples for u∧v.
 //   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa
 //     multiplication on correlated OTs (64 OTs per product with short
-//     corrections of 64−t bits): 1,284 bytes per triple and party.
+//     corrections of 64−t bits): 256 + 260 = 516 bytes per triple and party.
 //   - WrapPairs: one correlated OT per pair (party 1 choosing with its bit
-//     v against party 0's bit u, f-bit corrections): 16 bytes of IKNP
+//     v against party 0's bit u, f-bit corrections): 4 bytes of extension
 //     matrix and f bits per pair.
 //   - BitPairs: bit decomposition of r = ρ0⊕ρ1 made arithmetic with one
 //     correlated OT per bit.
@@ -29,17 +35,32 @@
 // default, the generators above) and Lattice (he.go, he_item.go; the peer
 // binaries' -provider he), which makes them with package beaver/he: party 0
 // sends its public key at BindSession and each encrypted matrix once per
-// session (he.WeightSizes: B, 509,607,990 bytes for 768×1536 with NW =
-// 512; B·V; V's rows, shared by the weights with the same n); per item
-// party 1 sends one header word per encrypted matrix, its outputs
+// session, as party 1 asks for it on the session stream (he_upload.go;
+// he.WeightSizes: B, 509,607,990 bytes for 768×1536 with NW = 512; B·V;
+// V's rows, shared by the weights with the same n); per item party 1 sends
+// one message on the item's stream: a tag word, its outputs
 // (he.OutputSizes: 3,766,564 bytes for 128×768·768×1536, 2.39× a dealer's
 // correction, of which 104,722 the check) and a 32-byte commitment, and
 // party 0 accepts its share only if the outputs pass the check
 // (he.CheckedPlan; a failure wraps beaver.ErrCorrelationCheck and discards
 // the key). Every other kind stays on OT. The first setup message carries
 // the generator's fingerprint (its way and, for a Lattice, the HE
-// parameters' fingerprint bound to the protocol version), so parties that
-// disagree fail with ErrModeMismatch.
+// parameters' fingerprint bound to the protocol version) and the OT
+// extension's (SoftSpokenOT and its k), so parties that disagree, or a peer
+// of a version on IKNP, fail with ErrModeMismatch.
+//
+// No stream waits on another's protocol: an item on a stream waits only
+// for the stream's earlier items, the peer's half of itself, and (a
+// Lattice's) the upload service on the session stream, whose goroutines
+// wait on nothing but each other. The streams of the two parties then
+// never wait on each other through what each party holds (its compute
+// slots, its prefetch budget, the order of its lanes), whatever the lanes,
+// batches and budgets of package selection/lanes (issue 38: on d5bf317 a
+// Lattice's party 1 made an item wait for the stream that loaded its
+// encryption; TestHEProviderNoCrossStreamWait). Code that calls a Provider
+// must keep its side of the bargain: a party must not hold back a stream's
+// next request until another stream's item is done (package protocol's
+// sessions give their compute slot back while they wait for material).
 //
 // Provider puts the generators behind beaver.Provider: NewProvider(conn,
 // party, opts) on the parties' own transport connection runs Setup at
@@ -57,24 +78,39 @@
 //
 // The correlation-robust hash is the tweakable TMMO construction of Guo,
 // Katz, Wang and Yu, H(τ, x) = π(π(x)⊕τ)⊕π(x), with π fixed-key AES-128
-// under a per-session key. π runs in an eight-block AES-NI loop
-// (aes_amd64.s, checked block for block against crypto/aes); elsewhere, or
-// with the purego tag, it is crypto/aes one block per call, about 18 times
-// slower. The column PRGs are crypto/aes in CTR mode.
+// under a per-session public key. The extension's PRG (the GGM trees and
+// the leaves' bits) is the fixed-key hash G(s, τ) = π′(s⊕τ)⊕s⊕τ under a
+// second session key, as in libOTe's SoftSpokenOT. π and π′ run in an
+// eight-block AES-NI loop (aes_amd64.s, checked block for block against
+// crypto/aes); elsewhere, or with the purego tag, crypto/aes one block per
+// call, about 18 times slower.
 //
-// Security: semi-honest, as the project's threat model (IKNP without the
-// KOS consistency check). A party's view is uniform words of public lengths
-// whatever the peer's secrets (TestViews). The exception is a Lattice's
+// Security: semi-honest, as the project's threat model (SoftSpokenOT without
+// Roy's consistency check, as IKNP was without KOS's). Computational
+// security λ = 128: the base OTs (Chou–Orlandi over Ristretto255, about 126
+// bits), AES-128 as an ideal permutation for the hash and the PRG (an
+// adversary's advantage about q·N/2^128 for q queries and N expansions),
+// and Δ uniform over 128 bits. k does not lower semi-honest security: Δ
+// stays uniform (the sender's choices are its bits), each tree's punctured
+// leaf is pseudorandom to the sender whatever its size (the GGM tree), so the
+// corrections u_b ⊕ r hide r, and guessing a q_j ⊕ Δ still means guessing
+// all of Δ; k only trades communication (128/k bits per OT) for computation
+// (2^k/k PRG blocks per OT). (Against an active receiver, SoftSpokenOT's
+// consistency check bounds what inconsistent corrections reveal of Δ with a
+// loss that grows with k; not built, like KOS before it: see README, "What
+// a lying peer cannot make a party do".) A party's view is uniform words of
+// public lengths whatever the peer's secrets (TestViews,
+// TestSoftSpokenCorrectionsIndependent). The exception is a Lattice's
 // weight-mask items, whose outputs party 0 checks against an active party
 // 1 (he.go, TestHECheckCatchesTampering); an active party 0 there is not
 // prevented from reading party 1's masks through oversized noise (package
 // beaver/he, "What P0 can do").
 //
 // Cost note (BenchmarkWeightTriple, one token row through one 768×768
-// projection): party 0 sends 153 MB, party 1 786 KB, 21 rounds. For a
+// projection): party 0 sends 153 MB, party 1 201 KB (786 KB with IKNP), 21
+// rounds. For a
 // sst2-distilbert candidate (128 tokens, 4 projections per layer) that is
 // about 79 GB and several hundred CPU-seconds per layer, against about
-// 9.4 MB per layer from a dealer: vector OLE from IKNP-style correlated OTs
-// costs Θ(m·k·n·ℓ) bits, so a dealer-free weight mask needs a sublinear
+// 9.4 MB per layer from a dealer: vector OLE from correlated OTs costs Θ(m·k·n·ℓ) bits, so a dealer-free weight mask needs a sublinear
 // VOLE (LPN-based silent OT) or RLWE homomorphic encryption instead.
 package ot

@@ -111,9 +111,13 @@ func FuzzSetupPeer(f *testing.F) {
 
 // fakeSession returns a session with random base-OT seeds, as Setup would
 // leave it, without a peer.
-func fakeSession(t testing.TB, party int) *Session {
-	s := &Session{party: party, sid: beaver.SessionID{1}, gens: make(map[uint32]bool)}
+func fakeSession(t testing.TB, party int) *Session { return fakeSessionK(t, party, spokenK) }
+
+// fakeSessionK is fakeSession with SoftSpokenOT's k.
+func fakeSessionK(t testing.TB, party, k int) *Session {
+	s := &Session{party: party, sid: beaver.SessionID{1}, ext: mustSpoken(k), gens: make(map[uint32]bool)}
 	s.pi = newFixedAES([16]byte{byte(party), 1})
+	s.prg = newFixedAES([16]byte{byte(party), 2})
 	s.delta = Block{0x0123456789abcdef, 0xfedcba9876543210}
 	for i := range baseCount {
 		s.sendSeeds[i] = [seedLen]byte{byte(i), 1}

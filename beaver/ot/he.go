@@ -21,47 +21,54 @@ import (
 // output checked by party 0 before it is used (he.CheckedPlan).
 //
 // Cost, per item of an m×k·k×n product (he.PlanChecked's plan, public):
-// party 1 sends one header word per encrypted matrix of the plan (two or
-// three) and one message of the plan's outputs, each he.OutputSizes bytes
-// rounded up to words, plus a 32-byte commitment; the check adds 104,722
-// bytes to a product of more than 64 rows (2.9% of the 3,661,842 of
-// 128×768·768×1536), one check output to a short one (83,302 bytes for
-// 1×768·768×768) or 40·68 bits a row beside a short, narrow one's (340
-// bytes for 1×128·128×2; he.CheckedPlan; bench/TWOHOSTS.md step 5 has an
-// sst2 candidate's). Once per session party 0 sends its public key and
-// each encrypted matrix of the plans
-// (he.WeightSizes bytes, rounded up to words): a weight's B and B·V (or
-// [B | B·V]), and V's rows for each n, shared by the weights with n columns.
+// party 1 sends one message: a tag word (heOutputs), the plan's outputs,
+// each he.OutputSizes bytes rounded up to words, and a 32-byte commitment;
+// the check adds 104,722 bytes to a product of more than 64 rows (2.9% of
+// the 3,661,842 of 128×768·768×1536), one check output to a short one
+// (83,302 bytes for 1×768·768×768) or 40·68 bits a row beside a short,
+// narrow one's (340 bytes for 1×128·128×2; he.CheckedPlan;
+// bench/TWOHOSTS.md step 5 has an sst2 candidate's). Once per session
+// party 0 sends its public key and each encrypted matrix of the plans
+// (he.WeightSizes bytes, rounded up to words, after a reply header of 96
+// bytes), each asked for by party 1 in a request of 88 bytes: a weight's B
+// and B·V (or [B | B·V]), and V's rows for each n, shared by the weights
+// with n columns.
 //
 // Per session (BindSession, stream StreamBase): party 0 makes a key pair
 // whose public seed is derived from the session id, sends the public key,
 // and draws the secret seed of its projections V (n×he.CheckColumns, one
-// per n, uniform words).
+// per n, uniform words). The same stream then carries the uploads
+// (he_upload.go): party 1 asks for each encryption its items need, the
+// first time one needs it, and party 0 sends it once one of its own items
+// needs it too; two goroutines per party serve that stream.
 //
 // Per item (on the item's generator stream), for a product A·B with A
 // party 1's fresh mask (m×k) and B party 0's weight mask (k×n; for
 // KindWeightVectorTriple B = diag(b), b the 1×n mask, so k = n), the plan
 // p = he.PlanChecked(m, k, n) of the public shapes:
 //
-//  1. Party 1 sends one word per term of p (he.PlanTerm, in order): heHave
-//     if it already holds party 0's encryption of the term's matrix (B, B·V,
-//     [B | B·V] for (kind, weight id, k, n), or V's rows for n) packed with
-//     the term's output's NW and KW at the term's offset, heNeed if not.
-//  2. For each heNeed, in order, party 0 sends that encryption
-//     (he.EncryptWeightsAt, its public seed derived from the session id and
-//     the term's key: party 1 refuses another), in messages of at most
-//     heChunkWords words; party 1 decodes it within the term's shape and
-//     loads it. Party 0 serves each key once per session and refuses a
-//     second heNeed with ErrWeightResent; heHave for a key it never sent is
-//     an error too. Items with other row counts m whose plans share a key
-//     reuse its encryption with their own MW (he.MulMaskedSum).
-//  3. Party 1 sends the plan's outputs (he.MulMaskedSum of each output's
-//     terms, the mask of output 0's first n columns being its share
-//     C1 := R, the check columns' fresh; in a compressed plan the check
-//     outputs' factors are ρ·A and −ρ·R, ρ expanded from SHA-256(domain ‖
-//     session id ‖ item ‖ output 0), heRowSeed) and h = SHA-256(domain ‖
-//     session id ‖ item ‖ R1), R1 the sum of the check columns' masks;
-//     A, R and the masks are drawn from the generator's secret randomness.
+//  1. Party 0 registers the keys of the terms of p (he.PlanTerm: the
+//     encryption of the term's matrix, B, B·V, [B | B·V] for (kind,
+//     weight id, k, n), or V's rows for n, packed with the term's output's
+//     NW and KW at the term's offset) for upload, with what makes them.
+//     Party 1 asks for those it neither holds nor asked for, and waits
+//     until it holds all of them.
+//  2. On the session stream, party 0 sends each key asked for and
+//     registered (he.EncryptWeightsAt, its public seed derived from the
+//     session id and the key: party 1 refuses another), in messages of at
+//     most heChunkWords words; party 1 decodes it within the term's shape
+//     and loads it. Party 0 serves each key once per session and refuses
+//     a second request for it (ErrWeightResent: an honest party 1 keeps
+//     what it was sent). Items with other row counts m whose plans share a
+//     key reuse its encryption with their own MW (he.MulMaskedSum).
+//  3. Party 1 sends heOutputs and the plan's outputs (he.MulMaskedSum of
+//     each output's terms, the mask of output 0's first n columns being
+//     its share C1 := R, the check columns' fresh; in a compressed plan the
+//     check outputs' factors are ρ·A and −ρ·R, ρ expanded from
+//     SHA-256(domain ‖ session id ‖ item ‖ output 0), heRowSeed) and
+//     h = SHA-256(domain ‖ session id ‖ item ‖ R1), R1 the sum of the check
+//     columns' masks; A, R and the masks are drawn from the generator's
+//     secret randomness.
 //  4. Party 0 decrypts the outputs, computes its share C0 and the residual
 //     C0·V − D or ρ·C0·V − D (he.CheckedPlan.Residual, ρ from the output 0
 //     it received), and accepts iff its hash is h.
@@ -73,7 +80,7 @@ import (
 //     party 0 (it computes R1 itself; D is uniform).
 //
 // Why it suffices against a data owner that alters what it sends (its
-// outputs, its header, or the encryptions it holds): see package beaver/he,
+// outputs, its requests, or the encryptions it holds): see package beaver/he,
 // "Active security". Briefly: any change moves C0 by E0 and D by E_D with
 // E0, E_D functions of party 0's key and noise and of party 1's choices but
 // not of V (party 1 holds V only encrypted, and party 0's decryption is
@@ -90,21 +97,24 @@ import (
 //
 // Party 1 keeps the loaded encryptions in a cache of the provider shared
 // by all streams (for the whole session: he.WeightSizes.P1 each, or
-// P1Compact with LatticeOptions.Compact); streams that need the same
-// encryption at once wait for the one that loads it (only it sends
-// heNeed): an item claims the keys nobody claimed yet, waits for those
-// claimed before (always by an earlier item, so waits never form a cycle),
-// then sends its header and loads its own. That wait is the only one across
-// streams: the first item of a weight on another stream completes once the
-// loading stream's item has been drawn by party 0 too, so party 0 must not
-// hold that stream back until the waiting one's item is done (selection's
-// lanes do not: a lane without prefetched material draws directly).
+// P1Compact with LatticeOptions.Compact); items that need an encryption
+// asked for but not yet loaded wait for it.
+//
+// The invariant that keeps the two parties' streams from waiting on each
+// other (issue 38): an item waits on nothing but its own stream's earlier
+// items, its peer's half of itself, and the upload service, whose
+// goroutines wait on nothing but each other; never on another item's
+// stream. An encryption party 1's item waits for is sent at the latest
+// once party 0's half of the same item has started (it registers the key
+// before it waits for anything). On d5bf317 party 1's items waited instead
+// for the stream that loaded the encryption, which party 0 reached only as
+// its lanes went on; the lanes of the two parties then waited on each
+// other's compute slots and prefetch windows
+// (TestHEProviderNoCrossStreamWait; bench's TestSelectDealerFreeNoHang).
 
-// Header words of party 1's first message of a Lattice item, one per term.
-const (
-	heHave uint64 = 0x4845_4841_5645 // "HEHAVE": party 1 holds the encryption
-	heNeed uint64 = 0x4845_4e45_4544 // "HENEED": party 0 must send it
-)
+// heOutputs is the first word of party 1's message of an item: a tag that
+// makes a stream out of step fail at once.
+const heOutputs uint64 = 0x4845_4f55_5450 // "HEOUTP"
 
 // heChunkWords bounds each message of encrypted weights (64 MiB), below
 // transport's MaxMessage whatever the weights' size.
@@ -117,11 +127,12 @@ const heCommitWords = sha256.Size / 8
 // heProtocol is mixed into the HE parameters' fingerprint of the setup
 // message: peers running another version of this protocol fail the setup
 // with ErrModeMismatch.
-const heProtocol = "selectformer/beaver/ot/he protocol v2 (checked outputs)"
+const heProtocol = "selectformer/beaver/ot/he protocol v3 (checked outputs, uploads on the session stream)"
 
 // ErrWeightResent is returned by party 0 when party 1 asks for encrypted
-// weights it was already sent in this session: an honest party 1 keeps
-// them, so the request is refused rather than uploading them again.
+// weights it asked for before in this session: an honest party 1 keeps
+// them, so the request is refused rather than uploading them again (and the
+// upload service ends: every item waiting on it fails).
 var ErrWeightResent = errors.New("ot: the peer asked again for encrypted weights it was already sent")
 
 // heKey names one upload: the encryption of a plan term's matrix packed
@@ -157,11 +168,17 @@ type heItem struct {
 	out     []int64 // bytes of each output message
 }
 
-// heEntry is party 1's cache entry: done is closed once w (or err) is set.
+// heEntry is party 1's cache entry of a key: asked for (pending) until
+// done is closed, once w (or err) is set. sid and term say how to receive
+// and check the encryption.
 type heEntry struct {
-	done chan struct{}
-	w    *he.Weights
-	err  error
+	done    chan struct{}
+	w       *he.Weights
+	err     error
+	pending bool // asked for, not yet loaded (under Lattice.mu)
+	arrived bool // its encryption is being received (under Lattice.mu)
+	sid     beaver.SessionID
+	term    heTerm
 }
 
 // Lattice is the WeightMaskGenerator that makes the weight-mask
@@ -191,8 +208,24 @@ type Lattice struct {
 	vseed  share.Seed         // party 0: secret seed of the projections V
 	failed error              // party 0: the failed check that ended the key
 	sent   map[heKey]bool     // party 0: uploads made
-	cache  map[heKey]*heEntry // party 1: encryptions held or being loaded
+	cache  map[heKey]*heEntry // party 1: encryptions held or asked for
 	stats  HEStats
+
+	// The upload service on the session stream (he_upload.go), under mu.
+	up     Conn               // the session stream (nil before Setup)
+	upStop context.CancelFunc // ends the service's goroutines
+	upErr  error              // the service's failure: it serves no more
+	// upFailed ends, with upErr as its cause, when the service fails
+	// (failUploads calls fail).
+	upFailed context.Context
+	failUp   context.CancelCauseFunc
+	wake     chan struct{}     // wakes the sender (one token)
+	queue    []heKey           // the sender's keys: party 0 to upload, party 1 to ask for
+	made     map[heKey]heMaker // party 0: keys its items need, with what makes them
+	asked    map[heKey]bool    // party 0: keys party 1 asked for
+	pending  int               // party 0: keys asked for that no item needed yet
+	refusal  uint64            // party 0: the refusal to send (heRefuse*), 0 if none
+	refused  heKey             // party 0: the key refused
 }
 
 // HEStats counts a Lattice's uploads (party 0: sent; party 1:
@@ -231,7 +264,10 @@ func NewLattice(opts LatticeOptions) (*Lattice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ot: lattice weight masks: %w", err)
 	}
-	return &Lattice{sc: sc, compact: opts.Compact, sent: map[heKey]bool{}, cache: map[heKey]*heEntry{}}, nil
+	h := &Lattice{sc: sc, compact: opts.Compact, sent: map[heKey]bool{}, cache: map[heKey]*heEntry{},
+		wake: make(chan struct{}, 1), made: map[heKey]heMaker{}, asked: map[heKey]bool{}}
+	h.upFailed, h.failUp = context.WithCancelCause(context.Background())
+	return h, nil
 }
 
 var _ WeightMaskGenerator = (*Lattice)(nil)
@@ -264,8 +300,10 @@ func seedFor(sid beaver.SessionID, key *heKey) [he.SeedSize]byte {
 
 // Setup implements WeightMaskGenerator, in one round: party 0 makes a key
 // pair with the seed derived from sid and sends the public key; party 1
-// receives and decodes it, refusing another seed. A Lattice serves one
-// provider and session: a second Setup is an error.
+// receives and decodes it, refusing another seed. Then both start the
+// upload service on c (he_upload.go): its goroutines serve the session
+// stream until the connection closes. A Lattice serves one provider and
+// session: a second Setup is an error.
 func (h *Lattice) Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (int64, error) {
 	h.mu.Lock()
 	again := h.setUp
@@ -274,7 +312,11 @@ func (h *Lattice) Setup(ctx context.Context, c Conn, party int, sid beaver.Sessi
 	if again {
 		return 0, errors.New("he: this lattice weight-mask generator already serves a session (make one per provider)")
 	}
-	return 1, h.keys(ctx, c, party, sid)
+	if err := h.keys(ctx, c, party, sid); err != nil {
+		return 1, err
+	}
+	h.startUploads(ctx, c, party)
+	return 1, nil
 }
 
 // keys runs the key exchange of Setup.
@@ -354,8 +396,8 @@ func (h *Lattice) Stats() HEStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.stats
-	for key := range h.cache {
-		if key.matrix != he.MatrixProj {
+	for key, e := range h.cache {
+		if key.matrix != he.MatrixProj && e.w != nil {
 			st.Held++
 		}
 	}
@@ -376,15 +418,11 @@ func (h *Lattice) Release(lo, hi uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for key, e := range h.cache {
-		if key.matrix == he.MatrixProj || key.id < lo || key.id >= hi {
-			continue
+		if key.matrix == he.MatrixProj || key.id < lo || key.id >= hi || e.pending {
+			continue // a pending one is about to be used
 		}
-		select {
-		case <-e.done:
-			delete(h.cache, key)
-			h.stats.Released++
-		default: // still loading: its owner is about to use it
-		}
+		delete(h.cache, key)
+		h.stats.Released++
 	}
 }
 

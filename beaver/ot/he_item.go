@@ -88,61 +88,42 @@ func (it *heItem) weightMask(mask func(k, n int) []uint64) []uint64 {
 	return B
 }
 
-// party0 is party 0's side of one item; mask gives its weight masks.
+// party0 is party 0's side of one item; mask gives its weight masks. It
+// registers the item's keys for upload (need), then waits for party 1's
+// outputs, or for the upload service's failure.
 func (h *Lattice) party0(ctx context.Context, g *Gen, sid beaver.SessionID, it *heItem, mask func(k, n int) []uint64) ([][]uint64, error) {
 	if err := h.err(); err != nil {
 		return nil, fmt.Errorf("the HE key was discarded after a failed check: %w", err)
 	}
-	hdr, err := g.exchange(ctx, nil, len(it.terms))
-	if err != nil {
-		return nil, fmt.Errorf("receive header: %w", err)
-	}
-	V := h.projection(it.n)
-	var B []uint64
-	for i, t := range it.terms {
-		switch hdr[i] {
-		case heNeed:
-			h.mu.Lock()
-			sent, sk := h.sent[t.key], h.sk
-			h.sent[t.key] = true
-			h.mu.Unlock()
-			if sent {
-				return nil, fmt.Errorf("%v: %w", t.key, ErrWeightResent)
-			}
-			if sk == nil {
-				return nil, fmt.Errorf("the HE key was discarded after a failed check: %w", h.err())
-			}
-			if B == nil {
-				B = it.weightMask(mask)
-			}
-			if err := h.upload(ctx, g, sk, sid, it, t, B, V); err != nil {
-				return nil, err
-			}
-		case heHave:
-			h.mu.Lock()
-			sent := h.sent[t.key]
-			h.mu.Unlock()
-			if !sent {
-				return nil, fmt.Errorf("the peer claims to hold %v, which was never sent", t.key)
-			}
-		default:
-			return nil, fmt.Errorf("malformed header word %d: %#x", i, hdr[i])
-		}
-	}
-	total := heCommitWords
+	h.need(sid, it, mask)
+	total := 1 + heCommitWords
 	for _, b := range it.out {
 		total += wordsFor(b)
 	}
-	msg, err := g.exchange(ctx, nil, total)
+	// The wait ends with the upload service too: party 1 may be waiting
+	// for an encryption that will not come.
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(h.upFailed, func() { cancel(context.Cause(h.upFailed)) })
+	defer stop()
+	msg, err := g.exchange(wctx, nil, total)
 	if err != nil {
+		if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil {
+			err = cause // the upload service failed: say why
+		}
 		return nil, fmt.Errorf("receive outputs: %w", err)
 	}
+	if msg[0] != heOutputs {
+		return nil, fmt.Errorf("outputs message tagged %#x: %w", msg[0], he.ErrMalformed)
+	}
+	msg = msg[1:]
 	h.mu.Lock()
 	sk := h.sk
 	h.mu.Unlock()
 	if sk == nil {
 		return nil, fmt.Errorf("the HE key was discarded after a failed check: %w", h.err())
 	}
+	V := h.projection(it.n)
 	dec := make([][]uint64, len(it.out))
 	var rho []uint64
 	for i, o := range it.plan.Outputs {
@@ -173,31 +154,6 @@ func (h *Lattice) party0(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 		return nil, err
 	}
 	return parts(nil, C0), nil
-}
-
-// upload encrypts term t's matrix of the item (from B and V) and sends it.
-func (h *Lattice) upload(ctx context.Context, g *Gen, sk *he.SecretKey, sid beaver.SessionID, it *heItem, t heTerm, B, V []uint64) error {
-	W, err := it.plan.Matrix(t.t, B, V)
-	if err != nil {
-		return err
-	}
-	ew, err := h.sc.EncryptWeightsAt(sk, W, t.rows, t.cols, t.t.Off, t.l, seedFor(sid, &t.key), h.rnd)
-	if err != nil {
-		return err
-	}
-	size := h.sc.WeightSizes(t.rows, t.cols, t.t.Off, t.l).Bytes
-	b, err := ew.AppendBinary(make([]byte, 0, size))
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) != size {
-		return fmt.Errorf("%v: %d bytes, want %d", t.key, len(b), size)
-	}
-	if err := g.sendChunked(ctx, b); err != nil {
-		return fmt.Errorf("send %v: %w", t.key, err)
-	}
-	h.count(t.key, size)
-	return nil
 }
 
 // count records an upload of size bytes.
@@ -247,7 +203,9 @@ func heCommit(sid beaver.SessionID, it *heItem, R1 []uint64) [heCommitWords]uint
 	return w
 }
 
-// party1 is party 1's side of one item.
+// party1 is party 1's side of one item: it asks for the encryptions of
+// the item's keys it neither holds nor asked for, waits until it holds
+// them all, and sends its outputs.
 func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *heItem) ([][]uint64, error) {
 	draw := g.draw
 	if h.draw != nil {
@@ -256,59 +214,36 @@ func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 	A := draw(it.m * it.k)
 	R := draw(it.m * it.n)
 	entries := make([]*heEntry, len(it.terms))
-	owned := make([]bool, len(it.terms))
-	hdr := make([]uint64, len(it.terms))
+	var ask []heKey
 	h.mu.Lock()
+	if err := h.upErr; err != nil {
+		h.mu.Unlock()
+		return nil, err
+	}
 	for i, t := range it.terms {
 		e := h.cache[t.key]
 		if e == nil {
-			e = &heEntry{done: make(chan struct{})}
+			e = &heEntry{done: make(chan struct{}), pending: true, sid: sid, term: t}
 			h.cache[t.key] = e
-			owned[i] = true
+			ask = append(ask, t.key)
 		}
 		entries[i] = e
 	}
 	h.mu.Unlock()
-	// An entry this item owns is always closed, with an error if it was not
-	// loaded, so that no other stream waits on it forever.
-	defer func() {
-		for i, e := range entries {
-			if owned[i] && e.w == nil && e.err == nil {
-				e.err = fmt.Errorf("%v: the loading stream failed first", it.terms[i].key)
-				close(e.done)
-			}
-		}
-	}()
+	h.ask(ask)
 	for i, e := range entries {
-		hdr[i] = heNeed
-		if owned[i] {
-			continue
-		}
-		hdr[i] = heHave
 		select {
 		case <-e.done:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("wait for %v: %w", it.terms[i].key, ctx.Err())
 		}
 		if e.err != nil {
-			return nil, fmt.Errorf("%v: loading it on another stream failed: %w", it.terms[i].key, e.err)
-		}
-	}
-	if _, err := g.exchange(ctx, hdr, 0); err != nil {
-		return nil, fmt.Errorf("send header: %w", err)
-	}
-	for i, e := range entries {
-		if owned[i] {
-			w, err := h.load(ctx, g, sid, it.terms[i])
-			e.w, e.err = w, err
-			close(e.done)
-			if err != nil {
-				return nil, err
-			}
+			return nil, fmt.Errorf("%v: %w", it.terms[i].key, e.err)
 		}
 	}
 	masks, R1 := it.plan.Masks(R, draw)
-	var msg, rho []uint64
+	msg := []uint64{heOutputs}
+	var rho []uint64
 	ti := 0
 	for o, out := range it.plan.Outputs {
 		terms := make([]he.Term, len(out.Terms))
@@ -339,33 +274,4 @@ func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 	}
 	// For KindWeightVectorTriple A is m×n and A·diag(b) = A ⊙ b.
 	return parts(A, R), nil
-}
-
-// load receives party 0's encryption of term t and loads it.
-func (h *Lattice) load(ctx context.Context, g *Gen, sid beaver.SessionID, t heTerm) (*he.Weights, error) {
-	size := h.sc.WeightSizes(t.rows, t.cols, t.t.Off, t.l).Bytes
-	b, err := g.recvChunked(ctx, size)
-	if err != nil {
-		return nil, fmt.Errorf("receive %v: %w", t.key, err)
-	}
-	ew, err := h.sc.DecodeEncryptedWeights(b, t.rows, t.cols)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", t.key, err)
-	}
-	if ew.K != t.rows || ew.N != t.cols || ew.Off != t.t.Off || ew.Layout != t.l {
-		return nil, fmt.Errorf("%v: %d×%d at column %d, layout %v; want %d×%d at %d, layout %v", t.key, ew.K, ew.N, ew.Off, ew.Layout, t.rows, t.cols, t.t.Off, t.l)
-	}
-	if ew.Seed != seedFor(sid, &t.key) {
-		return nil, fmt.Errorf("%v: its seed is not the one derived from the session id: %w", t.key, he.ErrMalformed)
-	}
-	load := h.sc.LoadWeights
-	if h.compact {
-		load = h.sc.LoadWeightsCompact
-	}
-	w, err := load(h.pk, ew)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", t.key, err)
-	}
-	h.count(t.key, size)
-	return w, nil
 }

@@ -2,12 +2,13 @@ package ot
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/he"
@@ -183,8 +184,9 @@ func TestHEProviderCorrelations(t *testing.T) {
 
 // TestHEProviderSharedUpload: several streams drawing triples of the same
 // weight at once upload it once, and every party's traffic is exactly
-// what the protocol says: party 0 the padded encrypted weights once,
-// party 1 per item one header word and its padded output.
+// what the protocol says: party 1 one request per encrypted matrix and per
+// item its tagged, padded outputs and commitment; party 0 one reply header
+// and the padded encryption per matrix.
 func TestHEProviderSharedUpload(t *testing.T) {
 	p0, p1, _ := heProviders(t)
 	ctx := testCtx(t)
@@ -235,13 +237,15 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	for s := range streams {
 		checkMaterial(t, r, res[s][0], res[s][1], mask)
 	}
-	// Party 0 sends each encryption of the plan once; party 1 per item one
-	// header word per term, the padded outputs and the 32-byte commitment.
+	// Party 0 sends each encryption of the plan once, after a reply
+	// header; party 1 asks for each once and per item sends the tag word,
+	// the padded outputs and the 32-byte commitment.
 	var up, upBytes int64
-	item := int64(8*len(it.terms) + 8*heCommitWords)
+	item := int64(8 + 8*heCommitWords)
+	asks := int64(8 * heRequestWords * len(it.terms))
 	for _, tm := range it.terms {
 		b := sc.WeightSizes(tm.rows, tm.cols, tm.t.Off, tm.l).Bytes
-		up += 8 * int64(wordsFor(b))
+		up += 8*heReplyWords + 8*int64(wordsFor(b))
 		upBytes += b
 	}
 	for _, b := range it.out {
@@ -251,8 +255,8 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	if got := d0.BytesSent - s0.BytesSent; got != up {
 		t.Errorf("party 0 sent %d bytes, want the plan's encryptions once, %d", got, up)
 	}
-	if got := d1.BytesSent - s1.BytesSent; got != streams*item {
-		t.Errorf("party 1 sent %d bytes, want %d items × %d (header words, he.OutputSizes %v padded, commitment)", got, streams, item, it.out)
+	if got := d1.BytesSent - s1.BytesSent; got != asks+streams*item {
+		t.Errorf("party 1 sent %d bytes, want %d of requests and %d items × %d (tag, he.OutputSizes %v padded, commitment)", got, asks, streams, item, it.out)
 	}
 	if d0.BytesRecv-s0.BytesRecv != d1.BytesSent-s1.BytesSent || d1.BytesRecv-s1.BytesRecv != d0.BytesSent-s0.BytesSent {
 		t.Error("sent and received bytes do not mirror")
@@ -312,8 +316,7 @@ func TestHEReleaseWeights(t *testing.T) {
 
 // TestHEProviderRefusesResend: a party 1 that asks twice for the same
 // encrypted weights (here: one that forgot them) makes party 0 fail with
-// ErrWeightResent instead of uploading them again; one that claims to hold
-// weights it was never sent makes party 0 fail too.
+// ErrWeightResent instead of uploading them again, and is told why.
 func TestHEProviderRefusesResend(t *testing.T) {
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 3, M: 2, K: 2, N: 3}
 	t.Run("resend", func(t *testing.T) {
@@ -334,37 +337,39 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		if !errors.Is(err, ErrWeightResent) || !strings.Contains(err.Error(), "weight 3") {
 			t.Fatalf("party 0: %v, want ErrWeightResent naming the weight", err)
 		}
-		cancel()
-		if err := <-done; err == nil {
-			t.Fatal("party 1 succeeded")
+		if err := <-done; err == nil || !strings.Contains(err.Error(), "asked again") {
+			t.Fatalf("party 1: %v, want the refusal's reason", err)
 		}
 		if st := p0.lat().Stats(); st.Uploads != 1 {
 			t.Fatalf("party 0 uploaded %d times", st.Uploads)
 		}
 	})
-	t.Run("never sent", func(t *testing.T) {
-		p0, p1, _ := heProviders(t)
-		ctx := testCtx(t)
-		// A party 1 that claims to hold the weights.
-		e := &heEntry{done: make(chan struct{}), err: nil}
-		close(e.done)
-		for _, key := range itemKeys(t, p1, r) {
-			p1.lat().cache[key] = e
+}
+
+// TestProviderDescribe: a provider describes its way by the peer
+// binaries' -provider name and, for a Lattice, the digest of its HE
+// parameters, so that selection's hello can refuse a difference before
+// any session is bound (issue 39); beaver.Describe finds it through a
+// wrapper.
+func TestProviderDescribe(t *testing.T) {
+	other := he.DefaultParams()
+	other.FloodBits--
+	describe := func(o ProviderOptions) beaver.Description {
+		c0, _ := transport.Pipe(transport.Options{})
+		defer c0.Close()
+		p, err := NewProvider(c0, 0, o)
+		if err != nil {
+			t.Fatal(err)
 		}
-		ctx1, cancel := context.WithCancel(ctx)
-		defer cancel()
-		done := make(chan error, 1)
-		go func() {
-			_, err := p1.Material(ctx1, r)
-			done <- err
-		}()
-		_, err := p0.Material(ctx, r)
-		if err == nil || !strings.Contains(err.Error(), "never sent") {
-			t.Fatalf("party 0: %v, want a refusal of weights never sent", err)
-		}
-		cancel()
-		<-done
-	})
+		return beaver.Describe(beaver.Typed{Provider: p})
+	}
+	ole, lat, lat2 := describe(ProviderOptions{}), describe(withLattice(t, LatticeOptions{})), describe(withLattice(t, LatticeOptions{Params: &other}))
+	if ole != (beaver.Description{Source: "ot"}) {
+		t.Errorf("VectorOLE: %+v", ole)
+	}
+	if lat.Source != "he" || len(lat.Params) != 62 || lat2.Source != "he" || lat2.Params == lat.Params {
+		t.Errorf("Lattice: %+v; other parameters: %+v", lat, lat2)
+	}
 }
 
 // TestHEProviderModeMismatch: parties whose weight masks are made
@@ -410,9 +415,9 @@ type foreignMasks struct{ VectorOLE }
 
 func (foreignMasks) Fingerprint() [32]byte { return [32]byte{9} }
 
-// TestHEProviderView: what party 0 receives of a Lattice item (the header
-// words and the message of outputs and commitment, the output's fixed
-// 18-byte header left out) looks uniform whatever party 1's A, R and check
+// TestHEProviderView: what party 0 receives of a Lattice item (the message
+// of outputs and commitment, its tag and the output's fixed 18-byte header
+// left out) looks uniform whatever party 1's A, R and check
 // masks: the χ² test of TestViews with party 1's randomness fixed to all
 // zeros and to all ones. (What party 1 receives, the encrypted matrices, is
 // pseudorandom by RLWE; beaver/he's view tests cover the ciphertexts and
@@ -434,15 +439,15 @@ func TestHEProviderView(t *testing.T) {
 		}
 		var out []uint64
 		for _, m := range rec[0].msgs() {
-			if len(m) == wordsFor(it.out[0])+heCommitWords {
+			if len(m) == 1+wordsFor(it.out[0])+heCommitWords {
 				out = m
 			}
 		}
 		if out == nil {
 			t.Fatal("no output message received")
 		}
-		// Skip the header (3 words cover its 18 bytes) and the last word.
-		x, n := chiSquareBytes([][]uint64{out[3:]})
+		// Skip the tag and the header (3 words cover its 18 bytes).
+		x, n := chiSquareBytes([][]uint64{out[4:]})
 		if n < 4096 {
 			t.Fatalf("only %d bytes", n)
 		}
@@ -456,60 +461,103 @@ func TestHEProviderView(t *testing.T) {
 	}
 }
 
-// FuzzHEPeer plays one Lattice item against a scripted peer whose messages
-// are arbitrary bytes (cut at the lengths the request implies, as the
-// transport guarantees): party 0 receives a header word and an output
-// message, party 1 encrypted weights. Each is refused with an error or
+// FuzzHEPeer plays a Lattice against a scripted peer whose messages are
+// arbitrary bytes (cut at the lengths the receiver expects, as the
+// transport guarantees): party 0 receives an item's outputs message on the
+// item's stream (party 0) and requests on the session stream (party 2);
+// party 1 receives replies and encryptions on the session stream, for the
+// keys of an item it asked for (party 1). Each is refused with an error or
 // accepted, never a panic or a hang.
 func FuzzHEPeer(f *testing.F) {
 	p0, p1, _ := heProviders(f)
 	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
 	keys := itemKeys(f, p0, r)
-	var have, need []byte
-	for range keys {
-		have = binary.LittleEndian.AppendUint64(have, heHave)
-		need = binary.LittleEndian.AppendUint64(need, heNeed)
+	request := func(w0 uint64, key heKey) []byte {
+		return wordsToBytes(append([]uint64{w0}, key.words()...))
 	}
-	f.Add(0, have)
-	f.Add(0, append(have, 1))
-	f.Add(0, need)
-	f.Add(0, append(have[:8], need[8:]...))
-	f.Add(1, []byte{})
-	f.Add(1, need)
-	// A real item's messages: party 0's upload and party 1's outputs.
+	f.Add(0, []byte{})
+	f.Add(1, wordsToBytes(append([]uint64{heRefused, heRefuseResent}, keys[0].words()...)))
+	f.Add(1, wordsToBytes(append([]uint64{heUpload, 0}, keys[0].words()...)))
+	f.Add(2, request(heRequest, keys[0]))
+	f.Add(2, append(request(heRequest, keys[0]), request(heRequest, keys[0])...))
+	f.Add(2, request(heRequest+1, keys[0]))
+	f.Add(2, wordsToBytes([]uint64{heRequest, 1 << 40}))
+	// A real item's messages: party 1's outputs and requests, party 0's
+	// replies and uploads.
 	{
 		pa, pb, rec := heProviders(f)
 		drawPair(f, testCtx(f), pa, pb, r)
-		var b0, b1 []byte
+		var outs, asks, ups []byte
 		for _, m := range rec[0].msgs() {
-			b0 = append(b0, wordsToBytes(m)...)
+			outs = append(outs, wordsToBytes(m)...)
 		}
-		for _, m := range rec[1].msgs() {
-			b1 = append(b1, wordsToBytes(m)...)
+		for _, m := range rec[0].conns[DefaultStreamBase].takeMsgs() {
+			if len(m) == heRequestWords && m[0] == heRequest {
+				asks = append(asks, wordsToBytes(m)...)
+			}
 		}
-		f.Add(0, b1) // what party 0 received: header and outputs
-		f.Add(1, b0) // what party 1 received: the public key and uploads
+		replies := false
+		for _, m := range rec[1].conns[DefaultStreamBase].takeMsgs() {
+			replies = replies || len(m) == heReplyWords && m[0] == heUpload
+			if replies {
+				ups = append(ups, wordsToBytes(m)...)
+			}
+		}
+		f.Add(0, outs) // what party 0 received of the item: the outputs
+		f.Add(2, asks) // and on the session stream: the requests
+		f.Add(1, ups)  // what party 1 received: the replies and uploads
 	}
 	gid := uint32(1000)
 	f.Fuzz(func(t *testing.T, party int, data []byte) {
-		p := []*Provider{p0, p1}[party&1]
-		p.lat().mu.Lock()
-		clear(p.lat().sent)
-		clear(p.lat().cache)
-		if len(data)%2 == 1 {
-			for _, key := range keys {
-				p.lat().sent[key] = true // party 0: the header "have" is then valid
+		ctx := testCtx(t)
+		switch party & 3 {
+		case 0:
+			gid++
+			g, err := p0.sess.NewGen(&scriptConn{data: data, limit: 4}, gid)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		p.lat().mu.Unlock()
-		gid++
-		g, err := p.sess.NewGen(&scriptConn{data: data, limit: 4}, gid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps, err := p.lat().Generate(testCtx(t), g, p.item(testSID, r))
-		if err == nil && (len(ps) != 2 || len(ps[1]) != r.M*r.N) {
-			t.Fatalf("accepted with parts %v", ps)
+			ps, err := p0.lat().Generate(ctx, g, p0.item(testSID, r))
+			if err == nil && (len(ps) != 2 || len(ps[1]) != r.M*r.N) {
+				t.Fatalf("accepted with parts %v", ps)
+			}
+		case 1:
+			h := p1.lat()
+			it, err := h.item(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.mu.Lock()
+			clear(h.cache)
+			for _, tm := range it.terms {
+				h.cache[tm.key] = &heEntry{done: make(chan struct{}), pending: true, sid: testSID, term: tm}
+			}
+			h.mu.Unlock()
+			if err := h.replies(ctx, &scriptConn{data: data, limit: 6}); err == nil {
+				t.Fatal("the replies ended without an error")
+			}
+		default:
+			h, err := NewLattice(LatticeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := h.item(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.need(testSID, it, func(k, n int) []uint64 { return make([]uint64, k*n) })
+			c := &scriptConn{data: data, limit: 8}
+			for {
+				w := make([]uint64, heRequestWords)
+				if c.RecvWords(ctx, w) != nil || !h.request(w) {
+					break
+				}
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.pending < 0 || h.pending > heMaxPending || len(h.queue) > len(it.terms) {
+				t.Fatalf("%d pending, %d queued", h.pending, len(h.queue))
+			}
 		}
 	})
 }
@@ -532,5 +580,141 @@ func TestLatticeServesOneProvider(t *testing.T) {
 	}
 	if fp, vfp := l.Fingerprint(), (VectorOLE{}).Fingerprint(); fp[0] != wayLattice || vfp != [32]byte{wayVectorOLE} {
 		t.Fatalf("fingerprints %x, %x", fp[:4], vfp[:4])
+	}
+}
+
+// TestHEProviderNoCrossStreamWait: party 1 starts items of one weight on
+// two streams, A first, while party 0 has not reached A. The item on
+// stream B must complete with party 0's half of it alone (party 0 sends
+// the encryption once its own item on B needs it), whatever stream A
+// does; A completes once party 0 draws it too. On d5bf317 party 1's item on
+// B waited for the one on A, which loaded the encryption on stream A and
+// so waited for party 0's item on A: B's pair stopped until the context
+// ended (the mpcbench hang of issue 38, whose lanes reached A late). The
+// items have different row counts whose plans share the encryptions: the
+// one party 1 asked for (on A, MW 3) is the one party 0 made (on B, MW 4),
+// which each multiplies with its own MW.
+func TestHEProviderNoCrossStreamWait(t *testing.T) {
+	p0, p1, _ := heProviders(t)
+	ctx := testCtx(t)
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 21, M: 4, K: 6, N: 8}
+	ra, rb := r, r
+	ra.Stream, rb.Stream, ra.M = 40, 41, 3
+	if ka, kb := itemKeys(t, p1, ra), itemKeys(t, p1, rb); !slices.Equal(ka, kb) {
+		t.Fatalf("the items' plans use the keys %v and %v: not shared", ka, kb)
+	}
+	type drawn struct {
+		m   beaver.Material
+		err error
+	}
+	doneA := make(chan drawn, 1)
+	go func() {
+		m, err := p1.Material(ctx, ra)
+		doneA <- drawn{m, err}
+	}()
+	keys := itemKeys(t, p1, ra)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		p1.lat().mu.Lock()
+		n := len(p1.lat().cache)
+		p1.lat().mu.Unlock()
+		if n == len(keys) {
+			break // party 1's item on A holds the keys' entries
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("party 1's item on stream A never started")
+		}
+	}
+	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	m0, m1 := drawPair(t, bctx, p0, p1, rb)
+	mask := func(id uint64, k, n int) []uint64 {
+		w, err := p0.WeightMask(ctx, id, k, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	checkMaterial(t, rb, m0, m1, mask)
+	m0, err := p0.Material(ctx, ra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := <-doneA
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	checkMaterial(t, ra, m0, a.m, mask)
+}
+
+// TestHEUploadRefusals: party 0 refuses a malformed request, a second
+// request for a key, and more than heMaxPending requests for keys none of
+// its items needed, each with its public reason, and queues a request for
+// a key an item needed; party 1 stops at a refusal, naming the reason, and
+// at an encryption it did not ask for.
+func TestHEUploadRefusals(t *testing.T) {
+	r := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 5, M: 2, K: 2, N: 3}
+	fresh := func(t *testing.T) (*Lattice, *heItem) {
+		h, err := NewLattice(LatticeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := h.item(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, it
+	}
+	ask := func(key heKey) []uint64 { return append([]uint64{heRequest}, key.words()...) }
+	other := func(i int) heKey {
+		return heKey{kind: beaver.KindWeightTriple, id: uint64(1000 + i), k: 2, n: 3, nw: 64, kw: 1}
+	}
+	cases := []struct {
+		name string
+		reqs func(it *heItem) [][]uint64
+		code uint64
+		err  error
+	}{
+		{"queued", func(it *heItem) [][]uint64 { return [][]uint64{ask(it.terms[0].key)} }, 0, nil},
+		{"malformed", func(it *heItem) [][]uint64 {
+			return [][]uint64{append([]uint64{heRequest + 1}, it.terms[0].key.words()...)}
+		}, heRefuseMalformed, he.ErrMalformed},
+		{"field out of range", func(it *heItem) [][]uint64 { return [][]uint64{{heRequest, 1, 1, 5, 1 << 40, 3, 0, 0, 0, 64, 1}} }, heRefuseMalformed, he.ErrMalformed},
+		{"twice", func(it *heItem) [][]uint64 { return [][]uint64{ask(it.terms[0].key), ask(it.terms[0].key)} }, heRefuseResent, ErrWeightResent},
+		{"too many", func(*heItem) [][]uint64 {
+			var out [][]uint64
+			for i := range heMaxPending + 1 {
+				out = append(out, ask(other(i)))
+			}
+			return out
+		}, heRefuseTooMany, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h, it := fresh(t)
+			h.need(testSID, it, func(k, n int) []uint64 { return make([]uint64, k*n) })
+			reqs := c.reqs(it)
+			for i, w := range reqs {
+				if ok := h.request(w); ok != (i < len(reqs)-1 || c.code == 0) {
+					t.Fatalf("request %d: serving on %v", i, ok)
+				}
+			}
+			if h.refusal != c.code || c.code == 0 && (len(h.queue) != 1 || h.upErr != nil) {
+				t.Fatalf("refusal %d (want %d), %d queued, %v", h.refusal, c.code, len(h.queue), h.upErr)
+			}
+			if c.code != 0 && (h.upErr == nil || c.err != nil && !errors.Is(h.upErr, c.err)) {
+				t.Fatalf("service error %v, want one wrapping %v", h.upErr, c.err)
+			}
+		})
+	}
+	// Party 1: a refusal names its reason; an encryption it did not ask
+	// for is refused.
+	h, it := fresh(t)
+	refusal := append([]uint64{heRefused, heRefuseResent}, it.terms[0].key.words()...)
+	if err := h.replies(testCtx(t), &scriptConn{data: wordsToBytes(refusal), limit: 1}); err == nil || !strings.Contains(err.Error(), "asked again") {
+		t.Fatalf("refusal: %v", err)
+	}
+	upload := append([]uint64{heUpload, 0}, it.terms[0].key.words()...)
+	if err := h.replies(testCtx(t), &scriptConn{data: wordsToBytes(upload), limit: 1}); !errors.Is(err, he.ErrMalformed) || !strings.Contains(err.Error(), "not asked for") {
+		t.Fatalf("an encryption not asked for: %v", err)
 	}
 }

@@ -8,29 +8,29 @@ import (
 	"github.com/selectformer/selectformer/beaver/he"
 )
 
-// How a Lattice's byte strings travel as words on a generator's stream:
-// chunked, zero-padded, the padding checked.
+// How a Lattice's byte strings travel as words on a stream: chunked,
+// zero-padded, the padding checked.
 
-// sendChunked sends b zero-padded to words, in messages of at most
+// sendChunked sends b zero-padded to words on c, in messages of at most
 // heChunkWords words.
-func (g *Gen) sendChunked(ctx context.Context, b []byte) error {
+func sendChunked(ctx context.Context, c Conn, b []byte) error {
 	for off := 0; off < len(b); off += 8 * heChunkWords {
 		end := min(len(b), off+8*heChunkWords)
-		if _, err := g.exchange(ctx, bytesToWordsPad(b[off:end]), 0); err != nil {
+		if err := c.SendWords(ctx, bytesToWordsPad(b[off:end])); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// recvChunked receives the size bytes sendChunked sent (size > 0, known to
-// both parties), checking the padding.
-func (g *Gen) recvChunked(ctx context.Context, size int64) ([]byte, error) {
+// recvChunked receives from c the size bytes sendChunked sent (size > 0,
+// known to both parties), checking the padding.
+func recvChunked(ctx context.Context, c Conn, size int64) ([]byte, error) {
 	b := make([]byte, 0, size)
 	for off := int64(0); off < size; off += 8 * heChunkWords {
 		n := min(size-off, 8*heChunkWords)
-		w, err := g.exchange(ctx, nil, wordsFor(n))
-		if err != nil {
+		w := make([]uint64, wordsFor(n))
+		if err := c.RecvWords(ctx, w); err != nil {
 			return nil, err
 		}
 		c, err := wordsToBytesExact(w, n)

@@ -13,19 +13,23 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// tamperConn is party 1's end of a generator stream with an altering data
-// owner behind it: out changes the message of outputs it sends (the one
-// of outWords words), in the upload it receives (of inWords words), both
-// at most once.
-type tamperConn struct {
-	Conn
+// tamper is an altering data owner behind party 1's streams: out changes
+// the message of outputs it sends (the one of outWords words), in the
+// upload it receives (of inWords words), both at most once.
+type tamper struct {
 	mu                sync.Mutex
 	outWords, inWords int
 	out, in           func(w []uint64)
 	done              bool
 }
 
-func (c *tamperConn) SendWords(ctx context.Context, w []uint64) error {
+// tamperConn is party 1's end of a stream, altered as its tamper says.
+type tamperConn struct {
+	Conn
+	*tamper
+}
+
+func (c tamperConn) SendWords(ctx context.Context, w []uint64) error {
 	c.mu.Lock()
 	if c.out != nil && !c.done && len(w) == c.outWords {
 		w = append([]uint64(nil), w...)
@@ -36,7 +40,7 @@ func (c *tamperConn) SendWords(ctx context.Context, w []uint64) error {
 	return c.Conn.SendWords(ctx, w)
 }
 
-func (c *tamperConn) RecvWords(ctx context.Context, dst []uint64) error {
+func (c tamperConn) RecvWords(ctx context.Context, dst []uint64) error {
 	err := c.Conn.RecvWords(ctx, dst)
 	c.mu.Lock()
 	if err == nil && c.in != nil && !c.done && len(dst) == c.inWords {
@@ -48,8 +52,8 @@ func (c *tamperConn) RecvWords(ctx context.Context, dst []uint64) error {
 }
 
 // tamperPair returns a bound pair of Lattice providers with options o
-// whose party 1 alters its generator streams' traffic as tc says.
-func tamperPair(t *testing.T, o ProviderOptions, tc *tamperConn) (p0, p1 *Provider) {
+// whose party 1 alters its streams' traffic as tc says.
+func tamperPair(t *testing.T, o ProviderOptions, tc *tamper) (p0, p1 *Provider) {
 	t.Helper()
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
@@ -57,13 +61,7 @@ func tamperPair(t *testing.T, o ProviderOptions, tc *tamperConn) (p0, p1 *Provid
 	if p0, err = newProvider(func(id uint32) Conn { return c0.Stream(id) }, 0, own(t, o)); err != nil {
 		t.Fatal(err)
 	}
-	open1 := func(id uint32) Conn {
-		if id == DefaultStreamBase {
-			return c1.Stream(id)
-		}
-		tc.Conn = c1.Stream(id)
-		return tc
-	}
+	open1 := func(id uint32) Conn { return tamperConn{Conn: c1.Stream(id), tamper: tc} }
 	if p1, err = newProvider(open1, 1, own(t, o)); err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +75,7 @@ func tamperPair(t *testing.T, o ProviderOptions, tc *tamperConn) (p0, p1 *Provid
 // it, of value idx of output o's block bi (c1 or c0), and its width.
 func outputField(it *heItem, sc *he.Scheme, o, bi int, c1 bool, idx int) (off, width int) {
 	p := sc.Params()
+	off = 64 // the message's tag word
 	for i := range o {
 		off += 64 * wordsFor(it.out[i])
 	}
@@ -173,7 +172,7 @@ func TestHECheckCatchesTampering(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := withLattice(t, LatticeOptions{Params: c.params})
-			tc := &tamperConn{}
+			tc := &tamper{}
 			p0, p1 := tamperPair(t, o, tc)
 			it, err := p0.lat().item(c.r)
 			if err != nil {
@@ -185,7 +184,7 @@ func TestHECheckCatchesTampering(t *testing.T) {
 			for _, b := range it.out {
 				tc.outWords += wordsFor(b)
 			}
-			tc.outWords += heCommitWords
+			tc.outWords += 1 + heCommitWords // the tag, the outputs, the commitment
 			switch {
 			case c.out != nil:
 				f := c.out
@@ -300,7 +299,7 @@ func TestHEProviderRefusesChosenSeeds(t *testing.T) {
 	}
 	tm := it.terms[0]
 	W := make([]uint64, tm.rows*tm.cols)
-	for i, c := range []struct {
+	for _, c := range []struct {
 		name string
 		seed [he.SeedSize]byte
 		ok   bool
@@ -314,11 +313,8 @@ func TestHEProviderRefusesChosenSeeds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, err := p1.sess.NewGen(&scriptConn{data: wordsToBytes(bytesToWordsPad(b)), limit: 1}, uint32(2000+i))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p1.lat().load(ctx, g, testSID, tm); (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "seed") {
+			c1 := &scriptConn{data: wordsToBytes(bytesToWordsPad(b)), limit: 1}
+			if _, err := p1.lat().load(ctx, c1, testSID, tm); (err == nil) != c.ok || err != nil && !strings.Contains(err.Error(), "seed") {
 				t.Fatalf("weights with the %s seed: %v", c.name, err)
 			}
 		})

@@ -3,6 +3,7 @@ package ot
 import (
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -34,7 +35,7 @@ type ProviderOptions struct {
 	// Party 1 ignores it.
 	MaskSeed share.Seed
 	// WeightMasks makes the weight-mask correlations (KindWeightTriple,
-	// KindWeightVectorTriple); nil means VectorOLE (vector OLE on IKNP
+	// KindWeightVectorTriple); nil means VectorOLE (vector OLE on
 	// correlated OTs). A Lattice makes them by RLWE encryption of the
 	// model owner's masks (package beaver/he, he.go). Every other kind runs
 	// on OT whatever the generator. Both parties must use the same
@@ -64,8 +65,8 @@ type ProviderOptions struct {
 // WeightMaskGenerator with that fixed mask: VectorOLE's generators, or
 // Lattice's run of package beaver/he's protocol on the stream's generator
 // (he.go: party 0 uploads each encrypted mask and projection once per
-// session, party 1 keeps them in a cache all streams share, and per item
-// sends its header words and one message of outputs, which party 0 checks
+// session on the session stream, party 1 keeps them in a cache all streams
+// share, and per item sends one message of outputs, which party 0 checks
 // before it returns its share). Every other kind runs the Generator
 // registered for it (Register); Provider.generate looks the kind up in a
 // table of both, made at NewProvider.
@@ -181,10 +182,16 @@ func (c *countConn) Exchange(ctx context.Context, send, recv []uint64) error {
 	return err
 }
 
+// SendWords counts the message before it leaves (and takes it back if it
+// fails): a Lattice's uploads are sent by a goroutine of their own, and
+// the receiver's item may end before that goroutine returns from the send,
+// so a count taken after an item includes everything its peer received.
 func (c *countConn) SendWords(ctx context.Context, w []uint64) error {
+	n := 8 * int64(len(w))
+	c.p.bytesSent.Add(n)
 	err := c.Conn.SendWords(ctx, w)
-	if err == nil {
-		c.p.bytesSent.Add(8 * int64(len(w)))
+	if err != nil {
+		c.p.bytesSent.Add(-n)
 	}
 	return err
 }
@@ -393,6 +400,19 @@ func (p *Provider) Seek(stream uint32, pos uint64) error { return p.pos.Seek(str
 // Stats.
 func (p *Provider) WeightMasks() WeightMaskGenerator { return p.masks }
 
+// Describe implements beaver.Describer: the way of the WeightMaskGenerator
+// ("ot" for VectorOLE, "he" for a Lattice) and, for a Lattice, the digest
+// of its HE parameters and protocol (the rest of its Fingerprint), which
+// BindSession's setup would also compare.
+func (p *Provider) Describe() beaver.Description {
+	fp := p.masks.Fingerprint()
+	d := beaver.Description{Source: wayName(fp[0])}
+	if rest := [31]byte(fp[1:]); rest != [31]byte{} {
+		d.Params = hex.EncodeToString(rest[:])
+	}
+	return d
+}
+
 // ReleaseWeights implements beaver.WeightReleaser: the WeightMaskGenerator
 // drops what it holds for the weight ids in [lo, hi) (a Lattice's party 1
 // its encrypted weights; VectorOLE holds nothing).
@@ -406,7 +426,9 @@ func (p *Provider) Stats() beaver.DealerStats {
 }
 
 // OTStats returns the OT work so far: the base OTs' words and rounds plus
-// every generator's (see Stats). It waits for calls in flight.
+// every generator's (see Stats; a Lattice's uploads and requests on the
+// session stream are in Stats only, and in its HEStats). It waits for
+// calls in flight.
 func (p *Provider) OTStats() Stats {
 	p.mu.Lock()
 	total := p.setup

@@ -423,7 +423,7 @@ func TestProviderView(t *testing.T) {
 			ctx := testCtx(t)
 			for _, r := range []beaver.Request{
 				{Kind: beaver.KindWeightTriple, Stream: 2, WeightID: 1, M: 4, K: 16, N: 16},
-				{Kind: beaver.KindWeightVectorTriple, Stream: 2, WeightID: 2, M: 64, N: 16},
+				{Kind: beaver.KindWeightVectorTriple, Stream: 2, WeightID: 2, M: 64, N: 32},
 			} {
 				both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
 					func() (beaver.Material, error) { return p1.Material(ctx, r) })

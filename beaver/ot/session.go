@@ -2,8 +2,6 @@ package ot
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -32,12 +30,14 @@ type Conn interface {
 // Session holds the base OTs of one two-party session, in both directions:
 // as extension sender, this party's secret Δ and the 128 seeds k_i^{Δ_i} it
 // chose; as extension receiver, both seeds of each of the peer's 128 base
-// OTs. Generators (one per stream, see NewGen) derive their keys from it. A
-// Session is safe for concurrent use.
+// OTs. Generators (one per stream, see NewGen) grow their SoftSpokenOT
+// trees from it (softspoken.go). A Session is safe for concurrent use.
 type Session struct {
 	party     int
 	sid       beaver.SessionID
-	pi        *fixedAES
+	pi        *fixedAES // the correlation-robust hash's π
+	prg       *fixedAES // the extension's PRG π (softspoken.go)
+	ext       *spoken
 	delta     Block
 	sendSeeds [baseCount][seedLen]byte
 	recvSeeds [baseCount][2][seedLen]byte
@@ -58,16 +58,17 @@ var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
 
 // ErrModeMismatch is returned by the provider's setup when the peer runs
 // another WeightMaskGenerator (ProviderOptions.WeightMasks) or other
-// parameters of it (a Lattice's HE parameters).
+// parameters of it (a Lattice's HE parameters), or another OT extension
+// (IKNP, before SoftSpokenOT; SoftSpokenOT with another k).
 var ErrModeMismatch = errors.New("ot: the peer runs another provider mode")
 
 const (
 	setupNonceLen = 32
 	// setupConfigLen is the size of the provider configuration block of the
-	// first setup message: the WeightMaskGenerator's Fingerprint (its way,
-	// byte 0, and a digest of its parameters: for a Lattice the SHA-256
-	// fingerprint of its HE parameters and protocol truncated to 31 bytes,
-	// zero for VectorOLE).
+	// first setup message (setupConfig): the WeightMaskGenerator's way
+	// (byte 0), the OT extension (byte 1: spoken.id), and 30 bytes of a
+	// SHA-256 digest of both, which covers the generator's parameters (for
+	// a Lattice the fingerprint of its HE parameters and protocol).
 	setupConfigLen = 32
 	msgAWords      = (len(beaver.SessionID{}) + setupConfigLen + setupNonceLen + baseMsgALen) / 8
 	msgBWords      = baseMsgBLen / 8
@@ -83,24 +84,48 @@ const (
 // the first message carries it, so parties that disagree fail with
 // ErrSessionMismatch instead of producing garbage; it also carries the
 // provider's WeightMaskGenerator (VectorOLE's for Setup; see
-// ProviderOptions.WeightMasks), so parties that run different generators
-// fail with ErrModeMismatch. The hash key mixes the id
-// with a fresh nonce of each party, so even a repeated id never repeats a
-// key. The base-OT secrets (Δ, seeds) are fresh on every Setup.
+// ProviderOptions.WeightMasks) and the OT extension (SoftSpokenOT, k = 4),
+// so parties that run different generators or extensions fail with
+// ErrModeMismatch. The hash and PRG keys mix the id with a fresh nonce of
+// each party, so even a repeated id never repeats a key. The base-OT
+// secrets (Δ, seeds) are fresh on every Setup.
 func Setup(ctx context.Context, c Conn, party int, sid beaver.SessionID) (*Session, error) {
 	return setup(ctx, c, party, sid, VectorOLE{}.Fingerprint())
 }
 
-// setup is Setup with the provider configuration block cfg, which the peer
-// must present identically.
-func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, cfg [setupConfigLen]byte) (*Session, error) {
+// setup is Setup for the weight-mask generator of fingerprint fp, with the
+// extension SoftSpokenOT at k = spokenK.
+func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32]byte) (*Session, error) {
+	return setupK(ctx, c, party, sid, fp, spokenK)
+}
+
+// setupConfig is the configuration block of the first setup message, which
+// the peer must present identically: fp's way, the extension's id, and a
+// digest of fp and the extension.
+func setupConfig(fp [32]byte, ext *spoken) (cfg [setupConfigLen]byte) {
+	h := sha256.New()
+	h.Write([]byte("selectformer/beaver/ot/setup-config"))
+	h.Write(fp[:])
+	h.Write([]byte{ext.id()})
+	cfg[0], cfg[1] = fp[0], ext.id()
+	copy(cfg[2:], h.Sum(nil))
+	return cfg
+}
+
+// setupK is setup with SoftSpokenOT's k.
+func setupK(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32]byte, k int) (*Session, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("ot: setup: party %d, want 0 or 1", party)
 	}
 	if sid.IsZero() {
 		return nil, fmt.Errorf("ot: setup: the zero session id is reserved")
 	}
-	s := &Session{party: party, sid: sid, gens: make(map[uint32]bool)}
+	ext, err := newSpoken(k)
+	if err != nil {
+		return nil, err
+	}
+	cfg := setupConfig(fp, ext)
+	s := &Session{party: party, sid: sid, ext: ext, gens: make(map[uint32]bool)}
 	var db [16]byte
 	if _, err := rand.Read(db[:]); err != nil {
 		return nil, fmt.Errorf("ot: setup: random Δ: %w", err)
@@ -127,10 +152,13 @@ func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, cfg [se
 	}
 	p1 = p1[len(sid):]
 	if peerCfg := [setupConfigLen]byte(p1[:setupConfigLen]); peerCfg != cfg {
-		if peerCfg[0] != cfg[0] {
+		switch {
+		case peerCfg[0] != cfg[0]:
 			return nil, fmt.Errorf("ot: setup: the peer runs linear mode %v, this party %v: %w", wayName(peerCfg[0]), wayName(cfg[0]), ErrModeMismatch)
+		case peerCfg[1] != cfg[1]:
+			return nil, fmt.Errorf("ot: setup: the peer runs OT extension %s, this party %s: %w", extensionName(peerCfg[1]), extensionName(cfg[1]), ErrModeMismatch)
 		}
-		return nil, fmt.Errorf("ot: setup: linear mode %v with other HE parameters than this party's (fingerprint %x…, this party %x…): %w", wayName(cfg[0]), peerCfg[1:9], cfg[1:9], ErrModeMismatch)
+		return nil, fmt.Errorf("ot: setup: linear mode %v with other HE parameters than this party's (configuration %x…, this party %x…): %w", wayName(cfg[0]), peerCfg[2:10], cfg[2:10], ErrModeMismatch)
 	}
 	p1 = p1[setupConfigLen:]
 	peerNonce, peerA := p1[:setupNonceLen], p1[setupNonceLen:]
@@ -169,7 +197,9 @@ func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, cfg [se
 		h.Write(peerNonce)
 		h.Write(nonce[:])
 	}
-	s.pi = newFixedAES([16]byte(h.Sum(nil)[:16]))
+	key := h.Sum(nil)
+	s.pi = newFixedAES([16]byte(key[:16]))
+	s.prg = newFixedAES([16]byte(key[16:]))
 	return s, nil
 }
 
@@ -189,99 +219,6 @@ func wordsToBytes(w []uint64) []byte {
 		b = binary.LittleEndian.AppendUint64(b, x)
 	}
 	return b
-}
-
-// columnKey derives the AES key of one IKNP column PRG for generator gen from
-// a base-OT seed: AES_seed(gen ‖ label). Distinct generators get independent
-// keys; the peer holding the same seed derives the same key.
-func columnKey(seed [seedLen]byte, gen uint32) cipher.Block {
-	b, err := aes.NewCipher(seed[:])
-	if err != nil { // 16-byte key
-		panic("ot: aes: " + err.Error())
-	}
-	var in, k [16]byte
-	binary.LittleEndian.PutUint32(in[:4], gen)
-	copy(in[4:], "ot/column/key")
-	b.Encrypt(k[:], in[:])
-	c, err := aes.NewCipher(k[:])
-	if err != nil {
-		panic("ot: aes: " + err.Error())
-	}
-	return c
-}
-
-// prgColumn fills dst with the column PRG output for the OTs j0…j0+64·len(dst)
-// (j0 a multiple of 128): AES-CTR from the counter block j0/128.
-func prgColumn(b cipher.Block, j0 uint64, dst []uint64) {
-	var iv [16]byte
-	binary.BigEndian.PutUint64(iv[8:], j0/128)
-	by := wordBytes(dst)
-	clear(by)
-	cipher.NewCTR(b, iv[:]).XORKeyStream(by, by)
-	if !share.HostLittleEndian() {
-		for i := range dst {
-			dst[i] = binary.LittleEndian.Uint64(by[8*i:])
-		}
-	}
-}
-
-// extSender is this party's side of IKNP as the OT sender: Δ and the column
-// PRGs keyed by k_i^{Δ_i}.
-type extSender struct {
-	delta Block
-	cols  [baseCount]cipher.Block
-	next  uint64 // index of the next OT (the hash tweak), a multiple of 128
-}
-
-// extReceiver is this party's side as the OT receiver: both column PRGs.
-type extReceiver struct {
-	cols [baseCount][2]cipher.Block
-	next uint64
-}
-
-// extend (receiver) takes n choice bits (n a multiple of 128, packed 64 per
-// word) and returns the matrix U to send (128 columns of n bits, column i at
-// u[i*n/64:]), the rows t_j and the index of the first OT.
-func (r *extReceiver) extend(choices []uint64, n int) (u []uint64, t []Block, j0 uint64) {
-	nw := n / 64
-	j0 = r.next
-	r.next += uint64(n)
-	cols := make([]uint64, baseCount*nw)
-	u = make([]uint64, baseCount*nw)
-	for i := range baseCount {
-		g0 := cols[i*nw : (i+1)*nw]
-		g1 := u[i*nw : (i+1)*nw]
-		prgColumn(r.cols[i][0], j0, g0)
-		prgColumn(r.cols[i][1], j0, g1)
-		for w := range g1 {
-			g1[w] ^= g0[w] ^ choices[w]
-		}
-	}
-	t = make([]Block, n)
-	colsToRows(t, cols, nw)
-	return u, t, j0
-}
-
-// extend (sender) takes the receiver's U for n OTs and returns the rows
-// q_j = t_j ⊕ r_j·Δ and the index of the first OT.
-func (s *extSender) extend(u []uint64, n int) (q []Block, j0 uint64) {
-	nw := n / 64
-	j0 = s.next
-	s.next += uint64(n)
-	cols := make([]uint64, baseCount*nw)
-	for i := range baseCount {
-		col := cols[i*nw : (i+1)*nw]
-		prgColumn(s.cols[i], j0, col)
-		if bitOf(s.delta, i) == 1 {
-			ui := u[i*nw : (i+1)*nw]
-			for w := range col {
-				col[w] ^= ui[w]
-			}
-		}
-	}
-	q = make([]Block, n)
-	colsToRows(q, cols, nw)
-	return q, j0
 }
 
 // Gen makes correlated randomness with the peer on one stream. Both parties
@@ -340,12 +277,8 @@ func (s *Session) NewGen(c Conn, id uint32) (*Gen, error) {
 	}
 	g := &Gen{party: s.party, id: id, c: c, h: newHasher(s.pi, id), prg: share.NewPRG(seed, "beaver/ot/local")}
 	g.draw = g.prg.Words
-	g.snd.delta = s.delta
-	for i := range baseCount {
-		g.snd.cols[i] = columnKey(s.sendSeeds[i], id)
-		g.rcv.cols[i][0] = columnKey(s.recvSeeds[i][0], id)
-		g.rcv.cols[i][1] = columnKey(s.recvSeeds[i][1], id)
-	}
+	g.snd = extSender{delta: s.delta, shape: s.ext, pi: s.prg, gen: id, seeds: &s.sendSeeds}
+	g.rcv = extReceiver{shape: s.ext, pi: s.prg, gen: id, seeds: &s.recvSeeds, roots: g.prg.Words}
 	return g, nil
 }
 

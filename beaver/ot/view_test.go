@@ -3,14 +3,17 @@ package ot
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
-// View tests. In every generator, what a party receives is the peer's IKNP
-// matrix U = G(k⁰)⊕G(k¹)⊕r (one-time padded by the column PRG of the seed
-// the party did not get) and corrections d = H(q)+x−H(q⊕Δ) (padded by the
-// hash of the row the receiver cannot compute): uniform whatever the peer's
-// secrets r and x. The simulator of a party's view is therefore "uniform
+// View tests. In every generator, what a party receives is the peer's
+// extension message (softspoken.go: the tree messages e_c = K_c ⊕ M(m^{1−c}),
+// padded by the masks of seeds the party did not get or uniform sums of
+// tree nodes, then the corrections c_b = u_b ⊕ r, padded by the PRG bits of
+// the leaf the party cannot compute) and corrections d = H(q)+x−H(q⊕Δ)
+// (padded by the hash of the row the receiver cannot compute): uniform
+// whatever the peer's secrets r and x. The simulator of a party's view is therefore "uniform
 // words of the public lengths". The test fixes the peer's secrets to the
 // most structured values (all zeros, all ones: a leak of r or x, or of any
 // function of them, would then be a constant or heavily biased pattern) and
@@ -150,6 +153,51 @@ func TestViews(t *testing.T) {
 					t.Fatal("views equal under different peer secrets and fresh randomness")
 				}
 			})
+		}
+	}
+}
+
+// TestSoftSpokenCorrectionsIndependent looks at what the extension sender
+// receives when the receiver's choices are fixed (all zero, all ones): the
+// corrections c_b = u_b ⊕ r of every tree and 128-OT block must be uniform
+// and unrelated, so each pair of trees' corrections (u_b ⊕ u_b′) and each
+// pair of blocks' is uniform too, and no block repeats. A tree whose leaves
+// repeated another's, or a leaf PRG that ignored the block counter, would
+// repeat blocks or zero those sums.
+func TestSoftSpokenCorrectionsIndependent(t *testing.T) {
+	ctx := testCtx(t)
+	const n = 1 << 14
+	for _, choice := range []uint64{0, ^uint64(0)} {
+		s0, s1 := fakePair(t, spokenK, rand.New(rand.NewPCG(4, choice)))
+		g0, g1, r0, _ := fakeGens(t, s0, s1, 5)
+		g1.draw = constWords(choice)
+		both(t, func() (DeltaOT, error) { return g0.DeltaOTs(ctx, n, 0) },
+			func() (DeltaOT, error) { return g1.DeltaOTs(ctx, n, 0) })
+		msgs := r0.takeMsgs()
+		if len(msgs) != 1 || len(msgs[0]) != treeWords+s0.ext.matrixWords(n) {
+			t.Fatalf("received %d messages, want one of %d words", len(msgs), treeWords+s0.ext.matrixWords(n))
+		}
+		corr := msgs[0][treeWords:]
+		T := s0.ext.trees()
+		var trees, blocks []uint64
+		seen := map[Block]bool{}
+		for i := 0; i+1 < len(corr); i += 2 {
+			b := Block{corr[i], corr[i+1]}
+			if seen[b] {
+				t.Fatalf("choices %x: a correction block repeats", choice)
+			}
+			seen[b] = true
+			if (i/2)%T+1 < T {
+				trees = append(trees, corr[i]^corr[i+2], corr[i+1]^corr[i+3])
+			}
+			if i+2*T+1 < len(corr) {
+				blocks = append(blocks, corr[i]^corr[i+2*T], corr[i+1]^corr[i+2*T+1])
+			}
+		}
+		for name, w := range map[string][]uint64{"corrections": corr, "tree pairs": trees, "block pairs": blocks} {
+			if x, nb := chiSquareBytes([][]uint64{w}); x > chiLimit {
+				t.Fatalf("choices %x: %s not uniform: χ² = %.0f over %d bytes", choice, name, x, nb)
+			}
 		}
 	}
 }

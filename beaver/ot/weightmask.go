@@ -53,7 +53,7 @@ func wayName(b byte) string {
 	return fmt.Sprintf("linear(%d)", b)
 }
 
-// VectorOLE makes the weight-mask correlations by vector OLE on IKNP
+// VectorOLE makes the weight-mask correlations by vector OLE on the extension's (SoftSpokenOT)
 // correlated OTs whose correlation is the fixed mask B of party 0
 // (Gen.WeightTriples, Gen.WeightVectorTriples): Θ(m·k·n) bytes per item,
 // a product's worth of traffic, nothing per session. It is the default

@@ -33,6 +33,17 @@
 // shows each step before the first phase and a progress bar each phase.
 // Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer or handshake
 // failure, 4 bad input file, 130 interrupted (see examples/README.md).
+//
+// The data owner commits to every candidate of -pool in the handshake,
+// before the bootstrap is drawn (package selection/purchase), and keeps the
+// commitment's secret seed in -state. After the selection,
+//
+//	dataowner deliver -state state-do/ -pool pool.sfimg.gz -out purchase.bundle
+//
+// writes the bundle of the purchased candidates (the bootstrap and the
+// selected ones, each with its salt and Merkle path) for the model owner's
+// 'modelowner verify'; without -state the seed is lost with the process
+// and nothing can be delivered.
 package main
 
 import (
@@ -56,6 +67,9 @@ const summary = "dataowner runs party 1 of a private data selection: it holds th
 func main() { peer.Exec("dataowner", summary, dataOwner, party.Classify) }
 
 func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "deliver" {
+		return deliver(args[1:], stdout, stderr)
+	}
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 1, "model owner")
 	poolPath := fs.String("pool", "", "the pool file: images or texts, as package selection/pool describes (plain or gzip'd; mkpool builds one from a directory of PNG/JPEG files or a CSV/TSV/text file); required")
@@ -96,11 +110,11 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err != nil {
 		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the embedding checkpoint: %w", err))
 	}
-	in, kind, err := party.PoolInput(*poolPath, *embDir, emb, *vocab, *seq)
+	pl, in, err := party.ReadPool(*poolPath, *embDir, emb, *vocab, *seq)
 	if err != nil {
 		return err
 	}
-	log.Info("pool read", "kind", kind, "candidates", in.Len(), "checkpoint", emb.Config.Family)
+	log.Info("pool read", "kind", pl.Kind(), "candidates", in.Len(), "checkpoint", emb.Config.Family)
 	pf.PoolSize = in.Len()
 	params, err := pf.Params()
 	if err != nil {
@@ -111,17 +125,20 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if err := party.CheckSchedule(params.Schedule, emb.Config, "the embedding checkpoint in "+*embDir); err != nil {
 		return err
 	}
+	if *state == "" {
+		log.Warn("no -state: the seed of the commitment to the pool is not kept, so 'dataowner deliver' cannot deliver this selection's purchase")
+	}
 	do := &selection.DataOwner{
 		Params:     params,
 		Pool:       in,
+		Items:      pl, // committed to before the coin; 'dataowner deliver' delivers from it
 		Embedding:  emb,
 		StateDir:   *state,
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
 	return party.RunCoordinator(ctx, pt, &sf, party.Role{Party: 1, Name: "dataowner",
-		Connecting: "connecting to the dealer and the model owner",
-		Running:    "handshake with the model owner, who then labels the bootstrap sample and generates the proxies",
+		Running: "handshake with the model owner, who then labels the bootstrap sample and generates the proxies",
 		Run: func(ctx context.Context, shards selection.ShardRunner, conn *transport.Conn, prov beaver.Provider) (*selection.Result, error) {
 			do.Shards = shards
 			return do.Run(ctx, conn, prov)

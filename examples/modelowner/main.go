@@ -15,7 +15,8 @@
 // -model is a model directory (config.json + model.safetensors, as written by
 // model.Save or a Hugging Face ViT/BERT/DistilBERT checkpoint); the data
 // owner's pool holds images for a ViT, texts for a BERT or DistilBERT (the
-// model owner needs no tokenizer: the data owner tokenizes). The bootstrap
+// data owner tokenizes; the model owner uses the checkpoint's tokenizer, if
+// it has one, to check the bootstrap's committed texts). The bootstrap
 // sample is labelled when it arrives, one of three ways: -label-cmd runs a
 // command on its points, exported in the pool's own format, which writes
 // their labels; -label-dir writes the points into a directory and waits
@@ -35,6 +36,18 @@
 // any connection. Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 peer
 // or handshake failure, 4 bad input file, 5 the bootstrap was not labelled,
 // 130 interrupted (see examples/README.md).
+//
+// The model owner buys only from a data owner that commits to its pool
+// before the bootstrap (package selection/purchase), and checks every
+// bootstrap point against that commitment before labelling it. After the
+// selection,
+//
+//	modelowner verify -state state-mo/ -model checkpoint/ purchase.bundle
+//
+// checks the data owner's delivery ('dataowner deliver') against the
+// recorded commitment and the selected indices, names each candidate that
+// fails, and audits the delivered candidates' scores against the order the
+// selection revealed; exit 6 when the delivery is not what was bought.
 package main
 
 import (
@@ -60,6 +73,9 @@ const summary = "modelowner runs party 0 of a private data selection: it holds t
 func main() { peer.Exec("modelowner", summary, modelOwner, party.Classify) }
 
 func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return verify(args[1:], stdout, stderr)
+	}
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 0, "data owner")
 	modelDir := fs.String("model", "", "the target model directory (config.json + model.safetensors); required unless -proxies")
@@ -123,6 +139,9 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		Logger:     party.DropEngineProgress(log),
 		OnProgress: prog.Func(len(params.Schedule), log),
 	}
+	// Only from a data owner that commits to its pool (before the coin
+	// toss), so that 'modelowner verify' can check what it delivers.
+	mo.RequireCommitment = true
 	if *proxiesDir != "" {
 		for i := range params.Schedule {
 			p, err := proxy.Load(selection.ProxyDir(*proxiesDir, i))
@@ -134,6 +153,7 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 		if err := party.CheckProxies(params.Schedule, mo.Proxies, *proxiesDir); err != nil {
 			return err
 		}
+		mo.ItemInput = party.BuyerItemInput(mo.Proxies[0].Model.Config, "", "", log)
 	} else {
 		target, err := model.Load(*modelDir, model.LoadOptions{})
 		if err != nil {
@@ -172,9 +192,10 @@ func modelOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 			label = prog.Labeler(label)
 		}
 		mo.Target, mo.Generate, mo.Label = target, gen, label
+		mo.ItemInput = party.BuyerItemInput(target.Config, *modelDir, lf.Vocab, log)
 	}
 	return party.RunCoordinator(ctx, pt, &sf, party.Role{Party: 0, Name: "modelowner",
-		Connecting: "connecting to the dealer and the data owner", Running: "handshake and joint coin with the data owner",
+		Running: "handshake and joint coin with the data owner",
 		Run: func(ctx context.Context, shards selection.ShardRunner, conn *transport.Conn, prov beaver.Provider) (*selection.Result, error) {
 			mo.Shards = shards
 			return mo.Run(ctx, conn, prov)

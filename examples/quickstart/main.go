@@ -202,12 +202,12 @@ func runDemo(ctx context.Context, o options, stdout io.Writer) error {
 		return fmt.Errorf("the parties disagree on the selection: %v vs %v", r0.Selected, r1.Selected)
 	}
 	fmt.Fprintf(stdout, "\nselected %d of %d candidates (plus the %d bootstrap points, drawn by a fresh joint coin: results vary between runs)\n", len(r0.Selected), d.Pool.Len()-len(r0.Bootstrap), len(r0.Bootstrap))
-	fmt.Fprintf(stdout, "%-6s %11s %7s %7s %10s %10s %10s %10s %6s\n", "phase", "candidates", "rounds", "compars", "P0 sent", "P1 sent", "P0 dealer", "P1 dealer", "time")
+	fmt.Fprintf(stdout, "%-6s %11s %7s %7s %10s %10s %13s %13s %6s\n", "phase", "candidates", "rounds", "compars", "P0 sent", "P1 sent", "P0 randomness", "P1 randomness", "time")
 	for i := range r0.Phases {
 		a, b := r0.Phases[i], r1.Phases[i]
-		fmt.Fprintf(stdout, "%-6d %5d->%-5d %7d %7d %10s %10s %10s %10s %5.1fs\n", i+1, a.In, a.Out,
+		fmt.Fprintf(stdout, "%-6d %5d->%-5d %7d %7d %10s %10s %13s %13s %5.1fs\n", i+1, a.In, a.Out,
 			max(a.ForwardRounds, b.ForwardRounds)+max(a.SelectRounds, b.SelectRounds), a.Comparisons,
-			party.Bytes(a.BytesSent), party.Bytes(b.BytesSent), party.Bytes(a.DealerBytes), party.Bytes(b.DealerBytes), max(a.Seconds, b.Seconds))
+			party.Bytes(a.BytesSent), party.Bytes(b.BytesSent), party.Bytes(a.RandomnessBytes), party.Bytes(b.RandomnessBytes), max(a.Seconds, b.Seconds))
 	}
 	if a := r0.Appraisal; a != nil && a.Mode == selection.AppraiseMean {
 		fmt.Fprintf(stdout, "appraisal: mean proxy entropy of the selected set %.3f nats (revealed to both)\n", a.Mean)
@@ -458,8 +458,8 @@ func nonZero(c []int) int {
 // generateConfig is the quickstart's proxy generation: the library's
 // defaults (the measured-best generation), distilling on the first -public
 // digits of the checkpoint's public split, with the quickstart's lighter
-// setting (-mlp-points, -mixes) so that the whole demo takes about 30 s on 2
-// cores.
+// setting (-mlp-points, -mixes) so that the whole demo takes about 40
+// CPU-seconds (examples/README.md has the measurement).
 func generateConfig(d *demo.Demo, o options) proxy.Config {
 	var pub model.Input
 	if o.public > 0 {

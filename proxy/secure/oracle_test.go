@@ -12,7 +12,7 @@ import (
 // the sigmoid form x·σ(1.702x) (|Δ| ≤ 0.02 per activation against erf) and its
 // softmax, inverse square root and entropy are CrypTen's approximations
 // (entropy alone: 1.3e-2, see protocol.Entropy).
-const oracleMaxErr = 0.1
+const oracleMaxErr = ScoreErrorExactModel
 
 // oracleTextSpearman is TestForwardOracleText's least rank correlation
 // (derived from its spread, see there).
@@ -38,6 +38,9 @@ func TestForwardOracleFidelity(t *testing.T) {
 	maxErr, rho, overlap, cost := embeddedFidelity(t, net, m, f.cand, want)
 	t.Logf("oracle: rounds %d, bytes p0 %d p1 %d; max abs error %.4f nats, Spearman %.5f, top-20%% overlap %.3f",
 		cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
+	if ScoreError(net.Arch) != oracleMaxErr {
+		t.Errorf("ScoreError of the exact model's architecture = %g, want %g", ScoreError(net.Arch), oracleMaxErr)
+	}
 	if maxErr > oracleMaxErr || rho < 0.995 || overlap < 0.95 {
 		t.Errorf("oracle fidelity: max abs error %.4f (≤ %g), Spearman %.5f (≥ 0.995), overlap %.3f (≥ 0.95)", maxErr, oracleMaxErr, rho, overlap)
 	}

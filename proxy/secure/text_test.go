@@ -92,14 +92,14 @@ func TestForwardTextProxyFidelity(t *testing.T) {
 		// exact modules, whose own errors are ~1e-2 (protocol.Entropy).
 		maxErr, minRho, minOverlap float64
 	}{
-		{model.BERT, false, false, proxy.Ablation{}, 0.01, 0.999, 0.98},
-		{model.BERT, true, false, proxy.Ablation{}, 0.01, 0.999, 0.98},
-		{model.DistilBERT, false, false, proxy.Ablation{}, 0.01, 0.999, 0.98},
+		{model.BERT, false, false, proxy.Ablation{}, ScoreErrorMLP, 0.999, 0.98},
+		{model.BERT, true, false, proxy.Ablation{}, ScoreErrorMLP, 0.999, 0.98},
+		{model.DistilBERT, false, false, proxy.Ablation{}, ScoreErrorMLP, 0.999, 0.98},
 		// Private embeddings: one-hot rows, exact embedding LayerNorm.
-		{model.BERT, false, true, proxy.Ablation{}, 0.05, 0.99, 0.95},
+		{model.BERT, false, true, proxy.Ablation{}, ScoreErrorExactModules, 0.99, 0.95},
 		// Every module exact: protocol.Softmax with the private mask, InvSqrt
 		// (variances rescaled by 4^2), protocol.Entropy.
-		{model.BERT, false, false, proxy.NoApprox, 0.05, 0.98, 0.95},
+		{model.BERT, false, false, proxy.NoApprox, ScoreErrorExactModules, 0.98, 0.95},
 	} {
 		t.Run(fmt.Sprintf("%s/public=%v/private_embeddings=%v/ablation=%+v", c.family, c.public, c.privEmb, c.ablation), func(t *testing.T) {
 			p, cand := textProxy(t, c.family, c.ablation)
@@ -126,6 +126,9 @@ func TestForwardTextProxyFidelity(t *testing.T) {
 			maxErr, rho, overlap := fidelity(t, got, want)
 			t.Logf("rounds %d, bytes p0 %d p1 %d; max abs error %.5f nats, Spearman %.5f, top-20%% overlap %.3f",
 				cost[0].Stream.Rounds, cost[0].Stream.BytesSent, cost[1].Stream.BytesSent, maxErr, rho, overlap)
+			if !c.privEmb && ScoreError(net.Arch) != c.maxErr {
+				t.Errorf("ScoreError(%+v) = %g, want %g", net.Arch.Ablation, ScoreError(net.Arch), c.maxErr)
+			}
 			if maxErr > c.maxErr || rho < c.minRho || overlap < c.minOverlap {
 				t.Errorf("fidelity: max abs error %.5f (≤ %g), Spearman %.5f (≥ %g), overlap %.3f (≥ %g)", maxErr, c.maxErr, rho, c.minRho, overlap, c.minOverlap)
 			}

@@ -39,6 +39,36 @@
 // naming the template. Prefetching changes when material is drawn, never
 // which: every batch draws the same kinds at the same counters either way.
 //
+// # No wait across the parties' lanes
+//
+// With a dealer-free provider (package beaver/ot) every item is a protocol
+// of the two parties on the lane's stream, so a party's lanes wait on the
+// peer's lanes not only in the forward but also for material. Whatever the
+// lanes, batch size, prefetch budget and phase, the schedule cannot
+// deadlock because nothing a party holds is held while it waits on the
+// peer:
+//
+//   - a lane's compute slot (protocol.ComputeGate) is given back while the
+//     lane waits for its peer or for material that is not at hand (the
+//     lane's provider says which: Ready, protocol.MaterialReady), so the
+//     other lanes compute meanwhile and draw their halves of the peer's
+//     items;
+//   - a lane's producer waits only for its own lane (the previous batch
+//     claimed and fetched, a free share of the budget or the batch's start,
+//     room in its window), never for another lane's progress;
+//   - the provider's item on a stream waits only for the stream's earlier
+//     items and the peer's half of itself (package beaver/ot's invariant: a
+//     Lattice's uploads run on a service of their own).
+//
+// On d5bf317 the first rule did not hold (a lane waited for material with
+// its slot held) and neither did the last (a Lattice's party 1 made an
+// item wait for the stream that loaded an encryption): the lanes of the
+// two parties holding both slots waited for material whose other halves
+// the peer's lanes, queued for the peer's slots or blocked by full
+// windows, never drew (issue 38's hang of mpcbench select --provider he;
+// bench's TestSelectDealerFreeNoHang runs the dealer-free providers under
+// that shape).
+//
 // The package imports protocol, beaver, transport and share; package
 // selection builds one Scheduler per run from its Params.
 package lanes

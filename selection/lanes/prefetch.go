@@ -40,6 +40,26 @@ func (l *laneProvider) Material(ctx context.Context, r beaver.Request) (beaver.M
 	return l.Provider.Material(ctx, r)
 }
 
+// Ready implements protocol.MaterialReady: a lane's request is at hand
+// when its running batch is served from prefetched material and the item
+// is drawn. Any other request waits for the provider (a dealer-free one
+// makes each item with the peer), and the session gives its compute slot
+// back meanwhile.
+func (l *laneProvider) Ready(r beaver.Request) bool {
+	pf := l.cur.Load()
+	if pf == nil {
+		return false
+	}
+	lf := pf.laneOf(r.Stream)
+	if lf == nil {
+		return false
+	}
+	lb := lf.cur.Load()
+	return lb != nil && lb.prefetched && lb.pre.Ready()
+}
+
+var _ protocol.MaterialReady = (*laneProvider)(nil)
+
 // phaseFetch is the prefetching state of one Run: per lane, its
 // pending batches in order and a producer that fetches the next batch's
 // material while the current one runs.

@@ -47,6 +47,11 @@ type Images struct {
 	Channels      int
 	Pixels        [][]float64
 	Labels        []int
+	// Raw, if set, holds each image's pixel bytes as its file stores them
+	// (the decoders keep them: 1/8 of Pixels' memory), which AppendItem
+	// returns without converting Pixels again. Whoever changes Pixels must
+	// clear or update Raw.
+	Raw [][]byte
 }
 
 // Len returns the number of images.
@@ -174,7 +179,7 @@ func decodeImages(r io.Reader) (*Images, error) {
 		return nil, fmt.Errorf("%d bytes of labels and pixels, want %d for %d images of %d×%d×%d", len(body), want, n, c, w, h)
 	}
 	cnt, npix := int(n), c*w*h
-	s := &Images{Width: w, Height: h, Pixels: make([][]float64, cnt), Labels: make([]int, cnt)}
+	s := &Images{Width: w, Height: h, Pixels: make([][]float64, cnt), Labels: make([]int, cnt), Raw: make([][]byte, cnt)}
 	if c > 1 {
 		s.Channels = c
 	}
@@ -182,10 +187,11 @@ func decodeImages(r io.Reader) (*Images, error) {
 	for i := range cnt {
 		s.Labels[i] = int(body[i])
 		img := pix[i*npix : (i+1)*npix : (i+1)*npix]
-		for j, b := range body[cnt+i*npix : cnt+(i+1)*npix] {
+		raw := body[cnt+i*npix : cnt+(i+1)*npix : cnt+(i+1)*npix]
+		for j, b := range raw {
 			img[j] = float64(b) / 255
 		}
-		s.Pixels[i] = img
+		s.Pixels[i], s.Raw[i] = img, raw
 	}
 	return s, nil
 }

@@ -3,7 +3,6 @@ package shard
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -173,7 +172,7 @@ func loadState(t *testing.T, dir string, party int) *selection.State {
 		t.Fatal(err)
 	}
 	for i := range st.Phases {
-		files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("batches-p%d", party), fmt.Sprintf("phase-%d", i), "batch-*.bin"))
+		files, _ := filepath.Glob(filepath.Join(selection.BatchDir(dir, party, i), "batch-*.bin"))
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {

@@ -52,7 +52,7 @@ func encodeResult(r *Result) []byte {
 	st := r.Stats
 	b = binary.LittleEndian.AppendUint32(b, uint32(min(max(st.Attempts, 0), math.MaxUint32)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(min(max(st.Resumed, 0), math.MaxUint32)))
-	for _, v := range []int64{st.ForwardRounds, st.BytesSent, st.BytesRecv, st.DealerBytes} {
+	for _, v := range []int64{st.ForwardRounds, st.BytesSent, st.BytesRecv, st.RandomnessBytes} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
 	ns := st.Seconds * 1e9
@@ -120,7 +120,7 @@ func decodeResult(b []byte, j *Job) (*Result, error) {
 		v[i] = binary.LittleEndian.Uint64(b[8+8*i:])
 	}
 	out.Stats = selection.ShardStats{Shard: j.Shard, Batches: bhi - blo, Resumed: int(res), Attempts: int(att), ForwardRounds: int64(v[0]),
-		BytesSent: int64(v[1]), BytesRecv: int64(v[2]), DealerBytes: int64(v[3]), Seconds: float64(v[4]) / 1e9}
+		BytesSent: int64(v[1]), BytesRecv: int64(v[2]), RandomnessBytes: int64(v[3]), Seconds: float64(v[4]) / 1e9}
 	if err := out.Stats.Check(); err != nil {
 		return bad("%w", err)
 	}

@@ -42,14 +42,14 @@ func pairOnline(c *transport.Conn, workers int) transport.Stats {
 // pairs' traffic, not only the coordinators'. For each party and phase,
 // each worker's report (selection.ShardStats) is its job's, and the workers' bytes
 // add up exactly to the bytes measured on that phase's pair connections;
-// the phase's ForwardRounds are the largest pair's, its DealerBytes at
+// the phase's ForwardRounds are the largest pair's, its RandomnessBytes at
 // least the workers' (their networked dealer's traffic: the data owner's
 // words; the model owner's worker expands its seed). Over the run, the
 // phases' bytes are exactly the pairs' plus the coordinators' phase
 // traffic, which is their link's whole traffic less what an unsharded run
 // from the same coin sends outside its phases (the handshake, coin,
 // bootstrap and appraisal; the sharded hello longer by K). Dealer-free
-// (ot.Provider on every link), each worker's DealerBytes are its OT
+// (ot.Provider on every link), each worker's RandomnessBytes are its OT
 // traffic, and its bytes still exactly its pair link's online streams.
 func TestShardedPhaseStats(t *testing.T) {
 	p := testParams()
@@ -98,10 +98,10 @@ func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*selection.Result,
 				lo, hi := Span(ps.In, r.p.BatchSize, 2, k)
 				nb := (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
 				if s.Shard != k || s.Batches != nb || s.Resumed != 0 || s.Attempts != 1 || s.ForwardRounds <= 0 ||
-					s.BytesSent <= 0 || s.BytesRecv <= 0 || s.DealerBytes < 0 || (q == 1 || r.free) && s.DealerBytes == 0 || s.Seconds <= 0 {
+					s.BytesSent <= 0 || s.BytesRecv <= 0 || s.RandomnessBytes < 0 || (q == 1 || r.free) && s.RandomnessBytes == 0 || s.Seconds <= 0 {
 					t.Errorf("party %d phase %d: shard figures %+v (want shard %d of %d batches, 1 attempt, traffic, rounds, time)", q, i+1, s, k, nb)
 				}
-				sent, recv, dealer, rounds = sent+s.BytesSent, recv+s.BytesRecv, dealer+s.DealerBytes, max(rounds, s.ForwardRounds)
+				sent, recv, dealer, rounds = sent+s.BytesSent, recv+s.BytesRecv, dealer+s.RandomnessBytes, max(rounds, s.ForwardRounds)
 			}
 			if sent != measured.BytesSent || recv != measured.BytesRecv {
 				t.Errorf("party %d phase %d: workers report %d bytes sent, %d received; their pair links carried %d, %d", q, i+1, sent, recv, measured.BytesSent, measured.BytesRecv)
@@ -109,7 +109,7 @@ func checkShardedStats(t *testing.T, r *shardRig, ref, got [2]*selection.Result,
 			if ps.ForwardRounds != rounds || ps.SelectRounds <= 0 {
 				t.Errorf("party %d phase %d: forward rounds %d (the largest pair's %d), select rounds %d", q, i+1, ps.ForwardRounds, rounds, ps.SelectRounds)
 			}
-			if ps.DealerBytes < dealer || ps.BytesSent <= sent || ps.BytesRecv <= recv {
+			if ps.RandomnessBytes < dealer || ps.BytesSent <= sent || ps.BytesRecv <= recv {
 				t.Errorf("party %d phase %d: %+v; want more than the pairs' %d bytes sent and %d received (QuickSelect's added), at least their %d dealer bytes", q, i+1, ps, sent, recv, dealer)
 			}
 			pairs = pairs.Add(measured)
@@ -148,7 +148,7 @@ func TestResultStats(t *testing.T) {
 		lo, hi := b*p.BatchSize, min((b+1)*p.BatchSize, j.PhaseCandidates)
 		r.Batches = append(r.Batches, selection.BatchShares{Batch: b, Epoch: 1, Shares: make([]uint64, hi-lo)})
 	}
-	r.Stats = selection.ShardStats{Resumed: 3, Attempts: 2, ForwardRounds: 123, BytesSent: 1 << 30, BytesRecv: 5 << 20, DealerBytes: 7 << 40, Seconds: 12.5}
+	r.Stats = selection.ShardStats{Resumed: 3, Attempts: 2, ForwardRounds: 123, BytesSent: 1 << 30, BytesRecv: 5 << 20, RandomnessBytes: 7 << 40, Seconds: 12.5}
 	got, err := decodeResult(encodeResult(&r), j)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestResultStats(t *testing.T) {
 		{"negative rounds", func(s *selection.ShardStats) { s.ForwardRounds = -1 }},
 		{"bytes sent", func(s *selection.ShardStats) { s.BytesSent = maxShardBytes + 1 }},
 		{"bytes received", func(s *selection.ShardStats) { s.BytesRecv = -1 }},
-		{"dealer bytes", func(s *selection.ShardStats) { s.DealerBytes = math.MaxInt64 }},
+		{"dealer bytes", func(s *selection.ShardStats) { s.RandomnessBytes = math.MaxInt64 }},
 		{"seconds", func(s *selection.ShardStats) { s.Seconds = 400 * 24 * 3600 }},
 		{"NaN seconds", func(s *selection.ShardStats) { s.Seconds = math.NaN() }},
 	}
@@ -181,7 +181,7 @@ func TestResultStats(t *testing.T) {
 	}
 	// A worker saturates figures beyond the bounds: accepted.
 	huge := Result{Batches: r.Batches, Stats: selection.ShardStats{Attempts: 1 << 30, ForwardRounds: 1 << 50, BytesSent: 1 << 60,
-		BytesRecv: 1 << 60, DealerBytes: 1 << 60, Seconds: 1e12}.Bounded()}
+		BytesRecv: 1 << 60, RandomnessBytes: 1 << 60, Seconds: 1e12}.Bounded()}
 	if got, err := decodeResult(encodeResult(&huge), j); err != nil || got.Stats.BytesSent != maxShardBytes || got.Stats.Attempts != maxShardAttempts {
 		t.Errorf("saturated figures: %+v, %v", got, err)
 	}
@@ -202,7 +202,7 @@ func FuzzDecodeResult(f *testing.F) {
 	j := testJob()
 	j.PhaseCandidates, j.FirstBatch, j.Candidates = 20, 1, []int{30, 31, 32, 33}
 	r := Result{Batches: []selection.BatchShares{{Batch: 1, Epoch: 1, Shares: []uint64{1, 2, 3, 4}}},
-		Stats: selection.ShardStats{Attempts: 1, ForwardRounds: 10, BytesSent: 100, BytesRecv: 100, DealerBytes: 100, Seconds: 1}}
+		Stats: selection.ShardStats{Attempts: 1, ForwardRounds: 10, BytesSent: 100, BytesRecv: 100, RandomnessBytes: 100, Seconds: 1}}
 	good := encodeResult(&r)
 	if _, err := decodeResult(good, j); err != nil {
 		f.Fatal(err)
@@ -223,7 +223,7 @@ func FuzzDecodeResult(f *testing.F) {
 		s := out.Stats
 		if len(out.Batches) != 1 || len(out.Batches[0].Shares) != 4 || s.Attempts > maxShardAttempts || s.Resumed > 1 ||
 			s.ForwardRounds < 0 || s.ForwardRounds > maxShardRounds || s.BytesSent < 0 || s.BytesSent > maxShardBytes ||
-			s.BytesRecv < 0 || s.BytesRecv > maxShardBytes || s.DealerBytes < 0 || s.DealerBytes > maxShardBytes ||
+			s.BytesRecv < 0 || s.BytesRecv > maxShardBytes || s.RandomnessBytes < 0 || s.RandomnessBytes > maxShardBytes ||
 			s.Seconds < 0 || s.Seconds > 366*24*3600 || binary.LittleEndian.Uint32(b[4:]) != 1 {
 			t.Fatalf("accepted %+v", s)
 		}

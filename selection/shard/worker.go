@@ -131,7 +131,7 @@ func (w *Worker) RunJob(ctx context.Context, job *Job, pair PairFunc) (*Result, 
 			st.Seconds = time.Since(start).Seconds()
 			res.Stats = st.Bounded()
 			w.logf().Info("shard: worker: job figures", "party", w.Party, "phase", job.Phase+1, "shard", job.Shard, "attempts", st.Attempts,
-				"forward_rounds", st.ForwardRounds, "bytes_sent", st.BytesSent, "bytes_recv", st.BytesRecv, "dealer_bytes", st.DealerBytes, "seconds", st.Seconds)
+				"forward_rounds", st.ForwardRounds, "bytes_sent", st.BytesSent, "bytes_recv", st.BytesRecv, "randomness_bytes", st.RandomnessBytes, "seconds", st.Seconds)
 			return res, nil
 		}
 		if ctx.Err() != nil || !retryable(err) || attempt >= retries {
@@ -250,7 +250,7 @@ func (w *Worker) attempt(ctx context.Context, job *Job, pair PairFunc, st *selec
 	}
 	st.BytesSent += out.Online.BytesSent
 	st.BytesRecv += out.Online.BytesRecv
-	st.DealerBytes += d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
+	st.RandomnessBytes += d1.BytesRecv - d0.BytesRecv + d1.BytesSent - d0.BytesSent
 	st.ForwardRounds += out.ForwardRounds
 	st.Resumed = out.Resumed
 	if err != nil {

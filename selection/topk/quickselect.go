@@ -55,6 +55,22 @@ func (a Stats) Add(b Stats) Stats {
 // rng drives the samples (both parties must pass PRGs with the same seed and
 // domain, e.g. from the joint coin toss).
 func TopK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []int, k int, rng *share.PRG) ([]int, Stats, error) {
+	pos, _, st, err := topK(ctx, s, vals, keys, k, rng, nil)
+	return pos, st, err
+}
+
+// TopKTiers is TopK that also returns what the revealed outcomes say about
+// the order of the selected values: tiers[j] is the tier of the value at
+// pos[j], 0 the best. Whenever tiers[a] < tiers[b], the outcomes both
+// parties saw place value pos[a] ahead of value pos[b] (directly, or
+// through a chain of outcomes: a pivot or a sample member between them);
+// values of one tier are not ordered by them. A step that chooses values
+// makes each bucket ahead of the boundary a tier and each pivot between
+// them another; a sort step, or a sorted sample that settles the rest,
+// one tier per value. Both parties compute the same tiers, from public
+// outcomes only. selection records them for the audit of a purchase
+// (package selection/purchase).
+func TopKTiers(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []int, k int, rng *share.PRG) (pos, tiers []int, st Stats, err error) {
 	return topK(ctx, s, vals, keys, k, rng, nil)
 }
 
@@ -63,10 +79,10 @@ func TopK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 type stepTrace func(kind stepKind, pairs [][2]int, ahead []bool)
 
 // topK is TopK; trace, if not nil, sees every step (what the step reveals).
-func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []int, k int, rng *share.PRG, trace stepTrace) ([]int, Stats, error) {
+func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []int, k int, rng *share.PRG, trace stepTrace) ([]int, []int, Stats, error) {
 	var st Stats
 	if vals == nil {
-		return nil, st, fmt.Errorf("topk: nil values")
+		return nil, nil, st, fmt.Errorf("topk: nil values")
 	}
 	n := len(vals.Data)
 	if keys == nil {
@@ -76,16 +92,16 @@ func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 		}
 	}
 	if len(keys) != n {
-		return nil, st, fmt.Errorf("topk: %d keys for %d values", len(keys), n)
+		return nil, nil, st, fmt.Errorf("topk: %d keys for %d values", len(keys), n)
 	}
 	if err := checkKeys(keys); err != nil {
-		return nil, st, fmt.Errorf("topk: %w", err)
+		return nil, nil, st, fmt.Errorf("topk: %w", err)
 	}
 	if k < 0 {
-		return nil, st, fmt.Errorf("topk: k = %d", k)
+		return nil, nil, st, fmt.Errorf("topk: k = %d", k)
 	}
 	if rng == nil {
-		return nil, st, fmt.Errorf("topk: nil PRG")
+		return nil, nil, st, fmt.Errorf("topk: nil PRG")
 	}
 	plan := newSelectPlan(n, k, rng)
 	for {
@@ -95,7 +111,7 @@ func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 		}
 		ahead, err := compareAhead(ctx, s, vals.Data, keys, pairs, &st)
 		if err != nil {
-			return nil, st, fmt.Errorf("topk: %s step %d (%d comparisons): %w", plan.kind, st.Steps+1, len(pairs), err)
+			return nil, nil, st, fmt.Errorf("topk: %s step %d (%d comparisons): %w", plan.kind, st.Steps+1, len(pairs), err)
 		}
 		if trace != nil {
 			trace(plan.kind, pairs, ahead)
@@ -110,10 +126,11 @@ func topK(ctx context.Context, s *protocol.Session, vals *share.Tensor, keys []i
 			st.Pivots += int64(len(plan.group))
 		}
 		if err := plan.apply(ahead); err != nil {
-			return nil, st, fmt.Errorf("topk: step %d: %w", st.Steps, err)
+			return nil, nil, st, fmt.Errorf("topk: step %d: %w", st.Steps, err)
 		}
 	}
-	return plan.result(), st, nil
+	pos, tiers := plan.resultTiers()
+	return pos, tiers, st, nil
 }
 
 // boundedMaxFracBits is the most fractional bits for which TopK compares

@@ -110,6 +110,10 @@ type selectPlan struct {
 	active []int // candidates for the remaining need places
 	need   int
 	chosen []int // positions certainly among the best k
+	// tiers holds each chosen position's tier (chosen[i] is in tiers[i]):
+	// the outcomes revealed so far place every member of a tier ahead of
+	// every member of a later one (see choose).
+	tiers  []int
 	sorted []int // the sample's members still active, best first
 	done   bool
 
@@ -149,7 +153,7 @@ func (p *selectPlan) next() (pairs [][2]int, done bool) {
 	}
 	if p.done || p.need == 0 || len(p.active) <= p.need {
 		if !p.done && p.need > 0 {
-			p.chosen = append(p.chosen, p.active...)
+			p.choose(p.active...) // the whole active group: one tier
 		}
 		p.done, p.active, p.need, p.sorted = true, nil, 0, nil
 		return nil, true
@@ -157,7 +161,9 @@ func (p *selectPlan) next() (pairs [][2]int, done bool) {
 	m := len(p.active)
 	if len(p.sorted) == m {
 		// The order of every active value is known already.
-		p.chosen = append(p.chosen, p.sorted[:p.need]...)
+		for _, a := range p.sorted[:p.need] {
+			p.choose(a)
+		}
 		p.done, p.active, p.need, p.sorted = true, nil, 0, nil
 		return nil, true
 	}
@@ -412,7 +418,9 @@ func (p *selectPlan) apply(ahead []bool) error {
 	case stepSortAll:
 		var order []int
 		if order, err = orderGroup(p.group, p.pairs, ahead); err == nil {
-			p.chosen = append(p.chosen, order[:p.need]...)
+			for _, a := range order[:p.need] {
+				p.choose(a)
+			}
 			p.done, p.active, p.need, p.sorted = true, nil, 0, nil
 		}
 	case stepSample:
@@ -498,12 +506,20 @@ func (p *selectPlan) partition(ahead []bool) error {
 		buckets[b] = append(buckets[b], a)
 		bucketOf[a] = b
 	}
-	var above []int // everything ranked ahead of the current bucket
+	// above holds everything ranked ahead of the current bucket, as
+	// groups best first: each bucket, then the pivot behind it.
+	var above [][]int
+	count := 0
+	chooseAbove := func() {
+		for _, g := range above {
+			p.choose(g...)
+		}
+	}
 	for b, bk := range buckets {
-		if len(above)+len(bk) >= p.need {
+		if count+len(bk) >= p.need {
 			// The boundary is inside bucket b (or at its end).
-			p.chosen = append(p.chosen, above...)
-			p.need -= len(above)
+			chooseAbove()
+			p.need -= count
 			p.active = bk
 			// The sample members in bucket b keep their known order.
 			var s []int
@@ -518,10 +534,13 @@ func (p *selectPlan) partition(ahead []bool) error {
 		if b == np {
 			break
 		}
-		above = append(above, bk...)
-		above = append(above, p.pivots[b])
-		if len(above) == p.need {
-			p.chosen = append(p.chosen, above...)
+		if len(bk) > 0 {
+			above = append(above, bk)
+		}
+		above = append(above, []int{p.pivots[b]})
+		count += len(bk) + 1
+		if count == p.need {
+			chooseAbove()
 			p.done, p.active, p.need, p.sorted = true, nil, 0, nil
 			return nil
 		}
@@ -529,10 +548,80 @@ func (p *selectPlan) partition(ahead []bool) error {
 	return fmt.Errorf("no bucket holds the boundary") // unreachable: need < active
 }
 
+// choose adds the positions g to the chosen ones as one tier, behind
+// every tier chosen before. A plan chooses values best first: a step
+// chooses the buckets ahead of the boundary and the pivots between them,
+// each bucket and each pivot a tier of its own (the sorted pivots order
+// them), or the members of a sorted group one tier each; whatever it
+// leaves active lies behind all of them, so every tier chosen later lies
+// behind too. Members of one tier are not ordered by the outcomes.
+func (p *selectPlan) choose(g ...int) {
+	t := 0
+	if len(p.tiers) > 0 {
+		t = p.tiers[len(p.tiers)-1] + 1
+	}
+	for _, a := range g {
+		p.chosen = append(p.chosen, a)
+		p.tiers = append(p.tiers, t)
+	}
+}
+
 // result returns the selected positions in ascending order once next has
 // reported done.
 func (p *selectPlan) result() []int {
-	out := slices.Clone(p.chosen)
-	slices.Sort(out)
+	out, _ := p.resultTiers()
 	return out
+}
+
+// resultTiers returns the selected positions in ascending order and each
+// one's tier (see choose): 0 for the first, best tier, numbered densely.
+func (p *selectPlan) resultTiers() (pos, tiers []int) {
+	idx := make([]int, len(p.chosen))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return p.chosen[a] - p.chosen[b] })
+	pos, tiers = make([]int, len(idx)), make([]int, len(idx))
+	for j, i := range idx {
+		pos[j], tiers[j] = p.chosen[i], p.tiers[i]
+	}
+	return pos, tiers
+}
+
+// PlanTiers runs TopKTiers's schedule on values whose ranks are known in
+// the clear (rank[i] is value i's rank, 0 the best; a permutation of
+// 0..n−1), answering every comparison from them: it returns the positions
+// TopKTiers would select and their tiers, with no secure computation.
+// Both come from the ranks and rng alone, as in a selection (the package
+// documentation, "What is revealed"), so it shows what a selection reveals
+// about the order of what it selects, for analyses such as the detection
+// rates of selection/purchase's audit.
+func PlanTiers(rank []int, k int, rng *share.PRG) (pos, tiers []int, err error) {
+	n := len(rank)
+	seen := make([]bool, n)
+	for _, r := range rank {
+		if r < 0 || r >= n || seen[r] {
+			return nil, nil, fmt.Errorf("topk: plan tiers: ranks are not a permutation of 0..%d", n-1)
+		}
+		seen[r] = true
+	}
+	if k < 0 || rng == nil {
+		return nil, nil, fmt.Errorf("topk: plan tiers: k = %d, PRG %v", k, rng)
+	}
+	p := newSelectPlan(n, k, rng)
+	for {
+		pairs, done := p.next()
+		if done {
+			break
+		}
+		ahead := make([]bool, len(pairs))
+		for i, pr := range pairs {
+			ahead[i] = rank[pr[0]] < rank[pr[1]]
+		}
+		if err := p.apply(ahead); err != nil {
+			return nil, nil, err
+		}
+	}
+	pos, tiers = p.resultTiers()
+	return pos, tiers, nil
 }

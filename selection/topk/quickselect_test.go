@@ -129,7 +129,7 @@ func secureTopKFP(t *testing.T, fp share.FixedPoint, vals []float64, keys []int,
 			}
 		}
 		c0 := s.Stream().Stats()
-		got[s.Party()], stats[s.Party()], err = topK(ctx, s, x, keys, k, share.NewPRG(seed, "pivots"), tr)
+		got[s.Party()], _, stats[s.Party()], err = topK(ctx, s, x, keys, k, share.NewPRG(seed, "pivots"), tr)
 		d := s.Stream().Stats().Sub(c0)
 		if err == nil && (d.Rounds != rounds*int64(stats[s.Party()].Steps) || d.Rounds != stats[s.Party()].Rounds) {
 			t.Errorf("party %d: %d rounds (%d counted) for %d steps", s.Party(), d.Rounds, stats[s.Party()].Rounds, stats[s.Party()].Steps)

@@ -62,7 +62,7 @@ func viewTopK(t *testing.T, vals []float64, k int, seed share.Seed, leak bool) t
 				v.kinds = append(v.kinds, kind)
 			}
 		}
-		sel, _, err := topK(ctx, s, x, nil, k, share.NewPRG(seed, "pivots"), tr)
+		sel, _, _, err := topK(ctx, s, x, nil, k, share.NewPRG(seed, "pivots"), tr)
 		if err != nil {
 			return struct{}{}, err
 		}

@@ -42,8 +42,9 @@ var layer = map[string]int{
 	"selection/topk":              7,
 	"selection/lanes":             7,
 	"selection/pool":              7,
-	"selection":                   8,
-	"selection/shard":             9, // above selection, whose ShardRunner and ForwardRun it implements and runs
+	"selection/purchase":          8, // above proxy/secure, whose documented error sizes the audit's tolerance
+	"selection":                   9,
+	"selection/shard":             10, // above selection, whose ShardRunner and ForwardRun it implements and runs
 	"selection/internal/testhook": 0,
 }
 
@@ -52,7 +53,7 @@ var layer = map[string]int{
 // each one a decision: such an import also points down in layer, and one
 // not named here fails even where the layers would allow it. A package
 // missing here imports nothing of its ancestors: selection/topk,
-// selection/lanes, selection/pool and selection/internal/testhook
+// selection/lanes, selection/pool, selection/purchase and selection/internal/testhook
 // nothing of selection, beaver/he
 // nothing of beaver, nn/safetensors and nn/wordpiece nothing of nn.
 var parentImports = map[string][]string{

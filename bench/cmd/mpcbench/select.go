@@ -4,7 +4,7 @@ package main
 //
 //	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
 //	    [--dealer-link paper-wan|lan|none|P0LINK,P1LINK] [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
-//	    [--seed S] [--timeout D] [--pool N] [--shards K [--dealers K|1] [--internal-link lan|paper-wan|none]]
+//	    [--seed S] [--timeout D] [--stall D] [--pool N] [--shards K [--dealers K|1] [--internal-link lan|paper-wan|none]]
 //
 // runs a sample selection of the workload (package bench: Select) and
 // projects it to the workload's full pool (--pool: another pool size,
@@ -32,7 +32,11 @@ package main
 // the dealer process's listeners), and the projection bounds each link.
 // --pipeline picks the batch scheduler's mode of both parties (the
 // children's too); with --compare-off a pipelined run also runs its sample
-// over the link with the pipeline off and reports the speed-up.
+// over the link with the pipeline off and reports the speed-up. --stall
+// bounds the silence of an in-process sample run (bench.SelectConfig.Stall:
+// no batch finished and no byte crossed the parties' link): a stuck run
+// fails with an error wrapping bench.ErrStuck that says where each party
+// stands, and logs what every goroutine waits on.
 
 import (
 	"cmp"
@@ -74,6 +78,7 @@ type selectFlags struct {
 	link, bandwidth *string
 	rtt             *time.Duration
 	timeout         *time.Duration
+	stall           *time.Duration
 	provider        *string
 	pipeline        *string
 	memoryBudget    *string
@@ -90,16 +95,18 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		names = append(names, w.Name)
 	}
 	return &selectFlags{
-		fs:           fs,
-		workload:     fs.String("workload", "sst2-distilbert", "workload: "+strings.Join(names, ", ")+" (or tiny)"),
-		samples:      fs.Int("samples", 0, "candidates of the sample run (0: the workload's default)"),
-		batch:        fs.Int("batch", 0, "candidates per batch (0: the workload's)"),
-		workers:      fs.Int("workers", 0, "batches in flight (0: the workload's)"),
-		seed:         fs.Uint64("seed", 1, "seed of the random weights and inputs"),
-		link:         fs.String("link", "paper-wan", "emulated link: "+strings.Join(transport.ProfileNames(), ", ")),
-		bandwidth:    fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
-		rtt:          fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
-		timeout:      fs.Duration("timeout", 2*time.Hour, "give up after this long"),
+		fs:        fs,
+		workload:  fs.String("workload", "sst2-distilbert", "workload: "+strings.Join(names, ", ")+" (or tiny)"),
+		samples:   fs.Int("samples", 0, "candidates of the sample run (0: the workload's default)"),
+		batch:     fs.Int("batch", 0, "candidates per batch (0: the workload's)"),
+		workers:   fs.Int("workers", 0, "batches in flight (0: the workload's)"),
+		seed:      fs.Uint64("seed", 1, "seed of the random weights and inputs"),
+		link:      fs.String("link", "paper-wan", "emulated link: "+strings.Join(transport.ProfileNames(), ", ")),
+		bandwidth: fs.String("bandwidth", "", "custom link: bandwidth per direction, e.g. 100MB (with --rtt)"),
+		rtt:       fs.Duration("rtt", 0, "custom link: round-trip time, e.g. 100ms (one-way latency = rtt/2)"),
+		timeout:   fs.Duration("timeout", 2*time.Hour, "give up after this long"),
+		stall: fs.Duration("stall", bench.DefaultStall, "a run in which no batch finishes and no byte crosses the parties' link for this long is stuck: cancel it, "+
+			"say where each party stands and log what its goroutines wait on (0: never)"),
 		provider:     fs.String("provider", source.Default, "where the correlated randomness comes from (in process): "+source.Usage()),
 		pipeline:     fs.String("pipeline", "on", "batch scheduler: on (every lane at once, dealer material prefetched) or off (one batch at a time)"),
 		memoryBudget: fs.String("memory-budget", "", "bytes of prefetched dealer material each party may hold, e.g. 512MiB (default: the workload's; 0: no prefetch)"),
@@ -136,7 +143,13 @@ func (f *selectFlags) config() (bench.SelectConfig, error) {
 	if _, err := sourceFlag("", *f.provider); err != nil {
 		return bench.SelectConfig{}, err
 	}
-	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider, Pipeline: selection.PipelineMode(*f.pipeline)}
+	cfg := bench.SelectConfig{Workload: w, Samples: *f.samples, Seed: *f.seed, Provider: *f.provider, Pipeline: selection.PipelineMode(*f.pipeline), Stall: *f.stall}
+	switch {
+	case *f.stall < 0:
+		return cfg, fmt.Errorf("negative --stall %v", *f.stall)
+	case *f.stall == 0:
+		cfg.Stall = -1 // no watchdog
+	}
 	if *f.pipeline != string(selection.PipelineOn) && *f.pipeline != string(selection.PipelineOff) {
 		return cfg, fmt.Errorf("--pipeline %q: want on or off", *f.pipeline)
 	}
@@ -411,6 +424,10 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if c := s.Commitment; c != nil {
+		fmt.Fprintf(w, "commitment to the pool: root %d B in the data owner's hello; bootstrap openings %s for %d candidates of %d B (projected to the pool's bootstrap: %s)\n",
+			c.RootBytes, bench.FormatBytes(float64(c.OpeningBytes)), c.Openings, c.ItemBytes, bench.FormatBytes(float64(c.ProjectedOpeningBytes)))
 	}
 	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, limitingText(p))
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h (%s)\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2], computeHostsText(p))

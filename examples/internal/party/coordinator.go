@@ -2,6 +2,7 @@ package party
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,9 +23,10 @@ type Role struct {
 	// Name is the binary's name ("modelowner"), in what it prints and in
 	// its errors.
 	Name string
-	// Connecting and Running are the progress steps while the party
-	// connects and while the selection runs.
-	Connecting, Running string
+	// Running is the progress step while the selection runs (the step
+	// while the party connects names the dealer, or, dealer-free, only
+	// the peer).
+	Running string
 	// Run runs the party's selection over conn with prov, the shards
 	// (the party's workers, nil when it has none) running its phases'
 	// forwards: set them as ModelOwner.Shards or DataOwner.Shards.
@@ -36,16 +38,22 @@ type Role struct {
 // connects to the dealer and the peer as -provider says (pt.Connect), runs
 // r.Run, tells the workers the selection is done, prints the summary and
 // writes the result to out (WriteResult), then waits for the workers not
-// connected at the end, at most -connect-timeout. A failure of the run is
-// reported as StopError says (state is the -state directory).
+// connected at the end, at most -connect-timeout. With out "-" the result
+// is the only thing on stdout: the summary goes to stderr. A failure of
+// the run is reported in one line, as Stop.Error says (state is the
+// -state directory).
 func RunCoordinator(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, r Role, state, out string, prog *Progress, stdout io.Writer) error {
 	var (
 		workers *shard.Workers
 		shards  selection.ShardRunner // nil without workers, not a nil *shard.Workers
 	)
+	info := stdout
+	if out == "-" {
+		info = prog.Writer() // stdout holds the result only
+	}
 	if sf.Shards >= 2 {
 		ws, ln, err := pt.ServeWorkers(ctx, r.Party, sf.Shards, sf.WorkersListen, func(a net.Addr) {
-			fmt.Fprintf(stdout, "%s workers listening %s\n", r.Name, a)
+			fmt.Fprintf(info, "%s workers listening %s\n", r.Name, a)
 		})
 		if err != nil {
 			return err
@@ -54,10 +62,18 @@ func RunCoordinator(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, r 
 		defer ws.Close() // after a failure: the workers wait for a restarted coordinator
 		workers, shards = ws, ws
 	}
-	prog.Step(r.Connecting)
-	prov, dconn, conn, err := pt.Connect(ctx, r.Party, r.Name, stdout)
+	stop := Stop{Command: r.Name, Party: r.Party, State: state, Dealer: !pt.Source.DealerFree, Prog: prog, Log: pt.Logger}
+	if stop.Dealer {
+		prog.Step("connecting to the dealer and the " + roleNames[1-r.Party])
+	} else {
+		prog.Step("connecting to the " + roleNames[1-r.Party])
+	}
+	prov, dconn, conn, err := pt.Connect(ctx, r.Party, r.Name, info)
 	if err != nil {
-		return StopError(ctx, err, r.Name, state, prog, pt.Logger)
+		return stop.Error(ctx, err)
+	}
+	if c, ok := dconn.(interface{ Err() error }); ok {
+		stop.DealerLost = func() bool { err := c.Err(); return err != nil && !errors.Is(err, transport.ErrClosed) }
 	}
 	defer dconn.Close()
 	defer conn.Close()
@@ -67,9 +83,9 @@ func RunCoordinator(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, r 
 		workers.Done(ctx) // the workers exit
 	}
 	if err != nil {
-		return StopError(ctx, err, r.Name, state, prog, pt.Logger)
+		return stop.Error(ctx, err)
 	}
-	fmt.Fprint(stdout, Summary(res))
+	fmt.Fprint(info, Summary(res))
 	err = WriteResult(out, stdout, res)
 	if workers != nil {
 		// A worker not connected at the end (restarting) is told "done" as

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/selectformer/selectformer/examples/internal/peer"
@@ -38,7 +39,9 @@ type ParamFlags struct {
 	Bootstrap int
 	Schedule  string
 	Batch     int
-	Workers   int
+	// Inflight is the number of batches in flight at once
+	// (selection.Params.Workers).
+	Inflight  int
 	Appraisal string
 	// Pipeline and MemoryBudget are this party's own choices (not
 	// compared with the peer's).
@@ -56,10 +59,19 @@ func (p *ParamFlags) Register(fs *flag.FlagSet, withPool bool) {
 	fs.IntVar(&p.Bootstrap, "bootstrap", 0, "size of the bootstrap sample (labelled by the model owner); required")
 	fs.StringVar(&p.Schedule, "schedule", DefaultSchedule, "phases l:w:d@keep (layers, heads, MLP width, fraction kept), comma-separated; the last phase keeps the budget")
 	fs.IntVar(&p.Batch, "batch", 0, "candidates per secure forward batch (0: the library default)")
-	fs.IntVar(&p.Workers, "workers", 0, "batches in flight at once (0: the library default)")
+	fs.IntVar(&p.Inflight, "inflight", 0, "batches in flight at once, each on its own lane (0: the library default, 8); both parties pass the same value (not sharding's -workers-listen)")
+	fs.Func("workers", "deprecated: the old name of -inflight", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return err
+		}
+		p.Inflight = n
+		fmt.Fprintf(fs.Output(), "%s: -workers is deprecated: it is -inflight (batches in flight), not sharding's -shards/-worker\n", fs.Name())
+		return nil
+	})
 	fs.StringVar(&p.Appraisal, "appraisal", "", "appraise the final set: \"\" (no), mean, threshold")
-	fs.StringVar(&p.Pipeline, "pipeline", "on", "batch pipeline: on (all lanes at once, dealer material prefetched) or off (one batch at a time); this party's choice")
-	fs.Int64Var(&p.MemoryBudget, "memory-budget", 0, "bytes of prefetched dealer material held at once (0: the library default, 1 GiB; negative: no prefetch)")
+	fs.StringVar(&p.Pipeline, "pipeline", "on", "batch pipeline: on (all lanes at once, correlated randomness prefetched) or off (one batch at a time); this party's choice")
+	fs.Int64Var(&p.MemoryBudget, "memory-budget", 0, "bytes of prefetched correlated randomness held at once (0: the library default, 1 GiB; negative: no prefetch); this party's choice")
 }
 
 // Params converts the flags into selection parameters; problems are usage
@@ -75,11 +87,11 @@ func (p *ParamFlags) Params() (selection.Params, error) {
 	if p.Bootstrap <= 0 {
 		return selection.Params{}, peer.Usage("flag -bootstrap is required (a positive number of points)")
 	}
-	if p.Batch < 0 || p.Workers < 0 {
-		return selection.Params{}, peer.Usage("flags -batch and -workers must not be negative")
+	if p.Batch < 0 || p.Inflight < 0 {
+		return selection.Params{}, peer.Usage("flags -batch and -inflight must not be negative")
 	}
 	out := selection.Params{PoolSize: p.PoolSize, Budget: p.Budget, Bootstrap: p.Bootstrap, Schedule: sched,
-		BatchSize: p.Batch, Workers: p.Workers, Appraisal: selection.AppraisalMode(p.Appraisal),
+		BatchSize: p.Batch, Workers: p.Inflight, Appraisal: selection.AppraisalMode(p.Appraisal),
 		Pipeline: selection.PipelineMode(p.Pipeline), MemoryBudget: p.MemoryBudget}
 	if err := out.Validate(); err != nil {
 		return selection.Params{}, peer.Usage("%v", err)
@@ -126,21 +138,9 @@ func CheckProxies(sched []selection.Phase, proxies []*proxy.Proxy, dir string) e
 func CheckGenerate(gen proxy.Config, params selection.Params, target *model.Model) error {
 	gen.Phases = params.Shapes()
 	if err := gen.Validate(target, params.Bootstrap); err != nil {
-		return peer.Usage("proxy generation for -schedule %s: %v", FormatSchedule(params.Schedule), err)
+		return peer.Usage("proxy generation for -schedule %s: %v", selection.FormatSchedule(params.Schedule), err)
 	}
 	return nil
-}
-
-// FormatSchedule writes a schedule back as the -schedule flag reads it.
-func FormatSchedule(sched []selection.Phase) string {
-	parts := make([]string, len(sched))
-	for i, ph := range sched {
-		parts[i] = fmt.Sprintf("%d:%d:%d", ph.Proxy.Layers, ph.Proxy.Heads, ph.Proxy.MLPHidden)
-		if i < len(sched)-1 {
-			parts[i] += fmt.Sprintf("@%g", ph.Keep)
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 // GenerateConfig is the proxy generation used by the examples: the
@@ -153,10 +153,12 @@ func GenerateConfig(points int, seed uint64, public model.Input) proxy.Config {
 }
 
 // Classify maps an error of a selection run to an exit code: a handshake
-// mismatch, the peer's abort and a refused second bootstrap are
-// peer.ExitPeer; a corrupt, truncated or foreign checkpoint file
-// (*selection.StateError, which names the file) is peer.ExitInput; coded
-// errors keep their code; the rest is peer.ExitFailure.
+// mismatch (*selection.MismatchError, FlagMismatch) is peer.ExitUsage (the
+// two parties' flags differ: a configuration to fix, not a peer failure);
+// the peer's abort and a refused second bootstrap are peer.ExitPeer; a
+// corrupt, truncated or foreign checkpoint file (*selection.StateError,
+// which names the file) is peer.ExitInput; coded errors keep their code;
+// the rest is peer.ExitFailure.
 func Classify(err error) error {
 	if err == nil {
 		return nil
@@ -167,7 +169,13 @@ func Classify(err error) error {
 		se *selection.StateError
 	)
 	switch {
-	case errors.As(err, &mm), errors.As(err, &pa), errors.Is(err, selection.ErrBootstrapRevealed):
+	case errors.As(err, &mm):
+		var pe *peer.Error
+		if errors.As(err, &pe) {
+			return err
+		}
+		return peer.ConfigError(err)
+	case errors.As(err, &pa), errors.Is(err, selection.ErrBootstrapRevealed):
 		return peer.WithCode(peer.ExitPeer, err)
 	case errors.As(err, &se):
 		return peer.WithCode(peer.ExitInput, err)
@@ -175,36 +183,107 @@ func Classify(err error) error {
 	return peer.WithCode(peer.Code(err), err)
 }
 
-// StopError turns the error of a run of command into what the binary
-// reports. If ctx ended (SIGINT or SIGTERM) it is a one-line
-// peer.ExitInterrupted error saying where the run stopped (prog.Where) and
-// how to resume (with state, the -state directory: rerun with it; without,
-// a rerun starts over); the error chain goes to log at Debug level. If the
-// peer was interrupted (its abort says it was cancelled), the error says to
-// rerun both parties. Any other error, and nil, is returned as it is.
-func StopError(ctx context.Context, err error, command, state string, prog *Progress, log *slog.Logger) error {
+// Stop is what a party binary needs to say how its run stopped.
+type Stop struct {
+	// Command is the binary's name (modelowner, dataowner).
+	Command string
+	// Party is 0 (model owner) or 1 (data owner).
+	Party int
+	// State is the -state directory ("" without one).
+	State string
+	// Dealer reports whether the party draws from a dealer, which may
+	// have to be restarted too (a -once dealer exits when both parties are
+	// gone).
+	Dealer bool
+	// DealerLost, if set, reports whether the party's connection to its
+	// dealer died (the dealer stopped, or the link dropped).
+	DealerLost func() bool
+	// Prog says where the run was (Progress.Where).
+	Prog *Progress
+	// Log gets the error chain at Debug level.
+	Log *slog.Logger
+}
+
+// rerun says exactly what to restart to resume: both parties with their
+// -state (this one's named), and the dealer, when there is one: if it has
+// exited, or (dealerGone) in any case; without -state, that a rerun
+// starts over.
+func (s Stop) rerun(dealerGone bool) string {
+	if s.State == "" {
+		return "no -state was given, so a rerun starts over (pass -state DIR to both parties to be able to resume)"
+	}
+	procs := "both parties"
+	switch {
+	case dealerGone:
+		procs = "the dealer (with the same -seeds, if it had them), then both parties"
+	case s.Dealer:
+		procs = "the dealer if it has exited (a -once dealer exits once both parties are gone), then both parties"
+	}
+	return fmt.Sprintf("rerun %s with the same flags and their -state (here -state %s) to resume", procs, s.State)
+}
+
+// Error turns the error of a run into the one line the binary prints,
+// saying where it stopped and exactly what to rerun; the error chain goes
+// to s.Log at Debug level:
+//   - stopped by SIGINT or SIGTERM (ctx ended): a peer.ExitInterrupted
+//     error (peer.Interrupted);
+//   - the two parties' flags differ: a FlagMismatch (peer.ExitUsage);
+//   - the peer ended the session for a reason a rerun can mend (it was
+//     interrupted, failed, or could not label), the peer crashed or the
+//     link dropped (selection.ErrConnectionLost), or else the dealer's
+//     connection died (DealerLost): where it stopped, why, and what to
+//     rerun;
+//   - anything else, and nil, as it is.
+func (s Stop) Error(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	next := "no -state was given, so a rerun starts over (pass -state DIR to be able to resume)"
-	if state != "" {
-		next = fmt.Sprintf("rerun with the same flags and -state %s to resume", state)
+	if s.Log != nil {
+		s.Log.Debug("stopped", "err", err)
 	}
 	if ctx.Err() != nil {
-		if log != nil {
-			log.Debug("interrupted", "err", err)
-		}
-		return peer.Interrupted(command, prog.Where(), next, err)
+		return peer.Interrupted(s.Command, s.Prog.Where(), s.rerun(false), err)
 	}
+	if fm := flagMismatch(s.Party, err); fm != err {
+		return peer.ConfigError(fm)
+	}
+	// The peer's word or its loss comes first: a dealer drops a party's
+	// connection when its session's other party is gone, so a dealer
+	// link found dead after the peer left is not the cause.
+	var cause string
+	dealerGone := false
 	var pa *selection.PeerAbortError
-	if errors.As(err, &pa) && pa.Code == selection.AbortCancelled {
-		if state != "" {
-			next = fmt.Sprintf("when it is back, rerun both parties with the same flags (here -state %s) to resume", state)
+	switch {
+	case errors.As(err, &pa):
+		switch pa.Code {
+		case selection.AbortCancelled, selection.AbortInternal, selection.AbortInput:
+			cause = fmt.Sprintf("the %s ended the session: %s", roleNames[pa.Party], pa.Reason)
+		default:
+			return err
 		}
-		return fmt.Errorf("%w; %s", err, next)
+	case errors.Is(err, selection.ErrConnectionLost):
+		cause = fmt.Sprintf("the connection to the %s was lost (it crashed or was killed, or the link dropped)", roleNames[1-s.Party])
+	case s.DealerLost != nil && s.DealerLost():
+		dealerGone = true
+		cause = "the connection to the dealer was lost (it stopped, or the link dropped)"
+	default:
+		return err
 	}
-	return err
+	line := "stopped"
+	if w := s.Prog.Where(); w != "" {
+		line += " " + w
+	}
+	return peer.WithCode(peer.Code(Classify(err)), &oneLine{text: line + ": " + cause + "; " + s.rerun(dealerGone), err: err})
 }
+
+// oneLine is an error printed as text, wrapping the error it explains.
+type oneLine struct {
+	text string
+	err  error
+}
+
+func (e *oneLine) Error() string { return e.text }
+func (e *oneLine) Unwrap() error { return e.err }
 
 // WriteResult writes the result as indented JSON to path ("" writes nothing;
 // "-" writes to w).
@@ -267,12 +346,12 @@ func Summary(r *selection.Result) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "selected %d points (bootstrap %d)\n", len(r.Selected), len(r.Bootstrap))
 	for i, ph := range r.Phases {
-		fmt.Fprintf(&b, "phase %d: %d -> %d candidates, %d batches (%d resumed), rounds %d forward + %d select, sent %s, received %s, dealer %s, %d comparisons, %.2fs\n",
+		fmt.Fprintf(&b, "phase %d: %d -> %d candidates, %d batches (%d resumed), rounds %d forward + %d select, sent %s, received %s, randomness %s, %d comparisons, %.2fs\n",
 			i+1, ph.In, ph.Out, ph.Batches, ph.Resumed, ph.ForwardRounds, ph.SelectRounds,
-			Bytes(ph.BytesSent), Bytes(ph.BytesRecv), Bytes(ph.DealerBytes), ph.Comparisons, ph.Seconds)
+			Bytes(ph.BytesSent), Bytes(ph.BytesRecv), Bytes(ph.RandomnessBytes), ph.Comparisons, ph.Seconds)
 		for _, s := range ph.Shards {
-			fmt.Fprintf(&b, "  pair %d: %d batches (%d resumed), %d attempts, %d forward rounds, sent %s, received %s, dealer %s, %.2fs\n",
-				s.Shard, s.Batches, s.Resumed, s.Attempts, s.ForwardRounds, Bytes(s.BytesSent), Bytes(s.BytesRecv), Bytes(s.DealerBytes), s.Seconds)
+			fmt.Fprintf(&b, "  pair %d: %d batches (%d resumed), %d attempts, %d forward rounds, sent %s, received %s, randomness %s, %.2fs\n",
+				s.Shard, s.Batches, s.Resumed, s.Attempts, s.ForwardRounds, Bytes(s.BytesSent), Bytes(s.BytesRecv), Bytes(s.RandomnessBytes), s.Seconds)
 		}
 	}
 	if a := r.Appraisal; a != nil {

@@ -32,6 +32,7 @@ func TestParams(t *testing.T) {
 		{"bad-schedule", []string{"-pool-size", "100", "-budget", "40", "-bootstrap", "10", "-schedule", "x"}, "-schedule"},
 		{"bad-appraisal", []string{"-pool-size", "100", "-budget", "40", "-bootstrap", "10", "-appraisal", "median"}, "appraisal"},
 		{"negative-batch", []string{"-pool-size", "100", "-budget", "40", "-bootstrap", "10", "-batch", "-1"}, "-batch"},
+		{"negative-inflight", []string{"-pool-size", "100", "-budget", "40", "-bootstrap", "10", "-inflight", "-1"}, "-inflight"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -54,6 +55,32 @@ func TestParams(t *testing.T) {
 	}
 }
 
+// TestInflightFlag: -inflight sets the batches in flight; the old -workers
+// (too close to sharding's -worker and -workers-listen) still does, with
+// a warning naming -inflight.
+func TestInflightFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{{[]string{"-inflight", "3"}, false}, {[]string{"-workers", "3"}, true}} {
+		fs := flag.NewFlagSet("modelowner", flag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		var pf ParamFlags
+		pf.Register(fs, true)
+		if err := fs.Parse(append([]string{"-pool-size", "100", "-budget", "40", "-bootstrap", "10"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pf.Params()
+		if err != nil || p.Workers != 3 {
+			t.Fatalf("%v: Params() = %+v, %v", tc.args, p, err)
+		}
+		if got := strings.Contains(out.String(), "-workers is deprecated: it is -inflight"); got != tc.warn {
+			t.Errorf("%v: warning %q", tc.args, out.String())
+		}
+	}
+}
+
 func TestClassify(t *testing.T) {
 	mm := &selection.MismatchError{Field: "budget", Local: "40", Peer: "41"}
 	for _, tc := range []struct {
@@ -61,7 +88,8 @@ func TestClassify(t *testing.T) {
 		want int
 	}{
 		{nil, peer.ExitOK},
-		{fmt.Errorf("run: %w", mm), peer.ExitPeer},
+		{fmt.Errorf("run: %w", mm), peer.ExitUsage},
+		{&FlagMismatch{Party: 1, Err: mm}, peer.ExitUsage},
 		{errors.New("boom"), peer.ExitFailure},
 		{peer.WithCode(peer.ExitInput, errors.New("bad file")), peer.ExitInput},
 		// A corrupt checkpoint is a bad input file; the peer's abort and a

@@ -106,18 +106,28 @@ func FindTokenizer(modelDir, vocabPath string) (*wordpiece.Tokenizer, string, er
 // checkpoint's maximum). Unreadable or mismatched files are ExitInput
 // errors; -vocab or -seq with an image pool are usage errors.
 func PoolInput(poolPath, embDir string, emb *model.Model, vocabPath string, seq int) (model.Input, pool.Kind, error) {
+	p, in, err := ReadPool(poolPath, embDir, emb, vocabPath, seq)
+	if err != nil {
+		return model.Input{}, "", err
+	}
+	return in, p.Kind(), nil
+}
+
+// ReadPool is PoolInput that also returns the pool itself (its candidates'
+// canonical bytes are what the data owner commits to and delivers).
+func ReadPool(poolPath, embDir string, emb *model.Model, vocabPath string, seq int) (*pool.Pool, model.Input, error) {
 	if seq < 0 {
-		return model.Input{}, "", peer.Usage("flag -seq must not be negative")
+		return nil, model.Input{}, peer.Usage("flag -seq must not be negative")
 	}
 	p, err := pool.ReadFile(poolPath)
 	if err != nil {
-		return model.Input{}, "", peer.WithCode(peer.ExitInput, err)
+		return nil, model.Input{}, peer.WithCode(peer.ExitInput, err)
 	}
 	var tok *wordpiece.Tokenizer
 	switch p.Kind() {
 	case pool.KindImages:
 		if vocabPath != "" || seq != 0 {
-			return model.Input{}, "", peer.Usage("flags -vocab and -seq apply to text pools; %s is an image pool", poolPath)
+			return nil, model.Input{}, peer.Usage("flags -vocab and -seq apply to text pools; %s is an image pool", poolPath)
 		}
 	case pool.KindTexts:
 		if f := emb.Config.Family; f != model.BERT && f != model.DistilBERT {
@@ -125,17 +135,17 @@ func PoolInput(poolPath, embDir string, emb *model.Model, vocabPath string, seq 
 		}
 		var from string
 		if tok, from, err = FindTokenizer(embDir, vocabPath); err != nil {
-			return model.Input{}, "", peer.WithCode(peer.ExitInput, err)
+			return nil, model.Input{}, peer.WithCode(peer.ExitInput, err)
 		}
 		if err := emb.Config.CheckVocab(tok.Vocab()); err != nil {
-			return model.Input{}, "", peer.WithCode(peer.ExitInput, fmt.Errorf("%s does not fit checkpoint %s: %w", from, embDir, err))
+			return nil, model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("%s does not fit checkpoint %s: %w", from, embDir, err))
 		}
 	}
 	in, err := p.Input(emb.Config, tok, seq)
 	if err != nil {
-		return model.Input{}, "", peer.WithCode(peer.ExitInput, fmt.Errorf("%s with checkpoint %s: %w", poolPath, embDir, err))
+		return nil, model.Input{}, peer.WithCode(peer.ExitInput, fmt.Errorf("%s with checkpoint %s: %w", poolPath, embDir, err))
 	}
-	return in, p.Kind(), nil
+	return p, in, nil
 }
 
 // MaxPublic bounds the model owner's public inputs (-public FILE): each is

