@@ -1,14 +1,11 @@
 package demo
 
 import (
-	"encoding/csv"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/selectformer/selectformer/examples/dataset"
 	"github.com/selectformer/selectformer/examples/pretrained"
@@ -141,18 +138,6 @@ type WordNetFiles struct {
 	Pretrained, Target string
 }
 
-// labeller is the demo's -label-cmd script: it looks each requested pool
-// index up in the answers file beside it.
-const labeller = `#!/bin/sh
-# The demo's labeller (modelowner -label-cmd 'sh label.sh'): a person with
-# the answers. Line k of $SELECTFORMER_INDICES is point k's pool index i;
-# its label is line i+1 of answers.txt, written as line k of
-# $SELECTFORMER_LABELS.
-set -eu
-awk 'NR == FNR { answer[NR - 1] = $0; next } { print answer[$1] }' \
-	"$(dirname "$0")/answers.txt" "$SELECTFORMER_INDICES" > "$SELECTFORMER_LABELS"
-`
-
 // WriteFiles writes the demo's files under dir.
 func (d *WordNetDemo) WriteFiles(dir string) (WordNetFiles, error) {
 	f := WordNetFiles{Texts: filepath.Join(dir, "texts.csv"), Answers: filepath.Join(dir, "answers.txt"),
@@ -161,26 +146,11 @@ func (d *WordNetDemo) WriteFiles(dir string) (WordNetFiles, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return f, fmt.Errorf("demo: %w", err)
 	}
-	if err := writeFile(f.Texts, func(w io.Writer) error {
-		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"id", "text"})
-		for i, t := range d.Pool.Texts {
-			_ = cw.Write([]string{strconv.Itoa(i + 1), t})
-		}
-		cw.Flush()
-		return cw.Error()
-	}); err != nil {
+	if err := WriteTextsCSV(f.Texts, d.Pool.Texts); err != nil {
 		return f, err
 	}
-	var b strings.Builder
-	for _, l := range d.Pool.Labels {
-		fmt.Fprintln(&b, d.Pool.ClassNames[l])
-	}
-	if err := os.WriteFile(f.Answers, []byte(b.String()), 0o644); err != nil {
-		return f, fmt.Errorf("demo: %w", err)
-	}
-	if err := os.WriteFile(f.Labeller, []byte(labeller), 0o755); err != nil {
-		return f, fmt.Errorf("demo: %w", err)
+	if _, _, err := WriteLabeller(dir, className(d.Pool)); err != nil {
+		return f, err
 	}
 	if err := writeFile(f.Public, func(w io.Writer) error { return pool.EncodeTexts(w, &pool.Texts{Texts: d.Public.Texts}) }); err != nil {
 		return f, err
