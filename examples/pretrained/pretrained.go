@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/selectformer/selectformer/nn/mlm"
 	"github.com/selectformer/selectformer/nn/model"
@@ -58,14 +59,25 @@ func Load(classes []string, seed uint64) (*model.Model, *wordpiece.Tokenizer, er
 	return m, tok, nil
 }
 
-// WriteDir writes the checkpoint's files into dir (created if needed): a
-// model directory for the peer binaries' -embedding.
+// WriteDir writes the checkpoint's files into dir (created if needed,
+// files of the same names replaced): a model directory for the peer
+// binaries' -embedding.
 func WriteDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("pretrained %s: %w", Name, err)
 	}
-	if err := os.CopyFS(dir, FS()); err != nil {
+	entries, err := fs.ReadDir(FS(), ".")
+	if err != nil {
 		return fmt.Errorf("pretrained %s: %w", Name, err)
+	}
+	for _, e := range entries {
+		b, err := fs.ReadFile(FS(), e.Name())
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("pretrained %s: %w", Name, err)
+		}
 	}
 	return nil
 }

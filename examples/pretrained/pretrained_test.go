@@ -90,4 +90,15 @@ func TestCheckpoint(t *testing.T) {
 	if _, err := model.Load(dir, model.LoadOptions{NewHead: true}); err != nil {
 		t.Fatalf("the written copy: %v", err)
 	}
+	// Written again over a damaged copy (an export run twice into one
+	// directory), it replaces the files.
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDir(dir); err != nil {
+		t.Fatalf("written again: %v", err)
+	}
+	if _, err := model.Load(dir, model.LoadOptions{NewHead: true}); err != nil {
+		t.Fatalf("the copy written again: %v", err)
+	}
 }

@@ -100,7 +100,8 @@ func WriteTextsCSV(path string, texts []string) error {
 
 // WriteImageDir writes an image set's (grey) images as PNG files into dir,
 // named by their index with zeros in front so that mkpool images' order
-// (byte-wise by path) is the set's: pixel values in [0, 1] are stored as
+// (byte-wise by path) is the set's (PNG files already in dir are removed
+// first: an earlier export's would join the pool): pixel values in [0, 1] are stored as
 // round(255 v), which mkpool reads back as v for the demo's 8-bit data.
 func WriteImageDir(dir string, s *dataset.ImageSet) error {
 	if s.Width <= 0 || s.Height <= 0 {
@@ -108,6 +109,16 @@ func WriteImageDir(dir string, s *dataset.ImageSet) error {
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("demo: %w", err)
+	}
+	// An earlier export's images would join the pool mkpool builds.
+	old, err := filepath.Glob(filepath.Join(dir, "*.png"))
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
 	}
 	width := len(strconv.Itoa(max(s.Len()-1, 0)))
 	for i, px := range s.Images {
