@@ -140,7 +140,6 @@ func Mask(seqs [][]int, v *wordpiece.Vocab, rate float64, rng *rand.Rand) (Maske
 	return out, nil
 }
 
-
 // gather returns the rows pos of x [B, T, H] as [len(pos), H].
 func gather(x *nn.Tensor, pos []int) *nn.Tensor {
 	h := x.Cols()
