@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/examples/pretrained"
 	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 	"github.com/selectformer/selectformer/selection"
@@ -263,6 +264,32 @@ func TestOursIsTheLibraryDefault(t *testing.T) {
 	}
 }
 
+// TestWordNetGeneration: the WordNet setting's Ours is the library's
+// default with unweighted label losses (NoClassBalance), the rest of the
+// resolved default kept; the reduced setting applies Small on top of it.
+func TestWordNetGeneration(t *testing.T) {
+	pub := model.Input{IDs: make([][]int, 500)}
+	d := &Data{Public: pub}
+	for _, small := range []bool{false, true} {
+		cfg, err := Defaults(WordNet, true, small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := seedConfigs(&cfg, d, 3, 200)
+		r := g.resolved
+		if r.Distill == nil || r.Distill.BalanceClasses || r.Distill.Extra.Len() != 500 || !finalExact(r) {
+			t.Fatalf("small %v: resolved %+v, distill %+v: want the default distillation, classes unweighted", small, r, r.Distill)
+		}
+		if wantPoints := map[bool]int{false: proxy.DefaultObservedPoints, true: 20000}[small]; r.Points != wantPoints {
+			t.Errorf("small %v: %d points per MLP, want %d", small, r.Points, wantPoints)
+		}
+	}
+	cfg, _ := Defaults(MNIST, true, false)
+	if r := seedConfigs(&cfg, d, 3, 200).resolved; !r.Distill.BalanceClasses {
+		t.Error("MNIST's Ours lost the library's class-balanced losses")
+	}
+}
+
 // TestPhase1: what a first phase keeps of the Oracle's selection.
 func TestPhase1(t *testing.T) {
 	p := selection.Params{PoolSize: 10, Bootstrap: 2, Schedule: []selection.Phase{{Keep: 0.5}, {}}}
@@ -370,5 +397,60 @@ func TestSOTU(t *testing.T) {
 	s.NPM = ""
 	if _, err := prepareSOTU(s); err == nil || !strings.Contains(err.Error(), "datasets-sotu") {
 		t.Errorf("without the package: %v", err)
+	}
+}
+
+// TestWordNetTarget prepares the WordNet task from the committed subset:
+// the target is the committed pretrained BERT (its architecture and
+// vocabulary) with a new head of the five supersenses, fine-tuned with its
+// embeddings frozen (they stay the public checkpoint's), the pool
+// long-tailed; without a pretrained checkpoint the target is a DistilBERT
+// trained from scratch.
+func TestWordNetTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fine-tunes a target (a few seconds)")
+	}
+	cfg, err := Defaults(WordNet, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Setting.Pretrain.Epochs = 8
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := Prepare(cfg.Setting, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _, err := pretrained.Load(nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, r := d.Target.Config, ref.Config; c.Family != model.BERT || c.VocabSize != r.VocabSize || c.Hidden != r.Hidden || c.Layers != r.Layers || c.MaxPositions != r.MaxPositions {
+		t.Fatalf("target %+v, not the pretrained checkpoint's architecture %+v", c, r)
+	}
+	if len(d.Classes) != 5 || d.Classes[0] != "artifact" || d.Public.Len() != 200 || d.Test.Len() != 100 {
+		t.Fatalf("classes %v, public %d, test %d", d.Classes, d.Public.Len(), d.Test.Len())
+	}
+	counts, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(d.Pool.Len()), 5)
+	if counts[0] <= 3*counts[4] {
+		t.Fatalf("pool class mix %v: not long-tailed", counts)
+	}
+	if !(d.TargetAcc > 0.35) {
+		t.Fatalf("target accuracy %.3f after fine-tuning: not above chance (0.2) by far", d.TargetAcc)
+	}
+	h0, _ := model.EmbeddingHash(d.Target)
+	if h1, _ := model.EmbeddingHash(ref); h0 != h1 {
+		t.Fatal("fine-tuning on the public split moved the embeddings: the data owner's public tables would not be the target's")
+	}
+	cfg.Setting.Pretrained = ""
+	cfg.Setting.Pretrain.Epochs, cfg.Setting.Pretrain.FreezeEmbeddings = 1, false
+	if d, err = Prepare(cfg.Setting, quiet); err != nil {
+		t.Fatal(err)
+	}
+	if d.Target.Config.Family != model.DistilBERT || d.Target.Config.Hidden != 64 {
+		t.Fatalf("from scratch: a %s of hidden %d", d.Target.Config.Family, d.Target.Config.Hidden)
+	}
+	cfg.Setting.Classes = []string{"noun.animal", "noun.unicorn"}
+	if _, err := Prepare(cfg.Setting, quiet); err == nil || !strings.Contains(err.Error(), "noun.unicorn") {
+		t.Fatalf("an unknown class: %v", err)
 	}
 }

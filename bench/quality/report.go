@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/selectformer/selectformer/examples/dataset"
+	"github.com/selectformer/selectformer/nn/model"
 	"github.com/selectformer/selectformer/proxy"
 )
 
@@ -180,8 +181,18 @@ func (r *Result) Markdown(command string) string {
 	fmt.Fprintf(&b, "### Setting\n\n")
 	fmt.Fprintf(&b, "- Data: %s.\n", d.Source)
 	poolMix, _ := dataset.ClassCounts(d.PoolY, dataset.Indices(n), d.NumClasses())
-	fmt.Fprintf(&b, "- Public split (the model owner's): %d examples; the target, %s, is pretrained on it (%d epochs, lr %g): test accuracy **%s%%**.\n",
-		d.Public.Len(), describeTarget(d), s.Pretrain.Epochs, s.Pretrain.LR, pct(d.TargetAcc))
+	how := "is pretrained on it"
+	if s.Pretrained != "" {
+		how = "is fine-tuned on it"
+	}
+	if s.Pretrain.FreezeEmbeddings {
+		how += " with its embeddings frozen"
+		if s.FineTune.FreezeEmbeddings {
+			how += " (in every fine-tuning below too: the data owner embeds its texts with the public checkpoint's tables)"
+		}
+	}
+	fmt.Fprintf(&b, "- Public split (the model owner's): %d examples; the target, %s, %s (%d epochs, lr %g): test accuracy **%s%%**.\n",
+		d.Public.Len(), describeTarget(d), how, s.Pretrain.Epochs, s.Pretrain.LR, pct(d.TargetAcc))
 	fmt.Fprintf(&b, "- Test set: %d examples, balanced. Pool (the data owner's, unlabelled to the model owner): %d examples, class mix %s.\n",
 		d.Test.Len(), n, mixString(d.Classes, intsToFloats(poolMix)))
 	fmt.Fprintf(&b, "- Purchase = bootstrap (%.0f%% of the pool = %d random points, labelled by the model owner) + selected points; budgets %s of the pool in all.\n",
@@ -192,7 +203,7 @@ func (r *Result) Markdown(command string) string {
 	}
 	fmt.Fprintf(&b, "- Every method's purchase fine-tunes the pretrained checkpoint%s: %d epochs, batch %d, lr %g, AdamW (weight decay %g), warm-up %.0f%%, then test accuracy. The fine-tuning seed is shared by the methods of a seed (paired comparison).\n",
 		replay, s.FineTune.Epochs, s.FineTune.BatchSize, s.FineTune.LR, s.FineTune.WeightDecay, 100*s.FineTune.WarmupFrac)
-	fmt.Fprintf(&b, "- Oracle = the target's own entropy in the clear, after adapting it to the bootstrap the way proxy generation adapts M_g (%d epochs, lr %g, embeddings frozen): what selecting with the target over MPC would give. Oracle (checkpoint) = the unadapted checkpoint's entropy.\n",
+	fmt.Fprintf(&b, "- Oracle = the target's own entropy in the clear, after adapting it to the bootstrap the way proxy generation adapts M_g (%d epochs, lr %g, embeddings frozen, every example weighing alike): what selecting with the target over MPC would give. Oracle (checkpoint) = the unadapted checkpoint's entropy.\n",
 		c.Generate.Tune.Epochs, c.Generate.Tune.LR)
 	ours, g := oursConfig(&c, d, 1, nb)
 	fmt.Fprintf(&b, "- Ours: schedule %s; 1 phase %s; 3 phases %s (numbers after × are how many candidates a phase keeps, in multiples of the final selection).",
@@ -209,7 +220,7 @@ func (r *Result) Markdown(command string) string {
 		if dd.Extra.Len() == 0 {
 			on = "the bootstrap alone (no public inputs: the library's fallback)"
 		}
-		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on %s, class-balanced label loss %v, entropy MLP toward the teacher's entropy %v.",
+		fmt.Fprintf(&b, " In vivo, Ours distils M_g (α = %g, T = %g) on %s, class-balanced label loss %v (in M_g's tuning too), entropy MLP toward the teacher's entropy %v.",
 			dd.Weight, max(1, dd.Temperature), on, dd.BalanceClasses, dd.TeacherEntropy)
 		if dd.Mixup > 0 {
 			fmt.Fprintf(&b, " The distillation set also holds %d mixes of two of its inputs (images λ·a + (1−λ)·b, texts a span of b in a), labelled by M_g.", dd.Mixup)
@@ -391,7 +402,13 @@ func (r *Result) acceptance() string {
 
 func describeTarget(d *Data) string {
 	cfg := d.Target.Config
-	return fmt.Sprintf("a %s of %d layers, hidden %d, %d heads", cfg.Family, cfg.Layers, cfg.Hidden, cfg.Heads)
+	desc := fmt.Sprintf("a %s of %d layers, hidden %d, %d heads", cfg.Family, cfg.Layers, cfg.Hidden, cfg.Heads)
+	if p := d.Setting.Pretrained; p != "" {
+		desc = fmt.Sprintf("the pretrained %s (`%s`: %s, vocabulary %d, masked-language-model pretraining, bench/cmd/pretrain) with a new classification head", p, p, desc, cfg.VocabSize)
+	} else if cfg.Family != model.ViT {
+		desc += fmt.Sprintf(", vocabulary %d built from the public split, trained from scratch", cfg.VocabSize)
+	}
+	return desc
 }
 
 func intsToFloats(v []int) []float64 {

@@ -22,7 +22,10 @@
 // checkpoint's vocab.txt or Hugging Face tokenizer.json (the model
 // directory's, or -vocab FILE), which must match the checkpoint, to the
 // checkpoint's max_position_embeddings tokens, or -seq. -embedding is the public pretrained checkpoint (a model directory)
-// whose frozen embeddings the data owner evaluates locally. The pool size is
+// whose frozen embeddings the data owner evaluates locally: a classifier, or
+// a base checkpoint without one (a Hugging Face BertForMaskedLM such as
+// examples/pretrained/gcide-bert-mini), of which only the embedding tables
+// are used. The pool size is
 // the file's. With -state, a killed or disconnected run restarted with the
 // same flags resumes where it stopped; Ctrl-C (or SIGTERM) stops it with
 // one line saying where it stopped and how to resume. The -schedule is
@@ -70,7 +73,7 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	var pflags peer.PartyFlags
 	pflags.Register(fs, 1, "model owner")
 	poolPath := fs.String("pool", "", "the pool file: images or texts, as package selection/pool describes (plain or gzip'd; mkpool builds one from a directory of PNG/JPEG files or a CSV/TSV/text file); required")
-	embDir := fs.String("embedding", "", "the public checkpoint (model directory) whose embeddings the pool goes through; required")
+	embDir := fs.String("embedding", "", "the public checkpoint (model directory, a classifier or a base checkpoint such as a BertForMaskedLM) whose embeddings the pool goes through; required")
 	vocab := fs.String("vocab", "", "text pools: the checkpoint's WordPiece vocab.txt or Hugging Face tokenizer.json (default: the -embedding directory's vocab.txt, else its tokenizer.json); refused if it does not match the checkpoint")
 	seq := fs.Int("seq", 0, "text pools: tokens per text, truncated or padded (0: the checkpoint's max_position_embeddings)")
 	var pf party.ParamFlags
@@ -103,7 +106,7 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 	if _, err := pf.Params(); err != nil {
 		return err
 	}
-	emb, err := model.Load(*embDir, model.LoadOptions{})
+	emb, err := model.Load(*embDir, embeddingLoad)
 	if err != nil {
 		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the embedding checkpoint: %w", err))
 	}
@@ -142,6 +145,12 @@ func dataOwner(ctx context.Context, fs *flag.FlagSet, args []string, stdout, std
 		}}, *state, *out, prog, stdout)
 }
 
+// embeddingLoad reads the embedding checkpoint: the data owner uses its
+// embedding tables only, so a pretrained base checkpoint without a
+// classifier (a Hugging Face BertForMaskedLM, bench/cmd/pretrain's) is read
+// as well as a fine-tuned one; its pre-training head is skipped.
+var embeddingLoad = model.LoadOptions{NewHead: true}
+
 // dataOwnerWorker runs the data owner's worker of a sharded selection
 // (-worker) on its own copy of the pool.
 func dataOwnerWorker(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, state, poolPath, embDir, vocab string, seq int, stdout io.Writer) error {
@@ -152,7 +161,7 @@ func dataOwnerWorker(ctx context.Context, pt *peer.Party, sf *peer.ShardFlags, s
 	if err != nil {
 		return err
 	}
-	emb, err := model.Load(embDir, model.LoadOptions{})
+	emb, err := model.Load(embDir, embeddingLoad)
 	if err != nil {
 		return peer.WithCode(peer.ExitInput, fmt.Errorf("loading the embedding checkpoint: %w", err))
 	}

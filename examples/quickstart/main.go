@@ -19,13 +19,20 @@
 // bytes and time per phase and — since the demo knows the labels — the class
 // mix of the selected set against a random set of the same size.
 //
-// With -export DIR it instead writes the demo's files (pool, labels,
-// checkpoint, identities) and the commands that run the same selection with
-// the dealer, modelowner and dataowner binaries; with -export DIR -text, the
-// text counterpart: a tiny BERT trained on part of the bundled SpamAssassin
-// mails (its model directory holds its WordPiece vocab.txt), a text pool of
-// other mails and their labels by class name. On a terminal, a progress bar
-// shows each phase.
+// With -export DIR it instead writes the demo as two organisations hold it
+// and prints the commands that run the same selection with the peer
+// binaries: the data owner's own files (the pool's digits as PNG files),
+// which it turns into its pool with mkpool, the public checkpoint, the
+// model owner's labelling script for -label-cmd with the answers a person
+// would give, and the identities; first the two organisations' commands
+// with no dealer (-provider he), then the same with a dealer host. With
+// -export DIR -text, the text counterpart: a tiny BERT trained on part of
+// the bundled SpamAssassin mails (its model directory holds its WordPiece
+// vocab.txt) and a CSV of other mails; with -export DIR -wordnet, a text
+// selection with the committed pretrained BERT (package
+// examples/pretrained): that checkpoint as the public one, the model
+// owner's target fine-tuned from it on WordNet definitions, the data
+// owner's definitions as a CSV. On a terminal, a progress bar shows each phase.
 package main
 
 import (
@@ -35,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -64,14 +70,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 type options struct {
-	demo     demo.Config
-	params   selection.Params
-	link     transport.Options
-	points   int
-	public   int
-	mixes    int
-	log      *slog.Logger
-	progress *party.Progress
+	demo   demo.Config
+	params selection.Params
+	link   transport.Options
+	points int
+	public int
+	mixes  int
+	// wordNetEpochs and wordNetPublic are -epochs and -public when given
+	// with -wordnet (0: the demo's defaults, a frozen-embedding
+	// fine-tuning on 500 definitions).
+	wordNetEpochs, wordNetPublic int
+	log                          *slog.Logger
+	progress                     *party.Progress
 }
 
 func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
@@ -83,18 +93,27 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	fs.Lookup("bootstrap").DefValue, pf.Bootstrap = "100", 100
 	fs.Lookup("appraisal").DefValue, pf.Appraisal = "mean", "mean"
 	fs.Uint64Var(&o.demo.Seed, "seed", 1, "seed of the data splits and the pretraining")
-	fs.IntVar(&o.demo.Epochs, "epochs", 12, "epochs of pretraining of the public checkpoint")
+	fs.IntVar(&o.demo.Epochs, "epochs", 12, "epochs of pretraining of the public checkpoint (-wordnet: of fine-tuning the model owner's target, default 40)")
 	fs.Float64Var(&o.demo.RareFrac, "rare", 0.1, "fraction of the rarest class kept in the long-tailed pool (1: balanced)")
 	fs.IntVar(&o.points, "mlp-points", 50_000, "size of each MLP's training set in proxy generation (the lighter setting of the quickstart; 0: the library's default, 300000 and more)")
-	fs.IntVar(&o.public, "public", 300, "public digits (from the checkpoint's pretraining split) the model owner distils its proxies on besides the bootstrap (0: the bootstrap alone)")
+	fs.IntVar(&o.public, "public", 300, "public digits (from the checkpoint's pretraining split) the model owner distils its proxies on besides the bootstrap (0: the bootstrap alone; -wordnet: the labelled definitions its target is fine-tuned on and distils on, at least 10, default 500)")
 	fs.IntVar(&o.mixes, "mixes", 1000, "mixes of two inputs in the distillation set (the lighter setting of the quickstart; -1: the library's default, up to 8000)")
 	link := fs.String("link", "", "emulate a link between the parties: lan, paper-wan or none")
-	export := fs.String("export", "", "write the demo's files and identities to this directory and print the peer-binary commands, instead of running")
+	export := fs.String("export", "", "write the demo as two organisations hold it (the data owner's files for mkpool, the checkpoints, the model owner's labelling script, identities) to this directory and print the peer binaries' commands (two hosts with no dealer, then with a dealer), instead of running")
 	text := fs.Bool("text", false, "with -export: the text demo (tiny BERT, pool of SpamAssassin mails) instead of MNIST")
+	wordNet := fs.Bool("wordnet", false, "with -export: the pretrained text demo (the committed pretrained BERT fine-tuned on WordNet definitions, a CSV of other definitions for mkpool, a -label-cmd labeller) instead of MNIST")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
 	if err := peer.Parse(fs, args); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "epochs":
+			o.wordNetEpochs = o.demo.Epochs
+		case "public":
+			o.wordNetPublic = o.public
+		}
+	})
 	o.progress = party.NewProgress(stderr, party.IsTerminal(stderr))
 	defer o.progress.Close()
 	var err error
@@ -123,13 +142,28 @@ func quickstart(ctx context.Context, fs *flag.FlagSet, args []string, stdout, st
 	if *text && o.demo.Pool > 1200 {
 		return peer.Usage("-pool %d: the text demo has at most 1200 mails for the pool", o.demo.Pool)
 	}
+	if *wordNet && (*export == "" || *text) {
+		return peer.Usage("-wordnet needs -export and not -text (the quickstart itself runs the MNIST demo)")
+	}
+	if *wordNet && o.demo.Pool > 2500 {
+		return peer.Usage("-pool %d: the pretrained text demo has at most 2500 definitions for the pool", o.demo.Pool)
+	}
+	if *wordNet && o.wordNetPublic != 0 && (o.wordNetPublic < 10 || o.wordNetPublic+o.demo.Pool > 3000) {
+		return peer.Usage("-public %d with -wordnet: want at least 10 labelled definitions and at most 3000 with the pool's %d", o.wordNetPublic, o.demo.Pool)
+	}
 	pf.PoolSize = o.demo.Pool
 	if o.params, err = pf.Params(); err != nil {
 		return err
 	}
 	o.demo.Logger = o.log
 	if *export != "" {
-		return exportFiles(*export, o, pf, *text, stdout)
+		kind := exportMNIST
+		if *text {
+			kind = exportText
+		} else if *wordNet {
+			kind = exportWordNet
+		}
+		return exportDemo(*export, kind, o, pf, stdout)
 	}
 	err = runDemo(ctx, o, stdout)
 	if err != nil && ctx.Err() != nil {
@@ -307,53 +341,6 @@ func selectOverTLS(ctx context.Context, d *demo.Demo, o options) ([2]*selection.
 		return res, errors.New("the dealer did not finish")
 	}
 	return res, nil
-}
-
-// exportFiles writes the demo's files and identities for the peer binaries
-// (the MNIST demo, or the text demo if text is set) and prints the three
-// commands.
-func exportFiles(dir string, o options, pf party.ParamFlags, text bool, stdout io.Writer) error {
-	var (
-		f        demo.Files
-		poolSize int
-		doExtra  string
-	)
-	if text {
-		d, err := demo.PrepareText(demo.TextConfig{Seed: o.demo.Seed, Pool: o.demo.Pool, Epochs: o.demo.Epochs, Logger: o.log})
-		if err != nil {
-			return err
-		}
-		if f, err = d.WriteFiles(dir); err != nil {
-			return peer.WithCode(peer.ExitFailure, err)
-		}
-		poolSize, doExtra = d.Pool.Len(), fmt.Sprintf(" -seq %d", d.Config.Seq)
-	} else {
-		d, err := demo.Prepare(o.demo)
-		if err != nil {
-			return err
-		}
-		if f, err = d.WriteFiles(dir); err != nil {
-			return peer.WithCode(peer.ExitFailure, err)
-		}
-		poolSize = d.Pool.Len()
-	}
-	for _, name := range []string{"modelowner", "dataowner", "dealer"} {
-		id, err := transport.GenerateIdentity(name)
-		if err != nil {
-			return err
-		}
-		if err := id.Save(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key")); err != nil {
-			return err
-		}
-	}
-	common := fmt.Sprintf("-budget %d -bootstrap %d -schedule %s -appraisal %q", pf.Budget, pf.Bootstrap, pf.Schedule, pf.Appraisal)
-	fmt.Fprintf(stdout, "wrote %s, %s, %s and identities under %s; run, in three shells:\n\n", f.Pool, f.Labels, f.Checkpoint, dir)
-	fmt.Fprintf(stdout, "go run ./examples/dealer -cert %[1]s/dealer.crt -key %[1]s/dealer.key -listen-p0 127.0.0.1:7100 -listen-p1 127.0.0.1:7101 -p0-fingerprint %[1]s/modelowner.crt -p1-fingerprint %[1]s/dataowner.crt -once\n", dir)
-	fmt.Fprintf(stdout, "go run ./examples/modelowner -cert %[1]s/modelowner.crt -key %[1]s/modelowner.key -listen 127.0.0.1:7000 -peer-fingerprint %[1]s/dataowner.crt -dealer 127.0.0.1:7100 -dealer-fingerprint %[1]s/dealer.crt -model %[2]s -labels %[3]s -pool-size %[4]d %[5]s -state %[1]s/state-mo\n",
-		dir, f.Checkpoint, f.Labels, poolSize, common)
-	fmt.Fprintf(stdout, "go run ./examples/dataowner -cert %[1]s/dataowner.crt -key %[1]s/dataowner.key -connect 127.0.0.1:7000 -peer-fingerprint %[1]s/modelowner.crt -dealer 127.0.0.1:7101 -dealer-fingerprint %[1]s/dealer.crt -pool %[2]s -embedding %[3]s%[4]s %[5]s -state %[1]s/state-do\n",
-		dir, f.Pool, f.Checkpoint, doExtra, common)
-	return nil
 }
 
 func dataIdx(n int) []int {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,11 @@ func TestQuickstartFlags(t *testing.T) {
 		{[]string{"-public", "-1"}, peer.ExitUsage, "-public -1 outside"},
 		{[]string{"-mixes", "-2"}, peer.ExitUsage, "-mixes -2"},
 		{[]string{"-text", "-export", "x", "-pool", "1300"}, peer.ExitUsage, "at most 1200 mails"},
+		{[]string{"-wordnet"}, peer.ExitUsage, "-wordnet needs -export"},
+		{[]string{"-wordnet", "-text", "-export", "x"}, peer.ExitUsage, "-wordnet needs -export and not -text"},
+		{[]string{"-wordnet", "-export", "x", "-pool", "2600"}, peer.ExitUsage, "at most 2500 definitions"},
+		{[]string{"-wordnet", "-export", "x", "-public", "5"}, peer.ExitUsage, "-public 5 with -wordnet: want at least 10"},
+		{[]string{"-wordnet", "-export", "x", "-public", "1000", "-pool", "2500"}, peer.ExitUsage, "at most 3000 with the pool's 2500"},
 		{[]string{"-h"}, peer.ExitOK, "-export"},
 	} {
 		var out, errb bytes.Buffer
@@ -98,51 +104,101 @@ func TestQuickstartFlags(t *testing.T) {
 	}
 }
 
+// TestQuickstartExport: -export writes each demo as two organisations hold
+// it (the data owner's own files for mkpool, the public checkpoint, the
+// model owner's target and labelling script with its answers, the
+// identities) and prints the two organisations' commands with no dealer
+// (mkpool, then modelowner and dataowner with -provider he, the model owner
+// labelling with -label-cmd), then the same with a dealer (issue 39).
+// examples' TestExportedCommandsParse runs the printed commands' flags
+// through the binaries, TestPretrainedTextProcesses runs the -wordnet
+// selection.
 func TestQuickstartExport(t *testing.T) {
 	if testing.Short() {
-		t.Skip("pretrains a model; skipped with -short")
+		t.Skip("trains models; skipped with -short")
 	}
-	dir := t.TempDir()
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"-export", dir, "-epochs", "1", "-pool", "100", "-budget", "30", "-bootstrap", "10"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, &errb)
-	}
-	for _, f := range []string{"pool.sfimg.gz", "labels.txt", "checkpoint/config.json", "checkpoint/model.safetensors", "dealer.crt", "modelowner.key", "dataowner.crt"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Error(err)
-		}
-	}
-	for _, want := range []string{"./examples/dealer ", "./examples/modelowner ", "./examples/dataowner ", "-pool-size 100"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("export output lacks %q:\n%s", want, &out)
-		}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		files   []string
+		answer  string   // answers.txt's first line is one of these
+		printed []string // besides the commands every export prints; DIR is the directory
+	}{
+		{"mnist", nil, []string{"images/00.png", "images/99.png", "checkpoint/config.json", "checkpoint/model.safetensors"}, "0 1 2 3 4 5 6 7 8 9",
+			[]string{"go run ./examples/mkpool images -dir DIR/images -embedding DIR/checkpoint -out DIR/pool.sfimg.gz\n",
+				"-pool DIR/pool.sfimg.gz -embedding DIR/checkpoint -budget 30 "}},
+		{"text", []string{"-text"}, []string{"texts.csv", "checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/vocab.txt"}, "ham spam",
+			[]string{"go run ./examples/mkpool texts -csv DIR/texts.csv -column text -out DIR/pool.jsonl.gz\n",
+				"-pool DIR/pool.jsonl.gz -embedding DIR/checkpoint -seq 16 -budget 30 "}},
+		{"wordnet", []string{"-wordnet"}, []string{"texts.csv", "public.jsonl.gz", "gcide-bert-mini/config.json", "gcide-bert-mini/model.safetensors",
+			"gcide-bert-mini/tokenizer.json", "target/config.json", "target/model.safetensors", "target/tokenizer.json"},
+			"artifact person plant animal location substance food body object quantity",
+			[]string{"go run ./examples/mkpool texts -csv DIR/texts.csv -column text -out DIR/pool.jsonl.gz\n",
+				"-model DIR/target -label-cmd 'sh DIR/label.sh' -pool-size 100 -public DIR/public.jsonl.gz -public-seq 32 ",
+				"-pool DIR/pool.jsonl.gz -embedding DIR/gcide-bert-mini -seq 32 -budget 30 "}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var out, errb bytes.Buffer
+			if code := run(context.Background(), append(tc.args, "-export", dir, "-epochs", "1", "-pool", "100", "-budget", "30", "-bootstrap", "10"), &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, &errb)
+			}
+			for _, f := range append(tc.files, "label.sh", "answers.txt", "dealer.crt", "modelowner.key", "dataowner.crt") {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			answers, err := os.ReadFile(filepath.Join(dir, "answers.txt"))
+			lines := strings.Split(strings.TrimSuffix(string(answers), "\n"), "\n")
+			if err != nil || len(lines) != 100 || !slices.Contains(strings.Fields(tc.answer), lines[0]) {
+				t.Errorf("answers.txt: %d lines starting %q (%v); want 100, one of %q", len(lines), lines[0], err, tc.answer)
+			}
+			checkPrinted(t, out.String(), dir, tc.printed)
+		})
 	}
 }
 
-// TestQuickstartExportText: -export -text writes a text pool, labels by
-// class name and a BERT checkpoint directory with its vocab.txt, and prints
-// commands that pass -seq to the data owner.
-func TestQuickstartExportText(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a model; skipped with -short")
-	}
-	dir := t.TempDir()
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"-export", dir, "-text", "-epochs", "1", "-pool", "60", "-budget", "16", "-bootstrap", "8"}, &out, &errb); code != 0 {
-		t.Fatalf("exit %d: %s", code, &errb)
-	}
-	for _, f := range []string{"pool.jsonl.gz", "labels.txt", "checkpoint/config.json", "checkpoint/model.safetensors", "checkpoint/vocab.txt", "dealer.crt"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Error(err)
+// checkPrinted checks an export's printout: six commands, mkpool first,
+// the two organisations' pair with -provider he and no dealer, then the
+// dealer, the model owner and the data owner; both model owners label
+// through -label-cmd and name the pool size, and the lines contain the
+// demo's own wants (DIR standing for dir).
+func checkPrinted(t *testing.T, out, dir string, wants []string) {
+	t.Helper()
+	var cmds []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "go run ") {
+			cmds = append(cmds, l)
 		}
 	}
-	labels, err := os.ReadFile(filepath.Join(dir, "labels.txt"))
-	if err != nil || !strings.HasPrefix(string(labels), "ham\n") && !strings.HasPrefix(string(labels), "spam\n") {
-		t.Errorf("labels.txt starts %.20q (%v), want a class name", labels, err)
+	prefixes := []string{"go run ./examples/mkpool ", "go run ./examples/modelowner ", "go run ./examples/dataowner ",
+		"go run ./examples/dealer ", "go run ./examples/modelowner ", "go run ./examples/dataowner "}
+	if len(cmds) != len(prefixes) {
+		t.Fatalf("%d commands printed, want %d:\n%s", len(cmds), len(prefixes), out)
 	}
-	for _, want := range []string{"-pool-size 60", "-pool " + dir + "/pool.jsonl.gz", "-seq 16 "} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("export output lacks %q:\n%s", want, &out)
+	for i, p := range prefixes {
+		if !strings.HasPrefix(cmds[i], p) {
+			t.Errorf("command %d is %q, want %q...", i+1, cmds[i], p)
+		}
+	}
+	for i, c := range cmds[1:3] {
+		if !strings.Contains(c, " -provider he ") || strings.Contains(c, "-dealer") {
+			t.Errorf("two organisations' command %d lacks -provider he or names a dealer: %s", i+2, c)
+		}
+	}
+	for i, c := range cmds[4:] {
+		if !strings.Contains(c, " -dealer 127.0.0.1:710") || strings.Contains(c, "-provider") {
+			t.Errorf("dealer variant's command %d: %s", i+5, c)
+		}
+	}
+	for _, c := range []string{cmds[1], cmds[4]} {
+		if !strings.Contains(c, " -label-cmd 'sh "+dir+"/label.sh' ") || !strings.Contains(c, " -pool-size 100 ") || strings.Contains(c, "-labels") {
+			t.Errorf("model owner's command does not label with -label-cmd 'sh %s/label.sh' for a pool of 100: %s", dir, c)
+		}
+	}
+	for _, w := range wants {
+		if w = strings.ReplaceAll(w, "DIR", dir); !strings.Contains(out, w) {
+			t.Errorf("export output lacks %q:\n%s", w, out)
 		}
 	}
 }

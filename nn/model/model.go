@@ -572,6 +572,17 @@ func (m *Model) headModules() []nn.Module {
 
 // Forward returns the logits [B, labels] of a batch.
 func (m *Model) Forward(in Input) (*nn.Tensor, error) {
+	x, err := m.Encode(in)
+	if err != nil {
+		return nil, err
+	}
+	return m.Head(x)
+}
+
+// Encode runs the embeddings and the encoder layers on a batch: the last
+// layer's output [B, T, hidden], before any head (the input of Head, or of
+// another head such as a masked-language-model one).
+func (m *Model) Encode(in Input) (*nn.Tensor, error) {
 	x, mask, err := m.Embed(in)
 	if err != nil {
 		return nil, err
@@ -581,7 +592,7 @@ func (m *Model) Forward(in Input) (*nn.Tensor, error) {
 			return nil, fmt.Errorf("layer %d: %w", i, err)
 		}
 	}
-	return m.Head(x)
+	return x, nil
 }
 
 // Backward propagates the gradient of the loss with respect to the logits of the
@@ -591,6 +602,14 @@ func (m *Model) Backward(dlogits *nn.Tensor) error {
 	if err != nil {
 		return err
 	}
+	return m.EncodeBackward(dx)
+}
+
+// EncodeBackward propagates the gradient with respect to the output of the
+// last Encode through the encoder layers and the embeddings, accumulating
+// their parameters' gradients.
+func (m *Model) EncodeBackward(dx *nn.Tensor) error {
+	var err error
 	for i := len(m.Blocks) - 1; i >= 0; i-- {
 		if dx, err = m.Blocks[i].Backward(dx); err != nil {
 			return fmt.Errorf("layer %d: %w", i, err)

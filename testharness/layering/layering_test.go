@@ -35,6 +35,7 @@ var layer = map[string]int{
 	"nn/safetensors":              2,
 	"nn/wordpiece":                2,
 	"nn/model":                    3,
+	"nn/mlm":                      4, // above nn/model, whose encoders it pretrains
 	"mlp":                         4,
 	"proxy":                       6,
 	"proxy/secure":                7,
@@ -61,6 +62,7 @@ var parentImports = map[string][]string{
 	"beaver/ot":       {"beaver"},    // it registers its generators with beaver's Provider core
 	"beaver/source":   {"beaver"},    // a source opens a beaver.Provider
 	"nn/model":        {"nn"},        // transformer models built from nn's layers
+	"nn/mlm":          {"nn"},        // the MLM head and its training on nn's layers and optimiser
 	"proxy/secure":    {"proxy"},     // the secure forward of proxy's proxies
 	"selection/shard": {"selection"}, // a sharded phase's jobs and workers, behind selection's ShardRunner and ForwardRun
 }

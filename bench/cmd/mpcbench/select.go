@@ -296,7 +296,7 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
 	pool := fs.Int("pool", 0, "project to a pool of N candidates (0: the workload's); QuickSelect is measured at its phases' sizes")
 	var peer peerOptions
-	fs.StringVar(&peer.Bin, "peer-bin", "", "with --processes --shards: a directory holding prebuilt quickstart, dealer, modelowner and dataowner binaries (default: build them from the module's source with the go tool)")
+	fs.StringVar(&peer.Bin, "peer-bin", "", "with --processes --shards: a directory holding prebuilt quickstart, dealer, modelowner, dataowner and mkpool binaries (default: build them from the module's source with the go tool)")
 	fs.StringVar(&peer.Logs, "peer-logs", "", "with --processes --shards: run every process at -log info and write each one's log to this directory (RUN-NN-ROLE.log)")
 	shf := addShardFlags(fs)
 	sf := addSelectFlags(fs)

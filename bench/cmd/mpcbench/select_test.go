@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -701,6 +702,30 @@ func TestSelectStallFlag(t *testing.T) {
 		cfg, err := sf.config()
 		if (err == nil) != tc.ok || err == nil && cfg.Stall != tc.want {
 			t.Errorf("%q: stall %v, %v; want %v (ok %v)", tc.args, cfg.Stall, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestExportedMkpool: the measured sharded run finds the data owner's
+// mkpool command in quickstart -export's printout (its -out, the pool, and
+// -embedding, the checkpoint); a printout without one, or with a quoted
+// word or a flag missing, is refused by what it lacks. TestMeasureShardScaling
+// runs it on the real printout.
+func TestExportedMkpool(t *testing.T) {
+	good := "wrote under /t:\n  ...\n\ngo run ./examples/mkpool images -dir /t/images -embedding /t/checkpoint -out /t/pool.sfimg.gz\n\ngo run ./examples/modelowner -x\n"
+	c, err := exportedMkpool(good)
+	if err != nil || c.out != "/t/pool.sfimg.gz" || c.embedding != "/t/checkpoint" ||
+		!slices.Equal(c.args, []string{"images", "-dir", "/t/images", "-embedding", "/t/checkpoint", "-out", "/t/pool.sfimg.gz"}) {
+		t.Fatalf("%+v, %v", c, err)
+	}
+	for _, tc := range []struct{ out, err string }{
+		{"wrote x, y, z and identities\n", "no mkpool command"},
+		{"go run ./examples/mkpool images -dir '/a b' -embedding c -out p\n", "a quoted word"},
+		{"go run ./examples/mkpool images -dir d -out p\n", "want -out and -embedding"},
+		{"go run ./examples/mkpool images -dir d -embedding c -out\n", "want -out and -embedding"},
+	} {
+		if _, err := exportedMkpool(tc.out); err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%q: %v, want %q", tc.out, err, tc.err)
 		}
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,7 +144,7 @@ type peerOptions struct {
 }
 
 // peerBinaries are the binaries a measured sharded run starts.
-var peerBinaries = []string{"quickstart", "dealer", "modelowner", "dataowner"}
+var peerBinaries = []string{"quickstart", "dealer", "modelowner", "dataowner", "mkpool"}
 
 // newPeerKit builds the binaries into dir (or, with peerBin set, uses the
 // prebuilt ones there: a host without the go tool) and exports the demo.
@@ -165,7 +164,7 @@ func newPeerKit(ctx context.Context, dir string, demo shardDemo, opts peerOption
 		}
 		for _, name := range peerBinaries {
 			if fi, err := os.Stat(filepath.Join(abs, name)); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
-				return nil, fmt.Errorf("--peer-bin %s: want an executable %s there (go build -o DIR/ ./examples/quickstart ./examples/dealer ./examples/modelowner ./examples/dataowner)", peerBin, name)
+				return nil, fmt.Errorf("--peer-bin %s: want an executable %s there (go build -o DIR/ ./examples/quickstart ./examples/dealer ./examples/modelowner ./examples/dataowner ./examples/mkpool)", peerBin, name)
 			}
 		}
 		k.bin = abs
@@ -193,11 +192,17 @@ func newPeerKit(ctx context.Context, dir string, demo shardDemo, opts peerOption
 		}
 		return nil, fmt.Errorf("quickstart -export: %w", err)
 	}
-	m := regexp.MustCompile(`^wrote (\S+), (\S+), (\S+) and identities`).FindStringSubmatch(string(out))
-	if m == nil {
-		return nil, fmt.Errorf("quickstart -export printed %q: want its files", firstLine(string(out)))
+	// The export writes the data owner's images for mkpool and prints
+	// the mkpool command that builds its pool; the labeller's answers are
+	// every candidate's class, one a line: -labels' format.
+	mk, err := exportedMkpool(string(out))
+	if err != nil {
+		return nil, err
 	}
-	k.pool, k.labels, k.ckpt = m[1], m[2], m[3]
+	if out, err := exec.CommandContext(ctx, filepath.Join(k.bin, "mkpool"), mk.args...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("mkpool %s: %w\n%s", strings.Join(mk.args, " "), err, out)
+	}
+	k.pool, k.labels, k.ckpt = mk.out, filepath.Join(k.dir, "answers.txt"), mk.embedding
 	for _, p := range []struct {
 		dst  *[2]string
 		name string
@@ -205,6 +210,41 @@ func newPeerKit(ctx context.Context, dir string, demo shardDemo, opts peerOption
 		*p.dst = [2]string{filepath.Join(k.dir, p.name+".crt"), filepath.Join(k.dir, p.name+".key")}
 	}
 	return k, nil
+}
+
+// mkpoolCommand is the mkpool command quickstart -export printed.
+type mkpoolCommand struct {
+	args           []string // after "mkpool"
+	out, embedding string   // its -out and -embedding
+}
+
+// exportedMkpool finds the mkpool command in quickstart -export's
+// output: a line "go run ./examples/mkpool ARGS", its words unquoted (the
+// export quotes only words a shell would split, none under mpcbench's
+// temporary directory), with -out and -embedding.
+func exportedMkpool(out string) (mkpoolCommand, error) {
+	for _, l := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(l, "go run ./examples/mkpool ")
+		if !ok {
+			continue
+		}
+		c := mkpoolCommand{args: strings.Fields(rest)}
+		for i, a := range c.args {
+			switch {
+			case strings.ContainsAny(a, `'"\`):
+				return c, fmt.Errorf("quickstart -export printed %q: a quoted word", l)
+			case i+1 < len(c.args) && a == "-out":
+				c.out = c.args[i+1]
+			case i+1 < len(c.args) && a == "-embedding":
+				c.embedding = c.args[i+1]
+			}
+		}
+		if c.out == "" || c.embedding == "" {
+			return c, fmt.Errorf("quickstart -export printed %q: want -out and -embedding", l)
+		}
+		return c, nil
+	}
+	return mkpoolCommand{}, fmt.Errorf("quickstart -export printed no mkpool command: %q", firstLine(out))
 }
 
 func firstLine(s string) string {

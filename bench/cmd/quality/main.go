@@ -54,7 +54,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quality", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ds := fs.String("dataset", quality.MNIST, "data set: mnist, spam or sotu (State of the Union passages by era; needs --npm)")
+	ds := fs.String("dataset", quality.MNIST, "data set: mnist, spam, sotu (State of the Union passages by era; needs --npm) or wordnet (WordNet definitions by supersense, on the pretrained BERT)")
 	seeds := fs.Int("seeds", 5, "repetitions (bootstrap, random selection, fine-tuning order)")
 	mpcSeeds := fs.Int("mpc-seeds", -1, "seeds that run Ours through the MPC pipeline (-1: all)")
 	budgets := fs.String("budgets", "20,30,40", "purchase sizes in percent of the pool, bootstrap included")
@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	finalSoftmax := fs.String("final-softmax", "exact", "attention softmax of Ours' last phase: exact (protocol.Softmax over MPC) or mlp (the paper's MLP)")
 	entHidden := fs.Int("entropy-hidden", -1, "hidden width of Ours' entropy MLPs (0: each phase's d; -1: default)")
 	sqrtEnt := fs.Bool("sqrt-entropy", true, "with --distill, the entropy MLP is calibrated to √H (false: to H)")
+	balance := fs.Bool("balance-classes", true, "with --distill, M_g's tuning and the proxies' label loss weigh each class by its inverse frequency in the bootstrap (the library's default, but wordnet's; false: plain cross-entropy, as the Oracle's adaptation to the bootstrap)")
 	mixup := fs.Int("mixup", -1, "with --distill, mixes of two inputs added to the distillation set (-1: default)")
 	publicDistill := fs.Bool("public-distill", true, "Ours distils on the public split too (false: the library's fallback for a model owner without inputs of its own, the bootstrap and mixes of it alone)")
 	schedule := fs.String("schedule", "", "Ours' main schedule, phases l:w:d×times (times: how many candidates the phase keeps, in multiples of the final selection; the last phase none), comma-separated, e.g. 2:4:8x2.5,2:4:16 (default: the data set's)")
@@ -78,12 +79,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&ov.public, "public", 0, "size of the public pretraining split (0: the data set's default)")
 	fs.IntVar(&ov.testPerClass, "test-per-class", 0, "test examples per class (0: default)")
 	fs.IntVar(&ov.pool, "pool", 0, "cap on the pool size (0: default)")
+	fs.IntVar(&ov.perClass, "per-class", 0, "wordnet: synsets drawn of every class before the splits (0: default, 1200 with --wordnet, all of the committed subset's)")
 	fs.Float64Var(&ov.rare, "rare", 0, "skew of the pool: fraction kept of the rarest class (0: default)")
 	fs.IntVar(&ov.pretrainEpochs, "pretrain-epochs", 0, "epochs of pretraining (0: default)")
 	fs.IntVar(&ov.fineTuneEpochs, "finetune-epochs", 0, "epochs of fine-tuning on a purchase (0: default)")
 	fs.Float64Var(&ov.fineTuneLR, "finetune-lr", 0, "learning rate of fine-tuning (0: default)")
 	fs.BoolVar(&ov.replay, "replay", false, "fine-tune on the public split and the purchase together")
 	fs.BoolVar(&ov.shift, "shift", false, "spam with --npm: public split from the older corpus, pool and test from the newer")
+	wordNet := fs.String("wordnet", "", "wordnet: the WordNet 3.0 database directory (Debian package wordnet-base: /usr/share/wordnet; default: the committed subset)")
+	pretrained := fs.String("pretrained", "", "text data sets: directory of a pretrained BERT (bench/cmd/pretrain) to fine-tune as the target (default: wordnet's committed checkpoint; the others train a DistilBERT from scratch)")
+	classes := fs.String("classes", "", "wordnet: the noun supersenses to classify, comma-separated, the pool's most common first (default: "+strings.Join(quality.WordNetClasses, ",")+")")
+	fromScratch := fs.Bool("from-scratch", false, "wordnet: train the target from scratch instead (a DistilBERT of hidden 64, vocabulary from the public split)")
 	eras := fs.String("eras", "", "sotu: the first year of each era, comma-separated, the first 1790 (default: 1790,1830,1870,1910,1950,1990)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -96,7 +102,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("flag -log: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
-	cfg, err := quality.Defaults(*ds, *npm != "", *small)
+	cfg, err := quality.Defaults(*ds, *npm != "" || *wordNet != "", *small)
 	if err != nil {
 		return err
 	}
@@ -106,7 +112,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	cfg.Setting.NPM = *npm
+	cfg.Setting.NPM, cfg.Setting.WordNet = *npm, *wordNet
+	if *pretrained != "" {
+		cfg.Setting.Pretrained = *pretrained
+	}
+	if *fromScratch {
+		cfg.Setting.Pretrained = ""
+	}
+	if *pretrained != "" || *fromScratch {
+		// A pretrained target keeps the public checkpoint's embeddings (the
+		// data owner's); one trained from scratch learns its own.
+		frozen := cfg.Setting.Pretrained != ""
+		cfg.Setting.Pretrain.FreezeEmbeddings, cfg.Setting.FineTune.FreezeEmbeddings = frozen, frozen
+	}
+	if *classes != "" {
+		cfg.Setting.Classes = strings.Split(*classes, ",")
+	}
 	cfg.Seeds, cfg.Jobs, cfg.Logger = *seeds, *jobs, log
 	cfg.SecureSeeds = *mpcSeeds
 	if cfg.SecureSeeds < 0 {
@@ -169,6 +190,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			g.Distill = &d
 		})
 	}
+	if !*balance {
+		tweaks = append(tweaks, quality.NoClassBalance)
+	}
 	if len(tweaks) > 0 {
 		cfg.Tweak = func(g *proxy.Config) {
 			for _, t := range tweaks {
@@ -203,9 +227,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 type overrides struct {
-	public, testPerClass, pool, pretrainEpochs, fineTuneEpochs int
-	rare, fineTuneLR                                           float64
-	replay, shift                                              bool
+	public, testPerClass, pool, perClass, pretrainEpochs, fineTuneEpochs int
+	rare, fineTuneLR                                                     float64
+	replay, shift                                                        bool
 }
 
 func (o overrides) apply(s *quality.Setting) {
@@ -217,6 +241,7 @@ func (o overrides) apply(s *quality.Setting) {
 	set(&s.Public, o.public)
 	set(&s.TestPerClass, o.testPerClass)
 	set(&s.Pool, o.pool)
+	set(&s.PerClass, o.perClass)
 	set(&s.Pretrain.Epochs, o.pretrainEpochs)
 	set(&s.FineTune.Epochs, o.fineTuneEpochs)
 	if o.rare > 0 {

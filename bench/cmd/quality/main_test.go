@@ -76,3 +76,18 @@ func TestRunRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestOverridesApply: each flag of a setting replaces the data set's
+// default only when given (--per-class, wordnet's draw per class, among
+// them).
+func TestOverridesApply(t *testing.T) {
+	s := quality.Setting{Public: 500, Pool: 4000, PerClass: 2200, TestPerClass: 200}
+	overrides{}.apply(&s)
+	if s.Public != 500 || s.Pool != 4000 || s.PerClass != 2200 || s.TestPerClass != 200 || s.Replay {
+		t.Fatalf("no flags changed the setting: %+v", s)
+	}
+	overrides{public: 300, pool: 1000, perClass: 900, replay: true}.apply(&s)
+	if s.Public != 300 || s.Pool != 1000 || s.PerClass != 900 || s.TestPerClass != 200 || !s.Replay {
+		t.Fatalf("flags public 300, pool 1000, per-class 900, replay: %+v", s)
+	}
+}

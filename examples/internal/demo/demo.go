@@ -53,20 +53,23 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// orDefault sets *v to d where it is zero (a configuration field left to
+// its default).
+func orDefault(v *int, d int) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
 func (c Config) withDefaults() (Config, error) {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Public, 1500)
-	def(&c.TestPerClass, 50)
-	def(&c.Pool, 400)
-	def(&c.Epochs, 12)
-	def(&c.Layers, 2)
+	orDefault(&c.Public, 1500)
+	orDefault(&c.TestPerClass, 50)
+	orDefault(&c.Pool, 400)
+	orDefault(&c.Epochs, 12)
+	orDefault(&c.Layers, 2)
 	if c.RareFrac == 0 {
 		c.RareFrac = 0.1
 	}

@@ -43,16 +43,11 @@ func (c TextConfig) withDefaults() (TextConfig, error) {
 	if c.Seed == 0 {
 		c.Seed = 1
 	}
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Public, 400)
-	def(&c.Pool, 60)
-	def(&c.VocabSize, 400)
-	def(&c.Seq, 16)
-	def(&c.Epochs, 2)
+	orDefault(&c.Public, 400)
+	orDefault(&c.Pool, 60)
+	orDefault(&c.VocabSize, 400)
+	orDefault(&c.Seq, 16)
+	orDefault(&c.Epochs, 2)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

