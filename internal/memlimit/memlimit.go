@@ -28,7 +28,8 @@ func Limit(target, live int64) int64 {
 }
 
 // Start sets the process's soft memory limit to Limit(target, live) and
-// keeps it so, reading the live heap every interval (a second when ≤ 0),
+// keeps it so, reading the live heap every interval (250 ms when ≤ 0: a
+// party's uploads can add GBs of live heap within seconds),
 // until stop is called; stop restores the limit in force before. With
 // GOMEMLIMIT set in the environment, or a target ≤ 0, it does nothing: the
 // user's limit stands.
@@ -37,7 +38,7 @@ func Start(target int64, interval time.Duration) (stop func()) {
 		return func() {}
 	}
 	if interval <= 0 {
-		interval = time.Second
+		interval = 250 * time.Millisecond
 	}
 	before := debug.SetMemoryLimit(target)
 	done, finished := make(chan struct{}), make(chan struct{})
