@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"testing/iotest"
 )
 
 // small messages of every kind, for seed corpora.
@@ -241,5 +242,47 @@ func TestDecodeBounds(t *testing.T) {
 	allocs += testing.AllocsPerRun(10, func() { _, _ = s.DecodeEncryptedWeights(bigW, 1<<30, 1<<30) })
 	if allocs > 20 {
 		t.Errorf("refusing oversized headers made %.0f allocations", allocs)
+	}
+}
+
+// TestDecodeEncryptedWeightsFrom: the streaming decoder reads a message
+// delivered a byte at a time to the same weights as DecodeEncryptedWeights,
+// reads exactly the message, and fails on a short stream or a size other
+// than the header's.
+func TestDecodeEncryptedWeightsFrom(t *testing.T) {
+	s := defaultScheme
+	msg := kwWeights(t)
+	want, err := s.DecodeEncryptedWeights(msg, 8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bytes.NewReader(append(append([]byte(nil), msg...), 0xee))
+	got, err := s.DecodeEncryptedWeightsFrom(iotest.OneByteReader(r), int64(len(msg)), 8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.K != want.K || got.N != want.N || got.Off != want.Off || got.Layout != want.Layout || got.Seed != want.Seed || len(got.C0) != len(want.C0) {
+		t.Fatalf("streamed %+v, want %+v", got, want)
+	}
+	for i := range got.C0 {
+		if !got.C0[i].Equal(&want.C0[i]) {
+			t.Fatalf("ciphertext %d differs", i)
+		}
+	}
+	if r.Len() != 1 {
+		t.Fatalf("%d bytes left after the message, want the 1 that follows it", r.Len())
+	}
+	for _, c := range []struct {
+		name string
+		data []byte
+		size int64
+	}{
+		{"short stream", msg[:len(msg)-1], int64(len(msg))},
+		{"size one short", msg, int64(len(msg) - 1)},
+		{"size below the header", msg, 10},
+	} {
+		if _, err := s.DecodeEncryptedWeightsFrom(bytes.NewReader(c.data), c.size, 8, 4); err == nil {
+			t.Errorf("%s: decoded", c.name)
+		}
 	}
 }

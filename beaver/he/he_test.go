@@ -2,10 +2,17 @@ package he
 
 import (
 	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"encoding/binary"
 	"errors"
-	"github.com/tuneinsight/lattigo/v6/ring"
+	"io"
+	"math/bits"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/tuneinsight/lattigo/v6/ring"
 )
 
 // detRand is a deterministic randomness source for tests.
@@ -570,5 +577,85 @@ func TestMulMaskedLayout(t *testing.T) {
 		if _, err := s.MulMaskedLayout(w, l, A, 2, R, rnd); err == nil {
 			t.Errorf("layout %v accepted for weights of NW 64", l)
 		}
+	}
+}
+
+// uniformRowRef is uniformRow as first written (a fresh 8·N-byte buffer per
+// read, decoded word by word): the reference the in-place version must
+// match bit for bit, since party 1 regenerates party 0's seeded halves
+// with it.
+func uniformRowRef(prng io.Reader, c []uint64, q uint64) {
+	buf := make([]byte, 8*len(c))
+	mask := uint64(1)<<bits.Len64(q-1) - 1
+	x, pos := 0, len(buf)
+	for x < len(c) {
+		if pos == len(buf) {
+			if _, err := io.ReadFull(prng, buf); err != nil {
+				panic(err)
+			}
+			pos = 0
+		}
+		v := binary.LittleEndian.Uint64(buf[pos:]) & mask
+		pos += 8
+		if v < q {
+			c[x] = v
+			x++
+		}
+	}
+}
+
+// TestUniformMatchesReference: the seeded halves come out the same as
+// from the reference sampler, for the scheme's moduli and for moduli that
+// reject often (just above a power of two: about half the words, so rows
+// read more than once and discard the rest of a read), row after row on
+// one stream.
+func TestUniformMatchesReference(t *testing.T) {
+	s := defaultScheme
+	qs := append(append([]uint64(nil), s.p.Q...), 1<<54+1, 1<<40+1, 3)
+	for idx := range uint64(4) {
+		key := []byte("0123456789abcdef0123456789abcdef")
+		got, want := prngFor(key, domWeights, idx), prngFor(key, domWeights, idx)
+		var spill []uint64
+		for _, q := range qs {
+			g, w := make([]uint64, s.n), make([]uint64, s.n)
+			uniformRow(got, g, q, &spill)
+			uniformRowRef(want, w, q)
+			if !slices.Equal(g, w) {
+				t.Fatalf("stream %d, q = %d: rows differ", idx, q)
+			}
+		}
+	}
+	// The whole polynomial, as LoadWeightsCompact's items regenerate it.
+	p, ref := s.rq.NewPoly(), s.rq.NewPoly()
+	s.uniform(prngFor(make([]byte, 32), domWeights, 9), p)
+	r := prngFor(make([]byte, 32), domWeights, 9)
+	for i, q := range s.p.Q {
+		uniformRowRef(r, ref.Coeffs[i], q)
+	}
+	if !p.Equal(&ref) {
+		t.Fatal("uniform differs from the reference")
+	}
+	// The PRNG is AES-CTR's key stream, across reads longer than its
+	// buffer of zeros.
+	key := make([]byte, 32)
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var iv [aes.BlockSize]byte
+	iv[0] = domWeights
+	binary.BigEndian.PutUint64(iv[1:9], 5)
+	want := make([]byte, 200<<10+3)
+	cipher.NewCTR(blk, iv[:]).XORKeyStream(want, want)
+	got := make([]byte, len(want))
+	r = prngFor(key, domWeights, 5)
+	if _, err := io.ReadFull(r, got[:100]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(r, got[100:]); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("the PRNG is not AES-256-CTR's key stream")
 	}
 }

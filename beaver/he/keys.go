@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"unsafe"
 
+	"github.com/selectformer/selectformer/share"
 	"github.com/tuneinsight/lattigo/v6/ring"
 	"github.com/tuneinsight/lattigo/v6/utils/sampling"
 )
@@ -71,11 +73,18 @@ func prngFor(key []byte, domain byte, idx uint64) sampling.PRNG {
 
 type ctrPRNG struct{ s cipher.Stream }
 
+// zeros is the plaintext whose encryption is the key stream (read only).
+var zeros [64 << 10]byte
+
 // Read fills p with key stream.
 func (c *ctrPRNG) Read(p []byte) (int, error) {
-	clear(p)
-	c.s.XORKeyStream(p, p)
-	return len(p), nil
+	n := len(p)
+	for len(p) > 0 {
+		k := min(len(p), len(zeros))
+		c.s.XORKeyStream(p[:k], zeros[:k])
+		p = p[k:]
+	}
+	return n, nil
 }
 
 // PRNG domains.
@@ -162,26 +171,55 @@ func (s *Scheme) pkP1(pk *PublicKey) ring.Poly {
 
 // uniform fills p with residues uniform mod each q_i, by rejection from
 // the low bits of 64-bit words of prng (as lattigo's UniformSampler, whose
-// small buffer made it 10× slower here).
+// small buffer made it 10× slower here). Each residue row reads a fresh
+// 8·N bytes of the stream (and 8·N more while it lacks residues, the rest
+// of the last read discarded); the first read lands in the row itself,
+// filtered in place (a party 1 with compact weights regenerates every
+// seeded half this way for every item: issue 38).
 func (s *Scheme) uniform(prng io.Reader, p ring.Poly) {
-	buf := make([]byte, 8*s.n)
+	var spill []uint64
 	for i, q := range s.p.Q {
-		mask := uint64(1)<<bits.Len64(q-1) - 1
-		c := p.Coeffs[i]
-		x, pos := 0, len(buf)
-		for x < len(c) {
-			if pos == len(buf) {
-				if _, err := io.ReadFull(prng, buf); err != nil {
-					panic(err) // the keyed PRNG does not fail
-				}
-				pos = 0
-			}
-			v := binary.LittleEndian.Uint64(buf[pos:]) & mask
-			pos += 8
-			if v < q {
+		uniformRow(prng, p.Coeffs[i], q, &spill)
+	}
+}
+
+// uniformRow fills c with residues uniform mod q as uniform describes;
+// *spill is the buffer of a row's further reads (made when first needed).
+func uniformRow(prng io.Reader, c []uint64, q uint64, spill *[]uint64) {
+	mask := uint64(1)<<bits.Len64(q-1) - 1
+	readWords(prng, c)
+	x := 0
+	for _, v := range c { // x ≤ the index read: in place
+		if v &= mask; v < q {
+			c[x] = v
+			x++
+		}
+	}
+	for x < len(c) {
+		if *spill == nil {
+			*spill = make([]uint64, len(c))
+		}
+		readWords(prng, *spill)
+		for _, v := range *spill {
+			if v &= mask; v < q && x < len(c) {
 				c[x] = v
 				x++
 			}
+		}
+	}
+}
+
+// readWords overwrites w with the next 8·len(w) bytes of prng as
+// little-endian words, read into w's own memory (share.HostLittleEndian
+// says when no swap is needed). The keyed PRNG does not fail.
+func readWords(prng io.Reader, w []uint64) {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
+	if _, err := io.ReadFull(prng, b); err != nil {
+		panic(err) // the keyed PRNG does not fail
+	}
+	if !share.HostLittleEndian() {
+		for i := range w {
+			w[i] = binary.LittleEndian.Uint64(b[8*i:])
 		}
 	}
 }

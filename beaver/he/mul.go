@@ -211,6 +211,13 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 	return out, raws, nil
 }
 
+// chunkBytes bounds the scratch of one accumulate call, the evaluations of
+// A's plaintexts and the regenerated halves of compact weights, each: a
+// party 1 runs one call per item in flight, 16 at sst2's defaults, which
+// at 16 MiB each could hold 0.5 GB (issue 38). The chunks only split the
+// sum over r: the result is the same.
+const chunkBytes = 4 << 20
+
 // accumulate adds the homomorphic product t.A·Enc(B_t) to the accumulators
 // of an output with rb row blocks and cbOut column blocks (tiles of T
 // coefficients).
@@ -223,11 +230,11 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []u
 	D := plan.d
 	tiles := N / T
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
-	// evaluations ev, computed for a chunk of r at a time (≤ 16 MiB).
-	chunk := max(1, min(kb, (16<<20)/(rb*L*D*8)))
+	// evaluations ev, computed for a chunk of r at a time (≤ chunkBytes).
+	chunk := max(1, min(kb, chunkBytes/(rb*L*D*8)))
 	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
 	if w.c1 == nil {
-		chunk = max(1, min(chunk, (16<<20)/(cb*L*N*8)))
+		chunk = max(1, min(chunk, chunkBytes/(cb*L*N*8)))
 		c1buf = make([]ring.Poly, chunk*cb)
 		for i := range c1buf {
 			c1buf[i] = s.rq.NewPoly()

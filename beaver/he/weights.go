@@ -131,6 +131,13 @@ func (w *Weights) Off() int { return w.off }
 // Layout returns the layout the weights were encrypted with.
 func (w *Weights) Layout() Layout { return w.layout }
 
+// Bytes returns the memory of the prepared ciphertexts, 8 bytes per
+// residue: WeightSizes.P1 after LoadWeights, P1Compact after
+// LoadWeightsCompact.
+func (w *Weights) Bytes() int64 {
+	return int64(len(w.c0)+len(w.c1)) * int64(len(w.sc.p.Q)) * int64(w.sc.n) * 8
+}
+
 // LoadWeights is P1's preparation of P0's public key and encrypted weights:
 // it checks their shapes against s and expands the seeded components. ew's
 // polynomials are kept, not copied; the caller must not modify ew afterwards.

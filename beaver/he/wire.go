@@ -1,9 +1,11 @@
 package he
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/bits"
 
 	"github.com/tuneinsight/lattigo/v6/ring"
@@ -239,33 +241,50 @@ func (ew *EncryptedWeights) AppendBinary(b []byte) ([]byte, error) {
 // an offset beyond 2^24 columns, and any length other than the one the
 // header implies.
 func (s *Scheme) DecodeEncryptedWeights(data []byte, maxK, maxN int) (*EncryptedWeights, error) {
-	k, n, l, err := s.readHeader(data, tagWeights, min(maxK, s.p.MaxInner), maxN)
+	return s.DecodeEncryptedWeightsFrom(bytes.NewReader(data), int64(len(data)), maxK, maxN)
+}
+
+// DecodeEncryptedWeightsFrom is DecodeEncryptedWeights of a message of
+// size bytes read from r one ciphertext at a time: besides the decoded
+// polynomials it holds one ciphertext's bytes, never the whole message
+// (hundreds of MB for a large weight matrix). It checks the header and
+// size before allocating, and reads exactly size bytes from r unless it
+// fails.
+func (s *Scheme) DecodeEncryptedWeightsFrom(r io.Reader, size int64, maxK, maxN int) (*EncryptedWeights, error) {
+	if size < weightsHeader {
+		return nil, fmt.Errorf("he: weights: %d bytes, shorter than the header: %w", size, ErrMalformed)
+	}
+	var head [weightsHeader]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, fmt.Errorf("he: weights: header: %w", err)
+	}
+	k, n, l, err := s.readHeader(head[:], tagWeights, min(maxK, s.p.MaxInner), maxN)
 	if err != nil {
 		return nil, fmt.Errorf("he: weights: %w", err)
 	}
-	if len(data) < weightsHeader {
-		return nil, fmt.Errorf("he: weights: %d bytes, shorter than the header: %w", len(data), ErrMalformed)
-	}
-	off := int(binary.LittleEndian.Uint32(data[18:]))
+	off := int(binary.LittleEndian.Uint32(head[18:]))
 	if off > maxDim-n {
 		return nil, fmt.Errorf("he: weights %d×%d at column %d beyond 2^24: %w", k, n, off, ErrMalformed)
 	}
 	_, cb := ColumnBlocks(off, n, l.NW)
 	cts := int64(l.innerBlocks(k)) * int64(cb)
 	per := s.polyBytes()
-	if int64(len(data)) < weightsHeader || cts != (int64(len(data))-weightsHeader)/per || (int64(len(data))-weightsHeader)%per != 0 {
-		return nil, fmt.Errorf("he: weights %d×%d: %d bytes, want %d: %w", k, n, len(data), weightsHeader+cts*per, ErrMalformed)
+	if cts != (size-weightsHeader)/per || (size-weightsHeader)%per != 0 {
+		return nil, fmt.Errorf("he: weights %d×%d: %d bytes, want %d: %w", k, n, size, weightsHeader+cts*per, ErrMalformed)
 	}
 	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, C0: make([]ring.Poly, cts), s: s}
-	copy(ew.Seed[:], data[22:weightsHeader])
+	copy(ew.Seed[:], head[22:weightsHeader])
+	buf := make([]byte, per)
 	for i := range ew.C0 {
-		off := weightsHeader + int64(i)*per
-		r := &bitReader{buf: data[off : off+per]}
-		ew.C0[i] = s.rq.NewPoly()
-		if err := s.readPoly(r, ew.C0[i]); err != nil {
+		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, fmt.Errorf("he: weights ciphertext %d: %w", i, err)
 		}
-		if !r.done() {
+		br := &bitReader{buf: buf}
+		ew.C0[i] = s.rq.NewPoly()
+		if err := s.readPoly(br, ew.C0[i]); err != nil {
+			return nil, fmt.Errorf("he: weights ciphertext %d: %w", i, err)
+		}
+		if !br.done() {
 			return nil, fmt.Errorf("he: weights ciphertext %d: nonzero padding: %w", i, ErrMalformed)
 		}
 	}

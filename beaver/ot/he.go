@@ -237,6 +237,10 @@ type HEStats struct {
 	Items       int64 // weight-mask items made with HE (party 0: whose outputs passed the check)
 	Held        int64 // party 1: encrypted weight matrices held now (loaded, not released)
 	Released    int64 // party 1: encrypted weight matrices dropped by ReleaseWeights
+	// HeldBytes and PeakHeldBytes are party 1's memory of the prepared
+	// encryptions it holds now and held at most at once (he.Weights.Bytes:
+	// the weight matrices and the projections' rows).
+	HeldBytes, PeakHeldBytes int64
 }
 
 // LatticeOptions configure NewLattice; the zero value is usable.
@@ -249,7 +253,8 @@ type LatticeOptions struct {
 	// he.LoadWeightsCompact: half the memory (he.Sizes.P1WeightsCompact),
 	// their seeded halves regenerated for every item (about a fifth more
 	// work). Only party 1's memory and time depend on it; the messages are
-	// the same.
+	// the same. The -provider he source sets it (issue 38: expanded, an
+	// sst2-distilbert phase's weights alone took 5–6 GB).
 	Compact bool
 }
 
@@ -391,6 +396,10 @@ func (h *Lattice) projection(n int) []uint64 {
 	return share.NewPRG(h.vseed, string(dom)).Words(n * he.CheckColumns)
 }
 
+// Compact reports whether party 1 keeps the encrypted weights compact
+// (LatticeOptions.Compact).
+func (h *Lattice) Compact() bool { return h.compact }
+
 // Stats returns the counters of the uploads and items so far.
 func (h *Lattice) Stats() HEStats {
 	h.mu.Lock()
@@ -423,6 +432,9 @@ func (h *Lattice) Release(lo, hi uint64) {
 		}
 		delete(h.cache, key)
 		h.stats.Released++
+		if e.w != nil {
+			h.stats.HeldBytes -= e.w.Bytes()
+		}
 	}
 }
 

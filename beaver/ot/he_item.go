@@ -156,10 +156,15 @@ func (h *Lattice) party0(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 	return parts(nil, C0), nil
 }
 
-// count records an upload of size bytes.
-func (h *Lattice) count(key heKey, size int64) {
+// count records an upload of size bytes, loaded into w by party 1 (nil
+// for party 0).
+func (h *Lattice) count(key heKey, size int64, w *he.Weights) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if w != nil {
+		h.stats.HeldBytes += w.Bytes()
+		h.stats.PeakHeldBytes = max(h.stats.PeakHeldBytes, h.stats.HeldBytes)
+	}
 	if key.matrix == he.MatrixProj {
 		h.stats.Projections++
 	} else {

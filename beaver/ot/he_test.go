@@ -72,6 +72,26 @@ func itemKeys(t testing.TB, p *Provider, r beaver.Request) []heKey {
 	return keys
 }
 
+// heldSizes returns the memory party 1 holds for each key of r once
+// loaded: he.WeightSizes' P1Compact with compact weights, P1 otherwise.
+func heldSizes(t testing.TB, p *Provider, r beaver.Request) map[heKey]int64 {
+	t.Helper()
+	l := p.lat()
+	it, err := l.item(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[heKey]int64{}
+	for _, tm := range it.terms {
+		ws := l.sc.WeightSizes(tm.rows, tm.cols, tm.t.Off, tm.l)
+		out[tm.key] = ws.P1
+		if l.compact {
+			out[tm.key] = ws.P1Compact
+		}
+	}
+	return out
+}
+
 // drawPair draws r from both providers at once.
 func drawPair(t testing.TB, ctx context.Context, p0, p1 *Provider, r beaver.Request) (m0, m1 beaver.Material) {
 	t.Helper()
@@ -146,6 +166,7 @@ func TestHEProviderCorrelations(t *testing.T) {
 				p1.lat().draw = edgeWords
 			}
 			uploads := map[heKey]bool{}
+			held := map[heKey]int64{} // each key's prepared bytes, by its shape
 			for i, r := range c.reqs {
 				r.Stream = uint32(i % 2)
 				m0, m1 := drawPair(t, ctx, p0, p1, r)
@@ -160,7 +181,19 @@ func TestHEProviderCorrelations(t *testing.T) {
 					for _, key := range itemKeys(t, p0, r) {
 						uploads[key] = true
 					}
+					for key, b := range heldSizes(t, p1, r) {
+						held[key] = b
+					}
 				}
+			}
+			var want int64
+			for _, b := range held {
+				want += b
+			}
+			// Party 1 holds each key once, compact (c0 only) or both
+			// halves, and no more (issue 38: its peak memory).
+			if st := p1.lat().Stats(); st.HeldBytes != want || st.PeakHeldBytes != want {
+				t.Errorf("party 1 holds %d bytes of prepared encryptions (peak %d), want %d (compact %v)", st.HeldBytes, st.PeakHeldBytes, want, c.compact)
 			}
 			var weights, projs int64
 			for key := range uploads {
@@ -266,6 +299,10 @@ func TestHEProviderSharedUpload(t *testing.T) {
 		t.Errorf("party 0 HE stats %+v, want %+v", st, want)
 	}
 	want.Held = 1
+	for _, b := range heldSizes(t, p1, r) {
+		want.HeldBytes += b // the encryption and V's rows, held once
+	}
+	want.PeakHeldBytes = want.HeldBytes
 	if st := p1.lat().Stats(); st != want {
 		t.Errorf("party 1 HE stats %+v, want %+v", st, want)
 	}
@@ -285,13 +322,20 @@ func TestHEReleaseWeights(t *testing.T) {
 	out := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 2 << 32, M: 2, K: 2, N: 3}
 	drawPair(t, ctx, p0, p1, in)
 	drawPair(t, ctx, p0, p1, out)
-	if st := p1.lat().Stats(); st.Held != 2 || st.Released != 0 {
-		t.Fatalf("before: %+v, want 2 held", st)
+	before := p1.lat().Stats()
+	if before.Held != 2 || before.Released != 0 {
+		t.Fatalf("before: %+v, want 2 held", before)
 	}
 	var rel beaver.WeightReleaser = p1
 	rel.ReleaseWeights(1<<32, 2<<32) // phase 1's ids of epoch 0
-	if st := p1.lat().Stats(); st.Held != 1 || st.Released != 1 {
-		t.Fatalf("after: %+v, want 1 held and 1 released", st)
+	var freed int64
+	for key, b := range heldSizes(t, p1, in) {
+		if key.matrix != he.MatrixProj { // V's rows are kept for later phases
+			freed += b
+		}
+	}
+	if st := p1.lat().Stats(); st.Held != 1 || st.Released != 1 || st.HeldBytes != before.HeldBytes-freed || st.PeakHeldBytes != before.HeldBytes {
+		t.Fatalf("after: %+v, want 1 held and 1 released, %d bytes fewer held (of %d), the peak kept", st, freed, before.HeldBytes)
 	}
 	p0.ReleaseWeights(0, 1<<40)   // party 0 holds no weights: nothing to drop
 	drawPair(t, ctx, p0, p1, out) // still held: no upload

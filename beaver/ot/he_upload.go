@@ -324,7 +324,7 @@ func (h *Lattice) upload(ctx context.Context, c Conn, key heKey) error {
 	if int64(len(b)) != size {
 		return fmt.Errorf("%d bytes, want %d", len(b), size)
 	}
-	h.count(key, size) // before it can arrive: counts read after an item are final
+	h.count(key, size, nil) // before it can arrive: counts read after an item are final
 	if err := c.SendWords(ctx, append([]uint64{heUpload, 0}, key.words()...)); err != nil {
 		return err
 	}
@@ -406,13 +406,11 @@ func (h *Lattice) replies(ctx context.Context, c Conn) error {
 // load receives party 0's encryption of term t and loads it.
 func (h *Lattice) load(ctx context.Context, c Conn, sid beaver.SessionID, t heTerm) (*he.Weights, error) {
 	size := h.sc.WeightSizes(t.rows, t.cols, t.t.Off, t.l).Bytes
-	b, err := recvChunked(ctx, c, size)
+	// Decoded as it arrives: one message of the encryption held at a
+	// time, not the whole (up to 0.7 GB at sst2's defaults).
+	ew, err := h.sc.DecodeEncryptedWeightsFrom(&chunkReader{ctx: ctx, c: c, left: size}, size, t.rows, t.cols)
 	if err != nil {
 		return nil, fmt.Errorf("receive %v: %w", t.key, err)
-	}
-	ew, err := h.sc.DecodeEncryptedWeights(b, t.rows, t.cols)
-	if err != nil {
-		return nil, fmt.Errorf("%v: %w", t.key, err)
 	}
 	// The packing is the key's (NW, KW); MW, the rows of A per block, is
 	// the encrypting item's, and each item multiplies with its own.
@@ -430,6 +428,6 @@ func (h *Lattice) load(ctx context.Context, c Conn, sid beaver.SessionID, t heTe
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", t.key, err)
 	}
-	h.count(t.key, size)
+	h.count(t.key, size, w)
 	return w, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/selectformer/selectformer/beaver/he"
 )
@@ -23,23 +24,45 @@ func sendChunked(ctx context.Context, c Conn, b []byte) error {
 	return nil
 }
 
-// recvChunked receives from c the size bytes sendChunked sent (size > 0,
-// known to both parties), checking the padding.
-func recvChunked(ctx context.Context, c Conn, size int64) ([]byte, error) {
-	b := make([]byte, 0, size)
-	for off := int64(0); off < size; off += 8 * heChunkWords {
-		n := min(size-off, 8*heChunkWords)
-		w := make([]uint64, wordsFor(n))
-		if err := c.RecvWords(ctx, w); err != nil {
-			return nil, err
+// chunkReader reads the size bytes sendChunked sent on c (size > 0, known
+// to both parties), one message at a time, checking the padding: it holds
+// one message (at most heChunkWords words) of what may be GBs.
+type chunkReader struct {
+	ctx   context.Context
+	c     Conn
+	left  int64  // bytes not yet received
+	cur   []byte // received, not yet read
+	words []uint64
+	buf   []byte
+}
+
+// Read implements io.Reader.
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.cur) == 0 {
+		if r.left == 0 {
+			return 0, io.EOF
 		}
-		c, err := wordsToBytesExact(w, n)
-		if err != nil {
-			return nil, err
+		n := min(r.left, 8*heChunkWords)
+		if cap(r.words) < wordsFor(n) {
+			r.words, r.buf = make([]uint64, wordsFor(n)), make([]byte, 8*wordsFor(n))
 		}
-		b = append(b, c...)
+		w, b := r.words[:wordsFor(n)], r.buf[:8*wordsFor(n)]
+		if err := r.c.RecvWords(r.ctx, w); err != nil {
+			return 0, err
+		}
+		for i, x := range w {
+			binary.LittleEndian.PutUint64(b[8*i:], x)
+		}
+		for _, x := range b[n:] {
+			if x != 0 {
+				return 0, fmt.Errorf("non-zero padding: %w", he.ErrMalformed)
+			}
+		}
+		r.cur, r.left = b[:n], r.left-n
 	}
-	return b, nil
+	k := copy(p, r.cur)
+	r.cur = r.cur[k:]
+	return k, nil
 }
 
 // wordsFor is the number of words that hold size bytes.

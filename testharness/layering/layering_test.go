@@ -21,6 +21,7 @@ var layer = map[string]int{
 	"internal/prio":               0,
 	"internal/atomicfile":         0,
 	"internal/strictjson":         0,
+	"internal/memlimit":           0,
 	"share/internal/cudadrv":      0,
 	"share":                       1,
 	"transport":                   2,

@@ -59,6 +59,7 @@ import (
 	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/bench"
+	"github.com/selectformer/selectformer/internal/memlimit"
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -681,15 +682,18 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	role, dealerAddr, peerAddr := cf.role, cf.dealer, cf.peer
 	ctx, cancel := context.WithTimeout(ctx, *sf.timeout)
 	defer cancel()
+	defer memlimit.Start(partyMemoryTarget(cfg), 0)()
 	sampler := bench.StartHeapSampler(0)
+	prof := startHeapProfiler(*role)
 	enc := json.NewEncoder(stdout)
 	rep := &partyReport{Role: *role}
 	if *role == "dealer" {
 		rep.Dealer, err = serveDealer(ctx, id, fp, enc)
 	} else {
-		rep.Select, err = selectParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, enc, sampler.SetPhase)
+		rep.Select, err = selectParty(ctx, *role, id, fp, cfg, *dealerAddr, *peerAddr, enc, func(i int) { prof.setPhase(i); sampler.SetPhase(i) })
 	}
 	peaks := sampler.Stop()
+	profRSS := prof.finish()
 	if err != nil {
 		return fmt.Errorf("select-party %s: %w", *role, err)
 	}
@@ -700,8 +704,20 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	if rep.RSS, err = peakRSS(); err != nil {
 		return fmt.Errorf("select-party %s: %w", *role, err)
 	}
+	rep.RSS = max(rep.RSS, profRSS)
 	rep.CPUSeconds = bench.ProcessCPUSeconds()
 	return enc.Encode(childLine{Report: rep})
+}
+
+// partyMemoryTarget is the soft memory limit of a party's process
+// (internal/memlimit: it follows the live heap when that outgrows it): a
+// working set of 3 GiB (a dealer-free party 1's prepared encryptions of a
+// phase, 2.6 GB compact at sst2-distilbert's defaults, and the lanes'
+// activations) plus twice the prefetch budget (the material prefetched,
+// and as much drawn by the lanes): 3.5 GiB at the workloads' 256 MiB,
+// below issue 38's 4 GB a party.
+func partyMemoryTarget(cfg bench.SelectConfig) int64 {
+	return 3<<30 + 2*max(cmp.Or(cfg.MemoryBudget, cfg.Workload.MemoryBudget), 0)
 }
 
 // selectParty opens the party's source of correlated randomness (cfg's
