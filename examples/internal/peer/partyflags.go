@@ -12,6 +12,7 @@ import (
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/source"
+	"github.com/selectformer/selectformer/internal/memlimit"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -105,7 +106,8 @@ func (f *PartyFlags) Resolve(stderr io.Writer) (*Party, error) {
 // (listening or dialling per the flags; name is printed with the
 // listening address); a dealer-free source makes the correlations on the
 // peer connection (ot.Provider, its OT traffic on dedicated streams of
-// that TLS connection) and the returned closer does nothing. The caller
+// that TLS connection) and the returned closer ends the process's soft
+// memory limit (limitMemory). The caller
 // closes both.
 func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.Writer) (beaver.Provider, io.Closer, *transport.Conn, error) {
 	op, err := p.Source.Open(ctx, p.env(party, p.flags.Endpoint, p.flags.Dealer, func(a net.Addr) {
@@ -114,7 +116,44 @@ func (p *Party) Connect(ctx context.Context, party int, name string, stdout io.W
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	return op.Provider, op.Closer, op.Conn, nil
+	return op.Provider, limitMemory(p.Source, op.Closer), op.Conn, nil
+}
+
+// limitMemory returns c, and for a dealer-free src starts the process's
+// soft memory limit at DealerFreeMemoryTarget, which closing the returned
+// closer ends: a dealer-free party holds GBs of live heap a whole phase
+// (party 1's encrypted weights), so the collector's slack is kept small, as
+// in mpcbench's party processes (GOMEMLIMIT, when set, wins).
+func limitMemory(src source.Source, c io.Closer) io.Closer {
+	if !src.DealerFree {
+		return c
+	}
+	return stopAlso{c, memlimit.Start(DealerFreeMemoryTarget, 0)}
+}
+
+// DealerFreeMemoryTarget is the soft memory limit (internal/memlimit) a
+// party's process keeps while it runs a dealer-free source: 3.5 GiB, or the
+// live heap and a sixteenth when that is more. It is mpcbench's target at
+// the workloads' 256 MiB prefetch budget, under which the data owner of
+// sst2-distilbert peaked at 3.93 GB (bench/RESULTS.md); set GOMEMLIMIT to
+// choose another.
+const DealerFreeMemoryTarget = 3<<30 + 2*(256<<20)
+
+// stopAlso is a closer that also calls stop once it has closed c (c may
+// be nil).
+type stopAlso struct {
+	c    io.Closer
+	stop func()
+}
+
+// Close closes the wrapped closer, then calls stop.
+func (s stopAlso) Close() error {
+	var err error
+	if s.c != nil {
+		err = s.c.Close()
+	}
+	s.stop()
+	return err
 }
 
 // env is the source.Env of party: the peer over e (onListen is called
