@@ -282,10 +282,12 @@ func TestThreeProcesses(t *testing.T) {
 }
 
 // TestTwoProcessesDealerFree runs a selection with no dealer: the model owner
-// and the data owner as two OS processes with -provider ot, and again with
-// -provider he (the weight-mask correlations by lattice encryption, the rest
-// by OT), making their correlated randomness on dedicated streams of their
-// own TLS connection. Each run starts from the coin of a reference run with
+// and the data owner as two OS processes with -provider he (the weight-mask
+// correlations by lattice encryption, the rest by OT), making their
+// correlated randomness on dedicated streams of their own TLS connection.
+// (-provider ot takes the same path through the binaries, beaver/source;
+// bench's TestSelectTinyDealerFree and TestSelectDealerFreeNoHang run it
+// end to end, so it is not run here a second time: 20 s of the suite.) Each run starts from the coin of a reference run with
 // the dealer (its state files, progress removed), so the bootstrap is the
 // same; the entropies must match the dealer run's within a few units in the
 // last place (probabilistic truncation makes each product's last bit depend
@@ -307,7 +309,7 @@ func TestTwoProcessesDealerFree(t *testing.T) {
 	}
 	ref := readResult(t, filepath.Join(dir, "ref0.json"))
 
-	for _, provider := range []string{"ot", "he"} { // the dealer-free sources (beaver/source)
+	for _, provider := range []string{"he"} { // the dealer-free source of the binaries' two-host deployment
 		t.Run(provider, func(t *testing.T) {
 			st0, st1 := filepath.Join(dir, provider+"-mo"), filepath.Join(dir, provider+"-do")
 			startFromCoin(t, [2]string{ref0, ref1}, [2]string{st0, st1})
