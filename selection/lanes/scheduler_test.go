@@ -3,6 +3,7 @@ package lanes
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,7 +16,10 @@ import (
 // TestSchedulerAssignsBatches: both parties' schedulers run batch pending[j]
 // on lane j mod W (the same stream on both sides), every batch once; a
 // failing batch's error is returned rather than the cancellation it causes
-// in the other slots; weight ids are distinct per phase and epoch.
+// in the other slots; weight ids are distinct per phase and epoch. A phase
+// may run on fewer lanes than the scheduler opened (its own width: batch
+// pending[j] on lane j mod its width, counters by it), never on none or
+// more.
 func TestSchedulerAssignsBatches(t *testing.T) {
 	d, err := dealer.New()
 	if err != nil {
@@ -55,7 +59,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[party] = scheds[party].Run(ctx, 0, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+			_, errs[party] = scheds[party].Run(ctx, 0, 3, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 				mu.Lock()
 				defer mu.Unlock()
 				if _, dup := ran[party][b]; dup {
@@ -80,8 +84,41 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		t.Errorf("%d batches ran, want %d", len(ran[0]), len(pending))
 	}
 
+	// A phase of its own width runs on the scheduler's first lanes only:
+	// batch pending[j] on lane j mod 2 of the 3 opened.
+	ran = [2]map[int]uint32{{}, {}}
+	for party := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[party] = scheds[party].Run(ctx, 1, 2, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				ran[party][b] = slot.StreamID()
+				return nil
+			}, nil)
+		}()
+	}
+	wg.Wait()
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	for j, b := range pending {
+		if want := 16 + uint32(j%2); ran[0][b] != want || ran[1][b] != want {
+			t.Errorf("2 lanes: batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
+		}
+	}
+	if c2, c3 := scheds[0].batchCounter(1, 2, 7), scheds[0].batchCounter(1, 3, 7); c2 == c3 || c2 != 3<<EpochShift|1<<phaseShift|3<<batchShift {
+		t.Errorf("batch 7's counters: %x on 2 lanes, %x on 3", c2, c3)
+	}
+	for _, w := range []int{0, 4} {
+		if _, err := scheds[0].Run(ctx, 3, w, 40, pending, func(context.Context, *protocol.Session, int) error { return nil }, nil); err == nil || !strings.Contains(err.Error(), "lanes") {
+			t.Errorf("a phase on %d of 3 lanes: error %v", w, err)
+		}
+	}
+
 	boom := errors.New("boom")
-	_, err = scheds[0].Run(ctx, 1, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	_, err = scheds[0].Run(ctx, 2, 3, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		if b == 3 {
 			return boom
 		}
