@@ -5,10 +5,9 @@
 // phase to lane j mod W (W, the phase's lanes: each phase may run its own
 // number, at most the lanes opened), positions the party's provider so
 // that every batch draws its dealer material from its own counter range
-// (whatever the order
-// in which batches run or finish, and the same with the pipeline on or
-// off), hands out each phase's weight ids, and fetches the material of
-// upcoming batches ahead of their run.
+// (whatever the order in which batches run or finish, and the same with
+// the pipeline on or off), hands out each phase's weight ids, and fetches
+// the material of upcoming batches ahead of their run.
 //
 // # Counter layout
 //
