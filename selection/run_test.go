@@ -3,6 +3,7 @@ package selection
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -481,6 +482,16 @@ func TestCompareHelloFields(t *testing.T) {
 	}
 	if !strings.Contains(FormatSchedule(p.Schedule), ":") {
 		t.Fatalf("schedule formatted as %q", FormatSchedule(p.Schedule))
+	}
+	// A phase's own lanes are in the view hash (a checkpoint's too); a
+	// schedule without them hashes as before they existed.
+	lanesP := p
+	lanesP.Schedule = otherLanes
+	if viewHash(lanesP, "emb") == base.ViewHash {
+		t.Error("the view hash ignores a phase's own lanes")
+	}
+	if b, _ := json.Marshal(p.Schedule); strings.Contains(string(b), "workers") {
+		t.Errorf("a schedule without lanes of its own encodes them: %s", b)
 	}
 	// The sequence length: compared when both announce one.
 	for _, tc := range []struct {

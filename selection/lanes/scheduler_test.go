@@ -54,58 +54,36 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	}
 	pending := []int{0, 2, 3, 5, 6, 7, 9}
 	var mu sync.Mutex
-	ran := [2]map[int]uint32{{}, {}}
-	for party := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[party] = scheds[party].Run(ctx, 0, 3, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if _, dup := ran[party][b]; dup {
-					t.Errorf("party %d: batch %d ran twice", party, b)
-				}
-				ran[party][b] = slot.StreamID()
-				return nil
-			}, nil)
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs)
-	}
-	for j, b := range pending {
-		want := 16 + uint32(j%3)
-		if ran[0][b] != want || ran[1][b] != want {
-			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
+	// Phase 0 on all 3 lanes; phase 1 on a width of its own, the
+	// scheduler's first 2 lanes: batch pending[j] on lane j mod W.
+	for phase, W := range []int{3, 2} {
+		ran := [2]map[int]uint32{{}, {}}
+		for party := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[party] = scheds[party].Run(ctx, phase, W, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if _, dup := ran[party][b]; dup {
+						t.Errorf("party %d: batch %d ran twice", party, b)
+					}
+					ran[party][b] = slot.StreamID()
+					return nil
+				}, nil)
+			}()
 		}
-	}
-	if len(ran[0]) != len(pending) {
-		t.Errorf("%d batches ran, want %d", len(ran[0]), len(pending))
-	}
-
-	// A phase of its own width runs on the scheduler's first lanes only:
-	// batch pending[j] on lane j mod 2 of the 3 opened.
-	ran = [2]map[int]uint32{{}, {}}
-	for party := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[party] = scheds[party].Run(ctx, 1, 2, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
-				mu.Lock()
-				defer mu.Unlock()
-				ran[party][b] = slot.StreamID()
-				return nil
-			}, nil)
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs)
-	}
-	for j, b := range pending {
-		if want := 16 + uint32(j%2); ran[0][b] != want || ran[1][b] != want {
-			t.Errorf("2 lanes: batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		for j, b := range pending {
+			if want := 16 + uint32(j%W); ran[0][b] != want || ran[1][b] != want {
+				t.Errorf("%d lanes: batch %d on streams %d, %d; want %d", W, b, ran[0][b], ran[1][b], want)
+			}
+		}
+		if len(ran[0]) != len(pending) {
+			t.Errorf("%d lanes: %d batches ran, want %d", W, len(ran[0]), len(pending))
 		}
 	}
 	if c2, c3 := scheds[0].batchCounter(1, 2, 7), scheds[0].batchCounter(1, 3, 7); c2 == c3 || c2 != 3<<EpochShift|1<<phaseShift|3<<batchShift {
