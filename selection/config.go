@@ -493,8 +493,8 @@ type PhaseStats struct {
 	// Shards are the worker pairs' figures of a sharded phase, one per job
 	// this run handed out, by shard (already added to the totals above).
 	Shards []ShardStats `json:"shards,omitempty"`
-	// PeakInFlight is the most batches that ran at once (≤ Workers; 1
-	// with the pipeline off).
+	// PeakInFlight is the most batches that ran at once (≤ the phase's
+	// lanes, Params.PhaseWorkers; 1 with the pipeline off).
 	PeakInFlight int `json:"peak_in_flight,omitempty"`
 	// Prefetched counts the batches whose dealer material was fetched
 	// ahead of use; PeakPrefetchBytes is the most bytes of such material
