@@ -18,7 +18,8 @@ import (
 // (GOMAXPROCS 2, as on the 2-core machine whatever this one has) and a
 // prefetch budget that holds nothing (every batch draws its material as it
 // runs) or about two batches (it fills at once; the other lanes draw
-// directly). On d5bf317 every run stopped (the mpcbench hang of issue 38):
+// directly). The last case gives the phase its 8 lanes of its own
+// (Phase.Workers) over a run's 2, the scheduler opening the phase's. On d5bf317 every run stopped (the mpcbench hang of issue 38):
 // lanes holding both compute slots waited for material whose other half
 // the peer's lanes, queued for the peer's slots, had yet to draw. The
 // watchdog ends a run that stops moving within 30 s, so a regression fails
@@ -30,12 +31,18 @@ func TestSelectDealerFreeNoHang(t *testing.T) {
 	w.Phases = slices.Clone(w.Phases[:1]) // TinyWorkload's own phases stay as they are
 	w.Phases[0].Survive = w.Budget
 	for _, c := range []struct {
-		prov   string
-		budget int64
-	}{{"ot", 1 << 20}, {"he", 1}, {"he", 1 << 20}} {
-		t.Run(fmt.Sprintf("%s/budget=%d", c.prov, c.budget), func(t *testing.T) {
+		prov     string
+		budget   int64
+		ownLanes bool
+	}{{"ot", 1 << 20, false}, {"he", 1, false}, {"he", 1 << 20, true}} {
+		t.Run(fmt.Sprintf("%s/budget=%d/own-lanes=%v", c.prov, c.budget, c.ownLanes), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
+			w := w
+			if c.ownLanes {
+				w.Phases = slices.Clone(w.Phases)
+				w.Workers, w.Phases[0].Workers = 2, w.Workers
+			}
 			start := time.Now()
 			run, err := RunSelect(ctx, SelectConfig{Workload: w, Samples: 144, Seed: 5, Provider: c.prov, MemoryBudget: c.budget, Stall: 30 * time.Second})
 			if err != nil {
@@ -45,7 +52,7 @@ func TestSelectDealerFreeNoHang(t *testing.T) {
 				t.Fatal(err)
 			}
 			ph := run.Phases[0]
-			if ph.Batches <= w.Workers {
+			if ph.Batches <= w.PhaseWorkers(0) || ph.PeakInFlight > w.PhaseWorkers(0) || c.ownLanes && ph.PeakInFlight <= w.Workers {
 				t.Fatalf("%d batches: not more than the lanes", ph.Batches)
 			}
 			t.Logf("%v: %d batches, %d prefetched", time.Since(start).Round(10*time.Millisecond), ph.Batches, ph.Prefetched)

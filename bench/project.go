@@ -21,8 +21,13 @@ type PhaseProjection struct {
 	Candidates int `json:"candidates"`
 	Kept       int `json:"kept"`
 	Batches    int `json:"batches"`
+	// Lanes is the batches of the phase in flight on the critical path
+	// (LanesInFlight: the phase's own lanes, or the workload's, with the
+	// pipeline on; 1 with it off; 0 in projections made before phases
+	// had lanes of their own: Projection.Lanes).
+	Lanes int `json:"lanes,omitempty"`
 	// Rounds is the critical path: weight sharing, rounds per batch ×
-	// ⌈batches ÷ lanes in flight⌉ (Projection.Lanes), QuickSelect.
+	// ⌈batches ÷ Lanes⌉, QuickSelect.
 	Rounds      int64 `json:"rounds"`
 	BytesP0     int64 `json:"bytes_p0"`
 	BytesP1     int64 `json:"bytes_p1"`
@@ -191,7 +196,8 @@ type Projection struct {
 	Link     string `json:"link"`
 	// Pipeline is the mode of the projected run (its over-link sample's:
 	// "on", or "off"), Lanes the batches in flight on the critical path:
-	// the workload's lanes with the pipeline on, 1 with it off.
+	// the workload's lanes with the pipeline on, 1 with it off (a phase
+	// with lanes of its own: PhaseProjection.Lanes).
 	Pipeline string `json:"pipeline,omitempty"`
 	Lanes    int    `json:"lanes,omitempty"`
 	// Seconds (Hours) is the projected delay with the link.
@@ -229,6 +235,16 @@ type Projection struct {
 	TooSmall string `json:"too_small,omitempty"`
 }
 
+// PhaseLanes returns the batches of phase i in flight on the critical
+// path: the phase's Lanes, or, in a projection made before phases had
+// lanes of their own, the run's.
+func (p *Projection) PhaseLanes(i int) int {
+	if i >= 0 && i < len(p.Phases) && p.Phases[i].Lanes > 0 {
+		return p.Phases[i].Lanes
+	}
+	return p.Lanes
+}
+
 // The values of Projection.ComputeHosts.
 const (
 	ComputeShared = "shared"
@@ -242,25 +258,28 @@ const (
 // all. A sample with fewer in some phase is too small to project from.
 func SteadySampleBatches(lanes int) int { return 2 * max(lanes, 1) }
 
-// tooSmall returns why run (of lanes batches in flight) is too small to
-// project from, or "": the first phase whose batches are fewer than
-// SteadySampleBatches, with the sample size that would do (scaled from
-// the worst phase).
-func tooSmall(run *SampleRun, lanes int) string {
-	need := SteadySampleBatches(lanes)
-	worst, at := -1, 0
+// tooSmall returns why run (phase i of lanes(i) batches in flight) is too
+// small to project from, or "": the phase whose batches fall furthest
+// short of its SteadySampleBatches, with the sample size that would do
+// (scaled from it).
+func tooSmall(run *SampleRun, lanes func(i int) int) string {
+	at, more := -1, 0
 	for i, ph := range run.Phases {
-		if ph.Batches < need && (worst < 0 || ph.Batches < worst) {
-			worst, at = ph.Batches, i
+		need := SteadySampleBatches(lanes(i))
+		if ph.Batches >= need {
+			continue
+		}
+		if m := run.Samples * need / max(ph.Batches, 1); at < 0 || m > more {
+			at, more = i, m
 		}
 	}
-	if worst < 0 {
+	if at < 0 {
 		return ""
 	}
-	more := run.Samples * need / max(worst, 1)
+	ph, l := run.Phases[at], lanes(at)
 	return fmt.Sprintf("the sample is too small to project from: phase %d ran %d batch(es) of the %d needed (2 × %d lanes) to measure a steady rate, "+
 		"so the projection charges the phase's start-up to every candidate and overstates the delay; rerun with --samples %d or more",
-		at+1, worst, need, lanes, max(more, run.Samples+1))
+		at+1, ph.Batches, SteadySampleBatches(l), l, max(more, run.Samples+1))
 }
 
 // Project projects a workload to a pool of n candidates (Workload.Pool when
@@ -272,9 +291,10 @@ func tooSmall(run *SampleRun, lanes int) string {
 // candidate times the phase's candidates, its seconds the sample's plus its
 // steady rate for the remaining candidates (forwardSeconds: the start-up
 // of a phase is paid once, not per candidate), its rounds the sample's per
-// batch times ⌈batches ÷ lanes⌉ (LanesInFlight of the over-link run's
-// mode: all lanes run at once with the pipeline on, one batch at a time
-// with it off), plus the weight sharing once; QuickSelect's cost is topk's.
+// batch times ⌈batches ÷ lanes⌉ (LanesInFlight of the phase in the
+// over-link run's mode: all the phase's lanes run at once with the
+// pipeline on, one batch at a time with it off), plus the weight sharing
+// once; QuickSelect's cost is topk's.
 func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *SampleRun, topk func(n, k int) (TopKCost, error)) (*Projection, error) {
 	if n == 0 {
 		n = w.Pool
@@ -297,8 +317,8 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 	default:
 		return nil, fmt.Errorf("bench: project: sample run with pipeline %q", mode)
 	}
-	lanes := LanesInFlight(w, mode)
-	pr := &Projection{Workload: w.Name, Pool: n, Link: "none", Pipeline: mode, Lanes: lanes, ComputeHosts: ComputeShared}
+	lanes := func(i int) int { return LanesInFlight(w, i, mode) }
+	pr := &Projection{Workload: w.Name, Pool: n, Link: "none", Pipeline: mode, Lanes: lanes(-1), ComputeHosts: ComputeShared}
 	own := computeRun.PerParty()
 	if own {
 		pr.ComputeHosts, pr.ComputeCores = ComputeOwn, max(computeRun.Cores, 1)
@@ -322,7 +342,7 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		if err != nil {
 			return nil, err
 		}
-		ph := pairPhase(w, i, c, lanes, lr, cr)
+		ph := pairPhase(w, i, c, lanes(i), lr, cr)
 		prepareCompute := cr.Prepare.Seconds
 		if own {
 			var all float64
@@ -423,7 +443,7 @@ func pairPhase(w Workload, i, c, lanes int, lr, cr PhaseRun) PhaseProjection {
 	per := float64(c) / float64(cr.Candidates)
 	nb := (c + w.BatchSize - 1) / w.BatchSize
 	waves := (nb + lanes - 1) / lanes
-	ph := PhaseProjection{Phase: i, Candidates: c, Batches: nb}
+	ph := PhaseProjection{Phase: i, Candidates: c, Batches: nb, Lanes: lanes}
 	ph.Rounds = cr.Prepare.Rounds + int64(waves)*cr.RoundsPerBatch
 	ph.BytesP0 = cr.Prepare.BytesP0 + int64(float64(cr.Forward.BytesP0)*per)
 	ph.BytesP1 = cr.Prepare.BytesP1 + int64(float64(cr.Forward.BytesP1)*per)
@@ -485,14 +505,15 @@ func forwardSeconds(seconds float64, n int, st Steady, c int) float64 {
 	return seconds + per*float64(c-n)
 }
 
-// LanesInFlight is the number of batches a run of w in mode (a
-// selection.PipelineMode; "" is on) has in flight on its critical path:
-// w.Workers with the pipeline on (every lane at once), 1 with it off.
-func LanesInFlight(w Workload, mode string) int {
+// LanesInFlight is the number of batches phase i of a run of w in mode
+// (a selection.PipelineMode; "" is on) has in flight on its critical
+// path: the phase's lanes (Workload.PhaseWorkers; i outside the phases:
+// w.Workers) with the pipeline on (every lane at once), 1 with it off.
+func LanesInFlight(w Workload, i int, mode string) int {
 	if selection.PipelineMode(mode) == selection.PipelineOff {
 		return 1
 	}
-	return max(1, w.Workers)
+	return max(1, w.PhaseWorkers(i))
 }
 
 // BoundModelSeconds is the delay the bounds predict for the same work over

@@ -206,7 +206,13 @@ func modeString(run *SampleRun, p *Projection) string {
 	case run.Pipeline == "":
 		return fmt.Sprintf("before the pipeline (%d slots)", p.Lanes)
 	}
-	return fmt.Sprintf("on (%d lanes)", p.Lanes)
+	s := fmt.Sprintf("on (%d lanes", p.Lanes)
+	for i := range p.Phases {
+		if l := p.PhaseLanes(i); l != p.Lanes {
+			s += fmt.Sprintf("; phase %d: %d", i+1, l)
+		}
+	}
+	return s + ")"
 }
 
 // gainString states a workload's pipeline gain against the goals of the
@@ -233,7 +239,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	bw := bufio.NewWriter(w)
 	wl, p := r.Workload, r.Projection
 	fmt.Fprintf(bw, "### `%s`: %s, pool %d\n\n", wl.Name, wl.Target, wl.Pool)
-	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; batches of %d on %d lanes, pipeline %s", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchSize, wl.Workers, modeString(r.Sample, p))
+	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; batches of %d on %s, pipeline %s", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchSize, wl.LanesText(), modeString(r.Sample, p))
 	if b := r.Sample.MemoryBudget; b > 0 {
 		fmt.Fprintf(bw, ", prefetch budget %s per party", FormatBytes(float64(b)))
 	}
@@ -297,11 +303,11 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 			fmt.Fprintln(bw)
 		}
 	}
-	fmt.Fprintf(bw, "Projected to the pool of %d (forward: the sample's per-candidate cost × candidates, rounds per batch × ⌈batches ÷ %d⌉, the batches in flight with the pipeline %s; QuickSelect measured at the phase's size):\n\n", p.Pool, p.Lanes, p.Pipeline)
-	fmt.Fprintln(bw, "| phase | candidates → kept | batches | rounds | P0→P1 | P1→P0 | dealer | QuickSelect comparisons (expected) | QuickSelect s | hours | hours no link |")
-	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, ph := range p.Phases {
-		fmt.Fprintf(bw, "| %d | %d → %d | %d | %d | %s | %s | %s | %d (%.0f) | %.1f | %.2f | %.2f |\n", ph.Phase+1, ph.Candidates, ph.Kept, ph.Batches, ph.Rounds,
+	fmt.Fprintf(bw, "Projected to the pool of %d (forward: the sample's per-candidate cost × candidates, rounds per batch × ⌈batches ÷ lanes⌉, the phase's batches in flight with the pipeline %s; QuickSelect measured at the phase's size):\n\n", p.Pool, p.Pipeline)
+	fmt.Fprintln(bw, "| phase | candidates → kept | batches | lanes | rounds | P0→P1 | P1→P0 | dealer | QuickSelect comparisons (expected) | QuickSelect s | hours | hours no link |")
+	fmt.Fprintln(bw, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for i, ph := range p.Phases {
+		fmt.Fprintf(bw, "| %d | %d → %d | %d | %d | %d | %s | %s | %s | %d (%.0f) | %.1f | %.2f | %.2f |\n", ph.Phase+1, ph.Candidates, ph.Kept, ph.Batches, p.PhaseLanes(i), ph.Rounds,
 			FormatBytes(float64(ph.BytesP0)), FormatBytes(float64(ph.BytesP1)), FormatBytes(float64(ph.DealerBytes)),
 			ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds, ph.Seconds/3600, ph.ComputeSeconds/3600)
 	}

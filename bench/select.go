@@ -345,7 +345,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 			pp.Forward.CPUSeconds = (m.cpuEnd - m.cpuStart).Seconds()
 			pp.Forward.Stream.Rounds = criticalRounds(m.slotRounds, cfg.pipeline())
 			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
-			pp.Steady = m.steady(LanesInFlight(w, string(cfg.pipeline())))
+			pp.Steady = m.steady(LanesInFlight(w, i, string(cfg.pipeline())))
 		}
 		out.Phases = append(out.Phases, pp)
 	}

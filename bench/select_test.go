@@ -68,13 +68,13 @@ func TestWorkloadInvalid(t *testing.T) {
 		edit func(w *Workload)
 	}{
 		{"no phases", func(w *Workload) { w.Phases = nil }},
-		{"growing phase", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.3}, {1, 1, 2, 0.5}, {1, 1, 2, 0.2}} }},
-		{"last phase not the budget", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.5}, {1, 1, 2, 0.3}} }},
+		{"growing phase", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.3, 0}, {1, 1, 2, 0.5, 0}, {1, 1, 2, 0.2, 0}} }},
+		{"last phase not the budget", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.5, 0}, {1, 1, 2, 0.3, 0}} }},
 		{"exact with two phases", func(w *Workload) { w.Exact = true }},
 		{"zero batch", func(w *Workload) { w.BatchSize = 0 }},
 		{"budget below bootstrap", func(w *Workload) { w.Budget = 0.04 }},
 		{"unknown shape", func(w *Workload) { w.Shape = "gpt" }},
-		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5}, {1, 4, 4, 0.2}} }},
+		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5, 0}, {1, 4, 4, 0.2, 0}} }},
 		{"no samples", func(w *Workload) { w.Samples = 0 }},
 		{"negative memory budget", func(w *Workload) { w.MemoryBudget = -1 }},
 	}
@@ -329,7 +329,7 @@ func TestProjectPipelineModes(t *testing.T) {
 			if p.Lanes != tc.lanes || p.Pipeline != wantMode || p.Rounds != tc.rounds || math.Abs(p.Bounds.LatencySeconds-tc.latencySeconds) > 1e-9 {
 				t.Errorf("lanes %d pipeline %q rounds %d latency bound %g s; want %d %q %d %g", p.Lanes, p.Pipeline, p.Rounds, p.Bounds.LatencySeconds, tc.lanes, wantMode, tc.rounds, tc.latencySeconds)
 			}
-			if got := LanesInFlight(w, tc.mode); got != tc.lanes {
+			if got := LanesInFlight(w, 0, tc.mode); got != tc.lanes {
 				t.Errorf("LanesInFlight = %d, want %d", got, tc.lanes)
 			}
 		})
@@ -338,6 +338,67 @@ func TestProjectPipelineModes(t *testing.T) {
 	bad.Pipeline = "sometimes"
 	if _, err := Project(w, 0, link, bad, fakeRun(w, 0.1), topk); err == nil {
 		t.Error("a run of an unknown pipeline mode was projected")
+	}
+}
+
+// TestProjectPhaseLanes: a phase with lanes of its own is projected on
+// them (numbers by hand, as TestProjectPipelineModes): the tiny workload's
+// phase 1 on 8 lanes, ⌈238/8⌉ = 30 waves, its phase 2 on the workload's 4,
+// ⌈113/4⌉ = 29; with the pipeline off both run one batch at a time. A
+// sample whose phase 1 ran fewer than 2 × 8 batches is too small, named
+// by that phase's lanes, though 2 × 4 would do for the workload's.
+func TestProjectPhaseLanes(t *testing.T) {
+	w := TinyWorkload
+	w.Phases = slices.Clone(w.Phases)
+	w.Phases[0].Workers = 8
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	topk := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k, Rounds: 70}, nil }
+	link := &transport.Profile{Name: "slow", Bandwidth: 1e9, Latency: 500 * time.Millisecond}
+	for _, tc := range []struct {
+		mode   string
+		lanes  [2]int
+		rounds [2]int64
+	}{
+		{"on", [2]int{8, 4}, [2]int64{2 + 10*30 + 70, 2 + 10*29 + 70}},
+		{"off", [2]int{1, 1}, [2]int64{2 + 10*238 + 70, 2 + 10*113 + 70}},
+	} {
+		lr := fakeRun(w, 0.1)
+		lr.Pipeline = tc.mode
+		for i := range lr.Phases {
+			lr.Phases[i].Batches = 10
+		}
+		p, err := Project(w, 0, link, lr, fakeRun(w, 0.1), topk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ph := range p.Phases {
+			if ph.Lanes != tc.lanes[i] || p.PhaseLanes(i) != tc.lanes[i] || ph.Rounds != tc.rounds[i] {
+				t.Errorf("pipeline %s phase %d: %d lanes (PhaseLanes %d), %d rounds; want %d, %d", tc.mode, i+1, ph.Lanes, p.PhaseLanes(i), ph.Rounds, tc.lanes[i], tc.rounds[i])
+			}
+		}
+		if want := tc.rounds[0] + tc.rounds[1]; p.Rounds != want || math.Abs(p.Bounds.LatencySeconds-float64(want)*0.5) > 1e-9 {
+			t.Errorf("pipeline %s: %d rounds, latency bound %g s; want %d", tc.mode, p.Rounds, p.Bounds.LatencySeconds, want)
+		}
+		if want := map[string]string{"on": "on (4 lanes; phase 1: 8)", "off": "off (1 batch at a time)"}[tc.mode]; modeString(lr, p) != want {
+			t.Errorf("pipeline %s: mode %q, want %q", tc.mode, modeString(lr, p), want)
+		}
+		flagged := tc.mode == "on"
+		if (p.TooSmall != "") != flagged || flagged && !strings.Contains(p.TooSmall, "phase 1 ran 10 batch(es) of the 16 needed (2 × 8 lanes)") {
+			t.Errorf("pipeline %s: too small %q", tc.mode, p.TooSmall)
+		}
+	}
+	if got := w.LanesText(); got != "4 lanes (phase 1: 8)" {
+		t.Errorf("lanes in words: %q", got)
+	}
+	// Lanes beyond selection's bound are refused by the workload.
+	w.Phases[0].Workers = selection.MaxWorkers + 1
+	if err := w.Validate(); err == nil {
+		t.Error("a phase on too many lanes validated")
+	}
+	if p, err := w.Params(1000); err == nil {
+		t.Errorf("params of a phase on too many lanes: %+v", p.Schedule)
 	}
 }
 
@@ -660,7 +721,7 @@ func TestWritePlotsAndMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"`tiny`", rep.Projection.Limiting + "-bound", "| 1 | ⟨1L,2H,d2⟩ |", "Projected to the pool of 1000", "| on (4 lanes) |",
-		"| off (1 batch at a time) |", "projected speed-up", "pipelined projected ÷ max(bandwidth, compute bound) =", "⌈batches ÷ 4⌉", "Baseline, the same sample",
+		"| off (1 batch at a time) |", "projected speed-up", "pipelined projected ÷ max(bandwidth, compute bound) =", "⌈batches ÷ lanes⌉", "| batches | lanes | rounds |", "Baseline, the same sample",
 		"| dealer on test to both parties |", "| dealer on test to P0, lan to P1 |", "| dealer↔P1 | test |", "| dealer↔P1 | lan |", "With the dealer on test to P0, lan to P1 instead",
 		"| " + rep.Sample.CPU + " |", "CPU: " + rep.Sample.CPU} {
 		if !strings.Contains(md.String(), want) {

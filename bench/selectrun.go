@@ -478,7 +478,7 @@ func DecodeSelectReport(b []byte) (*SelectReport, error) {
 			return nil, fmt.Errorf("bench: select report of %s: %d lanes", r.Workload.Name, pr.p.Lanes)
 		}
 		if pr.p != nil && pr.run != nil && pr.p.Lanes == 0 { // a report from before the pipeline: its slots ran at once
-			pr.p.Pipeline, pr.p.Lanes = string(selection.PipelineOn), LanesInFlight(r.Workload, pr.run.Pipeline)
+			pr.p.Pipeline, pr.p.Lanes = string(selection.PipelineOn), LanesInFlight(r.Workload, -1, pr.run.Pipeline)
 		}
 	}
 	return &r, nil

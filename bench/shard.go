@@ -290,14 +290,14 @@ func ProjectShards(w Workload, n int, link *transport.Profile, linkRun, computeR
 			ph.Shards++
 			ph.LargestShard = max(ph.LargestShard, s)
 			if sp.DealerShared {
-				p := pairPhase(w, i, s, base.Lanes, lr, cr)
+				p := pairPhase(w, i, s, base.Phases[i].Lanes, lr, cr)
 				for q := range 2 {
 					sdown[q] += p.DealerDown[q]
 					sup[q] += p.DealerUp[q]
 				}
 			}
 		}
-		ph.Pair = pairPhase(w, i, ph.LargestShard, base.Lanes, lr, cr)
+		ph.Pair = pairPhase(w, i, ph.LargestShard, base.Phases[i].Lanes, lr, cr)
 		ph.ForwardSeconds = ph.Pair.Seconds
 		ph.Bounds.ComputeSeconds = ph.Pair.ComputeSeconds
 		ph.Bounds.LatencySeconds = float64(ph.Pair.Rounds) * lat

@@ -32,6 +32,14 @@ type Phase struct {
 	// sample) that survive this phase, e.g. 0.3. The last phase ignores it
 	// and keeps Budget − Bootstrap.
 	Keep float64 `json:"keep"`
+	// Workers, if positive, is the phase's own number of batch lanes
+	// (1..MaxWorkers; 0: Params.Workers): a phase whose proxy is small
+	// and whose batches are latency-bound runs more batches at once than
+	// the run's largest proxy lets it hold in memory. Lanes do not change
+	// what a batch computes (its dealer counters are its own), only how
+	// many run at once. Part of the schedule: both parties pass the same
+	// value (ParseSchedule reads it as "/lanes").
+	Workers int `json:"workers,omitempty"`
 }
 
 // AppraisalMode says what the optional appraisal reveals.
@@ -67,8 +75,9 @@ type Params struct {
 	// Workers is the number of batch lanes: at most this many batches are
 	// in flight at once, batch b on lane b mod Workers, each lane its own
 	// stream, protocol session and dealer counter range per batch (8 when
-	// 0). Both parties pass the same value (it fixes which correlated
-	// randomness a batch uses).
+	// 0). A phase may run its own number instead (Phase.Workers;
+	// PhaseWorkers). Both parties pass the same value (it fixes which
+	// correlated randomness a batch uses).
 	Workers int `json:"workers"`
 	// Pipeline says whether the batch scheduler pipelines (PipelineOn, the
 	// default when empty: every lane runs at once, so one batch's
@@ -140,8 +149,33 @@ func (p Params) protocolView() Params {
 	return p
 }
 
-// MaxWorkers bounds Params.Workers.
+// MaxWorkers bounds Params.Workers and every Phase.Workers: the lanes'
+// streams StreamSlotBase..StreamSlotBase+MaxWorkers−1 lie below a
+// dealer-free provider's (beaver/ot's DefaultStreamBase), and a run's
+// streams within the transport's DefaultMaxStreams.
 const MaxWorkers = 64
+
+// PhaseWorkers returns the number of batch lanes of phase i (after
+// defaults): the phase's own Workers, or the run's.
+func (p Params) PhaseWorkers(i int) int {
+	if i >= 0 && i < len(p.Schedule) && p.Schedule[i].Workers > 0 {
+		return p.Schedule[i].Workers
+	}
+	if p.Workers == 0 {
+		return DefaultWorkers
+	}
+	return p.Workers
+}
+
+// laneCount returns the number of batch lanes a run opens: the most any
+// phase runs.
+func (p Params) laneCount() int {
+	n := p.PhaseWorkers(-1)
+	for i := range p.Schedule {
+		n = max(n, p.PhaseWorkers(i))
+	}
+	return n
+}
 
 // Validate checks the parameters (after defaults).
 func (p Params) Validate() error {
@@ -184,22 +218,34 @@ func (p Params) Validate() error {
 		if st.Proxy.Layers < 0 || st.Proxy.Heads < 0 || st.Proxy.MLPHidden < 0 {
 			return fmt.Errorf("selection: params: phase %d proxy %+v", i+1, st.Proxy)
 		}
+		if st.Workers < 0 || st.Workers > MaxWorkers {
+			return fmt.Errorf("selection: params: phase %d workers %d (1..%d, or 0 for the run's)", i+1, st.Workers, MaxWorkers)
+		}
 		prev = keep
 	}
 	return nil
 }
 
 // CheckLanes checks that every lane's batches fit the lane's dealer
-// counters (lanes.MaxLaneBatches). Run checks it with the parameters' real
-// pool size (Validate does not: binaries validate their flags with a
+// counters (lanes.MaxLaneBatches) in every phase, with the candidates
+// entering it on the phase's lanes. Run checks it with the parameters'
+// real pool size (Validate does not: binaries validate their flags with a
 // placeholder pool size before reading the pool).
 func (p Params) CheckLanes() error {
 	p = p.WithDefaults()
-	if p.BatchSize <= 0 || p.Workers <= 0 {
-		return nil // Validate reports these
+	if p.BatchSize <= 0 {
+		return nil // Validate reports it
 	}
-	if per := ((p.PoolSize-p.Bootstrap+p.BatchSize-1)/p.BatchSize + p.Workers - 1) / p.Workers; per > lanes.MaxLaneBatches {
-		return fmt.Errorf("selection: params: %d batches per lane (at most %d): raise the batch size or the workers", per, lanes.MaxLaneBatches)
+	in := p.PoolSize - p.Bootstrap
+	for i := range p.Schedule {
+		w := p.PhaseWorkers(i)
+		if w <= 0 {
+			return nil // Validate reports it
+		}
+		if per := ((in+p.BatchSize-1)/p.BatchSize + w - 1) / w; per > lanes.MaxLaneBatches {
+			return fmt.Errorf("selection: params: phase %d: %d batches per lane (at most %d): raise the batch size or the workers", i+1, per, lanes.MaxLaneBatches)
+		}
+		in = p.keep(i)
 	}
 	return nil
 }
@@ -447,8 +493,8 @@ type PhaseStats struct {
 	// Shards are the worker pairs' figures of a sharded phase, one per job
 	// this run handed out, by shard (already added to the totals above).
 	Shards []ShardStats `json:"shards,omitempty"`
-	// PeakInFlight is the most batches that ran at once (≤ Workers; 1
-	// with the pipeline off).
+	// PeakInFlight is the most batches that ran at once (≤ the phase's
+	// lanes, Params.PhaseWorkers; 1 with the pipeline off).
 	PeakInFlight int `json:"peak_in_flight,omitempty"`
 	// Prefetched counts the batches whose dealer material was fetched
 	// ahead of use; PeakPrefetchBytes is the most bytes of such material

@@ -97,12 +97,15 @@
 //  4. Phases: the surviving candidates (pool indices ascending, the
 //     bootstrap excluded) are split into batches of Params.BatchSize; the
 //     proxy's weights are shared once per phase on the control session
-//     (StreamSession); the batches run on Params.Workers lanes, lane w on
-//     stream StreamSlotBase+w with its own protocol session, taking the
-//     pending batches w, w+W, ... in order, each batch from its own range
-//     of the lane's dealer counters (one batch scheduler, package
-//     selection/lanes, assigns batches to lanes and positions the
-//     provider's counters). With Params.Pipeline
+//     (StreamSession); the batches run on the phase's W lanes
+//     (Params.PhaseWorkers: its own Phase.Workers, or Params.Workers), lane
+//     w on stream StreamSlotBase+w with its own protocol session, taking
+//     the pending batches w, w+W, ... in order, each batch from its own
+//     range of the lane's dealer counters (one batch scheduler, package
+//     selection/lanes, opens the most lanes any phase runs, assigns
+//     batches to lanes and positions the provider's counters). A phase of
+//     a small proxy may run more lanes than the run's largest proxy lets
+//     it hold in memory: the selected set is the same whatever the lanes. With Params.Pipeline
 //     on (the default) all lanes run at once, so the exchanges of the
 //     batches in flight share each round trip, and the dealer material of
 //     the batches is fetched ahead, within Params.MemoryBudget: before the

@@ -22,3 +22,26 @@ func ExampleParseSchedule() {
 	// 2 layers, 4 heads, MLP width 16, keep 1
 	// selection: schedule: phase 1 "1:4:8": needs @keep (the fraction of candidates that survive it)
 }
+
+// A phase of a small proxy runs more batch lanes than the run's: "/60"
+// gives phase 1 its own 60, phase 2 runs Params.Workers.
+func ExampleParams_PhaseWorkers() {
+	phases, err := selection.ParseSchedule("1:1:2@0.3/60,3:12:16")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := selection.Params{PoolSize: 1000, Budget: 200, Bootstrap: 50, BatchSize: 4, Workers: 16, Schedule: phases}
+	if err := p.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := range p.Schedule {
+		fmt.Printf("phase %d: %d lanes\n", i+1, p.PhaseWorkers(i))
+	}
+	fmt.Println(selection.FormatSchedule(p.Schedule))
+	// Output:
+	// phase 1: 60 lanes
+	// phase 2: 16 lanes
+	// 1:1:2@0.3/60,3:12:16@1
+}

@@ -25,8 +25,8 @@ import (
 // the provider wrapped in persistent high-water marks (in StateDir) and
 // bound to Session; nothing drawn at the epoch both sides agreed on
 // before ForwardHooks.Reached has recorded it; the model owner's side
-// sharing the phase's weights with its own masks; the batches on
-// Params.Workers lanes, each finished batch checkpointed, so that a run
+// sharing the phase's weights with its own masks; the batches on the
+// phase's lanes (Params.PhaseWorkers), each finished batch checkpointed, so that a run
 // again with the same StateDir resumes without redoing a batch or drawing
 // a word twice; a failure told to the peer in public words (an abort, as
 // a Run's) before the connection closes.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/share"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -38,6 +39,9 @@ type pipeRun struct {
 	stopAfter int
 	// diverge makes every real batch draw one item more than rehearsed.
 	diverge bool
+	// dealerFree makes the parties' correlations by OT (ot.Provider)
+	// instead of drawing them from the fixed-seed dealer.
+	dealerFree bool
 }
 
 // runPipe runs a selection with the substitute evaluator (shifted, or its
@@ -47,6 +51,12 @@ func runPipe(t *testing.T, c pipeRun) ([2]*Result, [2]error) {
 	var res [2]*Result
 	coins := fixedCoins()
 	errs := pair(t, [2]share.Seed{{3}, {4}}, func(ctx context.Context, p int, conn *transport.Conn, prov beaver.Provider) error {
+		if c.dealerFree {
+			var err error
+			if prov, err = ot.NewProvider(conn, p, ot.ProviderOptions{}); err != nil {
+				return err
+			}
+		}
 		ev := &valueEvaluator{party: p, value: shifted, fp: share.DefaultFixedPoint, square: c.square, delay: c.delay, diverge: c.diverge}
 		var err error
 		if p == 0 {
@@ -315,4 +325,80 @@ func TestSecurePipelineOnOff(t *testing.T) {
 	if off.Phases[0].PeakInFlight != 1 || on.Phases[0].PeakInFlight < 1 || on.Phases[0].ForwardRounds >= off.Phases[0].ForwardRounds {
 		t.Fatalf("phase 0 off %+v, on %+v", off.Phases[0], on.Phases[0])
 	}
+}
+
+// TestPhaseLanesSelectAlike: a schedule whose first phase runs more lanes
+// than the run's (Phase.Workers 6, the second phase the run's 3) selects
+// what the same run on uniform lanes selects, phase by phase, and the
+// plaintext schedule's choice: lanes change which batches run at once and
+// their dealer counters, not what a batch computes. The first phase's
+// critical path shrinks with its lanes (15 batches: 3 a lane instead of
+// 5; its forward rounds are the largest lane's), the second's does not
+// change. So it goes with the dealer, interrupted after five batches of
+// the first phase and resumed (the checkpoint holds batches by number,
+// not lane), and with no dealer (ot.Provider: each item made by the two
+// parties on its lane's stream).
+func TestPhaseLanesSelectAlike(t *testing.T) {
+	uniform := testParams()
+	uniform.Pipeline = PipelineOn
+	wide := uniform
+	wide.Schedule = slices.Clone(uniform.Schedule)
+	wide.Schedule[0].Workers = 2 * uniform.Workers
+	ref, errs := runPipe(t, pipeRun{p: [2]Params{uniform, uniform}, square: true})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	want := plainSchedule(uniform, ref[0].Bootstrap, squared)
+	check := func(t *testing.T, res [2]*Result, resumed bool) {
+		t.Helper()
+		for party, r := range res {
+			for i := range want {
+				if !slices.Equal(r.Survivors[i], want[i]) || !slices.Equal(r.Survivors[i], ref[party].Survivors[i]) {
+					t.Fatalf("party %d phase %d: survivors %v, uniform lanes %v, plaintext %v", party, i+1, r.Survivors[i], ref[party].Survivors[i], want[i])
+				}
+			}
+			if !slices.Equal(r.Selected, ref[party].Selected) {
+				t.Fatalf("party %d selected %v, uniform lanes %v", party, r.Selected, ref[party].Selected)
+			}
+			if resumed {
+				continue
+			}
+			w, u := r.Phases, ref[party].Phases
+			if w[0].Batches != 15 || w[0].ForwardRounds*5 != u[0].ForwardRounds*3 || w[1].ForwardRounds != u[1].ForwardRounds {
+				t.Errorf("party %d: forward rounds %d, %d on phase lanes 6, 3; %d, %d on 3, 3 (phase 1: %d batches)",
+					party, w[0].ForwardRounds, w[1].ForwardRounds, u[0].ForwardRounds, u[1].ForwardRounds, w[0].Batches)
+			}
+			if w[0].PeakInFlight > 6 || w[1].PeakInFlight > 3 {
+				t.Errorf("party %d: %d and %d batches in flight, lanes 6 and 3", party, w[0].PeakInFlight, w[1].PeakInFlight)
+			}
+		}
+	}
+	t.Run("dealer", func(t *testing.T) {
+		res, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, square: true})
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		check(t, res, false)
+	})
+	t.Run("dealer resumed", func(t *testing.T) {
+		dirs := [2]string{t.TempDir(), t.TempDir()}
+		if _, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, dirs: dirs, square: true, stopAfter: 5}); errs[0] == nil || errs[1] == nil {
+			t.Fatalf("interrupted run: %v", errs)
+		}
+		res, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, dirs: dirs, square: true})
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		if res[0].Phases[0].Resumed == 0 {
+			t.Errorf("the resumed run resumed no batch: %+v", res[0].Phases[0])
+		}
+		check(t, res, true)
+	})
+	t.Run("dealer-free", func(t *testing.T) {
+		res, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, square: true, dealerFree: true})
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		check(t, res, false)
+	})
 }

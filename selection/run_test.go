@@ -3,6 +3,7 @@ package selection
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -203,6 +204,11 @@ func TestHandshakeMismatch(t *testing.T) {
 			p.Schedule = slices.Clone(p.Schedule)
 			p.Schedule[0].Keep = 0.4
 		}},
+		{"schedule", func(p *Params, h *string) {
+			// A phase's own lanes are part of the schedule.
+			p.Schedule = slices.Clone(p.Schedule)
+			p.Schedule[0].Workers = 5
+		}},
 		{"batch_size", func(p *Params, h *string) { p.BatchSize = 8 }},
 		{"workers", func(p *Params, h *string) { p.Workers = 1 }},
 		{"appraisal", func(p *Params, h *string) { p.Appraisal = AppraiseMean }},
@@ -241,6 +247,8 @@ func TestParamsValidate(t *testing.T) {
 		{"keep", func(p *Params) { p.Schedule = []Phase{{Keep: 0}, {}} }},
 		{"keep too small", func(p *Params) { p.Schedule = []Phase{{Keep: 0.01}, {}} }},
 		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
+		{"phase workers", func(p *Params) { p.Schedule = slices.Clone(p.Schedule); p.Schedule[0].Workers = MaxWorkers + 1 }},
+		{"negative phase workers", func(p *Params) { p.Schedule = slices.Clone(p.Schedule); p.Schedule[1].Workers = -1 }},
 		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
 		{"pipeline", func(p *Params) { p.Pipeline = "maybe" }},
 		{"phases", func(p *Params) { p.Schedule = make([]Phase, lanes.MaxPhases+1) }},
@@ -266,6 +274,18 @@ func TestParamsValidate(t *testing.T) {
 	}
 	if err := ok.CheckLanes(); err != nil {
 		t.Error(err)
+	}
+	// Per phase, on the phase's own lanes: enough lanes in phase 1 and
+	// too few in the last, which the run's own Workers would hold.
+	perPhase := ok
+	perPhase.PoolSize, perPhase.BatchSize, perPhase.Workers = 1_000_010, 1, MaxWorkers // phase 1: 15,625 batches a lane
+	perPhase.Schedule = slices.Clone(ok.Schedule)
+	perPhase.Schedule[len(perPhase.Schedule)-1].Workers = 1 // 500,000
+	if err := perPhase.CheckLanes(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("phase %d", len(perPhase.Schedule))) {
+		t.Errorf("the last phase on 1 lane: %v", err)
+	}
+	if perPhase.Schedule[len(perPhase.Schedule)-1].Workers = 0; perPhase.CheckLanes() != nil {
+		t.Errorf("every phase on %d lanes: %v", MaxWorkers, perPhase.CheckLanes())
 	}
 }
 
@@ -426,6 +446,8 @@ func TestCompareHelloFields(t *testing.T) {
 	}
 	otherSched := slices.Clone(p.Schedule)
 	otherSched[0].Keep = 0.25
+	otherLanes := slices.Clone(p.Schedule)
+	otherLanes[0].Workers = 64
 	cases := []struct {
 		field       string
 		mod         func(h *hello)
@@ -438,6 +460,7 @@ func TestCompareHelloFields(t *testing.T) {
 		{"provider_params", func(h *hello) { h.ProviderParams = "00112233445566778899" }, "(none)", "001122334455…"},
 		{"budget", func(h *hello) { h.Budget++ }, fmt.Sprint(p.Budget), fmt.Sprint(p.Budget + 1)},
 		{"schedule", func(h *hello) { h.Schedule = otherSched }, FormatSchedule(p.Schedule), FormatSchedule(otherSched)},
+		{"schedule", func(h *hello) { h.Schedule = otherLanes }, FormatSchedule(p.Schedule), FormatSchedule(otherLanes)},
 		{"batch_size", func(h *hello) { h.BatchSize++ }, fmt.Sprint(p.BatchSize), fmt.Sprint(p.BatchSize + 1)},
 		{"workers", func(h *hello) { h.Workers++ }, "", ""},
 		{"appraisal", func(h *hello) { h.Appraisal = "mean" }, "(none)", "mean"},
@@ -459,6 +482,16 @@ func TestCompareHelloFields(t *testing.T) {
 	}
 	if !strings.Contains(FormatSchedule(p.Schedule), ":") {
 		t.Fatalf("schedule formatted as %q", FormatSchedule(p.Schedule))
+	}
+	// A phase's own lanes are in the view hash (a checkpoint's too); a
+	// schedule without them hashes as before they existed.
+	lanesP := p
+	lanesP.Schedule = otherLanes
+	if viewHash(lanesP, "emb") == base.ViewHash {
+		t.Error("the view hash ignores a phase's own lanes")
+	}
+	if b, _ := json.Marshal(p.Schedule); strings.Contains(string(b), "workers") {
+		t.Errorf("a schedule without lanes of its own encodes them: %s", b)
 	}
 	// The sequence length: compared when both announce one.
 	for _, tc := range []struct {

@@ -18,8 +18,11 @@ const MaxScheduleShape = 1 << 16
 // width 16 and keeps the budget. l, w and d are integers in
 // [1, MaxScheduleShape]. Every phase but the last needs its @keep, a
 // fraction in (0, 1]; the last may omit it (it keeps Budget − Bootstrap
-// whatever its Keep, which is then 1). Spaces around the parts are
-// ignored. The result is Params.Schedule; FormatSchedule writes it back.
+// whatever its Keep, which is then 1). A phase may end in "/lanes", its
+// own number of batch lanes (Phase.Workers, 1..MaxWorkers), e.g.
+// "1:1:2@0.3/64,3:12:16/16"; without it the phase runs Params.Workers.
+// Spaces around the parts are ignored. The result is Params.Schedule;
+// FormatSchedule writes it back.
 func ParseSchedule(s string) ([]Phase, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -29,12 +32,20 @@ func ParseSchedule(s string) ([]Phase, error) {
 	out := make([]Phase, 0, len(parts))
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
-		shape, keep, hasKeep := strings.Cut(p, "@")
+		body, lanes, hasLanes := strings.Cut(p, "/")
+		shape, keep, hasKeep := strings.Cut(body, "@")
 		f := strings.Split(shape, ":")
 		if len(f) != 3 {
-			return nil, fmt.Errorf("selection: schedule: phase %d %q: want l:w:d[@keep]", i+1, p)
+			return nil, fmt.Errorf("selection: schedule: phase %d %q: want l:w:d[@keep][/lanes]", i+1, p)
 		}
 		var ph Phase
+		if hasLanes {
+			v, err := strconv.Atoi(strings.TrimSpace(lanes))
+			if err != nil || v < 1 || v > MaxWorkers {
+				return nil, fmt.Errorf("selection: schedule: phase %d %q: lanes %q is not an integer in [1, %d]", i+1, p, lanes, MaxWorkers)
+			}
+			ph.Workers = v
+		}
 		for j, dst := range []*int{&ph.Proxy.Layers, &ph.Proxy.Heads, &ph.Proxy.MLPHidden} {
 			v, err := strconv.Atoi(strings.TrimSpace(f[j]))
 			if err != nil || v < 1 || v > MaxScheduleShape {
@@ -62,11 +73,14 @@ func ParseSchedule(s string) ([]Phase, error) {
 
 // FormatSchedule writes phases in the form ParseSchedule reads ("l:w:d@keep"
 // for every phase, comma-separated; Keep with the fewest digits that parse
-// back to the same value).
+// back to the same value; "/lanes" after a phase with its own Workers).
 func FormatSchedule(phases []Phase) string {
 	parts := make([]string, len(phases))
 	for i, ph := range phases {
 		parts[i] = formatShape(ph.Proxy) + "@" + strconv.FormatFloat(ph.Keep, 'g', -1, 64)
+		if ph.Workers != 0 {
+			parts[i] += "/" + strconv.Itoa(ph.Workers)
+		}
 	}
 	return strings.Join(parts, ",")
 }

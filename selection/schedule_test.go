@@ -12,6 +12,13 @@ func ph(l, w, d int, keep float64) Phase {
 	return Phase{Proxy: proxy.Shape{Layers: l, Heads: w, MLPHidden: d}, Keep: keep}
 }
 
+// phw is ph with the phase's own lanes.
+func phw(l, w, d int, keep float64, lanes int) Phase {
+	p := ph(l, w, d, keep)
+	p.Workers = lanes
+	return p
+}
+
 func TestParseSchedule(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -32,6 +39,12 @@ func TestParseSchedule(t *testing.T) {
 		{"1:4:8@1.5,2:4:16", nil, "keep fraction"},
 		{"1:4:8@NaN,2:4:16", nil, "keep fraction"},
 		{"1:4:8@0.3,", nil, "l:w:d"},
+		{"1:1:2@0.3/64,3:12:16/16", []Phase{phw(1, 1, 2, 0.3, 64), phw(3, 12, 16, 1, 16)}, ""},
+		{"1:1:2@0.3 / 4 ,3:12:16", []Phase{phw(1, 1, 2, 0.3, 4), ph(3, 12, 16, 1)}, ""},
+		{"1:1:2@0.3/0,3:12:16", nil, "lanes"},
+		{"1:1:2@0.3/65,3:12:16", nil, "lanes"},
+		{"1:1:2@0.3/x,3:12:16", nil, "lanes"},
+		{"1:1:2/4@0.3,3:12:16", nil, "lanes"},
 	} {
 		got, err := ParseSchedule(tc.in)
 		if tc.err != "" {
@@ -52,7 +65,7 @@ func TestParseSchedule(t *testing.T) {
 // FuzzParseSchedule: whatever ParseSchedule accepts has shapes in range and
 // keep fractions in (0, 1], and survives FormatSchedule unchanged.
 func FuzzParseSchedule(f *testing.F) {
-	for _, s := range []string{"1:4:8@0.3,2:4:16", "1:1:1@1e-3,", " 2:2:4 ", "1:4:8@0.5,1:4:8@0.2,2:4:16@1", "3:3:3@0x1p-2"} {
+	for _, s := range []string{"1:4:8@0.3,2:4:16", "1:1:1@1e-3,", " 2:2:4 ", "1:4:8@0.5,1:4:8@0.2,2:4:16@1", "3:3:3@0x1p-2", "1:1:2@0.3/64,3:12:16/16"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -65,7 +78,7 @@ func FuzzParseSchedule(f *testing.F) {
 		}
 		for _, p := range phases {
 			sh := p.Proxy
-			if sh.Layers < 1 || sh.Heads < 1 || sh.MLPHidden < 1 || max(sh.Layers, sh.Heads, sh.MLPHidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) {
+			if sh.Layers < 1 || sh.Heads < 1 || sh.MLPHidden < 1 || max(sh.Layers, sh.Heads, sh.MLPHidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) || p.Workers < 0 || p.Workers > MaxWorkers {
 				t.Fatalf("%q accepted as %+v", s, phases)
 			}
 		}

@@ -150,7 +150,7 @@ func (r *runner) markProvider() error {
 	}
 	r.prov = m
 	r.sched, err = lanes.New(lanes.Config{Party: r.party, Conn: r.conn, Provider: m, FixedPoint: r.p.FixedPoint,
-		BatchSize: r.p.BatchSize, Workers: r.p.Workers, Pipeline: r.p.Pipeline != PipelineOff, MemoryBudget: r.p.MemoryBudget,
+		BatchSize: r.p.BatchSize, Workers: r.p.laneCount(), Pipeline: r.p.Pipeline != PipelineOff, MemoryBudget: r.p.MemoryBudget,
 		ControlStream: StreamSession, LaneStreamBase: StreamSlotBase})
 	if err != nil {
 		return fmt.Errorf("selection: %w", err)
@@ -398,8 +398,9 @@ func (r *runner) resumed(i int, cand []int, nb int, ps *PhaseStats) ([]uint64, [
 // forwardPending runs the pending batches of the candidates cand on this
 // party's connection: the weights of phase (eval's and the logs' phase
 // number) shared once on the control session, then the batches on the
-// lanes, checkpointed in state phase slot (= phase for a run; a worker
-// keeps each job in its own state, slot 0), filling vals and ps.
+// phase's lanes (Params.PhaseWorkers), checkpointed in state phase slot
+// (= phase for a run; a worker keeps each job in its own state, slot 0),
+// filling vals and ps.
 func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evaluator, arch secure.Arch, cand, pending []int, vals []uint64, ps *PhaseStats) error {
 	ctrl := r.sched.Control()
 	r0 := ctrl.Stream().Stats().Rounds
@@ -407,7 +408,7 @@ func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evalu
 	if err != nil {
 		return fmt.Errorf("selection: phase %d: prepare: %w", phase+1, err)
 	}
-	rs, err := r.forwardBatches(ctx, slot, fw, cand, pending, vals, ps.Resumed, ps.Batches)
+	rs, err := r.forwardBatches(ctx, slot, r.p.PhaseWorkers(phase), fw, cand, pending, vals, ps.Resumed, ps.Batches)
 	if err != nil {
 		return err
 	}
@@ -422,10 +423,10 @@ func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evalu
 	return nil
 }
 
-// forwardBatches runs the pending batches of a phase on the scheduler's
-// lanes; after every batch its shares are checkpointed (batches may finish
+// forwardBatches runs the pending batches of a phase on the first width
+// of the scheduler's lanes; after every batch its shares are checkpointed (batches may finish
 // in any order: each has its own batch file) and progress is reported.
-func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (lanes.Stats, error) {
+func (r *runner) forwardBatches(ctx context.Context, phase, width int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (lanes.Stats, error) {
 	prog := &progress{r: r, phase: phase, already: already, total: total, start: time.Now()}
 	prog.lastLog = prog.start
 	if r.onProgress != nil && total > 0 {
@@ -433,7 +434,7 @@ func (r *runner) forwardBatches(ctx context.Context, phase int, fw Forwarder, ca
 		// batch ends (with a pipeline, the batches end close together).
 		r.onProgress(Progress{Phase: phase, Done: already, Total: total})
 	}
-	return r.sched.Run(ctx, phase, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	return r.sched.Run(ctx, phase, width, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		lo, hi := r.sched.Span(b, len(cand))
 		t, err := fw.Forward(ctx, slot, cand[lo:hi])
 		if err == nil && len(t.Data) != hi-lo {

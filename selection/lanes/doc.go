@@ -1,12 +1,13 @@
 // Package lanes is the batch scheduler of a selection run: the one place
 // that decides where one party's secure computation runs. A Scheduler owns
-// the streams of a run's protocol sessions (a control session and W batch
+// the streams of a run's protocol sessions (a control session and the batch
 // lanes, each with its own session), assigns the j-th pending batch of a
-// phase to lane j mod W, positions the party's provider so that every batch
-// draws its dealer material from its own counter range (whatever the order
-// in which batches run or finish, and the same with the pipeline on or
-// off), hands out each phase's weight ids, and fetches the material of
-// upcoming batches ahead of their run.
+// phase to lane j mod W (W, the phase's lanes: each phase may run its own
+// number, at most the lanes opened), positions the party's provider so
+// that every batch draws its dealer material from its own counter range
+// (whatever the order in which batches run or finish, and the same with
+// the pipeline on or off), hands out each phase's weight ids, and fetches
+// the material of upcoming batches ahead of their run.
 //
 // # Counter layout
 //
@@ -15,8 +16,10 @@
 //
 //	e<<EpochShift | i<<32 | (b/W)<<18
 //
-// so a run has at most MaxPhases phases, a lane at most MaxLaneBatches
-// batches per phase and a batch at most MaxBatchItems dealer items (checked
+// (W the phase's lanes: phases have ranges of their own, so one phase's
+// lanes never meet another's counters whatever their numbers), so a run
+// has at most MaxPhases phases, a lane at most MaxLaneBatches batches per
+// phase and a batch at most MaxBatchItems dealer items (checked
 // before each draw). Weight ids of phase i start at e<<EpochShift | i<<32.
 //
 // # Pipeline and prefetch

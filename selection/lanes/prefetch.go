@@ -64,14 +64,16 @@ var _ protocol.MaterialReady = (*laneProvider)(nil)
 // pending batches in order and a producer that fetches the next batch's
 // material while the current one runs.
 type phaseFetch struct {
-	base   beaver.Provider
-	s      *Scheduler
-	phase  int
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	lanes  []*laneFetch
-	byNum  map[int]*laneBatch
+	base  beaver.Provider
+	s     *Scheduler
+	phase int
+	// workers is the phase's number of lanes W (≤ the scheduler's).
+	workers int
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	lanes   []*laneFetch
+	byNum   map[int]*laneBatch
 
 	record    bool            // prefetch: learn the templates by rehearsal
 	tmplMu    sync.Mutex      // guards tmpl and tokens until tmplReady
@@ -145,24 +147,24 @@ func (pf *phaseFetch) templateOf(lb *laneBatch) (protocol.Script, bool) {
 }
 
 // beginPhase starts the prefetching of phase's pending batches of n
-// candidates and routes the lanes' requests through it. When rehearse is
+// candidates on W lanes and routes the lanes' requests through it. When rehearse is
 // set and the budget allows prefetching, the phase's template (the dealer
 // requests of a full batch) is recorded first, by rehearsing a full
 // pending batch's run on a session that talks to nobody (see rehearse),
 // so that the lanes' first batches are prefetched too.
-func (l *laneProvider) beginPhase(ctx context.Context, phase, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
+func (l *laneProvider) beginPhase(ctx context.Context, phase, W, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
 	s := l.s
 	ctx, cancel := context.WithCancel(ctx)
-	pf := &phaseFetch{base: l.Provider, s: s, phase: phase, ctx: ctx, cancel: cancel,
+	pf := &phaseFetch{base: l.Provider, s: s, phase: phase, workers: W, ctx: ctx, cancel: cancel,
 		record: s.budget > 0, tmplReady: make(chan struct{})}
-	pf.lanes = make([]*laneFetch, s.workers)
+	pf.lanes = make([]*laneFetch, W)
 	for w := range pf.lanes {
 		pf.lanes[w] = &laneFetch{stream: s.slotStream(w)}
 	}
 	pf.byNum = make(map[int]*laneBatch, len(pending))
 	for j, b := range pending {
 		lo, hi := s.Span(b, n)
-		lb := &laneBatch{b: b, lane: j % s.workers, full: hi-lo == s.batchSize, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
+		lb := &laneBatch{b: b, lane: j % W, full: hi-lo == s.batchSize, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
 		pf.byNum[b] = lb
 		lf := pf.lanes[lb.lane]
 		lf.batches = append(lf.batches, lb)
@@ -246,24 +248,24 @@ func (pf *phaseFetch) setTemplate(t protocol.Script) {
 func (pf *phaseFetch) setTokens(bytes int64) {
 	n, budget := 0, pf.s.budget
 	if bytes > 0 {
-		if full := int64(2*pf.s.workers) * bytes; budget < full {
+		if full := int64(2*pf.workers) * bytes; budget < full {
 			// The budget cannot hold two batches a lane: keep part of it
 			// for windows, so that a batch that starts without a whole
 			// batch's share streams its material (a round trip per half
 			// window) instead of drawing item by item (a round trip each).
-			w := min(budget/int64(2*pf.s.workers), MaxStreamWindow, bytes)
+			w := min(budget/int64(2*pf.workers), MaxStreamWindow, bytes)
 			if w >= min(pf.s.minWindow, bytes) {
 				pf.window = w
-				pf.windows = make(chan struct{}, pf.s.workers)
-				for range pf.s.workers {
+				pf.windows = make(chan struct{}, pf.workers)
+				for range pf.workers {
 					pf.windows <- struct{}{}
 				}
-				budget -= w * int64(pf.s.workers)
+				budget -= w * int64(pf.workers)
 			}
 		}
 		// A lane holds at most two batches' material: the running one and
 		// the next.
-		n = int(min(budget/bytes, int64(2*pf.s.workers)))
+		n = int(min(budget/bytes, int64(2*pf.workers)))
 	}
 	pf.tokens = make(chan struct{}, n)
 	for range n {
@@ -335,7 +337,7 @@ func (pf *phaseFetch) begin(ctx context.Context, b int) (*laneBatch, error) {
 	lb.mu.Unlock()
 	close(lb.claimed)
 	if direct {
-		if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, b)); err != nil {
+		if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, pf.workers, b)); err != nil {
 			close(lb.done)
 			return nil, fmt.Errorf("position dealer stream: %w", err)
 		}
@@ -543,7 +545,7 @@ func (pf *phaseFetch) produce(lf *laneFetch) {
 // batch's counters (lb.pre); it reports whether all went well.
 func (pf *phaseFetch) fetch(ctx context.Context, lf *laneFetch, lb *laneBatch) bool {
 	defer close(lb.fetched)
-	if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, lb.b)); err != nil {
+	if err := pf.base.Seek(lf.stream, pf.s.batchCounter(pf.phase, pf.workers, lb.b)); err != nil {
 		lb.pre.Abort(fmt.Errorf("lanes: prefetch: position dealer stream: %w", err))
 		return false
 	}

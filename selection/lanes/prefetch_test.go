@@ -105,7 +105,7 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 					if tc.diverge {
 						extra = 1
 					}
-					st[party], errs[party] = s[party].Run(ctx, phase, n, pending, run(0), run(extra))
+					st[party], errs[party] = s[party].Run(ctx, phase, 2, n, pending, run(0), run(extra))
 				}()
 			}
 			wg.Wait()

@@ -56,7 +56,8 @@ type Config struct {
 	FixedPoint share.FixedPoint
 	// BatchSize is the number of candidates of a full batch (≥ 1).
 	BatchSize int
-	// Workers is the number of batch lanes W (≥ 1).
+	// Workers is the number of batch lanes the scheduler opens (≥ 1): the
+	// most any phase runs (each Run says how many of them its phase uses).
 	Workers int
 	// Pipeline runs every lane at once and prefetches; off, one batch runs
 	// at a time and nothing is prefetched.
@@ -81,8 +82,8 @@ type Config struct {
 // material is fetched ahead of use. Both parties build the same schedule
 // from the same public parameters, so their lanes meet.
 //
-// The j-th pending batch of a phase runs on lane j mod W (W =
-// Config.Workers), on the lane's stream LaneStreamBase+w and protocol
+// The j-th pending batch of a phase runs on lane j mod W (W, the phase's
+// lanes, at most Config.Workers: Run's lanes), on the lane's stream LaneStreamBase+w and protocol
 // session, with the dealer counters of its own sub-stream (batchCounter).
 // Each lane runs its batches in order. With the pipeline on, every lane
 // runs at once (a batch starts as soon as its lane's previous batch is
@@ -186,11 +187,12 @@ func (s *Scheduler) MemoryBudget() int64 { return s.budget }
 // slotStream is the stream of batch lane w.
 func (s *Scheduler) slotStream(w int) uint32 { return s.laneBase + uint32(w) }
 
-// batchCounter is the first counter of batch b of phase on its lane's
-// stream in this epoch. A lane's batches ascend by at least W (it takes
-// every W-th pending batch), so their counter ranges ascend too.
-func (s *Scheduler) batchCounter(phase, b int) uint64 {
-	return s.epoch<<EpochShift | uint64(phase)<<phaseShift | uint64(b/s.workers)<<batchShift
+// batchCounter is the first counter of batch b of phase, run on W lanes,
+// on its lane's stream in this epoch. A lane's batches ascend by at least
+// W (it takes every W-th pending batch), so their counter ranges ascend
+// too; phases have ranges of their own, whatever their lanes.
+func (s *Scheduler) batchCounter(phase, W, b int) uint64 {
+	return s.epoch<<EpochShift | uint64(phase)<<phaseShift | uint64(b/W)<<batchShift
 }
 
 // Start begins epoch: it moves every stream's provider counter to
@@ -286,8 +288,9 @@ type Stats struct {
 }
 
 // Run runs do for every batch of pending (ascending batch numbers of
-// phase, whose n candidates make batches of span), pending[j] on lane j mod
-// W, each lane's batches in order: with the pipeline on, all lanes at once;
+// phase, whose n candidates make batches of span) on the phase's first
+// lanes lanes (W, 1..Config.Workers: both parties pass the same), pending[j]
+// on lane j mod W, each lane's batches in order: with the pipeline on, all lanes at once;
 // with it off, one batch at a time in ascending order. Each batch starts at its own dealer counters (batchCounter), drawn
 // from the lane's prefetched material where there is some. The first error
 // cancels the others and is returned (the one that caused the cancellation
@@ -297,8 +300,11 @@ type Stats struct {
 // without keeping anything: the scheduler rehearses one full batch before
 // the lanes start, to learn the dealer requests of a batch and prefetch the
 // material of every lane's batches from the start (see beginPhase).
-func (s *Scheduler) Run(ctx context.Context, phase, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (Stats, error) {
+func (s *Scheduler) Run(ctx context.Context, phase, lanes, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (Stats, error) {
 	var st Stats
+	if lanes < 1 || lanes > len(s.slots) {
+		return st, fmt.Errorf("lanes: phase %d: %d lanes, the scheduler has %d", phase+1, lanes, len(s.slots))
+	}
 	for i := 1; i < len(pending); i++ {
 		if pending[i] <= pending[i-1] {
 			return st, fmt.Errorf("lanes: phase %d: pending batches not ascending", phase+1)
@@ -306,15 +312,15 @@ func (s *Scheduler) Run(ctx context.Context, phase, n int, pending []int, do, re
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	W := len(s.slots)
+	W, slots := lanes, s.slots[:lanes]
 	r0 := make([]int64, W)
-	for w, slot := range s.slots {
+	for w, slot := range slots {
 		r0[w] = slot.Stream().Stats().Rounds
 	}
 	if !s.pipeline {
 		rehearse = nil // nothing is prefetched
 	}
-	pf, err := s.lanes.beginPhase(ctx, phase, n, pending, rehearse)
+	pf, err := s.lanes.beginPhase(ctx, phase, W, n, pending, rehearse)
 	if err != nil {
 		return st, err
 	}
@@ -365,7 +371,7 @@ func (s *Scheduler) Run(ctx context.Context, phase, n int, pending []int, do, re
 		run(0, 1)
 	}
 	wg.Wait()
-	for w, slot := range s.slots {
+	for w, slot := range slots {
 		r := slot.Stream().Stats().Rounds - r0[w]
 		if s.pipeline {
 			st.Rounds = max(st.Rounds, r) // the lanes' rounds overlap

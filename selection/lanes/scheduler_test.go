@@ -3,6 +3,7 @@ package lanes
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,7 +16,10 @@ import (
 // TestSchedulerAssignsBatches: both parties' schedulers run batch pending[j]
 // on lane j mod W (the same stream on both sides), every batch once; a
 // failing batch's error is returned rather than the cancellation it causes
-// in the other slots; weight ids are distinct per phase and epoch.
+// in the other slots; weight ids are distinct per phase and epoch. A phase
+// may run on fewer lanes than the scheduler opened (its own width: batch
+// pending[j] on lane j mod its width, counters by it), never on none or
+// more.
 func TestSchedulerAssignsBatches(t *testing.T) {
 	d, err := dealer.New()
 	if err != nil {
@@ -50,38 +54,49 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	}
 	pending := []int{0, 2, 3, 5, 6, 7, 9}
 	var mu sync.Mutex
-	ran := [2]map[int]uint32{{}, {}}
-	for party := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[party] = scheds[party].Run(ctx, 0, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
-				mu.Lock()
-				defer mu.Unlock()
-				if _, dup := ran[party][b]; dup {
-					t.Errorf("party %d: batch %d ran twice", party, b)
-				}
-				ran[party][b] = slot.StreamID()
-				return nil
-			}, nil)
-		}()
-	}
-	wg.Wait()
-	if errs[0] != nil || errs[1] != nil {
-		t.Fatal(errs)
-	}
-	for j, b := range pending {
-		want := 16 + uint32(j%3)
-		if ran[0][b] != want || ran[1][b] != want {
-			t.Errorf("batch %d on streams %d, %d; want %d", b, ran[0][b], ran[1][b], want)
+	// Phase 0 on all 3 lanes; phase 1 on a width of its own, the
+	// scheduler's first 2 lanes: batch pending[j] on lane j mod W.
+	for phase, W := range []int{3, 2} {
+		ran := [2]map[int]uint32{{}, {}}
+		for party := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[party] = scheds[party].Run(ctx, phase, W, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if _, dup := ran[party][b]; dup {
+						t.Errorf("party %d: batch %d ran twice", party, b)
+					}
+					ran[party][b] = slot.StreamID()
+					return nil
+				}, nil)
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatal(errs)
+		}
+		for j, b := range pending {
+			if want := 16 + uint32(j%W); ran[0][b] != want || ran[1][b] != want {
+				t.Errorf("%d lanes: batch %d on streams %d, %d; want %d", W, b, ran[0][b], ran[1][b], want)
+			}
+		}
+		if len(ran[0]) != len(pending) {
+			t.Errorf("%d lanes: %d batches ran, want %d", W, len(ran[0]), len(pending))
 		}
 	}
-	if len(ran[0]) != len(pending) {
-		t.Errorf("%d batches ran, want %d", len(ran[0]), len(pending))
+	if c2, c3 := scheds[0].batchCounter(1, 2, 7), scheds[0].batchCounter(1, 3, 7); c2 == c3 || c2 != 3<<EpochShift|1<<phaseShift|3<<batchShift {
+		t.Errorf("batch 7's counters: %x on 2 lanes, %x on 3", c2, c3)
+	}
+	for _, w := range []int{0, 4} {
+		if _, err := scheds[0].Run(ctx, 3, w, 40, pending, func(context.Context, *protocol.Session, int) error { return nil }, nil); err == nil || !strings.Contains(err.Error(), "lanes") {
+			t.Errorf("a phase on %d of 3 lanes: error %v", w, err)
+		}
 	}
 
 	boom := errors.New("boom")
-	_, err = scheds[0].Run(ctx, 1, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	_, err = scheds[0].Run(ctx, 2, 3, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		if b == 3 {
 			return boom
 		}

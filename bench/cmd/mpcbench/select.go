@@ -403,6 +403,21 @@ func printLinks(w io.Writer, links []bench.LinkBound, limiting string) {
 	}
 }
 
+// inFlightText says the batches in flight on the critical path: "16", or
+// by phase when the phases differ ("60, 16 by phase").
+func inFlightText(p *bench.Projection) string {
+	var by []string
+	same := true
+	for i := range p.Phases {
+		by = append(by, strconv.Itoa(p.PhaseLanes(i)))
+		same = same && p.PhaseLanes(i) == p.PhaseLanes(0)
+	}
+	if same || len(by) == 0 {
+		return strconv.Itoa(p.PhaseLanes(0))
+	}
+	return strings.Join(by, ", ") + " by phase"
+}
+
 // printSelect prints a report as text.
 func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	p := rep.Projection
@@ -415,8 +430,8 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		}
 	}
 	fmt.Fprintf(w, "; CPU %s\n", s.CPU)
-	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link; pipeline %s, batches of %d on %d lanes (%d in flight on the critical path), prefetch budget %s per party\n\n",
-		s.Samples, rep.MeasuredSeconds, s.Pipeline, s.BatchSize, s.Workers, p.Lanes, bench.FormatBytes(float64(s.MemoryBudget)))
+	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link; pipeline %s, batches of %d on %s (%s in flight on the critical path), prefetch budget %s per party\n\n",
+		s.Samples, rep.MeasuredSeconds, s.Pipeline, s.BatchSize, rep.Workload.LanesText(), inFlightText(p), bench.FormatBytes(float64(s.MemoryBudget)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tproxy\tcandidates\tkept\trounds\tP0→P1 B\tP1→P0 B\tdealer B\tseconds\tpeak heap\tin flight\tprefetch held P0/P1\t")
 	for _, ph := range s.Phases {
@@ -440,8 +455,8 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		fmt.Fprintf(w, "WARNING: %s\n", p.TooSmall)
 	}
 	for _, ph := range p.Phases {
-		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h, QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
-			ph.Phase+1, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
+		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h on %d lanes, %d rounds; QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
+			ph.Phase+1, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, p.PhaseLanes(ph.Phase), ph.Rounds, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
 	}
 	if op := rep.OffProjection; rep.Off != nil && op != nil {
 		fmt.Fprintf(w, "pipeline off (baseline): sample %.1f s over the link; projected %.2f h%s (limiting bound: %s); bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n",

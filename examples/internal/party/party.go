@@ -57,7 +57,7 @@ func (p *ParamFlags) Register(fs *flag.FlagSet, withPool bool) {
 	}
 	fs.IntVar(&p.Budget, "budget", 0, "points bought in total, bootstrap included; required")
 	fs.IntVar(&p.Bootstrap, "bootstrap", 0, "size of the bootstrap sample (labelled by the model owner); required")
-	fs.StringVar(&p.Schedule, "schedule", DefaultSchedule, "phases l:w:d@keep (layers, heads, MLP width, fraction kept), comma-separated; the last phase keeps the budget")
+	fs.StringVar(&p.Schedule, "schedule", DefaultSchedule, "phases l:w:d@keep[/lanes] (layers, heads, MLP width, fraction kept, and optionally the phase's own batches in flight instead of -inflight's), comma-separated; the last phase keeps the budget")
 	fs.IntVar(&p.Batch, "batch", 0, "candidates per secure forward batch (0: the library default)")
 	fs.IntVar(&p.Inflight, "inflight", 0, "batches in flight at once, each on its own lane (0: the library default, 8); both parties pass the same value (not sharding's -workers-listen)")
 	fs.Func("workers", "deprecated: the old name of -inflight", func(v string) error {
