@@ -202,15 +202,31 @@ func TestDealerAllKinds(t *testing.T) {
 	if _, err := (beaver.Typed{Provider: p1}).WeightMask(ctx, 7, 5, 4); err == nil {
 		t.Error("party 1 got a weight mask")
 	}
-	st := p1.Stats()
-	if st.Items != int64(len(tests)) || st.BytesRecv == 0 {
-		t.Errorf("party 1 dealer stats %+v", st)
+	// Each party receives the dealer words of the kinds dealt to it and
+	// sends a request for each such item: party 0 those of the weight
+	// triples (9·4 + 2·4 words), the weight vector triple (15), the
+	// cross-party AND triples (10) and the bit pairs (2·100 + 2·128), 525
+	// words in 6 items; party 1 the rest, 279 words in 8.
+	var want [2]beaver.DealerStats
+	for _, r := range tests {
+		for p := range 2 {
+			if r.DealtTo(p) {
+				want[p].BytesRecv += 8 * int64(r.CorrectionWords(p))
+				want[p].BytesSent += beaver.RequestSize
+			}
+		}
 	}
-	if st := p0.Stats(); st.BytesRecv != 0 || st.BytesSent != 0 {
-		t.Errorf("party 0 talked to the dealer: %+v", st)
+	if want[0].BytesRecv != 8*525 || want[1].BytesRecv != 8*279 || want[0].BytesSent != 6*beaver.RequestSize || want[1].BytesSent != 8*beaver.RequestSize {
+		t.Errorf("the kinds' dealer words: %+v", want)
 	}
-	if ds := d.Stats(); ds.BytesRecv != st.BytesRecv {
-		t.Errorf("dealer sent %d bytes, party 1 received %d", ds.BytesRecv, st.BytesRecv)
+	for p, prov := range []beaver.Provider{p0, p1} {
+		want[p].Items = int64(len(tests))
+		if st := prov.Stats(); st != want[p] {
+			t.Errorf("party %d dealer stats %+v, want %+v", p, st, want[p])
+		}
+	}
+	if ds := d.Stats(); ds.BytesRecv != want[0].BytesRecv+want[1].BytesRecv {
+		t.Errorf("dealer sent %d bytes, the parties received %d and %d", ds.BytesRecv, want[0].BytesRecv, want[1].BytesRecv)
 	}
 }
 
@@ -239,11 +255,11 @@ func TestBadRequests(t *testing.T) {
 		{"wrap f=63", func() error { _, err := beaver.Typed{Provider: p1}.WrapPairs(ctx, 0, 3, 63); return err }},
 		{"weight mask party 1", func() error { _, err := beaver.Typed{Provider: p1}.WeightMask(ctx, 1, 2, 2); return err }},
 		{"weight mask negative", func() error { _, err := beaver.Typed{Provider: p0}.WeightMask(ctx, 1, -2, 2); return err }},
-		{"weight reshaped", func() error {
-			if _, err := (beaver.Typed{Provider: p1}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
+		{"weight reshaped", func() error { // asked by party 0, which the weight triples are dealt to
+			if _, err := (beaver.Typed{Provider: p0}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
 				return nil // first use must succeed: report no error to fail the test
 			}
-			_, err := beaver.Typed{Provider: p1}.WeightTriple(ctx, 0, 5, 1, 3, 3)
+			_, err := beaver.Typed{Provider: p0}.WeightTriple(ctx, 0, 5, 1, 3, 3)
 			return err
 		}},
 		{"canceled", func() error {
