@@ -547,3 +547,63 @@ func TestSupersededPresentation(t *testing.T) {
 		t.Fatal("the newer presentation's triple does not reconstruct")
 	}
 }
+
+// TestDealtWordsPadded: for every built-in kind, the parts the dealt party
+// d lays out from its dealer words are padded by the other party's share
+// of the same parts, which it expands from its own seed: that share is
+// uniform (about half its bits set; a wrap pair's top f bits), so d's
+// words, the relation minus that share, say nothing of the other party's
+// masks. A kind that handed d the relation itself (the other party's
+// share zero, Verify still holding) would let d unmask the other's
+// opened values: a party 0 dealt C0 = A·B knows B and would recover A.
+func TestDealtWordsPadded(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := beavertest.Seeds(48)
+	d := NewWithSeeds(s0, s1)
+	p0, _ := d.Provider(0)
+	p1, _ := d.Provider(1)
+	// The parts of each kind that the dealt party's dealer words make.
+	for _, tc := range []struct {
+		r     beaver.Request
+		parts []int
+	}{
+		{beaver.Request{Kind: beaver.KindTriple, N: 512}, []int{2}},
+		{beaver.Request{Kind: beaver.KindSquare, N: 512}, []int{1}},
+		{beaver.Request{Kind: beaver.KindWrap, N: 512, FracBits: 16}, []int{2}},
+		{beaver.Request{Kind: beaver.KindBitPair, N: 512}, []int{1, 3}},
+		{beaver.Request{Kind: beaver.KindMatTriple, Batch: 2, M: 16, K: 3, N: 16}, []int{2}},
+		{beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1, M: 16, K: 3, N: 32}, []int{1}},
+		{beaver.Request{Kind: beaver.KindWeightVectorTriple, WeightID: 2, M: 16, N: 32}, []int{1}},
+		{beaver.Request{Kind: beaver.KindAND, N: 512}, []int{2}},
+		{beaver.Request{Kind: beaver.KindCrossAND, N: 512}, []int{2}},
+	} {
+		t.Run(tc.r.Kind.String(), func(t *testing.T) {
+			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dealt := 1
+			if tc.r.DealtTo(0) {
+				dealt = 0
+			}
+			other := m[1-dealt]
+			for _, i := range tc.parts {
+				var ones, bits int
+				for _, w := range other.Parts[i] {
+					if tc.r.Kind == beaver.KindWrap {
+						w >>= 64 - tc.r.FracBits // only the top f bits are shared
+						bits += int(tc.r.FracBits)
+					} else {
+						bits += 64
+					}
+					for ; w != 0; w &= w - 1 {
+						ones++
+					}
+				}
+				if frac := float64(ones) / float64(bits); bits < 8192 || frac < 0.45 || frac > 0.55 {
+					t.Errorf("%v: the %s's share of part %d (the pad of the %s's dealer words) has %d of %d bits set", tc.r, roleName(1-dealt), i, roleName(dealt), ones, bits)
+				}
+			}
+		})
+	}
+}
