@@ -94,7 +94,7 @@ func (t Typed) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, err
 func init() {
 	Register(Correlation{
 		Kind: KindTriple, Name: "triple", Fields: FieldN, Dims: dimsN, Format: formatN,
-		Local: nWords(3, 2), Parts: nWords(3, 3), DealtTo: toParty1, Dealt: dealtN(1),
+		Local: nWords(3, 2), Parts: nWords(3, 3), DealtTo: toParty1, Dealt: dealtN(1, 1),
 		Deal:     dealTriple,
 		Assemble: assembleTriple,
 		Verify:   verifyTriple,
@@ -102,7 +102,7 @@ func init() {
 	})
 	Register(Correlation{
 		Kind: KindSquare, Name: "square", Fields: FieldN, Dims: dimsN, Format: formatN,
-		Local: nWords(2, 1), Parts: nWords(2, 2), DealtTo: toParty1, Dealt: dealtN(1),
+		Local: nWords(2, 1), Parts: nWords(2, 2), DealtTo: toParty1, Dealt: dealtN(1, 1),
 		Deal:     dealSquare,
 		Assemble: assembleSquare,
 		Verify:   verifySquare,
@@ -119,7 +119,7 @@ func init() {
 	})
 	Register(Correlation{
 		Kind: KindBitPair, Name: "bitpair", Fields: FieldN, Dims: dimsN, Format: formatN,
-		Local: bitPairLocal, Parts: bitPairParts, DealtTo: toParty1, Dealt: dealtN(2),
+		Local: bitPairLocal, Parts: bitPairParts, DealtTo: toParty0, Dealt: dealtN(0, 2),
 		Deal:     dealBitPair,
 		Assemble: assembleBitPair,
 		Verify:   verifyBitPair,
@@ -266,14 +266,14 @@ func verifyWrap(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	return nil
 }
 
-// BitPair: party 0 expands Packed0, Arith0, A0, AR0, party 1 Packed1, A1
-// and gets Arith1 = bit − Arith0 and AR1 = (A0+A1)·bit − AR0 (n words
+// BitPair: party 1 expands Packed1, Arith1, A1, AR1, party 0 Packed0, A0
+// and gets Arith0 = bit − Arith1 and AR0 = (A0+A1)·bit − AR1 (n words
 // each), bit i being bit i of Packed0 ⊕ Packed1. The packed parts' bits past
 // n are zero.
 
 func bitPairLocal(r Request, party int) []int {
 	w, n := share.PackedWords(r.N), r.N
-	if party == 0 {
+	if party == 1 {
 		return []int{w, n, n, n} // Packed, Arith, A, AR
 	}
 	return []int{w, n} // Packed, A
@@ -285,12 +285,12 @@ func bitPairParts(r Request, _ int) []int {
 
 func dealBitPair(r Request, x Expansion, out [2][]uint64) error {
 	n := r.N
-	pk0, ar0, a0, x0 := x.Local[0][0], x.Local[0][1], x.Local[0][2], x.Local[0][3]
-	pk1, a1 := x.Local[1][0], x.Local[1][1]
+	pk0, a0 := x.Local[0][0], x.Local[0][1]
+	pk1, ar1, a1, x1 := x.Local[1][0], x.Local[1][1], x.Local[1][2], x.Local[1][3]
 	for i := 0; i < n; i++ {
 		bit := ((pk0[i/64] ^ pk1[i/64]) >> (i % 64)) & 1
-		out[1][i] = bit - ar0[i]
-		out[1][n+i] = (a0[i]+a1[i])*bit - x0[i]
+		out[0][i] = bit - ar1[i]
+		out[0][n+i] = (a0[i]+a1[i])*bit - x1[i]
 	}
 	return nil
 }
@@ -298,7 +298,7 @@ func dealBitPair(r Request, x Expansion, out [2][]uint64) error {
 func assembleBitPair(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
 	n := r.N
 	share.MaskTail(local[0], n)
-	if party == 0 {
+	if party == 1 {
 		return local
 	}
 	return [][]uint64{local[0], dealt[:n:n], local[1], dealt[n:]}

@@ -41,7 +41,7 @@ func (t Typed) CrossANDTriples(ctx context.Context, stream uint32, words int) (B
 func init() {
 	Register(Correlation{
 		Kind: KindAND, Name: "and", Fields: FieldN, Dims: dimsN, Format: formatN,
-		Local: nWords(3, 2), Parts: nWords(3, 3), DealtTo: toParty1, Dealt: dealtN(1),
+		Local: nWords(3, 2), Parts: nWords(3, 3), DealtTo: toParty1, Dealt: dealtN(1, 1),
 		Deal:     dealAND,
 		Assemble: assembleTriple,
 		Verify:   verifyAND,
@@ -49,7 +49,7 @@ func init() {
 	})
 	Register(Correlation{
 		Kind: KindCrossAND, Name: "crossand", Fields: FieldN, Dims: dimsN, Format: formatN,
-		Local: nWords(2, 1), Parts: crossANDParts, DealtTo: toParty1, Dealt: dealtN(1),
+		Local: nWords(1, 2), Parts: crossANDParts, DealtTo: toParty0, Dealt: dealtN(0, 1),
 		Deal:     dealCrossAND,
 		Assemble: assembleCrossAND,
 		Verify:   verifyCrossAND,
@@ -77,8 +77,8 @@ func verifyAND(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	return nil
 }
 
-// CrossAND: party 0 expands u (its A) and C0, party 1 v (its B) and gets
-// C1 = (u ∧ v) ⊕ C0.
+// CrossAND: party 0 expands u (its A), party 1 v (its B) and C1, and party
+// 0 gets C0 = (u ∧ v) ⊕ C1.
 
 func crossANDParts(r Request, party int) []int {
 	if party == 0 {
@@ -88,18 +88,18 @@ func crossANDParts(r Request, party int) []int {
 }
 
 func dealCrossAND(r Request, x Expansion, out [2][]uint64) error {
-	u, c0, v := x.Local[0][0], x.Local[0][1], x.Local[1][0]
-	for i := range out[1] {
-		out[1][i] = (u[i] & v[i]) ^ c0[i]
+	u, v, c1 := x.Local[0][0], x.Local[1][0], x.Local[1][1]
+	for i := range out[0] {
+		out[0][i] = (u[i] & v[i]) ^ c1[i]
 	}
 	return nil
 }
 
 func assembleCrossAND(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
 	if party == 0 {
-		return [][]uint64{local[0], nil, local[1]}
+		return [][]uint64{local[0], nil, dealt}
 	}
-	return [][]uint64{nil, local[0], dealt}
+	return [][]uint64{nil, local[0], local[1]}
 }
 
 func verifyCrossAND(r Request, _ []uint64, m0, m1 [][]uint64) error {

@@ -80,15 +80,10 @@ func init() {
 		Format: func(r Request) string {
 			return fmt.Sprintf("w%d %d×%d·%d×%d", r.WeightID, r.M, r.K, r.K, r.N)
 		},
-		Local: func(r Request, party int) []int {
-			if party == 0 {
-				return []int{r.M * r.N} // C0
-			}
-			return []int{r.M * r.K} // A
-		},
+		Local:    func(r Request, party int) []int { return weightLocal(r, party, r.M*r.K) },
 		Parts:    func(r Request, party int) []int { return weightParts(r, party, r.M*r.K) },
-		DealtTo:  toParty1,
-		Dealt:    func(r Request, party int) int { return party * r.M * r.N },
+		DealtTo:  toParty0,
+		Dealt:    weightDealt,
 		Deal:     dealWeightTriple,
 		Assemble: assembleWeightTriple,
 		Verify:   verifyWeightTriple,
@@ -100,10 +95,10 @@ func init() {
 		Kind: KindWeightVectorTriple, Name: "weightvectortriple", Fields: FieldM | FieldN | FieldWeightID,
 		Dims:     func(r Request) [][]int { return [][]int{{r.M, r.N}} },
 		Format:   func(r Request) string { return fmt.Sprintf("w%d %d×%d", r.WeightID, r.M, r.N) },
-		Local:    func(r Request, _ int) []int { return []int{r.M * r.N} }, // C0 or A
+		Local:    func(r Request, party int) []int { return weightLocal(r, party, r.M*r.N) },
 		Parts:    func(r Request, party int) []int { return weightParts(r, party, r.M*r.N) },
-		DealtTo:  toParty1,
-		Dealt:    func(r Request, party int) int { return party * r.M * r.N },
+		DealtTo:  toParty0,
+		Dealt:    weightDealt,
 		Deal:     dealWeightVectorTriple,
 		Assemble: assembleWeightTriple,
 		Verify:   verifyWeightVectorTriple,
@@ -152,9 +147,19 @@ func verifyMatTriple(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	return nil
 }
 
-// WeightTriple and WeightVectorTriple: party 0 expands C0, party 1 the mask
-// A of X and gets C1 = A·B − C0 (A ⊙ b for the vector, b broadcast over the
-// rows), B being the model owner's weight mask.
+// WeightTriple and WeightVectorTriple: party 1 expands the mask A of X and
+// C1, and party 0 (which holds B, the model owner's weight mask) expands
+// nothing and gets C0 = A·B − C1 (A ⊙ b for the vector, b broadcast over
+// the rows).
+
+// weightLocal is the Local of the weight kinds: nothing for party 0, A (a
+// words) and C1 (M·N words) for party 1.
+func weightLocal(r Request, party, a int) []int {
+	if party == 0 {
+		return nil
+	}
+	return []int{a, r.M * r.N}
+}
 
 // weightParts is the Parts of the weight kinds: A (a words, party 1 only)
 // and C (M·N words).
@@ -165,20 +170,28 @@ func weightParts(r Request, party, a int) []int {
 	return []int{a, r.M * r.N}
 }
 
+// weightDealt is the Dealt of the weight kinds: C0 (M·N words) to party 0.
+func weightDealt(r Request, party int) int {
+	if party == 0 {
+		return r.M * r.N
+	}
+	return 0
+}
+
 func dealWeightTriple(r Request, x Expansion, out [2][]uint64) error {
-	if err := share.MatMulInto(out[1], x.Local[1][0], x.Mask, r.M, r.K, r.N); err != nil {
+	if err := share.MatMulInto(out[0], x.Local[1][0], x.Mask, r.M, r.K, r.N); err != nil {
 		return fmt.Errorf("beaver: %v: %w", r, err)
 	}
-	_ = share.SubVec(out[1], out[1], x.Local[0][0])
+	_ = share.SubVec(out[0], out[0], x.Local[1][1])
 	return nil
 }
 
 func dealWeightVectorTriple(r Request, x Expansion, out [2][]uint64) error {
-	a, c0, mask := x.Local[1][0], x.Local[0][0], x.Mask
+	a, c1, mask := x.Local[1][0], x.Local[1][1], x.Mask
 	for i := 0; i < r.M; i++ {
 		row := i * r.N
 		for j := 0; j < r.N; j++ {
-			out[1][row+j] = a[row+j]*mask[j] - c0[row+j]
+			out[0][row+j] = a[row+j]*mask[j] - c1[row+j]
 		}
 	}
 	return nil
@@ -186,9 +199,9 @@ func dealWeightVectorTriple(r Request, x Expansion, out [2][]uint64) error {
 
 func assembleWeightTriple(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
 	if party == 0 {
-		return [][]uint64{nil, local[0]}
+		return [][]uint64{nil, dealt}
 	}
-	return [][]uint64{local[0], dealt}
+	return local
 }
 
 func verifyWeightTriple(r Request, mask []uint64, m0, m1 [][]uint64) error {

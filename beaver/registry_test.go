@@ -24,7 +24,7 @@ var providerKinds = []struct {
 }{
 	{"dealer", dealerPair},
 	{"networked dealer", func(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
-		return networkedPair(t, id, dealer.ConnectOptions{DealerWords: true})
+		return networkedPair(t, id)
 	}},
 	{"ot", otPair},
 }
@@ -50,8 +50,8 @@ func dealerPair(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
 }
 
 // networkedPair returns the clients of a networked dealer served over
-// in-memory connections, party 0's connected with opt0.
-func networkedPair(t *testing.T, id beaver.SessionID, opt0 dealer.ConnectOptions) [2]beaver.Provider {
+// in-memory connections.
+func networkedPair(t *testing.T, id beaver.SessionID) [2]beaver.Provider {
 	s0, s1 := testSeeds()
 	srv, err := dealer.NewServerWithSeeds(s0, s1, dealer.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -69,11 +69,7 @@ func networkedPair(t *testing.T, id beaver.SessionID, opt0 dealer.ConnectOptions
 			_ = srv.Serve(ctx, cs, p)
 		}()
 		t.Cleanup(func() { cc.Close() })
-		opt := dealer.ConnectOptions{}
-		if p == 0 {
-			opt = opt0
-		}
-		c, err := dealer.ConnectWith(ctx, cc, p, opt)
+		c, err := dealer.Connect(ctx, cc, p)
 		if err != nil {
 			t.Fatal(err)
 		}

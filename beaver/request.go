@@ -33,8 +33,8 @@ const MaxItemWords = 1 << 27
 // Request describes one item of correlated randomness: its kind, its address
 // (Stream, Counter) and its parameters. It is both what a caller asks a
 // Provider for (Provider.Material, with Counter zero: the provider assigns
-// it) and what party 1 sends the networked dealer (AppendBinary, with the
-// counter). Which size fields are used depends on Kind (its Correlation's
+// it) and what the party a kind is dealt to sends the networked dealer
+// (AppendBinary, with the counter). Which size fields are used depends on Kind (its Correlation's
 // Fields): N for Triple, Square, AND and CrossAND (words), Trunc and
 // BitPair; Batch, M, K, N for MatTriple; M, K, N and WeightID for
 // WeightTriple; M, N and WeightID for WeightVectorTriple. Unused fields must
@@ -183,8 +183,8 @@ func Work(reqs []Request) uint64 {
 }
 
 // CorrectionWords returns the number of ring words the dealer sends party
-// for this request (0 for a party the kind gives no dealer words, e.g.
-// party 0 of every built-in kind).
+// for this request (0 for a party the kind gives no dealer words: each
+// built-in kind deals to one party, Correlation.DealtTo).
 func (r Request) CorrectionWords(party int) int {
 	if c := r.Kind.spec(); c != nil && c.DealtTo[party] {
 		return c.Dealt(r, party)

@@ -3,12 +3,10 @@ package beaver_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
-	"github.com/selectformer/selectformer/beaver/dealer"
 	"github.com/selectformer/selectformer/beaver/ot"
 )
 
@@ -132,18 +130,5 @@ func checkSequence(t *testing.T, ps [2]beaver.Provider, rs []beaver.Request) {
 		if err := c.Verify(r, nil, got[0][i].Parts, got[1][i].Parts); err != nil {
 			t.Fatalf("sequence item %d: %v", i, err)
 		}
-	}
-}
-
-// TestToyKindNeedsDealerWords: a networked model owner that did not ask for
-// dealer words (ConnectOptions.DealerWords) is told why it cannot draw the
-// toy kind; the built-in kinds, whose dealer words all go to party 1, need
-// no such option.
-func TestToyKindNeedsDealerWords(t *testing.T) {
-	ps := networkedPair(t, beaver.SessionID{10}, dealer.ConnectOptions{})
-	checkItem(t, ps, beaver.Request{Kind: beaver.KindTriple, Stream: 1, N: 4})
-	_, err := ps[0].Material(context.Background(), beaver.Request{Kind: kindToy, Stream: 2, N: 4})
-	if err == nil || !strings.Contains(err.Error(), "ConnectOptions.DealerWords") {
-		t.Fatalf("toy kind without dealer words: %v", err)
 	}
 }

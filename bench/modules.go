@@ -256,10 +256,10 @@ func WriteModuleSummary(w io.Writer, t *ModuleTable) error {
 	slices.SortStableFunc(sum, func(x, y ModuleRow) int {
 		return cmp.Compare(y.Bytes[1]+y.Dealer[1], x.Bytes[1]+x.Dealer[1])
 	})
-	fmt.Fprintln(bw, "| module | rounds | P0 sends | P1 sends | dealer → P1 | P1 sends + receives from the dealer | share |")
-	fmt.Fprintln(bw, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(bw, "| module | rounds | P0 sends | P1 sends | dealer → P0 | dealer → P1 | P1 sends + receives from the dealer | share |")
+	fmt.Fprintln(bw, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, m := range sum {
-		fmt.Fprintf(bw, "| %s | %d | %s | %s | %s | %s | %.1f%% |\n", m.Module, m.Rounds, per(m.Bytes[0]), per(m.Bytes[1]), per(m.Dealer[1]),
+		fmt.Fprintf(bw, "| %s | %d | %s | %s | %s | %s | %s | %.1f%% |\n", m.Module, m.Rounds, per(m.Bytes[0]), per(m.Bytes[1]), per(m.Dealer[0]), per(m.Dealer[1]),
 			per(m.Bytes[1]+m.Dealer[1]), 100*float64(m.Bytes[1]+m.Dealer[1])/all)
 	}
 	return bw.Flush()

@@ -35,8 +35,7 @@ type PhaseProjection struct {
 	// DealerDown[p] is the bytes the dealer sends party p and DealerUp[p]
 	// the bytes party p sends the dealer (its requests): the directions of
 	// the dealer's links (see Part.DealerDown; QuickSelect's dealer bytes
-	// are counted to party 1, which receives the dealer words of every
-	// built-in kind).
+	// are counted to the party that received them, TopKCost.DealerDown).
 	DealerDown [2]int64 `json:"dealer_down,omitzero"`
 	DealerUp   [2]int64 `json:"dealer_up,omitzero"`
 	// ForwardSeconds and ForwardComputeSeconds are the batches' projected
@@ -354,7 +353,9 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 		ph.BytesP0 += tk.BytesP0
 		ph.BytesP1 += tk.BytesP1
 		ph.DealerBytes += tk.DealerBytes
-		ph.DealerDown[1] += tk.DealerBytes
+		for p, d := range tk.DealerDown() {
+			ph.DealerDown[p] += d
+		}
 		ph.TopKSeconds = topKSeconds(tk, link)
 		ph.Seconds = lr.Prepare.Seconds + ph.ForwardSeconds + ph.TopKSeconds
 		ph.ComputeSeconds = prepareCompute + ph.ForwardComputeSeconds + tk.Seconds

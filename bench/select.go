@@ -651,7 +651,8 @@ type Part struct {
 	// DealerUp[p] what it sent it (the directions of the dealer's links;
 	// DealerBytes is their sum). Zero in runs recorded before they were
 	// counted apart: then all of DealerBytes counts as dealer → party 1,
-	// which receives the dealer words of every built-in kind. A phase's
+	// which received every dealer word of the built-in kinds before their
+	// words were split between the parties (beaver.Correlation.DealtTo). A phase's
 	// QuickSelect part (Select) counts each party's remainder as received.
 	DealerDown [2]int64 `json:"dealer_down,omitzero"`
 	DealerUp   [2]int64 `json:"dealer_up,omitzero"`

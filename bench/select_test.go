@@ -158,7 +158,7 @@ func TestMeasureTopK(t *testing.T) {
 			t.Fatal(err)
 		}
 		if c.N != tc.n || c.K != tc.k || c.Comparisons < int64(tc.n-1) || c.Steps < 1 || c.Rounds != 6*int64(c.Steps) ||
-			c.BytesP0 <= 0 || c.BytesP0 != c.BytesP1 || c.DealerBytes <= 0 || !c.Measured {
+			c.BytesP0 <= 0 || c.BytesP0 != c.BytesP1 || c.DealerBytes <= 0 || c.Dealer[0] <= 0 || c.Dealer[1] <= 0 || c.Dealer[0]+c.Dealer[1] != c.DealerBytes || !c.Measured {
 			t.Errorf("%+v", c)
 		}
 	}
@@ -167,13 +167,22 @@ func TestMeasureTopK(t *testing.T) {
 			t.Errorf("keep %d of %d accepted", tc.k, tc.n)
 		}
 	}
-	m, err := NewTopKModel([]TopKCost{{N: 100, K: 10, Comparisons: 300, Steps: 10, Rounds: 70, BytesP0: 3000, BytesP1: 3000, DealerBytes: 600, Seconds: 0.3}})
+	m, err := NewTopKModel([]TopKCost{{N: 100, K: 10, Comparisons: 300, Steps: 10, Rounds: 70, BytesP0: 3000, BytesP1: 3000, DealerBytes: 600, Dealer: [2]int64{150, 450}, Seconds: 0.3}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := m.Predict(1000, 100)
-	if want := ExpectedComparisons(1000, 100); p.Comparisons != int64(want) || p.BytesP0 != int64(want*10) || math.Abs(p.Seconds-want*0.001) > 1e-9 || p.Measured {
+	want := ExpectedComparisons(1000, 100)
+	if p.Comparisons != int64(want) || p.BytesP0 != int64(want*10) || math.Abs(p.Seconds-want*0.001) > 1e-9 || p.Measured {
 		t.Errorf("predicted %+v for %g comparisons", p, want)
+	}
+	// The dealer bytes split as measured (a quarter to party 0); a cost
+	// recorded before the split counts them all to party 1.
+	if d := int64(want * 2); p.DealerBytes != d || p.Dealer != [2]int64{d / 4, d - d/4} || p.DealerDown() != p.Dealer {
+		t.Errorf("predicted dealer bytes %d split %v for %g comparisons", p.DealerBytes, p.Dealer, want)
+	}
+	if old := (TopKCost{DealerBytes: 600}); old.DealerDown() != [2]int64{0, 600} {
+		t.Errorf("an unsplit cost's dealer bytes go %v", old.DealerDown())
 	}
 	if _, err := NewTopKModel(nil); err == nil {
 		t.Error("empty model accepted")
@@ -508,11 +517,12 @@ func TestMain(m *testing.M) {
 // projection is consistent.
 // TestSelectDealerLinks checks the tiny report's dealer placements: the
 // sample over the link ran with the dealer behind the link (its dealer
-// words and requests crossed it: party 1 received about the words the
-// in-process dealer of the run without a link counted, and sent requests;
-// party 0 nothing), the deployment beside the data owner recorded its
-// links, and each projection bounds all three links, the dealer↔P1 link
-// carrying the dealer bytes.
+// words and requests crossed it: the parties together received about the
+// words the in-process dealer of the run without a link counted, each
+// party its own kinds' words, and each sent requests), the deployment
+// beside the data owner recorded its links, and each projection bounds all
+// three links, each dealer link carrying its party's part of the dealer
+// bytes.
 func TestSelectDealerLinks(t *testing.T) {
 	rep := tinyReport(t)
 	if len(rep.Deployments) != 1 {
@@ -537,13 +547,15 @@ func TestSelectDealerLinks(t *testing.T) {
 			c := rep.Compute.Phases[i]
 			// (QuickSelect's comparisons, hence its dealer words, vary
 			// from run to run: within 10%.)
-			if down[1]+up[1] != ph.DealerBytes || math.Abs(float64(down[1]-c.DealerBytes)) > 0.1*float64(c.DealerBytes) || ph.Forward.DealerUp[1] <= 0 || down[0] != 0 || up[0] != 0 {
+			if down[0]+up[0]+down[1]+up[1] != ph.DealerBytes || math.Abs(float64(down[0]+down[1]-c.DealerBytes)) > 0.1*float64(c.DealerBytes) ||
+				ph.Forward.DealerUp[0] <= 0 || ph.Forward.DealerUp[1] <= 0 || down[0] <= 0 || down[1] <= 0 {
 				t.Errorf("phase %d: dealer traffic down %v up %v over the links (%d in all); %d dealer bytes without a link", i+1, down, up, ph.DealerBytes, c.DealerBytes)
 			}
 		}
 	}
 	for _, p := range []*Projection{rep.Projection, d.Projection} {
-		if len(p.Bounds.Links) != 3 || p.Bounds.Links[0].Link != LinkParties || p.Bounds.Links[2].Link != LinkDealerP1 || p.Bounds.Links[2].Bytes[0] < p.DealerBytes/2 {
+		if len(p.Bounds.Links) != 3 || p.Bounds.Links[0].Link != LinkParties || p.Bounds.Links[1].Link != LinkDealerP0 || p.Bounds.Links[2].Link != LinkDealerP1 ||
+			p.Bounds.Links[1].Bytes[0]+p.Bounds.Links[2].Bytes[0] < p.DealerBytes/2 || p.Bounds.Links[1].Bytes[0] <= 0 || p.Bounds.Links[2].Bytes[0] <= 0 {
 			t.Errorf("links %+v (dealer bytes %d)", p.Bounds.Links, p.DealerBytes)
 		}
 		if p.LimitingLink == "" || p.Bounds.BandwidthSeconds <= 0 {

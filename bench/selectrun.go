@@ -65,8 +65,9 @@ type Deployment struct {
 }
 
 // DealerBesideP1 returns the dealer links of a dealer on a LAN beside the
-// data owner (party 1, which receives every dealer word of the built-in
-// kinds), reaching the model owner over the parties' link.
+// data owner (party 1, which receives about half of the dealer's bytes:
+// the words of the kinds dealt to it), reaching the model owner over the
+// parties' link.
 func DealerBesideP1(link *transport.Profile) [2]*transport.Profile {
 	lan, err := transport.ProfileByName("lan")
 	if err != nil {

@@ -375,7 +375,9 @@ func ProjectShards(w Workload, n int, link *transport.Profile, linkRun, computeR
 			}
 		}
 		pairDealerBytes += ph.Pair.DealerBytes + tk.DealerBytes
-		down[1] += tk.DealerBytes // QuickSelect's dealer words, to the data owner's coordinator
+		for p, d := range tk.DealerDown() { // QuickSelect's dealer words, to the coordinators
+			down[p] += d
+		}
 	}
 	if link != nil {
 		if k == 1 {

@@ -22,10 +22,13 @@ type TopKCost struct {
 	Steps       int   `json:"steps"`
 	Rounds      int64 `json:"rounds"`
 	// BytesP0 and BytesP1 are the bytes each party sent; DealerBytes both
-	// parties' dealer traffic.
-	BytesP0     int64 `json:"bytes_p0"`
-	BytesP1     int64 `json:"bytes_p1"`
-	DealerBytes int64 `json:"dealer_bytes"`
+	// parties' dealer traffic and Dealer each party's (DealerBytes is their
+	// sum; zero in costs recorded before it was counted apart, when party 1
+	// received every dealer word: DealerDown).
+	BytesP0     int64    `json:"bytes_p0"`
+	BytesP1     int64    `json:"bytes_p1"`
+	DealerBytes int64    `json:"dealer_bytes"`
+	Dealer      [2]int64 `json:"dealer,omitzero"`
 	// Seconds is the wall time without a link (correlated randomness made
 	// on demand by the in-process dealer, included).
 	Seconds float64 `json:"seconds"`
@@ -76,10 +79,20 @@ func MeasureTopK(ctx context.Context, n, k int, seed uint64) (*TopKCost, error) 
 	}
 	c0, c1 := r.Cost[0], r.Cost[1]
 	st := r.Out[0].st
+	d := [2]int64{c0.Dealer.BytesRecv + c0.Dealer.BytesSent, c1.Dealer.BytesRecv + c1.Dealer.BytesSent}
 	return &TopKCost{N: n, K: k, Comparisons: st.Comparisons, Steps: st.Steps, Rounds: st.Rounds,
-		BytesP0: c0.Stream.BytesSent, BytesP1: c1.Stream.BytesSent,
-		DealerBytes: c0.Dealer.BytesRecv + c0.Dealer.BytesSent + c1.Dealer.BytesRecv + c1.Dealer.BytesSent,
-		Seconds:     max(r.Out[0].seconds, r.Out[1].seconds), Measured: true}, nil
+		BytesP0: c0.Stream.BytesSent, BytesP1: c1.Stream.BytesSent, DealerBytes: d[0] + d[1], Dealer: d,
+		Seconds: max(r.Out[0].seconds, r.Out[1].seconds), Measured: true}, nil
+}
+
+// DealerDown returns each party's dealer traffic (Dealer), counted as the
+// dealer's bytes to that party: for a cost recorded before it was counted
+// apart, all of DealerBytes to party 1.
+func (c TopKCost) DealerDown() [2]int64 {
+	if c.Dealer == [2]int64{} {
+		return [2]int64{0, c.DealerBytes}
+	}
+	return c.Dealer
 }
 
 // harmonic returns H_n = 1 + 1/2 + ... + 1/n.
@@ -130,14 +143,21 @@ func ExpectedSteps(n, k int) float64 {
 type TopKModel struct {
 	BytesPerComparison       [2]float64 `json:"bytes_per_comparison"`
 	DealerBytesPerComparison float64    `json:"dealer_bytes_per_comparison"`
-	SecondsPerComparison     float64    `json:"seconds_per_comparison"`
-	RoundsPerStep            float64    `json:"rounds_per_step"`
+	// DealerShare is each party's share of the dealer bytes
+	// (TopKCost.DealerDown).
+	DealerShare          [2]float64 `json:"dealer_share,omitzero"`
+	SecondsPerComparison float64    `json:"seconds_per_comparison"`
+	RoundsPerStep        float64    `json:"rounds_per_step"`
 }
 
 // NewTopKModel fits a model to measured costs.
 func NewTopKModel(ms []TopKCost) (TopKModel, error) {
 	var c, steps, rounds, b0, b1, d, sec float64
+	var dp [2]float64
 	for _, m := range ms {
+		for p, v := range m.DealerDown() {
+			dp[p] += float64(v)
+		}
 		c += float64(m.Comparisons)
 		steps += float64(m.Steps)
 		rounds += float64(m.Rounds)
@@ -149,13 +169,24 @@ func NewTopKModel(ms []TopKCost) (TopKModel, error) {
 	if c == 0 || steps == 0 {
 		return TopKModel{}, fmt.Errorf("bench: topk model: no comparisons measured")
 	}
-	return TopKModel{BytesPerComparison: [2]float64{b0 / c, b1 / c}, DealerBytesPerComparison: d / c, SecondsPerComparison: sec / c, RoundsPerStep: rounds / steps}, nil
+	share := [2]float64{0, 1}
+	if d > 0 {
+		share = [2]float64{dp[0] / d, dp[1] / d}
+	}
+	return TopKModel{BytesPerComparison: [2]float64{b0 / c, b1 / c}, DealerBytesPerComparison: d / c, DealerShare: share,
+		SecondsPerComparison: sec / c, RoundsPerStep: rounds / steps}, nil
 }
 
 // Predict returns the modelled cost of keeping k of n.
 func (m TopKModel) Predict(n, k int) TopKCost {
 	c, s := ExpectedComparisons(n, k), ExpectedSteps(n, k)
+	d := int64(c * m.DealerBytesPerComparison)
+	share := m.DealerShare
+	if share == [2]float64{} { // a model fitted before the parties' shares were kept
+		share[1] = 1
+	}
+	d0 := int64(float64(d) * share[0])
 	return TopKCost{N: n, K: k, Comparisons: int64(c), Steps: int(math.Round(s)), Rounds: int64(math.Round(s * m.RoundsPerStep)),
 		BytesP0: int64(c * m.BytesPerComparison[0]), BytesP1: int64(c * m.BytesPerComparison[1]),
-		DealerBytes: int64(c * m.DealerBytesPerComparison), Seconds: c * m.SecondsPerComparison}
+		DealerBytes: d, Dealer: [2]int64{d0, d - d0}, Seconds: c * m.SecondsPerComparison}
 }

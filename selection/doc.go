@@ -251,10 +251,11 @@
 // wrapped or not), Run first sets it to DealerBudget of the proxies the
 // phases will run
 // (derived before they exist, from the target and the generation settings,
-// or from the given or saved proxies): the data owner, whose requests the
-// dealer serves, can then draw at most twice what an honest selection of
-// these shapes draws. The model owner draws nothing from the dealer beyond
-// its session seed. Within
+// or from the given or saved proxies): the parties, whose requests the
+// dealer serves (each draws the dealer words of the kinds dealt to it; the
+// budget counts every request's dealer work, whoever asks), can then draw
+// together at most twice what an honest selection of these shapes draws.
+// Within
 // a session, correlated randomness is never reused: every run is a new
 // epoch, and in epoch e every stream's provider counter is first moved to
 // e<<EpochShift, weight ids start at e<<EpochShift too. Each party adds one

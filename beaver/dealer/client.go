@@ -14,16 +14,15 @@ import (
 
 // Client is a party's beaver.Provider backed by a networked dealer
 // (Server); draw typed material through beaver.Typed{Provider: client}. It
-// hands out no material before BindSession. Party 0's client expands
-// everything locally after the session handshake (unless it connected with
-// ConnectOptions.DealerWords); party 1's fetches its dealer words over the
-// connection, one transport stream per provider stream.
+// hands out no material before BindSession. Each party's client expands
+// its local parts from its session seed and fetches its dealer words (those
+// of the kinds dealt to it, beaver.Correlation.DealtTo: both parties draw
+// some) over the connection, one transport stream per provider stream.
 type Client struct {
 	*seededProvider
 	conn   *transport.Conn
 	ctl    *transport.Stream
 	budget uint64
-	words  bool // the party draws dealer words
 	// shapes is the budget set by SetSessionBudget (0: none).
 	shapes atomic.Uint64
 }
@@ -64,11 +63,6 @@ type ConnectOptions struct {
 	// requests, with room for resumes): then a data owner cannot make the
 	// dealer work more than the model owner allows.
 	Budget uint64
-	// DealerWords, for party 0, keeps the connection open after the
-	// session handshake to draw dealer words of its own: needed only for a
-	// kind whose dealer words go to party 0 (beaver.Correlation.DealtTo; no
-	// built-in kind). Party 1 always draws dealer words.
-	DealerWords bool
 }
 
 // Connect is ConnectWith with the default options (no announced budget).
@@ -86,7 +80,7 @@ func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt Conne
 		return nil, fmt.Errorf("beaver: connect as party %d, want 0 or 1", party)
 	}
 	ctl := conn.Stream(controlID)
-	if err := ctl.SendBytes(ctx, encodeHello(party, opt.DealerWords)); err != nil {
+	if err := ctl.SendBytes(ctx, encodeHello(party)); err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer: %w", err)
 	}
 	b, err := ctl.RecvBytes(ctx, maxStatusMsg)
@@ -96,7 +90,7 @@ func ConnectWith(ctx context.Context, conn *transport.Conn, party int, opt Conne
 	if _, err := decodeStatus(b, 0); err != nil {
 		return nil, fmt.Errorf("beaver: connect to dealer as the %s: %w", roleName(party), err)
 	}
-	c := &Client{conn: conn, ctl: ctl, budget: opt.Budget, words: party == 1 || opt.DealerWords}
+	c := &Client{conn: conn, ctl: ctl, budget: opt.Budget}
 	c.seededProvider = newSeededProvider(party, c.bindSession, nil)
 	return c, nil
 }
@@ -116,9 +110,6 @@ func (c *Client) bindSession(ctx context.Context, id beaver.SessionID) (share.Se
 		return seed, nil, err
 	}
 	copy(seed[:], p)
-	if !c.words {
-		return seed, nil, nil
-	}
 	return seed, &netCorrector{party: c.party, conn: c.conn, ctl: c.ctl, streams: make(map[uint32]*clientStream), next: 1}, nil
 }
 

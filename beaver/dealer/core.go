@@ -70,7 +70,8 @@ type coreSession struct {
 	rec   *persisted // keys of the pairing, high-water marks, budget (shared with state)
 
 	// next is each party's next unused counter of each stream (≥ the
-	// mark after a restart); only a party a kind gives dealer words asks.
+	// mark after a restart); only the party a kind deals its words to asks
+	// for an item of it.
 	next    [2]map[uint32]uint64
 	weights map[uint64][2]int // k, n of each weight id seen
 	// markGen is the gen at which each stream's mark was last raised:

@@ -10,8 +10,8 @@ import (
 
 // Dealer is the in-process dealer: it holds both parties' seeds and hands each
 // party a Provider. Each party's provider expands its masks locally and
-// takes only its dealer words from the dealer (party 1's of every built-in
-// kind; party 0's material of those is all local), by a function call
+// takes only its dealer words from the dealer (those of the kinds dealt to
+// it, beaver.Correlation.DealtTo), by a function call
 // instead of a network message (its DealerStats count the bytes those words
 // would have cost on a wire). Used by
 // tests, the quickstart and benchmarks where all parties share a process.

@@ -202,15 +202,31 @@ func TestDealerAllKinds(t *testing.T) {
 	if _, err := (beaver.Typed{Provider: p1}).WeightMask(ctx, 7, 5, 4); err == nil {
 		t.Error("party 1 got a weight mask")
 	}
-	st := p1.Stats()
-	if st.Items != int64(len(tests)) || st.BytesRecv == 0 {
-		t.Errorf("party 1 dealer stats %+v", st)
+	// Each party receives the dealer words of the kinds dealt to it and
+	// sends a request for each such item: party 0 those of the weight
+	// triples (9·4 + 2·4 words), the weight vector triple (15), the
+	// cross-party AND triples (10) and the bit pairs (2·100 + 2·128), 525
+	// words in 6 items; party 1 the rest, 279 words in 8.
+	var want [2]beaver.DealerStats
+	for _, r := range tests {
+		for p := range 2 {
+			if r.DealtTo(p) {
+				want[p].BytesRecv += 8 * int64(r.CorrectionWords(p))
+				want[p].BytesSent += beaver.RequestSize
+			}
+		}
 	}
-	if st := p0.Stats(); st.BytesRecv != 0 || st.BytesSent != 0 {
-		t.Errorf("party 0 talked to the dealer: %+v", st)
+	if want[0].BytesRecv != 8*525 || want[1].BytesRecv != 8*279 || want[0].BytesSent != 6*beaver.RequestSize || want[1].BytesSent != 8*beaver.RequestSize {
+		t.Errorf("the kinds' dealer words: %+v", want)
 	}
-	if ds := d.Stats(); ds.BytesRecv != st.BytesRecv {
-		t.Errorf("dealer sent %d bytes, party 1 received %d", ds.BytesRecv, st.BytesRecv)
+	for p, prov := range []beaver.Provider{p0, p1} {
+		want[p].Items = int64(len(tests))
+		if st := prov.Stats(); st != want[p] {
+			t.Errorf("party %d dealer stats %+v, want %+v", p, st, want[p])
+		}
+	}
+	if ds := d.Stats(); ds.BytesRecv != want[0].BytesRecv+want[1].BytesRecv {
+		t.Errorf("dealer sent %d bytes, the parties received %d and %d", ds.BytesRecv, want[0].BytesRecv, want[1].BytesRecv)
 	}
 }
 
@@ -239,11 +255,11 @@ func TestBadRequests(t *testing.T) {
 		{"wrap f=63", func() error { _, err := beaver.Typed{Provider: p1}.WrapPairs(ctx, 0, 3, 63); return err }},
 		{"weight mask party 1", func() error { _, err := beaver.Typed{Provider: p1}.WeightMask(ctx, 1, 2, 2); return err }},
 		{"weight mask negative", func() error { _, err := beaver.Typed{Provider: p0}.WeightMask(ctx, 1, -2, 2); return err }},
-		{"weight reshaped", func() error {
-			if _, err := (beaver.Typed{Provider: p1}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
+		{"weight reshaped", func() error { // asked by party 0, which the weight triples are dealt to
+			if _, err := (beaver.Typed{Provider: p0}).WeightTriple(ctx, 0, 5, 1, 2, 3); err != nil {
 				return nil // first use must succeed: report no error to fail the test
 			}
-			_, err := beaver.Typed{Provider: p1}.WeightTriple(ctx, 0, 5, 1, 3, 3)
+			_, err := beaver.Typed{Provider: p0}.WeightTriple(ctx, 0, 5, 1, 3, 3)
 			return err
 		}},
 		{"canceled", func() error {
@@ -529,5 +545,65 @@ func TestSupersededPresentation(t *testing.T) {
 	}
 	if (tr0.A[0]+tr1.A[0])*(tr0.B[0]+tr1.B[0]) != tr0.C[0]+tr1.C[0] {
 		t.Fatal("the newer presentation's triple does not reconstruct")
+	}
+}
+
+// TestDealtWordsPadded: for every built-in kind, the parts the dealt party
+// d lays out from its dealer words are padded by the other party's share
+// of the same parts, which it expands from its own seed: that share is
+// uniform (about half its bits set; a wrap pair's top f bits), so d's
+// words, the relation minus that share, say nothing of the other party's
+// masks. A kind that handed d the relation itself (the other party's
+// share zero, Verify still holding) would let d unmask the other's
+// opened values: a party 0 dealt C0 = A·B knows B and would recover A.
+func TestDealtWordsPadded(t *testing.T) {
+	ctx := context.Background()
+	s0, s1 := beavertest.Seeds(48)
+	d := NewWithSeeds(s0, s1)
+	p0, _ := d.Provider(0)
+	p1, _ := d.Provider(1)
+	// The parts of each kind that the dealt party's dealer words make.
+	for _, tc := range []struct {
+		r     beaver.Request
+		parts []int
+	}{
+		{beaver.Request{Kind: beaver.KindTriple, N: 512}, []int{2}},
+		{beaver.Request{Kind: beaver.KindSquare, N: 512}, []int{1}},
+		{beaver.Request{Kind: beaver.KindWrap, N: 512, FracBits: 16}, []int{2}},
+		{beaver.Request{Kind: beaver.KindBitPair, N: 512}, []int{1, 3}},
+		{beaver.Request{Kind: beaver.KindMatTriple, Batch: 2, M: 16, K: 3, N: 16}, []int{2}},
+		{beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1, M: 16, K: 3, N: 32}, []int{1}},
+		{beaver.Request{Kind: beaver.KindWeightVectorTriple, WeightID: 2, M: 16, N: 32}, []int{1}},
+		{beaver.Request{Kind: beaver.KindAND, N: 512}, []int{2}},
+		{beaver.Request{Kind: beaver.KindCrossAND, N: 512}, []int{2}},
+	} {
+		t.Run(tc.r.Kind.String(), func(t *testing.T) {
+			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dealt := 1
+			if tc.r.DealtTo(0) {
+				dealt = 0
+			}
+			other := m[1-dealt]
+			for _, i := range tc.parts {
+				var ones, bits int
+				for _, w := range other.Parts[i] {
+					if tc.r.Kind == beaver.KindWrap {
+						w >>= 64 - tc.r.FracBits // only the top f bits are shared
+						bits += int(tc.r.FracBits)
+					} else {
+						bits += 64
+					}
+					for ; w != 0; w &= w - 1 {
+						ones++
+					}
+				}
+				if frac := float64(ones) / float64(bits); bits < 8192 || frac < 0.45 || frac > 0.55 {
+					t.Errorf("%v: the %s's share of part %d (the pad of the %s's dealer words) has %d of %d bits set", tc.r, roleName(1-dealt), i, roleName(dealt), ones, bits)
+				}
+			}
+		})
 	}
 }

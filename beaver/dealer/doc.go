@@ -7,9 +7,9 @@
 // reach with Connect (a Client). Both serve the same material for the same
 // seeds and session id. Each party expands its masks locally from a session
 // seed it shares with the dealer (seeded.go, expand.go) and receives only
-// the dealer words its kind gives it (for every built-in kind only party 1
-// gets any; a networked model owner draws its own with
-// ConnectOptions.DealerWords), counted as beaver.DealerStats, apart from
+// the dealer words its kind gives it (each built-in kind deals its words to
+// one party, beaver.Correlation.DealtTo, so both parties draw some),
+// counted as beaver.DealerStats, apart from
 // the parties' online traffic. A Client is a beaver.Sequencer: a rehearsed
 // computation's material is fetched in one round trip per sequence
 // (beaver.DrawSequence, protocol.Prefetch).
@@ -29,8 +29,8 @@
 // sessions are refused for good. The dealer core (core.go) checks every
 // request, whichever way it arrives, and pairs the two parties of each
 // session (join.go). Package beaver/marks does the same on a party's side, for the
-// material the party expands itself (the dealer never sees party 0's
-// counters).
+// material the party expands itself (the dealer never sees a party's
+// counters of the kinds dealt to the other).
 //
 // # Trust
 //

@@ -18,8 +18,9 @@ import (
 // kinds have independent keys. A party's masks are local and only the words
 // that make the relation hold (e.g. C1 = a·b − C0) come from the dealer, who
 // expands both parties' streams itself to compute them (beaver.Correlation.Deal);
-// for every built-in kind party 0's material is entirely local and only
-// party 1 gets dealer words.
+// each built-in kind deals its words to one party (beaver.Correlation.DealtTo:
+// party 0 for some kinds, party 1 for the others), whose other party's
+// material of the kind is entirely local.
 
 // keyCache holds the expanded AES keys of one seed, derived on first use.
 type keyCache struct {

@@ -22,21 +22,27 @@ import (
 
 // The regression tests of a party exhausting the dealer (issue 24, hole 5).
 
-// rawParty1 serves a session id of srv whose model owner connects with
-// Connect and whose data owner is played by hand: it returns the data
-// owner's connection (hello and session done, the seed received), the
-// model owner's client and the data owner's Serve error, delivered when
-// Serve returns.
+// rawParty1 is rawParty with the data owner played by hand.
 func rawParty1(t *testing.T, srv *Server, id beaver.SessionID) (*transport.Conn, *Client, <-chan error) {
+	t.Helper()
+	return rawParty(t, srv, id, 1)
+}
+
+// rawParty serves a session id of srv whose party raw is played by hand and
+// whose other party connects with Connect: it returns the raw party's
+// connection (hello and session done, the seed received), the other
+// party's client and the raw party's Serve error, delivered when Serve
+// returns.
+func rawParty(t *testing.T, srv *Server, id beaver.SessionID, raw int) (*transport.Conn, *Client, <-chan error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	s0, c0 := transport.Pipe(transport.Options{})
-	s1, c1 := transport.Pipe(transport.Options{})
+	sOther, cOther := transport.Pipe(transport.Options{})
+	sRaw, cRaw := transport.Pipe(transport.Options{})
 	served := make(chan error, 1)
 	t.Cleanup(func() {
 		cancel()
-		for _, c := range []*transport.Conn{s0, c0, s1, c1} {
+		for _, c := range []*transport.Conn{sOther, cOther, sRaw, cRaw} {
 			c.Close()
 		}
 		wg.Wait()
@@ -44,22 +50,22 @@ func rawParty1(t *testing.T, srv *Server, id beaver.SessionID) (*transport.Conn,
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_ = srv.Serve(ctx, s0, 0)
+		_ = srv.Serve(ctx, sOther, 1-raw)
 	}()
 	go func() {
 		defer wg.Done()
-		served <- srv.Serve(ctx, s1, 1)
+		served <- srv.Serve(ctx, sRaw, raw)
 	}()
-	var p0 *Client
+	var other *Client
 	perr := make(chan error, 1)
 	go func() {
 		var err error
-		if p0, err = Connect(ctx, c0, 0); err == nil {
-			err = p0.BindSession(ctx, id)
+		if other, err = Connect(ctx, cOther, 1-raw); err == nil {
+			err = other.BindSession(ctx, id)
 		}
 		perr <- err
 	}()
-	ctl := c1.Stream(controlID)
+	ctl := cRaw.Stream(controlID)
 	send := func(b []byte) []byte {
 		t.Helper()
 		if err := ctl.SendBytes(ctx, b); err != nil {
@@ -74,12 +80,68 @@ func rawParty1(t *testing.T, srv *Server, id beaver.SessionID) (*transport.Conn,
 		}
 		return reply
 	}
-	send(encodeHello(1, false))
+	send(encodeHello(raw))
 	send(encodeSession(id, 0))
 	if err := <-perr; err != nil {
 		t.Fatal(err)
 	}
-	return c1, p0, served
+	return cRaw, other, served
+}
+
+// TestDealerServesEachPartyItsOwnWords: each party's raw requests for an
+// item of a kind dealt to the other party are refused (a model owner
+// cannot draw the data owner's dealer words nor the data owner the model
+// owner's: each would unmask the other's share of that item), while a
+// request of its own kind is served its exact dealer words.
+func TestDealerServesEachPartyItsOwnWords(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s0, s1 := beavertest.Seeds(47)
+	srv := newServer(t, s0, s1, ServerOptions{})
+	own := [2]beaver.Request{
+		{Kind: beaver.KindWeightTriple, Stream: 3, WeightID: 2, M: 2, K: 3, N: 4},
+		{Kind: beaver.KindTriple, Stream: 3, N: 5},
+	}
+	for party := range 2 {
+		t.Run(roleName(party), func(t *testing.T) {
+			conn, _, _ := rawParty(t, srv, beaver.SessionID{47, byte(party)}, party)
+			if err := openRaw(ctx, conn, 3, 7); err != nil {
+				t.Fatal(err)
+			}
+			st := conn.Stream(7)
+			ask := func(r beaver.Request) []byte {
+				t.Helper()
+				b, err := r.AppendBinary(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.SendBytes(ctx, b); err != nil {
+					t.Fatal(err)
+				}
+				status, err := st.RecvBytes(ctx, maxStatusMsg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return status
+			}
+			theirs := own[1-party]
+			if status := ask(theirs); status[0] != statusError || !strings.Contains(string(status), "gets no dealer words") {
+				t.Fatalf("%v asked by the %s: status %q, want a refusal", theirs, roleName(party), status)
+			}
+			mine := own[party]
+			mine.Counter = 1
+			if status := ask(mine); status[0] != statusOK {
+				t.Fatalf("%v asked by the %s: status %q", mine, roleName(party), status)
+			}
+			words := make([]uint64, mine.CorrectionWords(party))
+			if len(words) != [2]int{8, 5}[party] {
+				t.Fatalf("%v gives the %s %d dealer words", mine, roleName(party), len(words))
+			}
+			if err := st.RecvWords(ctx, words); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
 
 // openRaw announces provider stream ps on transport stream tid of c.
@@ -138,44 +200,52 @@ func TestOversizedRequestRefusedWithoutAllocation(t *testing.T) {
 
 // TestSessionBudgetExhausted: the session's budget is the smaller of the
 // parties' announcements (a data owner announcing more gets no more), each
-// item is charged its DealerWork, and once the budget is spent every
-// request is refused, over a reconnection too. The dealer used to serve
-// any amount.
+// item is charged its DealerWork, whichever party it is dealt to (a triple
+// to the data owner, a cross-party AND triple to the model owner), and
+// once the budget is spent every request is refused, over a reconnection
+// too. The dealer used to serve any amount.
 func TestSessionBudgetExhausted(t *testing.T) {
 	ctx := context.Background()
 	s0, s1 := beavertest.Seeds(41)
 	srv := newServer(t, s0, s1, ServerOptions{})
-	r := beaver.Request{Kind: beaver.KindTriple, Stream: 3, N: 100}
-	const items = 10
-	budget := items * r.DealerWork()
-	id := beaver.SessionID{41}
-	clients, _, errs := connectBothWith(t, srv, [2]beaver.SessionID{id, id}, [2]ConnectOptions{{Budget: budget}, {Budget: 1 << 60}})
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := [2]beaver.Provider{clients[0], clients[1]}
-	for i := range items {
-		if _, err := beavertest.DrawEach(ctx, p, r); err != nil {
-			t.Fatalf("item %d within the budget: %v", i, err)
-		}
-	}
-	if _, err := beavertest.DrawEach(ctx, p, beaver.Request{Kind: beaver.KindTriple, Stream: 4, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
-		t.Fatalf("an item beyond the budget: %v", err)
-	}
-	// A reconnection of both parties announcing more does not refill it.
-	clients, _, errs = connectBothWith(t, srv, [2]beaver.SessionID{id, id}, [2]ConnectOptions{{Budget: 1 << 60}, {Budget: 1 << 60}})
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := clients[0].Seek(5, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{clients[0], clients[1]}, beaver.Request{Kind: beaver.KindTriple, Stream: 5, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
-		t.Fatalf("an item beyond the budget after a reconnection: %v", err)
+	for i, kind := range []beaver.Kind{beaver.KindTriple, beaver.KindCrossAND} {
+		t.Run(kind.String(), func(t *testing.T) {
+			r := beaver.Request{Kind: kind, Stream: 3, N: 100}
+			const items = 10
+			budget := items * r.DealerWork()
+			id := beaver.SessionID{41, byte(i)}
+			clients, _, errs := connectBothWith(t, srv, [2]beaver.SessionID{id, id}, [2]ConnectOptions{{Budget: budget}, {Budget: 1 << 60}})
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := [2]beaver.Provider{clients[0], clients[1]}
+			for i := range items {
+				if _, err := beavertest.DrawEach(ctx, p, r); err != nil {
+					t.Fatalf("item %d within the budget: %v", i, err)
+				}
+			}
+			if spent, b, _ := srv.SessionWork(id); spent != budget || b != budget {
+				t.Fatalf("session spent %d of %d, want %d of %d", spent, b, budget, budget)
+			}
+			if _, err := beavertest.DrawEach(ctx, p, beaver.Request{Kind: kind, Stream: 4, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
+				t.Fatalf("an item beyond the budget: %v", err)
+			}
+			// A reconnection of both parties announcing more does not refill it.
+			clients, _, errs = connectBothWith(t, srv, [2]beaver.SessionID{id, id}, [2]ConnectOptions{{Budget: 1 << 60}, {Budget: 1 << 60}})
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := clients[0].Seek(5, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := beavertest.DrawEach(ctx, [2]beaver.Provider{clients[0], clients[1]}, beaver.Request{Kind: kind, Stream: 5, N: 1}); err == nil || !strings.Contains(err.Error(), "budget exhausted") {
+				t.Fatalf("an item beyond the budget after a reconnection: %v", err)
+			}
+		})
 	}
 }
 
@@ -266,7 +336,7 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 		if i < DefaultMaxConnsPerKey {
 			// Held: hello sent, the session never presented.
 			ctl := cc.Stream(controlID)
-			if err := ctl.SendBytes(ctx, encodeHello(1, false)); err != nil {
+			if err := ctl.SendBytes(ctx, encodeHello(1)); err != nil {
 				t.Fatal(err)
 			}
 			if b, err := ctl.RecvBytes(ctx, maxStatusMsg); err != nil || b[0] != statusOK {
@@ -274,7 +344,7 @@ func TestTooManyConnectionsRefused(t *testing.T) {
 			}
 			continue
 		}
-		_ = cc.Stream(controlID).SendBytes(ctx, encodeHello(1, false))
+		_ = cc.Stream(controlID).SendBytes(ctx, encodeHello(1))
 		rctx, rcancel := context.WithTimeout(ctx, 3*time.Second)
 		b, err := cc.Stream(controlID).RecvBytes(rctx, maxStatusMsg)
 		rcancel()

@@ -23,8 +23,7 @@ type corrector interface {
 type seededProvider struct {
 	party int
 	// bind presents a session id to the dealer and returns this party's
-	// session seed and corrector (nil where the party draws no dealer
-	// words: a networked party 0 that did not ask for them).
+	// session seed and corrector.
 	bind func(ctx context.Context, id beaver.SessionID) (share.Seed, corrector, error)
 	// auto, if set, supplies the default session of a provider used
 	// without BindSession (the in-process dealer's); nil: binding is
@@ -44,7 +43,7 @@ type seededProvider struct {
 type providerSession struct {
 	id   beaver.SessionID
 	keys *keyCache
-	src  corrector // nil: the party cannot draw dealer words
+	src  corrector // the party's dealer words
 }
 
 var _ beaver.Provider = (*seededProvider)(nil)
@@ -162,9 +161,6 @@ func (p *seededProvider) correction(ctx context.Context, s *providerSession, r b
 	if !r.DealtTo(p.party) {
 		return nil, nil
 	}
-	if s.src == nil {
-		return nil, fmt.Errorf("beaver: %v: kind %v gives the %s dealer words, and this provider has no dealer connection for them (a networked model owner connects with ConnectOptions.DealerWords)", r, r.Kind, roleName(p.party))
-	}
 	c, sent, recv, err := s.src.correct(ctx, r)
 	p.bytesSent.Add(sent)
 	p.bytesRecv.Add(recv)
@@ -200,8 +196,10 @@ type seqCorrector interface {
 
 var _ beaver.Sequencer = (*seededProvider)(nil)
 
-// MaterialSeq implements beaver.Sequencer. Party 0 expands every item locally;
-// party 1 pipelines the sequence's corrections when its dealer is networked.
+// MaterialSeq implements beaver.Sequencer. When its dealer is networked a
+// party pipelines the dealer words of the sequence's items whose kind is
+// dealt to it (one round trip for them all) and expands the others' in
+// between, delivering every item in order.
 func (p *seededProvider) MaterialSeq(ctx context.Context, rs []beaver.Request, deliver func(i int, m beaver.Material) error) error {
 	if err := beaver.CheckSequence(rs); err != nil {
 		return err
@@ -234,10 +232,35 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []beaver.Request, d
 		p.items.Add(1)
 		return deliver(i, assemble(p.party, r, expandLocal(s.keys, r), corr))
 	}
-	if sc, ok := s.src.(seqCorrector); ok && dealtToAll(seq, p.party) {
-		sent, recv, err := sc.correctSeq(ctx, seq, item)
-		p.bytesSent.Add(sent)
-		p.bytesRecv.Add(recv)
+	if sc, ok := s.src.(seqCorrector); ok {
+		// next is the first item not delivered yet; local delivers the
+		// items before upto, none of them dealt to this party.
+		next := 0
+		local := func(upto int) error {
+			for ; next < upto; next++ {
+				if err := item(next, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		dealt, at := dealtItems(seq, p.party)
+		var err error
+		if len(dealt) > 0 {
+			var sent, recv int64
+			sent, recv, err = sc.correctSeq(ctx, dealt, func(j int, corr []uint64) error {
+				if err := local(at[j]); err != nil {
+					return err
+				}
+				next++
+				return item(at[j], corr)
+			})
+			p.bytesSent.Add(sent)
+			p.bytesRecv.Add(recv)
+		}
+		if err == nil {
+			err = local(len(seq))
+		}
 		if err != nil {
 			return fmt.Errorf("beaver: sequence of %d items on stream %d: %w", len(seq), st, err)
 		}
@@ -255,14 +278,16 @@ func (p *seededProvider) MaterialSeq(ctx context.Context, rs []beaver.Request, d
 	return nil
 }
 
-// dealtToAll reports whether every request of rs gives party dealer words.
-func dealtToAll(rs []beaver.Request, party int) bool {
-	for _, r := range rs {
-		if !r.DealtTo(party) {
-			return false
+// dealtItems returns the requests of rs that give party dealer words, in
+// order, and their indices in rs.
+func dealtItems(rs []beaver.Request, party int) (dealt []beaver.Request, at []int) {
+	for i, r := range rs {
+		if r.DealtTo(party) {
+			dealt = append(dealt, r)
+			at = append(at, i)
 		}
 	}
-	return true
+	return dealt, at
 }
 
 // WeightMask implements beaver.Provider: party 0's mask of weight id, expanded from

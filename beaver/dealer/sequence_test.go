@@ -94,12 +94,16 @@ func TestDrawSequenceMatchesMaterial(t *testing.T) {
 // a sequence before it waits for a reply. The dealer here answers only
 // once it holds all of them, so a client that waited for each reply in
 // turn would never finish (it does, through sequentialOnly, fail by the
-// deadline: the test can fail).
+// deadline: the test can fail). The sequence interleaves kinds dealt to
+// the other party (cross-party AND triples, expanded locally) with the n
+// triples it asks for: those are still pipelined (a client that pipelined
+// only a sequence of its own kinds alone waited for each reply in turn).
 func TestDrawSequencePipelines(t *testing.T) {
 	const n = 40
-	seq := make([]beaver.Request, n)
-	for i := range seq {
-		seq[i] = beaver.Request{Kind: beaver.KindTriple, Stream: 2, N: 1 + i%5}
+	seq := make([]beaver.Request, 0, 2*n)
+	for i := range n {
+		seq = append(seq, beaver.Request{Kind: beaver.KindTriple, Stream: 2, N: 1 + i%5},
+			beaver.Request{Kind: beaver.KindCrossAND, Stream: 2, N: 2})
 	}
 	for _, tc := range []struct {
 		name      string
@@ -132,8 +136,8 @@ func TestDrawSequencePipelines(t *testing.T) {
 			}
 			got := 0
 			err = beaver.DrawSequence(ctx, prov, seq, func(int, beaver.Material) error { got++; return nil })
-			if tc.pipelined && (err != nil || got != n) {
-				t.Fatalf("%d of %d items, error %v", got, n, err)
+			if tc.pipelined && (err != nil || got != len(seq)) {
+				t.Fatalf("%d of %d items, error %v", got, len(seq), err)
 			}
 			if !tc.pipelined && !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("one at a time: error %v, want the deadline (the gated dealer never answers a lone request)", err)

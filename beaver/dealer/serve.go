@@ -13,10 +13,9 @@ import (
 )
 
 // Serve serves the party of role (0 or 1: the role bound to the listener
-// conn came in on) until ctx ends, the connection fails, or (party 0) the
-// session seed is delivered. It returns nil after a party-0 handshake and
-// the reason it stopped otherwise; a protocol violation is an error (the
-// caller should then close conn). Errors after which the party received no
+// conn came in on) until ctx ends or the connection fails, and returns the
+// reason it stopped; a protocol violation is an error (the caller should
+// then close conn). Errors after which the party received no
 // material wrap ErrRefused; a hello for another role is a *RoleError.
 func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) error {
 	if role != 0 && role != 1 {
@@ -34,8 +33,7 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 		return refuse(err)
 	}
 	defer release()
-	words, err := s.hello(ctx, ctl, role, key, refuse)
-	if err != nil {
+	if err := s.hello(ctx, ctl, role, key, refuse); err != nil {
 		return err
 	}
 	sess, err := s.openSession(ctx, conn, ctl, role, key, refuse)
@@ -44,9 +42,6 @@ func (s *Server) Serve(ctx context.Context, conn *transport.Conn, role int) erro
 	}
 	defer s.core.leave(sess)
 	log.Info("dealer: session opened", "session", sess.id.Short())
-	if role == 0 && !words {
-		return nil
-	}
 	return s.serveStreams(ctx, conn, ctl, sess, role, kc.sem)
 }
 
@@ -96,31 +91,30 @@ func (s *Server) admit(ck connKey) (kc *keyConns, release func(), err error) {
 }
 
 // hello receives the party's hello on ctl, checks that it claims role, and
-// answers it with the status OK, each within the handshake timeout; words
-// reports whether the party asks for dealer words (party 1 always does). A
+// answers it with the status OK, each within the handshake timeout. A
 // hello that cannot be decoded or claims another role (a *RoleError) is
 // refused with refuse.
-func (s *Server) hello(ctx context.Context, ctl *transport.Stream, role int, key string, refuse func(error) error) (words bool, err error) {
+func (s *Server) hello(ctx context.Context, ctl *transport.Stream, role int, key string, refuse func(error) error) error {
 	hctx, cancel := context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	hello, err := ctl.RecvBytes(hctx, helloMsgSize)
 	cancel()
 	if err != nil {
-		return false, refused(fmt.Errorf("beaver: server: hello: %w", err))
+		return refused(fmt.Errorf("beaver: server: hello: %w", err))
 	}
-	party, words, err := decodeHello(hello)
+	party, err := decodeHello(hello)
 	if err != nil {
-		return false, refuse(fmt.Errorf("beaver: server: %w", err))
+		return refuse(fmt.Errorf("beaver: server: %w", err))
 	}
 	if party != role {
-		return false, refuse(&RoleError{Claimed: party, Bound: role, Key: key})
+		return refuse(&RoleError{Claimed: party, Bound: role, Key: key})
 	}
 	hctx, cancel = context.WithTimeout(ctx, s.opt.HandshakeTimeout)
 	err = ctl.SendBytes(hctx, []byte{statusOK})
 	cancel()
 	if err != nil {
-		return false, refused(fmt.Errorf("beaver: server: hello reply to the %s: %w", roleName(role), err))
+		return refused(fmt.Errorf("beaver: server: hello reply to the %s: %w", roleName(role), err))
 	}
-	return words || role == 1, nil
+	return nil
 }
 
 // openSession receives the session id and budget of the party of role
@@ -155,8 +149,7 @@ func (s *Server) openSession(ctx context.Context, conn *transport.Conn, ctl *tra
 	return sess, nil
 }
 
-// serveStreams serves the party of role (party 1, or a party 0 that asked
-// for dealer words) in session sess: it opens each provider stream
+// serveStreams serves the party of role in session sess: it opens each provider stream
 // the party announces on ctl (each transport stream once, at most MaxStreams)
 // and serves it in its own goroutine (serveStream), sem bounding the items in
 // progress, until ctx ends, the control stream fails, a message is malformed,

@@ -400,7 +400,7 @@ func TestRoleBinding(t *testing.T) {
 			// A dealer that refuses on the key alone may answer and close
 			// before the hello is written: the send may then fail, and the
 			// refusal is still received.
-			_ = ctl.SendBytes(ctx, encodeHello(tc.claim, false))
+			_ = ctl.SendBytes(ctx, encodeHello(tc.claim))
 			reply, err := ctl.RecvBytes(ctx, maxStatusMsg)
 			if err != nil {
 				t.Fatal(err)
@@ -545,15 +545,15 @@ func TestRoleBindingOverTLS(t *testing.T) {
 }
 
 func FuzzDecodeHandshake(f *testing.F) {
-	f.Add(encodeHello(0, false))
-	f.Add(encodeHello(1, false))
+	f.Add(encodeHello(0))
+	f.Add(encodeHello(1))
 	f.Add(encodeSession(beaver.SessionID{1, 2, 3}, 0))
 	f.Add(encodeSession(beaver.SessionID{4}, 1<<40))
 	f.Add(append([]byte{statusOK}, make([]byte, share.SeedSize)...))
 	f.Add(append([]byte{statusError}, "no"...))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if p, words, err := decodeHello(b); err == nil && !bytes.Equal(encodeHello(p, words), b) {
+		if p, err := decodeHello(b); err == nil && !bytes.Equal(encodeHello(p), b) {
 			t.Fatalf("hello round trip: %x", b)
 		}
 		if id, budget, err := decodeSession(b); err == nil && !bytes.Equal(encodeSession(id, budget), b) {

@@ -16,8 +16,9 @@ import (
 // to (the listener it came in on, which pins that role's key):
 //
 //   - On the control stream (id 0) the party sends a 6-byte hello ("SFDL",
-//     version 4, party; party 0 adds 2 to its byte to draw dealer words of
-//     its own, ConnectOptions.DealerWords). A hello claiming another role than the
+//     version 5, party: 0 or 1; version 5 deals the words of some built-in
+//     kinds to party 0, beaver.Correlation.DealtTo, so a version-4 party
+//     would lay its material out otherwise). A hello claiming another role than the
 //     connection's, or a connection whose key is not the role's pinned key
 //     (ServerOptions.Fingerprints), is refused: the party receives an error
 //     status (one byte 1 followed by an error text naming both roles), the
@@ -31,10 +32,9 @@ import (
 //     and the party's 32-byte session seed (never the dealer's own seed).
 //     The session's budget is the smaller of the two announcements (the
 //     dealer's ServerOptions.SessionBudget where neither announces one, and
-//     at most that). Party 0 is then done (it expands all its material of
-//     the built-in kinds locally) unless it asked for dealer words in its
-//     hello: then it is served like party 1.
-//   - Party 1 announces each of its provider streams on the control stream
+//     at most that).
+//   - Each party (both draw dealer words: those of the kinds dealt to it)
+//     announces each of its provider streams on the control stream
 //     with an 8-byte open message (provider stream, transport stream ≥ 1,
 //     little-endian uint32s) and then, on that transport stream, sends one
 //     40-byte request per item (see beaver.Request.AppendBinary) and receives a
@@ -57,7 +57,7 @@ import (
 
 const (
 	helloMagic     = "SFDL"
-	helloVersion   = 4
+	helloVersion   = 5
 	sessionMagic   = "SFSN"
 	controlID      = 0
 	statusOK       = 0
@@ -83,33 +83,22 @@ const (
 	maxSeedReplyMsg = 1 + max(share.SeedSize, maxStatusText)
 )
 
-// helloWords is added to party 0's hello byte to draw dealer words.
-const helloWords = 2
-
-func encodeHello(party int, words bool) []byte {
-	b := byte(party)
-	if words && party == 0 {
-		b += helloWords
-	}
-	return append([]byte(helloMagic), helloVersion, b)
+func encodeHello(party int) []byte {
+	return append([]byte(helloMagic), helloVersion, byte(party))
 }
 
-// decodeHello returns the party of a hello and whether party 0 asks for
-// dealer words.
-func decodeHello(b []byte) (party int, words bool, err error) {
+// decodeHello returns the party of a hello.
+func decodeHello(b []byte) (party int, err error) {
 	if len(b) != len(helloMagic)+2 || string(b[:4]) != helloMagic {
-		return 0, false, fmt.Errorf("malformed hello (%d bytes)", len(b))
+		return 0, fmt.Errorf("malformed hello (%d bytes)", len(b))
 	}
 	if b[4] != helloVersion {
-		return 0, false, fmt.Errorf("hello version %d, want %d", b[4], helloVersion)
-	}
-	if b[5] == helloWords {
-		return 0, true, nil
+		return 0, fmt.Errorf("hello version %d, want %d", b[4], helloVersion)
 	}
 	if b[5] > 1 {
-		return 0, false, fmt.Errorf("hello from party %d, want 0 or 1", b[5])
+		return 0, fmt.Errorf("hello from party %d, want 0 or 1", b[5])
 	}
-	return int(b[5]), false, nil
+	return int(b[5]), nil
 }
 
 func encodeSession(id beaver.SessionID, budget uint64) []byte {

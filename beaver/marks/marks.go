@@ -25,9 +25,10 @@ import (
 // dealer's state file (beaver/dealer).
 //
 // A party whose provider expands its material locally from its session
-// seed (party 0's masks and triples, party 1's masks; see beaver/dealer) is
-// the only one who could notice that it expands a position twice: the
-// dealer never sees party 0's counters. A resumed computation seeks every
+// seed (its masks, and all its material of the kinds dealt to the other
+// party; see beaver/dealer) is the only one who could notice that it
+// expands a position twice: the dealer never sees its counters of those
+// kinds. A resumed computation seeks every
 // stream past the material it used (beaver.Provider.Seek); Provider makes
 // that promise hold across restarts of the process, from its file alone:
 //

@@ -445,7 +445,12 @@ func TestClassAttention(t *testing.T) {
 					t.Errorf("party %d: folded %d rounds, %d bytes sent; want 14, %d (BlockCostRows: %d, %d)", p, got.Stream.Rounds, got.Stream.BytesSent,
 						[2]int64{wantP0, wantP1}[p], attnRounds, attnBytes[p])
 				}
-				wantDealer := [2]int64{0, 8*int64(n1+n2) + wrap(n1, f) + wrap(n2, f) + wrap(B*I, f+e) + 8*int64(B*nh*d+B*I) + r[1].reluDealer}[p]
+				// The weight triples' words go to party 0, the wrap pairs'
+				// and matrix triples' to party 1, the ReLU's to both (as
+				// measured: its bit pairs' and cross-party AND triples' to
+				// party 0, the rest to party 1).
+				wantDealer := [2]int64{8*int64(n1+n2) + r[0].reluDealer,
+					wrap(n1, f) + wrap(n2, f) + wrap(B*I, f+e) + 8*int64(B*nh*d+B*I) + r[1].reluDealer}[p]
 				if got.Dealer.BytesRecv != wantDealer {
 					t.Errorf("party %d: folded attention received %d dealer bytes, want %d", p, got.Dealer.BytesRecv, wantDealer)
 				}

@@ -374,14 +374,14 @@ func TestClassQKVCost(t *testing.T) {
 		if c.Stream.Rounds != 2 || c.Stream.BytesSent != wantSent {
 			t.Errorf("party %d: class-only QKV %d rounds, %d bytes sent; want 2, %d", p, c.Stream.Rounds, c.Stream.BytesSent, wantSent)
 		}
-		// The weight triples' outs words and the wrap pairs' f bits
-		// (f = 16) per output.
-		wrapWords := func(n int) int64 { return int64(8*n + 8*share.FieldWords(n, 16)) }
-		wantDealer := [2]int64{0, wrapWords(outs)}[p]
+		// The weight triples' outs words (to party 0) and the wrap pairs'
+		// f bits (f = 16) per output (to party 1).
+		dealt := func(n int) [2]int64 { return [2]int64{int64(8 * n), int64(8 * share.FieldWords(n, 16))} }
+		wantDealer := dealt(outs)[p]
 		if c.Dealer.BytesRecv != wantDealer {
 			t.Errorf("party %d: class-only QKV received %d dealer bytes, want %d", p, c.Dealer.BytesRecv, wantDealer)
 		}
-		if full := r[p].cost[1]; full.Dealer.BytesRecv != [2]int64{0, wrapWords(all)}[p] || full.Stream.BytesSent != tmsg(all)+[2]int64{0, msg(B * T * H)}[p] {
+		if full := r[p].cost[1]; full.Dealer.BytesRecv != dealt(all)[p] || full.Stream.BytesSent != tmsg(all)+[2]int64{0, msg(B * T * H)}[p] {
 			t.Errorf("party %d: all-rows QKV cost %+v", p, full)
 		}
 	}

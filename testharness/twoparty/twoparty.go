@@ -57,8 +57,7 @@ type Config struct {
 	// in-memory pipe per party, emulating DealerLinks[p] on party p's
 	// (nil: an unemulated pipe), so that every dealer word and request
 	// crosses a link as it would between hosts. Party.Provider is then a
-	// *dealer.Client (party 0's draws dealer words too,
-	// ConnectOptions.DealerWords), which hands out nothing before
+	// *dealer.Client, which hands out nothing before
 	// BindSession: selection binds its sessions; other callers must. With
 	// both nil the dealer is in process and its words are function calls.
 	DealerLinks [2]*transport.Profile
@@ -313,7 +312,7 @@ func startDealer(ctx context.Context, cfg Config) (provider func(p int) (beaver.
 			defer wg.Done()
 			_ = srv.Serve(sctx, cs, p)
 		}()
-		if clients[p], err = dealer.ConnectWith(sctx, cc, p, dealer.ConnectOptions{DealerWords: p == 0}); err != nil {
+		if clients[p], err = dealer.Connect(sctx, cc, p); err != nil {
 			stop()
 			return nil, nil, fmt.Errorf("party %d: %w", p, err)
 		}

@@ -287,17 +287,18 @@ func TestBarrier(t *testing.T) {
 
 // TestRunDealerLinks puts the dealer behind links of its own: the parties
 // bind a session, multiply over real sessions, and the product is right;
-// the dealer's words reach party 1 over its link (counted as received
-// bytes, with its requests as sent bytes), party 0 receives none, and the
-// link's latency shows in the time of party 1's draws. The same seeds give
-// the same material as the in-process dealer.
+// the dealer's words reach each party over its own link (counted as
+// received bytes, with its requests as sent bytes): a triple's to party 1,
+// a cross-party AND triple's to party 0, and the link's latency shows in
+// the time of each party's draws. The same seeds give the same material
+// as the in-process dealer.
 func TestRunDealerLinks(t *testing.T) {
 	lat := 20 * time.Millisecond
 	slow := &transport.Profile{Name: "test-dealer", Latency: lat}
 	seeds := [2]share.Seed{{3}, {4}}
 	id := beaver.SessionID{9}
 	type out struct {
-		a     uint64
+		a, c  uint64
 		stats beaver.DealerStats
 		took  time.Duration
 	}
@@ -311,7 +312,11 @@ func TestRunDealerLinks(t *testing.T) {
 			if err != nil {
 				return out{}, err
 			}
-			return out{tr.A[0], p.Provider.Stats(), time.Since(start)}, nil
+			ca, err := beaver.Typed{Provider: p.Provider}.CrossANDTriples(ctx, 1, 4)
+			if err != nil {
+				return out{}, err
+			}
+			return out{tr.A[0], ca.C[0], p.Provider.Stats(), time.Since(start)}, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -321,18 +326,17 @@ func TestRunDealerLinks(t *testing.T) {
 	local := draw(twoparty.Config{Seeds: seeds})
 	linked := draw(twoparty.Config{Seeds: seeds, DealerLinks: [2]*transport.Profile{slow, slow}})
 	for p := range 2 {
-		if local[p].a != linked[p].a {
+		if local[p].a != linked[p].a || local[p].c != linked[p].c {
 			t.Errorf("party %d: material differs between the in-process and the networked dealer", p)
 		}
 	}
-	if s := linked[1].stats; s.BytesRecv <= 8*4 || s.BytesSent <= 0 || s.Items != 1 {
-		t.Errorf("party 1's dealer traffic over the link %+v, want more than its 4 dealer words received and a request sent", s)
-	}
-	if s := linked[0].stats; s.BytesRecv != 0 || s.BytesSent != 0 {
-		t.Errorf("party 0's dealer traffic %+v, want none (built-in kinds)", s)
-	}
-	if linked[1].took < 2*lat {
-		t.Errorf("party 1's draw over a %v link took %v, want at least a round trip", lat, linked[1].took)
+	for p := range 2 {
+		if s := linked[p].stats; s.BytesRecv <= 8*4 || s.BytesSent <= 0 || s.Items != 2 {
+			t.Errorf("party %d's dealer traffic over the link %+v, want more than its 4 dealer words received and a request sent", p, s)
+		}
+		if linked[p].took < 2*lat {
+			t.Errorf("party %d's draws over a %v link took %v, want at least a round trip", p, lat, linked[p].took)
+		}
 	}
 }
 

@@ -358,8 +358,9 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	return enc.Encode(childLine{Report: rep})
 }
 
-// serveDealer serves party 0's handshake and party 1's session on two
-// loopback listeners and returns what it served once party 1 hangs up.
+// serveDealer serves both parties' sessions (each draws the dealer words
+// of its own kinds) on two loopback listeners and returns what it served
+// once both have hung up.
 func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]string, enc *json.Encoder) (*beaver.DealerStats, error) {
 	srv, err := dealer.NewServer(dealer.ServerOptions{})
 	if err != nil {
@@ -391,14 +392,12 @@ func serveDealer(ctx context.Context, id *transport.Identity, fp map[string]stri
 	}
 	err = srv.Serve(ctx, c1, 1)
 	_ = c1.Close()
-	if err := <-err0; err != nil {
-		return nil, fmt.Errorf("serve p0: %w", err)
-	}
-	// Party 1's session ends when it hangs up (an error from Serve); a
-	// protocol violation also makes party 1 fail, which the parent
+	err0v := <-err0
+	// Each party's session ends when it hangs up (an error from Serve); a
+	// protocol violation also makes that party fail, which the parent
 	// reports.
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("serve p1: %w", err)
+		return nil, fmt.Errorf("serve p0: %v; p1: %w", err0v, err)
 	}
 	st := srv.Stats()
 	return &st, nil

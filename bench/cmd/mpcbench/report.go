@@ -521,8 +521,9 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		"plus the weight sharing once, plus QuickSelect **measured at the phase's full size** (selection.TopK on that many shared values; " +
 		"its expected comparison count, Knuth's 2((n+1)H_n − (n+3−k)H_{n+1−k} − (k+2)H_k + n + 3), between 2n and 3.4n, is shown beside the measured one: " +
 		"QuickSelect's cost is linear in n in expectation with a large variance, and below 1%% of every workload's delay). " +
-		"The dealer is a third host: by default on the parties' network (its link to each party the same profile as theirs: the words it sends the data owner cross it, emulated in the sample run by a networked dealer behind link-emulated pipes); " +
-		"the rows \"dealer on lan to P1\" place it beside the data owner on a LAN instead (its link to the model owner, which draws no dealer words of the built-in kinds, stays the parties' profile). " +
+		"The dealer is a third host: by default on the parties' network (its link to each party the same profile as theirs: the words it sends each party cross that party's link, emulated in the sample run by a networked dealer behind link-emulated pipes; " +
+		"each correlation kind's words go to one party, about half the bytes to each); " +
+		"the rows \"dealer on lan to P1\" place it beside the data owner on a LAN instead (its link to the model owner, which receives the words of its own kinds, stays the parties' profile). " +
 		"Bounds: bandwidth = for each link (P0↔P1, dealer↔P0, dealer↔P1) its busiest direction's bytes ÷ its bandwidth, the largest named; latency = rounds on the critical path × one-way latency " +
 		"(a round is one exchange in which both parties send at once, so it costs one one-way delay, half the round-trip time); " +
 		"compute = the run without a link, on the CPU named in each row. Sources:\n\n")
@@ -586,7 +587,7 @@ func writeReport(w io.Writer, m bench.Machine, note string, took time.Duration, 
 		p("`mpcbench forward --shape %s --layers %d --heads %d --mlp-dim %d --seq %d --batch %d --by-module` on %s: one candidate through the proxy ⟨%dL,%dH,d%d⟩ of %s at sequence %d "+
 			"(sst2-distilbert's phase 0 outside `--tiny`), step by step. Rounds and the bytes each party sends are the exact cost table the tests pin "+
 			"(`secure.ForwardCostRows`: its rows sum to `BlockCost` and `HeadCost`); the dealer bytes are the dealer words of the requests the measured forward drew "+
-			"during each step's rounds (they sum to the measured dealer bytes exactly; the model owner receives none of the built-in kinds). "+
+			"during each step's rounds (they sum to the measured dealer bytes exactly; each kind's words go to one party: the weight triples', bit pairs' and cross-party AND triples' to the model owner, the others' to the data owner). "+
 			"The rows add up to the measured forward but for the transport's flow-control credit frames (a 10-byte header per 8 MiB received). "+
 			"The share column is each step's part of the data owner's traffic: what it sends the model owner plus what the dealer sends it, "+
 			"the busiest direction of both its links.\n\n",

@@ -50,14 +50,17 @@ func TestSelectProcessesTiny(t *testing.T) {
 		t.Errorf("link %q %g s %d B/s", rep.Link, rep.LatencySeconds, rep.BandwidthBytesPS)
 	}
 	// The dealer, by default on the parties' (custom) link, sat behind a
-	// relay per party: its words crossed party 1's.
+	// relay per party: its words crossed each party's (each party draws
+	// the words of its own kinds).
 	custom := bench.LinkSpec{Name: "custom", BandwidthBytesPS: 100_000_000, LatencySeconds: 0.1}
 	if p.DealerLinks != [2]bench.LinkSpec{custom, custom} {
 		t.Errorf("processes' dealer links %+v", p.DealerLinks)
 	}
 	for _, ph := range p.Phases {
-		if ph.Forward.DealerDown[1] <= 0 || ph.Forward.DealerUp[1] <= 0 {
-			t.Errorf("phase %d: no dealer traffic to party 1: %+v", ph.Phase, ph.Forward)
+		for q := range 2 {
+			if ph.Forward.DealerDown[q] <= 0 || ph.Forward.DealerUp[q] <= 0 {
+				t.Errorf("phase %d: no dealer traffic to party %d: %+v", ph.Phase, q, ph.Forward)
+			}
 		}
 	}
 	if pp := rep.CrossCheck.ProcessesProjection; len(pp.Bounds.Links) != 3 || pp.LimitingLink == "" {

@@ -124,8 +124,6 @@ func (d *Dealer) Run(ctx context.Context) error {
 						// lands here too.
 						d.Log.Info("dealer: party left before drawing material", "role", RoleName(party), "party", party, "addr", addr)
 						d.Log.Debug("dealer: party left", "role", RoleName(party), "addr", addr, "err", err)
-					case party == 0 && err == nil:
-						d.Log.Info("dealer: party left with its session seed", "role", RoleName(party), "party", party, "addr", addr)
 					case err == nil:
 						d.Log.Info("dealer: party left", "role", RoleName(party), "party", party, "addr", addr, "items", st.Items, "bytes", st.BytesRecv)
 					default:
