@@ -277,6 +277,13 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []u
 			}
 			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
 		})
+		if macLimbsFits(w.layout.NW, T, s.p.Q) {
+			parallel(L*tiles, func(t int) {
+				p, x0 := t/tiles, (t%tiles)*T
+				s.accumulateLimbs(plan.idx[p][x0:x0+T], p, x0, r0, r1, rb, cb, cbOut, w, c1, ev, accLo, accHi)
+			})
+			continue
+		}
 		parallel(L*tiles, func(t int) {
 			p, x0 := t/tiles, (t%tiles)*T
 			idx := plan.idx[p][x0 : x0+T]
@@ -294,6 +301,41 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []u
 				}
 			}
 		})
+	}
+}
+
+// accumulateLimbs is accumulate's sum over the terms r0 ≤ r < r1 for the
+// tile of slots [x0, x0+len(idx)) of residue p, by macLimbsAVX2 (see
+// macLimbsFits): for each output block, up to maxMacTerms terms at a time
+// over sub-tiles of macSubTile slots, folded into the accumulators.
+func (s *Scheme) accumulateLimbs(idx []uint16, p, x0, r0, r1, rb, cb, cbOut int, w *Weights, c1 []ring.Poly, ev, accLo, accHi []uint64) {
+	L, N, D := len(s.p.Q), s.n, w.plan.d
+	nr := r1 - r0
+	T := len(idx)
+	sub := min(T, macSubTile)
+	limbs := make([]uint64, 6*sub)
+	terms := make([]macTerm, 0, min(nr, maxMacTerms))
+	for jb := range cb {
+		for ib := range rb {
+			bo := ib*cbOut + w.jb0 + jb // the output block
+			o0 := ((bo*2)*L+p)*N + x0
+			o1 := ((bo*2+1)*L+p)*N + x0
+			for xs := 0; xs < T; xs += sub {
+				xe := min(T, xs+sub)
+				for ra := r0; ra < r1; ra += maxMacTerms {
+					terms = terms[:0]
+					for r := ra; r < min(r1, ra+maxMacTerms); r++ {
+						terms = append(terms, macTerm{
+							ev: &ev[((ib*nr+r-r0)*L+p)*D],
+							w0: &w.c0[r*cb+jb].Coeffs[p][x0+xs],
+							w1: &c1[(r-r0)*cb+jb].Coeffs[p][x0+xs],
+						})
+					}
+					macLimbsAsm(terms, idx[xs:xe], limbs)
+					foldLimbs(accLo[o0+xs:o0+xe], accHi[o0+xs:o0+xe], accLo[o1+xs:o1+xe], accHi[o1+xs:o1+xe], limbs)
+				}
+			}
+		}
 	}
 }
 
