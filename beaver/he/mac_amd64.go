@@ -13,12 +13,11 @@ func macLimbsAVX2(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 // haveMacAVX2 reports whether the CPU runs macLimbsAVX2.
 var haveMacAVX2 = cpu.X86.HasAVX2
 
-// macLimbsAsm sets limbs to the limb sums of the terms over the slots of
-// idx (a multiple of 4) by macLimbsAVX2.
+// macLimbsAsm adds the limb sums of the terms over the slots of idx (a
+// multiple of 4) to limbs (6 words a slot) by macLimbsAVX2.
 func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64) {
 	n := len(idx)
 	limbs = limbs[:6*n]
-	clear(limbs)
 	if n == 0 || len(terms) == 0 {
 		return
 	}
