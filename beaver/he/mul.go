@@ -125,17 +125,15 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 	}
 	L := len(s.p.Q)
 	N := s.n
-	// 128-bit accumulators, index ((bi·2+comp)·L+p)·N+x, NTT domain.
-	accLo := make([]uint64, nb*2*L*N)
-	accHi := make([]uint64, nb*2*L*N)
 	// Tiles of T coefficients keep one tile's accumulators of all blocks in
 	// cache while the weights stream through once.
 	T := N
 	for T > 64 && nb*32*T > 256<<10 {
 		T /= 2
 	}
+	acc := s.newAccumulators(nb, l.NW, T)
 	for _, t := range terms {
-		s.accumulate(t, l, m, rb, cbOut, accLo, accHi, T)
+		s.accumulate(t, l, m, rb, cbOut, acc, T)
 	}
 	pk0, pk1 := terms[0].W.pk0, terms[0].W.pk1
 	parallel(nb, func(bi int) {
@@ -145,10 +143,8 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 		res := make([]uint64, L)
 		{
 			cols := min(l.NW, n-jb*l.NW)
-			for p, q := range s.p.Q {
-				o0, o1 := ((bi*2)*L+p)*N, ((bi*2+1)*L+p)*N
-				reduce(c0.Coeffs[p], accLo[o0:o0+N], accHi[o0:o0+N], q)
-				reduce(c1.Coeffs[p], accLo[o1:o1+N], accHi[o1:o1+N], q)
+			for p := range s.p.Q {
+				acc.reduce(bi, p, c0.Coeffs[p], c1.Coeffs[p])
 			}
 			// Re-randomise: + (u·p0 + e0, u·p1 + e1).
 			ts, err := ring.NewTernarySampler(prngFor(key, domMask, uint64(3*bi)), s.rq, ring.Ternary{P: 2.0 / 3}, false)
@@ -221,7 +217,7 @@ const chunkBytes = 4 << 20
 // accumulate adds the homomorphic product t.A·Enc(B_t) to the accumulators
 // of an output with rb row blocks and cbOut column blocks (tiles of T
 // coefficients).
-func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []uint64, T int) {
+func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulators, T int) {
 	w, A := t.W, t.A
 	k, cb := w.k, w.cb
 	kw, kb := l.kw(), l.innerBlocks(w.k) // r below counts blocks of KW rows of B
@@ -277,6 +273,21 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, accLo, accHi []u
 			}
 			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
 		})
+		if acc.limbs != nil {
+			for ra := r0; ra < r1; ra += maxMacTerms {
+				re := min(r1, ra+maxMacTerms)
+				if acc.pending+re-ra > maxMacTerms {
+					acc.normalize()
+				}
+				parallel(L*tiles, func(t int) {
+					p, x0 := t/tiles, (t%tiles)*T
+					acc.addTerms(plan.idx[p][x0:x0+T], p, x0, r0, ra, re, nr, rb, cb, cbOut, w, c1, ev)
+				})
+				acc.pending += re - ra
+			}
+			continue
+		}
+		accLo, accHi := acc.lo, acc.hi
 		parallel(L*tiles, func(t int) {
 			p, x0 := t/tiles, (t%tiles)*T
 			idx := plan.idx[p][x0 : x0+T]

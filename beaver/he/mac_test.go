@@ -1,0 +1,171 @@
+package he
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// macCase builds nt terms over n slots: evaluations of D values and two
+// weight rows per term, drawn below bound (or all bound−1 with extreme),
+// and an evaluation index constant on runs of nw slots.
+func macCase(rng *rand.Rand, nt, n, D, nw int, bound uint64, extreme bool) (ev, w0, w1 [][]uint64, idx []uint16) {
+	draw := func() uint64 {
+		if extreme {
+			return bound - 1
+		}
+		return rng.Uint64N(bound)
+	}
+	for range nt {
+		e, a, b := make([]uint64, D), make([]uint64, n), make([]uint64, n)
+		for j := range e {
+			e[j] = draw()
+		}
+		for x := range n {
+			a[x], b[x] = draw(), draw()
+		}
+		ev, w0, w1 = append(ev, e), append(w0, a), append(w1, b)
+	}
+	idx = make([]uint16, n)
+	for x := range idx {
+		idx[x] = uint16((x / nw * 7) % D)
+	}
+	return ev, w0, w1, idx
+}
+
+// TestMacKernelsAgree: the AVX2 limb kernel, folded, gives the portable
+// kernel's 128-bit sums bit for bit — for term counts below, at and
+// across the kernel's pass of four, up to maxMacTerms, for random residues
+// below the largest modulus and for operands at 2^56 − 1, the bound under
+// which maxMacTerms terms cannot wrap a lane.
+func TestMacKernelsAgree(t *testing.T) {
+	if !haveMacAVX2 {
+		t.Skip("no AVX2 kernel on this CPU or build")
+	}
+	qmax := uint64(0)
+	for _, q := range DefaultParams().Q {
+		qmax = max(qmax, q)
+	}
+	for _, c := range []struct {
+		name    string
+		nt, n   int
+		nw      int
+		bound   uint64
+		extreme bool
+	}{
+		{"one-term", 1, 4, 4, qmax, false},
+		{"three", 3, 64, 4, qmax, false},
+		{"four", 4, 64, 8, qmax, false},
+		{"five", 5, 128, 16, qmax, false},
+		{"max-terms", maxMacTerms, 512, 64, qmax, false},
+		{"max-terms/extreme-q", maxMacTerms, 64, 4, qmax, true},
+		{"max-terms/2^56-1", maxMacTerms, 64, 4, 1 << 56, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(c.nt), uint64(c.n)))
+			const D = 32
+			ev, w0, w1, idx := macCase(rng, c.nt, c.n, D, c.nw, c.bound, c.extreme)
+			var want, got [4][]uint64
+			for i := range 4 {
+				want[i] = make([]uint64, c.n)
+				got[i] = make([]uint64, c.n)
+				for x := range c.n { // start from nonzero sums, as after a fold
+					want[i][x] = rng.Uint64()
+					got[i][x] = want[i][x]
+				}
+			}
+			for k := range c.nt {
+				macGather(want[0], want[1], want[2], want[3], ev[k], idx, w0[k], w1[k])
+			}
+			terms := make([]macTerm, c.nt)
+			for k := range terms {
+				terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
+			}
+			limbs := make([]uint64, 6*c.n)
+			macLimbsAsm(terms, idx, limbs)
+			for x := range c.n {
+				b := x/4*24 + x%4
+				addLimbs(&got[0][x], &got[1][x], limbs[b], limbs[b+4], limbs[b+8])
+				addLimbs(&got[2][x], &got[3][x], limbs[b+12], limbs[b+16], limbs[b+20])
+			}
+			for i := range 4 {
+				for x := range c.n {
+					if got[i][x] != want[i][x] {
+						t.Fatalf("accumulator %d, slot %d: %#x, want %#x", i, x, got[i][x], want[i][x])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestMulMaskedKernelsAgree: party 1's whole encrypted product is the same
+// byte for byte with the AVX2 kernel and with the portable one (the same
+// randomness), over packings the kernel takes (NW ≥ 4: more terms than a
+// fold's maxMacTerms, KW rows per ciphertext, compact weights whose sum
+// is cut into chunks, a sum of two products) and one it leaves to the
+// portable kernel (NW = 2).
+func TestMulMaskedKernelsAgree(t *testing.T) {
+	if !haveMacAVX2 {
+		t.Skip("no AVX2 kernel on this CPU or build")
+	}
+	s := defaultScheme
+	for i, c := range []struct {
+		name    string
+		m, k, n int
+		l       Layout
+		compact bool
+		sum     bool
+	}{
+		{"nw4", 3, 5, 9, Layout{MW: 2, NW: 4}, false, false},
+		{"terms-above-fold", 5, 150, 40, Layout{MW: 4, NW: 64}, false, false},
+		{"kw", 4, 200, 16, Layout{MW: 4, NW: 16, KW: 128}, false, false},
+		{"compact", 6, 70, 300, Layout{MW: 3, NW: 256}, true, false},
+		{"sum-of-two", 4, 30, 40, Layout{MW: 4, NW: 32}, false, true},
+		{"nw2-portable", 3, 6, 5, Layout{MW: 2, NW: 2}, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(i), 11))
+			rnd := newDetRand(uint64(i))
+			sk, pk, err := s.KeyGen(rnd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			load := func(k, n int) *Weights {
+				ew, err := s.EncryptWeights(sk, fill(rng, k*n, "random"), k, n, c.l, rnd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := s.LoadWeights(pk, ew)
+				if c.compact {
+					w, err = s.LoadWeightsCompact(pk, ew)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return w
+			}
+			terms := []Term{{W: load(c.k, c.n), A: fill(rng, c.m*c.k, "edges")}}
+			if c.sum {
+				terms = append(terms, Term{W: load(c.k, c.n), A: fill(rng, c.m*c.k, "random")})
+			}
+			R := fill(rng, c.m*c.n, "random")
+			run := func(avx2 bool) []byte {
+				defer func(v bool) { useMacAVX2 = v }(useMacAVX2)
+				useMacAVX2 = avx2
+				out, err := s.MulMaskedSum(terms, c.l, c.m, c.n, R, newDetRand(99))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := out.AppendBinary(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			if a, p := run(true), run(false); !bytes.Equal(a, p) {
+				t.Fatalf("outputs differ (%d and %d bytes)", len(a), len(p))
+			}
+		})
+	}
+}
