@@ -155,11 +155,17 @@
 // and NTT slot a (ceil(m/MW)×ceil(k/KW))·(ceil(k/KW)×ceil(n/NW)) modular
 // GEMM — plus per
 // output ciphertext one small NTT, two inverse NTTs and the switch.
+// The sum over the inner dimension at each slot runs in AVX2 on amd64
+// (macLimbsAVX2: 28-bit halves, VPMULUDQ, limb sums normalized every
+// maxMacTerms terms; the portable macGather elsewhere, the same result).
 // Measured with go test -bench . -benchtime=3x on the 2-core development
 // machine shared with other jobs (load average 5–7, so the figures vary
 // 2× between runs; CPU seconds in brackets): MulMasked 1.0–3.0 s
-// (1.8–3.1 CPU-s) per candidate, DecryptShares 0.016 s, EncryptWeights
-// 5.3–7.1 s (5.2 CPU-s) and LoadWeights 0.3–0.5 s once per matrix.
+// (1.8–3.1 CPU-s) per candidate with macGather, DecryptShares 0.016 s,
+// EncryptWeights 5.3–7.1 s (5.2 CPU-s) and LoadWeights 0.3–0.5 s once
+// per matrix; with the AVX2 kernel on an AMD EPYC Zen 3 at load ≤ 2,
+// MulMasked 1.34–1.45 CPU-s (3.38–4.15 with macGather in the same runs)
+// and with compact weights 1.66–1.88 (3.68–4.70): bench/RESULTS.md.
 //
 // # Active security
 //

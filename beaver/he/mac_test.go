@@ -169,3 +169,36 @@ func TestMulMaskedKernelsAgree(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMacKernels: the two kernels on the same sum, 64 terms over 512
+// slots (two weight rows a term), as accumulate runs them; SetBytes counts
+// one byte a product (MB/s reads as M products a second).
+func BenchmarkMacKernels(b *testing.B) {
+	const nt, n, D = maxMacTerms, macSubTile, 32
+	rng := rand.New(rand.NewPCG(1, 2))
+	ev, w0, w1, idx := macCase(rng, nt, n, D, 16, DefaultParams().Q[0], false)
+	b.Run("portable", func(b *testing.B) {
+		lo0, hi0, lo1, hi1 := make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		b.SetBytes(2 * nt * n)
+		for b.Loop() {
+			for k := range nt {
+				macGather(lo0, hi0, lo1, hi1, ev[k], idx, w0[k], w1[k])
+			}
+		}
+	})
+	b.Run("avx2", func(b *testing.B) {
+		if !haveMacAVX2 {
+			b.Skip("no AVX2 kernel on this CPU or build")
+		}
+		limbs := make([]uint64, 6*n)
+		terms := make([]macTerm, nt)
+		for k := range terms {
+			terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
+		}
+		b.SetBytes(2 * nt * n)
+		for b.Loop() {
+			clear(limbs)
+			macLimbsAsm(terms, idx, limbs)
+		}
+	})
+}
