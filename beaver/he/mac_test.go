@@ -109,6 +109,12 @@ func TestMulMaskedKernelsAgree(t *testing.T) {
 	if !haveMacAVX2 {
 		t.Skip("no AVX2 kernel on this CPU or build")
 	}
+	if testing.Short() {
+		// 2 s in the plain suite, 16 s under -race (which runs -short), where
+		// the kernel's writes are not instrumented and TestCorrectness already
+		// runs the same path in parallel.
+		t.Skip("the plain suite runs it")
+	}
 	s := defaultScheme
 	for i, c := range []struct {
 		name    string
