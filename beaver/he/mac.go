@@ -58,7 +58,10 @@ type accumulators struct {
 // packed with NW columns per ciphertext and tiled by T slots: limb sums
 // where macLimbsAVX2 can run it (AVX2, NW ≥ 4 so that the evaluation index
 // is constant on aligned groups of four slots, moduli ≤ 2^56), 128-bit
-// words otherwise.
+// words otherwise. The operands' bound holds against a lying peer too: the
+// weight ciphertexts party 0 uploads are refused unless every residue is
+// below its modulus (readPoly, ErrMalformed), the rest is computed here,
+// and even a lazy NTT's outputs below 2q stay below 2^56.
 func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	a := &accumulators{s: s, nb: nb}
 	n := nb * 2 * len(s.p.Q) * s.n
