@@ -48,8 +48,9 @@ func TestForward(t *testing.T) {
 		if c.Exact {
 			continue
 		}
-		// A proxy forward's rounds: its blocks (BlockCost), the mask's two
-		// rounds (private mask, text) and the head (HeadCost; ViT: final
+		// A proxy forward's rounds: its blocks (BlockCost), the mask's
+		// round (private mask, text: the fill term; the folded blocks need
+		// no m⊗b) and the head (HeadCost; ViT: final
 		// LayerNorm 15 (mean 1, squared deviation and its truncation 2, MLP
 		// 1 + 7 + 2, the product with r·γ and its truncation 2); text: pooler
 		// 1 + ReLU with its truncation 7; then the classifier folded into the
@@ -71,7 +72,7 @@ func TestForward(t *testing.T) {
 			t.Errorf("%s: head %d rounds, want %d", c.Shape, want, head)
 		}
 		if a.Family != model.ViT && !c.Options.PublicMask {
-			want += 2
+			want++
 		}
 		for l := range a.Layers {
 			r, _, err := secure.BlockCost(a, c.Batch, l, c.Options)

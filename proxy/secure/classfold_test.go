@@ -14,7 +14,7 @@ import (
 )
 
 // classFoldCase is a last block whose class-token attention is folded
-// (classAttention): its architecture, batch and mask, and the magnitudes of
+// (foldedAttention): its architecture, batch and mask, and the magnitudes of
 // its attention input and query/key weights.
 type classFoldCase struct {
 	name   string
@@ -300,7 +300,7 @@ func classFoldRange(net *Net, ys []float64, mask [][]int, B int, contexts []floa
 }
 
 // TestClassAttention runs the last block's class-token attention folded
-// with its softmax MLP (classAttention) and unfolded (every token's keys
+// with its softmax MLP (foldedAttention) and unfolded (every token's keys
 // and values, the scores, the softmax MLP and P·V: Options.unfoldedClass)
 // on the same shared attention input and mask, for BERT with a private and
 // a public mask and padded rows, DistilBERT with one layer, ViT, and the
@@ -380,7 +380,7 @@ func TestClassAttention(t *testing.T) {
 					}
 				}
 				m := twoparty.NewMeter(s)
-				folded, err := pf.classAttention(ctx, s, L-1, y, bf.cf, mkf)
+				folded, err := pf.foldedAttention(ctx, s, L-1, y, bf.cf, mkf)
 				if err != nil {
 					return o, err
 				}
@@ -497,19 +497,18 @@ func TestClassAttention(t *testing.T) {
 
 // TestClassFoldForward runs whole forwards of the classFoldCases' networks
 // (the embedded inputs of their attention inputs' values, batch > 1) with
-// the last block's class attention folded (the default), unfolded
-// (Options.unfoldedClass) and on every token (Options.FullLastLayer): the
-// three give the same entropies within 2e-3 nats (2e-4 for the small
-// networks); the folded forward costs exactly ForwardCostRows, one round
-// fewer than the unfolded one where the only layer is folded and the mask
-// private (no m⊗b), as many otherwise. Prepare shares as many words: the
-// augmented key and value weights' two bias rows (2·inner words) replace
-// the layer's m⊗b biases (2·inner words of the one bias weight, which a
-// one-layer proxy with a private mask no longer shares at all: one round
-// fewer), and W_mlp the softmax MLP's two weights; with ViT or a public
-// mask (no shared biases) it shares 2·inner words more. The model owner's
-// bytes are pinned message by message (msg), the largest weights in
-// several frames.
+// every block's attention folded and the last block's on the class query
+// (the default), unfolded (Options.unfoldedClass) and on every token
+// (Options.FullLastLayer): the three give the same entropies within 2e-3
+// nats (2e-4 for the small networks); the folded forward costs exactly
+// ForwardCostRows, one round fewer than the unfolded one where the mask is
+// private (no m⊗b), as many otherwise. Prepare shares per folded block
+// Wq, [Wk; b_K], [Wv; b_V] and W_mlp where the unfolded one shares
+// [Wq | Wk | Wv] ([Wq] and [Wk | Wv] apart in a class-only last block), W1
+// and [W2ᵀ | b2ᵀ], and, with a private mask, the m⊗b bias weight of every
+// layer (one round): one round more per block but the last, one fewer
+// without m⊗b. The model owner's bytes are pinned message by message
+// (msg), the largest weights in several frames.
 func TestClassFoldForward(t *testing.T) {
 	for ci, c := range classFoldCases[:5] {
 		t.Run(c.name, func(t *testing.T) {
@@ -572,24 +571,17 @@ func TestClassFoldForward(t *testing.T) {
 				t.Fatal(err)
 			}
 			rounds, bytes := SumCostRows(rows)
-			// The weights the model owner sends apart: [Wk; b_K], [Wv; b_V]
-			// and W_mlp against [Wk | Wv], W1 and [W2ᵀ | b2ᵀ]; with a private
-			// mask the bias weight m⊗b multiplies loses the layer's 2·inner
-			// words (and is not shared for one layer).
+			// The weights the model owner sends per block (see above).
 			H, T, d, L := a.Hidden, a.Seq, a.MLPHidden, a.Layers
-			mb := func(w int) int64 {
-				if w == 0 {
-					return 0
-				}
-				return msg(w)
-			}
-			prepDiff := 2*msg((H+1)*I) - msg(2*H*I) + msg(T*(2*d+1)) - msg(T*d) - msg(T*(d+1))
-			var fewer int64 // rounds the folded forward and Prepare save
+			folded := msg(H*I) + 2*msg((H+1)*I) + msg(T*(2*d+1))
+			mlp := msg(T*d) + msg(T*(d+1))
+			prepDiff := int64(L)*folded - (msg(H*I) + msg(2*H*I) + mlp) - int64(L-1)*(msg(3*H*I)+mlp)
+			prepMore := int64(L - 1) // Prepare rounds the folded one takes more
+			var fewer int64          // forward rounds the folded one saves
 			if a.Family != model.ViT && !c.public {
-				prepDiff += mb((L-1)*2*I) - mb(L*2*I)
-				if L == 1 {
-					fewer = 1
-				}
+				prepDiff -= msg(L * 2 * I)
+				prepMore--
+				fewer = 1
 			}
 			for p := range 2 {
 				f, u := r[p].f[0].Stream, r[p].f[1].Stream
@@ -598,8 +590,8 @@ func TestClassFoldForward(t *testing.T) {
 				}
 				// (The data owner sends only the transport's credit frames.)
 				pf, pu := r[p].prep[0].Stream, r[p].prep[1].Stream
-				if pf.Rounds != pu.Rounds-fewer || (p == 0 && pf.BytesSent-pu.BytesSent != prepDiff) {
-					t.Errorf("party %d: Prepare folded %d rounds, %d bytes; unfolded %d, %d; want %d rounds fewer and %d bytes more", p, pf.Rounds, pf.BytesSent, pu.Rounds, pu.BytesSent, fewer, prepDiff)
+				if pf.Rounds != pu.Rounds+prepMore || (p == 0 && pf.BytesSent-pu.BytesSent != prepDiff) {
+					t.Errorf("party %d: Prepare folded %d rounds, %d bytes; unfolded %d, %d; want %d rounds more and %d bytes more", p, pf.Rounds, pf.BytesSent, pu.Rounds, pu.BytesSent, prepMore, prepDiff)
 				}
 			}
 			t.Logf("per forward: folded %d rounds, bytes %d/%d, dealer %d; unfolded %d rounds, bytes %d/%d, dealer %d", r[0].f[0].Stream.Rounds, r[0].f[0].Stream.BytesSent, r[1].f[0].Stream.BytesSent,

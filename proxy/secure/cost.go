@@ -92,13 +92,13 @@ func lnRows(R, H, d int) []CostRow {
 
 // BlockCost is the exact online cost of block layer (0-based) of a
 // SelectFormer proxy (every module an MLP, no FFN) for a batch: the rounds
-// (the same for both parties) and the bytes each party sends. The last block
-// (unless opt.FullLastLayer) runs its attention output and LayerNorm on the
-// class token only, and its attention folded with the softmax MLP
-// (Prepared.classAttention): the class rows' queries, then Ŷ = Y_augᵀ·[W1 |
-// W2ᵀ | b2ᵀ], G = Ŷ₁ᵀ·[Wk; b_K] and N = Ŷ₂ᵀ·[Wv; b_V] instead of every
-// token's keys, values and scores (the dealer's weight-triple and
-// truncation material shrink with them). It errs for architectures outside
+// (the same for both parties) and the bytes each party sends. Every block
+// runs its attention folded with the softmax MLP (Prepared.foldedAttention):
+// the queries, then Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ], G = Ŷ₁ᵀ·[Wk; b_K] and N =
+// Ŷ₂ᵀ·[Wv; b_V] instead of every token's keys, values and scores (the
+// dealer's weight-triple and truncation material shrink with them); the
+// last block (unless opt.FullLastLayer) runs its queries, attention output
+// and LayerNorm on the class token only. It errs for architectures outside
 // that case (exact modules, FFN).
 //
 // With B the batch, T the sequence, H the width, I = heads·headDim, nh the
@@ -117,28 +117,16 @@ func lnRows(R, H, d int) []CostRow {
 //	zero padded input rows (private    1       msg(2·B·T·H)
 //	  mask, layers ≥ 1 or private
 //	  embeddings)
-//	every block but the last (all with FullLastLayer):
-//	QKV x·[Wq|Wk|Wv]                   1       P1 msg(B·T·H)
-//	  truncation                       1       tmsg(3·B·T·I)
-//	scores Q·Kᵀ (all heads, batch)     1       msg(2·B·T·I)
-//	  truncation                       1       tmsg(S·T)
-//	softmax MLP x·W1, with             1       P1 msg(S·T + B·T·I)
-//	  Vᵀ·[W2ᵀ | b2ᵀ] (W2·V, b2·V)
-//	  truncation and ReLU → h          7       truncrelu(S·d)
-//	P·V = h·(W2·V) + b2·V              1       msg(S·d + B·d·I)
-//	  truncation (by 2f)               1       tmsg(B·T·I)
-//	the last block (class token; S = B·nh):
-//	Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] and the    1       P1 msg(B·(H+1)·T + B·H)
-//	  class rows' y₀·Wq
-//	  truncation                       1       tmsg(B·(H+1)·(2d+1) + B·I)
+//	Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] and the    1       P1 msg(B·(H+1)·T + B·Tq·H)
+//	  queries' y·Wq
+//	  truncation                       1       tmsg(B·(H+1)·(2d+1) + B·Tq·I)
 //	G = Ŷ₁ᵀ·[Wk; b_K],                 1       P1 msg(B·(2d+1)·(H+1))
 //	  N = Ŷ₂ᵀ·[Wv; b_V]
 //	  truncation                       1       tmsg(B·(2d+1)·I)
-//	q·Gᵀ (shared × shared, all heads)  1       msg(B·I + B·I·d)
+//	q·Gᵀ (shared × shared, all heads)  1       msg(B·Tq·I + B·I·d)
 //	  truncation and ReLU → h          7       truncrelu(S·d)
 //	h·N[:d] + N[d] = P·V               1       msg(S·d + B·d·I)
-//	  truncation                       1       tmsg(B·I)
-//	every block:
+//	  truncation                       1       tmsg(B·Tq·I)
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); tmsg(B·Tq·H)
 //	LayerNorm mean                     1       tmsg(R)
 //	  (x−μ)², Σ, truncation            1+1     msg(R·H) + tmsg(R)
@@ -147,26 +135,21 @@ func lnRows(R, H, d int) []CostRow {
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); tmsg(R·H)
 //	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + tmsg(R·H)
 //
-// That is 31 rounds in every block (33 with P computed before P·V, 35
-// with the truncations apart from the ReLUs as well; the folded last
-// block's attention takes the 14 rounds of the unfolded one), 32 for layers
-// ≥ 1 with a private mask (BERT, DistilBERT; ViT has no mask and its
-// LayerNorm comes first at the same cost). Layer 0 needs no masking round
-// because the data owner zeroes its padded embeddings in the clear. Per
-// candidate of the sst2 phase-0 proxy (DistilBERT ⟨1L,12H,d2⟩, T = 128)
-// the folded last block's attention makes the data owner open 99,200 +
-// 3,845 words where it opened 99,072 + 99,840, and its products with the
-// model owner's weights have 8,453 outputs and 4.0 M multiply-adds where
-// they had 199,704 and 151.9 M (and m⊗b's 196,608 outputs, gone with it);
-// the scores' shared × shared product, 99,072 words from each party, is
-// gone. Per forward pass (not per block), a private mask costs two more
-// rounds: the masked key/value biases m⊗b of every layer but a folded last
-// one (P1 msg(B·T); none, and one round fewer, for a proxy of one layer)
-// and the padded scores' fill term (1−m)·G of all softmax MLPs (P1
-// msg(B·T)), see Prepared.Forward. The softmax MLP's second layer is folded
-// into the other blocks' P·V (Prepared.softmaxPV) for encodings of at most
-// pvFoldMaxFracBits (16) fractional bits, the default; BlockCost counts
-// that case.
+// That is 31 rounds in every block, 32 for layers ≥ 1 with a private mask
+// (BERT, DistilBERT; ViT has no mask and its LayerNorm comes first at the
+// same cost). Layer 0 needs no masking round because the data owner zeroes
+// its padded embeddings in the clear. The unfolded attention (QKV x·[Wq|Wk|Wv],
+// the scores Q·Kᵀ, x·W1 beside Vᵀ·[W2ᵀ | b2ᵀ], h·(W2·V) + b2·V: the same
+// 14 rounds) made the data owner open B·T·H + 2·B·Tq·I + B·nh·Tq·T +
+// B·T·I words where the fold opens B·(H+1)·T + B·Tq·H + B·(2d+1)·(H+1) +
+// B·Tq·I + B·I·d: per candidate of the sst2 phase-0 proxy (DistilBERT
+// ⟨1L,12H,d2⟩, T = 128, class token) 99,200 + 3,845 words where 99,072 +
+// 99,840, and per full block of qqp-bert's ⟨3L,12H,d16⟩ 369,569 where
+// 491,520; the model owner's products have (H+1)·(2d+1) + Tq·I + (2d+1)·I
+// outputs a batch row where they had T·2I + Tq·I + Tq·d + I·(d+1), and the
+// key and value biases need no m⊗b. Per forward pass (not per block), a
+// private mask costs one more round: the padded scores' fill term
+// (1−m)·G of all softmax MLPs (P1 msg(B·T)), see Prepared.Forward.
 func BlockCost(a Arch, batch, layer int, opt Options) (rounds int64, bytes [2]int64, err error) {
 	rows, err := BlockCostRows(a, batch, layer, opt)
 	if err != nil {
@@ -204,18 +187,22 @@ func BlockCostRows(a Arch, batch, layer int, opt Options) ([]CostRow, error) {
 	}
 	const qkv, sc, sm, pv, out = "Q/K/V projections", "attention scores", "softmax MLP", "P·V", "output projection"
 	var rows []CostRow
-	if Tq < T && foldsClass(a, opt) {
-		// The class-token attention folded with the softmax MLP
-		// (Prepared.classAttention).
+	if foldsAttention(a, opt) {
+		// The attention folded with the softmax MLP
+		// (Prepared.foldedAttention).
+		queries := "and every row's y·Wq "
+		if Tq < T {
+			queries = "and the class rows' y₀·Wq "
+		}
 		rows = []CostRow{
-			step{1, 0, msg(B*(H+1)*T + B*H)}.row(qkv, "Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] (every token, softmax MLP folded in) and the class rows' y₀·Wq "+stepOpen),
-			trunc(B*(H+1)*(2*d+1)+B*I).row(qkv, stepTrunc),
+			step{1, 0, msg(B*(H+1)*T + B*Tq*H)}.row(qkv, "Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] (every token, softmax MLP folded in) "+queries+stepOpen),
+			trunc(B*(H+1)*(2*d+1)+B*Tq*I).row(qkv, stepTrunc),
 			step{1, 0, msg(B * (2*d + 1) * (H + 1))}.row(qkv, "G = Ŷ₁ᵀ·[Wk; b_K], N = Ŷ₂ᵀ·[Wv; b_V] "+stepOpen),
 			trunc(B*(2*d+1)*I).row(qkv, "truncation (G, N)"),
-			step{1, msg(B*I + B*I*d), 0}.row(sm, "q·Gᵀ = Q·Kᵀ·W1 (shared × shared, all heads)"),
+			step{1, msg(B*Tq*I + B*I*d), 0}.row(sm, "q·Gᵀ = Q·Kᵀ·W1 (shared × shared, all heads)"),
 			truncReLU(S*d).row(sm, stepTruncReLU),
 			step{1, msg(S*d + B*d*I), 0}.row(pv, "h·N[:d] + N[d] = (h·W2 + b2)·V (shared × shared)"),
-			trunc(B*I).row(pv, stepTrunc),
+			trunc(B*Tq*I).row(pv, stepTrunc),
 		}
 	} else {
 		// The QKV products: every row's query, key and value (x·[Wq|Wk|Wv],
@@ -314,10 +301,9 @@ func HeadCostRows(a Arch, batch int) ([]CostRow, error) {
 // ForwardCostRows is the exact online cost of a whole Prepared.Forward of
 // a SelectFormer proxy (every module an MLP) for a batch, step by step in
 // the order the forward runs them: the private mask's products (text
-// families without Options.PublicMask: the masked key/value biases m⊗b of
-// every layer but a folded last one, P1 msg(B·T), none for a proxy of one
-// layer, and the padded scores' fill term (1−m)·G of every softmax MLP, P1
-// msg(B·T)), every block's rows (BlockCostRows, the
+// families without Options.PublicMask: the padded scores' fill term
+// (1−m)·G of every softmax MLP, P1 msg(B·T); the key and value biases ride
+// in the folded blocks' augmented weights), every block's rows (BlockCostRows, the
 // module prefixed with its layer when there are several), then the head's
 // (HeadCostRows). Sharing the data owner's input costs nothing online. It
 // errs where BlockCost and HeadCost do, and for private embeddings (their
@@ -333,7 +319,7 @@ func ForwardCostRows(a Arch, batch int, opt Options) ([]CostRow, error) {
 	if a.Family != model.ViT && !opt.PublicMask && batch > 0 {
 		B, T := batch, a.Seq
 		if kvBiasLayers(a, opt) > 0 {
-			rows = append(rows, step{1, 0, msg(B * T)}.row("private mask", "m⊗b: masked key/value biases, every layer but a folded last one "+stepOpen))
+			rows = append(rows, step{1, 0, msg(B * T)}.row("private mask", "m⊗b: masked key/value biases of the unfolded layers "+stepOpen))
 		}
 		rows = append(rows, step{1, 0, msg(B * T)}.row("private mask", "(1−m)·G: padded scores' fill term, every softmax MLP "+stepOpen))
 	}

@@ -45,13 +45,9 @@ func TestForwardCostRows(t *testing.T) {
 		var want [2]int64
 		var wantRounds int64
 		if c.a.Family != model.ViT && !c.opt.PublicMask {
-			// The fill term, and m⊗b unless the only layer is folded.
-			n := 2
-			if c.a.Layers == 1 && !c.opt.FullLastLayer {
-				n = 1
-			}
-			wantRounds = int64(n)
-			want = [2]int64{0, int64(n) * msg(c.batch*c.a.Seq)}
+			// The fill term alone: the folded blocks need no m⊗b.
+			wantRounds = 1
+			want = [2]int64{0, msg(c.batch * c.a.Seq)}
 		}
 		for l := range c.a.Layers {
 			br, err := BlockCostRows(c.a, c.batch, l, c.opt)

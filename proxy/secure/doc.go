@@ -47,7 +47,7 @@
 //   - Only the class token feeds the head, so the last block computes its
 //     queries, attention output, LayerNorm (and FFN) for that token alone
 //     (Options.FullLastLayer turns this off). With the softmax MLP its
-//     attention is folded with the MLP (Prepared.classAttention): per batch
+//     attention is folded with the MLP (Prepared.foldedAttention): per batch
 //     row, with Y_aug = [Y | m] the attention input and the mask column,
 //     K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V], so the MLP's first layer
 //     on the class query's scores is sc_h·W1 = q_h·(K_hᵀ·W1) and the

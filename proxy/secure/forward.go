@@ -162,7 +162,7 @@ func (p *Prepared) Forward(ctx context.Context, s *protocol.Session, batch int, 
 // block evaluates one encoder block on x [B, T, H]; in the last block only
 // the first (class) token's output is needed, so queries and everything after
 // the attention are computed for it alone (keys and values for all tokens,
-// or, folded with the softmax MLP, classAttention).
+// or, folded with the softmax MLP, foldedAttention).
 func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *share.Tensor, padding *paddingMask, last bool) (*share.Tensor, error) {
 	b := &p.blocks[i]
 	y, err := p.blockInput(ctx, s, i, x, b, padding)
@@ -171,10 +171,13 @@ func (p *Prepared) block(ctx context.Context, s *protocol.Session, i int, x *sha
 	}
 	var ctxv, res *share.Tensor
 	if b.cf != nil {
-		if ctxv, err = p.classAttention(ctx, s, i, y, b.cf, padding); err != nil {
-			return nil, fmt.Errorf("class attention: %w", err)
+		if ctxv, err = p.foldedAttention(ctx, s, i, y, b.cf, padding); err != nil {
+			return nil, fmt.Errorf("folded attention: %w", err)
 		}
-		res = firstToken(x)
+		res = x
+		if b.cf.classOnly {
+			res = firstToken(x)
+		}
 	} else {
 		var q, kv *share.Tensor
 		if q, kv, res, err = p.blockQKV(ctx, s, i, x, y, b, padding, last); err != nil {

@@ -28,7 +28,7 @@ type Options struct {
 	// the class token's query, attention output, LayerNorm and FFN are
 	// computed there, which gives the same entropies for a fraction of the
 	// cost: with the softmax MLP its attention folded with the MLP
-	// (Prepared.classAttention: no token's keys, values or scores), with an
+	// (Prepared.foldedAttention: no token's keys, values or scores), with an
 	// exact softmax every token's keys and values.
 	FullLastLayer bool
 	// PrivateEmbeddings keeps the embedding tables the model owner's secret:
@@ -41,29 +41,39 @@ type Options struct {
 	// more than pvFoldMaxFracBits fractional bits (for the tests that compare
 	// both paths).
 	unfoldedPV bool
-	// unfoldedClass keeps the last block's class-token attention unfolded
-	// (every token's keys and values, the scores, the softmax MLP and P·V, as
-	// with an exact softmax) instead of classAttention (for the tests that
-	// compare both paths).
+	// unfoldedClass keeps every block's attention unfolded (every token's
+	// keys and values, the scores, the softmax MLP and P·V, as with an exact
+	// softmax) instead of foldedAttention (for the tests that compare both
+	// paths).
 	unfoldedClass bool
+}
+
+// foldsAttention reports whether the blocks of a network of architecture a
+// run their attention folded with their softmax MLP
+// (Prepared.foldedAttention): the attention softmax is the MLP. Every block
+// then does, with the class token's query alone in a last block that runs
+// on the class token alone (foldsClass) and every token's elsewhere. Both
+// parties decide alike: it depends on the public architecture and options
+// only.
+func foldsAttention(a Arch, opt Options) bool {
+	return !a.Ablation.ExactAttnSoftmax && !opt.unfoldedClass
 }
 
 // foldsClass reports whether the last block of a network of architecture a
 // runs its class-token attention folded with its softmax MLP
-// (Prepared.classAttention): the last block runs on the class token alone
-// (not Options.FullLastLayer) and its attention softmax is the MLP. Both
-// parties decide alike: it depends on the public architecture and options
-// only.
+// (Prepared.foldedAttention with the class query alone): the last block runs
+// on the class token alone (not Options.FullLastLayer) and foldsAttention.
 func foldsClass(a Arch, opt Options) bool {
-	return !opt.FullLastLayer && !a.Ablation.ExactAttnSoftmax && !opt.unfoldedClass
+	return !opt.FullLastLayer && foldsAttention(a, opt)
 }
 
 // kvBiasLayers is the number of layers whose key and value biases are added
-// as m⊗b (text families): every layer but a folded last one, whose biases
-// ride in its augmented key and value weights (preparedClassFold).
+// as m⊗b (text families): none when the blocks fold their attention
+// (foldsAttention), whose biases ride in their augmented key and value
+// weights (preparedAttentionFold), else every layer.
 func kvBiasLayers(a Arch, opt Options) int {
-	if foldsClass(a, opt) {
-		return a.Layers - 1
+	if foldsAttention(a, opt) {
+		return 0
 	}
 	return a.Layers
 }

@@ -13,8 +13,8 @@ import (
 // MLP, the FFN and LayerNorms, and the weights the padding mask multiplies
 // (the fill term and the key and value biases).
 
-// preparedClassFold is a last block's class-token attention folded with its
-// softmax MLP (Prepared.classAttention). With Y_aug = [Y | m] the block's
+// preparedAttentionFold is a last block's class-token attention folded with its
+// softmax MLP (Prepared.foldedAttention). With Y_aug = [Y | m] the block's
 // attention input and the padding mask column ([seq, hidden+1]):
 //
 //   - q is the query weight Wq [hidden, inner] (1/√headDim folded in) with
@@ -27,17 +27,20 @@ import (
 //   - b1 is the softmax MLP's first bias (party 0's encoding).
 //
 // mlp carries foldExtraBits(f) extra fractional bits, q, k and v none (see
-// prepareClassFold).
-type preparedClassFold struct {
+// prepareAttentionFold).
+type preparedAttentionFold struct {
 	q, mlp, k, v preparedLinear
 	b1           []uint64
+	// classOnly: the query of the class token alone (a last block that runs
+	// on the class token alone), else every token's.
+	classOnly bool
 }
 
 type preparedBlock struct {
 	qkv, o preparedLinear
-	// cf, set in a last block whose class-token attention is folded
-	// (foldsClass), replaces qkv, q, kv, attn and attnV.
-	cf *preparedClassFold
+	// cf, set in a block whose attention is folded with its softmax MLP
+	// (foldsAttention), replaces qkv, q, kv, attn and attnV.
+	cf *preparedAttentionFold
 	// q and kv, set instead of qkv in a last block that runs on the class
 	// token alone: the query columns and the key and value columns shared as
 	// two weights, so that the query is computed (and truncated, and the
@@ -54,13 +57,13 @@ type preparedBlock struct {
 	ln2           *preparedLayerNorm
 }
 
-// prepareBlock shares one block; classOnly: the last block, which computes
-// the query of the class token alone: folded with its softmax MLP
-// (preparedClassFold) where foldsClass, else with its query and key/value weights
-// shared apart.
+// prepareBlock shares one block: folded with its softmax MLP
+// (preparedAttentionFold) where foldsAttention; classOnly: the last block, which
+// computes the query of the class token alone (unfolded: with its query and
+// key/value weights shared apart).
 func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *blockWeights, classOnly bool) (preparedBlock, error) {
 	a := p.arch
-	fold := classOnly && foldsClass(a, p.opt)
+	fold := foldsAttention(a, p.opt)
 	var b preparedBlock
 	var qkv, o *linear
 	var ln1 *layerNormWeights
@@ -88,9 +91,10 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	var err error
 	switch {
 	case fold:
-		if b.cf, err = p.prepareClassFold(ctx, s, qkv, attn); err != nil {
+		if b.cf, err = p.prepareAttentionFold(ctx, s, qkv, attn); err != nil {
 			return b, err
 		}
+		b.cf.classOnly = classOnly
 	case classOnly:
 		var q, kv *linear
 		if qkv != nil {
@@ -113,7 +117,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	if b.o, err = p.shareLin(ctx, s, o, a.inner(), a.Hidden, 1); err != nil {
 		return b, err
 	}
-	// A folded class block's softmax MLP is in b.cf.
+	// A folded block's softmax MLP is in b.cf.
 	if !fold && p.foldPV() {
 		// The first layer as such; the second as [W2ᵀ | b2ᵀ] (see preparedBlock).
 		d, T := a.MLPHidden, a.Seq
@@ -169,7 +173,7 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 	return b, nil
 }
 
-// The folded class attention's weights (preparedClassFold) are encoded with f
+// The folded class attention's weights (preparedAttentionFold) are encoded with f
 // fractional bits, except W_mlp, which carries e = foldExtraBits(f) more (8
 // at f ≤ 16): the products Y_augᵀ·W_mlp and y₀·Wq share one truncation by
 // f, which leaves q with f fractional bits and Ŷ with f + e, and every
@@ -181,18 +185,18 @@ func (p *Prepared) prepareBlock(ctx context.Context, s *protocol.Session, bw *bl
 // |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1| and the contexts must stay below
 // 2^(62−2f−e): 2^22 for f ≤ 20, as the folded head's pre-activations.
 
-// prepareClassFold shares a last block's class-token attention folded with
-// its softmax MLP (preparedClassFold): qkv is the block's [Wq | Wk | Wv] with its
+// prepareAttentionFold shares a last block's class-token attention folded with
+// its softmax MLP (preparedAttentionFold): qkv is the block's [Wq | Wk | Wv] with its
 // biases (1/√headDim folded into the query columns) and attn the softmax
 // MLP (both nil at party 1). Four weights: Wq [hidden, inner], W_mlp [seq,
 // 2d+1] and the augmented Wk and Wv [hidden+1, inner]; the key and value
 // biases are their last rows (multiplied by the mask column of Y_aug), so
 // the layer needs no m⊗b, and the MLP's second layer is no weight of its
 // own. Each costs one ShareWeight, once.
-func (p *Prepared) prepareClassFold(ctx context.Context, s *protocol.Session, qkv *linear, attn *mlpWeights) (*preparedClassFold, error) {
+func (p *Prepared) prepareAttentionFold(ctx context.Context, s *protocol.Session, qkv *linear, attn *mlpWeights) (*preparedAttentionFold, error) {
 	a := p.arch
 	H, I, T, d := a.Hidden, a.inner(), a.Seq, a.MLPHidden
-	cf := &preparedClassFold{}
+	cf := &preparedAttentionFold{}
 	var q, wm, wk, wv *linear
 	if qkv != nil {
 		if attn == nil || qkv.b == nil {

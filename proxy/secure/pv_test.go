@@ -99,8 +99,9 @@ func TestSoftmaxPVMatchesUnfolded(t *testing.T) {
 				if s.Party() == 0 {
 					bw = &net.blocks[0]
 				}
-				pf := &Prepared{arch: a, party: s.Party(), fp: s.FixedPoint()}
-				pu := &Prepared{arch: a, party: s.Party(), fp: s.FixedPoint(), opt: Options{unfoldedPV: true, WeightBase: 100}, nextID: 100}
+				// Both with the attention unfolded: softmaxPV works on given scores.
+				pf := &Prepared{arch: a, party: s.Party(), fp: s.FixedPoint(), opt: Options{unfoldedClass: true}}
+				pu := &Prepared{arch: a, party: s.Party(), fp: s.FixedPoint(), opt: Options{unfoldedPV: true, unfoldedClass: true, WeightBase: 100}, nextID: 100}
 				bf, err := pf.prepareBlock(ctx, s, bw, false)
 				if err != nil {
 					return o, err

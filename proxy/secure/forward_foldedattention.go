@@ -8,19 +8,21 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
-// The last block's attention for the class token alone, folded with its
-// softmax MLP (Prepared.classAttention): no token's keys, values or scores.
+// A block's attention folded with its softmax MLP (Prepared.foldedAttention):
+// no token's keys, values or scores.
 
-// classAttention computes a last block's attention context for the class
-// token alone, [B, heads, 1, dh], folded with the softmax MLP (preparedClassFold),
-// from the block's attention input y [B, T, H] (padded rows zero). Per
-// batch row, with Y_aug = [y | m] ([T, H+1]; m the mask column, all ones
-// without a mask), so that K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V],
-// and e = foldExtraBits(f) the extra fractional bits of W_mlp:
+// foldedAttention computes a block's attention context [B, heads, Tq, dh],
+// folded with the softmax MLP (preparedAttentionFold), for every token's
+// query (Tq = T) or, in a last block that runs on the class token alone
+// (cf.classOnly), the class token's (Tq = 1), from the block's attention
+// input y [B, T, H] (padded rows zero). Per batch row, with Y_aug = [y | m]
+// ([T, H+1]; m the mask column, all ones without a mask), so that K =
+// Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V], and e = foldExtraBits(f) the
+// extra fractional bits of W_mlp:
 //
-//  1. Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]) and the class row's query
-//     q = y₀·Wq + b_Q in one MatMulWeightsMany and one truncation by f
-//     (q keeps f fractional bits, Ŷ f + e);
+//  1. Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]) and the queries
+//     q = y·Wq + b_Q (the Tq rows) in one MatMulWeightsMany and one
+//     truncation by f (q keeps f fractional bits, Ŷ f + e);
 //  2. G = Ŷ[:, :d]ᵀ·[Wk; b_K] = W1ᵀ·K ([d, I]) and N = Ŷ[:, d:]ᵀ·[Wv; b_V]
 //     = [W2·V; b2·V] ([d+1, I]) in one MatMulWeightsMany and one
 //     truncation by f (f + e fractional bits);
@@ -30,15 +32,18 @@ import (
 //     term added shifted before it (biasTruncReLU, fillTerm);
 //  4. the context h·N_h[:d] + N_h[d] = (h·W2 + b2)·V_h = P_h·V_h in one
 //     shared × shared MatMul, N_h[d] (each party its share) added shifted
-//     by f, the public 1.0's product with it, and one truncation by f + e.
+//     by f to every query row, the public 1.0's product with it, and one
+//     truncation by f + e.
 //
 // 1 + 1 + 1 + 1 + 1 + 7 + 1 + 1 = 14 rounds, as the unfolded path, but the
 // data owner opens Y_augᵀ (B·(H+1)·T words) and Ŷ (B·(2d+1)·(H+1)) instead
-// of y and the scores and V, the products with the model owner's weights
-// have (H+1)·(2d+1) + I + (2d+1)·I outputs per batch row instead of
-// T·2I + I + T·d + I·(d+1), and no shared × shared product has T rows
-// (BlockCost). Every product carries 2f + e fractional bits before its
-// truncation, so |Ŷ|, |G|, |N|, |q_h·G_hᵀ + b1 + fill| and the contexts
+// of the keys and values (or the scores and V), the products with the
+// model owner's weights have (H+1)·(2d+1) + Tq·I + (2d+1)·I outputs per
+// batch row instead of T·2I + Tq·I + Tq·d + I·(d+1) (and no m⊗b key and
+// value biases: the mask column carries them), and no shared × shared
+// product has T columns (BlockCost). Every product carries 2f + e
+// fractional bits before its truncation, so |Ŷ|, |G|, |N|,
+// |q_h·G_hᵀ + b1 + fill| and the contexts
 // must stay below 2^(62−2f−e), 2^22 at f = 16 (protocol.TruncBound).
 //
 // View: the data owner's openings of its weight products' inputs are
@@ -46,7 +51,7 @@ import (
 // Beaver-masked operands, the truncations and the sign circuit send bits
 // masked by their correlations, as on the unfolded path: nothing crosses
 // the wire in the clear.
-func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *preparedClassFold, padding *paddingMask) (*share.Tensor, error) {
+func (p *Prepared) foldedAttention(ctx context.Context, s *protocol.Session, i int, y *share.Tensor, cf *preparedAttentionFold, padding *paddingMask) (*share.Tensor, error) {
 	a := p.arch
 	if len(y.Shape) != 3 || y.Shape[1] != a.Seq || y.Shape[2] != a.Hidden {
 		return nil, fmt.Errorf("input %v, want [batch, %d, %d]", y.Shape, a.Seq, a.Hidden)
@@ -87,8 +92,13 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 			}
 		}
 	}
-	// 1. Ŷ and the class rows' queries.
-	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{yt, firstToken(y)}, []*protocol.Weight{cf.mlp.w, cf.q.w})
+	// 1. Ŷ and the queries (the class rows', or every row's).
+	yq := y
+	if cf.classOnly {
+		yq = firstToken(y)
+	}
+	Tq := yq.Shape[1]
+	ys, err := s.MatMulWeightsMany(ctx, []*share.Tensor{yt, yq}, []*protocol.Weight{cf.mlp.w, cf.q.w})
 	share.PutWords(yt.Data)
 	if err != nil {
 		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
@@ -102,7 +112,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	if ys, err = p.truncMany(ctx, s, ys, f+cf.q.extra); err != nil {
 		return nil, fmt.Errorf("Y_augᵀ·W_mlp and queries: %w", err)
 	}
-	yh, q := ys[0], ys[1] // [B, H+1, 2d+1] (f + e fractional bits), [B, 1, I] (f)
+	yh, q := ys[0], ys[1] // [B, H+1, 2d+1] (f + e fractional bits), [B, Tq, I] (f)
 	addRowVec(p.party, q, cf.q.b)
 	// 2. G and N.
 	yhT, err := share.TransposeLast2(yh) // [B, 2d+1, H+1]
@@ -127,7 +137,7 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 	}
 	g, n := gn[0], gn[1] // [B, d, I], [B, d+1, I], f + e fractional bits
 	// 3. h = ReLU(q_h·G_hᵀ + b1 (+ fill)), every head.
-	qh, err := share.SplitHeads(q, nh) // [B, nh, 1, dh]
+	qh, err := share.SplitHeads(q, nh) // [B, nh, Tq, dh]
 	if err != nil {
 		return nil, err
 	}
@@ -148,25 +158,31 @@ func (p *Prepared) classAttention(ctx context.Context, s *protocol.Session, i in
 			copy(nb[(bi*nh+h)*dh:(bi*nh+h+1)*dh], nbk[d*I+h*dh:d*I+(h+1)*dh])
 		}
 	}
-	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, 1, d], 2f + e fractional bits
+	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, Tq, d], 2f + e fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
 	var fill func(h *share.Tensor, k uint)
 	if padding != nil {
-		fill = fillTerm(padding.fill, i, a.Layers, d, B, nh)
+		fill = fillTerm(padding.fill, i, a.Layers, d, B, nh*Tq)
 	}
 	hid, err := p.biasTruncReLU(ctx, s, pre, preparedLinear{b: cf.b1, extra: e}, fill) // f fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
 	// 4. P·V = h·N[:d] + N[d].
-	out, err := s.MatMul(ctx, hid, nt) // [B, nh, 1, dh], 2f + e fractional bits
+	out, err := s.MatMul(ctx, hid, nt) // [B, nh, Tq, dh], 2f + e fractional bits
 	if err != nil {
 		return nil, fmt.Errorf("attention values: %w", err)
 	}
-	for j, v := range nb {
-		out.Data[j] += v << f
+	for g := 0; g < B*nh; g++ {
+		nbg := nb[g*dh : (g+1)*dh]
+		for t := 0; t < Tq; t++ {
+			row := out.Data[(g*Tq+t)*dh : (g*Tq+t+1)*dh]
+			for c, v := range nbg {
+				row[c] += v << f
+			}
+		}
 	}
 	if out, err = s.TruncBy(ctx, out, f+e); err != nil {
 		return nil, fmt.Errorf("attention values: %w", err)
