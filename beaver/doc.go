@@ -1,7 +1,8 @@
 // Package beaver supplies the correlated randomness of selectformer's online
 // protocols: arithmetic and matrix Beaver triples, weight-mask correlations for
 // products with the model owner's clear weights, bit-packed AND triples,
-// wrap pairs (for truncation) and random shared bits.
+// wrap pairs (for truncation), random shared bits and row-bit triples (a
+// bit of the data owner's per row times a row of the model owner's).
 //
 // A Provider hands one party (0 = model owner, 1 = data owner) its part of each
 // correlation. Material is addressed by (stream, counter): every request on a

@@ -8,7 +8,8 @@ import (
 )
 
 // The arithmetic kinds: elementwise triples, square pairs, wrap pairs (for
-// truncation) and shared random bits, each sized by N.
+// truncation) and shared random bits, each sized by N, and row-bit triples
+// (a bit of party 1's per row times a row of party 0's), sized by M and N.
 const (
 	// KindTriple: shares of n elementwise triples c = a·b (Typed.Triples).
 	KindTriple Kind = 1
@@ -24,6 +25,9 @@ const (
 	// KindBitPair: n shared random bits with their multiplication pairs
 	// (Typed.BitPairs).
 	KindBitPair Kind = 9
+	// KindRowBitTriple: shares of r_i·A_i for M random bits r of party 1
+	// and M random rows A_i of N words of party 0 (Typed.RowBitTriples).
+	KindRowBitTriple Kind = 13
 )
 
 // Triple is one party's share of elementwise triples c = a·b (or, from
@@ -59,6 +63,16 @@ type BitPair struct {
 	A, AR  []uint64
 }
 
+// RowBitTriple is one party's part of M row-bit triples of width N: party 1
+// holds uniformly random bits r (R, packed 64 per word, ⌈M/64⌉ words; A is
+// nil), party 0 uniformly random rows A (M×N, row-major; R is nil), and both
+// hold additive shares C (M×N) of r⊙A, row i of A times bit i of r. With it
+// a product x ⊙ m of a shared x by a bit per row that party 1 knows in the
+// clear costs party 1 one bit per row (protocol.MulPrivateRowBits).
+type RowBitTriple struct {
+	A, R, C []uint64
+}
+
 func (m Material) triple() Triple { return Triple{A: m.Parts[0], B: m.Parts[1], C: m.Parts[2]} }
 
 func (m Material) square() SquarePair { return SquarePair{A: m.Parts[0], A2: m.Parts[1]} }
@@ -69,6 +83,10 @@ func (m Material) wrapPair() WrapPair {
 
 func (m Material) bitPair() BitPair {
 	return BitPair{Packed: m.Parts[0], Arith: m.Parts[1], A: m.Parts[2], AR: m.Parts[3]}
+}
+
+func (m Material) rowBitTriple() RowBitTriple {
+	return RowBitTriple{A: m.Parts[0], R: m.Parts[1], C: m.Parts[2]}
 }
 
 // Triples returns shares of n elementwise triples c = a·b.
@@ -89,6 +107,12 @@ func (t Typed) WrapPairs(ctx context.Context, stream uint32, n int, fracBits uin
 // BitPairs returns n random shared bits with their multiplication pairs.
 func (t Typed) BitPairs(ctx context.Context, stream uint32, n int) (BitPair, error) {
 	return drawAs(ctx, t, Request{Kind: KindBitPair, Stream: stream, N: n}, Material.bitPair)
+}
+
+// RowBitTriples returns this party's part of rows row-bit triples of width
+// words (see RowBitTriple).
+func (t Typed) RowBitTriples(ctx context.Context, stream uint32, rows, width int) (RowBitTriple, error) {
+	return drawAs(ctx, t, Request{Kind: KindRowBitTriple, Stream: stream, M: rows, N: width}, Material.rowBitTriple)
 }
 
 func init() {
@@ -124,6 +148,17 @@ func init() {
 		Assemble: assembleBitPair,
 		Verify:   verifyBitPair,
 		Sample:   Request{Kind: KindBitPair, N: 70},
+	})
+	Register(Correlation{
+		Kind: KindRowBitTriple, Name: "rowbittriple", Fields: FieldM | FieldN,
+		Dims:   func(r Request) [][]int { return [][]int{{r.M, r.N}} },
+		Format: func(r Request) string { return fmt.Sprintf("%d×%d", r.M, r.N) },
+		Local:  rowBitLocal, Parts: rowBitParts, DealtTo: toParty1,
+		Dealt:    func(r Request, party int) int { return party * r.M * r.N },
+		Deal:     dealRowBit,
+		Assemble: assembleRowBit,
+		Verify:   verifyRowBit,
+		Sample:   Request{Kind: KindRowBitTriple, M: 70, N: 3},
 	})
 }
 
@@ -310,6 +345,63 @@ func verifyBitPair(r Request, _ []uint64, m0, m1 [][]uint64) error {
 		if m0[1][i]+m1[1][i] != bit || m0[3][i]+m1[3][i] != (m0[2][i]+m1[2][i])*bit {
 			return fmt.Errorf("%v: wrong pair at %d", r, i)
 		}
+	}
+	return nil
+}
+
+// RowBitTriple: party 0 expands A and C0 (M·N words each), party 1 its
+// packed bits R and gets C1 = r⊙A − C0 (M·N words), bit i of r scaling row
+// i of A. The packed part's bits past M are zero.
+
+func rowBitLocal(r Request, party int) []int {
+	if party == 0 {
+		return []int{r.M * r.N, r.M * r.N} // A, C0
+	}
+	return []int{share.PackedWords(r.M)} // R
+}
+
+func rowBitParts(r Request, party int) []int {
+	if party == 0 {
+		return []int{r.M * r.N, 0, r.M * r.N}
+	}
+	return []int{0, share.PackedWords(r.M), r.M * r.N}
+}
+
+// rowBit returns bit i of the packed bits r.
+func rowBit(r []uint64, i int) uint64 { return r[i/64] >> (i % 64) & 1 }
+
+func dealRowBit(r Request, x Expansion, out [2][]uint64) error {
+	a, c0, bits := x.Local[0][0], x.Local[0][1], x.Local[1][0]
+	for i := 0; i < r.M; i++ {
+		b := -rowBit(bits, i) // all ones for a 1
+		row := i * r.N
+		for j := row; j < row+r.N; j++ {
+			out[1][j] = a[j]&b - c0[j]
+		}
+	}
+	return nil
+}
+
+func assembleRowBit(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
+	if party == 0 {
+		return [][]uint64{local[0], nil, local[1]}
+	}
+	share.MaskTail(local[0], r.M)
+	return [][]uint64{nil, local[0], dealt}
+}
+
+func verifyRowBit(r Request, _ []uint64, m0, m1 [][]uint64) error {
+	a, bits := m0[0], m1[1]
+	for i := 0; i < r.M; i++ {
+		b := rowBit(bits, i)
+		for j := i * r.N; j < (i+1)*r.N; j++ {
+			if m0[2][j]+m1[2][j] != a[j]*b {
+				return fmt.Errorf("%v: c ≠ r·a at row %d", r, i)
+			}
+		}
+	}
+	if r.M%64 != 0 && bits[r.M/64]>>(r.M%64) != 0 {
+		return fmt.Errorf("%v: bits past m are set", r)
 	}
 	return nil
 }

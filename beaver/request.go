@@ -37,8 +37,8 @@ const MaxItemWords = 1 << 27
 // (AppendBinary, with the counter). Which size fields are used depends on Kind (its Correlation's
 // Fields): N for Triple, Square, AND and CrossAND (words), Trunc and
 // BitPair; Batch, M, K, N for MatTriple; M, K, N and WeightID for
-// WeightTriple; M, N and WeightID for WeightVectorTriple. Unused fields must
-// be zero.
+// WeightTriple; M, N and WeightID for WeightVectorTriple; M (rows) and N
+// (width) for RowBitTriple. Unused fields must be zero.
 type Request struct {
 	Kind     Kind
 	Stream   uint32

@@ -95,3 +95,13 @@ func TruncReLUCost(n int) Cost {
 	}
 	return signCost(n, 64, share.PackedWords(n)).Plus(Cost{Rounds: 1, Bytes: MessageBytes(share.PackedWords(n) + n)})
 }
+
+// MulPrivateRowBitsCost returns the cost of MulPrivateRowBits on rows rows
+// of width words for party 0 and party 1: 1 round each; party 0 sends
+// msg(rows·width), party 1 msg(⌈rows/64⌉).
+func MulPrivateRowBitsCost(rows, width int) [2]Cost {
+	return [2]Cost{
+		{Rounds: 1, Bytes: MessageBytes(rows * width)},
+		{Rounds: 1, Bytes: MessageBytes(share.PackedWords(rows))},
+	}
+}

@@ -42,6 +42,7 @@
 //	MatMulWeights            1                   P1 msg(|x|), P0 nothing
 //	ShareVector, MulPrivateVector  as ShareWeight, MatMulWeights (γ ⊙ x)
 //	MatMulWeightsFixed, MulPrivateVectorFixed  2 rounds; P1 msg(|x|) + msg(|out|), P0 msg(|out|)
+//	MulPrivateRowBits        1                   P0 msg(n), P1 msg(⌈rows/64⌉)  x ⊙ a bit per row P1 holds in the clear (row-bit triples)
 //	MSB (sign)               6                   Σ msg(k·W), k ∈ {156, 62, 30, 14, 6, 2}, W = ⌈n/64⌉ (33.75 B per element)
 //	B2A, RevealBits          1                   msg(W)
 //	LTZ, LessThan            7                   MSB + msg(W)         ring 0/1 (× FixedPoint().Scale() for 1.0)

@@ -130,6 +130,20 @@ func checkRelation(r beaver.Request, m [2]beaver.Material, mask func(id uint64, 
 		if r.N%64 != 0 && packed[len(packed)-1]>>(r.N%64) != 0 {
 			return fmt.Errorf("bit pair: tail bits set")
 		}
+	case beaver.KindRowBitTriple:
+		if p0[1] != nil || p1[0] != nil {
+			return fmt.Errorf("row-bit triple: party 0 got R or party 1 got A")
+		}
+		c := add(p0[2], p1[2])
+		for i := range c {
+			bit := p1[1][i/r.N/64] >> (i / r.N % 64) & 1
+			if c[i] != p0[0][i]*bit {
+				return fmt.Errorf("row-bit triple %d: c != r·a", i)
+			}
+		}
+		if r.M%64 != 0 && p1[1][len(p1[1])-1]>>(r.M%64) != 0 {
+			return fmt.Errorf("row-bit triple: tail bits set")
+		}
 	default:
 		return fmt.Errorf("unknown kind %v", r.Kind)
 	}
@@ -139,7 +153,7 @@ func checkRelation(r beaver.Request, m [2]beaver.Material, mask func(id uint64, 
 // randomRequest returns a small random request of a built-in kind on
 // stream.
 func randomRequest(rng *rand.Rand, stream uint32) beaver.Request {
-	kinds := []beaver.Kind{beaver.KindTriple, beaver.KindSquare, beaver.KindMatTriple, beaver.KindWeightTriple, beaver.KindWeightVectorTriple, beaver.KindAND, beaver.KindCrossAND, beaver.KindWrap, beaver.KindBitPair}
+	kinds := []beaver.Kind{beaver.KindTriple, beaver.KindSquare, beaver.KindMatTriple, beaver.KindWeightTriple, beaver.KindWeightVectorTriple, beaver.KindAND, beaver.KindCrossAND, beaver.KindWrap, beaver.KindBitPair, beaver.KindRowBitTriple}
 	r := beaver.Request{Kind: kinds[rng.IntN(len(kinds))], Stream: stream}
 	switch r.Kind {
 	case beaver.KindMatTriple:
@@ -153,6 +167,8 @@ func randomRequest(rng *rand.Rand, stream uint32) beaver.Request {
 	case beaver.KindWrap:
 		r.N = rng.IntN(70)
 		r.FracBits = uint(1 + rng.IntN(62))
+	case beaver.KindRowBitTriple:
+		r.M, r.N = rng.IntN(70), 1+rng.IntN(3)
 	default:
 		r.N = rng.IntN(5)
 	}
@@ -187,6 +203,9 @@ func TestDealerAllKinds(t *testing.T) {
 		{Kind: beaver.KindWrap, N: 128, FracBits: 1},
 		{Kind: beaver.KindBitPair, N: 100},
 		{Kind: beaver.KindBitPair, N: 128},
+		{Kind: beaver.KindRowBitTriple, M: 100, N: 3},
+		{Kind: beaver.KindRowBitTriple, M: 64, N: 1},
+		{Kind: beaver.KindRowBitTriple, M: 0, N: 4},
 	}
 	for _, r := range tests {
 		t.Run(r.String(), func(t *testing.T) {
@@ -206,7 +225,8 @@ func TestDealerAllKinds(t *testing.T) {
 	// sends a request for each such item: party 0 those of the weight
 	// triples (9·4 + 2·4 words), the weight vector triple (15), the
 	// cross-party AND triples (10) and the bit pairs (2·100 + 2·128), 525
-	// words in 6 items; party 1 the rest, 279 words in 8.
+	// words in 6 items; party 1 the rest, 279 words in 8 and the row-bit
+	// triples' C1 (100·3 + 64·1 + 0), 643 words in 11.
 	var want [2]beaver.DealerStats
 	for _, r := range tests {
 		for p := range 2 {
@@ -216,7 +236,7 @@ func TestDealerAllKinds(t *testing.T) {
 			}
 		}
 	}
-	if want[0].BytesRecv != 8*525 || want[1].BytesRecv != 8*279 || want[0].BytesSent != 6*beaver.RequestSize || want[1].BytesSent != 8*beaver.RequestSize {
+	if want[0].BytesRecv != 8*525 || want[1].BytesRecv != 8*643 || want[0].BytesSent != 6*beaver.RequestSize || want[1].BytesSent != 11*beaver.RequestSize {
 		t.Errorf("the kinds' dealer words: %+v", want)
 	}
 	for p, prov := range []beaver.Provider{p0, p1} {
@@ -576,6 +596,7 @@ func TestDealtWordsPadded(t *testing.T) {
 		{beaver.Request{Kind: beaver.KindWeightVectorTriple, WeightID: 2, M: 16, N: 32}, []int{1}},
 		{beaver.Request{Kind: beaver.KindAND, N: 512}, []int{2}},
 		{beaver.Request{Kind: beaver.KindCrossAND, N: 512}, []int{2}},
+		{beaver.Request{Kind: beaver.KindRowBitTriple, M: 128, N: 4}, []int{2}},
 	} {
 		t.Run(tc.r.Kind.String(), func(t *testing.T) {
 			m, err := beavertest.DrawEach(ctx, [2]beaver.Provider{p0, p1}, tc.r)

@@ -9,7 +9,7 @@ import (
 )
 
 // The arithmetic kinds' generators: elementwise triples, square pairs,
-// wrap pairs and shared random bits.
+// wrap pairs, shared random bits and row-bit triples.
 func init() {
 	Register(beaver.KindTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
 		t, err := g.Triples(ctx, it.N)
@@ -26,6 +26,10 @@ func init() {
 	Register(beaver.KindBitPair, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
 		b, err := g.BitPairs(ctx, it.N)
 		return parts(b.Packed, b.Arith, b.A, b.AR), err
+	})
+	Register(beaver.KindRowBitTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
+		t, err := g.RowBitTriples(ctx, it.M, it.N)
+		return parts(t.A, t.R, t.C), err
 	})
 }
 
@@ -236,4 +240,62 @@ func (g *Gen) BitPairs(ctx context.Context, n int) (beaver.BitPair, error) {
 		return beaver.BitPair{}, g.end("bit pairs", err)
 	}
 	return beaver.BitPair{Packed: rho, Arith: arith, A: A, AR: ar}, g.end("bit pairs", nil)
+}
+
+// RowBitTriples returns rows row-bit triples of width words (see
+// beaver.RowBitTriple): party 1 draws its bits r, party 0 its rows A, and one
+// correlated OT per row, party 1 choosing with r_i against party 0's
+// correlation A_i (width words), gives shares of r_i·A_i. Party 1 sends 4
+// bytes of extension matrix per row, party 0 8·width bytes of corrections
+// per row (both counted over ⌈rows/64⌉·64 rows); 2 rounds.
+func (g *Gen) RowBitTriples(ctx context.Context, rows, width int) (beaver.RowBitTriple, error) {
+	n, err := checkSize("row-bit triples", rows, width)
+	if err != nil {
+		return beaver.RowBitTriple{}, err
+	}
+	if err := g.begin(ctx, "row-bit triples"); err != nil {
+		return beaver.RowBitTriple{}, err
+	}
+	dir := cotDir{groups: share.PackedWords(rows), width: width, bits: &fullBits}
+	if width == 0 {
+		dir.groups = 0
+	}
+	c := make([]uint64, n)
+	var a, r []uint64
+	var snd cotSend
+	var rcv cotRecv
+	if g.party == 0 {
+		a = g.draw(n)
+		zero := make([]uint64, width)
+		snd = cotSend{dir: dir,
+			x: func(gi, t int) []uint64 {
+				if i := 64*gi + t; i < rows {
+					return a[i*width : (i+1)*width]
+				}
+				return zero
+			},
+			acc: func(gi, t int, h []uint64) {
+				if i := 64*gi + t; i < rows {
+					row := c[i*width : (i+1)*width]
+					for j, v := range h {
+						row[j] = -v
+					}
+				}
+			},
+		}
+	} else {
+		r = g.draw(share.PackedWords(rows))
+		share.MaskTail(r, rows)
+		rcv = cotRecv{dir: dir, choice: r,
+			acc: func(gi, t int, h []uint64) {
+				if i := 64*gi + t; i < rows {
+					copy(c[i*width:(i+1)*width], h)
+				}
+			},
+		}
+	}
+	if err := g.runCOT(ctx, snd, rcv); err != nil {
+		return beaver.RowBitTriple{}, g.end("row-bit triples", err)
+	}
+	return beaver.RowBitTriple{A: a, R: r, C: c}, g.end("row-bit triples", nil)
 }

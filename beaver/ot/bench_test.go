@@ -1,6 +1,7 @@
 package ot
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -205,6 +206,39 @@ func BenchmarkKinds(b *testing.B) {
 					func() (struct{}, error) { return struct{}{}, c.f(g1) })
 			}
 			b.ReportMetric((cpuSeconds(b)-cpu0)/float64(b.N)*1e3, "cpu-ms/op")
+		})
+	}
+}
+
+// BenchmarkInputMasking measures the dealer-free material of one layer's
+// input masking for a qqp-bert candidate (B·T = 128 rows of H = 768):
+// elementwise triples for a Beaver product by the mask broadcast over the
+// rows (n = 98,304), against one row-bit triple per row
+// (protocol.MulPrivateRowBits). Bytes are each party's OT traffic per
+// call; cpu-ms/op is both parties' CPU together.
+func BenchmarkInputMasking(b *testing.B) {
+	const rows, width = 128, 768
+	for _, c := range []struct {
+		name string
+		f    func(ctx context.Context, g *Gen) error
+	}{
+		{"triples/n=98304", func(ctx context.Context, g *Gen) error { _, err := g.Triples(ctx, rows*width); return err }},
+		{"rowbit/128x768", func(ctx context.Context, g *Gen) error { _, err := g.RowBitTriples(ctx, rows, width); return err }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			g0, g1 := genPairRaw(b)
+			ctx := testCtx(b)
+			cpu0 := cpuSeconds(b)
+			for b.Loop() {
+				both(b, func() (struct{}, error) { return struct{}{}, c.f(ctx, g0) },
+					func() (struct{}, error) { return struct{}{}, c.f(ctx, g1) })
+			}
+			s0, s1 := g0.Stats(), g1.Stats()
+			N := float64(b.N)
+			b.ReportMetric((cpuSeconds(b)-cpu0)/N*1e3, "cpu-ms/op")
+			b.ReportMetric(8*float64(s0.WordsSent)/N, "B-sent-P0/op")
+			b.ReportMetric(8*float64(s1.WordsSent)/N, "B-sent-P1/op")
+			b.ReportMetric(float64(s0.Rounds)/N, "rounds/op")
 		})
 	}
 }

@@ -202,6 +202,12 @@ func scaled(r beaver.Request) (beaver.Request, float64) {
 			scale *= float64(r.N) / rows
 		}
 		return s, scale
+	case beaver.KindRowBitTriple:
+		// Traffic is linear in the rows' groups of 64 (one OT a row).
+		if r.M > 64 {
+			s.M = 64
+			return s, float64(share.PackedWords(r.M))
+		}
 	case beaver.KindWeightVectorTriple:
 		if r.M > rows {
 			s.M = rows

@@ -25,6 +25,10 @@
 //     matrix and f bits per pair.
 //   - BitPairs: bit decomposition of r = ρ0⊕ρ1 made arithmetic with one
 //     correlated OT per bit.
+//   - RowBitTriples: shares of r_i·A_i for a bit r_i of party 1 and a row
+//     A_i of party 0, one correlated OT per row whose correlation is the
+//     row: 4 bytes of extension matrix and 8·width bytes of corrections
+//     per row.
 //   - WeightTriples, WeightVectorTriples: the weight-mask correlation for
 //     [X]·W by vector OLE on correlated OTs whose correlation is the fixed
 //     mask B of party 0: 64·m·k OTs and 260·m·k·n bytes of corrections,

@@ -362,6 +362,39 @@ func TestBitPairs(t *testing.T) {
 	}
 }
 
+// TestRowBitTriples: party 0's rows A times party 1's bits r, shared: C0 +
+// C1 = r_i·A_i on every row (a tail of bits past the rows clear), party 0
+// holding no bits and party 1 no rows, and the bits about half ones.
+func TestRowBitTriples(t *testing.T) {
+	g0, g1, _, _ := genPair(t)
+	ctx := testCtx(t)
+	for _, tc := range []struct{ rows, width int }{{0, 3}, {1, 1}, {64, 2}, {200, 5}, {3, 0}} {
+		p0, p1 := both(t, func() (beaver.RowBitTriple, error) { return g0.RowBitTriples(ctx, tc.rows, tc.width) },
+			func() (beaver.RowBitTriple, error) { return g1.RowBitTriples(ctx, tc.rows, tc.width) })
+		n := tc.rows * tc.width
+		if p0.R != nil || p1.A != nil || len(p0.A) != n || len(p1.R) != share.PackedWords(tc.rows) || len(p0.C) != n || len(p1.C) != n {
+			t.Fatalf("%d×%d: parts %d/%d/%d and %d/%d/%d words", tc.rows, tc.width, len(p0.A), len(p0.R), len(p0.C), len(p1.A), len(p1.R), len(p1.C))
+		}
+		c := add(p0.C, p1.C)
+		ones := 0
+		for i := range tc.rows {
+			r := p1.R[i/64] >> (i % 64) & 1
+			ones += int(r)
+			for j := i * tc.width; j < (i+1)*tc.width; j++ {
+				if c[j] != p0.A[j]*r {
+					t.Fatalf("%d×%d row %d: c ≠ r·a", tc.rows, tc.width, i)
+				}
+			}
+		}
+		if tc.rows == 200 && (ones < 70 || ones > 130) {
+			t.Fatalf("r = 1 in %d of %d rows: bits not uniform", ones, tc.rows)
+		}
+		if k := tc.rows % 64; k != 0 && p1.R[len(p1.R)-1]>>k != 0 {
+			t.Fatalf("%d rows: bits past the rows set", tc.rows)
+		}
+	}
+}
+
 // TestSizeErrors: bad sizes and misused operands are errors, not panics,
 // and do not desynchronize the generator (no traffic happens).
 func TestSizeErrors(t *testing.T) {
@@ -378,6 +411,8 @@ func TestSizeErrors(t *testing.T) {
 		{"party 1 B", func() error { _, err := g1.WeightTriples(ctx, []uint64{1}, 1, 1, 1); return err }},
 		{"party 1 b", func() error { _, err := g1.WeightVectorTriples(ctx, []uint64{1}, 1, 1); return err }},
 		{"frac 63", func() error { _, err := g0.WrapPairs(ctx, 1, 63); return err }},
+		{"negative rows", func() error { _, err := g0.RowBitTriples(ctx, -1, 2); return err }},
+		{"row-bit overflow", func() error { _, err := g0.RowBitTriples(ctx, 1<<14, 1<<14); return err }},
 		{"sender 2", func() error { _, err := g0.RandomOTs(ctx, 1, 2); return err }},
 	}
 	for _, c := range cases {

@@ -144,6 +144,14 @@ func checkMaterial(t *testing.T, r beaver.Request, m0, m1 beaver.Material, mask 
 				fail("bit %d inconsistent", i)
 			}
 		}
+	case beaver.KindRowBitTriple:
+		C := add(a[2], b[2])
+		for i := range C {
+			bit := b[1][i/r.N/64] >> (i / r.N % 64) & 1
+			if C[i] != a[0][i]*bit {
+				fail("row-bit triple %d inconsistent", i)
+			}
+		}
 	default:
 		fail("unchecked kind")
 	}
@@ -162,6 +170,7 @@ var providerRequests = []beaver.Request{
 	{Kind: beaver.KindCrossAND, N: 2},
 	{Kind: beaver.KindWrap, N: 9, FracBits: 16},
 	{Kind: beaver.KindBitPair, N: 70},
+	{Kind: beaver.KindRowBitTriple, M: 70, N: 3},
 }
 
 // TestProviderCorrelations draws every kind through the provider, on two

@@ -122,6 +122,7 @@ func TestViews(t *testing.T) {
 		{"CrossANDTriples", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.CrossANDTriples(ctx, 1024); return err }},
 		{"WrapPairs", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.WrapPairs(ctx, 4096, 16); return err }},
 		{"BitPairs", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.BitPairs(ctx, 4096); return err }},
+		{"RowBitTriples", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.RowBitTriples(ctx, 4096, 3); return err }},
 		{"DeltaOTs0", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.DeltaOTs(ctx, 8192, 0); return err }},
 		{"DeltaOTs1", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.DeltaOTs(ctx, 8192, 1); return err }},
 	}

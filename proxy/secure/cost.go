@@ -111,11 +111,12 @@ func lnRows(R, H, d int) []CostRow {
 // (protocol.TruncReLUCost), the truncation fused into the ReLU
 // (protocol.TruncReLU: its bits ride in the sign circuit's first message,
 // the bias added before it). "P1" terms are sent by the data owner alone
-// (the weight-mask products), the others by both parties:
+// (the weight-mask products), "P0 …, P1 …" by each party as stated
+// (protocol.MulPrivateRowBits), the others by both parties:
 //
 //	step                               rounds  bytes
-//	zero padded input rows (private    1       msg(2·B·T·H)
-//	  mask, layers ≥ 1 or private
+//	zero padded input rows (private    1       P0 msg(B·T·H), P1
+//	  mask, layers ≥ 1 or private              msg(⌈B·T/64⌉)
 //	  embeddings)
 //	Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] and the    1       P1 msg(B·(H+1)·T + B·Tq·H)
 //	  queries' y·Wq
@@ -232,7 +233,9 @@ func BlockCostRows(a Arch, batch, layer int, opt Options) ([]CostRow, error) {
 	}
 	rows = append(rows, lnRows(R, H, d)...)
 	if !opt.PublicMask && (layer > 0 || opt.PrivateEmbeddings) {
-		mask := step{1, msg(2 * B * T * H), 0}.row("input masking", "zero the padded input rows (private mask)")
+		c := protocol.MulPrivateRowBitsCost(B*T, H)
+		mask := CostRow{Module: "input masking", Step: "zero the padded input rows (private mask: P0 its masked share, P1 a bit per row)",
+			Rounds: c[0].Rounds, Bytes: [2]int64{c[0].Bytes, c[1].Bytes}}
 		rows = append([]CostRow{mask}, rows...)
 	}
 	return rows, nil

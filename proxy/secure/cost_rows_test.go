@@ -1,6 +1,7 @@
 package secure
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/selectformer/selectformer/nn/model"
@@ -17,7 +18,14 @@ import (
 // 1` measures: 50 rounds, 90234 bytes from P0, 934180 from P1 (51, 888178
 // and 2500094 before the last block's class attention was folded with its
 // softmax MLP; 2485068 and 4096984 from P0 and P1 while each truncation
-// sent a word per element; bench's TestModuleCosts measures it again).
+// sent a word per element; bench's TestModuleCosts measures it again). For
+// qqp-bert's phase-2 proxy ⟨3L,12H,d16⟩ of BERT, one candidate: 115
+// rounds, 12760190 bytes from P0 and 20104110 from P1, where zeroing the
+// padded input rows of layers 1 and 2 (each B·T·H = 98,304 words) costs P0
+// msg(98304) = 786442 and P1 msg(2) = 26 bytes a layer
+// (protocol.MulPrivateRowBits); with a Beaver product by the broadcast mask
+// each party sent msg(196608) = 1572892 a layer, 14333090 and 23249842 in
+// all (P0 2·786450 and P1 2·1572866 more).
 func TestForwardCostRows(t *testing.T) {
 	sst2 := Arch{Family: model.DistilBERT, Layers: 1, Heads: 12, HeadDim: 64, Hidden: 768, Seq: 128, Labels: 2, MLPHidden: 2}
 	rows, err := ForwardCostRows(sst2, 1, Options{})
@@ -26,6 +34,25 @@ func TestForwardCostRows(t *testing.T) {
 	}
 	if r, b := SumCostRows(rows); r != 50 || b != [2]int64{90234, 934180} {
 		t.Errorf("sst2 phase 0: %d rounds, bytes %v; want 50, [90234 934180]", r, b)
+	}
+	qqp := Arch{Family: model.BERT, Layers: 3, Heads: 12, HeadDim: 64, Hidden: 768, Seq: 128, Labels: 2, MLPHidden: 16}
+	if rows, err = ForwardCostRows(qqp, 1, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if r, b := SumCostRows(rows); r != 115 || b != [2]int64{12760190, 20104110} {
+		t.Errorf("qqp phase 2: %d rounds, bytes %v; want 115, [12760190 20104110]", r, b)
+	}
+	masking := 0
+	for _, row := range rows {
+		if strings.HasSuffix(row.Module, "input masking") {
+			masking++
+			if row.Rounds != 1 || row.Bytes != [2]int64{786442, 26} {
+				t.Errorf("qqp phase 2: %+v, want 1 round, bytes [786442 26]", row)
+			}
+		}
+	}
+	if masking != 2 {
+		t.Errorf("qqp phase 2: %d input masking rows, want 2 (layers 1 and 2)", masking)
 	}
 	for _, c := range []struct {
 		a     Arch
@@ -76,7 +103,7 @@ func TestForwardCostRows(t *testing.T) {
 			t.Errorf("%+v batch %d: forward rows sum to %d rounds %v bytes, want %d %v", c.a, c.batch, rr, bb, wantRounds, want)
 		}
 		for _, row := range rows {
-			if row.Module == "" || row.Step == "" || row.Rounds < 1 || row.Bytes[0] < 0 || row.Bytes[1] < row.Bytes[0] {
+			if row.Module == "" || row.Step == "" || row.Rounds < 1 || row.Bytes[0] < 0 || row.Bytes[1] < 0 {
 				t.Errorf("row %+v", row)
 			}
 		}

@@ -38,8 +38,10 @@
 //   - Padding (BERT, DistilBERT): the attention mask m is the data owner's
 //     private input. Padded keys and values must vanish and padded scores
 //     must enter the softmax MLP as its fill values: the block input's padded
-//     rows are zeroed (a secure multiplication from layer 1 on; free at layer
-//     0), the key/value biases are added as m⊗b (one MatMulWeights of m for all
+//     rows are zeroed (from layer 1 on, protocol.MulPrivateRowBits: the
+//     data owner knows m in the clear, so the model owner sends its masked
+//     share and the data owner one bit per row; free at layer 0), the
+//     key/value biases are added as m⊗b (one MatMulWeights of m for all
 //     layers), and the fill values' contribution to the MLP's first layer,
 //     (1−m)·diag(Fill)·W1, is one MatMulWeights of 1−m for all layers. Since
 //     m ∈ {0, 1}, none of these needs a truncation. Options.PublicMask applies

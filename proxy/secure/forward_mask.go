@@ -19,12 +19,12 @@ type paddingMask struct {
 	// m is the mask [B, T] as integer (0/1) shares (private) or clear words
 	// (public): the last column of a folded class block's Y_aug.
 	m *share.Tensor
-	// h is the mask broadcast to [B, T, hidden] as integer (0/1) shares
-	// (private) or clear words (public): it zeroes the padded rows of a block's
-	// input (layers ≥ 1; the data owner zeroes its embeddings itself). It is
-	// made on first use (hidden): a 1-layer proxy whose data owner embeds
-	// never needs it, and it is B·T·hidden words.
-	h *share.Tensor
+	// bits is the private mask's clear words [B·T] at the data owner (party
+	// 1), who keeps them and never sends them: a block's input (layers ≥ 1;
+	// the data owner zeroes its embeddings itself) has its padded rows
+	// zeroed by protocol.MulPrivateRowBits, where the data owner sends one
+	// bit per row. nil at the model owner and with a public mask.
+	bits []uint64
 	// kvb holds m⊗[b_K | b_V] of every layer but a folded last one
 	// (kvBiasLayers): [B·T, layers·2·inner], the key and value biases of the
 	// unpadded rows only; nil without such a layer.
@@ -33,18 +33,6 @@ type paddingMask struct {
 	omm *share.Tensor
 	// fill holds (1−m)·G: [B, layers·d] shares of fixed-point values.
 	fill *share.Tensor
-}
-
-// hidden returns the mask broadcast to [B, T, w] (h), making it on first use.
-func (mask *paddingMask) hidden(w int) (*share.Tensor, error) {
-	if mask.h == nil {
-		h, err := share.BroadcastLast(mask.m, w)
-		if err != nil {
-			return nil, err
-		}
-		mask.h = h
-	}
-	return mask.h, nil
 }
 
 // maskWords returns the mask as B·T ring words 0/1 (all ones for nil).
@@ -83,6 +71,7 @@ func (p *Prepared) shareMask(ctx context.Context, s *protocol.Session, B int, in
 	T, I2 := a.Seq, 2*a.inner()
 	L := kvBiasLayers(a, p.opt)
 	var m *share.Tensor
+	var bits []uint64
 	var err error
 	public := p.opt.PublicMask
 	switch {
@@ -97,6 +86,7 @@ func (p *Prepared) shareMask(ctx context.Context, s *protocol.Session, B int, in
 		}
 		m = &share.Tensor{Shape: []int{B, T}, Data: w}
 		if !public {
+			bits = w // the data owner's clear mask, kept for MulPrivateRowBits
 			if m, err = s.ShareInput(1, m); err != nil {
 				return nil, fmt.Errorf("secure: forward mask: %w", err)
 			}
@@ -109,7 +99,7 @@ func (p *Prepared) shareMask(ctx context.Context, s *protocol.Session, B int, in
 			return nil, fmt.Errorf("secure: forward mask: %w", err)
 		}
 	}
-	st := &paddingMask{m: m}
+	st := &paddingMask{m: m, bits: bits}
 	switch {
 	case L == 0:
 		// A folded last block alone: its biases ride in its weights.
@@ -184,17 +174,20 @@ func (p *Prepared) blockInput(ctx context.Context, s *protocol.Session, i int, x
 		}
 	}
 	if padding != nil && (i > 0 || p.emb != nil) {
-		// Zero the padded rows: their keys and values must vanish.
-		h, err := padding.hidden(p.arch.Hidden)
-		if err != nil {
-			return nil, fmt.Errorf("mask block input: %w", err)
-		}
+		// Zero the padded rows: their keys and values must vanish. The
+		// data owner knows the private mask in the clear, so the product is
+		// one-sided: the model owner sends its masked share, the data owner
+		// one bit per row.
 		if p.opt.PublicMask {
+			H := p.arch.Hidden
+			if len(y.Data) != len(padding.m.Data)*H {
+				return nil, fmt.Errorf("mask block input: %v rows for a mask of %v", y.Shape, padding.m.Shape)
+			}
 			y = y.Clone()
 			for j := range y.Data {
-				y.Data[j] *= h.Data[j]
+				y.Data[j] *= padding.m.Data[j/H]
 			}
-		} else if y, err = s.Mul(ctx, y, h); err != nil {
+		} else if y, err = s.MulPrivateRowBits(ctx, y, padding.bits); err != nil {
 			return nil, fmt.Errorf("mask block input: %w", err)
 		}
 	}

@@ -133,30 +133,6 @@ func TestArchOfProxySqrtEntropy(t *testing.T) {
 	}
 }
 
-// TestMaskHiddenLazy checks that the mask broadcast to the hidden size is
-// made only when asked for, equals share.BroadcastLast and is made once.
-func TestMaskHiddenLazy(t *testing.T) {
-	m := &share.Tensor{Shape: []int{2, 3}, Data: []uint64{1, 1, 0, 1, 0, 0}}
-	padding := &paddingMask{m: m}
-	if padding.h != nil {
-		t.Fatal("mask broadcast made before use")
-	}
-	h, err := padding.hidden(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := share.BroadcastLast(m, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(h.Shape, want.Shape) || !slices.Equal(h.Data, want.Data) {
-		t.Fatalf("hidden(4) = %v %v, want %v %v", h.Shape, h.Data, want.Shape, want.Data)
-	}
-	if again, err := padding.hidden(4); err != nil || again != h {
-		t.Fatal("hidden made the broadcast twice")
-	}
-}
-
 // TestEncodeUnpadded checks the data owner's embeddings encoding against
 // EncodeTensor on a copy with the padded rows cleared: the same words (a
 // padded row's NaN never read), and the same error for a bad value in an

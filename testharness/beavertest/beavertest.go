@@ -24,7 +24,7 @@ func Seeds(b byte) (share.Seed, share.Seed) {
 }
 
 // Mix is a fixed mix of every built-in kind (sizes whose words are all
-// uniform: BitPair and Wrap sizes are multiples of 64, so no word is a
+// uniform: BitPair, RowBitTriple and Wrap sizes are multiples of 64, so no word is a
 // masked tail, and Wrap's f = 62 leaves 62 random bits in each share of its
 // product, where f = 16 would leave 16 and words would repeat by chance).
 var Mix = []beaver.Request{
@@ -37,6 +37,7 @@ var Mix = []beaver.Request{
 	{Kind: beaver.KindCrossAND, Stream: 5, N: 128},
 	{Kind: beaver.KindWrap, Stream: 5, N: 128, FracBits: 62},
 	{Kind: beaver.KindBitPair, Stream: 6, N: 256},
+	{Kind: beaver.KindRowBitTriple, Stream: 6, M: 128, N: 8},
 }
 
 // BindBoth binds both providers to id at once (a dealer, or the peer, waits
