@@ -44,7 +44,7 @@ func TestTransposeMatrixTiles(t *testing.T) {
 	}
 }
 
-// BenchmarkTranspose times TransposeMatrix on classAttention's Y_augᵀ block
+// BenchmarkTranspose times TransposeMatrix on foldedAttention's Y_augᵀ block
 // (128×768 words).
 func BenchmarkTranspose(b *testing.B) {
 	const m, n = 128, 768

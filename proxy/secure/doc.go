@@ -14,16 +14,9 @@
 //     pair with the weight-mask trick (protocol.ShareWeight); Forward then
 //     evaluates any number of batches, each in one pass whose rounds do not
 //     depend on the batch size.
-//   - Per block (but the last, see below): one weight matrix for Q|K|V
-//     (1/√headDim folded into Q);
-//     the scores of all heads and the whole batch in one shared×shared
-//     MatMul; the attention-softmax MLP (MatMulWeights → truncation and ReLU
-//     in one protocol.TruncReLU, the bias added by party 0 before it →
-//     MatMulWeights → truncation, bias) and P·V, with the MLP's second layer
-//     folded into P·V: P·V = ReLU(..)·(W2·V) + b2·V, where W2·V and b2·V
-//     (the model owner's weights times the shared V) ride in the MLP's first
-//     round, so P itself is never computed (Prepared.softmaxPV: 2 rounds
-//     fewer; encodings of at most 16 fractional bits); the output projection; the
+//   - Per block: the attention folded with its softmax MLP (see the last
+//     bullets: no keys, values, scores or P are computed; 1/√headDim folded
+//     into Q); the output projection; the
 //     residual; LayerNorm with the exact mean subtraction, the squared
 //     deviation (Square), the LayerNorm MLP (its first weights carry 1/hidden,
 //     its second weights are W2⊗γ, so γ costs no extra round) and β added by
@@ -41,18 +34,21 @@
 //     rows are zeroed (from layer 1 on, protocol.MulPrivateRowBits: the
 //     data owner knows m in the clear, so the model owner sends its masked
 //     share and the data owner one bit per row; free at layer 0), the
-//     key/value biases are added as m⊗b (one MatMulWeights of m for all
-//     layers), and the fill values' contribution to the MLP's first layer,
+//     key/value biases ride in the folded attention's augmented weights (the
+//     mask column multiplies them; unfolded, as m⊗b: one MatMulWeights of m
+//     for all layers), and the fill values' contribution to the MLP's first layer,
 //     (1−m)·diag(Fill)·W1, is one MatMulWeights of 1−m for all layers. Since
 //     m ∈ {0, 1}, none of these needs a truncation. Options.PublicMask applies
 //     a public mask locally instead.
 //   - Only the class token feeds the head, so the last block computes its
 //     queries, attention output, LayerNorm (and FFN) for that token alone
-//     (Options.FullLastLayer turns this off). With the softmax MLP its
-//     attention is folded with the MLP (Prepared.foldedAttention): per batch
+//     (Options.FullLastLayer turns this off). With the softmax MLP every
+//     block's attention is folded with the MLP (Prepared.foldedAttention;
+//     the other blocks with every token's queries, the last with the class
+//     token's): per batch
 //     row, with Y_aug = [Y | m] the attention input and the mask column,
 //     K = Y_aug·[Wk; b_K] and V = Y_aug·[Wv; b_V], so the MLP's first layer
-//     on the class query's scores is sc_h·W1 = q_h·(K_hᵀ·W1) and the
+//     on a query's scores is sc_h·W1 = q_h·(K_hᵀ·W1) and the
 //     context is P_h·V_h = h_h·(W2·V_h) + b2·V_h, and both K_hᵀ·W1 and
 //     [W2·V_h; b2·V_h] are Ŷᵀ·[Wk; b_K] and Ŷᵀ·[Wv; b_V] for
 //     Ŷ = Y_augᵀ·[W1 | W2ᵀ | b2ᵀ] ([H+1, 2d+1]): two products with the
@@ -64,10 +60,11 @@
 //     per candidate: the attention's weight products 4.0 M multiply-adds
 //     where they were 152 M; the whole forward 50 rounds where 51, the
 //     model owner sends 90 kB where 888 kB, the data owner 934 kB where
-//     2.5 MB, the dealer 169 kB where 3.67 MB; BlockCost).
-//     The layer's key and value biases ride in [Wk; b_K] and [Wv; b_V]
-//     (the mask column multiplies them), so m⊗b covers the other layers
-//     only. Nothing new is opened: the weight products open the data
+//     2.5 MB, the dealer 169 kB where 3.67 MB; qqp-bert's ⟨3L,12H,d16⟩
+//     phase 2, per candidate: the data owner sends 15.9 MB where 20.1 MB,
+//     the dealer 17.6 MB where 28.0 MB; BlockCost). The layer's key and
+//     value biases ride in [Wk; b_K] and [Wv; b_V] (the mask column
+//     multiplies them), so no layer needs m⊗b. Nothing new is opened: the weight products open the data
 //     owner's masked input, the shared × shared products Beaver-masked
 //     operands. With an exact softmax the last block's query weights are
 //     shared apart from the key and value weights instead, so the query
