@@ -132,7 +132,10 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 		}
 		if it < len(sch) {
 			c := sch[it]
-			q, j0 := g.snd.extend(in[:inU], c.ots())
+			q, j0, err := g.snd.extend(in[:inU], c.ots())
+			if err != nil {
+				return fmt.Errorf("round %d of %d: %w", it+1, rounds, err)
+			}
 			g.stats.OTsSent += int64(c.ots())
 			pendD = g.cotSender(snd, c, q, j0)
 		}

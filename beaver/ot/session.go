@@ -103,11 +103,16 @@ func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32]
 // the peer must present identically: fp's way, the extension's id, and a
 // digest of fp and the extension.
 func setupConfig(fp [32]byte, ext *spoken) (cfg [setupConfigLen]byte) {
+	return setupConfigID(fp, ext.id())
+}
+
+// setupConfigID is setupConfig for the extension's configuration byte id.
+func setupConfigID(fp [32]byte, id byte) (cfg [setupConfigLen]byte) {
 	h := sha256.New()
 	h.Write([]byte("selectformer/beaver/ot/setup-config"))
 	h.Write(fp[:])
-	h.Write([]byte{ext.id()})
-	cfg[0], cfg[1] = fp[0], ext.id()
+	h.Write([]byte{id})
+	cfg[0], cfg[1] = fp[0], id
 	copy(cfg[2:], h.Sum(nil))
 	return cfg
 }
@@ -278,7 +283,7 @@ func (s *Session) NewGen(c Conn, id uint32) (*Gen, error) {
 	g := &Gen{party: s.party, id: id, c: c, h: newHasher(s.pi, id), prg: share.NewPRG(seed, "beaver/ot/local")}
 	g.draw = g.prg.Words
 	g.snd = extSender{delta: s.delta, shape: s.ext, pi: s.prg, gen: id, seeds: &s.sendSeeds}
-	g.rcv = extReceiver{shape: s.ext, pi: s.prg, gen: id, seeds: &s.recvSeeds, roots: g.prg.Words}
+	g.rcv = extReceiver{shape: s.ext, pi: s.prg, gen: id, seeds: &s.recvSeeds, secret: g.prg.Words}
 	return g, nil
 }
 
