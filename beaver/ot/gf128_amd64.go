@@ -5,8 +5,8 @@ package ot
 import "golang.org/x/sys/cpu"
 
 // clmulAccumAsm adds Σ a[i]·b[i] over n blocks to s, unreduced, with
-// PCLMULQDQ (four products per pair, three accumulators). Implemented in
-// gf128_amd64.s.
+// PCLMULQDQ (three products per pair by Karatsuba, as mulAddGeneric).
+// Implemented in gf128_amd64.s.
 //
 //go:noescape
 func clmulAccumAsm(s *gfSum, a, b *Block, n int)

@@ -25,10 +25,10 @@ import (
 // ErrExtensionCheck and returns nothing.
 //
 // Challenges by Fiat–Shamir (as libOTe's KOS offers), so the check costs no
-// round: χ_j = G(σ, (j, spokenCheck)) with σ the first 16 bytes of SHA-256
+// round: χ_j = π(σ ⊕ (j, spokenCheck)) with σ the first 16 bytes of SHA-256
 // over a domain string, the generator id, the call's first OT index, its
-// size and every word of the receiver's message before x and t; G is the
-// extension's fixed-key AES PRG under the session's key, so χ differ per
+// size and every word of the receiver's message before x and t; π is the
+// extension's fixed-key AES under the session's key, so χ differ per
 // session too. The receiver fixes its whole message before χ exist, and χ
 // changes unpredictably with any bit of it.
 //
@@ -78,9 +78,16 @@ var ErrExtensionCheck = fmt.Errorf("the OT extension's consistency check failed:
 type challenge struct {
 	pi   *fixedAES
 	seed Block
-	in   [128]Block
 	chi  [128]Block
 }
+
+// challengeIn is π's input for χ_{128c+i} before the tweak: (i, 0).
+var challengeIn = func() (in [128]Block) {
+	for i := range in {
+		in[i] = Block{uint64(i), 0}
+	}
+	return in
+}()
 
 // newChallenge derives the seed σ of a call of generator gen whose first
 // OT is j0, of total OTs, from the receiver's message msg (before x, t).
@@ -106,16 +113,12 @@ func newChallenge(pi *fixedAES, gen uint32, j0 uint64, total int, msg []uint64) 
 }
 
 // block returns χ_j for the OTs 128c … 128c+127 of the call:
-// G(σ, τ_j) = π(σ⊕τ_j)⊕σ⊕τ_j with τ_j = (j, spokenCheck). The slice is
-// valid until the next call.
+// π(σ ⊕ τ_j) with τ_j = (j, spokenCheck), π the extension's fixed-key AES
+// (the challenges need to be unpredictable before the message is fixed,
+// not one-way, so no feed-forward; the tweak σ ⊕ (128c, spokenCheck) is
+// folded into π's first round key). The slice is valid until the next call.
 func (c *challenge) block(blk int) []Block {
-	for i := range c.in {
-		c.in[i] = Block{uint64(128*blk + i), spokenCheck}
-	}
-	c.pi.encryptTweaked(c.chi[:], c.in[:], c.seed)
-	for i := range c.chi {
-		c.chi[i] = c.chi[i].xor(c.in[i]).xor(c.seed)
-	}
+	c.pi.encryptTweaked(c.chi[:], challengeIn[:], c.seed.xor(Block{uint64(128 * blk), spokenCheck}))
 	return c.chi[:]
 }
 
@@ -126,10 +129,14 @@ func checkReceiver(ch *challenge, rows []Block, choices []uint64) (x, t Block) {
 	for c := range len(rows) / 128 {
 		chi := ch.block(c)
 		sum.mulAdd(rows[128*c:128*c+128], chi)
-		for i, v := range chi {
-			m := -(choices[2*c+i/64] >> (i % 64) & 1)
-			x.Lo ^= v.Lo & m
-			x.Hi ^= v.Hi & m
+		for h := range 2 { // branch-free on the choice bits
+			w := choices[2*c+h]
+			for _, v := range chi[64*h : 64*h+64] {
+				m := -(w & 1)
+				w >>= 1
+				x.Lo ^= v.Lo & m
+				x.Hi ^= v.Hi & m
+			}
 		}
 	}
 	return x, sum.reduce()
