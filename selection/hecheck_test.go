@@ -129,13 +129,23 @@ func TestHECheckAbortsSelection(t *testing.T) {
 		l, err := ot.NewLattice(ot.LatticeOptions{})
 		return ot.ProviderOptions{WeightMasks: l}, err
 	})
-	relay.mu.Lock()
-	defer relay.mu.Unlock()
-	if !relay.tampered {
-		t.Fatalf("no HE output was altered; errors %v", errs)
+	relay.checkAborted(t, errs, res, prov0, beaver.ErrCorrelationCheck)
+}
+
+// checkAborted checks the end of a relayed selection whose data owner's
+// message the relay altered: the model owner's run fails with want, the
+// data owner receives the model owner's AbortCorrelation, the model owner
+// handed out exactly the counted items before the altered one on its
+// stream and refused that one, and no party returned a result.
+func (r *heRelay) checkAborted(t *testing.T, errs [2]error, res [2]*Result, prov0 *heCountProvider, want error) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.tampered {
+		t.Fatalf("no message was altered; errors %v", errs)
 	}
-	if !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
-		t.Fatalf("model owner: %v, want beaver.ErrCorrelationCheck", errs[0])
+	if !errors.Is(errs[0], want) || !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
+		t.Fatalf("model owner: %v, want %v", errs[0], want)
 	}
 	var pe *PeerAbortError
 	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
@@ -143,14 +153,14 @@ func TestHECheckAbortsSelection(t *testing.T) {
 	}
 	prov0.mu.Lock()
 	defer prov0.mu.Unlock()
-	if got := prov0.ok[relay.stream]; got != relay.before || prov0.bad[relay.stream] == 0 {
-		t.Fatalf("stream %d: the model owner handed out %d weight items and refused %d; want the %d before the altered one, and a refusal",
-			relay.stream, got, prov0.bad[relay.stream], relay.before)
+	if got := prov0.ok[r.stream]; got != r.before || prov0.bad[r.stream] == 0 {
+		t.Fatalf("stream %d: the model owner handed out %d counted items and refused %d; want the %d before the altered one, and a refusal",
+			r.stream, got, prov0.bad[r.stream], r.before)
 	}
 	if res[0] != nil || res[1] != nil {
 		t.Fatal("a party returned a result")
 	}
-	t.Logf("altered item %d of stream %d; model owner: %v; data owner: %v", relay.before, relay.stream, errs[0], errs[1])
+	t.Logf("altered message %d of stream %d; model owner: %v; data owner: %v", r.before, r.stream, errs[0], errs[1])
 }
 
 // relayedSelection runs a selection of newSecureFixture whose parties' OT

@@ -1,11 +1,9 @@
 package selection
 
 import (
-	"errors"
 	"sync"
 	"testing"
 
-	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/ot"
 )
 
@@ -38,25 +36,5 @@ func TestOTExtensionCheckAbortsSelection(t *testing.T) {
 		change: func(b []byte) { b[len(b)-1] ^= 0x80 },
 	}
 	errs, res, prov0 := relayedSelection(t, relay, true, func() (ot.ProviderOptions, error) { return ot.ProviderOptions{}, nil })
-	relay.mu.Lock()
-	defer relay.mu.Unlock()
-	if !relay.tampered {
-		t.Fatalf("no extension message was altered; errors %v", errs)
-	}
-	if !errors.Is(errs[0], ot.ErrExtensionCheck) || !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
-		t.Fatalf("model owner: %v, want ot.ErrExtensionCheck", errs[0])
-	}
-	var pe *PeerAbortError
-	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
-		t.Fatalf("data owner: %v, want the model owner's abort AbortCorrelation", errs[1])
-	}
-	prov0.mu.Lock()
-	defer prov0.mu.Unlock()
-	if got := prov0.ok[relay.stream]; got != 0 || prov0.bad[relay.stream] == 0 {
-		t.Fatalf("stream %d: the model owner handed out %d items and refused %d; want none and a refusal", relay.stream, got, prov0.bad[relay.stream])
-	}
-	if res[0] != nil || res[1] != nil {
-		t.Fatal("a party returned a result")
-	}
-	t.Logf("altered the first extension message of stream %d; model owner: %v; data owner: %v", relay.stream, errs[0], errs[1])
+	relay.checkAborted(t, errs, res, prov0, ot.ErrExtensionCheck)
 }
