@@ -19,8 +19,9 @@ import (
 //
 // Both directions of a call run at once, chunk by chunk. Chunk i's
 // extension message (softspoken.go: the trees in a generator's first call,
-// then 4 bytes per OT) travels in the same message as chunk i−1's
-// corrections, so a call of C
+// then 4 bytes per OT, then the consistency check's 1,056 bytes, kos.go)
+// travels in the same message as chunk i−1's corrections, and the sender
+// checks it before it computes chunk i's corrections, so a call of C
 // chunks takes C+1 rounds (2 for anything that fits in one chunk).
 
 // cotDir is the public shape of one direction (both parties know it).

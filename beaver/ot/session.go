@@ -59,7 +59,8 @@ var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
 // ErrModeMismatch is returned by the provider's setup when the peer runs
 // another WeightMaskGenerator (ProviderOptions.WeightMasks) or other
 // parameters of it (a Lattice's HE parameters), or another OT extension
-// (IKNP, before SoftSpokenOT; SoftSpokenOT with another k).
+// (IKNP, before SoftSpokenOT; SoftSpokenOT with another k, or without the
+// consistency check).
 var ErrModeMismatch = errors.New("ot: the peer runs another provider mode")
 
 const (
@@ -84,7 +85,8 @@ const (
 // the first message carries it, so parties that disagree fail with
 // ErrSessionMismatch instead of producing garbage; it also carries the
 // provider's WeightMaskGenerator (VectorOLE's for Setup; see
-// ProviderOptions.WeightMasks) and the OT extension (SoftSpokenOT, k = 4),
+// ProviderOptions.WeightMasks) and the OT extension (SoftSpokenOT, k = 4,
+// with the consistency check),
 // so parties that run different generators or extensions fail with
 // ErrModeMismatch. The hash and PRG keys mix the id with a fresh nonce of
 // each party, so even a repeated id never repeats a key. The base-OT
@@ -249,8 +251,9 @@ type Gen struct {
 	stats Stats
 }
 
-// Stats counts a generator's work: OTs in each role and the words this party
-// sent and received (payload only; the transport adds framing).
+// Stats counts a generator's work: OTs in each role (those its calls asked
+// for, without the consistency check's extra ones) and the words this
+// party sent and received (payload only; the transport adds framing).
 type Stats struct {
 	OTsSent, OTsReceived int64 // OTs as sender, as receiver
 	WordsSent, WordsRecv int64
