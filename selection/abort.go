@@ -86,9 +86,11 @@ const (
 	AbortResume AbortCode = 10
 	// AbortCorrelation: a check of the peer's part in making correlated
 	// randomness failed (beaver.ErrCorrelationCheck: with -provider he, the
-	// data owner's outputs did not match what it committed to). The party
-	// holds nothing derived from the failed item, and its provider's key
-	// is discarded.
+	// data owner's outputs did not match what it committed to; with
+	// -provider ot or he, the OT extension's consistency check of the
+	// peer's corrections, ot.ErrExtensionCheck). The party holds nothing
+	// derived from the failed item, and its provider binds no session
+	// after it (a Lattice's key is discarded).
 	AbortCorrelation AbortCode = 11
 	// AbortOpening: a bootstrap point the data owner sent does not open
 	// its commitment to its pool (its candidate, salt or Merkle path do

@@ -20,17 +20,25 @@ const heOutputsWord uint64 = 0x4845_4f55_5450
 
 // heRelay carries the OT providers' traffic between the model owner's
 // provider and the data owner's (each on a pipe of its own), as a data owner
-// whose provider alters what it sends would: it adds 2^63·2^(LogQ1−64) to
-// coefficient 5 of the first output ciphertext's c1 in the first
-// -provider he item (the attack of issue 36), and records on which stream
-// and after how many untouched items.
+// whose provider alters what it sends would: it changes the first message
+// of the data owner's on a beaver stream that pick selects (by default the
+// -provider he attack of issue 36: 2^63·2^(LogQ1−64) added to coefficient
+// 5 of the first output ciphertext's c1, alterHE), and records on which
+// stream and after how many untouched picked messages.
 type heRelay struct {
 	mu       sync.Mutex
-	items    map[uint32]int // items forwarded untouched, per beaver stream
+	items    map[uint32]int // picked messages forwarded untouched, per beaver stream
 	tampered bool
-	stream   uint32 // the altered item's beaver stream
-	before   int    // items forwarded untouched on it before
+	stream   uint32 // the altered message's beaver stream
+	before   int    // picked messages forwarded untouched on it before
+	// pick selects the messages (of the data owner's, on beaver stream s)
+	// the relay may alter, change alters one; nil: isHEOutputs, alterHE.
+	pick   func(s uint32, b []byte) bool
+	change func(b []byte)
 }
+
+// alterHE is the attack of issue 36 on an item's outputs message b.
+func alterHE(b []byte) { alter(b[8:]) }
 
 // isHEOutputs reports whether b is the data owner's message of an item.
 func isHEOutputs(b []byte) bool {
@@ -56,11 +64,15 @@ func (r *heRelay) forward(ctx context.Context, src, dst *transport.Conn, id uint
 			dst.Close()
 			return
 		}
-		if fromDO && id != ot.DefaultStreamBase && isHEOutputs(b) {
-			s := id - ot.DefaultStreamBase - 1
+		s := id - ot.DefaultStreamBase - 1
+		pick, change := r.pick, r.change
+		if pick == nil {
+			pick, change = func(_ uint32, b []byte) bool { return isHEOutputs(b) }, alterHE
+		}
+		if fromDO && id != ot.DefaultStreamBase && pick(s, b) {
 			r.mu.Lock()
 			if !r.tampered {
-				alter(b[8:])
+				change(b)
 				r.tampered, r.stream, r.before = true, s, r.items[s]
 			} else {
 				r.items[s]++
@@ -74,10 +86,11 @@ func (r *heRelay) forward(ctx context.Context, src, dst *transport.Conn, id uint
 	}
 }
 
-// heCountProvider counts the weight-mask items its provider hands out, and
-// the ones it refuses, per beaver stream.
+// heCountProvider counts the weight-mask items (every item with all) its
+// provider hands out, and the ones it refuses, per beaver stream.
 type heCountProvider struct {
 	*ot.Provider
+	all     bool
 	mu      sync.Mutex
 	ok, bad map[uint32]int
 	errs    []error
@@ -88,7 +101,7 @@ func (h *heCountProvider) Unwrap() beaver.Provider { return h.Provider }
 
 func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	m, err := p.Provider.Material(ctx, r)
-	if r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
+	if p.all || r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
 		p.mu.Lock()
 		if err == nil {
 			p.ok[r.Stream]++
@@ -111,6 +124,51 @@ func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beave
 // stream and refused that one, so nothing derived from it was opened,
 // compared or revealed (and no phase finished).
 func TestHECheckAbortsSelection(t *testing.T) {
+	relay := &heRelay{items: map[uint32]int{}}
+	errs, res, prov0 := relayedSelection(t, relay, false, func() (ot.ProviderOptions, error) {
+		l, err := ot.NewLattice(ot.LatticeOptions{})
+		return ot.ProviderOptions{WeightMasks: l}, err
+	})
+	relay.checkAborted(t, errs, res, prov0, beaver.ErrCorrelationCheck)
+}
+
+// checkAborted checks the end of a relayed selection whose data owner's
+// message the relay altered: the model owner's run fails with want, the
+// data owner receives the model owner's AbortCorrelation, the model owner
+// handed out exactly the counted items before the altered one on its
+// stream and refused that one, and no party returned a result.
+func (r *heRelay) checkAborted(t *testing.T, errs [2]error, res [2]*Result, prov0 *heCountProvider, want error) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.tampered {
+		t.Fatalf("no message was altered; errors %v", errs)
+	}
+	if !errors.Is(errs[0], want) || !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
+		t.Fatalf("model owner: %v, want %v", errs[0], want)
+	}
+	var pe *PeerAbortError
+	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
+		t.Fatalf("data owner: %v, want the model owner's abort AbortCorrelation", errs[1])
+	}
+	prov0.mu.Lock()
+	defer prov0.mu.Unlock()
+	if got := prov0.ok[r.stream]; got != r.before || prov0.bad[r.stream] == 0 {
+		t.Fatalf("stream %d: the model owner handed out %d counted items and refused %d; want the %d before the altered one, and a refusal",
+			r.stream, got, prov0.bad[r.stream], r.before)
+	}
+	if res[0] != nil || res[1] != nil {
+		t.Fatal("a party returned a result")
+	}
+	t.Logf("altered message %d of stream %d; model owner: %v; data owner: %v", r.before, r.stream, errs[0], errs[1])
+}
+
+// relayedSelection runs a selection of newSecureFixture whose parties' OT
+// providers (options from opts) talk through relay, the model owner's
+// provider counted (every item with all). It returns the parties' errors
+// and results and the model owner's counting provider.
+func relayedSelection(t *testing.T, relay *heRelay, all bool, opts func() (ot.ProviderOptions, error)) (errs [2]error, res [2]*Result, prov0 *heCountProvider) {
+	t.Helper()
 	f := newSecureFixture(t)
 	mo, do := f.owners([2]string{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -121,51 +179,27 @@ func TestHECheckAbortsSelection(t *testing.T) {
 	for _, c := range []*transport.Conn{p0c, r0, r1, p1c} {
 		t.Cleanup(func() { c.Close() })
 	}
-	relay := &heRelay{items: map[uint32]int{}}
 	for id := ot.DefaultStreamBase; id < ot.DefaultStreamBase+130; id++ {
 		go relay.forward(ctx, r0, r1, id, false)
 		go relay.forward(ctx, r1, r0, id, true)
 	}
-	var prov0 *heCountProvider
-	var res [2]*Result
-	errs := pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, _ beaver.Provider) error {
+	errs = pair(t, [2]share.Seed{{5}, {6}}, func(ctx context.Context, party int, c *transport.Conn, _ beaver.Provider) error {
 		conn := []*transport.Conn{p0c, p1c}[party]
-		l, err := ot.NewLattice(ot.LatticeOptions{})
+		o, err := opts()
 		if err != nil {
 			return err
 		}
-		prov, err := ot.NewProvider(conn, party, ot.ProviderOptions{WeightMasks: l})
+		prov, err := ot.NewProvider(conn, party, o)
 		if err != nil {
 			return err
 		}
 		if party == 0 {
-			prov0 = &heCountProvider{Provider: prov, ok: map[uint32]int{}, bad: map[uint32]int{}}
+			prov0 = &heCountProvider{Provider: prov, all: all, ok: map[uint32]int{}, bad: map[uint32]int{}}
 			res[0], err = mo.Run(ctx, c, prov0)
 		} else {
 			res[1], err = do.Run(ctx, c, prov)
 		}
 		return err
 	})
-	relay.mu.Lock()
-	defer relay.mu.Unlock()
-	if !relay.tampered {
-		t.Fatalf("no HE output was altered; errors %v", errs)
-	}
-	if !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
-		t.Fatalf("model owner: %v, want beaver.ErrCorrelationCheck", errs[0])
-	}
-	var pe *PeerAbortError
-	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
-		t.Fatalf("data owner: %v, want the model owner's abort AbortCorrelation", errs[1])
-	}
-	prov0.mu.Lock()
-	defer prov0.mu.Unlock()
-	if got := prov0.ok[relay.stream]; got != relay.before || prov0.bad[relay.stream] == 0 {
-		t.Fatalf("stream %d: the model owner handed out %d weight items and refused %d; want the %d before the altered one, and a refusal",
-			relay.stream, got, prov0.bad[relay.stream], relay.before)
-	}
-	if res[0] != nil || res[1] != nil {
-		t.Fatal("a party returned a result")
-	}
-	t.Logf("altered item %d of stream %d; model owner: %v; data owner: %v", relay.before, relay.stream, errs[0], errs[1])
+	return errs, res, prov0
 }

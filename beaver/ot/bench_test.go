@@ -99,24 +99,35 @@ func perOT(b *testing.B, ots int, f func()) {
 // corrections, transpose) and the sender's, 2^16 OTs a call, per OT of one
 // party on one core. The parts split one 128-OT block of the receiver at
 // k = spokenK: the leaf PRG (2^k/k AES blocks per OT), the tree sums and
-// the transpose; and the sender's hash of random OTs (4 AES per OT).
+// the transpose; the receiver's consistency check (χ by fixed-key AES, the
+// GF(2^128) sums; the sender's is the same less the choice bits) with
+// PCLMULQDQ and portable; and the sender's hash of random OTs (4 AES per
+// OT).
 func BenchmarkExtension(b *testing.B) {
 	const n = 1 << 16
 	for _, k := range []int{1, 2, 4, 5, 6, 8} {
-		s := fakeSessionK(b, 0, k)
-		g, err := s.NewGen(nil, 1)
-		if err != nil {
+		s0, s1 := fakePair(b, k, rand.New(rand.NewPCG(uint64(k), 3))) // 0 the sender, 1 the receiver
+		snd, err0 := s0.NewGen(nil, 1)
+		rcv, err1 := s1.NewGen(nil, 1)
+		if err0 != nil || err1 != nil {
+			b.Fatal(err0, err1)
+		}
+		choices := rcv.prg.Words(n / 64)
+		msg, _, _ := rcv.rcv.extend(choices, n) // grows the trees
+		if _, _, err := snd.snd.extend(msg, n); err != nil {
 			b.Fatal(err)
 		}
-		choices := g.prg.Words(n / 64)
-		msg, _, _ := g.rcv.extend(choices, n) // grows the trees
-		g.snd.extend(msg, n)
 		b.Run(fmt.Sprintf("k=%d/receiver", k), func(b *testing.B) {
-			perOT(b, n, func() { g.rcv.extend(choices, n) })
+			perOT(b, n, func() { rcv.rcv.extend(choices, n) })
 		})
-		msg, _, _ = g.rcv.extend(choices, n)
+		msg, _, j0 := rcv.rcv.extend(choices, n)
 		b.Run(fmt.Sprintf("k=%d/sender", k), func(b *testing.B) {
-			perOT(b, n, func() { g.snd.extend(msg, n) })
+			perOT(b, n, func() {
+				snd.snd.next = j0 // the same call again, so that its check passes
+				if _, _, err := snd.snd.extend(msg, n); err != nil {
+					b.Fatal(err)
+				}
+			})
 		})
 	}
 	s := fakeSession(b, 0)
@@ -144,8 +155,19 @@ func BenchmarkExtension(b *testing.B) {
 	b.Run("part=transpose", func(b *testing.B) {
 		perOT(b, 128, func() { transpose128(rows, &sc.cols) })
 	})
-	out := make([]Block, 1<<16)
 	rows = make([]Block, 1<<16)
+	ch := newChallenge(s.prg, 1, 0, len(rows), nil)
+	choices := g.prg.Words(len(rows) / 64)
+	for _, asm := range []bool{true, false} {
+		if asm && !usePCLMUL {
+			continue
+		}
+		b.Run(fmt.Sprintf("part=check-receiver/pclmul=%v", asm), func(b *testing.B) {
+			setPCLMUL(b, asm)
+			perOT(b, len(rows), func() { checkReceiver(ch, rows, choices) })
+		})
+	}
+	out := make([]Block, 1<<16)
 	b.Run("part=hash-sender", func(b *testing.B) {
 		perOT(b, len(rows), func() {
 			g.h.hashBlocks(out, rows, Block{}, 0)

@@ -36,7 +36,10 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 		return nil, nil, nil, nil, err
 	}
 	if ps > 0 {
-		q, j0 := g.snd.extend(in, ps)
+		q, j0, err := g.snd.extend(in, ps)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
 		g.stats.OTsSent += int64(ps)
 		h0, h1 := make([]uint64, ps), make([]uint64, ps)
 		g.h.hash(h0, q, Block{}, j0, 1)

@@ -162,7 +162,9 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 		var q []Block
 		var j0 uint64
 		if p > 0 {
-			q, j0 = g.snd.extend(in, p)
+			if q, j0, err = g.snd.extend(in, p); err != nil {
+				return g.end(what, err)
+			}
 			g.stats.OTsSent += int64(p)
 		}
 		done(j0, DeltaOT{Delta: g.snd.delta, Q: q[:n:n]})

@@ -19,8 +19,9 @@ import (
 //
 // Both directions of a call run at once, chunk by chunk. Chunk i's
 // extension message (softspoken.go: the trees in a generator's first call,
-// then 4 bytes per OT) travels in the same message as chunk i−1's
-// corrections, so a call of C
+// then 4 bytes per OT, then the consistency check's 1,056 bytes, kos.go)
+// travels in the same message as chunk i−1's corrections, and the sender
+// checks it before it computes chunk i's corrections, so a call of C
 // chunks takes C+1 rounds (2 for anything that fits in one chunk).
 
 // cotDir is the public shape of one direction (both parties know it).
@@ -132,7 +133,10 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 		}
 		if it < len(sch) {
 			c := sch[it]
-			q, j0 := g.snd.extend(in[:inU], c.ots())
+			q, j0, err := g.snd.extend(in[:inU], c.ots())
+			if err != nil {
+				return fmt.Errorf("round %d of %d: %w", it+1, rounds, err)
+			}
 			g.stats.OTsSent += int64(c.ots())
 			pendD = g.cotSender(snd, c, q, j0)
 		}

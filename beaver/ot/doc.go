@@ -11,7 +11,9 @@
 // bytes per OT (one bit per 4-bit tree of Δ; IKNP sent 16), and in a
 // generator's first call in each direction its 32 GGM trees, 4,096 bytes;
 // each party computes 4 AES blocks of leaf PRG per OT (16 leaves per tree
-// for every 128 OTs). The generators:
+// for every 128 OTs). Every extension call carries KOS's consistency check
+// (kos.go): 256 extra OTs and 32 bytes, 1,056 bytes a call, checked by the
+// sender before it uses any OT of the call. The generators:
 //
 //   - RandomOTs, DeltaOTs: random / Δ-correlated OTs, 4 bytes per OT from
 //     the receiver, one round.
@@ -89,24 +91,49 @@
 // crypto/aes); elsewhere, or with the purego tag, crypto/aes one block per
 // call, about 18 times slower.
 //
-// Security: semi-honest, as the project's threat model (SoftSpokenOT without
-// Roy's consistency check, as IKNP was without KOS's). Computational
-// security λ = 128: the base OTs (Chou–Orlandi over Ristretto255, about 126
-// bits), AES-128 as an ideal permutation for the hash and the PRG (an
-// adversary's advantage about q·N/2^128 for q queries and N expansions),
-// and Δ uniform over 128 bits. k does not lower semi-honest security: Δ
-// stays uniform (the sender's choices are its bits), each tree's punctured
-// leaf is pseudorandom to the sender whatever its size (the GGM tree), so the
-// corrections u_b ⊕ r hide r, and guessing a q_j ⊕ Δ still means guessing
-// all of Δ; k only trades communication (128/k bits per OT) for computation
-// (2^k/k PRG blocks per OT). (Against an active receiver, SoftSpokenOT's
-// consistency check bounds what inconsistent corrections reveal of Δ with a
-// loss that grows with k; not built, like KOS before it: see README, "What
-// a lying peer cannot make a party do".) A party's view is uniform words of
-// public lengths whatever the peer's secrets (TestViews,
-// TestSoftSpokenCorrectionsIndependent). The exception is a Lattice's
-// weight-mask items, whose outputs party 0 checks against an active party
-// 1 (he.go, TestHECheckCatchesTampering); an active party 0 there is not
+// Security. Computational security λ = 128: the base OTs (Chou–Orlandi
+// over Ristretto255, about 126 bits), AES-128 as an ideal permutation for
+// the hash and the PRG (an adversary's advantage about q·N/2^128 for q
+// queries and N expansions), and Δ uniform over 128 bits. k does not lower
+// semi-honest security: Δ stays uniform (the sender's choices are its
+// bits), each tree's punctured leaf is pseudorandom to the sender whatever
+// its size (the GGM tree), so the corrections u_b ⊕ r hide r, and guessing
+// a q_j ⊕ Δ still means guessing all of Δ; k only trades communication
+// (128/k bits per OT) for computation (2^k/k PRG blocks per OT).
+//
+// Against an active extension receiver the extension is checked (kos.go:
+// Keller, Orsini and Scholl's consistency check, which Roy's paper notes
+// applies to SoftSpokenOT's IKNP-shaped output; Fiat–Shamir challenges in
+// GF(2^128), PCLMULQDQ on amd64). A receiver that sends inconsistent
+// corrections (another choice vector on a tree of Δ, altered trees) to
+// learn Δ by selective failure passes the check only if it guessed the Δ
+// bits it probes: it learns s bits of Δ with probability at most 2^−s
+// (TestExtensionCheckCatchesCheatingReceiver: exactly one of the 2^k
+// guesses of a tree passes), and otherwise the sender's call fails with
+// ErrExtensionCheck, a beaver.ErrCorrelationCheck: nothing of the call is
+// used, the Provider binds no session after it and selection aborts with
+// the public reason AbortCorrelation (TestOTProviderRefusesCheatingReceiver;
+// selection's TestOTExtensionCheckAbortsSelection). The hash then hides the
+// other message of every OT behind the 128 − s bits of Δ not learnt (KOS's
+// correlation robustness with a leaky Δ).
+//
+// What stays semi-honest: the generators above the extension. A party can
+// send inconsistent corrections as the sender of a correlated OT (Gilboa's
+// products, cross-AND triples, wrap and bit pairs, the vector OLE of the
+// weight masks), or make its share of an AND triple from other values
+// than its OT messages, so that the peer's result is off only where a
+// secret bit of the peer is 1: a selective failure on one secret bit per
+// altered OT, seen only through what the computation later reveals (the
+// comparison outcomes), besides shifting values like any share edit. Not
+// detected (it needs a check of the correlations themselves, e.g.
+// sacrificing triples; README, "What a lying peer cannot make a party
+// do").
+//
+// A party's view is uniform words of public lengths whatever the peer's
+// secrets (TestViews, TestSoftSpokenCorrectionsIndependent,
+// TestExtensionCheckHidesChoices). A Lattice's weight-mask items are
+// checked too: party 0 checks their outputs against an active party 1
+// (he.go, TestHECheckCatchesTampering); an active party 0 there is not
 // prevented from reading party 1's masks through oversized noise (package
 // beaver/he, "What P0 can do").
 //

@@ -129,8 +129,10 @@ func TestTriples(t *testing.T) {
 
 // TestTriplesCost pins the exact words and rounds of one call: 64 OTs per
 // product per direction, 4 bytes of extension matrix per OT (SoftSpokenOT,
-// k = 4: matrixWords) plus the generator's trees in its first call (512
-// words), Σ(64−t) = 2,080 correction bits per product.
+// k = 4: matrixWords) and per the call's checkOTs = 256 extra OTs of the
+// consistency check (128 words) with its x and t (4 words), plus the
+// generator's trees in its first call (512 words), Σ(64−t) = 2,080
+// correction bits per product.
 func TestTriplesCost(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
@@ -139,7 +141,7 @@ func TestTriplesCost(t *testing.T) {
 		func() (beaver.Triple, error) { return g1.Triples(ctx, n) })
 	for _, g := range []*Gen{g0, g1} {
 		st := g.Stats()
-		want := int64(treeWords + 64*n*4/8 + (n*2080+63)/64)
+		want := int64(treeWords + (64*n+checkOTs)*4/8 + checkWords + (n*2080+63)/64)
 		if st.WordsSent != want || st.WordsRecv != want || st.Rounds != 2 {
 			t.Fatalf("party %d: %+v, want %d words each way in 2 rounds", g.party, st, want)
 		}

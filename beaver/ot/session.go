@@ -59,7 +59,8 @@ var ErrSessionMismatch = errors.New("ot: the peer set up another session id")
 // ErrModeMismatch is returned by the provider's setup when the peer runs
 // another WeightMaskGenerator (ProviderOptions.WeightMasks) or other
 // parameters of it (a Lattice's HE parameters), or another OT extension
-// (IKNP, before SoftSpokenOT; SoftSpokenOT with another k).
+// (IKNP, before SoftSpokenOT; SoftSpokenOT with another k, or without the
+// consistency check).
 var ErrModeMismatch = errors.New("ot: the peer runs another provider mode")
 
 const (
@@ -84,7 +85,8 @@ const (
 // the first message carries it, so parties that disagree fail with
 // ErrSessionMismatch instead of producing garbage; it also carries the
 // provider's WeightMaskGenerator (VectorOLE's for Setup; see
-// ProviderOptions.WeightMasks) and the OT extension (SoftSpokenOT, k = 4),
+// ProviderOptions.WeightMasks) and the OT extension (SoftSpokenOT, k = 4,
+// with the consistency check),
 // so parties that run different generators or extensions fail with
 // ErrModeMismatch. The hash and PRG keys mix the id with a fresh nonce of
 // each party, so even a repeated id never repeats a key. The base-OT
@@ -103,11 +105,16 @@ func setup(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32]
 // the peer must present identically: fp's way, the extension's id, and a
 // digest of fp and the extension.
 func setupConfig(fp [32]byte, ext *spoken) (cfg [setupConfigLen]byte) {
+	return setupConfigID(fp, ext.id())
+}
+
+// setupConfigID is setupConfig for the extension's configuration byte id.
+func setupConfigID(fp [32]byte, id byte) (cfg [setupConfigLen]byte) {
 	h := sha256.New()
 	h.Write([]byte("selectformer/beaver/ot/setup-config"))
 	h.Write(fp[:])
-	h.Write([]byte{ext.id()})
-	cfg[0], cfg[1] = fp[0], ext.id()
+	h.Write([]byte{id})
+	cfg[0], cfg[1] = fp[0], id
 	copy(cfg[2:], h.Sum(nil))
 	return cfg
 }
@@ -244,8 +251,9 @@ type Gen struct {
 	stats Stats
 }
 
-// Stats counts a generator's work: OTs in each role and the words this party
-// sent and received (payload only; the transport adds framing).
+// Stats counts a generator's work: OTs in each role (those its calls asked
+// for, without the consistency check's extra ones) and the words this
+// party sent and received (payload only; the transport adds framing).
 type Stats struct {
 	OTsSent, OTsReceived int64 // OTs as sender, as receiver
 	WordsSent, WordsRecv int64
@@ -278,7 +286,7 @@ func (s *Session) NewGen(c Conn, id uint32) (*Gen, error) {
 	g := &Gen{party: s.party, id: id, c: c, h: newHasher(s.pi, id), prg: share.NewPRG(seed, "beaver/ot/local")}
 	g.draw = g.prg.Words
 	g.snd = extSender{delta: s.delta, shape: s.ext, pi: s.prg, gen: id, seeds: &s.sendSeeds}
-	g.rcv = extReceiver{shape: s.ext, pi: s.prg, gen: id, seeds: &s.recvSeeds, roots: g.prg.Words}
+	g.rcv = extReceiver{shape: s.ext, pi: s.prg, gen: id, seeds: &s.recvSeeds, secret: g.prg.Words}
 	return g, nil
 }
 

@@ -103,16 +103,29 @@ func mustSpoken(k int) *spoken {
 func (p *spoken) trees() int { return len(p.sizes) }
 
 // id is the byte that names the extension in the setup configuration:
-// 0x80 | k (IKNP, before SoftSpokenOT, sent 0 there).
-func (p *spoken) id() byte { return 0x80 | byte(p.k) }
+// 0xc0 | k, SoftSpokenOT with the consistency check (kos.go). Versions
+// before the check sent 0x80 | k, IKNP before SoftSpokenOT 0: a peer of
+// either fails setup with ErrModeMismatch (its extension would accept
+// corrections the check refuses, and send none of the check's words).
+func (p *spoken) id() byte { return spokenChecked | byte(p.k) }
+
+// The high bits of the extension's configuration byte.
+const (
+	spokenUnchecked byte = 0x80 // SoftSpokenOT without the check (older versions)
+	spokenChecked   byte = 0xc0 // with it
+)
 
 // extensionName names the extension of a setup configuration byte.
 func extensionName(b byte) string {
+	k := int(b & 0x3f)
 	switch {
 	case b == 0:
 		return "IKNP (a version before SoftSpokenOT)"
-	case b&0x80 != 0 && int(b&0x7f) >= 1 && int(b&0x7f) <= maxSpokenK:
-		return fmt.Sprintf("SoftSpokenOT k=%d", b&0x7f)
+	case k < 1 || k > maxSpokenK:
+	case b&0xc0 == spokenChecked:
+		return fmt.Sprintf("SoftSpokenOT k=%d with the consistency check", k)
+	case b&0xc0 == spokenUnchecked:
+		return fmt.Sprintf("SoftSpokenOT k=%d without the consistency check (a version before it)", k)
 	}
 	return fmt.Sprintf("unknown (%#x)", b)
 }
@@ -347,46 +360,60 @@ type extReceiver struct {
 	pi     *fixedAES
 	gen    uint32
 	seeds  *[baseCount][2][seedLen]byte
-	roots  func(n int) []uint64 // fresh secret words for the trees' roots
+	secret func(n int) []uint64 // fresh secret words: the trees' roots, the check's extra choices
 	leaves []Block              // nil until the first call
 	sums   []Block              // seedSums(leaves)
 	next   uint64
 	sc     spokenScratch
 }
 
-// words returns the words the receiver sends for n more OTs (n a multiple
-// of 128): the corrections, and the trees the first time.
-func (r *extReceiver) words(n int) int {
-	w := r.shape.matrixWords(n)
-	if r.leaves == nil && n > 0 {
+// callWords returns the words the receiver sends in a call of n OTs (n a
+// multiple of 128; nothing when n is 0): the corrections of n + checkOTs
+// OTs, the trees in the generator's first call (first), and the check's x
+// and t (kos.go).
+func (p *spoken) callWords(n int, first bool) int {
+	if n == 0 {
+		return 0
+	}
+	w := p.matrixWords(n+checkOTs) + checkWords
+	if first {
 		w += treeWords
 	}
 	return w
 }
 
+// words returns the words the receiver sends for n more OTs.
+func (r *extReceiver) words(n int) int { return r.shape.callWords(n, r.leaves == nil) }
+
 // words returns the words the sender receives for n more OTs.
-func (s *extSender) words(n int) int {
-	w := s.shape.matrixWords(n)
-	if s.leaves == nil && n > 0 {
-		w += treeWords
-	}
-	return w
-}
+func (s *extSender) words(n int) int { return s.shape.callWords(n, s.leaves == nil) }
 
 // extend (receiver) takes n choice bits (n a multiple of 128, packed 64 per
 // word) and returns the message to send (the trees on the first call, then
-// c_b for every 128-OT block and tree), the rows t_j and the index of the
-// first OT.
+// c_b for every 128-OT block and tree, then the check's x and t), the rows
+// t_j of the n OTs and the index of the first OT. The call extends
+// n + checkOTs OTs, the extra ones with uniform choice bits, for the check
+// (kos.go); their rows are dropped.
 func (r *extReceiver) extend(choices []uint64, n int) (msg []uint64, t []Block, j0 uint64) {
-	j0 = r.next
-	r.next += uint64(n)
 	if n == 0 {
-		return nil, nil, j0
+		return nil, nil, r.next
 	}
+	msg, t, all, j0 := r.extendRows(choices, n)
+	x, ts := checkReceiver(newChallenge(r.pi, r.gen, j0, len(t), msg), t, all)
+	msg = append(msg, x.Lo, x.Hi, ts.Lo, ts.Hi)
+	return msg, t[:n:n], j0
+}
+
+// extendRows is extend (n > 0) before the check: the message without x and
+// t, and the rows and choice bits of all n + checkOTs OTs.
+func (r *extReceiver) extendRows(choices []uint64, n int) (msg []uint64, t []Block, all []uint64, j0 uint64) {
+	j0 = r.next
 	p := r.shape
+	total := n + checkOTs
+	r.next += uint64(total)
 	msg = make([]uint64, 0, r.words(n))
 	if r.leaves == nil {
-		rw := r.roots(2 * p.trees())
+		rw := r.secret(2 * p.trees())
 		roots := make([]Block, p.trees())
 		for b := range roots {
 			roots[b] = Block{rw[2*b], rw[2*b+1]}
@@ -396,49 +423,58 @@ func (r *extReceiver) extend(choices []uint64, n int) (msg []uint64, t []Block, 
 		r.sums = p.seedSums(r.leaves)
 		msg = append(msg, tm...)
 	}
-	t = make([]Block, n)
-	for c := range n / 128 {
+	all = append(choices[:n/64:n/64], r.secret(checkOTs/64)...)
+	t = make([]Block, total)
+	for c := range total / 128 {
 		counter := j0/128 + uint64(c)
 		out := r.sc.leafBlocks(r.pi, r.leaves, counter)
-		ch := Block{choices[2*c], choices[2*c+1]}
+		ch := Block{all[2*c], all[2*c+1]}
 		for b, size := range p.sizes {
 			u := p.treeSums(b, out, r.sums, counter, r.sc.cols[p.offs[b]:p.offs[b]+size]).xor(ch)
 			msg = append(msg, u.Lo, u.Hi)
 		}
 		transpose128(t[128*c:128*c+128], &r.sc.cols)
 	}
-	return msg, t, j0
+	return msg, t, all, j0
 }
 
 // extend (sender) takes the receiver's message for n OTs (exactly
-// s.words(n) words) and returns the rows q_j = t_j ⊕ r_j·Δ and the index of
-// the first OT.
-func (s *extSender) extend(msg []uint64, n int) (q []Block, j0 uint64) {
+// s.words(n) words) and returns the rows q_j = t_j ⊕ r_j·Δ of the n OTs and
+// the index of the first OT, after the consistency check of the call's
+// n + checkOTs OTs (kos.go); when the check fails it returns an error
+// wrapping ErrExtensionCheck and no rows.
+func (s *extSender) extend(msg []uint64, n int) (q []Block, j0 uint64, err error) {
 	j0 = s.next
-	s.next += uint64(n)
 	if n == 0 {
-		return nil, j0
+		return nil, j0, nil
+	}
+	if len(msg) != s.words(n) {
+		return nil, j0, fmt.Errorf("extension message of %d words for %d OTs, want %d", len(msg), n, s.words(n))
 	}
 	p := s.shape
+	total := n + checkOTs
+	s.next += uint64(total)
+	body, xt := msg[:len(msg)-checkWords], msg[len(msg)-checkWords:]
+	corr := body
 	if s.leaves == nil {
-		s.leaves = p.puncture(s.pi, msg[:treeWords], s.seeds, s.delta, s.gen)
+		s.leaves = p.puncture(s.pi, body[:treeWords], s.seeds, s.delta, s.gen)
 		s.sums = p.seedSums(s.leaves)
 		s.alphas = make([]int, p.trees())
 		for b := range s.alphas {
 			s.alphas[b] = p.alpha(s.delta, b)
 		}
-		msg = msg[treeWords:]
+		corr = body[treeWords:]
 	}
-	q = make([]Block, n)
+	q = make([]Block, total)
 	var w [maxSpokenK]Block
 	T := p.trees()
-	for c := range n / 128 {
+	for c := range total / 128 {
 		counter := j0/128 + uint64(c)
 		out := s.sc.leafBlocks(s.pi, s.leaves, counter)
 		for b, size := range p.sizes {
 			out[p.leafOff[b]] = Block{} // the punctured leaf (its slot's input was zero)
 			p.treeSums(b, out, s.sums, counter, w[:size])
-			cb := Block{msg[2*(c*T+b)], msg[2*(c*T+b)+1]}
+			cb := Block{corr[2*(c*T+b)], corr[2*(c*T+b)+1]}
 			a := s.alphas[b]
 			for j := range size {
 				m := -uint64(a >> j & 1)
@@ -447,5 +483,9 @@ func (s *extSender) extend(msg []uint64, n int) (q []Block, j0 uint64) {
 		}
 		transpose128(q[128*c:128*c+128], &s.sc.cols)
 	}
-	return q, j0
+	x, t := Block{xt[0], xt[1]}, Block{xt[2], xt[3]}
+	if !checkSender(newChallenge(s.pi, s.gen, j0, total, body), q, s.delta, x, t) {
+		return nil, j0, fmt.Errorf("OTs %d…%d: %w", j0, j0+uint64(total)-1, ErrExtensionCheck)
+	}
+	return q[:n:n], j0, nil
 }

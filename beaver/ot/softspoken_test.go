@@ -215,7 +215,9 @@ func TestPuncturedTrees(t *testing.T) {
 
 // TestExtensionCost pins the extension's bytes per OT from its formula
 // (matrixWords: one bit per tree) and the words a generator's calls send:
-// the trees once per direction, then the corrections alone.
+// the trees once per direction, then the corrections alone, each call's
+// with the consistency check's (kos.go): 256 more OTs' corrections (1,024
+// bytes at k = 4) and x, t (32 bytes).
 func TestExtensionCost(t *testing.T) {
 	for _, c := range []struct {
 		k, trees, bytesPer128 int
@@ -224,6 +226,9 @@ func TestExtensionCost(t *testing.T) {
 		if p.trees() != c.trees || 8*p.matrixWords(128) != c.bytesPer128 {
 			t.Errorf("k=%d: %d trees, %d bytes per 128 OTs; want %d, %d", c.k, p.trees(), 8*p.matrixWords(128), c.trees, c.bytesPer128)
 		}
+	}
+	if p := mustSpoken(spokenK); 8*p.callWords(128, false) != 4*(128+256)+32 || p.callWords(0, true) != 0 {
+		t.Fatalf("a call of 128 OTs sends %d bytes, want 4·(128+256)+32; an empty call %d words", 8*p.callWords(128, false), p.callWords(0, true))
 	}
 	if spokenK != 4 || 8*mustSpoken(spokenK).matrixWords(128) != 4*128 {
 		t.Fatalf("spokenK = %d: the figures of doc.go and bench/TWOHOSTS.md say 4 bytes per OT at k = 4", spokenK)
@@ -235,7 +240,7 @@ func TestExtensionCost(t *testing.T) {
 	for call := range 2 {
 		both(t, func() (DeltaOT, error) { return g0.DeltaOTs(ctx, 2000, 1) },
 			func() (DeltaOT, error) { return g1.DeltaOTs(ctx, 2000, 1) })
-		want := int64(2048 * 4 / 8) // 2,000 OTs padded to 2,048, 4 bytes each
+		want := int64((2048+256)*4/8 + 4) // 2,000 OTs padded to 2,048, 256 for the check, 4 bytes each; x and t
 		if call == 0 {
 			want += treeWords
 		}
@@ -284,7 +289,23 @@ func TestSetupExtensionMismatch(t *testing.T) {
 	if _, err := Setup(ctx, c0.Stream(1), 0, testSID); !errors.Is(err, ErrModeMismatch) || !strings.Contains(err.Error(), "IKNP") {
 		t.Errorf("against an IKNP peer: %v, want ErrModeMismatch naming IKNP", err)
 	}
+	// A peer of the version before the consistency check: SoftSpokenOT at
+	// the same k, configuration byte 0x80 | k.
+	c2, c3 := transport.Pipe(transport.Options{})
+	defer c2.Close()
+	defer c3.Close()
+	go func() {
+		cfg := setupConfigID(VectorOLE{}.Fingerprint(), spokenUnchecked|spokenK)
+		old := append(append(append(testSID[:len(testSID):len(testSID)], cfg[:]...), make([]byte, setupNonceLen)...), make([]byte, baseMsgALen)...)
+		c3.Stream(1).Exchange(ctx, bytesToWords(old), make([]uint64, msgAWords))
+	}()
+	if _, err := Setup(ctx, c2.Stream(1), 0, testSID); !errors.Is(err, ErrModeMismatch) || !strings.Contains(err.Error(), "k=4 without the consistency check") {
+		t.Errorf("against a peer without the check: %v, want ErrModeMismatch naming it", err)
+	}
 	ext := mustSpoken(spokenK)
+	if extensionName(ext.id()) != "SoftSpokenOT k=4 with the consistency check" || extensionName(0x84) == extensionName(ext.id()) || extensionName(0xff) != "unknown (0xff)" {
+		t.Errorf("extension names: %q, %q, %q", extensionName(ext.id()), extensionName(0x84), extensionName(0xff))
+	}
 	for _, fp := range [][32]byte{VectorOLE{}.Fingerprint(), {wayLattice, 1, 2, 3}} {
 		if setupConfig(fp, ext) == fp {
 			t.Errorf("configuration of %x equals the IKNP version's", fp[:4])

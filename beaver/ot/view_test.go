@@ -175,10 +175,10 @@ func TestSoftSpokenCorrectionsIndependent(t *testing.T) {
 		both(t, func() (DeltaOT, error) { return g0.DeltaOTs(ctx, n, 0) },
 			func() (DeltaOT, error) { return g1.DeltaOTs(ctx, n, 0) })
 		msgs := r0.takeMsgs()
-		if len(msgs) != 1 || len(msgs[0]) != treeWords+s0.ext.matrixWords(n) {
-			t.Fatalf("received %d messages, want one of %d words", len(msgs), treeWords+s0.ext.matrixWords(n))
+		if want := s0.ext.callWords(n, true); len(msgs) != 1 || len(msgs[0]) != want {
+			t.Fatalf("received %d messages, want one of %d words", len(msgs), want)
 		}
-		corr := msgs[0][treeWords:]
+		corr := msgs[0][treeWords : len(msgs[0])-checkWords] // with the check's extra OTs'; then x, t
 		T := s0.ext.trees()
 		var trees, blocks []uint64
 		seen := map[Block]bool{}

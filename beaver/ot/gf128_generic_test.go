@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package ot
+
+import "testing"
+
+func setPCLMUL(tb testing.TB, on bool) {}
