@@ -127,8 +127,8 @@ func checkItem(t *testing.T, ps [2]beaver.Provider, r beaver.Request) {
 // two streams, satisfies the correlation.
 func TestEveryKindEveryProvider(t *testing.T) {
 	kinds := beaver.Kinds()
-	if len(kinds) < 11 {
-		t.Fatalf("registered kinds %v: want the 9 built-in ones and the 2 toys", kinds)
+	if len(kinds) < 12 {
+		t.Fatalf("registered kinds %v: want the 10 built-in ones and the 2 toys", kinds)
 	}
 	for _, pk := range providerKinds {
 		t.Run(pk.name, func(t *testing.T) {

@@ -133,6 +133,7 @@ func FuzzGenPeer(f *testing.F) {
 	f.Add(uint8(0), uint8(0), uint8(3), []byte{1, 2, 3})
 	f.Add(uint8(1), uint8(3), uint8(70), []byte{})
 	f.Add(uint8(1), uint8(9), uint8(130), []byte{0xff})
+	f.Add(uint8(0), uint8(10), uint8(65), []byte{7})
 	f.Fuzz(func(t *testing.T, party, op, size uint8, data []byte) {
 		s := fakeSession(t, int(party&1))
 		g, err := s.NewGen(&scriptConn{data: data, limit: 8}, 1)
@@ -145,7 +146,7 @@ func FuzzGenPeer(f *testing.F) {
 		if g.party == 0 {
 			w = make([]uint64, 2*n)
 		}
-		switch op % 10 {
+		switch op % 11 {
 		case 0:
 			_, err = g.Triples(ctx, n)
 		case 1:
@@ -165,7 +166,9 @@ func FuzzGenPeer(f *testing.F) {
 		case 8:
 			_, err = g.BitPairs(ctx, n)
 		case 9:
-			_, err = g.RandomOTs(ctx, n, int(op/10)&1)
+			_, err = g.RandomOTs(ctx, n, int(op/11)&1)
+		case 10:
+			_, err = g.SquareProducts(ctx, n)
 		}
 		_ = err
 	})
