@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -208,18 +209,27 @@ func (s *Session) Mul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, e
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
 	}
-	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
-	p0 := s.party == 0
-	for i := 0; i < n; i++ {
-		e := send[i] + recv[i]
-		f := send[n+i] + recv[n+i]
-		z := e*t.B[i] + f*t.A[i] + t.C[i]
-		if p0 {
-			z += e * f
-		}
-		out.Data[i] = z
+	if err := share.AddVec(send, send, recv); err != nil { // e, then f
+		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
 	}
+	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
+	s.beaverProduct(out.Data, send[:n], send[n:], t)
 	return out, nil
+}
+
+// beaverProduct sets out to this party's share of x·y from the opened
+// e = x − a and f = y − b and its shares t of a, b and c = a·b:
+// e·f [party 0] + e·[b] + f·[a] + [c], since (e + a)(f + b) = ef + eb + fa
+// + ab.
+func (s *Session) beaverProduct(out, e, f []uint64, t beaver.Triple) {
+	p0 := s.party == 0
+	for i := range out {
+		z := e[i]*t.B[i] + f[i]*t.A[i] + t.C[i]
+		if p0 {
+			z += e[i] * f[i]
+		}
+		out[i] = z
+	}
 }
 
 // MulFixed returns this party's share of the fixed-point product x·y: Mul
@@ -246,27 +256,41 @@ func (s *Session) Square(ctx context.Context, x *share.Tensor) (*share.Tensor, e
 	if err != nil {
 		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
 	}
-	send := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(send)
-	for i := range send {
-		send[i] = x.Data[i] - sp.A[i]
-	}
-	recv := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, send, recv); err != nil {
+	e := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(e)
+	if err := s.openMasked(ctx, e, x.Data, sp.A); err != nil {
 		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
 	}
 	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
-	p0 := s.party == 0
-	for i := 0; i < n; i++ {
-		e := send[i] + recv[i]
-		z := 2*e*sp.A[i] + sp.A2[i]
-		if p0 {
-			z += e * e
-		}
-		out.Data[i] = z
-	}
+	s.squareFrom(out.Data, e, sp)
 	return out, nil
+}
+
+// openMasked sets e to the opened x − mask (e, x and mask of one length):
+// this party sends its share of x − mask and adds the peer's, one exchange.
+func (s *Session) openMasked(ctx context.Context, e, x, mask []uint64) error {
+	if err := share.SubVec(e, x, mask); err != nil {
+		return err
+	}
+	recv := share.GetWords(len(e)) // scratch: overwritten before use
+	defer share.PutWords(recv)
+	if err := s.Exchange(ctx, e, recv); err != nil {
+		return err
+	}
+	return share.AddVec(e, e, recv)
+}
+
+// squareFrom sets out to this party's share of x² from the opened e = x − a
+// and its shares sp of a and a²: e² [party 0] + 2e·[a] + [a²].
+func (s *Session) squareFrom(out, e []uint64, sp beaver.SquarePair) {
+	p0 := s.party == 0
+	for i := range out {
+		z := 2*e[i]*sp.A[i] + sp.A2[i]
+		if p0 {
+			z += e[i] * e[i]
+		}
+		out[i] = z
+	}
 }
 
 // SquareKeep returns this party's share of the elementwise ring square x²
@@ -302,25 +326,12 @@ func (s *Session) SquareKeep(ctx context.Context, x *share.Tensor) (*share.Tenso
 	if err != nil {
 		return nil, nil, fmt.Errorf("protocol: square keep %v: %w", x.Shape, err)
 	}
-	e := make([]uint64, n)
-	for i := range e {
-		e[i] = x.Data[i] - q.A[i]
-	}
-	recv := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, e, recv); err != nil {
+	e := make([]uint64, n) // kept: the KeptOpening's
+	if err := s.openMasked(ctx, e, x.Data, q.A); err != nil {
 		return nil, nil, fmt.Errorf("protocol: square keep %v: %w", x.Shape, err)
 	}
 	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
-	p0 := s.party == 0
-	for i := range n {
-		e[i] += recv[i]
-		z := 2*e[i]*q.A[i] + q.A2[i]
-		if p0 {
-			z += e[i] * e[i]
-		}
-		out.Data[i] = z
-	}
+	s.squareFrom(out.Data, e, beaver.SquarePair{A: q.A, A2: q.A2})
 	k := &KeptOpening{s: s, shape: slices.Clone(x.Shape), n: n, e: e, a: q.A, b: q.B, ab: q.AB}
 	return out, k, nil
 }
@@ -364,26 +375,13 @@ func (k *KeptOpening) Mul(ctx context.Context, s *Session, y *share.Tensor) (*sh
 		return nil, used
 	}
 	n := k.n
-	send := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(send)
-	for i := range send {
-		send[i] = y.Data[i] - k.b[i]
-	}
-	recv := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, send, recv); err != nil {
+	f := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(f)
+	if err := s.openMasked(ctx, f, y.Data, k.b); err != nil {
 		return nil, fmt.Errorf("protocol: kept opening mul %v: %w", k.shape, err)
 	}
 	out := &share.Tensor{Shape: slices.Clone(k.shape), Data: make([]uint64, n)}
-	p0 := s.party == 0
-	for i := range n {
-		e, f := k.e[i], send[i]+recv[i]
-		z := e*k.b[i] + f*k.a[i] + k.ab[i]
-		if p0 {
-			z += e * f
-		}
-		out.Data[i] = z
-	}
+	s.beaverProduct(out.Data, k.e, f, beaver.Triple{A: k.a, B: k.b, C: k.ab})
 	k.e, k.a, k.b, k.ab = nil, nil, nil, nil
 	return out, nil
 }
