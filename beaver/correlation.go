@@ -9,7 +9,7 @@ import (
 // request codec, the dealers (in-process and networked) and the seeded
 // providers know about it. Each kind registers its Correlation once
 // (Register, from an init function) in the file of its family:
-// kind_arith.go (triple, square, wrap, bitpair, rowbittriple), kind_matrix.go
+// kind_arith.go (triple, square, squareproduct, wrap, bitpair, rowbittriple), kind_matrix.go
 // (mattriple, weighttriple, weightvectortriple), kind_binary.go (and,
 // crossand). Such a file holds all of a kind: its Kind constant, its typed
 // material and Typed helper, its registration and the functions of its
@@ -211,9 +211,10 @@ func dealtN(to, k int) func(Request, int) int {
 // that the dealer's bytes split over both of its links. The kinds whose
 // words go to party 0 (the weight kinds, bit pairs and cross-party AND
 // triples) and those whose words go to party 1 (elementwise, square and
-// matrix triples, wrap pairs, AND triples, row-bit triples) carry about equal dealer bytes
-// in a transformer's forward (28.0 MB a candidate of qqp-bert's phase-2
-// proxy: 14.0 MB each way).
+// matrix triples, square-and-product quadruples, wrap pairs, AND triples,
+// row-bit triples) carry about equal dealer bytes in a transformer's forward
+// (28.0 MB a candidate of qqp-bert's phase-2 proxy before its attention was
+// folded: 14.0 MB each way).
 //
 // Dealing to either party reveals nothing new. The dealt party d gets
 // words W = f(x) − S, where f(x) is the relation on both parties' local

@@ -7,14 +7,18 @@ import (
 	"github.com/selectformer/selectformer/share"
 )
 
-// The arithmetic kinds: elementwise triples, square pairs, wrap pairs (for
-// truncation) and shared random bits, each sized by N, and row-bit triples
-// (a bit of party 1's per row times a row of party 0's), sized by M and N.
+// The arithmetic kinds: elementwise triples, square pairs, square-and-product
+// quadruples, wrap pairs (for truncation) and shared random bits, each sized
+// by N, and row-bit triples (a bit of party 1's per row times a row of party
+// 0's), sized by M and N.
 const (
 	// KindTriple: shares of n elementwise triples c = a·b (Typed.Triples).
 	KindTriple Kind = 1
 	// KindSquare: shares of n square pairs (a, a²) (Typed.SquarePairs).
 	KindSquare Kind = 2
+	// KindSquareProduct: shares of n square-and-product quadruples
+	// (a, a², b, a·b) (Typed.SquareProducts).
+	KindSquareProduct Kind = 12
 	// Kind 8 was the truncation pair (r, r>>63, (r mod 2^63)>>f) of the
 	// opening-based truncation that wrap pairs replaced, and 10 the weight
 	// mask when it was a request kind: retired, never reuse them.
@@ -40,6 +44,16 @@ type Triple struct {
 // for squaring a shared value with one opening instead of two.
 type SquarePair struct {
 	A, A2 []uint64
+}
+
+// SquareProduct is one party's share of n square-and-product quadruples:
+// uniform A and B with A² (A2) and A·B (AB), a square pair and a triple that
+// share their A. It squares a shared x and later multiplies the same x by
+// another shared y with x − A opened once for both products
+// (protocol.Session.SquareKeep): per element one word each party sends
+// fewer than a square pair and a triple, which open x − A twice.
+type SquareProduct struct {
+	A, A2, B, AB []uint64
 }
 
 // WrapPair is one party's part of n wrap pairs for truncation by 2^f: party
@@ -77,6 +91,10 @@ func (m Material) triple() Triple { return Triple{A: m.Parts[0], B: m.Parts[1], 
 
 func (m Material) square() SquarePair { return SquarePair{A: m.Parts[0], A2: m.Parts[1]} }
 
+func (m Material) squareProduct() SquareProduct {
+	return SquareProduct{A: m.Parts[0], A2: m.Parts[1], B: m.Parts[2], AB: m.Parts[3]}
+}
+
 func (m Material) wrapPair() WrapPair {
 	return WrapPair{U: m.Parts[0], V: m.Parts[1], Z: m.Parts[2]}
 }
@@ -97,6 +115,12 @@ func (t Typed) Triples(ctx context.Context, stream uint32, n int) (Triple, error
 // SquarePairs returns shares of n square pairs (a, a²).
 func (t Typed) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePair, error) {
 	return drawAs(ctx, t, Request{Kind: KindSquare, Stream: stream, N: n}, Material.square)
+}
+
+// SquareProducts returns shares of n square-and-product quadruples
+// (a, a², b, a·b).
+func (t Typed) SquareProducts(ctx context.Context, stream uint32, n int) (SquareProduct, error) {
+	return drawAs(ctx, t, Request{Kind: KindSquareProduct, Stream: stream, N: n}, Material.squareProduct)
 }
 
 // WrapPairs returns n wrap pairs for truncating by 2^fracBits.
@@ -131,6 +155,14 @@ func init() {
 		Assemble: assembleSquare,
 		Verify:   verifySquare,
 		Sample:   Request{Kind: KindSquare, N: 5},
+	})
+	Register(Correlation{
+		Kind: KindSquareProduct, Name: "squareproduct", Fields: FieldN, Dims: dimsN, Format: formatN,
+		Local: nWords(4, 2), Parts: nWords(4, 4), DealtTo: toParty1, Dealt: dealtN(1, 2),
+		Deal:     dealSquareProduct,
+		Assemble: assembleSquareProduct,
+		Verify:   verifySquareProduct,
+		Sample:   Request{Kind: KindSquareProduct, N: 5},
 	})
 	Register(Correlation{
 		Kind: KindWrap, Name: "wrap", Fields: FieldN | FieldFracBits, Dims: dimsN, Check: checkWrap,
@@ -214,6 +246,43 @@ func verifySquare(r Request, _ []uint64, m0, m1 [][]uint64) error {
 		a := m0[0][i] + m1[0][i]
 		if a*a != m0[1][i]+m1[1][i] {
 			return fmt.Errorf("%v: a² wrong at %d", r, i)
+		}
+	}
+	return nil
+}
+
+// SquareProduct: party 0 expands A0, S0, B0, C0, party 1 A1, B1 and gets
+// S1 = (A0+A1)² − S0 and C1 = (A0+A1)·(B0+B1) − C0 (2n words: S1, then
+// C1), as a square pair's and a triple's dealer words.
+
+func dealSquareProduct(r Request, x Expansion, out [2][]uint64) error {
+	n := r.N
+	a0, s0, b0, c0 := x.Local[0][0], x.Local[0][1], x.Local[0][2], x.Local[0][3]
+	a1, b1 := x.Local[1][0], x.Local[1][1]
+	for i := range n {
+		a := a0[i] + a1[i]
+		out[1][i] = a*a - s0[i]
+		out[1][n+i] = a*(b0[i]+b1[i]) - c0[i]
+	}
+	return nil
+}
+
+func assembleSquareProduct(r Request, party int, local [][]uint64, dealt []uint64) [][]uint64 {
+	if party == 0 {
+		return local
+	}
+	n := r.N
+	return [][]uint64{local[0], dealt[:n:n], local[1], dealt[n:]}
+}
+
+func verifySquareProduct(r Request, _ []uint64, m0, m1 [][]uint64) error {
+	for i := range m0[0] {
+		a, b := m0[0][i]+m1[0][i], m0[2][i]+m1[2][i]
+		if a*a != m0[1][i]+m1[1][i] {
+			return fmt.Errorf("%v: a² wrong at %d", r, i)
+		}
+		if a*b != m0[3][i]+m1[3][i] {
+			return fmt.Errorf("%v: a·b wrong at %d", r, i)
 		}
 	}
 	return nil

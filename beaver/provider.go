@@ -74,7 +74,7 @@ type Provider interface {
 
 // Material is one party's part of one item: Parts are the slices of the
 // kind's typed result in field order (A, B, C of a Triple; A, A2 of a
-// SquarePair; A, C of a WeightTriple; U, V, Z of a WrapPair;
+// SquarePair; A, A2, B, AB of a SquareProduct; A, C of a WeightTriple; U, V, Z of a WrapPair;
 // Packed, Arith, A, AR of a BitPair; A, R, C of a RowBitTriple), with the lengths Request.PartWords gives (a part a party does not get,
 // such as party 0's A of a WeightTriple, is nil).
 type Material struct {

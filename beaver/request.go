@@ -35,7 +35,7 @@ const MaxItemWords = 1 << 27
 // Provider for (Provider.Material, with Counter zero: the provider assigns
 // it) and what the party a kind is dealt to sends the networked dealer
 // (AppendBinary, with the counter). Which size fields are used depends on Kind (its Correlation's
-// Fields): N for Triple, Square, AND and CrossAND (words), Trunc and
+// Fields): N for Triple, Square, SquareProduct, AND and CrossAND (words), Trunc and
 // BitPair; Batch, M, K, N for MatTriple; M, K, N and WeightID for
 // WeightTriple; M, N and WeightID for WeightVectorTriple; M (rows) and N
 // (width) for RowBitTriple. Unused fields must be zero.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 
+	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -207,18 +209,27 @@ func (s *Session) Mul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, e
 	if err := s.Exchange(ctx, send, recv); err != nil {
 		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
 	}
-	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
-	p0 := s.party == 0
-	for i := 0; i < n; i++ {
-		e := send[i] + recv[i]
-		f := send[n+i] + recv[n+i]
-		z := e*t.B[i] + f*t.A[i] + t.C[i]
-		if p0 {
-			z += e * f
-		}
-		out.Data[i] = z
+	if err := share.AddVec(send, send, recv); err != nil { // e, then f
+		return nil, fmt.Errorf("protocol: mul %v: %w", x.Shape, err)
 	}
+	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
+	s.beaverProduct(out.Data, send[:n], send[n:], t)
 	return out, nil
+}
+
+// beaverProduct sets out to this party's share of x·y from the opened
+// e = x − a and f = y − b and its shares t of a, b and c = a·b:
+// e·f [party 0] + e·[b] + f·[a] + [c], since (e + a)(f + b) = ef + eb + fa
+// + ab.
+func (s *Session) beaverProduct(out, e, f []uint64, t beaver.Triple) {
+	p0 := s.party == 0
+	for i := range out {
+		z := e[i]*t.B[i] + f[i]*t.A[i] + t.C[i]
+		if p0 {
+			z += e[i] * f[i]
+		}
+		out[i] = z
+	}
 }
 
 // MulFixed returns this party's share of the fixed-point product x·y: Mul
@@ -245,26 +256,133 @@ func (s *Session) Square(ctx context.Context, x *share.Tensor) (*share.Tensor, e
 	if err != nil {
 		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
 	}
-	send := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(send)
-	for i := range send {
-		send[i] = x.Data[i] - sp.A[i]
-	}
-	recv := share.GetWords(n) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, send, recv); err != nil {
+	e := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(e)
+	if err := s.openMasked(ctx, e, x.Data, sp.A); err != nil {
 		return nil, fmt.Errorf("protocol: square %v: %w", x.Shape, err)
 	}
 	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
-	p0 := s.party == 0
-	for i := 0; i < n; i++ {
-		e := send[i] + recv[i]
-		z := 2*e*sp.A[i] + sp.A2[i]
-		if p0 {
-			z += e * e
-		}
-		out.Data[i] = z
+	s.squareFrom(out.Data, e, sp)
+	return out, nil
+}
+
+// openMasked sets e to the opened x − mask (e, x and mask of one length):
+// this party sends its share of x − mask and adds the peer's, one exchange.
+func (s *Session) openMasked(ctx context.Context, e, x, mask []uint64) error {
+	if err := share.SubVec(e, x, mask); err != nil {
+		return err
 	}
+	recv := share.GetWords(len(e)) // scratch: overwritten before use
+	defer share.PutWords(recv)
+	if err := s.Exchange(ctx, e, recv); err != nil {
+		return err
+	}
+	return share.AddVec(e, e, recv)
+}
+
+// squareFrom sets out to this party's share of x² from the opened e = x − a
+// and its shares sp of a and a²: e² [party 0] + 2e·[a] + [a²].
+func (s *Session) squareFrom(out, e []uint64, sp beaver.SquarePair) {
+	p0 := s.party == 0
+	for i := range out {
+		z := 2*e[i]*sp.A[i] + sp.A2[i]
+		if p0 {
+			z += e[i] * e[i]
+		}
+		out[i] = z
+	}
+}
+
+// SquareKeep returns this party's share of the elementwise ring square x²
+// (as Square) and keeps x's opening for one later ring product x·y by the
+// returned KeptOpening's Mul, so that x − a travels once for both products.
+//
+// Cost: 1 round, msg(n) = 8n + 10 bytes per party, as Square; the later
+// KeptOpening.Mul costs 1 round and msg(n) where Mul costs msg(2n): the two
+// products take msg(n) + msg(n), 8n bytes per party fewer than Square and Mul
+// (msg(n) + msg(2n)).
+//
+// It draws one square-and-product quadruple per element (a, a², b, a·b;
+// beaver.Typed.SquareProducts), opens e = x − a (one exchange) and returns
+// x² = e² [party 0] + 2e·[a] + [a²]; the KeptOpening holds e and this
+// party's shares of a, b and a·b. The Mul opens only f = y − b and returns
+// x·y = e·f [party 0] + e·[b] + f·[a] + [a·b], since (e + a)(f + b) =
+// ef + eb + fa + ab.
+//
+// Why keeping e is secure: what a party receives is the peer's share of
+// e = x − a and, at the Mul, of f = y − b. a and b are uniform, independent
+// and this item's alone, so e and f are a one-time pad of x and of y:
+// uniform and independent of both whatever x and y are, exactly the view of
+// one Beaver multiplication x·y (Mul), and the square adds no opening: x² is
+// made from the same e and the share of a², which is never opened. Opening
+// e once and using it twice reveals nothing a second opening would not
+// (the second would be the same e); what must not happen is a second use
+// of b (two openings y − b and y' − b give y − y') or of a with another x
+// (x − x'): the KeptOpening's Mul runs once, for y of x's shape, and x is
+// fixed by the SquareKeep that drew a.
+func (s *Session) SquareKeep(ctx context.Context, x *share.Tensor) (*share.Tensor, *KeptOpening, error) {
+	n := x.Len()
+	q, err := s.prov.SquareProducts(ctx, s.StreamID(), n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("protocol: square keep %v: %w", x.Shape, err)
+	}
+	e := make([]uint64, n) // kept: the KeptOpening's
+	if err := s.openMasked(ctx, e, x.Data, q.A); err != nil {
+		return nil, nil, fmt.Errorf("protocol: square keep %v: %w", x.Shape, err)
+	}
+	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
+	s.squareFrom(out.Data, e, beaver.SquarePair{A: q.A, A2: q.A2})
+	k := &KeptOpening{s: s, shape: slices.Clone(x.Shape), n: n, e: e, a: q.A, b: q.B, ab: q.AB}
+	return out, k, nil
+}
+
+// KeptOpening is what SquareKeep keeps of its opening of x for one later
+// product x·y: the opened e = x − a, this party's shares of a, b and a·b,
+// x's shape and the session. Its Mul may run once; a second call, a y of
+// another shape or another session is an error, never a reuse of b.
+type KeptOpening struct {
+	s        *Session
+	shape    []int
+	n        int
+	e        []uint64
+	a, b, ab []uint64
+	used     atomic.Bool
+}
+
+// Mul returns this party's share of the elementwise ring product x·y, x the
+// tensor SquareKeep squared and y a shared tensor of its shape, on the
+// session s that ran SquareKeep (no truncation: for fixed-point operands the
+// result has 2f fractional bits, as Mul's).
+//
+// Cost: 1 round, msg(n) = 8n + 10 bytes per party (f = y − b alone: e was
+// opened by SquareKeep), where Mul costs msg(2n).
+//
+// It runs once: the material is marked used before f is sent, so a second
+// call (or one after a failed exchange, whose f the peer may hold) is an
+// error and b is never opened twice (see SquareKeep for why).
+func (k *KeptOpening) Mul(ctx context.Context, s *Session, y *share.Tensor) (*share.Tensor, error) {
+	if k == nil || s != k.s {
+		return nil, fmt.Errorf("protocol: kept opening mul: not the session that kept it")
+	}
+	used := fmt.Errorf("protocol: kept opening mul %v: already used (its material serves one product)", k.shape)
+	if k.used.Load() {
+		return nil, used
+	}
+	if !slices.Equal(y.Shape, k.shape) || len(y.Data) != k.n {
+		return nil, fmt.Errorf("protocol: kept opening mul of %v by %v: shapes differ", k.shape, y.Shape)
+	}
+	if !k.used.CompareAndSwap(false, true) {
+		return nil, used
+	}
+	n := k.n
+	f := share.GetWords(n) // scratch: overwritten before use
+	defer share.PutWords(f)
+	if err := s.openMasked(ctx, f, y.Data, k.b); err != nil {
+		return nil, fmt.Errorf("protocol: kept opening mul %v: %w", k.shape, err)
+	}
+	out := &share.Tensor{Shape: slices.Clone(k.shape), Data: make([]uint64, n)}
+	s.beaverProduct(out.Data, k.e, f, beaver.Triple{A: k.a, B: k.b, C: k.ab})
+	k.e, k.a, k.b, k.ab = nil, nil, nil, nil
 	return out, nil
 }
 

@@ -58,6 +58,13 @@ func checkRelation(r beaver.Request, m [2]beaver.Material, mask func(id uint64, 
 				return fmt.Errorf("square %d: a2 != a²", i)
 			}
 		}
+	case beaver.KindSquareProduct:
+		a, s, b, c := add(p0[0], p1[0]), add(p0[1], p1[1]), add(p0[2], p1[2]), add(p0[3], p1[3])
+		for i := range s {
+			if s[i] != a[i]*a[i] || c[i] != a[i]*b[i] {
+				return fmt.Errorf("square product %d: a2 != a² or ab != a·b", i)
+			}
+		}
 	case beaver.KindMatTriple:
 		a, b, c := add(p0[0], p1[0]), add(p0[1], p1[1]), add(p0[2], p1[2])
 		want := make([]uint64, len(c))
@@ -153,7 +160,7 @@ func checkRelation(r beaver.Request, m [2]beaver.Material, mask func(id uint64, 
 // randomRequest returns a small random request of a built-in kind on
 // stream.
 func randomRequest(rng *rand.Rand, stream uint32) beaver.Request {
-	kinds := []beaver.Kind{beaver.KindTriple, beaver.KindSquare, beaver.KindMatTriple, beaver.KindWeightTriple, beaver.KindWeightVectorTriple, beaver.KindAND, beaver.KindCrossAND, beaver.KindWrap, beaver.KindBitPair, beaver.KindRowBitTriple}
+	kinds := []beaver.Kind{beaver.KindTriple, beaver.KindSquare, beaver.KindSquareProduct, beaver.KindMatTriple, beaver.KindWeightTriple, beaver.KindWeightVectorTriple, beaver.KindAND, beaver.KindCrossAND, beaver.KindWrap, beaver.KindBitPair, beaver.KindRowBitTriple}
 	r := beaver.Request{Kind: kinds[rng.IntN(len(kinds))], Stream: stream}
 	switch r.Kind {
 	case beaver.KindMatTriple:
@@ -192,6 +199,8 @@ func TestDealerAllKinds(t *testing.T) {
 		{Kind: beaver.KindTriple, N: 100},
 		{Kind: beaver.KindTriple, N: 0},
 		{Kind: beaver.KindSquare, N: 33},
+		{Kind: beaver.KindSquareProduct, N: 33},
+		{Kind: beaver.KindSquareProduct, N: 0},
 		{Kind: beaver.KindMatTriple, Batch: 3, M: 4, K: 5, N: 6},
 		{Kind: beaver.KindWeightTriple, WeightID: 7, M: 9, K: 5, N: 4},
 		{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 5, N: 4},
@@ -225,8 +234,9 @@ func TestDealerAllKinds(t *testing.T) {
 	// sends a request for each such item: party 0 those of the weight
 	// triples (9·4 + 2·4 words), the weight vector triple (15), the
 	// cross-party AND triples (10) and the bit pairs (2·100 + 2·128), 525
-	// words in 6 items; party 1 the rest, 279 words in 8 and the row-bit
-	// triples' C1 (100·3 + 64·1 + 0), 643 words in 11.
+	// words in 6 items; party 1 the rest, 279 words in 8, the square
+	// products' 2·33 + 0 and the row-bit triples' C1 (100·3 + 64·1 + 0),
+	// 709 words in 13.
 	var want [2]beaver.DealerStats
 	for _, r := range tests {
 		for p := range 2 {
@@ -236,7 +246,7 @@ func TestDealerAllKinds(t *testing.T) {
 			}
 		}
 	}
-	if want[0].BytesRecv != 8*525 || want[1].BytesRecv != 8*643 || want[0].BytesSent != 6*beaver.RequestSize || want[1].BytesSent != 11*beaver.RequestSize {
+	if want[0].BytesRecv != 8*525 || want[1].BytesRecv != 8*709 || want[0].BytesSent != 6*beaver.RequestSize || want[1].BytesSent != 13*beaver.RequestSize {
 		t.Errorf("the kinds' dealer words: %+v", want)
 	}
 	for p, prov := range []beaver.Provider{p0, p1} {
@@ -589,6 +599,7 @@ func TestDealtWordsPadded(t *testing.T) {
 	}{
 		{beaver.Request{Kind: beaver.KindTriple, N: 512}, []int{2}},
 		{beaver.Request{Kind: beaver.KindSquare, N: 512}, []int{1}},
+		{beaver.Request{Kind: beaver.KindSquareProduct, N: 512}, []int{1, 3}},
 		{beaver.Request{Kind: beaver.KindWrap, N: 512, FracBits: 16}, []int{2}},
 		{beaver.Request{Kind: beaver.KindBitPair, N: 512}, []int{1, 3}},
 		{beaver.Request{Kind: beaver.KindMatTriple, Batch: 2, M: 16, K: 3, N: 16}, []int{2}},

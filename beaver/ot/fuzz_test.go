@@ -134,7 +134,8 @@ func FuzzGenPeer(f *testing.F) {
 	f.Add(uint8(1), uint8(3), uint8(70), []byte{})
 	f.Add(uint8(1), uint8(9), uint8(130), []byte{0xff})
 	f.Add(uint8(0), uint8(10), uint8(65), []byte{4, 5})
-	f.Add(uint8(1), uint8(21), uint8(200), []byte{})
+	f.Add(uint8(1), uint8(23), uint8(200), []byte{})
+	f.Add(uint8(0), uint8(11), uint8(65), []byte{7})
 	f.Fuzz(func(t *testing.T, party, op, size uint8, data []byte) {
 		s := fakeSession(t, int(party&1))
 		g, err := s.NewGen(&scriptConn{data: data, limit: 8}, 1)
@@ -147,7 +148,7 @@ func FuzzGenPeer(f *testing.F) {
 		if g.party == 0 {
 			w = make([]uint64, 2*n)
 		}
-		switch op % 11 {
+		switch op % 12 {
 		case 0:
 			_, err = g.Triples(ctx, n)
 		case 1:
@@ -167,9 +168,11 @@ func FuzzGenPeer(f *testing.F) {
 		case 8:
 			_, err = g.BitPairs(ctx, n)
 		case 9:
-			_, err = g.RandomOTs(ctx, n, int(op/10)&1)
+			_, err = g.RandomOTs(ctx, n, int(op/12)&1)
 		case 10:
-			_, err = g.RowBitTriples(ctx, n, int(op/11)%4+1)
+			_, err = g.RowBitTriples(ctx, n, int(op/12)%4+1)
+		case 11:
+			_, err = g.SquareProducts(ctx, n)
 		}
 		_ = err
 	})

@@ -197,6 +197,52 @@ func TestSquarePairs(t *testing.T) {
 	}
 }
 
+func TestSquareProducts(t *testing.T) {
+	g0, g1, _, _ := genPair(t)
+	ctx := testCtx(t)
+	for _, n := range []int{0, 1, 63, 64, 65, 1000} {
+		p0, p1 := both(t, func() (beaver.SquareProduct, error) { return g0.SquareProducts(ctx, n) },
+			func() (beaver.SquareProduct, error) { return g1.SquareProducts(ctx, n) })
+		a, a2, b, ab := add(p0.A, p1.A), add(p0.A2, p1.A2), add(p0.B, p1.B), add(p0.AB, p1.AB)
+		for i := range n {
+			if a2[i] != a[i]*a[i] {
+				t.Fatalf("n=%d quadruple %d: a2 ≠ a²", n, i)
+			}
+			if ab[i] != a[i]*b[i] {
+				t.Fatalf("n=%d quadruple %d: ab ≠ a·b", n, i)
+			}
+		}
+		if n > 0 && (p0.A[0] == p1.A[0] || p0.B[0] == p1.B[0] || p0.A[0] == p0.B[0]) {
+			t.Fatalf("n=%d: shares repeat", n)
+		}
+	}
+}
+
+// TestSquareProductsCost pins the exact words and rounds of one call: 64
+// OTs per element each way (party 1 choosing with a1 against party 0's
+// two-word correlation (2·a0, b0), party 0 with a0 against b1), 4 bytes of
+// extension matrix per OT plus the trees of the first call, and 2,080
+// correction bits per word of correlation: party 0 sends two, party 1 one.
+// A square pair and a triple take 64 OTs more per element, and party 1
+// sends 256 bytes more.
+func TestSquareProductsCost(t *testing.T) {
+	g0, g1, _, _ := genPair(t)
+	ctx := testCtx(t)
+	n := 1000
+	both(t, func() (beaver.SquareProduct, error) { return g0.SquareProducts(ctx, n) },
+		func() (beaver.SquareProduct, error) { return g1.SquareProducts(ctx, n) })
+	sent := [2]int64{
+		int64(treeWords + 64*n*4/8 + (2*n*2080+63)/64),
+		int64(treeWords + 64*n*4/8 + (n*2080+63)/64),
+	}
+	for p, g := range []*Gen{g0, g1} {
+		st := g.Stats()
+		if st.WordsSent != sent[p] || st.WordsRecv != sent[1-p] || st.Rounds != 2 {
+			t.Fatalf("party %d: %+v, want %d words sent, %d received in 2 rounds", p, st, sent[p], sent[1-p])
+		}
+	}
+}
+
 func TestMatTriples(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)

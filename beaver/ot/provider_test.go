@@ -96,6 +96,13 @@ func checkMaterial(t *testing.T, r beaver.Request, m0, m1 beaver.Material, mask 
 				fail("a2 ≠ a² at %d", i)
 			}
 		}
+	case beaver.KindSquareProduct:
+		A, A2, B, AB := add(a[0], b[0]), add(a[1], b[1]), add(a[2], b[2]), add(a[3], b[3])
+		for i := range A {
+			if A2[i] != A[i]*A[i] || AB[i] != A[i]*B[i] {
+				fail("a2 ≠ a² or ab ≠ a·b at %d", i)
+			}
+		}
 	case beaver.KindMatTriple:
 		if !slices.Equal(add(a[2], b[2]), matmul(add(a[0], b[0]), add(a[1], b[1]), r.Batch, r.M, r.K, r.N)) {
 			fail("C ≠ A·B")
@@ -161,6 +168,7 @@ func checkMaterial(t *testing.T, r beaver.Request, m0, m1 beaver.Material, mask 
 var providerRequests = []beaver.Request{
 	{Kind: beaver.KindTriple, N: 37},
 	{Kind: beaver.KindSquare, N: 5},
+	{Kind: beaver.KindSquareProduct, N: 6},
 	{Kind: beaver.KindMatTriple, Batch: 2, M: 3, K: 4, N: 5},
 	{Kind: beaver.KindMatTriple, Batch: 1, M: 6, K: 2, N: 3},
 	{Kind: beaver.KindWeightTriple, WeightID: 7, M: 2, K: 3, N: 4},

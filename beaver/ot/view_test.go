@@ -104,6 +104,7 @@ func TestViews(t *testing.T) {
 	}{
 		{"Triples", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.Triples(ctx, 256); return err }},
 		{"SquarePairs", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.SquarePairs(ctx, 256); return err }},
+		{"SquareProducts", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.SquareProducts(ctx, 256); return err }},
 		{"MatTriples", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.MatTriples(ctx, 2, 4, 8, 6); return err }},
 		{"MatTriplesTall", func(ctx context.Context, g *Gen, _ uint64) error { _, err := g.MatTriples(ctx, 2, 6, 8, 4); return err }},
 		{"WeightTriples", func(ctx context.Context, g *Gen, c uint64) error {

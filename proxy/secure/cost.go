@@ -85,7 +85,7 @@ func lnRows(R, H, d int) []CostRow {
 		truncReLU(R*d).row(mlp, stepTruncReLU),
 		step{1, 0, msg(R * d)}.row(mlp, "·(W2⊗γ) "+stepOpen),
 		trunc(R*H).row(mlp, stepTrunc),
-		step{1, msg(2 * R * H), 0}.row(m, "(x−μ)·(r·γ)"),
+		step{1, msg(R * H), 0}.row(m, "(x−μ)·(r·γ), x−μ kept open"),
 		trunc(R*H).row(m, "output truncation"),
 	}
 }
@@ -134,7 +134,12 @@ func lnRows(R, H, d int) []CostRow {
 //	  LN MLP ·W1/H                     1       P1 msg(R)
 //	  truncation and ReLU              7       truncrelu(R·d)
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); tmsg(R·H)
-//	  (x−μ)·(r·γ), truncation          1+1     msg(2·R·H) + tmsg(R·H)
+//	  (x−μ)·(r·γ), truncation          1+1     msg(R·H) + tmsg(R·H)
+//
+// The LayerNorm's square keeps its opening of x−μ for the product by r·γ
+// (protocol.Session.SquareKeep, one square-and-product quadruple per
+// element): that product opens r·γ alone, msg(R·H) where a Beaver product
+// would open both operands, msg(2·R·H).
 //
 // That is 31 rounds in every block, 32 for layers ≥ 1 with a private mask
 // (BERT, DistilBERT; ViT has no mask and its LayerNorm comes first at the

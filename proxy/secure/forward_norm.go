@@ -11,8 +11,12 @@ import (
 // CrypTen's exact InvSqrt.
 
 // layerNorm normalises x along its last dimension: exact mean subtraction,
-// the squared deviation (Square), then either the MLP for (γ-scaled)
-// 1/√(var+ε) or CrypTen's InvSqrt and γ by MulPrivateVector; β by party 0.
+// the squared deviation c² of c = x − μ (SquareKeep), then either the MLP
+// for (γ-scaled) 1/√(var+ε) or CrypTen's InvSqrt and γ by
+// MulPrivateVector; β by party 0. The product c·r is the square's kept
+// opening (KeptOpening.Mul): c − a is opened once for both products, so
+// each party sends R·H words fewer per LayerNorm of R rows than with
+// Square and Mul.
 func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.Tensor, l *preparedLayerNorm) (*share.Tensor, error) {
 	H, _ := lastDim(x)
 	mu, err := s.Mean(ctx, x, -1)
@@ -27,7 +31,7 @@ func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.
 	if err := share.SubInPlace(c, muRows); err != nil {
 		return nil, err
 	}
-	sq, err := s.Square(ctx, c)
+	sq, kept, err := s.SquareKeep(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +52,7 @@ func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.
 		if err != nil {
 			return nil, err
 		}
-		if y, err = s.Mul(ctx, c, rg); err != nil {
+		if y, err = kept.Mul(ctx, s, rg); err != nil {
 			return nil, err
 		}
 		if y, err = s.Trunc(ctx, y); err != nil {
@@ -72,7 +76,7 @@ func (p *Prepared) layerNorm(ctx context.Context, s *protocol.Session, x *share.
 		if err != nil {
 			return nil, err
 		}
-		if y, err = s.Mul(ctx, c, rRows); err != nil {
+		if y, err = kept.Mul(ctx, s, rRows); err != nil {
 			return nil, err
 		}
 		if y, err = s.Trunc(ctx, y); err != nil {

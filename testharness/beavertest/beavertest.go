@@ -30,6 +30,7 @@ func Seeds(b byte) (share.Seed, share.Seed) {
 var Mix = []beaver.Request{
 	{Kind: beaver.KindTriple, Stream: 2, N: 200},
 	{Kind: beaver.KindSquare, Stream: 2, N: 100},
+	{Kind: beaver.KindSquareProduct, Stream: 2, N: 100},
 	{Kind: beaver.KindMatTriple, Stream: 3, Batch: 2, M: 8, K: 16, N: 8},
 	{Kind: beaver.KindWeightTriple, Stream: 3, WeightID: 1, M: 16, K: 32, N: 16},
 	{Kind: beaver.KindWeightVectorTriple, Stream: 4, WeightID: 2, M: 16, N: 32},
