@@ -221,8 +221,10 @@ func TestSquareProducts(t *testing.T) {
 // TestSquareProductsCost pins the exact words and rounds of one call: 64
 // OTs per element each way (party 1 choosing with a1 against party 0's
 // two-word correlation (2·a0, b0), party 0 with a0 against b1), 4 bytes of
-// extension matrix per OT plus the trees of the first call, and 2,080
-// correction bits per word of correlation: party 0 sends two, party 1 one.
+// extension matrix per OT plus the trees of the first call and the
+// consistency check's checkOTs extra OTs with its x and t (checkWords), and
+// 2,080 correction bits per word of correlation: party 0 sends two, party 1
+// one.
 // A square pair and a triple take 64 OTs more per element, and party 1
 // sends 256 bytes more.
 func TestSquareProductsCost(t *testing.T) {
@@ -232,8 +234,8 @@ func TestSquareProductsCost(t *testing.T) {
 	both(t, func() (beaver.SquareProduct, error) { return g0.SquareProducts(ctx, n) },
 		func() (beaver.SquareProduct, error) { return g1.SquareProducts(ctx, n) })
 	sent := [2]int64{
-		int64(treeWords + 64*n*4/8 + (2*n*2080+63)/64),
-		int64(treeWords + 64*n*4/8 + (n*2080+63)/64),
+		int64(treeWords + (64*n+checkOTs)*4/8 + checkWords + (2*n*2080+63)/64),
+		int64(treeWords + (64*n+checkOTs)*4/8 + checkWords + (n*2080+63)/64),
 	}
 	for p, g := range []*Gen{g0, g1} {
 		st := g.Stats()
