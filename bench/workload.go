@@ -99,11 +99,11 @@ var (
 )
 
 // qqpPhase1Lanes are the lanes of qqp-bert's phase 1: the most that keep
-// two waves of batches in its default 512-sample run's phase 1 (122
-// batches: SteadySampleBatches) and a dealer-free run's streams within
-// the transport's default bound (2 × lanes + 5 ≤ 128: the parties'
-// control, session and abort streams, a stream per lane, and
-// beaver/ot's base stream and one per session and lane stream).
+// two waves of batches in a 512-sample run's phase 1 (122 batches:
+// SteadySampleBatches) and a dealer-free run's streams within the
+// transport's default bound (2 × lanes + 5 ≤ 128: the parties' control,
+// session and abort streams, a stream per lane, and beaver/ot's base
+// stream and one per session and lane stream).
 const qqpPhase1Lanes = 60
 
 // Workloads are the standard workloads of `mpcbench select` (the paper's
@@ -117,9 +117,13 @@ const qqpPhase1Lanes = 60
 // frames first), so more lanes no longer means more activations alive at
 // once: 16 lanes, 128 candidates in flight for the one-layer proxies
 // (sst2-distilbert, cifar10-vitsmall: 3.2 and 2.5 GB of peak heap, both
-// parties and the dealer), 64 for qqp-bert (16 lanes of 4; its
+// parties and the dealer), 128 for qqp-bert (32 lanes of 4: its
 // ⟨3L,12H,d16⟩ phase holds three times a layer's activations per
-// candidate); the Oracle keeps 2 lanes of 3 (its 6-layer batches are
+// candidate, but since every block folds its attention (no keys, values
+// or scores) 32 lanes peak at the 3.1 GB 16 lanes took before, and they
+// bring its phase 2 from 1.95 h to its bandwidth bound, 1.48 h, where 16
+// lanes' 66,505 rounds kept the link idle; its 1,024 samples give the
+// phase-2 lanes two waves); the Oracle keeps 2 lanes of 3 (its 6-layer batches are
 // compute-bound and the largest). With 8 lanes each batch's 51 rounds
 // (2.55 s at 50 ms) were longer than the link needed for the other lanes'
 // bytes, so the link idled; 16 lanes halve the latency bound. Default
@@ -132,9 +136,9 @@ const qqpPhase1Lanes = 60
 // 2,048 samples, the dealer on the same WAN); its 2,048 samples give the
 // last phase's 16 lanes two waves of 16.
 // qqp-bert's phase 1 runs lanes of its own (qqpPhase1Lanes): its
-// ⟨1L,1H,d2⟩ batches are latency-bound at the 16 lanes phase 2's memory
-// allows (110,635 of the run's 177,722 rounds projected), and its
-// activations are a fraction of phase 2's.
+// ⟨1L,1H,d2⟩ batches were latency-bound at phase 2's 16 lanes (110,635
+// of the run's 177,722 rounds projected), and its activations are a
+// fraction of phase 2's.
 // Prefetch is bounded at 256 MiB per party (three of sst2-distilbert's
 // 85 MB batches): with selection's 1 GiB default the parties held 1 GB
 // each and the heap grew without a gain over the link.
@@ -144,7 +148,7 @@ var Workloads = []Workload{
 		Phases: []Phase{{1, 12, 2, 0.50, 0}, {1, 12, 8, 0.30, 0}, {1, 12, 16, 0.20, 0}},
 		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
 	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
-		Budget: 0.20, Bootstrap: 0.05, Samples: 512, BatchSize: 4, Workers: 16, MemoryBudget: 256 << 20,
+		Budget: 0.20, Bootstrap: 0.05, Samples: 1024, BatchSize: 4, Workers: 32, MemoryBudget: 256 << 20,
 		Phases: []Phase{{1, 1, 2, 0.30, qqpPhase1Lanes}, {3, 12, 16, 0.20, 0}},
 		Paper:  paperBERT},
 	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
