@@ -364,15 +364,14 @@ func (k *KeptOpening) Mul(ctx context.Context, s *Session, y *share.Tensor) (*sh
 	if k == nil || s != k.s {
 		return nil, fmt.Errorf("protocol: kept opening mul: not the session that kept it")
 	}
-	used := fmt.Errorf("protocol: kept opening mul %v: already used (its material serves one product)", k.shape)
-	if k.used.Load() {
-		return nil, used
+	if y == nil {
+		return nil, fmt.Errorf("protocol: kept opening mul of %v by nothing: shapes differ", k.shape)
 	}
 	if !slices.Equal(y.Shape, k.shape) || len(y.Data) != k.n {
 		return nil, fmt.Errorf("protocol: kept opening mul of %v by %v: shapes differ", k.shape, y.Shape)
 	}
 	if !k.used.CompareAndSwap(false, true) {
-		return nil, used
+		return nil, fmt.Errorf("protocol: kept opening mul %v: already used (its material serves one product)", k.shape)
 	}
 	n := k.n
 	f := share.GetWords(n) // scratch: overwritten before use

@@ -110,6 +110,8 @@ func TestKeptOpeningOnce(t *testing.T) {
 		}
 		_, err = k.Mul(ctx, s, pickShare(s, flat)) // same length, another shape
 		note(err)
+		_, err = k.Mul(ctx, s, nil)
+		note(err)
 		other := &Session{party: s.party}
 		_, err = k.Mul(ctx, other, pickShare(s, y))
 		note(err)
@@ -124,7 +126,7 @@ func TestKeptOpeningOnce(t *testing.T) {
 		return errs, nil
 	})
 	wantCost(t, r, [2]int64{2, 2}, [2]int64{2 * wireBytes(n), 2 * wireBytes(n)})
-	want := []string{"shapes differ", "not the session", "already used", "not the session"}
+	want := []string{"shapes differ", "shapes differ", "not the session", "already used", "not the session"}
 	for p := range 2 {
 		for i, w := range want {
 			if !strings.Contains(r.Out[p][i], w) {
