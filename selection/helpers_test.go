@@ -37,6 +37,9 @@ type valueEvaluator struct {
 	square bool
 	// delay, if set, is slept before each batch.
 	delay func(phase int, idx []int) time.Duration
+	// batch, if set, sees the candidates of each real (not rehearsed)
+	// batch.
+	batch func(phase int, idx []int)
 	// diverge, if set, makes every real (not rehearsed) batch draw one
 	// more item than its rehearsal.
 	diverge bool
@@ -60,6 +63,9 @@ func (v *valueEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 			// The scheduler learning the batch's dealer requests: no call
 			// counted, no delay.
 		} else {
+			if v.batch != nil {
+				v.batch(phase, idx)
+			}
 			v.mu.Lock()
 			v.calls++
 			fail := v.failAfter > 0 && v.calls > v.failAfter

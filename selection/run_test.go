@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/beaver/dealer"
@@ -705,4 +707,41 @@ func TestMeanEntropyCost(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPartialBatchPadded: a phase's last, partial batch runs as a full one
+// (its candidates padded with repeats of its first), so that it draws what
+// the others draw (without a dealer: the same HE packings, not a second
+// set held beside them); the padding's entropies are dropped, and the
+// selection is that of the plaintext schedule. testParams leaves a partial
+// batch in both phases (230 = 14·16 + 6, 115 = 7·16 + 3).
+func TestPartialBatchPadded(t *testing.T) {
+	p := testParams()
+	var mu sync.Mutex
+	sizes := map[int]int{} // candidates of a batch → batches, both parties
+	var res [2]*Result
+	errs := pairNoClose(t, 60*time.Second, func(ctx context.Context, party int, conn *transport.Conn, prov beaver.Provider) error {
+		ev := &valueEvaluator{party: party, value: testValue, fp: share.DefaultFixedPoint, batch: func(_ int, idx []int) {
+			mu.Lock()
+			sizes[len(idx)]++
+			mu.Unlock()
+		}}
+		var err error
+		if party == 0 {
+			res[0], err = (&ModelOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", Logger: quiet()}).Run(ctx, conn, prov)
+		} else {
+			res[1], err = (&DataOwner{Params: p, Evaluator: ev, EmbeddingHash: "emb", Logger: quiet()}).Run(ctx, conn, prov)
+		}
+		return err
+	})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if want := map[int]int{p.BatchSize: 2 * (15 + 8)}; !maps.Equal(sizes, want) {
+		t.Fatalf("batches by size %v, want %v (every batch full)", sizes, want)
+	}
+	want := plainSchedule(p, res[0].Bootstrap, testValue)
+	if !slices.Equal(res[0].Selected, want[len(want)-1]) || !slices.Equal(res[1].Selected, res[0].Selected) {
+		t.Fatalf("selected %v and %v, the plaintext schedule %v", res[0].Selected, res[1].Selected, want[len(want)-1])
+	}
 }

@@ -436,13 +436,15 @@ func (r *runner) forwardBatches(ctx context.Context, phase, width int, fw Forwar
 	}
 	return r.sched.Run(ctx, phase, width, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		lo, hi := r.sched.Span(b, len(cand))
-		t, err := fw.Forward(ctx, slot, cand[lo:hi])
-		if err == nil && len(t.Data) != hi-lo {
-			err = fmt.Errorf("%d entropies for %d candidates", len(t.Data), hi-lo)
+		ids := fullBatch(cand[lo:hi], r.p.BatchSize)
+		t, err := fw.Forward(ctx, slot, ids)
+		if err == nil && len(t.Data) != len(ids) {
+			err = fmt.Errorf("%d entropies for %d candidates", len(t.Data), len(ids))
 		}
 		if err != nil {
 			return fmt.Errorf("selection: phase %d batch %d: %w", phase+1, b, err)
 		}
+		t.Data = t.Data[:hi-lo] // the padding's entropies are dropped
 		if r.shareOffset != nil {
 			for j, i := range cand[lo:hi] {
 				w, _ := r.p.FixedPoint.Encode(r.shareOffset(phase, i))
@@ -462,9 +464,31 @@ func (r *runner) forwardBatches(ctx context.Context, phase, width int, fw Forwar
 		return nil
 	}, func(ctx context.Context, dry *protocol.Session, b int) error {
 		lo, hi := r.sched.Span(b, len(cand))
-		_, err := fw.Forward(ctx, dry, cand[lo:hi])
+		_, err := fw.Forward(ctx, dry, fullBatch(cand[lo:hi], r.p.BatchSize))
 		return err
 	})
+}
+
+// fullBatch returns the candidates of a batch padded to size with repeats
+// of its first, so that a phase's last, partial batch runs as a full one:
+// every batch of a phase draws the same correlations (the dealer budget
+// counts full batches), and without a dealer the same HE packings — a
+// partial batch's row count chose other layouts, whose encrypted weights
+// the model owner uploaded and the data owner held beside the full
+// batches' until the phase ended (about 0.5 GB of its memory in sst2's
+// phase 2, issue 38). The padding costs at most one batch's forward a
+// phase; its entropies are dropped. Both parties pad alike (the batch
+// size is public, and the data owner's inputs are its own).
+func fullBatch(ids []int, size int) []int {
+	if len(ids) == 0 || len(ids) >= size {
+		return ids
+	}
+	out := make([]int, size)
+	copy(out, ids)
+	for i := len(ids); i < size; i++ {
+		out[i] = ids[0]
+	}
+	return out
 }
 
 // progress reports a phase's finished batches (log and OnProgress).

@@ -5,8 +5,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // checkTamper alters P1's side of a checked product before its messages
@@ -495,5 +498,59 @@ func TestMulMaskedSumOffsets(t *testing.T) {
 		if _, err := s.MulMaskedSum(ts, l, m, width, R[:m*width], rnd); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+// TestMulMaskedAdmitsAtMostCores: weight products run at most
+// GOMAXPROCS at once, whatever the callers (a data owner's lanes), and
+// each is still right. Each admitted product waits a while, so that
+// without the admission they would overlap (checked: the peak is the
+// callers' number then).
+func TestMulMaskedAdmitsAtMostCores(t *testing.T) {
+	s, err := NewScheme(smallInner.Params())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.onAccumulate = func() { time.Sleep(5 * time.Millisecond) }
+	l := Layout{MW: 4, NW: 16}
+	m, k, n := 4, 3, 16
+	rng := rand.New(rand.NewPCG(41, 41))
+	rnd := newDetRand(41)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	B, A := fill(rng, k*n, "edges"), fill(rng, m*k, "edges")
+	ew, err := s.EncryptWeightsAt(sk, B, k, n, 0, l, [SeedSize]byte{41}, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := plainMul(A, B, m, k, n)
+	callers := 4*cap(s.accumulating) + 1
+	outs, Rs, errs := make([]*Output, callers), make([][]uint64, callers), make([]error, callers)
+	for i := range Rs {
+		Rs[i] = fill(rng, m*n, "random")
+	}
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { outs[i], errs[i] = s.MulMaskedSum([]Term{{W: w, A: A}}, l, m, n, Rs[i], nil) })
+	}
+	wg.Wait()
+	for i := range callers {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		C0, err := s.DecryptShares(sk, outs[i], m, n, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkShares(t, C0, Rs[i], want)
+	}
+	if peak, most := s.peakAccumulating.Load(), int64(runtime.GOMAXPROCS(0)); peak < 1 || peak > most {
+		t.Fatalf("%d products at once from %d callers, want 1..%d", peak, callers, most)
 	}
 }

@@ -115,6 +115,21 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 	if err != nil {
 		return nil, nil, err
 	}
+	// Pure computation from here on (no I/O, nothing waited for), so the
+	// admission cannot deadlock: a product waits at most for others' CPU.
+	s.accumulating <- struct{}{}
+	defer func() {
+		s.nAccumulating.Add(-1)
+		<-s.accumulating
+	}()
+	for now := s.nAccumulating.Add(1); ; {
+		if peak := s.peakAccumulating.Load(); now <= peak || s.peakAccumulating.CompareAndSwap(peak, now) {
+			break
+		}
+	}
+	if s.onAccumulate != nil {
+		s.onAccumulate()
+	}
 	cbOut := ceilDiv(n, l.NW)
 	rb := ceilDiv(m, l.MW)
 	nb := rb * cbOut
