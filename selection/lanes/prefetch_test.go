@@ -78,7 +78,7 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 			if budget < 0 {
 				budget = 2 * 2 * batchBytes / 4 // two lanes: room for windows, no whole batch
 			}
-			s := startPair(t, Config{FixedPoint: share.DefaultFixedPoint, BatchSize: 4, Workers: 2, Pipeline: tc.on,
+			s := startPair(t, Config{FixedPoint: share.DefaultFixedPoint, Workers: 2, Pipeline: tc.on,
 				MemoryBudget: budget, MinStreamWindow: 1, ControlStream: 2, LaneStreamBase: 16})
 			var mu sync.Mutex
 			out := [2]map[int][]uint64{{}, {}}
@@ -91,7 +91,7 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 					defer wg.Done()
 					run := func(extra int) func(ctx context.Context, slot *protocol.Session, b int) error {
 						return func(ctx context.Context, slot *protocol.Session, b int) error {
-							lo, hi := s[party].Span(b, n)
+							lo, hi := Span(b, n, 4)
 							y, err := slot.ReLU(ctx, input(party, hi-lo+extra))
 							if err == nil && !slot.Rehearsal() {
 								mu.Lock()
@@ -105,7 +105,7 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 					if tc.diverge {
 						extra = 1
 					}
-					st[party], errs[party] = s[party].Run(ctx, phase, 2, n, pending, run(0), run(extra))
+					st[party], errs[party] = s[party].Run(ctx, phase, 2, 4, n, pending, run(0), run(extra))
 				}()
 			}
 			wg.Wait()
@@ -151,5 +151,82 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 				directOut = out
 			}
 		})
+	}
+}
+
+// TestRunPhaseBatchSizes: each Run cuts its phase's candidates into
+// batches of its own size, and the prefetch takes that size's full batch
+// for its template: phase 0 in batches of 4 and phase 1 in batches of 8
+// (the last of each partial) on one scheduler pair, every batch
+// prefetched, a full batch of 8 drawing more material than one of 4, and
+// every batch's ReLU the plaintext's on exactly its span.
+func TestRunPhaseBatchSizes(t *testing.T) {
+	const n = 22
+	s := startPair(t, Config{FixedPoint: share.DefaultFixedPoint, Workers: 2, Pipeline: true,
+		MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
+	input := func(party, lo, hi int) *share.Tensor {
+		x, _ := share.NewTensor(hi - lo)
+		for i := range x.Data {
+			x.Data[i] = uint64(party*1000+(lo+i)*37) << 12
+		}
+		return x
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var batchBytes [2]int64
+	for phase, size := range []int{4, 8} {
+		nb := Batches(n, size)
+		pending := make([]int, nb)
+		for b := range pending {
+			pending[b] = b
+		}
+		var mu sync.Mutex
+		out := [2]map[int][]uint64{{}, {}}
+		var st [2]Stats
+		var errs [2]error
+		var wg sync.WaitGroup
+		for party := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				run := func(ctx context.Context, slot *protocol.Session, b int) error {
+					lo, hi := Span(b, n, size)
+					y, err := slot.ReLU(ctx, input(party, lo, hi))
+					if err == nil && !slot.Rehearsal() {
+						mu.Lock()
+						out[party][b] = y.Data
+						mu.Unlock()
+					}
+					return err
+				}
+				st[party], errs[party] = s[party].Run(ctx, phase, 2, size, n, pending, run, run)
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil || errs[1] != nil {
+			t.Fatalf("phase %d in batches of %d: %v", phase, size, errs)
+		}
+		for party := range 2 {
+			if st[party].Prefetched != nb || st[party].Streamed != 0 || st[party].BatchBytes == 0 {
+				t.Errorf("phase %d, party %d: %+v; want all %d batches prefetched", phase, party, st[party], nb)
+			}
+		}
+		batchBytes[phase] = st[0].BatchBytes
+		for b := range nb {
+			lo, hi := Span(b, n, size)
+			y0, y1 := out[0][b], out[1][b]
+			if len(y0) != hi-lo || len(y1) != hi-lo {
+				t.Fatalf("phase %d batch %d: %d and %d outputs, want %d", phase, b, len(y0), len(y1), hi-lo)
+			}
+			x0, x1 := input(0, lo, hi), input(1, lo, hi)
+			for i := range y0 {
+				if got, want := y0[i]+y1[i], x0.Data[i]+x1.Data[i]; got != want {
+					t.Errorf("phase %d batch %d item %d: ReLU %x, want %x", phase, b, i, got, want)
+				}
+			}
+		}
+	}
+	if batchBytes[1] <= batchBytes[0] {
+		t.Errorf("a full batch of 8 drew %d bytes, one of 4 %d", batchBytes[1], batchBytes[0])
 	}
 }
