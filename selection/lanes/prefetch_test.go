@@ -47,6 +47,47 @@ func startPair(t *testing.T, c Config) [2]*Scheduler {
 	return s
 }
 
+// reluInput is party's share of a batch of size: the parties' shares sum
+// to positive values, their own ReLU.
+func reluInput(party, size int) *share.Tensor {
+	x, _ := share.NewTensor(size)
+	for i := range x.Data {
+		x.Data[i] = uint64(party*1000+i*37) << 12
+	}
+	return x
+}
+
+// runReLUs runs phase's pending batches (of size of n candidates, on
+// lanes lanes) on both parties' schedulers s, each batch a ReLU of
+// reluInput on its span, its rehearsal one of extra more items, and
+// returns each party's output shares by batch, its Stats and its error.
+func runReLUs(ctx context.Context, s [2]*Scheduler, phase, lanes, size, n int, pending []int, extra int) (out [2]map[int][]uint64, st [2]Stats, errs [2]error) {
+	var mu sync.Mutex
+	out = [2]map[int][]uint64{{}, {}}
+	var wg sync.WaitGroup
+	for party := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run := func(extra int) func(ctx context.Context, slot *protocol.Session, b int) error {
+				return func(ctx context.Context, slot *protocol.Session, b int) error {
+					lo, hi := Span(b, n, size)
+					y, err := slot.ReLU(ctx, reluInput(party, hi-lo+extra))
+					if err == nil && !slot.Rehearsal() {
+						mu.Lock()
+						out[party][b] = y.Data
+						mu.Unlock()
+					}
+					return err
+				}
+			}
+			st[party], errs[party] = s[party].Run(ctx, phase, lanes, size, n, pending, run(0), run(extra))
+		}()
+	}
+	wg.Wait()
+	return out, st, errs
+}
+
 // TestRunPrefetchDrawsWhatDirectDraws: with the pipeline on and a budget,
 // Run rehearses a full and the partial batch and serves every batch from
 // prefetched material; each party's output shares are then bit for bit
@@ -58,13 +99,6 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 	pending := []int{0, 1, 2}
 	var directOut [2]map[int][]uint64 // the direct run's shares, for the prefetched run to match
 	var batchBytes int64              // a full batch's material (party 0), from the prefetched run
-	input := func(party, size int) *share.Tensor {
-		x, _ := share.NewTensor(size)
-		for i := range x.Data {
-			x.Data[i] = uint64(party*1000+i*37) << 12
-		}
-		return x
-	}
 	for _, tc := range []struct {
 		name    string
 		on      bool
@@ -80,35 +114,11 @@ func TestRunPrefetchDrawsWhatDirectDraws(t *testing.T) {
 			}
 			s := startPair(t, Config{FixedPoint: share.DefaultFixedPoint, Workers: 2, Pipeline: tc.on,
 				MemoryBudget: budget, MinStreamWindow: 1, ControlStream: 2, LaneStreamBase: 16})
-			var mu sync.Mutex
-			out := [2]map[int][]uint64{{}, {}}
-			var st [2]Stats
-			var errs [2]error
-			var wg sync.WaitGroup
-			for party := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					run := func(extra int) func(ctx context.Context, slot *protocol.Session, b int) error {
-						return func(ctx context.Context, slot *protocol.Session, b int) error {
-							lo, hi := Span(b, n, 4)
-							y, err := slot.ReLU(ctx, input(party, hi-lo+extra))
-							if err == nil && !slot.Rehearsal() {
-								mu.Lock()
-								out[party][b] = y.Data
-								mu.Unlock()
-							}
-							return err
-						}
-					}
-					extra := 0
-					if tc.diverge {
-						extra = 1
-					}
-					st[party], errs[party] = s[party].Run(ctx, phase, 2, 4, n, pending, run(0), run(extra))
-				}()
+			extra := 0
+			if tc.diverge {
+				extra = 1
 			}
-			wg.Wait()
+			out, st, errs := runReLUs(ctx, s, phase, 2, 4, n, pending, extra)
 			if tc.diverge {
 				for party, err := range errs {
 					if err == nil || !strings.Contains(err.Error(), "template") {
@@ -164,13 +174,6 @@ func TestRunPhaseBatchSizes(t *testing.T) {
 	const n = 22
 	s := startPair(t, Config{FixedPoint: share.DefaultFixedPoint, Workers: 2, Pipeline: true,
 		MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
-	input := func(party, lo, hi int) *share.Tensor {
-		x, _ := share.NewTensor(hi - lo)
-		for i := range x.Data {
-			x.Data[i] = uint64(party*1000+(lo+i)*37) << 12
-		}
-		return x
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var batchBytes [2]int64
@@ -180,29 +183,7 @@ func TestRunPhaseBatchSizes(t *testing.T) {
 		for b := range pending {
 			pending[b] = b
 		}
-		var mu sync.Mutex
-		out := [2]map[int][]uint64{{}, {}}
-		var st [2]Stats
-		var errs [2]error
-		var wg sync.WaitGroup
-		for party := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				run := func(ctx context.Context, slot *protocol.Session, b int) error {
-					lo, hi := Span(b, n, size)
-					y, err := slot.ReLU(ctx, input(party, lo, hi))
-					if err == nil && !slot.Rehearsal() {
-						mu.Lock()
-						out[party][b] = y.Data
-						mu.Unlock()
-					}
-					return err
-				}
-				st[party], errs[party] = s[party].Run(ctx, phase, 2, size, n, pending, run, run)
-			}()
-		}
-		wg.Wait()
+		out, st, errs := runReLUs(ctx, s, phase, 2, size, n, pending, 0)
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatalf("phase %d in batches of %d: %v", phase, size, errs)
 		}
@@ -218,7 +199,7 @@ func TestRunPhaseBatchSizes(t *testing.T) {
 			if len(y0) != hi-lo || len(y1) != hi-lo {
 				t.Fatalf("phase %d batch %d: %d and %d outputs, want %d", phase, b, len(y0), len(y1), hi-lo)
 			}
-			x0, x1 := input(0, lo, hi), input(1, lo, hi)
+			x0, x1 := reluInput(0, hi-lo), reluInput(1, hi-lo)
 			for i := range y0 {
 				if got, want := y0[i]+y1[i], x0.Data[i]+x1.Data[i]; got != want {
 					t.Errorf("phase %d batch %d item %d: ReLU %x, want %x", phase, b, i, got, want)
