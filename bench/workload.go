@@ -103,13 +103,18 @@ var (
 	}
 )
 
-// qqpPhase1Lanes are the lanes of qqp-bert's phase 1: the most that keep
-// two waves of batches in a 512-sample run's phase 1 (122 batches:
-// SteadySampleBatches) and a dealer-free run's streams within the
-// transport's default bound (2 × lanes + 5 ≤ 128: the parties' control,
-// session and abort streams, a stream per lane, and beaver/ot's base
-// stream and one per session and lane stream).
-const qqpPhase1Lanes = 60
+// qqpPhase1Lanes and qqpPhase1Batch are the lanes and batch size of
+// qqp-bert's phase 1: 60 lanes are the most that keep a dealer-free run's
+// streams within the transport's default bound (2 × lanes + 5 ≤ 128: the
+// parties' control, session and abort streams, a stream per lane, and
+// beaver/ot's base stream and one per session and lane stream); batches
+// of 8 are the largest whose 1,024-sample run's phase 1 (973 candidates,
+// 122 batches) still gives the 60 lanes two waves (SteadySampleBatches;
+// TestQQPBertSampleWaves).
+const (
+	qqpPhase1Lanes = 60
+	qqpPhase1Batch = 8
+)
 
 // Workloads are the standard workloads of `mpcbench select` (the paper's
 // settings; seq 128 text, 197 tokens ViT; budget 20%, bootstrap 5%). Their
@@ -140,10 +145,15 @@ const qqpPhase1Lanes = 60
 // the latency bound halves (0.51 h → 0.35 h projected over the paper WAN,
 // 2,048 samples, the dealer on the same WAN); its 2,048 samples give the
 // last phase's 16 lanes two waves of 16.
-// qqp-bert's phase 1 runs lanes of its own (qqpPhase1Lanes): its
-// ⟨1L,1H,d2⟩ batches were latency-bound at phase 2's 16 lanes (110,635
-// of the run's 177,722 rounds projected), and its activations are a
-// fraction of phase 2's.
+// qqp-bert's phase 1 runs lanes and batches of its own (qqpPhase1Lanes,
+// qqpPhase1Batch): its ⟨1L,1H,d2⟩ batches are latency-bound (a batch's
+// rounds do not grow with its size), and its activations are a fraction
+// of phase 2's. At phase 2's 16 lanes of 4 it took 110,635 of the run's
+// 177,722 rounds projected; on 60 lanes of 4, 29,535 (0.41 h at 50 ms);
+// on 60 lanes of 8, 14,785, and the phase projects 0.30–0.35 h instead
+// of 0.59 h (runs under load), its peak heap (0.6–0.8 GB) still far below
+// phase 2's (30 lanes of 16 give the same rounds and 0.34 h;
+// bench/RESULTS.md, "qqp-bert's phase 1 in batches of its own").
 // Prefetch is bounded at 256 MiB per party (three of sst2-distilbert's
 // 85 MB batches): with selection's 1 GiB default the parties held 1 GB
 // each and the heap grew without a gain over the link.
@@ -154,7 +164,7 @@ var Workloads = []Workload{
 		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
 	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 1024, BatchSize: 4, Workers: 32, MemoryBudget: 256 << 20,
-		Phases: []Phase{{1, 1, 2, 0.30, qqpPhase1Lanes, 0}, {3, 12, 16, 0.20, 0, 0}},
+		Phases: []Phase{{1, 1, 2, 0.30, qqpPhase1Lanes, qqpPhase1Batch}, {3, 12, 16, 0.20, 0, 0}},
 		Paper:  paperBERT},
 	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 512, BatchSize: 8, Workers: 16, MemoryBudget: 256 << 20,
