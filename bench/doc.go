@@ -42,7 +42,9 @@
 //     placed elsewhere (DealerBesideP1: beside the data owner on a LAN). SelectConfig.Pipeline picks selection's batch
 //     scheduler mode (pipelined lanes, or one batch at a time) and the
 //     projection's critical path follows it, phase by phase on each
-//     phase's lanes (LanesInFlight; Phase.Workers gives a phase its own);
+//     phase's lanes (LanesInFlight; Phase.Workers gives a phase its own)
+//     and in batches of the phase's size (Workload.PhaseBatchSize;
+//     Phase.BatchSize gives a phase its own);
 //     SelectReport.RunOff adds the pipeline-off baseline over the link and
 //     Gain compares the two. SelectReport.Compare cross-checks a run of
 //     separate processes against the in-process emulation.

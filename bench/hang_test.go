@@ -19,7 +19,8 @@ import (
 // prefetch budget that holds nothing (every batch draws its material as it
 // runs) or about two batches (it fills at once; the other lanes draw
 // directly). The last case gives the phase its 8 lanes of its own
-// (Phase.Workers) over a run's 2, the scheduler opening the phase's. On d5bf317 every run stopped (the mpcbench hang of issue 38):
+// (Phase.Workers) over a run's 2, the scheduler opening the phase's, and
+// its batches of 16 of its own (Phase.BatchSize) over a run's 4. On d5bf317 every run stopped (the mpcbench hang of issue 38):
 // lanes holding both compute slots waited for material whose other half
 // the peer's lanes, queued for the peer's slots, had yet to draw. The
 // watchdog ends a run that stops moving within 30 s, so a regression fails
@@ -42,6 +43,7 @@ func TestSelectDealerFreeNoHang(t *testing.T) {
 			if c.ownLanes {
 				w.Phases = slices.Clone(w.Phases)
 				w.Workers, w.Phases[0].Workers = 2, w.Workers
+				w.BatchSize, w.Phases[0].BatchSize = 4, w.BatchSize
 			}
 			start := time.Now()
 			run, err := RunSelect(ctx, SelectConfig{Workload: w, Samples: 144, Seed: 5, Provider: c.prov, MemoryBudget: c.budget, Stall: 30 * time.Second})
@@ -54,6 +56,9 @@ func TestSelectDealerFreeNoHang(t *testing.T) {
 			ph := run.Phases[0]
 			if ph.Batches <= w.PhaseWorkers(0) || ph.PeakInFlight > w.PhaseWorkers(0) || c.ownLanes && ph.PeakInFlight <= w.Workers {
 				t.Fatalf("%d batches: not more than the lanes", ph.Batches)
+			}
+			if bs := w.PhaseBatchSize(0); ph.Batches != (ph.Candidates+bs-1)/bs {
+				t.Fatalf("%d batches of %d candidates, not in batches of %d", ph.Batches, ph.Candidates, bs)
 			}
 			t.Logf("%v: %d batches, %d prefetched", time.Since(start).Round(10*time.Millisecond), ph.Batches, ph.Prefetched)
 		})

@@ -442,7 +442,8 @@ func checkSamplePhase(i int, lr, cr PhaseRun) error {
 // requests included, when it had them), scaled alike.
 func pairPhase(w Workload, i, c, lanes int, lr, cr PhaseRun) PhaseProjection {
 	per := float64(c) / float64(cr.Candidates)
-	nb := (c + w.BatchSize - 1) / w.BatchSize
+	bs := w.PhaseBatchSize(i)
+	nb := (c + bs - 1) / bs
 	waves := (nb + lanes - 1) / lanes
 	ph := PhaseProjection{Phase: i, Candidates: c, Batches: nb, Lanes: lanes}
 	ph.Rounds = cr.Prepare.Rounds + int64(waves)*cr.RoundsPerBatch

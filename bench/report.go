@@ -239,7 +239,7 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	bw := bufio.NewWriter(w)
 	wl, p := r.Workload, r.Projection
 	fmt.Fprintf(bw, "### `%s`: %s, pool %d\n\n", wl.Name, wl.Target, wl.Pool)
-	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; batches of %d on %s, pipeline %s", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchSize, wl.LanesText(), modeString(r.Sample, p))
+	fmt.Fprintf(bw, "Schedule %s; budget %.0f%%, bootstrap %.0f%%; sequence %d; %s, pipeline %s", schedule(wl), 100*wl.Budget, 100*wl.Bootstrap, wl.Seq, wl.BatchesText(), modeString(r.Sample, p))
 	if b := r.Sample.MemoryBudget; b > 0 {
 		fmt.Fprintf(bw, ", prefetch budget %s per party", FormatBytes(float64(b)))
 	}

@@ -68,13 +68,15 @@ func TestWorkloadInvalid(t *testing.T) {
 		edit func(w *Workload)
 	}{
 		{"no phases", func(w *Workload) { w.Phases = nil }},
-		{"growing phase", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.3, 0}, {1, 1, 2, 0.5, 0}, {1, 1, 2, 0.2, 0}} }},
-		{"last phase not the budget", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.5, 0}, {1, 1, 2, 0.3, 0}} }},
+		{"growing phase", func(w *Workload) {
+			w.Phases = []Phase{{1, 1, 2, 0.3, 0, 0}, {1, 1, 2, 0.5, 0, 0}, {1, 1, 2, 0.2, 0, 0}}
+		}},
+		{"last phase not the budget", func(w *Workload) { w.Phases = []Phase{{1, 1, 2, 0.5, 0, 0}, {1, 1, 2, 0.3, 0, 0}} }},
 		{"exact with two phases", func(w *Workload) { w.Exact = true }},
 		{"zero batch", func(w *Workload) { w.BatchSize = 0 }},
 		{"budget below bootstrap", func(w *Workload) { w.Budget = 0.04 }},
 		{"unknown shape", func(w *Workload) { w.Shape = "gpt" }},
-		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5, 0}, {1, 4, 4, 0.2, 0}} }},
+		{"too many heads", func(w *Workload) { w.Phases = []Phase{{1, 9, 2, 0.5, 0, 0}, {1, 4, 4, 0.2, 0, 0}} }},
 		{"no samples", func(w *Workload) { w.Samples = 0 }},
 		{"negative memory budget", func(w *Workload) { w.MemoryBudget = -1 }},
 	}
@@ -398,7 +400,7 @@ func TestProjectPhaseLanes(t *testing.T) {
 			t.Errorf("pipeline %s: too small %q", tc.mode, p.TooSmall)
 		}
 	}
-	if got := w.LanesText(); got != "4 lanes (phase 1: 8)" {
+	if got := w.BatchesText(); got != "batches of 4 on 4 lanes (phase 1: 8 lanes)" {
 		t.Errorf("lanes in words: %q", got)
 	}
 	// Lanes beyond selection's bound are refused by the workload.
@@ -408,6 +410,82 @@ func TestProjectPhaseLanes(t *testing.T) {
 	}
 	if p, err := w.Params(1000); err == nil {
 		t.Errorf("params of a phase on too many lanes: %+v", p.Schedule)
+	}
+}
+
+// TestProjectPhaseBatchSize: a phase in batches of its own size is cut
+// into them wherever the projection counts batches (numbers by hand, as
+// TestProjectPhaseLanes): the tiny workload's phase 1 in batches of 8,
+// ⌈950/8⌉ = 119 batches on 4 lanes, ⌈119/4⌉ = 30 waves; its phase 2 in
+// the workload's 4, 113 batches, 29 waves; sharded on 2 pairs, phase 1's
+// shards are 59 and 60 of its batches of 8. The schedule passed to selection carries
+// the size, the words say it, and a size beyond selection's bound is
+// refused.
+func TestProjectPhaseBatchSize(t *testing.T) {
+	w := TinyWorkload
+	w.Phases = slices.Clone(w.Phases)
+	w.Phases[0].BatchSize = 8
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	topk := func(n, k int) (TopKCost, error) { return TopKCost{N: n, K: k, Rounds: 70}, nil }
+	link := &transport.Profile{Name: "slow", Bandwidth: 1e9, Latency: 500 * time.Millisecond}
+	p, err := Project(w, 0, link, fakeRun(w, 0.1), fakeRun(w, 0.1), topk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		batches int
+		rounds  int64
+	}{{119, 2 + 10*30 + 70}, {113, 2 + 10*29 + 70}} {
+		if ph := p.Phases[i]; ph.Batches != want.batches || ph.Rounds != want.rounds {
+			t.Errorf("phase %d: %d batches, %d rounds; want %d, %d", i+1, ph.Batches, ph.Rounds, want.batches, want.rounds)
+		}
+	}
+	sp, err := ProjectShards(w, 0, link, fakeRun(w, 0.1), fakeRun(w, 0.1), topk, ShardConfig{Shards: 2, Dealers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Batches [59, 119) of 8, the last partial: 950 − 59·8 = 478 candidates.
+	if ph := sp.Phases[0]; ph.Batches != 119 || ph.LargestShard != 478 || ph.Pair.Batches != 60 {
+		t.Errorf("sharded phase 1: %d batches, largest shard %d of %d batches; want 119, 478 of 60", ph.Batches, ph.LargestShard, ph.Pair.Batches)
+	}
+	params, err := w.Params(1000)
+	if err != nil || params.PhaseBatchSize(0) != 8 || params.PhaseBatchSize(1) != 4 {
+		t.Errorf("params: %+v, %v", params.Schedule, err)
+	}
+	if got := w.BatchesText(); got != "batches of 4 on 4 lanes (phase 1: 8 on 4)" {
+		t.Errorf("batches in words: %q", got)
+	}
+	w.Phases[0].BatchSize = selection.MaxBatchSize + 1
+	if err := w.Validate(); err == nil {
+		t.Error("a phase in too large batches validated")
+	}
+}
+
+// TestQQPBertSampleWaves: qqp-bert's default sample gives every phase's
+// lanes two waves of the phase's own batches (SteadySampleBatches: the
+// projection measures a steady rate), and a dealer-free run of it opens
+// no more streams than the transport's default bound (2 × lanes + 5: the
+// parties' control, session and abort streams, a stream per lane, and
+// beaver/ot's base stream and one per session and lane stream).
+func TestQQPBertSampleWaves(t *testing.T) {
+	w, err := WorkloadByName("qqp-bert")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cand, _, err := w.PhaseSizes(w.Samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.Phases {
+		bs, lanes := w.PhaseBatchSize(i), w.PhaseWorkers(i)
+		if nb := (cand[i] + bs - 1) / bs; nb < SteadySampleBatches(lanes) {
+			t.Errorf("phase %d: %d candidates of the %d-sample run make %d batches of %d, fewer than two waves of %d lanes", i+1, cand[i], w.Samples, nb, bs, lanes)
+		}
+		if 2*lanes+5 > transport.DefaultMaxStreams {
+			t.Errorf("phase %d: %d lanes open %d streams dealer-free, more than %d", i+1, lanes, 2*lanes+5, transport.DefaultMaxStreams)
+		}
 	}
 }
 

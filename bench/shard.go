@@ -273,7 +273,8 @@ func ProjectShards(w Workload, n int, link *transport.Profile, linkRun, computeR
 	var jobs, gathers int64
 	for i := range w.Phases {
 		lr, cr := linkRun.Phases[i], computeRun.Phases[i]
-		sizes, err := ShardSizes(cand[i], w.BatchSize, k)
+		bs := w.PhaseBatchSize(i)
+		sizes, err := ShardSizes(cand[i], bs, k)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +282,7 @@ func ProjectShards(w Workload, n int, link *transport.Profile, linkRun, computeR
 		if err != nil {
 			return nil, err
 		}
-		ph := ShardPhase{Phase: i, Candidates: cand[i], Kept: kept[i], Batches: (cand[i] + w.BatchSize - 1) / w.BatchSize, TopK: tk}
+		ph := ShardPhase{Phase: i, Candidates: cand[i], Kept: kept[i], Batches: (cand[i] + bs - 1) / bs, TopK: tk}
 		var sdown, sup [2]int64 // every shard's dealer traffic
 		for _, s := range sizes {
 			if s == 0 {

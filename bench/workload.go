@@ -26,6 +26,11 @@ type Phase struct {
 	// (selection.Phase.Workers; 0: the workload's Workers): a phase of a
 	// small proxy whose batches are latency-bound runs more at once.
 	Workers int `json:"workers,omitempty"`
+	// BatchSize, if positive, is the phase's own batch size
+	// (selection.Phase.BatchSize; 0: the workload's BatchSize): a phase of
+	// a small proxy whose batches are latency-bound pays its rounds per
+	// batch fewer times in larger batches.
+	BatchSize int `json:"batch_size,omitempty"`
 }
 
 // String renders the phase as ⟨l L, w H, d d⟩.
@@ -98,13 +103,18 @@ var (
 	}
 )
 
-// qqpPhase1Lanes are the lanes of qqp-bert's phase 1: the most that keep
-// two waves of batches in a 512-sample run's phase 1 (122 batches:
-// SteadySampleBatches) and a dealer-free run's streams within the
-// transport's default bound (2 × lanes + 5 ≤ 128: the parties' control,
-// session and abort streams, a stream per lane, and beaver/ot's base
-// stream and one per session and lane stream).
-const qqpPhase1Lanes = 60
+// qqpPhase1Lanes and qqpPhase1Batch are the lanes and batch size of
+// qqp-bert's phase 1: 60 lanes are the most that keep a dealer-free run's
+// streams within the transport's default bound (2 × lanes + 5 ≤ 128: the
+// parties' control, session and abort streams, a stream per lane, and
+// beaver/ot's base stream and one per session and lane stream); batches
+// of 8 are the largest whose 1,024-sample run's phase 1 (973 candidates,
+// 122 batches) still gives the 60 lanes two waves (SteadySampleBatches;
+// TestQQPBertSampleWaves).
+const (
+	qqpPhase1Lanes = 60
+	qqpPhase1Batch = 8
+)
 
 // Workloads are the standard workloads of `mpcbench select` (the paper's
 // settings; seq 128 text, 197 tokens ViT; budget 20%, bootstrap 5%). Their
@@ -135,28 +145,33 @@ const qqpPhase1Lanes = 60
 // the latency bound halves (0.51 h → 0.35 h projected over the paper WAN,
 // 2,048 samples, the dealer on the same WAN); its 2,048 samples give the
 // last phase's 16 lanes two waves of 16.
-// qqp-bert's phase 1 runs lanes of its own (qqpPhase1Lanes): its
-// ⟨1L,1H,d2⟩ batches were latency-bound at phase 2's 16 lanes (110,635
-// of the run's 177,722 rounds projected), and its activations are a
-// fraction of phase 2's.
+// qqp-bert's phase 1 runs lanes and batches of its own (qqpPhase1Lanes,
+// qqpPhase1Batch): its ⟨1L,1H,d2⟩ batches are latency-bound (a batch's
+// rounds do not grow with its size), and its activations are a fraction
+// of phase 2's. At phase 2's 16 lanes of 4 it took 110,635 of the run's
+// 177,722 rounds projected; on 60 lanes of 4, 29,535 (0.41 h at 50 ms);
+// on 60 lanes of 8, 14,785, and the phase projects 0.30–0.35 h instead
+// of 0.59 h (runs under load), its peak heap (0.6–0.8 GB) still far below
+// phase 2's (30 lanes of 16 give the same rounds and 0.34 h;
+// bench/RESULTS.md, "qqp-bert's phase 1 in batches of its own").
 // Prefetch is bounded at 256 MiB per party (three of sst2-distilbert's
 // 85 MB batches): with selection's 1 GiB default the parties held 1 GB
 // each and the heap grew without a gain over the link.
 var Workloads = []Workload{
 	{Name: "sst2-distilbert", Target: "DistilBERT (6 layers, 12 heads, hidden 768)", Shape: "distilbert", Seq: 128, Pool: 42000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 2048, BatchSize: 16, Workers: 16, MemoryBudget: 256 << 20,
-		Phases: []Phase{{1, 12, 2, 0.50, 0}, {1, 12, 8, 0.30, 0}, {1, 12, 16, 0.20, 0}},
+		Phases: []Phase{{1, 12, 2, 0.50, 0, 0}, {1, 12, 8, 0.30, 0, 0}, {1, 12, 16, 0.20, 0, 0}},
 		Paper:  []PaperDelay{paperSST2DistilBERT, paperOracleSST2}},
 	{Name: "qqp-bert", Target: "BERT-base (12 layers, 12 heads, hidden 768)", Shape: "bert-base", Seq: 128, Pool: 149000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 1024, BatchSize: 4, Workers: 32, MemoryBudget: 256 << 20,
-		Phases: []Phase{{1, 1, 2, 0.30, qqpPhase1Lanes}, {3, 12, 16, 0.20, 0}},
+		Phases: []Phase{{1, 1, 2, 0.30, qqpPhase1Lanes, qqpPhase1Batch}, {3, 12, 16, 0.20, 0, 0}},
 		Paper:  paperBERT},
 	{Name: "cifar10-vitsmall", Target: "ViT-small (12 layers, 6 heads, hidden 384)", Shape: "vit-small", Seq: 197, Pool: 50000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 512, BatchSize: 8, Workers: 16, MemoryBudget: 256 << 20,
-		Phases: []Phase{{1, 6, 16, 0.20, 0}}},
+		Phases: []Phase{{1, 6, 16, 0.20, 0, 0}}},
 	{Name: "oracle-sst2-distilbert", Target: "the exact 6-layer DistilBERT (the paper's Oracle)", Shape: "distilbert", Seq: 128, Exact: true, Pool: 42000,
 		Budget: 0.20, Bootstrap: 0.05, Samples: 12, BatchSize: 3, Workers: 2, MemoryBudget: 256 << 20,
-		Phases: []Phase{{6, 12, 0, 0.20, 0}},
+		Phases: []Phase{{6, 12, 0, 0.20, 0, 0}},
 		Paper:  []PaperDelay{paperOracleSST2}},
 }
 
@@ -165,7 +180,7 @@ var Workloads = []Workload{
 // 4 lanes (several batches per lane, so that the pipeline prefetches).
 var TinyWorkload = Workload{Name: "tiny", Target: "tiny DistilBERT-like model, 8 tokens (tests)", Shape: "tiny", Seq: 8, Pool: 1000,
 	Budget: 0.20, Bootstrap: 0.05, Samples: 40, BatchSize: 4, Workers: 4,
-	Phases: []Phase{{1, 2, 2, 0.50, 0}, {1, 4, 4, 0.20, 0}}}
+	Phases: []Phase{{1, 2, 2, 0.50, 0, 0}, {1, 4, 4, 0.20, 0, 0}}}
 
 // WorkloadByName returns the named workload of Workloads (or "tiny").
 func WorkloadByName(name string) (Workload, error) {
@@ -202,6 +217,9 @@ func (w Workload) Validate() error {
 		if p.Workers < 0 || p.Workers > selection.MaxWorkers {
 			return fmt.Errorf("bench: workload %s: phase %d on %d lanes (1..%d, or 0 for the workload's)", w.Name, i+1, p.Workers, selection.MaxWorkers)
 		}
+		if p.BatchSize < 0 || p.BatchSize > selection.MaxBatchSize {
+			return fmt.Errorf("bench: workload %s: phase %d in batches of %d (1..%d, or 0 for the workload's)", w.Name, i+1, p.BatchSize, selection.MaxBatchSize)
+		}
 		if p.Survive > prev || p.Survive < w.Budget {
 			return fmt.Errorf("bench: workload %s: phase %d keeps %g of the pool after %g", w.Name, i+1, p.Survive, prev)
 		}
@@ -229,7 +247,7 @@ func (w Workload) Params(n int) (selection.Params, error) {
 	cand := float64(n - boot)
 	for _, ph := range w.Phases {
 		keep := (ph.Survive*float64(n) - float64(boot)) / cand
-		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, MLPHidden: ph.MLPHidden}, Keep: keep, Workers: ph.Workers})
+		p.Schedule = append(p.Schedule, selection.Phase{Proxy: proxy.Shape{Layers: ph.Layers, Heads: ph.Heads, MLPHidden: ph.MLPHidden}, Keep: keep, Workers: ph.Workers, BatchSize: ph.BatchSize})
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("bench: workload %s on %d candidates: %w", w.Name, n, err)
@@ -265,18 +283,31 @@ func (w Workload) PhaseWorkers(i int) int {
 	return w.Workers
 }
 
-// LanesText says the workload's lanes in words: "16 lanes", and the
-// phases with lanes of their own, "16 lanes (phase 1: 60)".
-func (w Workload) LanesText() string {
-	s := fmt.Sprintf("%d lanes", w.Workers)
+// PhaseBatchSize returns the batch size of phase i: its own BatchSize,
+// or the workload's (i outside the phases: the workload's).
+func (w Workload) PhaseBatchSize(i int) int {
+	if i >= 0 && i < len(w.Phases) && w.Phases[i].BatchSize > 0 {
+		return w.Phases[i].BatchSize
+	}
+	return w.BatchSize
+}
+
+// BatchesText says the workload's batches and lanes in words: "batches
+// of 4 on 16 lanes", and the phases with lanes or a batch size of their
+// own, "batches of 4 on 16 lanes (phase 1: 60 lanes; phase 2: 8 on 16)".
+func (w Workload) BatchesText() string {
+	s := fmt.Sprintf("batches of %d on %d lanes", w.BatchSize, w.Workers)
 	var own []string
 	for i, p := range w.Phases {
-		if p.Workers > 0 {
-			own = append(own, fmt.Sprintf("phase %d: %d", i+1, p.Workers))
+		switch {
+		case p.BatchSize > 0:
+			own = append(own, fmt.Sprintf("phase %d: %d on %d", i+1, p.BatchSize, w.PhaseWorkers(i)))
+		case p.Workers > 0:
+			own = append(own, fmt.Sprintf("phase %d: %d lanes", i+1, p.Workers))
 		}
 	}
 	if len(own) > 0 {
-		s += " (" + strings.Join(own, ", ") + ")"
+		s += " (" + strings.Join(own, "; ") + ")"
 	}
 	return s
 }

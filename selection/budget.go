@@ -86,7 +86,7 @@ func dealerBudget(ctx context.Context, p Params, eval Evaluator, archs []secure.
 		if err != nil {
 			return 0, err
 		}
-		nb := uint64((n + p.BatchSize - 1) / p.BatchSize)
+		nb := uint64(p.phaseBatches(i, n))
 		keep := p.keep(i)
 		total = addSat(total, addSat(prep, addSat(mulSat(nb, batch), topKWork(n, keep, perCmp))))
 		n = keep
@@ -126,7 +126,7 @@ func phaseWork(ctx context.Context, p Params, eval Evaluator, i int, arch secure
 	if err != nil {
 		return 0, 0, fmt.Errorf("selection: dealer budget: phase %d: rehearse the preparation: %w", i, err)
 	}
-	idx := make([]int, p.BatchSize)
+	idx := make([]int, p.PhaseBatchSize(i))
 	for j := range idx {
 		idx[j] = j
 	}

@@ -40,6 +40,15 @@ type Phase struct {
 	// many run at once. Part of the schedule: both parties pass the same
 	// value (ParseSchedule reads it as "/lanes").
 	Workers int `json:"workers,omitempty"`
+	// BatchSize, if positive, is the phase's own number of candidates per
+	// secure forward (1..MaxBatchSize; 0: Params.BatchSize): a phase whose
+	// proxy is small runs larger batches, so that its batches' rounds,
+	// which do not grow with the batch size, are paid fewer times. The
+	// size changes how a phase's candidates are cut into batches (batch
+	// b is candidates [b·size, (b+1)·size) of the phase's), never what a
+	// candidate's entropy is. Part of the schedule: both parties pass the
+	// same value (ParseSchedule reads it as "/lanesxsize" or "/xsize").
+	BatchSize int `json:"batch_size,omitempty"`
 }
 
 // AppraisalMode says what the optional appraisal reveals.
@@ -70,7 +79,9 @@ type Params struct {
 	Schedule []Phase `json:"schedule"`
 	// FixedPoint is the encoding (share.DefaultFixedPoint when zero).
 	FixedPoint share.FixedPoint `json:"fixed_point"`
-	// BatchSize is the number of candidates per secure forward (64 when 0).
+	// BatchSize is the number of candidates per secure forward (64 when
+	// 0; at most MaxBatchSize). A phase may cut its candidates into
+	// batches of its own size instead (Phase.BatchSize; PhaseBatchSize).
 	BatchSize int `json:"batch_size"`
 	// Workers is the number of batch lanes: at most this many batches are
 	// in flight at once, batch b on lane b mod Workers, each lane its own
@@ -111,7 +122,7 @@ func (p Params) WithDefaults() Params {
 		p.FixedPoint = share.DefaultFixedPoint
 	}
 	if p.BatchSize == 0 {
-		p.BatchSize = 64
+		p.BatchSize = DefaultBatchSize
 	}
 	if p.Workers == 0 {
 		p.Workers = DefaultWorkers
@@ -134,6 +145,9 @@ const (
 	// PipelineOff runs one batch at a time, without prefetching.
 	PipelineOff PipelineMode = "off"
 )
+
+// DefaultBatchSize is the batch size when Params.BatchSize is 0.
+const DefaultBatchSize = 64
 
 // DefaultWorkers is the number of batch lanes when Params.Workers is 0.
 const DefaultWorkers = 8
@@ -167,6 +181,28 @@ func (p Params) PhaseWorkers(i int) int {
 	return p.Workers
 }
 
+// MaxBatchSize bounds Params.BatchSize and every Phase.BatchSize: a batch
+// is one secure forward of that many candidates, whose shares and dealer
+// material a party holds at once.
+const MaxBatchSize = 1 << 16
+
+// PhaseBatchSize returns the number of candidates of a full batch of
+// phase i (after defaults): the phase's own BatchSize, or the run's.
+func (p Params) PhaseBatchSize(i int) int {
+	if i >= 0 && i < len(p.Schedule) && p.Schedule[i].BatchSize > 0 {
+		return p.Schedule[i].BatchSize
+	}
+	if p.BatchSize == 0 {
+		return DefaultBatchSize
+	}
+	return p.BatchSize
+}
+
+// phaseBatches returns the number of batches of phase i's n candidates.
+func (p Params) phaseBatches(i, n int) int {
+	return lanes.Batches(n, p.PhaseBatchSize(i))
+}
+
 // laneCount returns the number of batch lanes a run opens: the most any
 // phase runs.
 func (p Params) laneCount() int {
@@ -192,8 +228,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("selection: params: budget %d must exceed the bootstrap (%d) and not exceed the pool (%d)", p.Budget, p.Bootstrap, p.PoolSize)
 	case len(p.Schedule) == 0:
 		return fmt.Errorf("selection: params: empty schedule")
-	case p.BatchSize < 0:
-		return fmt.Errorf("selection: params: batch size %d", p.BatchSize)
+	case p.BatchSize < 0 || p.BatchSize > MaxBatchSize:
+		return fmt.Errorf("selection: params: batch size %d (1..%d)", p.BatchSize, MaxBatchSize)
 	case p.Workers < 0 || p.Workers > MaxWorkers:
 		return fmt.Errorf("selection: params: workers %d (1..%d)", p.Workers, MaxWorkers)
 	case p.Pipeline != PipelineOn && p.Pipeline != PipelineOff:
@@ -221,6 +257,9 @@ func (p Params) Validate() error {
 		if st.Workers < 0 || st.Workers > MaxWorkers {
 			return fmt.Errorf("selection: params: phase %d workers %d (1..%d, or 0 for the run's)", i+1, st.Workers, MaxWorkers)
 		}
+		if st.BatchSize < 0 || st.BatchSize > MaxBatchSize {
+			return fmt.Errorf("selection: params: phase %d batch size %d (1..%d, or 0 for the run's)", i+1, st.BatchSize, MaxBatchSize)
+		}
 		prev = keep
 	}
 	return nil
@@ -228,21 +267,18 @@ func (p Params) Validate() error {
 
 // CheckLanes checks that every lane's batches fit the lane's dealer
 // counters (lanes.MaxLaneBatches) in every phase, with the candidates
-// entering it on the phase's lanes. Run checks it with the parameters'
+// entering it in batches of the phase's size on the phase's lanes. Run checks it with the parameters'
 // real pool size (Validate does not: binaries validate their flags with a
 // placeholder pool size before reading the pool).
 func (p Params) CheckLanes() error {
 	p = p.WithDefaults()
-	if p.BatchSize <= 0 {
-		return nil // Validate reports it
-	}
 	in := p.PoolSize - p.Bootstrap
 	for i := range p.Schedule {
-		w := p.PhaseWorkers(i)
-		if w <= 0 {
+		w, bs := p.PhaseWorkers(i), p.PhaseBatchSize(i)
+		if w <= 0 || bs <= 0 {
 			return nil // Validate reports it
 		}
-		if per := ((in+p.BatchSize-1)/p.BatchSize + w - 1) / w; per > lanes.MaxLaneBatches {
+		if per := (lanes.Batches(in, bs) + w - 1) / w; per > lanes.MaxLaneBatches {
 			return fmt.Errorf("selection: params: phase %d: %d batches per lane (at most %d): raise the batch size or the workers", i+1, per, lanes.MaxLaneBatches)
 		}
 		in = p.keep(i)

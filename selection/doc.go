@@ -95,7 +95,10 @@
 //     architecture, which the data owner checks against the schedule and
 //     its embedding model.
 //  4. Phases: the surviving candidates (pool indices ascending, the
-//     bootstrap excluded) are split into batches of Params.BatchSize; the
+//     bootstrap excluded) are split into batches of the phase's size
+//     (Params.PhaseBatchSize: its own Phase.BatchSize, or
+//     Params.BatchSize; batch b is candidates [b·size, (b+1)·size), the
+//     checkpoint's batch numbers the phase's own); the
 //     proxy's weights are shared once per phase on the control session
 //     (StreamSession); the batches run on the phase's W lanes
 //     (Params.PhaseWorkers: its own Phase.Workers, or Params.Workers), lane
@@ -105,11 +108,13 @@
 //     selection/lanes, opens the most lanes any phase runs, assigns
 //     batches to lanes and positions the provider's counters). A phase of
 //     a small proxy may run more lanes than the run's largest proxy lets
-//     it hold in memory: the selected set is the same whatever the lanes. With Params.Pipeline
+//     it hold in memory, and larger batches (a batch's rounds do not grow
+//     with its size): the selected set is the same whatever the lanes and
+//     sizes. With Params.Pipeline
 //     on (the default) all lanes run at once, so the exchanges of the
 //     batches in flight share each round trip, and the dealer material of
 //     the batches is fetched ahead, within Params.MemoryBudget: before the
-//     lanes start, each party rehearses a full batch and the partial last
+//     lanes start, each party rehearses a full batch of the phase's size and the partial last
 //     one (protocol.Rehearse: the forward run against nobody, to learn the
 //     dealer items a batch draws, which depend on shapes alone), so every
 //     lane's batches, the first included, draw their items as one

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -370,6 +371,20 @@ func TestCheckPeerHello(t *testing.T) {
 		if err := checkPeerHello(mine, h, p); err == nil {
 			t.Errorf("%s: accepted", c.name)
 		}
+	}
+	// Batch numbers are bounded by the phase's own batch size: in batches
+	// of 32, phase 2 has at most 8 batches, so batch 14 is refused there,
+	// and 7 accepted.
+	sized := p
+	sized.Schedule = slices.Clone(p.Schedule)
+	sized.Schedule[1].BatchSize = 32
+	if err := checkPeerHello(mine, base(), sized); err == nil {
+		t.Error("batch 14 of a phase in batches of 32 (8 batches): accepted")
+	}
+	h := base()
+	h.Resume.Phases[1].Batches[2] = 7
+	if err := checkPeerHello(mine, h, sized); err != nil {
+		t.Errorf("batch 7 of a phase in batches of 32: %v", err)
 	}
 }
 

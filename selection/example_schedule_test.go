@@ -45,3 +45,28 @@ func ExampleParams_PhaseWorkers() {
 	// phase 2: 16 lanes
 	// 1:1:2@0.3/60,3:12:16@1
 }
+
+// A phase of a small proxy cuts its candidates into batches of its own
+// size: "/60x16" runs phase 1 on 60 lanes of 16 candidates a batch, and
+// "/x8" phase 2 on the run's lanes in batches of 8; the schedule
+// formats back the same.
+func ExampleParams_PhaseBatchSize() {
+	phases, err := selection.ParseSchedule("1:1:2@0.3/60x16,3:12:16/x8")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := selection.Params{PoolSize: 1000, Budget: 200, Bootstrap: 50, BatchSize: 4, Workers: 16, Schedule: phases}
+	if err := p.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := range p.Schedule {
+		fmt.Printf("phase %d: batches of %d on %d lanes\n", i+1, p.PhaseBatchSize(i), p.PhaseWorkers(i))
+	}
+	fmt.Println(selection.FormatSchedule(p.Schedule))
+	// Output:
+	// phase 1: batches of 16 on 60 lanes
+	// phase 2: batches of 8 on 16 lanes
+	// 1:1:2@0.3/60x16,3:12:16@1/x8
+}

@@ -43,7 +43,8 @@ type ForwardRun struct {
 	Phase int
 	Arch  secure.Arch
 	// Candidates are the run's pool indices, ascending: its batch b is
-	// Candidates[b·BatchSize, (b+1)·BatchSize).
+	// Candidates[b·size, (b+1)·size), size the phase's
+	// (Params.PhaseBatchSize).
 	Candidates []int
 	// EmbeddingHash is the hash of the public embedding tables the
 	// selection's coordinators agreed on: the model owner's side takes it
@@ -315,10 +316,10 @@ func (r *forwardRun) run(ctx context.Context) ([]BatchShares, error) {
 		return nil, err
 	}
 	cand := f.Candidates
-	nb := r.sched.Batches(len(cand))
+	nb := r.p.phaseBatches(f.Phase, len(cand))
 	r.ps = PhaseStats{In: len(cand), Batches: nb}
 	ps := &r.ps
-	vals, pending, err := r.resumed(0, cand, nb, ps)
+	vals, pending, err := r.resumed(0, r.p.PhaseBatchSize(f.Phase), cand, nb, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +355,7 @@ func (r *forwardRun) budget(ctx context.Context) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	nb := uint64(r.sched.Batches(len(r.f.Candidates)))
+	nb := uint64(r.p.phaseBatches(r.f.Phase, len(r.f.Candidates)))
 	return mulSat(addSat(prep, mulSat(nb, batch)), DealerBudgetFactor), nil
 }
 
@@ -369,7 +370,7 @@ func (r *forwardRun) agree(hsCtx context.Context) error {
 		return err
 	}
 	mine := ForwardTerms{SessionHash: seedID(hex.EncodeToString(r.f.Session[:])), ViewHash: r.viewHash(), Epoch: r.st.Epoch, Resume: resume}
-	nb := r.sched.Batches(len(r.f.Candidates))
+	nb := r.p.phaseBatches(r.f.Phase, len(r.f.Candidates))
 	peer, err := r.h.Hello(hsCtx, mine, helloBase+nb*2*maxJSONNumber, r.exchange)
 	if err != nil {
 		return err

@@ -231,7 +231,8 @@ func checkPeerHello(mine, peer hello, p Params) error {
 // checkSummary refuses a resume summary that no checkpoint of the
 // parameters p (after defaults) describes: more phases than the schedule,
 // phases before the bootstrap, and per phase batch numbers that are not
-// ascending and distinct below the first phase's batch count, or epochs
+// ascending and distinct below the batch count of the whole candidate
+// pool cut into the phase's batch size (Params.PhaseBatchSize), or epochs
 // that do not pair up with them or lie outside 1..MaxEpoch−1.
 func checkSummary(s summary, p Params) error {
 	if len(s.Phases) > len(p.Schedule) {
@@ -240,11 +241,12 @@ func checkSummary(s summary, p Params) error {
 	if len(s.Phases) > 0 && !s.BootstrapDone {
 		return fmt.Errorf("phases before the bootstrap")
 	}
-	if p.BatchSize <= 0 {
-		return fmt.Errorf("batch size %d", p.BatchSize)
-	}
-	nb := (p.PoolSize - p.Bootstrap + p.BatchSize - 1) / p.BatchSize
 	for i, ph := range s.Phases {
+		bs := p.PhaseBatchSize(i)
+		if bs <= 0 {
+			return fmt.Errorf("phase %d: batch size %d", i+1, bs)
+		}
+		nb := p.phaseBatches(i, p.PoolSize-p.Bootstrap)
 		if len(ph.Batches) > nb || len(ph.Epochs) != len(ph.Batches) {
 			return fmt.Errorf("phase %d: %d batches with %d epochs (at most %d batches)", i+1, len(ph.Batches), len(ph.Epochs), nb)
 		}
@@ -278,11 +280,14 @@ const (
 
 // maxHelloMessage bounds the peer's hello under this side's parameters p:
 // the parameters (helloBase) and a resume summary of at most every batch of
-// every phase done, each a batch number and an epoch of at most
+// every phase done (of the phase's batch size), each a batch number and an epoch of at most
 // maxJSONNumber bytes; never more than maxControlMessage.
 func maxHelloMessage(p Params) int {
-	batches := int64(p.PoolSize)/int64(max(p.BatchSize, 1)) + 1
-	n := helloBase + int64(len(p.Schedule))*batches*2*maxJSONNumber
+	var batches int64
+	for i := range p.Schedule {
+		batches += int64(p.PoolSize)/int64(max(p.PhaseBatchSize(i), 1)) + 1
+	}
+	n := helloBase + batches*2*maxJSONNumber
 	return int(min(n, maxControlMessage))
 }
 

@@ -35,8 +35,8 @@ type pipeRun struct {
 	square bool
 	delay  func(phase int, idx []int) time.Duration
 	// stopAfter > 0 closes the data owner's connection once that many
-	// batches of phase 0 are done.
-	stopAfter int
+	// batches of phase stopPhase (0 when unset) are done.
+	stopAfter, stopPhase int
 	// diverge makes every real batch draw one item more than rehearsed.
 	diverge bool
 	// dealerFree makes the parties' correlations by OT (ot.Provider)
@@ -67,7 +67,7 @@ func runPipe(t *testing.T, c pipeRun) ([2]*Result, [2]error) {
 			if c.stopAfter > 0 {
 				var once sync.Once
 				do.OnProgress = func(pr Progress) {
-					if pr.Phase == 0 && pr.Done >= c.stopAfter {
+					if pr.Phase == c.stopPhase && pr.Done >= c.stopAfter {
 						once.Do(func() { conn.Close() })
 					}
 				}
@@ -349,20 +349,16 @@ func TestPhaseLanesSelectAlike(t *testing.T) {
 		t.Fatal(errs)
 	}
 	want := plainSchedule(uniform, ref[0].Bootstrap, squared)
-	check := func(t *testing.T, res [2]*Result, resumed bool) {
+	selectAlikeRuns(t, wide, 5, 0, func(t *testing.T, res [2]*Result, resumed bool) {
 		t.Helper()
+		sameSelection(t, res, ref, want, "uniform lanes")
+		if resumed {
+			if res[0].Phases[0].Resumed == 0 {
+				t.Errorf("the resumed run resumed no batch: %+v", res[0].Phases[0])
+			}
+			return
+		}
 		for party, r := range res {
-			for i := range want {
-				if !slices.Equal(r.Survivors[i], want[i]) || !slices.Equal(r.Survivors[i], ref[party].Survivors[i]) {
-					t.Fatalf("party %d phase %d: survivors %v, uniform lanes %v, plaintext %v", party, i+1, r.Survivors[i], ref[party].Survivors[i], want[i])
-				}
-			}
-			if !slices.Equal(r.Selected, ref[party].Selected) {
-				t.Fatalf("party %d selected %v, uniform lanes %v", party, r.Selected, ref[party].Selected)
-			}
-			if resumed {
-				continue
-			}
 			w, u := r.Phases, ref[party].Phases
 			if w[0].Batches != 15 || w[0].ForwardRounds*5 != u[0].ForwardRounds*3 || w[1].ForwardRounds != u[1].ForwardRounds {
 				t.Errorf("party %d: forward rounds %d, %d on phase lanes 6, 3; %d, %d on 3, 3 (phase 1: %d batches)",
@@ -372,9 +368,17 @@ func TestPhaseLanesSelectAlike(t *testing.T) {
 				t.Errorf("party %d: %d and %d batches in flight, lanes 6 and 3", party, w[0].PeakInFlight, w[1].PeakInFlight)
 			}
 		}
-	}
+	})
+}
+
+// selectAlikeRuns runs p three ways, each checked by check: with the
+// dealer; with the dealer, interrupted once stopAfter batches of phase
+// stopPhase are done and resumed (resumed set); and with no dealer
+// (ot.Provider).
+func selectAlikeRuns(t *testing.T, p Params, stopAfter, stopPhase int, check func(t *testing.T, res [2]*Result, resumed bool)) {
+	t.Helper()
 	t.Run("dealer", func(t *testing.T) {
-		res, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, square: true})
+		res, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, square: true})
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatal(errs)
 		}
@@ -382,23 +386,78 @@ func TestPhaseLanesSelectAlike(t *testing.T) {
 	})
 	t.Run("dealer resumed", func(t *testing.T) {
 		dirs := [2]string{t.TempDir(), t.TempDir()}
-		if _, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, dirs: dirs, square: true, stopAfter: 5}); errs[0] == nil || errs[1] == nil {
+		if _, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, dirs: dirs, square: true, stopAfter: stopAfter, stopPhase: stopPhase}); errs[0] == nil || errs[1] == nil {
 			t.Fatalf("interrupted run: %v", errs)
 		}
-		res, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, dirs: dirs, square: true})
+		res, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, dirs: dirs, square: true})
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatal(errs)
-		}
-		if res[0].Phases[0].Resumed == 0 {
-			t.Errorf("the resumed run resumed no batch: %+v", res[0].Phases[0])
 		}
 		check(t, res, true)
 	})
 	t.Run("dealer-free", func(t *testing.T) {
-		res, errs := runPipe(t, pipeRun{p: [2]Params{wide, wide}, square: true, dealerFree: true})
+		res, errs := runPipe(t, pipeRun{p: [2]Params{p, p}, square: true, dealerFree: true})
 		if errs[0] != nil || errs[1] != nil {
 			t.Fatal(errs)
 		}
 		check(t, res, false)
+	})
+}
+
+// sameSelection fails t unless each party's res selects what ref (the
+// run of another shape, named other) and the plaintext schedule (want)
+// selected, phase by phase.
+func sameSelection(t *testing.T, res, ref [2]*Result, want [][]int, other string) {
+	t.Helper()
+	for party, r := range res {
+		for i := range want {
+			if !slices.Equal(r.Survivors[i], want[i]) || !slices.Equal(r.Survivors[i], ref[party].Survivors[i]) {
+				t.Fatalf("party %d phase %d: survivors %v, %s %v, plaintext %v", party, i+1, r.Survivors[i], other, ref[party].Survivors[i], want[i])
+			}
+		}
+		if !slices.Equal(r.Selected, ref[party].Selected) {
+			t.Fatalf("party %d selected %v, %s %v", party, r.Selected, other, ref[party].Selected)
+		}
+	}
+}
+
+// TestPhaseBatchSizesSelectAlike: a schedule whose phases cut their
+// candidates into batches of their own sizes (Phase.BatchSize: 8 in
+// phase 1, 32 in phase 2; the run's 16) selects what the same run in
+// uniform batches selects, phase by phase, and the plaintext schedule's
+// choice: a batch's size changes which candidates share a secure forward,
+// not what a candidate's entropy is. Each phase counts its own batches (29
+// of 8, 4 of 32), and since a batch's rounds do not depend on its size
+// the critical path follows the batches a lane runs (phase 1: 10 instead
+// of 5; phase 2: 2 instead of 3). So it goes with the dealer, interrupted
+// in the second phase and resumed (the checkpoint's batch numbers are the
+// phase's own), and with no dealer (ot.Provider).
+func TestPhaseBatchSizesSelectAlike(t *testing.T) {
+	uniform := testParams()
+	uniform.Pipeline = PipelineOn
+	sized := uniform
+	sized.Schedule = slices.Clone(uniform.Schedule)
+	sized.Schedule[0].BatchSize = uniform.BatchSize / 2
+	sized.Schedule[1].BatchSize = 2 * uniform.BatchSize
+	ref, errs := runPipe(t, pipeRun{p: [2]Params{uniform, uniform}, square: true})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	want := plainSchedule(uniform, ref[0].Bootstrap, squared)
+	selectAlikeRuns(t, sized, 1, 1, func(t *testing.T, res [2]*Result, resumed bool) {
+		t.Helper()
+		sameSelection(t, res, ref, want, "uniform batches")
+		if r := res[0].Phases; resumed && (r[0].Resumed != 29 || r[1].Resumed == 0 || r[1].Resumed == r[1].Batches) {
+			t.Errorf("the resumed run: phase 1 %+v, phase 2 %+v; want phase 1's 29 batches and some of phase 2's resumed", r[0], r[1])
+		}
+		for party, r := range res {
+			s, u := r.Phases, ref[party].Phases
+			if s[0].Batches != 29 || s[1].Batches != 4 || u[0].Batches != 15 || u[1].Batches != 8 {
+				t.Errorf("party %d: batches %d, %d in sizes 8, 32; %d, %d in 16", party, s[0].Batches, s[1].Batches, u[0].Batches, u[1].Batches)
+			}
+			if !resumed && (s[0].ForwardRounds*5 != u[0].ForwardRounds*10 || s[1].ForwardRounds*3 != u[1].ForwardRounds*2) {
+				t.Errorf("party %d: forward rounds %d, %d in batches of 8, 32; %d, %d of 16", party, s[0].ForwardRounds, s[1].ForwardRounds, u[0].ForwardRounds, u[1].ForwardRounds)
+			}
+		}
 	})
 }

@@ -211,6 +211,11 @@ func TestHandshakeMismatch(t *testing.T) {
 			p.Schedule = slices.Clone(p.Schedule)
 			p.Schedule[0].Workers = 5
 		}},
+		{"schedule", func(p *Params, h *string) {
+			// So is a phase's own batch size.
+			p.Schedule = slices.Clone(p.Schedule)
+			p.Schedule[1].BatchSize = 8
+		}},
 		{"batch_size", func(p *Params, h *string) { p.BatchSize = 8 }},
 		{"workers", func(p *Params, h *string) { p.Workers = 1 }},
 		{"appraisal", func(p *Params, h *string) { p.Appraisal = AppraiseMean }},
@@ -251,6 +256,10 @@ func TestParamsValidate(t *testing.T) {
 		{"workers", func(p *Params) { p.Workers = MaxWorkers + 1 }},
 		{"phase workers", func(p *Params) { p.Schedule = slices.Clone(p.Schedule); p.Schedule[0].Workers = MaxWorkers + 1 }},
 		{"negative phase workers", func(p *Params) { p.Schedule = slices.Clone(p.Schedule); p.Schedule[1].Workers = -1 }},
+		{"batch size", func(p *Params) { p.BatchSize = MaxBatchSize + 1 }},
+		{"negative batch size", func(p *Params) { p.BatchSize = -1 }},
+		{"phase batch size", func(p *Params) { p.Schedule = slices.Clone(p.Schedule); p.Schedule[0].BatchSize = MaxBatchSize + 1 }},
+		{"negative phase batch size", func(p *Params) { p.Schedule = slices.Clone(p.Schedule); p.Schedule[1].BatchSize = -1 }},
 		{"appraisal", func(p *Params) { p.Appraisal = "x" }},
 		{"pipeline", func(p *Params) { p.Pipeline = "maybe" }},
 		{"phases", func(p *Params) { p.Schedule = make([]Phase, lanes.MaxPhases+1) }},
@@ -288,6 +297,17 @@ func TestParamsValidate(t *testing.T) {
 	}
 	if perPhase.Schedule[len(perPhase.Schedule)-1].Workers = 0; perPhase.CheckLanes() != nil {
 		t.Errorf("every phase on %d lanes: %v", MaxWorkers, perPhase.CheckLanes())
+	}
+	// And in the phase's own batch size: batches of MaxBatchSize on one
+	// lane fill its counters exactly; phase 1's own batches of 1 do not fit.
+	sized := big
+	sized.BatchSize = MaxBatchSize
+	sized.Schedule = slices.Clone(ok.Schedule)
+	if err := sized.CheckLanes(); err != nil {
+		t.Errorf("batches of %d: %v", MaxBatchSize, err)
+	}
+	if sized.Schedule[0].BatchSize = 1; sized.CheckLanes() == nil || !strings.Contains(sized.CheckLanes().Error(), "phase 1") {
+		t.Errorf("phase 1 in batches of 1: %v", sized.CheckLanes())
 	}
 }
 
@@ -450,6 +470,8 @@ func TestCompareHelloFields(t *testing.T) {
 	otherSched[0].Keep = 0.25
 	otherLanes := slices.Clone(p.Schedule)
 	otherLanes[0].Workers = 64
+	otherSizes := slices.Clone(p.Schedule)
+	otherSizes[1].BatchSize = 4
 	cases := []struct {
 		field       string
 		mod         func(h *hello)
@@ -463,6 +485,7 @@ func TestCompareHelloFields(t *testing.T) {
 		{"budget", func(h *hello) { h.Budget++ }, fmt.Sprint(p.Budget), fmt.Sprint(p.Budget + 1)},
 		{"schedule", func(h *hello) { h.Schedule = otherSched }, FormatSchedule(p.Schedule), FormatSchedule(otherSched)},
 		{"schedule", func(h *hello) { h.Schedule = otherLanes }, FormatSchedule(p.Schedule), FormatSchedule(otherLanes)},
+		{"schedule", func(h *hello) { h.Schedule = otherSizes }, FormatSchedule(p.Schedule), "1:1:2@0.5,2:1:4@0/x4"},
 		{"batch_size", func(h *hello) { h.BatchSize++ }, fmt.Sprint(p.BatchSize), fmt.Sprint(p.BatchSize + 1)},
 		{"workers", func(h *hello) { h.Workers++ }, "", ""},
 		{"appraisal", func(h *hello) { h.Appraisal = "mean" }, "(none)", "mean"},
@@ -494,6 +517,29 @@ func TestCompareHelloFields(t *testing.T) {
 	}
 	if b, _ := json.Marshal(p.Schedule); strings.Contains(string(b), "workers") {
 		t.Errorf("a schedule without lanes of its own encodes them: %s", b)
+	}
+	// So is a phase's own batch size; a schedule without one encodes
+	// byte for byte as a Phase did before it existed.
+	sizesP := p
+	sizesP.Schedule = otherSizes
+	if viewHash(sizesP, "emb") == base.ViewHash {
+		t.Error("the view hash ignores a phase's own batch size")
+	}
+	type phaseBefore struct {
+		Proxy   proxy.Shape `json:"proxy"`
+		Keep    float64     `json:"keep"`
+		Workers int         `json:"workers,omitempty"`
+	}
+	for _, sched := range [][]Phase{p.Schedule, otherLanes} {
+		before := make([]phaseBefore, len(sched))
+		for i, ph := range sched {
+			before[i] = phaseBefore{ph.Proxy, ph.Keep, ph.Workers}
+		}
+		now, _ := json.Marshal(sched)
+		then, _ := json.Marshal(before)
+		if !bytes.Equal(now, then) {
+			t.Errorf("a schedule without batch sizes of its own encodes as %s, before as %s", now, then)
+		}
 	}
 	// The sequence length: compared when both announce one.
 	for _, tc := range []struct {

@@ -21,7 +21,12 @@ const MaxScheduleShape = 1 << 16
 // whatever its Keep, which is then 1). A phase may end in "/lanes", its
 // own number of batch lanes (Phase.Workers, 1..MaxWorkers), e.g.
 // "1:1:2@0.3/64,3:12:16/16"; without it the phase runs Params.Workers.
-// Spaces around the parts are ignored. The result is Params.Schedule;
+// The lanes may be followed by "xsize", the phase's own batch size
+// (Phase.BatchSize, 1..MaxBatchSize; lanes times size is what the phase
+// has in flight), and the lanes may be left out to keep the run's:
+// "1:1:2@0.3/60x16" runs phase 1 on 60 lanes of 16 candidates a batch,
+// "1:1:2@0.3/x16" on Params.Workers lanes of 16; without it the phase's
+// batches are Params.BatchSize. Spaces around the parts are ignored. The result is Params.Schedule;
 // FormatSchedule writes it back.
 func ParseSchedule(s string) ([]Phase, error) {
 	s = strings.TrimSpace(s)
@@ -36,15 +41,25 @@ func ParseSchedule(s string) ([]Phase, error) {
 		shape, keep, hasKeep := strings.Cut(body, "@")
 		f := strings.Split(shape, ":")
 		if len(f) != 3 {
-			return nil, fmt.Errorf("selection: schedule: phase %d %q: want l:w:d[@keep][/lanes]", i+1, p)
+			return nil, fmt.Errorf("selection: schedule: phase %d %q: want l:w:d[@keep][/[lanes][xsize]]", i+1, p)
 		}
 		var ph Phase
 		if hasLanes {
-			v, err := strconv.Atoi(strings.TrimSpace(lanes))
-			if err != nil || v < 1 || v > MaxWorkers {
-				return nil, fmt.Errorf("selection: schedule: phase %d %q: lanes %q is not an integer in [1, %d]", i+1, p, lanes, MaxWorkers)
+			lanes, size, hasSize := strings.Cut(lanes, "x")
+			if lanes = strings.TrimSpace(lanes); lanes != "" || !hasSize {
+				v, err := strconv.Atoi(lanes)
+				if err != nil || v < 1 || v > MaxWorkers {
+					return nil, fmt.Errorf("selection: schedule: phase %d %q: lanes %q is not an integer in [1, %d]", i+1, p, lanes, MaxWorkers)
+				}
+				ph.Workers = v
 			}
-			ph.Workers = v
+			if hasSize {
+				v, err := strconv.Atoi(strings.TrimSpace(size))
+				if err != nil || v < 1 || v > MaxBatchSize {
+					return nil, fmt.Errorf("selection: schedule: phase %d %q: batch size %q is not an integer in [1, %d]", i+1, p, size, MaxBatchSize)
+				}
+				ph.BatchSize = v
+			}
 		}
 		for j, dst := range []*int{&ph.Proxy.Layers, &ph.Proxy.Heads, &ph.Proxy.MLPHidden} {
 			v, err := strconv.Atoi(strings.TrimSpace(f[j]))
@@ -73,13 +88,21 @@ func ParseSchedule(s string) ([]Phase, error) {
 
 // FormatSchedule writes phases in the form ParseSchedule reads ("l:w:d@keep"
 // for every phase, comma-separated; Keep with the fewest digits that parse
-// back to the same value; "/lanes" after a phase with its own Workers).
+// back to the same value; "/lanes" after a phase with its own Workers,
+// "xsize" after it with its own BatchSize: "/60x16", or "/x16" with the
+// run's lanes).
 func FormatSchedule(phases []Phase) string {
 	parts := make([]string, len(phases))
 	for i, ph := range phases {
 		parts[i] = formatShape(ph.Proxy) + "@" + strconv.FormatFloat(ph.Keep, 'g', -1, 64)
+		if ph.Workers != 0 || ph.BatchSize != 0 {
+			parts[i] += "/"
+		}
 		if ph.Workers != 0 {
-			parts[i] += "/" + strconv.Itoa(ph.Workers)
+			parts[i] += strconv.Itoa(ph.Workers)
+		}
+		if ph.BatchSize != 0 {
+			parts[i] += "x" + strconv.Itoa(ph.BatchSize)
 		}
 	}
 	return strings.Join(parts, ",")

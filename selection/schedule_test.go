@@ -19,6 +19,13 @@ func phw(l, w, d int, keep float64, lanes int) Phase {
 	return p
 }
 
+// phb is phw with the phase's own batch size (lanes 0: the run's).
+func phb(l, w, d int, keep float64, lanes, size int) Phase {
+	p := phw(l, w, d, keep, lanes)
+	p.BatchSize = size
+	return p
+}
+
 func TestParseSchedule(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
@@ -43,8 +50,20 @@ func TestParseSchedule(t *testing.T) {
 		{"1:1:2@0.3 / 4 ,3:12:16", []Phase{phw(1, 1, 2, 0.3, 4), ph(3, 12, 16, 1)}, ""},
 		{"1:1:2@0.3/0,3:12:16", nil, "lanes"},
 		{"1:1:2@0.3/65,3:12:16", nil, "lanes"},
-		{"1:1:2@0.3/x,3:12:16", nil, "lanes"},
 		{"1:1:2/4@0.3,3:12:16", nil, "lanes"},
+		{"1:1:2@0.3/60x16,3:12:16/16", []Phase{phb(1, 1, 2, 0.3, 60, 16), phw(3, 12, 16, 1, 16)}, ""},
+		{"1:1:2@0.3/x16,3:12:16/x4", []Phase{phb(1, 1, 2, 0.3, 0, 16), phb(3, 12, 16, 1, 0, 4)}, ""},
+		{"1:1:2@0.3/ 8 x 65536 ,3:12:16", []Phase{phb(1, 1, 2, 0.3, 8, 65536), ph(3, 12, 16, 1)}, ""},
+		{"1:1:2@0.3/", nil, "lanes"},
+		{"1:1:2@0.3/x,3:12:16", nil, "batch size"},
+		{"1:1:2@0.3/60x,3:12:16", nil, "batch size"},
+		{"1:1:2@0.3/60x0,3:12:16", nil, "batch size"},
+		{"1:1:2@0.3/60x65537,3:12:16", nil, "batch size"},
+		{"1:1:2@0.3/60x16x2,3:12:16", nil, "batch size"},
+		{"1:1:2@0.3/60x-4,3:12:16", nil, "batch size"},
+		{"1:1:2@0.3/0x16,3:12:16", nil, "lanes"},
+		{"1:1:2@0.3/65x16,3:12:16", nil, "lanes"},
+		{"1:1:2@0.3/60*16,3:12:16", nil, "lanes"},
 	} {
 		got, err := ParseSchedule(tc.in)
 		if tc.err != "" {
@@ -62,10 +81,11 @@ func TestParseSchedule(t *testing.T) {
 	}
 }
 
-// FuzzParseSchedule: whatever ParseSchedule accepts has shapes in range and
-// keep fractions in (0, 1], and survives FormatSchedule unchanged.
+// FuzzParseSchedule: whatever ParseSchedule accepts has shapes in range,
+// keep fractions in (0, 1], lanes and batch sizes in range (or 0: the
+// run's), and survives FormatSchedule unchanged.
 func FuzzParseSchedule(f *testing.F) {
-	for _, s := range []string{"1:4:8@0.3,2:4:16", "1:1:1@1e-3,", " 2:2:4 ", "1:4:8@0.5,1:4:8@0.2,2:4:16@1", "3:3:3@0x1p-2", "1:1:2@0.3/64,3:12:16/16"} {
+	for _, s := range []string{"1:4:8@0.3,2:4:16", "1:1:1@1e-3,", " 2:2:4 ", "1:4:8@0.5,1:4:8@0.2,2:4:16@1", "3:3:3@0x1p-2", "1:1:2@0.3/64,3:12:16/16", "1:1:2@0.3/60x16,3:12:16/x4", "1:1:2@0.3/x,3:12:16/0x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -78,7 +98,7 @@ func FuzzParseSchedule(f *testing.F) {
 		}
 		for _, p := range phases {
 			sh := p.Proxy
-			if sh.Layers < 1 || sh.Heads < 1 || sh.MLPHidden < 1 || max(sh.Layers, sh.Heads, sh.MLPHidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) || p.Workers < 0 || p.Workers > MaxWorkers {
+			if sh.Layers < 1 || sh.Heads < 1 || sh.MLPHidden < 1 || max(sh.Layers, sh.Heads, sh.MLPHidden) > MaxScheduleShape || !(p.Keep > 0 && p.Keep <= 1) || p.Workers < 0 || p.Workers > MaxWorkers || p.BatchSize < 0 || p.BatchSize > MaxBatchSize {
 				t.Fatalf("%q accepted as %+v", s, phases)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/proxy/secure"
+	"github.com/selectformer/selectformer/selection/lanes"
 	"github.com/selectformer/selectformer/share"
 )
 
@@ -51,7 +52,8 @@ type ShardedPhase struct {
 	Phase int
 	Arch  secure.Arch
 	// Candidates are the phase's pool indices, ascending: batch b of the
-	// phase is Candidates[b·BatchSize, (b+1)·BatchSize).
+	// phase is Candidates[b·size, (b+1)·size), size the phase's
+	// (Params.PhaseBatchSize).
 	Candidates []int
 	// EmbeddingHash is the hash of the public embedding tables the
 	// coordinators agreed on (model.EmbeddingHash).
@@ -67,7 +69,7 @@ type ShardedPhase struct {
 }
 
 // Batches is the number of batches of the phase.
-func (ph *ShardedPhase) Batches() int { return ph.r.sched.Batches(len(ph.Candidates)) }
+func (ph *ShardedPhase) Batches() int { return ph.r.p.phaseBatches(ph.Phase, len(ph.Candidates)) }
 
 // Recorded reports whether batch b of the phase is in the checkpoint.
 func (ph *ShardedPhase) Recorded(b int) bool {
@@ -139,10 +141,10 @@ func (ph *ShardedPhase) RaiseFloor(sess beaver.SessionID, epoch uint64) error {
 func (ph *ShardedPhase) Record(ctx context.Context, bs BatchShares) error {
 	r := ph.r
 	n := len(ph.Candidates)
-	if nb := r.sched.Batches(n); bs.Batch < 0 || bs.Batch >= nb {
+	if nb := r.p.phaseBatches(ph.Phase, n); bs.Batch < 0 || bs.Batch >= nb {
 		return withCode(AbortProtocol, fmt.Errorf("selection: phase %d: batch %d of %d", ph.Phase+1, bs.Batch, nb))
 	}
-	lo, hi := r.sched.Span(bs.Batch, n)
+	lo, hi := lanes.Span(bs.Batch, n, r.p.PhaseBatchSize(ph.Phase))
 	if len(bs.Shares) != hi-lo || bs.Epoch == 0 || bs.Epoch >= MaxEpoch {
 		return withCode(AbortProtocol, fmt.Errorf("selection: phase %d batch %d: %d shares of epoch %d (want %d, epoch 1..%d)", ph.Phase+1, bs.Batch, len(bs.Shares), bs.Epoch, hi-lo, MaxEpoch-1))
 	}

@@ -150,7 +150,7 @@ func (r *runner) markProvider() error {
 	}
 	r.prov = m
 	r.sched, err = lanes.New(lanes.Config{Party: r.party, Conn: r.conn, Provider: m, FixedPoint: r.p.FixedPoint,
-		BatchSize: r.p.BatchSize, Workers: r.p.laneCount(), Pipeline: r.p.Pipeline != PipelineOff, MemoryBudget: r.p.MemoryBudget,
+		Workers: r.p.laneCount(), Pipeline: r.p.Pipeline != PipelineOff, MemoryBudget: r.p.MemoryBudget,
 		ControlStream: StreamSession, LaneStreamBase: StreamSlotBase})
 	if err != nil {
 		return fmt.Errorf("selection: %w", err)
@@ -321,10 +321,10 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 	start := time.Now()
 	c0, d0 := r.online(), r.prov.Stats()
 	keep := r.p.keep(i)
-	nb := r.sched.Batches(len(cand))
+	nb := r.p.phaseBatches(i, len(cand))
 	ps := PhaseStats{In: len(cand), Out: keep, Batches: nb}
 	ph := &r.st.Phases[i]
-	vals, pending, err := r.resumed(i, cand, nb, &ps)
+	vals, pending, err := r.resumed(i, r.p.PhaseBatchSize(i), cand, nb, &ps)
 	if err != nil {
 		return ps, nil, err
 	}
@@ -372,13 +372,13 @@ func (r *runner) phase(ctx context.Context, i int, seed share.Seed, eval Evaluat
 }
 
 // resumed fills the shares of the batches of state phase i (of nb
-// batches of the candidates cand) that the checkpoint holds, counting them
+// batches of size of the candidates cand) that the checkpoint holds, counting them
 // in ps.Resumed, and returns the shares and the batches still pending.
-func (r *runner) resumed(i int, cand []int, nb int, ps *PhaseStats) ([]uint64, []int, error) {
+func (r *runner) resumed(i, size int, cand []int, nb int, ps *PhaseStats) ([]uint64, []int, error) {
 	vals := make([]uint64, len(cand))
 	done := make([]bool, nb)
 	for _, b := range r.st.Phases[i].Batches {
-		lo, hi := r.sched.Span(b.Batch, len(cand))
+		lo, hi := lanes.Span(b.Batch, len(cand), size)
 		if b.Batch >= nb || len(b.Shares) != hi-lo {
 			return nil, nil, fmt.Errorf("selection: state: phase %d batch %d does not fit %d candidates", i+1, b.Batch, len(cand))
 		}
@@ -397,8 +397,8 @@ func (r *runner) resumed(i int, cand []int, nb int, ps *PhaseStats) ([]uint64, [
 
 // forwardPending runs the pending batches of the candidates cand on this
 // party's connection: the weights of phase (eval's and the logs' phase
-// number) shared once on the control session, then the batches on the
-// phase's lanes (Params.PhaseWorkers), checkpointed in state phase slot
+// number) shared once on the control session, then the batches of the
+// phase's size (Params.PhaseBatchSize) on its lanes (Params.PhaseWorkers), checkpointed in state phase slot
 // (= phase for a run; a worker keeps each job in its own state, slot 0),
 // filling vals and ps.
 func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evaluator, arch secure.Arch, cand, pending []int, vals []uint64, ps *PhaseStats) error {
@@ -408,7 +408,7 @@ func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evalu
 	if err != nil {
 		return fmt.Errorf("selection: phase %d: prepare: %w", phase+1, err)
 	}
-	rs, err := r.forwardBatches(ctx, slot, r.p.PhaseWorkers(phase), fw, cand, pending, vals, ps.Resumed, ps.Batches)
+	rs, err := r.forwardBatches(ctx, slot, r.p.PhaseWorkers(phase), r.p.PhaseBatchSize(phase), fw, cand, pending, vals, ps.Resumed, ps.Batches)
 	if err != nil {
 		return err
 	}
@@ -423,10 +423,10 @@ func (r *runner) forwardPending(ctx context.Context, slot, phase int, eval Evalu
 	return nil
 }
 
-// forwardBatches runs the pending batches of a phase on the first width
-// of the scheduler's lanes; after every batch its shares are checkpointed (batches may finish
+// forwardBatches runs the pending batches of size of a phase on the
+// first width of the scheduler's lanes; after every batch its shares are checkpointed (batches may finish
 // in any order: each has its own batch file) and progress is reported.
-func (r *runner) forwardBatches(ctx context.Context, phase, width int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (lanes.Stats, error) {
+func (r *runner) forwardBatches(ctx context.Context, phase, width, size int, fw Forwarder, cand, pending []int, vals []uint64, already, total int) (lanes.Stats, error) {
 	prog := &progress{r: r, phase: phase, already: already, total: total, start: time.Now()}
 	prog.lastLog = prog.start
 	if r.onProgress != nil && total > 0 {
@@ -434,9 +434,9 @@ func (r *runner) forwardBatches(ctx context.Context, phase, width int, fw Forwar
 		// batch ends (with a pipeline, the batches end close together).
 		r.onProgress(Progress{Phase: phase, Done: already, Total: total})
 	}
-	return r.sched.Run(ctx, phase, width, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
-		lo, hi := r.sched.Span(b, len(cand))
-		ids := fullBatch(cand[lo:hi], r.p.BatchSize)
+	return r.sched.Run(ctx, phase, width, size, len(cand), pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+		lo, hi := lanes.Span(b, len(cand), size)
+		ids := fullBatch(cand[lo:hi], size)
 		t, err := fw.Forward(ctx, slot, ids)
 		if err == nil && len(t.Data) != len(ids) {
 			err = fmt.Errorf("%d entropies for %d candidates", len(t.Data), len(ids))
@@ -463,8 +463,8 @@ func (r *runner) forwardBatches(ctx context.Context, phase, width int, fw Forwar
 		prog.batchDone(ctx)
 		return nil
 	}, func(ctx context.Context, dry *protocol.Session, b int) error {
-		lo, hi := r.sched.Span(b, len(cand))
-		_, err := fw.Forward(ctx, dry, fullBatch(cand[lo:hi], r.p.BatchSize))
+		lo, hi := lanes.Span(b, len(cand), size)
+		_, err := fw.Forward(ctx, dry, fullBatch(cand[lo:hi], size))
 		return err
 	})
 }

@@ -1,9 +1,11 @@
 // Package lanes is the batch scheduler of a selection run: the one place
 // that decides where one party's secure computation runs. A Scheduler owns
 // the streams of a run's protocol sessions (a control session and the batch
-// lanes, each with its own session), assigns the j-th pending batch of a
-// phase to lane j mod W (W, the phase's lanes: each phase may run its own
-// number, at most the lanes opened), positions the party's provider so
+// lanes, each with its own session), cuts a phase's candidates into
+// batches of the phase's size (Batches, Span: each phase may have its own)
+// and assigns the j-th pending batch of a phase to lane j mod W (W, the
+// phase's lanes: each phase may run its own number, at most the lanes
+// opened), positions the party's provider so
 // that every batch draws its dealer material from its own counter range
 // (whatever the order in which batches run or finish, and the same with
 // the pipeline on or off), hands out each phase's weight ids, and fetches
@@ -32,7 +34,7 @@
 // each picks.
 //
 // With the pipeline on and a memory budget, Run first rehearses a full
-// batch and the partial last one (protocol.Rehearse: the requests of a
+// batch of the phase (of the phase's size) and the partial last one (protocol.Rehearse: the requests of a
 // computation depend on its public shapes alone), and then draws each
 // lane's next batch by that script (protocol.Prefetch: one round trip to a
 // networked dealer per batch) while the lane's current batch runs, as long

@@ -67,8 +67,10 @@ type phaseFetch struct {
 	base  beaver.Provider
 	s     *Scheduler
 	phase int
-	// workers is the phase's number of lanes W (≤ the scheduler's).
+	// workers is the phase's number of lanes W (≤ the scheduler's);
+	// size the candidates of its full batch.
 	workers int
+	size    int
 	ctx     context.Context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -146,16 +148,16 @@ func (pf *phaseFetch) templateOf(lb *laneBatch) (protocol.Script, bool) {
 	return protocol.Script{}, false
 }
 
-// beginPhase starts the prefetching of phase's pending batches of n
-// candidates on W lanes and routes the lanes' requests through it. When rehearse is
+// beginPhase starts the prefetching of phase's pending batches (of size
+// of its n candidates) on W lanes and routes the lanes' requests through it. When rehearse is
 // set and the budget allows prefetching, the phase's template (the dealer
 // requests of a full batch) is recorded first, by rehearsing a full
 // pending batch's run on a session that talks to nobody (see rehearse),
 // so that the lanes' first batches are prefetched too.
-func (l *laneProvider) beginPhase(ctx context.Context, phase, W, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
+func (l *laneProvider) beginPhase(ctx context.Context, phase, W, size, n int, pending []int, rehearse func(context.Context, *protocol.Session, int) error) (*phaseFetch, error) {
 	s := l.s
 	ctx, cancel := context.WithCancel(ctx)
-	pf := &phaseFetch{base: l.Provider, s: s, phase: phase, workers: W, ctx: ctx, cancel: cancel,
+	pf := &phaseFetch{base: l.Provider, s: s, phase: phase, workers: W, size: size, ctx: ctx, cancel: cancel,
 		record: s.budget > 0, tmplReady: make(chan struct{})}
 	pf.lanes = make([]*laneFetch, W)
 	for w := range pf.lanes {
@@ -163,8 +165,8 @@ func (l *laneProvider) beginPhase(ctx context.Context, phase, W, n int, pending 
 	}
 	pf.byNum = make(map[int]*laneBatch, len(pending))
 	for j, b := range pending {
-		lo, hi := s.Span(b, n)
-		lb := &laneBatch{b: b, lane: j % W, full: hi-lo == s.batchSize, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
+		lo, hi := Span(b, n, size)
+		lb := &laneBatch{b: b, lane: j % W, full: hi-lo == size, claimed: make(chan struct{}), fetched: make(chan struct{}), done: make(chan struct{})}
 		pf.byNum[b] = lb
 		lf := pf.lanes[lb.lane]
 		lf.batches = append(lf.batches, lb)
@@ -194,7 +196,7 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 	s := pf.s
 	full, tail := -1, -1
 	for _, b := range pending {
-		if lo, hi := s.Span(b, n); hi-lo == s.batchSize {
+		if lo, hi := Span(b, n, pf.size); hi-lo == pf.size {
 			full = max(full, b)
 		} else {
 			tail = b

@@ -54,8 +54,6 @@ type Config struct {
 	Provider beaver.Provider
 	// FixedPoint is the sessions' fixed-point encoding.
 	FixedPoint share.FixedPoint
-	// BatchSize is the number of candidates of a full batch (≥ 1).
-	BatchSize int
 	// Workers is the number of batch lanes the scheduler opens (≥ 1): the
 	// most any phase runs (each Run says how many of them its phase uses).
 	Workers int
@@ -110,7 +108,6 @@ type Scheduler struct {
 	conn      *transport.Conn
 	prov      beaver.Provider
 	fp        share.FixedPoint
-	batchSize int
 	workers   int
 	pipeline  bool
 	budget    int64
@@ -136,14 +133,14 @@ func New(c Config) (*Scheduler, error) {
 		return nil, fmt.Errorf("lanes: nil connection")
 	case c.Provider == nil || c.Provider.Party() != c.Party:
 		return nil, fmt.Errorf("lanes: no provider of party %d", c.Party)
-	case c.BatchSize < 1 || c.Workers < 1:
-		return nil, fmt.Errorf("lanes: batches of %d on %d lanes, want ≥ 1 of each", c.BatchSize, c.Workers)
+	case c.Workers < 1:
+		return nil, fmt.Errorf("lanes: %d lanes, want ≥ 1", c.Workers)
 	case uint64(c.LaneStreamBase)+uint64(c.Workers) > 1<<32:
 		return nil, fmt.Errorf("lanes: %d lanes from stream %d overflow the stream ids", c.Workers, c.LaneStreamBase)
 	case c.ControlStream >= c.LaneStreamBase && uint64(c.ControlStream) < uint64(c.LaneStreamBase)+uint64(c.Workers):
 		return nil, fmt.Errorf("lanes: control stream %d is a lane's (%d..%d)", c.ControlStream, c.LaneStreamBase, uint64(c.LaneStreamBase)+uint64(c.Workers)-1)
 	}
-	s := &Scheduler{party: c.Party, conn: c.Conn, prov: c.Provider, fp: c.FixedPoint, batchSize: c.BatchSize, workers: c.Workers,
+	s := &Scheduler{party: c.Party, conn: c.Conn, prov: c.Provider, fp: c.FixedPoint, workers: c.Workers,
 		pipeline: c.Pipeline, budget: c.MemoryBudget, minWindow: c.MinStreamWindow, ctrlID: c.ControlStream, laneBase: c.LaneStreamBase}
 	if s.minWindow <= 0 {
 		s.minWindow = DefaultMinStreamWindow
@@ -263,12 +260,14 @@ func (s *Scheduler) WeightBase(phase int) uint64 {
 	return s.epoch<<EpochShift | uint64(phase)<<32
 }
 
-// Batches returns the number of batches of n candidates.
-func (s *Scheduler) Batches(n int) int { return (n + s.batchSize - 1) / s.batchSize }
+// Batches returns the number of batches of n candidates cut into batches
+// of size (≥ 1) candidates.
+func Batches(n, size int) int { return (n + size - 1) / size }
 
-// Span returns the candidate positions [lo, hi) of batch b of n candidates.
-func (s *Scheduler) Span(b, n int) (lo, hi int) {
-	return b * s.batchSize, min((b+1)*s.batchSize, n)
+// Span returns the candidate positions [lo, hi) of batch b of n candidates
+// cut into batches of size (≥ 1).
+func Span(b, n, size int) (lo, hi int) {
+	return b * size, min((b+1)*size, n)
 }
 
 // Stats are the scheduler's figures of one Run.
@@ -288,8 +287,9 @@ type Stats struct {
 }
 
 // Run runs do for every batch of pending (ascending batch numbers of
-// phase, whose n candidates make batches of span) on the phase's first
-// lanes lanes (W, 1..Config.Workers: both parties pass the same), pending[j]
+// phase, whose n candidates make batches of size candidates: Span) on the
+// phase's first lanes lanes (W, 1..Config.Workers: both parties pass the
+// same lanes and size), pending[j]
 // on lane j mod W, each lane's batches in order: with the pipeline on, all lanes at once;
 // with it off, one batch at a time in ascending order. Each batch starts at its own dealer counters (batchCounter), drawn
 // from the lane's prefetched material where there is some. The first error
@@ -300,10 +300,13 @@ type Stats struct {
 // without keeping anything: the scheduler rehearses one full batch before
 // the lanes start, to learn the dealer requests of a batch and prefetch the
 // material of every lane's batches from the start (see beginPhase).
-func (s *Scheduler) Run(ctx context.Context, phase, lanes, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (Stats, error) {
+func (s *Scheduler) Run(ctx context.Context, phase, lanes, size, n int, pending []int, do, rehearse func(ctx context.Context, slot *protocol.Session, batch int) error) (Stats, error) {
 	var st Stats
 	if lanes < 1 || lanes > len(s.slots) {
 		return st, fmt.Errorf("lanes: phase %d: %d lanes, the scheduler has %d", phase+1, lanes, len(s.slots))
+	}
+	if size < 1 {
+		return st, fmt.Errorf("lanes: phase %d: batches of %d candidates, want ≥ 1", phase+1, size)
 	}
 	for i := 1; i < len(pending); i++ {
 		if pending[i] <= pending[i-1] {
@@ -320,7 +323,7 @@ func (s *Scheduler) Run(ctx context.Context, phase, lanes, n int, pending []int,
 	if !s.pipeline {
 		rehearse = nil // nothing is prefetched
 	}
-	pf, err := s.lanes.beginPhase(ctx, phase, W, n, pending, rehearse)
+	pf, err := s.lanes.beginPhase(ctx, phase, W, size, n, pending, rehearse)
 	if err != nil {
 		return st, err
 	}

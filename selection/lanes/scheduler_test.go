@@ -38,7 +38,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		scheds[party], err = New(Config{Party: party, Conn: c, Provider: prov, FixedPoint: share.DefaultFixedPoint,
-			BatchSize: 4, Workers: 3, Pipeline: true, MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
+			Workers: 3, Pipeline: true, MemoryBudget: 1 << 30, ControlStream: 2, LaneStreamBase: 16})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +62,7 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[party] = scheds[party].Run(ctx, phase, W, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+				_, errs[party] = scheds[party].Run(ctx, phase, W, 4, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 					mu.Lock()
 					defer mu.Unlock()
 					if _, dup := ran[party][b]; dup {
@@ -90,13 +90,13 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 		t.Errorf("batch 7's counters: %x on 2 lanes, %x on 3", c2, c3)
 	}
 	for _, w := range []int{0, 4} {
-		if _, err := scheds[0].Run(ctx, 3, w, 40, pending, func(context.Context, *protocol.Session, int) error { return nil }, nil); err == nil || !strings.Contains(err.Error(), "lanes") {
+		if _, err := scheds[0].Run(ctx, 3, w, 4, 40, pending, func(context.Context, *protocol.Session, int) error { return nil }, nil); err == nil || !strings.Contains(err.Error(), "lanes") {
 			t.Errorf("a phase on %d of 3 lanes: error %v", w, err)
 		}
 	}
 
 	boom := errors.New("boom")
-	_, err = scheds[0].Run(ctx, 2, 3, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
+	_, err = scheds[0].Run(ctx, 2, 3, 4, 40, pending, func(ctx context.Context, slot *protocol.Session, b int) error {
 		if b == 3 {
 			return boom
 		}
@@ -114,16 +114,13 @@ func TestSchedulerAssignsBatches(t *testing.T) {
 	if a, b := scheds[0].WeightBase(0), scheds[0].WeightBase(1); a == b || a>>EpochShift != 3 {
 		t.Errorf("weight bases %x, %x", a, b)
 	}
-	if n := scheds[0].Batches(9); n != 3 {
-		t.Errorf("9 candidates in %d batches of 4", n)
-	}
-	if lo, hi := scheds[0].Span(2, 9); lo != 8 || hi != 9 {
-		t.Errorf("span of the last batch [%d, %d)", lo, hi)
+	if _, err := scheds[0].Run(ctx, 3, 3, 0, 40, pending, func(context.Context, *protocol.Session, int) error { return nil }, nil); err == nil || !strings.Contains(err.Error(), "batches of 0") {
+		t.Errorf("a phase in batches of 0: error %v", err)
 	}
 }
 
 // TestNewRefuses: a Config that cannot schedule (another party's provider,
-// no lanes or batches, overlapping or overflowing streams) is an error, and
+// no lanes, overlapping or overflowing streams) is an error, and
 // so is an epoch outside 1..MaxEpoch−1.
 func TestNewRefuses(t *testing.T) {
 	d, err := dealer.New()
@@ -134,7 +131,7 @@ func TestNewRefuses(t *testing.T) {
 	c0, c1 := transport.Pipe(transport.Options{})
 	defer c0.Close()
 	defer c1.Close()
-	good := Config{Party: 0, Conn: c0, Provider: p0, FixedPoint: share.DefaultFixedPoint, BatchSize: 4, Workers: 2, ControlStream: 2, LaneStreamBase: 16}
+	good := Config{Party: 0, Conn: c0, Provider: p0, FixedPoint: share.DefaultFixedPoint, Workers: 2, ControlStream: 2, LaneStreamBase: 16}
 	if _, err := New(good); err != nil {
 		t.Fatalf("good config: %v", err)
 	}
@@ -147,7 +144,6 @@ func TestNewRefuses(t *testing.T) {
 		{"no connection", func(c *Config) { c.Conn = nil }},
 		{"no provider", func(c *Config) { c.Provider = nil }},
 		{"no lanes", func(c *Config) { c.Workers = 0 }},
-		{"empty batches", func(c *Config) { c.BatchSize = 0 }},
 		{"control stream on a lane", func(c *Config) { c.ControlStream = 17 }},
 		{"lanes past the last stream", func(c *Config) { c.LaneStreamBase = 1<<32 - 1 }},
 	} {
@@ -161,6 +157,30 @@ func TestNewRefuses(t *testing.T) {
 	for _, e := range []uint64{0, MaxEpoch} {
 		if err := s.Start(context.Background(), e); err == nil {
 			t.Errorf("epoch %d: no error", e)
+		}
+	}
+}
+
+// TestBatchesSpan: a phase's candidates are cut into batches of its size,
+// the last one partial.
+func TestBatchesSpan(t *testing.T) {
+	for _, tc := range []struct {
+		n, size, batches int
+		last             [2]int
+	}{
+		{9, 4, 3, [2]int{8, 9}},
+		{8, 4, 2, [2]int{4, 8}},
+		{9, 16, 1, [2]int{0, 9}},
+		{33, 16, 3, [2]int{32, 33}},
+		{1, 1, 1, [2]int{0, 1}},
+	} {
+		nb := Batches(tc.n, tc.size)
+		if nb != tc.batches {
+			t.Errorf("%d candidates in %d batches of %d, want %d", tc.n, nb, tc.size, tc.batches)
+			continue
+		}
+		if lo, hi := Span(nb-1, tc.n, tc.size); lo != tc.last[0] || hi != tc.last[1] {
+			t.Errorf("%d in batches of %d: last batch [%d, %d), want %v", tc.n, tc.size, lo, hi, tc.last)
 		}
 	}
 }

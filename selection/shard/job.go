@@ -147,10 +147,11 @@ const (
 	MaxJobBytes = 1 << 30
 )
 
-// span is the job's batches of the phase: the shard's candidates
-// [lo, hi) of the phase's and its batches [blo, bhi).
+// span is the job's batches of the phase (of the phase's size,
+// selection.Params.PhaseBatchSize): the shard's candidates [lo, hi) of
+// the phase's and its batches [blo, bhi).
 func (j *Job) span() (lo, hi, blo, bhi int) {
-	bs := j.Params.WithDefaults().BatchSize
+	bs := j.Params.PhaseBatchSize(j.Phase)
 	lo, hi = Span(j.PhaseCandidates, bs, j.Shards, j.Shard)
 	return lo, hi, lo / bs, (hi + bs - 1) / bs
 }

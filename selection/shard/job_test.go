@@ -129,6 +129,43 @@ func TestJobRoundTripAndRefusals(t *testing.T) {
 	}
 }
 
+// TestJobPhaseBatchSize: a job's batches are its phase's size
+// (selection.Params.PhaseBatchSize), not the run's: shard 2 of 3 of phase
+// 1's 230 candidates in batches of 8 (29 batches: [9, 19), candidates
+// [72, 152)) is accepted and bounds its result by them; the same shard
+// cut in the run's batches of 16 ([80, 160), first batch 5) is refused.
+func TestJobPhaseBatchSize(t *testing.T) {
+	p := testParams().WithDefaults()
+	p.Schedule = slices.Clone(p.Schedule)
+	p.Schedule[0].BatchSize = 8
+	cand := candidates(p.PoolSize, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	job := func(bs int) *Job {
+		lo, hi := Span(len(cand), bs, 3, 1)
+		return &Job{Version: selection.ProtocolVersion, Party: 1, Params: p, Session: jobSession(share.Seed{1}, 0, 1, 3), Phase: 0, Shard: 1,
+			Shards: 3, PhaseCandidates: len(cand), FirstBatch: lo / bs, Candidates: cand[lo:hi], EmbeddingHash: "emb"}
+	}
+	b, err := EncodeJob(job(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := DecodeJob(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lo, hi, blo, bhi := j.span(); lo != 72 || hi != 152 || blo != 9 || bhi != 19 || j.FirstBatch != 9 || len(j.Candidates) != 80 {
+		t.Errorf("span [%d, %d), batches [%d, %d), first batch %d", lo, hi, blo, bhi, j.FirstBatch)
+	}
+	if want := len(resultMagic) + 4 + 16*10 + 8*80 + resultStatsLen; resultBound(j) != want {
+		t.Errorf("result bound %d, want %d (10 batches)", resultBound(j), want)
+	}
+	if b, err = EncodeJob(job(16)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeJob(b); err == nil {
+		t.Error("a job cut in the run's batch size, not its phase's, was accepted")
+	}
+}
+
 func TestResultChecked(t *testing.T) {
 	j := testJob()
 	p := j.Params

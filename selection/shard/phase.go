@@ -27,7 +27,7 @@ func runPhase(ctx context.Context, ph *selection.ShardedPhase, K int, run jobRun
 	if K < 1 || K > MaxShards {
 		return fmt.Errorf("selection: %d shards (1..%d)", K, MaxShards)
 	}
-	cand, bs := ph.Candidates, ph.Params.WithDefaults().BatchSize
+	cand, bs := ph.Candidates, ph.Params.PhaseBatchSize(ph.Phase)
 	var proxyBytes []byte
 	var jobs []*Job
 	for k := range K {

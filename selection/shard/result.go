@@ -85,7 +85,7 @@ func decodeResult(b []byte, j *Job) (*Result, error) {
 		return bad("not a result")
 	}
 	lo, _, blo, bhi := j.span()
-	bs := j.Params.WithDefaults().BatchSize
+	bs := j.Params.PhaseBatchSize(j.Phase)
 	if n := binary.LittleEndian.Uint32(b[len(resultMagic):]); uint64(n) != uint64(bhi-blo) {
 		return bad("%d batches (want %d)", n, bhi-blo)
 	}

@@ -485,7 +485,9 @@ func checkSame(t *testing.T, ref, got [2]*selection.Result, errs [2]error, werrs
 // connection, select what one pair selects on the same coin, which is the
 // plaintext selection (the forward's squares are exact here); every
 // worker pair draws its own words (none in common with another pair's or
-// with the coordinators').
+// with the coordinators'). With phases in batches of their own sizes (8
+// and 32; the run's 16) each worker runs its shard's batches of its
+// phase's size, and the selection is the same.
 func TestShardedSelectsAsUnsharded(t *testing.T) {
 	p := testParams()
 	p.Appraisal = selection.AppraiseMean // over the shares the workers returned
@@ -496,14 +498,18 @@ func TestShardedSelectsAsUnsharded(t *testing.T) {
 			t.Fatalf("unsharded phase %d differs from the plaintext", i+1)
 		}
 	}
-	for _, free := range []bool{false, true} {
-		name := "dealer"
-		if free {
-			name = "dealer-free"
-		}
-		t.Run(name, func(t *testing.T) {
+	sized := p
+	sized.Schedule = slices.Clone(p.Schedule)
+	sized.Schedule[0].BatchSize, sized.Schedule[1].BatchSize = 8, 32
+	for _, tc := range []struct {
+		name string
+		free bool
+		p    selection.Params
+	}{{"dealer", false, p}, {"dealer-free", true, p}, {"dealer, phase batch sizes", false, sized}} {
+		free := tc.free
+		t.Run(tc.name, func(t *testing.T) {
 			r := newShardRig(t, 2, free)
-			r.p = p
+			r.p = tc.p
 			got, errs, werrs := r.run()
 			checkSame(t, ref, got, errs, werrs)
 			for q := range 2 {
@@ -515,9 +521,10 @@ func TestShardedSelectsAsUnsharded(t *testing.T) {
 			for q := range 2 {
 				for k := range 2 {
 					n := 0
-					for _, in := range append([][]int{candidates(r.p.PoolSize, ref[0].Bootstrap)}, ref[0].Survivors...)[:len(r.p.Schedule)] {
-						lo, hi := Span(len(in), r.p.BatchSize, 2, k)
-						n += (hi - lo + r.p.BatchSize - 1) / r.p.BatchSize
+					for i, in := range append([][]int{candidates(r.p.PoolSize, ref[0].Bootstrap)}, ref[0].Survivors...)[:len(r.p.Schedule)] {
+						bs := r.p.PhaseBatchSize(i)
+						lo, hi := Span(len(in), bs, 2, k)
+						n += (hi - lo + bs - 1) / bs
 					}
 					if r.calls[q][k][0] != n {
 						t.Errorf("worker (%d, %d) ran %d batches, its shards have %d", q, k, r.calls[q][k][0], n)

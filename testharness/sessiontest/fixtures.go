@@ -49,12 +49,16 @@ func ShareValues(ctx context.Context, s *protocol.Session, fp share.FixedPoint, 
 
 // RandomWords hands add the parts of m (drawn for q) whose words are
 // uniformly random, so that two draws share none of them but by drawing
-// the same material: the tail word of packed bits (its high bits cleared)
+// the same material: the tail word of packed bits (a bit pair's, a wrap
+// pair's u or v: its high bits cleared)
 // and the wrap pairs' shares of u·v·2^(64−f) (f random bits a word) are
 // left out.
 func RandomWords(q beaver.Request, m beaver.Material, add func([]uint64)) {
 	for i, p := range m.Parts {
-		if m.Kind == beaver.KindBitPair && i == 0 && q.N%64 != 0 && len(p) > 0 {
+		// Packed bits (a bit pair's XOR shares, a wrap pair's u or v):
+		// the tail word holds only N mod 64 random bits.
+		packed := m.Kind == beaver.KindBitPair && i == 0 || m.Kind == beaver.KindWrap && i < 2
+		if packed && q.N%64 != 0 && len(p) > 0 {
 			p = p[:len(p)-1]
 		}
 		if m.Kind == beaver.KindWrap && i == 2 {

@@ -99,7 +99,7 @@ func addSelectFlags(fs *flag.FlagSet) *selectFlags {
 		fs:        fs,
 		workload:  fs.String("workload", "sst2-distilbert", "workload: "+strings.Join(names, ", ")+" (or tiny)"),
 		samples:   fs.Int("samples", 0, "candidates of the sample run (0: the workload's default)"),
-		batch:     fs.Int("batch", 0, "candidates per batch (0: the workload's)"),
+		batch:     fs.Int("batch", 0, "candidates per batch (0: the workload's; a phase with a batch size of its own keeps it)"),
 		workers:   fs.Int("workers", 0, "batches in flight (0: the workload's)"),
 		seed:      fs.Uint64("seed", 1, "seed of the random weights and inputs"),
 		link:      fs.String("link", "paper-wan", "emulated link: "+strings.Join(transport.ProfileNames(), ", ")),
@@ -430,8 +430,8 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		}
 	}
 	fmt.Fprintf(w, "; CPU %s\n", s.CPU)
-	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link; pipeline %s, batches of %d on %s (%s in flight on the critical path), prefetch budget %s per party\n\n",
-		s.Samples, rep.MeasuredSeconds, s.Pipeline, s.BatchSize, rep.Workload.LanesText(), inFlightText(p), bench.FormatBytes(float64(s.MemoryBudget)))
+	fmt.Fprintf(w, "sample run: %d candidates, %.1f s over the link; pipeline %s, %s (%s in flight on the critical path), prefetch budget %s per party\n\n",
+		s.Samples, rep.MeasuredSeconds, s.Pipeline, rep.Workload.BatchesText(), inFlightText(p), bench.FormatBytes(float64(s.MemoryBudget)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tproxy\tcandidates\tkept\trounds\tP0→P1 B\tP1→P0 B\tdealer B\tseconds\tpeak heap\tin flight\tprefetch held P0/P1\t")
 	for _, ph := range s.Phases {
@@ -455,8 +455,8 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		fmt.Fprintf(w, "WARNING: %s\n", p.TooSmall)
 	}
 	for _, ph := range p.Phases {
-		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h on %d lanes, %d rounds; QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
-			ph.Phase+1, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, p.PhaseLanes(ph.Phase), ph.Rounds, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
+		fmt.Fprintf(w, "  phase %d: %d → %d, %.2f h (forward %.2f h, %d batches on %d lanes, %d rounds; QuickSelect %d comparisons (expected %.0f), %.1f s)\n",
+			ph.Phase+1, ph.Candidates, ph.Kept, ph.Seconds/3600, ph.ForwardSeconds/3600, ph.Batches, p.PhaseLanes(ph.Phase), ph.Rounds, ph.TopK.Comparisons, ph.ExpectedComparisons, ph.TopKSeconds)
 	}
 	if op := rep.OffProjection; rep.Off != nil && op != nil {
 		fmt.Fprintf(w, "pipeline off (baseline): sample %.1f s over the link; projected %.2f h%s (limiting bound: %s); bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h\n",
