@@ -232,6 +232,15 @@ type Projection struct {
 	// every candidate. The figure is flagged wherever it is printed, and
 	// `mpcbench report --regenerate` refuses it.
 	TooSmall string `json:"too_small,omitempty"`
+	// AtBandwidth says that the phases' paces summed to less than the
+	// bandwidth bound (PaceSeconds), which no run can beat: every byte
+	// of the busiest direction crosses at the link's rate. Seconds is
+	// then the bound. A sample's pace can undercut it by a few percent
+	// (the emulated link's queues let a short sample's first bursts
+	// through ahead of the rate; qqp-bert's 1,024 samples gave phases
+	// summing to 1.74 h against a 1.83 h bound).
+	AtBandwidth bool    `json:"at_bandwidth,omitempty"`
+	PaceSeconds float64 `json:"pace_seconds,omitempty"`
 }
 
 // PhaseLanes returns the batches of phase i in flight on the critical
@@ -410,6 +419,10 @@ func Project(w Workload, n int, link *transport.Profile, linkRun, computeRun *Sa
 			pr.Bounds.BandwidthSeconds = max(pr.Bounds.BandwidthSeconds, l.Seconds)
 		}
 		pr.Bounds.LatencySeconds = float64(pr.Rounds) * lat
+		if pr.Seconds < pr.Bounds.BandwidthSeconds {
+			pr.PaceSeconds, pr.AtBandwidth = pr.Seconds, true
+			pr.Seconds = pr.Bounds.BandwidthSeconds
+		}
 	} else {
 		pr.Seconds = pr.Bounds.ComputeSeconds
 	}

@@ -326,6 +326,9 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 	if p.TooSmall != "" {
 		fmt.Fprintf(bw, " ⚠ Not a steady-rate projection: %s.", p.TooSmall)
 	}
+	if p.AtBandwidth {
+		fmt.Fprintf(bw, " The phases' paces summed to %s, below the bandwidth bound: projected at the bound.", hours(p.PaceSeconds/3600))
+	}
 	if c := r.ComputeRun(); c.CPUSeconds > 0 && c.Seconds > 0 && c.Cores > 0 {
 		share := c.CPUSeconds / (float64(c.Cores) * c.Seconds)
 		fmt.Fprintf(bw, " The run without a link got %.0f%% of the %d cores; at the whole machine the compute bound would be about %s (the bound × that share).",

@@ -220,10 +220,14 @@ func TestProject(t *testing.T) {
 		sec      float64
 		limiting string
 		hours    float64
+		// pace, when not 0, is the phases' paces' sum, below the
+		// bandwidth bound: the projection is the bound (AtBandwidth).
+		pace float64
 	}{
-		{"no link", nil, 0.1, BoundCompute, (2 + 0.1*1400 + 1) / 3600},
-		{"latency", &transport.Profile{Name: "slow", Bandwidth: 1e9, Latency: time.Second}, 0.2, BoundLatency, (2 + 0.2*1400 + 1 + 140 + float64(40*950+40*450)/1e9) / 3600},
-		{"bandwidth", &transport.Profile{Name: "thin", Bandwidth: 10_000, Latency: time.Millisecond}, 0.2, BoundBandwidth, (2 + 0.2*1400 + 1 + 0.14 + float64(40*950+40*450)/1e4) / 3600},
+		{"no link", nil, 0.1, BoundCompute, (2 + 0.1*1400 + 1) / 3600, 0},
+		{"latency", &transport.Profile{Name: "slow", Bandwidth: 1e9, Latency: time.Second}, 0.2, BoundLatency, (2 + 0.2*1400 + 1 + 140 + float64(40*950+40*450)/1e9) / 3600, 0},
+		{"bandwidth", &transport.Profile{Name: "thin", Bandwidth: 10_000, Latency: time.Millisecond}, 0.2, BoundBandwidth, float64(bytesP1) / 1e4 / 3600,
+			2 + 0.2*1400 + 1 + 0.14 + float64(40*950+40*450)/1e4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -238,6 +242,9 @@ func TestProject(t *testing.T) {
 			}
 			if math.Abs(p.Hours-tc.hours) > 1e-9 || p.Limiting != tc.limiting {
 				t.Errorf("hours %g (want %g), limiting %s (want %s), bounds %+v", p.Hours, tc.hours, p.Limiting, tc.limiting, p.Bounds)
+			}
+			if p.AtBandwidth != (tc.pace != 0) || math.Abs(p.PaceSeconds-tc.pace) > 1e-9 {
+				t.Errorf("paces summed to %g s, at the bandwidth bound %v; want %g s", p.PaceSeconds, p.AtBandwidth, tc.pace)
 			}
 			if math.Abs(p.Bounds.ComputeSeconds-(2+0.1*1400+1)) > 1e-9 {
 				t.Errorf("compute bound %g", p.Bounds.ComputeSeconds)

@@ -127,11 +127,29 @@ func grow(b []Block, n int) []Block {
 // hash sets out[k*w:(k+1)*w] to the first w words of H(·, rows[k] ⊕ off) for
 // the OT index j0+k, k < len(rows). len(out) must be len(rows)*w.
 func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
-	n := len(rows)
-	if n == 0 || w == 0 {
+	if len(rows) == 0 || w == 0 {
 		return
 	}
 	nb := (w + 1) / 2
+	per := max(1, hashScratchBlocks/(1+nb))
+	for len(rows) > per {
+		h.hashPass(out[:per*w], rows[:per], off, j0, w, nb)
+		out, rows, j0 = out[per*w:], rows[per:], j0+uint64(per)
+	}
+	h.hashPass(out, rows, off, j0, w, nb)
+}
+
+// hashScratchBlocks bounds a hasher's scratch (y and z): hash and
+// hashBlocks take their rows in passes of at most this many blocks of
+// scratch, 512 KiB (issue 38: scratch as large as a call's rows, kept by
+// every generator, held 193 MB of a dealer-free data owner's heap at
+// sst2's defaults). The passes only split the rows: the hashes are the
+// same.
+const hashScratchBlocks = 1 << 15
+
+// hashPass is hash for rows that fit the scratch bound, nb = ⌈w/2⌉.
+func (h *hasher) hashPass(out []uint64, rows []Block, off Block, j0 uint64, w, nb int) {
+	n := len(rows)
 	h.y = grow(h.y, n)
 	y := h.y
 	for k, r := range rows {
@@ -161,6 +179,15 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 // hashBlocks sets out[k] = H((j0+k, gen‖0), rows[k] ⊕ off): the 128-bit
 // hash of each row (width 2).
 func (h *hasher) hashBlocks(out []Block, rows []Block, off Block, j0 uint64) {
+	for len(rows) > hashScratchBlocks {
+		h.hashBlocksPass(out[:hashScratchBlocks], rows[:hashScratchBlocks], off, j0)
+		out, rows, j0 = out[hashScratchBlocks:], rows[hashScratchBlocks:], j0+hashScratchBlocks
+	}
+	h.hashBlocksPass(out, rows, off, j0)
+}
+
+// hashBlocksPass is hashBlocks for at most hashScratchBlocks rows.
+func (h *hasher) hashBlocksPass(out []Block, rows []Block, off Block, j0 uint64) {
 	n := len(rows)
 	h.y = grow(h.y, n)
 	y := h.y

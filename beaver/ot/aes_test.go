@@ -3,6 +3,7 @@ package ot
 import (
 	"crypto/aes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -118,4 +119,51 @@ func BenchmarkTranspose(b *testing.B) {
 func setAESNI(tb testing.TB, on bool) {
 	tb.Helper()
 	setUseAESNI(tb, on)
+}
+
+// TestHashPassesAgree: hash and hashBlocks over more rows than one pass of
+// scratch give, row for row, what one call per row gives (the passes only
+// split the rows), and the hasher's scratch stays within
+// hashScratchBlocks.
+func TestHashPassesAgree(t *testing.T) {
+	pi := newFixedAES([16]byte{7})
+	rng := rand.New(rand.NewPCG(5, 5))
+	off := Block{rng.Uint64(), rng.Uint64()}
+	for _, w := range []int{1, 2, 5} {
+		per := max(1, hashScratchBlocks/(1+(w+1)/2))
+		n := 2*per + 3
+		rows := make([]Block, n)
+		for i := range rows {
+			rows[i] = Block{rng.Uint64(), rng.Uint64()}
+		}
+		h, ref := newHasher(pi, 3), newHasher(pi, 3)
+		got, want := make([]uint64, n*w), make([]uint64, n*w)
+		h.hash(got, rows, off, 100, w)
+		for k := range rows {
+			ref.hash(want[k*w:(k+1)*w], rows[k:k+1], off, 100+uint64(k), w)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("w %d: hash in passes differs from row by row", w)
+		}
+		if s := cap(h.y) + cap(h.z); s > hashScratchBlocks {
+			t.Fatalf("w %d: %d blocks of scratch for %d rows, want ≤ %d", w, s, n, hashScratchBlocks)
+		}
+	}
+	n := hashScratchBlocks + 3
+	rows := make([]Block, n)
+	for i := range rows {
+		rows[i] = Block{rng.Uint64(), rng.Uint64()}
+	}
+	h, ref := newHasher(pi, 4), newHasher(pi, 4)
+	got, want := make([]Block, n), make([]Block, n)
+	h.hashBlocks(got, rows, off, 9)
+	for k := range rows {
+		ref.hashBlocks(want[k:k+1], rows[k:k+1], off, 9+uint64(k))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("hashBlocks in passes differs from row by row")
+	}
+	if cap(h.y) > hashScratchBlocks {
+		t.Fatalf("hashBlocks: %d blocks of scratch, want ≤ %d", cap(h.y), hashScratchBlocks)
+	}
 }

@@ -446,6 +446,9 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 			c.RootBytes, bench.FormatBytes(float64(c.OpeningBytes)), c.Openings, c.ItemBytes, bench.FormatBytes(float64(c.ProjectedOpeningBytes)))
 	}
 	fmt.Fprintf(w, "\nprojected to %d candidates: %.2f h%s over %s, pipeline %s (limiting bound: %s)\n", p.Pool, p.Hours, flagTooSmall(p), p.Link, p.Pipeline, limitingText(p))
+	if p.AtBandwidth {
+		fmt.Fprintf(w, "the phases' paces sum to %.2f h, below the bandwidth bound no run can beat: projected at the bound\n", p.PaceSeconds/3600)
+	}
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h (%s)\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2], computeHostsText(p))
 	printLinkBounds(w, p)
 	if pr := rep.Processes; pr != nil && pr.PerParty() {
