@@ -98,8 +98,10 @@
 //     bootstrap excluded) are split into batches of the phase's size
 //     (Params.PhaseBatchSize: its own Phase.BatchSize, or
 //     Params.BatchSize; batch b is candidates [b·size, (b+1)·size), the
-//     checkpoint's batch numbers the phase's own); the
-//     proxy's weights are shared once per phase on the control session
+//     checkpoint's batch numbers the phase's own; a last, partial batch
+//     runs padded to a full one with repeats of its first candidate,
+//     whose entropies are dropped, so that every batch draws the same
+//     correlations); the proxy's weights are shared once per phase on the control session
 //     (StreamSession); the batches run on the phase's W lanes
 //     (Params.PhaseWorkers: its own Phase.Workers, or Params.Workers), lane
 //     w on stream StreamSlotBase+w with its own protocol session, taking

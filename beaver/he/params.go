@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
-	"runtime"
 	"sync/atomic"
 
 	"github.com/tuneinsight/lattigo/v6/ring"
@@ -136,11 +135,11 @@ type Scheme struct {
 	// Garner constants for rd.
 	d0Inv uint64 // p0^{-1} mod p1
 
-	// accumulating admits at most cap(accumulating) weight products
-	// (mulMaskedRaw) at once, GOMAXPROCS when the scheme was made: each
-	// already runs on every core (parallel), so more at once only
-	// multiplies their accumulators (issue 38: a data owner's 16 lanes
-	// held 0.79 GB of them at sst2's defaults). peakAccumulating is the
+	// accumulating admits one weight product (mulMaskedRaw) at a time:
+	// each already runs on every core (parallel), so more at once only
+	// multiply their accumulators (issue 38: a data owner's 16 lanes held
+	// 0.79 GB of them in sst2's phase 2 and 1.51 GB in phase 3 at the
+	// defaults; two at a time, 0.19 GB). peakAccumulating is the
 	// most admitted at once, and onAccumulate, when set, runs in each
 	// admitted product (tests).
 	accumulating     chan struct{}
@@ -271,7 +270,7 @@ func newScheme(p Params) (*Scheme, error) {
 		return nil, fmt.Errorf("he: decryption ring: %w", err)
 	}
 	s := &Scheme{p: p, n: n, rq: rq, rd: rd, bErr: uint64(math.Floor(p.ErrBound + 0.5)),
-		accumulating: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))}
+		accumulating: make(chan struct{}, 1)}
 	s.bred = rq.BRedConstants()
 	Q := rq.Modulus()
 	t := new(big.Int).Lsh(big.NewInt(1), 64)

@@ -12,8 +12,8 @@ func TestLimit(t *testing.T) {
 		target, live, want int64
 	}{
 		{"live well below the target", 4 << 30, 1 << 30, 4 << 30},
-		{"live at sixteen seventeenths of the target", 17 << 30, 16 << 30, 17 << 30},
-		{"live above the target: a sixteenth more", 4 << 30, 8 << 30, 8<<30 + 512<<20},
+		{"live at thirty-two thirty-thirds of the target", 33 << 30, 32 << 30, 33 << 30},
+		{"live above the target: a thirty-second more", 4 << 30, 8 << 30, 8<<30 + 256<<20},
 		{"no live heap", 1 << 30, 0, 1 << 30},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -133,7 +133,7 @@ func limitMemory(src source.Source, c io.Closer) io.Closer {
 
 // DealerFreeMemoryTarget is the soft memory limit (internal/memlimit) a
 // party's process keeps while it runs a dealer-free source: 3.5 GiB, or the
-// live heap and a sixteenth when that is more. It is mpcbench's target at
+// live heap and a thirty-second when that is more. It is mpcbench's target at
 // the workloads' 256 MiB prefetch budget, under which the data owner of
 // sst2-distilbert peaked at 3.93 GB (bench/RESULTS.md); set GOMEMLIMIT to
 // choose another.
