@@ -135,7 +135,7 @@ func limitMemory(src source.Source, c io.Closer) io.Closer {
 // party's process keeps while it runs a dealer-free source: 3.5 GiB, or the
 // live heap and a thirty-second when that is more. It is mpcbench's target at
 // the workloads' 256 MiB prefetch budget, under which the data owner of
-// sst2-distilbert peaked at 3.93 GB (bench/RESULTS.md); set GOMEMLIMIT to
+// sst2-distilbert peaks at 3.87 GB at the workload's defaults (bench/RESULTS.md); set GOMEMLIMIT to
 // choose another.
 const DealerFreeMemoryTarget = 3<<30 + 2*(256<<20)
 
