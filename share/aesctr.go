@@ -7,12 +7,13 @@ import (
 	"fmt"
 )
 
-// AESCTR is an AES-128 counter-mode key stream: the stream of
+// AESCTR is an AES-128 or AES-256 counter-mode key stream: the stream of
 // crypto/cipher.NewCTR(aes.NewCipher(key), iv), byte for byte (the counter
 // block is a 128-bit big-endian integer incremented per block), made with
 // 512-bit vector AES (VAES, AVX-512) thirty-two blocks at a time where the
 // CPU has it, with 256-bit VAES and AVX2 sixteen blocks at a time where it
-// has those but no AVX-512, and by crypto/aes (AES-NI) otherwise. The PRG and the beaver
+// has those but no AVX-512 (and for AES-256 keys wherever it has VAES), and
+// by crypto/aes (AES-NI) otherwise. The PRG and the beaver
 // package's material expansion use it. An AESCTR is not safe for concurrent
 // use; its key (NewAESKey) is, and may start any number of streams.
 type AESCTR struct {
@@ -27,12 +28,16 @@ type AESCTR struct {
 	std cipher.Stream
 }
 
-// AESKey is an expanded AES-128 key for AESCTR streams.
+// AESKey is an expanded AES-128 or AES-256 key for AESCTR streams.
 type AESKey struct {
-	rk [176]byte // the 11 round keys, FIPS-197 byte order, as AESENC takes them
+	// rk holds the round keys, FIPS-197 byte order, as AESENC takes them:
+	// 11 (AES-128) or 15 (AES-256).
+	rk [240]byte
+	// rounds is 10 (AES-128) or 14 (AES-256).
+	rounds int
 	// rk2 holds each round key twice, a 256-bit operand for the AVX2
 	// path's VAESENC (set only where that path runs).
-	rk2   [352]byte
+	rk2   [480]byte
 	block cipher.Block
 }
 
@@ -53,18 +58,27 @@ const ctrGroup = 64
 // ctrGroupBlocks is the number of 16-byte counter blocks in a group.
 const ctrGroupBlocks = ctrGroup / 16
 
-// NewAESKey expands a 16-byte AES-128 key. Other lengths are refused.
+// NewAESKey expands a 16-byte AES-128 or a 32-byte AES-256 key. Other
+// lengths are refused.
 func NewAESKey(key []byte) (*AESKey, error) {
-	if len(key) != 16 {
-		return nil, fmt.Errorf("share: AES-128 key of %d bytes, want 16", len(key))
+	if len(key) != 16 && len(key) != 32 {
+		return nil, fmt.Errorf("share: AES key of %d bytes, want 16 (AES-128) or 32 (AES-256)", len(key))
 	}
 	b, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, fmt.Errorf("share: aes: %w", err)
 	}
-	k := &AESKey{rk: AES128RoundKeys([16]byte(key)), block: b}
-	if ctrPath == ctrVAES2 {
-		for r := range 11 {
+	k := &AESKey{block: b}
+	if len(key) == 16 {
+		rk := AES128RoundKeys([16]byte(key))
+		copy(k.rk[:], rk[:])
+		k.rounds = 10
+	} else {
+		k.rk = AES256RoundKeys([32]byte(key))
+		k.rounds = 14
+	}
+	if ctrPath == ctrVAES2 || ctrPath == ctrVAES4 && k.rounds == 14 {
+		for r := range k.rounds + 1 {
 			copy(k.rk2[32*r:], k.rk[16*r:16*r+16])
 			copy(k.rk2[32*r+16:], k.rk[16*r:16*r+16])
 		}
@@ -140,10 +154,13 @@ func (s *AESCTR) groups(b []byte) {
 			b = b[ctrGroup:]
 			continue
 		}
-		if ctrPath == ctrVAES4 {
-			ctrVAES(&s.key.rk, &b[0], int(g), s.hi, s.lo)
-		} else {
-			ctrVAES256(&s.key.rk2, &b[0], int(g), s.hi, s.lo)
+		switch {
+		case s.key.rounds == 14:
+			ctrVAES256x14(&s.key.rk2, &b[0], int(g), s.hi, s.lo)
+		case ctrPath == ctrVAES4:
+			ctrVAES((*[176]byte)(s.key.rk[:176]), &b[0], int(g), s.hi, s.lo)
+		default:
+			ctrVAES256((*[352]byte)(s.key.rk2[:352]), &b[0], int(g), s.hi, s.lo)
 		}
 		s.lo += g * ctrGroupBlocks
 		if s.lo == 0 {
@@ -203,21 +220,39 @@ var aesSbox = func() (s [256]byte) {
 }()
 
 // AES128RoundKeys is the AES-128 key schedule (FIPS-197 §5.2): the 11
-// round keys in order, as AESENC expects them. It is the one key schedule
-// of the module's AES assembly (AESKey here, beaver/ot's fixed-key hash).
+// round keys in order, as AESENC expects them. With AES256RoundKeys it is
+// the one key schedule of the module's AES assembly (AESKey here,
+// beaver/ot's fixed-key hash).
 func AES128RoundKeys(key [16]byte) (rk [176]byte) {
-	copy(rk[:16], key[:])
+	expandKey(key[:], rk[:])
+	return rk
+}
+
+// AES256RoundKeys is the AES-256 key schedule (FIPS-197 §5.2, Nk = 8): the
+// 15 round keys in order, as AESENC expects them.
+func AES256RoundKeys(key [32]byte) (rk [240]byte) {
+	expandKey(key[:], rk[:])
+	return rk
+}
+
+// expandKey writes the round keys of key (16 or 32 bytes) into rk (176 or
+// 240 bytes): FIPS-197's KeyExpansion with Nk = len(key)/4 words.
+func expandKey(key, rk []byte) {
+	nk := len(key)
+	copy(rk[:nk], key)
 	rcon := byte(1)
-	for i := 16; i < 176; i += 4 {
+	for i := nk; i < len(rk); i += 4 {
 		var t [4]byte
 		copy(t[:], rk[i-4:i])
-		if i%16 == 0 {
+		switch {
+		case i%nk == 0: // RotWord, SubWord, Rcon
 			t = [4]byte{aesSbox[t[1]] ^ rcon, aesSbox[t[2]], aesSbox[t[3]], aesSbox[t[0]]}
 			rcon = rcon<<1 ^ (rcon>>7)*0x1b
+		case nk > 24 && i%nk == 16: // SubWord only (Nk > 6)
+			t = [4]byte{aesSbox[t[0]], aesSbox[t[1]], aesSbox[t[2]], aesSbox[t[3]]}
 		}
 		for j := range 4 {
-			rk[i+j] = rk[i-16+j] ^ t[j]
+			rk[i+j] = rk[i-nk+j] ^ t[j]
 		}
 	}
-	return rk
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
+	"fmt"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -34,7 +35,7 @@ func eachCTRPath(t *testing.T, f func(t *testing.T)) {
 }
 
 // TestAESCTRMatchesCryptoCTR checks that AESCTR's key stream is
-// crypto/cipher's AES-128-CTR stream byte for byte: random keys, counter
+// crypto/cipher's AES-128-CTR and AES-256-CTR stream byte for byte: random keys, counter
 // blocks whose low word wraps within the stream (the carry into the high
 // word: the test checks that it did wrap), and calls of every awkward
 // length, before and after whole groups.
@@ -53,49 +54,52 @@ func TestAESCTRMatchesCryptoCTR(t *testing.T) {
 	eachCTRPath(t, func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(27, 1))
 		for _, c := range ivs {
-			t.Run(c.name, func(t *testing.T) {
-				var key [16]byte
-				binary.LittleEndian.PutUint64(key[:8], rng.Uint64())
-				binary.LittleEndian.PutUint64(key[8:], rng.Uint64())
-				var iv [16]byte
-				binary.BigEndian.PutUint64(iv[:8], c.hi)
-				binary.BigEndian.PutUint64(iv[8:], c.lo)
-				k, err := NewAESKey(key[:])
-				if err != nil {
-					t.Fatal(err)
-				}
-				blk, _ := aes.NewCipher(key[:])
-				ref := cipher.NewCTR(blk, iv[:])
-				got := k.CTR(iv)
-				for i, n := range lengths {
-					want := make([]byte, n)
-					ref.XORKeyStream(want, want)
-					dst := bytes.Repeat([]byte{0xa5}, n) // stale contents are overwritten
-					if i%3 == 2 {
-						// cipher.Stream use, in place.
-						src := bytes.Repeat([]byte{0x5a}, n)
-						dst = append([]byte(nil), src...)
-						got.XORKeyStream(dst, dst)
-						for j := range dst {
-							dst[j] ^= src[j]
+			for _, keyLen := range []int{16, 32} {
+				t.Run(fmt.Sprintf("%s/AES-%d", c.name, 8*keyLen), func(t *testing.T) {
+					key := make([]byte, keyLen)
+					for i := 0; i < keyLen; i += 8 {
+						binary.LittleEndian.PutUint64(key[i:], rng.Uint64())
+					}
+					var iv [16]byte
+					binary.BigEndian.PutUint64(iv[:8], c.hi)
+					binary.BigEndian.PutUint64(iv[8:], c.lo)
+					k, err := NewAESKey(key[:])
+					if err != nil {
+						t.Fatal(err)
+					}
+					blk, _ := aes.NewCipher(key[:])
+					ref := cipher.NewCTR(blk, iv[:])
+					got := k.CTR(iv)
+					for i, n := range lengths {
+						want := make([]byte, n)
+						ref.XORKeyStream(want, want)
+						dst := bytes.Repeat([]byte{0xa5}, n) // stale contents are overwritten
+						if i%3 == 2 {
+							// cipher.Stream use, in place.
+							src := bytes.Repeat([]byte{0x5a}, n)
+							dst = append([]byte(nil), src...)
+							got.XORKeyStream(dst, dst)
+							for j := range dst {
+								dst[j] ^= src[j]
+							}
+						} else {
+							got.KeyStream(dst)
 						}
-					} else {
-						got.KeyStream(dst)
+						if !bytes.Equal(dst, want) {
+							t.Fatalf("call %d (%d bytes): key stream differs from crypto/cipher's CTR", i, n)
+						}
 					}
-					if !bytes.Equal(dst, want) {
-						t.Fatalf("call %d (%d bytes): key stream differs from crypto/cipher's CTR", i, n)
+					// The case tests the carry only if its stream does cross
+					// the wrap: ceil(total/16) blocks from lo.
+					total := uint64(0)
+					for _, n := range lengths {
+						total += uint64(n)
 					}
-				}
-				// The case tests the carry only if its stream does cross
-				// the wrap: ceil(total/16) blocks from lo.
-				total := uint64(0)
-				for _, n := range lengths {
-					total += uint64(n)
-				}
-				if _, carry := bits.Add64(c.lo, (total+15)/16-1, 0); strings.Contains(c.name, "wraps") && carry == 0 {
-					t.Fatalf("case %q: the low word never wraps in %d bytes", c.name, total)
-				}
-			})
+					if _, carry := bits.Add64(c.lo, (total+15)/16-1, 0); strings.Contains(c.name, "wraps") && carry == 0 {
+						t.Fatalf("case %q: the low word never wraps in %d bytes", c.name, total)
+					}
+				})
+			}
 		}
 	})
 }
@@ -109,6 +113,14 @@ func TestAESCTRMatchesCryptoCTR(t *testing.T) {
 // the explicit 128-bit big-endian counter blocks around the wrap, so the
 // reference has the semantics AESCTR documents.
 func TestAESCTRWrapInLongCall(t *testing.T) {
+	for _, keyLen := range []int{16, 32} {
+		t.Run(fmt.Sprintf("AES-%d", 8*keyLen), func(t *testing.T) { wrapInLongCall(t, keyLen) })
+	}
+}
+
+// wrapInLongCall is TestAESCTRWrapInLongCall with a random key of keyLen
+// bytes.
+func wrapInLongCall(t *testing.T, keyLen int) {
 	const size = 4<<20 + 48 // one call; not a whole number of groups
 	const prefix = 23       // a first call that leaves part of a group made ahead
 	cases := []struct {
@@ -119,11 +131,12 @@ func TestAESCTRWrapInLongCall(t *testing.T) {
 		{"wrap at a group boundary", 0x0123456789abcdef, ^uint64(0) - 100_003},
 		{"both words wrap", ^uint64(0), ^uint64(0) - 200_000},
 	}
-	var key [16]byte
-	rng := rand.New(rand.NewPCG(38, 1))
-	binary.LittleEndian.PutUint64(key[:8], rng.Uint64())
-	binary.LittleEndian.PutUint64(key[8:], rng.Uint64())
-	blk, err := aes.NewCipher(key[:])
+	key := make([]byte, keyLen)
+	rng := rand.New(rand.NewPCG(38, uint64(keyLen)))
+	for i := 0; i < keyLen; i += 8 {
+		binary.LittleEndian.PutUint64(key[i:], rng.Uint64())
+	}
+	blk, err := aes.NewCipher(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +167,7 @@ func TestAESCTRWrapInLongCall(t *testing.T) {
 		}
 	}
 	eachCTRPath(t, func(t *testing.T) {
-		k, err := NewAESKey(key[:])
+		k, err := NewAESKey(key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,29 +187,33 @@ func TestAESCTRWrapInLongCall(t *testing.T) {
 	})
 }
 
-// TestNewAESKeyLength checks that keys other than 16 bytes are refused.
+// TestNewAESKeyLength checks that keys other than 16 and 32 bytes are
+// refused (AES-192 included: nothing uses it).
 func TestNewAESKeyLength(t *testing.T) {
-	for _, n := range []int{0, 15, 17, 24, 32} {
+	for _, n := range []int{0, 15, 17, 24, 31, 33} {
 		if _, err := NewAESKey(make([]byte, n)); err == nil {
 			t.Errorf("NewAESKey(%d bytes): no error", n)
 		}
 	}
 }
 
-// BenchmarkAESCTR times the key stream into a 64 KiB buffer on each path.
+// BenchmarkAESCTR times the key stream into a 64 KiB buffer on each path,
+// with AES-128 and AES-256 keys.
 func BenchmarkAESCTR(b *testing.B) {
 	saved := ctrPath
 	defer func() { ctrPath = saved }()
 	for _, p := range ctrPaths() {
 		ctrPath = p
-		k, _ := NewAESKey(make([]byte, 16))
-		b.Run(ctrPathNames[p], func(b *testing.B) {
-			s := k.CTR([16]byte{})
-			dst := make([]byte, 64<<10)
-			b.SetBytes(int64(len(dst)))
-			for b.Loop() {
-				s.KeyStream(dst)
-			}
-		})
+		for _, keyLen := range []int{16, 32} {
+			k, _ := NewAESKey(make([]byte, keyLen))
+			b.Run(fmt.Sprintf("%s/AES-%d", ctrPathNames[p], 8*keyLen), func(b *testing.B) {
+				s := k.CTR([16]byte{})
+				dst := make([]byte, 64<<10)
+				b.SetBytes(int64(len(dst)))
+				for b.Loop() {
+					s.KeyStream(dst)
+				}
+			})
+		}
 	}
 }
