@@ -340,3 +340,19 @@ func sst2Batch(b *testing.B, shapes [][3]int) {
 		})
 	})
 }
+
+// BenchmarkUniform is the regeneration of one compact weight ciphertext's
+// seeded half (party 1, every batch): N coefficients uniform mod each of
+// the four primes from the weights' AES-256-CTR stream. One op is one
+// polynomial.
+func BenchmarkUniform(b *testing.B) {
+	s := defaultScheme
+	p := s.rq.NewPoly()
+	key := make([]byte, SeedSize)
+	i := uint64(0)
+	b.SetBytes(int64(8 * len(s.p.Q) * s.n))
+	for b.Loop() {
+		s.uniform(prngFor(key, domWeights, i), p)
+		i++
+	}
+}

@@ -2,6 +2,7 @@ package he
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -207,4 +208,72 @@ func BenchmarkMacKernels(b *testing.B) {
 			macLimbsAsm(terms, idx, limbs)
 		}
 	})
+}
+
+// TestEvaluateMatchesHorner: the evaluations of A's plaintexts are the
+// values of a'(X^NW) at every NTT slot, whichever way evaluate takes (the
+// direct sums for D ≤ directMax, the NTT of degree D above): each slot's
+// value is checked against Horner's rule at that slot's root, for columns
+// of every length up to D with entries anywhere in [0, 2^64).
+func TestEvaluateMatchesHorner(t *testing.T) {
+	s := defaultScheme
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, nw := range []int{4096, 2048, 1024, 512, 256, 64, 8} {
+		pl, err := s.newEvalPlan(nw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		D := pl.d
+		// ω_x^NW at every slot x: the NTT of X^NW.
+		v := s.rq.NewPoly()
+		for p := range s.p.Q {
+			v.Coeffs[p][nw] = 1
+		}
+		s.rq.NTT(v, v)
+		for _, n := range []int{1, D / 2, D} {
+			col := make([]uint64, max(n, 1))
+			for i := range col {
+				col[i] = rng.Uint64()
+			}
+			col[0] = 1<<63 | 5 // a negative lift
+			dst := make([]uint64, len(s.p.Q)*D)
+			s.evaluate(pl, col, dst)
+			for p, q := range s.p.Q {
+				for x := 0; x < s.n; x += 1 + x%97 {
+					z := v.Coeffs[p][x]
+					var want uint64
+					for i := len(col) - 1; i >= 0; i-- {
+						want = mulMod(want, z, q)
+						want = addMod(want, liftCentered(col[i], q), q)
+					}
+					if got := dst[p*D+int(pl.idx[p][x])]; got != want {
+						t.Fatalf("NW = %d (D = %d), %d entries, prime %d, slot %d: %d, Horner gives %d", nw, D, len(col), p, x, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkEvaluate is the evaluation of one column of A's plaintext (D
+// entries) at the D roots, for each packing width NW of sst2's products
+// (D = N/NW: 8, 32, 128): one op is one column over the four primes.
+func BenchmarkEvaluate(b *testing.B) {
+	s := defaultScheme
+	for _, nw := range []int{1024, 256, 64} {
+		pl, err := s.newEvalPlan(nw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		col := make([]uint64, pl.d)
+		for i := range col {
+			col[i] = uint64(i)*0x9e3779b97f4a7c15 + 1
+		}
+		dst := make([]uint64, len(s.p.Q)*pl.d)
+		b.Run(fmt.Sprintf("D=%d", pl.d), func(b *testing.B) {
+			for b.Loop() {
+				s.evaluate(pl, col, dst)
+			}
+		})
+	}
 }
