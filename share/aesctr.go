@@ -154,13 +154,10 @@ func (s *AESCTR) groups(b []byte) {
 			b = b[ctrGroup:]
 			continue
 		}
-		switch {
-		case s.key.rounds == 14:
-			ctrVAES256x14(&s.key.rk2, &b[0], int(g), s.hi, s.lo)
-		case ctrPath == ctrVAES4:
+		if ctrPath == ctrVAES4 && s.key.rounds == 10 {
 			ctrVAES((*[176]byte)(s.key.rk[:176]), &b[0], int(g), s.hi, s.lo)
-		default:
-			ctrVAES256((*[352]byte)(s.key.rk2[:352]), &b[0], int(g), s.hi, s.lo)
+		} else {
+			ctrVAES256(&s.key.rk2, s.key.rounds, &b[0], int(g), s.hi, s.lo)
 		}
 		s.lo += g * ctrGroupBlocks
 		if s.lo == 0 {

@@ -34,18 +34,12 @@ func hasVAES() bool {
 	return ecx&(1<<9) != 0
 }
 
-// ctrVAES256 is ctrVAES with 256-bit VAES and AVX2, from the doubled round
-// keys rk2 (AESKey.rk2). Implemented in aesctr_amd64.s.
+// ctrVAES256 is ctrVAES with 256-bit VAES and AVX2, for AES-128 (rounds
+// = 10) and AES-256 (rounds = 14), from the doubled round keys rk2
+// (AESKey.rk2). Implemented in aesctr_amd64.s.
 //
 //go:noescape
-func ctrVAES256(rk2 *[352]byte, dst *byte, groups int, hi, lo uint64)
-
-// ctrVAES256x14 is ctrVAES256 for AES-256 keys: fourteen rounds from the
-// doubled round keys rk2 (AESKey.rk2 of a 32-byte key). Implemented in
-// aesctr_amd64.s.
-//
-//go:noescape
-func ctrVAES256x14(rk2 *[480]byte, dst *byte, groups int, hi, lo uint64)
+func ctrVAES256(rk2 *[480]byte, rounds int, dst *byte, groups int, hi, lo uint64)
 
 // ctrVAES writes groups·64 bytes of AES-128-CTR key stream under the round
 // keys rk into dst, from the counter block hi‖lo (big-endian), which must

@@ -208,21 +208,24 @@ DATA ctrOffs2<>+16(SB)/8, $0
 DATA ctrOffs2<>+24(SB)/8, $1
 GLOBL ctrOffs2<>(SB), RODATA|NOPTR, $32
 
-// func ctrVAES256(rk2 *[352]byte, dst *byte, groups int, hi, lo uint64)
+// func ctrVAES256(rk2 *[480]byte, rounds int, dst *byte, groups int, hi, lo uint64)
 //
-// ctrVAES's contract with 256-bit VAES and AVX2 (no AVX-512): two blocks
-// per YMM register. rk2 holds each of the 11 round keys twice (32 bytes
-// per round). Y13–Y15 hold the counters, their step and the byte-swap
-// mask, Y8–Y12 round keys 1–5; the other keys are memory operands (the
-// registers left could not hold them and eight blocks in flight). Eight
-// registers (16 blocks) go through each round together to cover
-// VAESENC's latency; the tail is one group (two registers) at a time.
-TEXT ·ctrVAES256(SB), NOSPLIT, $0-40
+// ctrVAES's contract with 256-bit VAES and AVX2 (no AVX-512), for AES-128
+// (rounds = 10) and AES-256 (rounds = 14): two blocks per YMM register.
+// rk2 holds each of the rounds + 1 round keys twice (32 bytes per round).
+// Y13–Y15 hold the counters, their step and the byte-swap mask, Y8–Y12
+// round keys 1–5; the other keys are memory operands (the registers left
+// could not hold them and eight blocks in flight). Eight registers (16
+// blocks) go through each round together to cover VAESENC's latency; the
+// tail is one group (two registers) at a time. After round 9 AES-128 takes
+// its last round, AES-256 four more and its last.
+TEXT ·ctrVAES256(SB), NOSPLIT, $0-48
 	MOVQ rk2+0(FP), AX
-	MOVQ dst+8(FP), DI
-	MOVQ groups+16(FP), CX
-	MOVQ hi+24(FP), BX
-	MOVQ lo+32(FP), DX
+	MOVQ rounds+8(FP), R8
+	MOVQ dst+16(FP), DI
+	MOVQ groups+24(FP), CX
+	MOVQ hi+32(FP), BX
+	MOVQ lo+40(FP), DX
 	VBROADCASTI128 ctrBswap<>(SB), Y15
 	VBROADCASTI128 ctrInc2<>(SB), Y14
 	MOVQ BX, X0
@@ -333,186 +336,8 @@ loop4:
 	VAESENC 288(AX), Y5, Y5
 	VAESENC 288(AX), Y6, Y6
 	VAESENC 288(AX), Y7, Y7
-	VAESENCLAST 320(AX), Y0, Y0
-	VAESENCLAST 320(AX), Y1, Y1
-	VAESENCLAST 320(AX), Y2, Y2
-	VAESENCLAST 320(AX), Y3, Y3
-	VAESENCLAST 320(AX), Y4, Y4
-	VAESENCLAST 320(AX), Y5, Y5
-	VAESENCLAST 320(AX), Y6, Y6
-	VAESENCLAST 320(AX), Y7, Y7
-	VMOVDQU Y0, 0(DI)
-	VMOVDQU Y1, 32(DI)
-	VMOVDQU Y2, 64(DI)
-	VMOVDQU Y3, 96(DI)
-	VMOVDQU Y4, 128(DI)
-	VMOVDQU Y5, 160(DI)
-	VMOVDQU Y6, 192(DI)
-	VMOVDQU Y7, 224(DI)
-	ADDQ $256, DI
-	SUBQ $4, CX
-	JMP loop4
-loop1:
-	TESTQ CX, CX
-	JZ done
-	VPSHUFB Y15, Y13, Y0
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y1
-	VPADDQ Y14, Y13, Y13
-	VPXOR 0(AX), Y0, Y0
-	VPXOR 0(AX), Y1, Y1
-	VAESENC Y8, Y0, Y0
-	VAESENC Y8, Y1, Y1
-	VAESENC Y9, Y0, Y0
-	VAESENC Y9, Y1, Y1
-	VAESENC Y10, Y0, Y0
-	VAESENC Y10, Y1, Y1
-	VAESENC Y11, Y0, Y0
-	VAESENC Y11, Y1, Y1
-	VAESENC Y12, Y0, Y0
-	VAESENC Y12, Y1, Y1
-	VAESENC 192(AX), Y0, Y0
-	VAESENC 192(AX), Y1, Y1
-	VAESENC 224(AX), Y0, Y0
-	VAESENC 224(AX), Y1, Y1
-	VAESENC 256(AX), Y0, Y0
-	VAESENC 256(AX), Y1, Y1
-	VAESENC 288(AX), Y0, Y0
-	VAESENC 288(AX), Y1, Y1
-	VAESENCLAST 320(AX), Y0, Y0
-	VAESENCLAST 320(AX), Y1, Y1
-	VMOVDQU Y0, 0(DI)
-	VMOVDQU Y1, 32(DI)
-	ADDQ $64, DI
-	DECQ CX
-	JMP loop1
-done:
-	VZEROUPPER
-	RET
-
-// func ctrVAES256x14(rk2 *[480]byte, dst *byte, groups int, hi, lo uint64)
-//
-// ctrVAES256 for AES-256: the 15 round keys doubled (AESKey.rk2 of a
-// 32-byte key), fourteen rounds. Y8–Y12 hold round keys 1–5, the others
-// are read from rk2; Y13 the next two counters, Y14 their step, Y15 the
-// byte-swap mask. Eight registers (16 blocks) go through each round
-// together; the tail is two registers (4 blocks, a group) at a time.
-TEXT ·ctrVAES256x14(SB), NOSPLIT, $0-40
-	MOVQ rk2+0(FP), AX
-	MOVQ dst+8(FP), DI
-	MOVQ groups+16(FP), CX
-	MOVQ hi+24(FP), BX
-	MOVQ lo+32(FP), DX
-	VBROADCASTI128 ctrBswap<>(SB), Y15
-	VBROADCASTI128 ctrInc2<>(SB), Y14
-	MOVQ BX, X0
-	VPINSRQ $1, DX, X0, X0
-	VINSERTI128 $1, X0, Y0, Y13
-	VMOVDQU 32(AX), Y8
-	VMOVDQU 64(AX), Y9
-	VMOVDQU 96(AX), Y10
-	VMOVDQU 128(AX), Y11
-	VMOVDQU 160(AX), Y12
-	VPADDQ ctrOffs2<>(SB), Y13, Y13
-x14loop4:
-	CMPQ CX, $4
-	JB x14loop1
-	VPSHUFB Y15, Y13, Y0
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y1
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y2
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y3
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y4
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y5
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y6
-	VPADDQ Y14, Y13, Y13
-	VPSHUFB Y15, Y13, Y7
-	VPADDQ Y14, Y13, Y13
-	VPXOR 0(AX), Y0, Y0
-	VPXOR 0(AX), Y1, Y1
-	VPXOR 0(AX), Y2, Y2
-	VPXOR 0(AX), Y3, Y3
-	VPXOR 0(AX), Y4, Y4
-	VPXOR 0(AX), Y5, Y5
-	VPXOR 0(AX), Y6, Y6
-	VPXOR 0(AX), Y7, Y7
-	VAESENC Y8, Y0, Y0
-	VAESENC Y8, Y1, Y1
-	VAESENC Y8, Y2, Y2
-	VAESENC Y8, Y3, Y3
-	VAESENC Y8, Y4, Y4
-	VAESENC Y8, Y5, Y5
-	VAESENC Y8, Y6, Y6
-	VAESENC Y8, Y7, Y7
-	VAESENC Y9, Y0, Y0
-	VAESENC Y9, Y1, Y1
-	VAESENC Y9, Y2, Y2
-	VAESENC Y9, Y3, Y3
-	VAESENC Y9, Y4, Y4
-	VAESENC Y9, Y5, Y5
-	VAESENC Y9, Y6, Y6
-	VAESENC Y9, Y7, Y7
-	VAESENC Y10, Y0, Y0
-	VAESENC Y10, Y1, Y1
-	VAESENC Y10, Y2, Y2
-	VAESENC Y10, Y3, Y3
-	VAESENC Y10, Y4, Y4
-	VAESENC Y10, Y5, Y5
-	VAESENC Y10, Y6, Y6
-	VAESENC Y10, Y7, Y7
-	VAESENC Y11, Y0, Y0
-	VAESENC Y11, Y1, Y1
-	VAESENC Y11, Y2, Y2
-	VAESENC Y11, Y3, Y3
-	VAESENC Y11, Y4, Y4
-	VAESENC Y11, Y5, Y5
-	VAESENC Y11, Y6, Y6
-	VAESENC Y11, Y7, Y7
-	VAESENC Y12, Y0, Y0
-	VAESENC Y12, Y1, Y1
-	VAESENC Y12, Y2, Y2
-	VAESENC Y12, Y3, Y3
-	VAESENC Y12, Y4, Y4
-	VAESENC Y12, Y5, Y5
-	VAESENC Y12, Y6, Y6
-	VAESENC Y12, Y7, Y7
-	VAESENC 192(AX), Y0, Y0
-	VAESENC 192(AX), Y1, Y1
-	VAESENC 192(AX), Y2, Y2
-	VAESENC 192(AX), Y3, Y3
-	VAESENC 192(AX), Y4, Y4
-	VAESENC 192(AX), Y5, Y5
-	VAESENC 192(AX), Y6, Y6
-	VAESENC 192(AX), Y7, Y7
-	VAESENC 224(AX), Y0, Y0
-	VAESENC 224(AX), Y1, Y1
-	VAESENC 224(AX), Y2, Y2
-	VAESENC 224(AX), Y3, Y3
-	VAESENC 224(AX), Y4, Y4
-	VAESENC 224(AX), Y5, Y5
-	VAESENC 224(AX), Y6, Y6
-	VAESENC 224(AX), Y7, Y7
-	VAESENC 256(AX), Y0, Y0
-	VAESENC 256(AX), Y1, Y1
-	VAESENC 256(AX), Y2, Y2
-	VAESENC 256(AX), Y3, Y3
-	VAESENC 256(AX), Y4, Y4
-	VAESENC 256(AX), Y5, Y5
-	VAESENC 256(AX), Y6, Y6
-	VAESENC 256(AX), Y7, Y7
-	VAESENC 288(AX), Y0, Y0
-	VAESENC 288(AX), Y1, Y1
-	VAESENC 288(AX), Y2, Y2
-	VAESENC 288(AX), Y3, Y3
-	VAESENC 288(AX), Y4, Y4
-	VAESENC 288(AX), Y5, Y5
-	VAESENC 288(AX), Y6, Y6
-	VAESENC 288(AX), Y7, Y7
+	CMPQ R8, $10
+	JEQ g4last10
 	VAESENC 320(AX), Y0, Y0
 	VAESENC 320(AX), Y1, Y1
 	VAESENC 320(AX), Y2, Y2
@@ -553,6 +378,17 @@ x14loop4:
 	VAESENCLAST 448(AX), Y5, Y5
 	VAESENCLAST 448(AX), Y6, Y6
 	VAESENCLAST 448(AX), Y7, Y7
+	JMP g4store
+g4last10:
+	VAESENCLAST 320(AX), Y0, Y0
+	VAESENCLAST 320(AX), Y1, Y1
+	VAESENCLAST 320(AX), Y2, Y2
+	VAESENCLAST 320(AX), Y3, Y3
+	VAESENCLAST 320(AX), Y4, Y4
+	VAESENCLAST 320(AX), Y5, Y5
+	VAESENCLAST 320(AX), Y6, Y6
+	VAESENCLAST 320(AX), Y7, Y7
+g4store:
 	VMOVDQU Y0, 0(DI)
 	VMOVDQU Y1, 32(DI)
 	VMOVDQU Y2, 64(DI)
@@ -563,10 +399,10 @@ x14loop4:
 	VMOVDQU Y7, 224(DI)
 	ADDQ $256, DI
 	SUBQ $4, CX
-	JMP x14loop4
-x14loop1:
+	JMP loop4
+loop1:
 	TESTQ CX, CX
-	JZ x14done
+	JZ done
 	VPSHUFB Y15, Y13, Y0
 	VPADDQ Y14, Y13, Y13
 	VPSHUFB Y15, Y13, Y1
@@ -591,6 +427,8 @@ x14loop1:
 	VAESENC 256(AX), Y1, Y1
 	VAESENC 288(AX), Y0, Y0
 	VAESENC 288(AX), Y1, Y1
+	CMPQ R8, $10
+	JEQ g1last10
 	VAESENC 320(AX), Y0, Y0
 	VAESENC 320(AX), Y1, Y1
 	VAESENC 352(AX), Y0, Y0
@@ -601,11 +439,16 @@ x14loop1:
 	VAESENC 416(AX), Y1, Y1
 	VAESENCLAST 448(AX), Y0, Y0
 	VAESENCLAST 448(AX), Y1, Y1
+	JMP g1store
+g1last10:
+	VAESENCLAST 320(AX), Y0, Y0
+	VAESENCLAST 320(AX), Y1, Y1
+g1store:
 	VMOVDQU Y0, 0(DI)
 	VMOVDQU Y1, 32(DI)
 	ADDQ $64, DI
 	DECQ CX
-	JMP x14loop1
-x14done:
+	JMP loop1
+done:
 	VZEROUPPER
 	RET

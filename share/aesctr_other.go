@@ -12,10 +12,6 @@ func ctrVAES(rk *[176]byte, dst *byte, groups int, hi, lo uint64) {
 	panic("share: ctrVAES without assembly")
 }
 
-func ctrVAES256(rk2 *[352]byte, dst *byte, groups int, hi, lo uint64) {
+func ctrVAES256(rk2 *[480]byte, rounds int, dst *byte, groups int, hi, lo uint64) {
 	panic("share: ctrVAES256 without assembly")
-}
-
-func ctrVAES256x14(rk2 *[480]byte, dst *byte, groups int, hi, lo uint64) {
-	panic("share: ctrVAES256x14 without assembly")
 }
