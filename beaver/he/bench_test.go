@@ -356,3 +356,38 @@ func BenchmarkUniform(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkOutputBlock separates the two costs of party 1's product: one
+// output ciphertext (8×k·k×1024 at layout MW = 8, NW = 1024: one block)
+// with k = 1 compact weight ciphertext is nearly all the block's own work
+// (the re-randomisation, flood, NTTs, reduction and switch); with k = 256
+// the difference over 255 more ciphertexts is the cost of one
+// ciphertext–plaintext product (regenerating its seeded half, evaluating
+// A's plaintext, the sum). One op is one product.
+func BenchmarkOutputBlock(b *testing.B) {
+	st := benchSetup(b)
+	s := st.s
+	rng := rand.New(rand.NewPCG(1, 1))
+	const m, n = 8, 1024
+	for _, k := range []int{1, 256} {
+		l, err := s.ChooseLayout(m, k, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		A, B, R := fill(rng, m*k, "random"), fill(rng, k*n, "random"), fill(rng, m*n, "random")
+		ew, err := s.EncryptWeights(st.sk, B, k, n, l, newDetRand(3))
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := s.LoadWeightsCompact(st.pk, ew)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
+			loop(b, func() error {
+				_, err := s.MulMaskedLayout(w, l, A, m, R, nil)
+				return err
+			})
+		})
+	}
+}
