@@ -348,11 +348,11 @@ func sst2Batch(b *testing.B, shapes [][3]int) {
 func BenchmarkUniform(b *testing.B) {
 	s := defaultScheme
 	p := s.rq.NewPoly()
-	key := make([]byte, SeedSize)
+	key := expandKey(make([]byte, SeedSize)) // once per weight matrix, as Weights keeps it
 	i := uint64(0)
 	b.SetBytes(int64(8 * len(s.p.Q) * s.n))
 	for b.Loop() {
-		s.uniform(prngFor(key, domWeights, i), p)
+		s.uniform(streamFor(key, domWeights, i), p)
 		i++
 	}
 }

@@ -60,13 +60,25 @@ func keyFrom(rnd io.Reader) ([]byte, error) {
 // expansion of the sst2 weights 4.4 s on 2 cores; lattigo's samplers read
 // from it (they take any io.Reader). The stream is crypto/cipher's CTR byte
 // for byte, made by share.AESCTR: with 256-bit VAES where the CPU has it,
-// 2.1–2.6× crypto/aes's speed on the AMD EPYC Zen 3 (the data owner
+// 2–3× crypto/aes's speed on the AMD EPYC Zen 3 (the data owner
 // regenerates the compact weights' seeded halves from it for every batch).
 func prngFor(key []byte, domain byte, idx uint64) sampling.PRNG {
+	return streamFor(expandKey(key), domain, idx)
+}
+
+// expandKey expands a 32-byte PRNG key once, for streamFor: a caller that
+// reads many streams of one key (a weight matrix's seeded halves, one
+// stream per ciphertext) expands it once, not per stream (1.3 µs a key).
+func expandKey(key []byte) *share.AESKey {
 	k, err := share.NewAESKey(key)
 	if err != nil {
 		panic(err) // only on an invalid key length, which cannot happen here
 	}
+	return k
+}
+
+// streamFor is prngFor with the key already expanded.
+func streamFor(k *share.AESKey, domain byte, idx uint64) sampling.PRNG {
 	var iv [aes.BlockSize]byte
 	iv[0] = domain
 	binary.BigEndian.PutUint64(iv[1:9], idx)

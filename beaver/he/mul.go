@@ -258,7 +258,7 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 		c1 := w.c1[min(r0*cb, len(w.c1)):]
 		if w.c1 == nil {
 			parallel(nr*cb, func(i int) {
-				s.uniform(prngFor(w.seed[:], domWeights, uint64(r0*cb+i)), c1buf[i])
+				s.uniform(streamFor(w.seedKey, domWeights, uint64(r0*cb+i)), c1buf[i])
 			})
 			c1 = c1buf
 		}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/selectformer/selectformer/share"
 	"github.com/tuneinsight/lattigo/v6/ring"
 )
 
@@ -75,12 +76,13 @@ func (s *Scheme) EncryptWeightsAt(sk *SecretKey, B []uint64, k, n, off int, l La
 	jb0, cb := ColumnBlocks(off, n, l.NW)
 	kb, kw := l.innerBlocks(k), l.kw()
 	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, Seed: seed, C0: make([]ring.Poly, kb*cb), s: s}
+	seedKey, errKey := expandKey(seed[:]), expandKey(ekey)
 	parallel(kb*cb, func(idx int) {
 		rb, j := idx/cb, idx%cb
 		a := s.rq.NewPoly()
-		s.uniform(prngFor(seed[:], domWeights, uint64(idx)), a)
+		s.uniform(streamFor(seedKey, domWeights, uint64(idx)), a)
 		e := s.rq.NewPoly()
-		ring.NewGaussianSampler(prngFor(ekey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
+		ring.NewGaussianSampler(streamFor(errKey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
 		// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
 		// row rb·KW+t of B sits at X^(t·NW).
 		lo := (jb0 + j) * l.NW
@@ -111,8 +113,8 @@ type Weights struct {
 	k, n, cb int
 	off, jb0 int // columns [off, off+n) of the product, from block jb0
 	layout   Layout
-	c0, c1   []ring.Poly // c1 nil: regenerated from seed (LoadWeightsCompact)
-	seed     [SeedSize]byte
+	c0, c1   []ring.Poly   // c1 nil: regenerated from seed (LoadWeightsCompact)
+	seedKey  *share.AESKey // the expanded key of the c1 halves' public seed
 	sc       *Scheme
 	pk       *PublicKey // the key the weights were loaded with
 	pk0, pk1 ring.Poly
@@ -179,14 +181,14 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	if err != nil {
 		return nil, err
 	}
-	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, off: ew.Off, jb0: jb0, layout: ew.Layout, c0: ew.C0, pk: pk, pk0: pk.P0, pk1: s.pkP1(pk), seed: ew.Seed}
+	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, off: ew.Off, jb0: jb0, layout: ew.Layout, c0: ew.C0, pk: pk, pk0: pk.P0, pk1: s.pkP1(pk), seedKey: expandKey(ew.Seed[:])}
 	if !expand {
 		return w, nil
 	}
 	w.c1 = make([]ring.Poly, len(ew.C0))
 	parallel(len(ew.C0), func(idx int) {
 		p := s.rq.NewPoly()
-		s.uniform(prngFor(ew.Seed[:], domWeights, uint64(idx)), p)
+		s.uniform(streamFor(w.seedKey, domWeights, uint64(idx)), p)
 		w.c1[idx] = p
 	})
 	return w, nil
