@@ -291,8 +291,9 @@ func WriteSelectDetails(w io.Writer, r *SelectReport) error {
 		for _, ph := range pr.Phases {
 			fmt.Fprintf(bw, " phase %d P0 %s, P1 %s;", ph.Phase+1, FormatBytes(float64(ph.PeakHeapP0)), FormatBytes(float64(ph.PeakHeapP1)))
 		}
-		fmt.Fprintf(bw, " dealer %s. Peak RSS: P0 %s, P1 %s, dealer %s.\n\n", FormatBytes(float64(pr.PeakHeapDealer)),
+		fmt.Fprintf(bw, " dealer %s. Peak RSS: P0 %s, P1 %s, dealer %s.", FormatBytes(float64(pr.PeakHeapDealer)),
 			FormatBytes(float64(pr.RSSP0)), FormatBytes(float64(pr.RSSP1)), FormatBytes(float64(pr.RSSDealer)))
+		fmt.Fprintf(bw, "%s\n\n", hePassesString(pr.Phases))
 		if cc := r.CrossCheck; cc != nil {
 			fmt.Fprintf(bw, "Cross-check against the in-process emulation (tolerance %.0f%%; agree: **%v**):\n\n", 100*cc.Tolerance, cc.Agree)
 			fmt.Fprintln(bw, "| figure | in-process | processes | difference |")
@@ -407,4 +408,20 @@ func WriteShardSummary(w io.Writer, rows []ShardRow) error {
 			hours(p.BoundModelSeconds/3600), hours(p.UnshardedSeconds/3600), bwb, hours(p.BoundsHours[1]), hours(p.BoundsHours[2]), lim, strings.Join(per, "; "), r.CPU)
 	}
 	return bw.Flush()
+}
+
+// hePassesString says how many passes over the encrypted weights the data
+// owner's HE products took in each phase's forward (products on the same
+// weights that waited together share one), or nothing without HE products.
+func hePassesString(phases []PhaseRun) string {
+	var b strings.Builder
+	for _, ph := range phases {
+		if f := ph.Forward; f.HEProducts > 0 {
+			if b.Len() == 0 {
+				b.WriteString(" The data owner's HE products and their passes over the encrypted weights:")
+			}
+			fmt.Fprintf(&b, " phase %d %d in %d (%.1f a pass);", ph.Phase+1, f.HEProducts, f.HEPasses, float64(f.HEProducts)/float64(max(f.HEPasses, 1)))
+		}
+	}
+	return strings.TrimSuffix(b.String(), ";") + map[bool]string{true: ".", false: ""}[b.Len() > 0]
 }

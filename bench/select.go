@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/beaver/ot"
 	"github.com/selectformer/selectformer/beaver/source"
 	"github.com/selectformer/selectformer/protocol"
 	"github.com/selectformer/selectformer/proxy/secure"
@@ -233,6 +234,11 @@ type Span struct {
 	// sharing's end, where its provider starts making the batches'
 	// material, to the last batch's end.
 	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// HEProducts and HEPasses are the data owner's HE weight products
+	// during the part and the passes over encrypted weights they took
+	// (ot.HEStats; zero without a lattice provider).
+	HEProducts int64 `json:"he_products,omitempty"`
+	HEPasses   int64 `json:"he_passes,omitempty"`
 }
 
 // PartyPhase is one party's record of one phase of a sample run.
@@ -343,6 +349,7 @@ func RunSelectParty(ctx context.Context, party int, conn *transport.Conn, prov b
 			pp.Forward.Seconds = m.last.Sub(m.first).Seconds()
 			pp.Forward.Dealer = subDealer(m.dealerEnd, m.dealerStart)
 			pp.Forward.CPUSeconds = (m.cpuEnd - m.cpuStart).Seconds()
+			pp.Forward.HEProducts, pp.Forward.HEPasses = m.heEnd.Products-m.heStart.Products, m.heEnd.Passes-m.heStart.Passes
 			pp.Forward.Stream.Rounds = criticalRounds(m.slotRounds, cfg.pipeline())
 			pp.Batches, pp.Candidates, pp.RoundsPerBatch = m.batches, m.candidates, m.maxBatchRounds
 			pp.Steady = m.steady(LanesInFlight(w, i, string(cfg.pipeline())))
@@ -411,6 +418,7 @@ type phaseMeter struct {
 	// cpuStart and cpuEnd are the process's CPU time at the same points
 	// (zero unless the party runs alone in its process).
 	cpuStart, cpuEnd    time.Duration
+	heStart, heEnd      ot.HEStats
 	slotRounds          map[*protocol.Session]int64
 	batches, candidates int
 	maxBatchRounds      int64
@@ -508,7 +516,7 @@ func (e *synthEvaluator) Prepare(ctx context.Context, s *protocol.Session, phase
 	// its own pace, so a count from each party's first batch would leave
 	// out a part of the items one party sent and the other received
 	// (TestSelectTinyDealerFree: every byte counted once each way).
-	m.dealerStart, m.cpuStart = e.prov.Stats(), e.cpu()
+	m.dealerStart, m.cpuStart, m.heStart = e.prov.Stats(), e.cpu(), heStats(e.prov)
 	m.prepare.CPUSeconds = (m.cpuStart - cpu0).Seconds()
 	e.mu.Lock()
 	if e.meters == nil {
@@ -560,7 +568,7 @@ func (f *synthForwarder) Forward(ctx context.Context, s *protocol.Session, idx [
 	f.e.progress.batchDone(f.e.party)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.last, m.dealerEnd, m.cpuEnd = time.Now(), f.e.prov.Stats(), f.e.cpu()
+	m.last, m.dealerEnd, m.cpuEnd, m.heEnd = time.Now(), f.e.prov.Stats(), f.e.cpu(), heStats(f.e.prov)
 	m.forward.Stream = m.forward.Stream.Add(c)
 	m.slotRounds[s] += c.Rounds
 	m.batches++
@@ -661,6 +669,11 @@ type Part struct {
 	// each party ran alone in its process (Span.CPUSeconds; zero
 	// otherwise).
 	CPUSeconds [2]float64 `json:"cpu_seconds,omitzero"`
+	// HEProducts and HEPasses are the data owner's HE weight products and
+	// its passes over encrypted weights (Span.HEProducts; only party 1
+	// computes them).
+	HEProducts int64 `json:"he_products,omitempty"`
+	HEPasses   int64 `json:"he_passes,omitempty"`
 }
 
 // PerParty reports whether the part holds each party's own CPU time.
@@ -768,7 +781,8 @@ func NewSampleRun(cfg SelectConfig, parties [2]*PartyRun) (*SampleRun, error) {
 			return Part{Rounds: max(x.Stream.Rounds, y.Stream.Rounds), BytesP0: x.Stream.BytesSent, BytesP1: y.Stream.BytesSent,
 				DealerBytes: x.Dealer.BytesRecv + x.Dealer.BytesSent + y.Dealer.BytesRecv + y.Dealer.BytesSent, Seconds: max(x.Seconds, y.Seconds),
 				DealerDown: [2]int64{x.Dealer.BytesRecv, y.Dealer.BytesRecv}, DealerUp: [2]int64{x.Dealer.BytesSent, y.Dealer.BytesSent},
-				CPUSeconds: [2]float64{x.CPUSeconds, y.CPUSeconds}}
+				CPUSeconds: [2]float64{x.CPUSeconds, y.CPUSeconds},
+				HEProducts: x.HEProducts + y.HEProducts, HEPasses: x.HEPasses + y.HEPasses}
 		}
 		ph.Prepare, ph.Forward = part(a.Prepare, b.Prepare), part(a.Forward, b.Forward)
 		ph.Steady = a.Steady
@@ -843,4 +857,15 @@ func RunSelect(ctx context.Context, cfg SelectConfig) (*SampleRun, error) {
 	run.CPUSeconds = (processCPU() - cpu0).Seconds()
 	run.LoadBefore, run.LoadAfter = load, LoadAverage()
 	return run, nil
+}
+
+// heStats returns the lattice provider's counters behind prov, or zero
+// counters for any other provider.
+func heStats(prov beaver.Provider) ot.HEStats {
+	if o, ok := beaver.As[*ot.Provider](prov); ok {
+		if l, ok := o.WeightMasks().(*ot.Lattice); ok {
+			return l.Stats()
+		}
+	}
+	return ot.HEStats{}
 }

@@ -902,6 +902,22 @@ func TestSelectTinyDealerFree(t *testing.T) {
 			}
 		}
 	}
+	// The data owner's HE products and their passes over the weights are
+	// counted, and only with HE.
+	for i, ph := range runs["he"].Phases {
+		if f := ph.Forward; f.HEProducts == 0 || f.HEPasses < 1 || f.HEPasses > f.HEProducts {
+			t.Errorf("he: phase %d: %d HE products in %d passes", i, f.HEProducts, f.HEPasses)
+		}
+		if f := o.Phases[i].Forward; f.HEProducts != 0 || f.HEPasses != 0 {
+			t.Errorf("ot: phase %d: %d HE products in %d passes, want none", i, f.HEProducts, f.HEPasses)
+		}
+	}
+	if s := hePassesString(runs["he"].Phases); !strings.Contains(s, "phase 1 ") {
+		t.Errorf("HE passes said as %q", s)
+	}
+	if s := hePassesString(o.Phases); s != "" {
+		t.Errorf("HE passes said without HE: %q", s)
+	}
 	// Without a dealer the OT traffic crosses the parties' link: the
 	// bandwidth bound counts it, each party's in the direction it sent it
 	// (what one party sent the other received: DealerBytes counts every

@@ -391,3 +391,53 @@ func BenchmarkOutputBlock(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMulMaskedMerged: a batch's products on one weight matrix, as a
+// data owner's lanes ask for them at sst2's phase-1 defaults (32 rows
+// each, the keys' folded product G = Ŷ₁ᵀ·W_K with k cut to 256 to keep
+// the benchmark's weights at 0.2 GB), from one caller at a time (a pass
+// each) and from 8 callers at once (their passes merged: merge.go). An op
+// is one product; cpu-s/op is its CPU, passes/op the passes it took.
+func BenchmarkMulMaskedMerged(b *testing.B) {
+	st := benchSetup(b)
+	s := st.s
+	rng := rand.New(rand.NewPCG(2, 2))
+	const m, k, n = 32, 256, 768
+	l, err := s.ChooseLayout(m, k, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	B := fill(rng, k*n, "random")
+	ew, err := s.EncryptWeights(st.sk, B, k, n, l, newDetRand(3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := s.LoadWeightsCompact(st.pk, ew)
+	if err != nil {
+		b.Fatal(err)
+	}
+	A, R := fill(rng, m*k, "random"), fill(rng, m*n, "random")
+	for _, callers := range []int{1, 8} {
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
+			p0 := s.MergeStats().Passes
+			c0 := cpuSeconds()
+			for b.Loop() {
+				var wg sync.WaitGroup
+				errs := make([]error, callers)
+				for i := range callers {
+					wg.Go(func() { _, errs[i] = s.MulMaskedLayout(w, l, A, m, R, nil) })
+				}
+				wg.Wait()
+				for _, err := range errs {
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			ops := float64(b.N * callers)
+			b.ReportMetric((cpuSeconds()-c0)/ops, "cpu-s/op")
+			b.ReportMetric(float64(s.MergeStats().Passes-p0)/ops, "passes/op")
+			b.ReportMetric(b.Elapsed().Seconds()/ops, "s/op")
+		})
+	}
+}

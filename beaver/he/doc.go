@@ -150,6 +150,14 @@
 // domain, 2·4·N·8 bytes each (1.21 GB for this product; LoadWeightsCompact
 // keeps c0 only, 0.60 GB, and regenerates c1 per candidate).
 //
+// Products admitted one at a time (MulMaskedSum) that wait on the same
+// weights share one pass over them (merge.go): their rows are stacked,
+// each padded to whole row blocks, so the weight ciphertexts' c0 stream
+// from memory and compact weights' c1 are regenerated once for all of
+// them; every product still gets its own output blocks, re-randomised and
+// flooded with its own key (TestMulMaskedMergesSharedWeights: byte for
+// byte the output of a pass of its own).
+//
 // Work per candidate is inherent to the layout: m·k·n·2·L 64×64-bit
 // multiply-adds (L = 4 primes), 1.2·10^9 for this product — for each prime
 // and NTT slot a (ceil(m/MW)×ceil(k/KW))·(ceil(k/KW)×ceil(n/NW)) modular

@@ -115,111 +115,85 @@ func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd 
 	if err != nil {
 		return nil, nil, err
 	}
-	// Pure computation from here on (no I/O, nothing waited for), so the
-	// admission cannot deadlock: a product waits at most for others' CPU.
-	s.accumulating <- struct{}{}
-	defer func() {
-		s.nAccumulating.Add(-1)
-		<-s.accumulating
-	}()
-	for now := s.nAccumulating.Add(1); ; {
-		if peak := s.peakAccumulating.Load(); now <= peak || s.peakAccumulating.CompareAndSwap(peak, now) {
-			break
-		}
-	}
-	if s.onAccumulate != nil {
-		s.onAccumulate()
-	}
+	j := &mulJob{terms: terms, l: l, m: m, n: n, R: R, key: key, final: final,
+		rb: ceilDiv(m, l.MW), done: make(chan struct{})}
+	s.admit(j)
+	return j.out, j.raws, nil
+}
+
+// finishBlock turns output block bi of job j, whose sums are block ab of
+// acc, into its ciphertext: the reduction mod each q, the re-randomisation
+// with a fresh encryption of zero under the public key, − Δ·R and the
+// flood on the coefficients that hold outputs, and the switch down.
+func (s *Scheme) finishBlock(j *mulJob, acc *accumulators, ab, bi int) {
+	l, m, n, R, key := j.l, j.m, j.n, j.R, j.key
 	cbOut := ceilDiv(n, l.NW)
-	rb := ceilDiv(m, l.MW)
-	nb := rb * cbOut
-	out := &Output{M: m, N: n, Layout: l, blocks: make([]outBlock, nb), s: s}
-	var raws []rawBlock
-	if !final {
-		raws = make([]rawBlock, nb)
+	L, N := len(s.p.Q), s.n
+	pk0, pk1 := j.terms[0].W.pk0, j.terms[0].W.pk1
+	ib, jb := bi/cbOut, bi%cbOut
+	rows := min(l.MW, m-ib*l.MW)
+	c0, c1, u := s.rq.NewPoly(), s.rq.NewPoly(), s.rq.NewPoly()
+	res := make([]uint64, L)
+	cols := min(l.NW, n-jb*l.NW)
+	for p := range s.p.Q {
+		acc.reduce(ab, p, c0.Coeffs[p], c1.Coeffs[p])
 	}
-	L := len(s.p.Q)
-	N := s.n
-	// Tiles of T coefficients keep one tile's accumulators of all blocks in
-	// cache while the weights stream through once.
-	T := N
-	for T > 64 && nb*32*T > 256<<10 {
-		T /= 2
+	// Re-randomise: + (u·p0 + e0, u·p1 + e1).
+	ts, err := ring.NewTernarySampler(prngFor(key, domMask, uint64(3*bi)), s.rq, ring.Ternary{P: 2.0 / 3}, false)
+	if err != nil {
+		panic(err) // fixed, valid distribution
 	}
-	acc := s.newAccumulators(nb, l.NW, T)
-	for _, t := range terms {
-		s.accumulate(t, l, m, rb, cbOut, acc, T)
-	}
-	pk0, pk1 := terms[0].W.pk0, terms[0].W.pk1
-	parallel(nb, func(bi int) {
-		ib, jb := bi/cbOut, bi%cbOut
-		rows := min(l.MW, m-ib*l.MW)
-		c0, c1, u := s.rq.NewPoly(), s.rq.NewPoly(), s.rq.NewPoly()
-		res := make([]uint64, L)
-		{
-			cols := min(l.NW, n-jb*l.NW)
-			for p := range s.p.Q {
-				acc.reduce(bi, p, c0.Coeffs[p], c1.Coeffs[p])
-			}
-			// Re-randomise: + (u·p0 + e0, u·p1 + e1).
-			ts, err := ring.NewTernarySampler(prngFor(key, domMask, uint64(3*bi)), s.rq, ring.Ternary{P: 2.0 / 3}, false)
-			if err != nil {
-				panic(err) // fixed, valid distribution
-			}
-			ts.Read(u)
-			s.rq.NTT(u, u)
-			s.rq.MulCoeffsBarrettThenAdd(u, pk0, c0)
-			s.rq.MulCoeffsBarrettThenAdd(u, pk1, c1)
-			s.rq.INTT(c0, c0)
-			s.rq.INTT(c1, c1)
-			g := ring.NewGaussianSampler(prngFor(key, domMask, uint64(3*bi+1)), s.rq, s.gauss(), false)
-			g.ReadAndAdd(c0)
-			g.ReadAndAdd(c1)
-			// − Δ·R and + flood on the coefficients that hold outputs.
-			fl := prngFor(key, domMask, uint64(3*bi+2))
-			var fb [24]byte
-			for i := range rows {
-				for x := range cols {
-					pos := i*l.stride() + x
-					rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
-					var f [3]uint64
-					if s.floodLog > 0 {
-						if _, err := io.ReadFull(fl, fb[:]); err != nil {
-							panic(err) // the keyed PRNG does not fail
-						}
-						f = floodWords(fb[:], s.floodLog+1)
-					}
-					for p, q := range s.p.Q {
-						v := subMod(c0.Coeffs[p][pos], s.encode(rv, p), q)
-						if s.floodLog > 0 {
-							v = subMod(addMod(v, s.words3(f, p), q), s.powFlood[p], q)
-						}
-						c0.Coeffs[p][pos] = v
-					}
+	ts.Read(u)
+	s.rq.NTT(u, u)
+	s.rq.MulCoeffsBarrettThenAdd(u, pk0, c0)
+	s.rq.MulCoeffsBarrettThenAdd(u, pk1, c1)
+	s.rq.INTT(c0, c0)
+	s.rq.INTT(c1, c1)
+	g := ring.NewGaussianSampler(prngFor(key, domMask, uint64(3*bi+1)), s.rq, s.gauss(), false)
+	g.ReadAndAdd(c0)
+	g.ReadAndAdd(c1)
+	// − Δ·R and + flood on the coefficients that hold outputs.
+	fl := prngFor(key, domMask, uint64(3*bi+2))
+	var fb [24]byte
+	for i := range rows {
+		for x := range cols {
+			pos := i*l.stride() + x
+			rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
+			var f [3]uint64
+			if s.floodLog > 0 {
+				if _, err := io.ReadFull(fl, fb[:]); err != nil {
+					panic(err) // the keyed PRNG does not fail
 				}
+				f = floodWords(fb[:], s.floodLog+1)
 			}
-			if !final {
-				raws[bi] = rawBlock{*c0.CopyNew(), *c1.CopyNew()}
-			}
-			ob := outBlock{c0: make([]u128, rows*cols), c1: make([]u128, N)}
-			for i := range rows {
-				for x := range cols {
-					for p := range L {
-						res[p] = c0.Coeffs[p][i*l.stride()+x]
-					}
-					ob.c0[i*cols+x] = s.modSwitch(&s.ms0, res)
+			for p, q := range s.p.Q {
+				v := subMod(c0.Coeffs[p][pos], s.encode(rv, p), q)
+				if s.floodLog > 0 {
+					v = subMod(addMod(v, s.words3(f, p), q), s.powFlood[p], q)
 				}
+				c0.Coeffs[p][pos] = v
 			}
-			for x := range N {
-				for p := range L {
-					res[p] = c1.Coeffs[p][x]
-				}
-				ob.c1[x] = s.modSwitch(&s.ms1, res)
-			}
-			out.blocks[bi] = ob
 		}
-	})
-	return out, raws, nil
+	}
+	if !j.final {
+		j.raws[bi] = rawBlock{*c0.CopyNew(), *c1.CopyNew()}
+	}
+	ob := outBlock{c0: make([]u128, rows*cols), c1: make([]u128, N)}
+	for i := range rows {
+		for x := range cols {
+			for p := range L {
+				res[p] = c0.Coeffs[p][i*l.stride()+x]
+			}
+			ob.c0[i*cols+x] = s.modSwitch(&s.ms0, res)
+		}
+	}
+	for x := range N {
+		for p := range L {
+			res[p] = c1.Coeffs[p][x]
+		}
+		ob.c1[x] = s.modSwitch(&s.ms1, res)
+	}
+	j.out.blocks[bi] = ob
 }
 
 // chunkBytes bounds the scratch of one accumulate call, the evaluations of

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tuneinsight/lattigo/v6/ring"
@@ -139,13 +140,19 @@ type Scheme struct {
 	// each already runs on every core (parallel), so more at once only
 	// multiply their accumulators (issue 38: a data owner's 16 lanes held
 	// 0.79 GB of them in sst2's phase 2 and 1.51 GB in phase 3 at the
-	// defaults; two at a time, 0.19 GB). peakAccumulating is the
-	// most admitted at once, and onAccumulate, when set, runs in each
-	// admitted product (tests).
+	// defaults; two at a time, 0.19 GB). Its next holder takes every
+	// waiting product on the same weights into its pass (merge.go).
+	// peakAccumulating is the most passes admitted at once, and
+	// onAccumulate, when set, runs in each admitted pass (tests).
 	accumulating     chan struct{}
 	peakAccumulating atomic.Int64
 	nAccumulating    atomic.Int64
 	onAccumulate     func()
+	// mergeMu guards waiting, the products waiting for the admission, of
+	// which its next holder takes those on the same weights (merge.go).
+	mergeMu sync.Mutex
+	waiting []*mulJob
+	mergeCounters
 }
 
 // msConst are the constants of the switch Z_Q → Z_{2^l}:

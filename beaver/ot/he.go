@@ -241,6 +241,10 @@ type HEStats struct {
 	// encryptions it holds now and held at most at once (he.Weights.Bytes:
 	// the weight matrices and the projections' rows).
 	HeldBytes, PeakHeldBytes int64
+	// Products and Passes are party 1's HE products so far and the passes
+	// over encrypted weights they took (he.Scheme.MergeStats: products
+	// that waited for the admission on the same weights share a pass).
+	Products, Passes int64
 }
 
 // LatticeOptions configure NewLattice; the zero value is usable.
@@ -405,6 +409,8 @@ func (h *Lattice) Stats() HEStats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := h.stats
+	ms := h.sc.MergeStats()
+	st.Products, st.Passes = ms.Products, ms.Passes
 	for key, e := range h.cache {
 		if key.matrix != he.MatrixProj && e.w != nil {
 			st.Held++

@@ -513,8 +513,12 @@ func printPartyCPU(w io.Writer, run *bench.SampleRun) {
 	fmt.Fprintf(w, "each party in its own process: peak RSS P0 %s, P1 %s\n", bench.FormatBytes(float64(run.RSSP0)), bench.FormatBytes(float64(run.RSSP1)))
 	for _, ph := range run.Phases {
 		f := ph.Forward.CPUSeconds
-		fmt.Fprintf(w, "  phase %d: CPU-s P0 %.2f + %.4f per candidate, P1 %.2f + %.4f per candidate (weight sharing + forward)\n", ph.Phase+1,
+		fmt.Fprintf(w, "  phase %d: CPU-s P0 %.2f + %.4f per candidate, P1 %.2f + %.4f per candidate (weight sharing + forward)", ph.Phase+1,
 			ph.Prepare.CPUSeconds[0], f[0]/float64(max(ph.Candidates, 1)), ph.Prepare.CPUSeconds[1], f[1]/float64(max(ph.Candidates, 1)))
+		if hp := ph.Forward; hp.HEProducts > 0 {
+			fmt.Fprintf(w, "; P1's HE products %d in %d passes over the weights", hp.HEProducts, hp.HEPasses)
+		}
+		fmt.Fprintln(w)
 	}
 }
 
