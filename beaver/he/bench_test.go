@@ -357,6 +357,20 @@ func BenchmarkUniform(b *testing.B) {
 	}
 }
 
+// compactWeights encrypts B (k×n) under st's key with layout l and loads it
+// as the data owner does (LoadWeightsCompact).
+func compactWeights(b *testing.B, st *benchState, B []uint64, k, n int, l Layout) *Weights {
+	ew, err := st.s.EncryptWeights(st.sk, B, k, n, l, newDetRand(3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := st.s.LoadWeightsCompact(st.pk, ew)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return w
+}
+
 // BenchmarkOutputBlock separates the two costs of party 1's product: one
 // output ciphertext (8×k·k×1024 at layout MW = 8, NW = 1024: one block)
 // with k = 1 compact weight ciphertext is nearly all the block's own work
@@ -375,14 +389,7 @@ func BenchmarkOutputBlock(b *testing.B) {
 			b.Fatal(err)
 		}
 		A, B, R := fill(rng, m*k, "random"), fill(rng, k*n, "random"), fill(rng, m*n, "random")
-		ew, err := s.EncryptWeights(st.sk, B, k, n, l, newDetRand(3))
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, err := s.LoadWeightsCompact(st.pk, ew)
-		if err != nil {
-			b.Fatal(err)
-		}
+		w := compactWeights(b, st, B, k, n, l)
 		b.Run(fmt.Sprintf("k=%d", k), func(b *testing.B) {
 			loop(b, func() error {
 				_, err := s.MulMaskedLayout(w, l, A, m, R, nil)
@@ -407,15 +414,7 @@ func BenchmarkMulMaskedMerged(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	B := fill(rng, k*n, "random")
-	ew, err := s.EncryptWeights(st.sk, B, k, n, l, newDetRand(3))
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := s.LoadWeightsCompact(st.pk, ew)
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := compactWeights(b, st, fill(rng, k*n, "random"), k, n, l)
 	A, R := fill(rng, m*k, "random"), fill(rng, m*n, "random")
 	for _, callers := range []int{1, 8} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {

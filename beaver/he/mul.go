@@ -132,7 +132,8 @@ func (s *Scheme) finishBlock(j *mulJob, acc *accumulators, ab, bi int) {
 	pk0, pk1 := j.terms[0].W.pk0, j.terms[0].W.pk1
 	ib, jb := bi/cbOut, bi%cbOut
 	rows := min(l.MW, m-ib*l.MW)
-	c0, c1, u := s.rq.NewPoly(), s.rq.NewPoly(), s.rq.NewPoly()
+	c0, c1, u := s.scratchPoly(), s.scratchPoly(), s.scratchPoly() // each overwritten whole below
+	defer s.putScratch(c0, c1, u)
 	res := make([]uint64, L)
 	cols := min(l.NW, n-jb*l.NW)
 	for p := range s.p.Q {
@@ -222,8 +223,9 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 		chunk = max(1, min(chunk, chunkBytes/(cb*L*N*8)))
 		c1buf = make([]ring.Poly, chunk*cb)
 		for i := range c1buf {
-			c1buf[i] = s.rq.NewPoly()
+			c1buf[i] = s.scratchPoly() // overwritten whole by uniform
 		}
+		defer s.putScratch(c1buf...)
 	}
 	ev := make([]uint64, rb*chunk*L*D)
 	for r0 := 0; r0 < kb; r0 += chunk {
@@ -355,6 +357,9 @@ type evalPlan struct {
 	small *ring.Ring // degree-D ring, when D > directMax
 }
 
+// maxPrimes is the most moduli a Params may have (NewScheme).
+const maxPrimes = 16
+
 // directMax is the largest D evaluated directly (D·len(col) products per
 // prime); larger D go through lattigo's NTT of degree D. On the AMD EPYC
 // Zen 3 a full column took 2.4 µs directly against 0.7 µs by the NTT at
@@ -424,20 +429,23 @@ func (s *Scheme) newEvalPlan(nw int) (*evalPlan, error) {
 }
 
 // evaluate writes into dst[p·D+j] the value a'(ζ_{p,j}) for the signed
-// column segment col (a' = Σ_i col[i]·Y^i).
+// column segment col (a' = Σ_i col[i]·Y^i). The NTT runs in place in dst
+// (a data owner evaluates millions of columns a selection: a polynomial
+// allocated for each was a tenth of its allocations).
 func (s *Scheme) evaluate(pl *evalPlan, col []uint64, dst []uint64) {
 	D := pl.d
 	if pl.small != nil {
-		a := pl.small.NewPoly()
+		var rows [maxPrimes][]uint64
+		a := ring.Poly{Coeffs: rows[:len(s.p.Q)]}
 		for p, q := range s.p.Q {
+			r := dst[p*D : (p+1)*D]
 			for i, v := range col {
-				a.Coeffs[p][i] = liftCentered(v, q)
+				r[i] = liftCentered(v, q)
 			}
+			clear(r[len(col):])
+			a.Coeffs[p] = r
 		}
 		pl.small.NTT(a, a)
-		for p := range s.p.Q {
-			copy(dst[p*D:(p+1)*D], a.Coeffs[p])
-		}
 		return
 	}
 	lift := make([]uint64, len(col))
@@ -456,5 +464,24 @@ func (s *Scheme) evaluate(pl *evalPlan, col []uint64, dst []uint64) {
 			}
 			dst[p*D+j] = acc
 		}
+	}
+}
+
+// scratchPoly returns a polynomial of R_Q with arbitrary coefficients, for
+// a caller that overwrites it whole: the re-randomisation's and the
+// regenerated seeded halves', 256 KiB each and several per product (a
+// tenth of a data owner's allocations before they were reused).
+func (s *Scheme) scratchPoly() ring.Poly {
+	if p, ok := s.scratch.Get().(*ring.Poly); ok {
+		return *p
+	}
+	return s.rq.NewPoly()
+}
+
+// putScratch gives polynomials of scratchPoly back for reuse.
+func (s *Scheme) putScratch(ps ...ring.Poly) {
+	for i := range ps {
+		p := ps[i]
+		s.scratch.Put(&p)
 	}
 }

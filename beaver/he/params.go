@@ -153,6 +153,8 @@ type Scheme struct {
 	mergeMu sync.Mutex
 	waiting []*mulJob
 	mergeCounters
+	// scratch holds polynomials of R_Q for reuse (scratchPoly).
+	scratch sync.Pool
 }
 
 // msConst are the constants of the switch Z_Q → Z_{2^l}:
@@ -233,8 +235,8 @@ func newScheme(p Params) (*Scheme, error) {
 	if _, ok := maxLogQ128[p.LogN]; !ok || p.LogN > 13 {
 		return nil, fmt.Errorf("he: LogN %d outside [10, 13] (the HE standard's table starts at N = 1024; the decryption ring stops at 8192)", p.LogN)
 	}
-	if len(p.Q) < 1 || len(p.Q) > 16 {
-		return nil, fmt.Errorf("he: %d moduli, want 1..16", len(p.Q))
+	if len(p.Q) < 1 || len(p.Q) > maxPrimes {
+		return nil, fmt.Errorf("he: %d moduli, want 1..%d", len(p.Q), maxPrimes)
 	}
 	if p.MaxInner < 1 || p.MaxInner > 1<<20 {
 		return nil, fmt.Errorf("he: MaxInner %d outside [1, 2^20]", p.MaxInner)
