@@ -109,7 +109,7 @@ func (s *Scheme) take(j *mulJob) []*mulJob {
 	for _, o := range s.waiting {
 		switch {
 		case o == j:
-		case !o.taken && j.sharesPass(o) && blocks+o.blocks() <= budget:
+		case j.sharesPass(o) && blocks+o.blocks() <= budget: // a taken product has left the queue
 			pass = append(pass, o)
 			blocks += o.blocks()
 		default:

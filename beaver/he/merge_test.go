@@ -100,7 +100,7 @@ func testMergesSharedWeights(t *testing.T, l Layout) {
 	var once sync.Once
 	s.onAccumulate = func() {
 		once.Do(func() {
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 				s.mergeMu.Lock()
 				w := len(s.waiting)
 				s.mergeMu.Unlock()
