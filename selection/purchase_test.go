@@ -84,6 +84,39 @@ func deliverAndVerify(t *testing.T, dirs [2]string, items purchase.Items, edit f
 	return rep
 }
 
+// revealedOutcomes counts, from the model owner's checkpoint, the order
+// relations the audit of rep's candidates should check: per phase, each
+// ordered pair of its audited candidates that survived the phase in
+// different tiers.
+func revealedOutcomes(t *testing.T, dir string, rep *purchase.Report) int {
+	t.Helper()
+	res, err := ReadPurchase(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, orders, err := res.Purchase()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range orders {
+		var tiers []int
+		for _, it := range rep.Items {
+			if j, ok := slices.BinarySearch(o.Survivors, it.Index); ok && it.Audit != nil {
+				tiers = append(tiers, o.Tiers[j])
+			}
+		}
+		for _, a := range tiers {
+			for _, b := range tiers {
+				if a != b {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // flagged returns the pool indices the report's audit flags.
 func flagged(rep *purchase.Report) []int {
 	var out []int
@@ -128,7 +161,11 @@ func TestPurchaseDeliverVerify(t *testing.T) {
 	p := testParams()
 	items := valueItems(p.PoolSize, 'A')
 	dirs := [2]string{t.TempDir(), t.TempDir()}
-	res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, items: items})
+	// A fixed coin: with some coins (about 1 in 500) every purchased
+	// candidate shares one tier in every phase and the audit has no
+	// outcome to check.
+	coins := [2][]byte{bytes.Repeat([]byte{5}, 32), bytes.Repeat([]byte{6}, 32)}
+	res, errs := runSelection(t, runCfg{p: [2]Params{p, p}, dirs: dirs, items: items, coins: coins})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatal(errs)
 	}
@@ -152,8 +189,8 @@ func TestPurchaseDeliverVerify(t *testing.T) {
 			outcomes += it.Audit.Outcomes
 		}
 	}
-	if outcomes == 0 {
-		t.Fatal("the audit checked no outcome")
+	if want := revealedOutcomes(t, dirs[0], rep); outcomes != want || want == 0 {
+		t.Fatalf("the audit checked %d outcomes, the revealed tiers hold %d", outcomes, want)
 	}
 	poolB := valueItems(p.PoolSize, 'B')
 	swapped := []int{res[0].Selected[1], res[0].Selected[4]}
