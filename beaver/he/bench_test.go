@@ -440,3 +440,22 @@ func BenchmarkMulMaskedMerged(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMulMaskedSweeps is the product whose sum sweeps the most
+// accumulators: sst2's phase-3 folded G = Ŷ₁ᵀ·[W_K; b_K] for a batch of 16
+// (256 rows in 8 row blocks of 32, 3 column blocks of 256: 24 output
+// blocks, 36 MiB of limb sums), with k cut from 769 to 256 to keep the
+// benchmark's weights at 0.2 GB, compact as the data owner holds them.
+// Each chunk of accumulate (chunkRows) sweeps all of its limb sums once,
+// so the op's CPU follows the rows a chunk holds. An op is one product.
+func BenchmarkMulMaskedSweeps(b *testing.B) {
+	st := benchSetup(b)
+	s := st.s
+	rng := rand.New(rand.NewPCG(3, 3))
+	const m, k, n = 256, 256, 768
+	l := Layout{MW: 32, NW: 256}
+	w := compactWeights(b, st, fill(rng, k*n, "random"), k, n, l)
+	A, R := fill(rng, m*k, "random"), fill(rng, m*n, "random")
+	loop(b, func() error { _, err := s.MulMaskedLayout(w, l, A, m, R, nil); return err })
+	b.ReportMetric(float64(s.chunkRows(k, 3, m/l.MW, s.n/l.NW, true)), "rows/chunk")
+}

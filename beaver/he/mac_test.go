@@ -277,3 +277,39 @@ func BenchmarkEvaluate(b *testing.B) {
 		})
 	}
 }
+
+// TestChunkRows: accumulate's chunks hold as many weight rows as one
+// normalization of the limb sums allows (each chunk sweeps every
+// accumulator of the product once) within chunkBytes of scratch each.
+// The shapes are sst2's at the defaults (batches of 16): phase 3's folded
+// G product (769 rows of 3 compact column blocks, 9 row blocks, D = 32),
+// which held 5 rows a chunk under 4 MiB and swept 10 bytes of accumulators
+// a multiply-add; phase 1's 769×128 · 128×5 product (9 column blocks,
+// D = 2048); a product of one column block; one shorter than a chunk.
+func TestChunkRows(t *testing.T) {
+	s := defaultScheme
+	L, N := len(s.p.Q), s.n
+	for _, c := range []struct {
+		name            string
+		kb, cb, rb, D   int
+		compact         bool
+		atLeast, atMost int
+	}{
+		{"phase-3 G", 769, 3, 9, 32, true, 32, maxMacTerms},
+		{"phase-1 ρ·C0", 128, 9, 7, 2048, true, 12, maxMacTerms},
+		{"one column block", 768, 1, 2, 8, true, maxMacTerms, maxMacTerms},
+		{"expanded weights", 769, 3, 9, 32, false, maxMacTerms, maxMacTerms},
+		{"short", 5, 3, 9, 32, true, 5, 5},
+		{"huge plaintexts", 40, 1, 128, 8192, false, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := s.chunkRows(c.kb, c.cb, c.rb, c.D, c.compact)
+			if got < c.atLeast || got > c.atMost {
+				t.Fatalf("%d rows a chunk, want %d to %d", got, c.atLeast, c.atMost)
+			}
+			if got > 1 && (got*c.rb*L*c.D*8 > chunkBytes || c.compact && got*c.cb*L*N*8 > chunkBytes) {
+				t.Errorf("%d rows a chunk: scratch beyond %d bytes", got, chunkBytes)
+			}
+		})
+	}
+}

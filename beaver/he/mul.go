@@ -198,11 +198,31 @@ func (s *Scheme) finishBlock(j *mulJob, acc *accumulators, ab, bi int) {
 }
 
 // chunkBytes bounds the scratch of one accumulate call, the evaluations of
-// A's plaintexts and the regenerated halves of compact weights, each: a
-// party 1 runs one call per item in flight, 16 at sst2's defaults, which
-// at 16 MiB each could hold 0.5 GB (issue 38). The chunks only split the
-// sum over r: the result is the same.
-const chunkBytes = 4 << 20
+// A's plaintexts and the regenerated halves of compact weights, each. The
+// chunks split the sum over r (the result is the same), and each chunk
+// sweeps every accumulator of the product once: the limb sums of all its
+// output blocks (1.5 MiB a block, 40 MiB for phase 3's G product), far
+// beyond the caches. With 4 MiB, a chunk of phase 3's G product held 5
+// weight rows (3 column blocks of 256 KiB regenerated halves each), so the
+// sum swept 10 bytes of accumulators for every multiply-add and ran at
+// memory speed; a chunk now holds up to maxMacTerms rows, which cuts that
+// traffic 6-fold. The data owner runs one pass at a time (Scheme.admit),
+// so this is the scratch of the one running product.
+const chunkBytes = 32 << 20
+
+// chunkRows returns how many of a product's kb rows of weight ciphertexts
+// (cb column blocks each, compact or not) accumulate takes per chunk, for
+// rb row blocks of A and plaintexts of D distinct evaluations: at most
+// maxMacTerms (one normalization's worth of limb sums), and within
+// chunkBytes of evaluations and of regenerated halves each.
+func (s *Scheme) chunkRows(kb, cb, rb, D int, compact bool) int {
+	L, N := len(s.p.Q), s.n
+	chunk := min(kb, maxMacTerms, chunkBytes/(rb*L*D*8))
+	if compact {
+		chunk = min(chunk, chunkBytes/(cb*L*N*8))
+	}
+	return max(1, chunk)
+}
 
 // accumulate adds the homomorphic product t.A·Enc(B_t) to the accumulators
 // of an output with rb row blocks and cbOut column blocks (tiles of T
@@ -217,10 +237,9 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 	tiles := N / T
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
 	// evaluations ev, computed for a chunk of r at a time (≤ chunkBytes).
-	chunk := max(1, min(kb, chunkBytes/(rb*L*D*8)))
+	chunk := s.chunkRows(kb, cb, rb, D, w.c1 == nil)
 	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
 	if w.c1 == nil {
-		chunk = max(1, min(chunk, chunkBytes/(cb*L*N*8)))
 		c1buf = make([]ring.Poly, chunk*cb)
 		for i := range c1buf {
 			c1buf[i] = s.scratchPoly() // overwritten whole by uniform
