@@ -284,8 +284,11 @@ func BenchmarkEvaluate(b *testing.B) {
 // The shapes are sst2's at the defaults (batches of 16): phase 3's folded
 // G product (769 rows of 3 compact column blocks, 9 row blocks, D = 32),
 // which held 5 rows a chunk under 4 MiB and swept 10 bytes of accumulators
-// a multiply-add; phase 1's 769×128 · 128×5 product (9 column blocks,
-// D = 2048); a product of one column block; one shorter than a chunk.
+// a multiply-add; a product of 128 rows in 9 compact column blocks at
+// D = 2048 that the same forward runs (1 row a chunk under 4 MiB); a
+// product of one column block; expanded weights (no regenerated halves);
+// one shorter than a chunk; a row whose evaluations alone exceed the
+// scratch.
 func TestChunkRows(t *testing.T) {
 	s := defaultScheme
 	L, N := len(s.p.Q), s.n
@@ -296,11 +299,11 @@ func TestChunkRows(t *testing.T) {
 		atLeast, atMost int
 	}{
 		{"phase-3 G", 769, 3, 9, 32, true, 32, maxMacTerms},
-		{"phase-1 ρ·C0", 128, 9, 7, 2048, true, 12, maxMacTerms},
+		{"9 column blocks, D = 2048", 128, 9, 7, 2048, true, 12, maxMacTerms},
 		{"one column block", 768, 1, 2, 8, true, maxMacTerms, maxMacTerms},
 		{"expanded weights", 769, 3, 9, 32, false, maxMacTerms, maxMacTerms},
 		{"short", 5, 3, 9, 32, true, 5, 5},
-		{"huge plaintexts", 40, 1, 128, 8192, false, 1, 1},
+		{"a row beyond the scratch", 40, 1, chunkBytes/(4*8192*8) + 1, 8192, false, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := s.chunkRows(c.kb, c.cb, c.rb, c.D, c.compact)

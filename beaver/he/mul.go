@@ -201,13 +201,14 @@ func (s *Scheme) finishBlock(j *mulJob, acc *accumulators, ab, bi int) {
 // A's plaintexts and the regenerated halves of compact weights, each. The
 // chunks split the sum over r (the result is the same), and each chunk
 // sweeps every accumulator of the product once: the limb sums of all its
-// output blocks (1.5 MiB a block, 40 MiB for phase 3's G product), far
+// output blocks (1.5 MiB a block, 36 MiB for phase 3's G product), far
 // beyond the caches. With 4 MiB, a chunk of phase 3's G product held 5
 // weight rows (3 column blocks of 256 KiB regenerated halves each), so the
 // sum swept 10 bytes of accumulators for every multiply-add and ran at
-// memory speed; a chunk now holds up to maxMacTerms rows, which cuts that
-// traffic 6-fold. The data owner runs one pass at a time (Scheme.admit),
-// so this is the scratch of the one running product.
+// memory speed; with 32 MiB it holds 42 rows, 19 sweeps instead of 154
+// (64 MiB, 64 rows, was no faster at sst2's defaults: bench/TWOHOSTS.md
+// step 14). The data owner runs one pass at a time (Scheme.admit), so
+// this is the scratch of the one running product.
 const chunkBytes = 32 << 20
 
 // chunkRows returns how many of a product's kb rows of weight ciphertexts
