@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
@@ -69,10 +70,13 @@ type Prefetch struct {
 	party  int
 
 	// The consumer's side: Material is called by one computation at a
-	// time.
+	// time, and holds mu while it waits for the next item; served mirrors
+	// next for Served, which must not wait for that (the drawer may ask it
+	// while Material waits for the drawer).
 	mu     sync.Mutex
 	next   int
 	failed error
+	served atomic.Int64
 }
 
 type aheadItem struct {
@@ -157,12 +161,9 @@ func (f *Prefetch) Ready() bool { return len(f.items) > 0 }
 // Len returns the number of items of the script.
 func (f *Prefetch) Len() int { return len(f.reqs) }
 
-// Served returns the number of items Material has served.
-func (f *Prefetch) Served() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.next
-}
+// Served returns the number of items Material has served. It does not
+// wait for a Material call in progress.
+func (f *Prefetch) Served() int { return int(f.served.Load()) }
 
 // Draw draws the script's items from p as one sequence from p's current
 // position on the stream (beaver.DrawSequence) and hands them to Material
@@ -231,6 +232,7 @@ func (f *Prefetch) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 		}
 		f.release(f.next)
 		f.next++
+		f.served.Store(int64(f.next))
 		return it.m, nil
 	case <-ctx.Done():
 		return beaver.Material{}, fmt.Errorf("protocol: %v: %w", r, ctx.Err())

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -457,4 +458,40 @@ func TestPrefetchWindow(t *testing.T) {
 			t.Fatal("a cancelled draw kept waiting for room")
 		}
 	})
+}
+
+// TestPrefetchServedWhileWaiting: Served answers at once while Material
+// waits for an item not drawn yet. It waited for Material's lock, so a
+// drawer that asked it (as TestPrefetchWindow's provider does) while the
+// computation waited for that drawer deadlocked (once in a few hundred
+// runs of the suite, by the order the two goroutines took).
+func TestPrefetchServedWhileWaiting(t *testing.T) {
+	var sc Script
+	sc.Requests = append(sc.Requests, beaver.Request{Kind: beaver.KindTriple, N: 4})
+	pf := NewPrefetch(sc, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() {
+		_, err := pf.Material(ctx, pf.reqs[0])
+		waited <- err
+	}()
+	// Until Material holds the consumer's lock (it waits for the item).
+	for pf.mu.TryLock() {
+		pf.mu.Unlock()
+		runtime.Gosched()
+	}
+	served := make(chan int, 1)
+	go func() { served <- pf.Served() }()
+	select {
+	case n := <-served:
+		if n != 0 {
+			t.Errorf("served %d before any item was drawn", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Served waited for a Material call in progress")
+	}
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Material: %v", err)
+	}
 }
