@@ -230,9 +230,11 @@ func (f *Prefetch) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 			f.failed = fmt.Errorf("protocol: dealer items drawn ahead: %w", it.err)
 			return beaver.Material{}, f.failed
 		}
-		f.release(f.next)
+		// Served counts the item before its bytes leave the window, so a
+		// drawer the release wakes sees it served.
 		f.next++
 		f.served.Store(int64(f.next))
+		f.release(f.next - 1)
 		return it.m, nil
 	case <-ctx.Done():
 		return beaver.Material{}, fmt.Errorf("protocol: %v: %w", r, ctx.Err())
