@@ -463,8 +463,8 @@ func TestPrefetchWindow(t *testing.T) {
 // TestPrefetchServedWhileWaiting: Served answers at once while Material
 // waits for an item not drawn yet. It waited for Material's lock, so a
 // drawer that asked it (as TestPrefetchWindow's provider does) while the
-// computation waited for that drawer deadlocked (once in a few hundred
-// runs of the suite, by the order the two goroutines took).
+// computation waited for that drawer deadlocked, depending on which of
+// the two goroutines came first (it hung the suite once).
 func TestPrefetchServedWhileWaiting(t *testing.T) {
 	var sc Script
 	sc.Requests = append(sc.Requests, beaver.Request{Kind: beaver.KindTriple, N: 4})

@@ -161,7 +161,7 @@ func TestPurchaseDeliverVerify(t *testing.T) {
 	p := testParams()
 	items := valueItems(p.PoolSize, 'A')
 	dirs := [2]string{t.TempDir(), t.TempDir()}
-	// A fixed coin: with some coins (about 1 in 500) every purchased
+	// A fixed coin: with some coins (about 1 run in 460) every purchased
 	// candidate shares one tier in every phase and the audit has no
 	// outcome to check.
 	coins := [2][]byte{bytes.Repeat([]byte{5}, 32), bytes.Repeat([]byte{6}, 32)}

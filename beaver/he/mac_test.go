@@ -292,6 +292,7 @@ func BenchmarkEvaluate(b *testing.B) {
 func TestChunkRows(t *testing.T) {
 	s := defaultScheme
 	L, N := len(s.p.Q), s.n
+	rowBeyond := chunkBytes/(L*N*8) + 1 // row blocks whose evaluations at D = N exceed the scratch
 	for _, c := range []struct {
 		name            string
 		kb, cb, rb, D   int
@@ -303,7 +304,7 @@ func TestChunkRows(t *testing.T) {
 		{"one column block", 768, 1, 2, 8, true, maxMacTerms, maxMacTerms},
 		{"expanded weights", 769, 3, 9, 32, false, maxMacTerms, maxMacTerms},
 		{"short", 5, 3, 9, 32, true, 5, 5},
-		{"a row beyond the scratch", 40, 1, chunkBytes/(4*8192*8) + 1, 8192, false, 1, 1},
+		{"a row beyond the scratch", 40, 1, rowBeyond, N, false, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := s.chunkRows(c.kb, c.cb, c.rb, c.D, c.compact)
