@@ -5,6 +5,7 @@ import (
 	"crypto/cipher"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 )
 
 // AESCTR is an AES-128 or AES-256 counter-mode key stream: the stream of
@@ -96,6 +97,35 @@ func (k *AESKey) CTR(iv [16]byte) *AESCTR {
 		s.std = cipher.NewCTR(k.block, iv[:])
 	}
 	return s
+}
+
+// KeyStreamAt overwrites dst with the key stream of k from the counter
+// block iv + blocks (a 128-bit sum, as the stream itself counts): the bytes
+// a stream from iv hands out after blocks·16 of them. It allocates nothing
+// where the CPU has VAES and len(dst) is a multiple of 64, so that a caller can take any part of a long
+// stream, a tile at a time, without expanding the rest.
+func (k *AESKey) KeyStreamAt(iv [16]byte, blocks uint64, dst []byte) {
+	hi, lo := binary.BigEndian.Uint64(iv[:8]), binary.BigEndian.Uint64(iv[8:])
+	var c uint64
+	lo, c = bits.Add64(lo, blocks, 0)
+	hi += c
+	if ctrPath == ctrStd {
+		start := make([]byte, 16)
+		binary.BigEndian.PutUint64(start[:8], hi)
+		binary.BigEndian.PutUint64(start[8:], lo)
+		KeyStream(dst, cipher.NewCTR(k.block, start))
+		return
+	}
+	// Whole groups straight into dst; a partial last group through a
+	// buffer of its own (AESCTR's own buffer would move s to the heap).
+	s := AESCTR{key: k, hi: hi, lo: lo}
+	g := len(dst) / ctrGroup * ctrGroup
+	s.groups(dst[:g])
+	if g < len(dst) {
+		var tail [ctrGroup]byte
+		s.groups(tail[:])
+		copy(dst[g:], tail[:])
+	}
 }
 
 // KeyStream overwrites dst with the next len(dst) bytes of the stream,
