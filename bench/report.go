@@ -9,15 +9,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/selectformer/selectformer/beaver/he"
 	"github.com/selectformer/selectformer/share"
 )
 
 // Machine describes the machine a report ran on.
 type Machine struct {
-	// CPU is /proc/cpuinfo's first "model name" (runtime.GOARCH elsewhere)
-	// and the ring GEMM kernel this process runs (share.RingKernel), e.g.
-	// "AMD EPYC, ring kernel avx512-vpmullq": the kernel decides the
-	// compute bound as much as the processor does.
+	// CPU is /proc/cpuinfo's first "model name" (runtime.GOARCH elsewhere),
+	// the ring GEMM kernel this process runs (share.RingKernel) and the HE
+	// weight product's kernel (he.MacKernel), e.g. "AMD EPYC, ring kernel
+	// avx512-vpmullq, HE kernel avx512": the kernels decide the compute
+	// bound as much as the processor does.
 	CPU        string `json:"cpu"`
 	Cores      int    `json:"cores"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
@@ -44,7 +46,7 @@ func CurrentMachine() Machine {
 			}
 		}
 	}
-	m.CPU += ", ring kernel " + share.RingKernel()
+	m.CPU += ", ring kernel " + share.RingKernel() + ", HE kernel " + he.MacKernel()
 	return m
 }
 

@@ -352,7 +352,7 @@ func BenchmarkUniform(b *testing.B) {
 	i := uint64(0)
 	b.SetBytes(int64(8 * len(s.p.Q) * s.n))
 	for b.Loop() {
-		s.uniform(streamFor(key, domWeights, i), p)
+		s.seeded(key, domWeights, i, p)
 		i++
 	}
 }
@@ -447,7 +447,8 @@ func BenchmarkMulMaskedMerged(b *testing.B) {
 // blocks, 36 MiB of limb sums), with k cut from 769 to 256 to keep the
 // benchmark's weights at 0.2 GB, compact as the data owner holds them.
 // Each chunk of accumulate (chunkRows) sweeps all of its limb sums once,
-// so the op's CPU follows the rows a chunk holds. An op is one product.
+// so the op's CPU follows the rows a chunk holds. An op is one product,
+// with each limb kernel the CPU runs.
 func BenchmarkMulMaskedSweeps(b *testing.B) {
 	st := benchSetup(b)
 	s := st.s
@@ -456,6 +457,12 @@ func BenchmarkMulMaskedSweeps(b *testing.B) {
 	l := Layout{MW: 32, NW: 256}
 	w := compactWeights(b, st, fill(rng, k*n, "random"), k, n, l)
 	A, R := fill(rng, m*k, "random"), fill(rng, m*n, "random")
-	loop(b, func() error { _, err := s.MulMaskedLayout(w, l, A, m, R, nil); return err })
-	b.ReportMetric(float64(s.chunkRows(k, 3, m/l.MW, s.n/l.NW, true)), "rows/chunk")
+	for _, g := range limbWidths() {
+		b.Run(fmt.Sprintf("g=%d", g), func(b *testing.B) {
+			defer func(v bool) { useMacAVX512 = v }(useMacAVX512)
+			useMacAVX512 = g == 8
+			loop(b, func() error { _, err := s.MulMaskedLayout(w, l, A, m, R, nil); return err })
+			b.ReportMetric(float64(s.chunkRows(k, m/l.MW, s.n/l.NW)), "rows/chunk")
+		})
+	}
 }

@@ -587,10 +587,10 @@ func TestMulMaskedLayout(t *testing.T) {
 	}
 }
 
-// uniformRowRef is uniformRow as first written (a fresh 8·N-byte buffer per
-// read, decoded word by word): the reference the in-place version must
-// match bit for bit, since party 1 regenerates party 0's seeded halves
-// with it.
+// uniformRowRef is the sequential sampler the seeded halves were drawn
+// with before step 15 (bench/TWOHOSTS.md): a row's residues by rejection
+// from the stream's words in order, rows one after another on one stream.
+// seeded gives the same rows wherever no word is refused.
 func uniformRowRef(prng io.Reader, c []uint64, q uint64) {
 	buf := make([]byte, 8*len(c))
 	mask := uint64(1)<<bits.Len64(q-1) - 1
@@ -611,39 +611,99 @@ func uniformRowRef(prng io.Reader, c []uint64, q uint64) {
 	}
 }
 
-// TestUniformMatchesReference: the seeded halves come out the same as
-// from the reference sampler, for the scheme's moduli and for moduli that
-// reject often (just above a power of two: about half the words, so rows
-// read more than once and discard the rest of a read), row after row on
-// one stream.
-func TestUniformMatchesReference(t *testing.T) {
+// seededRowRef is seededRow as specified, position by position with
+// crypto/cipher's CTR: word pos of the stream (dom ‖ idx ‖ 0…) masked, and
+// where that is not below q the first masked word below q of the stream
+// from dom|0x80 ‖ idx ‖ pos ‖ 0….
+func seededRowRef(t *testing.T, key []byte, dom byte, idx, pos0, q uint64, n int) []uint64 {
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := uint64(1)<<bits.Len64(q-1) - 1
+	var iv [aes.BlockSize]byte
+	iv[0] = dom
+	binary.BigEndian.PutUint64(iv[1:9], idx)
+	main := make([]byte, 8*(int(pos0)+n))
+	cipher.NewCTR(blk, iv[:]).XORKeyStream(main, main)
+	out := make([]uint64, n)
+	for i := range out {
+		pos := pos0 + uint64(i)
+		v := binary.LittleEndian.Uint64(main[8*pos:]) & mask
+		if v >= q {
+			var riv [aes.BlockSize]byte
+			riv[0] = dom | 0x80
+			binary.BigEndian.PutUint64(riv[1:9], idx)
+			binary.BigEndian.PutUint32(riv[9:13], uint32(pos))
+			st := cipher.NewCTR(blk, riv[:])
+			for v >= q {
+				var w [8]byte
+				st.XORKeyStream(w[:], w[:])
+				v = binary.LittleEndian.Uint64(w[:]) & mask
+			}
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// TestSeededRowTiles: the weights' seeded halves, which party 0 expands
+// whole when it encrypts and party 1 regenerates a tile at a time where
+// its sum reads them, are the same residues either way and the
+// specification's (seededRowRef): for the scheme's moduli (no word refused
+// here, so the rows are also what the sequential sampler made
+// before step 15 from the same stream: uniformRowRef) and for moduli that refuse about
+// half the words (the retry streams used at many positions), over tiles
+// of 64 to 512 slots at several offsets, in rows past the first.
+func TestSeededRowTiles(t *testing.T) {
 	s := defaultScheme
-	qs := append(append([]uint64(nil), s.p.Q...), 1<<54+1, 1<<40+1, 3)
-	for idx := range uint64(4) {
-		key := []byte("0123456789abcdef0123456789abcdef")
-		got, want := prngFor(key, domWeights, idx), prngFor(key, domWeights, idx)
-		var spill []uint64
-		for _, q := range qs {
-			g, w := make([]uint64, s.n), make([]uint64, s.n)
-			uniformRow(got, g, q, &spill)
-			uniformRowRef(want, w, q)
-			if !slices.Equal(g, w) {
-				t.Fatalf("stream %d, q = %d: rows differ", idx, q)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	k := expandKey(key)
+	// The scheme's moduli: the whole polynomial.
+	p := s.rq.NewPoly()
+	s.seeded(k, domWeights, 7, p)
+	seq, r := s.rq.NewPoly(), prngFor(key, domWeights, 7)
+	for i, q := range s.p.Q {
+		uniformRowRef(r, seq.Coeffs[i], q)
+	}
+	if !p.Equal(&seq) {
+		t.Fatal("with no word refused, seeded differs from the sequential expansion of the same stream")
+	}
+	for i, q := range s.p.Q {
+		if want := seededRowRef(t, key, domWeights, 7, uint64(i*s.n), q, s.n); !slices.Equal(p.Coeffs[i], want) {
+			t.Fatalf("row %d differs from the reference", i)
+		}
+	}
+	// Moduli that refuse often, tile by tile against the whole row.
+	for _, q := range []uint64{1<<54 + 1, 1<<40 + 1, 3} {
+		const row, n = 2, 4096
+		pos0 := uint64(row * n)
+		whole := make([]uint64, n)
+		seededRow(k, domWeights, 11, pos0, q, whole)
+		if want := seededRowRef(t, key, domWeights, 11, pos0, q, n); !slices.Equal(whole, want) {
+			t.Fatalf("q = %d: the row differs from the reference", q)
+		}
+		for _, tile := range []int{64, 256, 512} {
+			for x0 := 0; x0 < n; x0 += 3 * tile {
+				got := make([]uint64, min(tile, n-x0))
+				seededRow(k, domWeights, 11, pos0+uint64(x0), q, got)
+				if !slices.Equal(got, whole[x0:x0+len(got)]) {
+					t.Fatalf("q = %d: tile of %d at %d differs from the whole row", q, tile, x0)
+				}
+			}
+		}
+		for x, v := range whole {
+			if v >= q {
+				t.Fatalf("q = %d: slot %d holds %d", q, x, v)
 			}
 		}
 	}
-	// The whole polynomial, as LoadWeightsCompact's items regenerate it.
-	p, ref := s.rq.NewPoly(), s.rq.NewPoly()
-	s.uniform(prngFor(make([]byte, 32), domWeights, 9), p)
-	r := prngFor(make([]byte, 32), domWeights, 9)
-	for i, q := range s.p.Q {
-		uniformRowRef(r, ref.Coeffs[i], q)
-	}
-	if !p.Equal(&ref) {
-		t.Fatal("uniform differs from the reference")
-	}
-	// The PRNG is crypto/cipher's AES-256-CTR key stream (its vector path
-	// on this CPU: share.AESCTR), across a short read and a long one.
+}
+
+// TestPRNGIsAESCTR: the keyed PRNG that the samplers read (errors,
+// masks, floods) is crypto/cipher's AES-256-CTR key stream (its vector
+// path on this CPU: share.AESCTR), across a short read and a long one.
+func TestPRNGIsAESCTR(t *testing.T) {
 	key := make([]byte, 32)
 	for i := range key {
 		key[i] = byte(7*i + 1)
@@ -658,7 +718,7 @@ func TestUniformMatchesReference(t *testing.T) {
 	want := make([]byte, 200<<10+3)
 	cipher.NewCTR(blk, iv[:]).XORKeyStream(want, want)
 	got := make([]byte, len(want))
-	r = prngFor(key, domWeights, 5)
+	r := prngFor(key, domWeights, 5)
 	if _, err := io.ReadFull(r, got[:100]); err != nil {
 		t.Fatal(err)
 	}

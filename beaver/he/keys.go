@@ -172,51 +172,8 @@ func (s *Scheme) gauss() ring.DiscreteGaussian {
 // pkP1 expands the public key's p1 (NTT domain) from its seed.
 func (s *Scheme) pkP1(pk *PublicKey) ring.Poly {
 	p1 := s.rq.NewPoly()
-	s.uniform(prngFor(pk.Seed[:], domPK, 0), p1)
+	s.seeded(expandKey(pk.Seed[:]), domPK, 0, p1)
 	return p1
-}
-
-// uniform fills p with residues uniform mod each q_i, by rejection from
-// the low bits of 64-bit words of prng (as lattigo's UniformSampler, whose
-// small buffer made it 10× slower here). Each residue row reads a fresh
-// 8·N bytes of the stream (and 8·N more while it lacks residues, the rest
-// of the last read discarded); the first read lands in the row itself,
-// filtered in place (a party 1 with compact weights regenerates every
-// seeded half this way for every item: issue 38).
-func (s *Scheme) uniform(prng io.Reader, p ring.Poly) {
-	var spill []uint64
-	for i, q := range s.p.Q {
-		uniformRow(prng, p.Coeffs[i], q, &spill)
-	}
-}
-
-// uniformRow fills c with residues uniform mod q as uniform describes;
-// *spill is the buffer of a row's further reads (made when first needed).
-func uniformRow(prng io.Reader, c []uint64, q uint64, spill *[]uint64) {
-	mask := uint64(1)<<bits.Len64(q-1) - 1
-	readWords(prng, c)
-	if maskAllBelow(c, mask, q) {
-		return // no word rejected (most rows: q is close to 2^55)
-	}
-	x := 0
-	for _, v := range c { // x ≤ the index read: in place
-		if v &= mask; v < q {
-			c[x] = v
-			x++
-		}
-	}
-	for x < len(c) {
-		if *spill == nil {
-			*spill = make([]uint64, len(c))
-		}
-		readWords(prng, *spill)
-		for _, v := range *spill {
-			if v &= mask; v < q && x < len(c) {
-				c[x] = v
-				x++
-			}
-		}
-	}
 }
 
 // maskAllBelow replaces every word of c by its bits under mask and reports
@@ -239,18 +196,68 @@ func maskAllBelow(c []uint64, mask, q uint64) bool {
 	return over>>63 == 0
 }
 
-// readWords overwrites w with the next 8·len(w) bytes of prng as
-// little-endian words, read into w's own memory (share.HostLittleEndian
-// says when no swap is needed). The keyed PRNG does not fail.
-func readWords(prng io.Reader, w []uint64) {
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&w[0])), 8*len(w))
-	if _, err := io.ReadFull(prng, b); err != nil {
-		panic(err) // the keyed PRNG does not fail
+// seededRow fills dst with the residues mod q at positions pos0, pos0+1, …
+// of the seeded expansion (k, dom, idx), the public halves of the weight
+// ciphertexts: position pos takes word pos of the stream streamFor(k, dom,
+// idx) (little-endian), masked to q's bit length, when that is below q, and
+// otherwise the first such word of a stream of its own (retryRow). Any part
+// of a row is made without the rest, so that party 1 regenerates a
+// compact weight ciphertext's half a tile at a time, where its sum reads it
+// (bench/TWOHOSTS.md, step 15). Residue row p of a polynomial is positions
+// [p·N, (p+1)·N). pos0 is even (words are taken 16-byte blocks at a time).
+// With the default moduli, a word is refused about once in 10^10.
+func seededRow(k *share.AESKey, dom byte, idx, pos0 uint64, q uint64, dst []uint64) {
+	if len(dst) == 0 {
+		return
 	}
+	var iv [aes.BlockSize]byte
+	iv[0] = dom
+	binary.BigEndian.PutUint64(iv[1:9], idx)
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&dst[0])), 8*len(dst))
+	k.KeyStreamAt(iv, pos0/2, b)
 	if !share.HostLittleEndian() {
-		for i := range w {
-			w[i] = binary.LittleEndian.Uint64(b[8*i:])
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint64(b[8*i:])
 		}
+	}
+	mask := uint64(1)<<bits.Len64(q-1) - 1
+	if maskAllBelow(dst, mask, q) {
+		return
+	}
+	for i, v := range dst {
+		if v >= q {
+			dst[i] = retryRow(k, dom, idx, pos0+uint64(i), q, mask)
+		}
+	}
+}
+
+// retryRow is the residue of position pos of the seeded expansion (k, dom,
+// idx) whose first word was refused: the first word below q, masked, of the
+// stream from the counter block dom|0x80 ‖ idx ‖ pos (32 bits) ‖ 0, which
+// no expansion's main stream reaches (their first byte is a domain, below
+// 0x80). pos fits 32 bits: NewScheme takes N ≤ 2^13 and at most maxPrimes
+// = 16 rows, so pos < 2^17.
+func retryRow(k *share.AESKey, dom byte, idx, pos, q, mask uint64) uint64 {
+	var iv [aes.BlockSize]byte
+	iv[0] = dom | 0x80
+	binary.BigEndian.PutUint64(iv[1:9], idx)
+	binary.BigEndian.PutUint32(iv[9:13], uint32(pos))
+	var w [64]byte
+	for blk := uint64(0); ; blk += uint64(len(w)) / aes.BlockSize {
+		k.KeyStreamAt(iv, blk, w[:])
+		for i := 0; i < len(w); i += 8 {
+			if v := binary.LittleEndian.Uint64(w[i:]) & mask; v < q {
+				return v
+			}
+		}
+	}
+}
+
+// seeded fills p with the seeded polynomial idx of key k in domain dom:
+// seededRow over each residue row.
+func (s *Scheme) seeded(k *share.AESKey, dom byte, idx uint64, p ring.Poly) {
+	for i, q := range s.p.Q {
+		seededRow(k, dom, idx, uint64(i*s.n), q, p.Coeffs[i])
 	}
 }
 

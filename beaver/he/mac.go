@@ -1,22 +1,21 @@
 package he
 
-import (
-	"math/bits"
-
-	"github.com/tuneinsight/lattigo/v6/ring"
-)
+import "math/bits"
 
 // The HE weight product's inner loop, the sum Σ_r a_r(ζ_x)·w_r[x] over the
 // terms r of an output block at every NTT slot x, is party 1's largest cost
-// in a dealer-free selection (≈ 60% of its CPU at sst2's defaults). Two
-// kernels compute it, with the same residues in the end: macGather,
+// in a dealer-free selection (a fifth to a third of its CPU at sst2's
+// defaults, by CPU). Three kernels compute it, with the same residues in
+// the end: macGather,
 // portable, one 64×64→128-bit multiply per product summed in (lo, hi)
 // words; and, on amd64 with AVX2, macLimbsAVX2, which splits every operand
 // (a residue below 2^56) into 28-bit halves and sums the half products of
 // four slots at a time with VPMULUDQ in 64-bit lanes, kept as limb sums
 // L + 2^28·M + 2^56·H (normalized every maxMacTerms terms, reduced mod q at
 // the end). The four slots of a group share a_r when the packing's NW ≥ 4
-// (the evaluation index is constant on runs of NW slots).
+// (the evaluation index is constant on runs of NW slots). Where the CPU
+// has AVX-512 and NW ≥ 8, macLimbsAVX512 does the same on groups of eight
+// slots in 512-bit registers.
 
 // macTerm is one term of macLimbsAVX2: a_r's evaluations (indexed by the
 // slot's evaluation index) and the two weight polynomials' residues from
@@ -33,12 +32,32 @@ type macTerm struct {
 // lane is below 2^28 + 2^63: none wraps.
 const maxMacTerms = 64
 
-// macSubTile is the most slots macLimbsAVX2 covers per call: its limb sums
-// (six words a slot) stay in the first-level cache until folded.
-const macSubTile = 512
+// macSubTile is the most slots a kernel call covers: its limb sums (six
+// words a slot) stay in the first-level cache until folded, and a row
+// group's weights of these slots (maxMacTerms rows of c0 and of c1, 256
+// KiB) in the second-level cache while every row block reads them.
+const macSubTile = 256
 
-// useMacAVX2 selects macLimbsAVX2 (tests switch it off to compare).
-var useMacAVX2 = haveMacAVX2
+// useMacAVX2 selects the limb kernels, useMacAVX512 the AVX-512 one among
+// them (tests switch them off to compare).
+var (
+	useMacAVX2   = haveMacAVX2
+	useMacAVX512 = haveMacAVX512
+)
+
+// MacKernel names the kernel of the HE weight product's sum that this
+// process runs for packings of NW ≥ 8 (sst2's): "avx512" (macLimbsAVX512),
+// "avx2" (macLimbsAVX2) or "portable" (macGather). A compute bound of the
+// dealer-free mode depends on it as much as on the processor.
+func MacKernel() string {
+	switch {
+	case useMacAVX2 && useMacAVX512:
+		return "avx512"
+	case useMacAVX2:
+		return "avx2"
+	}
+	return "portable"
+}
 
 // accumulators are the sums of an encrypted product's output blocks,
 // before their reduction mod each q, in the NTT domain: 128-bit words
@@ -48,7 +67,11 @@ type accumulators struct {
 	nb    int
 	lo    []uint64 // 128-bit: index ((bi·2+comp)·L+p)·N+x
 	hi    []uint64
-	limbs []uint64 // limb sums: the 24-word group of x at ((bi·L+p)·N+x)/4·24
+	limbs []uint64 // limb sums: 6 words a slot, in groups of g slots (below)
+	// g is the slots of a limb group: the group of x at word 6·g·⌊i/g⌋ for
+	// i = (bi·L+p)·N+x holds L0, M0, H0, L1, M1, H1 (c0's sums, then
+	// c1's), g lanes each; 8 for macLimbsAVX512, 4 for macLimbsAVX2.
+	g int
 	// pending is the most terms any block's limb sums took since the last
 	// normalization.
 	pending int
@@ -58,7 +81,8 @@ type accumulators struct {
 // packed with NW columns per ciphertext and tiled by T slots: limb sums
 // where macLimbsAVX2 can run it (AVX2, NW ≥ 4 so that the evaluation index
 // is constant on aligned groups of four slots, moduli ≤ 2^56), 128-bit
-// words otherwise. The operands' bound holds against a lying peer too: the
+// words otherwise; groups of eight slots where macLimbsAVX512 runs (NW ≥ 8).
+// The operands' bound holds against a lying peer too: the
 // weight ciphertexts party 0 uploads are refused unless every residue is
 // below its modulus (readPoly, ErrMalformed), the rest is computed here,
 // and even a lazy NTT's outputs below 2q stay below 2^56.
@@ -71,60 +95,78 @@ func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	}
 	if fits {
 		a.limbs = make([]uint64, 3*n)
+		a.g = 4
+		if useMacAVX512 && nw >= 8 && T%8 == 0 {
+			a.g = 8
+		}
 	} else {
 		a.lo, a.hi = make([]uint64, n), make([]uint64, n)
 	}
 	return a
 }
 
-// addTerms adds the terms ra ≤ r < re (of the chunk from r0, nr terms, whose
-// evaluations are ev and seeded halves c1) of the weights w to the limb
-// sums of the tile of slots [x0, x0+len(idx)) of residue p, for every
-// output block w covers, over sub-tiles of macSubTile slots.
-func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cb, cbOut int, w *Weights, c1 []ring.Poly, ev []uint64) {
+// addTerms adds the terms ra ≤ r < re (of the chunk from r0, nr rows, whose
+// evaluations are ev) of the weights w to the sums of the tile of slots
+// [x0, x0+len(idx)) of residue p, for every output block w covers: column
+// block by column block and macSubTile slots at a time, the weights'
+// halves of those slots loaded once (loadHalves, into sc) for all the row
+// blocks.
+func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut int, w *Weights, ev []uint64, sc *halvesScratch) {
 	L, N, D := len(a.s.p.Q), a.s.n, w.plan.d
 	T := len(idx)
-	terms := make([]macTerm, 0, re-ra)
-	for jb := range cb {
-		for ib := range rb {
-			bo := ib*cbOut + w.jb0 + jb // the output block
-			base := ((bo*L+p)*N + x0) / 4 * 24
-			for xs := 0; xs < T; xs += macSubTile {
-				xe := min(T, xs+macSubTile)
-				terms = terms[:0]
+	var buf [maxMacTerms]macTerm // on the stack: a slice made here cost 1% of party 1's CPU
+	for jb := range w.cb {
+		for xs := 0; xs < T; xs += macSubTile {
+			xe := min(T, xs+macSubTile)
+			n := xe - xs
+			w.loadHalves(sc, ra, re, jb, p, x0+xs, n)
+			for ib := range rb {
+				bo := ib*cbOut + w.jb0 + jb // the output block
+				if a.limbs == nil {
+					o0 := ((bo*2)*L+p)*N + x0 + xs
+					o1 := ((bo*2+1)*L+p)*N + x0 + xs
+					for r := ra; r < re; r++ {
+						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
+						w0 := w.c0[r*w.cb+jb].Coeffs[p][x0+xs : x0+xe]
+						macGather(a.lo[o0:o0+n], a.hi[o0:o0+n], a.lo[o1:o1+n], a.hi[o1:o1+n], e, idx[xs:xe], w0, sc.rows[r-ra])
+					}
+					continue
+				}
+				terms := buf[:0]
 				for r := ra; r < re; r++ {
 					terms = append(terms, macTerm{
 						ev: &ev[((ib*nr+r-r0)*L+p)*D],
-						w0: &w.c0[r*cb+jb].Coeffs[p][x0+xs],
-						w1: &c1[(r-r0)*cb+jb].Coeffs[p][x0+xs],
+						w0: &w.c0[r*w.cb+jb].Coeffs[p][x0+xs],
+						w1: &sc.rows[r-ra][0],
 					})
 				}
-				macLimbsAsm(terms, idx[xs:xe], a.limbs[base+xs/4*24:base+xe/4*24])
+				base := ((bo*L+p)*N + x0 + xs) * 6
+				macLimbsAsm(terms, idx[xs:xe], a.limbs[base:base+6*n], a.g)
 			}
 		}
 	}
 }
 
-// normalize carries every limb sum's L and M into the next limb and
-// reduces H mod q (a multiple of 2^56·q less, the same residue), so that
-// maxMacTerms more terms fit.
-func (a *accumulators) normalize() {
-	L, N := len(a.s.p.Q), a.s.n
-	parallel(a.nb*L, func(t int) {
-		q := a.s.p.Q[t%L]
-		g := a.limbs[t*N/4*24 : (t+1)*N/4*24]
-		for b := 0; b < len(g); b += 24 {
-			for c := b; c < b+24; c += 12 {
-				for lane := c; lane < c+4; lane++ {
-					l, m, h := g[lane], g[lane+4], g[lane+8]
+// normalizeTile carries every limb sum's L and M of slots [x0, x0+T) of
+// residue p, in every block, into the next limb and reduces H mod q (a
+// multiple of 2^56·q less, the same residue), so that maxMacTerms more
+// terms fit.
+func (a *accumulators) normalizeTile(p, x0, T int) {
+	L, N, w, q := len(a.s.p.Q), a.s.n, a.g, a.s.p.Q[p]
+	for bo := range a.nb {
+		base := ((bo*L+p)*N + x0) * 6
+		g := a.limbs[base : base+6*T]
+		for b := 0; b < len(g); b += 6 * w {
+			for c := b; c < b+6*w; c += 3 * w {
+				for lane := c; lane < c+w; lane++ {
+					l, m, h := g[lane], g[lane+w], g[lane+2*w]
 					m += l >> 28
 					h += m >> 28
-					g[lane], g[lane+4], g[lane+8] = l&(1<<28-1), m&(1<<28-1), h%q
+					g[lane], g[lane+w], g[lane+2*w] = l&(1<<28-1), m&(1<<28-1), h%q
 				}
 			}
 		}
-	})
-	a.pending = 0
+	}
 }
 
 // reduce writes block bi's sums of residue p mod q into c0 and c1.
@@ -136,14 +178,14 @@ func (a *accumulators) reduce(bi, p int, c0, c1 []uint64) {
 		reduce(c1, a.lo[o1:o1+N], a.hi[o1:o1+N], q)
 		return
 	}
-	g := a.limbs[(bi*L+p)*N/4*24 : (bi*L+p+1)*N/4*24]
+	g, w := a.limbs[(bi*L+p)*N*6:(bi*L+p+1)*N*6], a.g
 	for x := range N {
-		b := x/4*24 + x%4
+		b := x/w*6*w + x%w
 		var lo, hi uint64
-		addLimbs(&lo, &hi, g[b], g[b+4], g[b+8])
+		addLimbs(&lo, &hi, g[b], g[b+w], g[b+2*w])
 		c0[x] = bits.Rem64(hi, lo, q)
 		lo, hi = 0, 0
-		addLimbs(&lo, &hi, g[b+12], g[b+16], g[b+20])
+		addLimbs(&lo, &hi, g[b+3*w], g[b+4*w], g[b+5*w])
 		c1[x] = bits.Rem64(hi, lo, q)
 	}
 }

@@ -4,21 +4,35 @@ package he
 
 import "golang.org/x/sys/cpu"
 
-// macLimbsAVX2 is macLimbs's kernel in AVX2 (VPMULUDQ on 28-bit halves).
-// Implemented in mac_amd64.s.
+// macLimbsAVX2 is macLimbs's kernel in AVX2 (VPMULUDQ on 28-bit halves),
+// on groups of four slots. Implemented in mac_amd64.s.
 //
 //go:noescape
 func macLimbsAVX2(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 
+// macLimbsAVX512 is the same kernel in AVX-512 (eight slots a group).
+// Implemented in mac_amd64.s.
+//
+//go:noescape
+func macLimbsAVX512(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
+
 // haveMacAVX2 reports whether the CPU runs macLimbsAVX2.
 var haveMacAVX2 = cpu.X86.HasAVX2
 
+// haveMacAVX512 reports whether the CPU runs macLimbsAVX512.
+var haveMacAVX512 = cpu.X86.HasAVX512F
+
 // macLimbsAsm adds the limb sums of the terms over the slots of idx (a
-// multiple of 4) to limbs (6 words a slot) by macLimbsAVX2.
-func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64) {
+// multiple of the group width g, 4 or 8) to limbs (6 words a slot, in
+// groups of g slots) by macLimbsAVX2 or, for g = 8, macLimbsAVX512.
+func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64, g int) {
 	n := len(idx)
 	limbs = limbs[:6*n]
 	if n == 0 || len(terms) == 0 {
+		return
+	}
+	if g == 8 {
+		macLimbsAVX512(&terms[0], len(terms), &idx[0], n, &limbs[0])
 		return
 	}
 	macLimbsAVX2(&terms[0], len(terms), &idx[0], n, &limbs[0])

@@ -105,3 +105,96 @@ tloop:
 done:
 	VZEROUPPER
 	RET
+
+// macGroup512 is macLimbsAVX512's terms per pass (its sums of a group in
+// Z0–Z5 stay in registers over them).
+#define macGroup512 4
+
+// func macLimbsAVX512(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
+//
+// macLimbsAVX2 on groups of eight slots in 512-bit registers: n is a
+// positive multiple of 8, idx constant on each aligned group of eight x,
+// and the block of 48 words of x's group holds L0, M0, H0, L1, M1, H1,
+// eight lanes each.
+TEXT ·macLimbsAVX512(SB), NOSPLIT, $0-40
+	MOVQ terms+0(FP), SI
+	MOVQ nterms+8(FP), CX
+	MOVQ idx+16(FP), DI
+	MOVQ n+24(FP), R8
+	MOVQ $0xfffffff, AX
+	VPBROADCASTQ AX, Z15
+	TESTQ CX, CX
+	JLE done512
+
+gloop512:
+	MOVQ $macGroup512, R15
+	CMPQ CX, R15
+	CMOVQLT CX, R15
+	MOVQ limbs+32(FP), R9
+	XORQ R10, R10
+
+xloop512:
+	VMOVDQU64 0(R9), Z0
+	VMOVDQU64 64(R9), Z1
+	VMOVDQU64 128(R9), Z2
+	VMOVDQU64 192(R9), Z3
+	VMOVDQU64 256(R9), Z4
+	VMOVDQU64 320(R9), Z5
+	MOVWQZX (DI)(R10*2), R11
+	MOVQ SI, R12
+	MOVQ R15, R13
+
+tloop512:
+	MOVQ 0(R12), AX
+	MOVQ 8(R12), BX
+	MOVQ 16(R12), DX
+	VPBROADCASTQ (AX)(R11*8), Z6
+	VPSRLQ $28, Z6, Z7
+	VPANDQ Z15, Z6, Z6
+
+	VMOVDQU64 (BX)(R10*8), Z8
+	VPSRLQ $28, Z8, Z9
+	VPANDQ Z15, Z8, Z8
+	VPMULUDQ Z6, Z8, Z10
+	VPADDQ Z10, Z0, Z0
+	VPMULUDQ Z7, Z9, Z10
+	VPADDQ Z10, Z2, Z2
+	VPMULUDQ Z6, Z9, Z10
+	VPADDQ Z10, Z1, Z1
+	VPMULUDQ Z7, Z8, Z10
+	VPADDQ Z10, Z1, Z1
+
+	VMOVDQU64 (DX)(R10*8), Z8
+	VPSRLQ $28, Z8, Z9
+	VPANDQ Z15, Z8, Z8
+	VPMULUDQ Z6, Z8, Z10
+	VPADDQ Z10, Z3, Z3
+	VPMULUDQ Z7, Z9, Z10
+	VPADDQ Z10, Z5, Z5
+	VPMULUDQ Z6, Z9, Z10
+	VPADDQ Z10, Z4, Z4
+	VPMULUDQ Z7, Z8, Z10
+	VPADDQ Z10, Z4, Z4
+
+	ADDQ $24, R12
+	DECQ R13
+	JNZ tloop512
+
+	VMOVDQU64 Z0, 0(R9)
+	VMOVDQU64 Z1, 64(R9)
+	VMOVDQU64 Z2, 128(R9)
+	VMOVDQU64 Z3, 192(R9)
+	VMOVDQU64 Z4, 256(R9)
+	VMOVDQU64 Z5, 320(R9)
+	ADDQ $384, R9
+	ADDQ $8, R10
+	CMPQ R10, R8
+	JLT xloop512
+
+	MOVQ R12, SI
+	SUBQ R15, CX
+	JG gloop512
+
+done512:
+	VZEROUPPER
+	RET

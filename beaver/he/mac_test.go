@@ -34,11 +34,22 @@ func macCase(rng *rand.Rand, nt, n, D, nw int, bound uint64, extreme bool) (ev, 
 	return ev, w0, w1, idx
 }
 
-// TestMacKernelsAgree: the AVX2 limb kernel, folded, gives the portable
-// kernel's 128-bit sums bit for bit — for term counts below, at and
-// across the kernel's pass of four, up to maxMacTerms, for random residues
-// below the largest modulus and for operands at 2^56 − 1, the bound under
-// which maxMacTerms terms cannot wrap a lane.
+// limbWidths are the limb group widths this CPU's kernels run: 4
+// (macLimbsAVX2) and, with AVX-512, 8 (macLimbsAVX512).
+func limbWidths() []int {
+	if haveMacAVX512 {
+		return []int{4, 8}
+	}
+	return []int{4}
+}
+
+// TestMacKernelsAgree: each limb kernel the CPU runs (AVX2, AVX-512),
+// folded, gives the portable kernel's 128-bit sums bit for bit — for term
+// counts below, at and across the kernels' pass of four, up to
+// maxMacTerms, for random residues below the largest modulus and for
+// operands at 2^56 − 1, the bound under which maxMacTerms terms cannot
+// wrap a lane. A case runs with each width that divides its slots and its
+// runs of one evaluation index.
 func TestMacKernelsAgree(t *testing.T) {
 	if !haveMacAVX2 {
 		t.Skip("no AVX2 kernel on this CPU or build")
@@ -55,57 +66,68 @@ func TestMacKernelsAgree(t *testing.T) {
 		extreme bool
 	}{
 		{"one-term", 1, 4, 4, qmax, false},
+		{"one-term/eight-slots", 1, 8, 8, qmax, false},
 		{"three", 3, 64, 4, qmax, false},
 		{"four", 4, 64, 8, qmax, false},
 		{"five", 5, 128, 16, qmax, false},
 		{"max-terms", maxMacTerms, 512, 64, qmax, false},
-		{"max-terms/extreme-q", maxMacTerms, 64, 4, qmax, true},
-		{"max-terms/2^56-1", maxMacTerms, 64, 4, 1 << 56, true},
+		{"max-terms/extreme-q", maxMacTerms, 64, 8, qmax, true},
+		{"max-terms/2^56-1", maxMacTerms, 64, 8, 1 << 56, true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(c.nt), uint64(c.n)))
-			const D = 32
-			ev, w0, w1, idx := macCase(rng, c.nt, c.n, D, c.nw, c.bound, c.extreme)
-			var want, got [4][]uint64
-			for i := range 4 {
-				want[i] = make([]uint64, c.n)
-				got[i] = make([]uint64, c.n)
-				for x := range c.n { // start from nonzero sums, as after a fold
-					want[i][x] = rng.Uint64()
-					got[i][x] = want[i][x]
-				}
+		for _, g := range limbWidths() {
+			if c.n%g != 0 || c.nw < g {
+				continue
 			}
-			for k := range c.nt {
-				macGather(want[0], want[1], want[2], want[3], ev[k], idx, w0[k], w1[k])
+			t.Run(fmt.Sprintf("%s/g=%d", c.name, g), func(t *testing.T) { macKernelCase(t, c.nt, c.n, c.nw, g, c.bound, c.extreme) })
+		}
+	}
+}
+
+// macKernelCase is one case of TestMacKernelsAgree: nt terms over n slots
+// in limb groups of g.
+func macKernelCase(t *testing.T, nt, n, nw, g int, bound uint64, extreme bool) {
+	rng := rand.New(rand.NewPCG(uint64(nt), uint64(n)))
+	const D = 32
+	ev, w0, w1, idx := macCase(rng, nt, n, D, nw, bound, extreme)
+	var want, got [4][]uint64
+	for i := range 4 {
+		want[i] = make([]uint64, n)
+		got[i] = make([]uint64, n)
+		for x := range n { // start from nonzero sums, as after a fold
+			want[i][x] = rng.Uint64()
+			got[i][x] = want[i][x]
+		}
+	}
+	for k := range nt {
+		macGather(want[0], want[1], want[2], want[3], ev[k], idx, w0[k], w1[k])
+	}
+	terms := make([]macTerm, nt)
+	for k := range terms {
+		terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
+	}
+	limbs := make([]uint64, 6*n)
+	macLimbsAsm(terms, idx, limbs, g)
+	for x := range n {
+		b := x/g*6*g + x%g
+		addLimbs(&got[0][x], &got[1][x], limbs[b], limbs[b+g], limbs[b+2*g])
+		addLimbs(&got[2][x], &got[3][x], limbs[b+3*g], limbs[b+4*g], limbs[b+5*g])
+	}
+	for i := range 4 {
+		for x := range n {
+			if got[i][x] != want[i][x] {
+				t.Fatalf("accumulator %d, slot %d: %#x, want %#x", i, x, got[i][x], want[i][x])
 			}
-			terms := make([]macTerm, c.nt)
-			for k := range terms {
-				terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
-			}
-			limbs := make([]uint64, 6*c.n)
-			macLimbsAsm(terms, idx, limbs)
-			for x := range c.n {
-				b := x/4*24 + x%4
-				addLimbs(&got[0][x], &got[1][x], limbs[b], limbs[b+4], limbs[b+8])
-				addLimbs(&got[2][x], &got[3][x], limbs[b+12], limbs[b+16], limbs[b+20])
-			}
-			for i := range 4 {
-				for x := range c.n {
-					if got[i][x] != want[i][x] {
-						t.Fatalf("accumulator %d, slot %d: %#x, want %#x", i, x, got[i][x], want[i][x])
-					}
-				}
-			}
-		})
+		}
 	}
 }
 
 // TestMulMaskedKernelsAgree: party 1's whole encrypted product is the same
-// byte for byte with the AVX2 kernel and with the portable one (the same
-// randomness), over packings the kernel takes (NW ≥ 4: more terms than a
-// fold's maxMacTerms, KW rows per ciphertext, compact weights whose sum
-// is cut into chunks, a sum of two products) and one it leaves to the
-// portable kernel (NW = 2).
+// byte for byte with each limb kernel the CPU runs (AVX2; AVX-512 where
+// NW ≥ 8) and with the portable one (the same randomness), over packings
+// the kernels take (NW ≥ 4: more terms than a fold's maxMacTerms, KW rows
+// per ciphertext, compact weights whose sum is cut into chunks, a sum of
+// two products), one only the AVX2 kernel takes (NW = 4) and one left to
+// the portable kernel (NW = 2).
 func TestMulMaskedKernelsAgree(t *testing.T) {
 	if !haveMacAVX2 {
 		t.Skip("no AVX2 kernel on this CPU or build")
@@ -157,9 +179,9 @@ func TestMulMaskedKernelsAgree(t *testing.T) {
 				terms = append(terms, Term{W: load(c.k, c.n), A: fill(rng, c.m*c.k, "random")})
 			}
 			R := fill(rng, c.m*c.n, "random")
-			run := func(avx2 bool) []byte {
-				defer func(v bool) { useMacAVX2 = v }(useMacAVX2)
-				useMacAVX2 = avx2
+			run := func(avx2, avx512 bool) []byte {
+				defer func(v, w bool) { useMacAVX2, useMacAVX512 = v, w }(useMacAVX2, useMacAVX512)
+				useMacAVX2, useMacAVX512 = avx2, avx512
 				out, err := s.MulMaskedSum(terms, c.l, c.m, c.n, R, newDetRand(99))
 				if err != nil {
 					t.Fatal(err)
@@ -170,14 +192,21 @@ func TestMulMaskedKernelsAgree(t *testing.T) {
 				}
 				return b
 			}
-			if a, p := run(true), run(false); !bytes.Equal(a, p) {
-				t.Fatalf("outputs differ (%d and %d bytes)", len(a), len(p))
+			p := run(false, false)
+			if a := run(true, false); !bytes.Equal(a, p) {
+				t.Fatalf("AVX2 and portable outputs differ (%d and %d bytes)", len(a), len(p))
+			}
+			if !haveMacAVX512 {
+				return
+			}
+			if a := run(true, true); !bytes.Equal(a, p) {
+				t.Fatalf("AVX-512 and portable outputs differ (%d and %d bytes)", len(a), len(p))
 			}
 		})
 	}
 }
 
-// BenchmarkMacKernels: the two kernels on the same sum, 64 terms over 512
+// BenchmarkMacKernels: the kernels on the same sum, 64 terms over 512
 // slots (two weight rows a term), as accumulate runs them; SetBytes counts
 // one byte a product (MB/s reads as M products a second).
 func BenchmarkMacKernels(b *testing.B) {
@@ -193,21 +222,27 @@ func BenchmarkMacKernels(b *testing.B) {
 			}
 		}
 	})
-	b.Run("avx2", func(b *testing.B) {
-		if !haveMacAVX2 {
-			b.Skip("no AVX2 kernel on this CPU or build")
-		}
-		limbs := make([]uint64, 6*n)
-		terms := make([]macTerm, nt)
-		for k := range terms {
-			terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
-		}
-		b.SetBytes(2 * nt * n)
-		for b.Loop() {
-			clear(limbs)
-			macLimbsAsm(terms, idx, limbs)
-		}
-	})
+	for _, k := range []struct {
+		name string
+		g    int
+		have bool
+	}{{"avx2", 4, haveMacAVX2}, {"avx512", 8, haveMacAVX512}} {
+		b.Run(k.name, func(b *testing.B) {
+			if !k.have {
+				b.Skip("no such kernel on this CPU or build")
+			}
+			limbs := make([]uint64, 6*n)
+			terms := make([]macTerm, nt)
+			for i := range terms {
+				terms[i] = macTerm{&ev[i][0], &w0[i][0], &w1[i][0]}
+			}
+			b.SetBytes(2 * nt * n)
+			for b.Loop() {
+				clear(limbs)
+				macLimbsAsm(terms, idx, limbs, k.g)
+			}
+		})
+	}
 }
 
 // TestEvaluateMatchesHorner: the evaluations of A's plaintexts are the
@@ -278,41 +313,35 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
-// TestChunkRows: accumulate's chunks hold as many weight rows as one
-// normalization of the limb sums allows (each chunk sweeps every
-// accumulator of the product once) within chunkBytes of scratch each.
-// The shapes are sst2's at the defaults (batches of 16): phase 3's folded
-// G product (769 rows of 3 compact column blocks, 9 row blocks, D = 32),
-// which held 5 rows a chunk under 4 MiB and swept 10 bytes of accumulators
-// a multiply-add; a product of 128 rows in 9 compact column blocks at
-// D = 2048 that the same forward runs (1 row a chunk under 4 MiB); a
-// product of one column block; expanded weights (no regenerated halves);
-// one shorter than a chunk; a row whose evaluations alone exceed the
-// scratch.
+// TestChunkRows: one pass of accumulate's tiles takes all of a product's
+// weight rows (each pass sweeps every accumulator of the product once)
+// unless their evaluations exceed chunkBytes. The shapes are sst2's at the
+// defaults (batches of 16): phase 3's folded G product (769 rows, 9 row
+// blocks, D = 32), which took 5 rows a pass when the regenerated halves
+// of a chunk bounded it under 4 MiB (10 bytes of accumulators swept a
+// multiply-add) and 42 under 32 MiB; a product of 128 rows at D = 2048
+// (7 row blocks); a row whose evaluations alone exceed the scratch.
 func TestChunkRows(t *testing.T) {
 	s := defaultScheme
 	L, N := len(s.p.Q), s.n
 	rowBeyond := chunkBytes/(L*N*8) + 1 // row blocks whose evaluations at D = N exceed the scratch
 	for _, c := range []struct {
-		name            string
-		kb, cb, rb, D   int
-		compact         bool
-		atLeast, atMost int
+		name      string
+		kb, rb, D int
+		want      int
 	}{
-		{"phase-3 G", 769, 3, 9, 32, true, 32, maxMacTerms},
-		{"9 column blocks, D = 2048", 128, 9, 7, 2048, true, 12, maxMacTerms},
-		{"one column block", 768, 1, 2, 8, true, maxMacTerms, maxMacTerms},
-		{"expanded weights", 769, 3, 9, 32, false, maxMacTerms, maxMacTerms},
-		{"short", 5, 3, 9, 32, true, 5, 5},
-		{"a row beyond the scratch", 40, 1, rowBeyond, N, false, 1, 1},
+		{"phase-3 G", 769, 9, 32, 769},
+		{"D = 2048", 128, 7, 2048, 73},
+		{"short", 5, 9, 32, 5},
+		{"a row beyond the scratch", 40, rowBeyond, N, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := s.chunkRows(c.kb, c.cb, c.rb, c.D, c.compact)
-			if got < c.atLeast || got > c.atMost {
-				t.Fatalf("%d rows a chunk, want %d to %d", got, c.atLeast, c.atMost)
+			got := s.chunkRows(c.kb, c.rb, c.D)
+			if got != c.want {
+				t.Fatalf("%d rows a pass, want %d", got, c.want)
 			}
-			if got > 1 && (got*c.rb*L*c.D*8 > chunkBytes || c.compact && got*c.cb*L*N*8 > chunkBytes) {
-				t.Errorf("%d rows a chunk: scratch beyond %d bytes", got, chunkBytes)
+			if got > 1 && got*c.rb*L*c.D*8 > chunkBytes {
+				t.Errorf("%d rows a pass: evaluations beyond %d bytes", got, chunkBytes)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"sync"
 
 	"github.com/tuneinsight/lattigo/v6/ring"
 )
@@ -197,40 +198,36 @@ func (s *Scheme) finishBlock(j *mulJob, acc *accumulators, ab, bi int) {
 	j.out.blocks[bi] = ob
 }
 
-// chunkBytes bounds the scratch of one accumulate call, the evaluations of
-// A's plaintexts and the regenerated halves of compact weights, each. The
-// chunks split the sum over r (the result is the same), and each chunk
-// sweeps every accumulator of the product once: the limb sums of all its
-// output blocks (1.5 MiB a block, 36 MiB for phase 3's G product), far
-// beyond the caches. With 4 MiB, a chunk of phase 3's G product held 5
-// weight rows (3 column blocks of 256 KiB regenerated halves each), so the
-// sum swept 10 bytes of accumulators for every multiply-add and ran at
-// memory speed; with 32 MiB it holds 42 rows, 19 sweeps instead of 154
-// (64 MiB, 64 rows, was no faster at sst2's defaults: bench/TWOHOSTS.md
-// step 14). The data owner runs one pass at a time (Scheme.admit), so
-// this is the scratch of the one running product.
+// chunkBytes bounds the evaluations of A's plaintexts that one pass of
+// accumulate's tiles reads (rb·chunk·L·D words). Each pass sweeps every
+// accumulator of the product once, a tile at a time, so the fewer passes
+// the fewer times the limb sums (1.5 MiB an output block, 36 MiB for sst2
+// phase 3's G product) leave the caches: with the seeded halves
+// regenerated a tile at a time (step 15 of bench/TWOHOSTS.md) nothing but
+// the evaluations bounds a pass, and sst2's products take one. Before,
+// the halves of a chunk were regenerated whole (256 KiB each) into 32 MiB
+// of scratch: 42 rows a pass for G, 19 sweeps (154 under 4 MiB, step 14).
 const chunkBytes = 32 << 20
 
 // chunkRows returns how many of a product's kb rows of weight ciphertexts
-// (cb column blocks each, compact or not) accumulate takes per chunk, for
-// rb row blocks of A and plaintexts of D distinct evaluations: at most
-// maxMacTerms (one normalization's worth of limb sums), and within
-// chunkBytes of evaluations and of regenerated halves each.
-func (s *Scheme) chunkRows(kb, cb, rb, D int, compact bool) int {
-	L, N := len(s.p.Q), s.n
-	chunk := min(kb, maxMacTerms, chunkBytes/(rb*L*D*8))
-	if compact {
-		chunk = min(chunk, chunkBytes/(cb*L*N*8))
-	}
-	return max(1, chunk)
+// one pass of accumulate takes, for rb row blocks of A and plaintexts of D
+// distinct evaluations: within chunkBytes of evaluations.
+func (s *Scheme) chunkRows(kb, rb, D int) int {
+	return max(1, min(kb, chunkBytes/(rb*len(s.p.Q)*D*8)))
 }
 
 // accumulate adds the homomorphic product t.A·Enc(B_t) to the accumulators
 // of an output with rb row blocks and cbOut column blocks (tiles of T
-// coefficients).
+// coefficients). Each tile of each residue is one task: it takes the
+// weight rows maxMacTerms at a time (normalizing its own limb sums
+// between), column block by column block and macSubTile slots at a time,
+// with the weights' halves of those slots (regenerated from the seed for
+// compact weights) and then every row block's terms, so that the tile's
+// sums and the slots' weights stay in cache while every row block reads
+// them.
 func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulators, T int) {
 	w, A := t.W, t.A
-	k, cb := w.k, w.cb
+	k := w.k
 	kw, kb := l.kw(), l.innerBlocks(w.k) // r below counts blocks of KW rows of B
 	L, N := len(s.p.Q), s.n
 	plan := w.plan
@@ -238,26 +235,11 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 	tiles := N / T
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
 	// evaluations ev, computed for a chunk of r at a time (≤ chunkBytes).
-	chunk := s.chunkRows(kb, cb, rb, D, w.c1 == nil)
-	var c1buf []ring.Poly // regenerated seeded halves of a chunk (compact weights)
-	if w.c1 == nil {
-		c1buf = make([]ring.Poly, chunk*cb)
-		for i := range c1buf {
-			c1buf[i] = s.scratchPoly() // overwritten whole by uniform
-		}
-		defer s.putScratch(c1buf...)
-	}
+	chunk := s.chunkRows(kb, rb, D)
 	ev := make([]uint64, rb*chunk*L*D)
 	for r0 := 0; r0 < kb; r0 += chunk {
 		r1 := min(kb, r0+chunk)
 		nr := r1 - r0
-		c1 := w.c1[min(r0*cb, len(w.c1)):]
-		if w.c1 == nil {
-			parallel(nr*cb, func(i int) {
-				s.uniform(streamFor(w.seedKey, domWeights, uint64(r0*cb+i)), c1buf[i])
-			})
-			c1 = c1buf
-		}
 		parallel(rb*nr, func(t int) {
 			ib, rr := t/nr, t%nr
 			rows := min(l.MW, m-ib*l.MW)
@@ -284,38 +266,55 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 			}
 			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
 		})
-		if acc.limbs != nil {
-			for ra := r0; ra < r1; ra += maxMacTerms {
-				re := min(r1, ra+maxMacTerms)
-				if acc.pending+re-ra > maxMacTerms {
-					acc.normalize()
-				}
-				parallel(L*tiles, func(t int) {
-					p, x0 := t/tiles, (t%tiles)*T
-					acc.addTerms(plan.idx[p][x0:x0+T], p, x0, r0, ra, re, nr, rb, cb, cbOut, w, c1, ev)
-				})
-				acc.pending += re - ra
-			}
-			continue
-		}
-		accLo, accHi := acc.lo, acc.hi
+		start := acc.pending // every tile takes the same rows: the same count
 		parallel(L*tiles, func(t int) {
 			p, x0 := t/tiles, (t%tiles)*T
-			idx := plan.idx[p][x0 : x0+T]
-			for r := r0; r < r1; r++ {
-				for jb := range cb {
-					w0 := w.c0[r*cb+jb].Coeffs[p][x0 : x0+T]
-					w1 := c1[(r-r0)*cb+jb].Coeffs[p][x0 : x0+T]
-					for ib := range rb {
-						e := ev[((ib*nr+r-r0)*L+p)*D : ((ib*nr+r-r0)*L+p+1)*D]
-						bo := ib*cbOut + w.jb0 + jb // the output block
-						o0 := ((bo*2)*L+p)*N + x0
-						o1 := ((bo*2+1)*L+p)*N + x0
-						macGather(accLo[o0:o0+T], accHi[o0:o0+T], accLo[o1:o1+T], accHi[o1:o1+T], e, idx, w0, w1)
-					}
+			sc := halvesPool.Get().(*halvesScratch)
+			defer halvesPool.Put(sc)
+			pending := start
+			for ra := r0; ra < r1; ra += maxMacTerms {
+				re := min(r1, ra+maxMacTerms)
+				if acc.limbs != nil && pending+re-ra > maxMacTerms {
+					acc.normalizeTile(p, x0, T)
+					pending = 0
 				}
+				acc.addTerms(plan.idx[p][x0:x0+T], p, x0, r0, ra, re, nr, rb, cbOut, w, ev, sc)
+				pending += re - ra
 			}
 		})
+		for ra := r0; ra < r1; ra += maxMacTerms {
+			re := min(r1, ra+maxMacTerms)
+			if acc.pending+re-ra > maxMacTerms {
+				acc.pending = 0
+			}
+			acc.pending += re - ra
+		}
+	}
+}
+
+// halvesScratch holds one task's regenerated seeded halves: maxMacTerms
+// rows of macSubTile slots (128 KiB).
+type halvesScratch struct {
+	words [maxMacTerms * macSubTile]uint64
+	rows  [maxMacTerms][]uint64
+}
+
+// halvesPool recycles accumulate's scratch across tasks and products.
+var halvesPool = sync.Pool{New: func() any { return new(halvesScratch) }}
+
+// loadHalves points sc.rows[r−ra], for ra ≤ r < re, at slots [x, x+n) of
+// residue p of the seeded half of weight ciphertext (r, jb): the expanded
+// weights' own, or, for compact weights, regenerated from the seed into
+// sc (n ≤ macSubTile, x even).
+func (w *Weights) loadHalves(sc *halvesScratch, ra, re, jb, p, x, n int) {
+	for r := ra; r < re; r++ {
+		if w.c1 != nil {
+			sc.rows[r-ra] = w.c1[r*w.cb+jb].Coeffs[p][x : x+n]
+			continue
+		}
+		d := sc.words[(r-ra)*n : (r-ra+1)*n]
+		seededRow(w.seedKey, domWeights, uint64(r*w.cb+jb), uint64(p*w.sc.n+x), w.sc.p.Q[p], d)
+		sc.rows[r-ra] = d
 	}
 }
 

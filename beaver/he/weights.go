@@ -80,7 +80,7 @@ func (s *Scheme) EncryptWeightsAt(sk *SecretKey, B []uint64, k, n, off int, l La
 	parallel(kb*cb, func(idx int) {
 		rb, j := idx/cb, idx%cb
 		a := s.rq.NewPoly()
-		s.uniform(streamFor(seedKey, domWeights, uint64(idx)), a)
+		s.seeded(seedKey, domWeights, uint64(idx), a)
 		e := s.rq.NewPoly()
 		ring.NewGaussianSampler(streamFor(errKey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
 		// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
@@ -188,7 +188,7 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	w.c1 = make([]ring.Poly, len(ew.C0))
 	parallel(len(ew.C0), func(idx int) {
 		p := s.rq.NewPoly()
-		s.uniform(streamFor(w.seedKey, domWeights, uint64(idx)), p)
+		s.seeded(w.seedKey, domWeights, uint64(idx), p)
 		w.c1[idx] = p
 	})
 	return w, nil
