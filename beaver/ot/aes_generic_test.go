@@ -5,3 +5,5 @@ package ot
 import "testing"
 
 func setUseAESNI(tb testing.TB, on bool) {}
+
+func setUseVAES512(tb testing.TB, on bool) {}

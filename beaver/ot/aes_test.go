@@ -8,39 +8,58 @@ import (
 )
 
 // TestFixedAESMatchesCryptoAES checks the key schedule and the assembly
-// (where present) against crypto/aes on random keys and blocks, for lengths
-// that exercise the eight-block loop and the tail.
+// (where present: AES-NI, and 512-bit VAES for whole groups of 32 blocks)
+// against crypto/aes on random keys and blocks, for lengths that exercise
+// the eight-block loop, the 32-block loop and the tails, plain and with a
+// tweak folded into the first round key.
 func TestFixedAESMatchesCryptoAES(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 20 {
-		var key [16]byte
-		for i := range key {
-			key[i] = byte(rng.Uint32())
-		}
-		f := newFixedAES(key)
-		ref, _ := aes.NewCipher(key[:])
-		n := []int{0, 1, 7, 8, 9, 16, 31, 100}[trial%8]
-		src := make([]Block, n)
-		for i := range src {
-			src[i] = Block{rng.Uint64(), rng.Uint64()}
-		}
-		got := make([]Block, n)
-		f.encrypt(got, src)
-		want := make([]Block, n)
-		f.encryptGeneric(want, src)
-		for i := range src {
-			if got[i] != want[i] {
-				t.Fatalf("trial %d block %d: fast %x, generic %x", trial, i, got[i], want[i])
+	lengths := []int{0, 1, 7, 8, 9, 16, 31, 32, 33, 64, 100, 1000}
+	for _, vaes := range []bool{false, true} {
+		t.Run(map[bool]string{false: "aes-ni", true: "vaes512"}[vaes], func(t *testing.T) {
+			if vaes && !useVAES512 {
+				t.Skip("no 512-bit VAES on this CPU or build")
 			}
-			var in, out [16]byte
-			b := blockBytes(src[i : i+1])
-			copy(in[:], b)
-			ref.Encrypt(out[:], in[:])
-			g := blockBytes(got[i : i+1])
-			if string(g) != string(out[:]) {
-				t.Fatalf("trial %d block %d: %x, crypto/aes %x", trial, i, g, out)
+			setUseVAES512(t, vaes)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for trial := range 2 * len(lengths) {
+				var key [16]byte
+				for i := range key {
+					key[i] = byte(rng.Uint32())
+				}
+				f := newFixedAES(key)
+				ref, _ := aes.NewCipher(key[:])
+				n := lengths[trial%len(lengths)]
+				src := make([]Block, n)
+				for i := range src {
+					src[i] = Block{rng.Uint64(), rng.Uint64()}
+				}
+				got := make([]Block, n)
+				f.encrypt(got, src)
+				want := make([]Block, n)
+				f.encryptGeneric(want, src)
+				for i := range src {
+					if got[i] != want[i] {
+						t.Fatalf("trial %d block %d: fast %x, generic %x", trial, i, got[i], want[i])
+					}
+					var in, out [16]byte
+					b := blockBytes(src[i : i+1])
+					copy(in[:], b)
+					ref.Encrypt(out[:], in[:])
+					g := blockBytes(got[i : i+1])
+					if string(g) != string(out[:]) {
+						t.Fatalf("trial %d block %d: %x, crypto/aes %x", trial, i, g, out)
+					}
+				}
+				tw := Block{rng.Uint64(), rng.Uint64()}
+				f.encryptTweaked(got, src, tw)
+				for i := range src {
+					f.encryptGeneric(want[i:i+1], []Block{src[i].xor(tw)})
+					if got[i] != want[i] {
+						t.Fatalf("trial %d block %d, tweaked: fast %x, generic %x", trial, i, got[i], want[i])
+					}
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -86,15 +105,20 @@ func TestTranspose128(t *testing.T) {
 	}
 }
 
-// BenchmarkAESBlocks compares the eight-block AES-NI loop with crypto/aes
-// called once per block (the portable path).
+// BenchmarkAESBlocks compares 512-bit VAES (32 blocks at a time), the
+// eight-block AES-NI loop and crypto/aes called once per block (the
+// portable path).
 func BenchmarkAESBlocks(b *testing.B) {
-	for _, asm := range []bool{true, false} {
-		b.Run(map[bool]string{true: "asm", false: "crypto"}[asm], func(b *testing.B) {
-			if asm && !useAESNI {
-				b.Skip("no AES-NI assembly here")
+	for _, c := range []struct {
+		name      string
+		asm, vaes bool
+	}{{"vaes512", true, true}, {"asm", true, false}, {"crypto", false, false}} {
+		b.Run(c.name, func(b *testing.B) {
+			if c.asm && !useAESNI || c.vaes && !useVAES512 {
+				b.Skip("no such assembly here")
 			}
-			setAESNI(b, asm)
+			setAESNI(b, c.asm)
+			setUseVAES512(b, c.vaes)
 			f := newFixedAES([16]byte{1})
 			buf := make([]Block, 4096)
 			b.SetBytes(int64(16 * len(buf)))
