@@ -102,8 +102,9 @@ func (k *AESKey) CTR(iv [16]byte) *AESCTR {
 // KeyStreamAt overwrites dst with the key stream of k from the counter
 // block iv + blocks (a 128-bit sum, as the stream itself counts): the bytes
 // a stream from iv hands out after blocks·16 of them. It allocates nothing
-// where the CPU has VAES and len(dst) is a multiple of 64, so that a caller can take any part of a long
-// stream, a tile at a time, without expanding the rest.
+// where the CPU has VAES and len(dst) is a multiple of 64, so that a
+// caller can take any part of a long stream, a tile at a time, without
+// expanding the rest (crypto/aes's path allocates a stream per call).
 func (k *AESKey) KeyStreamAt(iv [16]byte, blocks uint64, dst []byte) {
 	hi, lo := binary.BigEndian.Uint64(iv[:8]), binary.BigEndian.Uint64(iv[8:])
 	var c uint64

@@ -143,6 +143,15 @@ func TestAESKeyStreamAt(t *testing.T) {
 					t.Fatalf("AES-%d, iv %#x‖%#x, from block %d, %d bytes: differs from crypto/cipher's CTR", 8*keyLen, c.hi, c.lo, c.blocks, c.n)
 				}
 			}
+			// The vector paths allocate nothing for whole groups: the HE
+			// sum calls this for every tile of every weight row.
+			if ctrPath != ctrStd {
+				buf := make([]byte, 2048)
+				var iv [16]byte
+				if a := testing.AllocsPerRun(20, func() { k.KeyStreamAt(iv, 5, buf) }); a != 0 {
+					t.Errorf("AES-%d: %v allocations a call, want 0", 8*keyLen, a)
+				}
+			}
 		}
 	})
 }

@@ -5,9 +5,8 @@ import "math/bits"
 // The HE weight product's inner loop, the sum Σ_r a_r(ζ_x)·w_r[x] over the
 // terms r of an output block at every NTT slot x, is party 1's largest cost
 // in a dealer-free selection (a fifth to a third of its CPU at sst2's
-// defaults, by CPU). Three kernels compute it, with the same residues in
-// the end: macGather,
-// portable, one 64×64→128-bit multiply per product summed in (lo, hi)
+// defaults, depending on the CPU). Three kernels compute it, with the same
+// residues in the end: macGather, portable, one 64×64→128-bit multiply per product summed in (lo, hi)
 // words; and, on amd64 with AVX2, macLimbsAVX2, which splits every operand
 // (a residue below 2^56) into 28-bit halves and sums the half products of
 // four slots at a time with VPMULUDQ in 64-bit lanes, kept as limb sums
