@@ -1,6 +1,10 @@
 package he
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/selectformer/selectformer/share"
+)
 
 // The HE weight product's inner loop, the sum Σ_r a_r(ζ_x)·w_r[x] over the
 // terms r of an output block at every NTT slot x, is party 1's largest cost
@@ -92,16 +96,32 @@ func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	for _, q := range s.p.Q {
 		fits = fits && q <= 1<<56
 	}
+	// The sums start at zero; their memory is scratch (1.5 MiB an output
+	// block: fresh, it was zeroed and faulted in by the Go heap every pass).
+	zeroed := func(n int) []uint64 {
+		w := share.GetWords(n)
+		clear(w)
+		return w
+	}
 	if fits {
-		a.limbs = make([]uint64, 3*n)
+		a.limbs = zeroed(3 * n)
 		a.g = 4
 		if useMacAVX512 && nw >= 8 && T%8 == 0 {
 			a.g = 8
 		}
 	} else {
-		a.lo, a.hi = make([]uint64, n), make([]uint64, n)
+		a.lo, a.hi = zeroed(n), zeroed(n)
 	}
 	return a
+}
+
+// release hands the sums' memory back once every output block is reduced
+// (finishBlock); a must not be used afterwards.
+func (a *accumulators) release() {
+	share.PutWords(a.limbs)
+	share.PutWords(a.lo)
+	share.PutWords(a.hi)
+	a.limbs, a.lo, a.hi = nil, nil, nil
 }
 
 // addTerms adds the terms ra ≤ r < re (of the chunk from r0, nr rows, whose

@@ -188,6 +188,7 @@ func (s *Scheme) runPass(pass []*mulJob) {
 		x := blocks[b]
 		s.finishBlock(pass[x.job], acc, x.ab, x.bi)
 	})
+	acc.release()
 	s.nProducts.Add(int64(len(pass)))
 	s.nPasses.Add(1)
 	for _, j := range pass {

@@ -28,28 +28,35 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 	var tj0 uint64
 	if pr > 0 {
 		choices = g.draw(pr / 64)
-		u, t, tj0 = g.rcv.extend(choices, pr)
+		u, t, tj0 = g.rcv.extendTo(getWords(g.rcv.words(pr))[:0], choices, pr)
 		g.stats.OTsReceived += int64(pr)
 	}
 	in, err := g.exchange(ctx, u, g.snd.words(ps))
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
+	putWords(u)
 	if ps > 0 {
 		q, j0, err := g.snd.extend(in, ps)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
 		g.stats.OTsSent += int64(ps)
-		h0, h1 := make([]uint64, ps), make([]uint64, ps)
+		h0, h1 := getWords(ps), getWords(ps)
 		g.h.hash(h0, q, Block{}, j0, 1)
 		g.h.hash(h1, q, g.snd.delta, j0, 1)
+		putBlocks(q)
 		m0, m1 = packLSB(h0, nSend), packLSB(h1, nSend)
+		putWords(h0)
+		putWords(h1)
 	}
+	putWords(in)
 	if pr > 0 {
-		h := make([]uint64, pr)
+		h := getWords(pr)
 		g.h.hash(h, t, Block{}, tj0, 1)
+		putBlocks(t)
 		mc = packLSB(h, nRecv)
+		putWords(h)
 		choices = choices[:share.PackedWords(nRecv)]
 		share.MaskTail(choices, nRecv)
 	}

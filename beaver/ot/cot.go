@@ -102,23 +102,28 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 	var pendD []uint64 // my corrections of sender chunk it−1
 	var prevT []Block  // my rows of receiver chunk it−1
 	var prevJ0 uint64
+	// Every buffer of a round is scratch memory (scratch.go), handed back
+	// once the round is done with it; on an error the call's are dropped.
 	for it := range rounds {
-		var out []uint64
+		outW := len(pendD)
+		if it < len(rch) {
+			outW += g.rcv.words(rch[it].ots())
+		}
+		out := getWords(outW)[:0]
 		var curT []Block
 		var curJ0 uint64
 		if it < len(rch) {
 			c := rch[it]
 			n := c.ots()
-			ch := make([]uint64, n/64)
+			ch := getWords(n / 64)
 			copy(ch, rcv.choice[c.g0:c.g1])
-			var u []uint64
-			u, curT, curJ0 = g.rcv.extend(ch, n)
+			clear(ch[c.g1-c.g0:])
+			out, curT, curJ0 = g.rcv.extendTo(out, ch, n)
+			putWords(ch)
 			g.stats.OTsReceived += int64(n)
-			out = u
 		}
-		if it >= 1 && it-1 < len(sch) {
-			out = append(out, pendD...)
-		}
+		out = append(out, pendD...)
+		putWords(pendD)
 		inU := 0
 		if it < len(sch) {
 			inU = g.snd.words(sch[it].ots())
@@ -131,6 +136,8 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 		if err != nil {
 			return fmt.Errorf("round %d of %d: %w", it+1, rounds, err)
 		}
+		putWords(out) // sent: Exchange returns once the send is done
+		pendD = nil
 		if it < len(sch) {
 			c := sch[it]
 			q, j0, err := g.snd.extend(in[:inU], c.ots())
@@ -139,12 +146,15 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 			}
 			g.stats.OTsSent += int64(c.ots())
 			pendD = g.cotSender(snd, c, q, j0)
+			putBlocks(q)
 		}
 		if inD > 0 {
 			if err := g.cotReceiver(rcv, rch[it-1], prevT, prevJ0, in[inU:]); err != nil {
 				return err
 			}
 		}
+		putWords(in)
+		putBlocks(prevT)
 		prevT, prevJ0 = curT, curJ0
 	}
 	return nil
@@ -155,9 +165,11 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 func (g *Gen) cotSender(snd cotSend, c chunk, q []Block, j0 uint64) []uint64 {
 	w := snd.dir.width
 	bits := snd.dir.bits
-	h0 := make([]uint64, 64*w)
-	h1 := make([]uint64, 64*w)
-	bw := bitWriter{buf: make([]uint64, 0, snd.dir.corrWords(c))}
+	h0 := getWords(64 * w)
+	h1 := getWords(64 * w)
+	defer putWords(h0)
+	defer putWords(h1)
+	bw := bitWriter{buf: getWords(snd.dir.corrWords(c))[:0]}
 	for gi := c.g0; gi < c.g1; gi++ {
 		k := 64 * (gi - c.g0)
 		rows := q[k : k+64]
@@ -186,7 +198,8 @@ func (g *Gen) cotReceiver(rcv cotRecv, c chunk, t []Block, j0 uint64, d []uint64
 	}
 	w := rcv.dir.width
 	bits := rcv.dir.bits
-	h := make([]uint64, 64*w)
+	h := getWords(64 * w)
+	defer putWords(h)
 	br := bitReader{buf: d}
 	for gi := c.g0; gi < c.g1; gi++ {
 		k := 64 * (gi - c.g0)

@@ -42,7 +42,7 @@ func cheatCall(t *testing.T, s0, s1 *Session, id uint32, c cheat, guess int, n i
 	}
 	p := s1.ext
 	choices = g1.prg.Words(n / 64)
-	body, rows, all, j0 := g1.rcv.extendRows(choices, n)
+	body, rows, all, j0 := g1.rcv.extendRows(nil, choices, n)
 	total := len(rows)
 	e = c.flip(rng)
 	corr := body

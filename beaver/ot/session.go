@@ -326,9 +326,11 @@ func (g *Gen) end(what string, err error) error {
 
 // exchange sends send and receives recvLen words: an Exchange when both are
 // non-empty, a lone send or receive when one is, nothing when both are
-// empty. Both parties call it with mirrored lengths.
+// empty. Both parties call it with mirrored lengths. The words received
+// are scratch memory: the caller may hand them back (share.PutWords) once
+// done with them; send may be handed back when it returns.
 func (g *Gen) exchange(ctx context.Context, send []uint64, recvLen int) ([]uint64, error) {
-	recv := make([]uint64, recvLen)
+	recv := getWords(recvLen) // every word received before it is read
 	var err error
 	switch {
 	case len(send) > 0 && recvLen > 0:

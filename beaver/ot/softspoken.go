@@ -395,23 +395,35 @@ func (s *extSender) words(n int) int { return s.shape.callWords(n, s.leaves == n
 // n + checkOTs OTs, the extra ones with uniform choice bits, for the check
 // (kos.go); their rows are dropped.
 func (r *extReceiver) extend(choices []uint64, n int) (msg []uint64, t []Block, j0 uint64) {
+	return r.extendTo(nil, choices, n)
+}
+
+// extendTo is extend with the message appended to dst (its spare capacity
+// used when it has r.words(n) words of it) and the rows t in scratch
+// memory: t has length n and the capacity of all n + checkOTs rows, so
+// putBlocks(t) hands them all back.
+func (r *extReceiver) extendTo(dst, choices []uint64, n int) (msg []uint64, t []Block, j0 uint64) {
 	if n == 0 {
-		return nil, nil, r.next
+		return dst, nil, r.next
 	}
-	msg, t, all, j0 := r.extendRows(choices, n)
-	x, ts := checkReceiver(newChallenge(r.pi, r.gen, j0, len(t), msg), t, all)
+	msg, t, all, j0 := r.extendRows(dst, choices, n)
+	x, ts := checkReceiver(newChallenge(r.pi, r.gen, j0, len(t), msg[len(dst):]), t, all)
 	msg = append(msg, x.Lo, x.Hi, ts.Lo, ts.Hi)
-	return msg, t[:n:n], j0
+	return msg, t[:n], j0
 }
 
 // extendRows is extend (n > 0) before the check: the message without x and
-// t, and the rows and choice bits of all n + checkOTs OTs.
-func (r *extReceiver) extendRows(choices []uint64, n int) (msg []uint64, t []Block, all []uint64, j0 uint64) {
+// t (appended to dst), and the rows (scratch memory, see extendTo) and
+// choice bits of all n + checkOTs OTs.
+func (r *extReceiver) extendRows(dst, choices []uint64, n int) (msg []uint64, t []Block, all []uint64, j0 uint64) {
 	j0 = r.next
 	p := r.shape
 	total := n + checkOTs
 	r.next += uint64(total)
-	msg = make([]uint64, 0, r.words(n))
+	msg = dst
+	if cap(msg)-len(msg) < r.words(n) {
+		msg = append(make([]uint64, 0, len(dst)+r.words(n)), dst...)
+	}
 	if r.leaves == nil {
 		rw := r.secret(2 * p.trees())
 		roots := make([]Block, p.trees())
@@ -424,7 +436,7 @@ func (r *extReceiver) extendRows(choices []uint64, n int) (msg []uint64, t []Blo
 		msg = append(msg, tm...)
 	}
 	all = append(choices[:n/64:n/64], r.secret(checkOTs/64)...)
-	t = make([]Block, total)
+	t = getBlocks(total)
 	for c := range total / 128 {
 		counter := j0/128 + uint64(c)
 		out := r.sc.leafBlocks(r.pi, r.leaves, counter)
@@ -442,7 +454,8 @@ func (r *extReceiver) extendRows(choices []uint64, n int) (msg []uint64, t []Blo
 // s.words(n) words) and returns the rows q_j = t_j ⊕ r_j·Δ of the n OTs and
 // the index of the first OT, after the consistency check of the call's
 // n + checkOTs OTs (kos.go); when the check fails it returns an error
-// wrapping ErrExtensionCheck and no rows.
+// wrapping ErrExtensionCheck and no rows. The rows are scratch memory of
+// the capacity of all n + checkOTs rows (putBlocks hands them back).
 func (s *extSender) extend(msg []uint64, n int) (q []Block, j0 uint64, err error) {
 	j0 = s.next
 	if n == 0 {
@@ -465,7 +478,7 @@ func (s *extSender) extend(msg []uint64, n int) (q []Block, j0 uint64, err error
 		}
 		corr = body[treeWords:]
 	}
-	q = make([]Block, total)
+	q = getBlocks(total)
 	var w [maxSpokenK]Block
 	T := p.trees()
 	for c := range total / 128 {
@@ -485,7 +498,8 @@ func (s *extSender) extend(msg []uint64, n int) (q []Block, j0 uint64, err error
 	}
 	x, t := Block{xt[0], xt[1]}, Block{xt[2], xt[3]}
 	if !checkSender(newChallenge(s.pi, s.gen, j0, total, body), q, s.delta, x, t) {
+		putBlocks(q)
 		return nil, j0, fmt.Errorf("OTs %d…%d: %w", j0, j0+uint64(total)-1, ErrExtensionCheck)
 	}
-	return q[:n:n], j0, nil
+	return q[:n], j0, nil
 }
