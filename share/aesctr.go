@@ -37,7 +37,7 @@ type AESKey struct {
 	// rounds is 10 (AES-128) or 14 (AES-256).
 	rounds int
 	// rk2 holds each round key twice, a 256-bit operand for the AVX2
-	// path's VAESENC (set only where that path runs).
+	// path's VAESENC.
 	rk2   [480]byte
 	block cipher.Block
 }
@@ -78,11 +78,9 @@ func NewAESKey(key []byte) (*AESKey, error) {
 		k.rk = AES256RoundKeys([32]byte(key))
 		k.rounds = 14
 	}
-	if ctrPath == ctrVAES2 || ctrPath == ctrVAES4 && k.rounds == 14 {
-		for r := range k.rounds + 1 {
-			copy(k.rk2[32*r:], k.rk[16*r:16*r+16])
-			copy(k.rk2[32*r+16:], k.rk[16*r:16*r+16])
-		}
+	for r := range k.rounds + 1 { // rk2 whichever path runs now: tests switch paths
+		copy(k.rk2[32*r:], k.rk[16*r:16*r+16])
+		copy(k.rk2[32*r+16:], k.rk[16*r:16*r+16])
 	}
 	return k, nil
 }
@@ -185,8 +183,8 @@ func (s *AESCTR) groups(b []byte) {
 			b = b[ctrGroup:]
 			continue
 		}
-		if ctrPath == ctrVAES4 && s.key.rounds == 10 {
-			ctrVAES((*[176]byte)(s.key.rk[:176]), &b[0], int(g), s.hi, s.lo)
+		if ctrPath == ctrVAES4 {
+			ctrVAES(&s.key.rk, s.key.rounds, &b[0], int(g), s.hi, s.lo)
 		} else {
 			ctrVAES256(&s.key.rk2, s.key.rounds, &b[0], int(g), s.hi, s.lo)
 		}

@@ -41,9 +41,10 @@ func hasVAES() bool {
 //go:noescape
 func ctrVAES256(rk2 *[480]byte, rounds int, dst *byte, groups int, hi, lo uint64)
 
-// ctrVAES writes groups·64 bytes of AES-128-CTR key stream under the round
-// keys rk into dst, from the counter block hi‖lo (big-endian), which must
-// not wrap its low word within the call. Implemented in aesctr_amd64.s.
+// ctrVAES writes groups·64 bytes of AES-CTR key stream under the round
+// keys rk (AES-128, rounds = 10, or AES-256, rounds = 14) into dst, from
+// the counter block hi‖lo (big-endian), which must not wrap its low word
+// within the call. Implemented in aesctr_amd64.s.
 //
 //go:noescape
-func ctrVAES(rk *[176]byte, dst *byte, groups int, hi, lo uint64)
+func ctrVAES(rk *[240]byte, rounds int, dst *byte, groups int, hi, lo uint64)

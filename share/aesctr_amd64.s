@@ -23,20 +23,23 @@ DATA ctrOffs<>+48(SB)/8, $0
 DATA ctrOffs<>+56(SB)/8, $3
 GLOBL ctrOffs<>(SB), RODATA|NOPTR, $64
 
-// func ctrVAES(rk *[176]byte, dst *byte, groups int, hi, lo uint64)
+// func ctrVAES(rk *[240]byte, rounds int, dst *byte, groups int, hi, lo uint64)
 //
-// groups·4 blocks of AES-128-CTR key stream into dst, from the counter
-// block hi‖lo; the caller guarantees lo does not wrap. Z8–Z18 hold the 11
-// round keys broadcast to all four lanes, Z20 the next four counters, Z21
-// their step (4 in each lo), Z22 the byte-swap mask. Eight registers (32
-// blocks) go through each round together to cover VAESENC's latency; the
-// tail is one register (4 blocks) at a time.
-TEXT ·ctrVAES(SB), NOSPLIT, $0-40
+// groups·4 blocks of AES-CTR key stream into dst, from the counter block
+// hi‖lo, for AES-128 (rounds = 10) and AES-256 (rounds = 14); the caller
+// guarantees lo does not wrap. Z8–Z22 hold the round keys broadcast to all
+// four lanes (Z8–Z18 for AES-128), Z23 the next four counters, Z24 their
+// step (4 in each lo), Z25 the byte-swap mask. Eight registers (32 blocks)
+// go through each round together to cover VAESENC's latency; the tail is
+// one register (4 blocks) at a time. After round 9 AES-128 takes its last
+// round, AES-256 four more and its last.
+TEXT ·ctrVAES(SB), NOSPLIT, $0-48
 	MOVQ rk+0(FP), AX
-	MOVQ dst+8(FP), DI
-	MOVQ groups+16(FP), CX
-	MOVQ hi+24(FP), BX
-	MOVQ lo+32(FP), DX
+	MOVQ rounds+8(FP), R8
+	MOVQ dst+16(FP), DI
+	MOVQ groups+24(FP), CX
+	MOVQ hi+32(FP), BX
+	MOVQ lo+40(FP), DX
 	VBROADCASTI32X4 0(AX), Z8
 	VBROADCASTI32X4 16(AX), Z9
 	VBROADCASTI32X4 32(AX), Z10
@@ -48,31 +51,38 @@ TEXT ·ctrVAES(SB), NOSPLIT, $0-40
 	VBROADCASTI32X4 128(AX), Z16
 	VBROADCASTI32X4 144(AX), Z17
 	VBROADCASTI32X4 160(AX), Z18
-	VBROADCASTI32X4 ctrBswap<>(SB), Z22
-	VBROADCASTI32X4 ctrInc<>(SB), Z21
+	CMPQ R8, $10
+	JEQ keysDone
+	VBROADCASTI32X4 176(AX), Z19
+	VBROADCASTI32X4 192(AX), Z20
+	VBROADCASTI32X4 208(AX), Z21
+	VBROADCASTI32X4 224(AX), Z22
+keysDone:
+	VBROADCASTI32X4 ctrBswap<>(SB), Z25
+	VBROADCASTI32X4 ctrInc<>(SB), Z24
 	MOVQ BX, X0
 	PINSRQ $1, DX, X0
-	VSHUFI64X2 $0, Z0, Z0, Z20
-	VPADDQ ctrOffs<>(SB), Z20, Z20
+	VSHUFI64X2 $0, Z0, Z0, Z23
+	VPADDQ ctrOffs<>(SB), Z23, Z23
 loop8:
 	CMPQ CX, $8
 	JB loop1
-	VPSHUFB Z22, Z20, Z0
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z1
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z2
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z3
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z4
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z5
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z6
-	VPADDQ Z21, Z20, Z20
-	VPSHUFB Z22, Z20, Z7
-	VPADDQ Z21, Z20, Z20
+	VPSHUFB Z25, Z23, Z0
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z1
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z2
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z3
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z4
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z5
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z6
+	VPADDQ Z24, Z23, Z23
+	VPSHUFB Z25, Z23, Z7
+	VPADDQ Z24, Z23, Z23
 	VPXORQ Z8, Z0, Z0
 	VPXORQ Z8, Z1, Z1
 	VPXORQ Z8, Z2, Z2
@@ -153,6 +163,50 @@ loop8:
 	VAESENC Z17, Z5, Z5
 	VAESENC Z17, Z6, Z6
 	VAESENC Z17, Z7, Z7
+	CMPQ R8, $10
+	JEQ last8
+	VAESENC Z18, Z0, Z0
+	VAESENC Z18, Z1, Z1
+	VAESENC Z18, Z2, Z2
+	VAESENC Z18, Z3, Z3
+	VAESENC Z18, Z4, Z4
+	VAESENC Z18, Z5, Z5
+	VAESENC Z18, Z6, Z6
+	VAESENC Z18, Z7, Z7
+	VAESENC Z19, Z0, Z0
+	VAESENC Z19, Z1, Z1
+	VAESENC Z19, Z2, Z2
+	VAESENC Z19, Z3, Z3
+	VAESENC Z19, Z4, Z4
+	VAESENC Z19, Z5, Z5
+	VAESENC Z19, Z6, Z6
+	VAESENC Z19, Z7, Z7
+	VAESENC Z20, Z0, Z0
+	VAESENC Z20, Z1, Z1
+	VAESENC Z20, Z2, Z2
+	VAESENC Z20, Z3, Z3
+	VAESENC Z20, Z4, Z4
+	VAESENC Z20, Z5, Z5
+	VAESENC Z20, Z6, Z6
+	VAESENC Z20, Z7, Z7
+	VAESENC Z21, Z0, Z0
+	VAESENC Z21, Z1, Z1
+	VAESENC Z21, Z2, Z2
+	VAESENC Z21, Z3, Z3
+	VAESENC Z21, Z4, Z4
+	VAESENC Z21, Z5, Z5
+	VAESENC Z21, Z6, Z6
+	VAESENC Z21, Z7, Z7
+	VAESENCLAST Z22, Z0, Z0
+	VAESENCLAST Z22, Z1, Z1
+	VAESENCLAST Z22, Z2, Z2
+	VAESENCLAST Z22, Z3, Z3
+	VAESENCLAST Z22, Z4, Z4
+	VAESENCLAST Z22, Z5, Z5
+	VAESENCLAST Z22, Z6, Z6
+	VAESENCLAST Z22, Z7, Z7
+	JMP store8
+last8:
 	VAESENCLAST Z18, Z0, Z0
 	VAESENCLAST Z18, Z1, Z1
 	VAESENCLAST Z18, Z2, Z2
@@ -161,6 +215,7 @@ loop8:
 	VAESENCLAST Z18, Z5, Z5
 	VAESENCLAST Z18, Z6, Z6
 	VAESENCLAST Z18, Z7, Z7
+store8:
 	VMOVDQU64 Z0, 0(DI)
 	VMOVDQU64 Z1, 64(DI)
 	VMOVDQU64 Z2, 128(DI)
@@ -175,8 +230,8 @@ loop8:
 loop1:
 	TESTQ CX, CX
 	JZ done
-	VPSHUFB Z22, Z20, Z0
-	VPADDQ Z21, Z20, Z20
+	VPSHUFB Z25, Z23, Z0
+	VPADDQ Z24, Z23, Z23
 	VPXORQ Z8, Z0, Z0
 	VAESENC Z9, Z0, Z0
 	VAESENC Z10, Z0, Z0
@@ -187,7 +242,17 @@ loop1:
 	VAESENC Z15, Z0, Z0
 	VAESENC Z16, Z0, Z0
 	VAESENC Z17, Z0, Z0
+	CMPQ R8, $10
+	JEQ last1
+	VAESENC Z18, Z0, Z0
+	VAESENC Z19, Z0, Z0
+	VAESENC Z20, Z0, Z0
+	VAESENC Z21, Z0, Z0
+	VAESENCLAST Z22, Z0, Z0
+	JMP store1
+last1:
 	VAESENCLAST Z18, Z0, Z0
+store1:
 	VMOVDQU64 Z0, 0(DI)
 	ADDQ $64, DI
 	DECQ CX

@@ -8,7 +8,7 @@ var ctrPath = ctrStd
 // ctrPaths lists the one key-stream implementation compiled in.
 func ctrPaths() []int { return []int{ctrStd} }
 
-func ctrVAES(rk *[176]byte, dst *byte, groups int, hi, lo uint64) {
+func ctrVAES(rk *[240]byte, rounds int, dst *byte, groups int, hi, lo uint64) {
 	panic("share: ctrVAES without assembly")
 }
 

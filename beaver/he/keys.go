@@ -176,13 +176,23 @@ func (s *Scheme) pkP1(pk *PublicKey) ring.Poly {
 	return p1
 }
 
+// useMaskAVX512 selects maskBelowAVX512 (a variable so tests run both).
+var useMaskAVX512 = haveMacAVX512
+
 // maskAllBelow replaces every word of c by its bits under mask and reports
 // whether all of them are then below q (mask < 2^63), with no branch per
-// word: v ≥ q exactly when q−1−v wraps, setting its top bit. Masking twice
+// word: v ≥ q exactly when q−1−v wraps, setting its top bit; in AVX-512
+// (maskBelowAVX512) eight words a compare where the CPU has it. Masking twice
 // changes nothing, so uniformRow's loop may run over c afterwards.
 func maskAllBelow(c []uint64, mask, q uint64) bool {
 	var over uint64
 	i := 0
+	if useMaskAVX512 && len(c) >= 8 {
+		i = len(c) &^ 7
+		if maskBelowAVX512(&c[0], i, mask, q) {
+			over = 1 << 63
+		}
+	}
 	for ; i+4 <= len(c); i += 4 {
 		w := c[i : i+4 : i+4]
 		v0, v1, v2, v3 := w[0]&mask, w[1]&mask, w[2]&mask, w[3]&mask

@@ -16,6 +16,13 @@ func macLimbsAVX2(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 //go:noescape
 func macLimbsAVX512(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 
+// maskBelowAVX512 is maskAllBelow's loop in AVX-512 for n a multiple of
+// 8: it masks c[:n] in place and reports whether a masked word is ≥ q.
+// Implemented in mac_amd64.s.
+//
+//go:noescape
+func maskBelowAVX512(c *uint64, n int, mask, q uint64) bool
+
 // haveMacAVX2 reports whether the CPU runs macLimbsAVX2.
 var haveMacAVX2 = cpu.X86.HasAVX2
 

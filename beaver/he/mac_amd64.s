@@ -198,3 +198,54 @@ tloop512:
 done512:
 	VZEROUPPER
 	RET
+
+// func maskBelowAVX512(c *uint64, n int, mask, q uint64) bool
+//
+// maskAllBelow in AVX-512 for n a multiple of 8: every word of c[:n] is
+// ANDed with mask in place, and the result reports whether any masked word
+// is ≥ q (VPCMPUQ's not-less-than, the lanes ORed into K1). Four registers
+// (32 words) a step, then one register at a time.
+TEXT ·maskBelowAVX512(SB), NOSPLIT, $0-33
+	MOVQ c+0(FP), DI
+	MOVQ n+8(FP), CX
+	VPBROADCASTQ mask+16(FP), Z1
+	VPBROADCASTQ q+24(FP), Z2
+	KXORW K1, K1, K1
+mask32:
+	CMPQ CX, $32
+	JB mask8
+	VPANDQ 0(DI), Z1, Z3
+	VPANDQ 64(DI), Z1, Z4
+	VPANDQ 128(DI), Z1, Z5
+	VPANDQ 192(DI), Z1, Z6
+	VMOVDQU64 Z3, 0(DI)
+	VMOVDQU64 Z4, 64(DI)
+	VMOVDQU64 Z5, 128(DI)
+	VMOVDQU64 Z6, 192(DI)
+	VPCMPUQ $5, Z2, Z3, K2
+	VPCMPUQ $5, Z2, Z4, K3
+	VPCMPUQ $5, Z2, Z5, K4
+	VPCMPUQ $5, Z2, Z6, K5
+	KORW K2, K1, K1
+	KORW K3, K1, K1
+	KORW K4, K1, K1
+	KORW K5, K1, K1
+	ADDQ $256, DI
+	SUBQ $32, CX
+	JMP mask32
+mask8:
+	CMPQ CX, $8
+	JB maskDone
+	VPANDQ 0(DI), Z1, Z3
+	VMOVDQU64 Z3, 0(DI)
+	VPCMPUQ $5, Z2, Z3, K2
+	KORW K2, K1, K1
+	ADDQ $64, DI
+	SUBQ $8, CX
+	JMP mask8
+maskDone:
+	KMOVW K1, AX
+	TESTW AX, AX
+	SETNE ret+32(FP)
+	VZEROUPPER
+	RET

@@ -12,3 +12,8 @@ const haveMacAVX512 = false
 func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64, g int) {
 	panic("he: macLimbsAsm without AVX2")
 }
+
+// maskBelowAVX512 is never called where haveMacAVX512 is false.
+func maskBelowAVX512(c *uint64, n int, mask, q uint64) bool {
+	panic("he: maskBelowAVX512 without AVX-512")
+}

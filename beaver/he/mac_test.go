@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -344,5 +345,48 @@ func TestChunkRows(t *testing.T) {
 				t.Errorf("%d rows a pass: evaluations beyond %d bytes", got, chunkBytes)
 			}
 		})
+	}
+}
+
+// TestMaskAllBelow checks maskAllBelow on each path this CPU has (the
+// portable loop, and maskBelowAVX512 with the portable tail) against a
+// word-by-word reference: lengths around the AVX-512 loop's 32- and 8-word
+// steps, a word ≥ q (or q itself, or mask's largest) at every position in
+// turn, and words that are below q only once masked.
+func TestMaskAllBelow(t *testing.T) {
+	paths := []bool{false}
+	if haveMacAVX512 {
+		paths = append(paths, true)
+	}
+	saved := useMaskAVX512
+	t.Cleanup(func() { useMaskAVX512 = saved })
+	const q = 1<<54 - 33 // a 54-bit modulus: mask 2^54 − 1
+	mask := uint64(1)<<54 - 1
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, avx := range paths {
+		useMaskAVX512 = avx
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 63, 64, 71} {
+			for bad := -1; bad < n; bad++ {
+				for _, v := range []uint64{q, mask, q + 1<<54, 1<<63 | (q - 1)} {
+					c := make([]uint64, n)
+					for i := range c {
+						c[i] = rng.Uint64()%q | rng.Uint64()>>54<<54 // below q once masked
+					}
+					if bad >= 0 {
+						c[bad] = v
+					}
+					want := make([]uint64, n)
+					ok := true
+					for i, w := range c {
+						want[i] = w & mask
+						ok = ok && want[i] < q
+					}
+					if got := maskAllBelow(c, mask, q); got != ok || !slices.Equal(c, want) {
+						t.Fatalf("avx512=%v n=%d word %d = %#x: reported %v (want %v), words masked right: %v",
+							avx, n, bad, v, got, ok, slices.Equal(c, want))
+					}
+				}
+			}
+		}
 	}
 }
