@@ -47,7 +47,24 @@ func GetWords(n int) []uint64 {
 	return make([]uint64, n, size)
 }
 
-// PutWords hands w, obtained from GetWords, back for reuse. The caller must
+// GetZeroedWords returns n zero words from the same free lists: a
+// recycled buffer is cleared, a fresh one comes zeroed from the Go heap
+// (which skips the clearing where its pages are fresh from the OS) and is
+// not cleared twice. Return it with PutWords when done, or simply drop it.
+func GetZeroedWords(n int) []uint64 {
+	if n < minScratchWords {
+		return make([]uint64, n)
+	}
+	c, size := wordClass(n)
+	if p, ok := scratchClasses[c].Get().(*[]uint64); ok {
+		w := (*p)[:n]
+		clear(w)
+		return w
+	}
+	return make([]uint64, n, size)
+}
+
+// PutWords hands w, obtained from GetWords or GetZeroedWords, back for reuse. The caller must
 // not touch w, or any slice sharing its memory, afterwards. Slices whose
 // capacity is not a class size (small ones, or slices not from GetWords)
 // are left to the garbage collector; never pass a sub-slice of a buffer

@@ -50,3 +50,30 @@ func TestGetPutWords(t *testing.T) {
 		}
 	}
 }
+
+// TestGetZeroedWords checks that GetZeroedWords hands out zeros whether the
+// buffer is fresh or recycled (its earlier user's words overwritten), with
+// GetWords' lengths and class capacities.
+func TestGetZeroedWords(t *testing.T) {
+	for _, n := range []int{0, 1, minScratchWords - 1, minScratchWords, 5000, 1 << 16} {
+		for round := range 3 {
+			w := GetZeroedWords(n)
+			if len(w) != n {
+				t.Fatalf("GetZeroedWords(%d) has length %d", n, len(w))
+			}
+			if n >= minScratchWords {
+				if _, size := wordClass(n); cap(w) != size {
+					t.Fatalf("GetZeroedWords(%d) has capacity %d, want the class size %d", n, cap(w), size)
+				}
+			}
+			for i, v := range w {
+				if v != 0 {
+					t.Fatalf("round %d: GetZeroedWords(%d)[%d] = %d", round, n, i, v)
+				}
+				w[i] = ^uint64(i) // what the next round must not see
+			}
+			PutWords(w)
+			PutWords(GetWords(n)) // a GetWords user's buffer, recycled dirty
+		}
+	}
+}

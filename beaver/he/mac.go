@@ -98,11 +98,7 @@ func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	}
 	// The sums start at zero; their memory is scratch (1.5 MiB an output
 	// block: fresh, it was zeroed and faulted in by the Go heap every pass).
-	zeroed := func(n int) []uint64 {
-		w := share.GetWords(n)
-		clear(w)
-		return w
-	}
+	zeroed := share.GetZeroedWords
 	if fits {
 		a.limbs = zeroed(3 * n)
 		a.g = 4

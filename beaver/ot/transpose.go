@@ -8,9 +8,8 @@ package ot
 // the recursive swaps of share.Transpose64 unrolled per level.
 func transpose128(rows []Block, cols *[baseCount]Block) {
 	a := (*[128]Block)(rows[:128])
-	*a = *cols
-	for i := range 64 {
-		a[i].Hi, a[i+64].Lo = a[i+64].Lo, a[i].Hi
+	for i := range 64 { // the copy and the quadrant swap in one pass
+		a[i], a[i+64] = Block{cols[i].Lo, cols[i+64].Lo}, Block{cols[i].Hi, cols[i+64].Hi}
 	}
 	swapLevel(a, 32, 0x00000000FFFFFFFF)
 	swapLevel(a, 16, 0x0000FFFF0000FFFF)
