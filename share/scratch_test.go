@@ -28,14 +28,7 @@ func TestWordClasses(t *testing.T) {
 func TestGetPutWords(t *testing.T) {
 	for _, n := range []int{0, 1, minScratchWords - 1, minScratchWords, 5000, 1 << 20} {
 		w := GetWords(n)
-		if len(w) != n {
-			t.Fatalf("GetWords(%d) has length %d", n, len(w))
-		}
-		if n >= minScratchWords {
-			if _, size := wordClass(n); cap(w) != size {
-				t.Fatalf("GetWords(%d) has capacity %d, want the class size %d", n, cap(w), size)
-			}
-		}
+		checkScratchShape(t, "GetWords", n, w)
 		for i := range w {
 			w[i] = 7
 		}
@@ -58,14 +51,7 @@ func TestGetZeroedWords(t *testing.T) {
 	for _, n := range []int{0, 1, minScratchWords - 1, minScratchWords, 5000, 1 << 16} {
 		for round := range 3 {
 			w := GetZeroedWords(n)
-			if len(w) != n {
-				t.Fatalf("GetZeroedWords(%d) has length %d", n, len(w))
-			}
-			if n >= minScratchWords {
-				if _, size := wordClass(n); cap(w) != size {
-					t.Fatalf("GetZeroedWords(%d) has capacity %d, want the class size %d", n, cap(w), size)
-				}
-			}
+			checkScratchShape(t, "GetZeroedWords", n, w)
 			for i, v := range w {
 				if v != 0 {
 					t.Fatalf("round %d: GetZeroedWords(%d)[%d] = %d", round, n, i, v)
@@ -74,6 +60,21 @@ func TestGetZeroedWords(t *testing.T) {
 			}
 			PutWords(w)
 			PutWords(GetWords(n)) // a GetWords user's buffer, recycled dirty
+		}
+	}
+}
+
+// checkScratchShape fails t unless w, what get returned for n words, has
+// length n and, where n is recycled (≥ minScratchWords), its class's size
+// as capacity (which PutWords requires).
+func checkScratchShape(t *testing.T, get string, n int, w []uint64) {
+	t.Helper()
+	if len(w) != n {
+		t.Fatalf("%s(%d) has length %d", get, n, len(w))
+	}
+	if n >= minScratchWords {
+		if _, size := wordClass(n); cap(w) != size {
+			t.Fatalf("%s(%d) has capacity %d, want the class size %d", get, n, cap(w), size)
 		}
 	}
 }
