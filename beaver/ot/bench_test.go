@@ -220,6 +220,10 @@ func BenchmarkKinds(b *testing.B) {
 		{"triples/n=16384", func(g *Gen) error { _, err := g.Triples(ctx, 16384); return err }},
 		{"mattriple/8x24x16x8", func(g *Gen) error { _, err := g.MatTriples(ctx, 8, 24, 16, 8); return err }},
 		{"wrap/n=65536", func(g *Gen) error { _, err := g.WrapPairs(ctx, 65536, 16); return err }},
+		// sst2's phase-1 batch of 16 at the defaults: the folded attention's
+		// scores (192 products 1×64·64×2) and its LayerNorm's quadruples.
+		{"mattriple/192x1x64x2", func(g *Gen) error { _, err := g.MatTriples(ctx, 192, 1, 64, 2); return err }},
+		{"squareproducts/n=12288", func(g *Gen) error { _, err := g.SquareProducts(ctx, 12288); return err }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			cpu0 := cpuSeconds(b)
