@@ -1,5 +1,7 @@
 package beaver
 
+import "context"
+
 // Optional behaviour. A provider may do more than the Provider core: hold
 // state per weight id (WeightReleaser), announce a session budget to a
 // dealer (SessionBudgeter), report counters of its own (the dealer-free
@@ -101,4 +103,62 @@ func Describe(p Provider) Description {
 		return d.Describe()
 	}
 	return Description{}
+}
+
+// WeightProducer is implemented by the providers that can make a weight
+// triple (KindWeightTriple) inside the computation, for a mask party 1
+// chooses there: the dealer-free provider with lattice encryption, where
+// party 1's mask is its own input to the HE product anyway. With A = X1,
+// party 1's own share of the product's operand, MatMulWeights sends no
+// masked operand X1 − A (protocol.Session: the data owner's opening of its
+// share of every product with the model owner's weights, 844 kB of its
+// 922 kB a phase-1 candidate of sst2), and the item's outputs travel in the
+// computation's own message instead of the provider's stream. A dealer
+// picks A itself, so it cannot. protocol finds it with As (WeightsOnline)
+// and rehearses a computation whose provider has it accordingly: those
+// products then draw nothing, so a Script holds no weight triple.
+type WeightProducer interface {
+	// ProducesWeights reports whether the provider makes weight triples
+	// this way (a provider type may only sometimes: the dealer-free
+	// provider with vector OLE does not).
+	ProducesWeights() bool
+	// WeightProduct starts this party's half of the weight triple r
+	// (KindWeightTriple; its Stream and Counter, set by the caller, name the
+	// item in the session, each pair once, the same at both parties).
+	// Party 0 registers what it must send party 1 for it before it
+	// returns, so it must call WeightProduct before it waits for party 1's
+	// message (WeightProduct.Words words).
+	WeightProduct(ctx context.Context, r Request) (WeightProduct, error)
+}
+
+// WeightProduct is one party's half of a weight triple made inside the
+// computation (WeightProducer): party 1 waits for what it needs from party
+// 0 (Await), makes its message for the mask it chose (Outputs) and sends
+// it; party 0 receives the message and checks it (Accept).
+type WeightProduct interface {
+	// Words is the size of party 1's message, public (the request's).
+	Words() int
+	// Watch returns ctx, also ended when the provider can no longer serve
+	// the item (party 0: the service that sends party 1 what it waits
+	// for failed, so the message will not come); call stop when done.
+	Watch(ctx context.Context) (wctx context.Context, stop func())
+	// Await is party 1's wait for what party 0 sends for the item (a wait
+	// for the peer); it returns at once when nothing is missing.
+	Await(ctx context.Context) error
+	// Outputs is party 1's message for its mask a (M×K) and its share of
+	// a·B (M×N, B party 0's mask of the weight).
+	Outputs(ctx context.Context, a []uint64) (msg, c []uint64, err error)
+	// Accept is party 0's check of party 1's message (Words words): its
+	// share of a·B, or an error (wrapping ErrCorrelationCheck when the
+	// message fails the check).
+	Accept(msg []uint64) (c []uint64, err error)
+}
+
+// WeightsOnline returns p's WeightProducer when one in its chain (As)
+// produces weight triples, else nil.
+func WeightsOnline(p Provider) WeightProducer {
+	if w, ok := As[WeightProducer](p); ok && w.ProducesWeights() {
+		return w
+	}
+	return nil
 }

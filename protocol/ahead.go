@@ -40,15 +40,37 @@ type Script struct {
 // with id streamID (NewRehearsal) and returns the requests it drew on that
 // stream. op's results are meaningless; what it draws is what its real
 // run on a session of that stream will draw, whatever the values.
-func Rehearse(ctx context.Context, party int, streamID uint32, fp share.FixedPoint, op func(ctx context.Context, s *Session) error) (Script, error) {
+//
+// opts make the rehearsal draw what a run on a given provider draws
+// (RehearseFor): a provider that makes weight triples inside the
+// computation (beaver.WeightsOnline) takes none from a script.
+func Rehearse(ctx context.Context, party int, streamID uint32, fp share.FixedPoint, op func(ctx context.Context, s *Session) error, opts ...RehearsalOption) (Script, error) {
 	dry, err := NewRehearsal(party, streamID, fp)
 	if err != nil {
 		return Script{}, err
+	}
+	for _, o := range opts {
+		o(dry)
 	}
 	if err := op(ctx, dry); err != nil {
 		return Script{}, err
 	}
 	return dry.src.(*rehearsalProvider).script(streamID), nil
+}
+
+// RehearsalOption adjusts a rehearsal (Rehearse) to the provider of the
+// real run.
+type RehearsalOption func(*Session)
+
+// RehearseFor returns the options that make a rehearsal draw what a run
+// whose session has provider prov draws: with a provider that makes weight
+// triples inside the computation (beaver.WeightsOnline), the products with
+// the model owner's weights (MatMulWeights) draw nothing.
+func RehearseFor(prov beaver.Provider) []RehearsalOption {
+	if beaver.WeightsOnline(prov) == nil {
+		return nil
+	}
+	return []RehearsalOption{func(s *Session) { s.weightsOnline = true }}
 }
 
 // Prefetch is the material of one Script drawn ahead on one stream: Draw
@@ -260,7 +282,7 @@ func (s *Session) Ahead(ctx context.Context, op func(ctx context.Context, s *Ses
 	if s.dry {
 		return op(ctx, s)
 	}
-	sc, err := Rehearse(ctx, s.party, s.StreamID(), s.fp, op)
+	sc, err := Rehearse(ctx, s.party, s.StreamID(), s.fp, op, RehearseFor(s.src)...)
 	if err != nil {
 		return fmt.Errorf("protocol: rehearsal: %w", err)
 	}

@@ -239,17 +239,15 @@ func (s *Session) MatMulWeights(ctx context.Context, x *share.Tensor, w *Weight)
 // token alone.
 //
 // Cost: 1 round, one direction: party 1 sends msg(Σ m_i·k_i) bytes, party 0
-// nothing; one weight triple per product.
+// nothing; one weight triple per product. With a provider that makes weight
+// triples inside the computation (beaver.WeightsOnline: the dealer-free
+// provider with lattice encryption) party 1's mask is its own share X1 and
+// its one message carries the triples' outputs instead (mulWeightsOnline).
 func (s *Session) MatMulWeightsMany(ctx context.Context, xs []*share.Tensor, ws []*Weight) ([]*share.Tensor, error) {
 	if len(xs) != len(ws) || len(xs) == 0 {
 		return nil, fmt.Errorf("protocol: matmul by weights: %d operands for %d weights", len(xs), len(ws))
 	}
-	type product struct {
-		m, k, n     int
-		batch, rows int
-		wt          beaver.WeightTriple
-	}
-	ps := make([]product, len(xs))
+	ps := make([]weightProduct, len(xs))
 	total := 0
 	for i, x := range xs {
 		w := ws[i]
@@ -270,12 +268,15 @@ func (s *Session) MatMulWeightsMany(ctx context.Context, xs []*share.Tensor, ws 
 		if r := x.Rank(); r >= 2 && x.Shape[r-2] > 0 {
 			batch, rows = m/x.Shape[r-2], x.Shape[r-2]
 		}
-		ps[i] = product{m: m, k: k, n: n, batch: batch, rows: rows}
+		ps[i] = weightProduct{m: m, k: k, n: n, batch: batch, rows: rows}
 		total += m * k
 	}
 	g, err := s.GEMM()
 	if err != nil {
 		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", xs[0].Shape, ws[0].id, err)
+	}
+	if wp := beaver.WeightsOnline(s.src); wp != nil || s.weightsOnline {
+		return s.mulWeightsOnline(ctx, g, xs, ws, ps, wp)
 	}
 	for i := range ps {
 		p := &ps[i]
@@ -317,6 +318,122 @@ func (s *Session) MatMulWeightsMany(ctx context.Context, xs []*share.Tensor, ws 
 			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
 		}
 		_ = share.AddVec(out.Data, out.Data, p.wt.C)
+		outs[i] = out
+	}
+	return outs, nil
+}
+
+// weightProduct is one product of MatMulWeightsMany: x (m×k, a batch of
+// rows×k blocks) by a k×n weight, and its weight triple.
+type weightProduct struct {
+	m, k, n     int
+	batch, rows int
+	wt          beaver.WeightTriple
+}
+
+// onlineCounter marks the Counter of a weight triple made inside the
+// computation (nextWeightItem), apart from every provider's own counters.
+const onlineCounter uint64 = 1 << 63
+
+// nextWeightItem returns the Counter of the session's next weight triple
+// made inside the computation: the stream's provider position when the
+// session began (an epoch's own, in a selection's lanes) plus the items
+// before it, so that no two items of a provider session share a name.
+func (s *Session) nextWeightItem() uint64 {
+	c := onlineCounter | (s.onlineBase + s.online)
+	s.online++
+	return c
+}
+
+// mulWeightsOnline is MatMulWeightsMany with the weight triples made inside
+// the computation (beaver.WeightProducer wp; nil in a rehearsal, which draws
+// nothing): party 1's mask of each product is its own share X1, so it sends
+// no masked operand X1 − A but ONE message of every product's outputs
+// (WeightProduct.Words words each, public), which party 0 checks before it
+// uses its shares. Party 1's result is X1·F + C1, party 0's X0·W + C0: their
+// sum is X0·W + X1·(W − B) + X1·B = X·W.
+//
+// Cost: 1 round, one direction, as MatMulWeightsMany's, and no weight
+// triple drawn: party 1 sends Σ Words words where it sent msg(Σ m_i·k_i) and
+// the provider's stream carried the same outputs. What party 0 receives is
+// what the provider's item would send it; what it learns from it is
+// unchanged (beaver/ot's he_online.go).
+func (s *Session) mulWeightsOnline(ctx context.Context, g share.GEMMBackend, xs []*share.Tensor, ws []*Weight, ps []weightProduct, wp beaver.WeightProducer) ([]*share.Tensor, error) {
+	fail := func(err error) ([]*share.Tensor, error) {
+		return nil, fmt.Errorf("protocol: matmul %v by weight %d: %w", xs[0].Shape, ws[0].id, err)
+	}
+	cs := make([][]uint64, len(ps))
+	if !s.dry {
+		items := make([]beaver.WeightProduct, len(ps))
+		total := 0
+		for i, p := range ps {
+			r := beaver.Request{Kind: beaver.KindWeightTriple, Stream: s.StreamID(), Counter: s.nextWeightItem(), WeightID: ws[i].id, M: p.m, K: p.k, N: p.n}
+			it, err := wp.WeightProduct(ctx, r)
+			if err != nil {
+				return fail(err)
+			}
+			items[i] = it
+			total += it.Words()
+		}
+		msg := share.GetWords(total) // scratch: written whole (party 1) or received whole
+		defer share.PutWords(msg)
+		if s.party == 1 {
+			// The model owner's encryptions come from its upload service:
+			// a wait for the peer, so the compute slot goes back.
+			s.waitStart()
+			var err error
+			for _, it := range items {
+				if err = it.Await(ctx); err != nil {
+					break
+				}
+			}
+			if err := s.waitEnd(ctx, err); err != nil {
+				return fail(err)
+			}
+			off := 0
+			for i, it := range items {
+				m, c, err := it.Outputs(ctx, xs[i].Data)
+				if err != nil {
+					return fail(err)
+				}
+				off += copy(msg[off:], m)
+				cs[i] = c
+			}
+			if err := s.SendWords(ctx, msg); err != nil {
+				return fail(err)
+			}
+		} else {
+			wctx, stop := items[0].Watch(ctx)
+			err := s.RecvWords(wctx, msg)
+			stop()
+			if err != nil {
+				if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil {
+					err = cause // the provider can no longer serve the items: say why
+				}
+				return fail(err)
+			}
+			off := 0
+			for i, it := range items {
+				c, err := it.Accept(msg[off : off+it.Words()])
+				if err != nil {
+					return fail(err)
+				}
+				off += it.Words()
+				cs[i] = c
+			}
+		}
+	}
+	outs := make([]*share.Tensor, len(ps))
+	for i, p := range ps {
+		x, w := xs[i], ws[i]
+		shape := append(slices.Clone(x.Shape[:x.Rank()-1]), p.n)
+		out := &share.Tensor{Shape: shape, Data: make([]uint64, p.m*p.n)}
+		if err := g.MulWeights(out.Data, x.Data, p.batch, p.rows, w.mat); err != nil {
+			return nil, fmt.Errorf("protocol: matmul by weight %d on %s: %w", w.id, g.Name(), err)
+		}
+		if cs[i] != nil {
+			_ = share.AddVec(out.Data, out.Data, cs[i])
+		}
 		outs[i] = out
 	}
 	return outs, nil

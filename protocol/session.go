@@ -45,6 +45,14 @@ type Session struct {
 	gate *ComputeGate
 	prio int64
 	held bool
+
+	// weightsOnline marks a rehearsal of a computation whose provider makes
+	// weight triples inside it (RehearseFor): its products with the model
+	// owner's weights draw nothing. onlineBase and online name a real
+	// session's such items (nextWeightItem).
+	weightsOnline bool
+	onlineBase    uint64
+	online        uint64
 }
 
 // NewSession sets up party's end on stream: it checks the parameters and
@@ -76,7 +84,7 @@ func NewSession(ctx context.Context, party int, stream *transport.Stream, prov b
 	}
 	var theirs share.Seed
 	copy(theirs[:], b)
-	s := &Session{party: party, stream: stream, fp: fp}
+	s := &Session{party: party, stream: stream, fp: fp, onlineBase: prov.Position(stream.ID())}
 	s.setProvider(prov)
 	domain := fmt.Sprintf("input/stream=%d", stream.ID())
 	s.inputPRG[party] = share.NewPRG(mine, domain)

@@ -21,10 +21,10 @@ const heOutputsWord uint64 = 0x4845_4f55_5450
 // heRelay carries the OT providers' traffic between the model owner's
 // provider and the data owner's (each on a pipe of its own), as a data owner
 // whose provider alters what it sends would: it changes the first message
-// of the data owner's on a beaver stream that pick selects (by default the
-// -provider he attack of issue 36: 2^63·2^(LogQ1−64) added to coefficient
-// 5 of the first output ciphertext's c1, alterHE), and records on which
-// stream and after how many untouched picked messages.
+// of the data owner's on a beaver stream that pick selects (with a nil
+// pick, an HE item's outputs message, as Generate sends it on the item's
+// stream: the -provider he attack of issue 36, alterHE), and records on
+// which stream and after how many untouched picked messages.
 type heRelay struct {
 	mu       sync.Mutex
 	items    map[uint32]int // picked messages forwarded untouched, per beaver stream
@@ -99,6 +99,35 @@ type heCountProvider struct {
 // Unwrap implements beaver.Wrapper.
 func (h *heCountProvider) Unwrap() beaver.Provider { return h.Provider }
 
+// WeightProduct counts the weight triples made inside the computation as
+// Material counts the drawn ones: each accepted or refused.
+func (p *heCountProvider) WeightProduct(ctx context.Context, r beaver.Request) (beaver.WeightProduct, error) {
+	w, err := p.Provider.WeightProduct(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &countedProduct{WeightProduct: w, p: p, stream: r.Stream}, nil
+}
+
+type countedProduct struct {
+	beaver.WeightProduct
+	p      *heCountProvider
+	stream uint32
+}
+
+func (c *countedProduct) Accept(msg []uint64) ([]uint64, error) {
+	out, err := c.WeightProduct.Accept(msg)
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	if err == nil {
+		c.p.ok[c.stream]++
+	} else {
+		c.p.bad[c.stream]++
+		c.p.errs = append(c.p.errs, err)
+	}
+	return out, err
+}
+
 func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
 	m, err := p.Provider.Material(ctx, r)
 	if p.all || r.Kind == beaver.KindWeightTriple || r.Kind == beaver.KindWeightVectorTriple {
@@ -120,16 +149,116 @@ func (p *heCountProvider) Material(ctx context.Context, r beaver.Request) (beave
 // leaked its key through the comparisons), the model owner's check fails:
 // its run ends with beaver.ErrCorrelationCheck, the data owner receives the
 // public reason AbortCorrelation, and the model owner never held a share
-// of the altered item — it handed out exactly the items before it on that
+// of the altered item — it accepted exactly the items before it on that
 // stream and refused that one, so nothing derived from it was opened,
-// compared or revealed (and no phase finished).
+// compared or revealed (and no phase finished). The weight triples are
+// made inside the computation (beaver.WeightProducer), so the outputs
+// travel in the lanes' messages: the data owner's provider alters them as
+// it makes them.
 func TestHECheckAbortsSelection(t *testing.T) {
-	relay := &heRelay{items: map[uint32]int{}}
-	errs, res, prov0 := relayedSelection(t, relay, false, func() (ot.ProviderOptions, error) {
+	f := newSecureFixture(t)
+	mo, do := f.owners([2]string{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p0c, p1c := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { p0c.Close(); p1c.Close() })
+	alt := &alteringProducer{items: map[uint32]int{}}
+	var prov0 *heCountProvider
+	var res [2]*Result
+	errs := pair(t, [2]share.Seed{{5}, {6}}, func(_ context.Context, party int, c *transport.Conn, _ beaver.Provider) error {
 		l, err := ot.NewLattice(ot.LatticeOptions{})
-		return ot.ProviderOptions{WeightMasks: l}, err
+		if err != nil {
+			return err
+		}
+		prov, err := ot.NewProvider([]*transport.Conn{p0c, p1c}[party], party, ot.ProviderOptions{WeightMasks: l})
+		if err != nil {
+			return err
+		}
+		if party == 0 {
+			prov0 = &heCountProvider{Provider: prov, ok: map[uint32]int{}, bad: map[uint32]int{}}
+			res[0], err = mo.Run(ctx, c, prov0)
+		} else {
+			alt.Provider = prov
+			res[1], err = do.Run(ctx, c, alt)
+		}
+		return err
 	})
-	relay.checkAborted(t, errs, res, prov0, beaver.ErrCorrelationCheck)
+	alt.mu.Lock()
+	defer alt.mu.Unlock()
+	if !alt.tampered {
+		t.Fatalf("no outputs were altered; errors %v", errs)
+	}
+	if !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
+		t.Fatalf("model owner: %v, want %v", errs[0], beaver.ErrCorrelationCheck)
+	}
+	var pe *PeerAbortError
+	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
+		t.Fatalf("data owner: %v, want the model owner's abort AbortCorrelation", errs[1])
+	}
+	prov0.mu.Lock()
+	defer prov0.mu.Unlock()
+	if got := prov0.ok[alt.stream]; got != alt.before || prov0.bad[alt.stream] == 0 {
+		t.Fatalf("stream %d: the model owner accepted %d items and refused %d; want the %d before the altered one, and a refusal",
+			alt.stream, got, prov0.bad[alt.stream], alt.before)
+	}
+	if res[0] != nil || res[1] != nil {
+		t.Fatal("a party returned a result")
+	}
+	t.Logf("altered outputs %d of stream %d; model owner: %v; data owner: %v", alt.before, alt.stream, errs[0], errs[1])
+}
+
+// alteringProducer is a data owner's provider that makes its weight
+// triples inside the computation as its own does, but alters the first
+// outputs it makes (alterHE), recording on which stream and after how
+// many untouched ones there.
+type alteringProducer struct {
+	*ot.Provider
+	mu       sync.Mutex
+	items    map[uint32]int
+	tampered bool
+	stream   uint32
+	before   int
+}
+
+// Unwrap implements beaver.Wrapper.
+func (p *alteringProducer) Unwrap() beaver.Provider { return p.Provider }
+
+func (p *alteringProducer) WeightProduct(ctx context.Context, r beaver.Request) (beaver.WeightProduct, error) {
+	w, err := p.Provider.WeightProduct(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &alteredProduct{WeightProduct: w, p: p, stream: r.Stream}, nil
+}
+
+type alteredProduct struct {
+	beaver.WeightProduct
+	p      *alteringProducer
+	stream uint32
+}
+
+func (a *alteredProduct) Outputs(ctx context.Context, x []uint64) ([]uint64, []uint64, error) {
+	msg, c, err := a.WeightProduct.Outputs(ctx, x)
+	if err != nil {
+		return msg, c, err
+	}
+	p := a.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tampered {
+		p.items[a.stream]++
+		return msg, c, nil
+	}
+	b := make([]byte, 8*len(msg))
+	for i, w := range msg {
+		binary.LittleEndian.PutUint64(b[8*i:], w)
+	}
+	alterHE(b)
+	for i := range msg {
+		msg[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	p.tampered, p.stream, p.before = true, a.stream, p.items[a.stream]
+	return msg, c, nil
 }
 
 // checkAborted checks the end of a relayed selection whose data owner's

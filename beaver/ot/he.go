@@ -42,8 +42,10 @@ import (
 // first time one needs it, and party 0 sends it once one of its own items
 // needs it too; two goroutines per party serve that stream.
 //
-// Per item (on the item's generator stream), for a product A·B with A
-// party 1's fresh mask (m×k) and B party 0's weight mask (k×n; for
+// Per item (on the item's generator stream, or, for a weight triple made
+// inside the computation, in the computation's own message: he_online.go,
+// where A is party 1's share of the product's operand), for a product A·B
+// with A party 1's fresh mask (m×k) and B party 0's weight mask (k×n; for
 // KindWeightVectorTriple B = diag(b), b the 1×n mask, so k = n), the plan
 // p = he.PlanChecked(m, k, n) of the public shapes:
 //

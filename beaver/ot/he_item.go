@@ -96,22 +96,48 @@ func (h *Lattice) party0(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 		return nil, fmt.Errorf("the HE key was discarded after a failed check: %w", err)
 	}
 	h.need(sid, it, mask)
-	total := 1 + heCommitWords
-	for _, b := range it.out {
-		total += wordsFor(b)
-	}
-	// The wait ends with the upload service too: party 1 may be waiting
-	// for an encryption that will not come.
-	wctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stop := context.AfterFunc(h.upFailed, func() { cancel(context.Cause(h.upFailed)) })
+	wctx, stop := h.watch(ctx)
 	defer stop()
-	msg, err := g.exchange(wctx, nil, total)
+	msg, err := g.exchange(wctx, nil, it.words())
 	if err != nil {
 		if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil {
 			err = cause // the upload service failed: say why
 		}
 		return nil, fmt.Errorf("receive outputs: %w", err)
+	}
+	C0, err := h.accept(sid, it, msg)
+	if err != nil {
+		return nil, err
+	}
+	return parts(nil, C0), nil
+}
+
+// watch returns ctx, also ended when the upload service fails (with its
+// failure as the cause): party 0 waits for party 1's outputs with it,
+// since party 1 may be waiting for an encryption that will not come.
+func (h *Lattice) watch(ctx context.Context) (context.Context, func()) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(h.upFailed, func() { cancel(context.Cause(h.upFailed)) })
+	return wctx, func() { stop(); cancel(nil) }
+}
+
+// words returns the size of party 1's message of the item: the tag, its
+// outputs and its commitment.
+func (it *heItem) words() int {
+	total := 1 + heCommitWords
+	for _, b := range it.out {
+		total += wordsFor(b)
+	}
+	return total
+}
+
+// accept is party 0's check of party 1's message of the item (it.words()
+// words): it decrypts the outputs, checks them against its projections and
+// party 1's commitment, and returns its share C0 of A·B. A failed check
+// discards the HE key (fail): the error wraps beaver.ErrCorrelationCheck.
+func (h *Lattice) accept(sid beaver.SessionID, it *heItem, msg []uint64) ([]uint64, error) {
+	if len(msg) != it.words() {
+		return nil, fmt.Errorf("outputs message of %d words, want %d: %w", len(msg), it.words(), he.ErrMalformed)
 	}
 	if msg[0] != heOutputs {
 		return nil, fmt.Errorf("outputs message tagged %#x: %w", msg[0], he.ErrMalformed)
@@ -153,7 +179,7 @@ func (h *Lattice) party0(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 		h.fail(err)
 		return nil, err
 	}
-	return parts(nil, C0), nil
+	return C0, nil
 }
 
 // count records an upload of size bytes, loaded into w by party 1 (nil
@@ -208,9 +234,8 @@ func heCommit(sid beaver.SessionID, it *heItem, R1 []uint64) [heCommitWords]uint
 	return w
 }
 
-// party1 is party 1's side of one item: it asks for the encryptions of
-// the item's keys it neither holds nor asked for, waits until it holds
-// them all, and sends its outputs.
+// party1 is party 1's side of one item: it draws its mask A and its
+// share R, and sends its outputs (outputs).
 func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *heItem) ([][]uint64, error) {
 	draw := g.draw
 	if h.draw != nil {
@@ -218,6 +243,21 @@ func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 	}
 	A := draw(it.m * it.k)
 	R := draw(it.m * it.n)
+	msg, err := h.outputs(ctx, sid, it, A, R, draw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := g.exchange(ctx, msg, 0); err != nil {
+		return nil, fmt.Errorf("send outputs: %w", err)
+	}
+	// For KindWeightVectorTriple A is m×n and A·diag(b) = A ⊙ b.
+	return parts(A, R), nil
+}
+
+// await is party 1's wait for the item's encryptions: it asks for those it
+// neither holds nor asked for and waits until it holds them all. A wait
+// for the peer's upload service; at once when they are held.
+func (h *Lattice) await(ctx context.Context, sid beaver.SessionID, it *heItem) ([]*heEntry, error) {
 	entries := make([]*heEntry, len(it.terms))
 	var ask []heKey
 	h.mu.Lock()
@@ -246,8 +286,22 @@ func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 			return nil, fmt.Errorf("%v: %w", it.terms[i].key, e.err)
 		}
 	}
+	return entries, nil
+}
+
+// outputs returns party 1's message of the item (it.words() words) for its
+// mask A (m×k; m×n for KindWeightVectorTriple) and its share R (m×n) of
+// A·B, with check masks from draw: the tag, the checked product's outputs
+// and the commitment to its check masks' sum. It waits for the item's
+// encryptions first (await).
+func (h *Lattice) outputs(ctx context.Context, sid beaver.SessionID, it *heItem, A, R []uint64, draw func(int) []uint64) ([]uint64, error) {
+	entries, err := h.await(ctx, sid, it)
+	if err != nil {
+		return nil, err
+	}
 	masks, R1 := it.plan.Masks(R, draw)
-	msg := []uint64{heOutputs}
+	msg := make([]uint64, 1, it.words())
+	msg[0] = heOutputs
 	var rho []uint64
 	ti := 0
 	for o, out := range it.plan.Outputs {
@@ -273,10 +327,5 @@ func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 		msg = append(msg, bytesToWordsPad(b)...)
 	}
 	cm := heCommit(sid, it, R1)
-	msg = append(msg, cm[:]...)
-	if _, err := g.exchange(ctx, msg, 0); err != nil {
-		return nil, fmt.Errorf("send outputs: %w", err)
-	}
-	// For KindWeightVectorTriple A is m×n and A·diag(b) = A ⊙ b.
-	return parts(A, R), nil
+	return append(msg, cm[:]...), nil
 }

@@ -205,7 +205,7 @@ func (pf *phaseFetch) rehearse(ctx context.Context, n int, pending []int, run fu
 	record := func(b int) (protocol.Script, error) {
 		sc, err := protocol.Rehearse(ctx, s.party, s.slotStream(0), s.fp, func(ctx context.Context, sess *protocol.Session) error {
 			return run(ctx, sess, b)
-		})
+		}, protocol.RehearseFor(s.prov)...)
 		if err != nil {
 			return protocol.Script{}, fmt.Errorf("lanes: phase %d: rehearsal of batch %d: %w", pf.phase+1, b, err)
 		}

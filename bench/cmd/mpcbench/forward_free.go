@@ -25,6 +25,9 @@ type kindCost struct {
 	items              int64
 	bytesSent, bytesRx int64
 	seconds            float64
+	// onlineWords are the words of the kind's items made inside the
+	// forward (weight triples with a Lattice), carried in its messages.
+	onlineWords int64
 }
 
 // timedProvider wraps a dealer-free provider and charges each Material
@@ -36,6 +39,10 @@ type timedProvider struct {
 	beaver.Provider
 	mu   sync.Mutex
 	cost map[string]*kindCost
+	// open counts the weight triples in progress inside the forward, mark
+	// is the provider's traffic when their bytes were last charged.
+	open int
+	mark beaver.DealerStats
 }
 
 // Unwrap implements beaver.Wrapper.
@@ -59,6 +66,81 @@ func (t *timedProvider) Material(ctx context.Context, r beaver.Request) (beaver.
 	c.seconds += d.Seconds()
 	t.mu.Unlock()
 	return m, err
+}
+
+// ProducesWeights implements beaver.WeightProducer as the wrapped
+// provider does: the Session then makes its weight triples through t.
+func (t *timedProvider) ProducesWeights() bool { return beaver.WeightsOnline(t.Provider) != nil }
+
+// WeightProduct implements beaver.WeightProducer: it charges a weight triple
+// made inside the forward to its kind as Material charges a drawn one (the
+// provider's traffic from the item's start to its end: the uploads it
+// waited for, and its time), and counts apart the outputs it carries in the
+// forward's own message (online).
+func (t *timedProvider) WeightProduct(ctx context.Context, r beaver.Request) (beaver.WeightProduct, error) {
+	wp := beaver.WeightsOnline(t.Provider)
+	if wp == nil {
+		return nil, fmt.Errorf("%v: the provider makes no weight triple inside the computation", r)
+	}
+	t.mu.Lock()
+	if t.open == 0 {
+		t.mark = t.Provider.Stats()
+	}
+	t.open++
+	t.mu.Unlock()
+	w, err := wp.WeightProduct(ctx, r)
+	if err != nil {
+		t.mu.Lock()
+		t.open--
+		t.mu.Unlock()
+		return nil, err
+	}
+	return &timedProduct{WeightProduct: w, t: t, kind: r.Kind.String()}, nil
+}
+
+// timedProduct is a weight triple made inside the forward, timed.
+type timedProduct struct {
+	beaver.WeightProduct
+	t    *timedProvider
+	kind string
+}
+
+func (p *timedProduct) Outputs(ctx context.Context, a []uint64) ([]uint64, []uint64, error) {
+	t0 := time.Now()
+	msg, c, err := p.WeightProduct.Outputs(ctx, a)
+	p.charge(len(msg), time.Since(t0))
+	return msg, c, err
+}
+
+func (p *timedProduct) Accept(msg []uint64) ([]uint64, error) {
+	t0 := time.Now()
+	c, err := p.WeightProduct.Accept(msg)
+	p.charge(len(msg), time.Since(t0))
+	return c, err
+}
+
+// charge adds to the item's kind the provider's traffic since the last
+// charge of an item in progress (the products of one MatMulWeightsMany are
+// in progress together, so each byte is charged once), the item's own work
+// d (party 1's product, party 0's check: not the waits), and its message of
+// words words to the online outputs.
+func (p *timedProduct) charge(words int, d time.Duration) {
+	t := p.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.Provider.Stats()
+	c := t.cost[p.kind]
+	if c == nil {
+		c = &kindCost{}
+		t.cost[p.kind] = c
+	}
+	c.items++
+	c.bytesSent += now.BytesSent - t.mark.BytesSent
+	c.bytesRx += now.BytesRecv - t.mark.BytesRecv
+	c.seconds += d.Seconds()
+	c.onlineWords += int64(words)
+	t.mark = now
+	t.open--
 }
 
 // take returns the costs so far and resets them.
@@ -168,6 +250,11 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 			fmt.Fprintf(stdout, "| %s | %d | %d | %d | %.2f | %.2f |\n", k, x.items, x.bytesSent, y.bytesSent, x.seconds, y.seconds)
 		}
 		fmt.Fprintf(stdout, "| total | | %d | %d | | |\n", s0, s1)
+		for _, k := range names {
+			if w := a.kinds[k].onlineWords; w > 0 {
+				fmt.Fprintf(stdout, "(%s: made inside the forward, the data owner's share of each operand its mask: its outputs, %d bytes p1→p0, are in the online messages, which carry no masked operand)\n", k, 8*w)
+			}
+		}
 		if s0 != a.total.BytesSent || s1 != b.total.BytesSent {
 			fmt.Fprintf(stdout, "(the kinds' bytes %d/%d differ from the provider's total %d/%d: draws overlapped)\n", s0, s1, a.total.BytesSent, b.total.BytesSent)
 		}

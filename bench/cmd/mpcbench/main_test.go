@@ -8,7 +8,31 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/selectformer/selectformer/beaver/he"
+	"github.com/selectformer/selectformer/protocol"
 )
+
+// heItemMessage is the online message of a -provider he weight triple of
+// an m×k·k×n product made inside the computation: the tag word, the checked
+// plan's outputs rounded up to words and the 32-byte commitment
+// (beaver/ot's he_online.go).
+func heItemMessage(t *testing.T, m, k, n int) int64 {
+	t.Helper()
+	sc, err := he.NewScheme(he.DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := sc.PlanChecked(m, k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := 1 + 4
+	for _, b := range sc.OutputSizes(plan) {
+		words += int((b + 7) / 8)
+	}
+	return protocol.MessageBytes(words)
+}
 
 func TestOpsTiny(t *testing.T) {
 	tests := []struct {
@@ -45,15 +69,22 @@ func TestOpsTiny(t *testing.T) {
 					if r.Rounds != 1 || r.BytesP0 != 16*256+10 || r.BytesP1 != 16*256+10 {
 						t.Errorf("mul: %+v", r)
 					}
-				case "matmul_weights": // one direction
-					if r.BytesP0 != 0 || r.BytesP1 != 8*4*8+10 || (r.Provider == "dealer" && r.DealerBytes != 8*4*6) {
-						t.Errorf("matmul_weights: %+v", r)
+				case "matmul_weights": // one direction: the masked operand, or with he the weight triple's outputs
+					want := int64(8*4*8 + 10)
+					if r.Provider == "he" {
+						want = heItemMessage(t, 4, 8, 6)
+					}
+					if r.BytesP0 != 0 || r.BytesP1 != want || (r.Provider == "dealer" && r.DealerBytes != 8*4*6) {
+						t.Errorf("matmul_weights: %+v; want %d bytes from party 1", r, want)
 					}
 				}
-				// The online part does not depend on the provider; the OT
-				// traffic (base OTs: 19,552 bytes per party; with he also
-				// the public key and the encrypted weights) replaces the
-				// dealer's and is made offline with prefetch.
+				// The online part does not depend on the provider but for
+				// he's products with weights, whose triples are made inside
+				// the computation (their outputs replace the masked
+				// operand); the OT traffic (base OTs: 19,552 bytes per
+				// party; with he also the public key and the encrypted
+				// weights) replaces the dealer's and is made offline with
+				// prefetch.
 				free := tc.name[:2]
 				if free != "ot" && free != "he" {
 					free = "dealer"
