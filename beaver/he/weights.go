@@ -1,6 +1,7 @@
 package he
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -60,6 +61,68 @@ func (s *Scheme) EncryptWeights(sk *SecretKey, B []uint64, k, n int, l Layout, r
 // P0 does not choose them). rnd supplies 32 bytes of key material for the
 // errors (crypto/rand when nil).
 func (s *Scheme) EncryptWeightsAt(sk *SecretKey, B []uint64, k, n, off int, l Layout, seed [SeedSize]byte, rnd io.Reader) (*EncryptedWeights, error) {
+	enc, err := s.weightEncrypter(sk, B, k, n, off, l, seed, rnd)
+	if err != nil {
+		return nil, err
+	}
+	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, Seed: seed, C0: make([]ring.Poly, enc.count()), s: s}
+	parallel(len(ew.C0), func(idx int) { ew.C0[idx] = enc.block(idx) })
+	return ew, nil
+}
+
+// WriteEncryptedWeights writes to w the encoding of EncryptWeightsAt's
+// result for the same arguments (EncryptedWeights.AppendBinary, byte for
+// byte with the same rnd), encrypting and encoding weightStreamGroup
+// ciphertexts at a time: what it holds is one group's polynomials and
+// bytes, never the whole matrix (hundreds of MB for a 768×1536 weight,
+// twice that as polynomials). It returns the bytes written.
+func (s *Scheme) WriteEncryptedWeights(w io.Writer, sk *SecretKey, B []uint64, k, n, off int, l Layout, seed [SeedSize]byte, rnd io.Reader) (int64, error) {
+	enc, err := s.weightEncrypter(sk, B, k, n, off, l, seed, rnd)
+	if err != nil {
+		return 0, err
+	}
+	b := appendHeader(nil, tagWeights, k, n, l)
+	b = binary.LittleEndian.AppendUint32(b, uint32(off))
+	b = append(b, seed[:]...)
+	total := int64(0)
+	group := make([]ring.Poly, weightStreamGroup)
+	bw := &bitWriter{buf: b}
+	for g0 := 0; g0 < enc.count(); g0 += weightStreamGroup {
+		g1 := min(enc.count(), g0+weightStreamGroup)
+		parallel(g1-g0, func(i int) { group[i] = enc.block(g0 + i) })
+		for i := range g1 - g0 {
+			s.appendPoly(bw, group[i])
+			bw.flush() // each ciphertext starts on a byte
+		}
+		nw, err := w.Write(bw.buf)
+		total += int64(nw)
+		if err != nil {
+			return total, err
+		}
+		bw.buf = bw.buf[:0]
+	}
+	return total, nil
+}
+
+// weightStreamGroup is the number of ciphertexts WriteEncryptedWeights
+// encrypts at a time (8 MiB of polynomials with the default parameters).
+const weightStreamGroup = 32
+
+// weightEncrypter makes the ciphertexts of one weight encryption (see
+// EncryptWeightsAt), each on its own.
+type weightEncrypter struct {
+	s               *Scheme
+	sk              *SecretKey
+	B               []uint64
+	k, n, off       int
+	l               Layout
+	jb0, cb, kb, kw int
+	seedKey, errKey *share.AESKey
+}
+
+// weightEncrypter checks the arguments of EncryptWeightsAt and draws its
+// key material.
+func (s *Scheme) weightEncrypter(sk *SecretKey, B []uint64, k, n, off int, l Layout, seed [SeedSize]byte, rnd io.Reader) (*weightEncrypter, error) {
 	if sk == nil || sk.sc != s {
 		return nil, errScheme
 	}
@@ -73,36 +136,41 @@ func (s *Scheme) EncryptWeightsAt(sk *SecretKey, B []uint64, k, n, off int, l La
 	if err != nil {
 		return nil, err
 	}
-	jb0, cb := ColumnBlocks(off, n, l.NW)
-	kb, kw := l.innerBlocks(k), l.kw()
-	ew := &EncryptedWeights{K: k, N: n, Off: off, Layout: l, Seed: seed, C0: make([]ring.Poly, kb*cb), s: s}
-	seedKey, errKey := expandKey(seed[:]), expandKey(ekey)
-	parallel(kb*cb, func(idx int) {
-		rb, j := idx/cb, idx%cb
-		a := s.rq.NewPoly()
-		s.seeded(seedKey, domWeights, uint64(idx), a)
-		e := s.rq.NewPoly()
-		ring.NewGaussianSampler(streamFor(errKey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(e)
-		// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
-		// row rb·KW+t of B sits at X^(t·NW).
-		lo := (jb0 + j) * l.NW
-		x0, x1 := max(off, lo)-lo, min(off+n, lo+l.NW)-lo
-		for t := range min(kw, k-rb*kw) {
-			r := rb*kw + t
-			row := B[r*n+lo+x0-off : r*n+lo+x1-off]
-			for i, q := range s.p.Q {
-				c := e.Coeffs[i][t*l.NW+x0 : t*l.NW+x1]
-				for x, v := range row {
-					c[x] = addMod(c[x], s.encode(v, i), q)
-				}
+	e := &weightEncrypter{s: s, sk: sk, B: B, k: k, n: n, off: off, l: l, kb: l.innerBlocks(k), kw: l.kw(),
+		seedKey: expandKey(seed[:]), errKey: expandKey(ekey)}
+	e.jb0, e.cb = ColumnBlocks(off, n, l.NW)
+	return e, nil
+}
+
+// count is the number of ciphertexts, ceil(k/KW)·cb.
+func (e *weightEncrypter) count() int { return e.kb * e.cb }
+
+// block returns ciphertext idx (index rb·cb+j): its c0 in the NTT domain.
+func (e *weightEncrypter) block(idx int) ring.Poly {
+	s, l := e.s, e.l
+	rb, j := idx/e.cb, idx%e.cb
+	a := s.rq.NewPoly()
+	s.seeded(e.seedKey, domWeights, uint64(idx), a)
+	c := s.rq.NewPoly()
+	ring.NewGaussianSampler(streamFor(e.errKey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(c)
+	// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
+	// row rb·KW+t of B sits at X^(t·NW).
+	lo := (e.jb0 + j) * l.NW
+	x0, x1 := max(e.off, lo)-lo, min(e.off+e.n, lo+l.NW)-lo
+	for t := range min(e.kw, e.k-rb*e.kw) {
+		r := rb*e.kw + t
+		row := e.B[r*e.n+lo+x0-e.off : r*e.n+lo+x1-e.off]
+		for i, q := range s.p.Q {
+			cc := c.Coeffs[i][t*l.NW+x0 : t*l.NW+x1]
+			for x, v := range row {
+				cc[x] = addMod(cc[x], s.encode(v, i), q)
 			}
 		}
-		s.rq.NTT(e, e)
-		s.rq.MulCoeffsBarrett(a, sk.sQ, a)
-		s.rq.Sub(e, a, e) // c0 = Δb + e − a·s
-		ew.C0[idx] = e
-	})
-	return ew, nil
+	}
+	s.rq.NTT(c, c)
+	s.rq.MulCoeffsBarrett(a, e.sk.sQ, a)
+	s.rq.Sub(c, a, c) // c0 = Δb + e − a·s
+	return c
 }
 
 // Weights is P1's prepared form of P0's encrypted weights and public key:

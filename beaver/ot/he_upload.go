@@ -312,23 +312,23 @@ func (h *Lattice) upload(ctx context.Context, c Conn, key heKey) error {
 	if err != nil {
 		return err
 	}
-	ew, err := h.sc.EncryptWeightsAt(sk, W, t.rows, t.cols, t.t.Off, t.l, seedFor(mk.sid, &t.key), h.rnd)
-	if err != nil {
-		return err
-	}
 	size := h.sc.WeightSizes(t.rows, t.cols, t.t.Off, t.l).Bytes
-	b, err := ew.AppendBinary(make([]byte, 0, size))
-	if err != nil {
-		return err
-	}
-	if int64(len(b)) != size {
-		return fmt.Errorf("%d bytes, want %d", len(b), size)
-	}
 	h.count(key, size, nil) // before it can arrive: counts read after an item are final
 	if err := c.SendWords(ctx, append([]uint64{heUpload, 0}, key.words()...)); err != nil {
 		return err
 	}
-	return sendChunked(ctx, c, b)
+	// Encrypted and sent a group of ciphertexts at a time, in messages of
+	// heChunkWords words: party 0 holds one message and one group, not the
+	// matrix (its peak memory otherwise grew by twice the largest upload).
+	cw := &chunkWriter{ctx: ctx, c: c, size: size, left: size}
+	n, err := h.sc.WriteEncryptedWeights(cw, sk, W, t.rows, t.cols, t.t.Off, t.l, seedFor(mk.sid, &t.key), h.rnd)
+	if err == nil {
+		err = cw.close()
+	}
+	if err == nil && n != size {
+		err = fmt.Errorf("%d bytes, want %d", n, size)
+	}
+	return err
 }
 
 // ask queues party 1's requests for keys (whose entries it just made).

@@ -12,19 +12,82 @@ import (
 // How a Lattice's byte strings travel as words on a stream: chunked,
 // zero-padded, the padding checked.
 
-// sendChunked sends b zero-padded to words on c, in messages of at most
-// heChunkWords words.
-func sendChunked(ctx context.Context, c Conn, b []byte) error {
-	for off := 0; off < len(b); off += 8 * heChunkWords {
-		end := min(len(b), off+8*heChunkWords)
-		if err := c.SendWords(ctx, bytesToWordsPad(b[off:end])); err != nil {
-			return err
+// chunkWriter sends what is written to it on c zero-padded to words, in
+// messages of heChunkWords words (the last one the rest), holding at most
+// one message: size is announced to the receiver (chunkReader), and the
+// writer refuses to exceed it.
+type chunkWriter struct {
+	ctx   context.Context
+	c     Conn
+	size  int64 // bytes announced
+	left  int64 // bytes the receiver still expects
+	buf   []byte
+	words []uint64
+}
+
+// Write implements io.Writer.
+func (w *chunkWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > w.left-int64(len(w.buf)) {
+		return 0, fmt.Errorf("%d bytes beyond the %d announced", int64(len(p))-(w.left-int64(len(w.buf))), w.left)
+	}
+	n := len(p)
+	for len(p) > 0 {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, min(w.left, 8*heChunkWords))
 		}
+		k := min(len(p), cap(w.buf)-len(w.buf))
+		w.buf, p = append(w.buf, p[:k]...), p[k:]
+		if len(w.buf) == cap(w.buf) {
+			if err := w.send(); err != nil {
+				return n - len(p), err
+			}
+		}
+	}
+	return n, nil
+}
+
+// send sends the buffered bytes as one message.
+func (w *chunkWriter) send() error {
+	nw := wordsFor(int64(len(w.buf)))
+	if cap(w.words) < nw {
+		w.words = make([]uint64, nw)
+	}
+	words := w.words[:nw]
+	full := len(w.buf) / 8
+	for i := range full {
+		words[i] = binary.LittleEndian.Uint64(w.buf[8*i:])
+	}
+	if full < nw {
+		var last [8]byte
+		copy(last[:], w.buf[8*full:])
+		words[full] = binary.LittleEndian.Uint64(last[:])
+	}
+	if err := w.c.SendWords(w.ctx, words); err != nil {
+		return err
+	}
+	w.left -= int64(len(w.buf))
+	w.buf = w.buf[:0]
+	if w.left < int64(cap(w.buf)) {
+		w.buf = w.buf[:0:w.left]
 	}
 	return nil
 }
 
-// chunkReader reads the size bytes sendChunked sent on c (size > 0, known
+// close sends what is buffered and checks that the announced size was
+// written.
+func (w *chunkWriter) close() error {
+	if len(w.buf) > 0 {
+		if err := w.send(); err != nil {
+			return err
+		}
+	}
+	if w.left != 0 {
+		return fmt.Errorf("%d of the %d bytes announced not written", w.left, w.size)
+	}
+	return nil
+}
+
+// chunkReader reads the size bytes a chunkWriter sent on c (size > 0, known
 // to both parties), one message at a time, checking the padding: it holds
 // one message (at most heChunkWords words) of what may be GBs.
 type chunkReader struct {
