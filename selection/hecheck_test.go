@@ -185,26 +185,7 @@ func TestHECheckAbortsSelection(t *testing.T) {
 	})
 	alt.mu.Lock()
 	defer alt.mu.Unlock()
-	if !alt.tampered {
-		t.Fatalf("no outputs were altered; errors %v", errs)
-	}
-	if !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
-		t.Fatalf("model owner: %v, want %v", errs[0], beaver.ErrCorrelationCheck)
-	}
-	var pe *PeerAbortError
-	if !errors.As(errs[1], &pe) || pe.Party != 0 || pe.Code != AbortCorrelation {
-		t.Fatalf("data owner: %v, want the model owner's abort AbortCorrelation", errs[1])
-	}
-	prov0.mu.Lock()
-	defer prov0.mu.Unlock()
-	if got := prov0.ok[alt.stream]; got != alt.before || prov0.bad[alt.stream] == 0 {
-		t.Fatalf("stream %d: the model owner accepted %d items and refused %d; want the %d before the altered one, and a refusal",
-			alt.stream, got, prov0.bad[alt.stream], alt.before)
-	}
-	if res[0] != nil || res[1] != nil {
-		t.Fatal("a party returned a result")
-	}
-	t.Logf("altered outputs %d of stream %d; model owner: %v; data owner: %v", alt.before, alt.stream, errs[0], errs[1])
+	checkAbort(t, alt.tampered, alt.stream, alt.before, errs, res, prov0, beaver.ErrCorrelationCheck)
 }
 
 // alteringProducer is a data owner's provider that makes its weight
@@ -262,15 +243,23 @@ func (a *alteredProduct) Outputs(ctx context.Context, x []uint64) ([]uint64, []u
 }
 
 // checkAborted checks the end of a relayed selection whose data owner's
-// message the relay altered: the model owner's run fails with want, the
-// data owner receives the model owner's AbortCorrelation, the model owner
-// handed out exactly the counted items before the altered one on its
-// stream and refused that one, and no party returned a result.
+// message the relay altered (checkAbort).
 func (r *heRelay) checkAborted(t *testing.T, errs [2]error, res [2]*Result, prov0 *heCountProvider, want error) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.tampered {
+	checkAbort(t, r.tampered, r.stream, r.before, errs, res, prov0, want)
+}
+
+// checkAbort checks the end of a selection whose data owner altered a
+// message (tampered: it did) on beaver stream after before untouched ones
+// there: the model owner's run fails with want, the data owner receives
+// the model owner's AbortCorrelation, the model owner handed out exactly
+// the counted items before the altered one on its stream and refused that
+// one, and no party returned a result.
+func checkAbort(t *testing.T, tampered bool, stream uint32, before int, errs [2]error, res [2]*Result, prov0 *heCountProvider, want error) {
+	t.Helper()
+	if !tampered {
 		t.Fatalf("no message was altered; errors %v", errs)
 	}
 	if !errors.Is(errs[0], want) || !errors.Is(errs[0], beaver.ErrCorrelationCheck) {
@@ -282,14 +271,14 @@ func (r *heRelay) checkAborted(t *testing.T, errs [2]error, res [2]*Result, prov
 	}
 	prov0.mu.Lock()
 	defer prov0.mu.Unlock()
-	if got := prov0.ok[r.stream]; got != r.before || prov0.bad[r.stream] == 0 {
+	if got := prov0.ok[stream]; got != before || prov0.bad[stream] == 0 {
 		t.Fatalf("stream %d: the model owner handed out %d counted items and refused %d; want the %d before the altered one, and a refusal",
-			r.stream, got, prov0.bad[r.stream], r.before)
+			stream, got, prov0.bad[stream], before)
 	}
 	if res[0] != nil || res[1] != nil {
 		t.Fatal("a party returned a result")
 	}
-	t.Logf("altered message %d of stream %d; model owner: %v; data owner: %v", r.before, r.stream, errs[0], errs[1])
+	t.Logf("altered message %d of stream %d; model owner: %v; data owner: %v", before, stream, errs[0], errs[1])
 }
 
 // relayedSelection runs a selection of newSecureFixture whose parties' OT

@@ -50,14 +50,9 @@ func (p *Provider) WeightProduct(ctx context.Context, r beaver.Request) (beaver.
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("ot: %v: %w", r, err)
-	}
-	p.mu.Lock()
-	sess := p.sess
-	p.mu.Unlock()
-	if sess == nil {
-		return nil, fmt.Errorf("ot: %v: no session bound: call BindSession with the id both parties agreed on before drawing material", r)
+	sess, err := p.bound(ctx, r.String())
+	if err != nil {
+		return nil, err
 	}
 	it, err := h.item(r)
 	if err != nil {

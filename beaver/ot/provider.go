@@ -280,14 +280,9 @@ func (p *Provider) Material(ctx context.Context, r beaver.Request) (beaver.Mater
 	if r.Counter != 0 {
 		return beaver.Material{}, fmt.Errorf("ot: %v: the provider assigns counters (Position, Seek); the request's must be zero", r)
 	}
-	if err := ctx.Err(); err != nil {
-		return beaver.Material{}, fmt.Errorf("ot: %v: %w", r, err)
-	}
-	p.mu.Lock()
-	sess := p.sess
-	p.mu.Unlock()
-	if sess == nil {
-		return beaver.Material{}, fmt.Errorf("ot: %v: no session bound: call BindSession with the id both parties agreed on before drawing material", r)
+	sess, err := p.bound(ctx, r.String())
+	if err != nil {
+		return beaver.Material{}, err
 	}
 	st, err := p.stream(sess, r.Stream)
 	if err != nil {
@@ -365,16 +360,27 @@ func (p *Provider) WeightMask(ctx context.Context, id uint64, k, n int) ([]uint6
 	if p.party != 0 {
 		return nil, fmt.Errorf("ot: weight mask %d asked by party %d: only the model owner (party 0) holds weight masks", id, p.party)
 	}
+	sess, err := p.bound(ctx, fmt.Sprintf("weight mask %d", id))
+	if err != nil {
+		return nil, err
+	}
+	return p.mask(sess.ID(), id, k, n), nil
+}
+
+// bound returns the session the provider is bound to, for a call about
+// what, or why the call cannot go on: its context ended, or no session is
+// bound yet.
+func (p *Provider) bound(ctx context.Context, what string) (*Session, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("ot: weight mask %d: %w", id, err)
+		return nil, fmt.Errorf("ot: %s: %w", what, err)
 	}
 	p.mu.Lock()
 	sess := p.sess
 	p.mu.Unlock()
 	if sess == nil {
-		return nil, fmt.Errorf("ot: weight mask %d: no session bound: call BindSession with the id both parties agreed on before drawing material", id)
+		return nil, fmt.Errorf("ot: %s: no session bound: call BindSession with the id both parties agreed on before drawing material", what)
 	}
-	return p.mask(sess.ID(), id, k, n), nil
+	return sess, nil
 }
 
 // weightMask expands party 0's mask of weight id (k×n) for session sid.
