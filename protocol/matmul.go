@@ -378,13 +378,8 @@ func (s *Session) mulWeightsOnline(ctx context.Context, g share.GEMMBackend, xs 
 		msg := share.GetWords(total) // scratch: written whole (party 1) or received whole
 		defer share.PutWords(msg)
 		if s.party == 1 {
-			// The compute slot goes back for the items: the model owner's
-			// encryptions come from its upload service (a wait for the
-			// peer), and the HE products run one at a time on every core
-			// (beaver/he admits one), so the lanes' products wait for each
-			// other there, and those on the same weights share a pass over
-			// them (step 12 of bench/TWOHOSTS.md), as when a provider made
-			// them ahead of the lanes.
+			// The model owner's encryptions come from its upload service:
+			// a wait for the peer, so the compute slot goes back.
 			s.waitStart()
 			var err error
 			for _, it := range items {
@@ -392,18 +387,17 @@ func (s *Session) mulWeightsOnline(ctx context.Context, g share.GEMMBackend, xs 
 					break
 				}
 			}
-			off := 0
-			for i, it := range items {
-				if err != nil {
-					break
-				}
-				var m []uint64
-				if m, cs[i], err = it.Outputs(ctx, xs[i].Data); err == nil {
-					off += copy(msg[off:], m)
-				}
-			}
 			if err := s.waitEnd(ctx, err); err != nil {
 				return fail(err)
+			}
+			off := 0
+			for i, it := range items {
+				m, c, err := it.Outputs(ctx, xs[i].Data)
+				if err != nil {
+					return fail(err)
+				}
+				off += copy(msg[off:], m)
+				cs[i] = c
 			}
 			if err := s.SendWords(ctx, msg); err != nil {
 				return fail(err)
