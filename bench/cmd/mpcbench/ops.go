@@ -178,7 +178,7 @@ type partyRun struct {
 // offline time. With a script per party (rehearse), all material
 // is drawn ahead by a protocol.Prefetch (offline phase, timed apart). Both
 // parties start the timed step together.
-func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, scripts *[2]protocol.Script, src source.Source) ([2]partyRun, error) {
+func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, src source.Source) ([2]partyRun, error) {
 	free := src.DealerFree // the parties make the material: binding runs the base OTs
 	sid, err := beaver.NewSessionID()
 	if err != nil {
@@ -199,9 +199,23 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 			out.offline = time.Since(t0)
 		}
 		prov := base
-		if scripts != nil {
+		var pf *protocol.Prefetch
+		if prefetch {
+			// The rehearsal draws what a run on this provider draws
+			// (RehearseFor: with -provider he no weight triple, made
+			// inside the computation).
+			script, err := protocol.Rehearse(ctx, p.ID, benchStream, share.DefaultFixedPoint, func(ctx context.Context, s *protocol.Session) error {
+				run, err := op.Prepare(ctx, s, sc)
+				if err != nil {
+					return fmt.Errorf("prepare: %w", err)
+				}
+				return run(ctx)
+			}, protocol.RehearseFor(base)...)
+			if err != nil {
+				return out, fmt.Errorf("rehearsal: %w", err)
+			}
 			t0 := time.Now()
-			pf := protocol.NewPrefetch(scripts[p.ID], benchStream)
+			pf = protocol.NewPrefetch(script, benchStream)
 			if err := pf.Draw(ctx, base); err != nil {
 				return out, err
 			}
@@ -226,14 +240,17 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 			return out, err
 		}
 		out.elapsed = time.Since(t1)
+		if pf != nil && pf.Served() != pf.Len() {
+			return out, fmt.Errorf("drew %d of the %d items its rehearsal drew ahead", pf.Served(), pf.Len())
+		}
 		out.stats = st.Stats().Sub(before)
 		d := base.Stats()
 		switch {
-		case free && scripts != nil:
+		case free && prefetch:
 			out.dealer = d // base OTs and all material were made ahead
 		case free:
 			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv, Items: d.Items - dBefore.Items} // base OTs included
-		case scripts != nil:
+		case prefetch:
 			out.dealer = d // all material was made ahead
 		default:
 			out.dealer = beaver.DealerStats{BytesRecv: d.BytesRecv - dBefore.BytesRecv, Items: d.Items - dBefore.Items}
@@ -250,29 +267,14 @@ func runOp(ctx context.Context, op Op, sc Scale, link *transport.Profile, script
 // rehearses op (protocol.Rehearse: no peer, no dealer) to learn the
 // requests it draws, and the measured run draws all that material ahead
 // (offline_seconds) so seconds is the online phase alone. provider is
-// "dealer", "ot" or "he" (the requests do not depend on the provider).
+// "dealer", "ot" or "he" (the requests do not depend on the provider, but
+// for he's products with weights, whose triples are made inside the
+// computation: its rehearsal draws none, protocol.RehearseFor).
 func measure(ctx context.Context, op Op, sc Scale, link *transport.Profile, prefetch bool, src source.Source) (Result, error) {
 	shape, n := op.Shape(sc)
 	res := Result{Op: op.Name, Shape: shape, N: n, Provider: src.Name}
 
-	var scripts *[2]protocol.Script
-	if prefetch {
-		scripts = new([2]protocol.Script)
-		for party := range scripts {
-			var err error
-			scripts[party], err = protocol.Rehearse(ctx, party, benchStream, share.DefaultFixedPoint, func(ctx context.Context, s *protocol.Session) error {
-				run, err := op.Prepare(ctx, s, sc)
-				if err != nil {
-					return fmt.Errorf("prepare: %w", err)
-				}
-				return run(ctx)
-			})
-			if err != nil {
-				return res, fmt.Errorf("%s: rehearsal: %w", op.Name, err)
-			}
-		}
-	}
-	runs, err := runOp(ctx, op, sc, link, scripts, src)
+	runs, err := runOp(ctx, op, sc, link, prefetch, src)
 	if err != nil {
 		return res, err
 	}
