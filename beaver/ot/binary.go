@@ -30,6 +30,7 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 		choices = g.draw(pr / 64)
 		u, t, tj0 = g.rcv.extendTo(getWords(g.rcv.words(pr))[:0], choices, pr)
 		g.stats.OTsReceived += int64(pr)
+		g.stats.ExtensionWords += int64(len(u))
 	}
 	in, err := g.exchange(ctx, u, g.snd.words(ps))
 	if err != nil {

@@ -177,6 +177,7 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 	if p > 0 {
 		u, t, j0 = g.rcv.extend(ch, p)
 		g.stats.OTsReceived += int64(p)
+		g.stats.ExtensionWords += int64(len(u))
 	}
 	if _, err := g.exchange(ctx, u, 0); err != nil {
 		return g.end(what, err)

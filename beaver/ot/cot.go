@@ -118,9 +118,11 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 			ch := getWords(n / 64)
 			copy(ch, rcv.choice[c.g0:c.g1])
 			clear(ch[c.g1-c.g0:])
+			k := len(out)
 			out, curT, curJ0 = g.rcv.extendTo(out, ch, n)
 			putWords(ch)
 			g.stats.OTsReceived += int64(n)
+			g.stats.ExtensionWords += int64(len(out) - k)
 		}
 		out = append(out, pendD...)
 		putWords(pendD)

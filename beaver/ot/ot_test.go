@@ -141,9 +141,10 @@ func TestTriplesCost(t *testing.T) {
 		func() (beaver.Triple, error) { return g1.Triples(ctx, n) })
 	for _, g := range []*Gen{g0, g1} {
 		st := g.Stats()
-		want := int64(treeWords + (64*n+checkOTs)*4/8 + checkWords + (n*2080+63)/64)
-		if st.WordsSent != want || st.WordsRecv != want || st.Rounds != 2 {
-			t.Fatalf("party %d: %+v, want %d words each way in 2 rounds", g.party, st, want)
+		ext := int64(treeWords + (64*n+checkOTs)*4/8 + checkWords)
+		want := ext + int64((n*2080+63)/64)
+		if st.WordsSent != want || st.WordsRecv != want || st.Rounds != 2 || st.ExtensionWords != ext {
+			t.Fatalf("party %d: %+v, want %d words each way in 2 rounds, %d of them extension", g.party, st, want, ext)
 		}
 	}
 }
@@ -233,14 +234,12 @@ func TestSquareProductsCost(t *testing.T) {
 	n := 1000
 	both(t, func() (beaver.SquareProduct, error) { return g0.SquareProducts(ctx, n) },
 		func() (beaver.SquareProduct, error) { return g1.SquareProducts(ctx, n) })
-	sent := [2]int64{
-		int64(treeWords + (64*n+checkOTs)*4/8 + checkWords + (2*n*2080+63)/64),
-		int64(treeWords + (64*n+checkOTs)*4/8 + checkWords + (n*2080+63)/64),
-	}
+	ext := int64(treeWords + (64*n+checkOTs)*4/8 + checkWords)
+	sent := [2]int64{ext + int64((2*n*2080+63)/64), ext + int64((n*2080+63)/64)}
 	for p, g := range []*Gen{g0, g1} {
 		st := g.Stats()
-		if st.WordsSent != sent[p] || st.WordsRecv != sent[1-p] || st.Rounds != 2 {
-			t.Fatalf("party %d: %+v, want %d words sent, %d received in 2 rounds", p, st, sent[p], sent[1-p])
+		if st.WordsSent != sent[p] || st.WordsRecv != sent[1-p] || st.Rounds != 2 || st.ExtensionWords != ext {
+			t.Fatalf("party %d: %+v, want %d words sent (%d of them extension), %d received in 2 rounds", p, st, sent[p], ext, sent[1-p])
 		}
 	}
 }
@@ -332,6 +331,13 @@ func TestANDTriples(t *testing.T) {
 			if ones < 7400 || ones > 8600 {
 				t.Fatalf("%d ones in a, b, c: not uniform triples", ones)
 			}
+		}
+	}
+	// Random OTs with one-bit messages need no corrections: all that each
+	// party sends is its extension matrix.
+	for _, g := range []*Gen{g0, g1} {
+		if st := g.Stats(); st.ExtensionWords != st.WordsSent || st.WordsSent == 0 {
+			t.Fatalf("party %d sent %d words, %d counted as extension; want all", g.party, st.WordsSent, st.ExtensionWords)
 		}
 	}
 }

@@ -453,6 +453,7 @@ func (p *Provider) OTStats() Stats {
 		total.OTsReceived += s.OTsReceived
 		total.WordsSent += s.WordsSent
 		total.WordsRecv += s.WordsRecv
+		total.ExtensionWords += s.ExtensionWords
 		total.Rounds += s.Rounds
 	}
 	return total

@@ -254,9 +254,15 @@ type Gen struct {
 // Stats counts a generator's work: OTs in each role (those its calls asked
 // for, without the consistency check's extra ones) and the words this
 // party sent and received (payload only; the transport adds framing).
+// ExtensionWords are the part of WordsSent that is OT extension: the
+// SoftSpokenOT matrix (and, in a generator's first call, its trees) with
+// the consistency check that this party sent as receiver. The rest of
+// what a generator sends (corrections) does not depend on how the OTs are
+// made; bench/TWOHOSTS.md step 18 splits the bytes by it.
 type Stats struct {
 	OTsSent, OTsReceived int64 // OTs as sender, as receiver
 	WordsSent, WordsRecv int64
+	ExtensionWords       int64
 	Rounds               int64
 }
 

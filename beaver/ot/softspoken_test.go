@@ -247,6 +247,9 @@ func TestExtensionCost(t *testing.T) {
 		if got := g0.Stats().WordsSent - sent; got != want || g1.Stats().WordsSent != 0 {
 			t.Fatalf("call %d: receiver sent %d words, want %d; sender %d, want 0", call, got, want, g1.Stats().WordsSent)
 		}
+		if st := g0.Stats(); st.ExtensionWords != st.WordsSent {
+			t.Fatalf("call %d: the receiver's %d words are all extension, counted %d", call, st.WordsSent, st.ExtensionWords)
+		}
 		sent = g0.Stats().WordsSent
 	}
 }

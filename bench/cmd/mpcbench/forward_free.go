@@ -28,6 +28,10 @@ type kindCost struct {
 	// onlineWords are the words of the kind's items made inside the
 	// forward (weight triples with a Lattice), carried in its messages.
 	onlineWords int64
+	// extWords are the words of bytesSent that were OT extension (the
+	// SoftSpokenOT matrix and check this party sent as receiver): what a
+	// silent OT would remove (bench/TWOHOSTS.md step 18).
+	extWords int64
 }
 
 // timedProvider wraps a dealer-free provider and charges each Material
@@ -39,6 +43,8 @@ type timedProvider struct {
 	beaver.Provider
 	mu   sync.Mutex
 	cost map[string]*kindCost
+	// ots reads the OT provider's counters (nil: none to read).
+	ots func() ot.Stats
 	// open counts the weight triples in progress inside the forward, mark
 	// is the provider's traffic when their bytes were last charged.
 	open int
@@ -49,11 +55,11 @@ type timedProvider struct {
 func (t *timedProvider) Unwrap() beaver.Provider { return t.Provider }
 
 func (t *timedProvider) Material(ctx context.Context, r beaver.Request) (beaver.Material, error) {
-	before := t.Provider.Stats()
+	before, extBefore := t.Provider.Stats(), t.extWords()
 	t0 := time.Now()
 	m, err := t.Provider.Material(ctx, r)
 	d := time.Since(t0)
-	after := t.Provider.Stats()
+	after, extAfter := t.Provider.Stats(), t.extWords()
 	t.mu.Lock()
 	c := t.cost[r.Kind.String()]
 	if c == nil {
@@ -63,9 +69,18 @@ func (t *timedProvider) Material(ctx context.Context, r beaver.Request) (beaver.
 	c.items++
 	c.bytesSent += after.BytesSent - before.BytesSent
 	c.bytesRx += after.BytesRecv - before.BytesRecv
+	c.extWords += extAfter - extBefore
 	c.seconds += d.Seconds()
 	t.mu.Unlock()
 	return m, err
+}
+
+// extWords returns the OT extension words this party has sent so far.
+func (t *timedProvider) extWords() int64 {
+	if t.ots == nil {
+		return 0
+	}
+	return t.ots().ExtensionWords
 }
 
 // ProducesWeights implements beaver.WeightProducer as the wrapped
@@ -193,6 +208,9 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 		out.setupSec = time.Since(t0).Seconds()
 		out.setup = otp.Stats()
 		tp := &timedProvider{Provider: otp, cost: map[string]*kindCost{}}
+		if o, ok := beaver.As[*ot.Provider](otp); ok {
+			tp.ots = o.OTStats
+		}
 		s, err := protocol.NewSession(ctx, p.ID, p.Conn.Stream(1), tp, share.DefaultFixedPoint)
 		if err != nil {
 			return out, err
@@ -232,14 +250,14 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 			i+1, map[bool]string{true: "first candidate: one-time uploads included", false: "later candidates: steady state"}[i == 0],
 			a.fwd.Forward.Stream.Rounds, a.fwd.Forward.Stream.BytesSent, b.fwd.Forward.Stream.BytesSent, max(a.fwd.Seconds, b.fwd.Seconds),
 			a.total.BytesSent, b.total.BytesSent)
-		fmt.Fprintln(stdout, "| kind | items | bytes p0→p1 | bytes p1→p0 | seconds p0 | seconds p1 |")
-		fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(stdout, "| kind | items | bytes p0→p1 | bytes p1→p0 | of which OT extension p0→p1 | p1→p0 | seconds p0 | seconds p1 |")
+		fmt.Fprintln(stdout, "|---|---:|---:|---:|---:|---:|---:|---:|")
 		var names []string
 		for k := range a.kinds {
 			names = append(names, k)
 		}
 		slices.Sort(names)
-		var s0, s1 int64
+		var s0, s1, e0, e1 int64
 		for _, k := range names {
 			x, y := a.kinds[k], b.kinds[k]
 			if y == nil {
@@ -247,9 +265,11 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 			}
 			s0 += x.bytesSent
 			s1 += y.bytesSent
-			fmt.Fprintf(stdout, "| %s | %d | %d | %d | %.2f | %.2f |\n", k, x.items, x.bytesSent, y.bytesSent, x.seconds, y.seconds)
+			e0 += 8 * x.extWords
+			e1 += 8 * y.extWords
+			fmt.Fprintf(stdout, "| %s | %d | %d | %d | %d | %d | %.2f | %.2f |\n", k, x.items, x.bytesSent, y.bytesSent, 8*x.extWords, 8*y.extWords, x.seconds, y.seconds)
 		}
-		fmt.Fprintf(stdout, "| total | | %d | %d | | |\n", s0, s1)
+		fmt.Fprintf(stdout, "| total | | %d | %d | %d | %d | | |\n", s0, s1, e0, e1)
 		for _, k := range names {
 			if w := a.kinds[k].onlineWords; w > 0 {
 				fmt.Fprintf(stdout, "(%s: made inside the forward, the data owner's share of each operand its mask: its outputs, %d bytes p1→p0, are in the online messages, which carry no masked operand)\n", k, 8*w)

@@ -245,4 +245,30 @@ func TestForwardDealerFree(t *testing.T) {
 	if strings.Contains(s, "draws overlapped") {
 		t.Errorf("kinds do not add up:\n%s", s)
 	}
+	// The extension columns: AND triples send nothing but extension, the
+	// weight triples (HE) none, and the Gilboa kinds some of each.
+	rows := map[string][]string{}
+	for _, line := range strings.Split(s[strings.Index(s, "run 2"):], "\n") {
+		if f := strings.Split(line, " | "); len(f) == 8 {
+			rows[strings.TrimPrefix(f[0], "| ")] = f
+		}
+	}
+	for kind, want := range map[string]string{"and": "all", "weighttriple": "none", "mattriple": "some"} {
+		f := rows[kind]
+		if f == nil {
+			t.Fatalf("no %s row in run 2:\n%s", kind, s)
+		}
+		for p := range 2 {
+			got := "some"
+			switch {
+			case f[4+p] == "0":
+				got = "none"
+			case f[4+p] == f[2+p]:
+				got = "all"
+			}
+			if got != want {
+				t.Errorf("%s, party %d: %s bytes of which %s extension; want %s", kind, p, f[2+p], f[4+p], want)
+			}
+		}
+	}
 }
