@@ -79,3 +79,41 @@ func TestArith(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackBelow: the aligned fast path of readPoly unpacks what bitWriter
+// packed, value for value, at every width it takes and at lengths around
+// its 8-byte window's end, and reports a value at or above q.
+func TestUnpackBelow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for _, width := range []uint{1, 7, 8, 13, 31, 32, 33, 54, 55, 56} {
+		for _, n := range []int{8, 16, 24, 40, 64, 8192} {
+			mask := uint64(1)<<width - 1
+			vals := make([]uint64, n)
+			w := &bitWriter{}
+			for i := range vals {
+				vals[i] = rng.Uint64() & mask
+				w.write(vals[i], width)
+			}
+			buf := w.flush()
+			if len(buf)*8 != n*int(width) {
+				t.Fatalf("width %d, n %d: %d bytes", width, n, len(buf))
+			}
+			got := make([]uint64, n)
+			if !unpackBelow(got, buf, width, mask+1) {
+				t.Fatalf("width %d, n %d: a value reported ≥ 2^%d", width, n, width)
+			}
+			for i := range vals {
+				if got[i] != vals[i] {
+					t.Fatalf("width %d, n %d: value %d = %#x, want %#x", width, n, i, got[i], vals[i])
+				}
+			}
+			// The first value (read in place for long inputs) and the last
+			// (from the padded tail) each equal the bound once.
+			for _, bound := range []uint64{vals[0], vals[n-1]} {
+				if unpackBelow(got, buf, width, bound) {
+					t.Fatalf("width %d, n %d: value %#x not reported at bound %#x", width, n, bound, bound)
+				}
+			}
+		}
+	}
+}

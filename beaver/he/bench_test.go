@@ -102,6 +102,19 @@ func BenchmarkLoadWeights(b *testing.B) {
 	b.ReportMetric(float64(st.s.Sizes(benchM, benchK, benchN, st.l).P1Weights), "p1-bytes")
 }
 
+// BenchmarkDecodeEncryptedWeights is P1's decoding of one uploaded weight
+// matrix (768×1536 with sst2's layout: 2,304 seeded ciphertexts, 218 bits a
+// coefficient); one op is the whole matrix.
+func BenchmarkDecodeEncryptedWeights(b *testing.B) {
+	st := benchSetup(b)
+	data, err := st.ew.AppendBinary(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	loop(b, func() error { _, err := st.s.DecodeEncryptedWeights(data, benchK, benchN); return err })
+}
+
 // BenchmarkMulMasked is P1's per-candidate step for 128×768·768×1536; one
 // op is one candidate.
 func BenchmarkMulMasked(b *testing.B) {

@@ -134,6 +134,19 @@ func (s *Scheme) readPoly(r *bitReader, p ring.Poly) error {
 	for i, q := range s.p.Q {
 		width := uint(bits.Len64(q - 1))
 		c := p.Coeffs[i]
+		if r.n == 0 && width <= 56 && len(c)*int(width)%8 == 0 {
+			// Byte-aligned (every limb of N residues is: N is a multiple
+			// of 8): unpack from the buffer directly.
+			end := r.pos + len(c)*int(width)/8
+			if end > len(r.buf) {
+				return fmt.Errorf("residues past the message's end: %w", ErrMalformed)
+			}
+			if !unpackBelow(c, r.buf[r.pos:end], width, q) {
+				return fmt.Errorf("residue ≥ modulus: %w", ErrMalformed)
+			}
+			r.pos = end
+			continue
+		}
 		for x := range c {
 			v := r.read(width)
 			if v >= q {
@@ -143,6 +156,40 @@ func (s *Scheme) readPoly(r *bitReader, p ring.Poly) error {
 		}
 	}
 	return nil
+}
+
+// unpackBelow sets dst to the len(dst) values of width bits (≤ 56) packed
+// least significant bit first in src (exactly len(dst)·width bits) and
+// reports whether all are below q. It reads one unaligned 64-bit word per
+// value, the last few from a padded copy so that it never reads past src.
+func unpackBelow(dst []uint64, src []byte, width uint, q uint64) bool {
+	mask := uint64(1)<<width - 1
+	ok := true
+	bit := 0
+	// Values whose 8-byte window fits in src.
+	fast := 0
+	if len(src) >= 8 {
+		fast = min(len(dst), ((len(src)-8)*8)/int(width)+1)
+	}
+	for x := range dst[:fast] {
+		v := binary.LittleEndian.Uint64(src[bit>>3:]) >> (bit & 7) & mask
+		ok = ok && v < q
+		dst[x] = v
+		bit += int(width)
+	}
+	if fast < len(dst) {
+		var tail [16]byte
+		copy(tail[:], src[bit>>3:])
+		base := bit &^ 7
+		for x := fast; x < len(dst); x++ {
+			b := bit - base
+			v := binary.LittleEndian.Uint64(tail[b>>3:]) >> (b & 7) & mask
+			ok = ok && v < q
+			dst[x] = v
+			bit += int(width)
+		}
+	}
+	return ok
 }
 
 func (s *Scheme) polyBytes() int64 { return int64(ceilDiv(s.n*s.residueBits(), 8)) }
