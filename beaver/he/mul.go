@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"sync"
 
+	"github.com/selectformer/selectformer/share"
 	"github.com/tuneinsight/lattigo/v6/ring"
 )
 
@@ -236,7 +237,9 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
 	// evaluations ev, computed for a chunk of r at a time (≤ chunkBytes).
 	chunk := s.chunkRows(kb, rb, D)
-	ev := make([]uint64, rb*chunk*L*D)
+	// Scratch: evaluate writes every word a chunk reads.
+	ev := share.GetWords(rb * chunk * L * D)
+	defer share.PutWords(ev)
 	for r0 := 0; r0 < kb; r0 += chunk {
 		r1 := min(kb, r0+chunk)
 		nr := r1 - r0
