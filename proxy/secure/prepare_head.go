@@ -119,3 +119,8 @@ func foldAffine(first, second *linear) (*linear, error) {
 	}
 	return f, nil
 }
+
+// FoldExtraBits is foldExtraBits for other packages: the extra fractional
+// bits of the folded weights at f fractional bits (8 at the default f = 16),
+// so that the folded attention's products carry 2f + FoldExtraBits(f).
+func FoldExtraBits(f uint) uint { return foldExtraBits(f) }

