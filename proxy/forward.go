@@ -316,8 +316,22 @@ func (p *Proxy) Entropies(in model.Input, batchSize int) ([]float64, error) {
 	if batchSize <= 0 {
 		return nil, fmt.Errorf("proxy entropies: batch size %d", batchSize)
 	}
+	out := make([]float64, 0, in.Len())
+	err := inBatches(in, batchSize, "proxy entropies", func(batch model.Input) error {
+		_, h, err := p.Forward(batch)
+		out = append(out, h...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// inBatches calls f on the samples of in, batchSize at a time in order
+// (batchSize > 0), and wraps an error with what and the batch's range.
+func inBatches(in model.Input, batchSize int, what string, f func(batch model.Input) error) error {
 	n := in.Len()
-	out := make([]float64, 0, n)
 	for off := 0; off < n; off += batchSize {
 		idx := make([]int, 0, batchSize)
 		for i := off; i < min(off+batchSize, n); i++ {
@@ -325,15 +339,13 @@ func (p *Proxy) Entropies(in model.Input, batchSize int) ([]float64, error) {
 		}
 		batch, err := in.Select(idx)
 		if err != nil {
-			return nil, fmt.Errorf("proxy entropies: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		_, h, err := p.Forward(batch)
-		if err != nil {
-			return nil, fmt.Errorf("proxy entropies %d-%d: %w", off, off+len(idx)-1, err)
+		if err := f(batch); err != nil {
+			return fmt.Errorf("%s %d-%d: %w", what, off, off+len(idx)-1, err)
 		}
-		out = append(out, h...)
 	}
-	return out, nil
+	return nil
 }
 
 // tuneInVivo fine-tunes the proxy end to end on the bootstrap set: cross-entropy

@@ -155,21 +155,15 @@ func (p *Proxy) ValueRanges(in model.Input, batchSize int) (*Ranges, error) {
 		return nil, fmt.Errorf("proxy value ranges: batch size %d", batchSize)
 	}
 	out := &Ranges{}
-	n := in.Len()
-	for off := 0; off < n; off += batchSize {
-		idx := make([]int, 0, batchSize)
-		for i := off; i < min(off+batchSize, n); i++ {
-			idx = append(idx, i)
-		}
-		batch, err := in.Select(idx)
-		if err != nil {
-			return nil, fmt.Errorf("proxy value ranges: %w", err)
-		}
+	err := inBatches(in, batchSize, "proxy value ranges", func(batch model.Input) error {
 		r, _, err := p.rangesBatch(batch)
-		if err != nil {
-			return nil, fmt.Errorf("proxy value ranges %d-%d: %w", off, off+len(idx)-1, err)
+		if err == nil {
+			out.merge(r)
 		}
-		out.merge(r)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
