@@ -1,0 +1,268 @@
+package ot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/selectformer/selectformer/share"
+)
+
+// Ferret silent correlated-OT extension (Yang, Weng, Lan, Zhang and Wang,
+// ACM CCS 2020, ePrint 2020/924): primal LPN with regular noise and a
+// local linear code of d = 10 nonzeros per column. Not yet used by Gen
+// (which extends with SoftSpokenOT); this file is the standalone core.
+//
+// An iteration of a parameter set (ferretParams: n, k, t, logBin) turns a
+// reserve of k + t·logBin Δ-correlated OTs into n new ones:
+//
+//  1. MPCOT with regular noise: t SPCOTs by GGM tree (ferret_spcot.go),
+//     one per bin of 2^logBin positions; the receiver's point in each bin
+//     is uniform, so the noise e has exactly one 1 per bin. Each tree
+//     consumes logBin reserve COTs (reserve[k + b·logBin + l − 1] for tree
+//     b's level l).
+//  2. LPN encoding (ferret_lpn.go) of the reserve's first k COTs with the
+//     public local code A of the iteration.
+//
+// Of the n outputs the first n − R are handed out and the last R = the
+// next iteration's reserve() are kept as its base (bootstrapping). With a
+// setup set, the first iteration runs it on the caller's base COTs and
+// keeps the main set's reserve.
+//
+// Messages of an iteration: one each way, one round trip. The receiver
+// sends the t·logBin derandomisation bits of the trees' base COTs
+// (spcotRoundWords words); the sender answers with 2 masked level sums
+// per tree level and 1 leaf correction per tree (spcotReplyWords words).
+// Each receive is bounded by the exact size the public parameters give
+// and checked before anything of it is used. For ferretMain that is
+// 2,080 bytes from the receiver and 552,960 from the sender for
+// 10,017,120 COTs: 0.443 bits per COT.
+//
+// Security: semi-honest only. The sender's messages are masked sums
+// under the correlation-robust hash (tweaks j0, j0+1, … counted over the
+// instance's life, so no (tweak, Δ) pair repeats) and the leaf corrections
+// c = Δ ⊕ ⊕ v, which the one unknown leaf hides; the receiver's are its
+// base choices xored with its points' bits, uniform. A malicious sender
+// can send inconsistent level sums or corrections and so make the
+// receiver's outputs wrong depending on its points (a selective failure
+// on the noise, hence on the receiver's choice bits); Ferret's §5 check
+// against it is not implemented: the receiver would draw χ_j per output
+// of the MPCOT (from a seed sent after the reply), the sender answer
+// V = ⊕_j χ_j·v[j] ⊕ y* computed with one extra COT per batch (the
+// receiver's x* = ⊕ χ_{α_b}·… masking its side), and the receiver compare
+// it with ⊕_j χ_j·w[j] ⊕ z*, at the cost of t·logBin + 128 reserve COTs
+// per iteration instead of t·logBin. A malicious receiver gains nothing
+// from a wrong d (it only changes which sum it learns).
+
+// ferretConn carries an iteration's messages. recv returns the next
+// message of at most maxWords words and must refuse a longer one with an
+// error (a bound computed from the public parameters); the callers then
+// check its exact size before decoding it.
+type ferretConn interface {
+	send(ctx context.Context, msg []uint64) error
+	recv(ctx context.Context, maxWords int) ([]uint64, error)
+}
+
+// ferretKeys is the public material both parties of an instance share:
+// the GGM PRG's fixed-key permutation π′, the correlation-robust hash's
+// permutation π and the tweak domain (generator id) of its hashes, and
+// the seed of the public LPN codes.
+type ferretKeys struct {
+	prg, hash *fixedAES
+	gen       uint32
+	code      share.Seed
+}
+
+// errFerretBroken is returned by every call after an iteration failed
+// part way: the instance's reserve and tweak counter are then not what
+// the peer's are.
+var errFerretBroken = errors.New("ot: ferret: an earlier iteration failed")
+
+// ferretSender is the party holding Δ: its reserve is the Q side of the
+// next iteration's base COTs.
+type ferretSender struct {
+	cfg     ferretConfig
+	cur     ferretParams // the next iteration's set
+	keys    ferretKeys
+	hash    *hasher
+	rand    *share.PRG // secret: the trees' roots
+	delta   Block
+	reserve []Block
+	iter    uint64 // iterations run (the LPN code's index)
+	tweak   uint64 // hash tweaks used
+	broken  bool
+}
+
+// ferretReceiver is the party choosing: its reserve is the choices and T
+// side of the next iteration's base COTs.
+type ferretReceiver struct {
+	cfg      ferretConfig
+	cur      ferretParams
+	keys     ferretKeys
+	hash     *hasher
+	rand     *share.PRG // secret: the noise points
+	reserveU []uint64   // choices, packed
+	reserveT []Block
+	iter     uint64
+	tweak    uint64
+	broken   bool
+}
+
+// newFerretSender starts an instance on the sender's part of base
+// Δ-correlated OTs (at least cfg.baseCOTs(); the first are used). secret
+// seeds the trees' roots and must be uniform and private.
+func newFerretSender(cfg ferretConfig, keys ferretKeys, base DeltaOT, secret share.Seed) (*ferretSender, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	need := cfg.baseCOTs()
+	if len(base.Q) < need {
+		return nil, fmt.Errorf("ot: ferret: %d base COTs, need %d", len(base.Q), need)
+	}
+	return &ferretSender{
+		cfg: cfg, cur: cfg.first(), keys: keys,
+		hash:    newHasher(keys.hash, keys.gen),
+		rand:    share.NewPRG(secret, "ot/ferret/sender"),
+		delta:   base.Delta,
+		reserve: append([]Block(nil), base.Q[:need]...),
+	}, nil
+}
+
+// newFerretReceiver starts an instance on the receiver's part of base
+// Δ-correlated OTs. secret seeds the noise points and must be uniform and
+// private.
+func newFerretReceiver(cfg ferretConfig, keys ferretKeys, base DeltaOT, secret share.Seed) (*ferretReceiver, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	need := cfg.baseCOTs()
+	if len(base.T) < need || len(base.Choices) < share.PackedWords(need) {
+		return nil, fmt.Errorf("ot: ferret: %d base COTs (%d choice words), need %d", len(base.T), len(base.Choices), need)
+	}
+	u := append([]uint64(nil), base.Choices[:share.PackedWords(need)]...)
+	share.MaskTail(u, need)
+	return &ferretReceiver{
+		cfg: cfg, cur: cfg.first(), keys: keys,
+		hash:     newHasher(keys.hash, keys.gen),
+		rand:     share.NewPRG(secret, "ot/ferret/receiver"),
+		reserveU: u,
+		reserveT: append([]Block(nil), base.T[:need]...),
+	}, nil
+}
+
+// extend runs one iteration and returns its usable COTs' Q side (the
+// sender's z).
+func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, error) {
+	if s.broken {
+		return nil, errFerretBroken
+	}
+	s.broken = true // until the iteration completes
+	p := s.cur
+	leaves := make([]Block, p.n)
+	roots := make([]Block, p.t)
+	fillBlocks(s.rand, roots)
+	sp := growSPCOT(p, newFerretTrees(s.keys.prg, p.logBin), leaves, roots)
+
+	msg, err := conn.recv(ctx, spcotRoundWords(p))
+	if err != nil {
+		return nil, fmt.Errorf("ot: ferret: receive tree choices: %w", err)
+	}
+	d, err := decodeSPCOTBits(p, msg)
+	if err != nil {
+		return nil, err
+	}
+	reply := sp.reply(s.hash, s.delta, s.reserve[p.k:p.reserve()], d, s.tweak)
+	if err := conn.send(ctx, reply); err != nil {
+		return nil, fmt.Errorf("ot: ferret: send tree reply: %w", err)
+	}
+	code, err := newLPNCode(s.keys.code, s.iter, p.k)
+	if err != nil {
+		return nil, err
+	}
+	code.encode(leaves, s.reserve[:p.k], nil, nil)
+
+	next := s.cfg.main
+	m := p.n - next.reserve()
+	s.reserve = append(s.reserve[:0], leaves[m:]...)
+	s.tweak += uint64(p.treeOTs())
+	s.iter++
+	s.cur = next
+	s.broken = false
+	return leaves[:m:m], nil
+}
+
+// extend runs one iteration and returns its usable COTs' choices (packed)
+// and T side (the receiver's x and z').
+func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices []uint64, t []Block, err error) {
+	if r.broken {
+		return nil, nil, errFerretBroken
+	}
+	r.broken = true
+	p := r.cur
+	alpha := make([]int, p.t)
+	for b := range alpha {
+		alpha[b] = int(r.rand.Uint64() & uint64(p.bin()-1))
+	}
+	treeU := extractBits(r.reserveU, p.k, p.treeOTs())
+	sr, d := newSPCOTReceiver(p, alpha, treeU, r.reserveT[p.k:p.reserve()])
+	if err := conn.send(ctx, d); err != nil {
+		return nil, nil, fmt.Errorf("ot: ferret: send tree choices: %w", err)
+	}
+	msg, err := conn.recv(ctx, spcotReplyWords(p))
+	if err != nil {
+		return nil, nil, fmt.Errorf("ot: ferret: receive tree reply: %w", err)
+	}
+	sums, corr, err := decodeSPCOTReply(p, msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	leaves := make([]Block, p.n)
+	sr.finish(newFerretTrees(r.keys.prg, p.logBin), r.hash, leaves, sums, corr, r.tweak)
+	bits := make([]uint64, share.PackedWords(p.n))
+	for b, a := range alpha {
+		j := b<<p.logBin + a
+		bits[j>>6] |= 1 << (j & 63)
+	}
+	code, err := newLPNCode(r.keys.code, r.iter, p.k)
+	if err != nil {
+		return nil, nil, err
+	}
+	code.encode(leaves, r.reserveT[:p.k], bits, r.reserveU)
+
+	next := r.cfg.main
+	m := p.n - next.reserve()
+	r.reserveU = extractBits(bits, m, next.reserve())
+	r.reserveT = append(r.reserveT[:0], leaves[m:]...)
+	choices = bits[:share.PackedWords(m):share.PackedWords(m)]
+	share.MaskTail(choices, m)
+	r.tweak += uint64(p.treeOTs())
+	r.iter++
+	r.cur = next
+	r.broken = false
+	return choices, leaves[:m:m], nil
+}
+
+// fillBlocks overwrites b with blocks of the stream.
+func fillBlocks(prg *share.PRG, b []Block) {
+	w := make([]uint64, 2*len(b))
+	prg.Fill(w)
+	for i := range b {
+		b[i] = Block{w[2*i], w[2*i+1]}
+	}
+}
+
+// extractBits returns bits from … from+count−1 of the packed src as a new
+// packed vector of count bits (the bits past count zero).
+func extractBits(src []uint64, from, count int) []uint64 {
+	out := make([]uint64, share.PackedWords(count))
+	w0, sh := from>>6, uint(from&63)
+	for i := range out {
+		v := src[w0+i] >> sh
+		if sh != 0 && w0+i+1 < len(src) {
+			v |= src[w0+i+1] << (64 - sh)
+		}
+		out[i] = v
+	}
+	share.MaskTail(out, count)
+	return out
+}
