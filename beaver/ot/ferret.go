@@ -40,19 +40,24 @@ import (
 //
 // Security: semi-honest only. The sender's messages are masked sums
 // under the correlation-robust hash (tweaks j0, j0+1, … counted over the
-// instance's life, so no (tweak, Δ) pair repeats) and the leaf corrections
-// c = Δ ⊕ ⊕ v, which the one unknown leaf hides; the receiver's are its
+// instance's life, under a generator id (ferretKeys.gen) no other hasher
+// of the session may use, so no (tweak, Δ) pair repeats) and the leaf
+// corrections c = Δ ⊕ ⊕ v, which the one unknown leaf hides; the
+// receiver's are its
 // base choices xored with its points' bits, uniform. A malicious sender
 // can send inconsistent level sums or corrections and so make the
 // receiver's outputs wrong depending on its points (a selective failure
-// on the noise, hence on the receiver's choice bits); Ferret's §5 check
-// against it is not implemented: the receiver would draw χ_j per output
-// of the MPCOT (from a seed sent after the reply), the sender answer
-// V = ⊕_j χ_j·v[j] ⊕ y* computed with one extra COT per batch (the
-// receiver's x* = ⊕ χ_{α_b}·… masking its side), and the receiver compare
-// it with ⊕_j χ_j·w[j] ⊕ z*, at the cost of t·logBin + 128 reserve COTs
-// per iteration instead of t·logBin. A malicious receiver gains nothing
-// from a wrong d (it only changes which sum it learns).
+// on the noise, hence on the receiver's choice bits). Ferret's check
+// against it (§5, Fig. 7; emp-ot's mpcot_reg.h) is not implemented: the
+// receiver draws public χ_j ∈ F_{2^128} for every leaf (from a seed it
+// sends after the reply), turns 128 extra reserve COTs into a random VOLE
+// on x* = Σ_b χ_{b·2^logBin+α_b} (sending x* ⊕ their 128 choices), and the
+// sender sends a hash of V = Σ_j χ_j·v_j + y*, which the receiver compares
+// with W = Σ_j χ_j·w_j + z* (products in GF(2^128), gf128.go): 128 more
+// reserve COTs and two more messages per iteration, and an abort with the
+// probability a cheating sender's guess of the points is wrong. A
+// malicious receiver gains nothing from a wrong d (it only changes which
+// sum it learns).
 
 // ferretConn carries an iteration's messages. recv returns the next
 // message of at most maxWords words and must refuse a longer one with an
@@ -88,8 +93,9 @@ type ferretSender struct {
 	rand    *share.PRG // secret: the trees' roots
 	delta   Block
 	reserve []Block
-	iter    uint64 // iterations run (the LPN code's index)
-	tweak   uint64 // hash tweaks used
+	out     []Block // an iteration's outputs, reused (extend's result)
+	iter    uint64  // iterations run (the LPN code's index)
+	tweak   uint64  // hash tweaks used
 	broken  bool
 }
 
@@ -103,6 +109,8 @@ type ferretReceiver struct {
 	rand     *share.PRG // secret: the noise points
 	reserveU []uint64   // choices, packed
 	reserveT []Block
+	out      []Block  // an iteration's T side, reused
+	bits     []uint64 // an iteration's choices, reused
 	iter     uint64
 	tweak    uint64
 	broken   bool
@@ -151,14 +159,17 @@ func newFerretReceiver(cfg ferretConfig, keys ferretKeys, base DeltaOT, secret s
 }
 
 // extend runs one iteration and returns its usable COTs' Q side (the
-// sender's z).
+// sender's z). The result lies in the instance's output buffer, reused by
+// the next call (a fresh buffer of 168 MB per main-set iteration costs
+// more in page faults than the iteration's trees): it is valid until then.
 func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, error) {
 	if s.broken {
 		return nil, errFerretBroken
 	}
 	s.broken = true // until the iteration completes
 	p := s.cur
-	leaves := make([]Block, p.n)
+	s.out = reuseBlocks(s.out, p.n)
+	leaves := s.out
 	roots := make([]Block, p.t)
 	fillBlocks(s.rand, roots)
 	sp := growSPCOT(p, newFerretTrees(s.keys.prg, p.logBin), leaves, roots)
@@ -192,7 +203,8 @@ func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, er
 }
 
 // extend runs one iteration and returns its usable COTs' choices (packed)
-// and T side (the receiver's x and z').
+// and T side (the receiver's x and z'), valid until the next call, which
+// reuses their buffers.
 func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices []uint64, t []Block, err error) {
 	if r.broken {
 		return nil, nil, errFerretBroken
@@ -216,9 +228,14 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	if err != nil {
 		return nil, nil, err
 	}
-	leaves := make([]Block, p.n)
+	r.out = reuseBlocks(r.out, p.n)
+	leaves := r.out
 	sr.finish(newFerretTrees(r.keys.prg, p.logBin), r.hash, leaves, sums, corr, r.tweak)
-	bits := make([]uint64, share.PackedWords(p.n))
+	if cap(r.bits) < share.PackedWords(p.n) {
+		r.bits = make([]uint64, share.PackedWords(p.n))
+	}
+	bits := r.bits[:share.PackedWords(p.n)]
+	clear(bits)
 	for b, a := range alpha {
 		j := b<<p.logBin + a
 		bits[j>>6] |= 1 << (j & 63)
@@ -240,6 +257,14 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	r.cur = next
 	r.broken = false
 	return choices, leaves[:m:m], nil
+}
+
+// reuseBlocks returns b with length n, reallocated only when too short.
+func reuseBlocks(b []Block, n int) []Block {
+	if cap(b) < n {
+		return make([]Block, n)
+	}
+	return b[:n]
 }
 
 // fillBlocks overwrites b with blocks of the stream.

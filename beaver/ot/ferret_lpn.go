@@ -30,6 +30,9 @@ const lpnChunk = 1024
 // lpnRowBytes is the key stream per column: d 32-bit words.
 const lpnRowBytes = 4 * ferretCodeWeight
 
+// rows' pairwise test below is written out for d = 10.
+var _ = [1]struct{}{}[ferretCodeWeight-10]
+
 // lpnCode is the public matrix A of one iteration, given by its key.
 type lpnCode struct {
 	key *share.AESKey
@@ -54,23 +57,46 @@ func (a *lpnCode) rows(idx []uint32, col0 int, ks []byte) {
 	a.key.KeyStreamAt(a.iv, uint64(col0)*lpnRowBytes/16, ks)
 	k := uint64(a.k)
 	for c := 0; c < len(idx); c += ferretCodeWeight {
-		col := idx[c : c+ferretCodeWeight]
+		var col [ferretCodeWeight]uint32
 		for r := range col {
-			v := uint32(uint64(binary.LittleEndian.Uint32(ks[4*(c+r):])) * k >> 32)
-			for again := true; again; {
-				again = false
-				for _, p := range col[:r] {
-					if p == v {
-						v++
-						if uint64(v) == k {
-							v = 0
-						}
-						again = true
-						break
-					}
+			col[r] = uint32(uint64(binary.LittleEndian.Uint32(ks[4*(c+r):])) * k >> 32)
+		}
+		// Almost every column has distinct rows: test all pairs without
+		// branching (x − 1 for a 32-bit x ≥ 0 has bit 63 set exactly when
+		// x = 0, i.e. when two rows are equal), and fix the rare column row
+		// by row.
+		c0, c1, c2, c3, c4 := col[0], col[1], col[2], col[3], col[4]
+		c5, c6, c7, c8, c9 := col[5], col[6], col[7], col[8], col[9]
+		z1 := (uint64(c0^c1) - 1)
+		z2 := (uint64(c0^c2) - 1) | (uint64(c1^c2) - 1)
+		z3 := (uint64(c0^c3) - 1) | (uint64(c1^c3) - 1) | (uint64(c2^c3) - 1)
+		z4 := (uint64(c0^c4) - 1) | (uint64(c1^c4) - 1) | (uint64(c2^c4) - 1) | (uint64(c3^c4) - 1)
+		z5 := (uint64(c0^c5) - 1) | (uint64(c1^c5) - 1) | (uint64(c2^c5) - 1) | (uint64(c3^c5) - 1) | (uint64(c4^c5) - 1)
+		z6 := (uint64(c0^c6) - 1) | (uint64(c1^c6) - 1) | (uint64(c2^c6) - 1) | (uint64(c3^c6) - 1) | (uint64(c4^c6) - 1) | (uint64(c5^c6) - 1)
+		z7 := (uint64(c0^c7) - 1) | (uint64(c1^c7) - 1) | (uint64(c2^c7) - 1) | (uint64(c3^c7) - 1) | (uint64(c4^c7) - 1) | (uint64(c5^c7) - 1) | (uint64(c6^c7) - 1)
+		z8 := (uint64(c0^c8) - 1) | (uint64(c1^c8) - 1) | (uint64(c2^c8) - 1) | (uint64(c3^c8) - 1) | (uint64(c4^c8) - 1) | (uint64(c5^c8) - 1) | (uint64(c6^c8) - 1) | (uint64(c7^c8) - 1)
+		z9 := (uint64(c0^c9) - 1) | (uint64(c1^c9) - 1) | (uint64(c2^c9) - 1) | (uint64(c3^c9) - 1) | (uint64(c4^c9) - 1) | (uint64(c5^c9) - 1) | (uint64(c6^c9) - 1) | (uint64(c7^c9) - 1) | (uint64(c8^c9) - 1)
+		zero := (z1 | z2 | z3 | z4 | z5 | z6 | z7 | z8 | z9) >> 63
+		if zero != 0 {
+			distinctRows(&col, a.k)
+		}
+		copy(idx[c:c+ferretCodeWeight], col[:])
+	}
+}
+
+// distinctRows moves each row of col equal to one before it to the next
+// row mod k until it is new.
+func distinctRows(col *[ferretCodeWeight]uint32, k int) {
+	for r := 1; r < ferretCodeWeight; r++ {
+		for again := true; again; {
+			again = false
+			for _, p := range col[:r] {
+				if p == col[r] {
+					col[r] = uint32((int(col[r]) + 1) % k)
+					again = true
+					break
 				}
 			}
-			col[r] = v
 		}
 	}
 }
