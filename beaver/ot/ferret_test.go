@@ -139,7 +139,7 @@ func ferretRun(ctx context.Context, s *ferretSender, r *ferretReceiver, ps, pr f
 }
 
 // checkCOTs fails unless tr[j] = q[j] ⊕ x_j·Δ for every j.
-func checkCOTs(t *testing.T, delta Block, o ferretOutput) {
+func checkCOTs(t testing.TB, delta Block, o ferretOutput) {
 	t.Helper()
 	if len(o.q) != len(o.tr) || len(o.x) != share.PackedWords(len(o.q)) {
 		t.Fatalf("lengths: q %d, t %d, choice words %d", len(o.q), len(o.tr), len(o.x))
@@ -565,16 +565,26 @@ func FuzzFerretDecode(f *testing.F) {
 // process (so each COT is counted once, but costs both parties' work, on
 // the same cores).
 func BenchmarkFerretIteration(b *testing.B) {
-	cfg := ferretConfig{main: ferretMain}
+	cfg := ferretB13
 	ctx := ferretCtx(b)
 	s, r := ferretPair(b, cfg, 6)
-	// One iteration first: it allocates (and faults in) the reused output
-	// buffers, so that the timed ones are the steady state.
-	ps, pr := ferretPipes()
-	if _, errS, errR := ferretRun(ctx, s, r, ps, pr); errS != nil || errR != nil {
-		b.Fatal(errS, errR)
+	// The setup iteration and one main iteration first, checked: they
+	// bootstrap the main reserve from cfg.baseCOTs() base COTs and
+	// allocate (and fault in) the reused output buffers, so that the
+	// timed iterations are the steady state.
+	for it, want := range []int{ferretSetup.n - ferretMain.reserve(), ferretMain.outputs()} {
+		ps, pr := ferretPipes()
+		out, errS, errR := ferretRun(ctx, s, r, ps, pr)
+		if errS != nil || errR != nil {
+			b.Fatal(errS, errR)
+		}
+		if len(out.q) != want {
+			b.Fatalf("warm-up iteration %d: %d COTs, want %d", it, len(out.q), want)
+		}
+		checkCOTs(b, s.delta, out)
 	}
 	var up, down int
+	cpu0, cpuOK := processCPUSeconds()
 	b.ResetTimer()
 	for range b.N {
 		ps, pr := ferretPipes()
@@ -587,6 +597,11 @@ func BenchmarkFerretIteration(b *testing.B) {
 	b.StopTimer()
 	m := ferretMain.outputs()
 	b.ReportMetric(float64(m)*float64(b.N)/b.Elapsed().Seconds(), "COTs/s")
+	if cpu1, ok := processCPUSeconds(); ok && cpuOK {
+		// Both parties' CPU time: the rate a core would give them, however
+		// loaded the machine.
+		b.ReportMetric(float64(m)*float64(b.N)/(cpu1-cpu0), "COTs/cpu-s")
+	}
 	b.ReportMetric(float64(8*(up+down)), "bytes/iter")
 	b.ReportMetric(float64(64*(up+down))/float64(m), "bits/COT")
 }
