@@ -149,4 +149,12 @@
 // about 79 GB and several hundred CPU-seconds per layer, against about
 // 9.4 MB per layer from a dealer: vector OLE from correlated OTs costs Θ(m·k·n·ℓ) bits, so a dealer-free weight mask needs a sublinear
 // VOLE (LPN-based silent OT) or RLWE homomorphic encryption instead.
+//
+// Silent OT (ferret.go, not yet used by Gen): the core of Ferret's
+// correlated-OT extension, primal LPN with regular noise and a d = 10
+// local code on emp-ot's revised ferret_b13 parameters (ferret_params.go):
+// an iteration turns 468,640 reserved COTs into 10,485,760, keeps the
+// next reserve and hands out 10,017,120 for 555,040 bytes, 0.44 bits per
+// COT against SoftSpokenOT's 32. Semi-honest only so far (its §5 check is
+// described there).
 package ot
