@@ -153,8 +153,10 @@
 // Silent OT (ferret.go, not yet used by Gen): the core of Ferret's
 // correlated-OT extension, primal LPN with regular noise and a d = 10
 // local code on emp-ot's revised ferret_b13 parameters (ferret_params.go):
-// an iteration turns 468,640 reserved COTs into 10,485,760, keeps the
-// next reserve and hands out 10,017,120 for 555,040 bytes, 0.44 bits per
-// COT against SoftSpokenOT's 32. Semi-honest only so far (its §5 check is
-// described there).
+// an iteration turns 468,768 reserved COTs into 10,485,760, keeps the
+// next reserve and hands out 10,016,992 for 555,104 bytes in two round
+// trips, 0.44 bits per COT against SoftSpokenOT's 32. Its §5 consistency
+// check (ferret_check.go) stops an active sender from making the
+// receiver's outputs depend on its noise beyond one guess, which ends the
+// instance when wrong; an active receiver needs none.
 package ot

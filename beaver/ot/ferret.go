@@ -14,14 +14,16 @@ import (
 // (which extends with SoftSpokenOT); this file is the standalone core.
 //
 // An iteration of a parameter set (ferretParams: n, k, t, logBin) turns a
-// reserve of k + t·logBin Δ-correlated OTs into n new ones:
+// reserve of k + t·logBin + 128 Δ-correlated OTs into n new ones:
 //
 //  1. MPCOT with regular noise: t SPCOTs by GGM tree (ferret_spcot.go),
 //     one per bin of 2^logBin positions; the receiver's point in each bin
 //     is uniform, so the noise e has exactly one 1 per bin. Each tree
 //     consumes logBin reserve COTs (reserve[k + b·logBin + l − 1] for tree
 //     b's level l).
-//  2. LPN encoding (ferret_lpn.go) of the reserve's first k COTs with the
+//  2. The consistency check of the MPCOT (ferret_check.go), on the last
+//     128 reserve COTs, before anything of the iteration is used.
+//  3. LPN encoding (ferret_lpn.go) of the reserve's first k COTs with the
 //     public local code A of the iteration.
 //
 // Of the n outputs the first n − R are handed out and the last R = the
@@ -29,35 +31,40 @@ import (
 // setup set, the first iteration runs it on the caller's base COTs and
 // keeps the main set's reserve.
 //
-// Messages of an iteration: one each way, one round trip. The receiver
+// Messages of an iteration: two each way, two round trips. The receiver
 // sends the t·logBin derandomisation bits of the trees' base COTs
 // (spcotRoundWords words); the sender answers with 2 masked level sums
-// per tree level and 1 leaf correction per tree (spcotReplyWords words).
-// Each receive is bounded by the exact size the public parameters give
-// and checked before anything of it is used. For ferretMain that is
-// 2,080 bytes from the receiver and 552,960 from the sender for
-// 10,017,120 COTs: 0.443 bits per COT.
+// per tree level and 1 leaf correction per tree (spcotReplyWords words);
+// the receiver sends the check's seed and its VOLE adjustment x′ (32
+// bytes, ferretCheckUpWords), which must follow the reply; the sender
+// answers with its SHA-256 hash (32 bytes, ferretCheckDownWords). Each
+// receive is bounded by the exact size the public parameters give and
+// checked before anything of it is used. For ferretMain that is 2,112
+// bytes from the receiver and 552,992 from the sender for 10,016,992
+// COTs: 0.443 bits per COT (555,104 bytes; 0.4433 before the check).
 //
-// Security: semi-honest only. The sender's messages are masked sums
-// under the correlation-robust hash (tweaks j0, j0+1, … counted over the
-// instance's life, under a generator id (ferretKeys.gen) no other hasher
-// of the session may use, so no (tweak, Δ) pair repeats) and the leaf
-// corrections c = Δ ⊕ ⊕ v, which the one unknown leaf hides; the
-// receiver's are its
-// base choices xored with its points' bits, uniform. A malicious sender
-// can send inconsistent level sums or corrections and so make the
-// receiver's outputs wrong depending on its points (a selective failure
-// on the noise, hence on the receiver's choice bits). Ferret's check
-// against it (§5, Fig. 7; emp-ot's mpcot_reg.h) is not implemented: the
-// receiver draws public χ_j ∈ F_{2^128} for every leaf (from a seed it
-// sends after the reply), turns 128 extra reserve COTs into a random VOLE
-// on x* = Σ_b χ_{b·2^logBin+α_b} (sending x* ⊕ their 128 choices), and the
-// sender sends a hash of V = Σ_j χ_j·v_j + y*, which the receiver compares
-// with W = Σ_j χ_j·w_j + z* (products in GF(2^128), gf128.go): 128 more
-// reserve COTs and two more messages per iteration, and an abort with the
-// probability a cheating sender's guess of the points is wrong. A
-// malicious receiver gains nothing from a wrong d (it only changes which
-// sum it learns).
+// Security. The sender's messages are masked sums under the
+// correlation-robust hash (tweaks j0, j0+1, … counted over the instance's
+// life, under a generator id (ferretKeys.gen) no other hasher of the
+// session may use, so no (tweak, Δ) pair repeats), the leaf corrections
+// c = Δ ⊕ ⊕ v, which the one unknown leaf hides, and a hash of V that an
+// honest receiver can compute itself; the receiver's are its base choices
+// xored with its points' bits, a public seed and x* ⊕ u, all uniform. An
+// active sender (the party holding Δ) can send inconsistent level sums or
+// corrections so that the receiver's outputs are wrong depending on its
+// points; the check catches that: the receiver goes on only when its
+// points fit the one guess the sender's hash amounts to, and otherwise
+// fails with errFerretCheck and the instance is broken. So the sender
+// learns at most one bit about the noise, whether its guess held, once
+// (Ferret's malicious MPCOT, whose LPN assumption allows that leak; the
+// argument is in ferret_check.go). An active receiver needs no check: a
+// wrong d only changes which sum it learns (a different point, still one
+// per tree), and a wrong x′ only makes the sender's hash one of a value
+// that differs from what it can compute by a multiple of Δ it cannot
+// compute. What the check does not cover: the base COTs of the first
+// iteration are trusted to be Δ-correlated COTs (an active-secure
+// extension must make them), and a failed check is an abort, not a
+// recovery: the caller must end the session.
 
 // ferretConn carries an iteration's messages. recv returns the next
 // message of at most maxWords words and must refuse a longer one with an
@@ -162,6 +169,8 @@ func newFerretReceiver(cfg ferretConfig, keys ferretKeys, base DeltaOT, secret s
 // sender's z). The result lies in the instance's output buffer, reused by
 // the next call (a fresh buffer of 168 MB per main-set iteration costs
 // more in page faults than the iteration's trees): it is valid until then.
+// The sender answers the receiver's check but learns nothing from it: a
+// receiver whose check fails stops, and the session must end with it.
 func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, error) {
 	if s.broken {
 		return nil, errFerretBroken
@@ -182,9 +191,25 @@ func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, er
 	if err != nil {
 		return nil, err
 	}
-	reply := sp.reply(s.hash, s.delta, s.reserve[p.k:p.reserve()], d, s.tweak)
+	reply := sp.reply(s.hash, s.delta, s.reserve[p.k:p.checkFirst()], d, s.tweak)
 	if err := conn.send(ctx, reply); err != nil {
 		return nil, fmt.Errorf("ot: ferret: send tree reply: %w", err)
+	}
+	msg, err = conn.recv(ctx, ferretCheckUpWords)
+	if err != nil {
+		return nil, fmt.Errorf("ot: ferret: receive check challenge: %w", err)
+	}
+	seed, adj, err := decodeFerretCheckUp(msg)
+	if err != nil {
+		return nil, err
+	}
+	chi, err := newFerretChi(seed, s.keys.gen, s.iter)
+	if err != nil {
+		return nil, err
+	}
+	h := checkSenderHash(chi, leaves, s.reserve[p.checkFirst():p.reserve()], adj, s.delta, s.keys.gen, s.iter)
+	if err := conn.send(ctx, h); err != nil {
+		return nil, fmt.Errorf("ot: ferret: send check hash: %w", err)
 	}
 	code, err := newLPNCode(s.keys.code, s.iter, p.k)
 	if err != nil {
@@ -204,7 +229,9 @@ func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, er
 
 // extend runs one iteration and returns its usable COTs' choices (packed)
 // and T side (the receiver's x and z'), valid until the next call, which
-// reuses their buffers.
+// reuses their buffers. When the sender's messages fail the consistency
+// check it returns no COTs and an error wrapping errFerretCheck, and the
+// instance refuses every later call.
 func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices []uint64, t []Block, err error) {
 	if r.broken {
 		return nil, nil, errFerretBroken
@@ -216,7 +243,7 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 		alpha[b] = int(r.rand.Uint64() & uint64(p.bin()-1))
 	}
 	treeU := extractBits(r.reserveU, p.k, p.treeOTs())
-	sr, d := newSPCOTReceiver(p, alpha, treeU, r.reserveT[p.k:p.reserve()])
+	sr, d := newSPCOTReceiver(p, alpha, treeU, r.reserveT[p.k:p.checkFirst()])
 	if err := conn.send(ctx, d); err != nil {
 		return nil, nil, fmt.Errorf("ot: ferret: send tree choices: %w", err)
 	}
@@ -231,6 +258,9 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	r.out = reuseBlocks(r.out, p.n)
 	leaves := r.out
 	sr.finish(newFerretTrees(r.keys.prg, p.logBin), r.hash, leaves, sums, corr, r.tweak)
+	if err := r.check(ctx, conn, p, alpha, leaves); err != nil {
+		return nil, nil, err
+	}
 	if cap(r.bits) < share.PackedWords(p.n) {
 		r.bits = make([]uint64, share.PackedWords(p.n))
 	}
@@ -257,6 +287,39 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	r.cur = next
 	r.broken = false
 	return choices, leaves[:m:m], nil
+}
+
+// check runs the receiver's side of the iteration's consistency check
+// (ferret_check.go) on its leaves w: it sends σ and x′ = x* ⊕ u, computes
+// W while the sender computes V, and compares the sender's hash with
+// H(W). A mismatch returns an error wrapping errFerretCheck.
+func (r *ferretReceiver) check(ctx context.Context, conn ferretConn, p ferretParams, alpha []int, w []Block) error {
+	seed := Block{r.rand.Uint64(), r.rand.Uint64()}
+	chi, err := newFerretChi(seed, r.keys.gen, r.iter)
+	if err != nil {
+		return err
+	}
+	var xs Block
+	for b, a := range alpha {
+		xs = xs.xor(chi.at(b<<p.logBin + a))
+	}
+	u := extractBits(r.reserveU, p.checkFirst(), ferretCheckOTs)
+	if err := conn.send(ctx, []uint64{seed.Lo, seed.Hi, xs.Lo ^ u[0], xs.Hi ^ u[1]}); err != nil {
+		return fmt.Errorf("ot: ferret: send check challenge: %w", err)
+	}
+	W := checkReceiverValue(chi, w, r.reserveT[p.checkFirst():p.reserve()])
+	msg, err := conn.recv(ctx, ferretCheckDownWords)
+	if err != nil {
+		return fmt.Errorf("ot: ferret: receive check hash: %w", err)
+	}
+	got, err := decodeFerretCheckDown(msg)
+	if err != nil {
+		return err
+	}
+	if !checkHashMatches(W, got, r.keys.gen, r.iter) {
+		return fmt.Errorf("%w (iteration %d)", errFerretCheck, r.iter)
+	}
+	return nil
 }
 
 // reuseBlocks returns b with length n, reallocated only when too short.

@@ -14,7 +14,8 @@ import "fmt"
 //   - logBin: log2 of a bin's size, the depth of each bin's GGM tree, so
 //     that n = t·2^logBin; each tree consumes logBin base COTs.
 //
-// An iteration consumes reserve() = k + t·logBin COTs of the previous one
+// An iteration consumes reserve() = k + t·logBin + 128 COTs of the
+// previous one (the last 128 for the consistency check, ferret_check.go)
 // and yields n − reserve() new ones.
 type ferretParams struct{ n, k, t, logBin int }
 
@@ -41,17 +42,22 @@ const ferretMaxN = 1 << 27
 // regular-noise LPN over F2 with a d = 10 local code, which we adopt as
 // stated and have not re-estimated.
 var (
-	// ferretMain makes 10,017,120 COTs per iteration from a reserve of
-	// 468,640.
+	// ferretMain makes 10,016,992 COTs per iteration from a reserve of
+	// 468,768.
 	ferretMain = ferretParams{n: 10_485_760, k: 452_000, t: 1_280, logBin: 13}
-	// ferretSetup turns 41,030 base COTs into 470,016, enough for
+	// ferretSetup turns 41,158 base COTs into 470,016, enough for
 	// ferretMain's reserve (its first iteration's base).
 	ferretSetup = ferretParams{n: 470_016, k: 32_768, t: 918, logBin: 9}
 )
 
 // reserve returns the base COTs an iteration consumes: k for the LPN
-// secret and logBin for each of the t trees.
-func (p ferretParams) reserve() int { return p.k + p.t*p.logBin }
+// secret, logBin for each of the t trees and ferretCheckOTs for the
+// consistency check, in that order.
+func (p ferretParams) reserve() int { return p.checkFirst() + ferretCheckOTs }
+
+// checkFirst returns the index in the reserve of the check's first COT,
+// k + t·logBin.
+func (p ferretParams) checkFirst() int { return p.k + p.treeOTs() }
 
 // outputs returns the usable COTs of an iteration, n − reserve().
 func (p ferretParams) outputs() int { return p.n - p.reserve() }
@@ -76,7 +82,7 @@ func (p ferretParams) check() error {
 	case p.k < ferretCodeWeight || p.k >= p.n:
 		return fmt.Errorf("ot: ferret: k = %d, want %d ≤ k < n = %d", p.k, ferretCodeWeight, p.n)
 	case p.reserve() >= p.n:
-		return fmt.Errorf("ot: ferret: reserve k + t·logBin = %d is not below n = %d", p.reserve(), p.n)
+		return fmt.Errorf("ot: ferret: reserve k + t·logBin + %d = %d is not below n = %d", ferretCheckOTs, p.reserve(), p.n)
 	}
 	return nil
 }

@@ -183,10 +183,10 @@ func TestFerretParams(t *testing.T) {
 	if err := (ferretConfig{setup: ferretTinySetup, main: ferretParams{n: 4096, k: 600, t: 64, logBin: 6}}).check(); err == nil {
 		t.Error("a setup that cannot fill the main reserve passed")
 	}
-	if got, want := ferretMain.reserve(), 452_000+1_280*13; got != want {
+	if got, want := ferretMain.reserve(), 452_000+1_280*13+ferretCheckOTs; got != want {
 		t.Errorf("main reserve %d, want %d", got, want)
 	}
-	if got, want := ferretB13.baseCOTs(), 32_768+918*9; got != want {
+	if got, want := ferretB13.baseCOTs(), 32_768+918*9+ferretCheckOTs; got != want {
 		t.Errorf("base COTs %d, want %d", got, want)
 	}
 }
@@ -414,16 +414,17 @@ func TestFerretIterations(t *testing.T) {
 				checkCOTs(t, s.delta, out)
 				// The reserves are COTs too.
 				checkCOTs(t, s.delta, ferretOutput{q: s.reserve, tr: r.reserveT, x: r.reserveU})
-				// One message each way: the t·h bits up, 2h masked sums
-				// and one correction per tree down.
+				// Two messages each way: the t·h bits up, 2h masked sums
+				// and one correction per tree down; then the check's seed
+				// and x′ (32 bytes) up, its SHA-256 hash down.
 				tw := p.t * p.logBin
-				if pr.msgs != 1 || ps.msgs != 1 {
-					t.Errorf("iteration %d: %d messages up, %d down, want 1 and 1", it, pr.msgs, ps.msgs)
+				if pr.msgs != 2 || ps.msgs != 2 {
+					t.Errorf("iteration %d: %d messages up, %d down, want 2 and 2", it, pr.msgs, ps.msgs)
 				}
-				if got, want := 8*pr.words, 8*((tw+63)/64); got != want {
+				if got, want := 8*pr.words, 8*((tw+63)/64)+32; got != want {
 					t.Errorf("iteration %d: receiver sent %d bytes, want %d", it, got, want)
 				}
-				if got, want := 8*ps.words, 16*(2*tw+p.t); got != want {
+				if got, want := 8*ps.words, 16*(2*tw+p.t)+32; got != want {
 					t.Errorf("iteration %d: sender sent %d bytes, want %d", it, got, want)
 				}
 			}
@@ -474,13 +475,18 @@ func TestFerretNoiseAndChoices(t *testing.T) {
 	}
 }
 
-// ferretLiar is a connection whose next message is replaced.
+// ferretLiar is a connection whose received message number at (0: the
+// next) is replaced by msg.
 type ferretLiar struct {
 	*ferretPipe
-	msg []uint64
+	msg    []uint64
+	at, in int
 }
 
 func (l *ferretLiar) recv(ctx context.Context, maxWords int) ([]uint64, error) {
+	if l.in++; l.in-1 != l.at {
+		return l.ferretPipe.recv(ctx, maxWords)
+	}
 	if _, err := l.ferretPipe.recv(ctx, 1<<30); err != nil {
 		return nil, err
 	}
@@ -538,12 +544,50 @@ func TestFerretRefusesBadMessages(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "tree reply of 3 words") {
 		t.Fatalf("short reply: %v", err)
 	}
+	// The check's messages, each party's second receive: a check
+	// challenge or hash of the wrong size fails the party that gets it,
+	// which then refuses further calls.
+	for _, n := range []int{0, ferretCheckUpWords - 1, ferretCheckUpWords + 1} {
+		s, r := ferretPair(t, cfg, 6)
+		ps, pr := ferretPipes()
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() {
+			_, _, err := r.extend(cctx, pr) // waits for the hash until cancelled
+			done <- err
+		}()
+		_, err := s.extend(cctx, &ferretLiar{ferretPipe: ps, msg: make([]uint64, n), at: 1})
+		cancel()
+		<-done
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("check challenge of %d words", n)) {
+			t.Fatalf("check challenge of %d words: %v", n, err)
+		}
+		if _, err := s.extend(ctx, ps); !errors.Is(err, errFerretBroken) {
+			t.Fatalf("after a failed check challenge: %v", err)
+		}
+	}
+	for _, n := range []int{0, ferretCheckDownWords - 1, ferretCheckDownWords + 1} {
+		s, r := ferretPair(t, cfg, 7)
+		ps, pr := ferretPipes()
+		_, errS, errR := ferretRun(ctx, s, r, ps, &ferretLiar{ferretPipe: pr, msg: make([]uint64, n), at: 1})
+		if errS != nil {
+			t.Fatal(errS)
+		}
+		if errR == nil || !strings.Contains(errR.Error(), fmt.Sprintf("check hash of %d words", n)) || errors.Is(errR, errFerretCheck) {
+			t.Fatalf("check hash of %d words: %v", n, errR)
+		}
+		if _, _, err := r.extend(ctx, pr); !errors.Is(err, errFerretBroken) {
+			t.Fatalf("after a failed check hash: %v", err)
+		}
+	}
 }
 
 func FuzzFerretDecode(f *testing.F) {
 	p := ferretParams{n: 3 << 3, k: ferretCodeWeight, t: 3, logBin: 3}
 	f.Add(make([]byte, 8*spcotRoundWords(p)))
 	f.Add(make([]byte, 8*spcotReplyWords(p)))
+	f.Add(make([]byte, 8*ferretCheckUpWords))
+	f.Add(make([]byte, 8*ferretCheckDownWords+1))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		w := make([]uint64, len(b)/8)
@@ -557,6 +601,16 @@ func FuzzFerretDecode(f *testing.F) {
 		}
 		if sums, corr, err := decodeSPCOTReply(p, w); err == nil && (len(sums) != 2*p.treeOTs() || len(corr) != p.t) {
 			t.Fatalf("accepted %d sums, %d corrections", len(sums), len(corr))
+		}
+		if seed, adj, err := decodeFerretCheckUp(w); err == nil && (len(w) != ferretCheckUpWords || seed != (Block{w[0], w[1]}) || adj != (Block{w[2], w[3]})) {
+			t.Fatalf("accepted %d words as seed %v, x′ %v", len(w), seed, adj)
+		} else if err != nil && len(w) == ferretCheckUpWords {
+			t.Fatalf("refused a check challenge of the right size: %v", err)
+		}
+		if h, err := decodeFerretCheckDown(w); err == nil && len(h) != ferretCheckDownWords {
+			t.Fatalf("accepted a check hash of %d words", len(h))
+		} else if err != nil && len(w) == ferretCheckDownWords {
+			t.Fatalf("refused a check hash of the right size: %v", err)
 		}
 	})
 }
