@@ -113,7 +113,7 @@ type ferretReceiver struct {
 	cur      ferretParams
 	keys     ferretKeys
 	hash     *hasher
-	rand     *share.PRG // secret: the noise points
+	rand     *share.PRG // secret: the noise points (and the check's seeds, public once sent)
 	reserveU []uint64   // choices, packed
 	reserveT []Block
 	out      []Block  // an iteration's T side, reused

@@ -217,3 +217,20 @@ func TestFerretCheckSelectiveFailure(t *testing.T) {
 		t.Errorf("%d of %d instances failed: the points did not vary", fails, runs)
 	}
 }
+
+// BenchmarkFerretCheck times one party's inner product Σ_j χ_j·v_j over a
+// main-set iteration's n leaves (χ's AES-CTR and the carry-less
+// products), the check's CPU cost per party.
+func BenchmarkFerretCheck(b *testing.B) {
+	v := make([]Block, ferretMain.n)
+	fillBlocks(share.NewPRG(share.Seed{3}, "leaves"), v)
+	chi, err := newFerretChi(Block{1, 2}, 7, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(16 * len(v)))
+	b.ResetTimer()
+	for range b.N {
+		chi.dot(v)
+	}
+}
