@@ -163,6 +163,7 @@ func TestFerretCheckCatchesSender(t *testing.T) {
 					t.Fatalf("a block the receiver does not use: %v", errR)
 				}
 				checkCOTs(t, s.delta, out)
+				t.Log("the receiver did not use the altered block: the check passed with correct COTs")
 				return
 			}
 			if !errors.Is(errR, errFerretCheck) {
@@ -232,5 +233,27 @@ func BenchmarkFerretCheck(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		chi.dot(v)
+	}
+}
+
+// TestFerretCheckSetupIteration: the check guards the setup iteration
+// too (its own set, on the caller's base COTs): an altered leaf
+// correction there fails the receiver's first extend.
+func TestFerretCheckSetupIteration(t *testing.T) {
+	cfg := ferretConfig{setup: ferretTinySetup, main: ferretTinyMain}
+	p := cfg.setup
+	ctx := ferretCtx(t)
+	for _, b := range []int{0, p.t - 1} {
+		s, r := ferretPair(t, cfg, 12)
+		ps, pr := ferretPipes()
+		w := 4*p.treeOTs() + 2*b
+		ts := &ferretTamper{ferretPipe: ps, at: 0, alter: func(m []uint64) { m[w] ^= 1 << 40 }}
+		_, errS, errR := ferretRun(ctx, s, r, ts, pr)
+		if errS != nil {
+			t.Fatal(errS)
+		}
+		if !errors.Is(errR, errFerretCheck) {
+			t.Fatalf("tree %d's correction altered in the setup iteration: %v", b, errR)
+		}
 	}
 }
