@@ -1,0 +1,130 @@
+package ot
+
+import "fmt"
+
+// ferretParams is one parameter set of Ferret's primal LPN with regular
+// noise (Yang, Weng, Lan, Zhang and Wang, "Ferret: Fast Extension for
+// coRRElated oT with small communication", ACM CCS 2020, ePrint 2020/924):
+//
+//   - n: the COTs one iteration makes, the length of the LPN codeword and
+//     of the noise vector;
+//   - k: the LPN dimension, the base COTs the encoding consumes (the
+//     secret u of the receiver, the sender's Q under Δ);
+//   - t: the noise weight, one noise position in each of t bins;
+//   - logBin: log2 of a bin's size, the depth of each bin's GGM tree, so
+//     that n = t·2^logBin; each tree consumes logBin base COTs.
+//
+// An iteration consumes reserve() = k + t·logBin + 128 COTs of the
+// previous one (the last 128 for the consistency check, ferret_check.go)
+// and yields n − reserve() new ones.
+type ferretParams struct{ n, k, t, logBin int }
+
+// ferretCodeWeight is d, the nonzeros per column of the local linear code
+// (the public k×n generator matrix A): every output COT is the sum of d
+// base COTs and one MPCOT position, Ferret's choice (§6, d = 10).
+const ferretCodeWeight = 10
+
+// ferretMaxN bounds n (2^27 COTs, 2 GiB of blocks per party): far above
+// the sets below, only a guard on the memory an iteration allocates.
+const ferretMaxN = 1 << 27
+
+// The parameter sets. The main set and the setup set are emp-ot's
+// ferret_b13 (emp-toolkit/emp-ot, as ported in sine-fdn/polytune,
+// src/otext/constants.rs, FERRET_B13): n = 10,485,760, t = 1,280,
+// k = 452,000, bins of 2^13; the setup set n = 470,016, t = 918,
+// k = 32,768, bins of 2^9. These are the sets revised after Briaud and
+// Øygarden's algebraic attack on regular syndrome decoding ("A new
+// algebraic approach to the regular syndrome decoding problem and
+// implications for PCG constructions", EUROCRYPT 2023), which lowered the
+// cost of attacking Ferret's original sets (n = 10,608,640, t = 1,295,
+// k = 589,824 in earlier emp-ot releases) below their claimed level; the
+// revised sets are emp-ot's claim of 128-bit computational security for
+// regular-noise LPN over F2 with a d = 10 local code, which we adopt as
+// stated and have not re-estimated.
+var (
+	// ferretMain makes 10,016,992 COTs per iteration from a reserve of
+	// 468,768.
+	ferretMain = ferretParams{n: 10_485_760, k: 452_000, t: 1_280, logBin: 13}
+	// ferretSetup turns 41,158 base COTs into 470,016, enough for
+	// ferretMain's reserve (its first iteration's base).
+	ferretSetup = ferretParams{n: 470_016, k: 32_768, t: 918, logBin: 9}
+)
+
+// reserve returns the base COTs an iteration consumes: k for the LPN
+// secret, logBin for each of the t trees and ferretCheckOTs for the
+// consistency check, in that order.
+func (p ferretParams) reserve() int { return p.checkFirst() + ferretCheckOTs }
+
+// checkFirst returns the index in the reserve of the check's first COT,
+// k + t·logBin.
+func (p ferretParams) checkFirst() int { return p.k + p.treeOTs() }
+
+// outputs returns the usable COTs of an iteration, n − reserve().
+func (p ferretParams) outputs() int { return p.n - p.reserve() }
+
+// treeOTs returns the base COTs of an iteration's trees, t·logBin.
+func (p ferretParams) treeOTs() int { return p.t * p.logBin }
+
+// bin returns a bin's size, 2^logBin.
+func (p ferretParams) bin() int { return 1 << p.logBin }
+
+// check refuses a set that is not a valid Ferret instance: n = t·2^logBin,
+// d ≤ k < n (a column has d distinct rows), and a reserve below n, so that
+// an iteration yields more COTs than it consumes.
+func (p ferretParams) check() error {
+	switch {
+	case p.logBin < 1 || p.logBin > 24:
+		return fmt.Errorf("ot: ferret: bins of 2^%d, want 2^1 … 2^24", p.logBin)
+	case p.t < 1 || p.n < 1 || p.n > ferretMaxN:
+		return fmt.Errorf("ot: ferret: n = %d, t = %d: want 1 ≤ t and 1 ≤ n ≤ %d", p.n, p.t, ferretMaxN)
+	case p.n != p.t<<p.logBin:
+		return fmt.Errorf("ot: ferret: n = %d is not t·2^logBin = %d·2^%d", p.n, p.t, p.logBin)
+	case p.k < ferretCodeWeight || p.k >= p.n:
+		return fmt.Errorf("ot: ferret: k = %d, want %d ≤ k < n = %d", p.k, ferretCodeWeight, p.n)
+	case p.reserve() >= p.n:
+		return fmt.Errorf("ot: ferret: reserve k + t·logBin + %d = %d is not below n = %d", ferretCheckOTs, p.reserve(), p.n)
+	}
+	return nil
+}
+
+// ferretConfig is the parameters of a Ferret instance: an optional setup
+// set (zero when the base COTs already fill the main reserve) whose one
+// iteration bootstraps the main set's first reserve, and the main set.
+type ferretConfig struct{ setup, main ferretParams }
+
+// ferretB13 is the production configuration: ferretSetup, then ferretMain.
+var ferretB13 = ferretConfig{setup: ferretSetup, main: ferretMain}
+
+// hasSetup reports whether the configuration starts with a setup
+// iteration.
+func (c ferretConfig) hasSetup() bool { return c.setup != ferretParams{} }
+
+// first returns the set of the first iteration.
+func (c ferretConfig) first() ferretParams {
+	if c.hasSetup() {
+		return c.setup
+	}
+	return c.main
+}
+
+// baseCOTs returns the base COTs a fresh instance needs: the first
+// iteration's reserve.
+func (c ferretConfig) baseCOTs() int { return c.first().reserve() }
+
+// check validates both sets and that the setup iteration's output covers
+// the main reserve.
+func (c ferretConfig) check() error {
+	if err := c.main.check(); err != nil {
+		return fmt.Errorf("main set: %w", err)
+	}
+	if !c.hasSetup() {
+		return nil
+	}
+	if err := c.setup.check(); err != nil {
+		return fmt.Errorf("setup set: %w", err)
+	}
+	if c.setup.n < c.main.reserve() {
+		return fmt.Errorf("ot: ferret: setup makes %d COTs, the main reserve needs %d", c.setup.n, c.main.reserve())
+	}
+	return nil
+}
