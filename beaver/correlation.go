@@ -98,6 +98,9 @@ const (
 	FieldN
 	FieldWeightID
 	FieldFracBits
+	// FieldRingBits: the kind accepts Request.RingBits (material mod
+	// 2^RingBits).
+	FieldRingBits
 )
 
 // registry holds the registered correlations by kind.

@@ -41,6 +41,29 @@ func (t Typed) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int
 	return drawAs(ctx, t, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n}, Material.triple)
 }
 
+// MatTriplesRing returns shares of batch matrix triples in the ring
+// Z_2^ringBits (Request.RingBits; 0 or 64 is MatTriples): A batch×m×k,
+// B batch×k×n and C = A·B mod 2^ringBits. Only the low ringBits bits of the
+// words are defined; they are masked here, so every word is below
+// 2^ringBits whatever the provider returned (a provider may hand out a
+// triple mod 2^64, which reduces to one mod 2^ringBits).
+func (t Typed) MatTriplesRing(ctx context.Context, stream uint32, ringBits uint, batch, m, k, n int) (Triple, error) {
+	if ringBits == 64 {
+		ringBits = 0
+	}
+	tr, err := drawAs(ctx, t, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n, RingBits: ringBits}, Material.triple)
+	if err != nil || ringBits == 0 {
+		return tr, err
+	}
+	mask := uint64(1)<<ringBits - 1
+	for _, part := range [][]uint64{tr.A, tr.B, tr.C} {
+		for i := range part {
+			part[i] &= mask
+		}
+	}
+	return tr, nil
+}
+
 // WeightTriple returns this party's part of a correlation for one product
 // X·W with X m×k and W (id weightID) k×n: A (party 1) and shares of A·B.
 func (t Typed) WeightTriple(ctx context.Context, stream uint32, weightID uint64, m, k, n int) (WeightTriple, error) {
@@ -57,7 +80,7 @@ func (t Typed) WeightVectorTriple(ctx context.Context, stream uint32, weightID u
 
 func init() {
 	Register(Correlation{
-		Kind: KindMatTriple, Name: "mattriple", Fields: FieldBatch | FieldM | FieldK | FieldN,
+		Kind: KindMatTriple, Name: "mattriple", Fields: FieldBatch | FieldM | FieldK | FieldN | FieldRingBits,
 		Dims: func(r Request) [][]int {
 			return [][]int{{r.Batch, r.M, r.K}, {r.Batch, r.K, r.N}, {r.Batch, r.M, r.N}}
 		},
@@ -132,6 +155,8 @@ func dealMatTriple(r Request, x Expansion, out [2][]uint64) error {
 	return nil
 }
 
+// verifyMatTriple checks C = A·B, modulo 2^r.Ring() (only the low bits of
+// a narrow ring's material are defined).
 func verifyMatTriple(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	a, b, c := make([]uint64, len(m0[0])), make([]uint64, len(m0[1])), make([]uint64, len(m0[2]))
 	_ = share.AddVec(a, m0[0], m1[0])
@@ -140,6 +165,13 @@ func verifyMatTriple(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	ab := make([]uint64, len(c))
 	if err := share.BatchMatMulInto(ab, a, b, r.Batch, r.M, r.K, r.N); err != nil {
 		return err
+	}
+	if r.RingBits != 0 {
+		mask := uint64(1)<<r.RingBits - 1
+		for i := range ab {
+			ab[i] &= mask
+			c[i] &= mask
+		}
 	}
 	if !slices.Equal(ab, c) {
 		return fmt.Errorf("%v: C ≠ A·B", r)

@@ -39,6 +39,15 @@ const MaxItemWords = 1 << 27
 // BitPair; Batch, M, K, N for MatTriple; M, K, N and WeightID for
 // WeightTriple; M, N and WeightID for WeightVectorTriple; M (rows) and N
 // (width) for RowBitTriple. Unused fields must be zero.
+//
+// RingBits (MatTriple only, FieldRingBits) asks for material in the ring
+// Z_2^RingBits instead of Z_2^64: 0 means 64 (every request before it), and
+// a set value must be 2 ≤ RingBits ≤ 63. Only the low RingBits bits of such
+// material are defined (Typed.MatTriplesRing masks them), which lets a
+// dealer-free generator make it with fewer correction bits (beaver/ot). A
+// provider may ignore it and hand out material mod 2^64: a triple mod 2^64
+// reduced mod 2^ℓ is a triple mod 2^ℓ (the dealer and the seeded providers
+// do so).
 type Request struct {
 	Kind     Kind
 	Stream   uint32
@@ -47,6 +56,22 @@ type Request struct {
 	Batch    int
 	M, K, N  int
 	FracBits uint
+	RingBits uint
+}
+
+// MinRingBits and MaxRingBits bound a set Request.RingBits (0 means 64).
+const (
+	MinRingBits = 2
+	MaxRingBits = 63
+)
+
+// Ring returns the width of the ring the request's material lives in: 64
+// when RingBits is 0, RingBits otherwise.
+func (r Request) Ring() uint {
+	if r.RingBits == 0 {
+		return 64
+	}
+	return r.RingBits
 }
 
 // String describes the request for error messages.
@@ -55,12 +80,17 @@ func (r Request) String() string {
 	if c := r.Kind.spec(); c != nil {
 		format = c.Format
 	}
-	return fmt.Sprintf("%v %s stream %d #%d", r.Kind, format(r), r.Stream, r.Counter)
+	ring := ""
+	if r.RingBits != 0 {
+		ring = fmt.Sprintf(" mod 2^%d", r.RingBits)
+	}
+	return fmt.Sprintf("%v %s%s stream %d #%d", r.Kind, format(r), ring, r.Stream, r.Counter)
 }
 
 // Validate checks the kind and the sizes (non-negative, unused fields zero,
 // every part at most MaxItemWords words, and the kind's own checks, e.g.
-// 1 ≤ FracBits ≤ 62 for Trunc).
+// 1 ≤ FracBits ≤ 62 for Trunc), and the ring width (RingBits zero for a kind
+// without FieldRingBits, else 0 or MinRingBits..MaxRingBits).
 func (r Request) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("beaver: bad request %v: %s", r, fmt.Sprintf(format, args...))
@@ -74,6 +104,12 @@ func (r Request) Validate() error {
 	}
 	if c.Fields&FieldWeightID == 0 && r.WeightID != 0 {
 		return bad("weight id given for a kind without weights")
+	}
+	if c.Fields&FieldRingBits == 0 && r.RingBits != 0 {
+		return bad("ring width given for a kind without it")
+	}
+	if r.RingBits != 0 && (r.RingBits < MinRingBits || r.RingBits > MaxRingBits) {
+		return bad("ring width %d bits: need %d..%d (0 for 64)", r.RingBits, MinRingBits, MaxRingBits)
 	}
 	var unused []string
 	nonzero := false
@@ -207,7 +243,8 @@ const RequestSize = 40
 const requestVersion = 1
 
 // AppendBinary appends the 40-byte wire encoding of r: version, kind,
-// fracBits, a zero byte, then little-endian stream (4), counter (8),
+// fracBits, ringBits (0 for 64: the byte was reserved and zero before ring
+// widths, so older encodings decode unchanged), then little-endian stream (4), counter (8),
 // weight id (8), batch, m, k, n (4 each).
 func (r Request) AppendBinary(b []byte) ([]byte, error) {
 	for _, v := range []int{r.Batch, r.M, r.K, r.N} {
@@ -218,7 +255,10 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 	if r.FracBits > 255 {
 		return b, fmt.Errorf("beaver: encode request %v: fracBits out of range", r)
 	}
-	b = append(b, requestVersion, byte(r.Kind), byte(r.FracBits), 0)
+	if r.RingBits > 255 {
+		return b, fmt.Errorf("beaver: encode request %v: ringBits out of range", r)
+	}
+	b = append(b, requestVersion, byte(r.Kind), byte(r.FracBits), byte(r.RingBits))
 	b = binary.LittleEndian.AppendUint32(b, r.Stream)
 	b = binary.LittleEndian.AppendUint64(b, r.Counter)
 	b = binary.LittleEndian.AppendUint64(b, r.WeightID)
@@ -229,8 +269,9 @@ func (r Request) AppendBinary(b []byte) ([]byte, error) {
 }
 
 // DecodeRequest parses and validates an encoded request (see AppendBinary).
-// It never panics: a wrong length, version, reserved byte or an invalid
-// request (an unknown kind among them) is an error.
+// It never panics: a wrong length or version, or an invalid request (an
+// unknown kind among them, a ring width out of range or given for a kind
+// without one) is an error.
 func DecodeRequest(b []byte) (Request, error) {
 	var r Request
 	if len(b) != RequestSize {
@@ -239,11 +280,9 @@ func DecodeRequest(b []byte) (Request, error) {
 	if b[0] != requestVersion {
 		return r, fmt.Errorf("beaver: request version %d, want %d", b[0], requestVersion)
 	}
-	if b[3] != 0 {
-		return r, fmt.Errorf("beaver: request reserved byte is %d, want 0", b[3])
-	}
 	r.Kind = Kind(b[1])
 	r.FracBits = uint(b[2])
+	r.RingBits = uint(b[3])
 	r.Stream = binary.LittleEndian.Uint32(b[4:])
 	r.Counter = binary.LittleEndian.Uint64(b[8:])
 	r.WeightID = binary.LittleEndian.Uint64(b[16:])
