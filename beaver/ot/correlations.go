@@ -48,6 +48,17 @@ var (
 		}
 		return
 	}()
+	// gilboaRing[ℓ]: Gilboa's products mod 2^ℓ, whose bit t needs the low
+	// ℓ − t bits for t < ℓ and none for t ≥ ℓ (ℓ(ℓ+1)/2 bits in all);
+	// gilboaRing[64] is gilboaBits.
+	gilboaRing = func() (r [65][64]uint8) {
+		for l := range r {
+			for t := range l {
+				r[l][t] = uint8(l - t)
+			}
+		}
+		return
+	}()
 	fullBits = func() (b [64]uint8) {
 		for t := range b {
 			b[t] = 64
@@ -74,16 +85,26 @@ func (s matShape) groups() int {
 	return s.batch * s.m * s.k
 }
 
-func (s matShape) dir() cotDir { return cotDir{groups: s.groups(), width: s.n, bits: &gilboaBits} }
+func (s matShape) dir(bits *[64]uint8) cotDir {
+	return cotDir{groups: s.groups(), width: s.n, bits: bits}
+}
 
 // crossMat returns shares of L·R in the direction where this party receives
 // (rs, L) and of the peer's L'·R in the direction where it sends (ss, R).
 // Gilboa: entry y of L times row x of R is Σ_t 2^t·y_t·x, one OT per bit.
 func (g *Gen) crossMat(ctx context.Context, rs matShape, L []uint64, ss matShape, R []uint64) (recvOut, sendOut []uint64, err error) {
+	return g.crossMatBits(ctx, rs, L, ss, R, &gilboaBits)
+}
+
+// crossMatBits is crossMat with the correction bits of each product bit
+// given (gilboaRing[ℓ] for products mod 2^ℓ, whose outputs are then defined
+// mod 2^ℓ only: the caller reduces them). A product bit with no correction
+// bits contributes only multiples of 2^ℓ.
+func (g *Gen) crossMatBits(ctx context.Context, rs matShape, L []uint64, ss matShape, R []uint64, bits *[64]uint8) (recvOut, sendOut []uint64, err error) {
 	recvOut = make([]uint64, rs.batch*rs.m*rs.n)
 	sendOut = make([]uint64, ss.batch*ss.m*ss.n)
 	snd := cotSend{
-		dir: ss.dir(),
+		dir: ss.dir(bits),
 		x: func(gi, t int) []uint64 {
 			b, l := gi/(ss.m*ss.k), gi%ss.k
 			off := (b*ss.k + l) * ss.n
@@ -98,7 +119,7 @@ func (g *Gen) crossMat(ctx context.Context, rs matShape, L []uint64, ss matShape
 		},
 	}
 	rcv := cotRecv{
-		dir:    rs.dir(),
+		dir:    rs.dir(bits),
 		choice: L,
 		acc: func(gi, t int, c []uint64) {
 			row := gi / rs.k

@@ -84,7 +84,8 @@ type cotRecv struct {
 	acc func(g, t int, c []uint64)
 }
 
-// mask returns the low L bits set (1 ≤ L ≤ 64).
+// mask returns the low L bits set (0 ≤ L ≤ 64; none for L = 0, so a
+// position with no correction bits writes and reads nothing).
 func mask(L uint8) uint64 { return ^uint64(0) >> (64 - L) }
 
 // runCOT runs one call of the engine: snd is this party's sender direction
@@ -223,7 +224,8 @@ func (g *Gen) cotReceiver(rcv cotRecv, c chunk, t []Block, j0 uint64, d []uint64
 	return nil
 }
 
-// bitWriter packs values of 1–64 bits, least significant first.
+// bitWriter packs values of 0–64 bits, least significant first (a 0-bit
+// value writes nothing).
 type bitWriter struct {
 	buf []uint64
 	acc uint64

@@ -19,7 +19,8 @@
 //     the receiver, one round.
 //   - ANDTriples: bit-packed AND triples from two random OTs each (ALSZ13),
 //     4 bytes per triple and party, one round; CrossANDTriples for u∧v.
-//   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa
+//   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa (MatTriples
+//     also mod 2^ℓ on request, beaver.Request.RingBits: MatTriplesRing)
 //     multiplication on correlated OTs (64 OTs per product with short
 //     corrections of 64−t bits): 256 + 260 = 516 bytes per triple and party.
 //   - SquareProducts: a square pair and a triple on one a, its three cross

@@ -13,9 +13,16 @@ import (
 // Gen.WeightVectorTriples) are the VectorOLE WeightMaskGenerator's.
 func init() {
 	Register(beaver.KindMatTriple, func(ctx context.Context, g *Gen, it Item) ([][]uint64, error) {
-		t, err := g.MatTriples(ctx, it.Batch, it.M, it.K, it.N)
+		t, err := g.MatTriplesRing(ctx, it.Ring(), it.Batch, it.M, it.K, it.N)
 		return parts(t.A, t.B, t.C), err
 	})
+}
+
+// maskWords reduces every word of x to its bits in mask.
+func maskWords(x []uint64, mask uint64) {
+	for i := range x {
+		x[i] &= mask
+	}
 }
 
 // transposeBatch returns the batch of m×n matrices in x transposed (n×m).
@@ -38,6 +45,26 @@ func transposeBatch(x []uint64, batch, m, n int) []uint64 {
 // with the smaller operand's entries as the choices: 64·batch·min(m,n)·k OTs
 // and 260·batch·m·k·n bytes of corrections per direction.
 func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (beaver.Triple, error) {
+	return g.MatTriplesRing(ctx, 64, batch, m, k, n)
+}
+
+// MatTriplesRing is MatTriples in the ring Z_2^ℓ, ℓ = ringBits
+// (2 ≤ ℓ ≤ 64; 0 also means 64): A and B are drawn mod 2^ℓ (the same
+// generator words as MatTriples, masked), C = A·B mod 2^ℓ, every word below
+// 2^ℓ. Gilboa's product bit t then needs only ℓ − t bits of correction for
+// t < ℓ and none for t ≥ ℓ (its term 2^t·y_t·x vanishes mod 2^ℓ), so the
+// corrections are ℓ(ℓ+1)/2 bits per multiply-add and direction (1,485 at
+// ℓ = 54) instead of 2,080. Still 64 OTs per choosing entry: the extension
+// engine's groups are 64 wide (the OTs of bits t ≥ ℓ carry no correction
+// and choose with 0). At ℓ = 64 the call is MatTriples, byte for byte.
+func (g *Gen) MatTriplesRing(ctx context.Context, ringBits uint, batch, m, k, n int) (beaver.Triple, error) {
+	if ringBits == 0 {
+		ringBits = 64
+	}
+	if ringBits < 2 || ringBits > 64 {
+		return beaver.Triple{}, fmt.Errorf("ot: mat triples mod 2^%d: need 2 ≤ ℓ ≤ 64", ringBits)
+	}
+	bits := &gilboaRing[ringBits]
 	na, err := checkSize("mat triples A", batch, m, k)
 	if err != nil {
 		return beaver.Triple{}, err
@@ -53,6 +80,11 @@ func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (beaver.Triple
 		return beaver.Triple{}, err
 	}
 	a, b := g.draw(na), g.draw(nb)
+	ringMask := ^uint64(0) >> (64 - ringBits)
+	if ringBits < 64 {
+		maskWords(a, ringMask)
+		maskWords(b, ringMask)
+	}
 	c := make([]uint64, batch*m*n)
 	if err := share.BatchMatMulInto(c, a, b, batch, m, k, n); err != nil {
 		return beaver.Triple{}, g.end("mat triples", err)
@@ -60,11 +92,11 @@ func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (beaver.Triple
 	var ro, so []uint64
 	if m <= n {
 		s := matShape{batch, m, k, n}
-		ro, so, err = g.crossMat(ctx, s, a, s, b)
+		ro, so, err = g.crossMatBits(ctx, s, a, s, b, bits)
 	} else {
 		// (A·B)ᵀ = Bᵀ·Aᵀ: the B holder chooses, fewer OTs.
 		s := matShape{batch, n, k, m}
-		ro, so, err = g.crossMat(ctx, s, transposeBatch(b, batch, k, n), s, transposeBatch(a, batch, m, k))
+		ro, so, err = g.crossMatBits(ctx, s, transposeBatch(b, batch, k, n), s, transposeBatch(a, batch, m, k), bits)
 		if err == nil {
 			ro, so = transposeBatch(ro, batch, n, m), transposeBatch(so, batch, n, m)
 		}
@@ -73,7 +105,7 @@ func (g *Gen) MatTriples(ctx context.Context, batch, m, k, n int) (beaver.Triple
 		return beaver.Triple{}, g.end("mat triples", err)
 	}
 	for i := range c {
-		c[i] += ro[i] + so[i]
+		c[i] = (c[i] + ro[i] + so[i]) & ringMask
 	}
 	return beaver.Triple{A: a, B: b, C: c}, g.end("mat triples", nil)
 }
