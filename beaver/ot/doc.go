@@ -19,10 +19,11 @@
 //     the receiver, one round.
 //   - ANDTriples: bit-packed AND triples from two random OTs each (ALSZ13),
 //     4 bytes per triple and party, one round; CrossANDTriples for u∧v.
-//   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa (MatTriples
-//     also mod 2^ℓ on request, beaver.Request.RingBits: MatTriplesRing)
+//   - Triples, SquarePairs, MatTriples: Z_2^64 products by Gilboa
 //     multiplication on correlated OTs (64 OTs per product with short
 //     corrections of 64−t bits): 256 + 260 = 516 bytes per triple and party.
+//     MatTriplesRing (beaver.Request.RingBits): matrix triples mod 2^ℓ,
+//     corrections of ℓ−t bits, ℓ(ℓ+1)/2 a multiply-add.
 //   - SquareProducts: a square pair and a triple on one a, its three cross
 //     products in two Gilboa batches (party 1's a1 against party 0's
 //     two-word (2·a0, b0), a vector OLE; party 0's a0 against b1): 128 OTs
