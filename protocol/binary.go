@@ -176,8 +176,10 @@ func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
 	return s.msbBitsWith(ctx, x, 64, nil, nil)
 }
 
-// msbBitsWith is msbBits on a width of 64 or 32 bits (32: the share of bit
-// 31 of (x0 + x1) mod 2^32, see "The 32-bit circuit" above) whose first
+// msbBitsWith is msbBits on an even width of 2..64 bits (width w: the share
+// of bit w−1 of (x0 + x1) mod 2^w, see "The 32-bit circuit" above, whose
+// layout holds for every even width: leaves w/2, leaf 0 position 0, leaf j
+// positions (2j−1, 2j)) whose first
 // exchange (the leaves' cross ANDs) also carries another protocol's
 // independent opening: the message sent is riderSend followed by the masked
 // leaf words, and the peer's message is received likewise, its first
@@ -185,8 +187,8 @@ func (s *Session) msbBits(ctx context.Context, x []uint64) ([]uint64, error) {
 // On empty x nothing is exchanged (the riders neither; the caller must not
 // need them then).
 func (s *Session) msbBitsWith(ctx context.Context, x []uint64, width int, riderSend, riderRecv []uint64) ([]uint64, error) {
-	if width != 64 && width != 32 {
-		return nil, fmt.Errorf("protocol: sign circuit on %d bits: need 64 or 32", width)
+	if !signWidthOK(width) {
+		return nil, fmt.Errorf("protocol: sign circuit on %d bits: need an even width of 2..64", width)
 	}
 	n := len(x)
 	w := share.PackedWords(n)
@@ -232,8 +234,12 @@ type signShape struct {
 	ands []int
 }
 
-// signCircuit returns the layout of the sign circuit on width bits (64 or
-// 32; the caller checks).
+// signWidthOK reports whether the sign circuit runs on width bits: an even
+// width of 2..64.
+func signWidthOK(width int) bool { return width >= 2 && width <= 64 && width%2 == 0 }
+
+// signCircuit returns the layout of the sign circuit on width bits (an even
+// width of 2..64; the caller checks).
 func signCircuit(width int) signShape {
 	sh := signShape{leaves: width / 2}
 	sh.cross = 1 + 5*(sh.leaves-1)

@@ -27,6 +27,8 @@ import (
 //	ReLU              7        271W + n
 //	TruncReLU         7        271W + 2n                 in 7 messages: msg(n + 156W) first
 //	                                                     (TruncBy then ReLU: 8 rounds, 8 messages)
+//	TruncReLURing     7        as TruncReLU with SignCircuitWords(ℓ): 221W + 2n at ℓ = 54
+//	                  (fewer below ℓ = 34)                (ring.go; TruncReLURingCost)
 //	Max (last dim m)  7·⌈log2 m⌉
 
 // cmpCheck returns an error for a nil tensor or one whose data does not fill
@@ -360,7 +362,7 @@ func (s *Session) TruncReLU(ctx context.Context, x *share.Tensor, f uint) (*shar
 	if len(x.Data) == 0 {
 		return &share.Tensor{Shape: slices.Clone(x.Shape), Data: []uint64{}}, nil
 	}
-	t, err := s.truncPrepare(ctx, "trunc relu", x, f)
+	t, err := s.truncPrepare(ctx, "trunc relu", x, f, 64)
 	if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,10 @@ var (
 // SignCircuitWords returns the words each party sends at each exchange of
 // the sign circuit (MSB, and the comparisons and ReLUs built on it) on width
 // bits, per word of input (64 elements, packed): {156, 62, 30, 14, 6, 2} for
-// width 64, {76, 30, 14, 6, 2} for 32 (CompareRevealBounded). Each exchange
-// is one round. It panics for another width.
+// width 64, {76, 30, 14, 6, 2} for 32 (CompareRevealBounded), and the
+// layout of signCircuit(width) for any other even width of 2..64
+// (TruncReLURing: {131, 50, 26, 10, 6, 2} at 54). Each exchange is one
+// round. It panics for another width.
 func SignCircuitWords(width int) []int {
 	return slices.Clone(signWords(width))
 }
@@ -57,7 +59,10 @@ func signWords(width int) []int {
 	case 32:
 		return signWords32
 	}
-	panic(fmt.Sprintf("protocol: sign circuit on %d bits: need 64 or 32", width))
+	if signWidthOK(width) {
+		return signCircuit(width).words()
+	}
+	panic(fmt.Sprintf("protocol: sign circuit on %d bits: need an even width of 2..64", width))
 }
 
 // MSBCost returns the cost of MSB (and of LessThanBits) on n elements for

@@ -67,7 +67,7 @@ func (s *Session) Trunc(ctx context.Context, x *share.Tensor) (*share.Tensor, er
 // TruncBy(y + 2^f·v) = TruncBy(y) + v on the same shares (what the secure
 // forward's fused bias relies on).
 func (s *Session) TruncBy(ctx context.Context, x *share.Tensor, f uint) (*share.Tensor, error) {
-	t, err := s.truncPrepare(ctx, "truncate", x, f)
+	t, err := s.truncPrepare(ctx, "truncate", x, f, 64)
 	if err != nil {
 		return nil, err
 	}
@@ -87,32 +87,37 @@ func TruncCost(n int) Cost {
 	return Cost{Rounds: 1, Bytes: MessageBytes(share.PackedWords(n))}
 }
 
-// truncation is a TruncBy split around its one exchange, so that its message
-// can travel in the same message as another protocol's first exchange
-// (TruncReLU): truncPrepare draws the wrap pairs and fills send (the packed
+// truncation is a TruncBy (or TruncByRing, ring < 64) split around its one
+// exchange, so that its message can travel in the same message as another
+// protocol's first exchange (TruncReLU): truncPrepare draws the wrap pairs and fills send (the packed
 // bits d = m XOR u to send), the caller exchanges send for recv (the peer's
 // packed bits), and finish computes the shares. release returns the scratch.
 type truncation struct {
 	party      int
 	x          *share.Tensor
 	f          uint
+	ring       uint // the shares' ring Z_2^ring, 2 < ring ≤ 64
 	wp         beaver.WrapPair
 	send, recv []uint64
 }
 
-// truncPrepare checks x and f, draws len(x.Data) wrap pairs for 2^f from the
-// session's provider and fills the packed bits to send. op names the
-// protocol in errors.
-func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, f uint) (*truncation, error) {
+// truncPrepare checks x and f, draws len(x.Data) wrap pairs for
+// 2^(f + 64 − ring) from the session's provider and fills the packed bits to
+// send. x's shares are read mod 2^ring (64: TruncBy; below, TruncByRing).
+// op names the protocol in errors.
+func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, f, ring uint) (*truncation, error) {
 	if err := cmpCheck(op, x); err != nil {
 		return nil, err
 	}
-	if f < 1 || f > 62 {
-		return nil, fmt.Errorf("protocol: %s by 2^%d: need 1 ≤ f ≤ 62", op, f)
+	if ring < minRingBits || ring > 64 {
+		return nil, fmt.Errorf("protocol: %s in Z_2^%d: need %d ≤ ℓ ≤ 64", op, ring, minRingBits)
+	}
+	if f < 1 || f > ring-2 {
+		return nil, fmt.Errorf("protocol: %s by 2^%d in Z_2^%d: need 1 ≤ f ≤ %d", op, f, ring, ring-2)
 	}
 	n := len(x.Data)
 	w := share.PackedWords(n)
-	wp, err := s.prov.WrapPairs(ctx, s.StreamID(), n, f)
+	wp, err := s.prov.WrapPairs(ctx, s.StreamID(), n, f+64-ring)
 	if err != nil {
 		return nil, fmt.Errorf("protocol: %s %v: %w", op, x.Shape, err)
 	}
@@ -123,11 +128,11 @@ func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, 
 	if len(mine) != w || len(wp.Z) != n {
 		return nil, fmt.Errorf("protocol: %s %v: provider returned %d bit words and %d words of wrap pairs, want %d and %d", op, x.Shape, len(mine), len(wp.Z), w, n)
 	}
-	t := &truncation{party: s.party, x: x, f: f, wp: wp,
+	t := &truncation{party: s.party, x: x, f: f, ring: ring, wp: wp,
 		send: share.GetWords(w), // scratch: overwritten before use
 		recv: share.GetWords(w), // scratch: overwritten by the exchange
 	}
-	top := topBits(x.Data, s.party == 0)
+	top := topBits(x.Data, s.party == 0, ring)
 	for j := range t.send {
 		t.send[j] = top[j] ^ mine[j]
 	}
@@ -136,29 +141,32 @@ func (s *Session) truncPrepare(ctx context.Context, op string, x *share.Tensor, 
 	return t, nil
 }
 
-// topBits returns the packed top bits of the shares xs (of x + 2^62 for
-// party 0: p0 adds 2^62 first) in ⌈len(xs)/64⌉ scratch words
-// (share.PutWords them).
-func topBits(xs []uint64, p0 bool) []uint64 {
-	const half = uint64(1) << 62
+// topBits returns the packed top bits (bit ring − 1) of the shares xs mod
+// 2^ring (of x + 2^(ring−2) for party 0: p0 adds 2^(ring−2) first) in
+// ⌈len(xs)/64⌉ scratch words (share.PutWords them).
+func topBits(xs []uint64, p0 bool, ring uint) []uint64 {
+	half := uint64(1) << (ring - 2)
 	add := uint64(0)
 	if p0 {
 		add = half
 	}
 	out := share.GetWords(share.PackedWords(len(xs)))
 	clear(out)
+	top := ring - 1
 	for i, v := range xs {
-		out[i>>6] |= ((v + add) >> 63) << (i & 63)
+		out[i>>6] |= ((v + add) >> top & 1) << (i & 63)
 	}
 	return out
 }
 
 // finish returns this party's shares of the truncation from the bits sent
-// and the peer's bits received (steps 3 and 4 of TruncBy).
+// and the peer's bits received (steps 3 and 4 of TruncBy, TruncByRing's on
+// a narrower ring), as 64-bit shares.
 func (t *truncation) finish() *share.Tensor {
-	const half = uint64(1) << 62
+	half := uint64(1) << (t.ring - 2)
+	ringMask := ^uint64(0) >> (64 - t.ring)
 	f := t.f
-	k := 64 - f
+	k := t.ring - f // K = 2^(ring−f) = 2^(64 − (f + 64 − ring))
 	out := &share.Tensor{Shape: slices.Clone(t.x.Shape), Data: make([]uint64, len(t.x.Data))}
 	p0 := t.party == 0
 	add := uint64(0)
@@ -168,8 +176,8 @@ func (t *truncation) finish() *share.Tensor {
 		konst = 1 - half>>f
 	}
 	for i, v := range t.x.Data {
-		xp := v + add
-		m := xp >> 63
+		xp := (v + add) & ringMask
+		m := xp >> (t.ring - 1)
 		j, b := i>>6, uint(i&63)
 		dOwn := t.send[j] >> b & 1
 		dPeer := t.recv[j] >> b & 1
