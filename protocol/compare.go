@@ -27,7 +27,7 @@ import (
 //	ReLU              7        271W + n
 //	TruncReLU         7        271W + 2n                 in 7 messages: msg(n + 156W) first
 //	                                                     (TruncBy then ReLU: 8 rounds, 8 messages)
-//	TruncReLURing     7        as TruncReLU with SignCircuitWords(ℓ): 221W + 2n at ℓ = 54
+//	TruncReLURing     7        SignCircuitWords(ℓ) + 2W + n words: 227W + n at ℓ = 54
 //	                  (fewer below ℓ = 34)                (ring.go; TruncReLURingCost)
 //	Max (last dim m)  7·⌈log2 m⌉
 
