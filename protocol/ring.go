@@ -32,15 +32,13 @@ func ringMask(ring uint) uint64 { return ^uint64(0) >> (64 - ring) }
 // which return 64-bit shares.
 //
 // Protocol: MatMul's with a matrix triple mod 2^ring (Typed.MatTriplesRing)
-// and the openings E = X − A and F = Y − B taken mod 2^ring: each party
-// masks its words to the low ring bits before sending, so what the peer
-// receives is its share minus a uniform word mod 2^ring, uniform mod
-// 2^ring whatever x and y are (the high bits, which would carry the sign of
-// a small X, are never sent).
+// and the openings E = X − A and F = Y − B taken mod 2^ring and sent packed
+// at ring bits a word (share.PackFields): what the peer receives is its
+// share minus a uniform value mod 2^ring, uniform whatever x and y are (the
+// high bits, which would carry the sign of a small X, are never sent).
 //
-// Cost: as MatMul, 1 round and msg(|x| + |y|) bytes per party (the
-// openings still travel as whole words; packing them at ring bits is not
-// done yet).
+// Cost: MatMulRingCost, 1 round and msg(⌈(|x| + |y|)·ring/64⌉) bytes per
+// party.
 func (s *Session) MatMulRing(ctx context.Context, x, y *share.Tensor, ring uint) (*share.Tensor, error) {
 	if ring < 2 || ring > 64 {
 		return nil, fmt.Errorf("protocol: matmul in Z_2^%d: need 2 ≤ ℓ ≤ 64", ring)
@@ -74,12 +72,18 @@ func (s *Session) MatMulRing(ctx context.Context, x, y *share.Tensor, ring uint)
 	for i, v := range y.Data {
 		send[nx+i] = (v - t.B[i]) & mask
 	}
-	recv := share.GetWords(nx + ny) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, send, recv); err != nil {
+	pw := share.FieldWords(nx+ny, ring)
+	packed, peer := share.GetWords(pw), share.GetWords(pw) // scratch: PackFields clears, Exchange fills
+	defer share.PutWords(packed)
+	defer share.PutWords(peer)
+	share.PackFields(packed, send[:nx+ny], ring)
+	if err := s.Exchange(ctx, packed, peer); err != nil {
 		return nil, fmt.Errorf("protocol: matmul %v·%v mod 2^%d: %w", x.Shape, y.Shape, ring, err)
 	}
-	for i := range recv {
+	recv := share.GetWords(nx + ny) // scratch: UnpackFields fills it
+	defer share.PutWords(recv)
+	share.UnpackFields(recv[:nx+ny], peer, ring)
+	for i := range recv[:nx+ny] {
 		recv[i] = (recv[i] + send[i]) & mask
 	}
 	e, f := recv[:nx], recv[nx:]
@@ -96,6 +100,13 @@ func (s *Session) MatMulRing(ctx context.Context, x, y *share.Tensor, ring uint)
 		out.Data[i] = (out.Data[i] + tmp[i] + t.C[i]) & mask
 	}
 	return out, nil
+}
+
+// MatMulRingCost returns the cost of MatMulRing of x (n_x words) and y
+// (n_y) in Z_2^ring for each party: one round and one message of the
+// openings packed at ring bits, msg(⌈(n_x + n_y)·ring/64⌉) (MatMul's at 64).
+func MatMulRingCost(nx, ny int, ring uint) Cost {
+	return Cost{Rounds: 1, Bytes: MessageBytes(share.FieldWords(nx+ny, ring))}
 }
 
 // TruncByRing is TruncBy on shares mod 2^ring (3 ≤ ring ≤ 64; 64 is

@@ -399,9 +399,10 @@ func TestClassAttention(t *testing.T) {
 					return o, err
 				}
 				o.cost[1] = m.Since()
-				// A TruncReLU of the hidden layer's size: its dealer material.
+				// A TruncReLURing of the hidden layer's size, in the folded
+				// attention's ring: its dealer material.
 				m = twoparty.NewMeter(s)
-				if _, err := s.TruncReLU(ctx, &share.Tensor{Shape: []int{B * nh * d}, Data: make([]uint64, B*nh*d)}, f+e); err != nil {
+				if _, err := s.TruncReLURing(ctx, &share.Tensor{Shape: []int{B * nh * d}, Data: make([]uint64, B*nh*d)}, f+e, attentionRing); err != nil {
 					return o, err
 				}
 				o.reluDealer = m.Since().Dealer.BytesRecv
@@ -435,7 +436,10 @@ func TestClassAttention(t *testing.T) {
 				}
 			}
 			n1, n2 := B*(H+1)*(2*d+1)+B*I, B*(2*d+1)*I // the weight products' outputs
-			wantP0 := tmsg(n1) + tmsg(n2) + msg(B*I+B*I*d) + truncReLUBytes(B*nh*d) + msg(B*nh*d+B*d*I) + tmsg(B*I)
+			// The shared × shared products open their operands packed at
+			// attentionRing bits, and the ReLU's sign circuit runs on them.
+			ring := func(nx, ny int) int64 { return protocol.MatMulRingCost(nx, ny, attentionRing).Bytes }
+			wantP0 := tmsg(n1) + tmsg(n2) + ring(B*I, B*I*d) + protocol.TruncReLURingCost(B*nh*d, attentionRing).Bytes + ring(B*nh*d, B*d*I) + tmsg(B*I)
 			wantP1 := wantP0 + msg(B*(H+1)*T+B*H) + msg(B*(2*d+1)*(H+1))
 			// A truncation by 2^k draws k bits of wrap pair per element.
 			wrap := func(n int, k uint) int64 { return int64(8 * share.FieldWords(n, k)) }
@@ -450,7 +454,7 @@ func TestClassAttention(t *testing.T) {
 				// measured: its bit pairs' and cross-party AND triples' to
 				// party 0, the rest to party 1).
 				wantDealer := [2]int64{8*int64(n1+n2) + r[0].reluDealer,
-					wrap(n1, f) + wrap(n2, f) + wrap(B*I, f+e) + 8*int64(B*nh*d+B*I) + r[1].reluDealer}[p]
+					wrap(n1, f) + wrap(n2, f) + wrap(B*I, f+e+64-attentionRing) + 8*int64(B*nh*d+B*I) + r[1].reluDealer}[p]
 				if got.Dealer.BytesRecv != wantDealer {
 					t.Errorf("party %d: folded attention received %d dealer bytes, want %d", p, got.Dealer.BytesRecv, wantDealer)
 				}
@@ -487,6 +491,11 @@ func TestClassAttention(t *testing.T) {
 				t.Errorf("the folded attention's values reach %g: too close to their bound %g", big, bound)
 			} else {
 				t.Logf("largest |Ŷ|, |G|, |N|, |pre-activation|, |context|: %.4g (bound %g)", big, bound)
+			}
+			// The contexts come from a product in Z_2^attentionRing: the
+			// results above are exact only inside its bound, 2^12 at f = 16.
+			if bound := math.Ldexp(1, int(attentionRing-2-2*f-e)); !(scale < bound/4) {
+				t.Errorf("contexts of %g: too close to the narrow ring's bound %g", scale, bound)
 			}
 			if !(worst[1] < 1e-4*max(1, scale)) || !(worst[0] <= 2*worst[1]+4*ulp) || !(worstExact[0] <= 1.5*worstExact[1]+4*ulp) {
 				t.Errorf("errors against the plaintext: folded %.3g, unfolded %.3g; with the weights' rounding %.3g and %.3g", worst[0], worst[1], worstExact[0], worstExact[1])

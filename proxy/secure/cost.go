@@ -33,8 +33,19 @@ func trunc(n int) step {
 }
 
 // truncReLU is the step of a protocol.TruncReLU of n elements (7 rounds).
-func truncReLU(n int) step {
-	c := protocol.TruncReLUCost(n)
+func truncReLU(n int) step { return truncReLURing(n, 64) }
+
+// matMulRing is the step of a protocol.MatMulRing of operands of nx and ny
+// words in Z_2^ring (1 round, the openings packed at ring bits).
+func matMulRing(nx, ny int, ring uint) step {
+	c := protocol.MatMulRingCost(nx, ny, ring)
+	return step{c.Rounds, c.Bytes, 0}
+}
+
+// truncReLURing is the step of a protocol.TruncReLURing of n elements in
+// Z_2^ring (7 rounds; the sign circuit on ring bits).
+func truncReLURing(n int, ring uint) step {
+	c := protocol.TruncReLURingCost(n, ring)
 	return step{c.Rounds, c.Bytes, 0}
 }
 
@@ -110,7 +121,9 @@ func lnRows(R, H, d int) []CostRow {
 // msg(157⌈n/64⌉) + Σ_{k∈{62,30,14,6,2}} msg(k⌈n/64⌉) + msg(n + ⌈n/64⌉)
 // (protocol.TruncReLUCost), the truncation fused into the ReLU
 // (protocol.TruncReLU: its bits ride in the sign circuit's first message,
-// the bias added before it). "P1" terms are sent by the data owner alone
+// the bias added before it); truncrelu₅₄(n) the same with the sign circuit
+// on 54 bits (protocol.TruncReLURingCost), and msg54(n) = msg(⌈54n/64⌉), n
+// openings packed at 54 bits (protocol.MatMulRingCost). "P1" terms are sent by the data owner alone
 // (the weight-mask products), "P0 …, P1 …" by each party as stated
 // (protocol.MulPrivateRowBits), the others by both parties:
 //
@@ -124,9 +137,10 @@ func lnRows(R, H, d int) []CostRow {
 //	G = Ŷ₁ᵀ·[Wk; b_K],                 1       P1 msg(B·(2d+1)·(H+1))
 //	  N = Ŷ₂ᵀ·[Wv; b_V]
 //	  truncation                       1       tmsg(B·(2d+1)·I)
-//	q·Gᵀ (shared × shared, all heads)  1       msg(B·Tq·I + B·I·d)
-//	  truncation and ReLU → h          7       truncrelu(S·d)
-//	h·N[:d] + N[d] = P·V               1       msg(S·d + B·d·I)
+//	q·Gᵀ (shared × shared, all heads,  1       msg54(B·Tq·I + B·I·d)
+//	  in Z_2^54: attentionRing)
+//	  truncation and ReLU → h          7       truncrelu₅₄(S·d)
+//	h·N[:d] + N[d] = P·V (in Z_2^54)   1       msg54(S·d + B·d·I)
 //	  truncation                       1       tmsg(B·Tq·I)
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); tmsg(B·Tq·H)
 //	LayerNorm mean                     1       tmsg(R)
@@ -205,9 +219,9 @@ func BlockCostRows(a Arch, batch, layer int, opt Options) ([]CostRow, error) {
 			trunc(B*(H+1)*(2*d+1)+B*Tq*I).row(qkv, stepTrunc),
 			step{1, 0, msg(B * (2*d + 1) * (H + 1))}.row(qkv, "G = Ŷ₁ᵀ·[Wk; b_K], N = Ŷ₂ᵀ·[Wv; b_V] "+stepOpen),
 			trunc(B*(2*d+1)*I).row(qkv, "truncation (G, N)"),
-			step{1, msg(B*Tq*I + B*I*d), 0}.row(sm, "q·Gᵀ = Q·Kᵀ·W1 (shared × shared, all heads)"),
-			truncReLU(S*d).row(sm, stepTruncReLU),
-			step{1, msg(S*d + B*d*I), 0}.row(pv, "h·N[:d] + N[d] = (h·W2 + b2)·V (shared × shared)"),
+			matMulRing(B*Tq*I, B*I*d, attentionRing).row(sm, "q·Gᵀ = Q·Kᵀ·W1 (shared × shared, all heads, in Z_2^54)"),
+			truncReLURing(S*d, attentionRing).row(sm, stepTruncReLU),
+			matMulRing(S*d, B*d*I, attentionRing).row(pv, "h·N[:d] + N[d] = (h·W2 + b2)·V (shared × shared, in Z_2^54)"),
 			trunc(B*Tq*I).row(pv, stepTrunc),
 		}
 	} else {

@@ -11,6 +11,19 @@ import (
 // A block's attention folded with its softmax MLP (Prepared.foldedAttention):
 // no token's keys, values or scores.
 
+// attentionRing is ℓ, the ring Z_2^ℓ of the folded attention's two shared ×
+// shared products (q_h·G_hᵀ and h·N_h, with their biases): computed there,
+// their dealer-free matrix triples send ℓ(ℓ+1)/2 = 1,485 bits of Gilboa
+// corrections a multiply-add instead of 2,080, and their truncations return
+// 64-bit shares in the same round (protocol.MatMulRing, TruncByRing,
+// TruncReLURing). It bounds the products' values to |v| < 2^(ℓ−2) at
+// 2f + e fractional bits: 2^12 = 4,096 at f = 16 (e = 8). Measured on the
+// quality tool's trained proxies (bench/TWOHOSTS.md, "Step 18, measured"),
+// the largest need ℓ = 47 (48 with the last phase's softmax emulated too):
+// 54 keeps 7 bits (×128) of margin. A value beyond the bound corrupts only
+// its own candidate's score.
+const attentionRing = 54
+
 // foldedAttention computes a block's attention context [B, heads, Tq, dh],
 // folded with the softmax MLP (preparedAttentionFold), for every token's
 // query (Tq = T) or, in a last block that runs on the class token alone
@@ -28,12 +41,14 @@ import (
 //     truncation by f (f + e fractional bits);
 //  3. the softmax MLP's hidden layer h = ReLU(q_h·G_hᵀ + b1 (+ fill)) of
 //     every head, q_h·G_hᵀ = q_h·K_hᵀ·W1 = sc_h·W1, in one shared × shared
-//     MatMul and one TruncReLU by f + e, b1 and the padded scores' fill
-//     term added shifted before it (biasTruncReLU, fillTerm);
+//     product in the ring Z_2^attentionRing (MatMulRing) and one
+//     TruncReLURing by f + e, b1 and the padded scores' fill term added
+//     shifted before it (biasTruncReLURing, fillTerm);
 //  4. the context h·N_h[:d] + N_h[d] = (h·W2 + b2)·V_h = P_h·V_h in one
-//     shared × shared MatMul, N_h[d] (each party its share) added shifted
-//     by f to every query row, the public 1.0's product with it, and one
-//     truncation by f + e.
+//     shared × shared product in Z_2^attentionRing, N_h[d] (each party its
+//     share) added shifted by f to every query row, the public 1.0's
+//     product with it, and one TruncByRing by f + e, which returns 64-bit
+//     shares.
 //
 // 1 + 1 + 1 + 1 + 1 + 7 + 1 + 1 = 14 rounds, as the unfolded path, but the
 // data owner opens Y_augᵀ (B·(H+1)·T words) and Ŷ (B·(2d+1)·(H+1)) instead
@@ -42,9 +57,10 @@ import (
 // batch row instead of T·2I + Tq·I + Tq·d + I·(d+1) (and no m⊗b key and
 // value biases: the mask column carries them), and no shared × shared
 // product has T columns (BlockCost). Every product carries 2f + e
-// fractional bits before its truncation, so |Ŷ|, |G|, |N|,
-// |q_h·G_hᵀ + b1 + fill| and the contexts
-// must stay below 2^(62−2f−e), 2^22 at f = 16 (protocol.TruncBound).
+// fractional bits before its truncation, so |Ŷ|, |G| and |N| must stay
+// below 2^(62−2f−e), 2^22 at f = 16 (protocol.TruncBound), and the two
+// shared × shared products, |q_h·G_hᵀ + b1 + fill| and the contexts, below
+// 2^(attentionRing−2−2f−e), 2^12 at f = 16 (see attentionRing).
 //
 // View: the data owner's openings of its weight products' inputs are
 // masked by the weight triples (X1 − A), the shared × shared products open
@@ -158,7 +174,7 @@ func (p *Prepared) foldedAttention(ctx context.Context, s *protocol.Session, i i
 			copy(nb[(bi*nh+h)*dh:(bi*nh+h+1)*dh], nbk[d*I+h*dh:d*I+(h+1)*dh])
 		}
 	}
-	pre, err := s.MatMul(ctx, qh, gt) // [B, nh, Tq, d], 2f + e fractional bits
+	pre, err := s.MatMulRing(ctx, qh, gt, attentionRing) // [B, nh, Tq, d], 2f + e fractional bits, mod 2^attentionRing
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
@@ -166,12 +182,12 @@ func (p *Prepared) foldedAttention(ctx context.Context, s *protocol.Session, i i
 	if padding != nil {
 		fill = fillTerm(padding.fill, i, a.Layers, d, B, nh*Tq)
 	}
-	hid, err := p.biasTruncReLU(ctx, s, pre, preparedLinear{b: cf.b1, extra: e}, fill) // f fractional bits
+	hid, err := p.biasTruncReLURing(ctx, s, pre, preparedLinear{b: cf.b1, extra: e}, fill, attentionRing) // f fractional bits, 64-bit shares
 	if err != nil {
 		return nil, fmt.Errorf("softmax mlp: %w", err)
 	}
 	// 4. P·V = h·N[:d] + N[d].
-	out, err := s.MatMul(ctx, hid, nt) // [B, nh, Tq, dh], 2f + e fractional bits
+	out, err := s.MatMulRing(ctx, hid, nt, attentionRing) // [B, nh, Tq, dh], 2f + e fractional bits, mod 2^attentionRing
 	if err != nil {
 		return nil, fmt.Errorf("attention values: %w", err)
 	}
@@ -184,7 +200,7 @@ func (p *Prepared) foldedAttention(ctx context.Context, s *protocol.Session, i i
 			}
 		}
 	}
-	if out, err = s.TruncBy(ctx, out, f+e); err != nil {
+	if out, err = s.TruncByRing(ctx, out, f+e, attentionRing); err != nil {
 		return nil, fmt.Errorf("attention values: %w", err)
 	}
 	return out, nil

@@ -45,12 +45,20 @@ func (p *Prepared) linReLU(ctx context.Context, s *protocol.Session, x *share.Te
 // biasTruncReLU is linReLU after its product: y = x·W untruncated, l's bias
 // (and pre's terms) added shifted, then TruncReLU.
 func (p *Prepared) biasTruncReLU(ctx context.Context, s *protocol.Session, y *share.Tensor, l preparedLinear, pre func(y *share.Tensor, k uint)) (*share.Tensor, error) {
+	return p.biasTruncReLURing(ctx, s, y, l, pre, 64)
+}
+
+// biasTruncReLURing is biasTruncReLU on y shared mod 2^ring
+// (protocol.MatMulRing's output; 64: biasTruncReLU): the bias and pre's
+// terms are added to the words, of which the truncation reads the low ring
+// bits, and it returns 64-bit shares (protocol.TruncReLURing).
+func (p *Prepared) biasTruncReLURing(ctx context.Context, s *protocol.Session, y *share.Tensor, l preparedLinear, pre func(y *share.Tensor, k uint), ring uint) (*share.Tensor, error) {
 	k := p.fp.FracBits + l.extra
 	addRowVecShifted(p.party, y, l.b, k)
 	if pre != nil {
 		pre(y, k)
 	}
-	return s.TruncReLU(ctx, y, k)
+	return s.TruncReLURing(ctx, y, k, ring)
 }
 
 // mlp evaluates an approximator: lin → (+pre) → ReLU → lin, the first
