@@ -353,34 +353,7 @@ func (s *Session) ReLU(ctx context.Context, x *share.Tensor) (*share.Tensor, err
 // multiplexer's masked words, each masked by fresh dealer material: uniform
 // whatever x is, exactly as in TruncBy and ReLU.
 func (s *Session) TruncReLU(ctx context.Context, x *share.Tensor, f uint) (*share.Tensor, error) {
-	if err := cmpCheck("trunc relu", x); err != nil {
-		return nil, err
-	}
-	if f < 1 || f > 62 {
-		return nil, fmt.Errorf("protocol: trunc relu by 2^%d: need 1 ≤ f ≤ 62", f)
-	}
-	if len(x.Data) == 0 {
-		return &share.Tensor{Shape: slices.Clone(x.Shape), Data: []uint64{}}, nil
-	}
-	t, err := s.truncPrepare(ctx, "trunc relu", x, f, 64)
-	if err != nil {
-		return nil, err
-	}
-	defer t.release()
-	neg, err := s.msbBitsWith(ctx, x.Data, 64, t.send, t.recv)
-	if err != nil {
-		return nil, fmt.Errorf("protocol: trunc relu %v: %w", x.Shape, err)
-	}
-	y := t.finish()
-	pos, err := s.NotBits(&BitTensor{Shape: slices.Clone(x.Shape), Words: neg})
-	if err != nil {
-		return nil, fmt.Errorf("protocol: trunc relu: %w", err)
-	}
-	out, err := s.MulBit(ctx, y, pos)
-	if err != nil {
-		return nil, fmt.Errorf("protocol: trunc relu: %w", err)
-	}
-	return out, nil
+	return s.TruncReLURing(ctx, x, f, 64)
 }
 
 // Max returns shares of the maximum of x along its last dimension; the result

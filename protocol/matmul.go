@@ -21,47 +21,7 @@ import (
 //
 // Cost: 1 round, msg(|x| + |y|) bytes per party (8(|x|+|y|) + framing).
 func (s *Session) MatMul(ctx context.Context, x, y *share.Tensor) (*share.Tensor, error) {
-	batch, m, k, n, shape, err := matmulShape(x, y)
-	if err != nil {
-		return nil, err
-	}
-	tm, tb := m, batch
-	if y.Rank() == 2 {
-		tm, tb = batch*m, 1
-	}
-	g, err := s.GEMM()
-	if err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
-	}
-	t, err := s.prov.MatTriples(ctx, s.StreamID(), tb, tm, k, n)
-	if err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
-	}
-	nx, ny := x.Len(), y.Len()
-	send := share.GetWords(nx + ny) // scratch: overwritten before use
-	defer share.PutWords(send)
-	_ = share.SubVec(send[:nx], x.Data, t.A)
-	_ = share.SubVec(send[nx:], y.Data, t.B)
-	recv := share.GetWords(nx + ny) // scratch: overwritten before use
-	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, send, recv); err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v·%v: %w", x.Shape, y.Shape, err)
-	}
-	e, f := recv[:nx], recv[nx:]
-	_ = share.AddVec(e, e, send[:nx])
-	_ = share.AddVec(f, f, send[nx:])
-	out := &share.Tensor{Shape: shape, Data: make([]uint64, tb*tm*n)}
-	tmp := share.GetWords(len(out.Data)) // scratch: overwritten before use
-	defer share.PutWords(tmp)
-	if err := g.BatchMatMul(out.Data, x.Data, f, tb, tm, k, n); err != nil {
-		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
-	}
-	if err := g.BatchMatMul(tmp, e, t.B, tb, tm, k, n); err != nil {
-		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
-	}
-	_ = share.AddVec(out.Data, out.Data, tmp)
-	_ = share.AddVec(out.Data, out.Data, t.C)
-	return out, nil
+	return s.matMulIn(ctx, x, y, 64)
 }
 
 // MatMulFixed returns this party's share of the fixed-point product x·y:

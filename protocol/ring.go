@@ -43,8 +43,16 @@ func (s *Session) MatMulRing(ctx context.Context, x, y *share.Tensor, ring uint)
 	if ring < 2 || ring > 64 {
 		return nil, fmt.Errorf("protocol: matmul in Z_2^%d: need 2 ≤ ℓ ≤ 64", ring)
 	}
-	if ring == 64 {
-		return s.MatMul(ctx, x, y)
+	return s.matMulIn(ctx, x, y, ring)
+}
+
+// matMulIn is MatMul (ring 64) and MatMulRing (2 ≤ ring < 64): the one
+// Beaver product, whose openings are whole words in Z_2^64 and packed at
+// ring bits below it.
+func (s *Session) matMulIn(ctx context.Context, x, y *share.Tensor, ring uint) (*share.Tensor, error) {
+	what := "matmul %v·%v"
+	if ring < 64 {
+		what += fmt.Sprintf(" mod 2^%d", ring)
 	}
 	batch, m, k, n, shape, err := matmulShape(x, y)
 	if err != nil {
@@ -56,37 +64,39 @@ func (s *Session) MatMulRing(ctx context.Context, x, y *share.Tensor, ring uint)
 	}
 	g, err := s.GEMM()
 	if err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v·%v mod 2^%d: %w", x.Shape, y.Shape, ring, err)
+		return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
 	}
 	t, err := s.prov.MatTriplesRing(ctx, s.StreamID(), ring, tb, tm, k, n)
 	if err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v·%v mod 2^%d: %w", x.Shape, y.Shape, ring, err)
+		return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
 	}
-	mask := ringMask(ring)
 	nx, ny := x.Len(), y.Len()
 	send := share.GetWords(nx + ny) // scratch: overwritten before use
 	defer share.PutWords(send)
-	for i, v := range x.Data {
-		send[i] = (v - t.A[i]) & mask
-	}
-	for i, v := range y.Data {
-		send[nx+i] = (v - t.B[i]) & mask
-	}
-	pw := share.FieldWords(nx+ny, ring)
-	packed, peer := share.GetWords(pw), share.GetWords(pw) // scratch: PackFields clears, Exchange fills
-	defer share.PutWords(packed)
-	defer share.PutWords(peer)
-	share.PackFields(packed, send[:nx+ny], ring)
-	if err := s.Exchange(ctx, packed, peer); err != nil {
-		return nil, fmt.Errorf("protocol: matmul %v·%v mod 2^%d: %w", x.Shape, y.Shape, ring, err)
-	}
-	recv := share.GetWords(nx + ny) // scratch: UnpackFields fills it
+	_ = share.SubVec(send[:nx], x.Data, t.A)
+	_ = share.SubVec(send[nx:], y.Data, t.B)
+	recv := share.GetWords(nx + ny) // scratch: overwritten before use
 	defer share.PutWords(recv)
-	share.UnpackFields(recv[:nx+ny], peer, ring)
-	for i := range recv[:nx+ny] {
-		recv[i] = (recv[i] + send[i]) & mask
+	if ring == 64 {
+		if err := s.Exchange(ctx, send, recv); err != nil {
+			return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
+		}
+	} else {
+		// The openings mod 2^ring, packed: PackFields keeps the low ring
+		// bits of each word, UnpackFields returns them.
+		pw := share.FieldWords(nx+ny, ring)
+		packed, peer := share.GetWords(pw), share.GetWords(pw) // scratch: PackFields clears, Exchange fills
+		defer share.PutWords(packed)
+		defer share.PutWords(peer)
+		share.PackFields(packed, send[:nx+ny], ring)
+		if err := s.Exchange(ctx, packed, peer); err != nil {
+			return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
+		}
+		share.UnpackFields(recv[:nx+ny], peer, ring)
 	}
-	e, f := recv[:nx], recv[nx:]
+	e, f := recv[:nx], recv[nx:nx+ny]
+	_ = share.AddVec(e, e, send[:nx])
+	_ = share.AddVec(f, f, send[nx:nx+ny])
 	out := &share.Tensor{Shape: shape, Data: make([]uint64, tb*tm*n)}
 	tmp := share.GetWords(len(out.Data)) // scratch: overwritten before use
 	defer share.PutWords(tmp)
@@ -96,8 +106,13 @@ func (s *Session) MatMulRing(ctx context.Context, x, y *share.Tensor, ring uint)
 	if err := g.BatchMatMul(tmp, e, t.B, tb, tm, k, n); err != nil {
 		return nil, fmt.Errorf("protocol: matmul on %s: %w", g.Name(), err)
 	}
-	for i := range out.Data {
-		out.Data[i] = (out.Data[i] + tmp[i] + t.C[i]) & mask
+	_ = share.AddVec(out.Data, out.Data, tmp)
+	_ = share.AddVec(out.Data, out.Data, t.C)
+	if ring < 64 {
+		mask := ringMask(ring)
+		for i := range out.Data {
+			out.Data[i] &= mask
+		}
 	}
 	return out, nil
 }
@@ -171,9 +186,6 @@ func (s *Session) TruncByRing(ctx context.Context, x *share.Tensor, f, ring uint
 // ring bits, n bit pairs. What a party receives is TruncReLU's: words
 // masked by fresh material, uniform whatever x is.
 func (s *Session) TruncReLURing(ctx context.Context, x *share.Tensor, f, ring uint) (*share.Tensor, error) {
-	if ring == 64 {
-		return s.TruncReLU(ctx, x, f)
-	}
 	if err := cmpCheck("trunc relu", x); err != nil {
 		return nil, err
 	}
