@@ -27,18 +27,21 @@ func (g *Gen) rotBits(ctx context.Context, nSend, nRecv int) (m0, m1, choices, m
 	var t []Block
 	var tj0 uint64
 	if pr > 0 {
-		choices = g.draw(pr / 64)
-		u, t, tj0 = g.rcv.extendTo(getWords(g.rcv.words(pr))[:0], choices, pr)
+		var err error
+		u, choices, t, tj0, err = g.extendRecvRandom(ctx, getWords(g.extRecvWords(pr, false))[:0], pr)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
 		g.stats.OTsReceived += int64(pr)
 		g.stats.ExtensionWords += int64(len(u))
 	}
-	in, err := g.exchange(ctx, u, g.snd.words(ps))
+	in, err := g.exchange(ctx, u, g.extSendWords(ps, false))
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	putWords(u)
 	if ps > 0 {
-		q, j0, err := g.snd.extend(in, ps)
+		q, j0, err := g.extendSend(ctx, in, ps, false)
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}

@@ -176,14 +176,14 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 	}
 	p := (n + 127) &^ 127
 	if g.party == sender {
-		in, err := g.exchange(ctx, nil, g.snd.words(p))
+		in, err := g.exchange(ctx, nil, g.extSendWords(p, false))
 		if err != nil {
 			return g.end(what, err)
 		}
 		var q []Block
 		var j0 uint64
 		if p > 0 {
-			if q, j0, err = g.snd.extend(in, p); err != nil {
+			if q, j0, err = g.extendSend(ctx, in, p, false); err != nil {
 				return g.end(what, err)
 			}
 			g.stats.OTsSent += int64(p)
@@ -191,12 +191,14 @@ func (g *Gen) deltaOTs(ctx context.Context, n, sender int, what string, done fun
 		done(j0, DeltaOT{Delta: g.snd.delta, Q: q[:n:n]})
 		return g.end(what, nil)
 	}
-	ch := g.draw(p / 64)
-	var u []uint64
+	var u, ch []uint64
 	var t []Block
 	var j0 uint64
 	if p > 0 {
-		u, t, j0 = g.rcv.extend(ch, p)
+		var err error
+		if u, ch, t, j0, err = g.extendRecvRandom(ctx, nil, p); err != nil {
+			return g.end(what, err)
+		}
 		g.stats.OTsReceived += int64(p)
 		g.stats.ExtensionWords += int64(len(u))
 	}

@@ -49,11 +49,13 @@ type chunk struct{ g0, g1 int }
 // ots returns the OTs of the chunk padded to a multiple of 128.
 func (c chunk) ots() int { return (64*(c.g1-c.g0) + 127) &^ 127 }
 
-func (d cotDir) chunks(ext *spoken) []chunk {
+// chunks splits the direction into chunks of about chunkTarget bytes, for an
+// extension that sends extWords words a group.
+func (d cotDir) chunks(extWords int) []chunk {
 	if d.groups == 0 {
 		return nil
 	}
-	per := max(2, chunkTarget/(8*ext.matrixWords(64)+d.bitsPerGroup()/8)) &^ 1
+	per := max(2, chunkTarget/(8*extWords+d.bitsPerGroup()/8)) &^ 1
 	var out []chunk
 	for g := 0; g < d.groups; g += per {
 		out = append(out, chunk{g, min(g+per, d.groups)})
@@ -95,7 +97,7 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 	if len(rcv.choice) < rcv.dir.groups {
 		return fmt.Errorf("internal: %d choice words for %d groups", len(rcv.choice), rcv.dir.groups)
 	}
-	sch, rch := snd.dir.chunks(g.snd.shape), rcv.dir.chunks(g.rcv.shape)
+	sch, rch := snd.dir.chunks(g.extGroupWords()), rcv.dir.chunks(g.extGroupWords())
 	rounds := max(len(sch), len(rch)) + 1
 	if len(sch) == 0 && len(rch) == 0 {
 		return nil
@@ -108,7 +110,7 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 	for it := range rounds {
 		outW := len(pendD)
 		if it < len(rch) {
-			outW += g.rcv.words(rch[it].ots())
+			outW += g.extRecvWords(rch[it].ots(), true)
 		}
 		out := getWords(outW)[:0]
 		var curT []Block
@@ -120,8 +122,12 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 			copy(ch, rcv.choice[c.g0:c.g1])
 			clear(ch[c.g1-c.g0:])
 			k := len(out)
-			out, curT, curJ0 = g.rcv.extendTo(out, ch, n)
+			var err error
+			out, curT, curJ0, err = g.extendRecv(ctx, out, ch, n)
 			putWords(ch)
+			if err != nil {
+				return fmt.Errorf("round %d of %d: %w", it+1, rounds, err)
+			}
 			g.stats.OTsReceived += int64(n)
 			g.stats.ExtensionWords += int64(len(out) - k)
 		}
@@ -129,7 +135,7 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 		putWords(pendD)
 		inU := 0
 		if it < len(sch) {
-			inU = g.snd.words(sch[it].ots())
+			inU = g.extSendWords(sch[it].ots(), true)
 		}
 		inD := 0
 		if it >= 1 && it-1 < len(rch) {
@@ -143,7 +149,7 @@ func (g *Gen) runCOT(ctx context.Context, snd cotSend, rcv cotRecv) error {
 		pendD = nil
 		if it < len(sch) {
 			c := sch[it]
-			q, j0, err := g.snd.extend(in[:inU], c.ots())
+			q, j0, err := g.extendSend(ctx, in[:inU], c.ots(), true)
 			if err != nil {
 				return fmt.Errorf("round %d of %d: %w", it+1, rounds, err)
 			}

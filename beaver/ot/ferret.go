@@ -217,7 +217,7 @@ func (s *ferretSender) extend(ctx context.Context, conn ferretConn) ([]Block, er
 	}
 	code.encode(leaves, s.reserve[:p.k], nil, nil)
 
-	next := s.cfg.main
+	next := s.cfg.at(s.iter + 1)
 	m := p.n - next.reserve()
 	s.reserve = append(s.reserve[:0], leaves[m:]...)
 	s.tweak += uint64(p.treeOTs())
@@ -276,7 +276,7 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	}
 	code.encode(leaves, r.reserveT[:p.k], bits, r.reserveU)
 
-	next := r.cfg.main
+	next := r.cfg.at(r.iter + 1)
 	m := p.n - next.reserve()
 	r.reserveU = extractBits(bits, m, next.reserve())
 	r.reserveT = append(r.reserveT[:0], leaves[m:]...)

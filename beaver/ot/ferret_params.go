@@ -88,24 +88,52 @@ func (p ferretParams) check() error {
 }
 
 // ferretConfig is the parameters of a Ferret instance: an optional setup
-// set (zero when the base COTs already fill the main reserve) whose one
-// iteration bootstraps the main set's first reserve, and the main set.
-type ferretConfig struct{ setup, main ferretParams }
+// set (zero when the base COTs already fill the main reserve) whose first
+// iteration bootstraps from the base COTs, and the main set. The first
+// max(1, warm) iterations run the setup set (each keeping the next one's
+// reserve), every later one the main set: a warm-up of small iterations
+// (0.43 M COTs each with ferretSetup) lets a session that needs few COTs
+// never pay for a main iteration's 10 M COTs and 160 MB.
+type ferretConfig struct {
+	setup, main ferretParams
+	warm        int
+}
 
-// ferretB13 is the production configuration: ferretSetup, then ferretMain.
+// ferretB13 is emp-ot's configuration: one ferretSetup iteration, then
+// ferretMain.
 var ferretB13 = ferretConfig{setup: ferretSetup, main: ferretMain}
+
+// ferretPoolConfig is the configuration of a session's silent-OT pools
+// (ferret_pool.go): ferretB13 with sixteen setup-set iterations first, so
+// that a session needing fewer than 6.9 M COTs a direction (tests, small
+// selections) never runs a main iteration (at 5.2 bits a COT, where a main
+// iteration costs 0.44, the warm-up adds 4.5 MB a direction to a
+// selection's gigabytes). The setup set is emp-ot's parameter claim as much as the main
+// one; each of its iterations has a fresh LPN secret (the reserve), fresh
+// noise and its own public code, as each main iteration has.
+var ferretPoolConfig = ferretConfig{setup: ferretSetup, main: ferretMain, warm: 16}
+
+// ferretMaxWarm bounds ferretConfig.warm.
+const ferretMaxWarm = 1 << 10
 
 // hasSetup reports whether the configuration starts with a setup
 // iteration.
 func (c ferretConfig) hasSetup() bool { return c.setup != ferretParams{} }
 
 // first returns the set of the first iteration.
-func (c ferretConfig) first() ferretParams {
-	if c.hasSetup() {
+func (c ferretConfig) first() ferretParams { return c.at(0) }
+
+// at returns the set of iteration i (0 the first).
+func (c ferretConfig) at(i uint64) ferretParams {
+	if c.hasSetup() && i < uint64(max(1, c.warm)) {
 		return c.setup
 	}
 	return c.main
 }
+
+// usable returns the COTs of iteration i that are handed out: its set's n
+// less the next iteration's reserve.
+func (c ferretConfig) usable(i uint64) int { return c.at(i).n - c.at(i+1).reserve() }
 
 // baseCOTs returns the base COTs a fresh instance needs: the first
 // iteration's reserve.
@@ -125,6 +153,9 @@ func (c ferretConfig) check() error {
 	}
 	if c.setup.n < c.main.reserve() {
 		return fmt.Errorf("ot: ferret: setup makes %d COTs, the main reserve needs %d", c.setup.n, c.main.reserve())
+	}
+	if c.warm < 0 || c.warm > ferretMaxWarm {
+		return fmt.Errorf("ot: ferret: %d warm-up iterations, want 0 … %d", c.warm, ferretMaxWarm)
 	}
 	return nil
 }

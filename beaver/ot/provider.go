@@ -140,8 +140,8 @@ func newProvider(open func(uint32) Conn, party int, opts ProviderOptions) (*Prov
 	if p.base == 0 {
 		p.base = DefaultStreamBase
 	}
-	if p.base == math.MaxUint32 {
-		return nil, fmt.Errorf("ot: new provider: stream base %d leaves no generator stream", p.base)
+	if p.base == math.MaxUint32 || p.base < 2 {
+		return nil, fmt.Errorf("ot: new provider: stream base %d leaves no generator stream (or no silent-OT streams base−1 and base−2 below it)", p.base)
 	}
 	if party == 0 && p.maskSeed == (share.Seed{}) {
 		s, err := share.NewSeed()
@@ -241,11 +241,15 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	before := p.bytesSent.Load()
 	beforeR := p.bytesRecv.Load()
 	rounds := int64(3)
-	s, err := setup(ctx, c, p.party, id, p.masks.Fingerprint())
+	s, err := setupExt(ctx, c, p.party, id, p.masks.Fingerprint(), spokenK, true)
 	if err == nil {
 		var r int64
 		r, err = p.masks.Setup(ctx, c, p.party, id)
 		rounds += r
+	}
+	if err == nil {
+		err = s.startSilent(ctx, p.open(p.base-1), p.open(p.base-2))
+		rounds += 2
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -438,6 +442,13 @@ func (p *Provider) Stats() beaver.DealerStats {
 func (p *Provider) OTStats() Stats {
 	p.mu.Lock()
 	total := p.setup
+	if p.sess != nil && p.sess.silent != nil {
+		sent, recv, rounds := p.sess.silent.snapshot()
+		total.WordsSent += sent
+		total.WordsRecv += recv
+		total.ExtensionWords += sent
+		total.Rounds += rounds
+	}
 	gens := make([]*provStream, 0, len(p.streams))
 	for _, st := range p.streams {
 		gens = append(gens, st)

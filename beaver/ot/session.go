@@ -42,6 +42,12 @@ type Session struct {
 	sendSeeds [baseCount][seedLen]byte
 	recvSeeds [baseCount][2][seedLen]byte
 
+	// silent is the session's silent-OT pools (nil unless started, see
+	// startSilent: a provider's sessions), which every generator made after
+	// draws its OTs from; ferretKey keys their public material.
+	silent    *silentPools
+	ferretKey [32]byte
+
 	mu   sync.Mutex
 	gens map[uint32]bool
 }
@@ -121,6 +127,13 @@ func setupConfigID(fp [32]byte, id byte) (cfg [setupConfigLen]byte) {
 
 // setupK is setup with SoftSpokenOT's k.
 func setupK(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32]byte, k int) (*Session, error) {
+	return setupExt(ctx, c, party, sid, fp, k, false)
+}
+
+// setupExt is setupK, announcing in the configuration whether the session
+// will start silent-OT pools (silent: a provider's; startSilent), so that
+// a peer that would not fails with ErrModeMismatch.
+func setupExt(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32]byte, k int, silent bool) (*Session, error) {
 	if party != 0 && party != 1 {
 		return nil, fmt.Errorf("ot: setup: party %d, want 0 or 1", party)
 	}
@@ -131,7 +144,11 @@ func setupK(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32
 	if err != nil {
 		return nil, err
 	}
-	cfg := setupConfig(fp, ext)
+	id := ext.id()
+	if silent {
+		id |= silentFlag
+	}
+	cfg := setupConfigID(fp, id)
 	s := &Session{party: party, sid: sid, ext: ext, gens: make(map[uint32]bool)}
 	var db [16]byte
 	if _, err := rand.Read(db[:]); err != nil {
@@ -207,6 +224,7 @@ func setupK(ctx context.Context, c Conn, party int, sid beaver.SessionID, fp [32
 	key := h.Sum(nil)
 	s.pi = newFixedAES([16]byte(key[:16]))
 	s.prg = newFixedAES([16]byte(key[16:]))
+	s.ferretKey = sha256.Sum256(append([]byte("selectformer/beaver/ot/v1/ferret-key"), key...))
 	return s, nil
 }
 
@@ -245,6 +263,8 @@ type Gen struct {
 	draw func(n int) []uint64
 	snd  extSender
 	rcv  extReceiver
+	// pool is the session's silent OTs, nil for SoftSpokenOT (extension.go).
+	pool *silentPools
 
 	mu    sync.Mutex
 	err   error
@@ -293,6 +313,7 @@ func (s *Session) NewGen(c Conn, id uint32) (*Gen, error) {
 	g.draw = g.prg.Words
 	g.snd = extSender{delta: s.delta, shape: s.ext, pi: s.prg, gen: id, seeds: &s.sendSeeds}
 	g.rcv = extReceiver{shape: s.ext, pi: s.prg, gen: id, seeds: &s.recvSeeds, secret: g.prg.Words}
+	g.pool = s.silent
 	return g, nil
 }
 

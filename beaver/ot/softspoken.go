@@ -113,18 +113,23 @@ func (p *spoken) id() byte { return spokenChecked | byte(p.k) }
 const (
 	spokenUnchecked byte = 0x80 // SoftSpokenOT without the check (older versions)
 	spokenChecked   byte = 0xc0 // with it
+	// silentFlag: the generators draw from Ferret silent-OT pools that
+	// SoftSpokenOT bootstraps (ferret_pool.go).
+	silentFlag byte = 0x20
 )
 
 // extensionName names the extension of a setup configuration byte.
 func extensionName(b byte) string {
-	k := int(b & 0x3f)
+	k := int(b & 0x1f)
 	switch {
 	case b == 0:
 		return "IKNP (a version before SoftSpokenOT)"
 	case k < 1 || k > maxSpokenK:
-	case b&0xc0 == spokenChecked:
+	case b&0xe0 == spokenChecked|silentFlag:
+		return fmt.Sprintf("Ferret silent OT bootstrapped by SoftSpokenOT k=%d with the consistency check", k)
+	case b&0xe0 == spokenChecked:
 		return fmt.Sprintf("SoftSpokenOT k=%d with the consistency check", k)
-	case b&0xc0 == spokenUnchecked:
+	case b&0xe0 == spokenUnchecked:
 		return fmt.Sprintf("SoftSpokenOT k=%d without the consistency check (a version before it)", k)
 	}
 	return fmt.Sprintf("unknown (%#x)", b)

@@ -1,0 +1,494 @@
+package ot
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/share"
+)
+
+// Silent-OT pools: where a provider's generators take their correlated OTs
+// once the session is bound (Session.startSilent). Each direction of the
+// session (the party holding Δ as sender, the other as receiver) has one
+// Ferret instance (ferret.go) on a transport stream of its own, and its
+// COTs are numbered in one sequence over the session's life: iteration i's
+// usable COTs (ferretConfig.usable, rounded down to a multiple of 128)
+// follow iteration i−1's.
+//
+// The receiver names the COTs. A generator's call that needs n COTs as
+// receiver takes the next n of its pool (running the next iteration with
+// the peer when the current one is spent) and sends their first index j0
+// with its derandomisation bits e = c ⊕ x, its chosen bits c against the
+// pool's random ones x (or no bits, when random choices will do: the pool's
+// are used). The sender takes the same range, refuses one that overlaps a
+// range taken before or that reaches past the iterations the receiver has
+// begun, and turns its rows into q ⊕ e·Δ. Both sides copy the rows out at
+// once, so an iteration's buffer goes back as soon as all its COTs are
+// taken; the receiver keeps one buffer, the sender one per iteration with
+// COTs not yet taken (two in practice; poolMaxUntaken bounds them).
+//
+// Why there is no deadlock: a receiver's take waits only for its own
+// iteration, whose peer side is the sender's serve goroutine, which waits
+// for nothing but the receiver's messages; a sender's take waits only for
+// an iteration the receiver has already begun, which the serve goroutine
+// finishes on its own. No take waits for another generator's call.
+//
+// Security: the COTs are Ferret's (Δ the session's, the same as the
+// generators' SoftSpokenOT), each used once: the receiver never names an
+// index twice, and the sender refuses a second use of any block of 128, so
+// an active receiver cannot get two corrections under one row (which would
+// reveal the difference of two correlations) nor two derandomisations of
+// one choice bit. e is x ⊕ c with x uniform and secret: uniform. The hash
+// tweaks of pool COTs carry poolTweak, so they never meet the tweaks of a
+// generator's SoftSpokenOT indices.
+
+// poolTweak marks a pool COT's index in the hash tweak.
+const poolTweak = uint64(1) << 63
+
+// poolMaxUntaken bounds the COTs a sender keeps made but not yet taken: a
+// receiver that begins another iteration beyond it is refused (it would
+// hold the sender's memory, 16 bytes a COT, with ranges it never names).
+// Four main iterations: an honest receiver's calls in flight take a few
+// engine chunks of at most about 2 M COTs each.
+const poolMaxUntaken = 4 * 10_485_760
+
+// poolMaxCOTs bounds the COTs one take may ask for (the engine's chunks
+// and the largest random-OT call stay far below).
+const poolMaxCOTs = 1 << 26
+
+// errPoolRange wraps a sender's refusal of a range the peer named: a
+// detected deviation, so it wraps beaver.ErrCorrelationCheck (the
+// provider then binds no session after it).
+var errPoolRange = fmt.Errorf("the peer named silent OTs it may not use: %w", beaver.ErrCorrelationCheck)
+
+// poolAligned returns the usable COTs of iteration i of cfg, rounded down to
+// a multiple of 128.
+func poolAligned(cfg ferretConfig, i uint64) uint64 { return uint64(cfg.usable(i)) &^ 127 }
+
+// poolConn is a ferretConn on a generator stream. The receive is of exactly
+// maxWords words (every Ferret message has the exact size its parameters
+// give, which the callers check again); began, when set, runs before the
+// first receive of each iteration is returned.
+type poolConn struct {
+	c     Conn
+	began func() error
+	first bool // the next receive is an iteration's first
+	stats *poolStats
+}
+
+type poolStats struct {
+	mu                   sync.Mutex
+	wordsSent, wordsRecv int64
+	rounds               int64
+}
+
+func (s *poolStats) add(sent, recv int) {
+	s.mu.Lock()
+	s.wordsSent += int64(sent)
+	s.wordsRecv += int64(recv)
+	s.rounds++
+	s.mu.Unlock()
+}
+
+func (p *poolConn) send(ctx context.Context, msg []uint64) error {
+	if err := p.c.SendWords(ctx, msg); err != nil {
+		return err
+	}
+	p.stats.add(len(msg), 0)
+	return nil
+}
+
+func (p *poolConn) recv(ctx context.Context, maxWords int) ([]uint64, error) {
+	msg := make([]uint64, maxWords)
+	if err := p.c.RecvWords(ctx, msg); err != nil {
+		return nil, err
+	}
+	p.stats.add(0, maxWords)
+	if p.first && p.began != nil {
+		p.first = false
+		if err := p.began(); err != nil {
+			return nil, err
+		}
+	}
+	return msg, nil
+}
+
+// poolIter is one iteration's usable COTs on the sender's side.
+type poolIter struct {
+	lo, hi uint64   // the COTs' indices, [lo, hi)
+	q      []Block  // their rows
+	buf    []Block  // the whole buffer q lies in (the instance's output)
+	taken  []uint64 // one bit per block of 128 COTs
+	left   int      // blocks not yet taken
+}
+
+// poolSender is the half of a direction in which this party holds Δ.
+type poolSender struct {
+	inst  *ferretSender
+	conn  *poolConn
+	delta Block
+
+	mu      sync.Mutex
+	changed chan struct{} // closed (and replaced) whenever made or err changes
+	iters   []*poolIter   // iterations with COTs not yet taken, oldest first
+	began   uint64        // iterations the receiver has begun
+	started uint64        // end index of the COTs of begun iterations
+	made    uint64        // end index of the COTs of finished iterations
+	spare   []Block       // a spent iteration's buffer, for the next
+	err     error
+}
+
+func newPoolSender(inst *ferretSender, c Conn, st *poolStats) *poolSender {
+	p := &poolSender{inst: inst, delta: inst.delta, changed: make(chan struct{})}
+	p.conn = &poolConn{c: c, began: p.begin, stats: st}
+	return p
+}
+
+// begin records that the receiver began the next iteration (its first
+// message arrived), refusing it while poolMaxLive iterations keep COTs.
+func (p *poolSender) begin() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	untaken := 0
+	for _, it := range p.iters {
+		untaken += 128 * it.left
+	}
+	if untaken+p.inst.cfg.at(p.began).n > poolMaxUntaken {
+		return fmt.Errorf("the peer began a silent-OT iteration while %d COTs it has not named are kept: %w", untaken, errPoolRange)
+	}
+	p.started += poolAligned(p.inst.cfg, p.began)
+	p.began++
+	return nil
+}
+
+// serve runs the direction's iterations as the receiver begins them, until
+// the stream fails (the connection closes) or an iteration does.
+func (p *poolSender) serve(ctx context.Context) {
+	for {
+		p.mu.Lock()
+		p.inst.out, p.spare = p.spare, nil
+		p.mu.Unlock()
+		p.conn.first = true
+		i := p.inst.iter
+		q, err := p.inst.extend(ctx, p.conn)
+		p.mu.Lock()
+		if err != nil {
+			p.err = fmt.Errorf("silent OT iteration %d as sender: %w", i, err)
+			close(p.changed)
+			p.mu.Unlock()
+			return
+		}
+		n := poolAligned(p.inst.cfg, i)
+		it := &poolIter{lo: p.made, hi: p.made + n, q: q[:n], buf: p.inst.out, left: int(n / 128)}
+		it.taken = make([]uint64, share.PackedWords(it.left))
+		p.made += n
+		if n > 0 {
+			p.iters = append(p.iters, it)
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
+	}
+}
+
+// take copies the rows of COTs [j0, j0+n) into q, each xored with Δ where
+// e (packed, n bits; nil for none) has a 1, after checking that the range
+// lies in begun iterations and overlaps no range taken before. It waits
+// (bounded by the serve goroutine's work) for the iteration to finish.
+func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q []Block) error {
+	if n <= 0 || n%128 != 0 || n > poolMaxCOTs || j0%128 != 0 || j0 > 1<<62 {
+		return fmt.Errorf("%d COTs from %d: %w", n, j0, errPoolRange)
+	}
+	end := j0 + uint64(n)
+	p.mu.Lock()
+	for {
+		if p.err != nil {
+			err := p.err
+			p.mu.Unlock()
+			return err
+		}
+		if end > p.started {
+			p.mu.Unlock()
+			return fmt.Errorf("COTs %d…%d, past the %d of the iterations the peer began: %w", j0, end-1, p.started, errPoolRange)
+		}
+		if end <= p.made {
+			break
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	defer p.mu.Unlock()
+	// Check every block first, then take: a refused range takes nothing.
+	for pass := range 2 {
+		for j := j0; j < end; j += 128 {
+			it := p.iterOf(j)
+			if it == nil {
+				return fmt.Errorf("COTs %d…%d: %d was taken before: %w", j0, end-1, j, errPoolRange)
+			}
+			b := (j - it.lo) / 128
+			if it.taken[b/64]>>(b%64)&1 != 0 {
+				return fmt.Errorf("COTs %d…%d: %d was taken before: %w", j0, end-1, j, errPoolRange)
+			}
+			if pass == 1 {
+				it.taken[b/64] |= 1 << (b % 64)
+				it.left--
+				copy(q[j-j0:j-j0+128], it.q[j-it.lo:j-it.lo+128])
+			}
+		}
+	}
+	if e != nil {
+		for k := range q[:n] {
+			m := -(e[k/64] >> (k % 64) & 1)
+			q[k] = Block{q[k].Lo ^ p.delta.Lo&m, q[k].Hi ^ p.delta.Hi&m}
+		}
+	}
+	live := p.iters[:0]
+	for _, it := range p.iters {
+		if it.left > 0 {
+			live = append(live, it)
+		} else if p.spare == nil {
+			p.spare = it.buf
+		}
+	}
+	clear(p.iters[len(live):])
+	p.iters = live
+	return nil
+}
+
+// iterOf returns the live iteration holding index j, nil when none does
+// (every COT of it was taken).
+func (p *poolSender) iterOf(j uint64) *poolIter {
+	for _, it := range p.iters {
+		if j >= it.lo && j < it.hi {
+			return it
+		}
+	}
+	return nil
+}
+
+// poolReceiver is the half of a direction in which this party chooses and
+// names the COTs.
+type poolReceiver struct {
+	inst *ferretReceiver
+	conn *poolConn
+
+	mu   sync.Mutex
+	lo   uint64   // index of the current iteration's first COT
+	next uint64   // the next COT to hand out
+	t    []Block  // the current iteration's rows (the instance's buffer)
+	x    []uint64 // and random choices, packed
+	err  error
+}
+
+func newPoolReceiver(inst *ferretReceiver, c Conn, st *poolStats) *poolReceiver {
+	return &poolReceiver{inst: inst, conn: &poolConn{c: c, stats: st}}
+}
+
+// take hands out the next n COTs (n a positive multiple of 128): their rows
+// into t and random choices into x (n bits, packed), and returns the first
+// one's index. It runs the next iteration with the peer when the current
+// one is spent.
+func (p *poolReceiver) take(ctx context.Context, n int, t []Block, x []uint64) (uint64, error) {
+	if n <= 0 || n%128 != 0 || n > poolMaxCOTs {
+		return 0, fmt.Errorf("internal: silent OT take of %d COTs", n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return 0, p.err
+	}
+	j0 := p.next
+	for k := 0; k < n; {
+		hi := p.lo + uint64(len(p.t))
+		if p.next == hi {
+			i := p.inst.iter
+			x, t, err := p.inst.extend(ctx, p.conn)
+			if err != nil {
+				p.err = fmt.Errorf("silent OT iteration %d as receiver: %w", i, err)
+				return 0, p.err
+			}
+			m := int(poolAligned(p.inst.cfg, i))
+			p.lo, p.t, p.x = hi, t[:m], x
+			continue
+		}
+		c := min(n-k, int(hi-p.next))
+		off := int(p.next - p.lo)
+		copy(t[k:k+c], p.t[off:off+c])
+		copy(x[k/64:(k+c)/64], p.x[off/64:(off+c)/64])
+		p.next += uint64(c)
+		k += c
+	}
+	return j0, nil
+}
+
+// silentPools is this party's two halves of the session's silent OTs.
+type silentPools struct {
+	send  *poolSender
+	recv  *poolReceiver
+	stats poolStats
+}
+
+// senderWords returns the words a receiver's take message has for n COTs:
+// the first index and, for chosen bits, n/64 words of e.
+func poolMsgWords(n int, chosen bool) int {
+	if n == 0 {
+		return 0
+	}
+	if chosen {
+		return 1 + n/64
+	}
+	return 1
+}
+
+// recvChosen takes n COTs as receiver for the chosen bits choices (n/64
+// words) and appends the message (j0, e) to dst; t gets the rows (scratch
+// memory: putBlocks), the returned index is the hash tweak of the first.
+func (s *silentPools) recvChosen(ctx context.Context, dst, choices []uint64, n int) (msg []uint64, t []Block, j0 uint64, err error) {
+	if n == 0 {
+		return dst, nil, poolTweak, nil
+	}
+	t = getBlocks(n)
+	x := getWords(n / 64)
+	defer putWords(x)
+	j, err := s.recv.take(ctx, n, t, x)
+	if err != nil {
+		putBlocks(t)
+		return nil, nil, 0, err
+	}
+	msg = append(dst, j)
+	for i := range n / 64 {
+		msg = append(msg, choices[i]^x[i])
+	}
+	return msg, t, j | poolTweak, nil
+}
+
+// recvRandom takes n COTs as receiver with the pool's random choices
+// (returned packed, n/64 words) and appends the message (j0) to dst.
+func (s *silentPools) recvRandom(ctx context.Context, dst []uint64, n int) (msg, choices []uint64, t []Block, j0 uint64, err error) {
+	if n == 0 {
+		return dst, nil, nil, poolTweak, nil
+	}
+	t = getBlocks(n)
+	choices = make([]uint64, n/64)
+	j, err := s.recv.take(ctx, n, t, choices)
+	if err != nil {
+		putBlocks(t)
+		return nil, nil, nil, 0, err
+	}
+	return append(dst, j), choices, t, j | poolTweak, nil
+}
+
+// sendTake takes the n COTs the peer's message msg names (poolMsgWords(n,
+// chosen) words) as sender and returns their rows, derandomised by the
+// message's e when chosen (scratch memory: putBlocks), and the hash tweak
+// of the first.
+func (s *silentPools) sendTake(ctx context.Context, msg []uint64, n int, chosen bool) ([]Block, uint64, error) {
+	if n == 0 {
+		return nil, poolTweak, nil
+	}
+	if len(msg) != poolMsgWords(n, chosen) {
+		return nil, 0, fmt.Errorf("silent OT message of %d words for %d COTs, want %d", len(msg), n, poolMsgWords(n, chosen))
+	}
+	var e []uint64
+	if chosen {
+		e = msg[1:]
+	}
+	q := getBlocks(n)
+	if err := s.send.take(ctx, msg[0], n, e, q); err != nil {
+		putBlocks(q)
+		return nil, 0, err
+	}
+	return q, msg[0] | poolTweak, nil
+}
+
+// snapshot returns the pools' traffic so far.
+func (s *silentPools) snapshot() (sent, recv, rounds int64) {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.wordsSent, s.stats.wordsRecv, s.stats.rounds
+}
+
+// Reserved generator ids of a session's silent OTs, above every beaver
+// stream's (the provider refuses stream ids ≥ MaxUint32 − its base): the
+// bootstrap's SoftSpokenOT generator, and the hash domains of the Ferret
+// instances in which party 0 and party 1 hold Δ.
+const (
+	silentBootGen uint32 = math.MaxUint32
+	silentGenBase uint32 = math.MaxUint32 - 2 // + the sender's party
+)
+
+// silentBootWords returns the words each party sends in startSilentConfig's
+// bootstrap with cfg: its SoftSpokenOT message as receiver of the peer's
+// base COTs (21,252 words, 170,016 bytes, for ferretPoolConfig).
+func silentBootWords(cfg ferretConfig) int {
+	return mustSpoken(spokenK).callWords((cfg.baseCOTs()+127)&^127, true)
+}
+
+// startSilent starts the session's silent-OT pools with ferretPoolConfig:
+// see startSilentConfig.
+func (s *Session) startSilent(ctx context.Context, c0, c1 Conn) error {
+	return s.startSilentConfig(ctx, c0, c1, ferretPoolConfig)
+}
+
+// startSilentConfig starts the session's silent-OT pools: the direction in
+// which party d holds Δ runs on cd. It draws each direction's base COTs
+// (cfg.baseCOTs(), 41,158 for ferretPoolConfig) with a SoftSpokenOT
+// generator on c0 (two calls, one round each, silentBootWords each way), makes the Ferret instances, and starts this party's sender half
+// serving on its stream in a goroutine, which ends when the stream fails
+// (the connection closes) or an iteration does. Generators made after it
+// draw their OTs from the pools. Both parties call it once, after Setup,
+// before making generators.
+func (s *Session) startSilentConfig(ctx context.Context, c0, c1 Conn, cfg ferretConfig) error {
+	if s.silent != nil {
+		return fmt.Errorf("ot: silent OT: already started")
+	}
+	g, err := s.NewGen(c0, silentBootGen)
+	if err != nil {
+		return fmt.Errorf("ot: silent OT: %w", err)
+	}
+	var base [2]DeltaOT
+	for d := range base {
+		if base[d], err = g.DeltaOTs(ctx, cfg.baseCOTs(), d); err != nil {
+			return fmt.Errorf("ot: silent OT: base COTs of party %d's direction: %w", d, err)
+		}
+	}
+	keys := func(d int) ferretKeys {
+		h := sha256.Sum256(append(s.ferretKey[:], byte(d)))
+		c := sha256.Sum256(append(s.ferretKey[:], byte(d), 'c'))
+		return ferretKeys{prg: newFixedAES([16]byte(h[:16])), hash: newFixedAES([16]byte(h[16:])),
+			gen: silentGenBase + uint32(d), code: share.Seed(c[:share.SeedSize])}
+	}
+	conns := [2]Conn{c0, c1}
+	sp := &silentPools{}
+	me, peer := s.party, 1-s.party
+	secret, err := share.NewSeed()
+	if err != nil {
+		return fmt.Errorf("ot: silent OT: %w", err)
+	}
+	snd, err := newFerretSender(cfg, keys(me), base[me], secret)
+	if err != nil {
+		return fmt.Errorf("ot: silent OT: %w", err)
+	}
+	if secret, err = share.NewSeed(); err != nil {
+		return fmt.Errorf("ot: silent OT: %w", err)
+	}
+	rcv, err := newFerretReceiver(cfg, keys(peer), base[peer], secret)
+	if err != nil {
+		return fmt.Errorf("ot: silent OT: %w", err)
+	}
+	sp.send = newPoolSender(snd, conns[me], &sp.stats)
+	sp.recv = newPoolReceiver(rcv, conns[peer], &sp.stats)
+	s.silent = sp
+	go sp.send.serve(context.WithoutCancel(ctx))
+	return nil
+}

@@ -1,0 +1,249 @@
+package ot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/selectformer/selectformer/beaver"
+	"github.com/selectformer/selectformer/transport"
+)
+
+// liarConn is party 1's end of a stream whose sends rewrite alters (the
+// index of the send on the stream, the words; a copy).
+type liarConn struct {
+	Conn
+	mu      sync.Mutex
+	sends   int
+	rewrite func(i int, w []uint64) []uint64
+}
+
+func (c *liarConn) SendWords(ctx context.Context, w []uint64) error {
+	c.mu.Lock()
+	i := c.sends
+	c.sends++
+	c.mu.Unlock()
+	return c.Conn.SendWords(ctx, c.rewrite(i, append([]uint64(nil), w...)))
+}
+
+func (c *liarConn) Exchange(ctx context.Context, send, recv []uint64) error {
+	c.mu.Lock()
+	i := c.sends
+	c.sends++
+	c.mu.Unlock()
+	return c.Conn.Exchange(ctx, c.rewrite(i, append([]uint64(nil), send...)), recv)
+}
+
+// liarPair returns an unbound pair of providers whose party 1 sends on
+// transport stream id through rewrite.
+func liarPair(t *testing.T, id uint32, rewrite func(i int, w []uint64) []uint64) (p0, p1 *Provider) {
+	t.Helper()
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	var err error
+	if p0, err = newProvider(func(s uint32) Conn { return c0.Stream(s) }, 0, ProviderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	open1 := func(s uint32) Conn {
+		if s == id {
+			return &liarConn{Conn: c1.Stream(s), rewrite: rewrite}
+		}
+		return c1.Stream(s)
+	}
+	if p1, err = newProvider(open1, 1, ProviderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return p0, p1
+}
+
+// bindBoth binds both providers to testSID and returns party 0's error
+// (party 1's context ends when party 0's bind does: an aborting party 0
+// sends nothing more).
+func bindBoth(t *testing.T, p0, p1 *Provider) error {
+	ctx := testCtx(t)
+	ctx1, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() { errs <- p1.BindSession(ctx1, testSID) }()
+	err := p0.BindSession(ctx, testSID)
+	if err != nil {
+		cancel()
+	}
+	if err1 := <-errs; err == nil && err1 != nil {
+		t.Fatalf("party 1's bind: %v", err1)
+	}
+	return err
+}
+
+// TestSilentBootstrapRefusesCheatingReceiver: the silent OTs' base COTs
+// come from SoftSpokenOT with its consistency check: party 1's altered
+// extension message in the bootstrap fails party 0's bind with
+// ErrExtensionCheck, and the provider refuses every later bind.
+func TestSilentBootstrapRefusesCheatingReceiver(t *testing.T) {
+	words := mustSpoken(spokenK).callWords((ferretPoolConfig.baseCOTs()+127)&^127, true)
+	altered := false
+	p0, p1 := liarPair(t, DefaultStreamBase-1, func(_ int, w []uint64) []uint64 {
+		if len(w) == words && !altered {
+			w[len(w)-1] ^= 1 // the check's t
+			altered = true
+		}
+		return w
+	})
+	err := bindBoth(t, p0, p1)
+	if !altered {
+		t.Fatal("nothing was altered")
+	}
+	if !errors.Is(err, ErrExtensionCheck) {
+		t.Fatalf("model owner's bind: %v, want ErrExtensionCheck", err)
+	}
+	if err := p0.BindSession(testCtx(t), testSID); err == nil {
+		t.Error("bind after a failed setup succeeded")
+	}
+}
+
+// TestSilentPoolRefusesRanges: party 1 names silent OTs as receiver; a
+// range it named before, or one past what the pool has made, fails party
+// 0's generator with an error wrapping beaver.ErrCorrelationCheck, party 0
+// returns no material, and its provider refuses every later bind. The
+// honest second call names the range right after the first's.
+func TestSilentPoolRefusesRanges(t *testing.T) {
+	r := beaver.Request{Kind: beaver.KindTriple, N: 128, Stream: 5}
+	for _, c := range []struct {
+		name string
+		j0   func(first, honest uint64) uint64
+	}{
+		{"honest", func(_, honest uint64) uint64 { return honest }},
+		{"replayed", func(first, _ uint64) uint64 { return first }},
+		{"overlapping", func(first, _ uint64) uint64 { return first + 128 }},
+		{"not made", func(_, _ uint64) uint64 { return 1 << 40 }},
+		{"unaligned", func(_, honest uint64) uint64 { return honest + 64 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var heads []uint64 // word 0 of each send
+			perCall := -1
+			p0, p1 := liarPair(t, DefaultStreamBase+1+r.Stream, func(i int, w []uint64) []uint64 {
+				mu.Lock()
+				defer mu.Unlock()
+				if perCall > 0 && i == perCall && len(w) > 0 { // the second call's first send
+					honest := w[0]
+					w[0] = c.j0(heads[0], honest)
+				}
+				if len(w) > 0 {
+					heads = append(heads, w[0])
+				}
+				return w
+			})
+			if err := bindBoth(t, p0, p1); err != nil {
+				t.Fatal(err)
+			}
+			ctx := testCtx(t)
+			m0, m1 := both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
+				func() (beaver.Material, error) { return p1.Material(ctx, r) })
+			checkMaterial(t, r, m0, m1, nil)
+			mu.Lock()
+			perCall = len(heads)
+			if heads[0]%128 != 0 || heads[0] >= 1<<40 {
+				t.Fatalf("party 1's first word %#x is not a pool index", heads[0])
+			}
+			mu.Unlock()
+			ctx1, cancel := context.WithCancel(ctx)
+			errs := make(chan error, 1)
+			go func() {
+				_, err := p1.Material(ctx1, r)
+				errs <- err
+			}()
+			m0, err := p0.Material(ctx, r)
+			if c.name == "honest" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				err1 := <-errs
+				cancel()
+				if err1 != nil {
+					t.Fatal(err1)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if want := heads[0] + 64*uint64(r.N); heads[perCall] != want { // 64 OTs a triple a direction
+					t.Fatalf("second range at %d, want %d", heads[perCall], want)
+				}
+				return
+			}
+			cancel()
+			<-errs
+			if !errors.Is(err, errPoolRange) || !errors.Is(err, beaver.ErrCorrelationCheck) || m0.Parts != nil {
+				t.Fatalf("model owner: %v with %d parts, want a refused range and nothing", err, len(m0.Parts))
+			}
+			if err := p0.BindSession(ctx, testSID); !errors.Is(err, beaver.ErrCorrelationCheck) {
+				t.Errorf("bind after a refused range: %v", err)
+			}
+		})
+	}
+}
+
+// TestSilentPoolCOTs: the pools' COTs satisfy t = q ⊕ c·Δ for chosen and
+// random choices, over takes that span iterations (a small configuration:
+// the first iteration's 128-block tail and the next's head in one take),
+// and the sender's view of the receiver's e is independent of the chosen
+// bits.
+func TestSilentPoolCOTs(t *testing.T) {
+	cfg := ferretConfig{setup: ferretTinySetup, main: ferretTinyMain, warm: 2}
+	s0, s1 := fakePair(t, spokenK, rand.New(rand.NewPCG(21, 22)))
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx := testCtx(t)
+	both(t, func() (struct{}, error) {
+		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfg)
+	}, func() (struct{}, error) {
+		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfg)
+	})
+	// Party 1 receives in party 0's direction.
+	sizes := []int{128, 1024, int(poolAligned(cfg, 0)), 4096, 128}
+	var next uint64
+	for i, n := range sizes {
+		t.Run(fmt.Sprint(i, n), func(t *testing.T) {
+			choices := make([]uint64, n/64)
+			for k := range choices {
+				choices[k] = uint64(0x9e3779b97f4a7c15) * uint64(k+i+1)
+			}
+			chosen := i%2 == 0
+			var msg, ch []uint64
+			var tr []Block
+			var err error
+			if chosen {
+				msg, tr, _, err = s1.silent.recvChosen(ctx, nil, choices, n)
+				ch = choices
+			} else {
+				msg, ch, tr, _, err = s1.silent.recvRandom(ctx, nil, n)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg[0] != next {
+				t.Fatalf("range at %d, want %d", msg[0], next)
+			}
+			next += uint64(n)
+			q, _, err := s0.silent.sendTake(ctx, msg, n, chosen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range n {
+				c := ch[j/64] >> (j % 64) & 1
+				want := q[j]
+				if c == 1 {
+					want = want.xor(s0.delta)
+				}
+				if tr[j] != want {
+					t.Fatalf("COT %d: t ≠ q ⊕ c·Δ", j)
+				}
+			}
+			if _, _, err := s0.silent.sendTake(ctx, msg, n, chosen); !errors.Is(err, errPoolRange) {
+				t.Fatalf("the same range again: %v, want a refusal", err)
+			}
+		})
+	}
+}
