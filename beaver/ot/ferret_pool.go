@@ -84,6 +84,45 @@ type poolStats struct {
 	mu                   sync.Mutex
 	wordsSent, wordsRecv int64
 	rounds               int64
+	received, sent       int64 // COTs taken as receiver, as sender
+	iterations           int64 // of both halves
+}
+
+func (s *poolStats) took(n int, sender bool) {
+	s.mu.Lock()
+	if sender {
+		s.sent += int64(n)
+	} else {
+		s.received += int64(n)
+	}
+	s.mu.Unlock()
+}
+
+func (s *poolStats) iterated() {
+	s.mu.Lock()
+	s.iterations++
+	s.mu.Unlock()
+}
+
+// SilentStats counts a session's silent OTs (ferret_pool.go) on one
+// party's side: the COTs its generators took as receiver and as sender,
+// the Ferret iterations of both directions it ran, and the words it sent
+// and received in them (the generators' own words, the ranges and e, are
+// in their Stats).
+type SilentStats struct {
+	Received, Sent       int64
+	Iterations           int64
+	WordsSent, WordsRecv int64
+}
+
+// SilentSteadyBytes returns what a COT costs in the main set's iterations
+// (ferretMain, bootstrapping itself): the bytes its receiver and its
+// sender send, 2,112 and 552,992 an iteration of 10,016,992 COTs (the
+// warm-up iterations of the setup set cost about 12 times as much a COT).
+func SilentSteadyBytes() (receiver, sender float64) {
+	p := ferretPoolConfig.main
+	n := float64(p.n - p.reserve())
+	return 8 * float64(spcotRoundWords(p)+ferretCheckUpWords) / n, 8 * float64(spcotReplyWords(p)+ferretCheckDownWords) / n
 }
 
 func (s *poolStats) add(sent, recv int) {
@@ -182,6 +221,7 @@ func (p *poolSender) serve(ctx context.Context) {
 			p.mu.Unlock()
 			return
 		}
+		p.conn.stats.iterated()
 		n := poolAligned(p.inst.cfg, i)
 		it := &poolIter{lo: p.made, hi: p.made + n, q: q[:n], buf: p.inst.out, left: int(n / 128)}
 		it.taken = make([]uint64, share.PackedWords(it.left))
@@ -319,6 +359,7 @@ func (p *poolReceiver) take(ctx context.Context, n int, t []Block, x []uint64) (
 			}
 			m := int(poolAligned(p.inst.cfg, i))
 			p.lo, p.t, p.x = hi, t[:m], x
+			p.conn.stats.iterated()
 			continue
 		}
 		c := min(n-k, int(hi-p.next))
@@ -365,6 +406,7 @@ func (s *silentPools) recvChosen(ctx context.Context, dst, choices []uint64, n i
 		putBlocks(t)
 		return nil, nil, 0, err
 	}
+	s.stats.took(n, false)
 	msg = append(dst, j)
 	for i := range n / 64 {
 		msg = append(msg, choices[i]^x[i])
@@ -385,6 +427,7 @@ func (s *silentPools) recvRandom(ctx context.Context, dst []uint64, n int) (msg,
 		putBlocks(t)
 		return nil, nil, nil, 0, err
 	}
+	s.stats.took(n, false)
 	return append(dst, j), choices, t, j | poolTweak, nil
 }
 
@@ -408,14 +451,16 @@ func (s *silentPools) sendTake(ctx context.Context, msg []uint64, n int, chosen 
 		putBlocks(q)
 		return nil, 0, err
 	}
+	s.stats.took(n, true)
 	return q, msg[0] | poolTweak, nil
 }
 
-// snapshot returns the pools' traffic so far.
-func (s *silentPools) snapshot() (sent, recv, rounds int64) {
+// snapshot returns the pools' counters so far.
+func (s *silentPools) snapshot() (SilentStats, int64) {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
-	return s.stats.wordsSent, s.stats.wordsRecv, s.stats.rounds
+	st := &s.stats
+	return SilentStats{Received: st.received, Sent: st.sent, Iterations: st.iterations, WordsSent: st.wordsSent, WordsRecv: st.wordsRecv}, st.rounds
 }
 
 // Reserved generator ids of a session's silent OTs, above every beaver

@@ -435,7 +435,21 @@ func (p *Provider) Stats() beaver.DealerStats {
 	return beaver.DealerStats{BytesRecv: p.bytesRecv.Load(), BytesSent: p.bytesSent.Load(), Items: p.items.Load()}
 }
 
-// OTStats returns the OT work so far: the base OTs' words and rounds plus
+// SilentStats returns the session's silent-OT counters so far (zero before
+// BindSession).
+func (p *Provider) SilentStats() SilentStats {
+	p.mu.Lock()
+	sess := p.sess
+	p.mu.Unlock()
+	if sess == nil || sess.silent == nil {
+		return SilentStats{}
+	}
+	st, _ := sess.silent.snapshot()
+	return st
+}
+
+// OTStats returns the OT work so far (the silent OTs' iterations
+// included, their words as extension words): the base OTs' words and rounds plus
 // every generator's (see Stats; a Lattice's uploads and requests on the
 // session stream are in Stats only, and in its HEStats). It waits for
 // calls in flight.
@@ -443,10 +457,10 @@ func (p *Provider) OTStats() Stats {
 	p.mu.Lock()
 	total := p.setup
 	if p.sess != nil && p.sess.silent != nil {
-		sent, recv, rounds := p.sess.silent.snapshot()
-		total.WordsSent += sent
-		total.WordsRecv += recv
-		total.ExtensionWords += sent
+		st, rounds := p.sess.silent.snapshot()
+		total.WordsSent += st.WordsSent
+		total.WordsRecv += st.WordsRecv
+		total.ExtensionWords += st.WordsSent
 		total.Rounds += rounds
 	}
 	gens := make([]*provStream, 0, len(p.streams))

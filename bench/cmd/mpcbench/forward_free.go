@@ -176,9 +176,37 @@ type freeRun struct {
 }
 
 type freeForward struct {
-	fwd   bench.ForwardParty
-	total beaver.DealerStats // the provider's traffic during the run
-	kinds map[string]*kindCost
+	fwd    bench.ForwardParty
+	total  beaver.DealerStats // the provider's traffic during the run
+	kinds  map[string]*kindCost
+	silent ot.SilentStats // the silent OTs of the run (an ot.Provider's)
+}
+
+// silentOf returns the silent-OT counters of prov (zero for another kind).
+func silentOf(prov beaver.Provider) ot.SilentStats {
+	if o, ok := beaver.As[*ot.Provider](prov); ok {
+		return o.SilentStats()
+	}
+	return ot.SilentStats{}
+}
+
+// sub returns a − b field by field.
+func subSilent(a, b ot.SilentStats) ot.SilentStats {
+	return ot.SilentStats{Received: a.Received - b.Received, Sent: a.Sent - b.Sent, Iterations: a.Iterations - b.Iterations,
+		WordsSent: a.WordsSent - b.WordsSent, WordsRecv: a.WordsRecv - b.WordsRecv}
+}
+
+// steadySent returns what party a sent in the run with its silent-OT
+// iterations charged at the main set's cost per COT instead of what they
+// cost in the run (no iteration, one, or warm-up ones of the setup set):
+// a sends as receiver of the COTs it took as receiver and as sender of
+// those the peer took.
+func steadySent(a freeForward) (float64, bool) {
+	if a.silent == (ot.SilentStats{}) {
+		return 0, false
+	}
+	rb, sb := ot.SilentSteadyBytes()
+	return float64(a.total.BytesSent-8*a.silent.WordsSent) + rb*float64(a.silent.Received) + sb*float64(a.silent.Sent), true
 }
 
 // runForwardFree runs the forward of cfg twice in one session between two
@@ -216,13 +244,13 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 			return out, err
 		}
 		for i := range out.runs {
-			before := otp.Stats()
+			before, silentBefore := otp.Stats(), silentOf(otp)
 			f, err := bench.RunForwardParty(ctx, s, cfg)
 			if err != nil {
 				return out, fmt.Errorf("run %d: %w", i+1, err)
 			}
 			after := otp.Stats()
-			out.runs[i] = freeForward{fwd: *f, kinds: tp.take(),
+			out.runs[i] = freeForward{fwd: *f, kinds: tp.take(), silent: subSilent(silentOf(otp), silentBefore),
 				total: beaver.DealerStats{BytesSent: after.BytesSent - before.BytesSent, BytesRecv: after.BytesRecv - before.BytesRecv, Items: after.Items - before.Items}}
 		}
 		if o, ok := beaver.As[*ot.Provider](otp); ok {
@@ -277,6 +305,12 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 		}
 		if s0 != a.total.BytesSent || s1 != b.total.BytesSent {
 			fmt.Fprintf(stdout, "(the kinds' bytes %d/%d differ from the provider's total %d/%d: draws overlapped)\n", s0, s1, a.total.BytesSent, b.total.BytesSent)
+		}
+		if sa, ok := steadySent(a); ok {
+			sb, _ := steadySent(b)
+			fmt.Fprintf(stdout, "silent OTs: p0 took %d as receiver, p1 %d; %d Ferret iterations in the run (p0 sent %d, p1 %d bytes in them); "+
+				"with every COT at the main set's cost the provider traffic is p0→p1 %.0f, p1→p0 %.0f bytes (steady state)\n",
+				a.silent.Received, b.silent.Received, a.silent.Iterations, 8*a.silent.WordsSent, 8*b.silent.WordsSent, sa, sb)
 		}
 	}
 	return nil
