@@ -60,10 +60,12 @@ const poolMaxUntaken = 4 * 10_485_760
 // and the largest random-OT call stay far below).
 const poolMaxCOTs = 1 << 26
 
-// errPoolRange wraps a sender's refusal of a range the peer named: a
-// detected deviation, so it wraps beaver.ErrCorrelationCheck (the
-// provider then binds no session after it).
-var errPoolRange = fmt.Errorf("the peer named silent OTs it may not use: %w", beaver.ErrCorrelationCheck)
+// ErrSilentRange is wrapped by a sender's refusal of silent OTs the peer
+// named as receiver (a range it named before, one not made, unaligned, or
+// an iteration begun beyond what the sender keeps): a detected deviation,
+// so it wraps beaver.ErrCorrelationCheck (the provider then binds no
+// session after it).
+var ErrSilentRange = fmt.Errorf("the peer named silent OTs it may not use: %w", beaver.ErrCorrelationCheck)
 
 // poolAligned returns the usable COTs of iteration i of cfg, rounded down to
 // a multiple of 128.
@@ -197,7 +199,7 @@ func (p *poolSender) begin() error {
 		untaken += 128 * it.left
 	}
 	if untaken+p.inst.cfg.at(p.began).n > poolMaxUntaken {
-		return fmt.Errorf("the peer began a silent-OT iteration while %d COTs it has not named are kept: %w", untaken, errPoolRange)
+		return fmt.Errorf("the peer began a silent-OT iteration while %d COTs it has not named are kept: %w", untaken, ErrSilentRange)
 	}
 	p.started += poolAligned(p.inst.cfg, p.began)
 	p.began++
@@ -241,7 +243,7 @@ func (p *poolSender) serve(ctx context.Context) {
 // (bounded by the serve goroutine's work) for the iteration to finish.
 func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q []Block) error {
 	if n <= 0 || n%128 != 0 || n > poolMaxCOTs || j0%128 != 0 || j0 > 1<<62 {
-		return fmt.Errorf("%d COTs from %d: %w", n, j0, errPoolRange)
+		return fmt.Errorf("%d COTs from %d: %w", n, j0, ErrSilentRange)
 	}
 	end := j0 + uint64(n)
 	p.mu.Lock()
@@ -253,7 +255,7 @@ func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q [
 		}
 		if end > p.started {
 			p.mu.Unlock()
-			return fmt.Errorf("COTs %d…%d, past the %d of the iterations the peer began: %w", j0, end-1, p.started, errPoolRange)
+			return fmt.Errorf("COTs %d…%d, past the %d of the iterations the peer began: %w", j0, end-1, p.started, ErrSilentRange)
 		}
 		if end <= p.made {
 			break
@@ -273,11 +275,11 @@ func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q [
 		for j := j0; j < end; j += 128 {
 			it := p.iterOf(j)
 			if it == nil {
-				return fmt.Errorf("COTs %d…%d: %d was taken before: %w", j0, end-1, j, errPoolRange)
+				return fmt.Errorf("COTs %d…%d: %d was taken before: %w", j0, end-1, j, ErrSilentRange)
 			}
 			b := (j - it.lo) / 128
 			if it.taken[b/64]>>(b%64)&1 != 0 {
-				return fmt.Errorf("COTs %d…%d: %d was taken before: %w", j0, end-1, j, errPoolRange)
+				return fmt.Errorf("COTs %d…%d: %d was taken before: %w", j0, end-1, j, ErrSilentRange)
 			}
 			if pass == 1 {
 				it.taken[b/64] |= 1 << (b % 64)

@@ -175,7 +175,7 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 			}
 			cancel()
 			<-errs
-			if !errors.Is(err, errPoolRange) || !errors.Is(err, beaver.ErrCorrelationCheck) || m0.Parts != nil {
+			if !errors.Is(err, ErrSilentRange) || !errors.Is(err, beaver.ErrCorrelationCheck) || m0.Parts != nil {
 				t.Fatalf("model owner: %v with %d parts, want a refused range and nothing", err, len(m0.Parts))
 			}
 			if err := p0.BindSession(ctx, testSID); !errors.Is(err, beaver.ErrCorrelationCheck) {
@@ -241,7 +241,7 @@ func TestSilentPoolCOTs(t *testing.T) {
 					t.Fatalf("COT %d: t ≠ q ⊕ c·Δ", j)
 				}
 			}
-			if _, _, err := s0.silent.sendTake(ctx, msg, n, chosen); !errors.Is(err, errPoolRange) {
+			if _, _, err := s0.silent.sendTake(ctx, msg, n, chosen); !errors.Is(err, ErrSilentRange) {
 				t.Fatalf("the same range again: %v, want a refusal", err)
 			}
 		})
