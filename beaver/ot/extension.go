@@ -9,14 +9,13 @@ import "context"
 // tweaks of the call's first OT; the engine (cot.go) and the random-OT
 // calls do not depend on which.
 
-// extGroupWords returns the extension words a receiver sends per group of
-// 64 OTs (the engine's chunk sizing).
-func (g *Gen) extGroupWords() int {
-	if g.pool != nil {
-		return 1
-	}
-	return g.rcv.shape.matrixWords(64)
-}
+// extGroupWords returns the words a group of 64 OTs counts for in the
+// engine's chunk sizing: SoftSpokenOT's matrix words whichever the source,
+// so that a chunk's rows (16 bytes an OT, in scratch memory, on each of the
+// generators running at once) stay about 32 MB at most. Sized by the pools'
+// one bit an OT instead, a chunk of one-bit products would hold 64 M OTs,
+// 1 GB of rows.
+func (g *Gen) extGroupWords() int { return g.rcv.shape.matrixWords(64) }
 
 // extRecvWords returns the words this party sends as receiver of n OTs (n
 // a multiple of 128) with chosen (or, when random, the source's own)
