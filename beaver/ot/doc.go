@@ -152,13 +152,20 @@
 // 9.4 MB per layer from a dealer: vector OLE from correlated OTs costs Θ(m·k·n·ℓ) bits, so a dealer-free weight mask needs a sublinear
 // VOLE (LPN-based silent OT) or RLWE homomorphic encryption instead.
 //
-// Silent OT (ferret.go, not yet used by Gen): the core of Ferret's
-// correlated-OT extension, primal LPN with regular noise and a d = 10
-// local code on emp-ot's revised ferret_b13 parameters (ferret_params.go):
-// an iteration turns 468,768 reserved COTs into 10,485,760, keeps the
-// next reserve and hands out 10,016,992 for 555,104 bytes in two round
-// trips, 0.44 bits per COT against SoftSpokenOT's 32. Its §5 consistency
-// check (ferret_check.go) stops an active sender from making the
-// receiver's outputs depend on its noise beyond one guess, which ends the
-// instance when wrong; an active receiver needs none.
+// Silent OT (ferret*.go): Ferret's correlated-OT extension, primal LPN
+// with regular noise and a d = 10 local code on emp-ot's revised ferret_b13
+// parameters (ferret_params.go): an iteration turns 468,768 reserved COTs
+// into 10,485,760, keeps the next reserve and hands out 10,016,992 for
+// 555,104 bytes in two round trips, 0.44 bits per COT against
+// SoftSpokenOT's 32. Its §5 consistency check (ferret_check.go) stops an
+// active sender from making the receiver's outputs depend on its noise
+// beyond one guess, which ends the instance when wrong; an active receiver
+// needs none. A Provider's session runs one instance per direction on
+// streams StreamBase−1 and StreamBase−2 (ferret_pool.go), its base COTs
+// from SoftSpokenOT at bind, and every generator of the session takes its
+// OTs from them instead of extending its own (extension.go): the receiver
+// names each range (its first index, and e = c ⊕ x for chosen choices: one
+// bit an OT), the sender refuses a range named twice, unaligned or not
+// made (ErrSilentRange, a beaver.ErrCorrelationCheck). Sessions from
+// Setup alone (the package's own tests of the engine) keep SoftSpokenOT.
 package ot

@@ -10,8 +10,9 @@ import (
 
 // Ferret silent correlated-OT extension (Yang, Weng, Lan, Zhang and Wang,
 // ACM CCS 2020, ePrint 2020/924): primal LPN with regular noise and a
-// local linear code of d = 10 nonzeros per column. Not yet used by Gen
-// (which extends with SoftSpokenOT); this file is the standalone core.
+// local linear code of d = 10 nonzeros per column. This file is the core
+// (an instance's iterations); ferret_pool.go serves a session's generators
+// from it.
 //
 // An iteration of a parameter set (ferretParams: n, k, t, logBin) turns a
 // reserve of k + t·logBin + 128 Δ-correlated OTs into n new ones:

@@ -211,11 +211,14 @@ func (p *Provider) Party() int { return p.party }
 // with the peer (Setup on stream StreamBase: 3 rounds, 19,552 bytes per
 // party), which fails with ErrSessionMismatch when the peer binds another
 // id and with ErrModeMismatch when it runs another WeightMaskGenerator or
-// other parameters of it, then the generator's own setup on the same
-// stream (a Lattice's: party 0 makes a fresh key pair, its public seed
-// derived from id, and sends its public key, one more message:
+// other parameters of it or no silent OTs, then the generator's own setup
+// on the same stream (a Lattice's: party 0 makes a fresh key pair, its
+// public seed derived from id, and sends its public key, one more message:
 // he.Sizes.PublicKey rounded up to words, 221,224 bytes with
-// he.DefaultParams). Binding again to the same id is a no-op; another id is
+// he.DefaultParams), then the silent OTs' bootstrap (ferret_pool.go: 2
+// rounds on stream StreamBase−1, 170,016 bytes per party; the Ferret
+// iterations then run on StreamBase−1 and StreamBase−2 as the generators
+// need COTs). Binding again to the same id is a no-op; another id is
 // an error, and so is any bind after a failed Setup (the base-OT stream is
 // out of step) or after a failed check of the peer's part in an item (the
 // error wraps beaver.ErrCorrelationCheck).
