@@ -120,7 +120,16 @@ func (t Typed) SquarePairs(ctx context.Context, stream uint32, n int) (SquarePai
 // SquareProducts returns shares of n square-and-product quadruples
 // (a, a², b, a·b).
 func (t Typed) SquareProducts(ctx context.Context, stream uint32, n int) (SquareProduct, error) {
-	return drawAs(ctx, t, Request{Kind: KindSquareProduct, Stream: stream, N: n}, Material.squareProduct)
+	return t.SquareProductsRing(ctx, stream, 64, n)
+}
+
+// SquareProductsRing returns shares of n square-and-product quadruples in
+// the ring Z_2^ringBits (Request.RingBits; 0 or 64 is SquareProducts): a,
+// a² mod 2^ringBits, b, a·b mod 2^ringBits, every word below 2^ringBits
+// whatever the provider returned (a provider may hand out quadruples mod
+// 2^64, which reduce to quadruples mod 2^ringBits; see MatTriplesRing).
+func (t Typed) SquareProductsRing(ctx context.Context, stream uint32, ringBits uint, n int) (SquareProduct, error) {
+	return drawRingAs(ctx, t, Request{Kind: KindSquareProduct, Stream: stream, N: n}, ringBits, Material.squareProduct)
 }
 
 // WrapPairs returns n wrap pairs for truncating by 2^fracBits.
@@ -157,7 +166,7 @@ func init() {
 		Sample:   Request{Kind: KindSquare, N: 5},
 	})
 	Register(Correlation{
-		Kind: KindSquareProduct, Name: "squareproduct", Fields: FieldN, Dims: dimsN, Format: formatN,
+		Kind: KindSquareProduct, Name: "squareproduct", Fields: FieldN | FieldRingBits, Dims: dimsN, Format: formatN,
 		Local: nWords(4, 2), Parts: nWords(4, 4), DealtTo: toParty1, Dealt: dealtN(1, 2),
 		Deal:     dealSquareProduct,
 		Assemble: assembleSquareProduct,
@@ -275,13 +284,16 @@ func assembleSquareProduct(r Request, party int, local [][]uint64, dealt []uint6
 	return [][]uint64{local[0], dealt[:n:n], local[1], dealt[n:]}
 }
 
+// verifySquareProduct checks a² and a·b, modulo 2^r.Ring() (only the low
+// bits of a narrow ring's material are defined).
 func verifySquareProduct(r Request, _ []uint64, m0, m1 [][]uint64) error {
+	mask := r.ringMask()
 	for i := range m0[0] {
 		a, b := m0[0][i]+m1[0][i], m0[2][i]+m1[2][i]
-		if a*a != m0[1][i]+m1[1][i] {
+		if (a*a-m0[1][i]-m1[1][i])&mask != 0 {
 			return fmt.Errorf("%v: a² wrong at %d", r, i)
 		}
-		if a*b != m0[3][i]+m1[3][i] {
+		if (a*b-m0[3][i]-m1[3][i])&mask != 0 {
 			return fmt.Errorf("%v: a·b wrong at %d", r, i)
 		}
 	}

@@ -48,20 +48,7 @@ func (t Typed) MatTriples(ctx context.Context, stream uint32, batch, m, k, n int
 // 2^ringBits whatever the provider returned (a provider may hand out a
 // triple mod 2^64, which reduces to one mod 2^ringBits).
 func (t Typed) MatTriplesRing(ctx context.Context, stream uint32, ringBits uint, batch, m, k, n int) (Triple, error) {
-	if ringBits == 64 {
-		ringBits = 0
-	}
-	tr, err := drawAs(ctx, t, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n, RingBits: ringBits}, Material.triple)
-	if err != nil || ringBits == 0 {
-		return tr, err
-	}
-	mask := uint64(1)<<ringBits - 1
-	for _, part := range [][]uint64{tr.A, tr.B, tr.C} {
-		for i := range part {
-			part[i] &= mask
-		}
-	}
-	return tr, nil
+	return drawRingAs(ctx, t, Request{Kind: KindMatTriple, Stream: stream, Batch: batch, M: m, K: k, N: n}, ringBits, Material.triple)
 }
 
 // WeightTriple returns this party's part of a correlation for one product
@@ -166,12 +153,10 @@ func verifyMatTriple(r Request, _ []uint64, m0, m1 [][]uint64) error {
 	if err := share.BatchMatMulInto(ab, a, b, r.Batch, r.M, r.K, r.N); err != nil {
 		return err
 	}
-	if r.RingBits != 0 {
-		mask := uint64(1)<<r.RingBits - 1
-		for i := range ab {
-			ab[i] &= mask
-			c[i] &= mask
-		}
+	mask := r.ringMask()
+	for i := range ab {
+		ab[i] &= mask
+		c[i] &= mask
 	}
 	if !slices.Equal(ab, c) {
 		return fmt.Errorf("%v: C ≠ A·B", r)

@@ -121,6 +121,33 @@ func drawAs[T any](ctx context.Context, t Typed, r Request, as func(Material) T)
 	return as(m), nil
 }
 
+// drawRingAs is drawAs for a kind with a ring width (FieldRingBits): it
+// draws r in the ring Z_2^ringBits (r.RingBits = ringBits; 0 or 64 asks for
+// Z_2^64) and masks every word of the material to its low ringBits bits, so
+// every word is below 2^ringBits whatever the provider returned (a provider
+// may ignore the width and hand out material mod 2^64, which reduces to
+// material mod 2^ringBits). The one home of the narrow rings' typed helpers
+// (MatTriplesRing, SquareProductsRing).
+func drawRingAs[T any](ctx context.Context, t Typed, r Request, ringBits uint, as func(Material) T) (T, error) {
+	if ringBits == 64 {
+		ringBits = 0
+	}
+	r.RingBits = ringBits
+	m, err := t.draw(ctx, r)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if mask := r.ringMask(); mask != ^uint64(0) {
+		for _, part := range m.Parts {
+			for i := range part {
+				part[i] &= mask
+			}
+		}
+	}
+	return as(m), nil
+}
+
 // draw asks for r and checks the shape of the answer.
 func (t Typed) draw(ctx context.Context, r Request) (Material, error) {
 	m, err := t.Material(ctx, r)

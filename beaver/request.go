@@ -40,14 +40,15 @@ const MaxItemWords = 1 << 27
 // WeightTriple; M, N and WeightID for WeightVectorTriple; M (rows) and N
 // (width) for RowBitTriple. Unused fields must be zero.
 //
-// RingBits (MatTriple only, FieldRingBits) asks for material in the ring
-// Z_2^RingBits instead of Z_2^64: 0 means 64 (every request before it), and
-// a set value must be 2 ≤ RingBits ≤ 63. Only the low RingBits bits of such
-// material are defined (Typed.MatTriplesRing masks them), which lets a
-// dealer-free generator make it with fewer correction bits (beaver/ot). A
-// provider may ignore it and hand out material mod 2^64: a triple mod 2^64
-// reduced mod 2^ℓ is a triple mod 2^ℓ (the dealer and the seeded providers
-// do so).
+// RingBits (MatTriple and SquareProduct, the kinds with FieldRingBits) asks
+// for material in the ring Z_2^RingBits instead of Z_2^64: 0 means 64 (every
+// request before it), and a set value must be 2 ≤ RingBits ≤ 63. Only the
+// low RingBits bits of such material are defined (Typed.MatTriplesRing and
+// Typed.SquareProductsRing mask them), which lets a dealer-free generator
+// make it with fewer correction bits (beaver/ot). A provider may ignore it
+// and hand out material mod 2^64: a triple (or a square-and-product
+// quadruple) mod 2^64 reduced mod 2^ℓ is one mod 2^ℓ (the dealer and the
+// seeded providers do so).
 type Request struct {
 	Kind     Kind
 	Stream   uint32
@@ -73,6 +74,10 @@ func (r Request) Ring() uint {
 	}
 	return r.RingBits
 }
+
+// ringMask returns the low Ring() bits set: the bits of a word of the
+// request's material that are defined.
+func (r Request) ringMask() uint64 { return ^uint64(0) >> (64 - r.Ring()) }
 
 // String describes the request for error messages.
 func (r Request) String() string {

@@ -10,8 +10,9 @@ import (
 )
 
 // TestRequestRingBits: the ring width is accepted for the matrix triples
-// alone and only in 2..63 (0 for 64), travels in the encoding's fourth byte
-// (zero, as before ring widths, when unset) and shows in String.
+// and the square-and-product quadruples alone and only in 2..63 (0 for 64),
+// travels in the encoding's fourth byte (zero, as before ring widths, when
+// unset) and shows in String.
 func TestRequestRingBits(t *testing.T) {
 	mat := beaver.Request{Kind: beaver.KindMatTriple, Batch: 1, M: 2, K: 3, N: 4}
 	tests := []struct {
@@ -26,7 +27,13 @@ func TestRequestRingBits(t *testing.T) {
 		{"1", withRing(mat, 1), false},
 		{"64", withRing(mat, 64), false}, // 0 means 64: one encoding each
 		{"255", withRing(mat, 255), false},
+		{"square product", beaver.Request{Kind: beaver.KindSquareProduct, N: 3}, true},
+		{"square product 50", beaver.Request{Kind: beaver.KindSquareProduct, N: 3, RingBits: 50}, true},
+		{"square product 2", beaver.Request{Kind: beaver.KindSquareProduct, N: 3, RingBits: 2}, true},
+		{"square product 1", beaver.Request{Kind: beaver.KindSquareProduct, N: 3, RingBits: 1}, false},
+		{"square product 64", beaver.Request{Kind: beaver.KindSquareProduct, N: 3, RingBits: 64}, false},
 		{"triple", beaver.Request{Kind: beaver.KindTriple, N: 3, RingBits: 54}, false},
+		{"square", beaver.Request{Kind: beaver.KindSquare, N: 3, RingBits: 50}, false},
 		{"weight triple", beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1, M: 1, K: 2, N: 3, RingBits: 54}, false},
 		{"wrap", beaver.Request{Kind: beaver.KindWrap, N: 3, FracBits: 16, RingBits: 40}, false},
 	}
@@ -108,6 +115,60 @@ func TestMatTriplesRingEveryProvider(t *testing.T) {
 							}
 						}
 					}
+				}
+			}
+		})
+	}
+}
+
+// TestSquareProductsRingEveryProvider: every provider's SquareProductsRing
+// is a quadruple mod 2^ℓ (a² and a·b checked mod 2^ℓ) whose words are all
+// below 2^ℓ; at 64 (or 0) it is SquareProducts, checked mod 2^64.
+func TestSquareProductsRingEveryProvider(t *testing.T) {
+	ctx := context.Background()
+	for _, pk := range providerKinds {
+		t.Run(pk.name, func(t *testing.T) {
+			ps := pk.pair(t, beaver.SessionID{10})
+			for _, bits := range []uint{0, 2, 17, 41, 50, 63, 64} {
+				r := beaver.Request{Kind: beaver.KindSquareProduct, N: 70, RingBits: bits}
+				if bits == 64 {
+					r.RingBits = 0
+				}
+				var qs [2]beaver.SquareProduct
+				errs := make(chan error, 2)
+				for p := range 2 {
+					go func() {
+						var err error
+						qs[p], err = beaver.Typed{Provider: ps[p]}.SquareProductsRing(ctx, 1, bits, r.N)
+						errs <- err
+					}()
+				}
+				for range 2 {
+					if err := <-errs; err != nil {
+						t.Fatalf("ℓ = %d: %v", bits, err)
+					}
+				}
+				c, _ := beaver.Lookup(beaver.KindSquareProduct)
+				parts := func(q beaver.SquareProduct) [][]uint64 { return [][]uint64{q.A, q.A2, q.B, q.AB} }
+				if err := c.Verify(r, nil, parts(qs[0]), parts(qs[1])); err != nil {
+					t.Fatalf("ℓ = %d: %v", bits, err)
+				}
+				if r.RingBits == 0 {
+					continue
+				}
+				for p, q := range qs {
+					for i, part := range parts(q) {
+						for _, v := range part {
+							if v>>r.RingBits != 0 {
+								t.Fatalf("ℓ = %d: party %d part %d has the word %#x above 2^ℓ", bits, p, i, v)
+							}
+						}
+					}
+				}
+				// Mod 2^ℓ is not mod 2^64: the words' sums are checked
+				// at ℓ bits only (a verification at 64 bits fails).
+				if err := c.Verify(beaver.Request{Kind: beaver.KindSquareProduct, N: r.N}, nil, parts(qs[0]), parts(qs[1])); err == nil && bits >= 17 {
+					t.Fatalf("ℓ = %d: the masked quadruple passes as one mod 2^64", bits)
 				}
 			}
 		})

@@ -64,8 +64,13 @@ func TestModuleCosts(t *testing.T) {
 			// The folded attention's shared × shared products in Z_2^54
 			// (proxy/secure's attentionRing): their openings packed at 54
 			// bits, the ReLU's sign circuit on 54 bits (fewer cross ANDs from
-			// the dealer), their truncations' wrap pairs 10 bits wider.
-			if tot.Rounds != 50 || tot.Bytes != [2]int64{78906, 922852} || tot.Dealer != [2]int64{117368, 51848} {
+			// the dealer), their truncations' wrap pairs 10 bits wider. The
+			// LayerNorm's two products in Z_2^50 (layerNormRing): x−μ and
+			// r·γ opened packed at 50 bits (−1,344 bytes each), every square
+			// truncated before the sum (+88), the wrap pairs of those 768
+			// truncations and of the output's 14 bits wider (+4,216 dealer
+			// bytes to P1).
+			if tot.Rounds != 50 || tot.Bytes != [2]int64{76306, 920252} || tot.Dealer != [2]int64{117368, 56064} {
 				t.Errorf("sst2 phase 0: %d rounds, bytes %v, dealer %v", tot.Rounds, tot.Bytes, tot.Dealer)
 			}
 			var md bytes.Buffer
@@ -75,7 +80,9 @@ func TestModuleCosts(t *testing.T) {
 			for _, want := range []string{"| Q/K/V projections | truncation | 1 | 594 B | 594 B | 0 B | 9.23 kB | wrap |",
 				"| Q/K/V projections | G = Ŷ₁ᵀ·[Wk; b_K], N = Ŷ₂ᵀ·[Wv; b_V] product with P0's weights (P1 opens its input) | 1 | 0 B | 30.8 kB | 30.7 kB | 0 B | weighttriple |",
 				"| softmax MLP | q·Gᵀ = Q·Kᵀ·W1 (shared × shared, all heads, in Z_2^54) | 1 | 15.6 kB | 15.6 kB | 0 B | 192 B | mattriple |",
-				"| **total** (measured) | | 50 | 78.9 kB | 923 kB | 117 kB | 51.8 kB |"} {
+				"| LayerNorm | (x−μ)² (in Z_2^50) | 1 | 4.81 kB | 4.81 kB | 0 B | 12.3 kB | squareproduct |",
+				"| LayerNorm | variance: each (x−μ)² truncated, Σ | 1 | 106 B | 106 B | 0 B | 2.88 kB | wrap |",
+				"| **total** (measured) | | 50 | 76.3 kB | 920 kB | 117 kB | 56.1 kB |"} {
 				if !strings.Contains(md.String(), want) {
 					t.Errorf("module table lacks %q:\n%s", want, md.String())
 				}

@@ -269,15 +269,26 @@ func (s *Session) Square(ctx context.Context, x *share.Tensor) (*share.Tensor, e
 // openMasked sets e to the opened x − mask (e, x and mask of one length):
 // this party sends its share of x − mask and adds the peer's, one exchange.
 func (s *Session) openMasked(ctx context.Context, e, x, mask []uint64) error {
+	return s.openMaskedIn(ctx, e, x, mask, 64)
+}
+
+// openMaskedIn is openMasked in the ring Z_2^ring (2 ≤ ring ≤ 64; 64 is
+// openMasked): e = x − mask mod 2^ring, the shares sent packed at ring bits
+// (exchangeRing), every word of e below 2^ring.
+func (s *Session) openMaskedIn(ctx context.Context, e, x, mask []uint64, ring uint) error {
 	if err := share.SubVec(e, x, mask); err != nil {
 		return err
 	}
 	recv := share.GetWords(len(e)) // scratch: overwritten before use
 	defer share.PutWords(recv)
-	if err := s.Exchange(ctx, e, recv); err != nil {
+	if err := s.exchangeRing(ctx, e, recv, ring); err != nil {
 		return err
 	}
-	return share.AddVec(e, e, recv)
+	if err := share.AddVec(e, e, recv); err != nil {
+		return err
+	}
+	maskRing(e, ring)
+	return nil
 }
 
 // squareFrom sets out to this party's share of x² from the opened e = x − a
@@ -296,6 +307,7 @@ func (s *Session) squareFrom(out, e []uint64, sp beaver.SquarePair) {
 // SquareKeep returns this party's share of the elementwise ring square x²
 // (as Square) and keeps x's opening for one later ring product x·y by the
 // returned KeptOpening's Mul, so that x − a travels once for both products.
+// It is SquareKeepRing at 64 bits.
 //
 // Cost: 1 round, msg(n) = 8n + 10 bytes per party, as Square; the later
 // KeptOpening.Mul costs 1 round and msg(n) where Mul costs msg(2n): the two
@@ -321,29 +333,47 @@ func (s *Session) squareFrom(out, e []uint64, sp beaver.SquarePair) {
 // (x − x'): the KeptOpening's Mul runs once, for y of x's shape, and x is
 // fixed by the SquareKeep that drew a.
 func (s *Session) SquareKeep(ctx context.Context, x *share.Tensor) (*share.Tensor, *KeptOpening, error) {
+	return s.squareKeepIn(ctx, x, 64)
+}
+
+// squareKeepIn is SquareKeep (ring 64) and SquareKeepRing (2 ≤ ring < 64):
+// the one square-and-keep, whose opening is whole words in Z_2^64 and
+// packed at ring bits below it, its square and its KeptOpening's product
+// reduced mod 2^ring.
+func (s *Session) squareKeepIn(ctx context.Context, x *share.Tensor, ring uint) (*share.Tensor, *KeptOpening, error) {
+	what := "square keep %v"
+	if ring < 64 {
+		what += fmt.Sprintf(" mod 2^%d", ring)
+	}
+	if x == nil {
+		return nil, nil, fmt.Errorf("protocol: square keep of nothing")
+	}
 	n := x.Len()
-	q, err := s.prov.SquareProducts(ctx, s.StreamID(), n)
+	q, err := s.prov.SquareProductsRing(ctx, s.StreamID(), ring, n)
 	if err != nil {
-		return nil, nil, fmt.Errorf("protocol: square keep %v: %w", x.Shape, err)
+		return nil, nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, err)
 	}
 	e := make([]uint64, n) // kept: the KeptOpening's
-	if err := s.openMasked(ctx, e, x.Data, q.A); err != nil {
-		return nil, nil, fmt.Errorf("protocol: square keep %v: %w", x.Shape, err)
+	if err := s.openMaskedIn(ctx, e, x.Data, q.A, ring); err != nil {
+		return nil, nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, err)
 	}
 	out := &share.Tensor{Shape: slices.Clone(x.Shape), Data: make([]uint64, n)}
 	s.squareFrom(out.Data, e, beaver.SquarePair{A: q.A, A2: q.A2})
-	k := &KeptOpening{s: s, shape: slices.Clone(x.Shape), n: n, e: e, a: q.A, b: q.B, ab: q.AB}
+	maskRing(out.Data, ring)
+	k := &KeptOpening{s: s, shape: slices.Clone(x.Shape), n: n, ring: ring, e: e, a: q.A, b: q.B, ab: q.AB}
 	return out, k, nil
 }
 
 // KeptOpening is what SquareKeep keeps of its opening of x for one later
 // product x·y: the opened e = x − a, this party's shares of a, b and a·b,
-// x's shape and the session. Its Mul may run once; a second call, a y of
-// another shape or another session is an error, never a reuse of b.
+// x's shape, the ring (64, or SquareKeepRing's) and the session. Its Mul may
+// run once; a second call, a y of another shape or another session is an
+// error, never a reuse of b.
 type KeptOpening struct {
 	s        *Session
 	shape    []int
 	n        int
+	ring     uint
 	e        []uint64
 	a, b, ab []uint64
 	used     atomic.Bool
@@ -352,10 +382,14 @@ type KeptOpening struct {
 // Mul returns this party's share of the elementwise ring product x·y, x the
 // tensor SquareKeep squared and y a shared tensor of its shape, on the
 // session s that ran SquareKeep (no truncation: for fixed-point operands the
-// result has 2f fractional bits, as Mul's).
+// result has 2f fractional bits, as Mul's). After SquareKeepRing the product
+// is taken in its ring: y is read mod 2^ring, f = y − b is opened mod 2^ring
+// and sent packed at ring bits, and the result is x·y mod 2^ring, every word
+// below 2^ring (for TruncByRing with the same ring).
 //
 // Cost: 1 round, msg(n) = 8n + 10 bytes per party (f = y − b alone: e was
-// opened by SquareKeep), where Mul costs msg(2n).
+// opened by SquareKeep), where Mul costs msg(2n); after SquareKeepRing,
+// SquareKeepRingCost(n, ring).
 //
 // It runs once: the material is marked used before f is sent, so a second
 // call (or one after a failed exchange, whose f the peer may hold) is an
@@ -376,11 +410,12 @@ func (k *KeptOpening) Mul(ctx context.Context, s *Session, y *share.Tensor) (*sh
 	n := k.n
 	f := share.GetWords(n) // scratch: overwritten before use
 	defer share.PutWords(f)
-	if err := s.openMasked(ctx, f, y.Data, k.b); err != nil {
+	if err := s.openMaskedIn(ctx, f, y.Data, k.b, k.ring); err != nil {
 		return nil, fmt.Errorf("protocol: kept opening mul %v: %w", k.shape, err)
 	}
 	out := &share.Tensor{Shape: slices.Clone(k.shape), Data: make([]uint64, n)}
 	s.beaverProduct(out.Data, k.e, f, beaver.Triple{A: k.a, B: k.b, C: k.ab})
+	maskRing(out.Data, k.ring)
 	k.e, k.a, k.b, k.ab = nil, nil, nil, nil
 	return out, nil
 }

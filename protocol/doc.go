@@ -34,6 +34,7 @@
 //	SquareFixed              2                   2·msg(n)
 //	SquareKeep               1                   msg(n)               as Square, keeping x − a for one KeptOpening.Mul
 //	KeptOpening.Mul          1                   msg(n)               x·y, x the kept square's: y − b alone (Mul: msg(2n))
+//	SquareKeepRing, its Mul  1 each              msg(⌈nℓ/64⌉) each    as SquareKeep and its Mul mod 2^ℓ, openings packed at ℓ bits (ring.go)
 //	Trunc, TruncBy           1                   msg(W)               one bit per element; error ≤ 1 ulp for |x| < 2^62 (TruncBound)
 //	MulPublic                1                   msg(n)               public fixed-point tensor, broadcast over a suffix
 //	MulPublicScalar          1                   msg(n)               constant kept with 14 extra bits

@@ -12,7 +12,8 @@ import (
 // to lie in [−2^(ℓ−2), 2^(ℓ−2)) can be computed on shares mod 2^ℓ
 // (MatMulRing, with matrix triples mod 2^ℓ, whose dealer-free generation
 // sends ℓ(ℓ+1)/2 bits of Gilboa corrections per multiply-add instead of
-// 2,080: beaver.Request.RingBits), and the truncation that follows it
+// 2,080: beaver.Request.RingBits; SquareKeepRing and its KeptOpening's Mul,
+// with square-and-product quadruples mod 2^ℓ), and the truncation that follows it
 // (TruncByRing, TruncReLURing) extends the result back to 64-bit shares in
 // its own round: nothing is added to the protocol but the bound.
 
@@ -22,6 +23,38 @@ const minRingBits = 3
 
 // ringMask returns the low ring bits set (2 ≤ ring ≤ 64).
 func ringMask(ring uint) uint64 { return ^uint64(0) >> (64 - ring) }
+
+// maskRing reduces every word of x mod 2^ring (nothing at 64).
+func maskRing(x []uint64, ring uint) {
+	if ring >= 64 {
+		return
+	}
+	m := ringMask(ring)
+	for i := range x {
+		x[i] &= m
+	}
+}
+
+// exchangeRing is Exchange of words mod 2^ring (2 ≤ ring ≤ 64; 64 is
+// Exchange): send's words are sent packed at ring bits a word
+// (share.PackFields keeps the low ring bits, so their high bits are never
+// sent), and recv (len(send) words) gets the peer's, each below 2^ring. One
+// exchange of msg(⌈len(send)·ring/64⌉) bytes.
+func (s *Session) exchangeRing(ctx context.Context, send, recv []uint64, ring uint) error {
+	if ring >= 64 {
+		return s.Exchange(ctx, send, recv)
+	}
+	pw := share.FieldWords(len(send), ring)
+	packed, peer := share.GetWords(pw), share.GetWords(pw) // scratch: PackFields clears, Exchange fills
+	defer share.PutWords(packed)
+	defer share.PutWords(peer)
+	share.PackFields(packed, send, ring)
+	if err := s.Exchange(ctx, packed, peer); err != nil {
+		return err
+	}
+	share.UnpackFields(recv[:len(send)], peer, ring)
+	return nil
+}
 
 // MatMulRing is MatMul in the ring Z_2^ring (2 ≤ ring ≤ 64; 64 is MatMul):
 // this party's share, mod 2^ring (every word below 2^ring), of x·y mod
@@ -77,22 +110,9 @@ func (s *Session) matMulIn(ctx context.Context, x, y *share.Tensor, ring uint) (
 	_ = share.SubVec(send[nx:], y.Data, t.B)
 	recv := share.GetWords(nx + ny) // scratch: overwritten before use
 	defer share.PutWords(recv)
-	if ring == 64 {
-		if err := s.Exchange(ctx, send, recv); err != nil {
-			return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
-		}
-	} else {
-		// The openings mod 2^ring, packed: PackFields keeps the low ring
-		// bits of each word, UnpackFields returns them.
-		pw := share.FieldWords(nx+ny, ring)
-		packed, peer := share.GetWords(pw), share.GetWords(pw) // scratch: PackFields clears, Exchange fills
-		defer share.PutWords(packed)
-		defer share.PutWords(peer)
-		share.PackFields(packed, send[:nx+ny], ring)
-		if err := s.Exchange(ctx, packed, peer); err != nil {
-			return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
-		}
-		share.UnpackFields(recv[:nx+ny], peer, ring)
+	// The openings, mod 2^ring and packed at ring bits below 64.
+	if err := s.exchangeRing(ctx, send[:nx+ny], recv, ring); err != nil {
+		return nil, fmt.Errorf("protocol: "+what+": %w", x.Shape, y.Shape, err)
 	}
 	e, f := recv[:nx], recv[nx:nx+ny]
 	_ = share.AddVec(e, e, send[:nx])
@@ -108,12 +128,7 @@ func (s *Session) matMulIn(ctx context.Context, x, y *share.Tensor, ring uint) (
 	}
 	_ = share.AddVec(out.Data, out.Data, tmp)
 	_ = share.AddVec(out.Data, out.Data, t.C)
-	if ring < 64 {
-		mask := ringMask(ring)
-		for i := range out.Data {
-			out.Data[i] &= mask
-		}
-	}
+	maskRing(out.Data, ring)
 	return out, nil
 }
 
@@ -122,6 +137,40 @@ func (s *Session) matMulIn(ctx context.Context, x, y *share.Tensor, ring uint) (
 // openings packed at ring bits, msg(⌈(n_x + n_y)·ring/64⌉) (MatMul's at 64).
 func MatMulRingCost(nx, ny int, ring uint) Cost {
 	return Cost{Rounds: 1, Bytes: MessageBytes(share.FieldWords(nx+ny, ring))}
+}
+
+// SquareKeepRing is SquareKeep in the ring Z_2^ring (2 ≤ ring ≤ 64; 64 is
+// SquareKeep): this party's share, mod 2^ring (every word below 2^ring), of
+// x² mod 2^ring, and the KeptOpening whose Mul returns x·y mod 2^ring. x
+// (and the Mul's y) are ordinary shares (mod 2^64, or mod 2^ring: only
+// their low ring bits are read). Exact mod 2^ring; the caller states by
+// choosing ring that x² and x·y lie in [−2^(ring−2), 2^(ring−2)) and
+// passes them to TruncByRing with the same ring, which returns 64-bit
+// shares in the truncation's own round.
+//
+// Protocol: SquareKeep's with a square-and-product quadruple mod 2^ring
+// (beaver.Typed.SquareProductsRing, whose dealer-free generation sends
+// ring(ring+1)/2 bits of Gilboa corrections per cross product instead of
+// 2,080) and the openings e = x − a (here) and f = y − b (the Mul) taken
+// mod 2^ring and sent packed at ring bits a word: what the peer receives is
+// its share minus a uniform value mod 2^ring, uniform whatever x and y are
+// (the high bits, which would carry the sign of a small x, are never sent).
+//
+// Cost: SquareKeepRingCost(n, ring) here and again for the Mul: 1 round and
+// msg(⌈n·ring/64⌉) bytes per party each (SquareKeep's msg(n) at 64).
+func (s *Session) SquareKeepRing(ctx context.Context, x *share.Tensor, ring uint) (*share.Tensor, *KeptOpening, error) {
+	if ring < 2 || ring > 64 {
+		return nil, nil, fmt.Errorf("protocol: square keep in Z_2^%d: need 2 ≤ ℓ ≤ 64", ring)
+	}
+	return s.squareKeepIn(ctx, x, ring)
+}
+
+// SquareKeepRingCost returns the cost of SquareKeepRing of n elements in
+// Z_2^ring for each party, and the same of its KeptOpening's Mul: one round
+// and one message of the n openings packed at ring bits,
+// msg(⌈n·ring/64⌉) (SquareKeep's msg(n) at 64).
+func SquareKeepRingCost(n int, ring uint) Cost {
+	return Cost{Rounds: 1, Bytes: MessageBytes(share.FieldWords(n, ring))}
 }
 
 // TruncByRing is TruncBy on shares mod 2^ring (3 ≤ ring ≤ 64; 64 is

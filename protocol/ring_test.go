@@ -3,7 +3,9 @@ package protocol
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/selectformer/selectformer/share"
@@ -249,6 +251,193 @@ func TestRingBadInput(t *testing.T) {
 			for p := range 2 {
 				if r.Out[p] == nil {
 					t.Errorf("party %d: no error", p)
+				}
+				if r.Stats[p].BytesSent != 0 {
+					t.Errorf("party %d sent %d bytes", p, r.Stats[p].BytesSent)
+				}
+			}
+		})
+	}
+}
+
+// squareKeepOperands returns x and y (n elements, signed ring integers) whose
+// squares x² and products x·y all lie inside [−2^(ring−2), 2^(ring−2)), with
+// the bound's ends first: the largest x² (x = ±(⌊√(2^(ring−2) − 1)⌋)),
+// x·y = 2^(ring−2) − 1, −(2^(ring−2) − 1) and −2^(ring−2) exactly, and
+// zero; then uniform x up to 2^a and y up to 2^b, 2a ≤ ring − 3 and
+// a + b = ring − 3.
+func squareKeepOperands(ring uint, n int, seed uint64) (x, y *share.Tensor) {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	lim := int64(1) << (ring - 2)
+	root := int64(math.Sqrt(float64(lim - 1)))
+	for root*root >= lim {
+		root--
+	}
+	for (root+1)*(root+1) < lim {
+		root++
+	}
+	a := (ring - 3) / 2
+	b := ring - 3 - a
+	h := a // x = ±2^h, y = ∓2^(ring−2−h): x·y = −2^(ring−2)
+	edges := [][2]int64{{root, 1}, {-root, -1}, {1, lim - 1}, {-1, lim - 1}, {1 << h, -(lim >> h)}, {-(1 << h), lim >> h}, {0, 0}, {0, lim - 1}}
+	x = &share.Tensor{Shape: []int{n}, Data: make([]uint64, n)}
+	y = &share.Tensor{Shape: []int{n}, Data: make([]uint64, n)}
+	draw := func(bits uint) int64 { return rng.Int64N(1<<(bits+1)+1) - 1<<bits }
+	for i := range n {
+		xv, yv := draw(a), draw(b)
+		if i < len(edges) {
+			xv, yv = edges[i][0], edges[i][1]
+		}
+		x.Data[i], y.Data[i] = uint64(xv), uint64(yv)
+	}
+	return x, y
+}
+
+// TestSquareKeepRingTrunc: SquareKeepRing, its KeptOpening's Mul and a
+// TruncByRing of each (the LayerNorm's pattern) return x² and x·y mod 2^ℓ,
+// every word below 2^ℓ, and floor(x²/2^f) and floor(x·y/2^f) (+1) as 64-bit
+// shares, for values up to the bound's ends; 4 rounds and
+// 2·SquareKeepRingCost(n, ℓ) + 2·TruncCost(n) bytes per party exactly (at
+// ℓ = 64 SquareKeep's msg(n) + msg(n)).
+func TestSquareKeepRingTrunc(t *testing.T) {
+	const n = 300
+	for _, ring := range []uint{20, 41, 50, 54, 63, 64} {
+		for _, f := range []uint{8, 16} {
+			t.Run(fmt.Sprintf("ℓ=%d/f=%d", ring, f), func(t *testing.T) {
+				x, y := squareKeepOperands(ring, n, uint64(ring*100+f))
+				xsh, ysh := splitTensor(x, 13), splitTensor(y, 14)
+				mask := ringMask(ring)
+				r := runPair(t, func(ctx context.Context, s *Session) ([4]*share.Tensor, error) {
+					sq, k, err := s.SquareKeepRing(ctx, pickShare(s, xsh), ring)
+					if err != nil {
+						return [4]*share.Tensor{}, err
+					}
+					prod, err := k.Mul(ctx, s, pickShare(s, ysh))
+					if err != nil {
+						return [4]*share.Tensor{}, err
+					}
+					sqc, prodc := sq.Clone(), prod.Clone()
+					tsq, err := s.TruncByRing(ctx, sq, f, ring)
+					if err != nil {
+						return [4]*share.Tensor{}, err
+					}
+					tprod, err := s.TruncByRing(ctx, prod, f, ring)
+					return [4]*share.Tensor{sqc, prodc, tsq, tprod}, err
+				})
+				for p := range 2 {
+					for j := range 2 {
+						for _, v := range r.Out[p][j].Data {
+							if v&^mask != 0 {
+								t.Fatalf("party %d: output %d share %#x above 2^%d", p, j, v, ring)
+							}
+						}
+					}
+				}
+				var got [4]*share.Tensor
+				for j := range got {
+					got[j] = openPair(t, [2]*share.Tensor{r.Out[0][j], r.Out[1][j]})
+				}
+				for i := range n {
+					xv, yv := x.Data[i], y.Data[i]
+					for j, v := range []uint64{xv * xv, xv * yv} {
+						if (got[j].Data[i]-v)&mask != 0 {
+							t.Fatalf("element %d (x = %d, y = %d), product %d: %#x, want %#x mod 2^%d", i, int64(xv), int64(yv), j, got[j].Data[i], v&mask, ring)
+						}
+						if d := got[2+j].Data[i] - floorShift(v, f); d > 1 {
+							t.Fatalf("element %d (x = %d, y = %d), truncated product %d: %d, want %d (+1)", i, int64(xv), int64(yv), j, int64(got[2+j].Data[i]), int64(floorShift(v, f)))
+						}
+					}
+				}
+				c := SquareKeepRingCost(n, ring)
+				if ring == 64 && c.Bytes != wireBytes(n) {
+					t.Fatalf("SquareKeepRingCost at 64 bits: %d bytes, SquareKeep's %d", c.Bytes, wireBytes(n))
+				}
+				c = c.Plus(c).Plus(TruncCost(n)).Plus(TruncCost(n))
+				wantCost(t, r, [2]int64{c.Rounds, c.Rounds}, [2]int64{c.Bytes, c.Bytes})
+				if c.Rounds != 4 {
+					t.Fatalf("%d rounds, want 4", c.Rounds)
+				}
+			})
+		}
+	}
+}
+
+// TestSquareKeepRingView: what a party receives in SquareKeepRing and its
+// Mul is two messages of the openings packed at ℓ bits (⌈nℓ/64⌉ words: the
+// high bits, which would carry the sign of a small x, are never sent), each
+// uniform (chi-square of the bytes) and holding no word of x or y, and
+// their difference mod 2^ℓ is uniform too, for small x of either sign and
+// for y = x (where a mask shared by the two openings would show as a zero
+// difference).
+func TestSquareKeepRingView(t *testing.T) {
+	const ring = 50
+	const n = 4096 // n·ℓ a multiple of 64: no padding bits in the messages
+	for _, sign := range []int64{1, -1} {
+		t.Run(fmt.Sprint("sign ", sign), func(t *testing.T) {
+			x := &share.Tensor{Shape: []int{n}, Data: make([]uint64, n)}
+			for i := range x.Data {
+				x.Data[i] = uint64(sign * int64(1+i%7) << 16)
+			}
+			xsh := splitTensor(x, 15)
+			r := runPairWith(t, pairConfig{Record: true, Seed: 8}, func(ctx context.Context, s *Session) (*share.Tensor, error) {
+				_, k, err := s.SquareKeepRing(ctx, pickShare(s, xsh), ring)
+				if err != nil {
+					return nil, err
+				}
+				return k.Mul(ctx, s, pickShare(s, xsh))
+			})
+			clear := map[uint64]bool{}
+			for _, v := range x.Data {
+				clear[v], clear[v&ringMask(ring)] = true, true
+			}
+			w := share.FieldWords(n, ring)
+			for p := range 2 {
+				msgs := r.Recv[p]
+				if len(msgs) != 2 || len(msgs[0]) != w || len(msgs[1]) != w {
+					t.Fatalf("party %d received %d messages, want 2 of %d words", p, len(msgs), w)
+				}
+				checkViewHidesSecret(t, p, msgs, clear)
+				e, f := make([]uint64, n), make([]uint64, n)
+				share.UnpackFields(e, msgs[0], ring)
+				share.UnpackFields(f, msgs[1], ring)
+				for i := range e {
+					if clear[e[i]] || clear[f[i]] {
+						t.Fatalf("party %d: opening %d is a secret", p, i)
+					}
+					e[i] -= f[i]
+				}
+				diff := make([]uint64, w)
+				share.PackFields(diff, e, ring)
+				if chi := chiSquareBytes([][]uint64{diff}); chi > chiSquareLimit {
+					t.Errorf("party %d: the openings' difference: chi-square %.1f > %d", p, chi, chiSquareLimit)
+				}
+			}
+		})
+	}
+}
+
+// TestSquareKeepRingBadInput: ring widths outside 2..64 and a nil x are
+// errors, with nothing sent.
+func TestSquareKeepRingBadInput(t *testing.T) {
+	x := &share.Tensor{Shape: []int{2}, Data: []uint64{1, 2}}
+	for _, tc := range []struct {
+		name string
+		x    *share.Tensor
+		ring uint
+	}{
+		{"ℓ=0", x, 0}, {"ℓ=1", x, 1}, {"ℓ=65", x, 65}, {"ℓ=200", x, 200}, {"nil", nil, 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runPair(t, func(ctx context.Context, s *Session) (error, error) {
+				_, k, err := s.SquareKeepRing(ctx, tc.x, tc.ring)
+				if err == nil || k != nil {
+					return fmt.Errorf("accepted (kept %v)", k != nil), nil
+				}
+				return err, nil
+			})
+			for p := range 2 {
+				if r.Out[p] == nil || strings.Contains(r.Out[p].Error(), "accepted") {
+					t.Errorf("party %d: %v", p, r.Out[p])
 				}
 				if r.Stats[p].BytesSent != 0 {
 					t.Errorf("party %d sent %d bytes", p, r.Stats[p].BytesSent)

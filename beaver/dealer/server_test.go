@@ -319,6 +319,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		{Kind: beaver.KindMatTriple, Stream: 2, Counter: 9, Batch: 2, M: 3, K: 4, N: 5, RingBits: 54},
 		{Kind: beaver.KindMatTriple, Batch: 1, M: 1, K: 1, N: 1, RingBits: 64}, // refused: 0 means 64
 		{Kind: beaver.KindTriple, N: 3, RingBits: 40},                          // refused: no ring width for this kind
+		{Kind: beaver.KindSquareProduct, N: 3, RingBits: 50},
 		{Kind: beaver.KindWeightTriple, WeightID: 1 << 40, M: 1, K: 2, N: 3},
 		{Kind: beaver.KindWrap, N: 10, FracBits: 16},
 		{Kind: 10, WeightID: 3, K: 2, N: 2}, // refused: kind 10 was the weight mask's, no request kind

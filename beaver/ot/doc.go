@@ -28,7 +28,8 @@
 //     products in two Gilboa batches (party 1's a1 against party 0's
 //     two-word (2·a0, b0), a vector OLE; party 0's a0 against b1): 128 OTs
 //     per element where a square pair and a triple take 192, 776 bytes
-//     from party 0 and 516 from party 1 (776 and 772 for the two).
+//     from party 0 and 516 from party 1 (776 and 772 for the two);
+//     SquareProductsRing mod 2^ℓ on request (corrections of ℓ−t bits).
 //   - WrapPairs: one correlated OT per pair (party 1 choosing with its bit
 //     v against party 0's bit u, f-bit corrections): 4 bytes of extension
 //     matrix and f bits per pair.

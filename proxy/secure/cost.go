@@ -42,6 +42,14 @@ func matMulRing(nx, ny int, ring uint) step {
 	return step{c.Rounds, c.Bytes, 0}
 }
 
+// squareKeepRing is the step of a protocol.SquareKeepRing of n elements in
+// Z_2^ring, or of its KeptOpening's Mul (1 round, the openings packed at
+// ring bits).
+func squareKeepRing(n int, ring uint) step {
+	c := protocol.SquareKeepRingCost(n, ring)
+	return step{c.Rounds, c.Bytes, 0}
+}
+
 // truncReLURing is the step of a protocol.TruncReLURing of n elements in
 // Z_2^ring (7 rounds; the sign circuit on ring bits).
 func truncReLURing(n int, ring uint) step {
@@ -90,13 +98,13 @@ func lnRows(R, H, d int) []CostRow {
 	const m, mlp = "LayerNorm", "LayerNorm MLP"
 	return []CostRow{
 		trunc(R).row(m, "mean"),
-		step{1, msg(R * H), 0}.row(m, "(x−μ)², Σ"),
-		trunc(R).row(m, "variance truncation"),
+		squareKeepRing(R*H, layerNormRing).row(m, "(x−μ)² (in Z_2^50)"),
+		trunc(R*H).row(m, "variance: each (x−μ)² truncated, Σ"),
 		step{1, 0, msg(R)}.row(mlp, "·W1/H "+stepOpen),
 		truncReLU(R*d).row(mlp, stepTruncReLU),
 		step{1, 0, msg(R * d)}.row(mlp, "·(W2⊗γ) "+stepOpen),
 		trunc(R*H).row(mlp, stepTrunc),
-		step{1, msg(R * H), 0}.row(m, "(x−μ)·(r·γ), x−μ kept open"),
+		squareKeepRing(R*H, layerNormRing).row(m, "(x−μ)·(r·γ) (in Z_2^50), x−μ kept open"),
 		trunc(R*H).row(m, "output truncation"),
 	}
 }
@@ -123,7 +131,8 @@ func lnRows(R, H, d int) []CostRow {
 // (protocol.TruncReLU: its bits ride in the sign circuit's first message,
 // the bias added before it); truncrelu₅₄(n) the same with the sign circuit
 // on 54 bits (protocol.TruncReLURingCost), and msg54(n) = msg(⌈54n/64⌉), n
-// openings packed at 54 bits (protocol.MatMulRingCost). "P1" terms are sent by the data owner alone
+// openings packed at 54 bits (protocol.MatMulRingCost), msg50(n) =
+// msg(⌈50n/64⌉) the same at 50 bits (protocol.SquareKeepRingCost). "P1" terms are sent by the data owner alone
 // (the weight-mask products), "P0 …, P1 …" by each party as stated
 // (protocol.MulPrivateRowBits), the others by both parties:
 //
@@ -144,16 +153,20 @@ func lnRows(R, H, d int) []CostRow {
 //	  truncation                       1       tmsg(B·Tq·I)
 //	output projection, truncation      1+1     P1 msg(B·Tq·I); tmsg(B·Tq·H)
 //	LayerNorm mean                     1       tmsg(R)
-//	  (x−μ)², Σ, truncation            1+1     msg(R·H) + tmsg(R)
+//	  (x−μ)² (in Z_2^50), truncation   1+1     msg50(R·H) + tmsg(R·H)
+//	    of each, Σ
 //	  LN MLP ·W1/H                     1       P1 msg(R)
 //	  truncation and ReLU              7       truncrelu(R·d)
 //	  ·(W2⊗γ), truncation              1+1     P1 msg(R·d); tmsg(R·H)
-//	  (x−μ)·(r·γ), truncation          1+1     msg(R·H) + tmsg(R·H)
+//	  (x−μ)·(r·γ) (in Z_2^50),         1+1     msg50(R·H) + tmsg(R·H)
+//	    truncation
 //
 // The LayerNorm's square keeps its opening of x−μ for the product by r·γ
-// (protocol.Session.SquareKeep, one square-and-product quadruple per
-// element): that product opens r·γ alone, msg(R·H) where a Beaver product
-// would open both operands, msg(2·R·H).
+// (protocol.Session.SquareKeepRing, one square-and-product quadruple mod
+// 2^50 per element, layerNormRing): that product opens r·γ alone,
+// msg50(R·H) where a Beaver product would open both operands. Each square
+// is truncated back to Z_2^64 before the row's sum (R·H truncations where
+// the sum in Z_2^64 took R: the same round; the sum need not fit the ring).
 //
 // That is 31 rounds in every block, 32 for layers ≥ 1 with a private mask
 // (BERT, DistilBERT; ViT has no mask and its LayerNorm comes first at the

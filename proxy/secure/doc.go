@@ -99,7 +99,12 @@
 // class attention's Ŷ, G, N, hidden pre-activations and contexts (2f + 8
 // fractional bits before their truncations; TestClassAttention measures
 // them at most 446 for inputs up to 25 and scores of standard deviation
-// 30 at the sst2 shape).
+// 30 at the sst2 shape). The shared × shared products run in narrower
+// rings, exact only inside their bounds: the folded attention's two in
+// Z_2^54 (attentionRing: below 2^12 at 2f + 8 fractional bits), the MLP
+// LayerNorm's (x − μ)² and (x − μ)·r·γ in Z_2^50 (layerNormRing: below 2^16
+// at 2f fractional bits, each element; the row's sum is taken after the
+// truncation back to Z_2^64).
 //
 // # References
 //
