@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -37,14 +38,15 @@ func (c *liarConn) Exchange(ctx context.Context, send, recv []uint64) error {
 	return c.Conn.Exchange(ctx, c.rewrite(i, append([]uint64(nil), send...)), recv)
 }
 
-// liarPair returns an unbound pair of providers whose party 1 sends on
+// liarPair returns an unbound pair of silent-OT providers whose party 1 sends on
 // transport stream id through rewrite.
 func liarPair(t *testing.T, id uint32, rewrite func(i int, w []uint64) []uint64) (p0, p1 *Provider) {
 	t.Helper()
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	var err error
-	if p0, err = newProvider(func(s uint32) Conn { return c0.Stream(s) }, 0, ProviderOptions{}); err != nil {
+	silent := ProviderOptions{SilentOT: true}
+	if p0, err = newProvider(func(s uint32) Conn { return c0.Stream(s) }, 0, silent); err != nil {
 		t.Fatal(err)
 	}
 	open1 := func(s uint32) Conn {
@@ -53,7 +55,7 @@ func liarPair(t *testing.T, id uint32, rewrite func(i int, w []uint64) []uint64)
 		}
 		return c1.Stream(s)
 	}
-	if p1, err = newProvider(open1, 1, ProviderOptions{}); err != nil {
+	if p1, err = newProvider(open1, 1, silent); err != nil {
 		t.Fatal(err)
 	}
 	return p0, p1
@@ -139,6 +141,11 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 			})
 			if err := bindBoth(t, p0, p1); err != nil {
 				t.Fatal(err)
+			}
+			// The bind: base OTs, then the bootstrap's SoftSpokenOT message
+			// of each party as receiver.
+			if want := 19552 + 8*int64(silentBootWords(ferretPoolConfig)); p0.Stats().BytesSent != want || p1.Stats().BytesSent != want {
+				t.Fatalf("bind bytes: party 0 sent %d, party 1 %d; want %d each", p0.Stats().BytesSent, p1.Stats().BytesSent, want)
 			}
 			ctx := testCtx(t)
 			m0, m1 := both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
@@ -245,5 +252,27 @@ func TestSilentPoolCOTs(t *testing.T) {
 				t.Fatalf("the same range again: %v, want a refusal", err)
 			}
 		})
+	}
+}
+
+// TestSilentModeMismatch: a provider with silent OTs and one without fail
+// setup on both sides with ErrModeMismatch, naming the two extensions.
+func TestSilentModeMismatch(t *testing.T) {
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	p0, err0 := newProvider(func(s uint32) Conn { return c0.Stream(s) }, 0, ProviderOptions{SilentOT: true})
+	p1, err1 := newProvider(func(s uint32) Conn { return c1.Stream(s) }, 1, ProviderOptions{})
+	if err0 != nil || err1 != nil {
+		t.Fatal(err0, err1)
+	}
+	ctx := testCtx(t)
+	errs := make(chan error, 1)
+	go func() { errs <- p1.BindSession(ctx, testSID) }()
+	err0 = p0.BindSession(ctx, testSID)
+	err1 = <-errs
+	for p, err := range []error{err0, err1} {
+		if !errors.Is(err, ErrModeMismatch) || !strings.Contains(err.Error(), "Ferret") {
+			t.Errorf("party %d: %v, want ErrModeMismatch naming Ferret", p, err)
+		}
 	}
 }

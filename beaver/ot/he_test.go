@@ -236,10 +236,9 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	}
 	sc := p0.lat().sc
 	s0, s1 := p0.Stats(), p1.Stats()
-	// Setup: base OTs, the silent OTs' bootstrap and, from party 0, the
-	// public key.
+	// Setup: base OTs and, from party 0, the public key.
 	pk := 8 * int64(wordsFor(sc.Sizes(1, 1, 1, he.Layout{}).PublicKey))
-	base := 19552 + 8*int64(silentBootWords(ferretPoolConfig))
+	base := int64(19552)
 	if s0.BytesSent != base+pk || s1.BytesSent != base || s0.BytesRecv != base || s1.BytesRecv != base+pk {
 		t.Fatalf("setup bytes: party 0 sent %d recv %d, party 1 sent %d recv %d; want %d+%d public key", s0.BytesSent, s0.BytesRecv, s1.BytesSent, s1.BytesRecv, base, pk)
 	}

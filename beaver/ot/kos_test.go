@@ -1,6 +1,7 @@
 package ot
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -199,6 +200,36 @@ func TestExtensionCheckCatchesTamperedMessage(t *testing.T) {
 				t.Fatalf("%v with %d rows, want ErrExtensionCheck and none", err, len(q))
 			}
 		})
+	}
+}
+
+// TestOTProviderRefusesCheatingReceiver: through the Provider, party 1's
+// altered extension message fails party 0's generator with an error
+// wrapping beaver.ErrCorrelationCheck (selection's AbortCorrelation), party
+// 0 returns no material, and its provider refuses every later bind.
+func TestOTProviderRefusesCheatingReceiver(t *testing.T) {
+	r := beaver.Request{Kind: beaver.KindWrap, N: 128, FracBits: 16}
+	tc := &tamper{outWords: mustSpoken(spokenK).callWords(128, true)}
+	tc.out = func(w []uint64) { w[len(w)-1] ^= 1 } // t's last bit
+	p0, p1 := tamperPair(t, ProviderOptions{}, tc)
+	ctx := testCtx(t)
+	ctx1, cancel := context.WithCancel(ctx)
+	errs := make(chan error, 1)
+	go func() {
+		_, err := p1.Material(ctx1, r)
+		errs <- err
+	}()
+	m0, err := p0.Material(ctx, r)
+	cancel() // party 0 sends no corrections: its abort would end the connection
+	<-errs
+	if !tc.done {
+		t.Fatal("nothing was altered")
+	}
+	if !errors.Is(err, ErrExtensionCheck) || !errors.Is(err, beaver.ErrCorrelationCheck) || m0.Parts != nil {
+		t.Fatalf("model owner: %v with %d parts, want ErrExtensionCheck and nothing", err, len(m0.Parts))
+	}
+	if err := p0.BindSession(ctx, testSID); !errors.Is(err, beaver.ErrCorrelationCheck) {
+		t.Errorf("bind after a failed check: %v", err)
 	}
 }
 

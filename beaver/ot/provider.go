@@ -42,6 +42,13 @@ type ProviderOptions struct {
 	// generator with the same parameters: BindSession fails on both sides
 	// with ErrModeMismatch otherwise. Give each provider its own.
 	WeightMasks WeightMaskGenerator
+	// SilentOT makes the session's OTs with Ferret silent OT
+	// (ferret_pool.go): about 0.44 bits of extension a COT plus one bit an
+	// OT of derandomisation, against SoftSpokenOT's 32 bits an OT, for more
+	// CPU (the LPN encoding) and up to four 168 MB iteration buffers a
+	// party (bench/TWOHOSTS.md step 21). Both parties must agree: the setup
+	// fails with ErrModeMismatch otherwise.
+	SilentOT bool
 }
 
 // Provider is a beaver.Provider with no dealer: the two parties make every
@@ -89,6 +96,9 @@ type Provider struct {
 	// kind the provider serves (the registered ones and masks.Generate).
 	masks WeightMaskGenerator
 	gens  map[beaver.Kind]Generator
+	// silent: the session's OTs come from silent-OT pools
+	// (ProviderOptions.SilentOT).
+	silent bool
 
 	pos beaver.Counters // the stream positions (Position, Seek)
 
@@ -136,7 +146,7 @@ func newProvider(open func(uint32) Conn, party int, opts ProviderOptions) (*Prov
 		return nil, fmt.Errorf("ot: new provider: party %d, want 0 or 1", party)
 	}
 	p := &Provider{party: party, base: opts.StreamBase, maskSeed: opts.MaskSeed, masks: opts.WeightMasks,
-		streams: map[uint32]*provStream{}}
+		silent: opts.SilentOT, streams: map[uint32]*provStream{}}
 	if p.base == 0 {
 		p.base = DefaultStreamBase
 	}
@@ -211,14 +221,14 @@ func (p *Provider) Party() int { return p.party }
 // with the peer (Setup on stream StreamBase: 3 rounds, 19,552 bytes per
 // party), which fails with ErrSessionMismatch when the peer binds another
 // id and with ErrModeMismatch when it runs another WeightMaskGenerator or
-// other parameters of it or no silent OTs, then the generator's own setup
+// other parameters of it or disagrees on SilentOT, then the generator's own setup
 // on the same stream (a Lattice's: party 0 makes a fresh key pair, its
 // public seed derived from id, and sends its public key, one more message:
 // he.Sizes.PublicKey rounded up to words, 221,224 bytes with
-// he.DefaultParams), then the silent OTs' bootstrap (ferret_pool.go: 2
-// rounds on stream StreamBase−1, 170,016 bytes per party; the Ferret
-// iterations then run on StreamBase−1 and StreamBase−2 as the generators
-// need COTs). Binding again to the same id is a no-op; another id is
+// he.DefaultParams), then, with ProviderOptions.SilentOT, the silent OTs'
+// bootstrap (ferret_pool.go: 2 rounds on stream StreamBase−1, 170,016
+// bytes per party; the Ferret iterations then run on StreamBase−1 and
+// StreamBase−2 as the generators need COTs). Binding again to the same id is a no-op; another id is
 // an error, and so is any bind after a failed Setup (the base-OT stream is
 // out of step) or after a failed check of the peer's part in an item (the
 // error wraps beaver.ErrCorrelationCheck).
@@ -244,13 +254,13 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 	before := p.bytesSent.Load()
 	beforeR := p.bytesRecv.Load()
 	rounds := int64(3)
-	s, err := setupExt(ctx, c, p.party, id, p.masks.Fingerprint(), spokenK, true)
+	s, err := setupExt(ctx, c, p.party, id, p.masks.Fingerprint(), spokenK, p.silent)
 	if err == nil {
 		var r int64
 		r, err = p.masks.Setup(ctx, c, p.party, id)
 		rounds += r
 	}
-	if err == nil {
+	if err == nil && p.silent {
 		err = s.startSilent(ctx, p.open(p.base-1), p.open(p.base-2))
 		rounds += 2
 	}

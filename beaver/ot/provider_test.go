@@ -16,7 +16,7 @@ import (
 
 // providerPair returns both parties' providers on a fresh pipe, bound to
 // testSID, with every stream's traffic of each party recorded.
-func providerPair(t testing.TB) (p0, p1 *Provider, rec [2]*streamRec) {
+func providerPair(t testing.TB, opts ...ProviderOptions) (p0, p1 *Provider, rec [2]*streamRec) {
 	t.Helper()
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
@@ -24,7 +24,11 @@ func providerPair(t testing.TB) (p0, p1 *Provider, rec [2]*streamRec) {
 	for i, c := range []*transport.Conn{c0, c1} {
 		rec[i] = &streamRec{conns: map[uint32]*recConn{}}
 		var err error
-		ps[i], err = newProvider(rec[i].opener(c), i, ProviderOptions{})
+		var o ProviderOptions
+		if len(opts) > 0 {
+			o = opts[0]
+		}
+		ps[i], err = newProvider(rec[i].opener(c), i, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,25 +455,30 @@ func TestProviderPrefetch(t *testing.T) {
 // enters; party 1 chooses, party 0 sends corrections of its mask) is uniform
 // even when that mask is all zeros or all ones.
 func TestProviderView(t *testing.T) {
-	for _, c := range []uint64{0, ^uint64(0)} {
-		t.Run(fmt.Sprintf("mask=%x", c), func(t *testing.T) {
-			p0, p1, rec := providerPair(t)
-			p0.mask = func(_ beaver.SessionID, _ uint64, k, n int) []uint64 { return constWords(c)(k * n) }
-			ctx := testCtx(t)
-			for _, r := range []beaver.Request{
-				{Kind: beaver.KindWeightTriple, Stream: 2, WeightID: 1, M: 4, K: 32, N: 32},
-				{Kind: beaver.KindWeightVectorTriple, Stream: 2, WeightID: 2, M: 64, N: 128},
-			} {
-				both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
-					func() (beaver.Material, error) { return p1.Material(ctx, r) })
-				msgs := dropPoolIndices(rec[1].msgs())
-				// At least 2 kB (8 a byte value): with the silent OTs a
-				// receiver sends one bit an OT, so the view is mostly the
-				// corrections.
-				if x, n := chiSquareBytes(msgs); n < 1<<11 || x > chiLimit {
-					t.Fatalf("%v: party 1's view: χ² = %.0f over %d bytes", r.Kind, x, n)
-				}
-			}
-		})
+	for _, silent := range []bool{false, true} {
+		for _, c := range []uint64{0, ^uint64(0)} {
+			t.Run(fmt.Sprintf("silent=%v/mask=%x", silent, c), func(t *testing.T) { providerView(t, silent, c) })
+		}
+	}
+}
+
+// providerView is TestProviderView's case of a mode and party 0's constant
+// mask c.
+func providerView(t *testing.T, silent bool, c uint64) {
+	p0, p1, rec := providerPair(t, ProviderOptions{SilentOT: silent})
+	p0.mask = func(_ beaver.SessionID, _ uint64, k, n int) []uint64 { return constWords(c)(k * n) }
+	ctx := testCtx(t)
+	for _, r := range []beaver.Request{
+		{Kind: beaver.KindWeightTriple, Stream: 2, WeightID: 1, M: 4, K: 32, N: 32},
+		{Kind: beaver.KindWeightVectorTriple, Stream: 2, WeightID: 2, M: 64, N: 128},
+	} {
+		both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
+			func() (beaver.Material, error) { return p1.Material(ctx, r) })
+		msgs := dropPoolIndices(rec[1].msgs())
+		// At least 2 kB (8 a byte value): with the silent OTs a receiver
+		// sends one bit an OT, so the view is mostly the corrections.
+		if x, n := chiSquareBytes(msgs); n < 1<<11 || x > chiLimit {
+			t.Fatalf("%v: party 1's view: χ² = %.0f over %d bytes", r.Kind, x, n)
+		}
 	}
 }

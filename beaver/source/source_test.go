@@ -3,6 +3,7 @@ package source_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -15,14 +16,14 @@ import (
 	"github.com/selectformer/selectformer/transport"
 )
 
-// TestBuiltIn: the three built-in sources, in order, with what the
+// TestBuiltIn: the four built-in sources, in order, with what the
 // binaries rely on (the default, which are dealer-free, the choices of an
 // error message).
 func TestBuiltIn(t *testing.T) {
-	if got := source.Names(); !slices.Equal(got, []string{"dealer", "ot", "he"}) {
+	if got := source.Names(); !slices.Equal(got, []string{"dealer", "ot", "he", "he-silent"}) {
 		t.Fatalf("names %v", got)
 	}
-	if got := source.Choices(); got != "dealer, ot or he" {
+	if got := source.Choices(); got != "dealer, ot, he or he-silent" {
 		t.Fatalf("choices %q", got)
 	}
 	// The flags' help lists every source with its Doc, in order.
@@ -38,7 +39,7 @@ func TestBuiltIn(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		free bool
-	}{{source.Default, false}, {"dealer", false}, {"ot", true}, {"he", true}} {
+	}{{source.Default, false}, {"dealer", false}, {"ot", true}, {"he", true}, {"he-silent", true}} {
 		s, ok := source.ByName(c.name)
 		if !ok || s.Name != c.name || s.DealerFree != c.free || s.Open == nil || s.Doc == "" || source.DealerFree(c.name) != c.free {
 			t.Errorf("%s: %+v, %v", c.name, s, ok)
@@ -78,9 +79,9 @@ func TestRegisterRefuses(t *testing.T) {
 // binds the providers to one session and draws a triple that
 // reconstructs: the dealer source hands out the dealer's provider, the
 // dealer-free ones an ot.Provider on the pipe (with the lattice weight
-// masks for he).
+// masks for he and he-silent, and the silent OTs for he-silent).
 func TestOpenEverySource(t *testing.T) {
-	for _, name := range []string{"dealer", "ot", "he"} {
+	for _, name := range []string{"dealer", "ot", "he", "he-silent"} {
 		t.Run(name, func(t *testing.T) {
 			src, _ := source.ByName(name)
 			id := beaver.SessionID{byte(len(name))}
@@ -99,7 +100,7 @@ func TestOpenEverySource(t *testing.T) {
 				}
 				if isOT {
 					lat, lattice := otp.WeightMasks().(*ot.Lattice)
-					if lattice != (name == "he") {
+					if lattice != strings.HasPrefix(name, "he") {
 						return beaver.Triple{}, errors.New("the weight masks of the wrong generator")
 					}
 					// Party 1 keeps its encrypted weights compact: half the
@@ -111,7 +112,13 @@ func TestOpenEverySource(t *testing.T) {
 				if err := op.Provider.BindSession(ctx, id); err != nil {
 					return beaver.Triple{}, err
 				}
-				return beaver.Typed{Provider: op.Provider}.Triples(ctx, 3, 4)
+				tr, err := beaver.Typed{Provider: op.Provider}.Triples(ctx, 3, 4)
+				if isOT {
+					if st := otp.SilentStats(); (st.Received > 0) != (name == "he-silent") {
+						return beaver.Triple{}, fmt.Errorf("silent OTs taken as receiver: %d", st.Received)
+					}
+				}
+				return tr, err
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -5,7 +5,7 @@ package main
 //	mpcbench forward [--json] --shape bert-base|distilbert|vit-small|vit-base
 //	    [--layers L] [--heads W] [--mlp-dim D] [--seq N] [--batch B] [--exact]
 //	    [--public-mask] [--private-embeddings] [--full-last-layer] [--link lan|paper-wan]
-//	    [--per-party [--timeout D]] [--by-kind | --by-module] [--provider dealer|ot|he]
+//	    [--per-party [--timeout D]] [--by-kind | --by-module] [--provider dealer|ot|he|he-silent]
 //
 // runs the secure proxy forward (package proxy/secure, measured by package bench) with random weights of
 // the shape between two in-process parties and prints the cost of one Forward

@@ -1,6 +1,6 @@
 // Command mpcbench measures selectformer's two-party protocols.
 //
-//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc] [--provider dealer|ot|he]
+//	mpcbench ops [--json] [--link lan|paper-wan] [--tiny] [--prefetch=false] [--only mul,trunc] [--provider dealer|ot|he|he-silent]
 //
 // The ops subcommand runs every registered op between two in-process parties
 // (transport.Pipe and an in-process dealer) and prints, per op, the online
