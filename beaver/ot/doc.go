@@ -121,7 +121,7 @@
 // ErrExtensionCheck, a beaver.ErrCorrelationCheck: nothing of the call is
 // used, the Provider binds no session after it and selection aborts with
 // the public reason AbortCorrelation (TestOTProviderRefusesCheatingReceiver;
-// selection's TestOTExtensionCheckAbortsSelection). The hash then hides the
+// selection's TestOTChecksAbortSelection). The hash then hides the
 // other message of every OT behind the 128 − s bits of Δ not learnt (KOS's
 // correlation robustness with a leaky Δ).
 //

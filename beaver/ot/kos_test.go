@@ -1,7 +1,6 @@
 package ot
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"testing"
@@ -213,15 +212,7 @@ func TestOTProviderRefusesCheatingReceiver(t *testing.T) {
 	tc.out = func(w []uint64) { w[len(w)-1] ^= 1 } // t's last bit
 	p0, p1 := tamperPair(t, ProviderOptions{}, tc)
 	ctx := testCtx(t)
-	ctx1, cancel := context.WithCancel(ctx)
-	errs := make(chan error, 1)
-	go func() {
-		_, err := p1.Material(ctx1, r)
-		errs <- err
-	}()
-	m0, err := p0.Material(ctx, r)
-	cancel() // party 0 sends no corrections: its abort would end the connection
-	<-errs
+	m0, err, _ := cheatedCall(ctx, p0, p1, r)
 	if !tc.done {
 		t.Fatal("nothing was altered")
 	}
