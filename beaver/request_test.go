@@ -67,6 +67,44 @@ func TestRequestRingBits(t *testing.T) {
 	}
 }
 
+// ringParts draws the parts of correlation r with draw for both parties at
+// once and checks them as r (Verify, mod 2^ℓ) with every word below 2^ℓ
+// when r has a ring width.
+func ringParts(t *testing.T, r beaver.Request, draw func(party int) ([][]uint64, error)) [2][][]uint64 {
+	t.Helper()
+	var out [2][][]uint64
+	errs := make(chan error, 2)
+	for p := range 2 {
+		go func() {
+			var err error
+			out[p], err = draw(p)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("ℓ = %d: %v", r.Ring(), err)
+		}
+	}
+	c, _ := beaver.Lookup(r.Kind)
+	if err := c.Verify(r, nil, out[0], out[1]); err != nil {
+		t.Fatalf("ℓ = %d: %v", r.Ring(), err)
+	}
+	if r.RingBits == 0 {
+		return out
+	}
+	for p, parts := range out {
+		for i, part := range parts {
+			for _, v := range part {
+				if v>>r.RingBits != 0 {
+					t.Fatalf("ℓ = %d: party %d part %d has the word %#x above 2^ℓ", r.RingBits, p, i, v)
+				}
+			}
+		}
+	}
+	return out
+}
+
 func withRing(r beaver.Request, bits uint) beaver.Request {
 	r.RingBits = bits
 	return r
@@ -85,37 +123,10 @@ func TestMatTriplesRingEveryProvider(t *testing.T) {
 				if bits == 64 {
 					r.RingBits = 0
 				}
-				var trs [2]beaver.Triple
-				errs := make(chan error, 2)
-				for p := range 2 {
-					go func() {
-						var err error
-						trs[p], err = beaver.Typed{Provider: ps[p]}.MatTriplesRing(ctx, 1, bits, r.Batch, r.M, r.K, r.N)
-						errs <- err
-					}()
-				}
-				for range 2 {
-					if err := <-errs; err != nil {
-						t.Fatalf("ℓ = %d: %v", bits, err)
-					}
-				}
-				c, _ := beaver.Lookup(beaver.KindMatTriple)
-				parts := func(tr beaver.Triple) [][]uint64 { return [][]uint64{tr.A, tr.B, tr.C} }
-				if err := c.Verify(r, nil, parts(trs[0]), parts(trs[1])); err != nil {
-					t.Fatalf("ℓ = %d: %v", bits, err)
-				}
-				if r.RingBits == 0 {
-					continue
-				}
-				for p, tr := range trs {
-					for i, part := range parts(tr) {
-						for _, v := range part {
-							if v>>r.RingBits != 0 {
-								t.Fatalf("ℓ = %d: party %d part %d has the word %#x above 2^ℓ", bits, p, i, v)
-							}
-						}
-					}
-				}
+				ringParts(t, r, func(p int) ([][]uint64, error) {
+					tr, err := beaver.Typed{Provider: ps[p]}.MatTriplesRing(ctx, 1, bits, r.Batch, r.M, r.K, r.N)
+					return [][]uint64{tr.A, tr.B, tr.C}, err
+				})
 			}
 		})
 	}
@@ -134,40 +145,14 @@ func TestSquareProductsRingEveryProvider(t *testing.T) {
 				if bits == 64 {
 					r.RingBits = 0
 				}
-				var qs [2]beaver.SquareProduct
-				errs := make(chan error, 2)
-				for p := range 2 {
-					go func() {
-						var err error
-						qs[p], err = beaver.Typed{Provider: ps[p]}.SquareProductsRing(ctx, 1, bits, r.N)
-						errs <- err
-					}()
-				}
-				for range 2 {
-					if err := <-errs; err != nil {
-						t.Fatalf("ℓ = %d: %v", bits, err)
-					}
-				}
-				c, _ := beaver.Lookup(beaver.KindSquareProduct)
-				parts := func(q beaver.SquareProduct) [][]uint64 { return [][]uint64{q.A, q.A2, q.B, q.AB} }
-				if err := c.Verify(r, nil, parts(qs[0]), parts(qs[1])); err != nil {
-					t.Fatalf("ℓ = %d: %v", bits, err)
-				}
-				if r.RingBits == 0 {
-					continue
-				}
-				for p, q := range qs {
-					for i, part := range parts(q) {
-						for _, v := range part {
-							if v>>r.RingBits != 0 {
-								t.Fatalf("ℓ = %d: party %d part %d has the word %#x above 2^ℓ", bits, p, i, v)
-							}
-						}
-					}
-				}
+				qs := ringParts(t, r, func(p int) ([][]uint64, error) {
+					q, err := beaver.Typed{Provider: ps[p]}.SquareProductsRing(ctx, 1, bits, r.N)
+					return [][]uint64{q.A, q.A2, q.B, q.AB}, err
+				})
 				// Mod 2^ℓ is not mod 2^64: the words' sums are checked
 				// at ℓ bits only (a verification at 64 bits fails).
-				if err := c.Verify(beaver.Request{Kind: beaver.KindSquareProduct, N: r.N}, nil, parts(qs[0]), parts(qs[1])); err == nil && bits >= 17 {
+				c, _ := beaver.Lookup(beaver.KindSquareProduct)
+				if err := c.Verify(beaver.Request{Kind: beaver.KindSquareProduct, N: r.N}, nil, qs[0], qs[1]); err == nil && r.RingBits >= 17 {
 					t.Fatalf("ℓ = %d: the masked quadruple passes as one mod 2^64", bits)
 				}
 			}
