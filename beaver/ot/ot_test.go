@@ -219,31 +219,6 @@ func TestSquareProducts(t *testing.T) {
 	}
 }
 
-// TestSquareProductsCost pins the exact words and rounds of one call: 64
-// OTs per element each way (party 1 choosing with a1 against party 0's
-// two-word correlation (2·a0, b0), party 0 with a0 against b1), 4 bytes of
-// extension matrix per OT plus the trees of the first call and the
-// consistency check's checkOTs extra OTs with its x and t (checkWords), and
-// 2,080 correction bits per word of correlation: party 0 sends two, party 1
-// one.
-// A square pair and a triple take 64 OTs more per element, and party 1
-// sends 256 bytes more.
-func TestSquareProductsCost(t *testing.T) {
-	g0, g1, _, _ := genPair(t)
-	ctx := testCtx(t)
-	n := 1000
-	both(t, func() (beaver.SquareProduct, error) { return g0.SquareProducts(ctx, n) },
-		func() (beaver.SquareProduct, error) { return g1.SquareProducts(ctx, n) })
-	ext := int64(treeWords + (64*n+checkOTs)*4/8 + checkWords)
-	sent := [2]int64{ext + int64((2*n*2080+63)/64), ext + int64((n*2080+63)/64)}
-	for p, g := range []*Gen{g0, g1} {
-		st := g.Stats()
-		if st.WordsSent != sent[p] || st.WordsRecv != sent[1-p] || st.Rounds != 2 || st.ExtensionWords != ext {
-			t.Fatalf("party %d: %+v, want %d words sent (%d of them extension), %d received in 2 rounds", p, st, sent[p], ext, sent[1-p])
-		}
-	}
-}
-
 func TestMatTriples(t *testing.T) {
 	g0, g1, _, _ := genPair(t)
 	ctx := testCtx(t)
