@@ -21,20 +21,21 @@ func init() {
 		Name:       "he",
 		Doc:        "no dealer: as ot, but the products with the model owner's weights by lattice encryption, each weight matrix uploaded once",
 		DealerFree: true,
-		Open: openOT(false, func() (ot.WeightMaskGenerator, error) {
-			// Compact: party 1 keeps half the memory (issue 38's 4 GB a
-			// party) for a fifth more of its HE work.
-			return ot.NewLattice(ot.LatticeOptions{Compact: true})
-		}),
+		Open:       openOT(false, compactLattice),
 	})
 	Register(Source{
 		Name:       "he-silent",
 		Doc:        "no dealer: as he, with the OTs by Ferret silent OT: about half the bytes on the parties' link, for more CPU and memory",
 		DealerFree: true,
-		Open: openOT(true, func() (ot.WeightMaskGenerator, error) {
-			return ot.NewLattice(ot.LatticeOptions{Compact: true})
-		}),
+		Open:       openOT(true, compactLattice),
 	})
+}
+
+// compactLattice is the he sources' weight-mask generator. Compact: party 1
+// keeps half the memory (issue 38's 4 GB a party) for a fifth more of its
+// HE work.
+func compactLattice() (ot.WeightMaskGenerator, error) {
+	return ot.NewLattice(ot.LatticeOptions{Compact: true})
 }
 
 // openOT returns the Open of an ot.Provider on the peer connection whose
