@@ -56,6 +56,12 @@ const poolTweak = uint64(1) << 63
 // engine chunks of at most about 2 M COTs each.
 const poolMaxUntaken = 4 * 10_485_760
 
+// poolSpares is the spent iteration buffers a sender keeps for the next
+// iterations: an iteration often begins while two others keep COTs, and a
+// fresh 168 MB buffer costs its zeroing and page faults (5% of the data
+// owner's CPU at sst2's defaults with one spare).
+const poolSpares = 2
+
 // poolMaxCOTs bounds the COTs one take may ask for (the engine's chunks
 // and the largest random-OT call stay far below).
 const poolMaxCOTs = 1 << 26
@@ -179,7 +185,7 @@ type poolSender struct {
 	began   uint64        // iterations the receiver has begun
 	started uint64        // end index of the COTs of begun iterations
 	made    uint64        // end index of the COTs of finished iterations
-	spare   []Block       // a spent iteration's buffer, for the next
+	spares  [][]Block     // spent iterations' buffers, for the next ones (at most poolSpares)
 	err     error
 }
 
@@ -211,7 +217,10 @@ func (p *poolSender) begin() error {
 func (p *poolSender) serve(ctx context.Context) {
 	for {
 		p.mu.Lock()
-		p.inst.out, p.spare = p.spare, nil
+		p.inst.out = nil
+		if k := len(p.spares); k > 0 {
+			p.inst.out, p.spares = p.spares[k-1], p.spares[:k-1]
+		}
 		p.mu.Unlock()
 		p.conn.first = true
 		i := p.inst.iter
@@ -298,8 +307,8 @@ func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q [
 	for _, it := range p.iters {
 		if it.left > 0 {
 			live = append(live, it)
-		} else if p.spare == nil {
-			p.spare = it.buf
+		} else if len(p.spares) < poolSpares {
+			p.spares = append(p.spares, it.buf)
 		}
 	}
 	clear(p.iters[len(live):])
