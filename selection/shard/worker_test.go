@@ -262,6 +262,15 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 		err := w.Serve(wctx, b, r.pairFunc(p, k, life))
 		b.Close() // the process is gone: its connections close
 		if wctx.Err() != nil && ctx.Err() == nil {
+			// The orchestrator restarts the worker once the coordinator
+			// has seen its old connection close: restarted sooner, under
+			// load (the race detector's), it was refused as a second live
+			// worker of its index (Attach), and the coordinator's wait
+			// for it ran out.
+			select {
+			case <-a.Done():
+			case <-ctx.Done():
+			}
 			if r.onRestart != nil {
 				r.onRestart(p, k)
 			}
