@@ -115,7 +115,6 @@ var (
 	shareFromDataOwner = sessiontest.ShareFromDataOwner
 	plainTopK          = sessiontest.PlainTopK
 	common             = sessiontest.Common
-	nearTieSwaps       = sessiontest.NearTieSwaps
 	randomWords        = sessiontest.RandomWords
 )
 
