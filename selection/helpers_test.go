@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -100,6 +101,15 @@ func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party i
 		return struct{}{}, f(ctx, p.ID, p.Conn, p.Provider)
 	})
 	return r.Err
+}
+
+// TestMain shortens lateMessageWait: a dozen tests whose failing party
+// aborts before sending its hello waited out the whole second in its peer's
+// handshake (the message a late read looks for is queued when the abort
+// arrives, or never comes).
+func TestMain(m *testing.M) {
+	lateMessageWait = 100 * time.Millisecond
+	os.Exit(m.Run())
 }
 
 // sessionPair runs f on two protocol sessions.
