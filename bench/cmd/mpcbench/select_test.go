@@ -600,7 +600,7 @@ func TestMeasureShardScaling(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	link := transport.Profile{Name: "test", Bandwidth: 20_000_000, Latency: 5 * time.Millisecond}
+	link := transport.Profile{Name: "test", Bandwidth: 20_000_000, Latency: time.Millisecond}
 	cfg := bench.SelectConfig{Link: &link}
 	var logs strings.Builder
 	logDir := t.TempDir()
