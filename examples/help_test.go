@@ -58,31 +58,39 @@ func TestHelp(t *testing.T) {
 var helpNames = []string{"keygen", "dealer", "modelowner", "dataowner", "quickstart", "mkpool", "mksubsets"}
 
 var (
-	helpOnce sync.Once
-	helpDir  string
-	helpErr  error
+	binsOnce sync.Once
+	binsDir  string
+	binsErr  error
 )
 
-// helpBins builds every example binary once (helpNames) and returns their
-// directory.
+// helpBins returns the directory of every example binary (helpNames),
+// built once for the package's tests (buildBins).
 func helpBins(t *testing.T) string {
 	t.Helper()
-	helpOnce.Do(func() {
-		if helpDir, helpErr = os.MkdirTemp("", "selectformer-help-"); helpErr != nil {
+	dir, err := buildBins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// buildBins builds every example binary (helpNames) once, in one go build
+// (the fixture's, mkpool's and the help tests' binaries alike), and
+// returns their directory; TestMain removes it.
+func buildBins() (string, error) {
+	binsOnce.Do(func() {
+		if binsDir, binsErr = os.MkdirTemp("", "selectformer-bin-"); binsErr != nil {
 			return
 		}
-		args := []string{"build", "-o", helpDir + string(filepath.Separator)}
+		args := []string{"build", "-o", binsDir + string(filepath.Separator)}
 		for _, n := range helpNames {
 			args = append(args, "./"+binDir(n))
 		}
 		if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil {
-			helpErr = fmt.Errorf("go build: %v\n%s", err, out)
+			binsErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})
-	if helpErr != nil {
-		t.Fatal(helpErr)
-	}
-	return helpDir
+	return binsDir, binsErr
 }
 
 // binDir is the package directory, under examples/, of binary name.

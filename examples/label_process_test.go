@@ -161,14 +161,8 @@ func (f *fixture) labellingModelOwner(t *testing.T, dealer0 string, extra ...str
 func TestLabelHooks(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()
-	dl, a0, a1 := f.dealer(t, "-once")
-	ref0, ref1 := filepath.Join(dir, "ref-mo"), filepath.Join(dir, "ref-do")
-	mo, addr := f.labellingModelOwner(t, a0, "-labels", f.files.Labels, "-log", "warn", "-state", ref0, "-out", filepath.Join(dir, "ref.json"))
-	do := f.dataOwner(t, addr, a1, "-state", ref1)
-	for _, p := range []*proc{mo, do, dl} {
-		p.expect(t, 0, "")
-	}
-	ref := readResult(t, filepath.Join(dir, "ref.json"))
+	rr := getRef(t, f) // the model owner labels from the full-pool -labels
+	ref, ref0, ref1 := rr.res, rr.dirs[0], rr.dirs[1]
 
 	t.Setenv(helperEnv, "1")
 	t.Setenv(helperOracleEnv, f.files.Labels)

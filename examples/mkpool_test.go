@@ -10,10 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,27 +20,11 @@ import (
 	"github.com/selectformer/selectformer/selection/pool"
 )
 
-var (
-	mkpoolOnce sync.Once
-	mkpoolBin  string
-	mkpoolErr  error
-)
-
-// mkpool builds the mkpool binary once (beside the fixture's binaries) and
-// runs it with args; it returns the exit code and the combined output.
+// mkpool runs the mkpool binary (built with the fixture's, buildBins) with
+// args; it returns the exit code and the combined output.
 func mkpool(t *testing.T, f *fixture, args ...string) (int, string) {
 	t.Helper()
-	mkpoolOnce.Do(func() {
-		mkpoolBin = filepath.Join(f.bin, "mkpool")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", mkpoolBin, "./mkpool").CombinedOutput()
-		if err != nil {
-			mkpoolErr = fmt.Errorf("go build ./mkpool: %v\n%s", err, out)
-		}
-	})
-	if mkpoolErr != nil {
-		t.Fatal(mkpoolErr)
-	}
-	out, err := exec.Command(mkpoolBin, args...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(f.bin, "mkpool"), args...).CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
 		return ee.ExitCode(), string(out)
 	}

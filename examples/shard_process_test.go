@@ -340,14 +340,8 @@ func recordedJobs(jobs []workerJob, coord map[string]selection.BatchShares, both
 func TestShardedProcesses(t *testing.T) {
 	f := getFixture(t)
 	dir := t.TempDir()
-	dl, a0, a1 := f.dealer(t, "-once")
-	ref0, ref1 := filepath.Join(dir, "ref-mo"), filepath.Join(dir, "ref-do")
-	mo, addr := f.modelOwner(t, a0, "-state", ref0, "-out", filepath.Join(dir, "ref0.json"))
-	do := f.dataOwner(t, addr, a1, "-state", ref1, "-out", filepath.Join(dir, "ref1.json"))
-	mo.expect(t, 0, "")
-	do.expect(t, 0, "")
-	dl.expect(t, 0, "")
-	ref := readResult(t, filepath.Join(dir, "ref0.json"))
+	rr := getRef(t, f) // one pair's run, its proxies the sharded runs'
+	ref, ref0, ref1 := rr.res, rr.dirs[0], rr.dirs[1]
 
 	for _, name := range []string{"clean", "kill-worker", "kill-coordinator"} {
 		t.Run(name, func(t *testing.T) {

@@ -293,8 +293,11 @@ func maxHelloMessage(p Params) int {
 
 // lateMessageWait bounds how long exchangeJSON reads a peer's message
 // after its context ended: the message is queued already when the peer's
-// abort arrived, so the wait only ends a read of a connection that died.
-const lateMessageWait = time.Second
+// abort arrived, so the wait only ends a read of a connection that died,
+// or of a peer that aborted before sending it. A variable only so that
+// the package's tests, a dozen of which wait it out, shorten it
+// (TestMain).
+var lateMessageWait = time.Second
 
 // exchangeJSON sends v and receives the peer's message, of at most max
 // bytes, into out. When the peer's message arrived but the send failed (the

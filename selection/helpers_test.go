@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -102,6 +103,15 @@ func pair(t *testing.T, seeds [2]share.Seed, f func(ctx context.Context, party i
 	return r.Err
 }
 
+// TestMain shortens lateMessageWait: a dozen tests whose failing party
+// aborts before sending its hello waited out the whole second in its peer's
+// handshake (the message a late read looks for is queued when the abort
+// arrives, or never comes).
+func TestMain(m *testing.M) {
+	lateMessageWait = 100 * time.Millisecond
+	os.Exit(m.Run())
+}
+
 // sessionPair runs f on two protocol sessions.
 func sessionPair(t *testing.T, f func(ctx context.Context, s *protocol.Session) error) {
 	t.Helper()
@@ -115,7 +125,6 @@ var (
 	shareFromDataOwner = sessiontest.ShareFromDataOwner
 	plainTopK          = sessiontest.PlainTopK
 	common             = sessiontest.Common
-	nearTieSwaps       = sessiontest.NearTieSwaps
 	randomWords        = sessiontest.RandomWords
 )
 

@@ -3,13 +3,13 @@ package selection
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver/ot"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
 	"github.com/selectformer/selectformer/testharness/twoparty"
 )
 
@@ -126,42 +126,15 @@ func TestSecureSelectionDealerFree(t *testing.T) {
 				}
 			}
 
-			// The two runs, phase by phase, on the dealer run's (plaintext)
-			// entropies.
-			const tol = 0.02 // as checkPlain: the secure forward's entropy error
-			cand := candidates(f.p.PoolSize, ref[0].Bootstrap)
-			exact := true
-			for i, px := range proxies {
-				in, err := f.pool.Select(cand)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ent, err := px.Entropies(in, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sorted := slices.Clone(ent)
-				slices.Sort(sorted)
-				boundary := sorted[len(sorted)-f.p.keep(i)]
-				a, b := ref[0].Survivors[i], res[0].Survivors[i]
-				swaps := 0
-				for j, c := range cand {
-					_, inA := slices.BinarySearch(a, c)
-					_, inB := slices.BinarySearch(b, c)
-					if inA != inB {
-						swaps++
-						if math.Abs(ent[j]-boundary) > tol {
-							t.Errorf("phase %d: candidate %d (entropy %.4f, boundary %.4f) kept by one mode only", i, c, ent[j], boundary)
-						}
-					}
-				}
-				t.Logf("phase %d: %d candidates, dealer and %v modes differ on %d near-ties", i, len(cand), mode, swaps)
-				if swaps > 0 {
-					exact = false
-					break // the candidate sets of later phases differ
-				}
-				cand = a
+			// The two runs, phase by phase, on the dealer run's proxies'
+			// (plaintext) entropies.
+			swaps, err := sessiontest.PhaseNearTies(candidates(f.p.PoolSize, ref[0].Bootstrap), ref[0].Survivors, res[0].Survivors,
+				sessiontest.ProxyScores(proxies, f.pool), sessiontest.SecureScoreTol)
+			if err != nil {
+				t.Errorf("dealer and %v modes: %v", mode.name, err)
 			}
+			exact := !slices.ContainsFunc(swaps, func(n int) bool { return n > 0 })
+			t.Logf("dealer and %v modes differ on %v near-ties by phase", mode.name, swaps)
 			t.Logf("dealer-free selection equals the dealer's exactly: %v", exact)
 		})
 	}

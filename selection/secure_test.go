@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,43 +214,27 @@ func TestLabelsNeverAskedTwice(t *testing.T) {
 }
 
 // checkPlain compares a secure selection with the plaintext pipeline on the
-// same proxies: every difference must be a candidate whose plaintext
-// entropy lies within tol of the phase's boundary (a near-tie the secure
+// same proxies, phase by phase from the run's own candidates: every
+// difference must be a candidate whose plaintext entropy lies within
+// sessiontest.SecureScoreTol of the phase's boundary (a near-tie the secure
 // forward's fixed-point error may order either way).
 func checkPlain(t *testing.T, proxies []*proxy.Proxy, pool model.Input, p Params, res *Result) {
 	t.Helper()
-	n := pool.Len()
-	const tol = 0.02 // secure forward's entropy error (proxy/secure fidelity tests: ≤ 0.01)
-	cand := candidates(n, res.Bootstrap)
-	for i, px := range proxies {
-		in, err := pool.Select(cand)
+	scores := sessiontest.ProxyScores(proxies, pool)
+	cand := candidates(pool.Len(), res.Bootstrap)
+	for i := range proxies {
+		ent, err := scores(i, cand)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ent, err := px.Entropies(in, 64)
-		if err != nil {
-			t.Fatal(err)
+		var want []int
+		for _, q := range plainTopK(ent, cand, p.keep(i)) {
+			want = append(want, cand[q])
 		}
-		want := plainTopK(ent, cand, p.keep(i))
 		got := res.Survivors[i]
-		// boundary: the k-th largest plaintext entropy.
-		sorted := slices.Clone(ent)
-		slices.Sort(sorted)
-		slices.Reverse(sorted)
-		boundary := sorted[p.keep(i)-1]
-		wantSet := map[int]bool{}
-		for _, q := range want {
-			wantSet[cand[q]] = true
-		}
-		diff := 0
-		for j, c := range cand {
-			_, in := slices.BinarySearch(got, c)
-			if in != wantSet[c] {
-				diff++
-				if math.Abs(ent[j]-boundary) > tol {
-					t.Errorf("phase %d: candidate %d (entropy %.4f, boundary %.4f) selected=%v differs from plaintext", i, c, ent[j], boundary, in)
-				}
-			}
+		diff, err := sessiontest.NearTies(cand, ent, want, got, sessiontest.SecureScoreTol)
+		if err != nil {
+			t.Errorf("phase %d: the secure survivors against the plaintext: %v", i, err)
 		}
 		t.Logf("phase %d: %d in, %d out, %d differ from plaintext (near-ties); stats %+v", i, len(cand), len(got), diff, res.Phases[i])
 		cand = got

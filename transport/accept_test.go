@@ -160,6 +160,7 @@ func TestAcceptSilentSocketDoesNotBlockPeer(t *testing.T) {
 // (or, after TLS, not this protocol's preface) is dropped with a logged
 // reason and the listener goes on to accept the pinned peer.
 func TestAcceptSkipsGarbage(t *testing.T) {
+	t.Parallel() // waits out handshake timeouts, on listeners of its own
 	junk := make([]byte, 600)
 	for i := range junk {
 		junk[i] = byte(i*7 + 3)
@@ -265,6 +266,7 @@ func TestAcceptWrongKeyThenRightKey(t *testing.T) {
 // TestAcceptTimeoutNamesRejects: when nobody right comes, Accept ends with
 // its context, and the error counts the rejects and wraps the last reason.
 func TestAcceptTimeoutNamesRejects(t *testing.T) {
+	t.Parallel() // waits out its Accept deadline, on a listener of its own
 	f := newAcceptFixture(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()

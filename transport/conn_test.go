@@ -403,6 +403,7 @@ func TestBadInputKillsConnection(t *testing.T) {
 }
 
 func TestStalledPeer(t *testing.T) {
+	t.Parallel() // waits out deadlines and cancelGrace (2 s), on a peer of its own
 	// A peer that completes the preface and then neither reads nor writes.
 	p := newRawPeer(t, Options{}, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)

@@ -90,6 +90,7 @@ func TestParseFingerprint(t *testing.T) {
 }
 
 func TestTLSDialAcceptAndPinning(t *testing.T) {
+	t.Parallel() // waits out Accept deadlines, on a listener of its own
 	p0, _ := GenerateIdentity("p0")
 	p1, _ := GenerateIdentity("p1")
 	mallory, _ := GenerateIdentity("mallory")
@@ -188,6 +189,7 @@ func TestTLSDialAcceptAndPinning(t *testing.T) {
 }
 
 func TestTLSStalledPeerHonoursDeadline(t *testing.T) {
+	t.Parallel() // waits out a deadline and cancelGrace (2 s), on a listener of its own
 	p0, _ := GenerateIdentity("p0")
 	p1, _ := GenerateIdentity("p1")
 	raw, err := net.Listen("tcp", "127.0.0.1:0")

@@ -23,7 +23,7 @@ func TestWriteEncryptedWeights(t *testing.T) {
 		l         Layout
 	}{
 		{"one ciphertext", 3, 5, 0, Layout{MW: 1, NW: 8}},
-		{"groups", 70, 20, 0, Layout{MW: 1, NW: 16}},                      // 70·2 = 140 ciphertexts: 5 groups
+		{"groups", 17, 20, 0, Layout{MW: 1, NW: 16}},                      // 17·2 = 34 ciphertexts: a full group and a partial one
 		{"kw rows at an offset", 40, 9, 21, Layout{MW: 1, NW: 16, KW: 4}}, // 10 row blocks × 2 column blocks
 	}
 	for _, c := range cases {

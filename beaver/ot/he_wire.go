@@ -23,6 +23,7 @@ type chunkWriter struct {
 	left  int64 // bytes the receiver still expects
 	buf   []byte
 	words []uint64
+	chunk int64 // bytes a message, a multiple of 8 (0: 8·heChunkWords; tests use less)
 }
 
 // Write implements io.Writer.
@@ -33,7 +34,7 @@ func (w *chunkWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
 		if w.buf == nil {
-			w.buf = make([]byte, 0, min(w.left, 8*heChunkWords))
+			w.buf = make([]byte, 0, min(w.left, chunkBytes(w.chunk)))
 		}
 		k := min(len(p), cap(w.buf)-len(w.buf))
 		w.buf, p = append(w.buf, p[:k]...), p[k:]
@@ -97,6 +98,7 @@ type chunkReader struct {
 	cur   []byte // received, not yet read
 	words []uint64
 	buf   []byte
+	chunk int64 // the writer's chunkWriter.chunk
 }
 
 // Read implements io.Reader.
@@ -105,7 +107,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if r.left == 0 {
 			return 0, io.EOF
 		}
-		n := min(r.left, 8*heChunkWords)
+		n := min(r.left, chunkBytes(r.chunk))
 		if cap(r.words) < wordsFor(n) {
 			r.words, r.buf = make([]uint64, wordsFor(n)), make([]byte, 8*wordsFor(n))
 		}
@@ -126,6 +128,15 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	k := copy(p, r.cur)
 	r.cur = r.cur[k:]
 	return k, nil
+}
+
+// chunkBytes is the size of a chunkWriter's messages: 8·heChunkWords bytes,
+// or chunk if positive (the tests' small messages).
+func chunkBytes(chunk int64) int64 {
+	if chunk > 0 {
+		return chunk
+	}
+	return 8 * heChunkWords
 }
 
 // wordsFor is the number of words that hold size bytes.

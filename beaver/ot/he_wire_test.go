@@ -13,15 +13,26 @@ import (
 
 // TestChunkWriter: what a chunkWriter sends, written in pieces of any
 // size, a chunkReader of the same size reads back byte for byte, in
-// messages of heChunkWords words (the last the rest, zero-padded); writing
-// beyond the announced size, or closing short of it, is an error.
+// messages of the chunk's size (the last the rest, zero-padded); writing
+// beyond the announced size, or closing short of it, is an error. The
+// chunking runs with messages of 8 KiB, around and across them; the
+// messages of the deployed size (heChunkWords words, 64 MiB), whose copies
+// took 40 s under the race detector, run without -short.
 func TestChunkWriter(t *testing.T) {
-	chunk := int64(8 * heChunkWords)
-	sizes := []int64{1, 7, 8, 4099, chunk - 3}
-	if !testing.Short() {
-		sizes = append(sizes, chunk, chunk+5)
+	type tc struct{ chunk, size int64 }
+	small := int64(8 << 10)
+	var cases []tc
+	for _, size := range []int64{1, 7, 8, 4099, small - 3, small, small + 5, 3*small + 11} {
+		cases = append(cases, tc{small, size})
 	}
-	for _, size := range sizes {
+	if !testing.Short() {
+		chunk := int64(8 * heChunkWords)
+		for _, size := range []int64{4099, chunk - 3, chunk, chunk + 5} {
+			cases = append(cases, tc{0, size})
+		}
+	}
+	for _, c := range cases {
+		chunk, size := chunkBytes(c.chunk), c.size
 		c0, c1 := transport.Pipe(transport.Options{})
 		ctx := testCtx(t)
 		data := make([]byte, size)
@@ -31,9 +42,9 @@ func TestChunkWriter(t *testing.T) {
 		}
 		errc := make(chan error, 1)
 		go func() {
-			w := &chunkWriter{ctx: ctx, c: c0.Stream(1), size: size, left: size}
+			w := &chunkWriter{ctx: ctx, c: c0.Stream(1), size: size, left: size, chunk: c.chunk}
 			for rest := data; len(rest) > 0; {
-				k := min(len(rest), 1+rng.IntN(1<<22))
+				k := min(len(rest), 1+rng.IntN(int(chunk/16)))
 				if _, err := w.Write(rest[:k]); err != nil {
 					errc <- err
 					return
@@ -42,16 +53,16 @@ func TestChunkWriter(t *testing.T) {
 			}
 			errc <- w.close()
 		}()
-		r := &chunkReader{ctx: ctx, c: c1.Stream(1), left: size}
+		r := &chunkReader{ctx: ctx, c: c1.Stream(1), left: size, chunk: c.chunk}
 		got, err := io.ReadAll(r)
 		if err != nil || !bytes.Equal(got, data) {
-			t.Fatalf("size %d: read %d bytes (%v), want the %d written", size, len(got), err, size)
+			t.Fatalf("chunk %d, size %d: read %d bytes (%v), want the %d written", chunk, size, len(got), err, size)
 		}
 		if err := <-errc; err != nil {
-			t.Fatalf("size %d: %v", size, err)
+			t.Fatalf("chunk %d, size %d: %v", chunk, size, err)
 		}
 		if msgs, want := c0.Stream(1).Stats().MsgsSent, (size+chunk-1)/chunk; msgs != want {
-			t.Errorf("size %d: %d messages, want %d", size, msgs, want)
+			t.Errorf("chunk %d, size %d: %d messages, want %d", chunk, size, msgs, want)
 		}
 		c0.Close()
 		c1.Close()

@@ -95,12 +95,21 @@ func setupPairID(t testing.TB, sid beaver.SessionID) (s0, s1 *Session, c0, c1 *t
 func genPair(t testing.TB) (g0, g1 *Gen, r0, r1 *recConn) {
 	t.Helper()
 	s0, s1, c0, c1 := setupPair(t)
-	r0, r1 = &recConn{Conn: c0.Stream(2)}, &recConn{Conn: c1.Stream(2)}
+	return genPairOn(t, s0, s1, c0, c1, 2)
+}
+
+// genPairOn returns the generators of id of both parties' sessions, on
+// stream id of their connections, each recording its traffic: a fresh pair
+// (its own counters and traffic) without a new Setup, whose base OTs cost
+// seconds under the race detector.
+func genPairOn(t testing.TB, s0, s1 *Session, c0, c1 *transport.Conn, id uint32) (g0, g1 *Gen, r0, r1 *recConn) {
+	t.Helper()
+	r0, r1 = &recConn{Conn: c0.Stream(id)}, &recConn{Conn: c1.Stream(id)}
 	var err error
-	if g0, err = s0.NewGen(r0, 2); err != nil {
+	if g0, err = s0.NewGen(r0, id); err != nil {
 		t.Fatal(err)
 	}
-	if g1, err = s1.NewGen(r1, 2); err != nil {
+	if g1, err = s1.NewGen(r1, id); err != nil {
 		t.Fatal(err)
 	}
 	return g0, g1, r0, r1

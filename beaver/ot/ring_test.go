@@ -13,11 +13,16 @@ import (
 // ℓ(ℓ+1)/2 correction bits per multiply-add, in 2 rounds.
 func TestMatTriplesRing(t *testing.T) {
 	ctx := testCtx(t)
+	// One session pair; each case a fresh pair of generators on it (the
+	// cost checked below is a generator's own).
+	s0, s1, c0, c1 := setupPair(t)
+	id := uint32(1)
 	for _, ring := range []uint{2, 17, 40, 54, 63, 64, 0} {
 		for _, d := range [][4]int{{1, 1, 1, 1}, {2, 3, 4, 5}, {1, 5, 2, 3}, {3, 4, 7, 4}, {1, 2, 64, 9}} {
+			id++
 			t.Run(fmt.Sprintf("ℓ=%d/%v", ring, d), func(t *testing.T) {
 				batch, m, k, n := d[0], d[1], d[2], d[3]
-				g0, g1, _, _ := genPair(t)
+				g0, g1, _, _ := genPairOn(t, s0, s1, c0, c1, id)
 				t0, t1 := both(t, func() (beaver.Triple, error) { return g0.MatTriplesRing(ctx, ring, batch, m, k, n) },
 					func() (beaver.Triple, error) { return g1.MatTriplesRing(ctx, ring, batch, m, k, n) })
 				l := ring

@@ -15,6 +15,7 @@ import (
 // TestDistilBERTLearnsSpam trains a one-layer DistilBERT-family model, with a
 // WordPiece vocabulary built from the training texts, on the bundled SpamAssassin
 // subset and requires it to beat the majority-class baseline on held-out mail.
+// Two epochs reach 0.94 against the baseline's 0.53 (four reached 0.945).
 func TestDistilBERTLearnsSpam(t *testing.T) {
 	set, err := dataset.SpamAssassin()
 	if err != nil {
@@ -51,7 +52,7 @@ func TestDistilBERTLearnsSpam(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := model.Train(m, trainIn, train.Labels, model.TrainConfig{Epochs: 4, BatchSize: 16, LR: 2e-3, WeightDecay: 0.01, WarmupFrac: 0.1, ClipNorm: 1, Seed: 5})
+	st, err := model.Train(m, trainIn, train.Labels, model.TrainConfig{Epochs: 2, BatchSize: 16, LR: 2e-3, WeightDecay: 0.01, WarmupFrac: 0.1, ClipNorm: 1, Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

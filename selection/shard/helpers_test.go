@@ -144,9 +144,8 @@ func evaluator(p int) weightEvaluator {
 
 // The helpers shared with selection's tests (testharness/sessiontest).
 var (
-	common       = sessiontest.Common
-	nearTieSwaps = sessiontest.NearTieSwaps
-	randomWords  = sessiontest.RandomWords
+	common      = sessiontest.Common
+	randomWords = sessiontest.RandomWords
 )
 
 // pair runs f as both parties of a twoparty.Run (a Pipe with an in-process

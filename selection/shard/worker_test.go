@@ -20,6 +20,7 @@ import (
 	"github.com/selectformer/selectformer/selection"
 	"github.com/selectformer/selectformer/selection/internal/testhook"
 	"github.com/selectformer/selectformer/share"
+	"github.com/selectformer/selectformer/testharness/sessiontest"
 	"github.com/selectformer/selectformer/testharness/twoparty"
 	"github.com/selectformer/selectformer/transport"
 )
@@ -262,6 +263,15 @@ func (r *shardRig) startWorker(ctx context.Context, wg *sync.WaitGroup, errs *[2
 		err := w.Serve(wctx, b, r.pairFunc(p, k, life))
 		b.Close() // the process is gone: its connections close
 		if wctx.Err() != nil && ctx.Err() == nil {
+			// The orchestrator restarts the worker once the coordinator
+			// has seen its old connection close: restarted sooner, under
+			// load (the race detector's), it was refused as a second live
+			// worker of its index (Attach), and the coordinator's wait
+			// for it ran out.
+			select {
+			case <-a.Done():
+			case <-ctx.Done():
+			}
 			if r.onRestart != nil {
 				r.onRestart(p, k)
 			}
@@ -675,16 +685,20 @@ func TestSecureSharded(t *testing.T) {
 		t.Fatalf("coordinators: %v (workers: %v)", errs, werrs)
 	}
 	a, b := ref[0], got[0]
+	last := len(a.Survivors) - 1
 	if !slices.Equal(a.Bootstrap, b.Bootstrap) || !slices.Equal(got[0].Selected, got[1].Selected) ||
-		nearTieSwaps(a.Selected, b.Selected) > max(1, len(a.Selected)/10) {
-		t.Fatalf("unsharded selected %v, sharded %v", a.Selected, b.Selected)
+		!slices.Equal(a.Selected, a.Survivors[last]) || !slices.Equal(b.Selected, b.Survivors[last]) {
+		t.Fatalf("unsharded: bootstrap %v, selected %v; sharded: %v, %v / %v", a.Bootstrap, a.Selected, b.Bootstrap, got[0].Selected, got[1].Selected)
 	}
-	for i := range a.Survivors {
-		if d := nearTieSwaps(a.Survivors[i], b.Survivors[i]); d > max(1, len(a.Survivors[i])/10) {
-			t.Fatalf("phase %d survivors differ in %d of %d", i+1, d, len(a.Survivors[i]))
-		}
+	// The survivors of every phase, near-ties apart: a candidate kept by
+	// one run only must lie within sessiontest.SecureScoreTol of the
+	// phase's boundary on the proxies' plaintext entropies.
+	swaps, err := sessiontest.PhaseNearTies(candidates(f.p.PoolSize, a.Bootstrap), a.Survivors, b.Survivors,
+		sessiontest.ProxyScores(mo.Proxies, f.pool), sessiontest.SecureScoreTol)
+	if err != nil {
+		t.Fatalf("unsharded selected %v, sharded %v: %v", a.Selected, b.Selected, err)
 	}
-	t.Logf("sharded selection swaps %d of %d (near-ties)", nearTieSwaps(a.Selected, b.Selected), len(a.Selected))
+	t.Logf("sharded selection: near-tie swaps by phase %v of %d selected", swaps, len(a.Selected))
 }
 
 // TestShardedTranscript: what crosses between the parties in a sharded run
