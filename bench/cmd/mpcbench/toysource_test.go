@@ -47,7 +47,7 @@ func TestProviderTakesRegisteredSource(t *testing.T) {
 		t.Fatalf("select --provider toy: %+v, %v", cfg, err)
 	}
 	err = run(context.Background(), []string{"ops", "--provider", "tee"}, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "want dealer, ot, he or toy") {
+	if err == nil || !strings.Contains(err.Error(), "want dealer, ot, he, he-silent or toy") {
 		t.Fatalf("--provider tee: %v", err)
 	}
 }

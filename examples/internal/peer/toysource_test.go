@@ -103,7 +103,7 @@ func TestProviderFlagTakesRegisteredSource(t *testing.T) {
 	if _, err := resolveParty(1, noDealer); Code(err) != ExitUsage || !strings.Contains(err.Error(), "-dealer") {
 		t.Fatalf("-provider toy without -dealer: %v", err)
 	}
-	if _, err := resolveParty(1, append(args(1), "-provider", "tee")); Code(err) != ExitUsage || !strings.Contains(err.Error(), `want dealer, ot, he or toy`) {
+	if _, err := resolveParty(1, append(args(1), "-provider", "tee")); Code(err) != ExitUsage || !strings.Contains(err.Error(), `want dealer, ot, he, he-silent or toy`) {
 		t.Fatalf("-provider tee: %v", err)
 	}
 
