@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -86,7 +85,9 @@ func buildBins() (string, error) {
 		for _, n := range helpNames {
 			args = append(args, "./"+binDir(n))
 		}
-		if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil {
+		// go test puts its GOROOT/bin first on PATH (runtime.GOROOT is
+		// empty in a test built with -trimpath).
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 			binsErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

@@ -35,7 +35,7 @@ func TestARM64KernelUnderQEMU(t *testing.T) {
 		t.Skip("qemu-aarch64 not installed (apt-get install qemu-user-static)")
 	}
 	bin := filepath.Join(t.TempDir(), "share-arm64.test")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "test", "-c", "-o", bin, ".")
+	build := exec.Command("go", "test", "-c", "-o", bin, ".") // go test puts its GOROOT/bin first on PATH
 	build.Env = append(os.Environ(), "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("cross-compiling the tests for arm64: %v\n%s", err, out)

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +46,9 @@ func TestManifestCommandLines(t *testing.T) {
 			args = append(args, "../"+w.bin)
 		}
 	}
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), args...).CombinedOutput(); err != nil {
+	// go test puts its GOROOT/bin first on PATH (runtime.GOROOT is empty
+	// in a test built with -trimpath).
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	ids := map[string][2][]byte{} // certificate and key PEM by name
