@@ -28,8 +28,12 @@ import (
 // range taken before or that reaches past the iterations the receiver has
 // begun, and turns its rows into q ⊕ e·Δ. Both sides copy the rows out at
 // once, so an iteration's buffer goes back as soon as all its COTs are
-// taken; the receiver keeps one buffer, the sender one per iteration with
-// COTs not yet taken (two in practice; poolMaxUntaken bounds them).
+// taken; the receiver keeps one buffer. The sender keeps the iterations
+// with COTs not yet taken (poolMaxUntaken bounds them): when the next
+// iteration needs a buffer and none is spent, the oldest iteration's
+// untaken blocks move to a compact copy and its buffer is reused, so the
+// sender holds two buffers, not one an iteration, while a lagging call
+// keeps a few ranges of an old one.
 //
 // Why there is no deadlock: a receiver's take waits only for its own
 // iteration, whose peer side is the sender's serve goroutine, which waits
@@ -57,10 +61,16 @@ const poolTweak = uint64(1) << 63
 const poolMaxUntaken = 4 * 10_485_760
 
 // poolSpares is the spent iteration buffers a sender keeps for the next
-// iterations: an iteration often begins while two others keep COTs, and a
-// fresh 168 MB buffer costs its zeroing and page faults (5% of the data
-// owner's CPU at sst2's defaults with one spare).
-const poolSpares = 2
+// iterations (a fresh 168 MB buffer costs its zeroing and page faults: 5%
+// of the data owner's CPU at sst2's defaults).
+const poolSpares = 1
+
+// poolCompactMax is the largest share of an iteration's COTs still untaken
+// for which the sender copies them out to reuse its buffer (compact); an
+// iteration with more untaken keeps its buffer, and the next iteration
+// gets a fresh one. At sst2's defaults the oldest iteration has 0–20% of
+// its COTs untaken when the next one is made.
+const poolCompactMax = 2 // one half
 
 // poolMaxCOTs bounds the COTs one take may ask for (the engine's chunks
 // and the largest random-OT call stay far below).
@@ -84,7 +94,8 @@ func poolAligned(cfg ferretConfig, i uint64) uint64 { return uint64(cfg.usable(i
 type poolConn struct {
 	c     Conn
 	began func() error
-	first bool // the next receive is an iteration's first
+	first bool     // the next receive is an iteration's first
+	early []uint64 // an iteration's first message, received before the iteration ran (awaitBegin)
 	stats *poolStats
 }
 
@@ -150,6 +161,13 @@ func (p *poolConn) send(ctx context.Context, msg []uint64) error {
 }
 
 func (p *poolConn) recv(ctx context.Context, maxWords int) ([]uint64, error) {
+	if msg := p.early; msg != nil {
+		p.early = nil
+		if len(msg) != maxWords {
+			return nil, fmt.Errorf("internal: silent OT: an iteration's first message of %d words, want %d", len(msg), maxWords)
+		}
+		return msg, nil
+	}
 	msg := make([]uint64, maxWords)
 	if err := p.c.RecvWords(ctx, msg); err != nil {
 		return nil, err
@@ -164,13 +182,54 @@ func (p *poolConn) recv(ctx context.Context, maxWords int) ([]uint64, error) {
 	return msg, nil
 }
 
+// awaitBegin receives the next iteration's first message (maxWords words)
+// ahead of the iteration, which then reads it as its first receive: the
+// sender picks the iteration's buffer once the receiver has begun it.
+func (p *poolConn) awaitBegin(ctx context.Context, maxWords int) error {
+	p.first = true
+	msg, err := p.recv(ctx, maxWords)
+	if err != nil {
+		return err
+	}
+	p.early = msg
+	return nil
+}
+
 // poolIter is one iteration's usable COTs on the sender's side.
 type poolIter struct {
 	lo, hi uint64   // the COTs' indices, [lo, hi)
-	q      []Block  // their rows
-	buf    []Block  // the whole buffer q lies in (the instance's output)
+	q      []Block  // their rows, or (compacted) the untaken blocks' rows
+	buf    []Block  // the whole buffer q lies in (the instance's output); nil once compacted
+	at     []int32  // compacted: block b's rows are q[128·at[b]:], −1 when taken
 	taken  []uint64 // one bit per block of 128 COTs
 	left   int      // blocks not yet taken
+}
+
+// block returns the rows of the iteration's block b (not taken).
+func (it *poolIter) block(b uint64) []Block {
+	if it.at != nil {
+		b = uint64(it.at[b])
+	}
+	return it.q[128*b : 128*b+128]
+}
+
+// compact copies the untaken blocks' rows out of the iteration's buffer,
+// which it returns for reuse.
+func (it *poolIter) compact() []Block {
+	nb := int((it.hi - it.lo) / 128)
+	at := make([]int32, nb)
+	rows := make([]Block, 0, 128*it.left)
+	for b := range nb {
+		if it.taken[b/64]>>(b%64)&1 != 0 {
+			at[b] = -1
+			continue
+		}
+		at[b] = int32(len(rows) / 128)
+		rows = append(rows, it.q[128*b:128*b+128]...)
+	}
+	buf := it.buf
+	it.q, it.at, it.buf = rows, at, nil
+	return buf
 }
 
 // poolSender is the half of a direction in which this party holds Δ.
@@ -216,15 +275,28 @@ func (p *poolSender) begin() error {
 // the stream fails (the connection closes) or an iteration does.
 func (p *poolSender) serve(ctx context.Context) {
 	for {
+		// The buffer is picked once the receiver has begun the iteration,
+		// when it has named every COT of the iterations before: the oldest
+		// then keeps only the ranges of lagging calls, if any.
+		i := p.inst.iter
+		err := p.conn.awaitBegin(ctx, spcotRoundWords(p.inst.cur))
 		p.mu.Lock()
 		p.inst.out = nil
 		if k := len(p.spares); k > 0 {
 			p.inst.out, p.spares = p.spares[k-1], p.spares[:k-1]
+		} else {
+			for _, old := range p.iters {
+				if old.buf != nil && poolCompactMax*128*old.left <= len(old.q) {
+					p.inst.out = old.compact()
+					break
+				}
+			}
 		}
 		p.mu.Unlock()
-		p.conn.first = true
-		i := p.inst.iter
-		q, err := p.inst.extend(ctx, p.conn)
+		var q []Block
+		if err == nil {
+			q, err = p.inst.extend(ctx, p.conn)
+		}
 		p.mu.Lock()
 		if err != nil {
 			p.err = fmt.Errorf("silent OT iteration %d as sender: %w", i, err)
@@ -240,6 +312,7 @@ func (p *poolSender) serve(ctx context.Context) {
 		if n > 0 {
 			p.iters = append(p.iters, it)
 		}
+
 		close(p.changed)
 		p.changed = make(chan struct{})
 		p.mu.Unlock()
@@ -293,7 +366,7 @@ func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q [
 			if pass == 1 {
 				it.taken[b/64] |= 1 << (b % 64)
 				it.left--
-				copy(q[j-j0:j-j0+128], it.q[j-it.lo:j-it.lo+128])
+				copy(q[j-j0:j-j0+128], it.block(b))
 			}
 		}
 	}
@@ -307,7 +380,7 @@ func (p *poolSender) take(ctx context.Context, j0 uint64, n int, e []uint64, q [
 	for _, it := range p.iters {
 		if it.left > 0 {
 			live = append(live, it)
-		} else if len(p.spares) < poolSpares {
+		} else if it.buf != nil && len(p.spares) < poolSpares {
 			p.spares = append(p.spares, it.buf)
 		}
 	}

@@ -242,6 +242,82 @@ func TestSilentPoolCOTs(t *testing.T) {
 	}
 }
 
+// TestSilentPoolLaggingSender: a sender whose take of one early range lags
+// while later iterations are made keeps that range's rows in a compact
+// copy and reuses the iteration's buffer (not one buffer an iteration),
+// and every COT still satisfies t = q ⊕ c·Δ; the lagging range taken again
+// is refused.
+func TestSilentPoolLaggingSender(t *testing.T) {
+	cfg := ferretConfig{setup: ferretTinySetup, main: ferretTinyMain, warm: 1}
+	s0, s1 := fakePair(t, spokenK, rand.New(rand.NewPCG(23, 24)))
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx := testCtx(t)
+	both(t, func() (struct{}, error) {
+		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfg)
+	}, func() (struct{}, error) {
+		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfg)
+	})
+	const n = 128
+	type taken struct {
+		msg, ch []uint64
+		t       []Block
+	}
+	check := func(r taken) {
+		t.Helper()
+		q, _, err := s0.silent.sendTake(ctx, r.msg, n, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range n {
+			want := q[j]
+			if r.ch[j/64]>>(j%64)&1 == 1 {
+				want = want.xor(s0.delta)
+			}
+			if r.t[j] != want {
+				t.Fatalf("COTs from %d: COT %d: t ≠ q ⊕ c·Δ", r.msg[0], j)
+			}
+		}
+	}
+	// Six iterations' worth of ranges; the first one's take lags to the end.
+	total := 0
+	for i := range uint64(6) {
+		total += int(poolAligned(cfg, i))
+	}
+	var lagging taken
+	for k := 0; k < total/n; k++ {
+		msg, ch, tr, _, err := s1.silent.recvRandom(ctx, nil, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 0 {
+			lagging = taken{msg, ch, tr}
+			continue
+		}
+		check(taken{msg, ch, tr})
+	}
+	snd := s0.silent.send
+	snd.mu.Lock()
+	held, compacted := len(snd.spares), false
+	for _, it := range snd.iters {
+		if it.buf != nil {
+			held++
+		}
+		compacted = compacted || (it.lo == 0 && it.at != nil)
+	}
+	snd.mu.Unlock()
+	// Waiting for the receiver to begin the next iteration, the sender
+	// holds the spent iteration's buffer only: it picks the next one's
+	// once the receiver begins it.
+	if !compacted || held > 1 {
+		t.Fatalf("sender holds %d iteration buffers (first iteration compacted: %v), want 1 and compacted", held, compacted)
+	}
+	check(lagging)
+	if _, _, err := s0.silent.sendTake(ctx, lagging.msg, n, false); !errors.Is(err, ErrSilentRange) {
+		t.Fatalf("the lagging range again: %v, want a refusal", err)
+	}
+}
+
 // TestSilentModeMismatch: a provider with silent OTs and one without fail
 // setup on both sides with ErrModeMismatch, naming the two extensions.
 func TestSilentModeMismatch(t *testing.T) {

@@ -107,8 +107,10 @@ func (h *heapProfiler) record() {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	if f, err := os.OpenFile(filepath.Join(h.dir, "mem-"+h.role+".txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-		fmt.Fprintf(f, "%s phase %d: peak RSS %.2f GB, last profiled heap in use %.2f GB, now heap in use %.2f GB, sys %.2f GB, CPU %.1f s, %s\n",
-			h.role, h.phase+1, float64(rss)/1e9, float64(h.best)/1e9, float64(ms.HeapInuse)/1e9, float64(ms.Sys)/1e9, bench.ProcessCPUSeconds(), time.Now().Format(time.TimeOnly))
+		kernel, faults := kernelCPU()
+		fmt.Fprintf(f, "%s phase %d: peak RSS %.2f GB, last profiled heap in use %.2f GB, now heap in use %.2f GB, sys %.2f GB, CPU %.1f s (kernel %.1f s, %d minor page faults), %d GCs, %s\n",
+			h.role, h.phase+1, float64(rss)/1e9, float64(h.best)/1e9, float64(ms.HeapInuse)/1e9, float64(ms.Sys)/1e9, bench.ProcessCPUSeconds(),
+			kernel, faults, ms.NumGC, time.Now().Format(time.TimeOnly))
 		f.Close()
 	}
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
