@@ -179,6 +179,37 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 	}
 }
 
+// silentSessions returns two bound sessions whose silent-OT pools run
+// with cfg over a pipe, and the test's context.
+func silentSessions(t *testing.T, cfg ferretConfig, seed uint64) (s0, s1 *Session, ctx context.Context) {
+	t.Helper()
+	s0, s1 = fakePair(t, spokenK, rand.New(rand.NewPCG(seed, seed+1)))
+	c0, c1 := transport.Pipe(transport.Options{})
+	t.Cleanup(func() { c0.Close(); c1.Close() })
+	ctx = testCtx(t)
+	both(t, func() (struct{}, error) {
+		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfg)
+	}, func() (struct{}, error) {
+		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfg)
+	})
+	return s0, s1, ctx
+}
+
+// checkPoolCOTs fails the test unless every receiver row t[j] is the
+// sender's q[j] ⊕ c_j·Δ, c the packed choices.
+func checkPoolCOTs(t *testing.T, q, tr []Block, ch []uint64, delta Block) {
+	t.Helper()
+	for j := range q {
+		want := q[j]
+		if ch[j/64]>>(j%64)&1 == 1 {
+			want = want.xor(delta)
+		}
+		if tr[j] != want {
+			t.Fatalf("COT %d: t ≠ q ⊕ c·Δ", j)
+		}
+	}
+}
+
 // TestSilentPoolCOTs: the pools' COTs satisfy t = q ⊕ c·Δ for chosen and
 // random choices, over takes that span iterations (a small configuration:
 // the first iteration's 128-block tail and the next's head in one take),
@@ -186,15 +217,7 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 // bits.
 func TestSilentPoolCOTs(t *testing.T) {
 	cfg := ferretConfig{setup: ferretTinySetup, main: ferretTinyMain, warm: 2}
-	s0, s1 := fakePair(t, spokenK, rand.New(rand.NewPCG(21, 22)))
-	c0, c1 := transport.Pipe(transport.Options{})
-	t.Cleanup(func() { c0.Close(); c1.Close() })
-	ctx := testCtx(t)
-	both(t, func() (struct{}, error) {
-		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfg)
-	}, func() (struct{}, error) {
-		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfg)
-	})
+	s0, s1, ctx := silentSessions(t, cfg, 21)
 	// Party 1 receives in party 0's direction.
 	sizes := []int{128, 1024, int(poolAligned(cfg, 0)), 4096, 128}
 	var next uint64
@@ -225,16 +248,7 @@ func TestSilentPoolCOTs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for j := range n {
-				c := ch[j/64] >> (j % 64) & 1
-				want := q[j]
-				if c == 1 {
-					want = want.xor(s0.delta)
-				}
-				if tr[j] != want {
-					t.Fatalf("COT %d: t ≠ q ⊕ c·Δ", j)
-				}
-			}
+			checkPoolCOTs(t, q, tr, ch, s0.delta)
 			if _, _, err := s0.silent.sendTake(ctx, msg, n, chosen); !errors.Is(err, ErrSilentRange) {
 				t.Fatalf("the same range again: %v, want a refusal", err)
 			}
@@ -249,15 +263,7 @@ func TestSilentPoolCOTs(t *testing.T) {
 // is refused.
 func TestSilentPoolLaggingSender(t *testing.T) {
 	cfg := ferretConfig{setup: ferretTinySetup, main: ferretTinyMain, warm: 1}
-	s0, s1 := fakePair(t, spokenK, rand.New(rand.NewPCG(23, 24)))
-	c0, c1 := transport.Pipe(transport.Options{})
-	t.Cleanup(func() { c0.Close(); c1.Close() })
-	ctx := testCtx(t)
-	both(t, func() (struct{}, error) {
-		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfg)
-	}, func() (struct{}, error) {
-		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfg)
-	})
+	s0, s1, ctx := silentSessions(t, cfg, 23)
 	const n = 128
 	type taken struct {
 		msg, ch []uint64
@@ -269,15 +275,7 @@ func TestSilentPoolLaggingSender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for j := range n {
-			want := q[j]
-			if r.ch[j/64]>>(j%64)&1 == 1 {
-				want = want.xor(s0.delta)
-			}
-			if r.t[j] != want {
-				t.Fatalf("COTs from %d: COT %d: t ≠ q ⊕ c·Δ", r.msg[0], j)
-			}
-		}
+		checkPoolCOTs(t, q, r.t, r.ch, s0.delta)
 	}
 	// Six iterations' worth of ranges; the first one's take lags to the end.
 	total := 0
