@@ -280,21 +280,9 @@ func (p *poolSender) serve(ctx context.Context) {
 		// then keeps only the ranges of lagging calls, if any.
 		i := p.inst.iter
 		err := p.conn.awaitBegin(ctx, spcotRoundWords(p.inst.cur))
-		p.mu.Lock()
-		p.inst.out = nil
-		if k := len(p.spares); k > 0 {
-			p.inst.out, p.spares = p.spares[k-1], p.spares[:k-1]
-		} else {
-			for _, old := range p.iters {
-				if old.buf != nil && poolCompactMax*128*old.left <= len(old.q) {
-					p.inst.out = old.compact()
-					break
-				}
-			}
-		}
-		p.mu.Unlock()
 		var q []Block
 		if err == nil {
+			p.pickBuffer()
 			q, err = p.inst.extend(ctx, p.conn)
 		}
 		p.mu.Lock()
@@ -312,10 +300,29 @@ func (p *poolSender) serve(ctx context.Context) {
 		if n > 0 {
 			p.iters = append(p.iters, it)
 		}
-
 		close(p.changed)
 		p.changed = make(chan struct{})
 		p.mu.Unlock()
+	}
+}
+
+// pickBuffer gives the instance the buffer of its next iteration: a spent
+// one, or the oldest iteration's with at most 1/poolCompactMax of its COTs
+// untaken, which keeps them in a compact copy; none (a fresh one) when
+// neither is there.
+func (p *poolSender) pickBuffer() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inst.out = nil
+	if k := len(p.spares); k > 0 {
+		p.inst.out, p.spares = p.spares[k-1], p.spares[:k-1]
+		return
+	}
+	for _, old := range p.iters {
+		if old.buf != nil && poolCompactMax*128*old.left <= len(old.q) {
+			p.inst.out = old.compact()
+			return
+		}
 	}
 }
 
