@@ -129,12 +129,25 @@ func BenchmarkAESBlocks(b *testing.B) {
 	}
 }
 
+// BenchmarkTranspose: one 128-OT block's transpose, by the AVX-512 GFNI
+// assembly and by the portable Go.
 func BenchmarkTranspose(b *testing.B) {
 	var cols [baseCount]Block
 	rows := make([]Block, 128)
-	b.SetBytes(16 * 128)
-	for b.Loop() {
-		transpose128(rows, &cols)
+	for _, c := range []struct {
+		name string
+		f    func([]Block, *[baseCount]Block)
+		have bool
+	}{{"gfni", transpose128, useTransposeGFNI}, {"portable", transpose128Generic, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			if !c.have {
+				b.Skip("no such assembly here")
+			}
+			b.SetBytes(16 * 128)
+			for b.Loop() {
+				c.f(rows, &cols)
+			}
+		})
 	}
 }
 
