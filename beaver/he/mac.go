@@ -18,7 +18,9 @@ import (
 // the end). The four slots of a group share a_r when the packing's NW ≥ 4
 // (the evaluation index is constant on runs of NW slots). Where the CPU
 // has AVX-512 and NW ≥ 8, macLimbsAVX512 does the same on groups of eight
-// slots in 512-bit registers.
+// slots in 512-bit registers, and for NW = 4 macLimbsAVX512Pairs, whose
+// groups take one a_r for each half (such products ran on AVX2 at two
+// thirds of the speed: issue 38).
 
 // macTerm is one term of macLimbsAVX2: a_r's evaluations (indexed by the
 // slot's evaluation index) and the two weight polynomials' residues from
@@ -75,6 +77,10 @@ type accumulators struct {
 	// i = (bi·L+p)·N+x holds L0, M0, H0, L1, M1, H1 (c0's sums, then
 	// c1's), g lanes each; 8 for macLimbsAVX512, 4 for macLimbsAVX2.
 	g int
+	// run is the length of the packing's runs of one evaluation index (NW)
+	// that the kernel may assume, at most 8: with g = 8 and run = 4 the
+	// kernel takes two a_t a group (macLimbsAVX512Pairs).
+	run int
 	// pending is the most terms any block's limb sums took since the last
 	// normalization.
 	pending int
@@ -84,7 +90,8 @@ type accumulators struct {
 // packed with NW columns per ciphertext and tiled by T slots: limb sums
 // where macLimbsAVX2 can run it (AVX2, NW ≥ 4 so that the evaluation index
 // is constant on aligned groups of four slots, moduli ≤ 2^56), 128-bit
-// words otherwise; groups of eight slots where macLimbsAVX512 runs (NW ≥ 8).
+// words otherwise; groups of eight slots where the CPU has AVX-512
+// (macLimbsAVX512 for NW ≥ 8, macLimbsAVX512Pairs for NW = 4).
 // The operands' bound holds against a lying peer too: the
 // weight ciphertexts party 0 uploads are refused unless every residue is
 // below its modulus (readPoly, ErrMalformed), the rest is computed here,
@@ -101,8 +108,8 @@ func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	zeroed := share.GetZeroedWords
 	if fits {
 		a.limbs = zeroed(3 * n)
-		a.g = 4
-		if useMacAVX512 && nw >= 8 && T%8 == 0 {
+		a.g, a.run = 4, min(nw, 8)
+		if useMacAVX512 && T%8 == 0 {
 			a.g = 8
 		}
 	} else {
@@ -156,7 +163,7 @@ func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut i
 					})
 				}
 				base := ((bo*L+p)*N + x0 + xs) * 6
-				macLimbsAsm(terms, idx[xs:xe], a.limbs[base:base+6*n], a.g)
+				macLimbsAsm(terms, idx[xs:xe], a.limbs[base:base+6*n], a.g, a.run)
 			}
 		}
 	}

@@ -16,6 +16,13 @@ func macLimbsAVX2(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 //go:noescape
 func macLimbsAVX512(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 
+// macLimbsAVX512Pairs is macLimbsAVX512 for an evaluation index constant
+// on aligned runs of four slots only (NW = 4): the upper four lanes of a
+// group take their own a_t. Implemented in mac_amd64.s.
+//
+//go:noescape
+func macLimbsAVX512Pairs(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
+
 // maskBelowAVX512 is maskAllBelow's loop in AVX-512 for n a multiple of
 // 8: it masks c[:n] in place and reports whether a masked word is ≥ q.
 // Implemented in mac_amd64.s.
@@ -31,16 +38,21 @@ var haveMacAVX512 = cpu.X86.HasAVX512F
 
 // macLimbsAsm adds the limb sums of the terms over the slots of idx (a
 // multiple of the group width g, 4 or 8) to limbs (6 words a slot, in
-// groups of g slots) by macLimbsAVX2 or, for g = 8, macLimbsAVX512.
-func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64, g int) {
+// groups of g slots) by macLimbsAVX2 or, for g = 8, macLimbsAVX512, or
+// macLimbsAVX512Pairs when run, the length of idx's runs of one value, is
+// below 8.
+func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64, g, run int) {
 	n := len(idx)
 	limbs = limbs[:6*n]
 	if n == 0 || len(terms) == 0 {
 		return
 	}
-	if g == 8 {
+	switch {
+	case g == 8 && run >= 8:
 		macLimbsAVX512(&terms[0], len(terms), &idx[0], n, &limbs[0])
-		return
+	case g == 8:
+		macLimbsAVX512Pairs(&terms[0], len(terms), &idx[0], n, &limbs[0])
+	default:
+		macLimbsAVX2(&terms[0], len(terms), &idx[0], n, &limbs[0])
 	}
-	macLimbsAVX2(&terms[0], len(terms), &idx[0], n, &limbs[0])
 }

@@ -199,6 +199,99 @@ done512:
 	VZEROUPPER
 	RET
 
+// func macLimbsAVX512Pairs(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
+//
+// macLimbsAVX512 for packings whose evaluation index is constant only on
+// aligned runs of four slots (NW = 4): each group of eight takes a_t at
+// idx[x] for its lower four lanes and at idx[x+4] for its upper four (a
+// masked broadcast), with the same limb layout.
+TEXT ·macLimbsAVX512Pairs(SB), NOSPLIT, $0-40
+	MOVQ terms+0(FP), SI
+	MOVQ nterms+8(FP), CX
+	MOVQ idx+16(FP), DI
+	MOVQ n+24(FP), R8
+	MOVQ $0xfffffff, AX
+	VPBROADCASTQ AX, Z15
+	MOVQ $0xf0, AX
+	KMOVB AX, K1 // the upper four lanes
+	TESTQ CX, CX
+	JLE donePairs
+
+gloopPairs:
+	MOVQ $macGroup512, R15
+	CMPQ CX, R15
+	CMOVQLT CX, R15
+	MOVQ limbs+32(FP), R9
+	XORQ R10, R10
+
+xloopPairs:
+	VMOVDQU64 0(R9), Z0
+	VMOVDQU64 64(R9), Z1
+	VMOVDQU64 128(R9), Z2
+	VMOVDQU64 192(R9), Z3
+	VMOVDQU64 256(R9), Z4
+	VMOVDQU64 320(R9), Z5
+	MOVWQZX (DI)(R10*2), R11
+	MOVWQZX 8(DI)(R10*2), R14 // idx[x+4]
+	MOVQ SI, R12
+	MOVQ R15, R13
+
+tloopPairs:
+	MOVQ 0(R12), AX
+	MOVQ 8(R12), BX
+	MOVQ 16(R12), DX
+	VPBROADCASTQ (AX)(R11*8), Z6
+	VPBROADCASTQ (AX)(R14*8), K1, Z6 // the upper half's a_t
+	VPSRLQ $28, Z6, Z7
+	VPANDQ Z15, Z6, Z6
+
+	VMOVDQU64 (BX)(R10*8), Z8
+	VPSRLQ $28, Z8, Z9
+	VPANDQ Z15, Z8, Z8
+	VPMULUDQ Z6, Z8, Z10
+	VPADDQ Z10, Z0, Z0
+	VPMULUDQ Z7, Z9, Z10
+	VPADDQ Z10, Z2, Z2
+	VPMULUDQ Z6, Z9, Z10
+	VPADDQ Z10, Z1, Z1
+	VPMULUDQ Z7, Z8, Z10
+	VPADDQ Z10, Z1, Z1
+
+	VMOVDQU64 (DX)(R10*8), Z8
+	VPSRLQ $28, Z8, Z9
+	VPANDQ Z15, Z8, Z8
+	VPMULUDQ Z6, Z8, Z10
+	VPADDQ Z10, Z3, Z3
+	VPMULUDQ Z7, Z9, Z10
+	VPADDQ Z10, Z5, Z5
+	VPMULUDQ Z6, Z9, Z10
+	VPADDQ Z10, Z4, Z4
+	VPMULUDQ Z7, Z8, Z10
+	VPADDQ Z10, Z4, Z4
+
+	ADDQ $24, R12
+	DECQ R13
+	JNZ tloopPairs
+
+	VMOVDQU64 Z0, 0(R9)
+	VMOVDQU64 Z1, 64(R9)
+	VMOVDQU64 Z2, 128(R9)
+	VMOVDQU64 Z3, 192(R9)
+	VMOVDQU64 Z4, 256(R9)
+	VMOVDQU64 Z5, 320(R9)
+	ADDQ $384, R9
+	ADDQ $8, R10
+	CMPQ R10, R8
+	JLT xloopPairs
+
+	MOVQ R12, SI
+	SUBQ R15, CX
+	JG gloopPairs
+
+donePairs:
+	VZEROUPPER
+	RET
+
 // func maskBelowAVX512(c *uint64, n int, mask, q uint64) bool
 //
 // maskAllBelow in AVX-512 for n a multiple of 8: every word of c[:n] is

@@ -9,7 +9,7 @@ const haveMacAVX2 = false
 const haveMacAVX512 = false
 
 // macLimbsAsm is never called where haveMacAVX2 is false.
-func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64, g int) {
+func macLimbsAsm(terms []macTerm, idx []uint16, limbs []uint64, g, run int) {
 	panic("he: macLimbsAsm without AVX2")
 }
 

@@ -35,6 +35,19 @@ func macCase(rng *rand.Rand, nt, n, D, nw int, bound uint64, extreme bool) (ev, 
 	return ev, w0, w1, idx
 }
 
+// limbKernel is one limb kernel: its group width g and the shortest run
+// of one evaluation index it takes (macLimbsAsm's run).
+type limbKernel struct{ g, run int }
+
+// limbKernels are the limb kernels this CPU runs: macLimbsAVX2 and, with
+// AVX-512, macLimbsAVX512 and macLimbsAVX512Pairs.
+func limbKernels() []limbKernel {
+	if haveMacAVX512 {
+		return []limbKernel{{4, 4}, {8, 8}, {8, 4}}
+	}
+	return []limbKernel{{4, 4}}
+}
+
 // limbWidths are the limb group widths this CPU's kernels run: 4
 // (macLimbsAVX2) and, with AVX-512, 8 (macLimbsAVX512).
 func limbWidths() []int {
@@ -44,13 +57,14 @@ func limbWidths() []int {
 	return []int{4}
 }
 
-// TestMacKernelsAgree: each limb kernel the CPU runs (AVX2, AVX-512),
-// folded, gives the portable kernel's 128-bit sums bit for bit — for term
-// counts below, at and across the kernels' pass of four, up to
-// maxMacTerms, for random residues below the largest modulus and for
-// operands at 2^56 − 1, the bound under which maxMacTerms terms cannot
-// wrap a lane. A case runs with each width that divides its slots and its
-// runs of one evaluation index.
+// TestMacKernelsAgree: each limb kernel the CPU runs (AVX2, AVX-512, and
+// AVX-512 with two evaluations a group), folded, gives the portable
+// kernel's 128-bit sums bit for bit — for term counts below, at and across
+// the kernels' pass of four, up to maxMacTerms, for random residues below
+// the largest modulus and for operands at 2^56 − 1, the bound under which
+// maxMacTerms terms cannot wrap a lane. A case runs with each kernel whose
+// group width divides its slots and whose runs of one evaluation index
+// its own runs cover.
 func TestMacKernelsAgree(t *testing.T) {
 	if !haveMacAVX2 {
 		t.Skip("no AVX2 kernel on this CPU or build")
@@ -74,19 +88,23 @@ func TestMacKernelsAgree(t *testing.T) {
 		{"max-terms", maxMacTerms, 512, 64, qmax, false},
 		{"max-terms/extreme-q", maxMacTerms, 64, 8, qmax, true},
 		{"max-terms/2^56-1", maxMacTerms, 64, 8, 1 << 56, true},
+		{"nw=4/five", 5, 64, 4, qmax, false},
+		{"nw=4/max-terms", maxMacTerms, 256, 4, qmax, false},
+		{"nw=4/max-terms/2^56-1", maxMacTerms, 64, 4, 1 << 56, true},
 	} {
-		for _, g := range limbWidths() {
-			if c.n%g != 0 || c.nw < g {
+		for _, k := range limbKernels() {
+			if c.n%k.g != 0 || c.nw < k.run {
 				continue
 			}
-			t.Run(fmt.Sprintf("%s/g=%d", c.name, g), func(t *testing.T) { macKernelCase(t, c.nt, c.n, c.nw, g, c.bound, c.extreme) })
+			t.Run(fmt.Sprintf("%s/g=%d/run=%d", c.name, k.g, k.run), func(t *testing.T) { macKernelCase(t, c.nt, c.n, c.nw, k, c.bound, c.extreme) })
 		}
 	}
 }
 
 // macKernelCase is one case of TestMacKernelsAgree: nt terms over n slots
-// in limb groups of g.
-func macKernelCase(t *testing.T, nt, n, nw, g int, bound uint64, extreme bool) {
+// by kernel kern.
+func macKernelCase(t *testing.T, nt, n, nw int, kern limbKernel, bound uint64, extreme bool) {
+	g := kern.g
 	rng := rand.New(rand.NewPCG(uint64(nt), uint64(n)))
 	const D = 32
 	ev, w0, w1, idx := macCase(rng, nt, n, D, nw, bound, extreme)
@@ -107,7 +125,7 @@ func macKernelCase(t *testing.T, nt, n, nw, g int, bound uint64, extreme bool) {
 		terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
 	}
 	limbs := make([]uint64, 6*n)
-	macLimbsAsm(terms, idx, limbs, g)
+	macLimbsAsm(terms, idx, limbs, g, kern.run)
 	for x := range n {
 		b := x/g*6*g + x%g
 		addLimbs(&got[0][x], &got[1][x], limbs[b], limbs[b+g], limbs[b+2*g])
@@ -224,10 +242,10 @@ func BenchmarkMacKernels(b *testing.B) {
 		}
 	})
 	for _, k := range []struct {
-		name string
-		g    int
-		have bool
-	}{{"avx2", 4, haveMacAVX2}, {"avx512", 8, haveMacAVX512}} {
+		name   string
+		g, run int
+		have   bool
+	}{{"avx2", 4, 4, haveMacAVX2}, {"avx512", 8, 8, haveMacAVX512}, {"avx512-pairs", 8, 4, haveMacAVX512}} {
 		b.Run(k.name, func(b *testing.B) {
 			if !k.have {
 				b.Skip("no such kernel on this CPU or build")
@@ -240,7 +258,7 @@ func BenchmarkMacKernels(b *testing.B) {
 			b.SetBytes(2 * nt * n)
 			for b.Loop() {
 				clear(limbs)
-				macLimbsAsm(terms, idx, limbs, k.g)
+				macLimbsAsm(terms, idx, limbs, k.g, k.run)
 			}
 		})
 	}
