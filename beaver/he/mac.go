@@ -48,6 +48,10 @@ const macSubTile = 256
 var (
 	useMacAVX2   = haveMacAVX2
 	useMacAVX512 = haveMacAVX512
+	// useNormalizeAVX512 selects normalizeLimbsAVX512 for the limb groups
+	// of eight (a twentieth of a dealer-free data owner's CPU went to the
+	// portable loop's divisions: issue 38).
+	useNormalizeAVX512 = haveNormalizeAVX512
 )
 
 // MacKernel names the kernel of the HE weight product's sum that this
@@ -175,9 +179,14 @@ func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut i
 // terms fit.
 func (a *accumulators) normalizeTile(p, x0, T int) {
 	L, N, w, q := len(a.s.p.Q), a.s.n, a.g, a.s.p.Q[p]
+	vector := useNormalizeAVX512 && w == 8 && q > 1<<53
 	for bo := range a.nb {
 		base := ((bo*L+p)*N + x0) * 6
 		g := a.limbs[base : base+6*T]
+		if vector {
+			normalizeLimbsAVX512(&g[0], len(g), q, 1/float64(q))
+			continue
+		}
 		for b := 0; b < len(g); b += 6 * w {
 			for c := b; c < b+6*w; c += 3 * w {
 				for lane := c; lane < c+w; lane++ {

@@ -23,6 +23,18 @@ func macLimbsAVX512(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint6
 //go:noescape
 func macLimbsAVX512Pairs(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 
+// normalizeLimbsAVX512 is accumulators.normalizeTile's loop over n words
+// of limb groups of eight slots (n a multiple of 48), for a modulus q with
+// 2^53 < q ≤ 2^56 and qinv = 1/q. Implemented in mac_amd64.s.
+//
+//go:noescape
+func normalizeLimbsAVX512(limbs *uint64, n int, q uint64, qinv float64)
+
+// haveNormalizeAVX512 reports whether the CPU runs normalizeLimbsAVX512
+// (AVX-512 F and DQ: VPMULLQ and the conversions between quadwords and
+// doubles).
+var haveNormalizeAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
 // maskBelowAVX512 is maskAllBelow's loop in AVX-512 for n a multiple of
 // 8: it masks c[:n] in place and reports whether a masked word is ≥ q.
 // Implemented in mac_amd64.s.

@@ -342,3 +342,76 @@ maskDone:
 	SETNE ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func normalizeLimbsAVX512(limbs *uint64, n int, q uint64, qinv float64)
+//
+// accumulators.normalizeTile's loop for limb groups of eight slots (n
+// words, a multiple of 48: L0, M0, H0, L1, M1, H1, eight lanes each): M +=
+// L >> 28, H += M >> 28, L and M masked to 28 bits, and H mod q by a
+// quotient estimated in double precision: for H < 2^64 and q > 2^53 the
+// estimate ⌊H·(1/q)⌋ is off by at most one, so r = H − estimate·q
+// (VPMULLQ, mod 2^64) lies in [−q, 2q), and min(r, r + q) then
+// min(r, r − q), unsigned, give H mod q exactly.
+TEXT ·normalizeLimbsAVX512(SB), NOSPLIT, $0-32
+	MOVQ limbs+0(FP), DI
+	MOVQ n+8(FP), CX
+	VPBROADCASTQ q+16(FP), Z13
+	VBROADCASTSD qinv+24(FP), Z14
+	MOVQ $0xfffffff, AX
+	VPBROADCASTQ AX, Z15
+
+normLoop:
+	CMPQ CX, $48
+	JB normDone
+	VMOVDQU64 0(DI), Z0
+	VMOVDQU64 64(DI), Z1
+	VMOVDQU64 128(DI), Z2
+	VMOVDQU64 192(DI), Z6
+	VMOVDQU64 256(DI), Z7
+	VMOVDQU64 320(DI), Z8
+
+	VPSRLQ $28, Z0, Z3
+	VPADDQ Z3, Z1, Z1
+	VPSRLQ $28, Z6, Z9
+	VPADDQ Z9, Z7, Z7
+	VPSRLQ $28, Z1, Z3
+	VPADDQ Z3, Z2, Z2
+	VPSRLQ $28, Z7, Z9
+	VPADDQ Z9, Z8, Z8
+	VPANDQ Z15, Z0, Z0
+	VPANDQ Z15, Z1, Z1
+	VPANDQ Z15, Z6, Z6
+	VPANDQ Z15, Z7, Z7
+
+	VCVTUQQ2PD Z2, Z4
+	VCVTUQQ2PD Z8, Z10
+	VMULPD Z14, Z4, Z4
+	VMULPD Z14, Z10, Z10
+	VCVTTPD2UQQ Z4, Z4
+	VCVTTPD2UQQ Z10, Z10
+	VPMULLQ Z13, Z4, Z4
+	VPMULLQ Z13, Z10, Z10
+	VPSUBQ Z4, Z2, Z2
+	VPSUBQ Z10, Z8, Z8
+	VPADDQ Z13, Z2, Z5
+	VPADDQ Z13, Z8, Z11
+	VPMINUQ Z5, Z2, Z2
+	VPMINUQ Z11, Z8, Z8
+	VPSUBQ Z13, Z2, Z5
+	VPSUBQ Z13, Z8, Z11
+	VPMINUQ Z5, Z2, Z2
+	VPMINUQ Z11, Z8, Z8
+
+	VMOVDQU64 Z0, 0(DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z6, 192(DI)
+	VMOVDQU64 Z7, 256(DI)
+	VMOVDQU64 Z8, 320(DI)
+	ADDQ $384, DI
+	SUBQ $48, CX
+	JMP normLoop
+
+normDone:
+	VZEROUPPER
+	RET
