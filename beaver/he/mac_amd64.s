@@ -213,7 +213,7 @@ TEXT ·macLimbsAVX512Pairs(SB), NOSPLIT, $0-40
 	MOVQ $0xfffffff, AX
 	VPBROADCASTQ AX, Z15
 	MOVQ $0xf0, AX
-	KMOVB AX, K1 // the upper four lanes
+	KMOVW AX, K1 // the upper four lanes (KMOVW: AVX-512 F)
 	TESTQ CX, CX
 	JLE donePairs
 
