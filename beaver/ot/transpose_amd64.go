@@ -4,7 +4,7 @@ package ot
 
 import "golang.org/x/sys/cpu"
 
-//go:generate go run gen_transpose.go
+//go:generate go run ./testdata/gen_transpose.go
 
 // transpose128GFNI is transpose128 in AVX-512: each group of eight
 // columns' bytes is permuted (VPERMI2B) so that every 8×8 bit block sits
@@ -12,7 +12,7 @@ import "golang.org/x/sys/cpu"
 // as the affine matrix, applied to the unit bytes), the quadwords of each
 // half are moved to their output groups by two 8×8 quadword transposes,
 // and a last byte permutation lays out the rows. rows and cols hold 128
-// blocks each. Implemented in transpose_amd64.s, which gen_transpose.go
+// blocks each. Implemented in transpose_amd64.s, which testdata/gen_transpose.go
 // writes.
 //
 //go:noescape
