@@ -180,11 +180,12 @@ func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut i
 func (a *accumulators) normalizeTile(p, x0, T int) {
 	L, N, w, q := len(a.s.p.Q), a.s.n, a.g, a.s.p.Q[p]
 	vector := useNormalizeAVX512 && w == 8 && q > 1<<53
+	qinv := 1 / float64(q)
 	for bo := range a.nb {
 		base := ((bo*L+p)*N + x0) * 6
 		g := a.limbs[base : base+6*T]
 		if vector {
-			normalizeLimbsAVX512(&g[0], len(g), q, 1/float64(q))
+			normalizeLimbsAVX512(&g[0], len(g), q, qinv)
 			continue
 		}
 		for b := 0; b < len(g); b += 6 * w {
