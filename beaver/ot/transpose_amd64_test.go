@@ -1,7 +1,11 @@
 package ot
 
 import (
+	"bytes"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -41,5 +45,28 @@ func TestTranspose128Agree(t *testing.T) {
 			}
 			check("one bit", &cols)
 		}
+	}
+}
+
+// TestTransposeGenerated: transpose_amd64.s is what testdata/gen_transpose.go
+// writes, so that an edit to either shows up here.
+func TestTransposeGenerated(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go tool")
+	}
+	out := filepath.Join(t.TempDir(), "transpose_amd64.s")
+	if b, err := exec.Command("go", "run", "./testdata/gen_transpose.go", out).CombinedOutput(); err != nil {
+		t.Fatalf("go run ./testdata/gen_transpose.go: %v\n%s", err, b)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("transpose_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("transpose_amd64.s differs from what testdata/gen_transpose.go writes: run go generate ./beaver/ot")
 	}
 }

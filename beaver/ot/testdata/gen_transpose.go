@@ -1,7 +1,8 @@
 //go:build ignore
 
 // gen_transpose writes transpose_amd64.s, transpose128GFNI (see
-// transpose_amd64.go), run from beaver/ot: go generate ./beaver/ot. It
+// transpose_amd64.go), run from beaver/ot: go generate ./beaver/ot (an
+// argument names another output file). It
 // lives in testdata so that the package holds one package name.
 package main
 
@@ -93,7 +94,11 @@ func main() {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
-	if err := os.WriteFile("transpose_amd64.s", b.Bytes(), 0o644); err != nil {
+	out := "transpose_amd64.s"
+	if len(os.Args) > 1 {
+		out = os.Args[1] // TestTransposeGenerated writes elsewhere
+	}
+	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
