@@ -2,14 +2,35 @@ package he
 
 import (
 	"math/bits"
-
-	"github.com/tuneinsight/lattigo/v6/ring"
 )
 
 // mulMod returns x·y mod q.
 func mulMod(x, y, q uint64) uint64 {
 	hi, lo := bits.Mul64(x, y)
 	return bits.Rem64(hi, lo, q)
+}
+
+// shoup is a constant c < q with ⌊c·2^64/q⌋, its Shoup companion: with
+// it, mulShoup multiplies by c mod q in three word multiplications and
+// one correction, against the five of a Barrett reduction of the product.
+type shoup struct{ c, cp uint64 }
+
+// newShoup returns c's Shoup form for q (c < q < 2^63).
+func newShoup(c, q uint64) shoup {
+	cp, _ := bits.Div64(c, 0, q)
+	return shoup{c, cp}
+}
+
+// mulShoup returns x·k.c mod q for any word x. The estimate
+// ⌊x·k.cp/2^64⌋ is above x·c/q − 2, so x·c − estimate·q (exact mod 2^64)
+// lies in [0, 2q) and one subtraction reduces it.
+func mulShoup(x uint64, k shoup, q uint64) uint64 {
+	est, _ := bits.Mul64(x, k.cp)
+	r := x*k.c - est*q
+	if r >= q {
+		r -= q
+	}
+	return r
 }
 
 // addMod returns x+y mod q for x, y < q.
@@ -44,19 +65,22 @@ func liftCentered(a, q uint64) uint64 {
 
 // encode returns round(Q·v/2^64) mod q_i.
 func (s *Scheme) encode(v uint64, i int) uint64 {
-	q, br := s.p.Q[i], s.bred[i]
+	q, k := s.p.Q[i], &s.shoups[i]
 	hi, lo := bits.Mul64(s.qModT, v)
 	r := hi + lo>>63 // round(qModT·v/2^64) < 2^64
-	return addMod(ring.BRed(s.dFloor[i], ring.BRedAdd(v, q, br), q, br), ring.BRedAdd(r, q, br), q)
+	return addMod(mulShoup(v, k.dFloor, q), mulShoup(r, k.one, q), q)
 }
 
 // words3 returns w[0] + w[1]·2^64 + w[2]·2^128 mod q_i.
 func (s *Scheme) words3(w [3]uint64, i int) uint64 {
-	q, br := s.p.Q[i], s.bred[i]
-	v := ring.BRedAdd(w[0], q, br)
-	v = addMod(v, ring.BRed(ring.BRedAdd(w[1], q, br), s.pow64[i], q, br), q)
-	return addMod(v, ring.BRed(ring.BRedAdd(w[2], q, br), s.pow128[i], q, br), q)
+	q, k := s.p.Q[i], &s.shoups[i]
+	v := addMod(mulShoup(w[0], k.one, q), mulShoup(w[1], k.pow64, q), q)
+	return addMod(v, mulShoup(w[2], k.pow128, q), q)
 }
+
+// residueShoups are a residue's constants of encode and words3 in Shoup
+// form.
+type residueShoups struct{ one, dFloor, pow64, pow128 shoup }
 
 // u128 is an unsigned 128-bit integer (mod 2^128).
 type u128 struct{ lo, hi uint64 }
@@ -123,7 +147,7 @@ func (s *Scheme) modSwitch(c *msConst, res []uint64) u128 {
 	var acc u128
 	var fhi, flo uint64
 	for i, q := range s.p.Q {
-		y := ring.BRed(res[i], c.qHatInv[i], q, s.bred[i])
+		y := mulShoup(res[i], c.qHatInv[i], q)
 		acc = acc.add(u128{c.intPart[i][0], c.intPart[i][1]}.mul64(y))
 		h, l := bits.Mul64(y, c.frac[i])
 		var cy uint64

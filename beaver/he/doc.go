@@ -36,8 +36,9 @@
 //
 // Ring R_Q = Z_Q[X]/(X^N+1), N = 8192, Q the product of two 55-bit and
 // two 54-bit NTT-friendly primes (log2 Q ≈ 218), arithmetic by lattigo v6's ring
-// package (RNS, NTT, samplers). Secret s uniform ternary; errors discrete
-// Gaussian σ = 3.2 truncated at 6σ (|e| ≤ B_e = 19). The plaintext modulus
+// package (RNS, NTT). Secret s uniform ternary; errors discrete Gaussian
+// σ = 3.2 truncated at 6σ (|e| ≤ B_e = 19), both drawn by noise.go from
+// keyed AES-CTR streams. The plaintext modulus
 // is t = 2^64 with coefficient encoding and rounded scaling: a weight
 // ciphertext of b satisfies c0 + c1·s = round(Q·b/t) + e. Multiplying by a
 // plaintext a whose coefficients are A's words lifted to [−2^63, 2^63)
@@ -98,20 +99,20 @@
 // time, each step costs the mean of that distance over everything else P0
 // sees (which may fix A: P0 later sees E = X1 − A), that is E|ν|/2^(f+1),
 // the mean over P1's factor and P0's errors (Scheme.DistanceLog). For a
-// semi-honest P0 the errors are lattigo's truncated Gaussian, independent
-// and symmetric (E[e²] = 10.32 at σ = 3.2, 6σ: errSecondMoment,
-// TestErrSecondMoment), and P1's factor entries are uniform words
+// semi-honest P0 the errors are the scheme's truncated discrete Gaussian
+// (addGaussian), independent and symmetric (E[e²] = 10.24 at σ = 3.2, 6σ:
+// errSecondMoment, TestErrSecondMoment), and P1's factor entries are uniform words
 // (E[z²] = 2^126/3 + 1/6), pairwise independent (in a compressed check, ρ
 // is independent of A in the random-oracle model and, with m > 64 columns,
 // has two rows equal or zero mod 2 with probability ≤ 3·2^−65), so
 //
-//	E|ν| ≤ √(E[ν²]) ≤ √(K·(E[e²] + 1/4)·E[z²] + K²·2^61) + |η| ≈ 2^72.91
+//	E|ν| ≤ √(E[ν²]) ≤ √(K·(E[e²] + 1/4)·E[z²] + K²·2^61) + |η| ≈ 2^72.90
 //
 // (TestMeanNoise measures 0.79 of it; the worst case, |z| = 2^63 and
 // |e| = B_e in every term, is Bν ≈ 2^85.29). The flood is
 // f = ceil(log2 E|ν|) + λ = 73 + 79 = 152, so each coefficient is within
-// 2^−80.09 of its simulation, and by the union bound 2^39 coefficients
-// within 2^−41.09: NewScheme refuses a λ that does not give 2^−40
+// 2^−80.10 of its simulation, and by the union bound 2^39 coefficients
+// within 2^−41.10: NewScheme refuses a λ that does not give 2^−40
 // (StatisticalSecurity) over 2^39 (LogSelectionOutputs), no flood included
 // (TestStatisticalDistance). The largest selections of bench.Workloads, at
 // their batch sizes (product outputs and check columns, from the weight-mask

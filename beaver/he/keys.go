@@ -57,8 +57,8 @@ func keyFrom(rnd io.Reader) ([]byte, error) {
 // in counter mode with key and the 16-byte block domain ‖ idx ‖ 0^7 as the
 // initial counter, so the streams of one key never overlap (2^56 blocks
 // each). It replaces lattigo's BLAKE2b KeyedPRNG, which made the seed
-// expansion of the sst2 weights 4.4 s on 2 cores; lattigo's samplers read
-// from it (they take any io.Reader). The stream is crypto/cipher's CTR byte
+// expansion of the sst2 weights 4.4 s on 2 cores; the samplers (noise.go)
+// read from it. The stream is crypto/cipher's CTR byte
 // for byte, made by share.AESCTR: with 256-bit VAES where the CPU has it,
 // 2–3× crypto/aes's speed on the AMD EPYC Zen 3 (the data owner
 // regenerates the compact weights' seeded halves from it for every batch).
@@ -132,25 +132,9 @@ func (s *Scheme) KeyGenWithSeed(seed [SeedSize]byte, rnd io.Reader) (*SecretKey,
 }
 
 func (s *Scheme) keyGen(key []byte, seed [SeedSize]byte) (*SecretKey, *PublicKey, error) {
-	ts, err := ring.NewTernarySampler(prngFor(key, domSecret, 0), s.rq, ring.Ternary{P: 2.0 / 3}, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("he: ternary sampler: %w", err)
-	}
 	sQ := s.rq.NewPoly()
-	ts.Read(sQ)
 	sk := &SecretKey{coef: make([]int8, s.n), sQ: sQ, sD: s.rd.NewPoly(), sc: s}
-	q0 := s.p.Q[0]
-	for j, v := range sQ.Coeffs[0] {
-		switch v {
-		case 0:
-		case 1:
-			sk.coef[j] = 1
-		case q0 - 1:
-			sk.coef[j] = -1
-		default:
-			return nil, nil, fmt.Errorf("he: ternary sampler gave %d", v)
-		}
-	}
+	s.sampleTernary(prngFor(key, domSecret, 0), sQ, sk.coef)
 	s.rq.NTT(sQ, sQ)
 	s.liftSmall(sk.coef, s.rd, sk.sD)
 	s.rd.NTT(sk.sD, sk.sD)
@@ -158,15 +142,11 @@ func (s *Scheme) keyGen(key []byte, seed [SeedSize]byte) (*SecretKey, *PublicKey
 	pk := &PublicKey{Seed: seed, P0: s.rq.NewPoly(), s: s}
 	p1 := s.pkP1(pk)
 	e := s.rq.NewPoly()
-	ring.NewGaussianSampler(prngFor(key, domErr, 0), s.rq, s.gauss(), false).Read(e)
+	s.addGaussian(prngFor(key, domErr, 0), e, true)
 	s.rq.NTT(e, e)
 	s.rq.MulCoeffsBarrett(p1, sQ, pk.P0)
 	s.rq.Sub(e, pk.P0, pk.P0)
 	return sk, pk, nil
-}
-
-func (s *Scheme) gauss() ring.DiscreteGaussian {
-	return ring.DiscreteGaussian{Sigma: s.p.Sigma, Bound: s.p.ErrBound}
 }
 
 // pkP1 expands the public key's p1 (NTT domain) from its seed.

@@ -1,6 +1,7 @@
 package he
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/bits"
@@ -141,40 +142,48 @@ func (s *Scheme) finishBlock(j *mulJob, acc *accumulators, ab, bi int) {
 	for p := range s.p.Q {
 		acc.reduce(ab, p, c0.Coeffs[p], c1.Coeffs[p])
 	}
-	// Re-randomise: + (u·p0 + e0, u·p1 + e1).
-	ts, err := ring.NewTernarySampler(prngFor(key, domMask, uint64(3*bi)), s.rq, ring.Ternary{P: 2.0 / 3}, false)
-	if err != nil {
-		panic(err) // fixed, valid distribution
-	}
-	ts.Read(u)
+	// Re-randomise: + (u·p0 + e0, u·p1 + e1). With a flood, e0 is left
+	// out: every coefficient of c0 that is sent is flooded (below), which
+	// hides e0 as it hides the product's own noise (a flood of 2^floodLog
+	// is within |S|·B_e/2^floodLog of itself plus e0 over the |S| sent
+	// coefficients), and the others are not sent.
+	s.sampleTernary(prngFor(key, domMask, uint64(3*bi)), u, nil)
 	s.rq.NTT(u, u)
 	s.rq.MulCoeffsBarrettThenAdd(u, pk0, c0)
 	s.rq.MulCoeffsBarrettThenAdd(u, pk1, c1)
 	s.rq.INTT(c0, c0)
 	s.rq.INTT(c1, c1)
-	g := ring.NewGaussianSampler(prngFor(key, domMask, uint64(3*bi+1)), s.rq, s.gauss(), false)
-	g.ReadAndAdd(c0)
-	g.ReadAndAdd(c1)
-	// − Δ·R and + flood on the coefficients that hold outputs.
+	e := prngFor(key, domMask, uint64(3*bi+1))
+	if s.floodLog == 0 {
+		s.addGaussian(e, c0, false)
+	}
+	s.addGaussian(e, c1, false)
+	// − Δ·R and + flood on the coefficients that hold outputs, the flood
+	// read floodChunk coefficients at a time (24 bytes each).
 	fl := prngFor(key, domMask, uint64(3*bi+2))
-	var fb [24]byte
+	var fb [floodChunk * 24]byte
 	for i := range rows {
-		for x := range cols {
-			pos := i*l.stride() + x
-			rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
-			var f [3]uint64
+		for x0 := 0; x0 < cols; x0 += floodChunk {
+			nx := min(floodChunk, cols-x0)
 			if s.floodLog > 0 {
-				if _, err := io.ReadFull(fl, fb[:]); err != nil {
+				if _, err := io.ReadFull(fl, fb[:24*nx]); err != nil {
 					panic(err) // the keyed PRNG does not fail
 				}
-				f = floodWords(fb[:], s.floodLog+1)
 			}
-			for p, q := range s.p.Q {
-				v := subMod(c0.Coeffs[p][pos], s.encode(rv, p), q)
+			for x := x0; x < x0+nx; x++ {
+				pos := i*l.stride() + x
+				rv := R[(ib*l.MW+i)*n+jb*l.NW+x]
+				var f [3]uint64
 				if s.floodLog > 0 {
-					v = subMod(addMod(v, s.words3(f, p), q), s.powFlood[p], q)
+					f = floodWords(fb[24*(x-x0):], s.floodLog+1)
 				}
-				c0.Coeffs[p][pos] = v
+				for p, q := range s.p.Q {
+					v := subMod(c0.Coeffs[p][pos], s.encode(rv, p), q)
+					if s.floodLog > 0 {
+						v = subMod(addMod(v, s.words3(f, p), q), s.powFlood[p], q)
+					}
+					c0.Coeffs[p][pos] = v
+				}
 			}
 		}
 	}
@@ -321,13 +330,15 @@ func (w *Weights) loadHalves(sc *halvesScratch, ra, re, jb, p, x, n int) {
 	}
 }
 
+// floodChunk is how many coefficients' floods finishBlock reads from
+// its stream at a time.
+const floodChunk = 128
+
 // floodWords reads a uniform integer of nb bits (little-endian words) from b.
 func floodWords(b []byte, nb int) [3]uint64 {
 	var f [3]uint64
 	for i := range 3 {
-		for j := 7; j >= 0; j-- {
-			f[i] = f[i]<<8 | uint64(b[8*i+j])
-		}
+		f[i] = binary.LittleEndian.Uint64(b[8*i:])
 		switch {
 		case nb >= 64:
 			nb -= 64

@@ -22,9 +22,9 @@ type Params struct {
 	// Q are the NTT-friendly primes (each ≡ 1 mod 2N, below 2^61) whose
 	// product is the ciphertext modulus Q.
 	Q []uint64
-	// Sigma is the standard deviation of the discrete Gaussian error and
-	// ErrBound its truncation bound (lattigo's ring.DiscreteGaussian);
-	// sampled errors satisfy |e| ≤ round(ErrBound).
+	// Sigma is the parameter of the discrete Gaussian error, P(e = k) ∝
+	// exp(−k²/2σ²), and ErrBound its truncation bound: sampled errors
+	// satisfy |e| ≤ round(ErrBound) < 32 (noise.go).
 	Sigma, ErrBound float64
 	// MaxInner is the largest inner dimension k a product may have; the
 	// noise budget is computed for it.
@@ -57,7 +57,7 @@ type Params struct {
 // (log2 Q ≈ 218, the HE-standard bound for 128-bit classical security at
 // N = 8192 with a ternary secret and σ = 3.2), MaxInner = 4096,
 // MaxRows = 64, λ = 79 (a flood of 2^152: statistical distance
-// 2^−80.09 per output coefficient, 2^−41.09 over 2^39), and output moduli
+// 2^−80.10 per output coefficient, 2^−41.10 over 2^39), and output moduli
 // 2^68 (c0) and 2^81 (c1).
 func DefaultParams() Params {
 	return Params{
@@ -100,7 +100,7 @@ var maxLogQ128 = map[int]int{10: 27, 11: 54, 12: 109, 13: 218, 14: 438, 15: 881}
 var minSigma = 8 / math.Sqrt(2*math.Pi)
 
 // minErrBoundSigmas is the least truncation of the error, in σ: 6σ, as
-// SEAL's and lattigo's samplers truncate.
+// SEAL's and lattigo's samplers truncate (and ours, noise.go).
 const minErrBoundSigmas = 6
 
 // decPrimes are the two 60-bit NTT-friendly primes (for N ≤ 2^13) of the
@@ -120,6 +120,7 @@ type Scheme struct {
 	rq       *ring.Ring // R_Q
 	rd       *ring.Ring // auxiliary ring for exact c1·s at P0
 	bErr     uint64     // integer bound on sampled errors
+	gauss    *gaussian  // the errors' distribution
 	floodLog int        // flood is uniform in [−2^floodLog, 2^floodLog); 0 = none
 	noiseLog float64    // log2 of the pre-flood worst-case noise bound Bν
 	meanLog  float64    // log2 of the bound on the mean of |ν| (meanNoise)
@@ -130,6 +131,7 @@ type Scheme struct {
 
 	pow64, pow128, powFlood []uint64 // 2^64, 2^128, 2^floodLog mod q_i
 	bred                    [][2]uint64
+	shoups                  []residueShoups // 1, dFloor, pow64, pow128 in Shoup form
 
 	ms0, ms1 msConst // modulus switching to 2^LogQ0 and 2^LogQ1
 
@@ -161,7 +163,7 @@ type Scheme struct {
 // round(2^l·c/Q) = round(Σ_i y_i·2^l/q_i) mod 2^l with y_i = c_i·(Q/q_i)^{-1} mod q_i.
 type msConst struct {
 	l       int
-	qHatInv []uint64    // (Q/q_i)^{-1} mod q_i
+	qHatInv []shoup     // (Q/q_i)^{-1} mod q_i
 	intPart [][2]uint64 // floor(2^l/q_i) mod 2^128, {lo, hi}
 	frac    []uint64    // floor(frac(2^l/q_i)·2^64)
 }
@@ -251,8 +253,8 @@ func newScheme(p Params) (*Scheme, error) {
 	if p.FloodBits < 0 || p.FloodBits > 128 {
 		return nil, fmt.Errorf("he: FloodBits %d outside [0, 128]", p.FloodBits)
 	}
-	if !(p.Sigma > 0) || !(p.ErrBound >= p.Sigma) || p.ErrBound > 1<<20 {
-		return nil, fmt.Errorf("he: Sigma %v, ErrBound %v", p.Sigma, p.ErrBound)
+	if !(p.Sigma > 0) || !(p.ErrBound >= p.Sigma) || p.ErrBound >= gaussianTableSize-0.5 {
+		return nil, fmt.Errorf("he: Sigma %v, ErrBound %v: want 0 < Sigma ≤ ErrBound < %v", p.Sigma, p.ErrBound, gaussianTableSize-0.5)
 	}
 	for i, q := range p.Q {
 		if q >= 1<<61 || q%(2*uint64(n)) != 1 || !ring.IsPrime(q) {
@@ -280,6 +282,7 @@ func newScheme(p Params) (*Scheme, error) {
 	}
 	s := &Scheme{p: p, n: n, rq: rq, rd: rd, bErr: uint64(math.Floor(p.ErrBound + 0.5)),
 		accumulating: make(chan struct{}, 1)}
+	s.gauss = newGaussian(p.Sigma, s.bErr)
 	s.bred = rq.BRedConstants()
 	Q := rq.Modulus()
 	t := new(big.Int).Lsh(big.NewInt(1), 64)
@@ -330,6 +333,8 @@ func newScheme(p Params) (*Scheme, error) {
 		s.pow64[i] = new(big.Int).Mod(t, qb).Uint64()
 		s.pow128[i] = new(big.Int).Mod(new(big.Int).Lsh(big.NewInt(1), 128), qb).Uint64()
 		s.powFlood[i] = new(big.Int).Mod(new(big.Int).Lsh(big.NewInt(1), uint(s.floodLog)), qb).Uint64()
+		s.shoups = append(s.shoups, residueShoups{one: newShoup(1, q), dFloor: newShoup(s.dFloor[i], q),
+			pow64: newShoup(s.pow64[i], q), pow128: newShoup(s.pow128[i], q)})
 	}
 	s.ms0 = newMSConst(p.Q, Q, p.LogQ0)
 	s.ms1 = newMSConst(p.Q, Q, p.LogQ1)
@@ -356,18 +361,21 @@ func (s *Scheme) meanNoise(K float64) float64 {
 	return math.Sqrt(K*c2*z2+K*K*0x1p61) + float64(2*s.n+1)*float64(s.bErr) + 0.5
 }
 
-// errSecondMoment returns E[e²] for an error e of lattigo's
-// ring.DiscreteGaussian{Sigma: sigma, Bound: bound}: |e| = round(σ·|g|), g
-// standard normal, conditioned on σ·|g| ≤ bound, and a uniform sign. It is
-// rounded up by 2^−20 (relative) for the float64 arithmetic.
+// errSecondMoment returns E[e²] for an error e of the scheme's sampler
+// (addGaussian): the discrete Gaussian D_{Z,σ}, P(e = k) ∝ exp(−k²/2σ²),
+// truncated to |k| ≤ round(bound). It is rounded up by 2^−20 (relative)
+// for the float64 arithmetic and the table's 2^−63 steps.
 func errSecondMoment(sigma, bound float64) float64 {
-	// P(σ|g| ≥ x) = erfc(x/(σ√2)).
-	tail := func(x float64) float64 { return math.Erfc(x / (sigma * math.Sqrt2)) }
-	var m float64
-	for k := 1.0; k-0.5 <= bound; k++ {
-		m += k * k * (tail(k-0.5) - tail(math.Min(k+0.5, bound)))
+	var m, sum float64
+	for k := 0.0; k <= math.Floor(bound+0.5); k++ {
+		w := math.Exp(-k * k / (2 * sigma * sigma))
+		if k > 0 {
+			w *= 2
+		}
+		m += k * k * w
+		sum += w
 	}
-	return m / (1 - tail(bound)) * (1 + 0x1p-20)
+	return m / sum * (1 + 0x1p-20)
 }
 
 // DistanceLog returns log2 of the bound on the statistical distance between
@@ -392,7 +400,7 @@ func newMSConst(qs []uint64, Q *big.Int, l int) msConst {
 	for _, q := range qs {
 		qb := new(big.Int).SetUint64(q)
 		qHat := new(big.Int).Quo(Q, qb)
-		c.qHatInv = append(c.qHatInv, new(big.Int).ModInverse(new(big.Int).Mod(qHat, qb), qb).Uint64())
+		c.qHatInv = append(c.qHatInv, newShoup(new(big.Int).ModInverse(new(big.Int).Mod(qHat, qb), qb).Uint64(), q))
 		num := new(big.Int).Lsh(big.NewInt(1), uint(l))
 		ip, rem := new(big.Int).QuoRem(num, qb, new(big.Int))
 		ip.And(ip, mask128)

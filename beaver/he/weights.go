@@ -152,7 +152,7 @@ func (e *weightEncrypter) block(idx int) ring.Poly {
 	a := s.rq.NewPoly()
 	s.seeded(e.seedKey, domWeights, uint64(idx), a)
 	c := s.rq.NewPoly()
-	ring.NewGaussianSampler(streamFor(e.errKey, domErr, uint64(idx)), s.rq, s.gauss(), false).Read(c)
+	s.addGaussian(streamFor(e.errKey, domErr, uint64(idx)), c, true)
 	// Block jb0+j covers the product's columns [(jb0+j)·NW, (jb0+j+1)·NW);
 	// row rb·KW+t of B sits at X^(t·NW).
 	lo := (e.jb0 + j) * l.NW
