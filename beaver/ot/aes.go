@@ -130,6 +130,15 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 	if len(rows) == 0 || w == 0 {
 		return
 	}
+	if w <= 2 && useVAES512 && share.HostLittleEndian() && len(rows) >= 32 {
+		// One block of hash a row: both passes in registers (hash_amd64.s).
+		m := len(rows) &^ 31
+		hashRowsVAES512(&h.pi.rk, &out[0], &rows[0], m, &off, j0, uint64(h.gen)<<32, w)
+		out, rows, j0 = out[m*w:], rows[m:], j0+uint64(m)
+		if len(rows) == 0 {
+			return
+		}
+	}
 	nb := (w + 1) / 2
 	per := max(1, hashScratchBlocks/(1+nb))
 	for len(rows) > per {

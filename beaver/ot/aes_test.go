@@ -2,6 +2,8 @@ package ot
 
 import (
 	"crypto/aes"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -156,6 +158,62 @@ func BenchmarkTranspose(b *testing.B) {
 func setAESNI(tb testing.TB, on bool) {
 	tb.Helper()
 	setUseAESNI(tb, on)
+}
+
+// TestHashRowsAgree: the hash of one block a row (w = 1 and 2) in 512-bit
+// VAES (hash_amd64.s, where the CPU has it) equals the portable hash, for
+// whole groups of 32 rows and a remainder, with and without an offset,
+// and OT indices that wrap past 2^64 inside a group.
+func TestHashRowsAgree(t *testing.T) {
+	if !useVAES512 {
+		t.Log("no 512-bit VAES on this CPU: both sides are the portable hash")
+	}
+	pi := newFixedAES([16]byte{9})
+	rng := rand.New(rand.NewPCG(6, 6))
+	for _, w := range []int{1, 2} {
+		for _, n := range []int{32, 64, 101} {
+			for _, j0 := range []uint64{0, 1 << 40, math.MaxUint64 - 40} {
+				for _, off := range []Block{{}, {rng.Uint64(), rng.Uint64()}} {
+					rows := make([]Block, n)
+					for i := range rows {
+						rows[i] = Block{rng.Uint64(), rng.Uint64()}
+					}
+					got, want := make([]uint64, n*w), make([]uint64, n*w)
+					newHasher(pi, 11).hash(got, rows, off, j0, w)
+					newHasher(pi, 11).hashPass(want, rows, off, j0, w, 1) // the portable pass
+					if !slices.Equal(got, want) {
+						t.Fatalf("w %d, %d rows, j0 %#x, off %v: the hashes differ", w, n, j0, off)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkHash: the hash of a group of 64 rows as the COT generators
+// take them (cotSender, cotReceiver), one block of hash a row (w = 1, 2):
+// hash (512-bit VAES where the CPU has it) against the portable pass.
+func BenchmarkHash(b *testing.B) {
+	pi := newFixedAES([16]byte{9})
+	rows := make([]Block, 64)
+	for i := range rows {
+		rows[i] = Block{uint64(i), ^uint64(i)}
+	}
+	off := Block{3, 4}
+	for _, w := range []int{1, 2} {
+		out := make([]uint64, 64*w)
+		h := newHasher(pi, 1)
+		b.Run(fmt.Sprintf("w=%d", w), func(b *testing.B) {
+			for i := range b.N {
+				h.hash(out, rows, off, uint64(64*i), w)
+			}
+		})
+		b.Run(fmt.Sprintf("w=%d/portable", w), func(b *testing.B) {
+			for i := range b.N {
+				h.hashPass(out, rows, off, uint64(64*i), w, 1)
+			}
+		})
+	}
 }
 
 // TestHashPassesAgree: hash and hashBlocks over more rows than one pass of

@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package ot
+
+func hashRowsVAES512(rk *[176]byte, out *uint64, rows *Block, n int, off *Block, j0, hi uint64, w int) {
+	panic("ot: hashRowsVAES512 without assembly")
+}
