@@ -139,6 +139,15 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 			return
 		}
 	}
+	if w%8 == 0 && useVAES512 && share.HostLittleEndian() && len(rows) >= 8 {
+		// Four hash blocks of one row a register (hash_amd64.s).
+		m := len(rows) &^ 7
+		h.hashWide(out[:m*w], rows[:m], off, j0, w)
+		out, rows, j0 = out[m*w:], rows[m:], j0+uint64(m)
+		if len(rows) == 0 {
+			return
+		}
+	}
 	nb := (w + 1) / 2
 	per := max(1, hashScratchBlocks/(1+nb))
 	for len(rows) > per {
@@ -146,6 +155,35 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 		out, rows, j0 = out[per*w:], rows[per:], j0+uint64(per)
 	}
 	h.hashPass(out, rows, off, j0, w, nb)
+}
+
+// hashWide is hash for a multiple of 8 rows of w = 8·c words in 512-bit
+// VAES: the first pass y = π(rows ⊕ off) as hashPass's, then each row's c
+// groups of four blocks, y and the group's first tweak laid out a group at
+// a time for hashWideVAES512, within hashScratchBlocks of scratch.
+func (h *hasher) hashWide(out []uint64, rows []Block, off Block, j0 uint64, w int) {
+	c := w / 8
+	per := max(8, (hashScratchBlocks/(1+2*c))&^7)
+	for len(rows) > 0 {
+		n := min(per, len(rows))
+		h.y = grow(h.y, n)
+		y := h.y
+		for k, r := range rows[:n] {
+			y[k] = r.xor(off)
+		}
+		h.pi.encrypt(y, y)
+		g := n * c
+		h.z = grow(h.z, 2*g)
+		ys, tw := h.z[:g], h.z[g:]
+		for k := range n {
+			for s := range c {
+				ys[k*c+s] = y[k]
+				tw[k*c+s] = h.tweak(j0+uint64(k), 4*s)
+			}
+		}
+		hashWideVAES512(&h.pi.rk, &out[0], &ys[0], &tw[0], g)
+		out, rows, j0 = out[n*w:], rows[n:], j0+uint64(n)
+	}
 }
 
 // hashScratchBlocks bounds a hasher's scratch (y and z): hash and

@@ -170,8 +170,8 @@ func TestHashRowsAgree(t *testing.T) {
 	}
 	pi := newFixedAES([16]byte{9})
 	rng := rand.New(rand.NewPCG(6, 6))
-	for _, w := range []int{1, 2} {
-		for _, n := range []int{32, 64, 101} {
+	for _, w := range []int{1, 2, 8, 16, 64} {
+		for _, n := range []int{8, 32, 64, 101} {
 			for _, j0 := range []uint64{0, 1 << 40, math.MaxUint64 - 40} {
 				for _, off := range []Block{{}, {rng.Uint64(), rng.Uint64()}} {
 					rows := make([]Block, n)
@@ -180,7 +180,7 @@ func TestHashRowsAgree(t *testing.T) {
 					}
 					got, want := make([]uint64, n*w), make([]uint64, n*w)
 					newHasher(pi, 11).hash(got, rows, off, j0, w)
-					newHasher(pi, 11).hashPass(want, rows, off, j0, w, 1) // the portable pass
+					newHasher(pi, 11).hashPass(want, rows, off, j0, w, (w+1)/2) // the portable pass
 					if !slices.Equal(got, want) {
 						t.Fatalf("w %d, %d rows, j0 %#x, off %v: the hashes differ", w, n, j0, off)
 					}
@@ -191,8 +191,9 @@ func TestHashRowsAgree(t *testing.T) {
 }
 
 // BenchmarkHash: the hash of a group of 64 rows as the COT generators
-// take them (cotSender, cotReceiver), one block of hash a row (w = 1, 2):
-// hash (512-bit VAES where the CPU has it) against the portable pass.
+// take them (cotSender, cotReceiver), at widths of one block a row (w = 1,
+// 2) and of the matrix triples (16, 64): hash (512-bit VAES where the CPU
+// has it) against the portable pass.
 func BenchmarkHash(b *testing.B) {
 	pi := newFixedAES([16]byte{9})
 	rows := make([]Block, 64)
@@ -200,7 +201,7 @@ func BenchmarkHash(b *testing.B) {
 		rows[i] = Block{uint64(i), ^uint64(i)}
 	}
 	off := Block{3, 4}
-	for _, w := range []int{1, 2} {
+	for _, w := range []int{1, 2, 16, 64} {
 		out := make([]uint64, 64*w)
 		h := newHasher(pi, 1)
 		b.Run(fmt.Sprintf("w=%d", w), func(b *testing.B) {
@@ -210,7 +211,7 @@ func BenchmarkHash(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("w=%d/portable", w), func(b *testing.B) {
 			for i := range b.N {
-				h.hashPass(out, rows, off, uint64(64*i), w, 1)
+				h.hashPass(out, rows, off, uint64(64*i), w, (w+1)/2)
 			}
 		})
 	}

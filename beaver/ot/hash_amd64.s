@@ -187,3 +187,78 @@ next32:
 	JNZ loop32
 	VZEROUPPER
 	RET
+
+// Lane offsets of hashWideVAES512's tweaks: block b+l of a row in lane l
+// (high words).
+DATA hashBlockInc<>+0(SB)/8, $0
+DATA hashBlockInc<>+8(SB)/8, $0
+DATA hashBlockInc<>+16(SB)/8, $0
+DATA hashBlockInc<>+24(SB)/8, $1
+DATA hashBlockInc<>+32(SB)/8, $0
+DATA hashBlockInc<>+40(SB)/8, $2
+DATA hashBlockInc<>+48(SB)/8, $0
+DATA hashBlockInc<>+56(SB)/8, $3
+GLOBL hashBlockInc<>(SB), RODATA|NOPTR, $64
+
+// WIDE(i, zi, yi) loads group i's y into yi and its tweaks, y ⊕ tweak,
+// into zi.
+#define WIDE(i, zi, yi) \
+	VBROADCASTI32X4 (16*i)(SI), yi; \
+	VBROADCASTI32X4 (16*i)(DX), zi; \
+	VPADDQ Z29, zi, zi; \
+	VPXORQ yi, zi, zi
+
+// func hashWideVAES512(rk *[176]byte, out *uint64, ys, tweaks *Block, m int)
+//
+// The second pass of hasher.hashPass for rows of w = 8·c words (c groups
+// of four hash blocks a row) in 512-bit VAES, m a positive multiple of 8
+// groups: group g holds blocks b..b+3 of one row, whose first pass y is
+// ys[g] and first tweak {j, gen‖b} tweaks[g]; lane l gets
+// π(y ⊕ {j, gen‖(b+l)}) ⊕ y, and the groups' 64 bytes follow one another
+// in out (row k's w words at out[k·w]). Eight groups a pass (Z0–Z7), their
+// y in Z8–Z15, the round keys in Z16–Z26, the lane offsets in Z29.
+TEXT ·hashWideVAES512(SB), NOSPLIT, $0-40
+	MOVQ rk+0(FP), AX
+	MOVQ out+8(FP), DI
+	MOVQ ys+16(FP), SI
+	MOVQ tweaks+24(FP), DX
+	MOVQ m+32(FP), CX
+	VBROADCASTI32X4 0(AX), Z16
+	VBROADCASTI32X4 16(AX), Z17
+	VBROADCASTI32X4 32(AX), Z18
+	VBROADCASTI32X4 48(AX), Z19
+	VBROADCASTI32X4 64(AX), Z20
+	VBROADCASTI32X4 80(AX), Z21
+	VBROADCASTI32X4 96(AX), Z22
+	VBROADCASTI32X4 112(AX), Z23
+	VBROADCASTI32X4 128(AX), Z24
+	VBROADCASTI32X4 144(AX), Z25
+	VBROADCASTI32X4 160(AX), Z26
+	VMOVDQU64 hashBlockInc<>(SB), Z29
+
+loop8:
+	WIDE(0, Z0, Z8)
+	WIDE(1, Z1, Z9)
+	WIDE(2, Z2, Z10)
+	WIDE(3, Z3, Z11)
+	WIDE(4, Z4, Z12)
+	WIDE(5, Z5, Z13)
+	WIDE(6, Z6, Z14)
+	WIDE(7, Z7, Z15)
+	AES8
+	XOR8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMOVDQU64 Z0, 0(DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z3, 192(DI)
+	VMOVDQU64 Z4, 256(DI)
+	VMOVDQU64 Z5, 320(DI)
+	VMOVDQU64 Z6, 384(DI)
+	VMOVDQU64 Z7, 448(DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $512, DI
+	SUBQ $8, CX
+	JNZ loop8
+	VZEROUPPER
+	RET

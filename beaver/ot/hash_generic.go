@@ -5,3 +5,7 @@ package ot
 func hashRowsVAES512(rk *[176]byte, out *uint64, rows *Block, n int, off *Block, j0, hi uint64, w int) {
 	panic("ot: hashRowsVAES512 without assembly")
 }
+
+func hashWideVAES512(rk *[176]byte, out *uint64, ys, tweaks *Block, m int) {
+	panic("ot: hashWideVAES512 without assembly")
+}
