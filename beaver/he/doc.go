@@ -79,7 +79,7 @@
 // Params below that table for its N (27, 54, 109, 218 bits for N = 2^10 …
 // 2^13), with σ below the standard's 8/√(2π) ≈ 3.19 or errors truncated
 // below 6σ (TestParamsSecurity). The seeded halves c1 are expanded with
-// AES-256-CTR from public seeds (a seeded ciphertext is as secure as one
+// AES-128-CTR from public seeds (a seeded ciphertext is as secure as one
 // with a uniform c1 in the random-oracle/PRG model, as in lattigo's and
 // SEAL's seeded ciphertexts).
 //

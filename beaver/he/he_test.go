@@ -647,6 +647,51 @@ func seededRowRef(t *testing.T, key []byte, dom byte, idx, pos0, q uint64, n int
 	return out
 }
 
+// TestPublicSeedsAES128: the public halves — a weight ciphertext's c1 and
+// the public key's p1 — are the specification's expansion (seededRowRef)
+// under AES-128 keyed by the seed's first 16 bytes (publicSeedKey), on both
+// sides: what P1 regenerates from the weights it loaded, and the public key
+// it checks.
+func TestPublicSeedsAES128(t *testing.T) {
+	s := defaultScheme
+	rnd := newDetRand(21)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const k, n = 3, 40
+	l, err := s.ChooseLayout(1, k, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ew, err := s.EncryptWeights(sk, make([]uint64, k*n), k, n, l, rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.LoadWeights(pk, ew)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := s.rq.NewPoly()
+	for _, c := range []struct {
+		name string
+		seed []byte
+		dom  byte
+		idx  uint64
+		got  func() ring.Poly
+	}{
+		{"weight ciphertext 1's c1", ew.Seed[:16], domWeights, 1, func() ring.Poly { s.seeded(w.seedKey, domWeights, 1, half); return half }},
+		{"the public key's p1", pk.Seed[:16], domPK, 0, func() ring.Poly { return s.pkP1(pk) }},
+	} {
+		got := c.got()
+		for i, q := range s.p.Q {
+			if want := seededRowRef(t, c.seed, c.dom, c.idx, uint64(i*s.n), q, s.n); !slices.Equal(got.Coeffs[i], want) {
+				t.Fatalf("%s, residue %d: not AES-128-CTR under the seed's first 16 bytes", c.name, i)
+			}
+		}
+	}
+}
+
 // TestSeededRowTiles: the weights' seeded halves, which party 0 expands
 // whole when it encrypts and party 1 regenerates a tile at a time where
 // its sum reads them, are the same residues either way and the

@@ -66,7 +66,8 @@ func prngFor(key []byte, domain byte, idx uint64) sampling.PRNG {
 	return streamFor(expandKey(key), domain, idx)
 }
 
-// expandKey expands a 32-byte PRNG key once, for streamFor: a caller that
+// expandKey expands a 32-byte PRNG key (16 for a public seed's,
+// publicSeedKey) once, for streamFor: a caller that
 // reads many streams of one key (a weight matrix's seeded halves, one
 // stream per ciphertext) expands it once, not per stream (1.3 µs a key).
 func expandKey(key []byte) *share.AESKey {
@@ -75,6 +76,18 @@ func expandKey(key []byte) *share.AESKey {
 		panic(err) // only on an invalid key length, which cannot happen here
 	}
 	return k
+}
+
+// publicSeedKey expands a public seed — of the weight ciphertexts' c1
+// halves, or of the public key's p1 — for its seeded expansion (seeded):
+// AES-128 under the seed's first 16 bytes. The expansion only has to look
+// uniform to someone who knows the seed, which AES-128-CTR gives at the
+// scheme's 128-bit level; it takes 10 rounds to AES-256's 14, and the data
+// owner regenerates the weights' halves for every product (about 6% of its
+// CPU at sst2's defaults, bench/TWOHOSTS.md step 24). Private streams
+// (prngFor: secret key, errors, masks, floods) stay AES-256.
+func publicSeedKey(seed *[SeedSize]byte) *share.AESKey {
+	return expandKey(seed[:16])
 }
 
 // streamFor is prngFor with the key already expanded.
@@ -152,7 +165,7 @@ func (s *Scheme) keyGen(key []byte, seed [SeedSize]byte) (*SecretKey, *PublicKey
 // pkP1 expands the public key's p1 (NTT domain) from its seed.
 func (s *Scheme) pkP1(pk *PublicKey) ring.Poly {
 	p1 := s.rq.NewPoly()
-	s.seeded(expandKey(pk.Seed[:]), domPK, 0, p1)
+	s.seeded(publicSeedKey(&pk.Seed), domPK, 0, p1)
 	return p1
 }
 

@@ -168,10 +168,12 @@ type msConst struct {
 	frac    []uint64    // floor(frac(2^l/q_i)·2^64)
 }
 
-// Fingerprint is a SHA-256 digest of every field of p, for the session
-// handshake: both parties must run the same Params.
+// Fingerprint is a SHA-256 digest of every field of p and the scheme's
+// version, for the session handshake: both parties must run the same
+// Params and expand seeds and sample the same way (v2: the public seeds by
+// AES-128, publicSeedKey; a v1 peer's seeded halves would differ).
 func (p Params) Fingerprint() [32]byte {
-	b := []byte("selectformer/beaver/he params v1")
+	b := []byte("selectformer/beaver/he params v2")
 	for _, v := range []int{p.LogN, len(p.Q), p.MaxInner, p.MaxRows, p.FloodBits, p.LogQ0, p.LogQ1} {
 		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}

@@ -137,7 +137,7 @@ func (s *Scheme) weightEncrypter(sk *SecretKey, B []uint64, k, n, off int, l Lay
 		return nil, err
 	}
 	e := &weightEncrypter{s: s, sk: sk, B: B, k: k, n: n, off: off, l: l, kb: l.innerBlocks(k), kw: l.kw(),
-		seedKey: expandKey(seed[:]), errKey: expandKey(ekey)}
+		seedKey: publicSeedKey(&seed), errKey: expandKey(ekey)}
 	e.jb0, e.cb = ColumnBlocks(off, n, l.NW)
 	return e, nil
 }
@@ -249,7 +249,7 @@ func (s *Scheme) loadWeights(pk *PublicKey, ew *EncryptedWeights, expand bool) (
 	if err != nil {
 		return nil, err
 	}
-	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, off: ew.Off, jb0: jb0, layout: ew.Layout, c0: ew.C0, pk: pk, pk0: pk.P0, pk1: s.pkP1(pk), seedKey: expandKey(ew.Seed[:])}
+	w := &Weights{sc: s, plan: plan, k: ew.K, n: ew.N, cb: cb, off: ew.Off, jb0: jb0, layout: ew.Layout, c0: ew.C0, pk: pk, pk0: pk.P0, pk1: s.pkP1(pk), seedKey: publicSeedKey(&ew.Seed)}
 	if !expand {
 		return w, nil
 	}
