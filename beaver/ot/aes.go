@@ -131,7 +131,7 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 		return
 	}
 	if w <= 2 && useVAES512 && share.HostLittleEndian() && len(rows) >= 32 {
-		// One block of hash a row: both passes in registers (hash_amd64.s).
+		// One block of hash a row: both passes in registers (aes_amd64.s).
 		m := len(rows) &^ 31
 		hashRowsVAES512(&h.pi.rk, &out[0], &rows[0], m, &off, j0, uint64(h.gen)<<32, w)
 		out, rows, j0 = out[m*w:], rows[m:], j0+uint64(m)
@@ -140,7 +140,7 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 		}
 	}
 	if w%8 == 0 && useVAES512 && share.HostLittleEndian() && len(rows) >= 8 {
-		// Four hash blocks of one row a register (hash_amd64.s).
+		// Four hash blocks of one row a register (aes_amd64.s).
 		m := len(rows) &^ 7
 		h.hashWide(out[:m*w], rows[:m], off, j0, w)
 		out, rows, j0 = out[m*w:], rows[m:], j0+uint64(m)

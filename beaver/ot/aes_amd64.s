@@ -168,6 +168,64 @@ tail:
 done:
 	RET
 
+// LOADKEYS512 broadcasts the eleven round keys at AX to four lanes each,
+// in Z16–Z26.
+#define LOADKEYS512 \
+	VBROADCASTI32X4 0(AX), Z16; \
+	VBROADCASTI32X4 16(AX), Z17; \
+	VBROADCASTI32X4 32(AX), Z18; \
+	VBROADCASTI32X4 48(AX), Z19; \
+	VBROADCASTI32X4 64(AX), Z20; \
+	VBROADCASTI32X4 80(AX), Z21; \
+	VBROADCASTI32X4 96(AX), Z22; \
+	VBROADCASTI32X4 112(AX), Z23; \
+	VBROADCASTI32X4 128(AX), Z24; \
+	VBROADCASTI32X4 144(AX), Z25; \
+	VBROADCASTI32X4 160(AX), Z26
+
+// ROUND8 applies one AES round with key k to Z0–Z7.
+#define ROUND8(k) \
+	VAESENC k, Z0, Z0; \
+	VAESENC k, Z1, Z1; \
+	VAESENC k, Z2, Z2; \
+	VAESENC k, Z3, Z3; \
+	VAESENC k, Z4, Z4; \
+	VAESENC k, Z5, Z5; \
+	VAESENC k, Z6, Z6; \
+	VAESENC k, Z7, Z7
+
+// XOR8(a, b…) xors Z0–Z7 with one register each.
+#define XOR8(a0, a1, a2, a3, a4, a5, a6, a7) \
+	VPXORQ a0, Z0, Z0; \
+	VPXORQ a1, Z1, Z1; \
+	VPXORQ a2, Z2, Z2; \
+	VPXORQ a3, Z3, Z3; \
+	VPXORQ a4, Z4, Z4; \
+	VPXORQ a5, Z5, Z5; \
+	VPXORQ a6, Z6, Z6; \
+	VPXORQ a7, Z7, Z7
+
+// AES8 encrypts Z0–Z7 under the round keys in Z16–Z26.
+#define AES8 \
+	XOR8(Z16, Z16, Z16, Z16, Z16, Z16, Z16, Z16); \
+	ROUND8(Z17); \
+	ROUND8(Z18); \
+	ROUND8(Z19); \
+	ROUND8(Z20); \
+	ROUND8(Z21); \
+	ROUND8(Z22); \
+	ROUND8(Z23); \
+	ROUND8(Z24); \
+	ROUND8(Z25); \
+	VAESENCLAST Z26, Z0, Z0; \
+	VAESENCLAST Z26, Z1, Z1; \
+	VAESENCLAST Z26, Z2, Z2; \
+	VAESENCLAST Z26, Z3, Z3; \
+	VAESENCLAST Z26, Z4, Z4; \
+	VAESENCLAST Z26, Z5, Z5; \
+	VAESENCLAST Z26, Z6, Z6; \
+	VAESENCLAST Z26, Z7, Z7
+
 // func encryptBlocksVAES512(rk *[176]byte, dst, src *Block, n int)
 //
 // AES-128 encryption of n blocks (ECB, n a positive multiple of 32) with
@@ -179,17 +237,7 @@ TEXT ·encryptBlocksVAES512(SB), NOSPLIT, $0-32
 	MOVQ dst+8(FP), DI
 	MOVQ src+16(FP), SI
 	MOVQ n+24(FP), CX
-	VBROADCASTI32X4 0(AX), Z16
-	VBROADCASTI32X4 16(AX), Z17
-	VBROADCASTI32X4 32(AX), Z18
-	VBROADCASTI32X4 48(AX), Z19
-	VBROADCASTI32X4 64(AX), Z20
-	VBROADCASTI32X4 80(AX), Z21
-	VBROADCASTI32X4 96(AX), Z22
-	VBROADCASTI32X4 112(AX), Z23
-	VBROADCASTI32X4 128(AX), Z24
-	VBROADCASTI32X4 144(AX), Z25
-	VBROADCASTI32X4 160(AX), Z26
+	LOADKEYS512
 loop32:
 	VMOVDQU64 0(SI), Z0
 	VMOVDQU64 64(SI), Z1
@@ -199,94 +247,7 @@ loop32:
 	VMOVDQU64 320(SI), Z5
 	VMOVDQU64 384(SI), Z6
 	VMOVDQU64 448(SI), Z7
-	VPXORQ Z16, Z0, Z0
-	VPXORQ Z16, Z1, Z1
-	VPXORQ Z16, Z2, Z2
-	VPXORQ Z16, Z3, Z3
-	VPXORQ Z16, Z4, Z4
-	VPXORQ Z16, Z5, Z5
-	VPXORQ Z16, Z6, Z6
-	VPXORQ Z16, Z7, Z7
-	VAESENC Z17, Z0, Z0
-	VAESENC Z17, Z1, Z1
-	VAESENC Z17, Z2, Z2
-	VAESENC Z17, Z3, Z3
-	VAESENC Z17, Z4, Z4
-	VAESENC Z17, Z5, Z5
-	VAESENC Z17, Z6, Z6
-	VAESENC Z17, Z7, Z7
-	VAESENC Z18, Z0, Z0
-	VAESENC Z18, Z1, Z1
-	VAESENC Z18, Z2, Z2
-	VAESENC Z18, Z3, Z3
-	VAESENC Z18, Z4, Z4
-	VAESENC Z18, Z5, Z5
-	VAESENC Z18, Z6, Z6
-	VAESENC Z18, Z7, Z7
-	VAESENC Z19, Z0, Z0
-	VAESENC Z19, Z1, Z1
-	VAESENC Z19, Z2, Z2
-	VAESENC Z19, Z3, Z3
-	VAESENC Z19, Z4, Z4
-	VAESENC Z19, Z5, Z5
-	VAESENC Z19, Z6, Z6
-	VAESENC Z19, Z7, Z7
-	VAESENC Z20, Z0, Z0
-	VAESENC Z20, Z1, Z1
-	VAESENC Z20, Z2, Z2
-	VAESENC Z20, Z3, Z3
-	VAESENC Z20, Z4, Z4
-	VAESENC Z20, Z5, Z5
-	VAESENC Z20, Z6, Z6
-	VAESENC Z20, Z7, Z7
-	VAESENC Z21, Z0, Z0
-	VAESENC Z21, Z1, Z1
-	VAESENC Z21, Z2, Z2
-	VAESENC Z21, Z3, Z3
-	VAESENC Z21, Z4, Z4
-	VAESENC Z21, Z5, Z5
-	VAESENC Z21, Z6, Z6
-	VAESENC Z21, Z7, Z7
-	VAESENC Z22, Z0, Z0
-	VAESENC Z22, Z1, Z1
-	VAESENC Z22, Z2, Z2
-	VAESENC Z22, Z3, Z3
-	VAESENC Z22, Z4, Z4
-	VAESENC Z22, Z5, Z5
-	VAESENC Z22, Z6, Z6
-	VAESENC Z22, Z7, Z7
-	VAESENC Z23, Z0, Z0
-	VAESENC Z23, Z1, Z1
-	VAESENC Z23, Z2, Z2
-	VAESENC Z23, Z3, Z3
-	VAESENC Z23, Z4, Z4
-	VAESENC Z23, Z5, Z5
-	VAESENC Z23, Z6, Z6
-	VAESENC Z23, Z7, Z7
-	VAESENC Z24, Z0, Z0
-	VAESENC Z24, Z1, Z1
-	VAESENC Z24, Z2, Z2
-	VAESENC Z24, Z3, Z3
-	VAESENC Z24, Z4, Z4
-	VAESENC Z24, Z5, Z5
-	VAESENC Z24, Z6, Z6
-	VAESENC Z24, Z7, Z7
-	VAESENC Z25, Z0, Z0
-	VAESENC Z25, Z1, Z1
-	VAESENC Z25, Z2, Z2
-	VAESENC Z25, Z3, Z3
-	VAESENC Z25, Z4, Z4
-	VAESENC Z25, Z5, Z5
-	VAESENC Z25, Z6, Z6
-	VAESENC Z25, Z7, Z7
-	VAESENCLAST Z26, Z0, Z0
-	VAESENCLAST Z26, Z1, Z1
-	VAESENCLAST Z26, Z2, Z2
-	VAESENCLAST Z26, Z3, Z3
-	VAESENCLAST Z26, Z4, Z4
-	VAESENCLAST Z26, Z5, Z5
-	VAESENCLAST Z26, Z6, Z6
-	VAESENCLAST Z26, Z7, Z7
+	AES8
 	VMOVDQU64 Z0, 0(DI)
 	VMOVDQU64 Z1, 64(DI)
 	VMOVDQU64 Z2, 128(DI)
@@ -299,5 +260,203 @@ loop32:
 	ADDQ $512, DI
 	SUBQ $32, CX
 	JNZ loop32
+	VZEROUPPER
+	RET
+
+// Lane constants of hashRowsVAES512: the OT indices of a register's four
+// lanes (low words; high words 0), the step between registers, and the
+// positions of eight low words in two registers.
+DATA hashLaneInc<>+0(SB)/8, $0
+DATA hashLaneInc<>+8(SB)/8, $0
+DATA hashLaneInc<>+16(SB)/8, $1
+DATA hashLaneInc<>+24(SB)/8, $0
+DATA hashLaneInc<>+32(SB)/8, $2
+DATA hashLaneInc<>+40(SB)/8, $0
+DATA hashLaneInc<>+48(SB)/8, $3
+DATA hashLaneInc<>+56(SB)/8, $0
+GLOBL hashLaneInc<>(SB), RODATA|NOPTR, $64
+
+DATA hashStep<>+0(SB)/8, $4
+DATA hashStep<>+8(SB)/8, $0
+DATA hashStep<>+16(SB)/8, $4
+DATA hashStep<>+24(SB)/8, $0
+DATA hashStep<>+32(SB)/8, $4
+DATA hashStep<>+40(SB)/8, $0
+DATA hashStep<>+48(SB)/8, $4
+DATA hashStep<>+56(SB)/8, $0
+GLOBL hashStep<>(SB), RODATA|NOPTR, $64
+
+DATA hashLoIdx<>+0(SB)/8, $0
+DATA hashLoIdx<>+8(SB)/8, $2
+DATA hashLoIdx<>+16(SB)/8, $4
+DATA hashLoIdx<>+24(SB)/8, $6
+DATA hashLoIdx<>+32(SB)/8, $8
+DATA hashLoIdx<>+40(SB)/8, $10
+DATA hashLoIdx<>+48(SB)/8, $12
+DATA hashLoIdx<>+56(SB)/8, $14
+GLOBL hashLoIdx<>(SB), RODATA|NOPTR, $64
+
+// TWEAK xors into Zi the tweaks {j, hi} of its four rows, from Z28 (the
+// first register's) by steps of Z29, and leaves Z28 at the next group's.
+#define TWEAK \
+	VPXORQ Z28, Z0, Z0; \
+	VPADDQ Z29, Z28, Z30; \
+	VPXORQ Z30, Z1, Z1; \
+	VPADDQ Z29, Z30, Z30; \
+	VPXORQ Z30, Z2, Z2; \
+	VPADDQ Z29, Z30, Z30; \
+	VPXORQ Z30, Z3, Z3; \
+	VPADDQ Z29, Z30, Z30; \
+	VPXORQ Z30, Z4, Z4; \
+	VPADDQ Z29, Z30, Z30; \
+	VPXORQ Z30, Z5, Z5; \
+	VPADDQ Z29, Z30, Z30; \
+	VPXORQ Z30, Z6, Z6; \
+	VPADDQ Z29, Z30, Z30; \
+	VPXORQ Z30, Z7, Z7; \
+	VPADDQ Z29, Z30, Z28
+
+// func hashRowsVAES512(rk *[176]byte, out *uint64, rows *Block, n int, off *Block, j0, hi uint64, w int)
+//
+// hasher.hashPass for w = 1 or 2 (one block of hash a row) in 512-bit
+// VAES, n a positive multiple of 32: for row k, y = π(rows[k] ⊕ off),
+// z = π(y ⊕ {j0+k, hi}) ⊕ y, and out gets z's low word (w = 1) or both
+// (w = 2). Thirty-two rows a pass, four a register (Z0–Z7), their y kept
+// in Z8–Z15; the round keys in Z16–Z26, off in Z27, the tweaks in
+// Z28–Z30, the low words' positions in Z31.
+TEXT ·hashRowsVAES512(SB), NOSPLIT, $0-64
+	MOVQ rk+0(FP), AX
+	MOVQ out+8(FP), DI
+	MOVQ rows+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVQ off+32(FP), DX
+	MOVQ j0+40(FP), R8
+	MOVQ hi+48(FP), R9
+	MOVQ w+56(FP), R10
+	LOADKEYS512
+	VBROADCASTI32X4 0(DX), Z27
+	VPBROADCASTQ R8, Z28
+	VPBROADCASTQ R9, Z30
+	VPUNPCKLQDQ Z30, Z28, Z28
+	VMOVDQU64 hashLaneInc<>(SB), Z29
+	VPADDQ Z29, Z28, Z28
+	VMOVDQU64 hashStep<>(SB), Z29
+	VMOVDQU64 hashLoIdx<>(SB), Z31
+
+loop32:
+	VMOVDQU64 0(SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VMOVDQU64 128(SI), Z2
+	VMOVDQU64 192(SI), Z3
+	VMOVDQU64 256(SI), Z4
+	VMOVDQU64 320(SI), Z5
+	VMOVDQU64 384(SI), Z6
+	VMOVDQU64 448(SI), Z7
+	XOR8(Z27, Z27, Z27, Z27, Z27, Z27, Z27, Z27)
+	AES8
+	VMOVDQA64 Z0, Z8
+	VMOVDQA64 Z1, Z9
+	VMOVDQA64 Z2, Z10
+	VMOVDQA64 Z3, Z11
+	VMOVDQA64 Z4, Z12
+	VMOVDQA64 Z5, Z13
+	VMOVDQA64 Z6, Z14
+	VMOVDQA64 Z7, Z15
+	TWEAK
+	AES8
+	XOR8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	CMPQ R10, $1
+	JEQ low32
+	VMOVDQU64 Z0, 0(DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z3, 192(DI)
+	VMOVDQU64 Z4, 256(DI)
+	VMOVDQU64 Z5, 320(DI)
+	VMOVDQU64 Z6, 384(DI)
+	VMOVDQU64 Z7, 448(DI)
+	ADDQ $512, DI
+	JMP next32
+
+low32:
+	VPERMT2Q Z1, Z31, Z0
+	VPERMT2Q Z3, Z31, Z2
+	VPERMT2Q Z5, Z31, Z4
+	VPERMT2Q Z7, Z31, Z6
+	VMOVDQU64 Z0, 0(DI)
+	VMOVDQU64 Z2, 64(DI)
+	VMOVDQU64 Z4, 128(DI)
+	VMOVDQU64 Z6, 192(DI)
+	ADDQ $256, DI
+
+next32:
+	ADDQ $512, SI
+	SUBQ $32, CX
+	JNZ loop32
+	VZEROUPPER
+	RET
+
+// Lane offsets of hashWideVAES512's tweaks: block b+l of a row in lane l
+// (high words).
+DATA hashBlockInc<>+0(SB)/8, $0
+DATA hashBlockInc<>+8(SB)/8, $0
+DATA hashBlockInc<>+16(SB)/8, $0
+DATA hashBlockInc<>+24(SB)/8, $1
+DATA hashBlockInc<>+32(SB)/8, $0
+DATA hashBlockInc<>+40(SB)/8, $2
+DATA hashBlockInc<>+48(SB)/8, $0
+DATA hashBlockInc<>+56(SB)/8, $3
+GLOBL hashBlockInc<>(SB), RODATA|NOPTR, $64
+
+// WIDE(i, zi, yi) loads group i's y into yi and its tweaks, y ⊕ tweak,
+// into zi.
+#define WIDE(i, zi, yi) \
+	VBROADCASTI32X4 (16*i)(SI), yi; \
+	VBROADCASTI32X4 (16*i)(DX), zi; \
+	VPADDQ Z29, zi, zi; \
+	VPXORQ yi, zi, zi
+
+// func hashWideVAES512(rk *[176]byte, out *uint64, ys, tweaks *Block, m int)
+//
+// The second pass of hasher.hashPass for rows of w = 8·c words (c groups
+// of four hash blocks a row) in 512-bit VAES, m a positive multiple of 8
+// groups: group g holds blocks b..b+3 of one row, whose first pass y is
+// ys[g] and first tweak {j, gen‖b} tweaks[g]; lane l gets
+// π(y ⊕ {j, gen‖(b+l)}) ⊕ y, and the groups' 64 bytes follow one another
+// in out (row k's w words at out[k·w]). Eight groups a pass (Z0–Z7), their
+// y in Z8–Z15, the round keys in Z16–Z26, the lane offsets in Z29.
+TEXT ·hashWideVAES512(SB), NOSPLIT, $0-40
+	MOVQ rk+0(FP), AX
+	MOVQ out+8(FP), DI
+	MOVQ ys+16(FP), SI
+	MOVQ tweaks+24(FP), DX
+	MOVQ m+32(FP), CX
+	LOADKEYS512
+	VMOVDQU64 hashBlockInc<>(SB), Z29
+
+loop8:
+	WIDE(0, Z0, Z8)
+	WIDE(1, Z1, Z9)
+	WIDE(2, Z2, Z10)
+	WIDE(3, Z3, Z11)
+	WIDE(4, Z4, Z12)
+	WIDE(5, Z5, Z13)
+	WIDE(6, Z6, Z14)
+	WIDE(7, Z7, Z15)
+	AES8
+	XOR8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
+	VMOVDQU64 Z0, 0(DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z3, 192(DI)
+	VMOVDQU64 Z4, 256(DI)
+	VMOVDQU64 Z5, 320(DI)
+	VMOVDQU64 Z6, 384(DI)
+	VMOVDQU64 Z7, 448(DI)
+	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $512, DI
+	SUBQ $8, CX
+	JNZ loop8
 	VZEROUPPER
 	RET

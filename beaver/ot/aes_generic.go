@@ -11,3 +11,11 @@ const useVAES512 = false
 func encryptBlocksAsm(rk *[176]byte, dst, src *Block, n int) {
 	panic("ot: encryptBlocksAsm without assembly")
 }
+
+func hashRowsVAES512(rk *[176]byte, out *uint64, rows *Block, n int, off *Block, j0, hi uint64, w int) {
+	panic("ot: hashRowsVAES512 without assembly")
+}
+
+func hashWideVAES512(rk *[176]byte, out *uint64, ys, tweaks *Block, m int) {
+	panic("ot: hashWideVAES512 without assembly")
+}

@@ -161,7 +161,7 @@ func setAESNI(tb testing.TB, on bool) {
 }
 
 // TestHashRowsAgree: the hash of one block a row (w = 1 and 2) in 512-bit
-// VAES (hash_amd64.s, where the CPU has it) equals the portable hash, for
+// VAES (aes_amd64.s, where the CPU has it) equals the portable hash, for
 // whole groups of 32 rows and a remainder, with and without an offset,
 // and OT indices that wrap past 2^64 inside a group.
 func TestHashRowsAgree(t *testing.T) {
