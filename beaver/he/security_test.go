@@ -29,6 +29,8 @@ func TestParamsSecurity(t *testing.T) {
 		{"σ = 0.01", func(p *Params) { p.Sigma = 0.01 }, "σ", true},
 		{"σ = 3.0, truncated at 6σ", func(p *Params) { p.Sigma, p.ErrBound = 3, 18 }, "σ", true},
 		{"errors truncated at 2σ", func(p *Params) { p.ErrBound = 6.4 }, "σ", true},
+		{"errors beyond the sampler's table (|e| ≤ 31)", func(p *Params) { p.Sigma, p.ErrBound = 6, 36 }, "ErrBound", false},
+		{"errors truncated at 31.4: the table's largest", func(p *Params) { p.ErrBound = 31.4 }, "", true},
 		{"FloodBits 0 (no flood)", func(p *Params) { p.FloodBits = 0 }, "no flood", true},
 		{"FloodBits 77", func(p *Params) { p.FloodBits = 77 }, "statistical distance", true},
 		{"defaults", func(*Params) {}, "", true},

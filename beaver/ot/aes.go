@@ -133,6 +133,7 @@ func (h *hasher) hash(out []uint64, rows []Block, off Block, j0 uint64, w int) {
 	if w <= 2 && useVAES512 && share.HostLittleEndian() && len(rows) >= 32 {
 		// One block of hash a row: both passes in registers (aes_amd64.s).
 		m := len(rows) &^ 31
+		_ = out[m*w-1] // the kernel writes m·w words: bounds-checked here
 		hashRowsVAES512(&h.pi.rk, &out[0], &rows[0], m, &off, j0, uint64(h.gen)<<32, w)
 		out, rows, j0 = out[m*w:], rows[m:], j0+uint64(m)
 		if len(rows) == 0 {
@@ -181,6 +182,7 @@ func (h *hasher) hashWide(out []uint64, rows []Block, off Block, j0 uint64, w in
 				tw[k*c+s] = h.tweak(j0+uint64(k), 4*s)
 			}
 		}
+		_ = out[n*w-1] // the kernel writes n·w words: bounds-checked here
 		hashWideVAES512(&h.pi.rk, &out[0], &ys[0], &tw[0], g)
 		out, rows, j0 = out[n*w:], rows[n:], j0+uint64(n)
 	}
