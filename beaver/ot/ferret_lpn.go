@@ -3,6 +3,7 @@ package ot
 import (
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"sync"
 
@@ -55,6 +56,30 @@ func newLPNCode(seed share.Seed, iter uint64, k int) (*lpnCode, error) {
 // lpnChunk·d; ks is lpnChunk·lpnRowBytes bytes of scratch.
 func (a *lpnCode) rows(idx []uint32, col0 int, ks []byte) {
 	a.key.KeyStreamAt(a.iv, uint64(col0)*lpnRowBytes/16, ks)
+	cols := len(idx) / ferretCodeWeight
+	if !useLPNAsm || cols == 0 {
+		a.rowsGeneric(idx, ks)
+		return
+	}
+	if len(ks) < cols*lpnRowBytes {
+		panic("ot: lpn: key stream shorter than the columns")
+	}
+	var dup [lpnChunk / 64]uint64
+	if cols > lpnChunk {
+		panic("ot: lpn: more columns than a chunk")
+	}
+	lpnRowsAVX512(&idx[0], &ks[0], cols, uint64(a.k), &dup[0])
+	for w, m := range dup {
+		for ; m != 0; m &= m - 1 {
+			c := w*64 + bits.TrailingZeros64(m)
+			distinctRows((*[ferretCodeWeight]uint32)(idx[c*ferretCodeWeight:]), a.k)
+		}
+	}
+}
+
+// rowsGeneric is rows' mapping and distinctness test in Go, for the key
+// stream ks already drawn.
+func (a *lpnCode) rowsGeneric(idx []uint32, ks []byte) {
 	k := uint64(a.k)
 	for c := 0; c < len(idx); c += ferretCodeWeight {
 		var col [ferretCodeWeight]uint32
@@ -127,25 +152,45 @@ func (a *lpnCode) encodeRange(z, base []Block, bits, u []uint64, lo, hi int) {
 	idx := make([]uint32, lpnChunk*ferretCodeWeight)
 	ks := make([]byte, lpnChunk*lpnRowBytes)
 	base = base[:a.k]
+	z = z[:hi]
+	if bits != nil {
+		// The assembly reads u and writes bits without bounds checks.
+		_, _ = u[share.PackedWords(a.k)-1], bits[share.PackedWords(hi)-1]
+	}
 	for c0 := lo; c0 < hi; c0 += lpnChunk {
 		cols := min(lpnChunk, hi-c0)
 		a.rows(idx[:cols*ferretCodeWeight], c0, ks)
-		for c := range cols {
-			r := idx[c*ferretCodeWeight : (c+1)*ferretCodeWeight : (c+1)*ferretCodeWeight]
-			b0, b1, b2, b3, b4 := base[r[0]], base[r[1]], base[r[2]], base[r[3]], base[r[4]]
-			b5, b6, b7, b8, b9 := base[r[5]], base[r[6]], base[r[7]], base[r[8]], base[r[9]]
+		switch {
+		case !useLPNAsm:
+			gatherGeneric(z[c0:c0+cols], base, idx, bits, u, c0)
+		case bits != nil:
+			lpnGatherBitsAsm(&z[c0], &base[0], &idx[0], cols, &u[0], &bits[c0>>6])
+		default:
+			lpnGatherAsm(&z[c0], &base[0], &idx[0], cols)
+		}
+	}
+}
+
+// gatherGeneric is the encoding's sums in Go for the columns c0 … c0 +
+// len(z) − 1 whose rows idx holds (z the columns' outputs): z[c] ^= the d
+// rows' blocks of base, and when bits is not nil, bit c0 + c of bits ^=
+// the parity of the rows' bits of u.
+func gatherGeneric(z, base []Block, idx []uint32, bits, u []uint64, c0 int) {
+	for c := range z {
+		r := idx[c*ferretCodeWeight : (c+1)*ferretCodeWeight : (c+1)*ferretCodeWeight]
+		b0, b1, b2, b3, b4 := base[r[0]], base[r[1]], base[r[2]], base[r[3]], base[r[4]]
+		b5, b6, b7, b8, b9 := base[r[5]], base[r[6]], base[r[7]], base[r[8]], base[r[9]]
+		z[c] = Block{
+			z[c].Lo ^ b0.Lo ^ b1.Lo ^ b2.Lo ^ b3.Lo ^ b4.Lo ^ b5.Lo ^ b6.Lo ^ b7.Lo ^ b8.Lo ^ b9.Lo,
+			z[c].Hi ^ b0.Hi ^ b1.Hi ^ b2.Hi ^ b3.Hi ^ b4.Hi ^ b5.Hi ^ b6.Hi ^ b7.Hi ^ b8.Hi ^ b9.Hi,
+		}
+		if bits != nil {
+			var x uint64
+			for _, i := range r {
+				x ^= u[i>>6] >> (i & 63)
+			}
 			j := c0 + c
-			z[j] = Block{
-				z[j].Lo ^ b0.Lo ^ b1.Lo ^ b2.Lo ^ b3.Lo ^ b4.Lo ^ b5.Lo ^ b6.Lo ^ b7.Lo ^ b8.Lo ^ b9.Lo,
-				z[j].Hi ^ b0.Hi ^ b1.Hi ^ b2.Hi ^ b3.Hi ^ b4.Hi ^ b5.Hi ^ b6.Hi ^ b7.Hi ^ b8.Hi ^ b9.Hi,
-			}
-			if bits != nil {
-				var x uint64
-				for _, i := range r {
-					x ^= u[i>>6] >> (i & 63)
-				}
-				bits[j>>6] ^= (x & 1) << (j & 63)
-			}
+			bits[j>>6] ^= (x & 1) << (j & 63)
 		}
 	}
 }
