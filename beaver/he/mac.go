@@ -2,8 +2,6 @@ package he
 
 import (
 	"math/bits"
-
-	"github.com/selectformer/selectformer/share"
 )
 
 // The HE weight product's inner loop, the sum Σ_r a_r(ζ_x)·w_r[x] over the
@@ -107,27 +105,39 @@ func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	for _, q := range s.p.Q {
 		fits = fits && q <= 1<<56
 	}
-	// The sums start at zero; their memory is scratch (1.5 MiB an output
-	// block: fresh, it was zeroed and faulted in by the Go heap every pass).
-	zeroed := share.GetZeroedWords
 	if fits {
-		a.limbs = zeroed(3 * n)
+		a.limbs = s.passSums(3 * n)
 		a.g, a.run = 4, min(nw, 8)
 		if useMacAVX512 && T%8 == 0 {
 			a.g = 8
 		}
 	} else {
-		a.lo, a.hi = zeroed(n), zeroed(n)
+		w := s.passSums(2 * n)
+		a.lo, a.hi = w[:n:n], w[n:]
 	}
 	return a
 }
 
-// release hands the sums' memory back once every output block is reduced
-// (finishBlock); a must not be used afterwards.
+// passSums returns n zero words of the admitted pass's sums. The sums are
+// scratch of up to tens of MiB a pass (1.5 MiB an output block); the
+// memory is the Scheme's, kept from pass to pass (only the holder of the
+// admission, runPass, calls this), because from the shared free lists a
+// dealer-free data owner's passes got fresh memory after most collections
+// (a collection every 0.1–0.5 s in sst2's phase 3) and faulted its pages in
+// again.
+func (s *Scheme) passSums(n int) []uint64 {
+	if cap(s.sums) < n {
+		s.sums = make([]uint64, n)
+		return s.sums
+	}
+	w := s.sums[:n]
+	clear(w)
+	return w
+}
+
+// release drops the accumulators' hold on the pass's sums once every
+// output block is reduced (finishBlock); a must not be used afterwards.
 func (a *accumulators) release() {
-	share.PutWords(a.limbs)
-	share.PutWords(a.lo)
-	share.PutWords(a.hi)
 	a.limbs, a.lo, a.hi = nil, nil, nil
 }
 

@@ -146,7 +146,10 @@ type Scheme struct {
 	// waiting product on the same weights into its pass (merge.go).
 	// peakAccumulating is the most passes admitted at once, and
 	// onAccumulate, when set, runs in each admitted pass (tests).
-	accumulating     chan struct{}
+	accumulating chan struct{}
+	// sums is the admitted pass's accumulator memory (passSums), used
+	// only by the admission's holder.
+	sums             []uint64
 	peakAccumulating atomic.Int64
 	nAccumulating    atomic.Int64
 	onAccumulate     func()
