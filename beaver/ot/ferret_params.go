@@ -113,6 +113,21 @@ var ferretB13 = ferretConfig{setup: ferretSetup, main: ferretMain}
 // noise and its own public code, as each main iteration has.
 var ferretPoolConfig = ferretConfig{setup: ferretSetup, main: ferretMain, warm: 16}
 
+// ferretSmallPoolConfig runs the setup set for every iteration: 428,858
+// COTs an iteration from buffers of 7.5 MB instead of 168 MB, at 5.2
+// bits a COT instead of 0.44.
+var ferretSmallPoolConfig = ferretConfig{main: ferretSetup}
+
+// ferretPoolConfigs are the configurations of a session's two silent-OT
+// directions, indexed by the party that holds Δ. Party 1, the data owner,
+// holds Δ in the direction that makes fewer COTs (sst2's phase-1 candidate
+// takes 146 k COTs there against 283 k the other way) and runs it on the
+// small set: a sender keeps two iteration buffers (ferret_pool.go), and
+// two of the main set's were 336 MB of a data owner's heap, whose phase 3
+// sits at its memory target (issue 38). The small set's bytes add about
+// 87 kB a phase-1 candidate (4.76 bits for each of the 146 k COTs).
+var ferretPoolConfigs = [2]ferretConfig{ferretPoolConfig, ferretSmallPoolConfig}
+
 // ferretMaxWarm bounds ferretConfig.warm.
 const ferretMaxWarm = 1 << 10
 

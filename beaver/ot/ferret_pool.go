@@ -134,14 +134,17 @@ type SilentStats struct {
 	WordsSent, WordsRecv int64
 }
 
-// SilentSteadyBytes returns what a COT costs in the main set's iterations
-// (ferretMain, bootstrapping itself): the bytes its receiver and its
-// sender send, 2,112 and 552,992 an iteration of 10,016,992 COTs (the
-// warm-up iterations of the setup set cost about 12 times as much a COT).
-func SilentSteadyBytes() (receiver, sender float64) {
-	p := ferretPoolConfig.main
-	n := float64(p.n - p.reserve())
-	return 8 * float64(spcotRoundWords(p)+ferretCheckUpWords) / n, 8 * float64(spcotReplyWords(p)+ferretCheckDownWords) / n
+// SilentSteadyBytes returns what a COT costs party in the steady state of
+// its session's silent-OT directions (ferretPoolConfigs: each iteration
+// bootstrapping itself): the bytes party sends as the receiver of a COT
+// in the direction in which the peer holds Δ, and as the sender of one in
+// the direction in which it holds Δ. The main set's receiver and sender
+// send 2,112 and 552,992 bytes an iteration of 10,016,992 COTs; the small
+// set about twelve times as much a COT.
+func SilentSteadyBytes(party int) (receiver, sender float64) {
+	r, s := ferretPoolConfigs[1-party&1].main, ferretPoolConfigs[party&1].main
+	return 8 * float64(spcotRoundWords(r)+ferretCheckUpWords) / float64(r.outputs()),
+		8 * float64(spcotReplyWords(s)+ferretCheckDownWords) / float64(s.outputs())
 }
 
 func (s *poolStats) add(sent, recv int) {
@@ -564,27 +567,29 @@ const (
 )
 
 // silentBootWords returns the words each party sends in startSilentConfig's
-// bootstrap with cfg: its SoftSpokenOT message as receiver of the peer's
-// base COTs (21,252 words, 170,016 bytes, for ferretPoolConfig).
+// bootstrap when the peer's direction runs cfg: its SoftSpokenOT message
+// as receiver of the peer's base COTs (21,252 words, 170,016 bytes, for
+// either of ferretPoolConfigs).
 func silentBootWords(cfg ferretConfig) int {
 	return mustSpoken(spokenK).callWords((cfg.baseCOTs()+127)&^127, true)
 }
 
-// startSilent starts the session's silent-OT pools with ferretPoolConfig:
+// startSilent starts the session's silent-OT pools with ferretPoolConfigs:
 // see startSilentConfig.
 func (s *Session) startSilent(ctx context.Context, c0, c1 Conn) error {
-	return s.startSilentConfig(ctx, c0, c1, ferretPoolConfig)
+	return s.startSilentConfig(ctx, c0, c1, ferretPoolConfigs)
 }
 
 // startSilentConfig starts the session's silent-OT pools: the direction in
-// which party d holds Δ runs on cd. It draws each direction's base COTs
-// (cfg.baseCOTs(), 41,158 for ferretPoolConfig) with a SoftSpokenOT
-// generator on c0 (two calls, one round each, silentBootWords each way), makes the Ferret instances, and starts this party's sender half
-// serving on its stream in a goroutine, which ends when the stream fails
-// (the connection closes) or an iteration does. Generators made after it
-// draw their OTs from the pools. Both parties call it once, after Setup,
-// before making generators.
-func (s *Session) startSilentConfig(ctx context.Context, c0, c1 Conn, cfg ferretConfig) error {
+// which party d holds Δ runs on cd with cfgs[d]. It draws each direction's
+// base COTs (cfgs[d].baseCOTs(), 41,158 for ferretPoolConfigs) with a
+// SoftSpokenOT generator on c0 (two calls, one round each, silentBootWords
+// each way), makes the Ferret instances, and starts this party's sender
+// half serving on its stream in a goroutine, which ends when the stream
+// fails (the connection closes) or an iteration does. Generators made
+// after it draw their OTs from the pools. Both parties call it once, after
+// Setup, before making generators.
+func (s *Session) startSilentConfig(ctx context.Context, c0, c1 Conn, cfgs [2]ferretConfig) error {
 	if s.silent != nil {
 		return fmt.Errorf("ot: silent OT: already started")
 	}
@@ -594,7 +599,7 @@ func (s *Session) startSilentConfig(ctx context.Context, c0, c1 Conn, cfg ferret
 	}
 	var base [2]DeltaOT
 	for d := range base {
-		if base[d], err = g.DeltaOTs(ctx, cfg.baseCOTs(), d); err != nil {
+		if base[d], err = g.DeltaOTs(ctx, cfgs[d].baseCOTs(), d); err != nil {
 			return fmt.Errorf("ot: silent OT: base COTs of party %d's direction: %w", d, err)
 		}
 	}
@@ -611,14 +616,14 @@ func (s *Session) startSilentConfig(ctx context.Context, c0, c1 Conn, cfg ferret
 	if err != nil {
 		return fmt.Errorf("ot: silent OT: %w", err)
 	}
-	snd, err := newFerretSender(cfg, keys(me), base[me], secret)
+	snd, err := newFerretSender(cfgs[me], keys(me), base[me], secret)
 	if err != nil {
 		return fmt.Errorf("ot: silent OT: %w", err)
 	}
 	if secret, err = share.NewSeed(); err != nil {
 		return fmt.Errorf("ot: silent OT: %w", err)
 	}
-	rcv, err := newFerretReceiver(cfg, keys(peer), base[peer], secret)
+	rcv, err := newFerretReceiver(cfgs[peer], keys(peer), base[peer], secret)
 	if err != nil {
 		return fmt.Errorf("ot: silent OT: %w", err)
 	}

@@ -180,19 +180,80 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 }
 
 // silentSessions returns two bound sessions whose silent-OT pools run
-// with cfg over a pipe, and the test's context.
+// with cfg in both directions over a pipe, and the test's context.
 func silentSessions(t *testing.T, cfg ferretConfig, seed uint64) (s0, s1 *Session, ctx context.Context) {
+	t.Helper()
+	return silentSessionsWith(t, [2]ferretConfig{cfg, cfg}, seed)
+}
+
+// silentSessionsWith is silentSessions with the direction in which party d
+// holds Δ on cfgs[d].
+func silentSessionsWith(t *testing.T, cfgs [2]ferretConfig, seed uint64) (s0, s1 *Session, ctx context.Context) {
 	t.Helper()
 	s0, s1 = fakePair(t, spokenK, rand.New(rand.NewPCG(seed, seed+1)))
 	c0, c1 := transport.Pipe(transport.Options{})
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx = testCtx(t)
 	both(t, func() (struct{}, error) {
-		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfg)
+		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfgs)
 	}, func() (struct{}, error) {
-		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfg)
+		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfgs)
 	})
 	return s0, s1, ctx
+}
+
+// TestSilentPoolDirections: a session's pools run the main set where party
+// 0 holds Δ and the small set (emp-ot's setup set, every iteration) where
+// party 1, the data owner, does, on both parties' halves; COTs taken over
+// three of the small set's iterations (party 0 choosing, party 1 holding Δ)
+// are all correct, and the steady bytes a COT follow each direction's set.
+func TestSilentPoolDirections(t *testing.T) {
+	s0, s1, ctx := silentSessionsWith(t, ferretPoolConfigs, 25)
+	for _, c := range []struct {
+		name string
+		got  ferretConfig
+		want ferretConfig
+	}{
+		{"party 0 as sender", s0.silent.send.inst.cfg, ferretPoolConfig},
+		{"party 1 as receiver", s1.silent.recv.inst.cfg, ferretPoolConfig},
+		{"party 1 as sender", s1.silent.send.inst.cfg, ferretSmallPoolConfig},
+		{"party 0 as receiver", s0.silent.recv.inst.cfg, ferretSmallPoolConfig},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, c.got, c.want)
+		}
+	}
+	if ferretSmallPoolConfig.at(0) != ferretSetup || ferretSmallPoolConfig.at(1000) != ferretSetup || ferretPoolConfig.at(16) != ferretMain {
+		t.Fatal("the sets of the pools' iterations changed")
+	}
+	n := 2*int(poolAligned(ferretSmallPoolConfig, 0)) + 1024
+	msg, ch, tr, _, err := s0.silent.recvRandom(ctx, nil, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := s1.silent.sendTake(ctx, msg, n, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPoolCOTs(t, q, tr, ch, s1.delta)
+	if st, _ := s1.silent.snapshot(); st.Iterations != 3 {
+		t.Errorf("party 1 as sender ran %d iterations for %d COTs, want 3 of the small set", st.Iterations, n)
+	}
+	perCOT := func(words int, p ferretParams) float64 { return 8 * float64(words) / float64(p.outputs()) }
+	r0, s0b := SilentSteadyBytes(0)
+	r1, s1b := SilentSteadyBytes(1)
+	if want := perCOT(spcotRoundWords(ferretSetup)+ferretCheckUpWords, ferretSetup); r0 != want {
+		t.Errorf("party 0's bytes as receiver %.4f a COT, want the small set's %.4f", r0, want)
+	}
+	if want := perCOT(spcotReplyWords(ferretMain)+ferretCheckDownWords, ferretMain); s0b != want {
+		t.Errorf("party 0's bytes as sender %.4f a COT, want the main set's %.4f", s0b, want)
+	}
+	if want := perCOT(spcotRoundWords(ferretMain)+ferretCheckUpWords, ferretMain); r1 != want {
+		t.Errorf("party 1's bytes as receiver %.4f a COT, want the main set's %.4f", r1, want)
+	}
+	if want := perCOT(spcotReplyWords(ferretSetup)+ferretCheckDownWords, ferretSetup); s1b != want {
+		t.Errorf("party 1's bytes as sender %.4f a COT, want the small set's %.4f", s1b, want)
+	}
 }
 
 // checkPoolCOTs fails the test unless every receiver row t[j] is the

@@ -197,15 +197,15 @@ func subSilent(a, b ot.SilentStats) ot.SilentStats {
 }
 
 // steadySent returns what party a sent in the run with its silent-OT
-// iterations charged at the main set's cost per COT instead of what they
+// iterations charged at their steady cost per COT (ot.SilentSteadyBytes) instead of what they
 // cost in the run (no iteration, one, or warm-up ones of the setup set):
 // a sends as receiver of the COTs it took as receiver and as sender of
 // those the peer took.
-func steadySent(a freeForward) (float64, bool) {
+func steadySent(a freeForward, party int) (float64, bool) {
 	if a.silent == (ot.SilentStats{}) {
 		return 0, false
 	}
-	rb, sb := ot.SilentSteadyBytes()
+	rb, sb := ot.SilentSteadyBytes(party)
 	return float64(a.total.BytesSent-8*a.silent.WordsSent) + rb*float64(a.silent.Received) + sb*float64(a.silent.Sent), true
 }
 
@@ -306,10 +306,10 @@ func runForwardFree(ctx context.Context, cfg bench.ForwardConfig, src source.Sou
 		if s0 != a.total.BytesSent || s1 != b.total.BytesSent {
 			fmt.Fprintf(stdout, "(the kinds' bytes %d/%d differ from the provider's total %d/%d: draws overlapped)\n", s0, s1, a.total.BytesSent, b.total.BytesSent)
 		}
-		if sa, ok := steadySent(a); ok {
-			sb, _ := steadySent(b)
+		if sa, ok := steadySent(a, 0); ok {
+			sb, _ := steadySent(b, 1)
 			fmt.Fprintf(stdout, "silent OTs: p0 took %d as receiver, p1 %d; %d Ferret iterations in the run (p0 sent %d, p1 %d bytes in them); "+
-				"with every COT at the main set's cost the provider traffic is p0→p1 %.0f, p1→p0 %.0f bytes (steady state)\n",
+				"with every COT at its direction's steady cost the provider traffic is p0→p1 %.0f, p1→p0 %.0f bytes (steady state)\n",
 				a.silent.Received, b.silent.Received, a.silent.Iterations, 8*a.silent.WordsSent, 8*b.silent.WordsSent, sa, sb)
 		}
 	}
