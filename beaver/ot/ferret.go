@@ -121,6 +121,7 @@ type ferretReceiver struct {
 	bits     []uint64 // an iteration's choices, reused
 	iter     uint64
 	tweak    uint64
+	begun    *ferretBegun // the next iteration, begun (cfg.overlap)
 	broken   bool
 }
 
@@ -239,14 +240,12 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	}
 	r.broken = true
 	p := r.cur
-	alpha := make([]int, p.t)
-	for b := range alpha {
-		alpha[b] = int(r.rand.Uint64() & uint64(p.bin()-1))
-	}
-	treeU := extractBits(r.reserveU, p.k, p.treeOTs())
-	sr, d := newSPCOTReceiver(p, alpha, treeU, r.reserveT[p.k:p.checkFirst()])
-	if err := conn.send(ctx, d); err != nil {
-		return nil, nil, fmt.Errorf("ot: ferret: send tree choices: %w", err)
+	bg := r.begun
+	r.begun = nil
+	if bg == nil {
+		if bg, err = r.begin(ctx, conn, p); err != nil {
+			return nil, nil, err
+		}
 	}
 	msg, err := conn.recv(ctx, spcotReplyWords(p))
 	if err != nil {
@@ -258,8 +257,9 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	}
 	r.out = reuseBlocks(r.out, p.n)
 	leaves := r.out
-	sr.finish(newFerretTrees(r.keys.prg, p.logBin), r.hash, leaves, sums, corr, r.tweak)
-	if err := r.check(ctx, conn, p, alpha, leaves); err != nil {
+	bg.sr.finish(newFerretTrees(r.keys.prg, p.logBin), r.hash, leaves, sums, corr, r.tweak)
+	W, err := r.challenge(ctx, conn, p, bg.alpha, leaves)
+	if err != nil {
 		return nil, nil, err
 	}
 	if cap(r.bits) < share.PackedWords(p.n) {
@@ -267,7 +267,7 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	}
 	bits := r.bits[:share.PackedWords(p.n)]
 	clear(bits)
-	for b, a := range alpha {
+	for b, a := range bg.alpha {
 		j := b<<p.logBin + a
 		bits[j>>6] |= 1 << (j & 63)
 	}
@@ -281,6 +281,18 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	m := p.n - next.reserve()
 	r.reserveU = extractBits(bits, m, next.reserve())
 	r.reserveT = append(r.reserveT[:0], leaves[m:]...)
+	if r.cfg.overlap {
+		// The next iteration's choices message is masked by choice bits
+		// of this one's reserve, which depend on the receiver's secrets
+		// (its noise points and LPN secret) only: a sender that cheated
+		// in this iteration learns nothing more from it.
+		if r.begun, err = r.begin(ctx, conn, next); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := r.verify(ctx, conn, W); err != nil {
+		return nil, nil, err
+	}
 	choices = bits[:share.PackedWords(m):share.PackedWords(m)]
 	share.MaskTail(choices, m)
 	r.tweak += uint64(p.treeOTs())
@@ -290,15 +302,37 @@ func (r *ferretReceiver) extend(ctx context.Context, conn ferretConn) (choices [
 	return choices, leaves[:m:m], nil
 }
 
-// check runs the receiver's side of the iteration's consistency check
-// (ferret_check.go) on its leaves w: it sends σ and x′ = x* ⊕ u, computes
-// W while the sender computes V, and compares the sender's hash with
-// H(W). A mismatch returns an error wrapping errFerretCheck.
-func (r *ferretReceiver) check(ctx context.Context, conn ferretConn, p ferretParams, alpha []int, w []Block) error {
+// ferretBegun is an iteration the receiver has begun: its noise points and
+// the trees' receiver whose choices message it sent.
+type ferretBegun struct {
+	alpha []int
+	sr    *spcotReceiver
+}
+
+// begin draws the noise points of the next iteration, on set p and the
+// current reserve, and sends the trees' choices message.
+func (r *ferretReceiver) begin(ctx context.Context, conn ferretConn, p ferretParams) (*ferretBegun, error) {
+	alpha := make([]int, p.t)
+	for b := range alpha {
+		alpha[b] = int(r.rand.Uint64() & uint64(p.bin()-1))
+	}
+	treeU := extractBits(r.reserveU, p.k, p.treeOTs())
+	sr, d := newSPCOTReceiver(p, alpha, treeU, r.reserveT[p.k:p.checkFirst()])
+	if err := conn.send(ctx, d); err != nil {
+		return nil, fmt.Errorf("ot: ferret: send tree choices: %w", err)
+	}
+	return &ferretBegun{alpha: alpha, sr: sr}, nil
+}
+
+// challenge runs the receiver's side of the iteration's consistency check
+// (ferret_check.go) on its leaves w up to the sender's answer: it sends σ
+// and x′ = x* ⊕ u and returns W, which verify compares with the sender's
+// hash.
+func (r *ferretReceiver) challenge(ctx context.Context, conn ferretConn, p ferretParams, alpha []int, w []Block) (Block, error) {
 	seed := Block{r.rand.Uint64(), r.rand.Uint64()}
 	chi, err := newFerretChi(seed, r.keys.gen, r.iter)
 	if err != nil {
-		return err
+		return Block{}, err
 	}
 	var xs Block
 	for b, a := range alpha {
@@ -306,9 +340,15 @@ func (r *ferretReceiver) check(ctx context.Context, conn ferretConn, p ferretPar
 	}
 	u := extractBits(r.reserveU, p.checkFirst(), ferretCheckOTs)
 	if err := conn.send(ctx, []uint64{seed.Lo, seed.Hi, xs.Lo ^ u[0], xs.Hi ^ u[1]}); err != nil {
-		return fmt.Errorf("ot: ferret: send check challenge: %w", err)
+		return Block{}, fmt.Errorf("ot: ferret: send check challenge: %w", err)
 	}
-	W := checkReceiverValue(chi, w, r.reserveT[p.checkFirst():p.reserve()])
+	return checkReceiverValue(chi, w, r.reserveT[p.checkFirst():p.reserve()]), nil
+}
+
+// verify receives the sender's check hash of the current iteration and
+// compares it with H(W). A mismatch returns an error wrapping
+// errFerretCheck.
+func (r *ferretReceiver) verify(ctx context.Context, conn ferretConn, W Block) error {
 	msg, err := conn.recv(ctx, ferretCheckDownWords)
 	if err != nil {
 		return fmt.Errorf("ot: ferret: receive check hash: %w", err)

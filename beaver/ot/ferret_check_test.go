@@ -3,6 +3,7 @@ package ot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -255,5 +256,46 @@ func TestFerretCheckSetupIteration(t *testing.T) {
 		if !errors.Is(errR, errFerretCheck) {
 			t.Fatalf("tree %d's correction altered in the setup iteration: %v", b, errR)
 		}
+	}
+}
+
+// TestFerretOverlap: with overlap the receiver sends each iteration's
+// first message before it receives the last one's check hash, over one
+// persistent connection: every iteration's COTs are correct, the receiver
+// is one message ahead of the sender after each, and a check hash altered
+// in a later iteration still fails that iteration's extend with
+// errFerretCheck and no COTs, the next message (already sent) changing
+// nothing.
+func TestFerretOverlap(t *testing.T) {
+	for _, alter := range []bool{false, true} {
+		t.Run(fmt.Sprint("altered hash ", alter), func(t *testing.T) {
+			cfg := ferretConfig{main: ferretTinyMain, overlap: true}
+			ctx := ferretCtx(t)
+			s, r := ferretPair(t, cfg, 13)
+			ps, pr := ferretPipes()
+			ts := &ferretTamper{ferretPipe: ps, at: -1}
+			if alter {
+				ts.at, ts.alter = 2*3+1, func(m []uint64) { m[0] ^= 1 } // the fourth iteration's hash
+			}
+			for it := range 5 {
+				out, errS, errR := ferretRun(ctx, s, r, ts, pr)
+				if errS != nil {
+					t.Fatalf("iteration %d: sender: %v", it, errS)
+				}
+				if alter && it == 3 {
+					if !errors.Is(errR, errFerretCheck) || out.x != nil || out.tr != nil {
+						t.Fatalf("iteration %d with an altered hash: %v, %d COTs", it, errR, len(out.tr))
+					}
+					return
+				}
+				if errR != nil {
+					t.Fatalf("iteration %d: receiver: %v", it, errR)
+				}
+				checkCOTs(t, s.delta, out)
+				if pr.msgs != 2*(it+1)+1 || ps.msgs != 2*(it+1) {
+					t.Fatalf("after iteration %d: receiver sent %d messages, sender %d; want %d and %d", it, pr.msgs, ps.msgs, 2*(it+1)+1, 2*(it+1))
+				}
+			}
+		})
 	}
 }
