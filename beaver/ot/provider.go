@@ -43,11 +43,12 @@ type ProviderOptions struct {
 	// with ErrModeMismatch otherwise. Give each provider its own.
 	WeightMasks WeightMaskGenerator
 	// SilentOT makes the session's OTs with Ferret silent OT
-	// (ferret_pool.go): about 0.44 bits of extension a COT plus one bit an
-	// OT of derandomisation, against SoftSpokenOT's 32 bits an OT, for more
-	// CPU (the LPN encoding) and up to four 168 MB iteration buffers a
-	// party (bench/TWOHOSTS.md step 21). Both parties must agree: the setup
-	// fails with ErrModeMismatch otherwise.
+	// (ferret_pool.go): about 0.44 bits of extension a COT where party 0
+	// holds Δ and 5.2 where party 1 does (ferretPoolConfigs), plus one bit
+	// an OT of derandomisation, against SoftSpokenOT's 32 bits an OT, for
+	// more CPU (the LPN encoding) and up to two 168 MB iteration buffers
+	// a party (bench/TWOHOSTS.md steps 21 and 25). Both parties must agree:
+	// the setup fails with ErrModeMismatch otherwise.
 	SilentOT bool
 }
 
