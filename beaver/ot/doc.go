@@ -161,13 +161,14 @@
 // SoftSpokenOT's 32. Its §5 consistency check (ferret_check.go) stops an
 // active sender from making the receiver's outputs depend on its noise
 // beyond one guess, which ends the instance when wrong; an active receiver
-// needs none. A Provider's session runs one instance per direction on
-// streams StreamBase−1 and StreamBase−2 (ferret_pool.go): on the main set
-// where party 0 holds Δ, and where party 1 (the data owner, whose memory
-// is the tighter) holds it on emp-ot's setup set (470,016 COTs an
-// iteration in 7.5 MB buffers, 5.2 bits a COT), its iterations overlapped
-// (one round trip each: the receiver begins the next before it checks the
-// last; ferretConfig.overlap), its base COTs
+// needs none. A Provider's session runs the instances of each direction
+// (ferret_pool.go) on streams below StreamBase: one on the main set where
+// party 0 holds Δ (StreamBase−1), and where party 1 (the data owner, whose
+// memory is the tighter) holds it two chains on emp-ot's setup set
+// (470,016 COTs an iteration in 7.5 MB buffers, 5.2 bits a COT;
+// StreamBase−2 and −4), their iterations overlapped (one round trip each:
+// the receiver begins the next before it checks the last;
+// ferretConfig.overlap and chains), its base COTs
 // from SoftSpokenOT at bind, and every generator of the session takes its
 // OTs from them instead of extending its own (extension.go): the receiver
 // names each range (its first index, and e = c ⊕ x for chosen choices: one

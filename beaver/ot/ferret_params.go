@@ -101,11 +101,23 @@ func (p ferretParams) check() error {
 // it for a small set, whose iterations a lane's demand turns over every
 // few candidates (with the main set it would make the sender hold one
 // buffer of 168 MB more). The sender is unchanged.
+//
+// chains is the number of independent instances the direction runs (0
+// means one), each on its own stream, base COTs and keys, whose iterations
+// run side by side: over a WAN a chain makes one iteration a round trip.
 type ferretConfig struct {
 	setup, main ferretParams
 	warm        int
 	overlap     bool
+	chains      int
 }
+
+// ferretMaxChains bounds ferretConfig.chains (and the provider's streams
+// below its base: silentMaxStream).
+const ferretMaxChains = 2
+
+// chainCount returns the chains of the configuration, at least one.
+func (c ferretConfig) chainCount() int { return max(1, c.chains) }
 
 // ferretB13 is emp-ot's configuration: one ferretSetup iteration, then
 // ferretMain.
@@ -123,11 +135,13 @@ var ferretPoolConfig = ferretConfig{setup: ferretSetup, main: ferretMain, warm: 
 
 // ferretSmallPoolConfig runs the setup set for every iteration: 428,858
 // COTs an iteration from buffers of 7.5 MB instead of 168 MB, at 5.2
-// bits a COT instead of 0.44, its iterations overlapped: over the paper's
-// WAN (100 ms round trips) a chain of them makes about 4 M COTs a second
-// instead of 2 M, above the 3.3 M a second that a data owner's phase 1 at
-// 22 candidates a second takes in this direction (146 k a candidate).
-var ferretSmallPoolConfig = ferretConfig{main: ferretSetup, overlap: true}
+// bits a COT instead of 0.44, its iterations overlapped, in two chains:
+// over the paper's WAN (100 ms round trips) one chain made 1.6–1.7 M COTs a
+// second, 2.6–2.8 M overlapped (BenchmarkSilentPoolLink), below the 3.6 M
+// a second that a data owner's phase 1 at 25 candidates a second takes in
+// this direction (146 k a candidate); two overlapped chains make twice as
+// many.
+var ferretSmallPoolConfig = ferretConfig{main: ferretSetup, overlap: true, chains: 2}
 
 // ferretPoolConfigs are the configurations of a session's two silent-OT
 // directions, indexed by the party that holds Δ. Party 1, the data owner,
@@ -168,6 +182,9 @@ func (c ferretConfig) baseCOTs() int { return c.first().reserve() }
 // check validates both sets and that the setup iteration's output covers
 // the main reserve.
 func (c ferretConfig) check() error {
+	if c.chains < 0 || c.chains > ferretMaxChains {
+		return fmt.Errorf("ot: ferret: %d chains, want 0 … %d", c.chains, ferretMaxChains)
+	}
 	if err := c.main.check(); err != nil {
 		return fmt.Errorf("main set: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"github.com/selectformer/selectformer/beaver"
 	"github.com/selectformer/selectformer/share"
@@ -466,11 +467,35 @@ func (p *poolReceiver) take(ctx context.Context, n int, t []Block, x []uint64) (
 	return j0, nil
 }
 
-// silentPools is this party's two halves of the session's silent OTs.
+// silentPools is this party's two halves of the session's silent OTs,
+// each one or more independent chains of iterations (ferretConfig.chains):
+// send the chains of the direction in which this party holds Δ, recv the
+// peer's. A range's first index carries its chain in the bits from
+// poolChainShift, so the ranges of different chains (under the same Δ)
+// never share a hash tweak.
 type silentPools struct {
-	send  *poolSender
-	recv  *poolReceiver
+	send  []*poolSender
+	recv  []*poolReceiver
+	next  atomic.Uint64 // the receiver's takes go to its chains in turn
 	stats poolStats
+}
+
+// poolChainShift is the bit of a range's first index from which its chain
+// is written: a chain's own indices stay below 2^58.
+const poolChainShift = 58
+
+// take takes n COTs as receiver from the next chain in turn and returns
+// the first one's index with the chain in it.
+func (s *silentPools) take(ctx context.Context, n int, t []Block, x []uint64) (uint64, error) {
+	c := (s.next.Add(1) - 1) % uint64(len(s.recv))
+	j, err := s.recv[c].take(ctx, n, t, x)
+	if err != nil {
+		return 0, err
+	}
+	if j+uint64(n) > 1<<poolChainShift {
+		return 0, fmt.Errorf("internal: silent OT chain %d past 2^%d COTs", c, poolChainShift)
+	}
+	return j | c<<poolChainShift, nil
 }
 
 // senderWords returns the words a receiver's take message has for n COTs:
@@ -495,7 +520,7 @@ func (s *silentPools) recvChosen(ctx context.Context, dst, choices []uint64, n i
 	t = getBlocks(n)
 	x := getWords(n / 64)
 	defer putWords(x)
-	j, err := s.recv.take(ctx, n, t, x)
+	j, err := s.take(ctx, n, t, x)
 	if err != nil {
 		putBlocks(t)
 		return nil, nil, 0, err
@@ -516,7 +541,7 @@ func (s *silentPools) recvRandom(ctx context.Context, dst []uint64, n int) (msg,
 	}
 	t = getBlocks(n)
 	choices = make([]uint64, n/64)
-	j, err := s.recv.take(ctx, n, t, choices)
+	j, err := s.take(ctx, n, t, choices)
 	if err != nil {
 		putBlocks(t)
 		return nil, nil, nil, 0, err
@@ -540,8 +565,12 @@ func (s *silentPools) sendTake(ctx context.Context, msg []uint64, n int, chosen 
 	if chosen {
 		e = msg[1:]
 	}
+	c := msg[0] >> poolChainShift
+	if c >= uint64(len(s.send)) {
+		return nil, 0, fmt.Errorf("COTs from %d: chain %d of %d: %w", msg[0]&(1<<poolChainShift-1), c, len(s.send), ErrSilentRange)
+	}
 	q := getBlocks(n)
-	if err := s.send.take(ctx, msg[0], n, e, q); err != nil {
+	if err := s.send[c].take(ctx, msg[0]&(1<<poolChainShift-1), n, e, q); err != nil {
 		putBlocks(q)
 		return nil, 0, err
 	}
@@ -560,76 +589,112 @@ func (s *silentPools) snapshot() (SilentStats, int64) {
 // Reserved generator ids of a session's silent OTs, above every beaver
 // stream's (the provider refuses stream ids ≥ MaxUint32 − its base): the
 // bootstrap's SoftSpokenOT generator, and the hash domains of the Ferret
-// instances in which party 0 and party 1 hold Δ.
+// instances, silentGenBase + d − 2c for chain c of the direction in which
+// party d holds Δ.
 const (
 	silentBootGen uint32 = math.MaxUint32
-	silentGenBase uint32 = math.MaxUint32 - 2 // + the sender's party
+	silentGenBase uint32 = math.MaxUint32 - 2
 )
 
+// silentStream returns the offset below the provider's stream base of the
+// transport stream of chain c of the direction in which party d holds Δ:
+// 1 and 2 for the first chains, 3 + 2(c − 1) + d for the others.
+func silentStream(d, c int) uint32 {
+	if c == 0 {
+		return uint32(1 + d)
+	}
+	return uint32(3 + 2*(c-1) + d)
+}
+
+// silentMaxStream is the largest silentStream of ferretMaxChains chains.
+const silentMaxStream = 3 + 2*(ferretMaxChains-2) + 1
+
 // silentBootWords returns the words each party sends in startSilentConfig's
-// bootstrap when the peer's direction runs cfg: its SoftSpokenOT message
-// as receiver of the peer's base COTs (21,252 words, 170,016 bytes, for
-// either of ferretPoolConfigs).
+// bootstrap when the peer's direction runs cfg: its SoftSpokenOT messages
+// as receiver of the peer's base COTs, one for each chain (21,252 words,
+// 170,016 bytes, for the first of either of ferretPoolConfigs, which
+// carries the extension's trees; 20,740 for a second).
 func silentBootWords(cfg ferretConfig) int {
-	return mustSpoken(spokenK).callWords((cfg.baseCOTs()+127)&^127, true)
+	sp, n := mustSpoken(spokenK), (cfg.baseCOTs()+127)&^127
+	return sp.callWords(n, true) + (cfg.chainCount()-1)*sp.callWords(n, false)
 }
 
 // startSilent starts the session's silent-OT pools with ferretPoolConfigs:
 // see startSilentConfig.
-func (s *Session) startSilent(ctx context.Context, c0, c1 Conn) error {
-	return s.startSilentConfig(ctx, c0, c1, ferretPoolConfigs)
+func (s *Session) startSilent(ctx context.Context, open func(off uint32) Conn) error {
+	return s.startSilentConfig(ctx, open, ferretPoolConfigs)
 }
 
 // startSilentConfig starts the session's silent-OT pools: the direction in
-// which party d holds Δ runs on cd with cfgs[d]. It draws each direction's
-// base COTs (cfgs[d].baseCOTs(), 41,158 for ferretPoolConfigs) with a
-// SoftSpokenOT generator on c0 (two calls, one round each, silentBootWords
-// each way), makes the Ferret instances, and starts this party's sender
-// half serving on its stream in a goroutine, which ends when the stream
-// fails (the connection closes) or an iteration does. Generators made
-// after it draw their OTs from the pools. Both parties call it once, after
-// Setup, before making generators.
-func (s *Session) startSilentConfig(ctx context.Context, c0, c1 Conn, cfgs [2]ferretConfig) error {
+// which party d holds Δ runs cfgs[d], its chain c on the transport stream
+// open(silentStream(d, c)). It draws each chain's base COTs
+// (cfgs[d].baseCOTs(), 41,158 for ferretPoolConfigs) with a SoftSpokenOT
+// generator on stream 1 (one call and round for each chain, direction 0's
+// first, silentBootWords each way), makes the Ferret instances, and starts
+// this party's sender halves serving on their streams in goroutines, each
+// ending when its stream fails (the connection closes) or an iteration
+// does. Generators made after it draw their OTs from the pools. Both
+// parties call it once, after Setup, before making generators.
+func (s *Session) startSilentConfig(ctx context.Context, open func(off uint32) Conn, cfgs [2]ferretConfig) error {
 	if s.silent != nil {
 		return fmt.Errorf("ot: silent OT: already started")
 	}
-	g, err := s.NewGen(c0, silentBootGen)
-	if err != nil {
-		return fmt.Errorf("ot: silent OT: %w", err)
-	}
-	var base [2]DeltaOT
-	for d := range base {
-		if base[d], err = g.DeltaOTs(ctx, cfgs[d].baseCOTs(), d); err != nil {
-			return fmt.Errorf("ot: silent OT: base COTs of party %d's direction: %w", d, err)
+	for d, cfg := range cfgs {
+		if err := cfg.check(); err != nil {
+			return fmt.Errorf("ot: silent OT: party %d's direction: %w", d, err)
 		}
 	}
-	keys := func(d int) ferretKeys {
-		h := sha256.Sum256(append(s.ferretKey[:], byte(d)))
-		c := sha256.Sum256(append(s.ferretKey[:], byte(d), 'c'))
-		return ferretKeys{prg: newFixedAES([16]byte(h[:16])), hash: newFixedAES([16]byte(h[16:])),
-			gen: silentGenBase + uint32(d), code: share.Seed(c[:share.SeedSize])}
+	g, err := s.NewGen(open(silentStream(0, 0)), silentBootGen)
+	if err != nil {
+		return fmt.Errorf("ot: silent OT: %w", err)
 	}
-	conns := [2]Conn{c0, c1}
+	var base [2][]DeltaOT
+	for d, cfg := range cfgs {
+		for c := range cfg.chainCount() {
+			b, err := g.DeltaOTs(ctx, cfg.baseCOTs(), d)
+			if err != nil {
+				return fmt.Errorf("ot: silent OT: base COTs of party %d's direction, chain %d: %w", d, c, err)
+			}
+			base[d] = append(base[d], b)
+		}
+	}
+	keys := func(d, c int) ferretKeys {
+		tag := []byte{byte(d)}
+		if c > 0 {
+			tag = append(tag, 'k', byte(c))
+		}
+		h := sha256.Sum256(append(s.ferretKey[:], tag...))
+		k := sha256.Sum256(append(append(s.ferretKey[:], tag...), 'c'))
+		return ferretKeys{prg: newFixedAES([16]byte(h[:16])), hash: newFixedAES([16]byte(h[16:])),
+			gen: silentGenBase + uint32(d) - 2*uint32(c), code: share.Seed(k[:share.SeedSize])}
+	}
 	sp := &silentPools{}
 	me, peer := s.party, 1-s.party
-	secret, err := share.NewSeed()
-	if err != nil {
-		return fmt.Errorf("ot: silent OT: %w", err)
+	for c := range cfgs[me].chainCount() {
+		secret, err := share.NewSeed()
+		if err != nil {
+			return fmt.Errorf("ot: silent OT: %w", err)
+		}
+		snd, err := newFerretSender(cfgs[me], keys(me, c), base[me][c], secret)
+		if err != nil {
+			return fmt.Errorf("ot: silent OT: %w", err)
+		}
+		sp.send = append(sp.send, newPoolSender(snd, open(silentStream(me, c)), &sp.stats))
 	}
-	snd, err := newFerretSender(cfgs[me], keys(me), base[me], secret)
-	if err != nil {
-		return fmt.Errorf("ot: silent OT: %w", err)
+	for c := range cfgs[peer].chainCount() {
+		secret, err := share.NewSeed()
+		if err != nil {
+			return fmt.Errorf("ot: silent OT: %w", err)
+		}
+		rcv, err := newFerretReceiver(cfgs[peer], keys(peer, c), base[peer][c], secret)
+		if err != nil {
+			return fmt.Errorf("ot: silent OT: %w", err)
+		}
+		sp.recv = append(sp.recv, newPoolReceiver(rcv, open(silentStream(peer, c)), &sp.stats))
 	}
-	if secret, err = share.NewSeed(); err != nil {
-		return fmt.Errorf("ot: silent OT: %w", err)
-	}
-	rcv, err := newFerretReceiver(cfgs[peer], keys(peer), base[peer], secret)
-	if err != nil {
-		return fmt.Errorf("ot: silent OT: %w", err)
-	}
-	sp.send = newPoolSender(snd, conns[me], &sp.stats)
-	sp.recv = newPoolReceiver(rcv, conns[peer], &sp.stats)
 	s.silent = sp
-	go sp.send.serve(context.WithoutCancel(ctx))
+	for _, snd := range sp.send {
+		go snd.serve(context.WithoutCancel(ctx))
+	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/selectformer/selectformer/beaver"
@@ -144,8 +145,10 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 			}
 			// The bind: base OTs, then the bootstrap's SoftSpokenOT message
 			// of each party as receiver.
-			if want := 19552 + 8*int64(silentBootWords(ferretPoolConfig)); p0.Stats().BytesSent != want || p1.Stats().BytesSent != want {
-				t.Fatalf("bind bytes: party 0 sent %d, party 1 %d; want %d each", p0.Stats().BytesSent, p1.Stats().BytesSent, want)
+			// Party 0 receives the base COTs of party 1's two chains.
+			want0, want1 := 19552+8*int64(silentBootWords(ferretPoolConfigs[1])), 19552+8*int64(silentBootWords(ferretPoolConfigs[0]))
+			if p0.Stats().BytesSent != want0 || p1.Stats().BytesSent != want1 || want0 <= want1 {
+				t.Fatalf("bind bytes: party 0 sent %d, party 1 %d; want %d and %d", p0.Stats().BytesSent, p1.Stats().BytesSent, want0, want1)
 			}
 			ctx := testCtx(t)
 			m0, m1 := both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
@@ -202,34 +205,42 @@ func silentSessionsOver(t testing.TB, cfgs [2]ferretConfig, seed uint64, opt tra
 	t.Cleanup(func() { c0.Close(); c1.Close() })
 	ctx = testCtx(t)
 	both(t, func() (struct{}, error) {
-		return struct{}{}, s0.startSilentConfig(ctx, c0.Stream(1), c0.Stream(2), cfgs)
+		return struct{}{}, s0.startSilentConfig(ctx, func(off uint32) Conn { return c0.Stream(off) }, cfgs)
 	}, func() (struct{}, error) {
-		return struct{}{}, s1.startSilentConfig(ctx, c1.Stream(1), c1.Stream(2), cfgs)
+		return struct{}{}, s1.startSilentConfig(ctx, func(off uint32) Conn { return c1.Stream(off) }, cfgs)
 	})
 	return s0, s1, ctx
 }
 
 // TestSilentPoolDirections: a session's pools run the main set where party
 // 0 holds Δ and the small set (emp-ot's setup set, every iteration,
-// overlapped) where party 1, the data owner, does, on both parties'
-// halves; COTs taken over three of the small set's iterations (party 0
-// choosing, party 1 holding Δ) are all correct, the receiver has begun the
-// fourth before checking the third, and the steady bytes a COT follow each
-// direction's set.
+// overlapped, two chains) where party 1, the data owner, does, on both
+// parties' halves; COTs taken over three of the small set's iterations
+// (party 0 choosing, party 1 holding Δ) are all correct, the receiver has
+// begun the fourth before checking the third, the next take goes to the
+// second chain (its index says so) and is correct too, a range naming a
+// chain that does not exist is refused, and the steady bytes a COT follow
+// each direction's set.
 func TestSilentPoolDirections(t *testing.T) {
 	s0, s1, ctx := silentSessionsWith(t, ferretPoolConfigs, 25)
 	for _, c := range []struct {
-		name string
-		got  ferretConfig
-		want ferretConfig
+		name   string
+		got    []ferretConfig
+		want   ferretConfig
+		chains int
 	}{
-		{"party 0 as sender", s0.silent.send.inst.cfg, ferretPoolConfig},
-		{"party 1 as receiver", s1.silent.recv.inst.cfg, ferretPoolConfig},
-		{"party 1 as sender", s1.silent.send.inst.cfg, ferretSmallPoolConfig},
-		{"party 0 as receiver", s0.silent.recv.inst.cfg, ferretSmallPoolConfig},
+		{"party 0 as sender", senderConfigs(s0), ferretPoolConfig, 1},
+		{"party 1 as receiver", receiverConfigs(s1), ferretPoolConfig, 1},
+		{"party 1 as sender", senderConfigs(s1), ferretSmallPoolConfig, 2},
+		{"party 0 as receiver", receiverConfigs(s0), ferretSmallPoolConfig, 2},
 	} {
-		if c.got != c.want {
-			t.Errorf("%s: %+v, want %+v", c.name, c.got, c.want)
+		if len(c.got) != c.chains {
+			t.Errorf("%s: %d chains, want %d", c.name, len(c.got), c.chains)
+		}
+		for _, g := range c.got {
+			if g != c.want {
+				t.Errorf("%s: %+v, want %+v", c.name, g, c.want)
+			}
 		}
 	}
 	if ferretSmallPoolConfig.at(0) != ferretSetup || ferretSmallPoolConfig.at(1000) != ferretSetup || ferretPoolConfig.at(16) != ferretMain {
@@ -239,6 +250,9 @@ func TestSilentPoolDirections(t *testing.T) {
 	msg, ch, tr, _, err := s0.silent.recvRandom(ctx, nil, n)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if msg[0]>>poolChainShift != 0 {
+		t.Fatalf("the first take went to chain %d", msg[0]>>poolChainShift)
 	}
 	q, _, err := s1.silent.sendTake(ctx, msg, n, false)
 	if err != nil {
@@ -255,6 +269,21 @@ func TestSilentPoolDirections(t *testing.T) {
 	if st, _ := s0.silent.snapshot(); st.WordsSent != int64(3*(up+ferretCheckUpWords)+up) {
 		t.Errorf("party 0 as receiver sent %d words, want three iterations' and the fourth's choices, %d", st.WordsSent, 3*(up+ferretCheckUpWords)+up)
 	}
+	// The next take: the second chain, from its own index 0.
+	msg, ch, tr, _, err = s0.silent.recvRandom(ctx, nil, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg[0] != 1<<poolChainShift {
+		t.Fatalf("the second take named %#x, want chain 1's first COT", msg[0])
+	}
+	if q, _, err = s1.silent.sendTake(ctx, msg, 1024, false); err != nil {
+		t.Fatal(err)
+	}
+	checkPoolCOTs(t, q, tr, ch, s1.delta)
+	if _, _, err := s1.silent.sendTake(ctx, []uint64{2 << poolChainShift}, 128, false); !errors.Is(err, ErrSilentRange) {
+		t.Errorf("a range of chain 2 (of two): %v, want a refusal", err)
+	}
 	perCOT := func(words int, p ferretParams) float64 { return 8 * float64(words) / float64(p.outputs()) }
 	r0, s0b := SilentSteadyBytes(0)
 	r1, s1b := SilentSteadyBytes(1)
@@ -270,6 +299,22 @@ func TestSilentPoolDirections(t *testing.T) {
 	if want := perCOT(spcotReplyWords(ferretSetup)+ferretCheckDownWords, ferretSetup); s1b != want {
 		t.Errorf("party 1's bytes as sender %.4f a COT, want the small set's %.4f", s1b, want)
 	}
+}
+
+// senderConfigs returns the configurations of s's sender chains.
+func senderConfigs(s *Session) (cfgs []ferretConfig) {
+	for _, p := range s.silent.send {
+		cfgs = append(cfgs, p.inst.cfg)
+	}
+	return cfgs
+}
+
+// receiverConfigs returns the configurations of s's receiver chains.
+func receiverConfigs(s *Session) (cfgs []ferretConfig) {
+	for _, p := range s.silent.recv {
+		cfgs = append(cfgs, p.inst.cfg)
+	}
+	return cfgs
 }
 
 // checkPoolCOTs fails the test unless every receiver row t[j] is the
@@ -371,7 +416,7 @@ func TestSilentPoolLaggingSender(t *testing.T) {
 		}
 		check(taken{msg, ch, tr})
 	}
-	snd := s0.silent.send
+	snd := s0.silent.send[0]
 	snd.mu.Lock()
 	held, compacted := len(snd.spares), false
 	for _, it := range snd.iters {
@@ -415,10 +460,11 @@ func TestSilentModeMismatch(t *testing.T) {
 	}
 }
 
-// BenchmarkSilentPoolLink measures how fast one direction's chain of
-// iterations hands out COTs over the paper's WAN (100 MB/s, 50 ms each
-// way), taken 128 Ki at a time: the small set with and without overlapped
-// iterations (one round trip an iteration against two).
+// BenchmarkSilentPoolLink measures how fast one direction's chains of
+// iterations hand out COTs over the paper's WAN (100 MB/s, 50 ms each
+// way), taken 128 Ki at a time by four goroutines: the small set with and
+// without overlapped iterations (one round trip an iteration against
+// two), and in two chains.
 func BenchmarkSilentPoolLink(b *testing.B) {
 	wan := transport.PaperWAN
 	for _, c := range []struct {
@@ -426,21 +472,30 @@ func BenchmarkSilentPoolLink(b *testing.B) {
 		cfg  ferretConfig
 	}{
 		{"small", ferretConfig{main: ferretSetup}},
-		{"small overlapped", ferretSmallPoolConfig},
+		{"small overlapped", ferretConfig{main: ferretSetup, overlap: true}},
+		{"small overlapped, two chains", ferretSmallPoolConfig},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			s0, s1, ctx := silentSessionsOver(b, [2]ferretConfig{ferretPoolConfig, c.cfg}, 27, transport.Options{Link: &wan})
 			const n = 128 << 10
 			b.ResetTimer()
-			for range b.N {
-				msg, _, _, _, err := s0.silent.recvRandom(ctx, nil, n)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, _, err := s1.silent.sendTake(ctx, msg, n, false); err != nil {
-					b.Fatal(err)
-				}
+			var taken atomic.Int64
+			var wg sync.WaitGroup
+			for range 4 { // lanes taking side by side
+				wg.Go(func() {
+					for taken.Add(1) <= int64(b.N) {
+						msg, _, _, _, err := s0.silent.recvRandom(ctx, nil, n)
+						if err == nil {
+							_, _, err = s1.silent.sendTake(ctx, msg, n, false)
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
 			}
+			wg.Wait()
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "COTs/s")
 		})
 	}

@@ -151,8 +151,8 @@ func newProvider(open func(uint32) Conn, party int, opts ProviderOptions) (*Prov
 	if p.base == 0 {
 		p.base = DefaultStreamBase
 	}
-	if p.base == math.MaxUint32 || p.base < 2 {
-		return nil, fmt.Errorf("ot: new provider: stream base %d leaves no generator stream (or no silent-OT streams base−1 and base−2 below it)", p.base)
+	if p.base == math.MaxUint32 || p.base <= silentMaxStream {
+		return nil, fmt.Errorf("ot: new provider: stream base %d leaves no generator stream (or no silent-OT streams base−1 … base−%d below it)", p.base, silentMaxStream)
 	}
 	if party == 0 && p.maskSeed == (share.Seed{}) {
 		s, err := share.NewSeed()
@@ -227,9 +227,11 @@ func (p *Provider) Party() int { return p.party }
 // public seed derived from id, and sends its public key, one more message:
 // he.Sizes.PublicKey rounded up to words, 221,224 bytes with
 // he.DefaultParams), then, with ProviderOptions.SilentOT, the silent OTs'
-// bootstrap (ferret_pool.go: 2 rounds on stream StreamBase−1, 170,016
-// bytes per party; the Ferret iterations then run on StreamBase−1 and
-// StreamBase−2 as the generators need COTs). Binding again to the same id is a no-op; another id is
+// bootstrap (ferret_pool.go: 3 rounds on stream StreamBase−1, one for each
+// chain, 335,936 bytes from party 0, which receives the base COTs of party
+// 1's two chains, and 170,016 from party 1; the Ferret iterations then run
+// on StreamBase−1, StreamBase−2 and StreamBase−4 as the generators need
+// COTs). Binding again to the same id is a no-op; another id is
 // an error, and so is any bind after a failed Setup (the base-OT stream is
 // out of step) or after a failed check of the peer's part in an item (the
 // error wraps beaver.ErrCorrelationCheck).
@@ -262,8 +264,8 @@ func (p *Provider) BindSession(ctx context.Context, id beaver.SessionID) error {
 		rounds += r
 	}
 	if err == nil && p.silent {
-		err = s.startSilent(ctx, p.open(p.base-1), p.open(p.base-2))
-		rounds += 2
+		err = s.startSilent(ctx, func(off uint32) Conn { return p.open(p.base - off) })
+		rounds += int64(ferretPoolConfigs[0].chainCount() + ferretPoolConfigs[1].chainCount())
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
