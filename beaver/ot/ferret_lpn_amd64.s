@@ -52,6 +52,24 @@ rowsDone:
 	VZEROUPPER
 	RET
 
+// ROW xors into X0 the base block (BX) of the row at off(SI).
+#define ROW(off) \
+	MOVL off(SI), R8; \
+	SHLQ $4, R8; \
+	VPXOR (BX)(R8*1), X0, X0
+
+// ROWBIT is ROW that also adds the row's bit of the packed choices (DX) to
+// R11: BTQ sets the carry to it, ADCL counts it.
+#define ROWBIT(off) \
+	MOVL off(SI), R8; \
+	MOVQ R8, R9; \
+	SHRQ $6, R9; \
+	MOVQ (DX)(R9*8), R10; \
+	BTQ R8, R10; \
+	ADCL $0, R11; \
+	SHLQ $4, R8; \
+	VPXOR (BX)(R8*1), X0, X0
+
 // func lpnGatherAsm(z, base *Block, idx *uint32, cols int)
 //
 // z[c] ^= base[idx[10c]] ^ … ^ base[idx[10c+9]]: ten loads a column, each
@@ -65,36 +83,16 @@ TEXT ·lpnGatherAsm(SB), NOSPLIT, $0-32
 	JZ gatherDone
 gather:
 	VMOVDQU (DI), X0
-	MOVL 0(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 4(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 8(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 12(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 16(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 20(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 24(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 28(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 32(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 36(SI), R8
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
+	ROW(0)
+	ROW(4)
+	ROW(8)
+	ROW(12)
+	ROW(16)
+	ROW(20)
+	ROW(24)
+	ROW(28)
+	ROW(32)
+	ROW(36)
 	VMOVDQU X0, (DI)
 	ADDQ $16, DI
 	ADDQ $40, SI
@@ -123,86 +121,16 @@ TEXT ·lpnGatherBitsAsm(SB), NOSPLIT, $0-48
 bitsLoop:
 	VMOVDQU (DI), X0
 	XORL R11, R11
-	MOVL 0(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 4(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 8(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 12(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 16(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 20(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 24(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 28(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 32(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
-	MOVL 36(SI), R8
-	MOVQ R8, R9
-	SHRQ $6, R9
-	MOVQ (DX)(R9*8), R10
-	BTQ R8, R10
-	ADCL $0, R11
-	SHLQ $4, R8
-	VPXOR (BX)(R8*1), X0, X0
+	ROWBIT(0)
+	ROWBIT(4)
+	ROWBIT(8)
+	ROWBIT(12)
+	ROWBIT(16)
+	ROWBIT(20)
+	ROWBIT(24)
+	ROWBIT(28)
+	ROWBIT(32)
+	ROWBIT(36)
 	VMOVDQU X0, (DI)
 	SHRQ $1, R12
 	SHLQ $63, R11
