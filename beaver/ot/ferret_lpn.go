@@ -61,13 +61,10 @@ func (a *lpnCode) rows(idx []uint32, col0 int, ks []byte) {
 		a.rowsGeneric(idx, ks)
 		return
 	}
-	if len(ks) < cols*lpnRowBytes {
-		panic("ot: lpn: key stream shorter than the columns")
+	if cols > lpnChunk || len(ks) < cols*lpnRowBytes {
+		panic("ot: lpn: more columns than a chunk or than the key stream holds")
 	}
 	var dup [lpnChunk / 64]uint64
-	if cols > lpnChunk {
-		panic("ot: lpn: more columns than a chunk")
-	}
 	lpnRowsAVX512(&idx[0], &ks[0], cols, uint64(a.k), &dup[0])
 	for w, m := range dup {
 		for ; m != 0; m &= m - 1 {

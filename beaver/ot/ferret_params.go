@@ -136,11 +136,11 @@ var ferretPoolConfig = ferretConfig{setup: ferretSetup, main: ferretMain, warm: 
 // ferretSmallPoolConfig runs the setup set for every iteration: 428,858
 // COTs an iteration from buffers of 7.5 MB instead of 168 MB, at 5.2
 // bits a COT instead of 0.44, its iterations overlapped, in two chains:
-// over the paper's WAN (100 ms round trips) one chain made 1.6–1.7 M COTs a
-// second, 2.6–2.8 M overlapped (BenchmarkSilentPoolLink), below the 3.6 M
-// a second that a data owner's phase 1 at 25 candidates a second takes in
-// this direction (146 k a candidate); two overlapped chains make twice as
-// many.
+// over the paper's WAN (100 ms round trips) one chain made 1.6–1.8 M COTs a
+// second and 2.6–3.1 M overlapped, below the 3.6 M a second that a data
+// owner's phase 1 at 25 candidates a second takes in this direction (146 k
+// a candidate); two overlapped chains made 4.4–4.5 M
+// (BenchmarkSilentPoolLink).
 var ferretSmallPoolConfig = ferretConfig{main: ferretSetup, overlap: true, chains: 2}
 
 // ferretPoolConfigs are the configurations of a session's two silent-OT
