@@ -150,6 +150,11 @@ func TestSilentPoolRefusesRanges(t *testing.T) {
 			if p0.Stats().BytesSent != want0 || p1.Stats().BytesSent != want1 || want0 <= want1 {
 				t.Fatalf("bind bytes: party 0 sent %d, party 1 %d; want %d and %d", p0.Stats().BytesSent, p1.Stats().BytesSent, want0, want1)
 			}
+			// Rounds: Setup's 3, then one bootstrap call a chain (one of
+			// party 0's direction, two of party 1's).
+			if p0.setup.Rounds != 3+3 || p1.setup.Rounds != 3+3 {
+				t.Fatalf("bind rounds: %d and %d, want 6", p0.setup.Rounds, p1.setup.Rounds)
+			}
 			ctx := testCtx(t)
 			m0, m1 := both(t, func() (beaver.Material, error) { return p0.Material(ctx, r) },
 				func() (beaver.Material, error) { return p1.Material(ctx, r) })
