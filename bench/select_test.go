@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -554,6 +555,25 @@ func TestHeapSampler(t *testing.T) {
 	if len(peaks) != 3 || peaks[2] == 0 || Peak(peaks) != peaks[2] || len(buf) == 0 {
 		t.Errorf("peaks %v", peaks)
 	}
+}
+
+// TestHeapInUse checks the stop-free reading against MemStats.HeapInuse
+// (the two name the same spans) and that it sees a large allocation.
+func TestHeapInUse(t *testing.T) {
+	runtime.GC()
+	before := HeapInUse()
+	buf := make([]byte, 64<<20)
+	buf[len(buf)-1] = 1
+	got := HeapInUse()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if d := int64(got) - int64(ms.HeapInuse); d > 1<<20 || d < -1<<20 {
+		t.Errorf("HeapInUse %d, MemStats.HeapInuse %d", got, ms.HeapInuse)
+	}
+	if got < before+60<<20 {
+		t.Errorf("HeapInUse %d after a 64 MiB allocation, %d before", got, before)
+	}
+	runtime.KeepAlive(buf)
 }
 
 var (

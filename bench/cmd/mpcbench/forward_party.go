@@ -23,7 +23,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +62,7 @@ type childLine struct {
 // partyReport is a child's result.
 type partyReport struct {
 	Role string `json:"role"`
-	// PeakHeap is the peak Go heap in use (HeapInuse sampled every 20 ms).
+	// PeakHeap is the peak Go heap in use (bench.HeapInUse sampled every 20 ms).
 	PeakHeap uint64 `json:"peak_heap"`
 	// RSS is the process's peak resident set size (getrusage).
 	RSS uint64 `json:"rss"`
@@ -311,10 +310,8 @@ func runForwardParty(ctx context.Context, args []string, stdout, stderr io.Write
 	// Sample the heap for the whole life of the process.
 	var peak atomic.Uint64
 	sample := func() {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if ms.HeapInuse > peak.Load() {
-			peak.Store(ms.HeapInuse)
+		if v := bench.HeapInUse(); v > peak.Load() {
+			peak.Store(v)
 		}
 	}
 	stop := make(chan struct{})

@@ -67,14 +67,13 @@ func startHeapProfiler(role string) *heapProfiler {
 }
 
 func (h *heapProfiler) sample() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
+	inUse := bench.HeapInUse()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ms.HeapInuse < h.best+h.best/20 || ms.HeapInuse < 64<<20 {
+	if inUse < h.best+h.best/20 || inUse < 64<<20 {
 		return
 	}
-	h.best = ms.HeapInuse
+	h.best = inUse
 	f, err := os.Create(filepath.Join(h.dir, fmt.Sprintf("heap-%s-phase%d.pprof", h.role, h.phase+1)))
 	if err != nil {
 		return
