@@ -3,11 +3,13 @@ package ot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/selectformer/selectformer/beaver/he"
 	"github.com/selectformer/selectformer/transport"
 )
 
@@ -19,16 +21,19 @@ import (
 // messages of the deployed size (heChunkWords words, 64 MiB), whose copies
 // took 40 s under the race detector, run without -short.
 func TestChunkWriter(t *testing.T) {
-	type tc struct{ chunk, size int64 }
+	type tc struct {
+		chunk, size int64
+		portable    bool // the reader's byte-by-byte path
+	}
 	small := int64(8 << 10)
 	var cases []tc
 	for _, size := range []int64{1, 7, 8, 4099, small - 3, small, small + 5, 3*small + 11} {
-		cases = append(cases, tc{small, size})
+		cases = append(cases, tc{small, size, false}, tc{small, size, true})
 	}
 	if !testing.Short() {
 		chunk := int64(8 * heChunkWords)
 		for _, size := range []int64{4099, chunk - 3, chunk, chunk + 5} {
-			cases = append(cases, tc{0, size})
+			cases = append(cases, tc{0, size, false})
 		}
 	}
 	for _, c := range cases {
@@ -53,7 +58,7 @@ func TestChunkWriter(t *testing.T) {
 			}
 			errc <- w.close()
 		}()
-		r := &chunkReader{ctx: ctx, c: c1.Stream(1), left: size, chunk: c.chunk}
+		r := &chunkReader{ctx: ctx, c: c1.Stream(1), left: size, chunk: c.chunk, portable: c.portable}
 		got, err := io.ReadAll(r)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("chunk %d, size %d: read %d bytes (%v), want the %d written", chunk, size, len(got), err, size)
@@ -80,5 +85,21 @@ func TestChunkWriter(t *testing.T) {
 	}
 	if err := w.close(); err == nil || !strings.Contains(err.Error(), "6 of the 10 bytes") {
 		t.Errorf("a close short of the size: %v", err)
+	}
+}
+
+// TestChunkReaderPadding: a message whose padding beyond the announced
+// size is not zero is refused as malformed, on both of the reader's paths.
+func TestChunkReaderPadding(t *testing.T) {
+	for _, portable := range []bool{false, true} {
+		c0, c1 := transport.Pipe(transport.Options{})
+		ctx := testCtx(t)
+		go func() { _ = c0.Stream(1).SendWords(ctx, []uint64{0x0102030405060708, 1 << 40}) }()
+		r := &chunkReader{ctx: ctx, c: c1.Stream(1), left: 13, chunk: 16, portable: portable}
+		if _, err := io.ReadAll(r); !errors.Is(err, he.ErrMalformed) {
+			t.Errorf("portable %v: byte 13 of 16 set: %v, want he.ErrMalformed", portable, err)
+		}
+		c0.Close()
+		c1.Close()
 	}
 }
