@@ -61,7 +61,7 @@ func TestShardWorkerEmptyDirDrawsNothingTwice(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newShardRig(t, 2, false)
-			r.kill = func(p, k, life, call int) bool { return p == 0 && k == 0 && life == 0 && call == 4 }
+			r.kill = r.killWorker00(50)
 			r.onRestart = func(_, k int) {
 				for q := range 2 {
 					if err := os.RemoveAll(r.wdirs[q][k]); err != nil {

@@ -88,6 +88,29 @@ type shardRig struct {
 	forge [2]func(uint64) uint64
 }
 
+// killWorker00 is a kill that ends worker (0, 0)'s first life at its
+// fourth batch of phase 1, once that life has drawn at least minWords
+// words: the batches before the fourth run beside it (Params.Workers), and
+// under load (2 cores, the race detector) the fourth could start before
+// the second had drawn its words, and the life drew too few for a test to
+// tell its words apart. It waits up to 10 s for them, then kills anyway.
+func (r *shardRig) killWorker00(minWords int) func(p, k, life, call int) bool {
+	return func(p, k, life, call int) bool {
+		if p != 0 || k != 0 || life != 0 || call != 4 {
+			return false
+		}
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			r.mu.Lock()
+			n := len(r.words[0][0][0])
+			r.mu.Unlock()
+			if n >= minWords {
+				break
+			}
+		}
+		return true
+	}
+}
+
 // countingRunner counts the jobs a coordinator sends.
 type countingRunner struct {
 	*Workers
@@ -565,7 +588,7 @@ func TestShardedSelectsAsUnsharded(t *testing.T) {
 func TestShardWorkerKilledResumes(t *testing.T) {
 	ref := unshardedRef(t, testParams())
 	r := newShardRig(t, 2, false)
-	r.kill = func(p, k, life, call int) bool { return p == 0 && k == 0 && life == 0 && call == 4 }
+	r.kill = r.killWorker00(50)
 	got, errs, werrs := r.run()
 	checkSame(t, ref, got, errs, werrs)
 	if len(r.calls[0][0]) != 2 {
