@@ -15,21 +15,10 @@ package he
 // its own output blocks, re-randomised and flooded with its own key, so the
 // outputs are exactly those of separate passes.
 //
-// The holder runs the largest such group that waits, not necessarily its
-// own product's: over a link the lanes reach the same weights at different
-// times, and with the first come served a pass rarely found a second
-// product on its weights (2,196 products in 2,181 passes in a data owner's
-// phase 1 over the paper's WAN, issue 38), while a group served when it is
-// largest lets the products of a smaller one wait until more lanes have
-// reached their weights. A product passed over maxPassedOver times is
-// served next whatever waits (the oldest such first), so none waits
-// without bound.
-//
 // Nothing waits for a product that has not arrived: the holder takes only
-// what is already waiting, and a holder whose own product another holder
-// took waits for that holder to finish it. So the admission still holds
-// nothing but CPU and cannot deadlock: whoever holds it runs a waiting
-// group or lets it go at once.
+// what is already waiting, and a product taken by another holder is done
+// when that holder lets the admission go. So the admission still holds
+// nothing but CPU and cannot deadlock.
 
 import "sync/atomic"
 
@@ -38,11 +27,6 @@ import "sync/atomic"
 // products only while their blocks fit (its own always run). At sst2's
 // defaults a product has 3 to 24 blocks.
 const maxMergedAccumulatorBytes = 48 << 20
-
-// maxPassedOver is the most passes that may run other products while a
-// product waits for the admission: one passed over this often is served
-// next (served in order of arrival among such).
-const maxPassedOver = 3
 
 // mulJob is one product waiting for the admission: mulMaskedRaw's
 // arguments, its key, and (once done is closed) its results.
@@ -56,12 +40,9 @@ type mulJob struct {
 	rb    int // row blocks, ceil(m/MW)
 
 	taken bool // by a holder of the admission (under Scheme.mergeMu)
-	// passedOver counts the passes that ran others while it waited
-	// (under Scheme.mergeMu).
-	passedOver int
-	done       chan struct{}
-	out        *Output
-	raws       []rawBlock
+	done  chan struct{}
+	out   *Output
+	raws  []rawBlock
 }
 
 // blocks returns the job's output blocks.
@@ -93,78 +74,52 @@ func (s *Scheme) MergeStats() MergeStats {
 	return MergeStats{Products: s.nProducts.Load(), Passes: s.nPasses.Load()}
 }
 
-// admit runs job j: it waits until a holder of the admission takes j, in
-// the largest group of waiting products that share a pass (next), and
-// runs it; as a holder it may first run other groups. It returns when j's
-// results are set.
+// admit runs job j: it waits for the admission unless another holder takes
+// j first, and as a holder runs j with every waiting product that shares
+// its pass. It returns when j's results are set.
 func (s *Scheme) admit(j *mulJob) {
 	s.mergeMu.Lock()
 	s.waiting = append(s.waiting, j)
 	s.mergeMu.Unlock()
-	for {
-		select {
-		case <-j.done:
-			return
-		case s.accumulating <- struct{}{}:
-		}
-		if pass := s.next(); pass != nil {
-			s.runPass(pass)
-		}
-		<-s.accumulating
+	select {
+	case <-j.done:
+		return
+	case s.accumulating <- struct{}{}:
 	}
+	pass := s.take(j)
+	if pass != nil {
+		s.runPass(pass)
+	}
+	<-s.accumulating
+	<-j.done // closed by runPass: by this holder, or by the one that took j
 }
 
-// next removes from the queue the group that the holder of the admission
-// runs: the oldest product passed over maxPassedOver times, or else the
-// product whose group is largest (the oldest such), with every waiting
-// product that shares its pass and fits maxMergedAccumulatorBytes. Those
-// left waiting have been passed over once more. It returns nil when
-// nothing waits.
-func (s *Scheme) next() []*mulJob {
+// take removes j, unless another holder took it, and the waiting products
+// that share its pass and fit maxMergedAccumulatorBytes, from the queue.
+func (s *Scheme) take(j *mulJob) []*mulJob {
 	s.mergeMu.Lock()
 	defer s.mergeMu.Unlock()
-	lead, best := -1, 0
-	for i, j := range s.waiting {
-		if j.passedOver >= maxPassedOver {
-			lead = i
-			break
-		}
-		if n := len(s.group(j)); n > best {
-			lead, best = i, n
-		}
-	}
-	if lead < 0 {
+	if j.taken {
 		return nil
 	}
-	pass := s.group(s.waiting[lead])
-	for _, o := range pass {
-		o.taken = true
-	}
-	kept := s.waiting[:0]
-	for _, o := range s.waiting {
-		if !o.taken {
-			o.passedOver++
-			kept = append(kept, o)
-		}
-	}
-	clear(s.waiting[len(kept):])
-	s.waiting = kept
-	return pass
-}
-
-// group returns j and the waiting products that share its pass and fit
-// maxMergedAccumulatorBytes with it, in the queue's order (j's own
-// product always runs, whatever its size). mergeMu is held.
-func (s *Scheme) group(j *mulJob) []*mulJob {
 	pass := []*mulJob{j}
 	blocks := j.blocks()
 	budget := maxMergedAccumulatorBytes / s.blockAccumulatorBytes()
+	kept := s.waiting[:0]
 	for _, o := range s.waiting {
-		if o != j && j.sharesPass(o) && blocks+o.blocks() <= budget {
+		switch {
+		case o == j:
+		case j.sharesPass(o) && blocks+o.blocks() <= budget: // a taken product has left the queue
 			pass = append(pass, o)
 			blocks += o.blocks()
+		default:
+			kept = append(kept, o)
+			continue
 		}
+		o.taken = true
 	}
+	clear(s.waiting[len(kept):])
+	s.waiting = kept
 	return pass
 }
 

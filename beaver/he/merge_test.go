@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -164,54 +163,23 @@ func TestMergeBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &Weights{}
+	l := Layout{MW: 1, NW: 1}
 	budget := maxMergedAccumulatorBytes / s.blockAccumulatorBytes()
-	big, a, b, c := testJob(w, budget+5), testJob(w, budget/2), testJob(w, budget/2), testJob(w, 1)
+	job := func(m int) *mulJob {
+		return &mulJob{terms: []Term{{W: w}}, l: l, m: m, n: 1, rb: m, done: make(chan struct{})}
+	}
+	big, a, b, c := job(budget+5), job(budget/2), job(budget/2), job(1)
 	s.waiting = []*mulJob{big, a, b, c}
-	if pass := s.next(); !slices.Equal(pass, []*mulJob{a, b}) {
-		t.Fatalf("took %d products, want a and b (big fits with none, c not with both)", len(pass))
+	if pass := s.take(big); len(pass) != 1 || pass[0] != big {
+		t.Fatalf("a product over the budget took %d products, want only itself", len(pass))
 	}
-	if pass := s.next(); !slices.Equal(pass, []*mulJob{big}) {
-		t.Fatalf("took %d products, want only big (over the budget, and the oldest of two alone)", len(pass))
+	if pass := s.take(a); len(pass) != 2 || pass[1] != b {
+		t.Fatalf("took %d products, want a and b (c does not fit)", len(pass))
 	}
-	if !slices.Equal(s.waiting, []*mulJob{c}) {
+	if pass := s.take(b); pass != nil {
+		t.Fatal("a taken product was taken again")
+	}
+	if len(s.waiting) != 1 || s.waiting[0] != c {
 		t.Fatalf("%d waiting, want c only", len(s.waiting))
-	}
-	if pass := s.next(); !slices.Equal(pass, []*mulJob{c}) || s.next() != nil {
-		t.Fatal("c not taken last, or a pass from an empty queue")
-	}
-}
-
-// testJob is a product of m rows, one row block each, on w alone.
-func testJob(w *Weights, m int) *mulJob {
-	return &mulJob{terms: []Term{{W: w}}, l: Layout{MW: 1, NW: 1}, m: m, n: 1, rb: m, done: make(chan struct{})}
-}
-
-// TestMergeOrder: the holder runs the largest group that waits, the oldest
-// of equal ones, and a product passed over maxPassedOver times before any
-// group.
-func TestMergeOrder(t *testing.T) {
-	s, err := NewScheme(DefaultParams())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w1, w2, w3 := &Weights{}, &Weights{}, &Weights{}
-	a, b, c, d, e := testJob(w1, 1), testJob(w2, 1), testJob(w3, 1), testJob(w2, 1), testJob(w3, 1)
-	s.waiting = []*mulJob{a, b, c, d, e}
-	for _, want := range [][]*mulJob{{b, d}, {c, e}, {a}} {
-		if pass := s.next(); !slices.Equal(pass, want) {
-			t.Fatalf("took %v, want %v (a %p, b %p, c %p, d %p, e %p)", pass, want, a, b, c, d, e)
-		}
-	}
-	// A product alone on its weights while pairs keep arriving on others:
-	// passed over maxPassedOver times, then served before the pair.
-	lone := testJob(w1, 1)
-	s.waiting = []*mulJob{lone}
-	for i := range maxPassedOver + 1 {
-		p, q := testJob(w2, 1), testJob(w2, 1)
-		s.waiting = append(s.waiting, p, q)
-		pass := s.next()
-		if i < maxPassedOver && !slices.Equal(pass, []*mulJob{p, q}) || i == maxPassedOver && !slices.Equal(pass, []*mulJob{lone}) {
-			t.Fatalf("pass %d took %d products (the lone one passed over %d times)", i+1, len(pass), lone.passedOver)
-		}
 	}
 }
