@@ -632,6 +632,37 @@ type SampleRun struct {
 	// (the root in its hello, the bootstrap's openings); nil in runs
 	// recorded before it.
 	Commitment *CommitmentCost `json:"commitment,omitempty"`
+	// Dilation, above 1, says that the run emulated two hosts on this
+	// one: each party's process ran on its own 1/Dilation of the cores,
+	// over the link with its latency multiplied and its bandwidth divided
+	// by Dilation, and every wall time above has been divided by it since
+	// (Dilate), so that they are those of two hosts of Cores cores each
+	// over the link itself. CPU seconds are as measured.
+	Dilation float64 `json:"dilation,omitempty"`
+}
+
+// Dilate turns a run made at a k-fold slower clock (each party's process
+// on 1/k of the cores, the link k times slower: latency ×k, bandwidth
+// ÷k) into the run of two hosts with all the cores each: it divides every
+// wall time of the run, its phases, their parts and their steady rates by
+// k and records k in Dilation. It assumes that a party's work spreads over
+// its cores, as the compute bound does. It fails for k ≤ 1 or a run
+// already dilated.
+func (r *SampleRun) Dilate(k float64) error {
+	if !(k > 1) || r.Dilation != 0 {
+		return fmt.Errorf("bench: dilate a run by %g (dilated %g already)", k, r.Dilation)
+	}
+	r.Dilation = k
+	r.Seconds /= k
+	for i := range r.Phases {
+		ph := &r.Phases[i]
+		ph.Seconds /= k
+		ph.Steady.Seconds /= k
+		for _, part := range []*Part{&ph.Prepare, &ph.Forward, &ph.Select} {
+			part.Seconds /= k
+		}
+	}
+	return nil
 }
 
 // PerParty reports whether every phase of the run holds each party's own

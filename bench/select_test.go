@@ -814,6 +814,79 @@ func TestCompare(t *testing.T) {
 	}
 }
 
+// TestDilate: a run dilated by k has every wall time divided by k and its
+// CPU seconds as measured; it cannot be dilated twice or by k ≤ 1. The
+// report's projection is then made from such a processes' run (two hosts
+// emulated), and the cross-check compares its bytes and rounds only.
+func TestDilate(t *testing.T) {
+	rep := *tinyReport(t)
+	run := *rep.Sample
+	run.Phases = slices.Clone(rep.Sample.Phases)
+	for i := range run.Phases {
+		run.Phases[i].Forward.CPUSeconds = [2]float64{3, 5}
+		run.Phases[i].Prepare.CPUSeconds = [2]float64{1, 1}
+	}
+	for _, k := range []float64{1, 0.5, 0, -2} {
+		if err := run.Dilate(k); err == nil {
+			t.Errorf("dilated by %g", k)
+		}
+	}
+	if err := run.Dilate(2); err != nil {
+		t.Fatal(err)
+	}
+	if run.Seconds != rep.Sample.Seconds/2 || run.Dilation != 2 {
+		t.Errorf("run: %g s, dilation %g; want %g s, 2", run.Seconds, run.Dilation, rep.Sample.Seconds/2)
+	}
+	for i, ph := range run.Phases {
+		was := rep.Sample.Phases[i]
+		if ph.Seconds != was.Seconds/2 || ph.Steady.Seconds != was.Steady.Seconds/2 || ph.Prepare.Seconds != was.Prepare.Seconds/2 ||
+			ph.Forward.Seconds != was.Forward.Seconds/2 || ph.Select.Seconds != was.Select.Seconds/2 {
+			t.Errorf("phase %d: %+v, from %+v", i+1, ph, was)
+		}
+		if ph.Forward.CPUSeconds != [2]float64{3, 5} || ph.Steady.Candidates != was.Steady.Candidates {
+			t.Errorf("phase %d: CPU seconds %v, steady candidates %d changed", i+1, ph.Forward.CPUSeconds, ph.Steady.Candidates)
+		}
+	}
+	if err := run.Dilate(2); err == nil {
+		t.Error("dilated twice")
+	}
+	before := rep.Projection
+	cc, err := rep.Compare(&run, 0.10)
+	if err != nil || !cc.Agree {
+		t.Fatalf("%v %+v", err, cc)
+	}
+	for _, c := range cc.Checks {
+		if strings.Contains(c.Name, "seconds") || strings.Contains(c.Name, "projected") {
+			t.Errorf("a dilated run's times were compared: %+v", c)
+		}
+	}
+	if len(cc.Checks) != 3*len(run.Phases) {
+		t.Errorf("%d checks, want bytes both ways and rounds of %d phases", len(cc.Checks), len(run.Phases))
+	}
+	want, err := rep.projectFrom(&run, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Projection == before || rep.Projection.Seconds != want.Seconds || rep.Projection.ComputeHosts != ComputeOwn {
+		t.Errorf("projection %g s on %q hosts, want the dilated processes' run's %g s on own hosts (in-process %g s)",
+			rep.Projection.Seconds, rep.Projection.ComputeHosts, want.Seconds, before.Seconds)
+	}
+	b, err := json.Marshal(&rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeSelectReport(b); err != nil {
+		t.Errorf("a report with a dilated processes' run: %v", err)
+	}
+	rep.Sample = &run
+	if b, err = json.Marshal(&rep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeSelectReport(b); err == nil {
+		t.Error("a report with a dilated in-process run decoded")
+	}
+}
+
 func TestWritePlotsAndMarkdown(t *testing.T) {
 	rep := tinyReport(t)
 	dir := t.TempDir()

@@ -277,7 +277,17 @@ func Select(ctx context.Context, cfg SelectConfig) (*SelectReport, error) {
 // Project projects the report's runs to a pool of n (QuickSelect measured
 // where TopK holds the size, modelled from the measurements elsewhere).
 func (r *SelectReport) Project(n int) (*Projection, error) {
-	return r.projectFrom(r.Sample, n)
+	return r.projectFrom(r.headline(), n)
+}
+
+// headline is the run the report projects its delay from: the processes'
+// run where it emulated two hosts (SampleRun.Dilation: each party's
+// compute on its own cores), the in-process sample run otherwise.
+func (r *SelectReport) headline() *SampleRun {
+	if r.Processes != nil && r.Processes.Dilation > 1 {
+		return r.Processes
+	}
+	return r.Sample
 }
 
 func (r *SelectReport) projectFrom(sample *SampleRun, n int) (*Projection, error) {
@@ -373,7 +383,9 @@ type CrossCheck struct {
 // over the same link: per phase the forward's bytes each direction per
 // candidate, rounds per batch and seconds per candidate, and the projected
 // delay. Each must agree within tol (relative). It sets r.Processes and
-// r.CrossCheck.
+// r.CrossCheck. A processes' run that emulated two hosts (Dilation) is
+// checked on its bytes and rounds only, and the report's projection is
+// then made from it (headline).
 func (r *SelectReport) Compare(proc *SampleRun, tol float64) (*CrossCheck, error) {
 	if proc == nil || len(proc.Phases) != len(r.Sample.Phases) {
 		return nil, fmt.Errorf("bench: cross-check: processes' run does not match")
@@ -399,16 +411,20 @@ func (r *SelectReport) Compare(proc *SampleRun, tol float64) (*CrossCheck, error
 		pa, pb = float64(a.Forward.BytesP1)/float64(a.Candidates), float64(b.Forward.BytesP1)/float64(b.Candidates)
 		add(fmt.Sprintf("phase %d forward bytes P1→P0 per candidate", i+1), pa, pb)
 		add(fmt.Sprintf("phase %d forward rounds per batch", i+1), float64(a.RoundsPerBatch), float64(b.RoundsPerBatch))
-		add(fmt.Sprintf("phase %d forward seconds per candidate", i+1), a.Forward.Seconds/float64(a.Candidates), b.Forward.Seconds/float64(b.Candidates))
+		if proc.Dilation == 0 { // two hosts emulated: their times are not this host's
+			add(fmt.Sprintf("phase %d forward seconds per candidate", i+1), a.Forward.Seconds/float64(a.Candidates), b.Forward.Seconds/float64(b.Candidates))
+		}
 	}
 	pp, err := r.projectFrom(proc, r.Workload.Pool)
 	if err != nil {
 		return nil, err
 	}
-	add("projected hours", r.Projection.Hours, pp.Hours)
+	if proc.Dilation == 0 {
+		add("projected hours", r.Projection.Hours, pp.Hours)
+	}
 	cc.ProcessesProjection = pp
 	r.Processes, r.CrossCheck = proc, cc
-	if proc.PerParty() {
+	if proc.PerParty() || proc.Dilation > 1 {
 		// Each party's CPU measured on its own: the compute bound charges
 		// it to the party's own host (ComputeRun).
 		if r.Projection, err = r.Project(r.Projection.Pool); err != nil {
@@ -457,6 +473,8 @@ func DecodeSelectReport(b []byte) (*SelectReport, error) {
 		return nil, fmt.Errorf("bench: select report of %s: compute run of %d phases", r.Workload.Name, len(r.Compute.Phases))
 	case r.Processes != nil && len(r.Processes.Phases) != n:
 		return nil, fmt.Errorf("bench: select report of %s: processes' run of %d phases", r.Workload.Name, len(r.Processes.Phases))
+	case r.Sample.Dilation != 0 || r.Processes != nil && r.Processes.Dilation != 0 && !(r.Processes.Dilation > 1):
+		return nil, fmt.Errorf("bench: select report of %s: a dilated run other than a processes' run dilated above 1", r.Workload.Name)
 	case (r.Off != nil) != (r.OffProjection != nil) || r.Off != nil && (len(r.Off.Phases) != n || len(r.OffProjection.Phases) != n):
 		return nil, fmt.Errorf("bench: select report of %s: incomplete pipeline-off baseline", r.Workload.Name)
 	}

@@ -76,6 +76,9 @@ type partyReport struct {
 	PhasePeaks []uint64        `json:"phase_peaks,omitempty"`
 	// Dealer is what the dealer served (dealer only).
 	Dealer *beaver.DealerStats `json:"dealer,omitempty"`
+	// Procs is the child's GOMAXPROCS (select children): the CPUs it was
+	// pinned to, where it was (select --two-hosts).
+	Procs int `json:"procs,omitempty"`
 }
 
 // perPartyResult is the output of forward --per-party: bench.ForwardResult's fields (with
@@ -121,6 +124,12 @@ func (c *child) next(ctx context.Context) (childLine, error) {
 // spawn starts exe with args as the child of role and reads its stdout
 // lines in the background.
 func spawn(exe, role string, args []string) (*child, error) {
+	return spawnPinned(exe, role, args, nil)
+}
+
+// spawnPinned is spawn with the child pinned to the CPUs cpus (none: not
+// pinned).
+func spawnPinned(exe, role string, args []string, cpus []int) (*child, error) {
 	c := &child{role: role, cmd: exec.Command(exe, args...), lines: make(chan childLine, 4), stderr: &syncbuf.Buffer{Max: 1 << 20}, done: make(chan struct{})}
 	c.cmd.Stderr = c.stderr
 	setParentDeath(c.cmd)
@@ -128,7 +137,7 @@ func spawn(exe, role string, args []string) (*child, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", role, err)
 	}
-	if err := c.cmd.Start(); err != nil {
+	if err := startPinned(c.cmd, cpus); err != nil {
 		return nil, fmt.Errorf("start %s: %w", role, err)
 	}
 	go func() {

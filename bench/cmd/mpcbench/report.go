@@ -357,7 +357,7 @@ func reportSelect(ctx context.Context, cfg bench.SelectConfig, dir string, proce
 		return nil, "", err
 	}
 	if processes {
-		proc, err := runSelectProcesses(ctx, selectChildArgs(cfg, 2*time.Hour), cfg, stderr)
+		proc, err := runSelectProcesses(ctx, selectChildArgs(cfg, 2*time.Hour), cfg, nil, stderr)
 		if err != nil {
 			return nil, "", fmt.Errorf("processes: %w", err)
 		}

@@ -3,7 +3,7 @@ package main
 // The select subcommand:
 //
 //	mpcbench select --workload W [--samples N] [--link lan|paper-wan|none | --bandwidth B --rtt T]
-//	    [--dealer-link paper-wan|lan|none|P0LINK,P1LINK] [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes] [--json] [--batch B] [--workers K]
+//	    [--dealer-link paper-wan|lan|none|P0LINK,P1LINK] [--pipeline on|off] [--memory-budget BYTES] [--compare-off] [--processes [--two-hosts]] [--json] [--batch B] [--workers K]
 //	    [--seed S] [--timeout D] [--stall D] [--pool N] [--shards K [--dealers K|1] [--internal-link lan|paper-wan|none]]
 //
 // runs a sample selection of the workload (package bench: Select) and
@@ -22,7 +22,12 @@ package main
 // measures its own CPU seconds per phase and its peak RSS, and the
 // projection's compute bound charges the busier party's CPU to a host of
 // its own with this machine's cores (bench.Projection.ComputeHosts) instead
-// of both parties to this machine.
+// of both parties to this machine. With --two-hosts too, the processes' run
+// emulates the two hosts on this one (twoHosts): each party's process pinned
+// to its own half of the CPUs, the link and the clock dilated by the ratio,
+// the run's wall times divided back; the projection is then that run's, so
+// that each party's compute overlaps the link as on two hosts, where the
+// in-process run's wall time charges both parties to the same cores.
 // --dealer-link places the dealer as a third host: behind a link of that
 // profile to each party (two comma-separated profiles: to P0, to P1; "none":
 // in process, no link); by default on the parties' link (a custom
@@ -47,9 +52,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -292,6 +299,7 @@ func parseBytes(s string) (int64, error) {
 func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("select", stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	twoHostsFlag := fs.Bool("two-hosts", false, "with --processes and a dealer-free --provider: emulate the deployment's two hosts on this one: each party's process pinned to its own half of the CPUs, the link and the clock dilated by the ratio (latency ×2, bandwidth ÷2 and every wall time ÷2 on an even split), so that each party computes on CPUs of its own beside the link; the projection is then the processes' run's, and the cross-check compares bytes and rounds only")
 	processes := fs.Bool("processes", false, "also run the dealer and both parties as OS processes over TLS through a linkem relay and cross-check; with --shards K, instead measure the quickstart demo's selection on 1, 2, 4 ... K worker pairs as processes of the peer binaries (from the module's source), each link through its own relay")
 	tol := fs.Float64("tolerance", 0.10, "with --processes: largest relative difference allowed between the two runs")
 	compareOff := fs.Bool("compare-off", false, "with the pipeline on: also run the sample over the link with the pipeline off (the baseline) and report the speed-up")
@@ -314,6 +322,15 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	sc, err := shf.config()
 	if err != nil {
 		return fmt.Errorf("select: %w", err)
+	}
+	var hosts *twoHosts
+	if *twoHostsFlag {
+		if !*processes || sc.Shards > 1 || !source.DealerFree(cfg.Provider) {
+			return errors.New("select: --two-hosts needs --processes, no --shards and a dealer-free --provider (two hosts, no third)")
+		}
+		if hosts, err = newTwoHosts(); err != nil {
+			return fmt.Errorf("select: --two-hosts: %w", err)
+		}
 	}
 	if *processes && sc.Shards > 1 {
 		// The measured sharded run instead of the sample (shards.go).
@@ -347,7 +364,7 @@ func runSelect(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if *processes {
-		proc, err := runSelectProcesses(ctx, selectChildArgs(cfg, *sf.timeout), cfg, stderr)
+		proc, err := runSelectProcesses(ctx, selectChildArgs(cfg, *sf.timeout), cfg, hosts, stderr)
 		if err != nil {
 			return fmt.Errorf("select: processes: %w", err)
 		}
@@ -449,6 +466,10 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	if p.AtBandwidth {
 		fmt.Fprintf(w, "the phases' paces sum to %.2f h, below the bandwidth bound no run can beat: projected at the bound\n", p.PaceSeconds/3600)
 	}
+	if pr := rep.Processes; pr != nil && pr.Dilation > 1 {
+		fmt.Fprintf(w, "two hosts emulated: each party's process on %d of this host's %d cores, the link and the clock dilated ×%g (its latency ×%[3]g, its bandwidth ÷%[3]g, the run's wall times ÷%[3]g): the projection is the processes' run's, with each party's compute beside the link on cores of its own\n",
+			int(math.Round(float64(pr.Cores)/pr.Dilation)), pr.Cores, pr.Dilation)
+	}
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h (%s)\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2], computeHostsText(p))
 	printLinkBounds(w, p)
 	if pr := rep.Processes; pr != nil && pr.PerParty() {
@@ -487,8 +508,12 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		fmt.Fprintf(w, "agree: %v\n", cc.Agree)
 		for _, run := range []*bench.SampleRun{rep.Sample, rep.Processes} {
 			if run != nil && run.CPUSeconds > 0 && run.Seconds > 0 && run.Cores > 0 {
-				fmt.Fprintf(w, "  %s run: %.1f s wall, %.1f s CPU: %.0f%% of %d cores (load %s → %s)\n", map[bool]string{false: "in-process", true: "processes'"}[run.Processes],
-					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(run.Seconds*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter)
+				dilated := ""
+				if run.Dilation > 1 {
+					dilated = fmt.Sprintf(" (two hosts emulated: its wall time ÷%g)", run.Dilation)
+				}
+				fmt.Fprintf(w, "  %s run: %.1f s wall, %.1f s CPU: %.0f%% of %d cores (load %s → %s)%s\n", map[bool]string{false: "in-process", true: "processes'"}[run.Processes],
+					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(run.Seconds*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter, dilated)
 			}
 		}
 	}
@@ -528,7 +553,12 @@ func printPartyCPU(w io.Writer, run *bench.SampleRun) {
 // party 1 dialling party 0 through a relay (bench.Relay, linkem's) that
 // applies the link. Each party measures its own CPU seconds per phase
 // (bench.SelectConfig.OwnProcess) and its peak RSS.
-func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.SelectConfig, stderr io.Writer) (*bench.SampleRun, error) {
+//
+// With hosts (select --two-hosts) the run emulates two hosts: party 0's
+// process runs on hosts.CPUs[0] and party 1's on hosts.CPUs[1], over the
+// link dilated by hosts.K, and the run returned is dilated back
+// (bench.SampleRun.Dilate).
+func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.SelectConfig, hosts *twoHosts, stderr io.Writer) (*bench.SampleRun, error) {
 	exe, err := executable()
 	if err != nil {
 		return nil, err
@@ -554,7 +584,7 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	start := func(role string, extra ...string) (*child, error) {
 		args := append([]string{"select-party", "--role", role, "--dir", dir,
 			"--fp-dealer", fps["dealer"], "--fp-p0", fps["p0"], "--fp-p1", fps["p1"]}, extra...)
-		c, err := spawn(exe, role, append(args, childArgs...))
+		c, err := spawnPinned(exe, role, append(args, childArgs...), hosts.cpus(role))
 		if err != nil {
 			return nil, err
 		}
@@ -619,7 +649,7 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	if err != nil {
 		return nil, err
 	}
-	peer, err := relay(pl.P0, cfg.Link)
+	peer, err := relay(pl.P0, hosts.link(cfg.Link))
 	if err != nil {
 		return nil, err
 	}
@@ -641,6 +671,9 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 			return nil, fmt.Errorf("%s: bad report", c.role)
 		}
 		reps[i] = l.Report
+		if want := len(hosts.cpus(c.role)); want > 0 && l.Report.Procs != want {
+			return nil, fmt.Errorf("%s: ran on %d CPUs, not the %d it was pinned to (GOMAXPROCS set in the environment?)", c.role, l.Report.Procs, want)
+		}
 	}
 	for _, c := range children {
 		select {
@@ -669,7 +702,67 @@ func runSelectProcesses(ctx context.Context, childArgs []string, cfg bench.Selec
 	run.PeakHeapDealer, run.RSSP0, run.RSSP1, run.RSSDealer = reps[2].PeakHeap, reps[0].RSS, reps[1].RSS, reps[2].RSS
 	run.CPUSeconds = reps[0].CPUSeconds + reps[1].CPUSeconds + reps[2].CPUSeconds
 	run.LoadBefore, run.LoadAfter = load, bench.LoadAverage()
+	if hosts != nil {
+		if err := run.Dilate(hosts.K); err != nil {
+			return nil, err
+		}
+	}
 	return run, nil
+}
+
+// twoHosts is the emulation of the deployment's two hosts on this one
+// (select --two-hosts): each party's process on CPUs of its own, the link
+// and the clock dilated by K, the ratio of this host's CPUs to a party's.
+// A party's compute then takes K times as long as on a host of all the
+// CPUs (if its work spreads over them, as the compute bound assumes), and
+// so do the link's delays: the run is this deployment's at a K-fold
+// slower clock.
+type twoHosts struct {
+	CPUs [2][]int
+	K    float64
+}
+
+// newTwoHosts splits this host's CPUs into two equal halves, one a party
+// (an odd one left out, then idle).
+func newTwoHosts() (*twoHosts, error) {
+	cpus, err := hostCPUs()
+	if err != nil {
+		return nil, err
+	}
+	if len(cpus) < 2 {
+		return nil, fmt.Errorf("emulating two hosts needs at least 2 CPUs; this process may run on %d", len(cpus))
+	}
+	h := len(cpus) / 2
+	return &twoHosts{CPUs: [2][]int{cpus[:h], cpus[h : 2*h]}, K: float64(len(cpus)) / float64(h)}, nil
+}
+
+// cpus returns the CPUs of the process of role: none (not pinned) without
+// the emulation and for a dealer.
+func (h *twoHosts) cpus(role string) []int {
+	switch {
+	case h == nil:
+		return nil
+	case role == "p0":
+		return h.CPUs[0]
+	case role == "p1":
+		return h.CPUs[1]
+	}
+	return nil
+}
+
+// link returns the link p dilated by K: its one-way latency ×K, its
+// bandwidth ÷K (p itself without the emulation, or for no link).
+func (h *twoHosts) link(p *transport.Profile) *transport.Profile {
+	if h == nil || p == nil {
+		return p
+	}
+	d := *p
+	d.Name = fmt.Sprintf("%s dilated ×%g", p.Name, h.K)
+	d.Latency = time.Duration(float64(p.Latency) * h.K)
+	if p.Bandwidth > 0 {
+		d.Bandwidth = max(1, int64(float64(p.Bandwidth)/h.K))
+	}
+	return &d
 }
 
 // startRelay starts a linkem relay (bench.Relay) from a new loopback
@@ -708,7 +801,7 @@ func runSelectChild(ctx context.Context, args []string, stdout, stderr io.Writer
 	sampler := bench.StartHeapSampler(0)
 	prof := startHeapProfiler(*role)
 	enc := json.NewEncoder(stdout)
-	rep := &partyReport{Role: *role}
+	rep := &partyReport{Role: *role, Procs: runtime.GOMAXPROCS(0)}
 	if *role == "dealer" {
 		rep.Dealer, err = serveDealer(ctx, id, fp, enc)
 	} else {

@@ -86,7 +86,11 @@ func runSelectProcessesReport(t *testing.T, tol float64, args ...string) *bench.
 			t.Fatalf("%v (command: %v)\n%s", err, cmdErr, errw.String())
 		}
 		cc := rep.CrossCheck
-		if cc == nil || cc.Tolerance != tol || len(cc.Checks) != 4*len(rep.Workload.Phases)+1 {
+		checks := 4*len(rep.Workload.Phases) + 1 // bytes both ways, rounds and seconds a phase; the projection
+		if rep.Processes != nil && rep.Processes.Dilation > 0 {
+			checks = 3 * len(rep.Workload.Phases) // two hosts emulated: no times
+		}
+		if cc == nil || cc.Tolerance != tol || len(cc.Checks) != checks {
 			t.Fatalf("cross-check %+v", cc)
 		}
 		timing := false
@@ -154,6 +158,63 @@ func TestSelectProcessesDealerFree(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestSelectTwoHosts runs `select --processes --two-hosts` with a
+// dealer-free source: each party's process pinned to its own half of the
+// CPUs (each reports its GOMAXPROCS, and the command fails if that is not
+// its half), the link and the clock dilated by the ratio, and the
+// projection made from that run with each party's compute on a host of its
+// own.
+func TestSelectTwoHosts(t *testing.T) {
+	hosts, err := newTwoHosts()
+	if err != nil {
+		t.Skipf("no two hosts to emulate here: %v", err)
+	}
+	rep := runSelectProcessesReport(t, 10, "select", "--workload", "tiny", "--samples", "12", "--batch", "12", "--bandwidth", "100MB", "--rtt", "10ms",
+		"--provider", "ot", "--processes", "--two-hosts", "--tolerance", "10", "--json", "--timeout", "2m")
+	p := rep.Processes
+	if p == nil || p.Dilation != hosts.K || !p.PerParty() {
+		t.Fatalf("processes' run dilated %g, want %g, with CPU seconds per party: %+v", p.Dilation, hosts.K, p)
+	}
+	pr := rep.Projection
+	if pr.ComputeHosts != bench.ComputeOwn || pr.ComputeCores != p.Cores {
+		t.Errorf("projection's compute on %q hosts of %d cores, want own hosts of %d", pr.ComputeHosts, pr.ComputeCores, p.Cores)
+	}
+	if want := rep.CrossCheck.ProcessesProjection; pr.Seconds != want.Seconds {
+		t.Errorf("projection %g s, want the processes' run's %g s", pr.Seconds, want.Seconds)
+	}
+	var out bytes.Buffer
+	if err := printSelect(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("two hosts emulated: each party's process on %d of this host's %d cores, the link and the clock dilated ×%g", len(hosts.CPUs[0]), p.Cores, hosts.K); !strings.Contains(out.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestTwoHostsLink: the emulation's link is the link k times slower (none
+// stays none), and only the parties are pinned, each to its own CPUs.
+func TestTwoHostsLink(t *testing.T) {
+	h := &twoHosts{CPUs: [2][]int{{0, 1}, {2, 3}}, K: 2}
+	got := h.link(&transport.PaperWAN)
+	if got.Latency != 100*time.Millisecond || got.Bandwidth != 50_000_000 || transport.PaperWAN.Latency != 50*time.Millisecond {
+		t.Errorf("paper-wan dilated ×2: %+v", got)
+	}
+	if h.link(nil) != nil || (*twoHosts)(nil).link(&transport.LAN) != &transport.LAN {
+		t.Error("no link, or no emulation, changed the link")
+	}
+	if got := h.link(&transport.Profile{Latency: time.Millisecond}); got.Bandwidth != 0 || got.Latency != 2*time.Millisecond {
+		t.Errorf("an unlimited link dilated: %+v", got)
+	}
+	for role, want := range map[string][]int{"p0": {0, 1}, "p1": {2, 3}, "dealer": nil} {
+		if got := h.cpus(role); !slices.Equal(got, want) {
+			t.Errorf("%s on %v, want %v", role, got, want)
+		}
+	}
+	if (*twoHosts)(nil).cpus("p0") != nil {
+		t.Error("pinned without the emulation")
 	}
 }
 
@@ -308,6 +369,9 @@ func TestSelectBadArgs(t *testing.T) {
 		{"select", "--workload", "tiny", "--shards", "4", "--internal-link", "moon"},
 		{"select", "--workload", "tiny", "--pool", "-1"},
 		{"select", "--workload", "tiny", "--pool", "1"},
+		{"select", "--workload", "tiny", "--provider", "ot", "--two-hosts"},
+		{"select", "--workload", "tiny", "--processes", "--two-hosts"},
+		{"select", "--workload", "tiny", "--provider", "ot", "--processes", "--two-hosts", "--shards", "2"},
 		{"select-party", "--role", "p0", "--workload", "tiny", "--pipeline", "sideways"},
 		{"select-party", "--role", "p2", "--workload", "tiny"},
 		{"report", "--samples", "tiny=x"},
