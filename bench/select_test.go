@@ -867,6 +867,9 @@ func TestDilate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if cc.InProcessProjection != before {
+		t.Error("the in-process run's projection not kept beside the dilated run's")
+	}
 	if rep.Projection == before || rep.Projection.Seconds != want.Seconds || rep.Projection.ComputeHosts != ComputeOwn {
 		t.Errorf("projection %g s on %q hosts, want the dilated processes' run's %g s on own hosts (in-process %g s)",
 			rep.Projection.Seconds, rep.Projection.ComputeHosts, want.Seconds, before.Seconds)

@@ -377,6 +377,11 @@ type CrossCheck struct {
 	Agree bool `json:"agree"`
 	// ProcessesProjection is the projection from the processes' run.
 	ProcessesProjection *Projection `json:"processes_projection"`
+	// InProcessProjection is the in-process run's projection where the
+	// processes' run emulated two hosts and replaced it as the report's
+	// (both parties' compute on this host's cores: wall times charge
+	// each party the other's work too).
+	InProcessProjection *Projection `json:"in_process_projection,omitempty"`
 }
 
 // Compare checks the processes' run against the report's in-process run
@@ -423,6 +428,9 @@ func (r *SelectReport) Compare(proc *SampleRun, tol float64) (*CrossCheck, error
 		add("projected hours", r.Projection.Hours, pp.Hours)
 	}
 	cc.ProcessesProjection = pp
+	if proc.Dilation > 1 {
+		cc.InProcessProjection = r.Projection
+	}
 	r.Processes, r.CrossCheck = proc, cc
 	if proc.PerParty() || proc.Dilation > 1 {
 		// Each party's CPU measured on its own: the compute bound charges

@@ -469,6 +469,9 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 	if pr := rep.Processes; pr != nil && pr.Dilation > 1 {
 		fmt.Fprintf(w, "two hosts emulated: each party's process on %d of this host's %d cores, the link and the clock dilated ×%g (its latency ×%[3]g, its bandwidth ÷%[3]g, the run's wall times ÷%[3]g): the projection is the processes' run's, with each party's compute beside the link on cores of its own\n",
 			int(math.Round(float64(pr.Cores)/pr.Dilation)), pr.Cores, pr.Dilation)
+		if cc := rep.CrossCheck; cc != nil && cc.InProcessProjection != nil {
+			fmt.Fprintf(w, "the in-process run over the link, both parties on this host's %d cores, projects %.2f h\n", rep.Sample.Cores, cc.InProcessProjection.Hours)
+		}
 	}
 	fmt.Fprintf(w, "bounds: bandwidth %.2f h, latency %.2f h, compute %.2f h (%s)\n", p.BoundsHours[0], p.BoundsHours[1], p.BoundsHours[2], computeHostsText(p))
 	printLinkBounds(w, p)
