@@ -511,12 +511,15 @@ func printSelect(w io.Writer, rep *bench.SelectReport) error {
 		fmt.Fprintf(w, "agree: %v\n", cc.Agree)
 		for _, run := range []*bench.SampleRun{rep.Sample, rep.Processes} {
 			if run != nil && run.CPUSeconds > 0 && run.Seconds > 0 && run.Cores > 0 {
-				dilated := ""
+				// A dilated run's share of the machine is of its real wall
+				// time, Dilation times the one it reports.
+				dilated, wall := "", run.Seconds
 				if run.Dilation > 1 {
-					dilated = fmt.Sprintf(" (two hosts emulated: its wall time ÷%g)", run.Dilation)
+					wall *= run.Dilation
+					dilated = fmt.Sprintf(" (two hosts emulated: %.1f s of real time ÷%g)", wall, run.Dilation)
 				}
 				fmt.Fprintf(w, "  %s run: %.1f s wall, %.1f s CPU: %.0f%% of %d cores (load %s → %s)%s\n", map[bool]string{false: "in-process", true: "processes'"}[run.Processes],
-					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(run.Seconds*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter, dilated)
+					run.Seconds, run.CPUSeconds, 100*run.CPUSeconds/(wall*float64(run.Cores)), run.Cores, run.LoadBefore, run.LoadAfter, dilated)
 			}
 		}
 	}
