@@ -183,3 +183,89 @@ func TestMergeBudget(t *testing.T) {
 		t.Fatalf("%d waiting, want c only", len(s.waiting))
 	}
 }
+
+// TestMulMaskedSums: products given together share one pass when their
+// accumulators fit (PassFits), and each output is byte for byte
+// MulMaskedSum's on the same key material read in order, with exact shares;
+// products on other weights, or too many rows for one pass, take passes of
+// their own.
+func TestMulMaskedSums(t *testing.T) {
+	s, err := NewScheme(DefaultParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, n := 3, 24
+	l := Layout{MW: 4, NW: 16}
+	rng := rand.New(rand.NewPCG(71, 71))
+	rnd := newDetRand(71)
+	sk, pk, err := s.KeyGen(rnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(seed byte, B []uint64) *Weights {
+		ew, err := s.EncryptWeightsAt(sk, B, k, n, 0, l, [SeedSize]byte{seed}, rnd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := s.LoadWeightsCompact(pk, ew)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	B1, B2 := fill(rng, k*n, "edges"), fill(rng, k*n, "random")
+	w1, w2 := load(1, B1), load(2, B2)
+	budgetRows := maxMergedAccumulatorBytes / s.blockAccumulatorBytes() / 2 * l.MW // 2 column blocks a row block
+	for _, c := range []struct {
+		name   string
+		ws     []*Weights
+		Bs     [][]uint64
+		rows   []int
+		fits   bool
+		passes int64
+	}{
+		{"pair on one matrix", []*Weights{w1, w1}, [][]uint64{B1, B1}, []int{5, 5}, true, 1},
+		{"three, one row", []*Weights{w1, w1, w1}, [][]uint64{B1, B1, B1}, []int{1, 8, 3}, true, 1},
+		{"other weights", []*Weights{w1, w2}, [][]uint64{B1, B2}, []int{4, 4}, true, 2},
+		{"over one pass", []*Weights{w1, w1}, [][]uint64{B1, B1}, []int{budgetRows, 1}, false, 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if fits := s.PassFits(l, n, c.rows...); fits != c.fits {
+				t.Fatalf("PassFits(%v) = %v, want %v", c.rows, fits, c.fits)
+			}
+			ps := make([]MaskedSum, len(c.rows))
+			for i, m := range c.rows {
+				ps[i] = MaskedSum{Terms: []Term{{W: c.ws[i], A: fill(rng, m*k, "random")}}, Layout: l, M: m, N: n, R: fill(rng, m*n, "random")}
+			}
+			before := s.MergeStats()
+			outs, err := s.MulMaskedSums(ps, newDetRand(7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := s.MergeStats()
+			if got.Products-before.Products != int64(len(ps)) || got.Passes-before.Passes != c.passes {
+				t.Errorf("%d products in %d passes, want %d in %d", got.Products-before.Products, got.Passes-before.Passes, len(ps), c.passes)
+			}
+			alone := newDetRand(7) // the same key material, read in order
+			for i, p := range ps {
+				C0, err := s.DecryptShares(sk, outs[i], p.M, n, l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkShares(t, C0, p.R, plainMul(p.Terms[0].A, c.Bs[i], p.M, k, n))
+				own, err := s.MulMaskedSum(p.Terms, l, p.M, n, p.R, alone)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, _ := outs[i].AppendBinary(nil)
+				b, _ := own.AppendBinary(nil)
+				if !bytes.Equal(a, b) {
+					t.Errorf("product %d: output differs from MulMaskedSum's", i)
+				}
+			}
+		})
+	}
+	if _, err := s.MulMaskedSums([]MaskedSum{{Terms: []Term{{W: w1, A: make([]uint64, 2)}}, Layout: l, M: 1, N: n, R: make([]uint64, n)}}, nil); err == nil {
+		t.Error("a product with A of the wrong size was accepted")
+	}
+}
