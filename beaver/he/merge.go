@@ -74,24 +74,13 @@ func (s *Scheme) MergeStats() MergeStats {
 	return MergeStats{Products: s.nProducts.Load(), Passes: s.nPasses.Load()}
 }
 
-// admitAll runs jobs: they join the queue together, so the first to hold
-// the admission takes the others that share its pass, and each then waits
-// for the admission unless a holder took it first; as a holder it runs with
-// every waiting product that shares its pass. It returns when every job's
-// results are set.
-func (s *Scheme) admitAll(jobs []*mulJob) {
-	s.mergeMu.Lock()
-	s.waiting = append(s.waiting, jobs...)
-	s.mergeMu.Unlock()
-	for _, j := range jobs {
-		s.await(j)
-	}
-}
-
-// await waits for the admission unless another holder takes queued job j
-// first, and as a holder runs j with every waiting product that shares
+// admit runs job j: it waits for the admission unless another holder takes
+// j first, and as a holder runs j with every waiting product that shares
 // its pass. It returns when j's results are set.
-func (s *Scheme) await(j *mulJob) {
+func (s *Scheme) admit(j *mulJob) {
+	s.mergeMu.Lock()
+	s.waiting = append(s.waiting, j)
+	s.mergeMu.Unlock()
 	select {
 	case <-j.done:
 		return

@@ -79,105 +79,49 @@ func (s *Scheme) MulMaskedSum(terms []Term, l Layout, m, n int, R []uint64, rnd 
 	return out, err
 }
 
-// MaskedSum is one product of MulMaskedSums: MulMaskedSum's arguments.
-type MaskedSum struct {
-	Terms  []Term
-	Layout Layout
-	M, N   int
-	R      []uint64
-}
-
-// MulMaskedSums is MulMaskedSum for several products at once, their
-// outputs in order: those on the same weights (the same Weights in the same
-// order, layout and width) share one pass over them whenever their
-// accumulators fit together (PassFits), which a product that arrives
-// alone cannot count on (step 12 of bench/TWOHOSTS.md: over a WAN the
-// lanes' products on one matrix hardly ever wait together). Each product's
-// key material is read from rnd in order, so the outputs are exactly those
-// of MulMaskedSum called on each in turn with the same rnd.
-func (s *Scheme) MulMaskedSums(ps []MaskedSum, rnd io.Reader) ([]*Output, error) {
-	jobs := make([]*mulJob, len(ps))
-	for i, p := range ps {
-		j, err := s.newJob(p.Terms, p.Layout, p.M, p.N, p.R, rnd, true)
-		if err != nil {
-			return nil, fmt.Errorf("he: product %d of %d: %w", i+1, len(ps), err)
-		}
-		jobs[i] = j
-	}
-	s.admitAll(jobs)
-	outs := make([]*Output, len(jobs))
-	for i, j := range jobs {
-		outs[i] = j.out
-	}
-	return outs, nil
-}
-
-// PassFits reports whether products of rows[i] rows each, with layout l and
-// width n, have accumulators that fit one pass together (MulMaskedSums
-// merges them only then).
-func (s *Scheme) PassFits(l Layout, n int, rows ...int) bool {
-	if l.MW < 1 || l.NW < 1 {
-		return false
-	}
-	blocks := 0
-	for _, m := range rows {
-		blocks += ceilDiv(m, l.MW) * ceilDiv(n, l.NW)
-	}
-	return blocks <= maxMergedAccumulatorBytes/s.blockAccumulatorBytes()
-}
-
 // rawBlock is an output ciphertext before the modulus switch (tests).
 type rawBlock struct{ c0, c1 ring.Poly }
 
 // mulMaskedRaw does MulMaskedSum; with final false it also returns the
 // output ciphertexts in R_Q before the switch (for the view tests).
 func (s *Scheme) mulMaskedRaw(terms []Term, l Layout, m, n int, R []uint64, rnd io.Reader, final bool) (*Output, []rawBlock, error) {
-	j, err := s.newJob(terms, l, m, n, R, rnd, final)
-	if err != nil {
-		return nil, nil, err
-	}
-	s.admitAll([]*mulJob{j})
-	return j.out, j.raws, nil
-}
-
-// newJob checks mulMaskedRaw's arguments and returns its job, its key
-// read from rnd.
-func (s *Scheme) newJob(terms []Term, l Layout, m, n int, R []uint64, rnd io.Reader, final bool) (*mulJob, error) {
 	if len(terms) == 0 {
-		return nil, fmt.Errorf("he: mul masked: no product: %w", errShape)
+		return nil, nil, fmt.Errorf("he: mul masked: no product: %w", errShape)
 	}
 	if m < 1 || m > 1<<24 || n < 1 || n > maxDim || len(R) != m*n {
-		return nil, fmt.Errorf("he: mul masked: R %d words for %d×%d: %w", len(R), m, n, errShape)
+		return nil, nil, fmt.Errorf("he: mul masked: R %d words for %d×%d: %w", len(R), m, n, errShape)
 	}
 	inner := 0
 	for i, t := range terms {
 		w := t.W
 		if w == nil || w.sc != s {
-			return nil, errScheme
+			return nil, nil, errScheme
 		}
 		if w.pk != terms[0].W.pk {
-			return nil, fmt.Errorf("he: mul masked: product %d with weights loaded under another public key: %w", i, errShape)
+			return nil, nil, fmt.Errorf("he: mul masked: product %d with weights loaded under another public key: %w", i, errShape)
 		}
 		if w.layout.NW != l.NW || w.layout.kw() != l.kw() {
-			return nil, fmt.Errorf("he: mul masked: layout %v for weights packed with NW = %d, KW = %d: %w", l, w.layout.NW, w.layout.kw(), errShape)
+			return nil, nil, fmt.Errorf("he: mul masked: layout %v for weights packed with NW = %d, KW = %d: %w", l, w.layout.NW, w.layout.kw(), errShape)
 		}
 		if len(t.A) != m*w.k || w.off+w.n > n {
-			return nil, fmt.Errorf("he: mul masked: product %d: A %d words for %d×%d, columns [%d, %d) of %d: %w", i, len(t.A), m, w.k, w.off, w.off+w.n, n, errShape)
+			return nil, nil, fmt.Errorf("he: mul masked: product %d: A %d words for %d×%d, columns [%d, %d) of %d: %w", i, len(t.A), m, w.k, w.off, w.off+w.n, n, errShape)
 		}
 		inner += w.k
 	}
 	if inner > s.p.MaxInner {
-		return nil, fmt.Errorf("he: mul masked: inner dimensions sum to %d, above MaxInner %d: %w", inner, s.p.MaxInner, errShape)
+		return nil, nil, fmt.Errorf("he: mul masked: inner dimensions sum to %d, above MaxInner %d: %w", inner, s.p.MaxInner, errShape)
 	}
 	if err := s.checkLayout(l, inner); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	key, err := keyFrom(rnd)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &mulJob{terms: terms, l: l, m: m, n: n, R: R, key: key, final: final,
-		rb: ceilDiv(m, l.MW), done: make(chan struct{})}, nil
+	j := &mulJob{terms: terms, l: l, m: m, n: n, R: R, key: key, final: final,
+		rb: ceilDiv(m, l.MW), done: make(chan struct{})}
+	s.admit(j)
+	return j.out, j.raws, nil
 }
 
 // finishBlock turns output block bi of job j, whose sums are block ab of

@@ -129,7 +129,7 @@ const heCommitWords = sha256.Size / 8
 // heProtocol is mixed into the HE parameters' fingerprint of the setup
 // message: peers running another version of this protocol fail the setup
 // with ErrModeMismatch.
-const heProtocol = "selectformer/beaver/ot/he protocol v4 (checked outputs, uploads on the session stream, items in pairs)"
+const heProtocol = "selectformer/beaver/ot/he protocol v3 (checked outputs, uploads on the session stream)"
 
 // ErrWeightResent is returned by party 0 when party 1 asks for encrypted
 // weights it asked for before in this session: an honest party 1 keeps
@@ -168,7 +168,6 @@ type heItem struct {
 	plan    he.CheckedPlan
 	terms   []heTerm
 	out     []int64 // bytes of each output message
-	second  bool    // the partner of a pair (he_pair.go)
 }
 
 // heEntry is party 1's cache entry of a key: asked for (pending) until
@@ -212,11 +211,7 @@ type Lattice struct {
 	failed error              // party 0: the failed check that ended the key
 	sent   map[heKey]bool     // party 0: uploads made
 	cache  map[heKey]*heEntry // party 1: encryptions held or asked for
-	// partners are the parts of each pair's second item, kept for the
-	// next item of its key (he_pair.go).
-	partners   map[pairKey]*partner
-	partnerSeq uint64
-	stats      HEStats
+	stats  HEStats
 
 	// The upload service on the session stream (he_upload.go), under mu.
 	up     Conn               // the session stream (nil before Setup)
@@ -242,12 +237,8 @@ type HEStats struct {
 	Projections int64 // encrypted row blocks of projections V sent or received (party 1 keeps them for the session)
 	UploadBytes int64 // the bytes of both (he.WeightSizes.Bytes each, before padding)
 	Items       int64 // weight-mask items made with HE (party 0: whose outputs passed the check)
-	Partners    int64 // of the Items, those made as the second of a pair (he_pair.go)
-	// PartnersEvicted counts pairs' second items dropped unused to keep a
-	// stream's partners within their bound.
-	PartnersEvicted int64
-	Held            int64 // party 1: encrypted weight matrices held now (loaded, not released)
-	Released        int64 // party 1: encrypted weight matrices dropped by ReleaseWeights
+	Held        int64 // party 1: encrypted weight matrices held now (loaded, not released)
+	Released    int64 // party 1: encrypted weight matrices dropped by ReleaseWeights
 	// HeldBytes and PeakHeldBytes are party 1's memory of the prepared
 	// encryptions it holds now and held at most at once (he.Weights.Bytes:
 	// the weight matrices and the projections' rows).
@@ -284,7 +275,7 @@ func NewLattice(opts LatticeOptions) (*Lattice, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ot: lattice weight masks: %w", err)
 	}
-	h := &Lattice{sc: sc, compact: opts.Compact, sent: map[heKey]bool{}, cache: map[heKey]*heEntry{}, partners: map[pairKey]*partner{},
+	h := &Lattice{sc: sc, compact: opts.Compact, sent: map[heKey]bool{}, cache: map[heKey]*heEntry{},
 		wake: make(chan struct{}, 1), made: map[heKey]heMaker{}, asked: map[heKey]bool{}}
 	h.upFailed, h.failUp = context.WithCancelCause(context.Background())
 	return h, nil

@@ -95,34 +95,19 @@ func (h *Lattice) party0(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 	if err := h.err(); err != nil {
 		return nil, fmt.Errorf("the HE key was discarded after a failed check: %w", err)
 	}
-	if ps := h.takePartner(it); ps != nil {
-		return ps, nil
-	}
 	h.need(sid, it, mask)
 	wctx, stop := h.watch(ctx)
 	defer stop()
-	pair := h.pairable(it)
-	words := it.words()
-	if pair {
-		words *= 2
-	}
-	msg, err := g.exchange(wctx, nil, words)
+	msg, err := g.exchange(wctx, nil, it.words())
 	if err != nil {
 		if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil {
 			err = cause // the upload service failed: say why
 		}
 		return nil, fmt.Errorf("receive outputs: %w", err)
 	}
-	C0, err := h.accept(sid, it, msg[:it.words()])
+	C0, err := h.accept(sid, it, msg)
 	if err != nil {
 		return nil, err
-	}
-	if pair {
-		C0b, err := h.accept(sid, it.partner(), msg[it.words():])
-		if err != nil {
-			return nil, fmt.Errorf("the pair's second item: %w", err)
-		}
-		h.keepPartner(it, parts(nil, C0b))
 	}
 	return parts(nil, C0), nil
 }
@@ -231,9 +216,6 @@ func heItemBytes(domain string, sid beaver.SessionID, it *heItem) []byte {
 	for _, v := range []uint64{uint64(it.r.Kind), it.r.WeightID, uint64(it.r.Stream), it.r.Counter, uint64(it.m), uint64(it.k), uint64(it.n)} {
 		b = binary.LittleEndian.AppendUint64(b, v)
 	}
-	if it.second {
-		b = append(b, "/second"...)
-	}
 	return b
 }
 
@@ -259,30 +241,17 @@ func (h *Lattice) party1(ctx context.Context, g *Gen, sid beaver.SessionID, it *
 	if h.draw != nil {
 		draw = h.draw
 	}
-	if ps := h.takePartner(it); ps != nil {
-		return ps, nil
-	}
-	its := []*heItem{it}
-	if h.pairable(it) {
-		its = append(its, it.partner())
-	}
-	As, Rs := make([][]uint64, len(its)), make([][]uint64, len(its))
-	for i := range its {
-		As[i] = draw(it.m * it.k)
-		Rs[i] = draw(it.m * it.n)
-	}
-	msg, err := h.outputs(ctx, sid, its, As, Rs, draw)
+	A := draw(it.m * it.k)
+	R := draw(it.m * it.n)
+	msg, err := h.outputs(ctx, sid, it, A, R, draw)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := g.exchange(ctx, msg, 0); err != nil {
 		return nil, fmt.Errorf("send outputs: %w", err)
 	}
-	if len(its) > 1 {
-		h.keepPartner(it, parts(As[1], Rs[1]))
-	}
 	// For KindWeightVectorTriple A is m×n and A·diag(b) = A ⊙ b.
-	return parts(As[0], Rs[0]), nil
+	return parts(A, R), nil
 }
 
 // await is party 1's wait for the item's encryptions: it asks for those it
@@ -320,64 +289,43 @@ func (h *Lattice) await(ctx context.Context, sid beaver.SessionID, it *heItem) (
 	return entries, nil
 }
 
-// outputs returns party 1's messages of the items its (one, or a pair:
-// the same plan), concatenated (it.words() words each), for their masks
-// As[i] (m×k; m×n for KindWeightVectorTriple) and shares Rs[i] (m×n) of
-// A·B, with check masks from draw: each the tag, the checked product's
-// outputs and the commitment to its check masks' sum. The items' products
-// of each output share a pass (he.Scheme.MulMaskedSums). It waits for the
-// plan's encryptions first (await).
-func (h *Lattice) outputs(ctx context.Context, sid beaver.SessionID, its []*heItem, As, Rs [][]uint64, draw func(int) []uint64) ([]uint64, error) {
-	entries, err := h.await(ctx, sid, its[0])
+// outputs returns party 1's message of the item (it.words() words) for its
+// mask A (m×k; m×n for KindWeightVectorTriple) and its share R (m×n) of
+// A·B, with check masks from draw: the tag, the checked product's outputs
+// and the commitment to its check masks' sum. It waits for the item's
+// encryptions first (await).
+func (h *Lattice) outputs(ctx context.Context, sid beaver.SessionID, it *heItem, A, R []uint64, draw func(int) []uint64) ([]uint64, error) {
+	entries, err := h.await(ctx, sid, it)
 	if err != nil {
 		return nil, err
 	}
-	plan := its[0].plan
-	masks, R1s := make([][][]uint64, len(its)), make([][]uint64, len(its))
-	msgs, rhos := make([][]uint64, len(its)), make([][]uint64, len(its))
-	for i, it := range its {
-		masks[i], R1s[i] = plan.Masks(Rs[i], draw)
-		msgs[i] = append(make([]uint64, 0, it.words()), heOutputs)
-	}
+	masks, R1 := it.plan.Masks(R, draw)
+	msg := make([]uint64, 1, it.words())
+	msg[0] = heOutputs
+	var rho []uint64
 	ti := 0
-	for o, out := range plan.Outputs {
-		ps := make([]he.MaskedSum, len(its))
-		for i := range its {
-			terms := make([]he.Term, len(out.Terms))
-			for j, t := range out.Terms {
-				terms[j] = he.Term{W: entries[ti+j].w, A: plan.Factor(o, t, As[i], Rs[i], rhos[i])}
-			}
-			ps[i] = he.MaskedSum{Terms: terms, Layout: out.Layout, M: out.Rows, N: out.Width, R: masks[i][o]}
+	for o, out := range it.plan.Outputs {
+		terms := make([]he.Term, len(out.Terms))
+		for j, t := range out.Terms {
+			terms[j] = he.Term{W: entries[ti].w, A: it.plan.Factor(o, t, A, R, rho)}
+			ti++
 		}
-		ti += len(out.Terms)
-		cts, err := h.sc.MulMaskedSums(ps, h.rnd)
+		ct, err := h.sc.MulMaskedSum(terms, out.Layout, out.Rows, out.Width, masks[o], h.rnd)
 		if err != nil {
 			return nil, err
 		}
-		for i, ct := range cts {
-			b, err := ct.AppendBinary(make([]byte, 0, its[i].out[o]))
-			if err != nil {
-				return nil, err
-			}
-			if int64(len(b)) != its[i].out[o] {
-				return nil, fmt.Errorf("output %d of %d bytes, want %d", o, len(b), its[i].out[o])
-			}
-			if o == 0 {
-				rhos[i] = plan.Rho(heRowSeed(sid, its[i], b))
-			}
-			msgs[i] = append(msgs[i], bytesToWordsPad(b)...)
+		b, err := ct.AppendBinary(make([]byte, 0, it.out[o]))
+		if err != nil {
+			return nil, err
 		}
-	}
-	msg := msgs[0]
-	if len(its) > 1 {
-		msg = make([]uint64, 0, len(its)*its[0].words())
-	}
-	for i, it := range its {
-		if len(its) > 1 {
-			msg = append(msg, msgs[i]...)
+		if int64(len(b)) != it.out[o] {
+			return nil, fmt.Errorf("output %d of %d bytes, want %d", o, len(b), it.out[o])
 		}
-		cm := heCommit(sid, it, R1s[i])
-		msg = append(msg, cm[:]...)
+		if o == 0 {
+			rho = it.plan.Rho(heRowSeed(sid, it, b))
+		}
+		msg = append(msg, bytesToWordsPad(b)...)
 	}
-	return msg, nil
+	cm := heCommit(sid, it, R1)
+	return append(msg, cm[:]...), nil
 }

@@ -123,7 +123,7 @@ func (w *onlineWeight) Outputs(ctx context.Context, a []uint64) ([]uint64, []uin
 		draw = share.NewPRG(seed, onlineDomain).Words
 	}
 	R := draw(it.m * it.n)
-	msg, err := w.h.outputs(ctx, w.sid, []*heItem{it}, [][]uint64{a}, [][]uint64{R}, draw)
+	msg, err := w.h.outputs(ctx, w.sid, it, a, R, draw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ot: party 1: %v: %w", it.r, err)
 	}

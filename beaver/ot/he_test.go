@@ -290,11 +290,6 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	for _, b := range it.out {
 		item += 8 * int64(wordsFor(b))
 	}
-	pair := int64(1)
-	if p1.lat().pairable(it) {
-		pair = 2 // each stream's item is made with its partner, in one message
-	}
-	item *= pair
 	d0, d1 := p0.Stats(), p1.Stats()
 	if got := d0.BytesSent - s0.BytesSent; got != up {
 		t.Errorf("party 0 sent %d bytes, want the plan's encryptions once, %d", got, up)
@@ -315,11 +310,10 @@ func TestHEProviderSharedUpload(t *testing.T) {
 	}
 	want.PeakHeldBytes = want.HeldBytes
 	st := p1.lat().Stats()
-	// One product per output of each item and its partner, the two in one
-	// pass; products on the same weights that waited together shared a
-	// pass too (he's merge), as timing has it.
-	if products := pair * streams * int64(len(it.out)); st.Products != products || st.Passes < 1 || st.Passes > products/pair {
-		t.Errorf("party 1: %d HE products in %d passes, want %d products in 1 to %d passes", st.Products, st.Passes, products, products/pair)
+	// One product per output of each item; products on the same weights
+	// that waited together shared a pass (he's merge), as timing has it.
+	if products := streams * int64(len(it.out)); st.Products != products || st.Passes < 1 || st.Passes > products {
+		t.Errorf("party 1: %d HE products in %d passes, want %d products in 1 to %d passes", st.Products, st.Passes, products, products)
 	}
 	st.Products, st.Passes = 0, 0
 	if st != want {
@@ -340,7 +334,6 @@ func TestHEReleaseWeights(t *testing.T) {
 	in := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 1<<32 | 7, M: 2, K: 2, N: 3}
 	out := beaver.Request{Kind: beaver.KindWeightTriple, WeightID: 2 << 32, M: 2, K: 2, N: 3}
 	drawPair(t, ctx, p0, p1, in)
-	drawPair(t, ctx, p0, p1, in) // the pair's second: the next request of in is made afresh
 	drawPair(t, ctx, p0, p1, out)
 	before := p1.lat().Stats()
 	if before.Held != 2 || before.Released != 0 {
@@ -358,8 +351,7 @@ func TestHEReleaseWeights(t *testing.T) {
 		t.Fatalf("after: %+v, want 1 held and 1 released, %d bytes fewer held (of %d), the peak kept", st, freed, before.HeldBytes)
 	}
 	p0.ReleaseWeights(0, 1<<40)   // party 0 holds no weights: nothing to drop
-	drawPair(t, ctx, p0, p1, out) // its pair's second, kept by both parties
-	drawPair(t, ctx, p0, p1, out) // made afresh: still held, no upload
+	drawPair(t, ctx, p0, p1, out) // still held: no upload
 	if st := p0.lat().Stats(); st.Uploads != 2 {
 		t.Fatalf("party 0 uploaded %d times, want 2", st.Uploads)
 	}
@@ -388,7 +380,6 @@ func TestHEProviderRefusesResend(t *testing.T) {
 		p0, p1, _ := heProviders(t)
 		ctx := testCtx(t)
 		drawPair(t, ctx, p0, p1, r)
-		drawPair(t, ctx, p0, p1, r) // the pair's second
 		p1.lat().mu.Lock()
 		clear(p1.lat().cache)
 		p1.lat().mu.Unlock()
@@ -504,12 +495,8 @@ func TestHEProviderView(t *testing.T) {
 			t.Fatalf("plan with %d outputs, want the merged one", len(it.out))
 		}
 		var out []uint64
-		one := 1 + wordsFor(it.out[0]) + heCommitWords
 		for _, m := range rec[0].msgs() {
-			if len(m) == 2*one && p0.lat().pairable(it) {
-				m = m[:one] // the pair's first message; its partner's is made the same way
-			}
-			if len(m) == one {
+			if len(m) == 1+wordsFor(it.out[0])+heCommitWords {
 				out = m
 			}
 		}
