@@ -4,5 +4,8 @@
 // where parentImports names that import. TestImportErrorsCatch plants
 // forbidden imports (selection/lanes → selection among them) and checks that
 // they fail. TestDesignListsEveryPackage: DESIGN.md's "Packages" section
-// names every package of the module.
+// names every package of the module. TestAsmVectorEncodings: no amd64
+// assembly function that touches YMM or ZMM registers runs a legacy SSE
+// instruction or returns without VZEROUPPER (a state transition on Intel
+// server cores: issue 38), with TestAsmVectorEncodingsCatch planting both.
 package layering
