@@ -114,7 +114,7 @@ func legacySSE(f asmFunc) []string {
 		switch {
 		case op == "RET" && prev != "VZEROUPPER":
 			bad = append(bad, fmt.Sprintf("line %d: RET without VZEROUPPER before it", l.no))
-		case !strings.HasPrefix(op, "V") && op != "PREFETCHT0" && xmmReg.MatchString(l.text):
+		case !strings.HasPrefix(op, "V") && xmmReg.MatchString(l.text):
 			bad = append(bad, fmt.Sprintf("line %d: %s", l.no, strings.TrimSpace(l.text)))
 		}
 		prev = op
