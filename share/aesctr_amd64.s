@@ -65,6 +65,9 @@ TEXT ·ctrVAES(SB), NOSPLIT, $0-48
 keysDone:
 	VBROADCASTI32X4 ctrBswap<>(SB), Z25
 	VBROADCASTI32X4 ctrInc<>(SB), Z24
+	// VEX encodings only: a legacy SSE instruction after the ZMM writes
+	// above is a state transition (about 200 ns a call on an Intel Xeon;
+	// testharness/layering's TestAsmVectorEncodings).
 	VMOVQ BX, X0
 	VPINSRQ $1, DX, X0, X0
 	VSHUFI64X2 $0, Z0, Z0, Z23

@@ -249,8 +249,6 @@ func TestNewAESKeyLength(t *testing.T) {
 	}
 }
 
-// BenchmarkAESCTR times the key stream into a 64 KiB buffer on each path,
-// with AES-128 and AES-256 keys.
 // BenchmarkKeyStreamAt: AESKey.KeyStreamAt on each code path for calls of
 // 512 bytes to 64 KiB; 2 KiB is a seeded weight half's row of a sum tile
 // (beaver/he's regeneration, 256 words a call), where a fixed cost per call
@@ -277,6 +275,8 @@ func BenchmarkKeyStreamAt(b *testing.B) {
 	}
 }
 
+// BenchmarkAESCTR times the key stream into a 64 KiB buffer on each path,
+// with AES-128 and AES-256 keys.
 func BenchmarkAESCTR(b *testing.B) {
 	saved := ctrPath
 	defer func() { ctrPath = saved }()
