@@ -28,6 +28,9 @@ var (
 	wideReg  = regexp.MustCompile(`\b[YZ]([0-9]|[12][0-9]|3[01])\b`)
 	xmmReg   = regexp.MustCompile(`\bX([0-9]|1[0-5])\b`)
 	mnemonic = regexp.MustCompile(`^\s*([A-Z][A-Z0-9]*)\b`)
+	// invocation is a line's first word, a macro's name in any case
+	// (ctrRound8(Z9)).
+	invocation = regexp.MustCompile(`^\s*([A-Za-z_][A-Za-z0-9_]*)\b`)
 )
 
 // asmFunc is one TEXT symbol's body, its lines with macros expanded.
@@ -64,10 +67,14 @@ func parseAsm(src string) []asmFunc {
 			continue
 		}
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "#define "); ok {
-			name := strings.FieldsFunc(rest, func(r rune) bool { return r == ' ' || r == '\t' || r == '(' })[0]
+			name, text := macroHead(rest)
 			body := new([]string)
 			macros[name] = body
-			if strings.HasSuffix(strings.TrimSpace(line), `\`) {
+			cont := strings.HasSuffix(text, `\`)
+			if text = strings.TrimSpace(strings.TrimSuffix(text, `\`)); text != "" {
+				*body = strings.Split(text, ";") // a body on the #define line itself
+			}
+			if cont {
 				def = body
 			}
 			continue
@@ -81,13 +88,30 @@ func parseAsm(src string) []asmFunc {
 		}
 		f := &fns[len(fns)-1]
 		f.lines = append(f.lines, asmLine{no, line})
-		if m := mnemonic.FindStringSubmatch(line); m != nil && macros[m[1]] != nil {
+		if m := invocation.FindStringSubmatch(line); m != nil && macros[m[1]] != nil {
 			for _, b := range *macros[m[1]] {
 				f.lines = append(f.lines, asmLine{no, b})
 			}
 		}
 	}
 	return fns
+}
+
+// macroHead splits what follows "#define " into the macro's name and the
+// rest of the line after its name and parameter list.
+func macroHead(rest string) (name, text string) {
+	rest = strings.TrimSpace(rest)
+	i := strings.IndexAny(rest, " \t(")
+	if i < 0 {
+		return rest, ""
+	}
+	name, text = rest[:i], rest[i:]
+	if strings.HasPrefix(text, "(") {
+		if j := strings.Index(text, ")"); j >= 0 {
+			text = text[j+1:]
+		}
+	}
+	return name, strings.TrimSpace(text)
 }
 
 // legacySSE returns the lines of f that run a legacy-encoded instruction on
@@ -159,13 +183,15 @@ func TestAsmVectorEncodings(t *testing.T) {
 }
 
 // TestAsmVectorEncodingsCatch: the check flags what it must (ctrVAES's
-// PINSRQ as it was, an SSE instruction inside a macro, a missing
+// PINSRQ as it was, an SSE instruction inside a macro (continued over
+// lines or on the #define line, named in either case), a missing
 // VZEROUPPER) and passes clean code and pure SSE functions.
 func TestAsmVectorEncodingsCatch(t *testing.T) {
 	const src = `
 #define ROUND(r) \
 	VAESENC r, Z0, Z0; \
 	PXOR X1, X2
+#define oneLine(k) VAESENC k, Z0, Z0; MOVOU X3, X4
 
 TEXT ·pinsr(SB), NOSPLIT, $0-8
 	VBROADCASTI32X4 0(AX), Z8
@@ -176,6 +202,11 @@ TEXT ·pinsr(SB), NOSPLIT, $0-8
 
 TEXT ·macro(SB), NOSPLIT, $0-8
 	ROUND(Z9)
+	VZEROUPPER
+	RET
+
+TEXT ·oneLineMacro(SB), NOSPLIT, $0-8
+	oneLine(Z9)
 	VZEROUPPER
 	RET
 
@@ -198,7 +229,7 @@ TEXT ·sse(SB), NOSPLIT, $0-8
 	AESENC X8, X0
 	RET
 `
-	want := map[string]int{"·pinsr(SB),": 2, "·macro(SB),": 1, "·noZeroUpper(SB),": 1, "·clean(SB),": 0, "·sse(SB),": 0}
+	want := map[string]int{"·pinsr(SB),": 2, "·macro(SB),": 1, "·oneLineMacro(SB),": 1, "·noZeroUpper(SB),": 1, "·clean(SB),": 0, "·sse(SB),": 0}
 	fns := parseAsm(src)
 	if len(fns) != len(want) {
 		t.Fatalf("parsed %d functions, want %d", len(fns), len(want))
