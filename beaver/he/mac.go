@@ -10,13 +10,10 @@ import (
 // defaults, depending on the CPU). Three kernels compute it, with the same
 // residues in the end: macGather, portable, one 64×64→128-bit multiply per product summed in (lo, hi)
 // words; and, on amd64 with AVX2, macLimbsAVX2, which splits every operand
-// (an evaluation below 2^56, a weight residue below 2^55) into 28-bit
-// halves and sums the half products of four slots at a time with VPMULUDQ
-// in 64-bit lanes, kept as limb sums L + 2^28·M + 2^56·H, the middle limb
-// by Karatsuba's three products (K = Σ (lo+hi)·(lo+hi) is kept, M = K − L −
-// H: 10% more products a second than four half products, issue 38),
-// normalized every maxMacTerms terms, reduced mod q at the end. The
-// evaluations come split for them (splitEvaluations). The four slots of a group share a_r when the packing's NW ≥ 4
+// (a residue below 2^56) into 28-bit halves and sums the half products of
+// four slots at a time with VPMULUDQ in 64-bit lanes, kept as limb sums
+// L + 2^28·M + 2^56·H (normalized every maxMacTerms terms, reduced mod q at
+// the end). The four slots of a group share a_r when the packing's NW ≥ 4
 // (the evaluation index is constant on runs of NW slots). Where the CPU
 // has AVX-512 and NW ≥ 8, macLimbsAVX512 does the same on groups of eight
 // slots in 512-bit registers, and for NW = 4 macLimbsAVX512Pairs, whose
@@ -32,37 +29,11 @@ type macTerm struct {
 }
 
 // maxMacTerms is the most terms added to limb sums between two
-// normalizations (accumulators.normalizeTile leaves L, M < 2^28, H < q <
-// 2^55 and K = L + M + H < 2^55 + 2^29). For evaluations a below 2^56 and
-// weight residues w below 2^55 (halves below 2^28 and 2^27) a term adds
-// below 2^56 to a lane's L, below 2^55 to its H, and below 2^29·1.5·2^28 =
-// 1.5·2^57 to its K, so after 64 terms K is below 1.5·2^63 + 2^55 + 2^29
-// and L, H below 2^63: none wraps, and M = K − L − H, the true middle sum,
-// is below K.
+// normalizations (accumulators.normalize leaves L, M < 2^28 and H < q <
+// 2^56). For operands below 2^56 a term adds below 2^56 to a lane's L and
+// H and below 2^57 to its M (two half products), so after 64 terms every
+// lane is below 2^28 + 2^63: none wraps.
 const maxMacTerms = 64
-
-// limbWeightBound bounds the weight residues (the moduli) of the limb
-// kernels, and limbEvalBound the evaluations (a lazy NTT's below 2q).
-const (
-	limbWeightBound = 1 << 55
-	limbEvalBound   = 1 << 56
-)
-
-// splitEvaluations writes the limb kernels' form of the evaluations ev
-// into dst (3·len(ev) words): lo, hi and lo + hi of each, lo = v mod 2^28,
-// hi = v >> 28, so that the kernels broadcast them as they are (a tenth of
-// the kernel's instructions split them, once per term and group of slots).
-func splitEvaluations(dst, ev []uint64) {
-	dst = dst[:3*len(ev)]
-	for i, v := range ev {
-		lo, hi := v&(1<<28-1), v>>28
-		dst[3*i], dst[3*i+1], dst[3*i+2] = lo, hi, lo+hi
-	}
-}
-
-// middleLimb is Karatsuba's middle limb sum M = K − L − H of limb sums
-// (mod 2^64, which is M itself: the true M is below 2^64).
-func middleLimb(l, k, h uint64) uint64 { return k - l - h }
 
 // macSubTile is the most slots a kernel call covers: its limb sums (six
 // words a slot) stay in the first-level cache until folded, and a row
@@ -105,9 +76,8 @@ type accumulators struct {
 	hi    []uint64
 	limbs []uint64 // limb sums: 6 words a slot, in groups of g slots (below)
 	// g is the slots of a limb group: the group of x at word 6·g·⌊i/g⌋ for
-	// i = (bi·L+p)·N+x holds L0, K0, H0, L1, K1, H1 (c0's sums, then
-	// c1's; K the Karatsuba sum, maxMacTerms), g lanes each; 8 for
-	// macLimbsAVX512, 4 for macLimbsAVX2.
+	// i = (bi·L+p)·N+x holds L0, M0, H0, L1, M1, H1 (c0's sums, then
+	// c1's), g lanes each; 8 for macLimbsAVX512, 4 for macLimbsAVX2.
 	g int
 	// run is the length of the packing's runs of one evaluation index (NW)
 	// that the kernel may assume, at most 8: with g = 8 and run = 4 the
@@ -121,7 +91,7 @@ type accumulators struct {
 // newAccumulators returns zero accumulators for nb blocks of a product
 // packed with NW columns per ciphertext and tiled by T slots: limb sums
 // where macLimbsAVX2 can run it (AVX2, NW ≥ 4 so that the evaluation index
-// is constant on aligned groups of four slots, moduli below 2^55), 128-bit
+// is constant on aligned groups of four slots, moduli ≤ 2^56), 128-bit
 // words otherwise; groups of eight slots where the CPU has AVX-512
 // (macLimbsAVX512 for NW ≥ 8, macLimbsAVX512Pairs for NW = 4).
 // The operands' bound holds against a lying peer too: the
@@ -133,7 +103,7 @@ func (s *Scheme) newAccumulators(nb, nw, T int) *accumulators {
 	n := nb * 2 * len(s.p.Q) * s.n
 	fits := useMacAVX2 && nw >= 4 && T%4 == 0
 	for _, q := range s.p.Q {
-		fits = fits && q < limbWeightBound
+		fits = fits && q <= 1<<56
 	}
 	if fits {
 		a.limbs = s.passSums(3 * n)
@@ -172,7 +142,7 @@ func (a *accumulators) release() {
 }
 
 // addTerms adds the terms ra ≤ r < re (of the chunk from r0, nr rows, whose
-// evaluations are ev, split by splitEvaluations for the limb sums) of the weights w to the sums of the tile of slots
+// evaluations are ev) of the weights w to the sums of the tile of slots
 // [x0, x0+len(idx)) of residue p, for every output block w covers: column
 // block by column block and macSubTile slots at a time, the weights'
 // halves of those slots loaded once (loadHalves, into sc) for all the row
@@ -201,7 +171,7 @@ func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut i
 				terms := buf[:0]
 				for r := ra; r < re; r++ {
 					terms = append(terms, macTerm{
-						ev: &ev[3*((ib*nr+r-r0)*L+p)*D],
+						ev: &ev[((ib*nr+r-r0)*L+p)*D],
 						w0: &w.c0[r*w.cb+jb].Coeffs[p][x0+xs],
 						w1: &sc.rows[r-ra][0],
 					})
@@ -213,10 +183,10 @@ func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut i
 	}
 }
 
-// normalizeTile carries every limb sum's L and M (K − L − H) of slots
-// [x0, x0+T) of residue p, in every block, into the next limb and reduces
-// H mod q (a multiple of 2^56·q less, the same residue), then sets K = L +
-// M + H, so that maxMacTerms more terms fit.
+// normalizeTile carries every limb sum's L and M of slots [x0, x0+T) of
+// residue p, in every block, into the next limb and reduces H mod q (a
+// multiple of 2^56·q less, the same residue), so that maxMacTerms more
+// terms fit.
 func (a *accumulators) normalizeTile(p, x0, T int) {
 	L, N, w, q := len(a.s.p.Q), a.s.n, a.g, a.s.p.Q[p]
 	vector := useNormalizeAVX512 && w == 8 && q > 1<<53
@@ -231,12 +201,10 @@ func (a *accumulators) normalizeTile(p, x0, T int) {
 		for b := 0; b < len(g); b += 6 * w {
 			for c := b; c < b+6*w; c += 3 * w {
 				for lane := c; lane < c+w; lane++ {
-					l, h := g[lane], g[lane+2*w]
-					m := middleLimb(l, g[lane+w], h)
+					l, m, h := g[lane], g[lane+w], g[lane+2*w]
 					m += l >> 28
 					h += m >> 28
-					l, m, h = l&(1<<28-1), m&(1<<28-1), h%q
-					g[lane], g[lane+w], g[lane+2*w] = l, l+m+h, h
+					g[lane], g[lane+w], g[lane+2*w] = l&(1<<28-1), m&(1<<28-1), h%q
 				}
 			}
 		}
@@ -256,10 +224,10 @@ func (a *accumulators) reduce(bi, p int, c0, c1 []uint64) {
 	for x := range N {
 		b := x/w*6*w + x%w
 		var lo, hi uint64
-		addLimbs(&lo, &hi, g[b], middleLimb(g[b], g[b+w], g[b+2*w]), g[b+2*w])
+		addLimbs(&lo, &hi, g[b], g[b+w], g[b+2*w])
 		c0[x] = bits.Rem64(hi, lo, q)
 		lo, hi = 0, 0
-		addLimbs(&lo, &hi, g[b+3*w], middleLimb(g[b+3*w], g[b+4*w], g[b+5*w]), g[b+5*w])
+		addLimbs(&lo, &hi, g[b+3*w], g[b+4*w], g[b+5*w])
 		c1[x] = bits.Rem64(hi, lo, q)
 	}
 }

@@ -7,41 +7,21 @@
 // few enough for the hardware's prefetch.
 #define macGroup 4
 
-// MACK256_WEIGHT adds the limb sums of a_t·w for the four weights w at
-// (wp)(R10*8) to (l, k, h): L += lo·lo, H += hi·hi, K += (lo+hi)·(lo+hi),
-// a_t's lo, hi and lo + hi in Y6/Y7/Y11, the weights' halves in Y8/Y9 (Y8
-// then their sum), the products in Y10, the 28-bit mask in Y15.
-#define MACK256_WEIGHT(wp, l, k, h) \
-	VMOVDQU (wp)(R10*8), Y8; \
-	VPSRLQ $28, Y8, Y9; \
-	VPAND Y15, Y8, Y8; \
-	VPMULUDQ Y6, Y8, Y10; \
-	VPADDQ Y10, l, l; \
-	VPADDQ Y9, Y8, Y8; \
-	VPMULUDQ Y7, Y9, Y10; \
-	VPADDQ Y10, h, h; \
-	VPMULUDQ Y11, Y8, Y10; \
-	VPADDQ Y10, k, k
-
 // func macLimbsAVX2(terms *macTerm, nterms int, idx *uint16, n int, limbs *uint64)
 //
 // For each x in [0, n) (n a positive multiple of 4) and the two
 // polynomials c ∈ {0, 1}, it adds the limb sums of Σ_t a_t·w_c,t[x],
 // a_t = ev_t[idx[x]], to limbs: the block of 24 words of x's group of four
-// slots (words 24·(x/4) on) holds L0, K0, H0, L1, K1, H1, four lanes each.
-// With the 28-bit halves lo = v mod 2^28, hi = v >> 28 of a (below 2^56)
-// and w (below 2^55), a·b = lo(a)·lo(w) + 2^28·M + 2^56·hi(a)·hi(w), and
-// Karatsuba's M = (lo(a)+hi(a))·(lo(w)+hi(w)) − lo·lo − hi·hi: the kernel
-// sums L = Σ lo·lo, H = Σ hi·hi and K = Σ (lo+hi)·(lo+hi), three VPMULUDQ a
-// product instead of four, and M = K − L − H is taken where the sums are
-// folded (accumulators.normalizeTile, reduce). a_t comes split: ev_t holds
-// lo, hi and lo + hi of each evaluation (splitEvaluations), three words
-// from ev_t[3·idx[x]]. idx must be constant on each aligned group of four
-// x (a_t is broadcast); a macTerm is {ev, w0, w1 *uint64}, 24 bytes. The
-// terms are taken macGroup at a time over every group of slots, the sums
-// of a group loaded into Y0–Y5 and stored back once per pass. Y6/Y7/Y11
-// hold a_t's lo, hi and lo + hi, Y8/Y9 a weight word's halves (then Y8 their
-// sum), Y10 the products, Y15 the 28-bit mask.
+// slots (words 24·(x/4) on) holds L0, M0, H0, L1, M1, H1, four lanes each,
+// with a·b = lo(a)·lo(b) + 2^28·(lo(a)·hi(b) + hi(a)·lo(b)) +
+// 2^56·hi(a)·hi(b) for the 28-bit halves lo = v mod 2^28, hi = v >> 28 of
+// operands below 2^56 (each lane product below 2^56; the caller bounds the
+// terms so that no lane wraps). idx must be constant on each aligned group
+// of four x (a_t is broadcast); a macTerm is {ev, w0, w1 *uint64}, 24
+// bytes. The terms are taken macGroup at a time over every group of slots,
+// the sums of a group loaded into Y0–Y5 and stored back once per pass. Y6/Y7
+// hold the broadcast a_t's halves, Y8/Y9 a weight word's, Y10 the products,
+// Y15 the 28-bit mask.
 TEXT ·macLimbsAVX2(SB), NOSPLIT, $0-40
 	MOVQ terms+0(FP), SI
 	MOVQ nterms+8(FP), CX
@@ -68,19 +48,41 @@ xloop:
 	VMOVDQU 128(R9), Y4
 	VMOVDQU 160(R9), Y5
 	MOVWQZX (DI)(R10*2), R11 // j = idx[x]
-	LEAQ (R11)(R11*2), R11   // 3j: a_t's split words
 	MOVQ SI, R12             // the term
 	MOVQ R15, R13            // terms left in the pass
 
 tloop:
-	MOVQ 0(R12), AX  // ev (split)
+	MOVQ 0(R12), AX  // ev
 	MOVQ 8(R12), BX  // w0
 	MOVQ 16(R12), DX // w1
 	VPBROADCASTQ (AX)(R11*8), Y6
-	VPBROADCASTQ 8(AX)(R11*8), Y7
-	VPBROADCASTQ 16(AX)(R11*8), Y11
-	MACK256_WEIGHT(BX, Y0, Y1, Y2)
-	MACK256_WEIGHT(DX, Y3, Y4, Y5)
+	VPSRLQ $28, Y6, Y7
+	VPAND Y15, Y6, Y6
+
+	VMOVDQU (BX)(R10*8), Y8
+	VPSRLQ $28, Y8, Y9
+	VPAND Y15, Y8, Y8
+	VPMULUDQ Y6, Y8, Y10
+	VPADDQ Y10, Y0, Y0
+	VPMULUDQ Y7, Y9, Y10
+	VPADDQ Y10, Y2, Y2
+	VPMULUDQ Y6, Y9, Y10
+	VPADDQ Y10, Y1, Y1
+	VPMULUDQ Y7, Y8, Y10
+	VPADDQ Y10, Y1, Y1
+
+	VMOVDQU (DX)(R10*8), Y8
+	VPSRLQ $28, Y8, Y9
+	VPAND Y15, Y8, Y8
+	VPMULUDQ Y6, Y8, Y10
+	VPADDQ Y10, Y3, Y3
+	VPMULUDQ Y7, Y9, Y10
+	VPADDQ Y10, Y5, Y5
+	VPMULUDQ Y6, Y9, Y10
+	VPADDQ Y10, Y4, Y4
+	VPMULUDQ Y7, Y8, Y10
+	VPADDQ Y10, Y4, Y4
+
 	ADDQ $24, R12
 	DECQ R13
 	JNZ tloop
@@ -104,20 +106,21 @@ done:
 	VZEROUPPER
 	RET
 
-// MAC512_WEIGHT is MACK256_WEIGHT for eight weights: a_t's lo, hi and
-// lo + hi in Z6/Z7/Z11, the weights' halves in Z8/Z9, the products in Z10,
-// the 28-bit mask in Z15.
-#define MAC512_WEIGHT(wp, l, k, h) \
+// MAC512_WEIGHT adds the limb sums of a_t·w for the eight weights w at
+// (wp)(R10*8) to (l, m, h): a_t's halves in Z6/Z7, the weights' in Z8/Z9,
+// the products in Z10, the 28-bit mask in Z15.
+#define MAC512_WEIGHT(wp, l, m, h) \
 	VMOVDQU64 (wp)(R10*8), Z8; \
 	VPSRLQ $28, Z8, Z9; \
 	VPANDQ Z15, Z8, Z8; \
 	VPMULUDQ Z6, Z8, Z10; \
 	VPADDQ Z10, l, l; \
-	VPADDQ Z9, Z8, Z8; \
 	VPMULUDQ Z7, Z9, Z10; \
 	VPADDQ Z10, h, h; \
-	VPMULUDQ Z11, Z8, Z10; \
-	VPADDQ Z10, k, k
+	VPMULUDQ Z6, Z9, Z10; \
+	VPADDQ Z10, m, m; \
+	VPMULUDQ Z7, Z8, Z10; \
+	VPADDQ Z10, m, m
 
 // MAC512_LOAD and MAC512_STORE move a group's limb sums (48 words at R9)
 // into Z0–Z5 and back.
@@ -145,7 +148,7 @@ done:
 //
 // macLimbsAVX2 on groups of eight slots in 512-bit registers: n is a
 // positive multiple of 8, idx constant on each aligned group of eight x,
-// and the block of 48 words of x's group holds L0, K0, H0, L1, K1, H1,
+// and the block of 48 words of x's group holds L0, M0, H0, L1, M1, H1,
 // eight lanes each.
 TEXT ·macLimbsAVX512(SB), NOSPLIT, $0-40
 	MOVQ terms+0(FP), SI
@@ -167,7 +170,6 @@ gloop512:
 xloop512:
 	MAC512_LOAD
 	MOVWQZX (DI)(R10*2), R11
-	LEAQ (R11)(R11*2), R11
 	MOVQ SI, R12
 	MOVQ R15, R13
 
@@ -176,8 +178,8 @@ tloop512:
 	MOVQ 8(R12), BX
 	MOVQ 16(R12), DX
 	VPBROADCASTQ (AX)(R11*8), Z6
-	VPBROADCASTQ 8(AX)(R11*8), Z7
-	VPBROADCASTQ 16(AX)(R11*8), Z11
+	VPSRLQ $28, Z6, Z7
+	VPANDQ Z15, Z6, Z6
 
 	MAC512_WEIGHT(BX, Z0, Z1, Z2)
 	MAC512_WEIGHT(DX, Z3, Z4, Z5)
@@ -229,8 +231,6 @@ xloopPairs:
 	MAC512_LOAD
 	MOVWQZX (DI)(R10*2), R11
 	MOVWQZX 8(DI)(R10*2), R14 // idx[x+4]
-	LEAQ (R11)(R11*2), R11
-	LEAQ (R14)(R14*2), R14
 	MOVQ SI, R12
 	MOVQ R15, R13
 
@@ -239,11 +239,9 @@ tloopPairs:
 	MOVQ 8(R12), BX
 	MOVQ 16(R12), DX
 	VPBROADCASTQ (AX)(R11*8), Z6
-	VPBROADCASTQ 8(AX)(R11*8), Z7
-	VPBROADCASTQ 16(AX)(R11*8), Z11
 	VPBROADCASTQ (AX)(R14*8), K1, Z6 // the upper half's a_t
-	VPBROADCASTQ 8(AX)(R14*8), K1, Z7
-	VPBROADCASTQ 16(AX)(R14*8), K1, Z11
+	VPSRLQ $28, Z6, Z7
+	VPANDQ Z15, Z6, Z6
 
 	MAC512_WEIGHT(BX, Z0, Z1, Z2)
 	MAC512_WEIGHT(DX, Z3, Z4, Z5)
@@ -320,9 +318,8 @@ maskDone:
 // func normalizeLimbsAVX512(limbs *uint64, n int, q uint64, qinv float64)
 //
 // accumulators.normalizeTile's loop for limb groups of eight slots (n
-// words, a multiple of 48: L0, K0, H0, L1, K1, H1, eight lanes each): M =
-// K − L − H (Karatsuba's middle limb, macLimbsAVX2), M += L >> 28, H += M
-// >> 28, L and M masked to 28 bits, H mod q, and K = L + M + H again; H mod q by a
+// words, a multiple of 48: L0, M0, H0, L1, M1, H1, eight lanes each): M +=
+// L >> 28, H += M >> 28, L and M masked to 28 bits, and H mod q by a
 // quotient estimated in double precision: for H < 2^64 and q > 2^53 the
 // estimate ⌊H·(1/q)⌋ is off by at most one, so r = H − estimate·q
 // (VPMULLQ, mod 2^64) lies in [−q, 2q), and min(r, r + q) then
@@ -344,11 +341,6 @@ normLoop:
 	VMOVDQU64 192(DI), Z6
 	VMOVDQU64 256(DI), Z7
 	VMOVDQU64 320(DI), Z8
-
-	VPSUBQ Z0, Z1, Z1
-	VPSUBQ Z2, Z1, Z1
-	VPSUBQ Z6, Z7, Z7
-	VPSUBQ Z8, Z7, Z7
 
 	VPSRLQ $28, Z0, Z3
 	VPADDQ Z3, Z1, Z1
@@ -381,11 +373,6 @@ normLoop:
 	VPSUBQ Z13, Z8, Z11
 	VPMINUQ Z5, Z2, Z2
 	VPMINUQ Z11, Z8, Z8
-
-	VPADDQ Z0, Z1, Z1
-	VPADDQ Z2, Z1, Z1
-	VPADDQ Z6, Z7, Z7
-	VPADDQ Z8, Z7, Z7
 
 	VMOVDQU64 Z0, 0(DI)
 	VMOVDQU64 Z1, 64(DI)

@@ -3,31 +3,28 @@ package he
 import (
 	"bytes"
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
 )
 
 // macCase builds nt terms over n slots: evaluations of D values and two
-// weight rows per term, drawn below bound (the weights below the limb
-// kernels' limbWeightBound too), or all at the bound less one with
-// extreme, and an evaluation index constant on runs of nw slots.
+// weight rows per term, drawn below bound (or all bound−1 with extreme),
+// and an evaluation index constant on runs of nw slots.
 func macCase(rng *rand.Rand, nt, n, D, nw int, bound uint64, extreme bool) (ev, w0, w1 [][]uint64, idx []uint16) {
-	draw := func(bound uint64) uint64 {
+	draw := func() uint64 {
 		if extreme {
 			return bound - 1
 		}
 		return rng.Uint64N(bound)
 	}
-	wb := min(bound, limbWeightBound)
 	for range nt {
 		e, a, b := make([]uint64, D), make([]uint64, n), make([]uint64, n)
 		for j := range e {
-			e[j] = draw(bound)
+			e[j] = draw()
 		}
 		for x := range n {
-			a[x], b[x] = draw(wb), draw(wb)
+			a[x], b[x] = draw(), draw()
 		}
 		ev, w0, w1 = append(ev, e), append(w0, a), append(w1, b)
 	}
@@ -36,18 +33,6 @@ func macCase(rng *rand.Rand, nt, n, D, nw int, bound uint64, extreme bool) (ev, 
 		idx[x] = uint16((x / nw * 7) % D)
 	}
 	return ev, w0, w1, idx
-}
-
-// macTerms returns the limb kernels' terms of ev, w0 and w1: each term's
-// evaluations split (splitEvaluations).
-func macTerms(ev, w0, w1 [][]uint64) []macTerm {
-	terms := make([]macTerm, len(ev))
-	for k := range terms {
-		e := make([]uint64, 3*len(ev[k]))
-		splitEvaluations(e, ev[k])
-		terms[k] = macTerm{&e[0], &w0[k][0], &w1[k][0]}
-	}
-	return terms
 }
 
 // limbKernel is one limb kernel: its group width g and the shortest run
@@ -76,9 +61,8 @@ func limbWidths() []int {
 // AVX-512 with two evaluations a group), folded, gives the portable
 // kernel's 128-bit sums bit for bit — for term counts below, at and across
 // the kernels' pass of four, up to maxMacTerms, for random residues below
-// the largest modulus and for operands at the bounds under which
-// maxMacTerms terms cannot wrap a lane (evaluations at 2^56 − 1, weights at
-// 2^55 − 1: Karatsuba's K is then within 2^62 of 2^64). A case runs with each kernel whose
+// the largest modulus and for operands at 2^56 − 1, the bound under which
+// maxMacTerms terms cannot wrap a lane. A case runs with each kernel whose
 // group width divides its slots and whose runs of one evaluation index
 // its own runs cover.
 func TestMacKernelsAgree(t *testing.T) {
@@ -103,10 +87,10 @@ func TestMacKernelsAgree(t *testing.T) {
 		{"five", 5, 128, 16, qmax, false},
 		{"max-terms", maxMacTerms, 512, 64, qmax, false},
 		{"max-terms/extreme-q", maxMacTerms, 64, 8, qmax, true},
-		{"max-terms/bounds", maxMacTerms, 64, 8, limbEvalBound, true},
+		{"max-terms/2^56-1", maxMacTerms, 64, 8, 1 << 56, true},
 		{"nw=4/five", 5, 64, 4, qmax, false},
 		{"nw=4/max-terms", maxMacTerms, 256, 4, qmax, false},
-		{"nw=4/max-terms/bounds", maxMacTerms, 64, 4, limbEvalBound, true},
+		{"nw=4/max-terms/2^56-1", maxMacTerms, 64, 4, 1 << 56, true},
 	} {
 		for _, k := range limbKernels() {
 			if c.n%k.g != 0 || c.nw < k.run {
@@ -136,14 +120,16 @@ func macKernelCase(t *testing.T, nt, n, nw int, kern limbKernel, bound uint64, e
 	for k := range nt {
 		macGather(want[0], want[1], want[2], want[3], ev[k], idx, w0[k], w1[k])
 	}
+	terms := make([]macTerm, nt)
+	for k := range terms {
+		terms[k] = macTerm{&ev[k][0], &w0[k][0], &w1[k][0]}
+	}
 	limbs := make([]uint64, 6*n)
-	macLimbsAsm(macTerms(ev, w0, w1), idx, limbs, g, kern.run)
+	macLimbsAsm(terms, idx, limbs, g, kern.run)
 	for x := range n {
 		b := x/g*6*g + x%g
-		for c := range 2 {
-			l, k, h := limbs[b+3*c*g], limbs[b+(3*c+1)*g], limbs[b+(3*c+2)*g]
-			addLimbs(&got[2*c][x], &got[2*c+1][x], l, middleLimb(l, k, h), h)
-		}
+		addLimbs(&got[0][x], &got[1][x], limbs[b], limbs[b+g], limbs[b+2*g])
+		addLimbs(&got[2][x], &got[3][x], limbs[b+3*g], limbs[b+4*g], limbs[b+5*g])
 	}
 	for i := range 4 {
 		for x := range n {
@@ -265,7 +251,10 @@ func BenchmarkMacKernels(b *testing.B) {
 				b.Skip("no such kernel on this CPU or build")
 			}
 			limbs := make([]uint64, 6*n)
-			terms := macTerms(ev, w0, w1)
+			terms := make([]macTerm, nt)
+			for i := range terms {
+				terms[i] = macTerm{&ev[i][0], &w0[i][0], &w1[i][0]}
+			}
 			b.SetBytes(2 * nt * n)
 			for b.Loop() {
 				clear(limbs)
@@ -422,13 +411,11 @@ func TestMaskAllBelow(t *testing.T) {
 
 // TestNormalizeLimbsAVX512: the AVX-512 normalization gives the portable
 // loop's limbs word for word, for every modulus of the default parameters,
-// on limb sums L, M, H (kept as L, K = L + M + H, H) drawn below 2^63 (the
-// most maxMacTerms terms leave), at 2^63 − 1, at zero and at multiples of q
-// and of 2^28, and on H within two of a multiple of q, where the quotient
-// estimate can exceed the quotient by one (the first correction; an
-// estimate one below, which the second would catch, did not occur for
-// these moduli in 2·10^7 random tries); and the normalized limbs hold the
-// same value mod q.
+// on limb sums drawn below 2^63 (the most maxMacTerms terms leave), at
+// 2^63 − 1, at zero and at multiples of q and of 2^28, and on H within two
+// of a multiple of q, where the quotient estimate can exceed the quotient
+// by one (the first correction; an estimate one below, which the second
+// would catch, did not occur for these moduli in 2·10^7 random tries).
 func TestNormalizeLimbsAVX512(t *testing.T) {
 	if !haveNormalizeAVX512 {
 		t.Skip("no AVX-512 DQ on this CPU or build")
@@ -456,39 +443,21 @@ func TestNormalizeLimbsAVX512(t *testing.T) {
 				}
 			}
 		}
-		// Kept with Karatsuba's K = L + M + H in M's place.
-		for b := 0; b < len(limbs); b += 24 {
-			for lane := b; lane < b+8; lane++ {
-				limbs[lane+8] += limbs[lane] + limbs[lane+16]
+		want := slices.Clone(limbs)
+		for b := 0; b < len(want); b += 48 {
+			for c := b; c < b+48; c += 24 {
+				for lane := c; lane < c+8; lane++ {
+					l, m, h := want[lane], want[lane+8], want[lane+16]
+					m += l >> 28
+					h += m >> 28
+					want[lane], want[lane+8], want[lane+16] = l&(1<<28-1), m&(1<<28-1), h%q
+				}
 			}
 		}
-		// value is a lane's L + 2^28·M + 2^56·H mod q.
-		value := func(g []uint64, lane int) uint64 {
-			var lo, hi uint64
-			l, h := g[lane], g[lane+16]
-			addLimbs(&lo, &hi, l, middleLimb(l, g[lane+8], h), h)
-			return bits.Rem64(hi, lo, q)
-		}
-		want := slices.Clone(limbs)
-		a := &accumulators{s: &Scheme{p: Params{Q: []uint64{q}}, n: len(want) / 6}, nb: 1, g: 8, limbs: want}
-		defer func(v bool) { useNormalizeAVX512 = v }(useNormalizeAVX512)
-		useNormalizeAVX512 = false
-		a.normalizeTile(0, 0, len(want)/6)
-		before := slices.Clone(limbs)
 		normalizeLimbsAVX512(&limbs[0], len(limbs), q, 1/float64(q))
 		for i := range limbs {
 			if limbs[i] != want[i] {
 				t.Fatalf("q = %#x, word %d: %#x, want %#x", q, i, limbs[i], want[i])
-			}
-		}
-		for b := 0; b < len(limbs); b += 24 {
-			for lane := b; lane < b+8; lane++ {
-				if v, w := value(limbs, lane), value(before, lane); v != w {
-					t.Fatalf("q = %#x, lane %d: %#x mod q after the normalization, %#x before", q, lane, v, w)
-				}
-				if l, k, h := limbs[lane], limbs[lane+8], limbs[lane+16]; l >= 1<<28 || middleLimb(l, k, h) >= 1<<28 || h >= q {
-					t.Fatalf("q = %#x, lane %d: L, M, H = %#x, %#x, %#x not normalized", q, lane, l, middleLimb(l, k, h), h)
-				}
 			}
 		}
 	}

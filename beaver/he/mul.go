@@ -245,15 +245,9 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 	tiles := N / T
 	// The NTT of A's plaintext for (ib, r) takes D distinct values, its
 	// evaluations ev, computed for a chunk of r at a time (≤ chunkBytes).
-	// The limb kernels read them split (splitEvaluations): three words
-	// each.
-	split := 1
-	if acc.limbs != nil {
-		split = 3
-	}
-	chunk := s.chunkRows(kb, rb, split*D)
+	chunk := s.chunkRows(kb, rb, D)
 	// Scratch: evaluate writes every word a chunk reads.
-	ev := share.GetWords(rb * chunk * L * D * split)
+	ev := share.GetWords(rb * chunk * L * D)
 	defer share.PutWords(ev)
 	for r0 := 0; r0 < kb; r0 += chunk {
 		r1 := min(kb, r0+chunk)
@@ -282,15 +276,7 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 					}
 				}
 			}
-			dst := ev[(ib*nr+rr)*L*D*split : (ib*nr+rr+1)*L*D*split]
-			if split == 1 {
-				s.evaluate(plan, col, dst)
-				return
-			}
-			e := share.GetWords(L * D)
-			s.evaluate(plan, col, e)
-			splitEvaluations(dst, e)
-			share.PutWords(e)
+			s.evaluate(plan, col, ev[(ib*nr+rr)*L*D:(ib*nr+rr+1)*L*D])
 		})
 		start := acc.pending // every tile takes the same rows: the same count
 		parallel(L*tiles, func(t int) {
