@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"testing"
@@ -56,9 +57,88 @@ func BenchmarkHEOutputs(b *testing.B) {
 	}
 }
 
-// heOutputsPerBatch runs one forward of cfg (dealer mode) and returns the
-// output coefficients of the HE plans of its weight-mask requests.
-func heOutputsPerBatch(sc *he.Scheme, cfg ForwardConfig) (int64, error) {
+// BenchmarkHEReversed counts, per phase of sst2-distilbert at its batch
+// size, what the weight-mask products would cost made the other way round
+// (bench/TWOHOSTS.md, step 29): the data owner encrypting its factor X1
+// (fresh every batch) and the model owner multiplying, Wᵀ·X1ᵀ. Per
+// candidate it reports
+//
+//	ctpt-now       the data owner's ciphertext–plaintext products today
+//	               (he.PlanChecked)
+//	ctpt-reversed  the model owner's, reversed with he.ChooseLayout's
+//	               layouts (fewest output ciphertexts)
+//	upload-MB      the fresh encryptions of X1ᵀ those layouts upload
+//	min-MB         the least uploads plus outputs any outer-product
+//	               layout can send: with u uploaded and o output
+//	               ciphertexts, u·o ≥ m·k·n/N, so at least
+//	               2·√(U·O·m·k·n/N) for U and O the bytes of one each
+//
+// One iteration is enough (-benchtime 1x).
+func BenchmarkHEReversed(b *testing.B) {
+	sc, err := he.NewScheme(he.DefaultParams())
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := WorkloadByName("sst2-distilbert")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One ciphertext uploaded (seeded) and one output ciphertext.
+	one := sc.Sizes(1, 1, 1, he.Layout{MW: 1, NW: 1})
+	U, O := float64(one.Weights), float64(one.Output)
+	for i := range w.Phases {
+		b.Run(fmt.Sprintf("phase%d", i+1), func(b *testing.B) {
+			for range b.N {
+				reqs, err := weightRequestsOf(w.Forward(i, w.BatchSize))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var now, rev, up, least float64
+				for _, r := range reqs {
+					k := r.K
+					if r.Kind == beaver.KindWeightVectorTriple {
+						k = r.N
+					}
+					p, err := sc.PlanChecked(r.M, k, r.N)
+					if err != nil {
+						b.Fatal(err)
+					}
+					now += float64(planWork(sc, p))
+					l, err := sc.ChooseLayout(r.N, k, r.M)
+					if err != nil {
+						b.Fatal(err)
+					}
+					sz := sc.Sizes(r.N, k, r.M, l)
+					rev += float64(sz.WeightCiphertexts * ((r.N + l.MW - 1) / l.MW))
+					up += float64(sz.Weights)
+					least += 2 * math.Sqrt(U*O*float64(r.N)*float64(k)*float64(r.M)/float64(sc.N()))
+				}
+				per := float64(w.BatchSize)
+				b.ReportMetric(now/per, "ctpt-now")
+				b.ReportMetric(rev/per, "ctpt-reversed")
+				b.ReportMetric(up/per/1e6, "upload-MB")
+				b.ReportMetric(least/per/1e6, "min-MB")
+			}
+		})
+	}
+}
+
+// planWork is the data owner's ciphertext–plaintext products of p: each
+// weight ciphertext of each term times each row block of its output.
+func planWork(sc *he.Scheme, p he.CheckedPlan) int {
+	n := 0
+	for _, o := range p.Outputs {
+		for _, t := range o.Terms {
+			rows, cols := p.TermShape(t)
+			n += sc.WeightSizes(rows, cols, t.Off, o.Layout).Ciphertexts * ((o.Rows + o.Layout.MW - 1) / o.Layout.MW)
+		}
+	}
+	return n
+}
+
+// weightRequestsOf runs one forward of cfg (dealer mode) and returns its
+// weight-mask requests.
+func weightRequestsOf(cfg ForwardConfig) ([]beaver.Request, error) {
 	var rec *weightRequests
 	wrap := func(party int, p beaver.Provider) beaver.Provider {
 		if party != 0 {
@@ -75,10 +155,20 @@ func heOutputsPerBatch(sc *he.Scheme, cfg ForwardConfig) (int64, error) {
 		return forwardParty(ctx, s, a, nw, in, cfg, nil)
 	})
 	if err != nil {
+		return nil, err
+	}
+	return rec.reqs, nil
+}
+
+// heOutputsPerBatch runs one forward of cfg (dealer mode) and returns the
+// output coefficients of the HE plans of its weight-mask requests.
+func heOutputsPerBatch(sc *he.Scheme, cfg ForwardConfig) (int64, error) {
+	reqs, err := weightRequestsOf(cfg)
+	if err != nil {
 		return 0, err
 	}
 	var n int64
-	for _, r := range rec.reqs {
+	for _, r := range reqs {
 		k := r.K
 		if r.Kind == beaver.KindWeightVectorTriple {
 			k = r.N // A ⊙ b = A·diag(b)
