@@ -35,11 +35,17 @@ type macTerm struct {
 // lane is below 2^28 + 2^63: none wraps.
 const maxMacTerms = 64
 
-// macSubTile is the most slots a kernel call covers: its limb sums (six
-// words a slot) stay in the first-level cache until folded, and a row
-// group's weights of these slots (maxMacTerms rows of c0 and of c1, 256
-// KiB) in the second-level cache while every row block reads them.
-const macSubTile = 256
+// macSubTile is the most slots a kernel call covers, and macCallRows the
+// most weight rows (terms): the call's limb sums (six words a slot, 24
+// KiB) stay in the first-level cache until folded, and its rows' weights
+// of these slots (c0 and c1, 128 KiB each) in the second-level cache while
+// every row block reads them. A selection reads c0 from memory, a chunk of
+// 8·macSubTile bytes a row and call; 512 slots of 32 rows ran that read
+// 10% faster than 256 of 64 (bench/TWOHOSTS.md, step 29).
+const (
+	macSubTile  = 512
+	macCallRows = 32
+)
 
 // useMacAVX2 selects the limb kernels, useMacAVX512 the AVX-512 one among
 // them (tests switch them off to compare).
@@ -150,7 +156,7 @@ func (a *accumulators) release() {
 func (a *accumulators) addTerms(idx []uint16, p, x0, r0, ra, re, nr, rb, cbOut int, w *Weights, ev []uint64, sc *halvesScratch) {
 	L, N, D := len(a.s.p.Q), a.s.n, w.plan.d
 	T := len(idx)
-	var buf [maxMacTerms]macTerm // on the stack: a slice made here cost 1% of party 1's CPU
+	var buf [macCallRows]macTerm // on the stack: a slice made here cost 1% of party 1's CPU
 	for jb := range w.cb {
 		for xs := 0; xs < T; xs += macSubTile {
 			xe := min(T, xs+macSubTile)

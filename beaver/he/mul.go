@@ -229,8 +229,8 @@ func (s *Scheme) chunkRows(kb, rb, D int) int {
 // accumulate adds the homomorphic product t.A·Enc(B_t) to the accumulators
 // of an output with rb row blocks and cbOut column blocks (tiles of T
 // coefficients). Each tile of each residue is one task: it takes the
-// weight rows maxMacTerms at a time (normalizing its own limb sums
-// between), column block by column block and macSubTile slots at a time,
+// weight rows macCallRows at a time (normalizing its own limb sums every
+// maxMacTerms), column block by column block and macSubTile slots at a time,
 // with the weights' halves of those slots (regenerated from the seed for
 // compact weights) and then every row block's terms, so that the tile's
 // sums and the slots' weights stay in cache while every row block reads
@@ -284,8 +284,8 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 			sc := halvesPool.Get().(*halvesScratch)
 			defer halvesPool.Put(sc)
 			pending := start
-			for ra := r0; ra < r1; ra += maxMacTerms {
-				re := min(r1, ra+maxMacTerms)
+			for ra := r0; ra < r1; ra += macCallRows {
+				re := min(r1, ra+macCallRows)
 				if acc.limbs != nil && pending+re-ra > maxMacTerms {
 					acc.normalizeTile(p, x0, T)
 					pending = 0
@@ -294,8 +294,8 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 				pending += re - ra
 			}
 		})
-		for ra := r0; ra < r1; ra += maxMacTerms {
-			re := min(r1, ra+maxMacTerms)
+		for ra := r0; ra < r1; ra += macCallRows {
+			re := min(r1, ra+macCallRows)
 			if acc.pending+re-ra > maxMacTerms {
 				acc.pending = 0
 			}
@@ -304,11 +304,11 @@ func (s *Scheme) accumulate(t Term, l Layout, m, rb, cbOut int, acc *accumulator
 	}
 }
 
-// halvesScratch holds one task's regenerated seeded halves: maxMacTerms
+// halvesScratch holds one task's regenerated seeded halves: macCallRows
 // rows of macSubTile slots (128 KiB).
 type halvesScratch struct {
-	words [maxMacTerms * macSubTile]uint64
-	rows  [maxMacTerms][]uint64
+	words [macCallRows * macSubTile]uint64
+	rows  [macCallRows][]uint64
 }
 
 // halvesPool recycles accumulate's scratch across tasks and products.
