@@ -64,7 +64,7 @@ func BenchmarkHEOutputs(b *testing.B) {
 // candidate it reports
 //
 //	ctpt-now       the data owner's ciphertext–plaintext products today
-//	               (he.PlanChecked)
+//	               (he.PlanChecked, Scheme.PlanWork)
 //	ctpt-reversed  the model owner's, reversed with he.ChooseLayout's
 //	               layouts (fewest output ciphertexts)
 //	upload-MB      the fresh encryptions of X1ᵀ those layouts upload
@@ -103,7 +103,7 @@ func BenchmarkHEReversed(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					now += float64(planWork(sc, p))
+					now += float64(sc.PlanWork(p))
 					l, err := sc.ChooseLayout(r.N, k, r.M)
 					if err != nil {
 						b.Fatal(err)
@@ -121,19 +121,6 @@ func BenchmarkHEReversed(b *testing.B) {
 			}
 		})
 	}
-}
-
-// planWork is the data owner's ciphertext–plaintext products of p: each
-// weight ciphertext of each term times each row block of its output.
-func planWork(sc *he.Scheme, p he.CheckedPlan) int {
-	n := 0
-	for _, o := range p.Outputs {
-		for _, t := range o.Terms {
-			rows, cols := p.TermShape(t)
-			n += sc.WeightSizes(rows, cols, t.Off, o.Layout).Ciphertexts * ((o.Rows + o.Layout.MW - 1) / o.Layout.MW)
-		}
-	}
-	return n
 }
 
 // weightRequestsOf runs one forward of cfg (dealer mode) and returns its

@@ -161,7 +161,7 @@ const workBytes = 12_800
 // planCost is p's estimated per-product cost in bytes: its output messages
 // and P1's ciphertext products at workBytes each.
 func (s *Scheme) planCost(p CheckedPlan) int64 {
-	return s.planBytes(p) + workBytes*int64(s.planWork(p))
+	return s.planBytes(p) + workBytes*int64(s.PlanWork(p))
 }
 
 // planCiphertexts is the number of weight ciphertexts p encrypts.
@@ -224,9 +224,10 @@ func (s *Scheme) planSeparate(m, k, n int) (CheckedPlan, error) {
 	return best, nil
 }
 
-// planWork is P1's multiply-accumulates of p in ciphertexts: each weight
-// ciphertext times each row block of its output.
-func (s *Scheme) planWork(p CheckedPlan) int {
+// PlanWork is P1's multiply-accumulates of p in ciphertexts (products of a
+// weight ciphertext and a plaintext): each weight ciphertext times each
+// row block of its output.
+func (s *Scheme) PlanWork(p CheckedPlan) int {
 	n := 0
 	for _, o := range p.Outputs {
 		for _, t := range o.Terms {

@@ -47,6 +47,9 @@ const (
 	macCallRows = 32
 )
 
+// A kernel call's terms must fit between two normalizations.
+var _ [maxMacTerms - macCallRows]struct{}
+
 // useMacAVX2 selects the limb kernels, useMacAVX512 the AVX-512 one among
 // them (tests switch them off to compare).
 var (
