@@ -454,6 +454,35 @@ func BenchmarkMulMaskedMerged(b *testing.B) {
 	}
 }
 
+// BenchmarkMulMaskedRows is BenchmarkMulMaskedMerged's product (k cut to
+// 256, 768 columns, the layout of 32 rows by 256 columns a block) with
+// one, two and four row blocks: a batch of 16, 32 or 64 candidates at
+// sst2's phase 1. A pass reads the weights' c0 from memory and
+// regenerates their c1 once for all its row blocks, so the CPU a row
+// falls with the rows a pass holds; cpu-s/32rows is the op's CPU per row
+// block (bench/TWOHOSTS.md, step 30: what larger batches would save and
+// why the defaults keep 16).
+func BenchmarkMulMaskedRows(b *testing.B) {
+	st := benchSetup(b)
+	s := st.s
+	rng := rand.New(rand.NewPCG(4, 4))
+	const k, n = 256, 768
+	l := Layout{MW: 32, NW: 256}
+	w := compactWeights(b, st, fill(rng, k*n, "random"), k, n, l)
+	for _, m := range []int{32, 64, 128} {
+		A, R := fill(rng, m*k, "random"), fill(rng, m*n, "random")
+		b.Run(fmt.Sprintf("rows=%d", m), func(b *testing.B) {
+			c0 := cpuSeconds()
+			for b.Loop() {
+				if _, err := s.MulMaskedLayout(w, l, A, m, R, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuSeconds()-c0)/float64(b.N*m/l.MW), "cpu-s/32rows")
+		})
+	}
+}
+
 // BenchmarkMulMaskedSweeps is the product whose sum sweeps the most
 // accumulators: sst2's phase-3 folded G = Ŷ₁ᵀ·[W_K; b_K] for a batch of 16
 // (256 rows in 8 row blocks of 32, 3 column blocks of 256: 24 output
